@@ -1,0 +1,58 @@
+// swift-tools-version:6.0
+// PushSeal: end-to-end encrypted push notifications for iOS apps.
+// Layers (arrows point down only): CLIs -> Sender / Extension / Keys -> Keychain -> Format -> Crypto -> C libraries.
+import PackageDescription
+
+let package = Package(
+    name: "PushSeal",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "PushSealCrypto", targets: ["PushSealCrypto"]),
+        .library(name: "PushSealFormat", targets: ["PushSealFormat"]),
+        .library(name: "PushSealKeychain", targets: ["PushSealKeychain"]),
+        .library(name: "PushSealKeys", targets: ["PushSealKeys"]),
+        .library(name: "PushSealSender", targets: ["PushSealSender"]),
+        .library(name: "PushSealExtension", targets: ["PushSealExtension"]),
+        .executable(name: "push-seal", targets: ["push-seal"]),
+        .executable(name: "push-open", targets: ["push-open"]),
+        .executable(name: "push-keys", targets: ["push-keys"]),
+        .executable(name: "push-bench", targets: ["push-bench"]),
+    ],
+    targets: [
+        // System libraries (Debian: libssl-dev, libsodium-dev).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
+
+        // Libraries.
+        .target(name: "PushSealCrypto", dependencies: ["COpenSSL", "CSodium"]),
+        .target(name: "PushSealFormat", dependencies: ["PushSealCrypto", "CSodium"]),
+        .target(name: "PushSealKeychain", dependencies: ["PushSealCrypto", "PushSealFormat", "CSodium"]),
+        .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain"]),
+        .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeys"]),
+        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealKeys"]),
+        .target(name: "PushSealCLI", dependencies: ["PushSealFormat"]),
+
+        // Command-line tools: thin main.swift + one file a subcommand.
+        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain"]),
+        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeychain"]),
+        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain"]),
+        .executableTarget(name: "push-bench", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "COpenSSL", "CSodium"]),
+
+        // Tests: one target per module; CLITests runs the built binaries.
+        .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto"]),
+        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto"]),
+        .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
+        .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
+        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealFormat"]),
+        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
+        .testTarget(name: "CLITests", dependencies: ["PushSealFormat"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+// Every Swift target: strict concurrency is implied by Swift 6 mode; this upcoming feature keeps existential types explicit.
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    target.swiftSettings = settings
+}

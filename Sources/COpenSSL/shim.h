@@ -1,0 +1,12 @@
+// OpenSSL's libcrypto (pkg-config libcrypto, Debian libssl-dev): EVP AEAD, HKDF, SHA-256, errors.
+#ifndef PUSHSEAL_COPENSSL_SHIM_H
+#define PUSHSEAL_COPENSSL_SHIM_H
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/err.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <openssl/crypto.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
+#endif

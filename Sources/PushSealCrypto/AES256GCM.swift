@@ -1,0 +1,173 @@
+internal import COpenSSL
+
+/// AES-256-GCM authenticated encryption (NIST SP 800-38D) over OpenSSL's EVP interface.
+///
+/// Profile: 32-byte key, 12-byte (96-bit) nonce, 16-byte tag, optional AAD. Every seal draws a
+/// fresh random nonce from ``SecureRandom``; no public entry point accepts a caller's nonce.
+/// With random nonces a key may seal at most 2^32 messages (SP 800-38D §8.3); counting seals is
+/// the key store's job.
+///
+/// Open checks sizes first, decrypts into a private buffer, and returns plaintext only after
+/// the tag verifies. A wrong key, wrong AAD or any modified bit all fail the same way,
+/// `CryptoError.Code.authenticationFailed`. OpenSSL's error queue is drained after every failure.
+public enum AES256GCM {
+    /// Key length in bytes (AES-256).
+    public static let keyByteCount = 32
+    /// Nonce length in bytes (96 bits, the only size accepted).
+    public static let nonceByteCount = 12
+    /// Tag length in bytes (128 bits, the only size accepted).
+    public static let tagByteCount = 16
+    /// Smallest combined box: an empty plaintext still carries nonce and tag (28 bytes).
+    public static let minimumCombinedByteCount = nonceByteCount + tagByteCount
+
+    /// Seals `plaintext` under `key` with a fresh random nonce.
+    /// - Parameters:
+    ///   - plaintext: any bytes (may be empty).
+    ///   - key: a 32-byte key.
+    ///   - aad: additional authenticated data, bound to the box but not encrypted (may be empty).
+    /// - Returns: the box; `combined` is nonce(12) ‖ ciphertext ‖ tag(16), CryptoKit's layout.
+    /// - Throws: `CryptoError` `.invalidKeySize`, `.internalFailure`.
+    public static func seal(_ plaintext: [UInt8], with key: SecretBytes, authenticating aad: [UInt8] = []) throws -> SealedBox {
+        try plaintext.withUnsafeBytes { p in
+            try aad.withUnsafeBytes { a in try seal(p, with: key, authenticating: a) }
+        }
+    }
+
+    /// Seals the bytes at `plaintext` under `key` with a fresh random nonce (see
+    /// ``seal(_:with:authenticating:)-(([UInt8],_,_))``); the pointer form avoids a copy.
+    /// - Throws: `CryptoError` `.invalidKeySize`, `.internalFailure`.
+    public static func seal(_ plaintext: UnsafeRawBufferPointer, with key: SecretBytes, authenticating aad: UnsafeRawBufferPointer) throws -> SealedBox {
+        var nonce = (UInt64(0), UInt32(0))
+        return try withUnsafeMutableBytes(of: &nonce) { n in
+            SecureRandom.fill(n)
+            return try seal(plaintext, with: key, nonce: UnsafeRawBufferPointer(n), authenticating: aad)
+        }
+    }
+
+    /// Known-answer entry point for tests only: seals with a caller's nonce. Never public —
+    /// a repeated nonce under one key breaks GCM's confidentiality and authenticity.
+    static func seal(_ plaintext: UnsafeRawBufferPointer, with key: SecretBytes, nonce: UnsafeRawBufferPointer, authenticating aad: UnsafeRawBufferPointer) throws -> SealedBox {
+        guard key.byteCount == keyByteCount else {
+            throw CryptoError(.invalidKeySize, "an AES-256-GCM key is \(keyByteCount) bytes, got \(key.byteCount)")
+        }
+        guard nonce.count == nonceByteCount else {
+            throw CryptoError(.invalidNonceSize, "an AES-256-GCM nonce is \(nonceByteCount) bytes, got \(nonce.count)")
+        }
+        let total = nonceByteCount + plaintext.count + tagByteCount
+        var sealed = false
+        let combined = [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
+            initialized = total
+            guard let base = UnsafeMutableRawPointer(out.baseAddress), let n = nonce.baseAddress else { return }
+            base.copyMemory(from: n, byteCount: nonceByteCount)
+            sealed = key.withUnsafeBytes { k in
+                CipherContext.run(encrypt: true, key: k, nonce: nonce, aad: aad, input: plaintext,
+                                  output: base + nonceByteCount, tag: base + nonceByteCount + plaintext.count)
+            }
+        }
+        guard sealed else {
+            ERR_clear_error()
+            throw CryptoError(.internalFailure, "OpenSSL could not seal")
+        }
+        return SealedBox(uncheckedCombined: combined)
+    }
+
+    /// Opens `box` under `key`, verifying the tag over nonce, ciphertext and `aad`.
+    /// - Parameters:
+    ///   - box: a sealed box (12-byte nonce, 16-byte tag).
+    ///   - key: the 32-byte key it was sealed with.
+    ///   - aad: the same AAD given at seal time.
+    /// - Returns: the plaintext, only after the tag verified.
+    /// - Throws: `CryptoError` `.authenticationFailed` (wrong key, wrong AAD, any modified bit),
+    ///   `.invalidKeySize`.
+    public static func open(_ box: SealedBox, with key: SecretBytes, authenticating aad: [UInt8] = []) throws -> [UInt8] {
+        try box.combined.withUnsafeBytes { c in
+            try aad.withUnsafeBytes { a in
+                try open(nonce: UnsafeRawBufferPointer(rebasing: c[0..<nonceByteCount]),
+                         ciphertext: UnsafeRawBufferPointer(rebasing: c[nonceByteCount..<(c.count - tagByteCount)]),
+                         tag: UnsafeRawBufferPointer(rebasing: c[(c.count - tagByteCount)...]),
+                         with: key, authenticating: a)
+            }
+        }
+    }
+
+    /// Opens a box given as separate parts. Rejects any nonce other than 12 bytes and any tag
+    /// other than 16 bytes before decrypting.
+    /// - Returns: the plaintext, only after the tag verified.
+    /// - Throws: `CryptoError` `.invalidNonceSize`, `.invalidTagSize`, `.invalidKeySize`,
+    ///   `.authenticationFailed`.
+    public static func open(nonce: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
+                            with key: SecretBytes, authenticating aad: UnsafeRawBufferPointer) throws -> [UInt8] {
+        guard nonce.count == nonceByteCount else {
+            throw CryptoError(.invalidNonceSize, "an AES-256-GCM nonce is \(nonceByteCount) bytes, got \(nonce.count)")
+        }
+        guard tag.count == tagByteCount else {
+            throw CryptoError(.invalidTagSize, "an AES-256-GCM tag is \(tagByteCount) bytes, got \(tag.count)")
+        }
+        guard key.byteCount == keyByteCount else {
+            throw CryptoError(.invalidKeySize, "an AES-256-GCM key is \(keyByteCount) bytes, got \(key.byteCount)")
+        }
+        var ok = false
+        // Capacity of at least one byte so the buffer always has an address, even for an empty message.
+        var plaintext = [UInt8](unsafeUninitializedCapacity: max(ciphertext.count, 1)) { out, initialized in
+            initialized = ciphertext.count
+            guard let base = UnsafeMutableRawPointer(out.baseAddress) else { return }
+            ok = key.withUnsafeBytes { k in
+                var tagCopy = (UInt64(0), UInt64(0))
+                return withUnsafeMutableBytes(of: &tagCopy) { t in
+                    t.copyMemory(from: tag)
+                    guard let tagBase = t.baseAddress else { return false }
+                    return CipherContext.run(encrypt: false, key: k, nonce: nonce, aad: aad, input: ciphertext,
+                                             output: base, tag: tagBase)
+                }
+            }
+        }
+        guard ok else {
+            SecretBytes.wipe(&plaintext)
+            ERR_clear_error()
+            throw CryptoError(.authenticationFailed, "the box did not authenticate (wrong key, wrong AAD or modified data)")
+        }
+        return plaintext
+    }
+}
+
+/// One EVP_CIPHER_CTX run. The fetched cipher is cached: an explicit fetch avoids OpenSSL 3's
+/// per-call implicit fetch of `EVP_aes_256_gcm()`.
+enum CipherContext {
+    /// The AES-256-GCM implementation, fetched once. `EVP_CIPHER` objects are reference-counted
+    /// and immutable after fetch, so sharing one across threads is safe (OpenSSL 3 threading docs).
+    nonisolated(unsafe) static let cipher: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)
+
+    /// Runs a whole GCM operation. For decryption `tag` is read and verified; for encryption it
+    /// is written. Returns false on any failure (including a tag mismatch).
+    static func run(encrypt: Bool, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+                    input: UnsafeRawBufferPointer, output: UnsafeMutableRawPointer, tag: UnsafeMutableRawPointer) -> Bool {
+        guard input.count <= Int(Int32.max), aad.count <= Int(Int32.max) else { return false }
+        guard let cipher, let ctx = EVP_CIPHER_CTX_new() else { return false }
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        let k = key.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let n = nonce.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let initOK = encrypt ? EVP_EncryptInit_ex2(ctx, cipher, k, n, nil) : EVP_DecryptInit_ex2(ctx, cipher, k, n, nil)
+        guard initOK == 1 else { return false }
+        var outLength: Int32 = 0
+        if aad.count > 0, let a = aad.baseAddress?.assumingMemoryBound(to: UInt8.self) {
+            let r = encrypt ? EVP_EncryptUpdate(ctx, nil, &outLength, a, Int32(aad.count))
+                            : EVP_DecryptUpdate(ctx, nil, &outLength, a, Int32(aad.count))
+            guard r == 1 else { return false }
+        }
+        let out = output.assumingMemoryBound(to: UInt8.self)
+        var written = 0
+        if input.count > 0, let i = input.baseAddress?.assumingMemoryBound(to: UInt8.self) {
+            let r = encrypt ? EVP_EncryptUpdate(ctx, out, &outLength, i, Int32(input.count))
+                            : EVP_DecryptUpdate(ctx, out, &outLength, i, Int32(input.count))
+            guard r == 1 else { return false }
+            written = Int(outLength)
+        }
+        if encrypt {
+            guard EVP_EncryptFinal_ex(ctx, out + written, &outLength) == 1 else { return false }
+            return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, Int32(AES256GCM.tagByteCount), tag) == 1
+        } else {
+            guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(AES256GCM.tagByteCount), tag) == 1 else { return false }
+            return EVP_DecryptFinal_ex(ctx, out + written, &outLength) == 1
+        }
+    }
+}

@@ -1,0 +1,46 @@
+/// An error from the crypto core.
+///
+/// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
+/// will not. Reasons never contain key bytes or plaintext.
+public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A stable, machine-readable error code.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's stable name, e.g. `authenticationFailed`.
+        public let name: String
+
+        init(_ name: String) { self.name = name }
+
+        /// The tag did not verify: wrong key, wrong AAD, or modified nonce, ciphertext or tag.
+        /// Open reports all of these the same way on purpose.
+        public static let authenticationFailed = Code("authenticationFailed")
+        /// A key was not exactly ``AES256GCM/keyByteCount`` (32) bytes.
+        public static let invalidKeySize = Code("invalidKeySize")
+        /// A nonce was not exactly ``AES256GCM/nonceByteCount`` (12) bytes.
+        public static let invalidNonceSize = Code("invalidNonceSize")
+        /// A tag was not exactly ``AES256GCM/tagByteCount`` (16) bytes.
+        public static let invalidTagSize = Code("invalidTagSize")
+        /// A combined sealed box was shorter than nonce plus tag (28 bytes).
+        public static let truncatedBox = Code("truncatedBox")
+        /// A parameter was outside its documented range (e.g. HKDF output over 8160 bytes).
+        public static let invalidParameter = Code("invalidParameter")
+        /// The system random generator or a C library call failed unexpectedly.
+        public static let internalFailure = Code("internalFailure")
+
+        public var description: String { name }
+    }
+
+    /// The stable code; equality and hashing use it alone.
+    public let code: Code
+    /// A human explanation, without secrets.
+    public let reason: String
+
+    /// Creates an error with a stable `code` and a human `reason` (no secrets).
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public static func == (lhs: CryptoError, rhs: CryptoError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var description: String { "\(code): \(reason)" }
+}
