@@ -156,3 +156,7 @@ extension CollectingLogger {
     /// Number of lines containing `text`.
     func count(_ text: String) -> Int { lines.filter { $0.contains(text) }.count }
 }
+
+extension JSONValue: ExpressibleByStringLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+}
