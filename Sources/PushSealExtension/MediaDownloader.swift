@@ -102,6 +102,8 @@ public final class DownloadCancellation: Sendable {
 public struct MediaDownloader: Sendable {
     /// Most redirects followed (3).
     public static let maxRedirectCount = 3
+    /// After a timeout, how long to wait for URLSession to confirm the cancellation (100 ms).
+    static let cancellationGraceMilliseconds = 100
 
     /// The App Group container directory the files go into.
     public let containerDirectory: URL
@@ -211,6 +213,7 @@ public struct MediaDownloader: Sendable {
             throw ExtensionError(.mediaTransferFailed, "cannot create a file in the App Group container")
         }
         defer { try? FileManager.default.removeItem(at: partURL) }
+        if cancellation?.isCancelled == true { try? handle.close(); throw ExtensionError(.mediaCancelled, "cancelled before the request") }
 
         let transfer = Transfer(downloader: self, file: handle, sniff: !sealed, declared: declared, overhead: overhead,
                                 hashing: expectedDigest != nil)
@@ -228,15 +231,17 @@ public struct MediaDownloader: Sendable {
         request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         let task = session.dataTask(with: request)
         transfer.task.withLock { $0 = task }
-        cancellation?.onCancel { transfer.fail(ExtensionError(.mediaCancelled, "the extension's time is up")) }
+        cancellation?.onCancel { transfer.abort(ExtensionError(.mediaCancelled, "the extension's time is up")) }
         task.resume()
 
         if transfer.done.wait(timeout: .now() + .nanoseconds(Int(timeoutSeconds * 1e9))) == .timedOut {
-            transfer.fail(ExtensionError(.mediaTimedOut, "no complete answer within \(String(format: "%.3f", timeoutSeconds)) s"))
+            transfer.abort(ExtensionError(.mediaTimedOut, "no complete answer within \(String(format: "%.3f", timeoutSeconds)) s"))
+            // Give URLSession a moment to report the cancellation; never wait longer.
+            _ = transfer.done.wait(timeout: .now() + .milliseconds(Self.cancellationGraceMilliseconds))
         }
         cancellation?.onCancel(nil)
-        session.invalidateAndCancel()
-        try? handle.close()
+        transfer.closeFile()
+        session.finishTasksAndInvalidate()
 
         let result = transfer.result()
         if let error = result.error { throw error }
@@ -334,13 +339,19 @@ public struct MediaDownloader: Sendable {
 
 /// The state of one transfer, shared by the waiting thread and URLSession's delegate queue.
 ///
-/// `@unchecked Sendable`: the mutable fields live in `state` (behind a lock); `file` and
-/// `hasher` are touched only on the delegate queue (one operation at a time, serial), and by
-/// the waiting thread only after the task completed or was cancelled and the session invalidated.
+/// `@unchecked Sendable`: all mutable state, the file handle and the hasher are touched only
+/// under `state`'s lock (writes to the file included, so closing it cannot race a write).
+///
+/// Lesson from FoundationNetworking on Linux: cancelling a task from inside a delegate callback
+/// before that callback's completion handler ran traps ("Received callback for HTTP
+/// redirection, but we're not waiting for it"). Callbacks therefore only *record* an error and
+/// answer through their completion handler (`nil` / `.cancel`); only the data callback, the
+/// timer and the cancellation token cancel the task.
 final class Transfer: @unchecked Sendable {
     struct State {
         var error: ExtensionError?
-        var finished = false
+        var completed = false
+        var fileClosed = false
         var header: [UInt8] = []
         var byteCount = 0
         var limit: Int
@@ -350,12 +361,13 @@ final class Transfer: @unchecked Sendable {
     }
 
     let downloader: MediaDownloader
-    let file: FileHandle
+    private let file: FileHandle
     let sniffContent: Bool
     let overhead: Int
-    let hasher: SHA256Hasher?
+    private let hasher: SHA256Hasher?
     let state: Locked<State>
     let task = Locked<URLSessionTask?>(nil)
+    /// Signalled once, when URLSession reports the task complete.
     let done = DispatchSemaphore(value: 0)
 
     init(downloader: MediaDownloader, file: FileHandle, sniff: Bool, declared: MediaType?, overhead: Int, hashing: Bool) {
@@ -367,37 +379,73 @@ final class Transfer: @unchecked Sendable {
         state = Locked(State(limit: (declared?.category.maxByteCount ?? MediaType.largestMaxByteCount) + overhead))
     }
 
-    /// Records the first error, cancels the task and wakes the waiting thread.
-    func fail(_ error: ExtensionError) {
-        let first = state.withLock { s -> Bool in
-            guard !s.finished else { return false }
-            s.finished = true
-            s.error = error
+    /// Records the first error (later ones are ignored).
+    func record(_ error: ExtensionError) {
+        state.withLock { s in if s.error == nil { s.error = error } }
+    }
+
+    /// Records the error and cancels the task (not from inside a callback awaiting its completion handler).
+    func abort(_ error: ExtensionError) {
+        record(error)
+        task.withLock { $0 }?.cancel()
+    }
+
+    var hasFailed: Bool { state.withLock { $0.error != nil } }
+
+    /// Streams one chunk: counts, sniffs, enforces the limit, hashes and writes — under the lock.
+    /// - Returns: false when the transfer must stop (error recorded).
+    func receive(_ data: Data) -> Bool {
+        state.withLock { s -> Bool in
+            guard s.error == nil, !s.fileClosed else { return false }
+            s.byteCount += data.count
+            if s.header.count < MediaType.sniffByteCount {
+                s.header.append(contentsOf: data.prefix(MediaType.sniffByteCount - s.header.count))
+                if sniffContent, s.header.count >= MediaType.sniffByteCount {
+                    guard let type = MediaType.sniff(s.header) else {
+                        s.error = ExtensionError(.attachmentUnrecognizedType, "content is not a supported media type (magic bytes)\(s.contentType.map { ", Content-Type \($0)" } ?? "")")
+                        return false
+                    }
+                    s.limit = type.category.maxByteCount
+                }
+            }
+            if s.byteCount > s.limit {
+                s.error = ExtensionError(.attachmentInvalidFileSize, "passed the limit of \(s.limit) bytes; aborted at \(s.byteCount)")
+                return false
+            }
+            if let hasher { data.withUnsafeBytes { hasher.update($0) } }
+            do {
+                try file.write(contentsOf: data)
+            } catch {
+                s.error = ExtensionError(.mediaTransferFailed, "cannot write to the App Group container")
+                return false
+            }
             return true
         }
-        guard first else { return }
-        task.withLock { $0 }?.cancel()
+    }
+
+    /// URLSession reported completion: map its error, finish the digest, wake the waiter.
+    func complete(_ error: ExtensionError?) {
+        state.withLock { s in
+            if s.error == nil, let error { s.error = error }
+            if s.error == nil, let hasher { s.digest = try? hasher.finalize() }
+            s.completed = true
+        }
         done.signal()
     }
 
-    /// Marks success and wakes the waiting thread.
-    func finish() {
-        let digest = try? hasher?.finalize()
-        let first = state.withLock { s -> Bool in
-            guard !s.finished else { return false }
-            s.finished = true
-            s.digest = digest
-            return true
+    /// Closes the file; later chunks are ignored.
+    func closeFile() {
+        state.withLock { s in
+            guard !s.fileClosed else { return }
+            s.fileClosed = true
+            try? file.close()
         }
-        if first { done.signal() }
     }
-
-    var isFinished: Bool { state.withLock { $0.finished } }
 
     /// The outcome, read after the wait.
     func result() -> (error: ExtensionError?, header: [UInt8], byteCount: Int, redirects: Int, contentType: String?, digest: [UInt8]?) {
         state.withLock { s in
-            (s.finished ? s.error : ExtensionError(.mediaTransferFailed, "transfer did not finish"),
+            (s.error ?? (s.completed ? nil : ExtensionError(.mediaTransferFailed, "transfer did not finish")),
              s.header, s.byteCount, s.redirects, s.contentType, s.digest)
         }
     }
@@ -415,22 +463,20 @@ final class TransferDelegate: NSObject, URLSessionDataDelegate, @unchecked Senda
                     newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
         let count = transfer.state.withLock { s -> Int in s.redirects += 1; return s.redirects }
         guard count <= MediaDownloader.maxRedirectCount else {
-            transfer.fail(ExtensionError(.mediaTooManyRedirects, "more than \(MediaDownloader.maxRedirectCount) redirects"))
+            transfer.record(ExtensionError(.mediaTooManyRedirects, "more than \(MediaDownloader.maxRedirectCount) redirects"))
             completionHandler(nil)
             return
         }
         guard let url = request.url else {
-            transfer.fail(ExtensionError(.mediaURLRefused, "redirect without a location"))
+            transfer.record(ExtensionError(.mediaURLRefused, "redirect without a location"))
             completionHandler(nil)
             return
         }
         do {
             try transfer.downloader.checkPolicy(url)
-        } catch let error as ExtensionError {
-            transfer.fail(ExtensionError(error.code, "redirect refused: \(error.reason)"))
-            completionHandler(nil)
-            return
         } catch {
+            let e = error as? ExtensionError
+            transfer.record(ExtensionError(.mediaURLRefused, "redirect refused: \(e?.reason ?? "policy")"))
             completionHandler(nil)
             return
         }
@@ -440,12 +486,12 @@ final class TransferDelegate: NSObject, URLSessionDataDelegate, @unchecked Senda
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
         guard let http = response as? HTTPURLResponse else {
-            transfer.fail(ExtensionError(.mediaTransferFailed, "not an HTTP response"))
+            transfer.record(ExtensionError(.mediaTransferFailed, "not an HTTP response"))
             completionHandler(.cancel)
             return
         }
         guard (200..<300).contains(http.statusCode) else {
-            transfer.fail(ExtensionError(.mediaHTTPStatus, "the server answered HTTP \(http.statusCode)"))
+            transfer.record(ExtensionError(.mediaHTTPStatus, "the server answered HTTP \(http.statusCode)"))
             completionHandler(.cancel)
             return
         }
@@ -458,7 +504,7 @@ final class TransferDelegate: NSObject, URLSessionDataDelegate, @unchecked Senda
             return s.limit
         }
         if let length = http.value(forHTTPHeaderField: "Content-Length").flatMap({ Int($0) }), length > limit {
-            transfer.fail(ExtensionError(.attachmentInvalidFileSize, "Content-Length \(length) is over the limit of \(limit) bytes"))
+            transfer.record(ExtensionError(.attachmentInvalidFileSize, "Content-Length \(length) is over the limit of \(limit) bytes"))
             completionHandler(.cancel)
             return
         }
@@ -466,58 +512,26 @@ final class TransferDelegate: NSObject, URLSessionDataDelegate, @unchecked Senda
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        guard !transfer.isFinished else { return }
-        let sniff = transfer.sniffContent
-        let verdict = transfer.state.withLock { s -> ExtensionError? in
-            s.byteCount += data.count
-            if s.header.count < MediaType.sniffByteCount {
-                s.header.append(contentsOf: data.prefix(MediaType.sniffByteCount - s.header.count))
-                if sniff, s.header.count >= MediaType.sniffByteCount {
-                    guard let type = MediaType.sniff(s.header) else {
-                        return ExtensionError(.attachmentUnrecognizedType, "content is not a supported media type (magic bytes)\(s.contentType.map { ", Content-Type \($0)" } ?? "")")
-                    }
-                    s.limit = type.category.maxByteCount
-                }
-            }
-            if s.byteCount > s.limit {
-                return ExtensionError(.attachmentInvalidFileSize, "passed the limit of \(s.limit) bytes; aborted at \(s.byteCount)")
-            }
-            return nil
-        }
-        if let verdict {
-            transfer.fail(verdict)
-            return
-        }
-        if let hasher = transfer.hasher { data.withUnsafeBytes { hasher.update($0) } }
-        do {
-            try transfer.file.write(contentsOf: data)
-        } catch {
-            transfer.fail(ExtensionError(.mediaTransferFailed, "cannot write to the App Group container"))
-        }
+        if !transfer.receive(data) { dataTask.cancel() }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         if let error {
             let nsError = error as NSError
             if nsError.domain == NSURLErrorDomain, nsError.code == NSURLErrorTimedOut {
-                transfer.fail(ExtensionError(.mediaTimedOut, "the request timed out"))
+                transfer.complete(ExtensionError(.mediaTimedOut, "the request timed out"))
             } else if nsError.domain == NSURLErrorDomain, nsError.code == NSURLErrorCancelled {
-                transfer.fail(ExtensionError(.mediaCancelled, "the request was cancelled"))
+                transfer.complete(ExtensionError(.mediaCancelled, "the request was cancelled"))
             } else {
-                transfer.fail(ExtensionError(.mediaTransferFailed, "transfer failed (\(nsError.domain) \(nsError.code))"))
+                transfer.complete(ExtensionError(.mediaTransferFailed, "transfer failed (\(nsError.domain) \(nsError.code))"))
             }
             return
         }
         if let http = task.response as? HTTPURLResponse, !(200..<300).contains(http.statusCode) {
-            let code: ExtensionError.Code = (300..<400).contains(http.statusCode) ? .mediaTooManyRedirects : .mediaHTTPStatus
-            transfer.fail(ExtensionError(code, "the server answered HTTP \(http.statusCode)"))
+            transfer.complete(ExtensionError(.mediaHTTPStatus, "the server answered HTTP \(http.statusCode)"))
             return
         }
-        let tooShort = transfer.state.withLock { $0.byteCount == 0 }
-        if tooShort {
-            transfer.fail(ExtensionError(.attachmentUnrecognizedType, "empty body"))
-            return
-        }
-        transfer.finish()
+        let empty = transfer.state.withLock { $0.byteCount == 0 }
+        transfer.complete(empty ? ExtensionError(.attachmentUnrecognizedType, "empty body") : nil)
     }
 }
