@@ -43,6 +43,7 @@ struct AES256GCMTests {
             var bytes = box.combined
             bytes[bit / 8] ^= UInt8(1) << UInt8(bit % 8)
             let tampered = try SealedBox(combined: bytes)
+            #expect(seedOpenSSLError(), "could not seed the OpenSSL error queue")
             let code = cryptoErrorCode { _ = try AES256GCM.open(tampered, with: key, authenticating: aad) }
             #expect(code == .authenticationFailed, "bit \(bit) (byte \(bit / 8)): got \(String(describing: code))")
             #expect(openSSLErrorQueueIsEmpty(), "bit \(bit): OpenSSL error queue not drained")
@@ -57,12 +58,14 @@ struct AES256GCMTests {
     func wrongKeyAndAAD() throws {
         let box = try AES256GCM.seal(message, with: key, authenticating: aad)
         let otherKey = SecretBytes(randomByteCount: 32)
+        seedOpenSSLError()
         let wrongKey = cryptoErrorCode { _ = try AES256GCM.open(box, with: otherKey, authenticating: aad) }
         #expect(wrongKey == .authenticationFailed)
         #expect(openSSLErrorQueueIsEmpty())
         var otherAAD = aad
         otherAAD[otherAAD.count - 1] ^= 1
         for wrong in [otherAAD, [], Array(aad.dropLast()), aad + [0]] {
+            seedOpenSSLError()
             let code = cryptoErrorCode { _ = try AES256GCM.open(box, with: key, authenticating: wrong) }
             #expect(code == .authenticationFailed)
             #expect(openSSLErrorQueueIsEmpty())

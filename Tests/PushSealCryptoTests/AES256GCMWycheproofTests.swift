@@ -64,6 +64,7 @@ struct AES256GCMWycheproofTests {
                     #expect(try openParts(nonce: iv, ciphertext: ct, tag: tag, key: key, aad: aad) == msg, "tcId \(test.tcId)")
                     ranValid += 1
                 case "invalid":
+                    #expect(seedOpenSSLError(), "tcId \(test.tcId): could not seed the OpenSSL error queue")
                     let code = cryptoErrorCode { _ = try openParts(nonce: iv, ciphertext: ct, tag: tag, key: key, aad: aad) }
                     #expect(code == .authenticationFailed, "tcId \(test.tcId) \(test.comment): got \(String(describing: code))")
                     #expect(openSSLErrorQueueIsEmpty(), "tcId \(test.tcId): OpenSSL error queue not drained")

@@ -17,6 +17,7 @@ struct CipherContextReuseTests {
             // A failure in the middle must not poison the next operation.
             if round % 5 == 0, let (box, _, j) = boxes.first {
                 let wrong = keys[(j + 1) % keys.count]
+                seedOpenSSLError()
                 #expect(cryptoErrorCode { _ = try AES256GCM.open(box, with: wrong, authenticating: []) } == .authenticationFailed)
                 #expect(openSSLErrorQueueIsEmpty())
             }

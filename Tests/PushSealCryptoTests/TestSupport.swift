@@ -129,3 +129,13 @@ func runPython(_ script: String, _ arguments: [String] = []) -> String? {
     guard process.terminationStatus == 0 else { return nil }
     return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }
+
+/// Puts a real OpenSSL error on this thread's queue (a failed fetch of a cipher that does not
+/// exist), so a following failing call can show that it drains the queue. Returns whether the
+/// queue is now non-empty.
+@discardableResult
+func seedOpenSSLError() -> Bool {
+    let cipher = EVP_CIPHER_fetch(nil, "PUSHSEAL-NO-SUCH-CIPHER", nil)
+    if let cipher { EVP_CIPHER_free(cipher) }
+    return ERR_peek_error() != 0
+}
