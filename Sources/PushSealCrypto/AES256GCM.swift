@@ -15,6 +15,10 @@ internal import Darwin
 /// Open checks sizes first, decrypts into a private buffer, and returns plaintext only after
 /// the tag verifies. A wrong key, wrong AAD or any modified bit all fail the same way,
 /// `CryptoError.Code.authenticationFailed`. OpenSSL's error queue is drained after every failure.
+///
+/// Thread-safe. For speed each thread keeps one reusable OpenSSL cipher context (see
+/// `CipherContext`); it holds the expanded key of that thread's latest operation until the
+/// next one or thread exit.
 public enum AES256GCM {
     /// Key length in bytes (AES-256).
     public static let keyByteCount = 32
