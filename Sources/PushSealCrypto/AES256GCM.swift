@@ -198,8 +198,23 @@ enum CipherContext {
         guard input.count <= Int(Int32.max), aad.count <= Int(Int32.max) else { return false }
         guard let ctx = threadContext() else { return false }
         let ok = runSteps(ctx, encrypt: encrypt, key: key, nonce: nonce, aad: aad, input: input, output: output, tag: tag)
-        if !ok { discardThreadContext() }
+        if !ok {
+            discardThreadContext()
+        } else if !scrub(ctx) {
+            discardThreadContext()
+        }
         return ok
+    }
+
+    /// Overwrites the context's key schedule and GHASH key by re-keying it with 32 zero bytes,
+    /// so no material derived from the caller's key outlives the call (the rule "zero key bytes
+    /// when done"). Cheaper than freeing the context; returns false if OpenSSL refused.
+    @inline(__always)
+    private static func scrub(_ ctx: OpaquePointer) -> Bool {
+        var zeroKey = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        return withUnsafeBytes(of: &zeroKey) { z in
+            EVP_CipherInit_ex2(ctx, nil, z.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, -1, nil) == 1
+        }
     }
 
     @inline(__always)
