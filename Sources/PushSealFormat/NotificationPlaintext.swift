@@ -104,10 +104,11 @@ public struct NotificationPlaintext: Sendable, Equatable {
         }
     }
 
-    /// Checks the rules decoding enforces, so a sender never seals what a receiver rejects.
-    /// - Throws: `FormatError` `.invalidPlaintext`.
+    /// Checks the rules decoding enforces, so a sender never seals what a receiver rejects
+    /// (by encoding and decoding; not free: call it once per notification built).
+    /// - Throws: `FormatError` `.invalidPlaintext`, `.nonFiniteNumber`.
     public func validate() throws {
-        _ = try NotificationPlaintext(json: jsonValue())
+        _ = try NotificationPlaintext(jsonBytes: try encoded(padding: false))
     }
 
     static func optional(_ o: JSONObject, _ key: String, path: String) throws -> JSONValue? {
@@ -165,14 +166,53 @@ public struct NotificationPlaintext: Sendable, Equatable {
         return .object(JSONObject(m))
     }
 
-    /// Compact UTF-8 JSON of ``jsonValue()``, padded with trailing spaces to its Padmé
-    /// length when `padding` is true (FORMAT.md §6).
+    /// Compact UTF-8 JSON of ``jsonValue()`` (same bytes, written without building the tree),
+    /// padded with trailing spaces to its Padmé length when `padding` is true (FORMAT.md §6).
     /// - Parameter padding: pad (default true).
     /// - Returns: the bytes to seal.
-    public func encoded(padding: Bool = true) -> [UInt8] {
-        var bytes = JSONWriter.serialize(jsonValue())
+    /// - Throws: `FormatError` `.nonFiniteNumber` when `data` holds an infinite or NaN number.
+    public func encoded(padding: Bool = true) throws -> [UInt8] {
+        var w = JSONWriter(reservingCapacity: estimatedByteCount())
+        w.beginObject()
+        if let title { w.key("title"); w.string(title) }
+        if let subtitle { w.key("subtitle"); w.string(subtitle) }
+        if let body { w.key("body"); w.string(body) }
+        if let media { w.key("media"); try w.write(media.jsonValue()) }
+        if !localizations.isEmpty {
+            w.key("localizations")
+            w.beginObject()
+            for l in localizations {
+                w.key(l.locale)
+                w.beginObject()
+                if let t = l.content.title { w.key("title"); w.string(t) }
+                if let t = l.content.subtitle { w.key("subtitle"); w.string(t) }
+                if let t = l.content.body { w.key("body"); w.string(t) }
+                w.endObject()
+            }
+            w.endObject()
+        }
+        if let data { w.key("data"); try w.write(.object(data)) }
+        if let iat { w.key("iat"); w.integer(iat) }
+        if let exp { w.key("exp"); w.integer(exp) }
+        if let id { w.key("id"); w.string(id) }
+        w.endObject()
+        var bytes = w.bytes
+        w = JSONWriter()
         if padding { Padme.pad(&bytes) }
         return bytes
+    }
+
+    /// A capacity guess that usually holds the padded output without growing.
+    func estimatedByteCount() -> Int {
+        var n = 160
+        for s in [title, subtitle, body, id] { n += s?.utf8.count ?? 0 }
+        for l in localizations {
+            n += 48 + l.locale.utf8.count
+            for s in [l.content.title, l.content.subtitle, l.content.body] { n += s?.utf8.count ?? 0 }
+        }
+        if media != nil { n += 256 }
+        if let data { n += 64 * data.count }
+        return n + n / 8
     }
 }
 

@@ -54,6 +54,9 @@ public enum WireBase64 {
             case UInt8(ascii: "+"), UInt8(ascii: "/"): standard = true
             case UInt8(ascii: "-"), UInt8(ascii: "_"): urlSafe = true
             case UInt8(ascii: "="): padded = true
+            // libsodium looks characters up in the ignore list with strchr, which finds the
+            // list's own terminating NUL: reject NUL here so it is not silently skipped.
+            case 0: throw FormatError(.invalidBase64, "base64 has a NUL character")
             default: break
             }
         }

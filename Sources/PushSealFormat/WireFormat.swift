@@ -94,11 +94,11 @@ public enum WireFormat {
     ///   - appID: the app's bundle identifier (APNs topic).
     ///   - padding: pad to the Padmé length (default true).
     /// - Returns: the three field values to write into the payload.
-    /// - Throws: `FormatError` `.invalidKeyID`, `.invalidAppID`, `.invalidKey` (not 32 bytes);
-    ///   `CryptoError` `.internalFailure` if the system random generator or OpenSSL fails.
+    /// - Throws: `FormatError` `.invalidKeyID`, `.invalidAppID`, `.invalidKey` (not 32 bytes),
+    ///   `.nonFiniteNumber` (an infinite or NaN number in `data`); `CryptoError` `.internalFailure` if the system random generator or OpenSSL fails.
     public static func seal(plaintext: NotificationPlaintext, key: SecretBytes, keyID: String, appID: String,
                             padding: Bool = true) throws -> SealedFields {
-        var bytes = plaintext.encoded(padding: padding)
+        var bytes = try plaintext.encoded(padding: padding)
         defer { SecretBytes.wipe(&bytes) }
         return try seal(encodedPlaintext: bytes, key: key, keyID: keyID, appID: appID)
     }
