@@ -206,6 +206,14 @@ def _no_dupes(pairs):
     return dict(pairs)
 
 
+def _depth(v):
+    if isinstance(v, dict):
+        return 1 + max((_depth(x) for x in v.values()), default=0)
+    if isinstance(v, list):
+        return 1 + max((_depth(x) for x in v), default=0)
+    return 0
+
+
 def open_payload(payload, key, app_id):
     """Returns (plaintext object, raw plaintext bytes)."""
     box, key_id, alg = parse_payload(payload)
@@ -226,6 +234,8 @@ def open_payload(payload, key, app_id):
         if isinstance(e, FormatError):
             raise
         raise FormatError("invalidPlaintext", "not JSON")
+    if _depth(obj) > 64:
+        raise FormatError("invalidPlaintext", "nesting deeper than 64")
     return check_plaintext(obj), raw
 
 
