@@ -124,6 +124,37 @@ enum UTF8Validation {
     }
 }
 
+// MARK: - Eight bytes at a time (shared with JSONWriter)
+
+enum ByteScan {
+    static let ones: UInt64 = 0x0101_0101_0101_0101
+    static let highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// Whether any of the eight bytes in `x` is below 0x20, `"` or `\` — the bytes a JSON
+    /// string must escape. Exact (no false answers) for bytes of any value.
+    @inline(__always)
+    static func needsEscape(_ x: UInt64) -> Bool {
+        let control = (x &- ones &* 0x20) & ~x & highBits
+        let q = x ^ (ones &* 0x22)
+        let quote = (q &- ones) & ~q & highBits
+        let b = x ^ (ones &* 0x5C)
+        let backslash = (b &- ones) & ~b & highBits
+        return (control | quote | backslash) != 0
+    }
+
+    /// Whether the eight bytes in `x` leave the reader's fast path: non-ASCII, or a byte
+    /// that ``needsEscape(_:)`` flags.
+    @inline(__always)
+    static func leavesPlainASCII(_ x: UInt64) -> Bool {
+        x & highBits != 0 || needsEscape(x)
+    }
+
+    @inline(__always)
+    static func load(_ p: UnsafePointer<UInt8>, at i: Int) -> UInt64 {
+        UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+    }
+}
+
 // MARK: - Parser
 
 private enum Byte {
@@ -308,6 +339,7 @@ private struct Parser {
         i += 1
         let start = i
         // Fast path: printable ASCII without escapes, decoded straight from the input.
+        while i + 8 <= end, !ByteScan.leavesPlainASCII(ByteScan.load(p, at: i)) { i += 8 }
         while i < end {
             let b = p[i]
             if b == Byte.quote {
@@ -328,6 +360,10 @@ private struct Parser {
         while true {
             guard i < end else {
                 throw FormatError(.invalidJSON, "unterminated string starting at byte offset \(start - 1)")
+            }
+            if i + 8 <= end, !ByteScan.leavesPlainASCII(ByteScan.load(p, at: i)) {
+                i += 8
+                continue
             }
             let b = p[i]
             if b == Byte.quote {

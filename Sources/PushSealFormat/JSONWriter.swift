@@ -215,7 +215,17 @@ public struct JSONWriter: Sendable {
 
     private static func escapedByteCount(_ u: UnsafeBufferPointer<UInt8>) -> Int {
         var n = u.count + 2
-        for b in u where b < 0x20 || b == 0x22 || b == 0x5C {
+        guard let p = u.baseAddress else { return n }
+        let count = u.count
+        var j = 0
+        while j < count {
+            if j + 8 <= count, !ByteScan.needsEscape(ByteScan.load(p, at: j)) {
+                j += 8
+                continue
+            }
+            let b = p[j]
+            j += 1
+            guard b < 0x20 || b == 0x22 || b == 0x5C else { continue }
             switch b {
             case 0x22, 0x5C, 0x08, 0x0C, 0x0A, 0x0D, 0x09: n += 1  // two-byte escape
             default: n += 5  // \u00XX
@@ -234,12 +244,21 @@ public struct JSONWriter: Sendable {
     }
 
     private mutating func appendEscaped(_ u: UnsafeBufferPointer<UInt8>) {
+        guard let p = u.baseAddress else { return }
+        let count = u.count
         var runStart = 0
-        for j in 0..<u.count {
-            let b = u[j]
+        var j = 0
+        while j < count {
+            if j + 8 <= count, !ByteScan.needsEscape(ByteScan.load(p, at: j)) {
+                j += 8
+                continue
+            }
+            let b = p[j]
+            j += 1
             if b >= 0x20, b != 0x22, b != 0x5C { continue }
-            if j > runStart { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: u[runStart..<j])) }
-            runStart = j + 1
+            let escapeAt = j - 1
+            if escapeAt > runStart { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: u[runStart..<escapeAt])) }
+            runStart = j
             switch b {
             case 0x22: bytes.append(contentsOf: [0x5C, 0x22])  // \"
             case 0x5C: bytes.append(contentsOf: [0x5C, 0x5C])  // \\
@@ -253,7 +272,7 @@ public struct JSONWriter: Sendable {
                 bytes.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
             }
         }
-        if runStart < u.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: u[runStart...])) }
+        if runStart < count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: u[runStart...])) }
     }
 
     private mutating func appendInteger(_ value: Int64) {
