@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealFormat"]),
         .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
-        .testTarget(name: "CLITests", dependencies: ["PushSealFormat"]),
+        .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI"]),
     ],
     swiftLanguageModes: [.v6]
 )

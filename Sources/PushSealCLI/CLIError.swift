@@ -1,0 +1,42 @@
+/// An error a command reports to its user: one line on stderr as `TOOL: error: MESSAGE`
+/// (lower case, no full stop), an optional `hint: …` line, and an exit code. With `--json`
+/// it becomes `{"error": {"code": CODE, "message": MESSAGE}}` on stdout.
+public struct CLIError: Error, Sendable, CustomStringConvertible {
+    /// A stable machine-readable code, e.g. `usage`, `keychainMissing`, `errSecItemNotFound`.
+    public let code: String
+    /// The human message: lower case, no full stop, no secrets.
+    public let message: String
+    /// An optional hint, e.g. the corrected command.
+    public let hint: String?
+    /// The process exit code.
+    public let exitCode: ExitCode
+    /// Extra members for the `--json` error object (e.g. `osStatus`).
+    public let details: [(key: String, value: String)]
+
+    /// Creates an error.
+    /// - Parameters:
+    ///   - code: stable code for `--json`.
+    ///   - message: lower case, no full stop.
+    ///   - hint: optional `hint:` line.
+    ///   - exitCode: the process status.
+    ///   - details: extra string members for the JSON error object.
+    public init(code: String, _ message: String, hint: String? = nil, exitCode: ExitCode, details: [(key: String, value: String)] = []) {
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.exitCode = exitCode
+        self.details = details
+    }
+
+    /// A usage error (exit 64).
+    public static func usage(_ message: String, hint: String? = nil) -> CLIError {
+        CLIError(code: "usage", message, hint: hint, exitCode: .usage)
+    }
+
+    /// Bad input data (exit 65).
+    public static func dataError(_ message: String, hint: String? = nil) -> CLIError {
+        CLIError(code: "badInput", message, hint: hint, exitCode: .dataError)
+    }
+
+    public var description: String { message }
+}

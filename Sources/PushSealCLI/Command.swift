@@ -1,0 +1,111 @@
+import Foundation
+
+/// What a command's `run` receives: its parsed arguments and where to write.
+public struct CommandContext: Sendable {
+    /// The tool name for messages, e.g. `push-keys`.
+    public let toolName: String
+    /// The parsed arguments of this command.
+    public let arguments: Arguments
+    /// `true` when `--json` was given: print exactly one JSON object on stdout.
+    public var json: Bool { arguments.has("--json") }
+
+    /// Creates a context.
+    public init(toolName: String, arguments: Arguments) {
+        self.toolName = toolName
+        self.arguments = arguments
+    }
+
+    /// Writes a warning to stderr as `TOOL: warning: MESSAGE` (never with `--json` on stdout).
+    public func warn(_ message: String) {
+        Output.stderr("\(toolName): warning: \(message)\n")
+    }
+}
+
+/// One command or subcommand of a tool: its options, help, and what it does.
+public protocol Command: Sendable {
+    /// Words after the tool name that select this command, e.g. `["keychain", "init"]`;
+    /// empty for a tool's default command.
+    var path: [String] { get }
+    /// Options this command accepts (`--help` and `--json` are implicit).
+    var options: [OptionSpec] { get }
+    /// The `--help` text.
+    var help: HelpText { get }
+    /// Runs the command; returns the exit code. Throw `CLIError` for failures.
+    func run(_ context: CommandContext) throws -> ExitCode
+}
+
+/// A command-line tool: a set of commands dispatched by their path words.
+public struct Tool: Sendable {
+    /// The tool's name, e.g. `push-keys`.
+    public let name: String
+    /// One line on what the tool does, for the tool-level help.
+    public let overview: String
+    /// The commands, longest paths are matched first.
+    public let commands: [any Command]
+
+    /// Creates a tool.
+    public init(name: String, overview: String, commands: [any Command]) {
+        self.name = name
+        self.overview = overview
+        self.commands = commands
+    }
+
+    /// Parses `argv` (without argv[0]), runs the matching command and returns the exit code.
+    /// Errors print `TOOL: error: …` and `hint: …` on stderr, or a JSON error object on stdout
+    /// with `--json`.
+    public func run(_ argv: [String]) -> ExitCode {
+        let wantsJSON = argv.contains("--json")
+        let sorted = commands.sorted { $0.path.count > $1.path.count }
+        guard let command = sorted.first(where: { argv.starts(with: $0.path) }) else {
+            if argv.isEmpty || argv == ["--help"] || argv == ["-h"] || argv == ["help"] {
+                Output.stdout(toolHelp())
+                return .success
+            }
+            return report(CLIError.usage("unknown command \(quoted(argv.first ?? ""))", hint: "run '\(name) --help' for the commands"), json: wantsJSON)
+        }
+        let rest = Array(argv.dropFirst(command.path.count))
+        if rest.contains("--help") || rest.contains("-h") {
+            Output.stdout(command.help.render(options: command.options))
+            return .success
+        }
+        do {
+            let arguments = try Arguments(rest, specs: command.options)
+            let context = CommandContext(toolName: name, arguments: arguments)
+            return try command.run(context)
+        } catch let error as CLIError {
+            return report(error, json: wantsJSON)
+        } catch {
+            return report(CLIError(code: "internal", "\(error)", exitCode: .failure), json: wantsJSON)
+        }
+    }
+
+    /// Prints `error` the way the tool reports errors and returns its exit code.
+    public func report(_ error: CLIError, json: Bool) -> ExitCode {
+        if json {
+            var members: [(String, String)] = [("code", error.code), ("message", error.message)]
+            if let hint = error.hint { members.append(("hint", hint)) }
+            members += error.details.map { ($0.key, $0.value) }
+            Output.stdout("{\"error\":{" + members.map { "\(Output.jsonString($0.0)):\(Output.jsonString($0.1))" }.joined(separator: ",") + "}}\n")
+        }
+        Output.stderr("\(name): error: \(error.message)\n")
+        if let hint = error.hint { Output.stderr("hint: \(hint)\n") }
+        return error.exitCode
+    }
+
+    /// The tool-level help: overview and the list of commands.
+    public func toolHelp() -> String {
+        var out = "OVERVIEW: \(overview)\n\nCOMMANDS:\n"
+        for c in commands {
+            let words = ([name] + c.path).joined(separator: " ")
+            out += "  \(words)\n      \(c.help.overview)\n"
+        }
+        out += "\nRun '\(name) COMMAND --help' for a command's options, examples and exit codes.\n"
+        return out
+    }
+
+    /// Runs the tool on the process's arguments and exits with the code.
+    public func main() -> Never {
+        let code = run(Array(CommandLine.arguments.dropFirst()))
+        exit(code.rawValue)
+    }
+}

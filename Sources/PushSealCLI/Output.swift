@@ -1,0 +1,56 @@
+import Foundation
+
+/// Writing to stdout and stderr without buffering surprises, and small helpers for output.
+public enum Output {
+    /// Writes `text` to standard output (data only).
+    public static func stdout(_ text: String) { write(text, to: FileHandle.standardOutput) }
+
+    /// Writes `text` to standard error (diagnostics).
+    public static func stderr(_ text: String) { write(text, to: FileHandle.standardError) }
+
+    /// Writes raw bytes to standard output.
+    public static func stdout(bytes: [UInt8]) {
+        bytes.withUnsafeBytes { writeAll($0, fd: 1) }
+    }
+
+    private static func write(_ text: String, to handle: FileHandle) {
+        var t = text
+        t.withUTF8 { writeAll(UnsafeRawBufferPointer($0), fd: handle.fileDescriptor) }
+    }
+
+    private static func writeAll(_ buffer: UnsafeRawBufferPointer, fd: Int32) {
+        guard var p = buffer.baseAddress else { return }
+        var left = buffer.count
+        while left > 0 {
+            let n = Foundation.write(fd, p, left)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            p += n
+            left -= n
+        }
+    }
+
+    /// `true` when file descriptor `fd` is a terminal (e.g. 1 for stdout).
+    public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
+    /// A JSON string literal for `s` (quotes, backslashes and control characters escaped;
+    /// everything else raw UTF-8; never `\/`).
+    public static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
