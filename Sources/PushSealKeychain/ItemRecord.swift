@@ -67,6 +67,9 @@ struct ItemRecord {
         for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8((u >> UInt64(shift)) & 0xFF)) }
     }
 
+    /// The current time at the stored precision (whole microseconds).
+    static func now() -> Date { Date(timeIntervalSince1970: Double(microseconds(Date())) / 1_000_000) }
+
     static func microseconds(_ date: Date) -> Int64 {
         let v = (date.timeIntervalSince1970 * 1_000_000).rounded()
         guard v.isFinite, v < 9.0e18, v > -9.0e18 else { return 0 }

@@ -33,7 +33,7 @@ extension Keychain {
         }
         let group = try groupForWrite(accessGroup)
         let classKey = try classKey(for: accessibility, state: try readState())
-        let now = Date()
+        let now = ItemRecord.now()
         let record = ItemRecord(attributes: ItemAttributes(itemClass: itemClass, service: service, account: account, label: label,
                                                            accessGroup: group, accessibility: accessibility,
                                                            creationDate: now, modificationDate: now))
@@ -115,7 +115,7 @@ extension Keychain {
             let matches = try findMatches(query, firstOnly: false)
             guard !matches.isEmpty else { throw notFound(query) }
             let state = try readState()
-            let now = Date()
+            let now = ItemRecord.now()
             var plans: [(oldPath: String, newPath: String, bytes: [UInt8])] = []
             var newNames = Set<String>()
             let oldNames = Set(matches.map { ($0.path as NSString).lastPathComponent })
