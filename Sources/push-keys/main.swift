@@ -1,4 +1,5 @@
-// Placeholder until this tool's issue lands.
-import Foundation
-FileHandle.standardError.write("push-keys: error: not built yet\n".data(using: .utf8) ?? Data())
-exit(69)
+// push-keys: keychain emulation and key lifecycle. A thin dispatcher: one file a subcommand.
+import PushSealCLI
+
+Tool(name: "push-keys", overview: "manage PushSeal keys: keysets, provisioning, rotation, and emulated keychains",
+     commands: keyLifecycleCommands).main()
