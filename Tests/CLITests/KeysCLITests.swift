@@ -87,7 +87,7 @@ enum KeysCLI {
     static func aad(_ keyID: String) -> [UInt8] { Array("pushseal:v1|A256GCM|\(keyID)|\(appID)".utf8) }
 
     /// Seals with the server primary (library) and opens as the extension; returns the key id.
-    static func sealAndOpen(server: URL, device: URL, recipient: String) throws -> String {
+    static func sealAndOpen(server: URL, device: URL, recipient: String, ext: Entitlements = KeysCLI.ext) throws -> String {
         let sender = try ServerKeyring(keychainAt: server, audit: .none)
         let (keyID, key) = try sender.primaryKeyForSealing(appID: appID, recipient: recipient)
         let box = try AES256GCM.seal(Array("hi".utf8), with: key, authenticating: aad(keyID))
