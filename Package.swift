@@ -42,7 +42,7 @@ let package = Package(
 
         // Tests: one target per module; CLITests runs the built binaries.
         .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto"]),
-        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto"]),
+        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto", "PushSealKeychain"]),
         .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealFormat"]),
