@@ -31,12 +31,20 @@ struct IOSExampleDriftTests {
     static let repoRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static func text(_ relativePath: String) throws -> String {
-        try String(contentsOf: repoRoot.appendingPathComponent(relativePath), encoding: .utf8)
+    /// A text file, described by its path only (so a failed expectation does not print it whole).
+    struct Document: CustomStringConvertible {
+        let path: String
+        let text: String
+        var description: String { path }
+        func contains(_ needle: String) -> Bool { text.contains(needle) }
     }
 
-    static func example() throws -> String { try text("Examples/iOS/NotificationService.swift") }
-    static func format() throws -> String { try text("docs/FORMAT.md") }
+    static func document(_ relativePath: String) throws -> Document {
+        Document(path: relativePath, text: try String(contentsOf: repoRoot.appendingPathComponent(relativePath), encoding: .utf8))
+    }
+
+    static func example() throws -> Document { try document("Examples/iOS/NotificationService.swift") }
+    static func format() throws -> Document { try document("docs/FORMAT.md") }
 
     /// The three payload fields, from the real constants.
     static let fields = [WireFormat.encryptedDataField, WireFormat.keyIDField, WireFormat.algorithmField]
@@ -86,7 +94,7 @@ struct IOSExampleDriftTests {
         for member in names.top.union(names.media).union(names.localized) {
             #expect(source.contains("[\"\(member)\"]"), "the example does not read the plaintext member \(member)")
         }
-        let read = try Self.stringSubscripts(in: source)
+        let read = try Self.stringSubscripts(in: source.text)
         let expected = Set(Self.fields).union(names.top).union(names.media).union(names.localized)
         #expect(read == expected, "members only in the example: \(read.subtracting(expected).sorted()); only in PushSealFormat: \(expected.subtracting(read).sorted())")
     }
@@ -95,9 +103,9 @@ struct IOSExampleDriftTests {
     func formatMemberNames() throws {
         let spec = try Self.format()
         let names = try Self.plaintextMemberNames()
-        let fieldRows = try Self.tableNames(in: spec, from: "## 3. The sealed fields", to: "### 3.1")
+        let fieldRows = try Self.tableNames(in: spec.text, from: "## 3. The sealed fields", to: "### 3.1")
         #expect(fieldRows == Set(Self.fields), "FORMAT.md §3 rows \(fieldRows.sorted()) vs WireFormat \(Self.fields)")
-        let memberRows = try Self.tableNames(in: spec, from: "## 5. The plaintext", to: "## 6.")
+        let memberRows = try Self.tableNames(in: spec.text, from: "## 5. The plaintext", to: "## 6.")
         let expected = names.top.union(names.media)
         #expect(memberRows == expected, "FORMAT.md §5 rows only: \(memberRows.subtracting(expected).sorted()); code only: \(expected.subtracting(memberRows).sorted())")
         // A localizations variant holds the text members only.
