@@ -204,11 +204,10 @@ public struct NotificationPlaintext: Sendable, Equatable {
 
     /// A capacity guess that usually holds the padded output without growing.
     func estimatedByteCount() -> Int {
-        var n = 160
-        for s in [title, subtitle, body, id] { n += s?.utf8.count ?? 0 }
+        var n = 160 + (title?.utf8.count ?? 0) + (subtitle?.utf8.count ?? 0) + (body?.utf8.count ?? 0) + (id?.utf8.count ?? 0)
         for l in localizations {
-            n += 48 + l.locale.utf8.count
-            for s in [l.content.title, l.content.subtitle, l.content.body] { n += s?.utf8.count ?? 0 }
+            n += 48 + l.locale.utf8.count + (l.content.title?.utf8.count ?? 0) + (l.content.subtitle?.utf8.count ?? 0)
+                + (l.content.body?.utf8.count ?? 0)
         }
         if media != nil { n += 256 }
         if let data { n += 64 * data.count }
@@ -321,7 +320,7 @@ public struct MediaDescriptor: Sendable, Equatable {
         o["url"] = .string(url)
         if let type { o["type"] = .string(type) }
         if let sha256 { o["sha256"] = .string(Self.hex(sha256)) }
-        if let key { o["key"] = .string(key.withUnsafeBytes { WireBase64.encode($0) }) }
+        if let key { o["key"] = .string(key.withUnsafeBytes { WireBase64.encodeSecret($0) }) }
         return .object(o)
     }
 

@@ -123,19 +123,29 @@ public enum WireFormat {
 
     /// Builds the AAD for `A256GCM` on the stack (≤ 340 bytes for valid ids) and passes it to `body`.
     static func withAAD<R>(keyID: String, appID: String, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        func slowPath() throws -> R { try aad(algorithm: algorithm, keyID: keyID, appID: appID).withUnsafeBytes(body) }
         var k = keyID, a = appID
         return try k.withUTF8 { kb in
             try a.withUTF8 { ab in
                 let count = version.utf8.count + algorithm.utf8.count + kb.count + ab.count + 3
                 return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buf in
-                    var i = 0
-                    func put<C: Collection>(_ c: C) where C.Element == UInt8 {
-                        for b in c { buf[i] = b; i += 1 }
+                    guard let base = buf.baseAddress else { return try slowPath() }
+                    var p = base
+                    func put(_ bytes: UnsafeRawBufferPointer) {
+                        guard let b = bytes.baseAddress else { return }
+                        p.copyMemory(from: b, byteCount: bytes.count)
+                        p += bytes.count
                     }
-                    put(version.utf8); put(CollectionOfOne(aadSeparator))
-                    put(algorithm.utf8); put(CollectionOfOne(aadSeparator))
-                    put(kb); put(CollectionOfOne(aadSeparator))
-                    put(ab)
+                    let bar = aadSeparator
+                    version.utf8.withContiguousStorageIfAvailable { put(UnsafeRawBufferPointer($0)) }
+                    p.storeBytes(of: bar, as: UInt8.self); p += 1
+                    algorithm.utf8.withContiguousStorageIfAvailable { put(UnsafeRawBufferPointer($0)) }
+                    p.storeBytes(of: bar, as: UInt8.self); p += 1
+                    put(UnsafeRawBufferPointer(kb))
+                    p.storeBytes(of: bar, as: UInt8.self); p += 1
+                    put(UnsafeRawBufferPointer(ab))
+                    // Only if a constant were not contiguous UTF-8 (never for native literals).
+                    guard p - base == count else { return try slowPath() }
                     return try body(UnsafeRawBufferPointer(buf))
                 }
             }

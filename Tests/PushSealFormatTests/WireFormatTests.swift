@@ -59,6 +59,7 @@ struct WireBase64Tests {
         for n in 0..<70 {
             let b = SecureRandom.bytes(n)
             let e = WireBase64.encode(b)
+            #expect(e == b.withUnsafeBytes { WireBase64.encodeSecret($0) }, "fast encoder differs from libsodium at length \(n)")
             #expect(try WireBase64.decode(e) == b)
             let urlUnpadded = e.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                 .replacingOccurrences(of: "=", with: "")
