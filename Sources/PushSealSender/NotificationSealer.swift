@@ -85,13 +85,7 @@ public struct NotificationSealer: Sendable {
     ///   - recipient: the recipient's name for the key provider.
     /// - Throws: `SenderError` `.invalidJSON` and everything ``seal(_:for:)`` throws.
     public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedPayload {
-        let value: JSONValue
-        do {
-            value = try InterimJSONReader.parse(notificationJSON) // INTERIM: JSONReader.parse when on main
-        } catch let e as InterimJSONReader.Failure {
-            throw SenderError(.invalidJSON, "the notification is not valid JSON: \(e.reason)")
-        }
-        return try seal(OutgoingNotification(json: value), for: recipient)
+        try seal(OutgoingNotification(jsonBytes: notificationJSON), for: recipient)
     }
 
     /// Seals `notification` for `recipient`.

@@ -96,6 +96,19 @@ public struct OutgoingNotification: Sendable, Hashable {
         }
     }
 
+    /// Parses and reads the JSON text of a notification (see ``init(json:)``).
+    /// - Parameter jsonBytes: UTF-8 JSON text of one object.
+    /// - Throws: `SenderError` `.invalidJSON` (not UTF-8, not JSON), `.invalidNotification`.
+    public init(jsonBytes: [UInt8]) throws {
+        let value: JSONValue
+        do {
+            value = try InterimJSONReader.parse(jsonBytes) // INTERIM: JSONReader.parse when on main
+        } catch let e as InterimJSONReader.Failure {
+            throw SenderError(.invalidJSON, "the notification is not valid JSON: \(e.reason)")
+        }
+        try self.init(json: value)
+    }
+
     static func excerpt(_ s: String) -> String {
         let shown = s.count > 40 ? String(s.prefix(37)) + "..." : s
         return "'\(shown)'"
