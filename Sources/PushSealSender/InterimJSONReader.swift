@@ -114,10 +114,8 @@ enum InterimJSONReader {
         mutating func string() throws -> String {
             i += 1
             let start = i
-            while i < b.count, b[i] != 0x22, b[i] != 0x5C {
-                guard b[i] >= 0x20 else { throw bad("control character in string") }
-                i += 1
-            }
+            i = PayloadWriter.firstEscapeIndex(b, from: i)
+            guard i >= b.count || b[i] >= 0x20 else { throw bad("control character in string") }
             guard i < b.count else { throw bad("unterminated string") }
             if b[i] == 0x22 {
                 let s = String(decoding: UnsafeBufferPointer(rebasing: b[start..<i]), as: UTF8.self)

@@ -42,14 +42,46 @@ public struct PayloadWriter: Sendable {
 
     private static let hex: StaticString = "0123456789abcdef"
 
-    private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
-        var start = 0
-        var i = 0
+    /// The index of the first byte at or after `from` that needs an escape (a control
+    /// character, `"` or `\`), or `utf8.count`. Scans eight bytes at a time (SWAR).
+    @inline(__always)
+    static func firstEscapeIndex(_ utf8: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
         let n = utf8.count
+        var i = from
+        guard let base = utf8.baseAddress else { return n }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while i + 8 <= n {
+            let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+            // A byte b has its high bit set in `flags` when b < 0x20, b == 0x22 or b == 0x5C
+            // (exact for bytes < 0x80; bytes >= 0x80 never match because of `& ~w`).
+            let control = w &- ones &* 0x20
+            let quote = (w ^ (ones &* 0x22)) &- ones
+            let backslash = (w ^ (ones &* 0x5C)) &- ones
+            let quoteMask = quote & ~(w ^ (ones &* 0x22))
+            let backslashMask = backslash & ~(w ^ (ones &* 0x5C))
+            let flags = (control | quoteMask | backslashMask) & ~w & highs
+            if flags != 0 {
+                return i + (flags.littleEndian.trailingZeroBitCount >> 3)
+            }
+            i += 8
+        }
         while i < n {
             let c = utf8[i]
-            if c >= 0x20 && c != 0x22 && c != 0x5C { i += 1; continue }
+            if c < 0x20 || c == 0x22 || c == 0x5C { return i }
+            i += 1
+        }
+        return n
+    }
+
+    private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+        var start = 0
+        let n = utf8.count
+        while true {
+            let i = PayloadWriter.firstEscapeIndex(utf8, from: start)
             if start < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i])) }
+            if i >= n { return }
+            let c = utf8[i]
             bytes.append(0x5C)
             switch c {
             case 0x22: bytes.append(0x22)
@@ -68,10 +100,8 @@ public struct PayloadWriter: Sendable {
                     bytes.append(h[Int(c & 0xF)])
                 }
             }
-            i += 1
-            start = i
+            start = i + 1
         }
-        if start < n { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<n])) }
     }
 
     /// The number of bytes ``string(_:)`` writes for `s`, quotes included.
@@ -155,32 +185,41 @@ public struct PayloadWriter: Sendable {
     /// The length of standard padded base64 (RFC 4648 §4) of `byteCount` bytes.
     public static func base64ByteCount(_ byteCount: Int) -> Int { (byteCount + 2) / 3 * 4 }
 
+    /// Two base64 characters for every 12-bit value, as little-endian `UInt16`s (8 KB).
+    private static let base64Pairs: [UInt16] = base64Alphabet.withUTF8Buffer { t in
+        (0..<4096).map { v in UInt16(t[v >> 6]) | UInt16(t[v & 63]) << 8 }
+    }
+
     /// Appends `data` as standard padded base64 (RFC 4648 §4), without quotes.
     public mutating func base64(_ data: UnsafeRawBufferPointer) {
         let n = data.count
         let outCount = PayloadWriter.base64ByteCount(n)
+        guard outCount > 0, let src = data.baseAddress else { return }
         let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: outCount))
-        PayloadWriter.base64Alphabet.withUTF8Buffer { table in
-            bytes.withUnsafeMutableBufferPointer { out in
-                var o = start
-                var i = 0
-                while i + 3 <= n {
-                    let v = UInt32(data[i]) << 16 | UInt32(data[i + 1]) << 8 | UInt32(data[i + 2])
-                    out[o] = table[Int(v >> 18)]
-                    out[o + 1] = table[Int((v >> 12) & 63)]
-                    out[o + 2] = table[Int((v >> 6) & 63)]
-                    out[o + 3] = table[Int(v & 63)]
-                    i += 3
-                    o += 4
-                }
-                let rest = n - i
-                if rest > 0 {
-                    let v = UInt32(data[i]) << 16 | (rest == 2 ? UInt32(data[i + 1]) << 8 : 0)
-                    out[o] = table[Int(v >> 18)]
-                    out[o + 1] = table[Int((v >> 12) & 63)]
-                    out[o + 2] = rest == 2 ? table[Int((v >> 6) & 63)] : UInt8(ascii: "=")
-                    out[o + 3] = UInt8(ascii: "=")
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "="), count: outCount))
+        PayloadWriter.base64Pairs.withUnsafeBufferPointer { pairs in
+            PayloadWriter.base64Alphabet.withUTF8Buffer { table in
+                bytes.withUnsafeMutableBytes { outBuffer in
+                    guard let out = outBuffer.baseAddress?.advanced(by: start) else { return }
+                    var o = 0
+                    var i = 0
+                    while i + 3 <= n {
+                        let v = Int(src.load(fromByteOffset: i, as: UInt8.self)) << 16
+                            | Int(src.load(fromByteOffset: i + 1, as: UInt8.self)) << 8
+                            | Int(src.load(fromByteOffset: i + 2, as: UInt8.self))
+                        out.storeBytes(of: pairs[v >> 12].littleEndian, toByteOffset: o, as: UInt16.self)
+                        out.storeBytes(of: pairs[v & 0xFFF].littleEndian, toByteOffset: o + 2, as: UInt16.self)
+                        i += 3
+                        o += 4
+                    }
+                    let rest = n - i
+                    if rest > 0 {
+                        let b1 = rest == 2 ? Int(src.load(fromByteOffset: i + 1, as: UInt8.self)) : 0
+                        let v = Int(src.load(fromByteOffset: i, as: UInt8.self)) << 16 | b1 << 8
+                        out.storeBytes(of: table[v >> 18], toByteOffset: o, as: UInt8.self)
+                        out.storeBytes(of: table[(v >> 12) & 63], toByteOffset: o + 1, as: UInt8.self)
+                        if rest == 2 { out.storeBytes(of: table[(v >> 6) & 63], toByteOffset: o + 2, as: UInt8.self) }
+                    }
                 }
             }
         }
