@@ -39,7 +39,7 @@ let package = Package(
         .executableTarget(name: "push-bench", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "COpenSSL", "CSodium"]),
 
         // Tests: one target per module; CLITests runs the built binaries.
-        .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto"]),
+        .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL"]),
         .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto"]),
         .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
