@@ -82,8 +82,8 @@ public struct BatchSealer: Sendable {
             }
             let value: JSONValue
             do {
-                value = try InterimJSONReader.parse(line.bytes) // INTERIM: JSONReader.parse when on main
-            } catch let e as InterimJSONReader.Failure {
+                value = try JSONReader.parse(line.bytes, limits: JSONReader.Limits(maxByteCount: 2 << 20))
+            } catch let e as FormatError {
                 throw SenderError(.invalidJSON, "the line is not valid JSON: \(e.reason)")
             }
             guard case .object(let o) = value else {

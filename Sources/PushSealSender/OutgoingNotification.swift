@@ -102,8 +102,8 @@ public struct OutgoingNotification: Sendable, Hashable {
     public init(jsonBytes: [UInt8]) throws {
         let value: JSONValue
         do {
-            value = try InterimJSONReader.parse(jsonBytes) // INTERIM: JSONReader.parse when on main
-        } catch let e as InterimJSONReader.Failure {
+            value = try JSONReader.parse(jsonBytes)
+        } catch let e as FormatError {
             throw SenderError(.invalidJSON, "the notification is not valid JSON: \(e.reason)")
         }
         try self.init(json: value)

@@ -113,7 +113,7 @@ import Testing
         let cases: [([String], Int32, String)] = [
             (["--recipient", "alice", s.path("empty.json")], 65, "non-empty title"),
             (["--recipient", "alice", s.path("types.json")], 65, "title must be a string, got array"),
-            (["--recipient", "alice", s.path("latin1.json")], 65, "not valid UTF-8"),
+            (["--recipient", "alice", s.path("latin1.json")], 65, "UTF-8"),
             (["--recipient", "alice", s.path("huge.json")], 65, "larger than"),
             (["--recipient", "alice", s.path("missing.json")], 66, "no such file"),
             (["--recipient", "carol", "--title", "t"], 67, "no recipient carol"),
