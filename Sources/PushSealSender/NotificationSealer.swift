@@ -119,12 +119,9 @@ public struct NotificationSealer: Sendable {
         guard Wire.isValidKeyID(sealingKey.keyID) else {
             throw SenderError(.keyUnavailable, "the key id of \(recipient)'s primary key is not 1-64 characters of A-Z a-z 0-9 _ -")
         }
-        var suffix = PayloadWriter(capacity: 96)
-        suffix.raw("\",\"key_id\":\"")
-        suffix.bytes.append(contentsOf: sealingKey.keyID.utf8)
-        suffix.raw("\",\"enc_alg\":\"A256GCM\"}")
-
-        let (plaintext, changes) = try fittedPlaintext(n, fixedByteCount: prefix.count + suffix.bytes.count)
+        // `","key_id":"<kid>","enc_alg":"A256GCM"}` (the key id needs no escaping).
+        let suffixByteCount = 12 + sealingKey.keyID.utf8.count + 22
+        let (plaintext, changes) = try fittedPlaintext(n, fixedByteCount: prefix.count + suffixByteCount)
         let aad = Wire.aad(keyID: sealingKey.keyID, appID: appID)
         let box: SealedBox
         do {
@@ -132,11 +129,13 @@ public struct NotificationSealer: Sendable {
         } catch let e as CryptoError {
             throw SenderError(.sealFailed, "could not seal: \(e.code)")
         }
-        let total = prefix.count + PayloadWriter.base64ByteCount(box.combined.count) + suffix.bytes.count
+        let total = prefix.count + PayloadWriter.base64ByteCount(box.combined.count) + suffixByteCount
         var w = PayloadWriter(capacity: total)
         w.bytes.append(contentsOf: prefix)
         box.combined.withUnsafeBytes { w.base64($0) }
-        w.bytes.append(contentsOf: suffix.bytes)
+        w.raw("\",\"key_id\":\"")
+        w.bytes.append(contentsOf: sealingKey.keyID.utf8)
+        w.raw("\",\"enc_alg\":\"A256GCM\"}")
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
                                   expiration: n.exp, collapseID: options.collapseID)
         return SealedPayload(payload: w.bytes, headers: headers, keyID: sealingKey.keyID, changes: changes)

@@ -34,19 +34,20 @@ public protocol SealingKeyProvider: Sendable {
 /// A fixed in-memory key table, for tests and benchmarks: `(appID, recipient) -> key`.
 /// Counts nothing. A recipient mapped to `nil` has a key that was destroyed or disabled.
 public struct InMemorySealingKeys: SealingKeyProvider {
-    private let table: [String: SealingKey?]
+    private struct Entry: Hashable { let appID: String; let recipient: String }
+    private let table: [Entry: SealingKey?]
 
     /// Creates a table.
     /// - Parameter keys: entries of app id, recipient, and key (`nil` for a disabled key).
     public init(_ keys: [(appID: String, recipient: String, key: SealingKey?)]) {
-        var t: [String: SealingKey?] = [:]
-        for k in keys { t[k.appID + "\u{0}" + k.recipient] = .some(k.key) }
+        var t: [Entry: SealingKey?] = [:]
+        for k in keys { t[Entry(appID: k.appID, recipient: k.recipient)] = .some(k.key) }
         table = t
     }
 
     /// - Throws: `SenderError` `.unknownRecipient`, `.keyUnavailable`.
     public func primaryKey(appID: String, recipient: String) throws -> SealingKey {
-        guard let entry = table[appID + "\u{0}" + recipient] else {
+        guard let entry = table[Entry(appID: appID, recipient: recipient)] else {
             throw SenderError(.unknownRecipient, "no recipient \(recipient) for app \(appID)")
         }
         guard let key = entry else {
