@@ -36,6 +36,8 @@ let package = Package(
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain"]),
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeychain"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain"]),
+        // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
+        .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         .executableTarget(name: "push-bench", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "COpenSSL", "CSodium"]),
 
         // Tests: one target per module; CLITests runs the built binaries.

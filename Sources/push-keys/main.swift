@@ -1,4 +1,10 @@
-// Placeholder until this tool's issue lands.
-import Foundation
-FileHandle.standardError.write("push-keys: error: not built yet\n".data(using: .utf8) ?? Data())
-exit(69)
+// push-keys: manage push keys and the emulated device keychain.
+// Thin dispatcher: each subcommand lives in its own file; add new command families to `commands`.
+import PushSealCLI
+
+let tool = Tool(
+    name: "push-keys",
+    overview: "manage PushSeal push keys and an emulated iOS device keychain",
+    commands: KeychainCommands.all
+)
+tool.main()

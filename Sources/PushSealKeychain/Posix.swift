@@ -1,0 +1,190 @@
+import Foundation
+import PushSealCrypto
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Thin POSIX helpers: whole-file reads with permission checks, atomic durable writes, flock.
+/// Every failure becomes a `KeychainError` naming the path and the errno text (never data).
+enum Posix {
+    static func errnoText(_ e: Int32 = errno) -> String { String(cString: strerror(e)).lowercased() }
+
+    static func ioError(_ what: String, _ path: String, _ e: Int32 = errno) -> KeychainError {
+        if e == EACCES || e == EPERM {
+            return KeychainError(.insecurePermissions, "cannot \(what) \(path): \(errnoText(e))")
+        }
+        return KeychainError(.io, "cannot \(what) \(path): \(errnoText(e))")
+    }
+
+    /// Refuses a file or directory that is owned by another user or group/world-accessible.
+    static func checkOwnership(_ st: stat, _ path: String) throws {
+        if st.st_uid != geteuid() {
+            throw KeychainError(.insecurePermissions, "\(path) is owned by another user (uid \(st.st_uid))")
+        }
+        if st.st_mode & 0o077 != 0 {
+            throw KeychainError(.insecurePermissions,
+                "\(path) is accessible by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); chmod go-rwx it")
+        }
+    }
+
+    /// `lstat`, or `nil` when the path does not exist.
+    static func status(_ path: String) throws -> stat? {
+        var st = stat()
+        if lstat(path, &st) == 0 { return st }
+        if errno == ENOENT || errno == ENOTDIR { return nil }
+        throw ioError("stat", path)
+    }
+
+    static func isDirectory(_ st: stat) -> Bool { st.st_mode & S_IFMT == S_IFDIR }
+    static func isRegular(_ st: stat) -> Bool { st.st_mode & S_IFMT == S_IFREG }
+
+    /// Checks that `path` is a 0700-style directory owned by us.
+    /// - Returns: `false` when it does not exist.
+    static func checkDirectory(_ path: String) throws -> Bool {
+        guard let st = try status(path) else { return false }
+        guard isDirectory(st) else { throw KeychainError(.corrupt, "\(path) is not a directory") }
+        try checkOwnership(st, path)
+        return true
+    }
+
+    /// Reads a whole regular file after checking owner and mode.
+    /// - Returns: `nil` when the file does not exist.
+    /// - Throws: `.insecurePermissions`, `.corrupt` (not a regular file, over `maxByteCount`), `.io`.
+    static func readFile(_ path: String, maxByteCount: Int) throws -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            if errno == ELOOP { throw KeychainError(.corrupt, "\(path) is a symbolic link") }
+            throw ioError("open", path)
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw ioError("stat", path) }
+        guard isRegular(st) else { throw KeychainError(.corrupt, "\(path) is not a regular file") }
+        try checkOwnership(st, path)
+        let size = Int(st.st_size)
+        guard size <= maxByteCount else { throw KeychainError(.corrupt, "\(path) is \(size) bytes, more than the \(maxByteCount) allowed") }
+        var buffer = [UInt8](repeating: 0, count: size + 1)
+        var total = 0
+        while true {
+            let n = buffer.withUnsafeMutableBytes { b in read(fd, b.baseAddress.map { $0 + total }, b.count - total) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ioError("read", path)
+            }
+            if n == 0 { break }
+            total += n
+            if total == buffer.count {
+                throw KeychainError(.corrupt, "\(path) grew while being read")
+            }
+        }
+        buffer.removeLast(buffer.count - total)
+        return buffer
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8], _ path: String) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { b in write(fd, b.baseAddress.map { $0 + done }, b.count - done) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ioError("write", path)
+            }
+            done += n
+        }
+    }
+
+    static func fsyncPath(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY)
+        guard fd >= 0 else { throw ioError("open", path) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw ioError("fsync", path) }
+    }
+
+    /// Creates `path` with `bytes`, mode 0600, failing if it exists (`O_EXCL`), then fsyncs it.
+    static func createExclusive(_ path: String, _ bytes: [UInt8]) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw KeychainError(.alreadyExists, "\(path) already exists") }
+            throw ioError("create", path)
+        }
+        defer { close(fd) }
+        try writeAll(fd, bytes, path)
+        guard fsync(fd) == 0 else { throw ioError("fsync", path) }
+    }
+
+    /// Atomic, durable replace: unique temp file in `tempDirectory` (same file system), write,
+    /// fsync, rename over `path`, fsync the directory of `path`.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String, tempDirectory: String) throws {
+        let name = "\(tempDirectory)/.tmp-\(getpid())-\(SecureRandom.bytes(8).map { String($0, radix: 16) }.joined())"
+        try createExclusive(name, bytes)
+        guard rename(name, path) == 0 else {
+            let e = errno
+            unlink(name)
+            throw ioError("rename into", path, e)
+        }
+        try fsyncPath(directory)
+        if tempDirectory != directory { try fsyncPath(tempDirectory) }
+    }
+
+    /// Removes every entry of `directory` (left-over temp files of killed writers). Call only
+    /// while holding the writer lock: then no live writer owns one.
+    static func removeAll(in directory: String) throws {
+        guard let d = opendir(directory) else { throw ioError("open", directory) }
+        defer { closedir(d) }
+        while let entry = readdir(d) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name == "." || name == ".." { continue }
+            unlink("\(directory)/\(name)")
+        }
+    }
+
+    /// Names in `directory` (not `.`/`..`).
+    static func list(_ directory: String) throws -> [String] {
+        guard let d = opendir(directory) else {
+            if errno == ENOENT { throw KeychainError(.corrupt, "\(directory) is missing") }
+            throw ioError("open", directory)
+        }
+        defer { closedir(d) }
+        var names: [String] = []
+        while let entry = readdir(d) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name == "." || name == ".." { continue }
+            names.append(name)
+        }
+        return names
+    }
+
+    static func makeDirectory(_ path: String) throws {
+        if mkdir(path, 0o700) != 0 {
+            if errno == EEXIST {
+                guard try checkDirectory(path) else { throw ioError("create", path) }
+                return
+            }
+            throw ioError("create directory", path)
+        }
+        // mkdir is subject to the umask; make the mode exact.
+        guard chmod(path, 0o700) == 0 else { throw ioError("chmod", path) }
+    }
+
+    /// Runs `body` holding an exclusive `flock` on `lockPath` (created 0600 if absent). The kernel
+    /// releases the lock when the holder exits or is killed, so a dead holder never blocks.
+    static func withExclusiveLock<R>(_ lockPath: String, _ body: () throws -> R) throws -> R {
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw ioError("open lock file", lockPath) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            throw ioError("lock", lockPath)
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+}
+
