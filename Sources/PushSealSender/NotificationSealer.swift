@@ -84,7 +84,7 @@ public struct NotificationSealer: Sendable {
     ///   - notificationJSON: UTF-8 JSON text of one notification object.
     ///   - recipient: the recipient's name for the key provider.
     /// - Throws: `SenderError` `.invalidJSON` and everything ``seal(_:for:)`` throws.
-    public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedPayload {
+    public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedNotification {
         try seal(OutgoingNotification(jsonBytes: notificationJSON), for: recipient)
     }
 
@@ -97,7 +97,7 @@ public struct NotificationSealer: Sendable {
     /// - Throws: `SenderError` `.emptyNotification`, `.invalidNotification`, `.payloadTooLarge`
     ///   (actual and allowed bytes), `.cannotFit`, `.unknownRecipient`, `.keyUnavailable`,
     ///   `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass through.
-    public func seal(_ notification: OutgoingNotification, for recipient: String) throws -> SealedPayload {
+    public func seal(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
         guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
         guard notification.hasVisibleText else {
             throw SenderError(.emptyNotification, "the notification needs a non-empty title, subtitle or body")
@@ -138,7 +138,7 @@ public struct NotificationSealer: Sendable {
         w.raw("\",\"enc_alg\":\"A256GCM\"}")
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
                                   expiration: n.exp, collapseID: options.collapseID)
-        return SealedPayload(payload: w.bytes, headers: headers, keyID: sealingKey.keyID, changes: changes)
+        return SealedNotification(payload: w.bytes, headers: headers, keyID: sealingKey.keyID, changes: changes)
     }
 
     /// The payload size for a plaintext of `plaintextByteCount` bytes.

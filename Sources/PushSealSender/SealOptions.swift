@@ -143,7 +143,7 @@ public enum FitChange: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A sealed notification ready for APNs.
-public struct SealedPayload: Sendable {
+public struct SealedNotification: Sendable {
     /// The exact payload bytes (compact JSON, at most 4096).
     public let payload: [UInt8]
     /// The request headers.

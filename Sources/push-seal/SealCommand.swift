@@ -63,7 +63,7 @@ struct SealCommand: Command {
         if let u = a.value("--media-url") { notification.media = OutgoingNotification.Media(url: u) }
 
         let sealer = try SealOptionSpecs.sealer(a)
-        let sealed: SealedPayload
+        let sealed: SealedNotification
         do {
             sealed = try sealer.seal(notification, for: recipient)
         } catch let e as SenderError {

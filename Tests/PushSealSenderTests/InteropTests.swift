@@ -35,6 +35,25 @@ import PushSealFormat
     print(n, bad)
     """
 
+    /// The same payloads through the project's Python reference (Tests/Interop/pushseal_ref.py,
+    /// written from docs/FORMAT.md), which also checks the plaintext's shape.
+    static let referenceOpener = """
+    import json, sys
+    sys.path.insert(0, sys.argv[3])
+    try:
+        import pushseal_ref
+    except ImportError:
+        sys.exit(99)
+    n = bad = 0
+    for raw in open(sys.argv[1], 'rb'):
+        n += 1
+        line = json.loads(raw)
+        obj, _ = pushseal_ref.open_payload(line['payload'], bytes(range(32)), sys.argv[2])
+        if any(obj.get(k) != v for k, v in line['expect'].items()):
+            bad += 1
+    print(n, bad)
+    """
+
     @Test func pythonOpensEveryPayload() throws {
         let sealer = try Fixture.sealer(SealOptions(aps: APSFields(sound: "default", badge: 1), fit: true))
         var rng = SplitMix(state: 42)
@@ -71,5 +90,14 @@ import PushSealFormat
         }
         #expect(r.status == 0)
         #expect(r.out.trimmingCharacters(in: .whitespacesAndNewlines) == "\(count) 0")
+        var interop = URL(fileURLWithPath: #filePath)
+        for _ in 0..<2 { interop.deleteLastPathComponent() }
+        interop.appendPathComponent("Interop")
+        guard let ref = try Fixture.python(Self.referenceOpener, [file.path, Fixture.appID, interop.path]) else {
+            Issue.record("Tests/Interop/pushseal_ref.py or python3 cryptography is missing")
+            return
+        }
+        #expect(ref.status == 0)
+        #expect(ref.out.trimmingCharacters(in: .whitespacesAndNewlines) == "\(count) 0")
     }
 }

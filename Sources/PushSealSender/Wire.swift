@@ -1,33 +1,19 @@
 import PushSealFormat
 
-// INTERIM: the wire format v1 pieces the sender needs (AAD, Padmé length, plaintext layout),
-// written from DESIGN.md and issue #2 while PushSealFormat's `WireFormat` is being written on
-// branch `wire`. Replace with `WireFormat`'s constants when it lands on main; the interop
-// tests (Python, FORMAT.md) check that the two agree.
+// The wire format v1 pieces the sender needs: AAD and Padmé length come from PushSealFormat's
+// `WireFormat` / `Padme`; the plaintext layout is written here with the sender's own writer
+// (the interop tests open it with the Python reference and an independent AESGCM script).
 enum Wire {
     /// `enc_alg` value.
     static let algorithm = "A256GCM"
 
     /// UTF-8 of `pushseal:v1|A256GCM|<key_id>|<app_id>`.
     static func aad(keyID: String, appID: String) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(21 + keyID.utf8.count + appID.utf8.count)
-        out.append(contentsOf: "pushseal:v1|A256GCM|".utf8)
-        out.append(contentsOf: keyID.utf8)
-        out.append(0x7C)
-        out.append(contentsOf: appID.utf8)
-        return out
+        WireFormat.aad(algorithm: algorithm, keyID: keyID, appID: appID)
     }
 
     /// Padmé length (Nikitin et al., PoPETs 2019, Algorithm 1): 100→104, 1000→1024, 2049→2176.
-    static func padmeLength(_ length: Int) -> Int {
-        guard length > 1 else { return length }
-        let e = Int.bitWidth - 1 - length.leadingZeroBitCount          // floor(log2 L)
-        let s = Int.bitWidth - 1 - e.leadingZeroBitCount + 1           // floor(log2 E) + 1
-        let lastBits = e - s
-        let mask = (1 << lastBits) - 1
-        return (length + mask) & ~mask
-    }
+    static func padmeLength(_ length: Int) -> Int { Padme.paddedLength(length) }
 
     /// `true` for 1-64 characters of `A-Z a-z 0-9 _ -`.
     static func isValidKeyID(_ keyID: String) -> Bool {
