@@ -41,8 +41,8 @@ let package = Package(
         .executableTarget(name: "push-bench", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "COpenSSL", "CSodium"]),
 
         // Tests: one target per module; CLITests runs the built binaries.
-        .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto"]),
-        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto"]),
+        .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL"]),
+        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto", "PushSealKeychain"]),
         .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealFormat"]),

@@ -1,3 +1,5 @@
+import PushSealFormat
+
 /// An error a command reports to its user: one line on stderr as `TOOL: error: MESSAGE`
 /// (lower case, no full stop), an optional `hint: …` line, and an exit code. With `--json`
 /// it becomes `{"error": {"code": CODE, "message": MESSAGE}}` on stdout.
@@ -12,6 +14,9 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
     public let exitCode: ExitCode
     /// Extra members for the `--json` error object (e.g. `osStatus`).
     public let details: [(key: String, value: String)]
+    /// Extra typed members for the `--json` error object, after ``details`` (e.g. `osStatus`
+    /// as an integer: `"osStatus": -25308`).
+    public var jsonDetails: [(key: String, value: JSONValue)] = []
 
     /// Creates an error.
     /// - Parameters:

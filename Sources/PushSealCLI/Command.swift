@@ -85,7 +85,8 @@ public struct Tool: Sendable {
             var members: [(String, String)] = [("code", error.code), ("message", error.message)]
             if let hint = error.hint { members.append(("hint", hint)) }
             members += error.details.map { ($0.key, $0.value) }
-            Output.stdout("{\"error\":{" + members.map { "\(Output.jsonString($0.0)):\(Output.jsonString($0.1))" }.joined(separator: ",") + "}}\n")
+            let typed = error.jsonDetails.map { "," + Output.jsonString($0.key) + ":" + Output.json($0.value) }.joined()
+            Output.stdout("{\"error\":{" + members.map { "\(Output.jsonString($0.0)):\(Output.jsonString($0.1))" }.joined(separator: ",") + typed + "}}\n")
         }
         Output.stderr("\(name): error: \(error.message)\n")
         if let hint = error.hint { Output.stderr("hint: \(hint)\n") }

@@ -1,4 +1,9 @@
 internal import COpenSSL
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
 
 /// AES-256-GCM authenticated encryption (NIST SP 800-38D) over OpenSSL's EVP interface.
 ///
@@ -10,6 +15,10 @@ internal import COpenSSL
 /// Open checks sizes first, decrypts into a private buffer, and returns plaintext only after
 /// the tag verifies. A wrong key, wrong AAD or any modified bit all fail the same way,
 /// `CryptoError.Code.authenticationFailed`. OpenSSL's error queue is drained after every failure.
+///
+/// Thread-safe. For speed each thread keeps one reusable OpenSSL cipher context (see
+/// `CipherContext`); it holds the expanded key of that thread's latest operation until the
+/// next one or thread exit.
 public enum AES256GCM {
     /// Key length in bytes (AES-256).
     public static let keyByteCount = 32
@@ -130,44 +139,109 @@ public enum AES256GCM {
     }
 }
 
-/// One EVP_CIPHER_CTX run. The fetched cipher is cached: an explicit fetch avoids OpenSSL 3's
-/// per-call implicit fetch of `EVP_aes_256_gcm()`.
+/// One EVP_CIPHER_CTX run on this thread's reusable context.
+///
+/// Creating and freeing an `EVP_CIPHER_CTX` (OpenSSL 3 allocates and cleanses a provider
+/// context each time) costs about as much as encrypting 1 KB, so each thread keeps one context,
+/// bound once to AES-256-GCM, and re-keys it per operation with `EVP_CipherInit_ex2(ctx, NULL,
+/// key, nonce, enc)`. The context never crosses threads (POSIX thread-specific data) and no
+/// operation suspends while holding it. After any failure the context is freed (OpenSSL
+/// cleanses it) and the next call starts from a fresh one.
+///
+/// Key hygiene: between calls the context holds the expanded key of the thread's most recent
+/// seal/open, until the next operation on that thread re-keys it or the thread exits (its
+/// destructor frees and cleanses it). The `SecretBytes` key itself is unaffected.
 enum CipherContext {
     /// The AES-256-GCM implementation, fetched once. `EVP_CIPHER` objects are reference-counted
     /// and immutable after fetch, so sharing one across threads is safe (OpenSSL 3 threading docs).
     nonisolated(unsafe) static let cipher: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)
 
+    /// The thread-specific slot; its destructor frees (and so cleanses) a thread's context at exit.
+    static let slot: pthread_key_t? = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { pointer in
+            #if canImport(Darwin)
+            EVP_CIPHER_CTX_free(OpaquePointer(pointer))
+            #else
+            if let pointer { EVP_CIPHER_CTX_free(OpaquePointer(pointer)) }
+            #endif
+        }
+        return status == 0 ? key : nil
+    }()
+
+    /// This thread's context, created and bound to AES-256-GCM on first use; nil if OpenSSL failed.
+    @inline(__always)
+    static func threadContext() -> OpaquePointer? {
+        guard let slot else { return nil }
+        if let existing = pthread_getspecific(slot) { return OpaquePointer(existing) }
+        guard let cipher, let ctx = EVP_CIPHER_CTX_new() else { return nil }
+        guard EVP_CipherInit_ex2(ctx, cipher, nil, nil, 1, nil) == 1,
+              pthread_setspecific(slot, UnsafeRawPointer(ctx)) == 0 else {
+            EVP_CIPHER_CTX_free(ctx)
+            return nil
+        }
+        return ctx
+    }
+
+    /// Frees this thread's context (OpenSSL cleanses it); the next call creates a fresh one.
+    static func discardThreadContext() {
+        guard let slot, let existing = pthread_getspecific(slot) else { return }
+        _ = pthread_setspecific(slot, nil)
+        EVP_CIPHER_CTX_free(OpaquePointer(existing))
+    }
+
     /// Runs a whole GCM operation. For decryption `tag` is read and verified; for encryption it
-    /// is written. Returns false on any failure (including a tag mismatch).
+    /// is written. Returns false on any failure (including a tag mismatch), after discarding
+    /// the thread's context.
     static func run(encrypt: Bool, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
                     input: UnsafeRawBufferPointer, output: UnsafeMutableRawPointer, tag: UnsafeMutableRawPointer) -> Bool {
         guard input.count <= Int(Int32.max), aad.count <= Int(Int32.max) else { return false }
-        guard let cipher, let ctx = EVP_CIPHER_CTX_new() else { return false }
-        defer { EVP_CIPHER_CTX_free(ctx) }
+        guard let ctx = threadContext() else { return false }
+        let ok = runSteps(ctx, encrypt: encrypt, key: key, nonce: nonce, aad: aad, input: input, output: output, tag: tag)
+        if !ok {
+            discardThreadContext()
+        } else if !scrub(ctx) {
+            discardThreadContext()
+        }
+        return ok
+    }
+
+    /// Overwrites the context's key schedule and GHASH key by re-keying it with 32 zero bytes,
+    /// so no material derived from the caller's key outlives the call (the rule "zero key bytes
+    /// when done"). Cheaper than freeing the context; returns false if OpenSSL refused.
+    @inline(__always)
+    private static func scrub(_ ctx: OpaquePointer) -> Bool {
+        var zeroKey = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        return withUnsafeBytes(of: &zeroKey) { z in
+            EVP_CipherInit_ex2(ctx, nil, z.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, -1, nil) == 1
+        }
+    }
+
+    @inline(__always)
+    private static func runSteps(_ ctx: OpaquePointer, encrypt: Bool, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+                                 aad: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
+                                 output: UnsafeMutableRawPointer, tag: UnsafeMutableRawPointer) -> Bool {
         let k = key.baseAddress?.assumingMemoryBound(to: UInt8.self)
         let n = nonce.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        let initOK = encrypt ? EVP_EncryptInit_ex2(ctx, cipher, k, n, nil) : EVP_DecryptInit_ex2(ctx, cipher, k, n, nil)
-        guard initOK == 1 else { return false }
+        // A null cipher keeps the bound AES-256-GCM; key and nonce are always both set, so no
+        // state of a previous operation survives into this one.
+        guard k != nil, n != nil, EVP_CipherInit_ex2(ctx, nil, k, n, encrypt ? 1 : 0, nil) == 1 else { return false }
         var outLength: Int32 = 0
         if aad.count > 0, let a = aad.baseAddress?.assumingMemoryBound(to: UInt8.self) {
-            let r = encrypt ? EVP_EncryptUpdate(ctx, nil, &outLength, a, Int32(aad.count))
-                            : EVP_DecryptUpdate(ctx, nil, &outLength, a, Int32(aad.count))
-            guard r == 1 else { return false }
+            guard EVP_CipherUpdate(ctx, nil, &outLength, a, Int32(aad.count)) == 1 else { return false }
         }
         let out = output.assumingMemoryBound(to: UInt8.self)
         var written = 0
         if input.count > 0, let i = input.baseAddress?.assumingMemoryBound(to: UInt8.self) {
-            let r = encrypt ? EVP_EncryptUpdate(ctx, out, &outLength, i, Int32(input.count))
-                            : EVP_DecryptUpdate(ctx, out, &outLength, i, Int32(input.count))
-            guard r == 1 else { return false }
+            guard EVP_CipherUpdate(ctx, out, &outLength, i, Int32(input.count)) == 1 else { return false }
             written = Int(outLength)
         }
         if encrypt {
-            guard EVP_EncryptFinal_ex(ctx, out + written, &outLength) == 1 else { return false }
+            guard EVP_CipherFinal_ex(ctx, out + written, &outLength) == 1 else { return false }
             return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, Int32(AES256GCM.tagByteCount), tag) == 1
         } else {
             guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(AES256GCM.tagByteCount), tag) == 1 else { return false }
-            return EVP_DecryptFinal_ex(ctx, out + written, &outLength) == 1
+            return EVP_CipherFinal_ex(ctx, out + written, &outLength) == 1
         }
     }
 }

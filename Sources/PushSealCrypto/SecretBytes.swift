@@ -15,7 +15,7 @@ public final class SecretBytes: @unchecked Sendable, Equatable, CustomStringConv
     private let storage: UnsafeMutableRawBufferPointer
 
     /// The number of secret bytes.
-    public var byteCount: Int { storage.count }
+    public var byteCount: Int { count }
 
     /// Copies `bytes` into a new secret. The caller should wipe its own copy (see ``wipe(_:)``).
     /// - Parameter bytes: the secret, any length (a key for ``AES256GCM`` is 32 bytes).

@@ -77,6 +77,12 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
         for m in members { self[m.key] = m.value }
     }
 
+    /// An object whose keys the caller already checked to be unique (``JSONReader`` does);
+    /// takes `members` as is, without the quadratic lookups of ``init(_:)``.
+    init(uniqueMembers members: [(key: String, value: JSONValue)]) {
+        self.members = members
+    }
+
     /// Creates an object from a literal, keeping the literal's order.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self.init(elements.map { (key: $0.0, value: $0.1) })

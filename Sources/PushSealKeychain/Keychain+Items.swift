@@ -261,3 +261,16 @@ extension Keychain {
         return firstOnly ? Array(out.prefix(1)) : out
     }
 }
+
+extension Keychain {
+    /// Every access group that holds at least one item, sorted: a device-wide view for
+    /// inspection tools (`push-keys keychain list` without an identity). Reads item headers only.
+    /// - Throws: `KeychainError` `.corrupt` (a damaged item file), `.io`.
+    public func storedAccessGroups() throws -> [String] {
+        var groups = Set<String>()
+        for name in try Posix.list(paths.items) where name.hasSuffix(".item") {
+            if let m = try readItem(named: name) { groups.insert(m.parsed.record.attributes.accessGroup) }
+        }
+        return groups.sorted()
+    }
+}

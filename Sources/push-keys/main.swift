@@ -1,5 +1,10 @@
-// push-keys: keychain emulation and key lifecycle. A thin dispatcher: one file a subcommand.
+// push-keys: manage push keys and the emulated device keychain.
+// Thin dispatcher: each subcommand lives in its own file; add new command families to `commands`.
 import PushSealCLI
 
-Tool(name: "push-keys", overview: "manage PushSeal keys: keysets, provisioning, rotation, and emulated keychains",
-     commands: keyLifecycleCommands).main()
+let tool = Tool(
+    name: "push-keys",
+    overview: "manage PushSeal push keys and an emulated iOS device keychain",
+    commands: KeychainCommands.all + keyLifecycleCommands
+)
+tool.main()

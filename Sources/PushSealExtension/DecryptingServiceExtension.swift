@@ -1,0 +1,270 @@
+import Foundation
+import PushSealCrypto
+import PushSealFormat
+
+/// How a ``DecryptingServiceExtension`` is set up: what on iOS comes from the extension's
+/// bundle, entitlements and device.
+public struct DecryptingServiceConfiguration: Sendable {
+    /// The app's bundle identifier (the APNs topic), bound into the AAD. Never taken from the payload.
+    public var appID: String
+    /// Reads keys by key id as the extension's identity.
+    public var keyProvider: any NotificationKeyProvider
+    /// Parses and opens payloads (the wire-format codec).
+    public var opener: any NotificationPayloadOpener
+    /// The device locale, e.g. `pt-BR`, or `nil` for the plaintext's default texts.
+    public var locale: String?
+    /// The App Group container directory for media and the replay cache, or `nil` (no media,
+    /// no replay guard).
+    public var containerDirectory: URL?
+    /// Allow plain http media from loopback hosts (tests, `--allow-insecure-loopback`).
+    public var allowInsecureLoopback: Bool
+    /// Remember this many notification ids against replays (0 turns the guard off).
+    public var replayCapacity: Int
+    /// The wall clock, seconds since 1970 UTC, for `exp`.
+    public var now: @Sendable () -> Int64
+
+    /// Creates a configuration.
+    /// - Parameters:
+    ///   - appID: the app's bundle identifier.
+    ///   - keyProvider: the key source.
+    ///   - opener: the payload codec.
+    ///   - locale: the device locale, or `nil`.
+    ///   - containerDirectory: the App Group container, or `nil`.
+    ///   - allowInsecureLoopback: permit `http://127.0.0.1…` media.
+    ///   - replayCapacity: ids remembered (default 1,000; 0 = off).
+    ///   - now: Unix seconds now (default: the system clock).
+    public init(appID: String, keyProvider: any NotificationKeyProvider, opener: any NotificationPayloadOpener,
+                locale: String? = nil, containerDirectory: URL? = nil, allowInsecureLoopback: Bool = false,
+                replayCapacity: Int = ReplayGuard.defaultCapacity,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+        self.appID = appID
+        self.keyProvider = keyProvider
+        self.opener = opener
+        self.locale = locale
+        self.containerDirectory = containerDirectory
+        self.allowInsecureLoopback = allowInsecureLoopback
+        self.replayCapacity = replayCapacity
+        self.now = now
+    }
+}
+
+/// The decrypting Notification Service Extension.
+///
+/// Stages, in priority order, each logged as one line (`stage=… event=… durationMs=…`):
+/// `keyLookup` (key id from the payload, key from the provider), `open` (authenticate and
+/// decrypt with the configured app id), `check` (`exp` against the clock — only after
+/// authentication — and the replay guard), `localize` (title, subtitle, body for the locale;
+/// `data` merged into `userInfo`, `aps` never overwritten), then `download` and `attach` for media.
+///
+/// The best attempt content is updated after each stage; the expiry call cancels the download
+/// and delivers it. Fallback ladder: decrypted with media (``NotificationOutcome/decrypted``) →
+/// decrypted without media (``NotificationOutcome/decryptedWithoutMedia``) → the original
+/// content (``NotificationOutcome/original``). Failures never put error text, ciphertext or a
+/// blank text in what the user sees; the reason goes only to the outcome and the log.
+///
+/// `@unchecked Sendable` (restated from the base class): every stored property is an
+/// immutable Sendable value except `state`, which is only touched under its lock.
+public final class DecryptingServiceExtension: UNNotificationServiceExtension, @unchecked Sendable {
+    private struct State {
+        var best: UNNotificationContent
+        var outcome: NotificationOutcome = .original
+        var reason = "the extension had not decrypted the payload yet"
+        var handler: ContentHandler?
+        var delivered = false
+    }
+
+    private let configuration: DecryptingServiceConfiguration
+    private let context: ExtensionContext
+    private let state = Locked<State>(State(best: UNNotificationContent()))
+    private let cancellation = DownloadCancellation()
+
+    /// Creates an instance for one notification.
+    /// - Parameters:
+    ///   - configuration: app id, key provider, codec, locale, container.
+    ///   - context: the host's context (logger, expiry time).
+    public init(configuration: DecryptingServiceConfiguration, context: ExtensionContext) {
+        self.configuration = configuration
+        self.context = context
+        super.init()
+    }
+
+    /// A factory for ``ExtensionHost`` making a fresh instance per notification.
+    public static func factory(_ configuration: DecryptingServiceConfiguration) -> @Sendable (ExtensionContext) -> UNNotificationServiceExtension {
+        { context in DecryptingServiceExtension(configuration: configuration, context: context) }
+    }
+
+    /// Decrypts, localizes and attaches media, then calls the content handler once.
+    public override func didReceive(_ request: UNNotificationRequest, withContentHandler contentHandler: ContentHandler) {
+        state.withLock {
+            $0.best = request.content
+            $0.handler = contentHandler
+        }
+        guard let decrypted = decrypt(request) else {
+            deliver()
+            return
+        }
+        if let media = decrypted.media {
+            attachMedia(media)
+        }
+        deliver()
+    }
+
+    /// Cancels the media download and delivers the best attempt content now.
+    public override func serviceExtensionTimeWillExpire() {
+        state.withLock { s in
+            if s.outcome == .decryptedWithoutMedia, s.reason == Self.mediaPendingReason {
+                s.reason = "media: the extension's time ran out before the download finished"
+            }
+        }
+        cancellation.cancel()
+        deliver()
+    }
+
+    private static let mediaPendingReason = "media: download in progress"
+
+    /// Sets the best attempt content.
+    private func update(_ content: UNNotificationContent? = nil, outcome: NotificationOutcome, reason: String) {
+        state.withLock { s in
+            guard !s.delivered else { return }
+            if let content { s.best = content }
+            s.outcome = outcome
+            s.reason = reason
+        }
+    }
+
+    /// Calls the content handler with the best attempt, once.
+    private func deliver() {
+        let taken = state.withLock { s -> (ContentHandler, UNNotificationContent, NotificationOutcome, String)? in
+            guard !s.delivered, let handler = s.handler else { return nil }
+            s.delivered = true
+            return (handler, s.best, s.outcome, s.reason)
+        }
+        guard let (handler, content, outcome, reason) = taken else { return }
+        handler.deliver(content, outcome: outcome, reason: reason)
+    }
+
+    private func log(_ stage: String, _ event: String, since start: ContinuousClock.Instant, _ fields: [(key: String, value: String)] = []) {
+        context.logger.log(DiagnosticEntry(stage: stage, event: event,
+                                           fields: [("durationMs", formatMilliseconds(millisecondsSince(start)))] + fields))
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let e = error as? ExtensionError { return e.reason }
+        return String(describing: error)
+    }
+
+    /// Key lookup, open, checks and localization. Returns the plaintext when the best attempt
+    /// is now decrypted content, `nil` when it stays the original (reason set).
+    private func decrypt(_ request: UNNotificationRequest) -> DecryptedNotification? {
+        var start = ContinuousClock.now
+        let keyID: String
+        let key: SecretBytes
+        do {
+            keyID = try configuration.opener.keyID(in: request.payload)
+        } catch {
+            log("keyLookup", "failed", since: start, [("reason", "payload: \(Self.describe(error))")])
+            update(outcome: .original, reason: "payload: \(Self.describe(error))")
+            return nil
+        }
+        do {
+            key = try configuration.keyProvider.key(for: keyID)
+            log("keyLookup", "ok", since: start, [("keyID", keyID)])
+        } catch {
+            log("keyLookup", "failed", since: start, [("keyID", keyID), ("reason", Self.describe(error))])
+            update(outcome: .original, reason: "key lookup for key id \(keyID) failed: \(Self.describe(error))")
+            return nil
+        }
+
+        start = ContinuousClock.now
+        let plaintext: DecryptedNotification
+        do {
+            plaintext = try configuration.opener.open(request.payload, with: key, appID: configuration.appID)
+            log("open", "ok", since: start, [("keyID", keyID), ("encryptedByteCount", String(request.payload["encrypted_data"]?.stringValue?.utf8.count ?? 0))])
+        } catch {
+            log("open", "failed", since: start, [("keyID", keyID), ("reason", Self.describe(error))])
+            update(outcome: .original, reason: "open failed: \(Self.describe(error))")
+            return nil
+        }
+
+        start = ContinuousClock.now
+        if let exp = plaintext.expiresAt {
+            let now = configuration.now()
+            if now >= exp {
+                log("check", "expired", since: start, [("exp", String(exp)), ("now", String(now))])
+                update(outcome: .original, reason: "expired: exp \(exp) is not after now \(now)")
+                return nil
+            }
+        }
+        if let id = plaintext.id, configuration.replayCapacity > 0, let container = configuration.containerDirectory {
+            do {
+                let fresh = try ReplayGuard(containerDirectory: container, capacity: configuration.replayCapacity).checkAndRecord(id)
+                if !fresh {
+                    log("check", "replayed", since: start)
+                    update(outcome: .original, reason: "replayed: this notification id was already shown")
+                    return nil
+                }
+            } catch {
+                // Fail open: a broken cache must not hide a genuine notification.
+                log("check", "replayCacheFailed", since: start, [("reason", Self.describe(error))])
+            }
+        }
+        log("check", "ok", since: start, [("hasExp", String(plaintext.expiresAt != nil)), ("hasID", String(plaintext.id != nil))])
+
+        start = ContinuousClock.now
+        let texts = plaintext.localized(for: configuration.locale)
+        var content = request.content.mutableCopy()
+        content.title = texts.title ?? ""
+        content.subtitle = texts.subtitle ?? ""
+        content.body = texts.body ?? ""
+        if content.isBlank {
+            log("localize", "blank", since: start)
+            update(outcome: .original, reason: "decrypted title, subtitle and body are all empty")
+            return nil
+        }
+        if let data = plaintext.data {
+            for member in data where member.key != "aps" {
+                content.userInfo[member.key] = member.value
+            }
+        }
+        log("localize", "ok", since: start, [("locale", texts.locale ?? "default"),
+                                              ("dataMemberCount", String(plaintext.data?.count ?? 0))])
+        if plaintext.media != nil {
+            update(UNNotificationContent(content), outcome: .decryptedWithoutMedia, reason: Self.mediaPendingReason)
+        } else {
+            update(UNNotificationContent(content), outcome: .decrypted, reason: "decrypted")
+        }
+        return plaintext
+    }
+
+    /// Download and attach; the best attempt becomes decrypted-with-media only on success.
+    private func attachMedia(_ media: MediaDescriptor) {
+        guard let container = configuration.containerDirectory else {
+            context.logger.log(DiagnosticEntry(stage: "download", event: "skipped", fields: [("reason", "no App Group container")]))
+            update(outcome: .decryptedWithoutMedia, reason: "media: no App Group container configured")
+            return
+        }
+        let remaining = context.secondsUntilExpiry()
+        let timeout = remaining - MediaDownloader.safetyMarginSeconds(forRemaining: remaining)
+        let downloader = MediaDownloader(containerDirectory: container, allowInsecureLoopback: configuration.allowInsecureLoopback,
+                                         logger: context.logger)
+        let file: DownloadedMedia
+        do {
+            file = try downloader.download(media, timeoutSeconds: timeout, cancellation: cancellation)
+        } catch {
+            update(outcome: .decryptedWithoutMedia, reason: "media: \((error as? ExtensionError)?.code.name ?? "error"): \(Self.describe(error))")
+            return
+        }
+        let start = ContinuousClock.now
+        do {
+            let attachment = try UNNotificationAttachment(identifier: "media", url: file.fileURL)
+            var content = state.withLock { $0.best }.mutableCopy()
+            content.attachments = [attachment]
+            log("attach", "ok", since: start, [("type", attachment.type), ("byteCount", String(attachment.byteCount))])
+            update(UNNotificationContent(content), outcome: .decrypted, reason: "decrypted; media attached")
+        } catch {
+            try? FileManager.default.removeItem(at: file.fileURL)
+            log("attach", "failed", since: start, [("reason", Self.describe(error))])
+            update(outcome: .decryptedWithoutMedia, reason: "media: \((error as? ExtensionError)?.code.name ?? "error"): \(Self.describe(error))")
+        }
+    }
+}

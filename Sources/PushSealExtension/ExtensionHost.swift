@@ -1,0 +1,169 @@
+import Dispatch
+import Foundation
+import PushSealFormat
+
+/// Runs Notification Service Extensions the way iOS does, one notification at a time.
+///
+/// For each request: checks eligibility (``Eligibility``); creates a fresh instance from the
+/// factory; calls `didReceive` on a new thread; if no content arrived by
+/// `budget − expiryMargin` calls `serviceExtensionTimeWillExpire()`; if still none by the end
+/// of the budget, shows the original content. The first content-handler call wins; any later
+/// call is dropped and logged (`stage=host event=dropped`). ``run(_:)`` returns as soon as
+/// content is delivered; the instance may keep running in the background (it should stop).
+///
+/// Expiry margin: `min(1 s, 10 % of the budget)` — 1 s for the 30 s default (iOS gives about
+/// that), 0.3 s for a 3 s budget.
+public struct ExtensionHost: Sendable {
+    /// The result of one notification.
+    public struct Result: Sendable {
+        /// Which fallback the user sees.
+        public let outcome: NotificationOutcome
+        /// The displayed content; `nil` when nothing is shown (background push).
+        public let content: UNNotificationContent?
+        /// Why this outcome: the extension's reason, the eligibility reason, or the timeout.
+        public let reason: String
+        /// Milliseconds from the start of ``run(_:)`` to the delivery.
+        public let elapsedMilliseconds: Double
+        /// True when the host called `serviceExtensionTimeWillExpire()`.
+        public let expiryCalled: Bool
+        /// The diagnostic lines logged up to the delivery (host and extension), in order.
+        public let log: [String]
+    }
+
+    /// The budget in seconds (iOS: about 30).
+    public let budgetSeconds: Double
+    /// Where every diagnostic line also goes (besides the result's ``Result/log``).
+    public let logger: any DiagnosticLogger
+    private let makeExtension: @Sendable (ExtensionContext) -> UNNotificationServiceExtension
+
+    /// The default budget: 30 seconds, as iOS.
+    public static let defaultBudgetSeconds = 30.0
+
+    /// Creates a host.
+    /// - Parameters:
+    ///   - budgetSeconds: seconds the extension has per notification (default 30; negative counts as 0).
+    ///   - logger: receives every diagnostic line (default: discard).
+    ///   - makeExtension: makes a fresh instance per notification.
+    public init(budgetSeconds: Double = ExtensionHost.defaultBudgetSeconds, logger: any DiagnosticLogger = NullLogger(),
+                makeExtension: @escaping @Sendable (ExtensionContext) -> UNNotificationServiceExtension) {
+        self.budgetSeconds = budgetSeconds.isFinite ? max(0, budgetSeconds) : ExtensionHost.defaultBudgetSeconds
+        self.logger = logger
+        self.makeExtension = makeExtension
+    }
+
+    /// How long before the end of a budget the expiry call comes: `min(1 s, 10 % of budget)`.
+    /// - Parameter budgetSeconds: the budget in seconds.
+    /// - Returns: the margin in seconds.
+    public static func expiryMarginSeconds(forBudget budgetSeconds: Double) -> Double {
+        min(1.0, budgetSeconds * 0.1)
+    }
+
+    /// Runs one notification to its delivery, blocking the calling thread for at most the budget.
+    /// - Parameter request: the notification; its `payload` decides eligibility.
+    /// - Returns: outcome, delivered content, reason, elapsed milliseconds and log lines.
+    public func run(_ request: UNNotificationRequest) -> Result {
+        let start = ContinuousClock.now
+        let collector = CollectingLogger(forwardingTo: logger)
+
+        if case .notEligible(let reason) = Eligibility(payload: request.payload) {
+            let hasAlert = Eligibility.hasNonEmptyAlert(request.payload["aps"]?["alert"])
+            collector.log(DiagnosticEntry(stage: "host", event: "notInvoked", fields: [
+                ("reason", reason), ("shows", hasAlert ? "alertAsSent" : "nothing")]))
+            return Result(outcome: .notInvoked, content: hasAlert ? request.content : nil, reason: reason,
+                          elapsedMilliseconds: millisecondsSince(start), expiryCalled: false, log: collector.lines)
+        }
+
+        let budgetNanoseconds = UInt64(budgetSeconds * 1e9)
+        let marginNanoseconds = UInt64(Self.expiryMarginSeconds(forBudget: budgetSeconds) * 1e9)
+        let now = DispatchTime.now()
+        let deadline = now + .nanoseconds(Int(budgetNanoseconds))
+        let expiry = now + .nanoseconds(Int(budgetNanoseconds - marginNanoseconds))
+        let context = ExtensionContext(logger: collector, budgetSeconds: budgetSeconds, expiry: expiry, deadline: deadline)
+
+        let run = HostRun(start: start, logger: collector)
+        let handler = ContentHandler { content, outcome, reason in
+            run.accept(content, outcome: outcome, reason: reason, by: "contentHandler")
+        }
+        let instance = makeExtension(context)
+        collector.log(DiagnosticEntry(stage: "host", event: "didReceive", fields: [
+            ("budgetMs", formatMilliseconds(budgetSeconds * 1000)),
+            ("expiryMarginMs", formatMilliseconds(Double(marginNanoseconds) / 1e6))]))
+        let worker = Thread { instance.didReceive(request, withContentHandler: handler) }
+        worker.name = "pushseal.extension.didReceive"
+        worker.start()
+
+        var expiryCalled = false
+        if run.delivered.wait(timeout: expiry) == .timedOut {
+            expiryCalled = true
+            collector.log(DiagnosticEntry(stage: "host", event: "timeWillExpire",
+                                          fields: [("elapsedMs", formatMilliseconds(millisecondsSince(start)))]))
+            DispatchQueue.global().async { instance.serviceExtensionTimeWillExpire() }
+            if run.delivered.wait(timeout: deadline) == .timedOut {
+                run.accept(request.content, outcome: .original,
+                           reason: "the extension did not call its content handler within the \(budgetSeconds) s budget",
+                           by: "budgetEnd")
+            }
+        }
+        let delivery = run.firstDelivery()
+        return Result(outcome: delivery.outcome, content: delivery.content, reason: delivery.reason,
+                      elapsedMilliseconds: delivery.elapsedMilliseconds, expiryCalled: expiryCalled, log: collector.lines)
+    }
+
+    /// Runs one notification without blocking the caller's task (``run(_:)`` on a new thread).
+    public func run(_ request: UNNotificationRequest) async -> Result {
+        await withCheckedContinuation { continuation in
+            let thread = Thread { continuation.resume(returning: self.run(request)) }
+            thread.start()
+        }
+    }
+}
+
+/// The shared state of one notification's run: the first delivery, and a semaphore signalled
+/// when it happens. Sendable through its lock.
+final class HostRun: Sendable {
+    struct Delivery: Sendable {
+        let content: UNNotificationContent
+        let outcome: NotificationOutcome
+        let reason: String
+        let elapsedMilliseconds: Double
+    }
+
+    private let state = Locked<Delivery?>(nil)
+    /// Signalled once, on the first accepted delivery.
+    let delivered = DispatchSemaphore(value: 0)
+    private let start: ContinuousClock.Instant
+    private let logger: any DiagnosticLogger
+
+    init(start: ContinuousClock.Instant, logger: any DiagnosticLogger) {
+        self.start = start
+        self.logger = logger
+    }
+
+    /// Takes the first delivery; drops and logs any later one.
+    /// - Returns: true when this call was the first.
+    @discardableResult
+    func accept(_ content: UNNotificationContent, outcome: NotificationOutcome, reason: String, by source: String) -> Bool {
+        let elapsed = millisecondsSince(start)
+        let first = state.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = Delivery(content: content, outcome: outcome, reason: reason, elapsedMilliseconds: elapsed)
+            return true
+        }
+        if first {
+            logger.log(DiagnosticEntry(stage: "host", event: "delivered", fields: [
+                ("by", source), ("outcome", outcome.rawValue), ("elapsedMs", formatMilliseconds(elapsed)),
+                ("attachments", String(content.attachments.count)), ("blank", String(content.isBlank))]))
+            delivered.signal()
+        } else {
+            logger.log(DiagnosticEntry(stage: "host", event: "dropped", fields: [
+                ("by", source), ("elapsedMs", formatMilliseconds(elapsed)),
+                ("reason", "content already delivered; only the first call counts")]))
+        }
+        return first
+    }
+
+    /// The first delivery. Call only after one happened.
+    func firstDelivery() -> Delivery {
+        state.withLock { $0 } ?? Delivery(content: UNNotificationContent(), outcome: .original, reason: "no delivery", elapsedMilliseconds: 0)
+    }
+}

@@ -1,0 +1,537 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import PushSealCrypto
+
+/// A media descriptor from a decrypted notification (`media: {url, type?, sha256?, key?}`).
+public struct MediaDescriptor: Sendable {
+    /// The URL to fetch, as written in the plaintext.
+    public let url: String
+    /// The MIME type the sender declared (`type`), e.g. `image/jpeg`, or `nil`.
+    public let type: String?
+    /// Lower- or upper-case hex of the SHA-256 of the bytes at `url` (64 hex digits), or `nil`.
+    public let sha256Hex: String?
+    /// When present, the bytes at `url` are an AES-256-GCM combined box
+    /// (nonce(12) ‖ ciphertext ‖ tag(16)) sealed with this 32-byte key.
+    public let key: SecretBytes?
+    /// AAD the media box was sealed with (empty unless the wire format says otherwise).
+    public let aad: [UInt8]
+
+    /// Creates a descriptor.
+    /// - Parameters:
+    ///   - url: an http(s) URL.
+    ///   - type: the declared MIME type, or `nil`.
+    ///   - sha256Hex: 64 hex digits, or `nil`.
+    ///   - key: the 32-byte media key when the file is sealed, else `nil`.
+    ///   - aad: the media box's AAD (default empty).
+    public init(url: String, type: String? = nil, sha256Hex: String? = nil, key: SecretBytes? = nil, aad: [UInt8] = []) {
+        self.url = url
+        self.type = type
+        self.sha256Hex = sha256Hex
+        self.key = key
+        self.aad = aad
+    }
+}
+
+/// A media file downloaded (and, if sealed, opened) into the App Group container.
+public struct DownloadedMedia: Sendable, Hashable {
+    /// The file, named `<uuid>.<ext>` with the extension of its real type (never `.tmp`).
+    public let fileURL: URL
+    /// The type recognised from the content's magic bytes.
+    public let mediaType: MediaType
+    /// Size of the file in bytes (the plaintext for sealed media).
+    public let byteCount: Int
+    /// Bytes received over the network (the box for sealed media).
+    public let downloadedByteCount: Int
+    /// Redirects followed.
+    public let redirectCount: Int
+}
+
+/// Cancels an in-flight download from another thread (the extension's expiry call).
+public final class DownloadCancellation: Sendable {
+    private let state = Locked<(cancelled: Bool, action: (@Sendable () -> Void)?)>((false, nil))
+
+    /// Creates a token that is not cancelled.
+    public init() {}
+
+    /// True once ``cancel()`` was called.
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Cancels the current download, if any, and every later one using this token.
+    public func cancel() {
+        let action = state.withLock { s -> (@Sendable () -> Void)? in
+            s.cancelled = true
+            defer { s.action = nil }
+            return s.action
+        }
+        action?()
+    }
+
+    /// Installs what ``cancel()`` does; runs it at once if already cancelled.
+    func onCancel(_ action: (@Sendable () -> Void)?) {
+        let runNow = state.withLock { s -> Bool in
+            if s.cancelled { return true }
+            s.action = action
+            return false
+        }
+        if runNow { action?() }
+    }
+}
+
+/// Downloads notification media with the platform's rules, into the App Group container.
+///
+/// - Schemes: `https`; plain `http` only to a loopback host (127.0.0.0/8, `::1`, `localhost`)
+///   and only with `allowInsecureLoopback` — App Transport Security refuses the rest.
+///   Every redirect target is checked the same way; at most ``maxRedirectCount`` (3).
+/// - Time: one timeout for the whole request (redirects included), enforced by a timer that
+///   cancels the task — URLSession's own `timeoutIntervalForRequest` is an idle timeout that a
+///   slow drip never trips.
+/// - Size: the body is streamed to a file through URLSession's delegate (on Linux a data task
+///   with a delegate and no completion handler hands each chunk over and keeps nothing);
+///   the transfer is cancelled as soon as the byte count passes the limit for its type —
+///   known from the magic bytes once 12 bytes arrived, before that from `Content-Type` or the
+///   descriptor's `type`, else the largest limit (50 MiB); a `Content-Length` over the limit
+///   cancels before the body.
+/// - Name: `<uuid>.<ext>` with the extension of the type recognised by magic bytes (an HTML
+///   page served with `200` and `image/png` is refused); the partial file is removed on failure.
+/// - Sealed media: the SHA-256 of the downloaded box is computed while streaming and
+///   compared to `sha256`; the box is then opened with the descriptor's key (the box is read
+///   from a memory-mapped file, the plaintext is one buffer, written to `<uuid>.<ext>.partial`
+///   and renamed only after the tag verified).
+public struct MediaDownloader: Sendable {
+    /// Most redirects followed (3).
+    public static let maxRedirectCount = 3
+    /// After a timeout, how long to wait for URLSession to confirm the cancellation (100 ms).
+    static let cancellationGraceMilliseconds = 100
+
+    /// The App Group container directory the files go into.
+    public let containerDirectory: URL
+    /// Allow plain `http` to loopback hosts (tests, `--allow-insecure-loopback`).
+    public let allowInsecureLoopback: Bool
+    /// Where the `download` diagnostic lines go.
+    public let logger: any DiagnosticLogger
+
+    /// Creates a downloader.
+    /// - Parameters:
+    ///   - containerDirectory: an existing directory (the App Group container).
+    ///   - allowInsecureLoopback: permit `http://127.0.0.1…` and friends.
+    ///   - logger: diagnostics sink.
+    public init(containerDirectory: URL, allowInsecureLoopback: Bool = false, logger: any DiagnosticLogger = NullLogger()) {
+        self.containerDirectory = containerDirectory
+        self.allowInsecureLoopback = allowInsecureLoopback
+        self.logger = logger
+    }
+
+    /// The safety margin kept between a download's timeout and the extension's expiry call,
+    /// in seconds: `min(0.5 s, 10 % of the time remaining)`.
+    public static func safetyMarginSeconds(forRemaining remainingSeconds: Double) -> Double {
+        min(0.5, max(0, remainingSeconds) * 0.1)
+    }
+
+    /// Checks a URL against the scheme and App Transport Security rules.
+    /// - Throws: `ExtensionError` `.mediaURLRefused` with the reason.
+    public func checkPolicy(_ url: URL) throws {
+        switch url.scheme?.lowercased() {
+        case "https":
+            guard let host = url.host, !host.isEmpty else { throw ExtensionError(.mediaURLRefused, "URL has no host") }
+        case "http":
+            guard let host = url.host, Self.isLoopback(host) else {
+                throw ExtensionError(.mediaURLRefused, "plain http to a non-loopback host is refused (App Transport Security)")
+            }
+            guard allowInsecureLoopback else {
+                throw ExtensionError(.mediaURLRefused, "plain http to loopback needs allowInsecureLoopback (App Transport Security)")
+            }
+        case let scheme:
+            throw ExtensionError(.mediaURLRefused, "scheme \(scheme ?? "none") is not http(s)")
+        }
+    }
+
+    /// True for `localhost`, 127.0.0.0/8 and `::1`.
+    static func isLoopback(_ host: String) -> Bool {
+        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if h == "localhost" || h == "::1" || h == "0:0:0:0:0:0:0:1" { return true }
+        let parts = h.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// Downloads `descriptor` into the container, blocking the calling thread.
+    /// - Parameters:
+    ///   - descriptor: URL, declared type, optional SHA-256 and key.
+    ///   - timeoutSeconds: the whole request's limit in seconds (redirects included).
+    ///   - cancellation: a token another thread may cancel, or `nil`.
+    /// - Returns: the file and its recognised type.
+    /// - Throws: `ExtensionError` `.mediaURLRefused`, `.mediaTooManyRedirects`,
+    ///   `.mediaHTTPStatus`, `.mediaTimedOut`, `.mediaCancelled`, `.mediaTransferFailed`,
+    ///   `.attachmentInvalidFileSize` (over the type's limit), `.attachmentUnrecognizedType`
+    ///   (content is no supported media), `.mediaDigestMismatch`, `.mediaDecryptionFailed`,
+    ///   `.mediaInvalidDescriptor`.
+    public func download(_ descriptor: MediaDescriptor, timeoutSeconds: Double,
+                         cancellation: DownloadCancellation? = nil) throws -> DownloadedMedia {
+        let start = ContinuousClock.now
+        do {
+            let media = try performDownload(descriptor, timeoutSeconds: timeoutSeconds, cancellation: cancellation)
+            logger.log(DiagnosticEntry(stage: "download", event: "ok", fields: [
+                ("durationMs", formatMilliseconds(millisecondsSince(start))), ("byteCount", String(media.downloadedByteCount)),
+                ("fileByteCount", String(media.byteCount)), ("type", media.mediaType.rawValue),
+                ("redirects", String(media.redirectCount)), ("sealed", String(descriptor.key != nil))]))
+            return media
+        } catch let error as ExtensionError {
+            logger.log(DiagnosticEntry(stage: "download", event: "failed", fields: [
+                ("durationMs", formatMilliseconds(millisecondsSince(start))), ("code", error.code.name), ("reason", error.reason)]))
+            throw error
+        }
+    }
+
+    private func performDownload(_ descriptor: MediaDescriptor, timeoutSeconds: Double,
+                                 cancellation: DownloadCancellation?) throws -> DownloadedMedia {
+        guard let url = URL(string: descriptor.url) else {
+            throw ExtensionError(.mediaURLRefused, "media URL does not parse")
+        }
+        try checkPolicy(url)
+        var expectedDigest: [UInt8]? = nil
+        if let hex = descriptor.sha256Hex {
+            guard let digest = Self.decodeHex(hex), digest.count == SHA256Hasher.digestByteCount else {
+                throw ExtensionError(.mediaInvalidDescriptor, "sha256 is not 64 hex digits")
+            }
+            expectedDigest = digest
+        }
+        if let key = descriptor.key, key.byteCount != AES256GCM.keyByteCount {
+            throw ExtensionError(.mediaInvalidDescriptor, "media key is \(key.byteCount) bytes, not 32")
+        }
+        guard timeoutSeconds > 0 else { throw ExtensionError(.mediaTimedOut, "no time left for the download") }
+        if cancellation?.isCancelled == true { throw ExtensionError(.mediaCancelled, "cancelled before the request") }
+
+        let sealed = descriptor.key != nil
+        let declared = descriptor.type.flatMap(MediaType.init(mimeType:))
+        // A sealed box is the plaintext plus nonce and tag.
+        let overhead = sealed ? AES256GCM.minimumCombinedByteCount : 0
+        let base = UUID().uuidString
+        let partURL = containerDirectory.appendingPathComponent(".\(base).download")
+        guard FileManager.default.createFile(atPath: partURL.path, contents: nil, attributes: [.posixPermissions: 0o600]),
+              let handle = FileHandle(forWritingAtPath: partURL.path) else {
+            throw ExtensionError(.mediaTransferFailed, "cannot create a file in the App Group container")
+        }
+        defer { try? FileManager.default.removeItem(at: partURL) }
+        if cancellation?.isCancelled == true { try? handle.close(); throw ExtensionError(.mediaCancelled, "cancelled before the request") }
+
+        let transfer = Transfer(downloader: self, file: handle, sniff: !sealed, declared: declared, overhead: overhead,
+                                hashing: expectedDigest != nil)
+        let delegate = TransferDelegate(transfer: transfer)
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeoutSeconds
+        configuration.timeoutIntervalForResource = timeoutSeconds
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.urlCache = nil
+        configuration.httpShouldSetCookies = false
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
+        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeoutSeconds)
+        request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        let task = session.dataTask(with: request)
+        transfer.task.withLock { $0 = task }
+        cancellation?.onCancel { transfer.abort(ExtensionError(.mediaCancelled, "the extension's time is up")) }
+        task.resume()
+
+        if transfer.done.wait(timeout: .now() + .nanoseconds(Int(timeoutSeconds * 1e9))) == .timedOut {
+            transfer.abort(ExtensionError(.mediaTimedOut, "no complete answer within \(String(format: "%.3f", timeoutSeconds)) s"))
+            // Give URLSession a moment to report the cancellation; never wait longer.
+            _ = transfer.done.wait(timeout: .now() + .milliseconds(Self.cancellationGraceMilliseconds))
+        }
+        cancellation?.onCancel(nil)
+        transfer.closeFile()
+        session.finishTasksAndInvalidate()
+
+        let result = transfer.result()
+        if let error = result.error { throw error }
+
+        if let expectedDigest {
+            guard let actual = result.digest, ConstantTime.equals(actual, expectedDigest) else {
+                throw ExtensionError(.mediaDigestMismatch, "SHA-256 of the downloaded bytes differs from the descriptor's sha256")
+            }
+        }
+        if let key = descriptor.key {
+            return try openSealed(at: partURL, key: key, aad: descriptor.aad, base: base,
+                                  downloaded: result.byteCount, redirects: result.redirects)
+        }
+        guard let type = MediaType.sniff(result.header) else {
+            throw ExtensionError(.attachmentUnrecognizedType, "content is not a supported media type (magic bytes)\(result.contentType.map { ", Content-Type \($0)" } ?? "")")
+        }
+        let finalURL = containerDirectory.appendingPathComponent("\(base).\(type.fileExtension)")
+        do {
+            try FileManager.default.moveItem(at: partURL, to: finalURL)
+        } catch {
+            throw ExtensionError(.mediaTransferFailed, "cannot rename the downloaded file in the App Group container")
+        }
+        return DownloadedMedia(fileURL: finalURL, mediaType: type, byteCount: result.byteCount,
+                               downloadedByteCount: result.byteCount, redirectCount: result.redirects)
+    }
+
+    /// Opens a downloaded box into `<base>.<ext>`; the plaintext file appears only after the tag verified.
+    private func openSealed(at boxURL: URL, key: SecretBytes, aad: [UInt8], base: String,
+                            downloaded: Int, redirects: Int) throws -> DownloadedMedia {
+        let box: Data
+        do {
+            box = try Data(contentsOf: boxURL, options: .alwaysMapped)
+        } catch {
+            throw ExtensionError(.mediaTransferFailed, "cannot read the downloaded box")
+        }
+        guard box.count >= AES256GCM.minimumCombinedByteCount else {
+            throw ExtensionError(.mediaDecryptionFailed, "the media box is \(box.count) bytes, shorter than nonce and tag (28)")
+        }
+        var plaintext: [UInt8]
+        do {
+            plaintext = try box.withUnsafeBytes { raw in
+                try aad.withUnsafeBytes { a in
+                    try AES256GCM.open(nonce: UnsafeRawBufferPointer(rebasing: raw[0..<AES256GCM.nonceByteCount]),
+                                       ciphertext: UnsafeRawBufferPointer(rebasing: raw[AES256GCM.nonceByteCount..<(raw.count - AES256GCM.tagByteCount)]),
+                                       tag: UnsafeRawBufferPointer(rebasing: raw[(raw.count - AES256GCM.tagByteCount)...]),
+                                       with: key, authenticating: a)
+                }
+            }
+        } catch {
+            throw ExtensionError(.mediaDecryptionFailed, "the media box did not open (wrong key or modified bytes)")
+        }
+        defer { SecretBytes.wipe(&plaintext) }
+        guard let type = MediaType.sniff(plaintext.prefix(MediaType.sniffByteCount)) else {
+            throw ExtensionError(.attachmentUnrecognizedType, "decrypted media is not a supported media type (magic bytes)")
+        }
+        guard plaintext.count <= type.category.maxByteCount else {
+            throw ExtensionError(.attachmentInvalidFileSize, "decrypted \(type.category.rawValue) of \(plaintext.count) bytes is over the limit")
+        }
+        let finalURL = containerDirectory.appendingPathComponent("\(base).\(type.fileExtension)")
+        let partial = containerDirectory.appendingPathComponent("\(base).\(type.fileExtension).partial")
+        do {
+            try Data(plaintext).write(to: partial)
+            try FileManager.default.moveItem(at: partial, to: finalURL)
+        } catch {
+            try? FileManager.default.removeItem(at: partial)
+            throw ExtensionError(.mediaTransferFailed, "cannot write the decrypted media to the App Group container")
+        }
+        return DownloadedMedia(fileURL: finalURL, mediaType: type, byteCount: plaintext.count,
+                               downloadedByteCount: downloaded, redirectCount: redirects)
+    }
+
+    /// Decodes hex (either case); `nil` on odd length or a non-hex digit.
+    static func decodeHex(_ hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var out = [UInt8]()
+        out.reserveCapacity(digits.count / 2)
+        var i = 0
+        while i < digits.count {
+            guard let hi = nibble(digits[i]), let lo = nibble(digits[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+}
+
+/// The state of one transfer, shared by the waiting thread and URLSession's delegate queue.
+///
+/// `@unchecked Sendable`: all mutable state, the file handle and the hasher are touched only
+/// under `state`'s lock (writes to the file included, so closing it cannot race a write).
+///
+/// Lesson from FoundationNetworking on Linux: cancelling a task from inside a delegate callback
+/// before that callback's completion handler ran traps ("Received callback for HTTP
+/// redirection, but we're not waiting for it"). Callbacks therefore only *record* an error and
+/// answer through their completion handler (`nil` / `.cancel`); only the data callback, the
+/// timer and the cancellation token cancel the task.
+final class Transfer: @unchecked Sendable {
+    struct State {
+        var error: ExtensionError?
+        var completed = false
+        var fileClosed = false
+        var header: [UInt8] = []
+        var byteCount = 0
+        var limit: Int
+        var redirects = 0
+        var contentType: String?
+        var digest: [UInt8]?
+    }
+
+    let downloader: MediaDownloader
+    private let file: FileHandle
+    let sniffContent: Bool
+    let overhead: Int
+    private let hasher: SHA256Hasher?
+    let state: Locked<State>
+    let task = Locked<URLSessionTask?>(nil)
+    /// Signalled once, when URLSession reports the task complete.
+    let done = DispatchSemaphore(value: 0)
+
+    init(downloader: MediaDownloader, file: FileHandle, sniff: Bool, declared: MediaType?, overhead: Int, hashing: Bool) {
+        self.downloader = downloader
+        self.file = file
+        self.sniffContent = sniff
+        self.overhead = overhead
+        self.hasher = hashing ? SHA256Hasher() : nil
+        state = Locked(State(limit: (declared?.category.maxByteCount ?? MediaType.largestMaxByteCount) + overhead))
+    }
+
+    /// Records the first error (later ones are ignored).
+    func record(_ error: ExtensionError) {
+        state.withLock { s in if s.error == nil { s.error = error } }
+    }
+
+    /// Records the error and cancels the task (not from inside a callback awaiting its completion handler).
+    func abort(_ error: ExtensionError) {
+        record(error)
+        task.withLock { $0 }?.cancel()
+    }
+
+    var hasFailed: Bool { state.withLock { $0.error != nil } }
+
+    /// Streams one chunk: counts, sniffs, enforces the limit, hashes and writes — under the lock.
+    /// - Returns: false when the transfer must stop (error recorded).
+    func receive(_ data: Data) -> Bool {
+        state.withLock { s -> Bool in
+            guard s.error == nil, !s.fileClosed else { return false }
+            s.byteCount += data.count
+            if s.header.count < MediaType.sniffByteCount {
+                s.header.append(contentsOf: data.prefix(MediaType.sniffByteCount - s.header.count))
+                if sniffContent, s.header.count >= MediaType.sniffByteCount {
+                    guard let type = MediaType.sniff(s.header) else {
+                        s.error = ExtensionError(.attachmentUnrecognizedType, "content is not a supported media type (magic bytes)\(s.contentType.map { ", Content-Type \($0)" } ?? "")")
+                        return false
+                    }
+                    s.limit = type.category.maxByteCount
+                }
+            }
+            if s.byteCount > s.limit {
+                s.error = ExtensionError(.attachmentInvalidFileSize, "passed the limit of \(s.limit) bytes; aborted at \(s.byteCount)")
+                return false
+            }
+            if let hasher { data.withUnsafeBytes { hasher.update($0) } }
+            do {
+                try file.write(contentsOf: data)
+            } catch {
+                s.error = ExtensionError(.mediaTransferFailed, "cannot write to the App Group container")
+                return false
+            }
+            return true
+        }
+    }
+
+    /// URLSession reported completion: map its error, finish the digest, wake the waiter.
+    func complete(_ error: ExtensionError?) {
+        state.withLock { s in
+            if s.error == nil, let error { s.error = error }
+            if s.error == nil, let hasher { s.digest = try? hasher.finalize() }
+            s.completed = true
+        }
+        done.signal()
+    }
+
+    /// Closes the file; later chunks are ignored.
+    func closeFile() {
+        state.withLock { s in
+            guard !s.fileClosed else { return }
+            s.fileClosed = true
+            try? file.close()
+        }
+    }
+
+    /// The outcome, read after the wait.
+    func result() -> (error: ExtensionError?, header: [UInt8], byteCount: Int, redirects: Int, contentType: String?, digest: [UInt8]?) {
+        state.withLock { s in
+            (s.error ?? (s.completed ? nil : ExtensionError(.mediaTransferFailed, "transfer did not finish")),
+             s.header, s.byteCount, s.redirects, s.contentType, s.digest)
+        }
+    }
+}
+
+/// URLSession delegate streaming one transfer to its file.
+///
+/// `@unchecked Sendable`: its only stored property is the `Transfer`, itself safe (see there).
+final class TransferDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    let transfer: Transfer
+
+    init(transfer: Transfer) { self.transfer = transfer }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        let count = transfer.state.withLock { s -> Int in s.redirects += 1; return s.redirects }
+        guard count <= MediaDownloader.maxRedirectCount else {
+            transfer.record(ExtensionError(.mediaTooManyRedirects, "more than \(MediaDownloader.maxRedirectCount) redirects"))
+            completionHandler(nil)
+            return
+        }
+        guard let url = request.url else {
+            transfer.record(ExtensionError(.mediaURLRefused, "redirect without a location"))
+            completionHandler(nil)
+            return
+        }
+        do {
+            try transfer.downloader.checkPolicy(url)
+        } catch {
+            let e = error as? ExtensionError
+            transfer.record(ExtensionError(.mediaURLRefused, "redirect refused: \(e?.reason ?? "policy")"))
+            completionHandler(nil)
+            return
+        }
+        completionHandler(request)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
+        guard let http = response as? HTTPURLResponse else {
+            transfer.record(ExtensionError(.mediaTransferFailed, "not an HTTP response"))
+            completionHandler(.cancel)
+            return
+        }
+        guard (200..<300).contains(http.statusCode) else {
+            transfer.record(ExtensionError(.mediaHTTPStatus, "the server answered HTTP \(http.statusCode)"))
+            completionHandler(.cancel)
+            return
+        }
+        let contentType = http.value(forHTTPHeaderField: "Content-Type")
+        let limit = transfer.state.withLock { s -> Int in
+            s.contentType = contentType
+            if transfer.sniffContent, let declared = contentType.flatMap(MediaType.init(mimeType:)) {
+                s.limit = min(s.limit, declared.category.maxByteCount + transfer.overhead)
+            }
+            return s.limit
+        }
+        if let length = http.value(forHTTPHeaderField: "Content-Length").flatMap({ Int($0) }), length > limit {
+            transfer.record(ExtensionError(.attachmentInvalidFileSize, "Content-Length \(length) is over the limit of \(limit) bytes"))
+            completionHandler(.cancel)
+            return
+        }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        if !transfer.receive(data) { dataTask.cancel() }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        if let error {
+            let nsError = error as NSError
+            if nsError.domain == NSURLErrorDomain, nsError.code == NSURLErrorTimedOut {
+                transfer.complete(ExtensionError(.mediaTimedOut, "the request timed out"))
+            } else if nsError.domain == NSURLErrorDomain, nsError.code == NSURLErrorCancelled {
+                transfer.complete(ExtensionError(.mediaCancelled, "the request was cancelled"))
+            } else {
+                transfer.complete(ExtensionError(.mediaTransferFailed, "transfer failed (\(nsError.domain) \(nsError.code))"))
+            }
+            return
+        }
+        if let http = task.response as? HTTPURLResponse, !(200..<300).contains(http.statusCode) {
+            transfer.complete(ExtensionError(.mediaHTTPStatus, "the server answered HTTP \(http.statusCode)"))
+            return
+        }
+        let empty = transfer.state.withLock { $0.byteCount == 0 }
+        transfer.complete(empty ? ExtensionError(.attachmentUnrecognizedType, "empty body") : nil)
+    }
+}

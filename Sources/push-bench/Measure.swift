@@ -1,0 +1,118 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Monotonic time in nanoseconds (`clock_gettime(CLOCK_MONOTONIC)`).
+@inline(__always)
+func monotonicNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+/// How much to run: `iterations` calls per repetition, after `warmupIterations` untimed calls.
+struct BenchSettings {
+    var iterations: Int
+    var warmupIterations: Int
+    var repetitions: Int
+
+    static let full = BenchSettings(iterations: 20_000, warmupIterations: 5_000, repetitions: 11)
+    static let quick = BenchSettings(iterations: 5_000, warmupIterations: 500, repetitions: 3)
+}
+
+/// One measured figure: `impl` doing `op` on `size`-byte inputs; `body` is one operation.
+struct BenchCase {
+    let impl: String
+    let op: String
+    let size: Int
+    let body: () throws -> Void
+}
+
+/// Identifies a series of repetitions.
+struct SeriesKey: Hashable {
+    let impl: String
+    let op: String
+    let size: Int
+}
+
+/// A ratio to print in the summary table: `numerator` / `denominator` medians.
+struct Comparison {
+    let label: String
+    let numerator: SeriesKey
+    let denominator: SeriesKey
+}
+
+/// A part of the benchmark (crypto core, sender, extension…): one file each.
+protocol BenchSection {
+    /// A short title for the summary table.
+    var title: String { get }
+    /// The cases to time; run interleaved, repetition by repetition.
+    func cases() throws -> [BenchCase]
+    /// Ratios worth printing in the summary.
+    func comparisons() -> [Comparison]
+}
+
+/// Times cases and keeps ns-per-operation samples.
+final class Measurer {
+    let settings: BenchSettings
+    private(set) var samples: [SeriesKey: [Double]] = [:]
+
+    init(settings: BenchSettings) { self.settings = settings }
+
+    /// Runs every case `repetitions` times, interleaving cases within each repetition so that
+    /// slow drifts of a shared machine hit all implementations alike. Prints one `RESULT` line
+    /// per repetition: `RESULT impl=… op=… size=… rep=… n=… ns=…`.
+    func run(_ cases: [BenchCase]) throws {
+        for c in cases {
+            for _ in 0..<settings.warmupIterations { try c.body() }
+        }
+        for rep in 0..<settings.repetitions {
+            for c in cases {
+                let n = settings.iterations
+                let start = monotonicNanoseconds()
+                for _ in 0..<n { try c.body() }
+                let elapsed = monotonicNanoseconds() - start
+                let ns = Double(elapsed) / Double(n)
+                samples[SeriesKey(impl: c.impl, op: c.op, size: c.size), default: []].append(ns)
+                print("RESULT impl=\(c.impl) op=\(c.op) size=\(c.size) rep=\(rep) n=\(n) ns=\(format(ns, decimals: 1))")
+            }
+        }
+    }
+
+    /// Median ns per operation of a series, or nil if it was not run.
+    func median(_ key: SeriesKey) -> Double? {
+        guard let values = samples[key], !values.isEmpty else { return nil }
+        let sorted = values.sorted()
+        let mid = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+    }
+}
+
+/// `value` with a fixed number of decimals (no Foundation needed).
+func format(_ value: Double, decimals: Int) -> String {
+    var scale = 1.0
+    for _ in 0..<decimals { scale *= 10 }
+    let rounded = (value * scale).rounded() / scale
+    var text = String(rounded)
+    if let dot = text.firstIndex(of: ".") {
+        let have = text.distance(from: dot, to: text.endIndex) - 1
+        if have < decimals { text += String(repeating: "0", count: decimals - have) }
+        if decimals == 0 { text = String(text[..<dot]) }
+    } else if decimals > 0 {
+        text += "." + String(repeating: "0", count: decimals)
+    }
+    return text
+}
+
+/// Pads `text` on the left to `width` characters.
+func leftPad(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+}
+
+/// Prevents the optimiser from discarding a result.
+@inline(never)
+func consume<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}

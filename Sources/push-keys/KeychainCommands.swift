@@ -1,0 +1,178 @@
+import Foundation
+import PushSealCLI
+import PushSealCrypto
+import PushSealFormat
+import PushSealKeychain
+
+/// Shared pieces of the `push-keys keychain …` subcommands: options, identity, error mapping,
+/// JSON shapes.
+enum KeychainCommands {
+    /// Every `keychain` subcommand, for the tool's dispatcher.
+    static let all: [any Command] = [
+        KeychainInitCommand(), KeychainAddCommand(), KeychainGetCommand(), KeychainUpdateCommand(),
+        KeychainDeleteCommand(), KeychainListCommand(), KeychainDeviceStateCommand(),
+    ]
+
+    static let keychainOption = OptionSpec.value("--keychain", "DIR", "the keychain directory (required)")
+    static let identityOptions: [OptionSpec] = [
+        .value("--entitlements", "FILE", "caller identity: JSON or plist with application-identifier, keychain-access-groups, application-groups"),
+        .value("--access-group", "G", "without --entitlements: a keychain access group of the caller, in order (the first is the default group); with --entitlements: the item's access group", repeatable: true),
+        .value("--app-group", "G", "without --entitlements: an application group (App Group) of the caller", repeatable: true),
+        .value("--app-id", "ID", "without --entitlements: the caller's application-identifier, TEAMID.bundle.id"),
+    ]
+    static let itemClassOption = OptionSpec.value("--class", "C", "item class: genericPassword (default) or key")
+    static let accessibilityNames = Accessibility.allCases.map(\.rawValue).joined(separator: "|")
+
+    static let exitCodes: [String] = ["0   success", "1   keychain error: OSStatus number and name on stderr and in --json (e.g. errSecInteractionNotAllowed (-25308))"]
+        + ExitCode.commonHelpLines.filter { !$0.hasPrefix("0 ") } + ["    (65 also: a damaged keychain file; 66: no keychain at DIR; 77: keychain not 0700/0600 or not yours)"]
+
+    static let identityNote = """
+        IDENTITY: the caller is an app or its extension. Give --entitlements FILE (then one optional
+        --access-group names the item's group; naming one the caller lacks fails with
+        errSecMissingEntitlement -34018), or give the identity as --access-group G (repeatable, in
+        order), --app-group G and --app-id ID (then the item goes to the first group and searches
+        cover all of them). Access-group order is keychain-access-groups, application-identifier,
+        application-groups, as on iOS.
+        """
+
+    /// The keychain directory from `--keychain`.
+    static func keychainURL(_ a: Arguments) throws -> URL {
+        URL(fileURLWithPath: try a.required("--keychain", "DIR"), isDirectory: true)
+    }
+
+    /// The caller's identity and the explicit access group for the item or query (if any).
+    /// - Parameter required: when `false` and no identity option is given, returns `nil`.
+    static func identity(_ a: Arguments, required: Bool = true) throws -> (Entitlements, String?)? {
+        if let file = a.value("--entitlements") {
+            if a.has("--app-group") || a.has("--app-id") {
+                throw CLIError.usage("--app-group and --app-id cannot be combined with --entitlements", hint: "put them in the entitlements file")
+            }
+            let groups = a.values("--access-group")
+            if groups.count > 1 { throw CLIError.usage("with --entitlements, give at most one --access-group (the item's group)") }
+            let entitlements: Entitlements
+            do {
+                entitlements = try Entitlements.load(from: URL(fileURLWithPath: file))
+            } catch let e as KeychainError {
+                if e.code == .keychainMissing { throw CLIError(code: "inputMissing", "no such file: \(file)", exitCode: .noInput) }
+                if e.code == .decode { throw CLIError.dataError(e.reason) }
+                throw cliError(e)
+            }
+            return (entitlements, groups.first)
+        }
+        let groups = a.values("--access-group"), appGroups = a.values("--app-group"), appID = a.value("--app-id")
+        if groups.isEmpty && appGroups.isEmpty && appID == nil {
+            guard required else { return nil }
+            throw CLIError.usage("missing caller identity", hint: "give --entitlements FILE, or --access-group G (repeatable) and --app-group G")
+        }
+        for g in groups + appGroups + (appID.map { [$0] } ?? []) where g.isEmpty { throw CLIError.usage("an access group cannot be empty") }
+        return (Entitlements(applicationIdentifier: appID, keychainAccessGroups: groups, applicationGroups: appGroups), nil)
+    }
+
+    static func open(_ a: Arguments, as entitlements: Entitlements) throws -> Keychain {
+        do { return try Keychain(opening: try keychainURL(a), as: entitlements) } catch let e as KeychainError { throw cliError(e) }
+    }
+
+    static func itemClass(_ a: Arguments) throws -> ItemClass {
+        guard let v = a.value("--class") else { return .genericPassword }
+        guard let c = ItemClass(rawValue: v) else { throw CLIError.usage("unknown --class \(quoted(v))", hint: "use genericPassword or key") }
+        return c
+    }
+
+    static func accessibility(_ a: Arguments, _ name: String = "--accessibility") throws -> Accessibility? {
+        guard let v = a.value(name) else { return nil }
+        guard let acc = Accessibility(rawValue: v) else { throw CLIError.usage("unknown \(name) \(quoted(v))", hint: "use one of \(accessibilityNames)") }
+        return acc
+    }
+
+    /// Secret data from `--data-file F` (`-` = stdin) or `--data-base64 B`; `nil` when neither.
+    static func data(_ a: Arguments, required: Bool) throws -> SecretBytes? {
+        switch (a.value("--data-file"), a.value("--data-base64")) {
+        case (.some, .some):
+            throw CLIError.usage("give either --data-file or --data-base64, not both")
+        case (.some(let file), nil):
+            var bytes = try InputReader.readAll(file, limitByteCount: Keychain.maxDataByteCount)
+            defer { SecretBytes.wipe(&bytes) }
+            return SecretBytes(copying: bytes)
+        case (nil, .some(let b64)):
+            guard let d = Data(base64Encoded: b64) else { throw CLIError.dataError("--data-base64 is not valid base64") }
+            var bytes = Array(d)
+            defer { SecretBytes.wipe(&bytes) }
+            return SecretBytes(copying: bytes)
+        case (nil, nil):
+            if required { throw CLIError.usage("missing secret data", hint: "give --data-file FILE (- for standard input) or --data-base64 B") }
+            return nil
+        }
+    }
+
+    /// A passcode from `--passcode-file F` (first line; `-` = stdin), or `nil`.
+    static func passcode(_ a: Arguments) throws -> String? {
+        guard let file = a.value("--passcode-file") else { return nil }
+        var bytes = try InputReader.readAll(file, limitByteCount: 4096)
+        defer { SecretBytes.wipe(&bytes) }
+        let line = bytes.prefix(while: { $0 != 0x0A && $0 != 0x0D })
+        guard !line.isEmpty, let s = String(validating: line, as: UTF8.self) else { throw CLIError.dataError("the passcode file's first line is empty or not UTF-8") }
+        return s
+    }
+
+    /// Maps a keychain error to the tool's exit codes: OSStatus errors exit 1 with
+    /// `errSecX (N)` in the message and `osStatus`/`statusName` in `--json`.
+    static func cliError(_ e: KeychainError) -> CLIError {
+        let exit: ExitCode
+        var hint: String?
+        switch e.code {
+        case .keychainMissing:
+            exit = .noInput
+            hint = "create one with 'push-keys keychain init --keychain DIR'"
+        case .alreadyExists: exit = .cannotCreate
+        case .insecurePermissions:
+            exit = .noPermission
+            hint = "the keychain directory must be 0700 and its files 0600, owned by you"
+        case .corrupt: exit = .dataError
+        case .io: exit = .ioError
+        case .interactionNotAllowed:
+            exit = .failure
+            hint = "unlock the device ('push-keys keychain device-state --keychain DIR unlocked') or store the item as afterFirstUnlockThisDeviceOnly"
+        case .missingEntitlement:
+            exit = .failure
+            hint = "add the group to the caller's keychain-access-groups or application-groups"
+        default: exit = .failure
+        }
+        var error = CLIError(code: e.statusName ?? e.code.name, e.description, hint: hint, exitCode: exit)
+        if let status = e.osStatus, let name = e.statusName {
+            error.jsonDetails = [("osStatus", .integer(Int64(status))), ("statusName", .string(name))]
+        }
+        return error
+    }
+
+    /// Runs `body`, turning keychain errors into CLI errors.
+    static func mapping<R>(_ body: () throws -> R) throws -> R {
+        do { return try body() } catch let e as KeychainError { throw cliError(e) }
+    }
+
+    static func iso8601(_ d: Date) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.string(from: d)
+    }
+
+    /// Attributes as a JSON object (never the secret).
+    static func json(_ a: ItemAttributes) -> JSONObject {
+        var o: JSONObject = [
+            "class": .string(a.itemClass.rawValue), "service": .string(a.service), "account": .string(a.account),
+            "accessGroup": .string(a.accessGroup), "accessibility": .string(a.accessibility.rawValue),
+        ]
+        o["label"] = a.label.map { .string($0) } ?? .null
+        o["creationDate"] = .string(iso8601(a.creationDate))
+        o["modificationDate"] = .string(iso8601(a.modificationDate))
+        return o
+    }
+
+    /// Attributes as `name: value` lines for people.
+    static func text(_ a: ItemAttributes) -> String {
+        var out = "class: \(a.itemClass)\nservice: \(a.service)\naccount: \(a.account)\n"
+        if let l = a.label { out += "label: \(l)\n" }
+        out += "accessGroup: \(a.accessGroup)\naccessibility: \(a.accessibility)\n"
+        out += "creationDate: \(iso8601(a.creationDate))\nmodificationDate: \(iso8601(a.modificationDate))\n"
+        return out
+    }
+}

@@ -1,0 +1,32 @@
+import PushSealCLI
+import PushSealFormat
+import PushSealKeychain
+
+/// `push-keys keychain delete`: SecItemDelete.
+struct KeychainDeleteCommand: Command {
+    let path = ["keychain", "delete"]
+    let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
+        .value("--service", "S", "kSecAttrService (required)"),
+        .value("--account", "A", "kSecAttrAccount (required)"),
+        KeychainCommands.itemClassOption,
+    ]
+    let help = HelpText(
+        overview: "delete keychain items (SecItemDelete): every match in the caller's access groups (or in --access-group with --entitlements); works while locked",
+        usage: ["push-keys keychain delete --keychain DIR (--entitlements FILE | --access-group G...) --service S --account A [--access-group G] [--class C] [--json]"],
+        examples: ["push-keys keychain delete --keychain ./device --entitlements app.json --service push --account alice"],
+        exitCodes: KeychainCommands.exitCodes,
+        notes: KeychainCommands.identityNote + "\nPrints nothing on success (with --json: {\"deleted\": N})."
+    )
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let a = context.arguments
+        try a.expectPositionals(max: 0)
+        guard let (entitlements, group) = try KeychainCommands.identity(a) else { return .usage }
+        let query = ItemQuery(itemClass: try KeychainCommands.itemClass(a), service: try a.required("--service", "S"),
+                              account: try a.required("--account", "A"), accessGroup: group)
+        let kc = try KeychainCommands.open(a, as: entitlements)
+        let n = try KeychainCommands.mapping { try kc.delete(query) }
+        if context.json { Output.printJSON(["deleted": .integer(Int64(n))]) }
+        return .success
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import PushSealCLI
+import PushSealFormat
+import PushSealCrypto
+import PushSealKeychain
+
+/// `push-keys keychain get`: SecItemCopyMatching with match limit one, returning data and attributes.
+struct KeychainGetCommand: Command {
+    let path = ["keychain", "get"]
+    let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
+        .value("--service", "S", "kSecAttrService (required)"),
+        .value("--account", "A", "kSecAttrAccount (required)"),
+        KeychainCommands.itemClassOption,
+        .flag("--reveal", "also print the secret data (standard base64); without it the secret is read and checked, never printed"),
+    ]
+    let help = HelpText(
+        overview: "read one keychain item the way an app or extension does (SecItemCopyMatching, match limit one): the secret is decrypted, so a WhenUnlocked item on a locked device fails with errSecInteractionNotAllowed (-25308)",
+        usage: ["push-keys keychain get --keychain DIR (--entitlements FILE | --access-group G...) --service S --account A [--access-group G] [--class C] [--reveal] [--json]"],
+        examples: [
+            "push-keys keychain get --keychain ./device --entitlements extension.json --service push --account alice",
+            "push-keys keychain get --keychain ./device --access-group TEAMID.com.example.shared --service push --account alice --reveal --json",
+        ],
+        exitCodes: KeychainCommands.exitCodes,
+        notes: KeychainCommands.identityNote + "\nPrints the attributes as 'name: value' lines (with --reveal a last line 'data: BASE64'); with --json {\"item\": {…, \"data\": BASE64 with --reveal}}."
+    )
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let a = context.arguments
+        try a.expectPositionals(max: 0)
+        guard let (entitlements, group) = try KeychainCommands.identity(a) else { return .usage }
+        let query = ItemQuery(itemClass: try KeychainCommands.itemClass(a), service: try a.required("--service", "S"),
+                              account: try a.required("--account", "A"), accessGroup: group)
+        let kc = try KeychainCommands.open(a, as: entitlements)
+        let items = try KeychainCommands.mapping { try kc.copyMatching(query, limit: .one, returning: [.attributes, .data]) }
+        guard let item = items.first else { return .failure }
+        var secret: String?
+        if a.has("--reveal"), let data = item.data {
+            var bytes = data.copyBytes()
+            defer { SecretBytes.wipe(&bytes) }
+            secret = Data(bytes).base64EncodedString()
+        }
+        if context.json {
+            var o = KeychainCommands.json(item.attributes)
+            if let secret { o["data"] = .string(secret) }
+            Output.printJSON(["item": .object(o)])
+        } else {
+            Output.stdout(KeychainCommands.text(item.attributes) + (secret.map { "data: \($0)\n" } ?? ""))
+        }
+        return .success
+    }
+}

@@ -1,0 +1,34 @@
+import PushSealCLI
+import PushSealFormat
+import PushSealKeychain
+
+/// `push-keys keychain init`: creates an emulated device keychain.
+struct KeychainInitCommand: Command {
+    let path = ["keychain", "init"]
+    let options: [OptionSpec] = [
+        KeychainCommands.keychainOption,
+        .value("--passcode-file", "F", "give the device a passcode, read from the first line of F (- for standard input)"),
+    ]
+    let help = HelpText(
+        overview: "create an emulated iOS device keychain: a 0700 directory with a fresh device secret and class keys, device state unlocked",
+        usage: ["push-keys keychain init --keychain DIR [--passcode-file F] [--json]"],
+        examples: [
+            "push-keys keychain init --keychain ./device",
+            "echo 123456 | push-keys keychain init --keychain ./device --passcode-file -   # WhenUnlocked key wrapped with Argon2id(passcode)",
+        ],
+        exitCodes: KeychainCommands.exitCodes,
+        notes: "DIR must not exist or be empty. Prints nothing on success (with --json: {\"keychain\", \"deviceState\", \"passcodeSet\"})."
+    )
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let a = context.arguments
+        try a.expectPositionals(max: 0)
+        let url = try KeychainCommands.keychainURL(a)
+        let passcode = try KeychainCommands.passcode(a)
+        try KeychainCommands.mapping { try Keychain.create(at: url, passcode: passcode) }
+        if context.json {
+            Output.printJSON(["keychain": .string(url.path), "deviceState": .string(DeviceState.unlocked.rawValue), "passcodeSet": .bool(passcode != nil)])
+        }
+        return .success
+    }
+}

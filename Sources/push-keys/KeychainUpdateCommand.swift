@@ -1,0 +1,48 @@
+import PushSealCLI
+import PushSealFormat
+import PushSealKeychain
+
+/// `push-keys keychain update`: SecItemUpdate.
+struct KeychainUpdateCommand: Command {
+    let path = ["keychain", "update"]
+    let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
+        .value("--service", "S", "kSecAttrService of the item (required)"),
+        .value("--account", "A", "kSecAttrAccount of the item (required)"),
+        KeychainCommands.itemClassOption,
+        .value("--label", "L", "new kSecAttrLabel"),
+        .value("--accessibility", "A", "new kSecAttrAccessible: \(KeychainCommands.accessibilityNames)"),
+        .value("--new-service", "S", "new kSecAttrService"),
+        .value("--new-account", "A", "new kSecAttrAccount"),
+        .value("--new-access-group", "G", "move the item to access group G (the caller must be entitled to it)"),
+        .value("--data-file", "F", "new secret data from file F (- for standard input)"),
+        .value("--data-base64", "B", "new secret data as standard base64"),
+    ]
+    let help = HelpText(
+        overview: "change a keychain item (SecItemUpdate); bumps its modification date; a change that collides with another item fails with errSecDuplicateItem (-25299) and changes nothing",
+        usage: ["push-keys keychain update --keychain DIR (--entitlements FILE | --access-group G...) --service S --account A [--access-group G] [--class C] [--label L] [--accessibility A] [--new-service S] [--new-account A] [--new-access-group G] [--data-file F | --data-base64 B] [--json]"],
+        examples: [
+            "push-keys keychain update --keychain ./device --entitlements app.json --service push --account alice --data-file new-key.bin",
+            "push-keys keychain update --keychain ./device --entitlements app.json --service push --account alice --accessibility afterFirstUnlockThisDeviceOnly",
+        ],
+        exitCodes: KeychainCommands.exitCodes,
+        notes: KeychainCommands.identityNote + "\nPrints nothing on success (with --json: {\"updated\": N})."
+    )
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let a = context.arguments
+        try a.expectPositionals(max: 0)
+        guard let (entitlements, group) = try KeychainCommands.identity(a) else { return .usage }
+        let query = ItemQuery(itemClass: try KeychainCommands.itemClass(a), service: try a.required("--service", "S"),
+                              account: try a.required("--account", "A"), accessGroup: group)
+        let changes = ItemChanges(service: a.value("--new-service"), account: a.value("--new-account"),
+                                  label: a.value("--label").map { .some($0) }, accessGroup: a.value("--new-access-group"),
+                                  accessibility: try KeychainCommands.accessibility(a), data: try KeychainCommands.data(a, required: false))
+        if changes.service == nil, changes.account == nil, changes.label == nil, changes.accessGroup == nil, changes.accessibility == nil, changes.data == nil {
+            throw CLIError.usage("nothing to update", hint: "give --label, --accessibility, --new-service, --new-account, --new-access-group, --data-file or --data-base64")
+        }
+        let kc = try KeychainCommands.open(a, as: entitlements)
+        let n = try KeychainCommands.mapping { try kc.update(query, with: changes) }
+        if context.json { Output.printJSON(["updated": .integer(Int64(n))]) }
+        return .success
+    }
+}

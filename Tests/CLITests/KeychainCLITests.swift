@@ -1,0 +1,248 @@
+import Foundation
+import Testing
+
+/// Runs the built `push-keys keychain …` and checks stdout, stderr and the exit code.
+@Suite struct KeychainCLITests {
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static var binary: URL {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: exe)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            let candidate = url.appendingPathComponent("push-keys")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("push-keys")
+    }
+
+    /// Runs push-keys with `args` in `cwd`, feeding `stdin`.
+    static func run(_ args: [String], in cwd: URL, stdin: String? = nil) throws -> Result {
+        #expect(FileManager.default.isExecutableFile(atPath: binary.path), "push-keys is not built at \(binary.path): run `swift build --build-tests`")
+        let p = Process()
+        p.executableURL = binary
+        p.arguments = args
+        p.currentDirectoryURL = cwd
+        let out = Pipe(), err = Pipe(), inp = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = inp
+        try p.run()
+        if let stdin { inp.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try inp.fileHandleForWriting.close()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    /// A scratch directory with `app.json` and `ext.json` entitlements and an initialized keychain `kc`.
+    static func setUp(passcode: String? = nil) throws -> URL {
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("pushseal-kccli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try #"{"application-identifier": "T.com.example.app", "keychain-access-groups": ["T.shared"], "application-groups": ["group.x"]}"#
+            .write(to: dir.appendingPathComponent("app.json"), atomically: true, encoding: .utf8)
+        try #"{"application-identifier": "T.com.example.app.ext", "keychain-access-groups": ["T.shared"], "application-groups": ["group.x"]}"#
+            .write(to: dir.appendingPathComponent("ext.json"), atomically: true, encoding: .utf8)
+        var args = ["keychain", "init", "--keychain", "kc"]
+        if passcode != nil { args += ["--passcode-file", "-"] }
+        let r = try run(args, in: dir, stdin: passcode.map { $0 + "\n" })
+        #expect(r.status == 0, "\(r.stderr)")
+        return dir
+    }
+
+    static func json(_ s: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(s.utf8))) as? [String: Any] ?? [:]
+    }
+
+    @Test func initCreatesAPrivateDirectoryOnce() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let mode = try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent("kc").path)[.posixPermissions] as? Int
+        #expect(mode == 0o700)
+        let again = try Self.run(["keychain", "init", "--keychain", "kc"], in: dir)
+        #expect(again.status == 73)
+        #expect(again.stderr.hasPrefix("push-keys: error: "))
+    }
+
+    @Test func addGetRoundTripAndDuplicate() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let add = ["keychain", "add", "--keychain", "kc", "--entitlements", "app.json", "--service", "push", "--account", "alice", "--data-base64", "c2VjcmV0LWtleQ=="]
+        let r1 = try Self.run(add + ["--json"], in: dir)
+        #expect(r1.status == 0, "\(r1.stderr)")
+        let item = Self.json(r1.stdout)["item"] as? [String: Any]
+        #expect(item?["accessGroup"] as? String == "T.shared")
+        #expect(item?["accessibility"] as? String == "whenUnlocked")
+        let get = try Self.run(["keychain", "get", "--keychain", "kc", "--entitlements", "ext.json", "--service", "push", "--account", "alice", "--reveal", "--json"], in: dir)
+        #expect(get.status == 0, "\(get.stderr)")
+        #expect((Self.json(get.stdout)["item"] as? [String: Any])?["data"] as? String == "c2VjcmV0LWtleQ==")
+        // Without --reveal the secret never appears.
+        let quiet = try Self.run(["keychain", "get", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", "alice"], in: dir)
+        #expect(quiet.status == 0)
+        #expect(quiet.stdout.contains("account: alice"))
+        #expect(!quiet.stdout.contains("c2VjcmV0LWtleQ==") && !quiet.stdout.contains("secret-key"))
+        // Duplicate: exit 1, OSStatus on stderr and in JSON.
+        let dup = try Self.run(add, in: dir)
+        #expect(dup.status == 1)
+        #expect(dup.stderr.contains("errSecDuplicateItem (-25299)"))
+        let dupJSON = try Self.run(add + ["--json"], in: dir)
+        let error = Self.json(dupJSON.stdout)["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "errSecDuplicateItem")
+        #expect((error?["osStatus"] as? NSNumber)?.intValue == -25299)
+        // Data from a file and from standard input.
+        try Data([0, 1, 2, 255]).write(to: dir.appendingPathComponent("k.bin"))
+        #expect(try Self.run(["keychain", "add", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", "bob", "--data-file", "k.bin"], in: dir).status == 0)
+        #expect(try Self.run(["keychain", "add", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", "carol", "--data-file", "-"], in: dir, stdin: "from stdin").status == 0)
+        let bob = try Self.run(["keychain", "get", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", "bob", "--reveal"], in: dir)
+        #expect(bob.stdout.contains("data: AAEC/w=="))
+    }
+
+    @Test func entitlementAndNotFoundErrors() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = try Self.run(["keychain", "add", "--keychain", "kc", "--entitlements", "app.json", "--access-group", "T.com.example.app",
+                              "--service", "push", "--account", "a", "--data-base64", "AA=="], in: dir)
+        #expect(r.status == 0, "\(r.stderr)")
+        let missing = try Self.run(["keychain", "get", "--keychain", "kc", "--entitlements", "ext.json", "--access-group", "T.com.example.app",
+                                    "--service", "push", "--account", "a", "--json"], in: dir)
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("errSecMissingEntitlement (-34018)"))
+        #expect(((Self.json(missing.stdout)["error"] as? [String: Any])?["osStatus"] as? NSNumber)?.intValue == -34018)
+        let notFound = try Self.run(["keychain", "get", "--keychain", "kc", "--entitlements", "ext.json", "--access-group", "T.shared",
+                                     "--service", "push", "--account", "a"], in: dir)
+        #expect(notFound.status == 1)
+        #expect(notFound.stderr.contains("errSecItemNotFound (-25300)"))
+    }
+
+    @Test func lockedDeviceRefusesWhenUnlockedItemAndChangesNothing() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (account, acc) in [("wu", "whenUnlocked"), ("afu", "afterFirstUnlockThisDeviceOnly")] {
+            let r = try Self.run(["keychain", "add", "--keychain", "kc", "--entitlements", "app.json", "--service", "push", "--account", account,
+                                  "--accessibility", acc, "--data-base64", "AA=="], in: dir)
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        let locked = try Self.run(["keychain", "device-state", "--keychain", "kc", "locked"], in: dir)
+        #expect(locked.stdout == "locked\n")
+        let itemsDir = dir.appendingPathComponent("kc/items")
+        let before = try FileManager.default.contentsOfDirectory(atPath: itemsDir.path).sorted().map { try Data(contentsOf: itemsDir.appendingPathComponent($0)) }
+        let get = ["keychain", "get", "--keychain", "kc", "--entitlements", "ext.json", "--service", "push"]
+        let wu = try Self.run(get + ["--account", "wu"], in: dir)
+        #expect(wu.status == 1)
+        #expect(wu.stderr.contains("errSecInteractionNotAllowed (-25308)"))
+        #expect(wu.stderr.contains("hint: "))
+        #expect(try Self.run(get + ["--account", "afu"], in: dir).status == 0)
+        let after = try FileManager.default.contentsOfDirectory(atPath: itemsDir.path).sorted().map { try Data(contentsOf: itemsDir.appendingPathComponent($0)) }
+        #expect(before == after)
+        #expect(try Self.run(["keychain", "device-state", "--keychain", "kc", "beforeFirstUnlock"], in: dir).status == 0)
+        #expect(try Self.run(get + ["--account", "afu"], in: dir).status == 1)
+        let state = try Self.run(["keychain", "device-state", "--keychain", "kc", "--json"], in: dir)
+        #expect(Self.json(state.stdout)["deviceState"] as? String == "beforeFirstUnlock")
+    }
+
+    @Test func passcodeUnlock() throws {
+        let dir = try Self.setUp(passcode: "123456")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try Self.run(["keychain", "device-state", "--keychain", "kc", "locked"], in: dir).status == 0)
+        let none = try Self.run(["keychain", "device-state", "--keychain", "kc", "unlocked"], in: dir)
+        #expect(none.status == 1)
+        #expect(none.stderr.contains("errSecAuthFailed (-25293)"))
+        #expect(try Self.run(["keychain", "device-state", "--keychain", "kc", "unlocked", "--passcode-file", "-"], in: dir, stdin: "000000\n").status == 1)
+        let ok = try Self.run(["keychain", "device-state", "--keychain", "kc", "unlocked", "--passcode-file", "-"], in: dir, stdin: "123456\n")
+        #expect(ok.status == 0)
+        #expect(ok.stdout == "unlocked\n")
+    }
+
+    @Test func listUpdateDeleteNeverPrintSecrets() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for account in ["a", "b"] {
+            #expect(try Self.run(["keychain", "add", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", account,
+                                  "--label", "L-\(account)", "--data-base64", "c2VjcmV0LXZhbHVl"], in: dir).status == 0)
+        }
+        let list = try Self.run(["keychain", "list", "--keychain", "kc"], in: dir)
+        #expect(list.status == 0)
+        #expect(list.stdout == "T.shared\tgenericPassword\tpush\ta\twhenUnlocked\tL-a\nT.shared\tgenericPassword\tpush\tb\twhenUnlocked\tL-b\n")
+        let listJSON = try Self.run(["keychain", "list", "--keychain", "kc", "--entitlements", "ext.json", "--json"], in: dir)
+        #expect((Self.json(listJSON.stdout)["items"] as? [Any])?.count == 2)
+        #expect(!listJSON.stdout.contains("c2VjcmV0LXZhbHVl") && !listJSON.stdout.contains("secret-value"))
+        let upd = try Self.run(["keychain", "update", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", "a",
+                                "--label", "new", "--data-base64", "AQ==", "--json"], in: dir)
+        #expect(Self.json(upd.stdout)["updated"] as? Int == 1)
+        let got = try Self.run(["keychain", "get", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", "a", "--reveal", "--json"], in: dir)
+        let item = Self.json(got.stdout)["item"] as? [String: Any]
+        #expect(item?["label"] as? String == "new")
+        #expect(item?["data"] as? String == "AQ==")
+        let collide = try Self.run(["keychain", "update", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", "a", "--new-account", "b"], in: dir)
+        #expect(collide.status == 1)
+        #expect(collide.stderr.contains("-25299"))
+        let del = try Self.run(["keychain", "delete", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", "a", "--json"], in: dir)
+        #expect(Self.json(del.stdout)["deleted"] as? Int == 1)
+        let again = try Self.run(["keychain", "delete", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", "a"], in: dir)
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("errSecItemNotFound (-25300)"))
+    }
+
+    @Test func usageMissingPermissionAndCorruptExitCodes() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let usage: [[String]] = [
+            ["keychain", "get", "--service", "s", "--account", "a", "--access-group", "T.shared"],  // no --keychain
+            ["keychain", "get", "--keychain", "kc", "--service", "s", "--account", "a"],  // no identity
+            ["keychain", "add", "--keychain", "kc", "--access-group", "G", "--service", "s", "--account", "a"],  // no data
+            ["keychain", "add", "--keychain", "kc", "--access-group", "G", "--service", "s", "--account", "a", "--data-base64", "AA==", "--accessibility", "always"],
+            ["keychain", "device-state", "--keychain", "kc", "asleep"],
+            ["keychain", "list", "--keychain", "kc", "--bogus"],
+            ["keychain", "update", "--keychain", "kc", "--access-group", "G", "--service", "s", "--account", "a"],  // nothing to update
+        ]
+        for args in usage {
+            let r = try Self.run(args, in: dir)
+            #expect(r.status == 64, "\(args): \(r.stderr)")
+            #expect(r.stderr.hasPrefix("push-keys: error: "))
+            #expect(r.stdout.isEmpty)
+        }
+        let bad64 = try Self.run(["keychain", "add", "--keychain", "kc", "--access-group", "G", "--service", "s", "--account", "a", "--data-base64", "@@@"], in: dir)
+        #expect(bad64.status == 65)
+        let missing = try Self.run(["keychain", "list", "--keychain", "nope", "--json"], in: dir)
+        #expect(missing.status == 66)
+        #expect((Self.json(missing.stdout)["error"] as? [String: Any])?["code"] as? String == "keychainMissing")
+        #expect(try Self.run(["keychain", "add", "--keychain", "kc", "--access-group", "T.shared", "--service", "s", "--account", "a", "--data-base64", "AA=="], in: dir).status == 0)
+        let items = dir.appendingPathComponent("kc/items")
+        let file = items.appendingPathComponent(try FileManager.default.contentsOfDirectory(atPath: items.path)[0])
+        var bytes = try Data(contentsOf: file)
+        bytes[bytes.count - 1] ^= 0x80
+        try bytes.write(to: file)
+        let corrupt = try Self.run(["keychain", "get", "--keychain", "kc", "--access-group", "T.shared", "--service", "s", "--account", "a"], in: dir)
+        #expect(corrupt.status == 65)
+        #expect(corrupt.stderr.contains("damaged"))
+        chmod(dir.appendingPathComponent("kc").path, 0o755)
+        let perm = try Self.run(["keychain", "list", "--keychain", "kc"], in: dir)
+        #expect(perm.status == 77)
+        #expect(perm.stderr.contains("hint: "))
+    }
+
+    @Test func everySubcommandDocumentsEveryOption() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let expected: [String: [String]] = [
+            "init": ["--keychain", "--passcode-file"],
+            "add": ["--keychain", "--entitlements", "--access-group", "--app-group", "--service", "--account", "--label", "--accessibility", "--class", "--data-file", "--data-base64"],
+            "get": ["--keychain", "--entitlements", "--access-group", "--app-group", "--service", "--account", "--class", "--reveal"],
+            "update": ["--keychain", "--entitlements", "--access-group", "--service", "--account", "--label", "--accessibility", "--new-service", "--new-account", "--new-access-group", "--data-file", "--data-base64"],
+            "delete": ["--keychain", "--entitlements", "--access-group", "--service", "--account", "--class"],
+            "list": ["--keychain", "--entitlements", "--access-group", "--service", "--class"],
+            "device-state": ["--keychain", "--passcode-file"],
+        ]
+        for (sub, options) in expected {
+            let r = try Self.run(["keychain", sub, "--help"], in: dir)
+            #expect(r.status == 0)
+            for section in ["OVERVIEW:", "USAGE:", "OPTIONS:", "EXAMPLES:", "EXIT CODES:"] { #expect(r.stdout.contains(section), "\(sub) \(section)") }
+            for option in options + ["--json"] { #expect(r.stdout.contains("  \(option)"), "\(sub) \(option)") }
+            #expect(r.stdout.contains("66") && r.stdout.contains("77") && r.stdout.contains("  1 "))
+        }
+    }
+}

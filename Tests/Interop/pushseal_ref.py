@@ -1,0 +1,495 @@
+#!/usr/bin/env python3
+"""PushSeal wire format v1: an independent reference implementation, written from
+docs/FORMAT.md alone (Python 3.9+, `cryptography`'s AESGCM). Not used by the Swift code.
+
+Subcommands:
+  seal     --key HEX --key-id ID --app-id APP [--nonce HEX] [--no-padding]
+           reads a plaintext JSON object on stdin, prints the sealed fields as a JSON object
+           (add --alert to print a whole APNs payload with a fallback alert).
+  open     --key HEX --app-id APP
+           reads an APNs payload on stdin, prints the plaintext object (padding removed);
+           on failure prints `error: <code>: <reason>` on stderr and exits 65.
+  vectors  --out DIR      writes the vector files of Tests/Vectors (deterministic nonces).
+  example                 prints the worked example of FORMAT.md §10.
+  serve                   JSON Lines on stdin/stdout, one request per line:
+           {"op":"seal","key":HEX,"keyId":..,"appId":..,"plaintext":{..},"padding":bool[,"nonce":HEX]}
+             -> {"fields":{"encrypted_data":..,"key_id":..,"enc_alg":..}}
+           {"op":"open","key":HEX,"appId":..,"payload":{..}}
+             -> {"plaintext":{..},"plaintextHex":HEX} or {"error":CODE,"reason":..}
+"""
+import argparse
+import base64
+import binascii
+import json
+import os
+import re
+import sys
+
+try:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.exceptions import InvalidTag
+except ImportError:  # pragma: no cover
+    sys.stderr.write("pushseal_ref: error: Python package cryptography is missing\n"
+                     "hint: make test installs it via scripts/install-deps.sh\n")
+    sys.exit(69)
+
+VERSION = "pushseal:v1"
+ALG = "A256GCM"
+NONCE_LEN, TAG_LEN = 12, 16
+KEY_ID_RE = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
+LOCALE_RE = re.compile(r"\A[A-Za-z0-9_-]{1,35}\Z")
+HEX64_RE = re.compile(r"\A[0-9A-Fa-f]{64}\Z")
+
+
+class FormatError(Exception):
+    def __init__(self, code, reason):
+        super().__init__(f"{code}: {reason}")
+        self.code, self.reason = code, reason
+
+
+def valid_app_id(app_id):
+    b = app_id.encode("utf-8")
+    return 1 <= len(b) <= 255 and all(0x21 <= c <= 0x7E and c != 0x7C for c in b)
+
+
+def aad(alg, key_id, app_id):
+    return f"{VERSION}|{alg}|{key_id}|{app_id}".encode("utf-8")
+
+
+def padme(n):
+    if n <= 2:
+        return n
+    e = n.bit_length() - 1
+    s = e.bit_length()          # floor(log2 e) + 1
+    mask = (1 << (e - s)) - 1
+    return (n + mask) & ~mask
+
+
+def b64_encode(data):
+    return base64.b64encode(data).decode("ascii")
+
+
+def b64_decode(text):
+    """FORMAT.md §4: ignore space/tab/CR/LF; alphabet by special characters; '=' means padded."""
+    s = re.sub(r"[ \t\r\n]", "", text)
+    std = any(c in s for c in "+/")
+    url = any(c in s for c in "-_")
+    if std and url:
+        raise FormatError("invalidBase64", "mixes standard and URL-safe alphabets")
+    alphabet = "A-Za-z0-9" + (r"\-_" if url else r"+/")
+    if "=" in s:
+        if not re.fullmatch(f"[{alphabet}]*={{0,2}}", s) or len(s) % 4 != 0:
+            raise FormatError("invalidBase64", "malformed padded base64")
+        body = s.rstrip("=")
+    else:
+        if not re.fullmatch(f"[{alphabet}]*", s):
+            raise FormatError("invalidBase64", "character outside the alphabet")
+        body = s
+    if len(body) % 4 == 1:
+        raise FormatError("invalidBase64", "length is not a whole number of bytes")
+    std_body = body.replace("-", "+").replace("_", "/")
+    padded = std_body + "=" * (-len(std_body) % 4)
+    if "=" in s and padded != s.replace("-", "+").replace("_", "/"):
+        raise FormatError("invalidBase64", "wrong number of '='")
+    data = base64.b64decode(padded, validate=True)
+    # Leftover bits of the last character must be zero (canonical encoding).
+    if base64.b64encode(data).decode("ascii").rstrip("=") != std_body:
+        raise FormatError("invalidBase64", "non-zero leftover bits")
+    return data
+
+
+def string_field(payload, name):
+    if name not in payload:
+        raise FormatError("missingField", f"no {name}")
+    v = payload[name]
+    if not isinstance(v, str):
+        raise FormatError("wrongFieldType", f"{name} is not a string")
+    return v
+
+
+def parse_payload(payload):
+    if not isinstance(payload, dict):
+        raise FormatError("missingField", "payload is not an object")
+    data = string_field(payload, "encrypted_data")
+    key_id = string_field(payload, "key_id")
+    alg = string_field(payload, "enc_alg")
+    for name, v in (("encrypted_data", data), ("key_id", key_id), ("enc_alg", alg)):
+        if v == "":
+            raise FormatError("emptyField", f"{name} is empty")
+    if alg != ALG:
+        raise FormatError("unknownAlgorithm", alg)
+    if not KEY_ID_RE.match(key_id):
+        raise FormatError("invalidKeyID", key_id)
+    box = b64_decode(data)
+    if len(box) == 0:
+        raise FormatError("emptyField", "encrypted_data holds only whitespace")
+    if len(box) < NONCE_LEN + TAG_LEN:
+        raise FormatError("truncatedBox", f"{len(box)} bytes")
+    return box, key_id, alg
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _opt(o, k):
+    v = o.get(k)
+    return None if v is None else v
+
+
+def check_text(o, path):
+    vals = []
+    for k in ("title", "subtitle", "body"):
+        v = _opt(o, k)
+        if v is not None and not isinstance(v, str):
+            raise FormatError("invalidPlaintext", f"{path}{k}: expected a string")
+        vals.append(v)
+    if not any(vals):
+        raise FormatError("invalidPlaintext", f"{path or 'plaintext'}: needs a non-empty title, subtitle or body")
+
+
+def check_plaintext(o):
+    """FORMAT.md §5: the members a v1 receiver knows; unknown members are ignored."""
+    if not isinstance(o, dict):
+        raise FormatError("invalidPlaintext", "not an object")
+    check_text(o, "")
+    m = _opt(o, "media")
+    if m is not None:
+        if not isinstance(m, dict):
+            raise FormatError("invalidPlaintext", "media: expected an object")
+        url = _opt(m, "url")
+        if not isinstance(url, str) or not re.match(r"(?i)\Ahttps?://.", url):
+            raise FormatError("invalidPlaintext", "media.url")
+        t = _opt(m, "type")
+        if t is not None and not isinstance(t, str):
+            raise FormatError("invalidPlaintext", "media.type")
+        h = _opt(m, "sha256")
+        if h is not None and not (isinstance(h, str) and HEX64_RE.match(h)):
+            raise FormatError("invalidPlaintext", "media.sha256")
+        k = _opt(m, "key")
+        if k is not None:
+            if not isinstance(k, str):
+                raise FormatError("invalidPlaintext", "media.key")
+            try:
+                kb = b64_decode(k)
+            except FormatError as e:
+                raise FormatError("invalidPlaintext", "media.key: " + e.reason)
+            if len(kb) != 32:
+                raise FormatError("invalidPlaintext", "media.key: not 32 bytes")
+    loc = _opt(o, "localizations")
+    if loc is not None:
+        if not isinstance(loc, dict):
+            raise FormatError("invalidPlaintext", "localizations: expected an object")
+        for tag, content in loc.items():
+            if not LOCALE_RE.match(tag):
+                raise FormatError("invalidPlaintext", f"localizations: bad tag {tag!r}")
+            if not isinstance(content, dict):
+                raise FormatError("invalidPlaintext", f"localizations.{tag}: expected an object")
+            check_text(content, f"localizations.{tag}.")
+    d = _opt(o, "data")
+    if d is not None and not isinstance(d, dict):
+        raise FormatError("invalidPlaintext", "data: expected an object")
+    for k in ("iat", "exp"):
+        v = _opt(o, k)
+        if v is not None and not (_is_int(v) and 0 <= v < 2**63):
+            raise FormatError("invalidPlaintext", f"{k}: expected a non-negative integer")
+    i = _opt(o, "id")
+    if i is not None and not isinstance(i, str):
+        raise FormatError("invalidPlaintext", "id: expected a string")
+    return o
+
+
+def _no_dupes(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise FormatError("invalidPlaintext", "duplicate member")
+    return dict(pairs)
+
+
+def _depth(v):
+    if isinstance(v, dict):
+        return 1 + max((_depth(x) for x in v.values()), default=0)
+    if isinstance(v, list):
+        return 1 + max((_depth(x) for x in v), default=0)
+    return 0
+
+
+def open_payload(payload, key, app_id):
+    """Returns (plaintext object, raw plaintext bytes)."""
+    box, key_id, alg = parse_payload(payload)
+    if not valid_app_id(app_id):
+        raise FormatError("invalidAppID", app_id)
+    nonce, ct_tag = box[:NONCE_LEN], box[NONCE_LEN:]
+    try:
+        raw = AESGCM(key).decrypt(nonce, ct_tag, aad(alg, key_id, app_id))
+    except InvalidTag:
+        raise FormatError("authenticationFailed", "tag did not verify")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError("invalidPlaintext", "not UTF-8")
+    try:
+        obj = json.loads(text, object_pairs_hook=_no_dupes)
+    except ValueError as e:
+        if isinstance(e, FormatError):
+            raise
+        raise FormatError("invalidPlaintext", "not JSON")
+    if _depth(obj) > 64:
+        raise FormatError("invalidPlaintext", "nesting deeper than 64")
+    return check_plaintext(obj), raw
+
+
+def encode_plaintext(obj, padding=True):
+    raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if padding:
+        raw += b" " * (padme(len(raw)) - len(raw))
+    return raw
+
+
+def seal_bytes(raw, key, key_id, app_id, nonce=None, alg=ALG):
+    nonce = os.urandom(NONCE_LEN) if nonce is None else nonce
+    return nonce + AESGCM(key).encrypt(nonce, raw, aad(alg, key_id, app_id))
+
+
+def seal(obj, key, key_id, app_id, padding=True, nonce=None):
+    if not KEY_ID_RE.match(key_id):
+        raise FormatError("invalidKeyID", key_id)
+    if not valid_app_id(app_id):
+        raise FormatError("invalidAppID", app_id)
+    check_plaintext(obj)
+    box = seal_bytes(encode_plaintext(obj, padding), key, key_id, app_id, nonce)
+    return {"encrypted_data": b64_encode(box), "key_id": key_id, "enc_alg": ALG}
+
+
+def apns_payload(fields):
+    p = {"aps": {"alert": {"title": "New message", "body": "Open the app to read it"}, "mutable-content": 1}}
+    p.update(fields)
+    return p
+
+
+# ---------------------------------------------------------------- vectors
+
+KEY = bytes(range(32))
+OTHER_KEY = bytes(range(32, 64))
+APP = "com.example.app"
+
+
+def _nonce(i):
+    return bytes([i]) * NONCE_LEN
+
+
+def _write(out, name, headers, payload):
+    lines = [f"{k}: {v}" for k, v in headers]
+    text = "\n".join(lines) + "\n\n" + json.dumps(payload, ensure_ascii=False, indent=1) + "\n"
+    with open(os.path.join(out, name + ".vector"), "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _wrap(s, width, sep):
+    return sep.join(s[i:i + width] for i in range(0, len(s), width))
+
+
+def vectors(out):
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(out):
+        if f.endswith(".vector"):
+            os.remove(os.path.join(out, f))
+    plain = {"title": "Lunch?", "body": "Noon at the usual place 🍜", "iat": 1796000000, "id": "m-1"}
+    raw = encode_plaintext(plain)
+    box = seal_bytes(raw, KEY, "k1", APP, _nonce(1))
+    std = b64_encode(box)
+    base = [("key", KEY.hex()), ("key-id", "k1"), ("app-id", APP)]
+
+    def ok(name, comment, data, plaintext_raw=raw, key_id="k1"):
+        hdr = [("expect", "open"), ("comment", comment), ("key", KEY.hex()), ("key-id", key_id), ("app-id", APP),
+               ("plaintext-hex", plaintext_raw.hex())]
+        _write(out, name, hdr, apns_payload({"encrypted_data": data, "key_id": key_id, "enc_alg": ALG}))
+
+    def bad(name, comment, code, fields, headers=None):
+        hdr = [("expect", f"error {code}"), ("comment", comment)] + (headers or base)
+        _write(out, name, hdr, apns_payload(fields))
+
+    ok("ok-standard-padded", "standard alphabet with padding, as senders write it", std)
+    # Pick a box whose base64 has both '+'/'/' and a padding so every spelling differs.
+    ok("ok-standard-unpadded", "standard alphabet, padding removed", std.rstrip("="))
+    ok("ok-urlsafe-padded", "URL-safe alphabet with padding", std.replace("+", "-").replace("/", "_"))
+    ok("ok-urlsafe-unpadded", "URL-safe alphabet without padding", std.replace("+", "-").replace("/", "_").rstrip("="))
+    ok("ok-wrapped-crlf", "standard padded, wrapped at 76 characters with CR LF (MIME)", _wrap(std, 76, "\r\n"))
+    ok("ok-wrapped-lf-spaces", "standard padded, with LF, spaces and tabs inside", _wrap(std, 20, "\n \t"))
+    raw_np = encode_plaintext(plain, padding=False)
+    ok("ok-unpadded-plaintext", "plaintext without Padme padding (padding is optional for receivers)",
+       b64_encode(seal_bytes(raw_np, KEY, "k1", APP, _nonce(2))), raw_np)
+    rich = {"title": "Résultats", "subtitle": "Labo", "body": "Vos résultats sont prêts.",
+            "media": {"url": "https://media.example.com/a.jpg", "type": "image/jpeg",
+                      "sha256": "00" * 32, "key": b64_encode(bytes(range(100, 132)))},
+            "localizations": {"en": {"title": "Results", "body": "Your results are ready."},
+                              "pt-BR": {"title": "Resultados"}},
+            "data": {"thread": 7, "deep": {"link": "app://r/1"}}, "iat": 1796000000, "exp": 1796086400,
+            "id": "r-1", "future_member": {"ignored": True}}
+    raw_rich = encode_plaintext(rich)
+    ok("ok-all-members", "every plaintext member, plus an unknown one that receivers ignore",
+       b64_encode(seal_bytes(raw_rich, KEY, "k1", APP, _nonce(3))), raw_rich)
+    kid = "Key_2026-01"
+    raw_k = encode_plaintext({"body": "x"})
+    ok("ok-key-id-charset", "key id using every allowed character class",
+       b64_encode(seal_bytes(raw_k, KEY, kid, APP, _nonce(4))), raw_k, key_id=kid)
+
+    good = {"encrypted_data": std, "key_id": "k1", "enc_alg": ALG}
+    bad("wrong-key", "sealed under another key", "authenticationFailed", good,
+        [("key", OTHER_KEY.hex()), ("key-id", "k1"), ("app-id", APP)])
+    bad("wrong-app-id", "sealed for com.example.app, opened by com.example.other", "authenticationFailed", good,
+        [("key", KEY.hex()), ("key-id", "k1"), ("app-id", "com.example.other")])
+    bad("wrong-key-id", "sealed with key id k1 in the AAD, payload says k2 (receiver holds the key as k2)",
+        "authenticationFailed", dict(good, key_id="k2"),
+        [("key", KEY.hex()), ("key-id", "k2"), ("app-id", APP)])
+    bad("unknown-key-id", "payload names a key id the receiver does not hold", "unknownKeyID", dict(good, key_id="k9"))
+    bad("unknown-alg", "enc_alg other than A256GCM", "unknownAlgorithm", dict(good, enc_alg="A128GCM"))
+    bad("alg-lowercase", "enc_alg is case-sensitive", "unknownAlgorithm", dict(good, enc_alg="a256gcm"))
+
+    def flip(i):
+        b = bytearray(box)
+        b[i] ^= 0x01
+        return b64_encode(bytes(b))
+    bad("flip-nonce", "bit 0 of nonce byte 0 flipped", "authenticationFailed", dict(good, encrypted_data=flip(0)))
+    bad("flip-ciphertext", "bit 0 of the first ciphertext byte flipped", "authenticationFailed",
+        dict(good, encrypted_data=flip(NONCE_LEN)))
+    bad("flip-tag", "bit 0 of the last tag byte flipped", "authenticationFailed",
+        dict(good, encrypted_data=flip(len(box) - 1)))
+    bad("truncated-box", "27 bytes: shorter than nonce plus tag", "truncatedBox",
+        dict(good, encrypted_data=b64_encode(box[:27])))
+    bad("truncated-tag", "last 4 bytes of the tag cut off", "authenticationFailed",
+        dict(good, encrypted_data=b64_encode(box[:-4])))
+    n16 = bytes(range(16))
+    ct16 = AESGCM(KEY).encrypt(n16, raw, aad(ALG, "k1", APP))
+    bad("nonce-16-bytes", "server used a 16-byte nonce: the first 12 bytes are read as the nonce", "authenticationFailed",
+        dict(good, encrypted_data=b64_encode(n16 + ct16)))
+    bad("no-nonce", "server sent ciphertext and tag without the nonce", "authenticationFailed",
+        dict(good, encrypted_data=b64_encode(box[NONCE_LEN:])))
+    bad("tag-first", "server wrote nonce, tag, ciphertext", "authenticationFailed",
+        dict(good, encrypted_data=b64_encode(box[:NONCE_LEN] + box[-TAG_LEN:] + box[NONCE_LEN:-TAG_LEN])))
+    bad("base64-mixed-alphabets", "'+' and '_' in one string", "invalidBase64",
+        dict(good, encrypted_data="AB+_" + std[4:]))
+    bad("base64-garbage", "a character outside both alphabets", "invalidBase64",
+        dict(good, encrypted_data=std[:10] + "!" + std[11:]))
+    bad("base64-bad-padding", "one '=' too many", "invalidBase64", dict(good, encrypted_data=std + "="))
+    body = std.rstrip("=")
+    bad("base64-bad-length", "unpadded, length 1 mod 4: not a whole number of bytes", "invalidBase64",
+        dict(good, encrypted_data=body[:len(body) - (len(body) - 1) % 4]))
+    last = body[-1]
+    odd = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    bad("base64-leftover-bits", "unpadded, last character has non-zero leftover bits", "invalidBase64",
+        dict(good, encrypted_data=body[:-1] + odd[odd.index(last) | 1]) if len(body) % 4 else good)
+    bad("missing-encrypted-data", "no encrypted_data", "missingField", {"key_id": "k1", "enc_alg": ALG})
+    bad("missing-key-id", "no key_id", "missingField", {"encrypted_data": std, "enc_alg": ALG})
+    bad("missing-enc-alg", "no enc_alg", "missingField", {"encrypted_data": std, "key_id": "k1"})
+    bad("field-number", "encrypted_data is a number", "wrongFieldType", dict(good, encrypted_data=12345))
+    bad("field-array", "key_id is an array", "wrongFieldType", dict(good, key_id=["k1"]))
+    bad("field-empty", "encrypted_data is empty", "emptyField", dict(good, encrypted_data=""))
+    bad("field-empty-key-id", "key_id is empty", "emptyField", dict(good, key_id=""))
+    bad("key-id-bad-char", "key id with a '.'", "invalidKeyID", dict(good, key_id="k.1"))
+    bad("key-id-too-long", "key id of 65 characters", "invalidKeyID", dict(good, key_id="k" * 65))
+
+    def inner(name, comment, raw_inner, code="invalidPlaintext"):
+        bad(name, comment, code, dict(good, encrypted_data=b64_encode(seal_bytes(raw_inner, KEY, "k1", APP, _nonce(9)))))
+    inner("inner-not-utf8", "authentic, but the plaintext is not UTF-8", b"{\"title\":\"\xff\"}")
+    inner("inner-not-json", "authentic, but the plaintext is not JSON", b"title: hi")
+    inner("inner-not-object", "authentic, but the plaintext is a JSON array", b"[\"hi\"]")
+    inner("inner-no-text", "authentic object without title, subtitle or body", b"{\"iat\":1796000000}")
+    inner("inner-title-number", "title is a number", b"{\"title\":42}")
+    inner("inner-iat-string", "iat is a string", b"{\"body\":\"b\",\"iat\":\"1796000000\"}")
+    inner("inner-iat-float", "iat is a fraction", b"{\"body\":\"b\",\"iat\":1796000000.5}")
+    inner("inner-media-no-url", "media without url", b"{\"body\":\"b\",\"media\":{\"type\":\"image/png\"}}")
+    inner("inner-media-bad-sha256", "media.sha256 is not 64 hex digits", b"{\"body\":\"b\",\"media\":{\"url\":\"https://x.example/a\",\"sha256\":\"abc\"}}")
+    inner("inner-media-short-key", "media.key is 16 bytes", ("{\"body\":\"b\",\"media\":{\"url\":\"https://x.example/a\",\"key\":\"%s\"}}" % b64_encode(bytes(16))).encode())
+    inner("inner-localization-not-object", "a localization is a string", b"{\"body\":\"b\",\"localizations\":{\"fr\":\"Bonjour\"}}")
+    inner("inner-data-array", "data is an array", b"{\"body\":\"b\",\"data\":[1]}")
+
+
+def example():
+    """The worked example of FORMAT.md §10, computed (not copied)."""
+    key = bytes(range(32))
+    nonce = bytes.fromhex("000102030405060708090a0b")
+    plain = {"title": "Hello", "body": "Your code is 123456", "iat": 1796000000}
+    raw = encode_plaintext(plain)
+    a = aad(ALG, "k1", APP)
+    box = seal_bytes(raw, key, "k1", APP, nonce)
+    payload = apns_payload({"encrypted_data": b64_encode(box), "key_id": "k1", "enc_alg": ALG})
+    lines = [
+        f"key (hex):        {key.hex()}",
+        f"key id:           k1",
+        f"app id:           {APP}",
+        f"nonce (hex):      {nonce.hex()}",
+        f"plaintext JSON:   {raw.rstrip().decode()}",
+        f"unpadded length:  {len(raw.rstrip())} bytes -> Padme length {len(raw)} bytes ({len(raw) - len(raw.rstrip())} spaces)",
+        f"AAD (text):       {a.decode()}",
+        f"AAD (hex):        {a.hex()}",
+        f"ciphertext (hex): {box[NONCE_LEN:-TAG_LEN].hex()}",
+        f"tag (hex):        {box[-TAG_LEN:].hex()}",
+        f"box length:       {len(box)} bytes",
+        "payload:",
+        json.dumps(payload, indent=2),
+    ]
+    print("\n".join(lines))
+
+
+def serve():
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        req = json.loads(line)
+        try:
+            if req["op"] == "seal":
+                nonce = bytes.fromhex(req["nonce"]) if req.get("nonce") else None
+                res = {"fields": seal(req["plaintext"], bytes.fromhex(req["key"]), req["keyId"], req["appId"],
+                                      req.get("padding", True), nonce)}
+            elif req["op"] == "open":
+                obj, raw = open_payload(req["payload"], bytes.fromhex(req["key"]), req["appId"])
+                res = {"plaintext": obj, "plaintextHex": raw.hex()}
+            else:
+                res = {"error": "usage", "reason": "unknown op"}
+        except FormatError as e:
+            res = {"error": e.code, "reason": e.reason}
+        sys.stdout.write(json.dumps(res, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="pushseal_ref", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("seal")
+    s.add_argument("--key", required=True)
+    s.add_argument("--key-id", required=True)
+    s.add_argument("--app-id", required=True)
+    s.add_argument("--nonce")
+    s.add_argument("--no-padding", action="store_true")
+    s.add_argument("--alert", action="store_true")
+    o = sub.add_parser("open")
+    o.add_argument("--key", required=True)
+    o.add_argument("--app-id", required=True)
+    v = sub.add_parser("vectors")
+    v.add_argument("--out", required=True)
+    sub.add_parser("example")
+    sub.add_parser("serve")
+    args = ap.parse_args()
+    try:
+        if args.cmd == "seal":
+            fields = seal(json.load(sys.stdin), bytes.fromhex(args.key), args.key_id, args.app_id,
+                          not args.no_padding, bytes.fromhex(args.nonce) if args.nonce else None)
+            print(json.dumps(apns_payload(fields) if args.alert else fields, ensure_ascii=False, indent=1))
+        elif args.cmd == "open":
+            obj, _ = open_payload(json.load(sys.stdin), bytes.fromhex(args.key), args.app_id)
+            print(json.dumps(obj, ensure_ascii=False, indent=1))
+        elif args.cmd == "vectors":
+            vectors(args.out)
+        elif args.cmd == "example":
+            example()
+        elif args.cmd == "serve":
+            serve()
+    except FormatError as e:
+        sys.stderr.write(f"pushseal_ref: error: {e.code}: {e.reason}\n")
+        sys.exit(65)
+
+
+if __name__ == "__main__":
+    main()

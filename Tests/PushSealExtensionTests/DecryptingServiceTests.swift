@@ -1,0 +1,249 @@
+import Foundation
+import PushSealCrypto
+import PushSealFormat
+import Testing
+@testable import PushSealExtension
+
+private let appID = "com.example.app"
+
+private struct Fixture {
+    let key = SecretBytes(randomByteCount: 32)
+    let container: URL
+    let logger = CollectingLogger()
+
+    init() throws { container = try makeTemporaryDirectory() }
+
+    func host(budget: Double = 5, locale: String? = nil, keyFailure: String? = nil, now: Int64 = 1_800_000_000,
+              loopback: Bool = true) -> ExtensionHost {
+        let provider = MemoryKeyProvider(keys: ["k1": key], failure: keyFailure)
+        let config = DecryptingServiceConfiguration(appID: appID, keyProvider: provider, opener: TestOpener(), locale: locale,
+                                                    containerDirectory: container, allowInsecureLoopback: loopback, now: { now })
+        return ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: DecryptingServiceExtension.factory(config))
+    }
+
+    func run(_ plaintext: JSONObject, host: ExtensionHost? = nil, keyID: String = "k1", sealedFor: String = appID) throws -> ExtensionHost.Result {
+        let payload = try sealPayload(plaintext, key: key, keyID: keyID, appID: sealedFor)
+        return (host ?? self.host()).run(UNNotificationRequest(identifier: UUID().uuidString, apnsPayload: payload))
+    }
+
+    /// Waits until nothing more is logged, then checks the host saw exactly one content-handler call.
+    func expectExactlyOneDelivery(sourceLocation: SourceLocation = #_sourceLocation) {
+        Thread.sleep(forTimeInterval: 0.05)
+        #expect(logger.count("event=delivered") == 1, sourceLocation: sourceLocation)
+        #expect(logger.count("event=dropped") == 0, sourceLocation: sourceLocation)
+    }
+
+    func cleanUp() { try? FileManager.default.removeItem(at: container) }
+}
+
+private func expectOriginal(_ r: ExtensionHost.Result, reasonContains: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(r.outcome == .original, sourceLocation: sourceLocation)
+    #expect(r.content?.title == "New message", sourceLocation: sourceLocation)
+    #expect(r.content?.body == "Open the app to read it", sourceLocation: sourceLocation)
+    #expect(r.content?.attachments.isEmpty == true, sourceLocation: sourceLocation)
+    #expect(r.reason.contains(reasonContains), "reason: \(r.reason)", sourceLocation: sourceLocation)
+}
+
+@Suite struct DecryptingServiceTests {
+    @Test func decryptsSubstitutesAndMergesData() throws {
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let r = try f.run(["title": "Ana", "subtitle": "Chat", "body": "Dinner at 8? 🍝", "data": .object(["thread": "t-9", "aps": "no"]),
+                           "iat": .integer(1_796_000_000)])
+        #expect(r.outcome == .decrypted)
+        #expect((r.content?.title, r.content?.subtitle, r.content?.body) == ("Ana", "Chat", "Dinner at 8? 🍝"))
+        #expect(r.content?.userInfo["thread"] == "t-9")
+        #expect(r.content?.userInfo["aps"] == nil)
+        #expect(r.content?.userInfo["key_id"] == "k1")
+        f.expectExactlyOneDelivery()
+        for stage in ["keyLookup", "open", "check", "localize"] {
+            #expect(f.logger.lines.contains { $0.hasPrefix("stage=\(stage) event=ok durationMs=") })
+        }
+        // Never plaintext in the log.
+        #expect(!f.logger.lines.joined().contains("Dinner"))
+    }
+
+    @Test func missingFieldsBecomeEmptyNotFallbackText() throws {
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let r = try f.run(["body": "only a body"])
+        #expect(r.outcome == .decrypted)
+        #expect((r.content?.title, r.content?.subtitle, r.content?.body) == ("", "", "only a body"))
+    }
+
+    @Test func keyProviderFailureGivesOriginalWithItsReason() throws {
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let r = try f.run(["title": "secret"], host: f.host(keyFailure: "errSecInteractionNotAllowed (-25308): the device is locked"))
+        expectOriginal(r, reasonContains: "-25308")
+        f.expectExactlyOneDelivery()
+    }
+
+    @Test func unknownKeyIDWrongAppAndWrongKeyGiveOriginal() throws {
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        expectOriginal(try f.run(["title": "x"], keyID: "k2"), reasonContains: "-25300")
+        expectOriginal(try f.run(["title": "x"], sealedFor: "com.example.other"), reasonContains: "open failed")
+        let other = try Fixture()
+        defer { other.cleanUp() }
+        let payload = try sealPayload(["title": "x"], key: other.key)
+        expectOriginal(f.host().run(UNNotificationRequest(identifier: "r", apnsPayload: payload)), reasonContains: "open failed")
+    }
+
+    @Test func malformedEnvelopeGivesOriginal() throws {
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        guard case .object(var p) = try sealPayload(["title": "x"], key: f.key) else { return }
+        p["enc_alg"] = "A128GCM"
+        expectOriginal(f.host().run(UNNotificationRequest(identifier: "r", apnsPayload: .object(p))), reasonContains: "enc_alg")
+        p["enc_alg"] = "A256GCM"
+        p["encrypted_data"] = "!!!not base64!!!"
+        expectOriginal(f.host().run(UNNotificationRequest(identifier: "r", apnsPayload: .object(p))), reasonContains: "open failed")
+    }
+
+    @Test func expiryIsCheckedAgainstTheInjectedClock() throws {
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let plaintext: JSONObject = ["title": "Bank", "body": "Code 482913", "exp": .integer(1_800_000_000)]
+        expectOriginal(try f.run(plaintext, host: f.host(now: 1_800_000_000)), reasonContains: "expired")
+        #expect(try f.run(plaintext, host: f.host(now: 1_799_999_999)).outcome == .decrypted)
+    }
+
+    @Test func replayedIDGivesOriginal() throws {
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let plaintext: JSONObject = ["title": "Bank", "id": "otp-1"]
+        #expect(try f.run(plaintext).outcome == .decrypted)
+        expectOriginal(try f.run(plaintext), reasonContains: "replayed")
+        #expect(try f.run(["title": "Bank", "id": "otp-2"]).outcome == .decrypted)
+    }
+
+    @Test func blankPlaintextGivesOriginal() throws {
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        expectOriginal(try f.run(["title": "", "body": ""]), reasonContains: "empty")
+    }
+
+    @Test(arguments: [("pt-BR", "Resultados"), ("pt_br", "Resultados"), ("pt-PT", "Resultados pt"), ("pt", "Resultados pt"),
+                      ("fr-CA", "Résultats"), ("de", "Lab results"), (nil, "Lab results")])
+    func localizationPicksLocaleThenLanguageThenDefault(_ locale: String?, _ title: String) throws {
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let plaintext: JSONObject = [
+            "title": "Lab results", "body": "Your results are ready.",
+            "localizations": .object(["fr": .object(["title": "Résultats"]), "pt-BR": .object(["title": "Resultados", "body": "Prontos."]),
+                                      "pt": .object(["title": "Resultados pt"])]),
+        ]
+        let r = try f.run(plaintext, host: f.host(locale: locale))
+        #expect(r.content?.title == title)
+        #expect(r.content?.body == (title == "Resultados" ? "Prontos." : "Your results are ready."))
+    }
+}
+
+@Suite(.serialized) struct DecryptingServiceMediaTests {
+    private func server() throws -> MediaServer {
+        try #require(MediaServer.shared, "python3 is needed to run the local media server")
+    }
+
+    @Test func mediaIsAttached() throws {
+        let s = try server()
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let r = try f.run(["title": "Photo from Ana", "media": .object(["url": .string(s.url("/photo"))])])
+        #expect(r.outcome == .decrypted)
+        #expect(r.content?.title == "Photo from Ana")
+        let attachment = try #require(r.content?.attachments.first)
+        #expect(attachment.type == "public.png")
+        #expect(attachment.url.pathExtension == "png")
+        #expect(attachment.url.deletingLastPathComponent().standardizedFileURL.path.hasPrefix(f.container.standardizedFileURL.path))
+        #expect(f.logger.lines.contains { $0.hasPrefix("stage=attach event=ok") })
+        f.expectExactlyOneDelivery()
+    }
+
+    @Test(arguments: ["/error-page", "/missing", "/huge.jpg", "/hop/1", "/drip", "/stall"])
+    func failingRouteStillDeliversTextExactlyOnce(_ path: String) throws {
+        let s = try server()
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let r = try f.run(["title": "Photo from Ana", "body": "Look!", "media": .object(["url": .string(s.url(path))])],
+                          host: f.host(budget: 2))
+        #expect(r.outcome == .decryptedWithoutMedia)
+        #expect((r.content?.title, r.content?.body) == ("Photo from Ana", "Look!"))
+        #expect(r.content?.attachments.isEmpty == true)
+        #expect(r.reason.hasPrefix("media: "))
+        f.expectExactlyOneDelivery()
+    }
+
+    @Test func insecureMediaWithoutTheFlagIsRefused() throws {
+        let s = try server()
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let r = try f.run(["title": "t", "media": .object(["url": .string(s.url("/photo"))])], host: f.host(loopback: false))
+        #expect(r.outcome == .decryptedWithoutMedia)
+        #expect(r.reason.contains("mediaURLRefused"))
+    }
+
+    /// Deadline requirement: with a 3 s budget and a server that never answers, the decrypted
+    /// text is on screen by 3.5 s (this asserts the budget mechanism, not speed).
+    @Test func stallingServerDeliversTextWithinTheBudget() throws {
+        let s = try server()
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let start = ContinuousClock.now
+        let r = try f.run(["title": "Photo from Ana", "media": .object(["url": .string(s.url("/stall"))])], host: f.host(budget: 3))
+        let elapsed = ContinuousClock.now - start
+        #expect(r.outcome == .decryptedWithoutMedia)
+        #expect(r.content?.title == "Photo from Ana")
+        #expect(elapsed < .milliseconds(3500), "delivered after \(elapsed)")
+        #expect(r.elapsedMilliseconds < 3500)
+        f.expectExactlyOneDelivery()
+    }
+
+    /// When the download outlives the expiry call, the expiry path cancels it and delivers the
+    /// decrypted text (driven by hand: the host's own timing makes the download time out first).
+    @Test func expiryPathDeliversDecryptedText() throws {
+        let s = try server()
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let config = DecryptingServiceConfiguration(appID: appID, keyProvider: MemoryKeyProvider(keys: ["k1": f.key]), opener: TestOpener(),
+                                                    containerDirectory: f.container, allowInsecureLoopback: true)
+        let context = ExtensionContext(logger: f.logger, budgetSeconds: 30, expiry: .now() + 29, deadline: .now() + 30)
+        let service = DecryptingServiceExtension(configuration: config, context: context)
+        let payload = try sealPayload(["title": "Photo from Ana", "media": .object(["url": .string(s.url("/stall"))])], key: f.key)
+        let deliveries = Locked<[(UNNotificationContent, NotificationOutcome, String)]>([])
+        let handler = ContentHandler { c, o, r in deliveries.withLock { $0.append((c, o, r)) }; return true }
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            service.didReceive(UNNotificationRequest(identifier: "r", apnsPayload: payload), withContentHandler: handler)
+            finished.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(deliveries.withLock { $0.isEmpty })
+        service.serviceExtensionTimeWillExpire()
+        // The cancelled download lets didReceive return promptly.
+        #expect(finished.wait(timeout: .now() + 2) == .success)
+        let all = deliveries.withLock { $0 }
+        #expect(all.count == 1)
+        #expect(all.first?.0.title == "Photo from Ana")
+        #expect(all.first?.1 == .decryptedWithoutMedia)
+        #expect(all.first?.2.contains("time ran out") == true)
+    }
+}
+
+@Suite struct ReplayGuardTests {
+    @Test func repeatsAreCaughtAndTheCacheIsBounded() throws {
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let guard1 = ReplayGuard(containerDirectory: dir, capacity: 3)
+        #expect(try guard1.checkAndRecord("a"))
+        #expect(try !guard1.checkAndRecord("a"))
+        for id in ["b", "c", "d"] { #expect(try guard1.checkAndRecord(id)) }
+        #expect(try guard1.rememberedIDs() == ["b", "c", "d"])
+        // Persisted: a new guard over the same container remembers; "a" was evicted.
+        let guard2 = ReplayGuard(containerDirectory: dir, capacity: 3)
+        #expect(try !guard2.checkAndRecord("d"))
+        #expect(try guard2.checkAndRecord("a"))
+        #expect(try guard2.checkAndRecord("x\ny"))
+        #expect(try !guard2.checkAndRecord("x\ny"))
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+
+/// A local HTTP server (Python's http.server) for the media tests, started once per test
+/// process. It binds 127.0.0.1 port 0, prints the port, and exits when its stdin closes
+/// (when the test process ends).
+///
+/// Routes:
+/// - `/photo` — a PNG with `Content-Type: image/png` and no file name extension
+/// - `/redirect` — 302 to `/photo`; `/hop/N` — 302 to `/hop/N+1`, …, `/hop/9` serves the PNG
+/// - `/error-page` — 200 with an HTML body (`text/html`); `/lying-png` — HTML sent as `image/png`
+/// - `/missing` — 404
+/// - `/huge.jpg` — a 30 MB JPEG streamed without Content-Length; `/huge-length.jpg` — with it
+/// - `/stall` — accepts, reads the request, never answers
+/// - `/drip` — 200 `image/png`, then one byte every 100 ms
+/// - `/files/NAME?ct=TYPE` — a file from the directory given at start, with that Content-Type
+/// - `/cat.jpg` — a small JPEG
+final class MediaServer: Sendable {
+    let port: Int
+    let filesDirectory: URL
+    private let process: Process
+    private let stdin: Pipe
+
+    static let shared: MediaServer? = try? MediaServer()
+
+    static let script = #"""
+import http.server, socketserver, sys, threading, time, os, urllib.parse
+
+FILES = sys.argv[1]
+PNG = bytes([0x89,0x50,0x4E,0x47,0x0D,0x0A,0x1A,0x0A,0,0,0,13]) + b"IHDR" + b"\x00" * 200
+JPEG = bytes([0xFF,0xD8,0xFF,0xE0,0,16]) + b"JFIF" + b"\x00" * 300
+HTML = b"<html><body><h1>Something went wrong</h1></body></html>"
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+    def log_message(self, *args): pass
+    def send(self, status, ctype, body, length=True):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        if length: self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def redirect(self, to):
+        self.send_response(302)
+        self.send_header("Location", to)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def do_GET(self):
+        url = urllib.parse.urlparse(self.path)
+        p = url.path
+        try:
+            if p == "/photo": self.send(200, "image/png", PNG)
+            elif p == "/cat.jpg": self.send(200, "image/jpeg", JPEG)
+            elif p == "/redirect": self.redirect("/photo")
+            elif p.startswith("/hop/"):
+                n = int(p[5:])
+                if n >= 9: self.send(200, "image/png", PNG)
+                else: self.redirect("/hop/%d" % (n + 1))
+            elif p == "/error-page": self.send(200, "text/html; charset=utf-8", HTML)
+            elif p == "/lying-png": self.send(200, "image/png", HTML)
+            elif p == "/missing": self.send(404, "text/html", HTML)
+            elif p in ("/huge.jpg", "/huge-length.jpg"):
+                total = 30 * 1000 * 1000
+                self.send_response(200)
+                self.send_header("Content-Type", "image/jpeg")
+                if p == "/huge-length.jpg": self.send_header("Content-Length", str(total))
+                self.end_headers()
+                self.wfile.write(JPEG[:16])
+                chunk = b"\x00" * 65536
+                sent = 16
+                while sent < total:
+                    n = min(len(chunk), total - sent)
+                    self.wfile.write(chunk[:n])
+                    sent += n
+            elif p == "/stall":
+                time.sleep(120)
+            elif p == "/drip":
+                self.send_response(200)
+                self.send_header("Content-Type", "image/png")
+                self.end_headers()
+                for b in PNG:
+                    self.wfile.write(bytes([b])); self.wfile.flush(); time.sleep(0.1)
+            elif p.startswith("/files/"):
+                name = os.path.basename(p[7:])
+                ctype = urllib.parse.parse_qs(url.query).get("ct", ["application/octet-stream"])[0]
+                with open(os.path.join(FILES, name), "rb") as f: body = f.read()
+                self.send(200, ctype, body)
+            else:
+                self.send(404, "text/plain", b"no route")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+server = Server(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+sys.stdin.read()
+os._exit(0)
+"""#
+
+    init() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushseal-media-server-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let scriptURL = dir.appendingPathComponent("media_server.py")
+        try Data(Self.script.utf8).write(to: scriptURL)
+        let files = dir.appendingPathComponent("files")
+        try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", scriptURL.path, files.path]
+        let out = Pipe()
+        let input = Pipe()
+        process.standardOutput = out
+        process.standardInput = input
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            process.terminate()
+            throw CocoaError(.fileReadCorruptFile)
+        }
+        self.port = port
+        self.filesDirectory = files
+        self.process = process
+        self.stdin = input
+    }
+
+    /// `http://127.0.0.1:PORT<path>`.
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+}
