@@ -86,7 +86,12 @@ struct OpenCommand: Command {
         if let group = entitlements.applicationGroups.first {
             do { container = try keychain.appGroupContainer(for: group) } catch let e as KeychainError { throw Self.cliError(e) }
         }
-        let clock: @Sendable () -> Int64 = now.map { fixed in { fixed } } ?? { Int64(Date().timeIntervalSince1970) }
+        let clock: @Sendable () -> Int64
+        if let now {
+            clock = { now }
+        } else {
+            clock = { Int64(Date().timeIntervalSince1970) }
+        }
         let provider = KeychainKeyProvider(keychain: keychain, accessGroup: keyGroup, appID: appID, now: clock)
         let configuration = DecryptingServiceConfiguration(
             appID: appID, keyProvider: provider, locale: a.value("--locale"), containerDirectory: container,
