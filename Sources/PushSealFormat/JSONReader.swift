@@ -157,7 +157,7 @@ enum ByteScan {
 
 // MARK: - Parser
 
-private enum Byte {
+enum Byte {
     static let quote: UInt8 = 0x22  // "
     static let backslash: UInt8 = 0x5C
     static let slash: UInt8 = 0x2F
@@ -176,7 +176,7 @@ private enum Byte {
 /// Objects with more members than this switch from linear duplicate checks to a `Set`.
 private let linearKeyCheckLimit = 16
 
-private struct Parser {
+struct Parser {
     let p: UnsafePointer<UInt8>
     let end: Int
     let maxDepth: Int

@@ -79,13 +79,28 @@ public struct NotificationSealer: Sendable {
         self.clock = clock
     }
 
-    /// Parses the JSON form of a notification (see ``OutgoingNotification/init(json:)``) and seals it.
+    /// Reads the JSON form of a notification (see ``OutgoingNotification/init(json:)``) and seals it.
+    ///
+    /// A well-formed notification takes the scan path: the input is checked by
+    /// `JSONReader.Scanner` (the reader's rules) and its text members are copied into the
+    /// plaintext without building a tree. Anything unusual (a wrong type, an unknown member, a
+    /// fit needed) takes the tree path, which gives the same payload or the precise error.
     /// - Parameters:
-    ///   - notificationJSON: UTF-8 JSON text of one notification object.
+    ///   - notificationJSON: UTF-8 JSON text of one notification object (at most 1 MiB).
     ///   - recipient: the recipient's name for the key provider.
     /// - Throws: `SenderError` `.invalidJSON` and everything ``seal(_:for:)`` throws.
     public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedNotification {
-        try seal(OutgoingNotification(jsonBytes: notificationJSON), for: recipient)
+        let scanned = try notificationJSON.withUnsafeBytes { input -> SealedNotification? in
+            guard !input.isEmpty, input.count <= JSONReader.Limits.default.maxByteCount else { return nil }
+            return try JSONReader.scan(input) { s -> SealedNotification? in
+                guard let n = ScannedNotification.scan(&s), (try? s.finish()) != nil else { return nil }
+                return try seal(n.fields, ttlSeconds: n.ttlSeconds, for: recipient, plaintextCapacity: input.count + input.count / 8 + 128) {
+                    try OutgoingNotification(jsonBytes: notificationJSON)
+                }
+            }
+        }
+        if let scanned { return scanned }
+        return try seal(OutgoingNotification(jsonBytes: notificationJSON), for: recipient)
     }
 
     /// Seals `notification` for `recipient`.
@@ -98,30 +113,39 @@ public struct NotificationSealer: Sendable {
     ///   (actual and allowed bytes), `.cannotFit`, `.unknownRecipient`, `.keyUnavailable`,
     ///   `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass through.
     public func seal(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
+        try seal(notification.fields(body: notification.body, includeMedia: true), ttlSeconds: notification.ttlSeconds,
+                 for: recipient, plaintextCapacity: 3072) { notification }
+    }
+
+    /// The seal job shared by both paths: checks, times, key, plaintext, budget, AES-GCM, payload.
+    /// `tree` gives the notification as a value when the fit ladder has to rewrite it.
+    func seal(_ fields: Wire.Fields, ttlSeconds: Int64?, for recipient: String, plaintextCapacity: Int,
+              tree: () throws -> OutgoingNotification) throws -> SealedNotification {
         guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
-        guard notification.hasVisibleText else {
+        guard fields.hasVisibleText else {
             throw SenderError(.emptyNotification, "the notification needs a non-empty title, subtitle or body")
         }
-        var n = notification
+        var f = fields
         let now = clock()
-        if n.iat == nil { n.iat = now }
-        if let ttl = n.ttlSeconds ?? (n.exp == nil ? options.defaultTTLSeconds : nil) {
-            guard n.exp == nil || n.ttlSeconds == nil else {
+        if f.iat == nil { f.iat = now }
+        if let ttl = ttlSeconds ?? (f.exp == nil ? options.defaultTTLSeconds : nil) {
+            guard f.exp == nil || ttlSeconds == nil else {
                 throw SenderError(.invalidNotification, "give either exp or ttl, not both")
             }
             let (e, overflow) = now.addingReportingOverflow(ttl)
             guard !overflow else { throw SenderError(.invalidNotification, "ttl \(ttl) is too large") }
-            n.exp = e
+            f.exp = e
         }
-        n.ttlSeconds = nil
 
         let sealingKey = try keys.primaryKey(appID: appID, recipient: recipient)
-        guard Wire.isValidKeyID(sealingKey.keyID) else {
+        guard WireFormat.isValidKeyID(sealingKey.keyID) else {
             throw SenderError(.keyUnavailable, "the key id of \(recipient)'s primary key is not 1-64 characters of A-Z a-z 0-9 _ -")
         }
         // `","key_id":"<kid>","enc_alg":"A256GCM"}` (the key id needs no escaping).
         let suffixByteCount = 12 + sealingKey.keyID.utf8.count + 22
-        let (plaintext, changes) = try fittedPlaintext(n, fixedByteCount: prefix.count + suffixByteCount)
+        var plain = PayloadWriter(capacity: plaintextCapacity)
+        try Wire.writePlaintext(f, to: &plain)
+        let (plaintext, changes) = try fittedPlaintext(plain.bytes, f, fixedByteCount: prefix.count + suffixByteCount, tree: tree)
         let aad = Wire.aad(keyID: sealingKey.keyID, appID: appID)
         let box: SealedBox
         do {
@@ -137,7 +161,7 @@ public struct NotificationSealer: Sendable {
         w.bytes.append(contentsOf: sealingKey.keyID.utf8)
         w.raw("\",\"enc_alg\":\"A256GCM\"}")
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
-                                  expiration: n.exp, collapseID: options.collapseID)
+                                  expiration: f.exp, collapseID: options.collapseID)
         return SealedNotification(payload: w.bytes, headers: headers, keyID: sealingKey.keyID, changes: changes)
     }
 
@@ -146,16 +170,12 @@ public struct NotificationSealer: Sendable {
         fixedByteCount + PayloadWriter.base64ByteCount(AES256GCM.nonceByteCount + plaintextByteCount + AES256GCM.tagByteCount)
     }
 
-    /// The plaintext bytes to seal, padded, or fitted down the ladder when asked.
-    private func fittedPlaintext(_ n: OutgoingNotification, fixedByteCount: Int) throws -> ([UInt8], [FitChange]) {
+    /// The plaintext bytes to seal (`written`, padded), or fitted down the ladder when asked.
+    private func fittedPlaintext(_ written: [UInt8], _ f: Wire.Fields, fixedByteCount: Int,
+                                 tree: () throws -> OutgoingNotification) throws -> ([UInt8], [FitChange]) {
         let limit = SealOptions.maxPayloadByteCount
         func size(_ count: Int) -> Int { Self.payloadByteCount(plaintextByteCount: count, fixedByteCount: fixedByteCount) }
-        func encode(body: String?, media: Bool) throws -> [UInt8] {
-            var w = PayloadWriter(capacity: 3072)
-            try Wire.writePlaintext(n, body: body, includeMedia: media, to: &w)
-            return w.bytes
-        }
-        var plain = try encode(body: n.body, media: true)
+        var plain = written
         let paddedCount = options.padding ? Wire.padmeLength(plain.count) : plain.count
         if size(paddedCount) <= limit {
             plain.append(contentsOf: repeatElement(0x20, count: paddedCount - plain.count))
@@ -167,6 +187,15 @@ public struct NotificationSealer: Sendable {
         var changes: [FitChange] = []
         if paddedCount > plain.count { changes.append(.droppedPadding(byteCount: paddedCount - plain.count)) }
         if size(plain.count) <= limit { return (plain, changes) }
+        var n = try tree()
+        n.iat = f.iat
+        n.exp = f.exp
+        n.ttlSeconds = nil
+        func encode(body: String?, media: Bool) throws -> [UInt8] {
+            var w = PayloadWriter(capacity: 3072)
+            try Wire.writePlaintext(n, body: body, includeMedia: media, to: &w)
+            return w.bytes
+        }
         if n.media != nil {
             changes.append(.droppedMedia)
             plain = try encode(body: n.body, media: false)

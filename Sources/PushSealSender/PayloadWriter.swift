@@ -180,48 +180,27 @@ public struct PayloadWriter: Sendable {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    private static let base64Alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    /// The length of standard padded base64 (RFC 4648 §4) of `byteCount` bytes
+    /// (``WireBase64/encodedByteCount(_:)``).
+    public static func base64ByteCount(_ byteCount: Int) -> Int { WireBase64.encodedByteCount(byteCount) }
 
-    /// The length of standard padded base64 (RFC 4648 §4) of `byteCount` bytes.
-    public static func base64ByteCount(_ byteCount: Int) -> Int { (byteCount + 2) / 3 * 4 }
-
-    /// Two base64 characters for every 12-bit value, as little-endian `UInt16`s (8 KB).
-    private static let base64Pairs: [UInt16] = base64Alphabet.withUTF8Buffer { t in
-        (0..<4096).map { v in UInt16(t[v >> 6]) | UInt16(t[v & 63]) << 8 }
-    }
-
-    /// Appends `data` as standard padded base64 (RFC 4648 §4), without quotes.
+    /// Appends public `data` as standard padded base64 (RFC 4648 §4), without quotes, with
+    /// PushSealFormat's table encoder (``WireBase64/encode(_:into:)``; not constant-time:
+    /// never for key bytes).
     public mutating func base64(_ data: UnsafeRawBufferPointer) {
-        let n = data.count
-        let outCount = PayloadWriter.base64ByteCount(n)
-        guard outCount > 0, let src = data.baseAddress else { return }
+        let outCount = WireBase64.encodedByteCount(data.count)
+        guard outCount > 0 else { return }
         let start = bytes.count
         bytes.append(contentsOf: repeatElement(UInt8(ascii: "="), count: outCount))
-        PayloadWriter.base64Pairs.withUnsafeBufferPointer { pairs in
-            PayloadWriter.base64Alphabet.withUTF8Buffer { table in
-                bytes.withUnsafeMutableBytes { outBuffer in
-                    guard let out = outBuffer.baseAddress?.advanced(by: start) else { return }
-                    var o = 0
-                    var i = 0
-                    while i + 3 <= n {
-                        let v = Int(src.load(fromByteOffset: i, as: UInt8.self)) << 16
-                            | Int(src.load(fromByteOffset: i + 1, as: UInt8.self)) << 8
-                            | Int(src.load(fromByteOffset: i + 2, as: UInt8.self))
-                        out.storeBytes(of: pairs[v >> 12].littleEndian, toByteOffset: o, as: UInt16.self)
-                        out.storeBytes(of: pairs[v & 0xFFF].littleEndian, toByteOffset: o + 2, as: UInt16.self)
-                        i += 3
-                        o += 4
-                    }
-                    let rest = n - i
-                    if rest > 0 {
-                        let b1 = rest == 2 ? Int(src.load(fromByteOffset: i + 1, as: UInt8.self)) : 0
-                        let v = Int(src.load(fromByteOffset: i, as: UInt8.self)) << 16 | b1 << 8
-                        out.storeBytes(of: table[v >> 18], toByteOffset: o, as: UInt8.self)
-                        out.storeBytes(of: table[(v >> 12) & 63], toByteOffset: o + 1, as: UInt8.self)
-                        if rest == 2 { out.storeBytes(of: table[(v >> 6) & 63], toByteOffset: o + 2, as: UInt8.self) }
-                    }
-                }
-            }
+        bytes.withUnsafeMutableBytes { out in
+            guard let o = out.baseAddress else { return }
+            WireBase64.encode(data, into: o + start)
         }
+    }
+
+    /// Appends bytes as they are (already valid JSON text, e.g. a string's content copied
+    /// from a scanned input).
+    public mutating func raw(bytes data: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: data.baseAddress?.assumingMemoryBound(to: UInt8.self), count: data.count))
     }
 }
