@@ -44,12 +44,29 @@ extension JSONReader {
     /// ``readValue()`` (a ``JSONValue`` tree, for the members where one is wanted) or a nested
     /// ``beginObject()``; then ``finish()``. Duplicate keys are only rejected inside values read
     /// with ``readValue()``; the caller checks the keys it sees through ``nextKey()``.
-    /// Only valid inside ``JSONReader/scan(_:limits:_:)``'s closure (it points into the input).
+    /// It points into the input: use it only while the input's bytes are valid.
     public struct Scanner {
         var parser: Parser
         private var afterValue = false
 
         init(parser: Parser) { self.parser = parser }
+
+        /// A scanner at the start of `bytes`, one complete document (UTF-8, no byte order mark).
+        /// The scanner points into `bytes`: use it only while they are valid (inside
+        /// `withUnsafeBytes`).
+        /// - Parameters:
+        ///   - bytes: the document.
+        ///   - limits: size and depth bounds; ``Limits/default`` when omitted.
+        /// - Throws: `FormatError` `.inputTooLarge`, `.invalidJSON` (empty input).
+        public init(_ bytes: UnsafeRawBufferPointer, limits: Limits = .default) throws {
+            guard bytes.count <= limits.maxByteCount else {
+                throw FormatError(.inputTooLarge, "JSON input of \(bytes.count) bytes exceeds the limit of \(limits.maxByteCount) bytes")
+            }
+            guard let base = bytes.baseAddress, bytes.count > 0 else {
+                throw FormatError(.invalidJSON, "empty input at byte offset 0, expected a JSON value")
+            }
+            parser = Parser(base: base.assumingMemoryBound(to: UInt8.self), end: bytes.count, maxDepth: limits.maxDepth)
+        }
 
         /// The current byte offset in the input.
         public var offset: Int { parser.i }
@@ -169,24 +186,6 @@ extension JSONReader {
         }
     }
 
-    /// Scans one JSON document from raw bytes with a ``Scanner``.
-    /// - Parameters:
-    ///   - bytes: the complete document, UTF-8 without byte order mark.
-    ///   - limits: size and depth bounds; ``Limits/default`` when omitted.
-    ///   - body: drives the scanner; it must not let the scanner escape.
-    /// - Returns: what `body` returns.
-    /// - Throws: `FormatError` `.inputTooLarge`, `.invalidJSON` (empty input), and whatever `body` throws.
-    public static func scan<R>(_ bytes: UnsafeRawBufferPointer, limits: Limits = .default,
-                               _ body: (inout Scanner) throws -> R) throws -> R {
-        guard bytes.count <= limits.maxByteCount else {
-            throw FormatError(.inputTooLarge, "JSON input of \(bytes.count) bytes exceeds the limit of \(limits.maxByteCount) bytes")
-        }
-        guard let base = bytes.baseAddress, bytes.count > 0 else {
-            throw FormatError(.invalidJSON, "empty input at byte offset 0, expected a JSON value")
-        }
-        var scanner = Scanner(parser: Parser(base: base.assumingMemoryBound(to: UInt8.self), end: bytes.count, maxDepth: limits.maxDepth))
-        return try body(&scanner)
-    }
 }
 
 extension Parser {
@@ -197,6 +196,7 @@ extension Parser {
         let start = i
         var hasEscapes = false
         var minimal = true
+        i = ByteScan.skipPlainASCII16(p, from: i, end: end)
         while true {
             guard i < end else {
                 throw FormatError(.invalidJSON, "unterminated string starting at byte offset \(start - 1)")

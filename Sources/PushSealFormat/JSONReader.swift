@@ -149,6 +149,24 @@ enum ByteScan {
         x & highBits != 0 || needsEscape(x)
     }
 
+    /// The index of the first 16-byte block at or after `i` (whole blocks before `end` only)
+    /// that leaves plain ASCII (``leavesPlainASCII(_:)``), or the first `j >= i` with fewer
+    /// than 16 bytes left. Two words per step, one branch.
+    @inline(__always)
+    static func skipPlainASCII16(_ p: UnsafePointer<UInt8>, from i: Int, end: Int) -> Int {
+        var j = i
+        while j + 16 <= end {
+            let a = load(p, at: j), b = load(p, at: j + 8)
+            let qa = a ^ (ones &* 0x22), qb = b ^ (ones &* 0x22)
+            let ba = a ^ (ones &* 0x5C), bb = b ^ (ones &* 0x5C)
+            let fa = (a &- ones &* 0x20) & ~a | (qa &- ones) & ~qa | (ba &- ones) & ~ba
+            let fb = (b &- ones &* 0x20) & ~b | (qb &- ones) & ~qb | (bb &- ones) & ~bb
+            if (a | b | fa | fb) & highBits != 0 { return j }
+            j += 16
+        }
+        return j
+    }
+
     @inline(__always)
     static func load(_ p: UnsafePointer<UInt8>, at i: Int) -> UInt64 {
         UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)

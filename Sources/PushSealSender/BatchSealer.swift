@@ -89,12 +89,11 @@ public struct BatchSealer: Sendable {
             }
             let scanned = try line.bytes.withUnsafeBytes { input -> SealedNotification? in
                 guard !input.isEmpty, input.count <= Self.lineLimits.maxByteCount else { return nil }
-                return try JSONReader.scan(input, limits: Self.lineLimits) { s -> SealedNotification? in
-                    guard let (r, n) = Self.scanLine(&s) else { return nil }
-                    recipient = r
-                    return try sealer.seal(n.fields, ttlSeconds: n.ttlSeconds, for: r, plaintextCapacity: input.count + input.count / 8 + 128) {
-                        try OutgoingNotification(json: Self.treeLine(line.bytes).notification)
-                    }
+                var s = try JSONReader.Scanner(input, limits: Self.lineLimits)
+                guard let (r, n) = Self.scanLine(&s) else { return nil }
+                recipient = r
+                return try sealer.seal(n.fields, ttlSeconds: n.ttlSeconds, for: r, plaintextCapacity: input.count + input.count / 8 + 128) {
+                    try OutgoingNotification(json: Self.treeLine(line.bytes).notification)
                 }
             }
             if let scanned, let recipient { return (Self.output(recipient: recipient, sealed: scanned), false) }

@@ -92,11 +92,10 @@ public struct NotificationSealer: Sendable {
     public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedNotification {
         let scanned = try notificationJSON.withUnsafeBytes { input -> SealedNotification? in
             guard !input.isEmpty, input.count <= JSONReader.Limits.default.maxByteCount else { return nil }
-            return try JSONReader.scan(input) { s -> SealedNotification? in
-                guard let n = ScannedNotification.scan(&s), (try? s.finish()) != nil else { return nil }
-                return try seal(n.fields, ttlSeconds: n.ttlSeconds, for: recipient, plaintextCapacity: input.count + input.count / 8 + 128) {
-                    try OutgoingNotification(jsonBytes: notificationJSON)
-                }
+            var s = try JSONReader.Scanner(input)
+            guard let n = ScannedNotification.scan(&s), (try? s.finish()) != nil else { return nil }
+            return try seal(n.fields, ttlSeconds: n.ttlSeconds, for: recipient, plaintextCapacity: input.count + input.count / 8 + 128) {
+                try OutgoingNotification(jsonBytes: notificationJSON)
             }
         }
         if let scanned { return scanned }
@@ -145,7 +144,7 @@ public struct NotificationSealer: Sendable {
         let suffixByteCount = 12 + sealingKey.keyID.utf8.count + 22
         var plain = PayloadWriter(capacity: plaintextCapacity)
         try Wire.writePlaintext(f, to: &plain)
-        let (plaintext, changes) = try fittedPlaintext(plain.bytes, f, fixedByteCount: prefix.count + suffixByteCount, tree: tree)
+        let (plaintext, changes) = try fittedPlaintext(&plain.bytes, f, fixedByteCount: prefix.count + suffixByteCount, tree: tree)
         let aad = Wire.aad(keyID: sealingKey.keyID, appID: appID)
         let box: SealedBox
         do {
@@ -153,29 +152,54 @@ public struct NotificationSealer: Sendable {
         } catch let e as CryptoError {
             throw SenderError(.sealFailed, "could not seal: \(e.code)")
         }
-        let total = prefix.count + PayloadWriter.base64ByteCount(box.combined.count) + suffixByteCount
-        var w = PayloadWriter(capacity: total)
-        w.bytes.append(contentsOf: prefix)
-        box.combined.withUnsafeBytes { w.base64($0) }
-        w.raw("\",\"key_id\":\"")
-        w.bytes.append(contentsOf: sealingKey.keyID.utf8)
-        w.raw("\",\"enc_alg\":\"A256GCM\"}")
+        let payload = Self.payload(prefix: prefix, box: box.combined, keyID: sealingKey.keyID)
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
                                   expiration: f.exp, collapseID: options.collapseID)
-        return SealedNotification(payload: w.bytes, headers: headers, keyID: sealingKey.keyID, changes: changes)
+        return SealedNotification(payload: payload, headers: headers, keyID: sealingKey.keyID, changes: changes)
+    }
+
+    /// `prefix` ‖ base64(`box`) ‖ `","key_id":"<keyID>","enc_alg":"A256GCM"}`, written into one
+    /// allocation of exactly the payload's size.
+    static func payload(prefix: [UInt8], box: [UInt8], keyID: String) -> [UInt8] {
+        let tail1: StaticString = "\",\"key_id\":\""
+        let tail2: StaticString = "\",\"enc_alg\":\"A256GCM\"}"
+        var keyID = keyID
+        return keyID.withUTF8 { kid in
+            let encoded = WireBase64.encodedByteCount(box.count)
+            let total = prefix.count + encoded + tail1.utf8CodeUnitCount + kid.count + tail2.utf8CodeUnitCount
+            // Zero-filled then overwritten: cheaper than the unspecialized uninitialized-capacity init.
+            var payload = [UInt8](repeating: 0, count: total)
+            payload.withUnsafeMutableBytes { out in
+                guard let o = out.baseAddress else { return }
+                var at = 0
+                func put(_ bytes: UnsafeRawBufferPointer) {
+                    if let b = bytes.baseAddress { (o + at).copyMemory(from: b, byteCount: bytes.count) }
+                    at += bytes.count
+                }
+                prefix.withUnsafeBytes { put($0) }
+                box.withUnsafeBytes { WireBase64.encode($0, into: o + at) }
+                at += encoded
+                put(UnsafeRawBufferPointer(start: tail1.utf8Start, count: tail1.utf8CodeUnitCount))
+                put(UnsafeRawBufferPointer(kid))
+                put(UnsafeRawBufferPointer(start: tail2.utf8Start, count: tail2.utf8CodeUnitCount))
+            }
+            return payload
+        }
     }
 
     /// The payload size for a plaintext of `plaintextByteCount` bytes.
     static func payloadByteCount(plaintextByteCount: Int, fixedByteCount: Int) -> Int {
-        fixedByteCount + PayloadWriter.base64ByteCount(AES256GCM.nonceByteCount + plaintextByteCount + AES256GCM.tagByteCount)
+        fixedByteCount + WireBase64.encodedByteCount(AES256GCM.nonceByteCount + plaintextByteCount + AES256GCM.tagByteCount)
     }
 
     /// The plaintext bytes to seal (`written`, padded), or fitted down the ladder when asked.
-    private func fittedPlaintext(_ written: [UInt8], _ f: Wire.Fields, fixedByteCount: Int,
+    /// `written` is taken over (padded in place, without a copy).
+    private func fittedPlaintext(_ written: inout [UInt8], _ f: Wire.Fields, fixedByteCount: Int,
                                  tree: () throws -> OutgoingNotification) throws -> ([UInt8], [FitChange]) {
         let limit = SealOptions.maxPayloadByteCount
         func size(_ count: Int) -> Int { Self.payloadByteCount(plaintextByteCount: count, fixedByteCount: fixedByteCount) }
-        var plain = written
+        var plain: [UInt8] = []
+        swap(&plain, &written)
         let paddedCount = options.padding ? Wire.padmeLength(plain.count) : plain.count
         if size(paddedCount) <= limit {
             plain.append(contentsOf: repeatElement(0x20, count: paddedCount - plain.count))

@@ -180,24 +180,6 @@ public struct PayloadWriter: Sendable {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    /// The length of standard padded base64 (RFC 4648 §4) of `byteCount` bytes
-    /// (``WireBase64/encodedByteCount(_:)``).
-    public static func base64ByteCount(_ byteCount: Int) -> Int { WireBase64.encodedByteCount(byteCount) }
-
-    /// Appends public `data` as standard padded base64 (RFC 4648 §4), without quotes, with
-    /// PushSealFormat's table encoder (``WireBase64/encode(_:into:)``; not constant-time:
-    /// never for key bytes).
-    public mutating func base64(_ data: UnsafeRawBufferPointer) {
-        let outCount = WireBase64.encodedByteCount(data.count)
-        guard outCount > 0 else { return }
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "="), count: outCount))
-        bytes.withUnsafeMutableBytes { out in
-            guard let o = out.baseAddress else { return }
-            WireBase64.encode(data, into: o + start)
-        }
-    }
-
     /// Appends bytes as they are (already valid JSON text, e.g. a string's content copied
     /// from a scanned input).
     public mutating func raw(bytes data: UnsafeRawBufferPointer) {
