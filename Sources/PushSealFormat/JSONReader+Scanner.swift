@@ -173,8 +173,9 @@ extension JSONReader {
             }
             var copy = parser
             copy.i = span.start - 1
-            // The span was validated when it was scanned, so decoding it again cannot fail.
-            return (try? copy.parseString()) ?? ""
+            // The span was validated when it was scanned, so scanning it again cannot fail.
+            guard (try? copy.scanString()) != nil else { return "" }
+            return String(decoding: copy.scratch, as: UTF8.self)
         }
 
         /// Whether `span`'s content is exactly the ASCII `text` (no escapes).
@@ -190,12 +191,16 @@ extension JSONReader {
 
 extension Parser {
     /// Validates a string whose opening quote is at `p[i]` without building it; leaves `i`
-    /// after the closing quote. Same rules and errors as ``parseString()``.
+    /// after the closing quote. When it has escapes, `scratch` holds its decoded UTF-8 after
+    /// the call (``parseString()`` builds its `String` from that).
+    /// - Throws: `FormatError` `.invalidJSON` (unterminated, control character, bad escape,
+    ///   unpaired surrogate), `.invalidUTF8`.
     mutating func scanString() throws -> JSONReader.StringSpan {
         i += 1
         let start = i
         var hasEscapes = false
         var minimal = true
+        var runStart = start  // first byte not yet copied to `scratch` (once escaped)
         i = ByteScan.skipPlainASCII16(p, from: i, end: end)
         while true {
             guard i < end else {
@@ -207,14 +212,19 @@ extension Parser {
             }
             let b = p[i]
             if b == Byte.quote {
+                if hasEscapes { scratch.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart)) }
                 let span = JSONReader.StringSpan(start: start, end: i, hasEscapes: hasEscapes, isMinimallyEscaped: minimal)
                 i += 1
                 return span
             } else if b == Byte.backslash {
-                hasEscapes = true
+                if !hasEscapes {
+                    hasEscapes = true
+                    scratch.removeAll(keepingCapacity: true)
+                }
+                scratch.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart))
                 let escapeStart = i
-                scratch.removeAll(keepingCapacity: true)
                 try parseEscape()
+                runStart = i
                 if minimal { minimal = isMinimalEscape(at: escapeStart, length: i - escapeStart) }
             } else if b < 0x20 {
                 throw FormatError(.invalidJSON, "control character U+00\(hex2(b)) inside a string at byte offset \(i) (must be escaped)")

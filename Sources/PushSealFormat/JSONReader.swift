@@ -368,52 +368,12 @@ struct Parser {
             if b == Byte.backslash || b < 0x20 || b >= 0x80 { break }
             i += 1
         }
-        return try parseStringSlow(start: start)
-    }
-
-    /// The general case: escapes, UTF-8 validation, errors. `p[start..<i]` is plain ASCII.
-    mutating func parseStringSlow(start: Int) throws -> String {
-        var escaped = false  // once true, the string is built in `scratch`
-        var runStart = start  // first byte not yet copied to `scratch`
-        while true {
-            guard i < end else {
-                throw FormatError(.invalidJSON, "unterminated string starting at byte offset \(start - 1)")
-            }
-            if i + 8 <= end, !ByteScan.leavesPlainASCII(ByteScan.load(p, at: i)) {
-                i += 8
-                continue
-            }
-            let b = p[i]
-            if b == Byte.quote {
-                let s: String
-                if escaped {
-                    scratch.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart))
-                    s = String(decoding: scratch, as: UTF8.self)
-                } else {
-                    s = String(decoding: UnsafeBufferPointer(start: p + start, count: i - start), as: UTF8.self)
-                }
-                i += 1
-                return s
-            } else if b == Byte.backslash {
-                if !escaped {
-                    escaped = true
-                    scratch.removeAll(keepingCapacity: true)
-                }
-                scratch.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart))
-                try parseEscape()
-                runStart = i
-            } else if b < 0x20 {
-                throw FormatError(.invalidJSON, "control character U+00\(hex2(b)) inside a string at byte offset \(i) (must be escaped)")
-            } else if b < 0x80 {
-                i += 1
-            } else {
-                let n = UTF8Validation.sequenceLength(p, at: i, end: end)
-                if n == 0 {
-                    throw FormatError(.invalidUTF8, "ill-formed UTF-8 byte 0x\(hex2(b)) at byte offset \(i)")
-                }
-                i += n
-            }
-        }
+        // The general case (escapes, UTF-8 validation, errors): `scanString` checks it and
+        // collects the decoded bytes of an escaped string in `scratch`.
+        i = start - 1
+        let span = try scanString()
+        if span.hasEscapes { return String(decoding: scratch, as: UTF8.self) }
+        return String(decoding: UnsafeBufferPointer(start: p + span.start, count: span.byteCount), as: UTF8.self)
     }
 
     /// Parses one escape at `p[i]` (a backslash), appending its UTF-8 to `scratch`.
