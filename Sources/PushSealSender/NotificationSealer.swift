@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import PushSealCrypto
 import PushSealFormat
@@ -23,8 +26,15 @@ public struct NotificationSealer: Sendable {
     /// `{"aps":{…},"encrypted_data":"` — the same for every payload of this sealer.
     private let prefix: [UInt8]
 
-    /// The system clock in whole seconds since 1970 UTC.
-    public static let systemClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    /// The system clock in whole seconds since 1970 UTC (`CLOCK_REALTIME_COARSE`: whole seconds
+    /// need no finer clock, and it is the cheapest read).
+    public static let systemClock: @Sendable () -> Int64 = {
+        #if canImport(Glibc)
+        var t = timespec()
+        if clock_gettime(CLOCK_REALTIME_COARSE, &t) == 0 { return Int64(t.tv_sec) }
+        #endif
+        return Int64(Date().timeIntervalSince1970)
+    }
 
     /// Creates a sealer and checks the options once.
     /// - Parameters:
@@ -142,15 +152,37 @@ public struct NotificationSealer: Sendable {
         }
         // `","key_id":"<kid>","enc_alg":"A256GCM"}` (the key id needs no escaping).
         let suffixByteCount = 12 + sealingKey.keyID.utf8.count + 22
-        var plain = PayloadWriter(capacity: plaintextCapacity)
-        try Wire.writePlaintext(f, to: &plain)
-        let (plaintext, changes) = try fittedPlaintext(&plain.bytes, f, fixedByteCount: prefix.count + suffixByteCount, tree: tree)
+        let fixedByteCount = prefix.count + suffixByteCount
         let aad = Wire.aad(keyID: sealingKey.keyID, appID: appID)
+        func sealBox(_ plaintext: UnsafeRawBufferPointer) throws -> SealedBox {
+            do {
+                return try aad.withUnsafeBytes { try AES256GCM.seal(plaintext, with: sealingKey.key, authenticating: $0) }
+            } catch let e as CryptoError {
+                throw SenderError(.sealFailed, "could not seal: \(e.code)")
+            }
+        }
+        // The common case without allocating: the plaintext, padded, in a buffer of the
+        // budget's size (a plaintext that fits the payload is far smaller).
+        let quick = try withUnsafeTemporaryAllocation(byteCount: SealOptions.maxPayloadByteCount, alignment: 16) { buffer -> SealedBox? in
+            guard var w = BoundedWriter(buffer) else { return nil }
+            try Wire.writePlaintext(f, to: &w)
+            guard !w.overflowed else { return nil }
+            let padded = options.padding ? Wire.padmeLength(w.count) : w.count
+            guard Self.payloadByteCount(plaintextByteCount: padded, fixedByteCount: fixedByteCount) <= SealOptions.maxPayloadByteCount else { return nil }
+            w.spaces(padded - w.count)
+            guard !w.overflowed else { return nil }
+            return try sealBox(w.written)
+        }
+        var changes: [FitChange] = []
         let box: SealedBox
-        do {
-            box = try AES256GCM.seal(plaintext, with: sealingKey.key, authenticating: aad)
-        } catch let e as CryptoError {
-            throw SenderError(.sealFailed, "could not seal: \(e.code)")
+        if let quick {
+            box = quick
+        } else {
+            var plain = PayloadWriter(capacity: plaintextCapacity)
+            try Wire.writePlaintext(f, to: &plain)
+            let fitted = try fittedPlaintext(&plain.bytes, f, fixedByteCount: fixedByteCount, tree: tree)
+            changes = fitted.1
+            box = try fitted.0.withUnsafeBytes { try sealBox($0) }
         }
         let payload = Self.payload(prefix: prefix, box: box.combined, keyID: sealingKey.keyID)
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,

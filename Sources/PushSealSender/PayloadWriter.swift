@@ -119,22 +119,30 @@ public struct PayloadWriter: Sendable {
 
     /// Appends `value` in decimal.
     public mutating func integer(_ value: Int64) {
-        if value == 0 { bytes.append(0x30); return }
-        var magnitude = value.magnitude
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0) // 24 bytes, enough for 20 digits
-        var count = 0
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes, enough for a sign and 19 digits
         withUnsafeMutableBytes(of: &digits) { d in
-            while magnitude > 0 {
-                d[count] = UInt8(truncatingIfNeeded: magnitude % 10) &+ 0x30
-                magnitude /= 10
-                count += 1
-            }
-            while count > 0 {
-                count -= 1
-                bytes.append(d[count])
-            }
+            guard let base = d.baseAddress else { return }
+            let n = PayloadWriter.writeDecimal(value, to: base)
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: n))
         }
+    }
+
+    /// Writes `value` in decimal at `out` (room for 20 bytes) and returns the byte count.
+    static func writeDecimal(_ value: Int64, to out: UnsafeMutableRawPointer) -> Int {
+        if value == 0 { out.storeBytes(of: 0x30, as: UInt8.self); return 1 }
+        var magnitude = value.magnitude
+        var count = 0
+        if value < 0 { out.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self); count = 1 }
+        var probe = magnitude
+        var digitCount = 0
+        while probe > 0 { probe /= 10; digitCount += 1 }
+        var at = count + digitCount
+        while magnitude > 0 {
+            at -= 1
+            out.storeBytes(of: UInt8(truncatingIfNeeded: magnitude % 10) &+ 0x30, toByteOffset: at, as: UInt8.self)
+            magnitude /= 10
+        }
+        return count + digitCount
     }
 
     /// Appends a finite `Double` in Swift's shortest round-trip form (`0.5`, `1.0`, `1e-07`).

@@ -29,7 +29,7 @@ enum Wire {
             }
         }
 
-        func write(to w: inout PayloadWriter) {
+        func write<W: PlaintextSink>(to w: inout W) {
             switch self {
             case .string(let s): w.string(s)
             case .raw(let r):
@@ -60,10 +60,10 @@ enum Wire {
 
     /// Writes the plaintext object, compact, members in the order title, subtitle, body,
     /// media, localizations, data, iat, exp, id (the order of `NotificationPlaintext.encoded`).
-    static func writePlaintext(_ f: Fields, to w: inout PayloadWriter) throws {
+    static func writePlaintext<W: PlaintextSink>(_ f: Fields, to w: inout W) throws {
         w.byte(UInt8(ascii: "{"))
         var first = true
-        func key(_ k: StaticString, _ w: inout PayloadWriter) {
+        func key(_ k: StaticString, _ w: inout W) {
             if !first { w.byte(UInt8(ascii: ",")) }
             first = false
             w.byte(0x22)
@@ -93,6 +93,75 @@ enum Wire {
     /// Writes `n`'s plaintext; `body` overrides the notification's body (the fit ladder).
     static func writePlaintext(_ n: OutgoingNotification, body: String?, includeMedia: Bool, to w: inout PayloadWriter) throws {
         try writePlaintext(n.fields(body: body, includeMedia: includeMedia), to: &w)
+    }
+}
+
+/// Where ``Wire/writePlaintext(_:to:)`` writes: a growing ``PayloadWriter``, or a
+/// ``BoundedWriter`` over a fixed buffer.
+protocol PlaintextSink {
+    mutating func byte(_ b: UInt8)
+    mutating func raw(_ text: StaticString)
+    mutating func raw(bytes: UnsafeRawBufferPointer)
+    mutating func string(_ s: String)
+    mutating func integer(_ value: Int64)
+    mutating func object(_ o: JSONObject) throws
+}
+
+extension PayloadWriter: PlaintextSink {}
+
+/// Writes into a fixed buffer without allocating; past its capacity it only sets
+/// ``overflowed`` (the caller then writes again with a ``PayloadWriter``). Strings and objects
+/// are escaped by ``PayloadWriter`` (one escaper), then copied.
+struct BoundedWriter: PlaintextSink {
+    let base: UnsafeMutableRawPointer
+    let capacity: Int
+    /// Bytes written.
+    private(set) var count = 0
+    /// `true` once a write did not fit; the contents are then incomplete.
+    private(set) var overflowed = false
+
+    /// A writer over `buffer`; `nil` for an empty buffer.
+    init?(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let b = buffer.baseAddress else { return nil }
+        base = b
+        capacity = buffer.count
+    }
+
+    /// The bytes written so far.
+    var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    @inline(__always) mutating func put(_ p: UnsafeRawPointer?, _ n: Int) {
+        guard count + n <= capacity else { overflowed = true; return }
+        if let p, n > 0 { (base + count).copyMemory(from: p, byteCount: n) }
+        count += n
+    }
+
+    mutating func byte(_ b: UInt8) {
+        guard count < capacity else { overflowed = true; return }
+        base.storeBytes(of: b, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+    mutating func raw(_ text: StaticString) { put(text.utf8Start, text.utf8CodeUnitCount) }
+    mutating func raw(bytes: UnsafeRawBufferPointer) { put(bytes.baseAddress, bytes.count) }
+    mutating func string(_ s: String) {
+        var w = PayloadWriter(capacity: s.utf8.count + 16)
+        w.string(s)
+        w.bytes.withUnsafeBytes { put($0.baseAddress, $0.count) }
+    }
+    mutating func integer(_ value: Int64) {
+        guard count + 20 <= capacity else { overflowed = true; return }
+        count += PayloadWriter.writeDecimal(value, to: base + count)
+    }
+    mutating func object(_ o: JSONObject) throws {
+        var w = PayloadWriter(capacity: 256)
+        try w.object(o)
+        w.bytes.withUnsafeBytes { put($0.baseAddress, $0.count) }
+    }
+    /// Appends `n` spaces (Padmé padding).
+    mutating func spaces(_ n: Int) {
+        guard count + n <= capacity else { overflowed = true; return }
+        (base + count).initializeMemory(as: UInt8.self, repeating: 0x20, count: n)
+        count += n
     }
 }
 
