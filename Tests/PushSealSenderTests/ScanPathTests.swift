@@ -80,6 +80,8 @@ import Testing
             "{\"title\":1}", "{\"title\":\"a\",\"title\":\"b\"}", "{\"tit\\u006ce\":\"a\"}", "{\"nope\":1}", "{\"iat\":-1,\"title\":\"t\"}",
             "{\"exp\":1.5,\"title\":\"t\"}", "{\"data\":[],\"title\":\"t\"}", "{\"media\":{\"url\":\"\"},\"title\":\"t\"}", "[]", "\"x\"",
             "{\"localizations\":{\"fr\":{\"x\":\"y\"}},\"title\":\"t\"}",
+            "{\"media\":{\"url\":\"ftp://cdn/x.jpg\"},\"title\":\"t\"}", "{\"localizations\":{\"f r\":{\"title\":\"x\"}},\"title\":\"t\"}",
+            "{\"localizations\":{\"fr\":{\"title\":\"\"}},\"title\":\"t\"}", "{\"media\":{\"url\":\"https://cdn/x\",\"key\":\"!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!=\"},\"title\":\"t\"}",
         ]
         let sealer = try Fixture.sealer()
         for c in cases {
@@ -90,6 +92,8 @@ import Testing
             }
             var treeError: SenderError?
             do { _ = try OutgoingNotification(jsonBytes: json) } catch let e as SenderError { treeError = e }
+            // An escaped key is valid: only the scan path gives up on it.
+            #expect(treeError != nil || c.contains("\\u006c"), "the tree path accepted \(c)")
             if treeError != nil { #expect(!scanned, "\(c)") }
             // Whatever the path, the full seal gives the tree path's error.
             var sealError: SenderError?
