@@ -6,6 +6,15 @@ import Testing
 /// Runs the built `push-seal` binary and checks stdout, stderr and exit codes.
 @Suite struct PushSealCLITests {
     static let binary: URL? = {
+        // The push-seal built beside this test bundle first (so `--scratch-path .build/asan`
+        // tests its own sanitized build, not a stale .build/debug), then the usual places.
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var beside = URL(fileURLWithPath: exe)
+        while beside.path != "/" {
+            beside.deleteLastPathComponent()
+            let url = beside.appendingPathComponent("push-seal")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
         var dir = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { dir.deleteLastPathComponent() }
         for config in ["debug", "release"] {
