@@ -10,25 +10,11 @@
 //   swift run seal-server-example --keychain server-kc --app-id com.example.app --recipient alice
 //
 // The keychain and the recipient's keyset come from `push-keys generate` (see README.md).
-// Exit codes: 0 ok, 64 usage, 66 keychain missing, 67 unknown recipient or no usable key,
-// 77 insecure keychain permissions, 1 anything else.
+// Exit codes (as push-seal): 0 ok, 4 seal limit reached (rotate), 64 usage, 66 keychain missing,
+// 67 unknown recipient or no usable key, 77 insecure keychain permissions, 1 anything else.
 import Foundation
 import PushSealFormat
-import PushSealKeychain
-import PushSealKeys
 import PushSealSender
-
-/// Adapts the server keychain to the sender's key seam: each seal reads the recipient's
-/// keyset (so a rotation by `push-keys` in another process is seen at the next seal) and
-/// counts the seal against the key's 2^32 limit.
-struct ServerKeychainKeys: SealingKeyProvider {
-    let keyring: ServerKeyring
-
-    func primaryKey(appID: String, recipient: String) throws -> SealingKey {
-        let (keyID, key) = try keyring.primaryKeyForSealing(appID: appID, recipient: recipient)
-        return SealingKey(keyID: keyID, key: key)
-    }
-}
 
 func fail(_ message: String, hint: String? = nil, code: Int32) -> Never {
     FileHandle.standardError.write(Data("seal-server-example: error: \(message)\n".utf8))
@@ -61,14 +47,16 @@ while let option = rest.popFirst() {
 guard let keychainPath else { fail("missing --keychain DIR", hint: usage, code: 64) }
 
 // MARK: 1. Open the server keychain (once per process; the sealer is Sendable and thread-safe).
+// KeychainSealingKeys reads the recipient's keyset at every seal (so a rotation by `push-keys`
+// in another process is seen at the next seal) and counts the seal against the key's 2^32 limit.
 
-let keyring: ServerKeyring
+let keys: KeychainSealingKeys
 do {
-    keyring = try ServerKeyring(keychainAt: URL(fileURLWithPath: keychainPath))
-} catch let e as KeychainError where e.code == .keychainMissing {
+    keys = try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: keychainPath))
+} catch let e as SenderError where e.code == .keyStoreMissing {
     fail("no keychain at \(keychainPath)", hint: "push-keys generate --keychain \(keychainPath) --app-id \(appID) --recipient \(recipient)", code: 66)
-} catch let e as KeychainError where e.code == .insecurePermissions {
-    fail("\(e)", hint: "chmod 700 the keychain directory", code: 77)
+} catch let e as SenderError where e.code == .keyStoreInsecure {
+    fail(e.reason, hint: "chmod 700 the keychain directory", code: 77)
 } catch {
     fail("cannot open the keychain at \(keychainPath): \(error)", code: 1)
 }
@@ -84,7 +72,7 @@ let options = SealOptions(
 )
 let sealer: NotificationSealer
 do {
-    sealer = try NotificationSealer(appID: appID, keys: ServerKeychainKeys(keyring: keyring), options: options)
+    sealer = try NotificationSealer(appID: appID, keys: keys, options: options)
 } catch {
     fail("\(error)", code: 64)
 }
@@ -105,10 +93,12 @@ let notification = OutgoingNotification(
 let sealed: SealedNotification
 do {
     sealed = try sealer.seal(notification, for: recipient)
-} catch let e as KeysError where e.code == .unknownKeyset {
+} catch let e as SenderError where e.code == .unknownRecipient {
     fail("no keyset for \(appID)/\(recipient) in \(keychainPath)", hint: "push-keys generate --keychain \(keychainPath) --app-id \(appID) --recipient \(recipient)", code: 67)
-} catch let e as KeysError where e.code == .noPrimaryKey {
-    fail(e.reason, code: 67)
+} catch let e as SenderError where e.code == .keyUnavailable {
+    fail(e.reason, hint: "push-keys rotate --keychain \(keychainPath) --app-id \(appID) --recipient \(recipient)", code: 67)
+} catch let e as SenderError where e.code == .sealLimitReached {
+    fail(e.reason, hint: "push-keys rotate --keychain \(keychainPath) --app-id \(appID) --recipient \(recipient)", code: 4)
 } catch {
     fail("\(error)", code: 1)
 }
