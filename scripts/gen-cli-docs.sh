@@ -72,7 +72,11 @@ block() {
   for c in "${cmds[@]}"; do
     name=$tool${c:+ $c}
     # shellcheck disable=SC2086 # the command words are split on purpose
-    overview=$(help "$tool" $c | sed -n 's/^OVERVIEW: //p' | head -n 1)
+    # The OVERVIEW paragraph is wrapped with a hanging indent: join it back into one line.
+    overview=$(help "$tool" $c | awk '/^OVERVIEW: /{sub(/^OVERVIEW: /, ""); o = $0; on = 1; next}
+      on && /^ +[^ ]/{sub(/^ +/, ""); o = o " " $0; next}
+      on{exit}
+      END{print o}')
     anchor=$(printf '%s' "$name" | tr ' ' '-')
     echo "- [\`$name\`](#$anchor): $overview"
   done

@@ -114,10 +114,10 @@ public struct Tool: Sendable {
 
     /// The help listing for some of the tool's commands (e.g. one command group).
     func toolHelp(only listed: [any Command]) -> String {
-        var out = "OVERVIEW: \(overview)\n\nCOMMANDS:\n"
+        var out = HelpText.wrap(overview, firstPrefix: "OVERVIEW: ", indent: 10) + "\n\nCOMMANDS:\n"
         for c in listed {
             let words = ([name] + c.path).joined(separator: " ")
-            out += "  \(words)\n      \(c.help.overview)\n"
+            out += "  \(words)\n" + HelpText.wrap(c.help.overview, firstPrefix: "      ", indent: 6) + "\n"
         }
         out += "\nRun '\(name) COMMAND --help' for a command's options, examples and exit codes.\n"
         return out

@@ -11,12 +11,14 @@ struct KeychainListCommand: Command {
     ]
     let help = HelpText(
         overview: "list keychain items' attributes, never their secrets; works in any device state",
-        usage: ["push-keys keychain list --keychain DIR [--entitlements FILE | --access-group G...] [--access-group G] [--service S] [--class C] [--json]"],
+        usage: ["push-keys keychain list --keychain DIR [IDENTITY] [--service S] [--class C] [--json]"],
         examples: [
-            "push-keys keychain list --keychain ./device                               # every item on the device",
-            "push-keys keychain list --keychain ./device --entitlements extension.json  # what the extension can see",
+            "push-keys keychain list --keychain device-kc                          # every item on the device",
+            "push-keys keychain list --keychain device-kc --entitlements ext.json  # what the extension can see",
         ],
-        exitCodes: KeychainCommands.exitCodes,
+        exitCodes: KeychainCommands.exitCodes(
+            keychainError: "errSecMissingEntitlement -34018 for an --access-group the caller lacks",
+            dataError: "a malformed entitlements file", noInput: "the entitlements file missing"),
         notes: KeychainCommands.identityNote + """
 
             Without an identity, lists the items of every access group (a device-wide view).
