@@ -25,7 +25,7 @@ struct KeychainAddCommand: Command {
             keychainError: "errSecDuplicateItem -25299, errSecMissingEntitlement -34018, errSecInteractionNotAllowed -25308 while locked",
             dataError: "bad --data-base64, data over \(Keychain.maxDataByteCount) bytes, a malformed entitlements file",
             noInput: "the entitlements or --data-file file missing"),
-        notes: KeychainCommands.identityNote + "\nPrints nothing on success (with --json: {\"item\": attributes})."
+        notes: KeychainCommands.identityNote + "\n\nPrints nothing on success (with --json: {\"item\": attributes})."
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {

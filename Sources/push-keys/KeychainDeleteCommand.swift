@@ -17,7 +17,7 @@ struct KeychainDeleteCommand: Command {
         exitCodes: KeychainCommands.exitCodes(
             keychainError: "errSecItemNotFound -25300 when nothing matched, errSecMissingEntitlement -34018",
             dataError: "a malformed entitlements file", noInput: "the entitlements file missing"),
-        notes: KeychainCommands.identityNote + "\nPrints nothing on success (with --json: {\"deleted\": N})."
+        notes: KeychainCommands.identityNote + "\n\nPrints nothing on success (with --json: {\"deleted\": N})."
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {

@@ -22,6 +22,7 @@ struct KeychainDeviceStateCommand: Command {
             dataError: "the passcode file's first line is empty or not UTF-8", noInput: "the --passcode-file file missing"),
         notes: """
             WhenUnlocked items are readable only while unlocked; AfterFirstUnlock items while unlocked or locked, not before first unlock. With a passcode, unlocking (and leaving beforeFirstUnlock) needs it; a wrong one fails with errSecAuthFailed (-25293).
+
             Prints the state (with --json {"deviceState", "passcodeSet"}).
             """
     )

@@ -23,7 +23,7 @@ struct KeychainGetCommand: Command {
         exitCodes: KeychainCommands.exitCodes(
             keychainError: "errSecItemNotFound -25300, errSecInteractionNotAllowed -25308 while locked, errSecMissingEntitlement -34018",
             dataError: "a malformed entitlements file", noInput: "the entitlements file missing"),
-        notes: KeychainCommands.identityNote + "\nPrints the attributes as 'name: value' lines (with --reveal a last line 'data: BASE64'); with --json {\"item\": {…, \"data\": BASE64 with --reveal}}."
+        notes: KeychainCommands.identityNote + "\n\nPrints the attributes as 'name: value' lines (with --reveal a last line 'data: BASE64'); with --json {\"item\": {…, \"data\": BASE64 with --reveal}}."
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {

@@ -21,9 +21,8 @@ struct KeychainListCommand: Command {
             dataError: "a malformed entitlements file", noInput: "the entitlements file missing"),
         notes: KeychainCommands.identityNote + """
 
-            Without an identity, lists the items of every access group (a device-wide view).
-            Prints one item per line: ACCESS-GROUP<TAB>CLASS<TAB>SERVICE<TAB>ACCOUNT<TAB>ACCESSIBILITY<TAB>LABEL;
-            with --json {"items": [attributes…]}. No items is not an error.
+
+            Without an identity, lists the items of every access group (a device-wide view). Prints one item per line, tab-separated: ACCESS-GROUP CLASS SERVICE ACCOUNT ACCESSIBILITY LABEL; with --json {"items": [attributes…]}. No items is not an error.
             """
     )
 

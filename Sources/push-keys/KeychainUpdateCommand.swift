@@ -28,7 +28,7 @@ struct KeychainUpdateCommand: Command {
             keychainError: "errSecItemNotFound -25300, errSecDuplicateItem -25299, errSecMissingEntitlement -34018, errSecInteractionNotAllowed -25308 while locked",
             dataError: "bad --data-base64, data over \(Keychain.maxDataByteCount) bytes, a malformed entitlements file",
             noInput: "the entitlements or --data-file file missing"),
-        notes: KeychainCommands.identityNote + "\nPrints nothing on success (with --json: {\"updated\": N})."
+        notes: KeychainCommands.identityNote + "\n\nPrints nothing on success (with --json: {\"updated\": N})."
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {

@@ -25,6 +25,7 @@ struct BatchCommand: Command {
         exitCodes: SealExit.batchHelpLines,
         notes: """
         A bad line never stops the batch: its output line carries the error ({"code", "message"}) and the exit code is 2. "notification" has the shape of push-seal's NOTIFICATION.json (see 'push-seal --help').
+
         Memory stays flat for any input length (lines of at most \(maxLineByteCount) bytes, chunks of \(chunkLineCount) lines). A progress line goes to stderr only when stderr is a terminal.
         """,
         jsonHelp: "report an error that stops the batch as one {\"error\": {…}} line on stdout (a failed line is always reported in the output)"

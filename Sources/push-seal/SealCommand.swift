@@ -31,6 +31,7 @@ struct SealCommand: Command {
         exitCodes: SealExit.sealHelpLines,
         notes: """
         NOTIFICATION.json: {"title", "subtitle", "body", "media": {"url", "type", "sha256", "key"}, "localizations": {"fr": {"title", "body"}}, "data": {…}, "iat", "exp" | "ttl", "id"} (times in seconds; exp and iat since 1970 UTC). Without a file, --title or --body alone make the notification.
+
         The payload always carries aps.alert (the fallback title and body, in clear) and "mutable-content":1 so iOS runs the Notification Service Extension. Everything else is sealed with AES-256-GCM into encrypted_data. Lengths are UTF-8 bytes.
         """,
         jsonHelp: "report errors as one {\"error\": {\"code\", \"message\"}} object on stdout (the payload is JSON already)"
