@@ -38,6 +38,8 @@ func fail(_ message: String, code: Int32) -> Never {
     exit(code)
 }
 
+if CommandLine.arguments.dropFirst().first == "media" { exit(runMediaProbe(Array(CommandLine.arguments.dropFirst(2)))) }
+
 var settings = BenchSettings.full
 for argument in CommandLine.arguments.dropFirst() {
     switch argument {
