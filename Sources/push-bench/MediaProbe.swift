@@ -38,7 +38,7 @@ func runMediaProbe(_ arguments: [String]) -> Int32 {
     }
     var key: SecretBytes?
     if let keyText {
-        guard var bytes = try? WireBase64.decode(keyText) else {
+        guard var bytes = try? WireBase64.decodeSecret(keyText) else {
             writeStandardError("push-bench: error: --key is not base64\n")
             return 64
         }
