@@ -3,9 +3,10 @@
 
 SWIFT ?= swift
 SHARED ?= $(abspath ../shared)
+FUZZ_SECONDS ?= 600
 export PUSHSEAL_SHARED := $(SHARED)
 
-.PHONY: all deps build release demo test bench fuzz clean
+.PHONY: all deps build release demo test bench fuzz sanitize clean
 
 all: build
 
@@ -19,7 +20,7 @@ release: deps
 	$(SWIFT) build -c release
 
 demo: release
-	@scripts/demo.sh
+	@python3 scripts/demo.py
 
 test: deps
 	$(SWIFT) build --build-tests
@@ -27,6 +28,14 @@ test: deps
 
 bench: release
 	@.build/release/push-bench
+
+fuzz: deps
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The test suite under AddressSanitizer and ThreadSanitizer (slow; not part of `make test`).
+sanitize: deps
+	$(SWIFT) test --sanitize=address --scratch-path .build/asan
+	$(SWIFT) test --sanitize=thread --scratch-path .build/tsan
 
 clean:
 	rm -rf .build .demo

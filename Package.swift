@@ -42,12 +42,12 @@ let package = Package(
 
         // Tests: one target per module; CLITests runs the built binaries.
         .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL"]),
-        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto"]),
+        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto", "PushSealKeychain"]),
         .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
-        .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
+        .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealFormat"]),
         .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
-        .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI"]),
+        .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

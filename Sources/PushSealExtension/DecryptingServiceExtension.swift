@@ -9,7 +9,7 @@ public struct DecryptingServiceConfiguration: Sendable {
     public var appID: String
     /// Reads keys by key id as the extension's identity.
     public var keyProvider: any NotificationKeyProvider
-    /// Parses and opens payloads (the wire-format codec).
+    /// Parses and opens payloads: ``WireFormatOpener`` unless a test injects another.
     public var opener: any NotificationPayloadOpener
     /// The device locale, e.g. `pt-BR`, or `nil` for the plaintext's default texts.
     public var locale: String?
@@ -27,13 +27,13 @@ public struct DecryptingServiceConfiguration: Sendable {
     /// - Parameters:
     ///   - appID: the app's bundle identifier.
     ///   - keyProvider: the key source.
-    ///   - opener: the payload codec.
+    ///   - opener: the payload codec (default ``WireFormatOpener``).
     ///   - locale: the device locale, or `nil`.
     ///   - containerDirectory: the App Group container, or `nil`.
     ///   - allowInsecureLoopback: permit `http://127.0.0.1…` media.
     ///   - replayCapacity: ids remembered (default 1,000; 0 = off).
     ///   - now: Unix seconds now (default: the system clock).
-    public init(appID: String, keyProvider: any NotificationKeyProvider, opener: any NotificationPayloadOpener,
+    public init(appID: String, keyProvider: any NotificationKeyProvider, opener: any NotificationPayloadOpener = WireFormatOpener(),
                 locale: String? = nil, containerDirectory: URL? = nil, allowInsecureLoopback: Bool = false,
                 replayCapacity: Int = ReplayGuard.defaultCapacity,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
@@ -51,16 +51,18 @@ public struct DecryptingServiceConfiguration: Sendable {
 /// The decrypting Notification Service Extension.
 ///
 /// Stages, in priority order, each logged as one line (`stage=… event=… durationMs=…`):
-/// `keyLookup` (key id from the payload, key from the provider), `open` (authenticate and
-/// decrypt with the configured app id), `check` (`exp` against the clock — only after
-/// authentication — and the replay guard), `localize` (title, subtitle, body for the locale;
-/// `data` merged into `userInfo`, `aps` never overwritten), then `download` and `attach` for media.
+/// `keyLookup` (envelope checked and key id read from the payload, key from the provider),
+/// `open` (authenticate and decrypt with the configured app id), `check` (`exp` against the
+/// clock — only after authentication — and the replay guard), `localize` (title, subtitle, body
+/// for the locale; `data` merged into `userInfo`, `aps` never overwritten), then `download` and
+/// `attach` for media.
 ///
 /// The best attempt content is updated after each stage; the expiry call cancels the download
 /// and delivers it. Fallback ladder: decrypted with media (``NotificationOutcome/decrypted``) →
 /// decrypted without media (``NotificationOutcome/decryptedWithoutMedia``) → the original
 /// content (``NotificationOutcome/original``). Failures never put error text, ciphertext or a
-/// blank text in what the user sees; the reason goes only to the outcome and the log.
+/// blank text in what the user sees; the stable reason token (``FallbackReason``,
+/// docs/fallback.md) and a human detail go only to the delivery and the log.
 ///
 /// `@unchecked Sendable` (restated from the base class): every stored property is an
 /// immutable Sendable value except `state`, which is only touched under its lock.
@@ -68,7 +70,8 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
     private struct State {
         var best: UNNotificationContent
         var outcome: NotificationOutcome = .original
-        var reason = "the extension had not decrypted the payload yet"
+        var reason = FallbackReason.timeWillExpire
+        var detail = "the expiry call came before the payload was decrypted"
         var handler: ContentHandler?
         var delivered = false
     }
@@ -113,34 +116,41 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
     public override func serviceExtensionTimeWillExpire() {
         state.withLock { s in
             if s.outcome == .decryptedWithoutMedia, s.reason == Self.mediaPendingReason {
-                s.reason = "media: the extension's time ran out before the download finished"
+                s.reason = FallbackReason.mediaTimeWillExpire
+                s.detail = "the extension's time ran out before the media download finished"
             }
         }
         cancellation.cancel()
         deliver()
     }
 
-    private static let mediaPendingReason = "media: download in progress"
+    private static let mediaPendingReason = "media:downloading"
 
     /// Sets the best attempt content.
-    private func update(_ content: UNNotificationContent? = nil, outcome: NotificationOutcome, reason: String) {
+    private func update(_ content: UNNotificationContent? = nil, outcome: NotificationOutcome, reason: String, detail: String) {
         state.withLock { s in
             guard !s.delivered else { return }
             if let content { s.best = content }
             s.outcome = outcome
             s.reason = reason
+            s.detail = detail
         }
+    }
+
+    /// Falls back to the original content (still the best attempt) with a reason.
+    private func fallBack(_ reason: String, _ detail: String) {
+        update(outcome: .original, reason: reason, detail: detail)
     }
 
     /// Calls the content handler with the best attempt, once.
     private func deliver() {
-        let taken = state.withLock { s -> (ContentHandler, UNNotificationContent, NotificationOutcome, String)? in
+        let taken = state.withLock { s -> (ContentHandler, ContentHandler.Delivery)? in
             guard !s.delivered, let handler = s.handler else { return nil }
             s.delivered = true
-            return (handler, s.best, s.outcome, s.reason)
+            return (handler, ContentHandler.Delivery(content: s.best, outcome: s.outcome, reason: s.reason, detail: s.detail))
         }
-        guard let (handler, content, outcome, reason) = taken else { return }
-        handler.deliver(content, outcome: outcome, reason: reason)
+        guard let (handler, d) = taken else { return }
+        handler.deliver(d.content, outcome: d.outcome, reason: d.reason, detail: d.detail)
     }
 
     private func log(_ stage: String, _ event: String, since start: ContinuousClock.Instant, _ fields: [(key: String, value: String)] = []) {
@@ -162,16 +172,18 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         do {
             keyID = try configuration.opener.keyID(in: request.payload)
         } catch {
-            log("keyLookup", "failed", since: start, [("reason", "payload: \(Self.describe(error))")])
-            update(outcome: .original, reason: "payload: \(Self.describe(error))")
+            let reason = FallbackReason.envelope(error, payload: request.payload)
+            log("keyLookup", "failed", since: start, [("reason", reason)])
+            fallBack(reason, "the payload's envelope is malformed: \(Self.describe(error))")
             return nil
         }
         do {
             key = try configuration.keyProvider.key(for: keyID)
             log("keyLookup", "ok", since: start, [("keyID", keyID)])
         } catch {
-            log("keyLookup", "failed", since: start, [("keyID", keyID), ("reason", Self.describe(error))])
-            update(outcome: .original, reason: "key lookup for key id \(keyID) failed: \(Self.describe(error))")
+            let reason = FallbackReason.key(error)
+            log("keyLookup", "failed", since: start, [("keyID", keyID), ("reason", reason)])
+            fallBack(reason, "no usable key for key id \(keyID): \(Self.describe(error))")
             return nil
         }
 
@@ -181,8 +193,9 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
             plaintext = try configuration.opener.open(request.payload, with: key, appID: configuration.appID)
             log("open", "ok", since: start, [("keyID", keyID), ("encryptedByteCount", String(request.payload["encrypted_data"]?.stringValue?.utf8.count ?? 0))])
         } catch {
-            log("open", "failed", since: start, [("keyID", keyID), ("reason", Self.describe(error))])
-            update(outcome: .original, reason: "open failed: \(Self.describe(error))")
+            let reason = FallbackReason.open(error)
+            log("open", "failed", since: start, [("keyID", keyID), ("reason", reason)])
+            fallBack(reason, "the payload did not open: \(Self.describe(error))")
             return nil
         }
 
@@ -191,7 +204,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
             let now = configuration.now()
             if now >= exp {
                 log("check", "expired", since: start, [("exp", String(exp)), ("now", String(now))])
-                update(outcome: .original, reason: "expired: exp \(exp) is not after now \(now)")
+                fallBack(FallbackReason.expired, "exp \(exp) is not after now \(now) (seconds since 1970, UTC)")
                 return nil
             }
         }
@@ -200,7 +213,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
                 let fresh = try ReplayGuard(containerDirectory: container, capacity: configuration.replayCapacity).checkAndRecord(id)
                 if !fresh {
                     log("check", "replayed", since: start)
-                    update(outcome: .original, reason: "replayed: this notification id was already shown")
+                    fallBack(FallbackReason.replayed, "this notification id was already shown on this device")
                     return nil
                 }
             } catch {
@@ -218,7 +231,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         content.body = texts.body ?? ""
         if content.isBlank {
             log("localize", "blank", since: start)
-            update(outcome: .original, reason: "decrypted title, subtitle and body are all empty")
+            fallBack(FallbackReason.blankContent, "decrypted title, subtitle and body are all empty")
             return nil
         }
         if let data = plaintext.data {
@@ -229,9 +242,10 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         log("localize", "ok", since: start, [("locale", texts.locale ?? "default"),
                                               ("dataMemberCount", String(plaintext.data?.count ?? 0))])
         if plaintext.media != nil {
-            update(UNNotificationContent(content), outcome: .decryptedWithoutMedia, reason: Self.mediaPendingReason)
+            update(UNNotificationContent(content), outcome: .decryptedWithoutMedia, reason: Self.mediaPendingReason,
+                   detail: "decrypted; the media download had not finished")
         } else {
-            update(UNNotificationContent(content), outcome: .decrypted, reason: "decrypted")
+            update(UNNotificationContent(content), outcome: .decrypted, reason: FallbackReason.decrypted, detail: "decrypted")
         }
         return plaintext
     }
@@ -240,7 +254,8 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
     private func attachMedia(_ media: MediaDescriptor) {
         guard let container = configuration.containerDirectory else {
             context.logger.log(DiagnosticEntry(stage: "download", event: "skipped", fields: [("reason", "no App Group container")]))
-            update(outcome: .decryptedWithoutMedia, reason: "media: no App Group container configured")
+            update(outcome: .decryptedWithoutMedia, reason: FallbackReason.mediaNoContainer,
+                   detail: "media named, but the extension has no App Group container")
             return
         }
         let remaining = context.secondsUntilExpiry()
@@ -251,7 +266,8 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         do {
             file = try downloader.download(media, timeoutSeconds: timeout, cancellation: cancellation)
         } catch {
-            update(outcome: .decryptedWithoutMedia, reason: "media: \((error as? ExtensionError)?.code.name ?? "error"): \(Self.describe(error))")
+            update(outcome: .decryptedWithoutMedia, reason: "media:\((error as? ExtensionError)?.code.name ?? "error")",
+                   detail: "decrypted; media failed: \(Self.describe(error))")
             return
         }
         let start = ContinuousClock.now
@@ -260,11 +276,13 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
             var content = state.withLock { $0.best }.mutableCopy()
             content.attachments = [attachment]
             log("attach", "ok", since: start, [("type", attachment.type), ("byteCount", String(attachment.byteCount))])
-            update(UNNotificationContent(content), outcome: .decrypted, reason: "decrypted; media attached")
+            update(UNNotificationContent(content), outcome: .decrypted, reason: FallbackReason.mediaAttached,
+                   detail: "decrypted; media attached")
         } catch {
             try? FileManager.default.removeItem(at: file.fileURL)
             log("attach", "failed", since: start, [("reason", Self.describe(error))])
-            update(outcome: .decryptedWithoutMedia, reason: "media: \((error as? ExtensionError)?.code.name ?? "error"): \(Self.describe(error))")
+            update(outcome: .decryptedWithoutMedia, reason: "media:\((error as? ExtensionError)?.code.name ?? "error")",
+                   detail: "decrypted; the attachment was refused: \(Self.describe(error))")
         }
     }
 }

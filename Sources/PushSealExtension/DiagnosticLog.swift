@@ -98,5 +98,12 @@ func millisecondsSince(_ start: ContinuousClock.Instant) -> Double {
 
 /// Formats a duration in milliseconds with three decimals, for log fields.
 func formatMilliseconds(_ ms: Double) -> String {
-    String(format: "%.3f", ms)
+    // Not String(format:): that goes through Foundation's locale machinery (slow, and it
+    // pages in ICU data, which costs push-open cold start and RSS).
+    guard ms.isFinite, abs(ms) < 1e15 else { return "0.000" }
+    let micro = Int64((ms * 1000).rounded())
+    let magnitude = micro.magnitude
+    let fraction = magnitude % 1000
+    let pad = fraction < 10 ? "00" : fraction < 100 ? "0" : ""
+    return (micro < 0 ? "-" : "") + "\(magnitude / 1000)." + pad + "\(fraction)"
 }

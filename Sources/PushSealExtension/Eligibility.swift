@@ -10,32 +10,64 @@ import PushSealFormat
 public enum Eligibility: Sendable, Hashable {
     /// The payload reaches the extension.
     case eligible
-    /// The payload does not reach the extension; `reason` names the value found.
-    case notEligible(reason: String)
+    /// The payload does not reach the extension. `reason` is a stable token naming the value
+    /// found — `mutableContent:true`, `mutableContent:"1"`, `mutableContent:0`,
+    /// `mutableContent:1.0`, `mutableContent:missing`, `noAlert`, `emptyAlert`, `apsMissing`,
+    /// `apsNotObject`, `payloadNotObject` — and `detail` says it in words.
+    case notEligible(reason: String, detail: String)
 
     /// Decides eligibility of an APNs payload.
     /// - Parameter payload: the APNs payload.
     public init(payload: JSONValue) {
         guard case .object(let root) = payload else {
-            self = .notEligible(reason: "payload is a JSON \(payload.typeName), not an object")
+            self = .notEligible(reason: "payloadNotObject", detail: "payload is a JSON \(payload.typeName), not an object")
             return
         }
         guard case .object(let aps)? = root["aps"] else {
-            self = .notEligible(reason: root["aps"].map { "aps is a JSON \($0.typeName), not an object" } ?? "aps is missing")
+            if let aps = root["aps"] {
+                self = .notEligible(reason: "apsNotObject", detail: "aps is a JSON \(aps.typeName), not an object")
+            } else {
+                self = .notEligible(reason: "apsMissing", detail: "aps is missing")
+            }
             return
         }
         guard Self.hasNonEmptyAlert(aps["alert"]) else {
-            let found = aps["alert"].map { "aps.alert is empty (\(Self.describe($0)))" } ?? "aps.alert is missing"
-            self = .notEligible(reason: "\(found): a background push without an alert never reaches an extension")
+            let background = ": a background push without an alert never reaches an extension"
+            if let alert = aps["alert"] {
+                self = .notEligible(reason: "emptyAlert", detail: "aps.alert is empty (\(Self.describe(alert)))" + background)
+            } else {
+                self = .notEligible(reason: "noAlert", detail: "aps.alert is missing" + background)
+            }
             return
         }
         switch aps["mutable-content"] {
         case .integer(1)?:
             self = .eligible
         case let value?:
-            self = .notEligible(reason: "mutable-content is \(Self.describe(value)), not the integer 1")
+            self = .notEligible(reason: "mutableContent:\(Self.spell(value))",
+                                detail: "mutable-content is \(Self.describe(value)), not the integer 1")
         case nil:
-            self = .notEligible(reason: "mutable-content is missing; the integer 1 is needed")
+            self = .notEligible(reason: "mutableContent:missing", detail: "mutable-content is missing; the integer 1 is needed")
+        }
+    }
+
+    /// The reason token when not eligible, `nil` when eligible.
+    public var reason: String? {
+        if case .notEligible(let reason, _) = self { return reason }
+        return nil
+    }
+
+    /// A JSON-like spelling of a scalar for a reason token: `true`, `0`, `1.0`, `"1"` (strings
+    /// cut at 16 characters), `null`, `array`, `object`.
+    static func spell(_ value: JSONValue) -> String {
+        switch value {
+        case .null: "null"
+        case .bool(let b): b ? "true" : "false"
+        case .integer(let i): String(i)
+        case .number(let d): String(d)
+        case .string(let s): "\"" + (s.count > 16 ? String(s.prefix(16)) + "…" : s) + "\""
+        case .array: "array"
+        case .object: "object"
         }
     }
 

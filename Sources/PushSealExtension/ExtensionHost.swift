@@ -20,8 +20,11 @@ public struct ExtensionHost: Sendable {
         public let outcome: NotificationOutcome
         /// The displayed content; `nil` when nothing is shown (background push).
         public let content: UNNotificationContent?
-        /// Why this outcome: the extension's reason, the eligibility reason, or the timeout.
+        /// Why this outcome, as a stable token (docs/fallback.md): the extension's reason, the
+        /// eligibility reason (e.g. `mutableContent:true`), or `extensionTimedOut`.
         public let reason: String
+        /// The reason in words, for logs and tools (never key bytes, plaintext or ciphertext).
+        public let detail: String
         /// Milliseconds from the start of ``run(_:)`` to the delivery.
         public let elapsedMilliseconds: Double
         /// True when the host called `serviceExtensionTimeWillExpire()`.
@@ -65,11 +68,11 @@ public struct ExtensionHost: Sendable {
         let start = ContinuousClock.now
         let collector = CollectingLogger(forwardingTo: logger)
 
-        if case .notEligible(let reason) = Eligibility(payload: request.payload) {
+        if case .notEligible(let reason, let detail) = Eligibility(payload: request.payload) {
             let hasAlert = Eligibility.hasNonEmptyAlert(request.payload["aps"]?["alert"])
             collector.log(DiagnosticEntry(stage: "host", event: "notInvoked", fields: [
                 ("reason", reason), ("shows", hasAlert ? "alertAsSent" : "nothing")]))
-            return Result(outcome: .notInvoked, content: hasAlert ? request.content : nil, reason: reason,
+            return Result(outcome: .notInvoked, content: hasAlert ? request.content : nil, reason: reason, detail: detail,
                           elapsedMilliseconds: millisecondsSince(start), expiryCalled: false, log: collector.lines)
         }
 
@@ -81,9 +84,9 @@ public struct ExtensionHost: Sendable {
         let context = ExtensionContext(logger: collector, budgetSeconds: budgetSeconds, expiry: expiry, deadline: deadline)
 
         let run = HostRun(start: start, logger: collector)
-        let handler = ContentHandler { content, outcome, reason in
-            run.accept(content, outcome: outcome, reason: reason, by: "contentHandler")
-        }
+        let handler = ContentHandler(delivery: { d in
+            run.accept(d.content, outcome: d.outcome, reason: d.reason, detail: d.detail, by: "contentHandler")
+        })
         let instance = makeExtension(context)
         collector.log(DiagnosticEntry(stage: "host", event: "didReceive", fields: [
             ("budgetMs", formatMilliseconds(budgetSeconds * 1000)),
@@ -99,13 +102,13 @@ public struct ExtensionHost: Sendable {
                                           fields: [("elapsedMs", formatMilliseconds(millisecondsSince(start)))]))
             DispatchQueue.global().async { instance.serviceExtensionTimeWillExpire() }
             if run.delivered.wait(timeout: deadline) == .timedOut {
-                run.accept(request.content, outcome: .original,
-                           reason: "the extension did not call its content handler within the \(budgetSeconds) s budget",
+                run.accept(request.content, outcome: .original, reason: "extensionTimedOut",
+                           detail: "the extension did not call its content handler within the \(budgetSeconds) s budget",
                            by: "budgetEnd")
             }
         }
         let delivery = run.firstDelivery()
-        return Result(outcome: delivery.outcome, content: delivery.content, reason: delivery.reason,
+        return Result(outcome: delivery.outcome, content: delivery.content, reason: delivery.reason, detail: delivery.detail,
                       elapsedMilliseconds: delivery.elapsedMilliseconds, expiryCalled: expiryCalled, log: collector.lines)
     }
 
@@ -125,6 +128,7 @@ final class HostRun: Sendable {
         let content: UNNotificationContent
         let outcome: NotificationOutcome
         let reason: String
+        let detail: String
         let elapsedMilliseconds: Double
     }
 
@@ -142,16 +146,16 @@ final class HostRun: Sendable {
     /// Takes the first delivery; drops and logs any later one.
     /// - Returns: true when this call was the first.
     @discardableResult
-    func accept(_ content: UNNotificationContent, outcome: NotificationOutcome, reason: String, by source: String) -> Bool {
+    func accept(_ content: UNNotificationContent, outcome: NotificationOutcome, reason: String, detail: String = "", by source: String) -> Bool {
         let elapsed = millisecondsSince(start)
         let first = state.withLock { current -> Bool in
             guard current == nil else { return false }
-            current = Delivery(content: content, outcome: outcome, reason: reason, elapsedMilliseconds: elapsed)
+            current = Delivery(content: content, outcome: outcome, reason: reason, detail: detail, elapsedMilliseconds: elapsed)
             return true
         }
         if first {
             logger.log(DiagnosticEntry(stage: "host", event: "delivered", fields: [
-                ("by", source), ("outcome", outcome.rawValue), ("elapsedMs", formatMilliseconds(elapsed)),
+                ("by", source), ("outcome", outcome.rawValue), ("reason", reason), ("elapsedMs", formatMilliseconds(elapsed)),
                 ("attachments", String(content.attachments.count)), ("blank", String(content.isBlank))]))
             delivered.signal()
         } else {
@@ -164,6 +168,6 @@ final class HostRun: Sendable {
 
     /// The first delivery. Call only after one happened.
     func firstDelivery() -> Delivery {
-        state.withLock { $0 } ?? Delivery(content: UNNotificationContent(), outcome: .original, reason: "no delivery", elapsedMilliseconds: 0)
+        state.withLock { $0 } ?? Delivery(content: UNNotificationContent(), outcome: .original, reason: "noDelivery", detail: "", elapsedMilliseconds: 0)
     }
 }

@@ -4,22 +4,25 @@ import PushSealFormat
 /// Gives the decrypting service the key for a key id, as the extension's own identity would
 /// read it from the keychain (its entitlements, the device lock state).
 ///
-/// Errors should describe themselves (`CustomStringConvertible`) with a reason the service can
-/// put in its outcome reason, e.g. naming OSStatus -25308 (`errSecInteractionNotAllowed`) or
-/// -34018 (missing entitlement). They must never contain key bytes.
+/// The service turns a thrown error into a stable reason token (``FallbackReason/key(_:)``):
+/// a `KeychainError` becomes `keychain:<statusName>(<OSStatus>)`, e.g.
+/// `keychain:errSecInteractionNotAllowed(-25308)`; an error conforming to
+/// ``FallbackReasonProviding`` gives its own token; anything else is `keyUnavailable`. The
+/// error's description goes to the detail and the log: it must never contain key bytes.
 public protocol NotificationKeyProvider: Sendable {
     /// The 32-byte key stored under `keyID`.
     /// - Parameter keyID: 1–64 characters of `A-Z a-z 0-9 _ -`, from the payload's `key_id`.
     /// - Returns: the key; the service drops it when done (it wipes itself).
-    /// - Throws: any error whose description explains why (no key bytes in it).
+    /// - Throws: any error whose description explains why (no key bytes in it); see above.
     func key(for keyID: String) throws -> SecretBytes
 }
 
-/// Opens an APNs payload: the seam where the wire-format codec plugs in.
+/// Opens an APNs payload: the seam where the wire-format codec plugs in. The real one is
+/// ``WireFormatOpener`` (the default); tests may inject another.
 public protocol NotificationPayloadOpener: Sendable {
     /// The key id the payload names (`key_id`), read before any key lookup.
     /// - Throws: when the envelope fields are malformed (missing, wrong type, unknown `enc_alg`);
-    ///   the description is the reason.
+    ///   mapped to a token by ``FallbackReason/envelope(_:payload:)``, described in the detail.
     func keyID(in payload: JSONValue) throws -> String
 
     /// Authenticates and decrypts the payload's `encrypted_data` with `key` and the app id
@@ -30,7 +33,8 @@ public protocol NotificationPayloadOpener: Sendable {
     ///   - appID: the app's bundle identifier from the extension's configuration (never the payload's).
     /// - Returns: the decoded plaintext.
     /// - Throws: when the box does not authenticate or the plaintext is not a valid object;
-    ///   the description is the reason (no plaintext in it).
+    ///   mapped to a token by ``FallbackReason/open(_:)``; the description (no plaintext in it)
+    ///   goes to the detail.
     func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> DecryptedNotification
 }
 

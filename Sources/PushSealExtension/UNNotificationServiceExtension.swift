@@ -53,29 +53,61 @@ public struct ExtensionContext: Sendable {
 /// ``UNNotificationContent`` or ``UNMutableNotificationContent``, as on iOS:
 /// `contentHandler(bestAttemptContent)`.
 public struct ContentHandler: Sendable {
-    let sink: @Sendable (UNNotificationContent, NotificationOutcome, String) -> Bool
+    /// What one call hands the host (an emulation extra besides the content).
+    public struct Delivery: Sendable {
+        /// The content to show.
+        public let content: UNNotificationContent
+        /// Which fallback it is.
+        public let outcome: NotificationOutcome
+        /// A short, stable reason token, e.g. `decrypted`, `unknownKey`,
+        /// `keychain:errSecInteractionNotAllowed(-25308)` (docs/fallback.md lists them).
+        public let reason: String
+        /// A human explanation for logs and tools (no key bytes, plaintext or ciphertext); may be empty.
+        public let detail: String
+
+        /// Creates a delivery.
+        public init(content: UNNotificationContent, outcome: NotificationOutcome, reason: String, detail: String = "") {
+            self.content = content
+            self.outcome = outcome
+            self.reason = reason
+            self.detail = detail
+        }
+    }
+
+    let sink: @Sendable (Delivery) -> Bool
 
     /// Wraps a sink; the sink returns true when it accepted the call (the first one).
     /// - Parameter sink: receives content, outcome and reason.
     public init(_ sink: @escaping @Sendable (UNNotificationContent, NotificationOutcome, String) -> Bool) {
+        self.sink = { sink($0.content, $0.outcome, $0.reason) }
+    }
+
+    /// Wraps a sink receiving the whole ``Delivery`` (detail included); it returns true when it
+    /// accepted the call (the first one).
+    public init(delivery sink: @escaping @Sendable (Delivery) -> Bool) {
         self.sink = sink
     }
 
     /// Delivers `content` (outcome ``NotificationOutcome/delivered``).
     public func callAsFunction(_ content: UNNotificationContent) {
-        _ = sink(content, .delivered, "")
+        _ = sink(Delivery(content: content, outcome: .delivered, reason: ""))
     }
 
     /// Delivers a snapshot of `content` (outcome ``NotificationOutcome/delivered``).
     public func callAsFunction(_ content: UNMutableNotificationContent) {
-        _ = sink(UNNotificationContent(content), .delivered, "")
+        _ = sink(Delivery(content: UNNotificationContent(content), outcome: .delivered, reason: ""))
     }
 
     /// Delivers `content` and tells the host which fallback it is and why (an emulation extra).
+    /// - Parameters:
+    ///   - content: what to show.
+    ///   - outcome: which fallback.
+    ///   - reason: a stable reason token.
+    ///   - detail: a human explanation (default empty).
     /// - Returns: true if this was the first call and the host took it; false if dropped.
     @discardableResult
-    public func deliver(_ content: UNNotificationContent, outcome: NotificationOutcome, reason: String) -> Bool {
-        sink(content, outcome, reason)
+    public func deliver(_ content: UNNotificationContent, outcome: NotificationOutcome, reason: String, detail: String = "") -> Bool {
+        sink(Delivery(content: content, outcome: outcome, reason: reason, detail: detail))
     }
 }
 

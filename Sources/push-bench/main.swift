@@ -55,6 +55,7 @@ for argument in CommandLine.arguments.dropFirst() {
 
 let sections: [any BenchSection] = [
     CryptoBench(),
+    SenderBench(),
 ]
 
 let measurer = Measurer(settings: settings)

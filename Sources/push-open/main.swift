@@ -1,4 +1,10 @@
-// Placeholder until this tool's issue lands.
-import Foundation
-FileHandle.standardError.write("push-open: error: not built yet\n".data(using: .utf8) ?? Data())
-exit(69)
+// push-open: what a device would display for an APNs payload (the decrypting Notification
+// Service Extension run in its emulated host). Thin dispatcher; the command is OpenCommand.swift.
+import PushSealCLI
+
+let tool = Tool(
+    name: "push-open",
+    overview: "show what an iOS device would display for a PushSeal APNs payload",
+    commands: [OpenCommand()]
+)
+tool.main()

@@ -1,4 +1,9 @@
-// Placeholder until this tool's issue lands.
-import Foundation
-FileHandle.standardError.write("push-seal: error: not built yet\n".data(using: .utf8) ?? Data())
-exit(69)
+// push-seal: turn a notification into an APNs payload only the device can read.
+import PushSealCLI
+
+let tool = Tool(
+    name: "push-seal",
+    overview: "seal notifications into APNs payloads that only the recipient's device can open",
+    commands: [SealCommand(), BatchCommand(), MediaCommand()]
+)
+tool.main()

@@ -58,14 +58,15 @@ private final class SilentExtension: UNNotificationServiceExtension, @unchecked 
 
 @Suite struct EligibilityTests {
     @Test(arguments: [
-        (JSONValue.bool(true), "true (boolean)"), (.string("1"), "\"1\" (string)"), (.integer(0), "0 (integer)"),
-        (.number(1.0), "1.0 (number)"), (.integer(2), "2 (integer)"),
+        (JSONValue.bool(true), "true", "true (boolean)"), (.string("1"), "\"1\"", "\"1\" (string)"), (.integer(0), "0", "0 (integer)"),
+        (.number(1.0), "1.0", "1.0 (number)"), (.integer(2), "2", "2 (integer)"),
     ])
-    func wrongMutableContentIsNotInvokedAndShowsAlertAsSent(_ value: JSONValue, _ named: String) {
+    func wrongMutableContentIsNotInvokedAndShowsAlertAsSent(_ value: JSONValue, _ token: String, _ named: String) {
         let host = ExtensionHost(budgetSeconds: 1) { _ in ImmediateExtension() }
         let result = host.run(UNNotificationRequest(identifier: "r", apnsPayload: payload(alert: fallbackAlert, mutableContent: value)))
         #expect(result.outcome == .notInvoked)
-        #expect(result.reason.contains(named))
+        #expect(result.reason == "mutableContent:" + token)
+        #expect(result.detail.contains(named))
         #expect(result.content?.title == "New message")
         #expect(result.content?.body == "Open the app to read it")
         #expect(result.log.contains { $0.contains("event=notInvoked") && $0.contains("shows=alertAsSent") })
@@ -75,7 +76,7 @@ private final class SilentExtension: UNNotificationServiceExtension, @unchecked 
         let host = ExtensionHost(budgetSeconds: 1) { _ in ImmediateExtension() }
         let result = host.run(UNNotificationRequest(identifier: "r", apnsPayload: payload(alert: fallbackAlert, mutableContent: nil)))
         #expect(result.outcome == .notInvoked)
-        #expect(result.reason.contains("missing"))
+        #expect(result.reason == "mutableContent:missing")
         #expect(result.content?.title == "New message")
     }
 
@@ -85,7 +86,8 @@ private final class SilentExtension: UNNotificationServiceExtension, @unchecked 
         let result = host.run(UNNotificationRequest(identifier: "r", apnsPayload: payload(alert: alert, mutableContent: .integer(1))))
         #expect(result.outcome == .notInvoked)
         #expect(result.content == nil)
-        #expect(result.reason.contains("alert"))
+        #expect(result.reason == (alert == nil ? "noAlert" : "emptyAlert"))
+        #expect(result.detail.contains("alert"))
     }
 
     @Test func integerOneWithAlertIsEligible() {

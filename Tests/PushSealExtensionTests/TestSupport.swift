@@ -1,6 +1,7 @@
 import Foundation
 import PushSealCrypto
 import PushSealFormat
+import PushSealKeychain
 @testable import PushSealExtension
 
 /// A fresh temporary directory (mode 0700), removed by the caller when done.
@@ -98,56 +99,18 @@ func sealPayload(_ plaintext: JSONObject, key: SecretBytes, keyID: String = "k1"
     ])
 }
 
-struct TestOpenError: Error, CustomStringConvertible {
-    let description: String
-}
+/// The payload opener the tests used before the real codec landed; now the real one, kept as
+/// a name so tests written against it still compile.
+typealias TestOpener = WireFormatOpener
 
-/// A minimal stand-in for the wire-format codec (until PushSealFormat's lands): Foundation
-/// base64 and JSON, real AES-256-GCM from PushSealCrypto.
-struct TestOpener: NotificationPayloadOpener {
-    func keyID(in payload: JSONValue) throws -> String {
-        guard payload["enc_alg"]?.stringValue == "A256GCM" else { throw TestOpenError(description: "enc_alg is not A256GCM") }
-        guard let kid = payload["key_id"]?.stringValue, !kid.isEmpty else { throw TestOpenError(description: "key_id is missing") }
-        return kid
-    }
-
-    func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> DecryptedNotification {
-        let kid = try keyID(in: payload)
-        guard let b64 = payload["encrypted_data"]?.stringValue, let data = Data(base64Encoded: b64) else {
-            throw TestOpenError(description: "encrypted_data is not base64")
-        }
-        let box = try SealedBox(combined: Array(data))
-        let bytes = try AES256GCM.open(box, with: key, authenticating: aad(keyID: kid, appID: appID))
-        guard case .object(let o) = jsonValue(fromFoundation: try JSONSerialization.jsonObject(with: Data(bytes))) else {
-            throw TestOpenError(description: "plaintext is not an object")
-        }
-        var n = DecryptedNotification(title: o["title"]?.stringValue, subtitle: o["subtitle"]?.stringValue,
-                                      body: o["body"]?.stringValue, data: o["data"]?.objectValue,
-                                      issuedAt: o["iat"]?.integerValue, expiresAt: o["exp"]?.integerValue, id: o["id"]?.stringValue)
-        if let l = o["localizations"]?.objectValue {
-            n.localizations = l.map { .init(locale: $0.key, title: $0.value["title"]?.stringValue,
-                                            subtitle: $0.value["subtitle"]?.stringValue, body: $0.value["body"]?.stringValue) }
-        }
-        if let m = o["media"]?.objectValue, let url = m["url"]?.stringValue {
-            let mediaKey = m["key"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map { SecretBytes(copying: Array($0)) }
-            n.media = MediaDescriptor(url: url, type: m["type"]?.stringValue, sha256Hex: m["sha256"]?.stringValue, key: mediaKey)
-        }
-        return n
-    }
-}
-
-struct KeyLookupError: Error, CustomStringConvertible {
-    let description: String
-}
-
-/// Keys in memory by key id; optional fixed failure (e.g. naming -25308).
+/// Keys in memory by key id; optional fixed keychain failure (e.g. -25308).
 struct MemoryKeyProvider: NotificationKeyProvider {
     var keys: [String: SecretBytes] = [:]
-    var failure: String? = nil
+    var failure: KeychainError? = nil
 
     func key(for keyID: String) throws -> SecretBytes {
-        if let failure { throw KeyLookupError(description: failure) }
-        guard let key = keys[keyID] else { throw KeyLookupError(description: "errSecItemNotFound (-25300): no key \(keyID)") }
+        if let failure { throw failure }
+        guard let key = keys[keyID] else { throw KeychainError(.itemNotFound, "no key \(keyID)") }
         return key
     }
 }

@@ -1,0 +1,89 @@
+import PushSealFormat
+import PushSealKeychain
+
+/// An error that names its own fallback reason token (see docs/fallback.md), for key
+/// providers and payload openers plugged into ``DecryptingServiceExtension``.
+public protocol FallbackReasonProviding {
+    /// A short, stable token without spaces, e.g. `keychain:errSecItemNotFound(-25300)`.
+    var fallbackReason: String { get }
+}
+
+/// The stable reason tokens the decrypting service reports (docs/fallback.md lists each with
+/// its cause and fix). Tokens never change between releases; the human detail may.
+public enum FallbackReason {
+    /// Decrypted, no media named.
+    public static let decrypted = "decrypted"
+    /// Decrypted, media downloaded and attached.
+    public static let mediaAttached = "mediaAttached"
+    /// The plaintext's `exp` is not after the device clock (checked after authentication).
+    public static let expired = "expired"
+    /// The plaintext's `id` was shown recently (replay guard).
+    public static let replayed = "replayed"
+    /// Decrypted title, subtitle and body are all empty for the device locale.
+    public static let blankContent = "blankContent"
+    /// The expiry call came while media was still downloading.
+    public static let mediaTimeWillExpire = "media:timeWillExpire"
+    /// Media named but no App Group container configured.
+    public static let mediaNoContainer = "media:noAppGroupContainer"
+    /// Decryption had not finished when the expiry call came.
+    public static let timeWillExpire = "timeWillExpire"
+
+    /// The token for a failure reading the envelope (`encrypted_data`, `key_id`, `enc_alg`):
+    /// `missingField:<field>`, `wrongFieldType:<field>`, `emptyField:<field>`,
+    /// `unknownAlgorithm`, `invalidKeyID`, `invalidBase64`, `truncatedBox`; else
+    /// `malformedEnvelope`.
+    /// - Parameters:
+    ///   - error: what the opener threw.
+    ///   - payload: the APNs payload, to name the field.
+    public static func envelope(_ error: any Error, payload: JSONValue) -> String {
+        if let e = error as? any FallbackReasonProviding { return e.fallbackReason }
+        guard let e = error as? FormatError else { return "malformedEnvelope" }
+        switch e.code {
+        case .missingField, .wrongFieldType, .emptyField:
+            if let field = field(for: e.code, in: payload) { return "\(e.code.name):\(field)" }
+            return e.code.name
+        default:
+            return e.code.name
+        }
+    }
+
+    /// The token for a key lookup failure: `keychain:<statusName>(<OSStatus>)` (e.g.
+    /// `keychain:errSecInteractionNotAllowed(-25308)`) or `keychain:<code>` for a keychain
+    /// error without an OSStatus; a provider's own token (``FallbackReasonProviding``, e.g.
+    /// `unknownKey`, `keyDestroyed`, `keyDisabled`); else `keyUnavailable`.
+    public static func key(_ error: any Error) -> String {
+        if let e = error as? any FallbackReasonProviding { return e.fallbackReason }
+        if let e = error as? KeychainError { return keychain(e) }
+        return "keyUnavailable"
+    }
+
+    /// The token for an open failure: `authenticationFailed`, `invalidPlaintext`,
+    /// `invalidKey`, `invalidAppID` (or any other `FormatError` code name); else `openFailed`.
+    public static func open(_ error: any Error) -> String {
+        if let e = error as? any FallbackReasonProviding { return e.fallbackReason }
+        if let e = error as? FormatError { return e.code.name }
+        return "openFailed"
+    }
+
+    /// `keychain:errSecInteractionNotAllowed(-25308)`, or `keychain:corrupt` for codes without an OSStatus.
+    public static func keychain(_ e: KeychainError) -> String {
+        if let status = e.osStatus, let name = e.statusName { return "keychain:\(name)(\(status))" }
+        return "keychain:\(e.code.name)"
+    }
+
+    /// The first envelope field matching a field-level format error, in reading order.
+    static func field(for code: FormatError.Code, in payload: JSONValue) -> String? {
+        let names = [WireFormat.encryptedDataField, WireFormat.keyIDField, WireFormat.algorithmField]
+        for name in names {
+            let value = payload[name]
+            switch code {
+            case .missingField where value == nil: return name
+            case .wrongFieldType where value != nil && value?.stringValue == nil: return name
+            case .emptyField where value?.stringValue == "": return name
+            default: continue
+            }
+        }
+        // `encrypted_data` holding only whitespace is reported as empty too.
+        return code == .emptyField ? WireFormat.encryptedDataField : nil
+    }
+}

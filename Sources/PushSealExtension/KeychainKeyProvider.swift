@@ -1,0 +1,48 @@
+import Foundation
+import PushSealCrypto
+import PushSealKeychain
+import PushSealKeys
+
+/// The real key provider: reads the key for a payload's key id from the device keychain as the
+/// extension's identity (its entitlements), through PushSealKeys' ``DeviceKeyring``.
+///
+/// Failures keep their identity so the fallback reason tells them apart
+/// (``FallbackReason/key(_:)``): `unknownKey`, `keyDestroyed`, `keyDisabled`, `keyExpired`
+/// (`KeysError`), and `keychain:errSecInteractionNotAllowed(-25308)` (a `whenUnlocked` keyset
+/// while the device is locked, or any keyset before first unlock),
+/// `keychain:errSecMissingEntitlement(-34018)` (the named access group is not among the
+/// extension's), `keychain:errSecItemNotFound(-25300)` (entitled, but no keyset for this app).
+public struct KeychainKeyProvider: NotificationKeyProvider {
+    /// The keyring the lookups go through.
+    public let keyring: DeviceKeyring
+    /// The app's bundle identifier: the keyset searched (`pushseal.keyset:<appID>`).
+    public let appID: String
+    private let now: @Sendable () -> Int64
+
+    /// Creates a provider over an open keychain.
+    /// - Parameters:
+    ///   - keychain: the device keychain, opened as the extension's identity.
+    ///   - accessGroup: the group the extension's code names when reading its key (as
+    ///     `kSecAttrAccessGroup`); a group the identity lacks gives -34018. `nil` searches every
+    ///     group of the identity (a missing key is then -25300).
+    ///   - appID: the app's bundle identifier (from the extension's configuration).
+    ///   - now: Unix seconds, for a `decryptOnly` key's grace window (default: the system clock).
+    public init(keychain: Keychain, accessGroup: String? = nil, appID: String,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+        self.keyring = DeviceKeyring(keychain: keychain, accessGroup: accessGroup)
+        self.appID = appID
+        self.now = now
+    }
+
+    /// The 32-byte key stored under `keyID` in the app's keyset.
+    /// - Throws: `KeysError` `.unknownKey`, `.keyDestroyed`, `.keyDisabled`, `.keyExpired`,
+    ///   `.invalidName`, `.corruptKeyset`; `KeychainError` with its OSStatus (-25308, -34018, -25300).
+    public func key(for keyID: String) throws -> SecretBytes {
+        try keyring.key(for: keyID, appID: appID, now: now())
+    }
+}
+
+extension KeysError: FallbackReasonProviding {
+    /// The code's name: `unknownKey`, `keyDestroyed`, `keyDisabled`, `keyExpired`, …
+    public var fallbackReason: String { code.name }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import PushSealCrypto
+import PushSealKeychain
+
+/// The Notification Service Extension's view of a device keychain: the key for a payload's
+/// `key_id`.
+///
+/// Opened as the extension's identity (its entitlements), it reads the app's keyset items
+/// (service `pushseal.keyset:<appID>`) from the access group the app shares with it. The lookup
+/// is by key id inside the keyset; no key is ever tried.
+///
+/// Sendable: all stored properties are immutable.
+public final class DeviceKeyring: Sendable {
+    /// The device keychain, opened as the extension's identity.
+    public let keychain: Keychain
+    /// The access group the app stored its keysets in, or `nil` to search every group of the
+    /// identity. Naming it (as an app's code does) turns a missing entitlement into
+    /// `errSecMissingEntitlement` (-34018) instead of `errSecItemNotFound` (-25300).
+    public let accessGroup: String?
+
+    /// Wraps an open keychain.
+    public init(keychain: Keychain, accessGroup: String? = nil) {
+        self.keychain = keychain
+        self.accessGroup = accessGroup
+    }
+
+    /// Opens the device keychain at `url` as `entitlements`.
+    /// - Throws: `KeychainError` (`.keychainMissing`, `.insecurePermissions`, `.corrupt`, `.io`).
+    public convenience init(keychainAt url: URL, as entitlements: Entitlements, accessGroup: String? = nil) throws {
+        self.init(keychain: try Keychain(opening: url, as: entitlements), accessGroup: accessGroup)
+    }
+
+    /// The 32-byte key for `keyID`, for opening a payload addressed to `appID`.
+    /// - Parameters:
+    ///   - keyID: the payload's `key_id`.
+    ///   - appID: the app's bundle identifier (the APNs topic, also in the AAD).
+    ///   - now: Unix seconds, compared with a `decryptOnly` key's `notAfter`.
+    /// - Returns: the key (pending, primary, or decryptOnly within its grace window).
+    /// - Throws: `KeysError` `.unknownKey` (no such key id in the app's keyset), `.keyDestroyed`,
+    ///   `.keyDisabled`, `.keyExpired`, `.invalidName`, `.corruptKeyset`; the keychain's own
+    ///   `KeychainError` unchanged: `.itemNotFound` (-25300, no keyset for this app in reach),
+    ///   `.interactionNotAllowed` (-25308, a `whenUnlocked` keyset while locked),
+    ///   `.missingEntitlement` (-34018, ``accessGroup`` not in the identity's groups).
+    public func key(for keyID: String, appID: String, now: Int64 = Int64(Date().timeIntervalSince1970)) throws -> SecretBytes {
+        try KeyID.validate(keyID)
+        try KeyID.validateAppID(appID)
+        let items = try keychain.copyMatching(ItemQuery(itemClass: .genericPassword, service: KeyStore.service(appID: appID), accessGroup: accessGroup),
+                                              limit: .all, returning: .data)
+        for item in items {
+            guard let data = item.data else { continue }
+            let ks = try data.withUnsafeBytes { raw -> Keyset in
+                var bytes = Array(raw)
+                defer { SecretBytes.wipe(&bytes) }
+                return try Keyset.decode(bytes)
+            }
+            guard let i = ks.index(of: keyID) else { continue }
+            let k = ks.keys[i]
+            switch k.info.status {
+            case .destroyed:
+                throw KeysError(.keyDestroyed, "key \(keyID) of \(appID) was destroyed (pruned after its grace window)")
+            case .disabled:
+                throw KeysError(.keyDisabled, "key \(keyID) of \(appID) was revoked")
+            case .decryptOnly where (k.info.notAfter ?? Int64.max) <= now:
+                throw KeysError(.keyExpired, "key \(keyID) of \(appID) is past its grace window (notAfter \(k.info.notAfter ?? 0))")
+            case .pending, .primary, .decryptOnly:
+                guard let secret = k.secret else { throw KeysError(.corruptKeyset, "key \(keyID) of \(appID) has no key bytes") }
+                return secret
+            }
+        }
+        throw KeysError(.unknownKey, "no key \(keyID) in the keysets of \(appID)")
+    }
+}

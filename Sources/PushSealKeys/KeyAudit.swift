@@ -1,0 +1,74 @@
+import Foundation
+
+/// Where the audit trail goes: one JSON object per line for every keyset state change
+/// (generate, add, install, promote, demote, prune, revoke, import, reserve, rotation steps).
+///
+/// A line names the event, time (Unix seconds), app id, recipient and key ids — never key
+/// bytes. Example:
+/// `{"time":1767225600,"event":"promote","keychain":"/srv/keys","appId":"com.example.app","recipient":"alice","keyId":"q3Zk_9Ab","previousKeyId":"Xy12ab-_","notAfter":1769817600}`
+public enum KeyAudit: Sendable, Hashable {
+    /// Append to `keys-audit.log` (mode 0600) inside the keychain directory. The default.
+    case keychainFile
+    /// Append to this file (created 0600 if absent).
+    case file(String)
+    /// Write to standard error.
+    case standardError
+    /// Write nothing (tests that count nothing else).
+    case none
+
+    /// The audit file name used by ``keychainFile``.
+    public static let fileName = "keys-audit.log"
+
+    func write(_ members: [(String, AuditValue)], keychainPath: String) throws {
+        let path: String
+        switch self {
+        case .none: return
+        case .standardError:
+            let line = Self.line(members)
+            line.withUnsafeBytes { _ = Foundation.write(2, $0.baseAddress, $0.count) }
+            return
+        case .keychainFile: path = keychainPath + "/" + Self.fileName
+        case .file(let p): path = p
+        }
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw KeysError(.io, "cannot open audit log \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let line = Self.line(members)
+        let n = line.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+        guard n == line.count else { throw KeysError(.io, "cannot write audit log \(path)") }
+    }
+
+    enum AuditValue {
+        case string(String)
+        case int(Int64)
+        case uint(UInt64)
+    }
+
+    static func line(_ members: [(String, AuditValue)]) -> [UInt8] {
+        var out = "{"
+        for (i, m) in members.enumerated() {
+            if i > 0 { out += "," }
+            out += jsonString(m.0) + ":"
+            switch m.1 {
+            case .string(let s): out += jsonString(s)
+            case .int(let v): out += String(v)
+            case .uint(let v): out += String(v)
+            }
+        }
+        out += "}\n"
+        return Array(out.utf8)
+    }
+
+    static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,177 @@
+import PushSealCrypto
+import PushSealKeychain
+
+/// A point a rotation has reached; ``KeyStore/rotate(appID:recipient:graceSeconds:device:promote:now:afterStep:)``
+/// reports each one after it is durably stored (tests kill the process there).
+public enum RotationStep: String, Sendable, CaseIterable {
+    /// The new key is in the server keyset as `pending` (the journal records the rotation).
+    case added
+    /// The device keyset holds the new key (only with a device keychain).
+    case installed
+    /// The server promoted the new key; the old primary is `decryptOnly` until `notAfter`.
+    case promoted
+    /// The device keyset mirrors the promotion (only with a device keychain).
+    case devicePromoted
+    /// The journal entry is cleared: the rotation is complete.
+    case finished
+}
+
+/// What a rotation did.
+public struct RotationResult: Sendable, Hashable {
+    /// The new key's id.
+    public var keyID: String
+    /// The former primary's id (now `decryptOnly`), or `nil`.
+    public var previousKeyID: String?
+    /// End of the former primary's grace window, Unix seconds, or `nil`.
+    public var notAfter: Int64?
+    /// `true` when the new key is primary on the server (`false` with `promote: false`).
+    public var promoted: Bool
+    /// `true` when a device keyset was updated.
+    public var deviceUpdated: Bool
+    /// `true` when this call resumed an interrupted rotation instead of starting one.
+    public var resumed: Bool
+}
+
+extension KeyStore {
+    /// Rotates a keyset in Tink's order: add a new key (non-primary) to the server keyset, install
+    /// it on the device, then promote it on the server; the old primary becomes `decryptOnly`
+    /// until `now + graceSeconds`.
+    ///
+    /// Every step is one atomic keychain update and idempotent. The server keyset records the
+    /// rotation (a journal entry) until it is finished, so a rotation killed at any point leaves
+    /// both keysets usable — the old primary keeps sealing until promotion, and the device
+    /// already holds the new key when the server starts using it — and calling `rotate` again
+    /// resumes and completes it rather than starting another.
+    /// - Parameters:
+    ///   - appID: the app id; `recipient`: the recipient (the keyset must exist).
+    ///   - graceSeconds: grace window of the old primary (default 30 days). A resumed rotation
+    ///     keeps the grace it was started with.
+    ///   - device: the device's key store, or `nil` (then deliver the new key record yourself
+    ///     before it is promoted — see `promote: false`).
+    ///   - promote: `false` stops after adding (and installing): promote later with ``promote(appID:recipient:keyID:graceSeconds:now:)``
+    ///     once every device holds the key.
+    ///   - now: Unix seconds.
+    ///   - afterStep: called after each durable step (tests use it to crash on purpose).
+    /// - Throws: `KeysError` `.unknownKeyset`, `.invalidState` (same keychain as server and
+    ///   device), `.duplicateKeyID`; `KeychainError`.
+    @discardableResult
+    public func rotate(appID: String, recipient: String, graceSeconds: Int64 = KeyStore.defaultGraceSeconds, device: KeyStore? = nil,
+                       promote: Bool = true, now: Int64 = KeyStore.now(), afterStep: (RotationStep) -> Void = { _ in }) throws -> RotationResult {
+        try KeyID.validateAppID(appID)
+        try KeyID.validateRecipient(recipient)
+        if let device, device.keychain.url.standardizedFileURL.path == keychain.url.standardizedFileURL.path {
+            throw KeysError(.invalidState, "the device keychain and the server keychain are the same directory")
+        }
+        // 1. Add (or resume).
+        var resumed = false
+        var ks = try mutate(appID: appID, recipient: recipient) { ks, _ in
+            if let r = ks.rotation, let i = ks.index(of: r.keyID), ks.keys[i].info.status == .pending || ks.keys[i].info.status == .primary {
+                resumed = true
+                return []
+            }
+            let id = KeyID.generate(avoiding: Set(ks.keys.map(\.info.keyID)))
+            ks.keys.append(ManagedKey(info: KeyInfo(keyID: id, status: .pending, createdAt: now),
+                                      secret: SecretBytes(randomByteCount: AES256GCM.keyByteCount)))
+            ks.rotation = Keyset.Rotation(keyID: id, graceSeconds: max(0, graceSeconds), phase: .added)
+            return [AuditEvent(event: "add", time: now, members: [("keyId", .string(id)), ("status", .string("pending"))])]
+        }
+        guard let rotation = ks.rotation else { throw KeysError(.invalidState, "rotation journal missing after add") }
+        let newID = rotation.keyID
+        afterStep(.added)
+
+        // 2. Install on the device.
+        if let device {
+            try device.sync(from: ks, now: now, event: "install")
+            afterStep(.installed)
+        }
+        guard promote else {
+            return RotationResult(keyID: newID, previousKeyID: ks.primaryIndex.map { ks.keys[$0].info.keyID }, notAfter: nil,
+                                  promoted: false, deviceUpdated: device != nil, resumed: resumed)
+        }
+
+        // 3. Promote on the server.
+        var previous: String?
+        ks = try mutate(appID: appID, recipient: recipient) { ks, _ in
+            guard var r = ks.rotation, r.keyID == newID else { return [] }
+            if r.phase == .promoted { return [] }
+            previous = ks.primaryIndex.map { ks.keys[$0].info.keyID }
+            var events = try Self.promote(&ks, keyID: newID, graceSeconds: r.graceSeconds, now: now)
+            r.phase = .promoted
+            ks.rotation = r
+            events.append(AuditEvent(event: "rotationPromoted", time: now, members: [("keyId", .string(newID))]))
+            return events
+        }
+        afterStep(.promoted)
+
+        // 4. Mirror on the device.
+        if let device {
+            try device.sync(from: ks, now: now, event: "sync")
+            afterStep(.devicePromoted)
+        }
+
+        // 5. Finish.
+        ks = try mutate(appID: appID, recipient: recipient) { ks, _ in
+            guard ks.rotation?.keyID == newID else { return [] }
+            ks.rotation = nil
+            return [AuditEvent(event: "rotationFinished", time: now, members: [("keyId", .string(newID))])]
+        }
+        afterStep(.finished)
+        let old = previous.flatMap { p in ks.keys.first { $0.info.keyID == p } }?.info
+            ?? ks.keys.filter { $0.info.status == .decryptOnly }.max { ($0.info.retiredAt ?? 0) < ($1.info.retiredAt ?? 0) }?.info
+        return RotationResult(keyID: newID, previousKeyID: old?.keyID, notAfter: old?.notAfter, promoted: true,
+                              deviceUpdated: device != nil, resumed: resumed)
+    }
+
+    /// Makes this (device) keyset mirror `source`: adds keys it lacks, moves statuses forward.
+    func sync(from source: Keyset, now: Int64, event: String) throws {
+        try mutate(appID: source.appID, recipient: source.recipient, allowCreate: true) { ks, _ in
+            try Self.merge(&ks, incoming: source.keys, now: now, graceSeconds: source.rotation?.graceSeconds ?? Self.defaultGraceSeconds, event: event)
+        }
+    }
+
+    /// Merges `incoming` keys into `local`. A key only moves forward in its lifecycle (the later
+    /// status wins; a destroyed key is never resurrected). The same key id with other bytes
+    /// throws `.duplicateKeyID` (the caller saves nothing). If two primaries result, the most
+    /// recently promoted stays primary and the other becomes `decryptOnly` for `graceSeconds`.
+    static func merge(_ local: inout Keyset, incoming: [ManagedKey], now: Int64, graceSeconds: Int64, event: String) throws -> [AuditEvent] {
+        var events: [AuditEvent] = []
+        for k in incoming {
+            try KeyID.validate(k.info.keyID)
+            guard let i = local.index(of: k.info.keyID) else {
+                var copy = k
+                if copy.info.status == .destroyed { copy.secret = nil }
+                local.keys.append(copy)
+                events.append(AuditEvent(event: event, time: now, members: [("keyId", .string(k.info.keyID)), ("status", .string(copy.info.status.rawValue))]))
+                continue
+            }
+            let l = local.keys[i]
+            if let a = l.secret, let b = k.secret, a != b {
+                throw KeysError(.duplicateKeyID, "key id \(k.info.keyID) is already in keyset \(local.appID)/\(local.recipient) with different key bytes")
+            }
+            if k.info.status.rank > l.info.status.rank {
+                local.keys[i].info.status = k.info.status
+                local.keys[i].info.promotedAt = k.info.promotedAt ?? l.info.promotedAt
+                local.keys[i].info.retiredAt = k.info.retiredAt ?? now
+                local.keys[i].info.notAfter = k.info.notAfter
+                if k.info.status == .destroyed { local.keys[i].secret = nil }
+                events.append(AuditEvent(event: event, time: now, members: [("keyId", .string(k.info.keyID)), ("status", .string(k.info.status.rawValue)),
+                                                                        ("previousStatus", .string(l.info.status.rawValue))]))
+            } else if l.secret == nil, let s = k.secret, l.info.status.canOpen {
+                local.keys[i].secret = s
+                events.append(AuditEvent(event: event, time: now, members: [("keyId", .string(k.info.keyID)), ("status", .string(l.info.status.rawValue))]))
+            }
+        }
+        let primaries = local.keys.indices.filter { local.keys[$0].info.status == .primary }
+        if primaries.count > 1 {
+            let keep = primaries.max { (local.keys[$0].info.promotedAt ?? 0, $0) < (local.keys[$1].info.promotedAt ?? 0, $1) } ?? primaries[0]
+            for i in primaries where i != keep {
+                local.keys[i].info.status = .decryptOnly
+                local.keys[i].info.retiredAt = now
+                local.keys[i].info.notAfter = now + max(0, graceSeconds)
+                events.append(AuditEvent(event: "demote", time: now, members: [("keyId", .string(local.keys[i].info.keyID)),
+                                                                            ("notAfter", .int(now + max(0, graceSeconds)))]))
+            }
+        }
+        return events
+    }
+}

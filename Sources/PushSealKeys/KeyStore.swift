@@ -1,0 +1,379 @@
+import Foundation
+import PushSealCrypto
+import PushSealKeychain
+
+/// Keysets in one keychain — a server keychain (many recipients) or a device keychain (the
+/// app's own keyset, in the access group it shares with its Notification Service Extension).
+///
+/// Each keyset (app id, recipient) is one keychain item of class generic password:
+/// service `pushseal.keyset:<appID>`, account `<recipient>`, in ``accessGroup``, whose secret
+/// data holds the keys (ids, statuses, times, seal counters, 32-byte keys). Every state change is
+/// one atomic `SecItemUpdate` of that item, made under an exclusive `flock` on `keys.lock` in the
+/// keychain directory (read-modify-write is serialized across processes), and is written to the
+/// audit trail (``KeyAudit``). Lookups are by app id, recipient and key id — never by trying keys.
+///
+/// Sendable: all stored properties are immutable (`Keychain` is itself Sendable).
+public final class KeyStore: Sendable {
+    /// The keychain the keysets live in.
+    public let keychain: Keychain
+    /// The access group holding the keyset items.
+    public let accessGroup: String
+    /// Accessibility of newly created keyset items (default `afterFirstUnlockThisDeviceOnly`:
+    /// an extension must read its key while the phone is locked).
+    public let accessibility: Accessibility
+    /// Where audit lines go.
+    public let audit: KeyAudit
+
+    /// The identity `push-keys` uses for a server keychain when no identity option is given:
+    /// access group `pushseal.server`.
+    public static let serverIdentity = Entitlements(keychainAccessGroups: ["pushseal.server"])
+    /// Default grace window of a retired primary: 30 days, in seconds (APNs and FCM may hold
+    /// a message for weeks).
+    public static let defaultGraceSeconds: Int64 = 30 * 86_400
+    /// Default rotation period for ``due(now:rotationPeriodSeconds:sealThreshold:)``: 30 days, in seconds.
+    public static let defaultRotationPeriodSeconds: Int64 = 30 * 86_400
+    /// Hard limit of seals per key: 2^32 (random 96-bit nonces, NIST SP 800-38D §8.3).
+    public static let sealLimit: UInt64 = 1 << 32
+    /// Seal count past which `due` lists a keyset: 2^24.
+    public static let dueSealThreshold: UInt64 = 1 << 24
+    /// The lock file serializing keyset changes, inside the keychain directory.
+    public static let lockFileName = "keys.lock"
+
+    /// Opens the keysets of `keychain`.
+    /// - Parameters:
+    ///   - keychain: an open keychain (its identity decides what can be read).
+    ///   - accessGroup: the group holding keyset items; `nil` picks the identity's first
+    ///     `keychain-access-groups` entry, else its first application group — never its
+    ///     application identifier, which its extension could not read.
+    ///   - accessibility: for new keyset items.
+    ///   - audit: the audit destination (default `keys-audit.log` in the keychain directory).
+    /// - Throws: `KeysError` `.noSharedAccessGroup`; `KeychainError` `.missingEntitlement` (-34018)
+    ///   for a group the identity lacks.
+    public init(keychain: Keychain, accessGroup: String? = nil, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly,
+                audit: KeyAudit = .keychainFile) throws {
+        let e = keychain.entitlements
+        if let accessGroup {
+            guard e.accessGroups.contains(accessGroup) else {
+                throw KeychainError(.missingEntitlement, "the identity is not entitled to access group \(accessGroup)")
+            }
+            self.accessGroup = accessGroup
+        } else if let g = e.keychainAccessGroups.first ?? e.applicationGroups.first {
+            self.accessGroup = g
+        } else {
+            throw KeysError(.noSharedAccessGroup,
+                "the identity has no keychain-access-groups or application group to share keys with its extension")
+        }
+        self.keychain = keychain
+        self.accessibility = accessibility
+        self.audit = audit
+    }
+
+    /// The keychain service of an app's keyset items: `pushseal.keyset:<appID>`.
+    public static func service(appID: String) -> String { "pushseal.keyset:" + appID }
+
+    var keychainPath: String { keychain.url.path }
+
+    // MARK: Reading
+
+    /// The keyset of (app id, recipient), without key bytes.
+    /// - Throws: `KeysError` `.unknownKeyset`, `.invalidName`, `.corruptKeyset`; `KeychainError`
+    ///   (e.g. -25308 while locked for a `whenUnlocked` item).
+    public func keyset(appID: String, recipient: String) throws -> KeysetInfo {
+        try KeyID.validateAppID(appID)
+        try KeyID.validateRecipient(recipient)
+        guard let ks = try load(appID: appID, recipient: recipient) else { throw unknownKeyset(appID, recipient) }
+        return ks.info(accessGroup: accessGroup)
+    }
+
+    /// Every keyset in ``accessGroup``, sorted by app id then recipient (no key bytes).
+    /// - Throws: `KeysError` `.corruptKeyset`; `KeychainError`.
+    public func keysets() throws -> [KeysetInfo] {
+        try loadAll().map { $0.info(accessGroup: accessGroup) }
+    }
+
+    func loadAll() throws -> [Keyset] {
+        let items: [KeychainItem]
+        do {
+            items = try keychain.copyMatching(ItemQuery(accessGroup: accessGroup), limit: .all, returning: [.attributes])
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            return []
+        }
+        var out: [Keyset] = []
+        for item in items where item.attributes.service.hasPrefix("pushseal.keyset:") {
+            let appID = String(item.attributes.service.dropFirst("pushseal.keyset:".count))
+            if let ks = try load(appID: appID, recipient: item.attributes.account) { out.append(ks) }
+        }
+        return out.sorted { ($0.appID, $0.recipient) < ($1.appID, $1.recipient) }
+    }
+
+    func query(_ appID: String, _ recipient: String) -> ItemQuery {
+        ItemQuery(itemClass: .genericPassword, service: Self.service(appID: appID), account: recipient, accessGroup: accessGroup)
+    }
+
+    /// Reads one keyset; `nil` when there is no item. Keychain errors other than not-found propagate.
+    func load(appID: String, recipient: String) throws -> Keyset? {
+        let data: SecretBytes
+        do {
+            data = try keychain.copyData(query(appID, recipient))
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            return nil
+        }
+        let ks = try data.withUnsafeBytes { raw -> Keyset in
+            var bytes = Array(raw)
+            defer { SecretBytes.wipe(&bytes) }
+            return try Keyset.decode(bytes)
+        }
+        guard ks.appID == appID, ks.recipient == recipient else {
+            throw KeysError(.corruptKeyset, "keyset item for \(appID)/\(recipient) holds another keyset (\(ks.appID)/\(ks.recipient))")
+        }
+        return ks
+    }
+
+    func save(_ ks: Keyset, isNew: Bool) throws {
+        var bytes = ks.encode()
+        let data = SecretBytes(copying: bytes)
+        SecretBytes.wipe(&bytes)
+        if isNew {
+            try keychain.add(.genericPassword, service: Self.service(appID: ks.appID), account: ks.recipient,
+                             label: "PushSeal keyset", accessGroup: accessGroup, accessibility: accessibility, data: data)
+        } else {
+            try keychain.update(query(ks.appID, ks.recipient), with: ItemChanges(data: data))
+        }
+    }
+
+    func unknownKeyset(_ appID: String, _ recipient: String) -> KeysError {
+        KeysError(.unknownKeyset, "no keyset for app id \(appID) and recipient \(recipient) in \(keychainPath) (access group \(accessGroup))")
+    }
+
+    // MARK: Locked read-modify-write
+
+    /// Runs `body` holding the exclusive lock of this keychain's keysets.
+    func withLock<R>(_ body: () throws -> R) throws -> R {
+        let path = keychainPath + "/" + Self.lockFileName
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw KeysError(.io, "cannot open lock file \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw KeysError(.io, "cannot lock \(path): \(String(cString: strerror(errno)))") }
+        }
+        defer { _ = flock(fd, LOCK_UN) }
+        return try body()
+    }
+
+    /// Loads, lets `body` change, and saves one keyset under the lock. `body` returns the audit
+    /// events (each a list of members after time/event); saving happens only when it returns some.
+    @discardableResult
+    func mutate(appID: String, recipient: String, allowCreate: Bool = false,
+                _ body: (inout Keyset, Bool) throws -> [AuditEvent]) throws -> Keyset {
+        try withLock {
+            let existing = try load(appID: appID, recipient: recipient)
+            guard existing != nil || allowCreate else { throw unknownKeyset(appID, recipient) }
+            var ks = existing ?? Keyset(appID: appID, recipient: recipient, keys: [], rotation: nil)
+            let events = try body(&ks, existing == nil)
+            try Self.checkInvariants(ks)
+            if !events.isEmpty {
+                try save(ks, isNew: existing == nil)
+                for e in events { try writeAudit(e, appID: appID, recipient: recipient) }
+            }
+            return ks
+        }
+    }
+
+    struct AuditEvent {
+        var event: String
+        var time: Int64
+        var members: [(String, KeyAudit.AuditValue)] = []
+    }
+
+    func writeAudit(_ e: AuditEvent, appID: String, recipient: String) throws {
+        try audit.write([("time", .int(e.time)), ("event", .string(e.event)), ("keychain", .string(keychainPath)),
+                         ("appId", .string(appID)), ("recipient", .string(recipient))] + e.members, keychainPath: keychainPath)
+    }
+
+    static func checkInvariants(_ ks: Keyset) throws {
+        var ids = Set<String>()
+        for k in ks.keys {
+            guard ids.insert(k.info.keyID).inserted else { throw KeysError(.duplicateKeyID, "key id \(k.info.keyID) appears twice in the keyset") }
+        }
+        guard ks.keys.filter({ $0.info.status == .primary }).count <= 1 else {
+            throw KeysError(.invalidState, "a keyset must have at most one primary key")
+        }
+    }
+
+    /// The current time in Unix seconds (UTC), the default `now` of every operation.
+    public static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    // MARK: Lifecycle
+
+    /// Creates a keyset for (app id, recipient) with one primary key of 32 random bytes.
+    /// - Parameters:
+    ///   - appID: the app's bundle identifier, e.g. `com.example.app`.
+    ///   - recipient: the app installation, e.g. `alice-iphone`.
+    ///   - now: Unix seconds (default: the current time).
+    /// - Returns: the new primary key's metadata (its key id).
+    /// - Throws: `KeysError` `.keysetExists`, `.invalidName`; `KeychainError`.
+    @discardableResult
+    public func generate(appID: String, recipient: String, now: Int64 = KeyStore.now()) throws -> KeyInfo {
+        try KeyID.validateAppID(appID)
+        try KeyID.validateRecipient(recipient)
+        let ks = try mutate(appID: appID, recipient: recipient, allowCreate: true) { ks, isNew in
+            guard isNew else { throw KeysError(.keysetExists, "app id \(appID) and recipient \(recipient) already have a keyset") }
+            let info = KeyInfo(keyID: KeyID.generate(), status: .primary, createdAt: now, promotedAt: now)
+            ks.keys.append(ManagedKey(info: info, secret: SecretBytes(randomByteCount: AES256GCM.keyByteCount)))
+            return [AuditEvent(event: "generate", time: now, members: [("keyId", .string(info.keyID)), ("status", .string("primary"))])]
+        }
+        return ks.keys[0].info
+    }
+
+    /// Makes `keyID` the primary; the previous primary becomes `decryptOnly` until
+    /// `now + graceSeconds`. Idempotent: promoting the current primary changes nothing.
+    /// - Throws: `KeysError` `.unknownKeyset`, `.unknownKey`, `.invalidState` (key disabled,
+    ///   destroyed or without bytes), `.invalidName`; `KeychainError`.
+    @discardableResult
+    public func promote(appID: String, recipient: String, keyID: String, graceSeconds: Int64 = KeyStore.defaultGraceSeconds,
+                        now: Int64 = KeyStore.now()) throws -> KeysetInfo {
+        try KeyID.validate(keyID)
+        try KeyID.validateAppID(appID)
+        return try mutate(appID: appID, recipient: recipient) { ks, _ in
+            var events = try Self.promote(&ks, keyID: keyID, graceSeconds: graceSeconds, now: now)
+            if ks.rotation?.keyID == keyID {
+                ks.rotation = nil
+                events.append(AuditEvent(event: "rotationFinished", time: now, members: [("keyId", .string(keyID))]))
+            }
+            return events
+        }.info(accessGroup: accessGroup)
+    }
+
+    static func promote(_ ks: inout Keyset, keyID: String, graceSeconds: Int64, now: Int64) throws -> [AuditEvent] {
+        guard let i = ks.index(of: keyID) else { throw KeysError(.unknownKey, "keyset \(ks.appID)/\(ks.recipient) has no key \(keyID)") }
+        let k = ks.keys[i].info
+        if k.status == .primary { return [] }
+        guard k.status == .pending || k.status == .decryptOnly, ks.keys[i].secret != nil else {
+            throw KeysError(.invalidState, "key \(keyID) is \(k.status) and cannot become primary")
+        }
+        var members: [(String, KeyAudit.AuditValue)] = [("keyId", .string(keyID))]
+        if let p = ks.primaryIndex {
+            ks.keys[p].info.status = .decryptOnly
+            ks.keys[p].info.retiredAt = now
+            ks.keys[p].info.notAfter = now + max(0, graceSeconds)
+            members += [("previousKeyId", .string(ks.keys[p].info.keyID)), ("notAfter", .int(now + max(0, graceSeconds)))]
+        }
+        ks.keys[i].info.status = .primary
+        ks.keys[i].info.promotedAt = now
+        ks.keys[i].info.retiredAt = nil
+        ks.keys[i].info.notAfter = nil
+        return [AuditEvent(event: "promote", time: now, members: members)]
+    }
+
+    /// Disables `keyID` at once: it neither seals nor opens. Messages already sealed with it
+    /// and still in flight will fall back to their APNs alert text. Revoking the primary leaves
+    /// the keyset without one until a rotation. Idempotent.
+    /// - Returns: the key's metadata after the change.
+    /// - Throws: `KeysError` `.unknownKeyset`, `.unknownKey`, `.invalidName`; `KeychainError`.
+    @discardableResult
+    public func revoke(appID: String, recipient: String, keyID: String, now: Int64 = KeyStore.now()) throws -> KeyInfo {
+        try KeyID.validate(keyID)
+        try KeyID.validateAppID(appID)
+        let ks = try mutate(appID: appID, recipient: recipient) { ks, _ in
+            guard let i = ks.index(of: keyID) else { throw KeysError(.unknownKey, "keyset \(appID)/\(recipient) has no key \(keyID)") }
+            let s = ks.keys[i].info.status
+            guard s != .disabled, s != .destroyed else { return [] }
+            ks.keys[i].info.status = .disabled
+            ks.keys[i].info.retiredAt = now
+            ks.keys[i].info.notAfter = nil
+            if ks.rotation?.keyID == keyID { ks.rotation = nil }
+            return [AuditEvent(event: "revoke", time: now, members: [("keyId", .string(keyID)), ("previousStatus", .string(s.rawValue))])]
+        }
+        return ks.keys.first { $0.info.keyID == keyID }?.info ?? KeyInfo(keyID: keyID, status: .disabled, createdAt: now)
+    }
+
+    /// A key destroyed by ``prune(now:)``.
+    public struct PrunedKey: Sendable, Hashable {
+        /// The app id.
+        public var appID: String
+        /// The recipient.
+        public var recipient: String
+        /// The destroyed key's id.
+        public var keyID: String
+    }
+
+    /// Destroys every `decryptOnly` key past its `notAfter` (bytes zeroed and removed; a
+    /// tombstone remains). Idempotent.
+    /// - Parameter now: Unix seconds (default: the current time).
+    /// - Returns: the keys destroyed now.
+    /// - Throws: `KeysError` `.corruptKeyset`; `KeychainError`.
+    @discardableResult
+    public func prune(now: Int64 = KeyStore.now()) throws -> [PrunedKey] {
+        var out: [PrunedKey] = []
+        for candidate in try loadAll() where candidate.keys.contains(where: { Self.isPrunable($0.info, now) }) {
+            try mutate(appID: candidate.appID, recipient: candidate.recipient) { ks, _ in
+                var events: [AuditEvent] = []
+                for i in ks.keys.indices where Self.isPrunable(ks.keys[i].info, now) {
+                    ks.keys[i].info.status = .destroyed
+                    ks.keys[i].info.retiredAt = now
+                    ks.keys[i].secret = nil
+                    out.append(PrunedKey(appID: ks.appID, recipient: ks.recipient, keyID: ks.keys[i].info.keyID))
+                    events.append(AuditEvent(event: "prune", time: now, members: [("keyId", .string(ks.keys[i].info.keyID))]))
+                }
+                return events
+            }
+        }
+        return out
+    }
+
+    static func isPrunable(_ k: KeyInfo, _ now: Int64) -> Bool {
+        k.status == .decryptOnly && (k.notAfter ?? Int64.max) <= now
+    }
+
+    /// A keyset due for rotation.
+    public struct DueKeyset: Sendable, Hashable {
+        /// The app id.
+        public var appID: String
+        /// The recipient.
+        public var recipient: String
+        /// The primary's key id, or `nil` when the keyset has none.
+        public var keyID: String?
+        /// Age of the primary in seconds (since promotion), or `nil` without a primary.
+        public var ageSeconds: Int64?
+        /// The primary's seal count (upper bound, see ``KeyInfo/sealCount``).
+        public var sealCount: UInt64
+        /// Why: `age`, `seals`, `noPrimary`, or `unfinishedRotation` (several joined by `,`).
+        public var reasons: [String]
+    }
+
+    /// Keysets whose primary is older than `rotationPeriodSeconds` or past `sealThreshold`
+    /// seals, that have no primary, or whose rotation was interrupted.
+    /// - Throws: `KeysError` `.corruptKeyset`; `KeychainError`.
+    public func due(now: Int64 = KeyStore.now(), rotationPeriodSeconds: Int64 = KeyStore.defaultRotationPeriodSeconds,
+                    sealThreshold: UInt64 = KeyStore.dueSealThreshold) throws -> [DueKeyset] {
+        var out: [DueKeyset] = []
+        for ks in try loadAll() {
+            var reasons: [String] = []
+            let p = ks.primaryIndex.map { ks.keys[$0].info }
+            var age: Int64?
+            if let p {
+                let a = now - (p.promotedAt ?? p.createdAt)
+                age = a
+                if a >= rotationPeriodSeconds { reasons.append("age") }
+                if p.sealCount >= sealThreshold { reasons.append("seals") }
+            } else {
+                reasons.append("noPrimary")
+            }
+            if ks.rotation != nil { reasons.append("unfinishedRotation") }
+            if !reasons.isEmpty {
+                out.append(DueKeyset(appID: ks.appID, recipient: ks.recipient, keyID: p?.keyID, ageSeconds: age,
+                                     sealCount: p?.sealCount ?? 0, reasons: reasons))
+            }
+        }
+        return out
+    }
+
+    /// Sets a key's seal counter (tests and repairs only; audited).
+    func setSealCount(appID: String, recipient: String, keyID: String, to count: UInt64, now: Int64 = KeyStore.now()) throws {
+        try mutate(appID: appID, recipient: recipient) { ks, _ in
+            guard let i = ks.index(of: keyID) else { throw KeysError(.unknownKey, "no key \(keyID)") }
+            ks.keys[i].info.sealCount = count
+            return [AuditEvent(event: "setSealCount", time: now, members: [("keyId", .string(keyID)), ("sealCount", .uint(count))])]
+        }
+    }
+}

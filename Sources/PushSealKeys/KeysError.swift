@@ -1,0 +1,71 @@
+/// An error from the key lifecycle (keysets, provisioning, rotation, keyrings).
+///
+/// Compare by ``code``: codes are stable, the human ``reason`` may change. Reasons name key ids,
+/// app ids and recipients, never key bytes. Keychain failures (OSStatus errors such as
+/// `errSecInteractionNotAllowed` (-25308), `errSecMissingEntitlement` (-34018) or
+/// `errSecItemNotFound` (-25300)) are not wrapped: they are thrown as the keychain's own
+/// `KeychainError`, so a caller can never mistake a locked device for an unknown key.
+public struct KeysError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A stable, machine-readable error code.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's stable name, e.g. `unknownKey`.
+        public let name: String
+
+        init(_ name: String) { self.name = name }
+
+        /// The keyset exists but holds no key with this key id (never seen on this side).
+        public static let unknownKey = Code("unknownKey")
+        /// The key was destroyed (pruned after its grace window); only its tombstone remains.
+        public static let keyDestroyed = Code("keyDestroyed")
+        /// The key was revoked (disabled): it neither seals nor opens.
+        public static let keyDisabled = Code("keyDisabled")
+        /// A `decryptOnly` key is past its `notAfter` time (and waiting to be pruned).
+        public static let keyExpired = Code("keyExpired")
+        /// No keyset for this app id and recipient (an unknown recipient).
+        public static let unknownKeyset = Code("unknownKeyset")
+        /// `generate` for an app id and recipient that already have a keyset.
+        public static let keysetExists = Code("keysetExists")
+        /// The keyset has no primary key (e.g. the primary was revoked): nothing can be sealed.
+        public static let noPrimaryKey = Code("noPrimaryKey")
+        /// The primary key reached 2^32 seals, the limit for random 96-bit nonces
+        /// (NIST SP 800-38D §8.3): rotate before sealing again.
+        public static let sealLimitReached = Code("sealLimitReached")
+        /// A key record (JSON) is malformed, truncated or has a field of the wrong type or size.
+        public static let malformedRecord = Code("malformedRecord")
+        /// A key record is for another app id than the keychain identity or `--app-id` expects.
+        public static let wrongAppID = Code("wrongAppID")
+        /// The same key id with different key bytes (in the record, or already in the keyset).
+        public static let duplicateKeyID = Code("duplicateKeyID")
+        /// A key id, app id or recipient that is not well formed (see ``KeyID``).
+        public static let invalidName = Code("invalidName")
+        /// A keyset item that does not decode (damaged or written by another program).
+        public static let corruptKeyset = Code("corruptKeyset")
+        /// The identity has no access group it shares with its extension (no
+        /// `keychain-access-groups` and no application group).
+        public static let noSharedAccessGroup = Code("noSharedAccessGroup")
+        /// A request that contradicts the keyset state (e.g. promoting a destroyed key, the same
+        /// keychain given as server and device).
+        public static let invalidState = Code("invalidState")
+        /// A file operation outside the keychain failed (lock file, audit log, record file).
+        public static let io = Code("io")
+
+        /// The name.
+        public var description: String { name }
+    }
+
+    /// The stable code; equality and hashing use it alone.
+    public let code: Code
+    /// A human explanation: lower case, without key bytes.
+    public let reason: String
+
+    /// Creates an error with a stable `code` and a human `reason` (no secrets).
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public static func == (lhs: KeysError, rhs: KeysError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    /// `reason`.
+    public var description: String { reason }
+}

@@ -1,0 +1,202 @@
+import Foundation
+import PushSealCrypto
+import PushSealFormat
+
+/// Builds sealed APNs payloads: notification in, exact payload bytes and request headers out.
+///
+/// Every payload has `aps.alert` with the non-empty fallback title and body and
+/// `"mutable-content":1` (the integer), so iOS runs the Notification Service Extension; the
+/// sealer refuses to build anything else. The notification is written as compact JSON, padded
+/// to its Padmé length, sealed with AES-256-GCM under the recipient's primary key (fresh
+/// random nonce, AAD `pushseal:v1|A256GCM|<key_id>|<app_id>`) and carried as
+/// `encrypted_data`. The serialized payload is measured in bytes as written and must be at
+/// most 4096 (``SealOptions/maxPayloadByteCount``).
+///
+/// Sendable and stateless per seal: one sealer may be used from many threads at once.
+public struct NotificationSealer: Sendable {
+    /// The app id (bundle identifier, APNs topic), bound into the AAD.
+    public let appID: String
+    /// The options shared by every payload.
+    public let options: SealOptions
+    private let keys: any SealingKeyProvider
+    private let clock: @Sendable () -> Int64
+    /// `{"aps":{…},"encrypted_data":"` — the same for every payload of this sealer.
+    private let prefix: [UInt8]
+
+    /// The system clock in whole seconds since 1970 UTC.
+    public static let systemClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+
+    /// Creates a sealer and checks the options once.
+    /// - Parameters:
+    ///   - appID: the app's bundle identifier (non-empty).
+    ///   - keys: where the recipients' primary keys come from.
+    ///   - options: fallback alert, aps fields, priority, collapse id, TTL, padding, fit.
+    ///   - clock: seconds since 1970 UTC, for `iat` and TTLs (tests pass a fixed one).
+    /// - Throws: `SenderError` `.emptyFallbackAlert`, `.invalidOption`.
+    public init(appID: String, keys: any SealingKeyProvider, options: SealOptions = SealOptions(),
+                clock: @escaping @Sendable () -> Int64 = NotificationSealer.systemClock) throws {
+        guard !appID.isEmpty else { throw SenderError(.invalidOption, "the app id must not be empty") }
+        guard !options.fallback.title.isEmpty, !options.fallback.body.isEmpty else {
+            throw SenderError(.emptyFallbackAlert, "the fallback alert needs a non-empty title and body, or iOS never runs the extension")
+        }
+        guard options.priority == 10 || options.priority == 5 else {
+            throw SenderError(.invalidOption, "apns-priority must be 10 or 5, got \(options.priority)")
+        }
+        if let c = options.collapseID {
+            guard !c.isEmpty, c.utf8.count <= SealOptions.maxCollapseIDByteCount else {
+                throw SenderError(.invalidOption, "apns-collapse-id must be 1 to \(SealOptions.maxCollapseIDByteCount) bytes, got \(c.utf8.count)")
+            }
+        }
+        if let t = options.defaultTTLSeconds, t < 0 { throw SenderError(.invalidOption, "the ttl must not be negative") }
+        let aps = options.aps
+        if let b = aps.badge, b < 0 { throw SenderError(.invalidOption, "badge must be 0 or more, got \(b)") }
+        if let l = aps.interruptionLevel, !APSFields.interruptionLevels.contains(l) {
+            throw SenderError(.invalidOption, "interruption-level must be one of \(APSFields.interruptionLevels.joined(separator: ", ")), got '\(l)'")
+        }
+        if let r = aps.relevanceScore, !(r >= 0 && r <= 1) {
+            throw SenderError(.invalidOption, "relevance-score must be between 0 and 1, got \(r)")
+        }
+        for (name, value) in [("sound", aps.sound), ("thread-id", aps.threadID), ("category", aps.category)] {
+            if let value, value.isEmpty { throw SenderError(.invalidOption, "\(name) must not be empty") }
+        }
+        var w = PayloadWriter(capacity: 256)
+        w.raw("{\"aps\":{\"alert\":{\"title\":")
+        w.string(options.fallback.title)
+        w.raw(",\"body\":")
+        w.string(options.fallback.body)
+        w.raw("},\"mutable-content\":1")
+        if let s = aps.sound { w.raw(",\"sound\":"); w.string(s) }
+        if let b = aps.badge { w.raw(",\"badge\":"); w.integer(b) }
+        if let t = aps.threadID { w.raw(",\"thread-id\":"); w.string(t) }
+        if let c = aps.category { w.raw(",\"category\":"); w.string(c) }
+        if let l = aps.interruptionLevel { w.raw(",\"interruption-level\":"); w.string(l) }
+        if let r = aps.relevanceScore { w.raw(",\"relevance-score\":"); try w.number(r) }
+        w.raw("},\"encrypted_data\":\"")
+        self.prefix = w.bytes
+        self.appID = appID
+        self.options = options
+        self.keys = keys
+        self.clock = clock
+    }
+
+    /// Parses the JSON form of a notification (see ``OutgoingNotification/init(json:)``) and seals it.
+    /// - Parameters:
+    ///   - notificationJSON: UTF-8 JSON text of one notification object.
+    ///   - recipient: the recipient's name for the key provider.
+    /// - Throws: `SenderError` `.invalidJSON` and everything ``seal(_:for:)`` throws.
+    public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedNotification {
+        try seal(OutgoingNotification(jsonBytes: notificationJSON), for: recipient)
+    }
+
+    /// Seals `notification` for `recipient`.
+    /// - Parameters:
+    ///   - notification: what the user should see; `iat` defaults to now, `ttlSeconds` (or the
+    ///     options' default TTL) becomes `exp`.
+    ///   - recipient: the recipient's name for the key provider (non-empty).
+    /// - Returns: the payload bytes (at most 4096), headers, key id, and the fit changes.
+    /// - Throws: `SenderError` `.emptyNotification`, `.invalidNotification`, `.payloadTooLarge`
+    ///   (actual and allowed bytes), `.cannotFit`, `.unknownRecipient`, `.keyUnavailable`,
+    ///   `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass through.
+    public func seal(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
+        guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
+        guard notification.hasVisibleText else {
+            throw SenderError(.emptyNotification, "the notification needs a non-empty title, subtitle or body")
+        }
+        var n = notification
+        let now = clock()
+        if n.iat == nil { n.iat = now }
+        if let ttl = n.ttlSeconds ?? (n.exp == nil ? options.defaultTTLSeconds : nil) {
+            guard n.exp == nil || n.ttlSeconds == nil else {
+                throw SenderError(.invalidNotification, "give either exp or ttl, not both")
+            }
+            let (e, overflow) = now.addingReportingOverflow(ttl)
+            guard !overflow else { throw SenderError(.invalidNotification, "ttl \(ttl) is too large") }
+            n.exp = e
+        }
+        n.ttlSeconds = nil
+
+        let sealingKey = try keys.primaryKey(appID: appID, recipient: recipient)
+        guard Wire.isValidKeyID(sealingKey.keyID) else {
+            throw SenderError(.keyUnavailable, "the key id of \(recipient)'s primary key is not 1-64 characters of A-Z a-z 0-9 _ -")
+        }
+        // `","key_id":"<kid>","enc_alg":"A256GCM"}` (the key id needs no escaping).
+        let suffixByteCount = 12 + sealingKey.keyID.utf8.count + 22
+        let (plaintext, changes) = try fittedPlaintext(n, fixedByteCount: prefix.count + suffixByteCount)
+        let aad = Wire.aad(keyID: sealingKey.keyID, appID: appID)
+        let box: SealedBox
+        do {
+            box = try AES256GCM.seal(plaintext, with: sealingKey.key, authenticating: aad)
+        } catch let e as CryptoError {
+            throw SenderError(.sealFailed, "could not seal: \(e.code)")
+        }
+        let total = prefix.count + PayloadWriter.base64ByteCount(box.combined.count) + suffixByteCount
+        var w = PayloadWriter(capacity: total)
+        w.bytes.append(contentsOf: prefix)
+        box.combined.withUnsafeBytes { w.base64($0) }
+        w.raw("\",\"key_id\":\"")
+        w.bytes.append(contentsOf: sealingKey.keyID.utf8)
+        w.raw("\",\"enc_alg\":\"A256GCM\"}")
+        let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
+                                  expiration: n.exp, collapseID: options.collapseID)
+        return SealedNotification(payload: w.bytes, headers: headers, keyID: sealingKey.keyID, changes: changes)
+    }
+
+    /// The payload size for a plaintext of `plaintextByteCount` bytes.
+    static func payloadByteCount(plaintextByteCount: Int, fixedByteCount: Int) -> Int {
+        fixedByteCount + PayloadWriter.base64ByteCount(AES256GCM.nonceByteCount + plaintextByteCount + AES256GCM.tagByteCount)
+    }
+
+    /// The plaintext bytes to seal, padded, or fitted down the ladder when asked.
+    private func fittedPlaintext(_ n: OutgoingNotification, fixedByteCount: Int) throws -> ([UInt8], [FitChange]) {
+        let limit = SealOptions.maxPayloadByteCount
+        func size(_ count: Int) -> Int { Self.payloadByteCount(plaintextByteCount: count, fixedByteCount: fixedByteCount) }
+        func encode(body: String?, media: Bool) throws -> [UInt8] {
+            var w = PayloadWriter(capacity: 3072)
+            try Wire.writePlaintext(n, body: body, includeMedia: media, to: &w)
+            return w.bytes
+        }
+        var plain = try encode(body: n.body, media: true)
+        let paddedCount = options.padding ? Wire.padmeLength(plain.count) : plain.count
+        if size(paddedCount) <= limit {
+            plain.append(contentsOf: repeatElement(0x20, count: paddedCount - plain.count))
+            return (plain, [])
+        }
+        guard options.fit else {
+            throw SenderError(.payloadTooLarge, "the payload is \(size(paddedCount)) bytes, APNs allows \(limit)")
+        }
+        var changes: [FitChange] = []
+        if paddedCount > plain.count { changes.append(.droppedPadding(byteCount: paddedCount - plain.count)) }
+        if size(plain.count) <= limit { return (plain, changes) }
+        if n.media != nil {
+            changes.append(.droppedMedia)
+            plain = try encode(body: n.body, media: false)
+            if size(plain.count) <= limit { return (plain, changes) }
+        }
+        guard let body = n.body, !body.isEmpty else {
+            throw SenderError(.cannotFit, "the payload is \(size(plain.count)) bytes without padding and media, APNs allows \(limit), and there is no body to shorten")
+        }
+        let characters = Array(body)
+        // Largest k such that the first k Characters plus "…" fit; bytes grow with k.
+        var low = 0
+        var high = characters.count - 1
+        var best: [UInt8]?
+        var bestK = -1
+        while low <= high {
+            let k = (low + high) / 2
+            let candidate = try encode(body: String(characters[0..<k]) + "…", media: false)
+            if size(candidate.count) <= limit {
+                best = candidate
+                bestK = k
+                low = k + 1
+            } else {
+                high = k - 1
+            }
+        }
+        guard let best else {
+            let minimal = try encode(body: "…", media: false)
+            throw SenderError(.cannotFit, "the payload is \(size(minimal.count)) bytes even with the body cut to an ellipsis, APNs allows \(limit)")
+        }
+        changes.append(.shortenedBody(originalCharacters: characters.count, keptCharacters: bestK))
+        return (best, changes)
+    }
+}

@@ -1,0 +1,181 @@
+import PushSealFormat
+
+/// What the server wants the user to see: the notification before sealing.
+///
+/// Everything here goes inside `encrypted_data`; APNs sees none of it. At least one of
+/// `title`, `subtitle`, `body` must be non-empty. Strings are kept byte for byte (no Unicode
+/// normalization, no trimming).
+public struct OutgoingNotification: Sendable, Hashable {
+    /// A media attachment: where the device downloads it, and how to check and open it.
+    public struct Media: Sendable, Hashable {
+        /// The URL the extension downloads (https in production; any scheme is carried).
+        public var url: String
+        /// MIME type, e.g. `image/jpeg`; optional.
+        public var type: String?
+        /// Lower-case hex SHA-256 of the file at `url` (64 characters); optional.
+        public var sha256: String?
+        /// Standard base64 of the 32-byte AES-256-GCM key when the file is itself sealed
+        /// (`push-seal media`); optional.
+        public var key: String?
+
+        /// Creates a media descriptor.
+        public init(url: String, type: String? = nil, sha256: String? = nil, key: String? = nil) {
+            self.url = url
+            self.type = type
+            self.sha256 = sha256
+            self.key = key
+        }
+    }
+
+    /// The title shown instead of the fallback title.
+    public var title: String?
+    /// The subtitle.
+    public var subtitle: String?
+    /// The body; the fit ladder shortens it at a Character boundary when asked to.
+    public var body: String?
+    /// An attachment, dropped by the fit ladder before the body is shortened.
+    public var media: Media?
+    /// Per-locale variants: `{"fr": {"title": …, "subtitle": …, "body": …}}`.
+    public var localizations: JSONObject?
+    /// App data merged into the notification's `userInfo`.
+    public var data: JSONObject?
+    /// Issued at, seconds since 1970 UTC; the sender fills in the current time when `nil`.
+    public var iat: Int64?
+    /// Expiry, seconds since 1970 UTC; also sent as `apns-expiration`. Exclusive with `ttlSeconds`.
+    public var exp: Int64?
+    /// Time to live in seconds from the seal; the sender turns it into `exp`. Not sealed itself.
+    public var ttlSeconds: Int64?
+    /// An identifier the app can use to replace or deduplicate notifications.
+    public var id: String?
+
+    /// Creates a notification.
+    public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, media: Media? = nil,
+                localizations: JSONObject? = nil, data: JSONObject? = nil, iat: Int64? = nil, exp: Int64? = nil,
+                ttlSeconds: Int64? = nil, id: String? = nil) {
+        self.title = title
+        self.subtitle = subtitle
+        self.body = body
+        self.media = media
+        self.localizations = localizations
+        self.data = data
+        self.iat = iat
+        self.exp = exp
+        self.ttlSeconds = ttlSeconds
+        self.id = id
+    }
+
+    /// The members accepted in the JSON form.
+    public static let memberNames = ["title", "subtitle", "body", "media", "localizations", "data", "iat", "exp", "ttl", "id"]
+
+    /// Reads the JSON form: an object with `title`, `subtitle`, `body` (strings), `media`
+    /// (`{url, type?, sha256?, key?}`), `localizations` (object of locale → `{title?,
+    /// subtitle?, body?}`), `data` (object), `iat`, `exp`, `ttl` (integers, seconds), `id` (string).
+    /// - Throws: `SenderError` `.invalidNotification` naming the member for a wrong JSON type,
+    ///   an unknown member or a negative time.
+    public init(json: JSONValue) throws {
+        guard case .object(let o) = json else {
+            throw SenderError(.invalidNotification, "the notification must be a JSON object, got \(json.typeName)")
+        }
+        for m in o {
+            switch m.key {
+            case "title": title = try Self.string(m.value, "title")
+            case "subtitle": subtitle = try Self.string(m.value, "subtitle")
+            case "body": body = try Self.string(m.value, "body")
+            case "id": id = try Self.string(m.value, "id")
+            case "iat": iat = try Self.time(m.value, "iat")
+            case "exp": exp = try Self.time(m.value, "exp")
+            case "ttl": ttlSeconds = try Self.time(m.value, "ttl")
+            case "data":
+                guard case .object(let d) = m.value else { throw Self.wrongType("data", "an object", m.value) }
+                data = d
+            case "media": media = try Self.media(m.value)
+            case "localizations": localizations = try Self.localizations(m.value)
+            default:
+                throw SenderError(.invalidNotification, "unknown member \(Self.excerpt(m.key)) (known: \(Self.memberNames.joined(separator: ", ")))")
+            }
+        }
+    }
+
+    /// Parses and reads the JSON text of a notification (see ``init(json:)``).
+    /// - Parameter jsonBytes: UTF-8 JSON text of one object.
+    /// - Throws: `SenderError` `.invalidJSON` (not UTF-8, not JSON), `.invalidNotification`.
+    public init(jsonBytes: [UInt8]) throws {
+        let value: JSONValue
+        do {
+            value = try JSONReader.parse(jsonBytes)
+        } catch let e as FormatError {
+            throw SenderError(.invalidJSON, "the notification is not valid JSON: \(e.reason)")
+        }
+        try self.init(json: value)
+    }
+
+    static func excerpt(_ s: String) -> String {
+        let shown = s.count > 40 ? String(s.prefix(37)) + "..." : s
+        return "'\(shown)'"
+    }
+
+    static func wrongType(_ name: String, _ expected: String, _ got: JSONValue) -> SenderError {
+        SenderError(.invalidNotification, "\(name) must be \(expected), got \(got.typeName)")
+    }
+
+    static func string(_ v: JSONValue, _ name: String) throws -> String {
+        guard case .string(let s) = v else { throw wrongType(name, "a string", v) }
+        return s
+    }
+
+    static func time(_ v: JSONValue, _ name: String) throws -> Int64 {
+        guard case .integer(let i) = v else { throw wrongType(name, "an integer (seconds)", v) }
+        guard i >= 0 else { throw SenderError(.invalidNotification, "\(name) must not be negative, got \(i)") }
+        return i
+    }
+
+    static func media(_ v: JSONValue) throws -> Media {
+        guard case .object(let o) = v else { throw wrongType("media", "an object", v) }
+        var url: String?
+        var media = Media(url: "")
+        for m in o {
+            switch m.key {
+            case "url": url = try string(m.value, "media.url")
+            case "type": media.type = try string(m.value, "media.type")
+            case "sha256":
+                let s = try string(m.value, "media.sha256")
+                guard s.utf8.count == 64, s.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+                    throw SenderError(.invalidNotification, "media.sha256 must be 64 lower-case hex digits")
+                }
+                media.sha256 = s
+            case "key":
+                let s = try string(m.value, "media.key")
+                guard s.utf8.count == 44, s.hasSuffix("="), !s.hasSuffix("==") else {
+                    throw SenderError(.invalidNotification, "media.key must be the standard base64 of 32 bytes (44 characters)")
+                }
+                media.key = s
+            default:
+                throw SenderError(.invalidNotification, "unknown member media.\(m.key) (known: url, type, sha256, key)")
+            }
+        }
+        guard let url, !url.isEmpty else { throw SenderError(.invalidNotification, "media needs a non-empty url") }
+        media.url = url
+        return media
+    }
+
+    static func localizations(_ v: JSONValue) throws -> JSONObject {
+        guard case .object(let o) = v else { throw wrongType("localizations", "an object", v) }
+        for locale in o {
+            guard case .object(let variant) = locale.value else {
+                throw wrongType("localizations.\(locale.key)", "an object", locale.value)
+            }
+            for m in variant {
+                guard ["title", "subtitle", "body"].contains(m.key) else {
+                    throw SenderError(.invalidNotification, "unknown member localizations.\(locale.key).\(m.key) (known: title, subtitle, body)")
+                }
+                _ = try string(m.value, "localizations.\(locale.key).\(m.key)")
+            }
+        }
+        return o
+    }
+
+    /// `true` when title, subtitle or body is a non-empty string.
+    public var hasVisibleText: Bool {
+        !(title ?? "").isEmpty || !(subtitle ?? "").isEmpty || !(body ?? "").isEmpty
+    }
+}

@@ -1,0 +1,155 @@
+/// The alert APNs and the lock screen see when the extension does not run or cannot open the
+/// payload. It must be harmless (it travels in clear) and non-empty: without a title and body
+/// iOS never runs the Notification Service Extension.
+public struct FallbackAlert: Sendable, Hashable {
+    /// The default fallback title, `New message`.
+    public static let defaultTitle = "New message"
+    /// The default fallback body, `Open the app to read it`.
+    public static let defaultBody = "Open the app to read it"
+    /// The default alert: "New message" / "Open the app to read it".
+    public static let standard = FallbackAlert(title: defaultTitle, body: defaultBody)
+
+    /// The clear-text title (non-empty).
+    public var title: String
+    /// The clear-text body (non-empty).
+    public var body: String
+
+    /// Creates a fallback alert; checked by ``NotificationSealer/init(appID:keys:options:clock:)``.
+    public init(title: String = FallbackAlert.defaultTitle, body: String = FallbackAlert.defaultBody) {
+        self.title = title
+        self.body = body
+    }
+}
+
+/// The `aps` members passed through in clear (Apple, "Generating a remote notification",
+/// table of `aps` keys). All optional.
+public struct APSFields: Sendable, Hashable {
+    /// The interruption levels iOS knows.
+    public static let interruptionLevels = ["passive", "active", "time-sensitive", "critical"]
+
+    /// `sound`: a sound file name in the app bundle, or `default`.
+    public var sound: String?
+    /// `badge`: the number on the app icon, >= 0 (0 removes the badge).
+    public var badge: Int64?
+    /// `thread-id`: groups notifications.
+    public var threadID: String?
+    /// `category`: the notification category (actions).
+    public var category: String?
+    /// `interruption-level`: one of ``interruptionLevels``.
+    public var interruptionLevel: String?
+    /// `relevance-score`: 0...1, for the notification summary.
+    public var relevanceScore: Double?
+
+    /// Creates the fields.
+    public init(sound: String? = nil, badge: Int64? = nil, threadID: String? = nil, category: String? = nil,
+                interruptionLevel: String? = nil, relevanceScore: Double? = nil) {
+        self.sound = sound
+        self.badge = badge
+        self.threadID = threadID
+        self.category = category
+        self.interruptionLevel = interruptionLevel
+        self.relevanceScore = relevanceScore
+    }
+}
+
+/// Everything about a payload that is the same for every recipient of a send.
+public struct SealOptions: Sendable, Hashable {
+    /// The APNs payload budget for an alert, in bytes (Apple: 4 KB for regular pushes).
+    public static let maxPayloadByteCount = 4096
+    /// The longest `apns-collapse-id`, in bytes (Apple: 64 bytes).
+    public static let maxCollapseIDByteCount = 64
+
+    /// The clear-text alert.
+    public var fallback: FallbackAlert
+    /// `aps` members passed through in clear.
+    public var aps: APSFields
+    /// `apns-priority`: 10 (immediately, the default) or 5 (power considerations).
+    public var priority: Int
+    /// `apns-collapse-id`, at most 64 bytes; `nil` for none.
+    public var collapseID: String?
+    /// A time to live in seconds for notifications that give neither `exp` nor `ttl`.
+    public var defaultTTLSeconds: Int64?
+    /// Pad the plaintext to its Padmé length (hides the length in buckets). Default on.
+    public var padding: Bool
+    /// Fit an over-budget payload: drop padding, then media, then shorten the body at a
+    /// Character boundary with "…". Off by default: over budget is an error.
+    public var fit: Bool
+
+    /// Creates options; checked by ``NotificationSealer/init(appID:keys:options:clock:)``.
+    public init(fallback: FallbackAlert = .standard, aps: APSFields = APSFields(), priority: Int = 10,
+                collapseID: String? = nil, defaultTTLSeconds: Int64? = nil, padding: Bool = true, fit: Bool = false) {
+        self.fallback = fallback
+        self.aps = aps
+        self.priority = priority
+        self.collapseID = collapseID
+        self.defaultTTLSeconds = defaultTTLSeconds
+        self.padding = padding
+        self.fit = fit
+    }
+}
+
+/// The HTTP/2 request headers APNs needs for one payload (Apple, "Sending notification
+/// requests to APNs").
+public struct APNsHeaders: Sendable, Hashable {
+    /// `apns-push-type`: always `alert` (a sealed notification is shown to the user).
+    public let pushType: String
+    /// `apns-topic`: the app id (bundle identifier).
+    public let topic: String
+    /// `apns-priority`: 10 or 5.
+    public let priority: Int
+    /// `apns-expiration`: seconds since 1970 UTC; `nil` omits the header (APNs' storage policy).
+    public let expiration: Int64?
+    /// `apns-collapse-id`, at most 64 bytes; `nil` omits the header.
+    public let collapseID: String?
+
+    /// The headers as name/value pairs in a stable order, absent ones left out.
+    public var fields: [(name: String, value: String)] {
+        var out: [(name: String, value: String)] = [("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority))]
+        if let expiration { out.append(("apns-expiration", String(expiration))) }
+        if let collapseID { out.append(("apns-collapse-id", collapseID)) }
+        return out
+    }
+
+    /// Writes the headers as one JSON object of strings (`{"apns-push-type":"alert",…}`).
+    public func write(to writer: inout PayloadWriter) {
+        writer.byte(UInt8(ascii: "{"))
+        for (i, f) in fields.enumerated() {
+            if i > 0 { writer.byte(UInt8(ascii: ",")) }
+            writer.string(f.name)
+            writer.byte(UInt8(ascii: ":"))
+            writer.string(f.value)
+        }
+        writer.byte(UInt8(ascii: "}"))
+    }
+}
+
+/// One change the fit ladder made to bring a payload within budget.
+public enum FitChange: Sendable, Hashable, CustomStringConvertible {
+    /// The Padmé padding was dropped (this many bytes of spaces).
+    case droppedPadding(byteCount: Int)
+    /// The media attachment was dropped.
+    case droppedMedia
+    /// The body was cut after `keptCharacters` of its `originalCharacters` Characters
+    /// (grapheme clusters) and "…" appended.
+    case shortenedBody(originalCharacters: Int, keptCharacters: Int)
+
+    public var description: String {
+        switch self {
+        case .droppedPadding(let n): "dropped \(n) bytes of padding"
+        case .droppedMedia: "dropped the media attachment"
+        case .shortenedBody(let from, let to): "shortened the body from \(from) to \(to) characters plus an ellipsis"
+        }
+    }
+}
+
+/// A sealed notification ready for APNs.
+public struct SealedNotification: Sendable {
+    /// The exact payload bytes (compact JSON, at most 4096).
+    public let payload: [UInt8]
+    /// The request headers.
+    public let headers: APNsHeaders
+    /// The key id it was sealed under.
+    public let keyID: String
+    /// What the fit ladder changed, in order (empty when nothing was changed).
+    public let changes: [FitChange]
+}

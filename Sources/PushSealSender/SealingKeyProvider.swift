@@ -1,0 +1,58 @@
+import PushSealCrypto
+
+/// A recipient's current sealing key: its key id and the 32 key bytes.
+public struct SealingKey: Sendable {
+    /// The key id written as `key_id`: 1-64 characters of `A-Z a-z 0-9 _ -`.
+    public let keyID: String
+    /// The 32-byte AES-256-GCM key.
+    public let key: SecretBytes
+
+    /// Creates a sealing key.
+    /// - Parameters:
+    ///   - keyID: 1-64 characters of `A-Z a-z 0-9 _ -`.
+    ///   - key: 32 bytes.
+    public init(keyID: String, key: SecretBytes) {
+        self.keyID = keyID
+        self.key = key
+    }
+}
+
+/// Where the sender gets a recipient's primary key. The real provider (PushSealKeys'
+/// server keyring) also counts the seal against the key's limit; this is the seam the
+/// sender is written against, so it can be tested with ``InMemorySealingKeys``.
+public protocol SealingKeyProvider: Sendable {
+    /// The primary key for `recipient` of `appID`, counting one seal.
+    /// - Parameters:
+    ///   - appID: the app's bundle identifier (APNs topic).
+    ///   - recipient: the recipient's name as the server knows it (user or device id).
+    /// - Returns: the key id and key to seal one notification with.
+    /// - Throws: `SenderError` `.unknownRecipient`, `.keyUnavailable` (destroyed, disabled),
+    ///   `.keyStoreUnreadable`; or the provider's own error type.
+    func primaryKey(appID: String, recipient: String) throws -> SealingKey
+}
+
+/// A fixed in-memory key table, for tests and benchmarks: `(appID, recipient) -> key`.
+/// Counts nothing. A recipient mapped to `nil` has a key that was destroyed or disabled.
+public struct InMemorySealingKeys: SealingKeyProvider {
+    private struct Entry: Hashable { let appID: String; let recipient: String }
+    private let table: [Entry: SealingKey?]
+
+    /// Creates a table.
+    /// - Parameter keys: entries of app id, recipient, and key (`nil` for a disabled key).
+    public init(_ keys: [(appID: String, recipient: String, key: SealingKey?)]) {
+        var t: [Entry: SealingKey?] = [:]
+        for k in keys { t[Entry(appID: k.appID, recipient: k.recipient)] = .some(k.key) }
+        table = t
+    }
+
+    /// - Throws: `SenderError` `.unknownRecipient`, `.keyUnavailable`.
+    public func primaryKey(appID: String, recipient: String) throws -> SealingKey {
+        guard let entry = table[Entry(appID: appID, recipient: recipient)] else {
+            throw SenderError(.unknownRecipient, "no recipient \(recipient) for app \(appID)")
+        }
+        guard let key = entry else {
+            throw SenderError(.keyUnavailable, "recipient \(recipient) has no usable primary key (destroyed or disabled)")
+        }
+        return key
+    }
+}

@@ -1,0 +1,60 @@
+/// An error from the sender: building, budgeting and sealing an APNs payload.
+///
+/// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
+/// will not. Reasons never contain key bytes or notification text beyond a short excerpt of
+/// what was wrong.
+public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A stable, machine-readable error code.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's stable name, e.g. `payloadTooLarge`.
+        public let name: String
+
+        init(_ name: String) { self.name = name }
+
+        /// The notification input is not JSON, or not UTF-8.
+        public static let invalidJSON = Code("invalidJSON")
+        /// The notification has a member of the wrong JSON type, an unknown member, or a
+        /// value out of range (e.g. a negative `ttl`).
+        public static let invalidNotification = Code("invalidNotification")
+        /// The notification has no non-empty title, subtitle or body: nothing to show.
+        public static let emptyNotification = Code("emptyNotification")
+        /// The fallback alert's title or body is empty: iOS would not run the extension.
+        public static let emptyFallbackAlert = Code("emptyFallbackAlert")
+        /// An APNs option is invalid: priority other than 5 or 10, a collapse id over 64
+        /// bytes, an unknown interruption level, a relevance score outside 0...1, a negative
+        /// badge, an empty app id or recipient.
+        public static let invalidOption = Code("invalidOption")
+        /// The serialized payload is over the 4096-byte APNs budget and fitting was not asked for.
+        public static let payloadTooLarge = Code("payloadTooLarge")
+        /// Fitting was asked for, but even without padding, media and with the body cut to an
+        /// ellipsis the payload is over the budget (e.g. a huge title or `data`).
+        public static let cannotFit = Code("cannotFit")
+        /// The key provider knows no such recipient (for this app).
+        public static let unknownRecipient = Code("unknownRecipient")
+        /// The recipient exists but has no usable primary key (destroyed, disabled, or exhausted).
+        public static let keyUnavailable = Code("keyUnavailable")
+        /// The key store could not be read (missing, unreadable, or insecure permissions).
+        public static let keyStoreUnreadable = Code("keyStoreUnreadable")
+        /// The crypto core failed to seal (should not happen with a valid 32-byte key).
+        public static let sealFailed = Code("sealFailed")
+        /// A media file could not be encrypted (empty, or too large).
+        public static let invalidMedia = Code("invalidMedia")
+
+        public var description: String { name }
+    }
+
+    /// The stable code; equality and hashing use it alone.
+    public let code: Code
+    /// A human explanation: lower case, no full stop, no secrets.
+    public let reason: String
+
+    /// Creates an error with a stable `code` and a human `reason` (no secrets).
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public static func == (lhs: SenderError, rhs: SenderError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var description: String { "\(code): \(reason)" }
+}

@@ -1,0 +1,54 @@
+import PushSealCrypto
+import PushSealFormat
+import PushSealSender
+
+/// Sender: the full seal job — notification JSON in, APNs payload bytes out (parse, validate,
+/// `iat`, plaintext JSON, Padmé padding, AES-256-GCM with a fresh nonce, base64, payload
+/// writer) — at 256 B, 1 KB and 2 KB of input JSON, compared with the crypto core's seal of
+/// the same size (CryptoBench's `impl=pushseal op=seal`). Also batch sealing on every core:
+/// `op=batch64` is one chunk of 64 one-kilobyte lines through `BatchSealer` (divide by 64 for
+/// ns per payload). The Python and Node peers doing the same job are
+/// `Benchmarks/peers/seal_peer.py` and `seal_peer.js` (same inputs, same `RESULT` lines).
+struct SenderBench: BenchSection {
+    let title = "sender (full seal: notification JSON in, APNs payload out)"
+    static let sizes = [256, 1024, 2048]
+    static let appID = "com.example.app"
+
+    /// The benchmark input: `{"title":"Dinner plans","body":"xxx…","id":"bench-1"}` of exactly
+    /// `size` bytes, the same bytes the peers build.
+    static func notification(size: Int) -> [UInt8] {
+        let head = "{\"title\":\"Dinner plans\",\"body\":\""
+        let tail = "\",\"id\":\"bench-1\"}"
+        let n = max(0, size - head.utf8.count - tail.utf8.count)
+        return Array((head + String(repeating: "x", count: n) + tail).utf8)
+    }
+
+    func cases() throws -> [BenchCase] {
+        let key = SealingKey(keyID: "key-1", key: SecretBytes(randomByteCount: 32))
+        let keys = InMemorySealingKeys([(Self.appID, "alice", key)])
+        let sealer = try NotificationSealer(appID: Self.appID, keys: keys)
+        var all: [BenchCase] = []
+        for size in Self.sizes {
+            let input = Self.notification(size: size)
+            guard input.count == size else { throw BenchError("sender bench input is \(input.count) bytes, wanted \(size)") }
+            let payload = try sealer.seal(notificationJSON: input, for: "alice").payload
+            guard payload.count <= SealOptions.maxPayloadByteCount else { throw BenchError("sender bench payload over budget") }
+            all.append(BenchCase(impl: "pushseal", op: "fullseal", size: size) {
+                consume(try sealer.seal(notificationJSON: input, for: "alice"))
+            })
+        }
+        let batch = BatchSealer(sealer: sealer)
+        let line = Array("{\"recipient\":\"alice\",\"notification\":".utf8) + Self.notification(size: 1024) + [UInt8(ascii: "}")]
+        let lines = (1...64).map { BatchSealer.Line(number: $0, bytes: line) }
+        guard batch.seal(lines).failureCount == 0 else { throw BenchError("sender bench batch failed") }
+        all.append(BenchCase(impl: "pushseal", op: "batch64", size: 1024) { consume(batch.seal(lines)) })
+        return all
+    }
+
+    func comparisons() -> [Comparison] {
+        Self.sizes.map { size in
+            Comparison(label: "full seal \(size) B / core seal \(size) B", numerator: SeriesKey(impl: "pushseal", op: "fullseal", size: size),
+                       denominator: SeriesKey(impl: "pushseal", op: "seal", size: size))
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import PushSealCLI
+import PushSealCrypto
+import PushSealKeys
+
+/// `push-keys export`: write a key record for the other side.
+struct KeyExportCommand: Command {
+    let path = ["export"]
+    let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient,
+        .value("--key-id", "K", "export only this key (default: the whole keyset)"),
+        .value("--out", "FILE", "write the record to FILE, created exclusively with mode 0600")]
+    let help = HelpText(
+        overview: "Export a keyset (or one key) as a JSON key record holding key bytes. It is written only to a new file (O_EXCL, mode 0600) or to stdout when stdout is not a terminal.",
+        usage: ["push-keys export --keychain DIR --app-id APP --recipient R [--key-id K] [--out FILE] [--json]"],
+        examples: [
+            "push-keys export --keychain server-kc --app-id com.example.app --recipient alice-iphone --out alice.key.json",
+            "push-keys export --keychain server-kc --app-id com.example.app --recipient alice-iphone | push-keys import --keychain device-kc --entitlements app.json -",
+        ],
+        exitCodes: KeyOptions.exitCodes, notes: "With --out and --json a summary object is printed; without --out the record itself is the one JSON object on stdout.\n" + KeyOptions.identityNote)
+
+    func run(_ c: CommandContext) throws -> ExitCode {
+        let a = c.arguments
+        try a.expectPositionals(max: 0)
+        let (app, recipient) = try keyName(a)
+        let out = a.value("--out")
+        if out == nil, Output.isTerminal(1) {
+            throw CLIError.usage("refusing to print key bytes to a terminal",
+                                 hint: "push-keys export ... --out FILE   (or pipe it: push-keys export ... | push-keys import ... -)")
+        }
+        let store = try keyOpenStore(a)
+        let record = try keyMapErrors { try store.exportRecord(appID: app, recipient: recipient, keyID: a.value("--key-id")) }
+        var bytes = record.encoded()
+        defer { SecretBytes.wipe(&bytes) }
+        guard let out else {
+            Output.stdout(bytes: bytes)
+            return .success
+        }
+        let fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            let e = errno
+            if e == EEXIST {
+                throw CLIError(code: "fileExists", "\(out) already exists; not overwriting a key file", hint: "choose a new --out FILE or remove the old one", exitCode: .cannotCreate)
+            }
+            throw CLIError(code: "cannotCreate", "cannot create \(out): \(String(cString: strerror(e)))", exitCode: e == EACCES ? .noPermission : .cannotCreate)
+        }
+        _ = fchmod(fd, 0o600)
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress.map { $0 + written }, bytes.count - written) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { close(fd); unlink(out); throw CLIError(code: "ioError", "cannot write \(out)", exitCode: .ioError) }
+            written += n
+        }
+        guard fsync(fd) == 0, close(fd) == 0 else { unlink(out); throw CLIError(code: "ioError", "cannot write \(out)", exitCode: .ioError) }
+        if c.json {
+            keyPrintJSON(.object([("appId", .string(app)), ("recipient", .string(recipient)), ("file", .string(out)),
+                                  ("keyIds", .array(record.keyInfos.map { .string($0.keyID) }))]))
+        } else {
+            Output.stdout(out + "\n")
+        }
+        return .success
+    }
+}

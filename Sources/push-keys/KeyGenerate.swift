@@ -1,0 +1,46 @@
+import PushSealCLI
+import PushSealKeychain
+import PushSealKeys
+
+/// `push-keys generate`: a new keyset with one primary key.
+struct KeyGenerateCommand: Command {
+    let path = ["generate"]
+    let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient,
+        .value("--accessibility", "A", "accessibility of the keyset item (default afterFirstUnlockThisDeviceOnly)"), KeyOptions.now]
+    let help = HelpText(
+        overview: "Create a keyset for an app id and recipient with one primary key (32 random bytes); print its key id. Creates the keychain if DIR does not exist.",
+        usage: ["push-keys generate --keychain DIR --app-id APP --recipient R [identity options] [--accessibility A] [--json]"],
+        examples: [
+            "push-keys generate --keychain server-kc --app-id com.example.app --recipient alice-iphone",
+            "push-keys generate --keychain device-kc --entitlements app.json --app-id com.example.app --recipient alice-iphone   # device generates",
+        ],
+        exitCodes: KeyOptions.exitCodes, notes: KeyOptions.identityNote)
+
+    func run(_ c: CommandContext) throws -> ExitCode {
+        let a = c.arguments
+        try a.expectPositionals(max: 0)
+        let (app, recipient) = try keyName(a)
+        let acc = try keyAccessibility(a, c)
+        let store = try keyOpenStore(a, create: true, accessibility: acc)
+        let now = try keyNow(a)
+        let key = try keyMapErrors { try store.generate(appID: app, recipient: recipient, now: now) }
+        if c.json {
+            keyPrintJSON(.object([("appId", .string(app)), ("recipient", .string(recipient)), ("keyId", .string(key.keyID)), ("status", .string("primary"))]))
+        } else {
+            Output.stdout(key.keyID + "\n")
+        }
+        return .success
+    }
+}
+
+/// Parses `--accessibility` and warns for classes an extension cannot read while locked.
+func keyAccessibility(_ a: Arguments, _ c: CommandContext) throws -> Accessibility {
+    guard let v = a.value("--accessibility") else { return .afterFirstUnlockThisDeviceOnly }
+    guard let acc = Accessibility(rawValue: v) else {
+        throw CLIError.usage("unknown accessibility \(quoted(v))", hint: "one of: " + Accessibility.allCases.map(\.rawValue).joined(separator: ", "))
+    }
+    if !acc.isAvailableWhileLocked {
+        c.warn("\(acc) keys cannot be read while the phone is locked: the Notification Service Extension will fail with errSecInteractionNotAllowed (-25308) and show the fallback alert; use afterFirstUnlockThisDeviceOnly")
+    }
+    return acc
+}

@@ -1,0 +1,36 @@
+import PushSealCLI
+import PushSealKeys
+
+/// `push-keys list`: keysets, key ids, statuses, times, seal counts — never key bytes.
+struct KeyListCommand: Command {
+    let path = ["list"]
+    let options = KeyOptions.common + [.value("--app-id", "APP", "only this app id"), .value("--recipient", "R", "only this recipient")]
+    let help = HelpText(
+        overview: "List keysets: key ids, statuses, times and seal counts (never key bytes).",
+        usage: ["push-keys list --keychain DIR [identity options] [--app-id APP] [--recipient R] [--json]"],
+        examples: ["push-keys list --keychain server-kc", "push-keys list --keychain device-kc --entitlements ext.json --json"],
+        exitCodes: KeyOptions.exitCodes,
+        notes: "Text columns (tab-separated): APP RECIPIENT KEY_ID STATUS CREATED PROMOTED RETIRED NOT_AFTER SEALS.\n" + KeyOptions.identityNote)
+
+    func run(_ c: CommandContext) throws -> ExitCode {
+        let a = c.arguments
+        try a.expectPositionals(max: 0)
+        let store = try keyOpenStore(a)
+        var sets = try keyMapErrors { try store.keysets() }
+        if let app = a.value("--app-id") { sets = sets.filter { $0.appID == app } }
+        if let r = a.value("--recipient") { sets = sets.filter { $0.recipient == r } }
+        if c.json {
+            keyPrintJSON(.object([("keysets", .array(sets.map(KeyJSON.keyset)))]))
+            return .success
+        }
+        var out = ""
+        for ks in sets {
+            for k in ks.keys {
+                out += [ks.appID, ks.recipient, k.keyID, k.status.rawValue, keyTime(k.createdAt), keyTime(k.promotedAt),
+                        keyTime(k.retiredAt), keyTime(k.notAfter), String(k.sealCount)].joined(separator: "\t") + "\n"
+            }
+        }
+        Output.stdout(out)
+        return .success
+    }
+}

@@ -1,0 +1,63 @@
+import PushSealCLI
+import PushSealKeys
+
+/// `push-keys promote`: make a key the primary.
+struct KeyPromoteCommand: Command {
+    let path = ["promote"]
+    let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient,
+        .value("--key-id", "K", "the key to promote (default: the pending key of an unfinished rotation)"),
+        .value("--grace", "DURATION", "grace window of the old primary (default 30d)"), KeyOptions.now]
+    let help = HelpText(
+        overview: "Make a pending (or decryptOnly) key the primary; the old primary becomes decryptOnly until now + grace. Idempotent.",
+        usage: ["push-keys promote --keychain DIR --app-id APP --recipient R [--key-id K] [--grace DURATION] [--json]"],
+        examples: ["push-keys promote --keychain server-kc --app-id com.example.app --recipient alice-iphone --key-id q3Zk_9Ab"],
+        exitCodes: KeyOptions.exitCodes, notes: KeyOptions.identityNote)
+
+    func run(_ c: CommandContext) throws -> ExitCode {
+        let a = c.arguments
+        try a.expectPositionals(max: 0)
+        let (app, recipient) = try keyName(a)
+        let grace = try a.duration("--grace") ?? KeyStore.defaultGraceSeconds
+        let now = try keyNow(a)
+        let store = try keyOpenStore(a)
+        let ks = try keyMapErrors { () throws -> KeysetInfo in
+            var keyID = a.value("--key-id")
+            if keyID == nil {
+                let current = try store.keyset(appID: app, recipient: recipient)
+                keyID = current.rotationKeyID ?? current.keys.last { $0.status == .pending }?.keyID
+            }
+            guard let keyID else { throw CLIError.usage("no pending key to promote", hint: "give --key-id K (see push-keys list)") }
+            return try store.promote(appID: app, recipient: recipient, keyID: keyID, graceSeconds: grace, now: now)
+        }
+        if c.json { keyPrintJSON(.keyset(ks)) } else { Output.stdout((ks.primary?.keyID ?? "-") + "\n") }
+        return .success
+    }
+}
+
+/// `push-keys revoke`: disable a key at once.
+struct KeyRevokeCommand: Command {
+    let path = ["revoke"]
+    let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient, .value("--key-id", "K", "the key to disable"), KeyOptions.now]
+    let help = HelpText(
+        overview: "Disable a key now: it neither seals nor opens. Messages sealed with it and still in flight will fall back to their APNs alert text. Idempotent.",
+        usage: ["push-keys revoke --keychain DIR --app-id APP --recipient R --key-id K [--json]", "push-keys revoke ... KID"],
+        examples: ["push-keys revoke --keychain server-kc --app-id com.example.app --recipient alice-iphone --key-id q3Zk_9Ab"],
+        exitCodes: KeyOptions.exitCodes, notes: KeyOptions.identityNote)
+
+    func run(_ c: CommandContext) throws -> ExitCode {
+        let a = c.arguments
+        try a.expectPositionals(max: 1)
+        let (app, recipient) = try keyName(a)
+        guard let keyID = a.value("--key-id") ?? a.positionals.first else { throw CLIError.usage("missing --key-id K") }
+        let now = try keyNow(a)
+        let store = try keyOpenStore(a)
+        let key = try keyMapErrors { try store.revoke(appID: app, recipient: recipient, keyID: keyID, now: now) }
+        let after = try keyMapErrors { try store.keyset(appID: app, recipient: recipient) }
+        c.warn("key \(keyID) is disabled: messages sealed with it that are still in flight will fall back to their alert text")
+        if after.primary == nil {
+            c.warn("keyset \(app)/\(recipient) has no primary key now: nothing can be sealed until 'push-keys rotate'")
+        }
+        if c.json { keyPrintJSON(.object([("appId", .string(app)), ("recipient", .string(recipient)), ("key", .key(key))])) } else { Output.stdout(keyID + "\n") }
+        return .success
+    }
+}

@@ -1,0 +1,66 @@
+import PushSealCLI
+import PushSealKeys
+
+/// `push-keys prune`: destroy keys past their grace window.
+struct KeyPruneCommand: Command {
+    let path = ["prune"]
+    let options = KeyOptions.common + [KeyOptions.now]
+    let help = HelpText(
+        overview: "Destroy every decryptOnly key past its notAfter: key bytes are zeroed and removed; a tombstone remains so opening reports \"key destroyed\". Idempotent.",
+        usage: ["push-keys prune --keychain DIR [identity options] [--now UNIX] [--json]"],
+        examples: ["push-keys prune --keychain server-kc", "push-keys prune --keychain device-kc --entitlements app.json --now 1767225600"],
+        exitCodes: KeyOptions.exitCodes, notes: "Text output: APP RECIPIENT KEY_ID per destroyed key (tab-separated).\n" + KeyOptions.identityNote)
+
+    func run(_ c: CommandContext) throws -> ExitCode {
+        let a = c.arguments
+        try a.expectPositionals(max: 0)
+        let now = try keyNow(a)
+        let store = try keyOpenStore(a)
+        let pruned = try keyMapErrors { try store.prune(now: now) }
+        if c.json {
+            keyPrintJSON(.object([("destroyed", .array(pruned.map { .object([("appId", .string($0.appID)), ("recipient", .string($0.recipient)), ("keyId", .string($0.keyID))]) }))]))
+        } else {
+            Output.stdout(pruned.map { "\($0.appID)\t\($0.recipient)\t\($0.keyID)\n" }.joined())
+        }
+        return .success
+    }
+}
+
+/// `push-keys due`: keysets that need a rotation.
+struct KeyDueCommand: Command {
+    let path = ["due"]
+    let options = KeyOptions.common + [.value("--period", "DURATION", "rotation period (default 30d)"),
+        .value("--max-seals", "N", "seal count that makes a keyset due (default 16777216 = 2^24)"), KeyOptions.now]
+    let help = HelpText(
+        overview: "List keysets whose primary is older than the rotation period or past 2^24 seals (or that have no primary, or an unfinished rotation).",
+        usage: ["push-keys due --keychain DIR [--period DURATION] [--max-seals N] [--now UNIX] [--json]"],
+        examples: ["push-keys due --keychain server-kc", "push-keys due --keychain server-kc --period 7d --json"],
+        exitCodes: KeyOptions.exitCodes,
+        notes: "Text output, one line per due keyset (tab-separated): APP RECIPIENT KEY_ID AGE_SECONDS SEALS REASONS (REASONS: age, seals, noPrimary, unfinishedRotation joined by commas).\n" + KeyOptions.identityNote)
+
+    func run(_ c: CommandContext) throws -> ExitCode {
+        let a = c.arguments
+        try a.expectPositionals(max: 0)
+        let period = try a.duration("--period") ?? KeyStore.defaultRotationPeriodSeconds
+        let maxSeals = try a.integer("--max-seals").map { UInt64(max(0, $0)) } ?? KeyStore.dueSealThreshold
+        let now = try keyNow(a)
+        let store = try keyOpenStore(a)
+        let due = try keyMapErrors { try store.due(now: now, rotationPeriodSeconds: period, sealThreshold: maxSeals) }
+        if c.json {
+            keyPrintJSON(.object([("due", .array(due.map {
+                .object([("appId", .string($0.appID)), ("recipient", .string($0.recipient)), ("keyId", $0.keyID.map { .string($0) } ?? .null),
+                         ("ageSeconds", .opt($0.ageSeconds)), ("sealCount", .uint($0.sealCount)), ("reasons", .array($0.reasons.map { .string($0) }))])
+            }))]))
+        } else {
+            Output.stdout(due.map { [$0.appID, $0.recipient, $0.keyID ?? "-", $0.ageSeconds.map(String.init) ?? "-", String($0.sealCount),
+                                     $0.reasons.joined(separator: ",")].joined(separator: "\t") + "\n" }.joined())
+        }
+        return .success
+    }
+}
+
+/// The key-lifecycle commands, for `main.swift`.
+let keyLifecycleCommands: [any Command] = [
+    KeyGenerateCommand(), KeyExportCommand(), KeyImportCommand(), KeyListCommand(), KeyRotateCommand(),
+    KeyPromoteCommand(), KeyPruneCommand(), KeyRevokeCommand(), KeyDueCommand(),
+]

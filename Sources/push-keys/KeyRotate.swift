@@ -1,0 +1,59 @@
+import Foundation
+import PushSealCLI
+import PushSealKeychain
+import PushSealKeys
+
+/// `push-keys rotate`: add, install on the device, promote.
+struct KeyRotateCommand: Command {
+    let path = ["rotate"]
+    let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient,
+        .value("--grace", "DURATION", "grace window of the old primary (default 30d; 3600, 90m, 12h, 30d, 2w)"),
+        .value("--device-keychain", "DIR", "also install the new key in this device keychain before promoting"),
+        .value("--device-entitlements", "FILE", "identity of the device keychain (the app's entitlements)"),
+        .value("--device-access-group", "G", "device identity: a keychain-access-groups entry", repeatable: true),
+        .value("--device-app-group", "G", "device identity: an application group", repeatable: true),
+        .flag("--no-promote", "stop after adding (and installing); run 'push-keys promote' once devices hold the key"),
+        KeyOptions.now]
+    let help = HelpText(
+        overview: "Rotate a keyset in Tink's order: add a new non-primary key to the server keyset, install it in the device keychain (when given), then promote it on the server; the old primary opens messages until now + grace. Every step is idempotent: rerun an interrupted rotation to complete it.",
+        usage: ["push-keys rotate --keychain DIR --app-id APP --recipient R [--grace DURATION] [--device-keychain DIR --device-entitlements FILE] [--no-promote] [--json]"],
+        examples: [
+            "push-keys rotate --keychain server-kc --app-id com.example.app --recipient alice-iphone --device-keychain device-kc --device-entitlements app.json",
+            "push-keys rotate --keychain server-kc --app-id com.example.app --recipient alice-iphone --grace 14d --no-promote   # stage, export, promote later",
+        ],
+        exitCodes: KeyOptions.exitCodes,
+        notes: "Text output: the new key id. Without --device-keychain, deliver the new key record (push-keys export) to the device before messages sealed with it arrive, or use --no-promote and promote after delivery.\n" + KeyOptions.identityNote)
+
+    func run(_ c: CommandContext) throws -> ExitCode {
+        let a = c.arguments
+        try a.expectPositionals(max: 0)
+        let (app, recipient) = try keyName(a)
+        let grace = try a.duration("--grace") ?? KeyStore.defaultGraceSeconds
+        let now = try keyNow(a)
+        let store = try keyOpenStore(a)
+        var device: KeyStore?
+        if let dir = a.value("--device-keychain") {
+            guard let identity = try keyIdentity(a, prefix: "device-") else {
+                throw CLIError.usage("--device-keychain needs the device identity", hint: "add --device-entitlements FILE (the app's entitlements)")
+            }
+            device = try keyMapErrors { try KeyStore(keychain: try Keychain(opening: URL(fileURLWithPath: dir), as: identity), audit: keyAudit(a)) }
+        } else if a.has("--device-entitlements") || a.has("--device-access-group") || a.has("--device-app-group") {
+            throw CLIError.usage("device identity given without --device-keychain DIR")
+        }
+        let crashAt = ProcessInfo.processInfo.environment["PUSHSEAL_TEST_CRASH_AT"]
+        let result = try keyMapErrors {
+            try store.rotate(appID: app, recipient: recipient, graceSeconds: grace, device: device, promote: !a.has("--no-promote"), now: now) { step in
+                // Test hook: die at a named step, as a crash or a power cut would.
+                if step.rawValue == crashAt { kill(getpid(), SIGKILL) }
+            }
+        }
+        if c.json {
+            keyPrintJSON(.object([("appId", .string(app)), ("recipient", .string(recipient)), ("keyId", .string(result.keyID)),
+                                  ("previousKeyId", result.previousKeyID.map { .string($0) } ?? .null), ("notAfter", .opt(result.notAfter)),
+                                  ("promoted", .bool(result.promoted)), ("deviceUpdated", .bool(result.deviceUpdated)), ("resumed", .bool(result.resumed))]))
+        } else {
+            Output.stdout(result.keyID + "\n")
+        }
+        return .success
+    }
+}

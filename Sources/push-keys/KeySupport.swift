@@ -1,0 +1,168 @@
+// Shared pieces of the key-lifecycle subcommands (generate, export, import, list, rotate,
+// promote, prune, revoke, due): identity options, opening key stores, error mapping, JSON output.
+import Foundation
+import PushSealCLI
+import PushSealKeychain
+import PushSealKeys
+
+/// Options every key-lifecycle command takes.
+enum KeyOptions {
+    static let keychain = OptionSpec.value("--keychain", "DIR", "the keychain directory (server or device)")
+    static let entitlements = OptionSpec.value("--entitlements", "FILE", "identity: entitlements JSON or plist (default: the server identity, access group pushseal.server)")
+    static let accessGroup = OptionSpec.value("--access-group", "G", "identity: a keychain-access-groups entry", repeatable: true)
+    static let appGroup = OptionSpec.value("--app-group", "G", "identity: an application group", repeatable: true)
+    static let auditLog = OptionSpec.value("--audit-log", "FILE", "audit lines to FILE, or - for stderr (default: DIR/keys-audit.log)")
+    static let appID = OptionSpec.value("--app-id", "APP", "the app's bundle identifier (APNs topic)")
+    static let recipient = OptionSpec.value("--recipient", "R", "the recipient (one app installation)")
+    static let now = OptionSpec.value("--now", "UNIX", "the current time in Unix seconds (default: the clock)")
+    static let identity = [entitlements, accessGroup, appGroup]
+    static let common = [keychain] + identity + [auditLog]
+
+    static let exitCodes = [
+        "0   success",
+        "1   key or keychain error (key destroyed/disabled, no primary, seal limit, errSec… OSStatus)",
+        "64  usage error (unknown option, missing argument, bad name)",
+        "65  bad input data (malformed record, wrong app id, duplicate key id, damaged keyset)",
+        "66  keychain, file, keyset or key missing",
+        "73  cannot create output (file exists, keyset exists)",
+        "74  I/O error",
+        "77  permission denied or insecure permissions",
+    ]
+
+    static let identityNote = """
+        IDENTITY: without --entitlements/--access-group/--app-group the keychain is opened as the
+        server identity (access group pushseal.server). A device keychain is opened as the app's
+        identity; keysets are stored in its first keychain-access-groups entry, else its first
+        application group (the group shared with the Notification Service Extension).
+        AUDIT: every state change appends one JSON line (key ids only, never key bytes) to
+        DIR/keys-audit.log (0600), or to --audit-log FILE, or to stderr with --audit-log -.
+        """
+}
+
+/// Reads identity options into entitlements (`nil` when none given).
+func keyIdentity(_ a: Arguments, prefix: String = "") throws -> Entitlements? {
+    if let file = a.value("--\(prefix)entitlements") {
+        guard a.values("--\(prefix)access-group").isEmpty, a.values("--\(prefix)app-group").isEmpty else {
+            throw CLIError.usage("give --\(prefix)entitlements or --\(prefix)access-group/--\(prefix)app-group, not both")
+        }
+        return try keyMapErrors { try Entitlements.load(from: URL(fileURLWithPath: file)) }
+    }
+    let groups = a.values("--\(prefix)access-group"), appGroups = a.values("--\(prefix)app-group")
+    if groups.isEmpty && appGroups.isEmpty { return nil }
+    return Entitlements(keychainAccessGroups: groups, applicationGroups: appGroups)
+}
+
+func keyAudit(_ a: Arguments) -> KeyAudit {
+    guard let v = a.value("--audit-log") else { return .keychainFile }
+    return v == "-" ? .standardError : .file(v)
+}
+
+/// Opens the key store of `--keychain DIR` as the identity options say.
+/// - Parameter create: create the keychain directory when it does not exist (generate, import).
+func keyOpenStore(_ a: Arguments, create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> KeyStore {
+    let dir = try a.required("--keychain", "DIR")
+    let url = URL(fileURLWithPath: dir)
+    let identity = try keyIdentity(a) ?? KeyStore.serverIdentity
+    return try keyMapErrors {
+        if create, !FileManager.default.fileExists(atPath: url.path) {
+            try Keychain.create(at: url)
+        }
+        return try KeyStore(keychain: try Keychain(opening: url, as: identity), accessibility: accessibility, audit: keyAudit(a))
+    }
+}
+
+func keyNow(_ a: Arguments) throws -> Int64 {
+    try a.integer("--now") ?? KeyStore.now()
+}
+
+func keyName(_ a: Arguments) throws -> (appID: String, recipient: String) {
+    let app = try a.required("--app-id", "APP"), r = try a.required("--recipient", "R")
+    return (app, r)
+}
+
+/// Runs `body`, turning library errors into CLI errors with STYLE.md exit codes.
+func keyMapErrors<R>(_ body: () throws -> R) throws -> R {
+    do {
+        return try body()
+    } catch let e as CLIError {
+        throw e
+    } catch let e as KeysError {
+        let exit: ExitCode
+        var hint: String?
+        switch e.code {
+        case .unknownKeyset, .unknownKey:
+            exit = .noInput
+            if e.code == .unknownKeyset { hint = "run 'push-keys list --keychain DIR' to see the keysets, or 'push-keys generate' to create one" }
+        case .keysetExists: exit = .cannotCreate
+        case .malformedRecord, .wrongAppID, .duplicateKeyID, .corruptKeyset: exit = .dataError
+        case .invalidName, .noSharedAccessGroup: exit = .usage
+        case .io: exit = .ioError
+        case .noPrimaryKey: exit = .failure; hint = "run 'push-keys rotate' to give the keyset a new primary key"
+        case .sealLimitReached: exit = .failure; hint = "run 'push-keys rotate' for this keyset"
+        default: exit = .failure
+        }
+        throw CLIError(code: e.code.name, e.reason, hint: hint, exitCode: exit)
+    } catch let e as KeychainError {
+        let exit: ExitCode
+        switch e.code {
+        case .keychainMissing: exit = .noInput
+        case .insecurePermissions: exit = .noPermission
+        case .io: exit = .ioError
+        case .corrupt, .decode: exit = .dataError
+        case .alreadyExists: exit = .cannotCreate
+        default: exit = .failure
+        }
+        var details: [(key: String, value: String)] = []
+        if let s = e.osStatus, let n = e.statusName { details = [("osStatus", String(s)), ("statusName", n)] }
+        throw CLIError(code: e.statusName ?? e.code.name, e.description, exitCode: exit, details: details)
+    }
+}
+
+// MARK: JSON output (one object on stdout)
+
+/// A JSON value for command output.
+indirect enum KeyJSON {
+    case string(String)
+    case int(Int64)
+    case uint(UInt64)
+    case bool(Bool)
+    case null
+    case array([KeyJSON])
+    case object([(String, KeyJSON)])
+
+    var text: String {
+        switch self {
+        case .string(let s): return Output.jsonString(s)
+        case .int(let v): return String(v)
+        case .uint(let v): return String(v)
+        case .bool(let b): return b ? "true" : "false"
+        case .null: return "null"
+        case .array(let a): return "[" + a.map(\.text).joined(separator: ",") + "]"
+        case .object(let o): return "{" + o.map { Output.jsonString($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
+        }
+    }
+
+    static func opt(_ v: Int64?) -> KeyJSON { v.map { .int($0) } ?? .null }
+
+    static func key(_ k: KeyInfo) -> KeyJSON {
+        .object([("keyId", .string(k.keyID)), ("status", .string(k.status.rawValue)), ("createdAt", .int(k.createdAt)),
+                 ("promotedAt", opt(k.promotedAt)), ("retiredAt", opt(k.retiredAt)), ("notAfter", opt(k.notAfter)),
+                 ("sealCount", .uint(k.sealCount))])
+    }
+
+    static func keyset(_ ks: KeysetInfo) -> KeyJSON {
+        .object([("appId", .string(ks.appID)), ("recipient", .string(ks.recipient)), ("accessGroup", .string(ks.accessGroup)),
+                 ("primaryKeyId", ks.primary.map { .string($0.keyID) } ?? .null),
+                 ("rotationKeyId", ks.rotationKeyID.map { .string($0) } ?? .null), ("keys", .array(ks.keys.map(key)))])
+    }
+}
+
+func keyPrintJSON(_ v: KeyJSON) { Output.stdout(v.text + "\n") }
+
+/// Formats Unix seconds as `2026-01-01T00:00:00Z` for text output.
+func keyTime(_ t: Int64?) -> String {
+    guard let t else { return "-" }
+    let f = ISO8601DateFormatter()
+    f.timeZone = TimeZone(identifier: "UTC")
+    return f.string(from: Date(timeIntervalSince1970: TimeInterval(t)))
+}

@@ -1,0 +1,182 @@
+import Foundation
+import PushSealCLI
+import PushSealExtension
+import PushSealFormat
+import PushSealKeychain
+
+/// `push-open`: runs one payload through the emulated host and the decrypting service
+/// extension, reading the key from an emulated device keychain as the extension's identity,
+/// and prints one JSON object describing what the user sees.
+struct OpenCommand: Command {
+    let path: [String] = []
+
+    let options: [OptionSpec] = [
+        .value("--keychain", "DIR", "the device keychain directory (required)"),
+        .value("--app-id", "APP", "the app's bundle identifier, bound into the AAD (required; never read from the payload)"),
+        .value("--entitlements", "FILE", "the extension's identity: JSON or plist with keychain-access-groups, application-groups; then one optional --access-group names the group the key is read from"),
+        .value("--access-group", "G", "without --entitlements: a keychain access group of the extension, in order; with --entitlements: the group to read the key from (one)", repeatable: true),
+        .value("--app-group", "G", "without --entitlements: an App Group of the extension (the first is the media and replay container)", repeatable: true),
+        .value("--locale", "L", "the device locale, e.g. pt-BR (default: the plaintext's default texts)"),
+        .value("--budget", "SECONDS", "the extension's time budget (default 30)"),
+        .value("--now", "UNIX", "the device clock for exp and key grace windows, seconds since 1970 UTC (default: now)"),
+        .flag("--allow-insecure-loopback", "allow plain http media from 127.0.0.1, ::1 and localhost (tests)"),
+        .flag("--verbose", "print the diagnostic lines (stages, durations, sizes; never plaintext) on stderr"),
+    ]
+
+    let help = HelpText(
+        overview: """
+            Run a PushSeal APNs payload through an emulated Notification Service Extension and print \
+            one JSON object on what the device displays: outcome (decrypted, decryptedWithoutMedia, \
+            original, notInvoked), reason (a stable token, see docs/fallback.md), detail, title, \
+            subtitle, body, attachments, userInfo and elapsedMs. The key is read by the payload's \
+            key_id from the device keychain as the extension's identity; the app id comes from \
+            --app-id, never from the payload.
+            """,
+        usage: [
+            "push-open --keychain DIR --app-id APP --entitlements FILE [--access-group G] [options] [PAYLOAD.json | -]",
+            "push-open --keychain DIR --app-id APP --access-group G... [--app-group G...] [options] [PAYLOAD.json | -]",
+        ],
+        examples: [
+            "push-open --keychain ./device --app-id com.example.app --entitlements ext.json payload.json",
+            "push-seal ... | push-open --keychain ./device --app-id com.example.app --access-group TEAM.shared --app-group group.example -",
+            "push-open --keychain ./device --app-id com.example.app --access-group TEAM.shared --locale pt-BR --now 1796000000 n11.json",
+        ],
+        exitCodes: [
+            "0   decrypted (with or without its media)",
+            "1   original content shown (a fallback: see reason)",
+            "2   extension not invoked (no alert, or mutable-content is not the integer 1)",
+            "64  usage error (unknown option, missing argument)",
+            "65  the payload is not JSON; a damaged keychain or entitlements file",
+            "66  payload file, entitlements file or keychain missing",
+            "74  I/O error",
+            "77  permission denied, or the keychain is group/world-accessible",
+        ],
+        notes: """
+            OUTPUT: {"outcome","reason","detail","title","subtitle","body","attachments":[{"identifier", \
+            "url","type","byteCount"}],"userInfo","elapsedMs"}; title, subtitle, body and userInfo are \
+            null when nothing is shown (a background push). The displayed texts are never error text: \
+            every failure shows the alert exactly as sent.
+            """
+    )
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let a = context.arguments
+        try a.expectPositionals(max: 1)
+        let keychainPath = try a.required("--keychain", "DIR")
+        let appID = try a.required("--app-id", "APP")
+        let budget = try budgetSeconds(a)
+        let now = try a.integer("--now")
+        let (entitlements, keyGroup) = try identity(a)
+
+        let input = try InputReader.readAll(a.positionals.first, limitByteCount: 1 << 20)
+        let payload: JSONValue
+        do {
+            payload = try JSONReader.parse(input)
+        } catch let e as FormatError {
+            throw CLIError(code: "notJSON", "the payload is not JSON: \(e.reason)", exitCode: .dataError)
+        }
+
+        let keychain: Keychain
+        do {
+            keychain = try Keychain(opening: URL(fileURLWithPath: keychainPath, isDirectory: true), as: entitlements)
+        } catch let e as KeychainError {
+            throw Self.cliError(e)
+        }
+        var container: URL?
+        if let group = entitlements.applicationGroups.first {
+            do { container = try keychain.appGroupContainer(for: group) } catch let e as KeychainError { throw Self.cliError(e) }
+        }
+        let clock: @Sendable () -> Int64
+        if let now {
+            clock = { now }
+        } else {
+            clock = { Int64(Date().timeIntervalSince1970) }
+        }
+        let provider = KeychainKeyProvider(keychain: keychain, accessGroup: keyGroup, appID: appID, now: clock)
+        let configuration = DecryptingServiceConfiguration(
+            appID: appID, keyProvider: provider, locale: a.value("--locale"), containerDirectory: container,
+            allowInsecureLoopback: a.has("--allow-insecure-loopback"), now: clock)
+        let logger: any DiagnosticLogger = a.has("--verbose") ? StandardErrorLogger(prefix: "push-open: ") : NullLogger()
+        let host = ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: DecryptingServiceExtension.factory(configuration))
+        let result = host.run(UNNotificationRequest(identifier: "push-open", apnsPayload: payload))
+
+        Output.printJSON(Self.json(result))
+        switch result.outcome {
+        case .decrypted, .decryptedWithoutMedia, .delivered: return .success
+        case .original: return .failure
+        case .notInvoked: return ExitCode(2)
+        }
+    }
+
+    private func budgetSeconds(_ a: Arguments) throws -> Double {
+        guard let text = a.value("--budget") else { return ExtensionHost.defaultBudgetSeconds }
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
+            throw CLIError.usage("--budget needs a number of seconds between 0 and 3600, got \(quoted(text))")
+        }
+        return seconds
+    }
+
+    /// The extension's entitlements, and the access group it names when reading its key (`nil`:
+    /// search every group of the identity).
+    private func identity(_ a: Arguments) throws -> (Entitlements, String?) {
+        let groups = a.values("--access-group"), appGroups = a.values("--app-group")
+        for g in groups + appGroups where g.isEmpty { throw CLIError.usage("an access group cannot be empty") }
+        if let file = a.value("--entitlements") {
+            if !appGroups.isEmpty {
+                throw CLIError.usage("--app-group cannot be combined with --entitlements", hint: "put application-groups in the entitlements file")
+            }
+            if groups.count > 1 { throw CLIError.usage("with --entitlements, give at most one --access-group (the group the key is read from)") }
+            do {
+                return (try Entitlements.load(from: URL(fileURLWithPath: file)), groups.first)
+            } catch let e as KeychainError {
+                if e.code == .keychainMissing { throw CLIError(code: "inputMissing", "no such file: \(file)", exitCode: .noInput) }
+                if e.code == .decode { throw CLIError.dataError(e.reason) }
+                throw Self.cliError(e)
+            }
+        }
+        guard !groups.isEmpty || !appGroups.isEmpty else {
+            throw CLIError.usage("missing the extension's identity", hint: "give --entitlements FILE, or --access-group G (repeatable) and --app-group G")
+        }
+        return (Entitlements(keychainAccessGroups: groups, applicationGroups: appGroups), nil)
+    }
+
+    /// Keychain errors of the command itself (opening the keychain): sysexits codes.
+    static func cliError(_ e: KeychainError) -> CLIError {
+        switch e.code {
+        case .keychainMissing:
+            CLIError(code: "keychainMissing", e.reason, hint: "create one with 'push-keys keychain init --keychain DIR'", exitCode: .noInput)
+        case .insecurePermissions:
+            CLIError(code: "insecurePermissions", e.reason, hint: "the keychain directory must be 0700 and its files 0600, owned by you",
+                     exitCode: .noPermission)
+        case .corrupt, .decode: CLIError(code: e.code.name, e.reason, exitCode: .dataError)
+        case .io: CLIError(code: "ioError", e.reason, exitCode: .ioError)
+        default: CLIError(code: e.statusName ?? e.code.name, e.description, exitCode: .failure)
+        }
+    }
+
+    /// The result as push-open's JSON object.
+    static func json(_ r: ExtensionHost.Result) -> JSONObject {
+        var o = JSONObject()
+        o["outcome"] = .string(r.outcome.rawValue)
+        o["reason"] = .string(r.reason)
+        o["detail"] = .string(r.detail)
+        if let c = r.content {
+            o["title"] = .string(c.title)
+            o["subtitle"] = .string(c.subtitle)
+            o["body"] = .string(c.body)
+            o["attachments"] = .array(c.attachments.map { att in
+                .object(["identifier": .string(att.identifier), "url": .string(att.url.path), "type": .string(att.type),
+                         "byteCount": .integer(Int64(att.byteCount))])
+            })
+            o["userInfo"] = .object(c.userInfo)
+        } else {
+            o["title"] = .null
+            o["subtitle"] = .null
+            o["body"] = .null
+            o["attachments"] = .array([])
+            o["userInfo"] = .null
+        }
+        o["elapsedMs"] = .number((r.elapsedMilliseconds * 1000).rounded() / 1000)
+        return o
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import PushSealCLI
+import PushSealSender
+
+/// `push-seal batch`: JSON Lines in, JSON Lines out, streaming, every core, order preserved.
+struct BatchCommand: Command {
+    /// Longest accepted input line, in bytes (1 MiB); longer lines fail alone.
+    static let maxLineByteCount = 1 << 20
+    /// Lines per chunk handed to the workers.
+    static let chunkLineCount = 2048
+    /// Input bytes per chunk at most (bounds memory with long lines).
+    static let chunkByteCount = 8 << 20
+
+    let path = ["batch"]
+    let options: [OptionSpec] = SealOptionSpecs.keys + SealOptionSpecs.payload + [
+        .value("--jobs", "N", "worker threads (default: every core)"),
+    ]
+    let help = HelpText(
+        overview: "seal a stream of notifications: one {\"recipient\", \"notification\"} per input line, one {\"recipient\", \"payload\", \"headers\"} or {\"recipient\", \"line\", \"error\"} per output line, in input order",
+        usage: ["push-seal batch --app-id APP --keychain DIR [options] [LINES.jsonl | -]"],
+        examples: [
+            "push-seal batch --app-id com.example.app --keychain keys sends.jsonl > payloads.jsonl",
+            "producer | push-seal batch --app-id com.example.app --keychain keys --fit - | apns-uploader",
+        ],
+        exitCodes: SealExit.helpLines,
+        notes: """
+        A bad line never stops the batch: its output line carries the error and the exit code is 2.
+        Memory stays flat for any input length (lines of at most \(maxLineByteCount) bytes, chunks of
+        \(chunkLineCount) lines). A progress line goes to stderr only when stderr is a terminal.
+        """
+    )
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let a = context.arguments
+        try a.expectPositionals(max: 1)
+        let sealer = try SealOptionSpecs.sealer(a)
+        let jobs = try a.integer("--jobs").map { j -> Int in
+            guard j >= 1, j <= 256 else { throw CLIError.usage("--jobs needs 1 to 256, got \(j)") }
+            return Int(j)
+        }
+        let batch = BatchSealer(sealer: sealer, concurrency: jobs)
+        var fd: Int32 = 0
+        if let p = a.positionals.first, p != "-" {
+            fd = open(p, O_RDONLY | O_CLOEXEC)
+            if fd < 0 { throw InputReader.openError(p, errno: errno) }
+        }
+        defer { if fd != 0 { close(fd) } }
+        var reader = LineReader(fd: fd, maxLineByteCount: BatchCommand.maxLineByteCount)
+        let progress = Output.isTerminal(2)
+        var total = 0
+        var failed = 0
+        var done = false
+        while !done {
+            var lines: [BatchSealer.Line] = []
+            lines.reserveCapacity(BatchCommand.chunkLineCount)
+            var bytes = 0
+            while lines.count < BatchCommand.chunkLineCount && bytes < BatchCommand.chunkByteCount {
+                guard let line = try reader.next() else { done = true; break }
+                if line.bytes.isEmpty && line.overlongByteCount == nil { continue } // blank lines are skipped
+                bytes += line.bytes.count
+                lines.append(line)
+            }
+            if lines.isEmpty { break }
+            let chunk = batch.seal(lines)
+            try writeAll(chunk.output)
+            total += lines.count
+            failed += chunk.failureCount
+            if progress { Output.stderr("\rpush-seal: \(total) lines, \(failed) failed") }
+        }
+        if progress { Output.stderr("\n") }
+        if failed > 0 {
+            Output.stderr("push-seal: error: \(failed) of \(total) lines failed (see their error lines)\n")
+            return SealExit.someLinesFailed
+        }
+        return .success
+    }
+
+    private func writeAll(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { buf in
+            guard var p = buf.baseAddress else { return }
+            var left = buf.count
+            while left > 0 {
+                let n = write(1, p, left)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw CLIError(code: "ioError", "cannot write the output: \(String(cString: strerror(errno)))", exitCode: .ioError)
+                }
+                p += n
+                left -= n
+            }
+        }
+    }
+}

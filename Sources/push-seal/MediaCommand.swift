@@ -1,0 +1,77 @@
+import Foundation
+import PushSealCLI
+import PushSealSender
+
+/// `push-seal media FILE --out BLOB [--url URL]`: encrypt a media file for a sealed notification.
+struct MediaCommand: Command {
+    let path = ["media"]
+    let options: [OptionSpec] = [
+        .value("--out", "BLOB", "where to write the encrypted blob (mode 0644; must not exist)"),
+        .value("--url", "URL", "the URL the blob will be served from, written into the descriptor"),
+        .value("--type", "MIME", "the MIME type (default: from the file's magic bytes)"),
+        .flag("--force", "overwrite BLOB if it exists"),
+    ]
+    let help = HelpText(
+        overview: "encrypt a media file with a fresh AES-256-GCM key into a blob to upload anywhere, and print the descriptor {url, type, sha256, key} for the notification's media",
+        usage: ["push-seal media FILE --out BLOB [--url URL] [--type MIME]"],
+        examples: [
+            "push-seal media cat.jpg --out cat.jpg.sealed --url https://cdn.example.com/m/cat.jpg.sealed > media.json",
+        ],
+        exitCodes: SealExit.helpLines.filter { !$0.hasPrefix("2 ") && !$0.hasPrefix("3 ") && !$0.hasPrefix("67 ") },
+        notes: """
+        The blob is nonce(12) || ciphertext || tag(16) (CryptoKit's combined box, empty AAD);
+        sha256 is the lower-case hex SHA-256 of the blob; key is the standard base64 of the
+        32-byte key. The key is printed only in the descriptor on stdout: put it only inside a
+        sealed notification.
+        """
+    )
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let a = context.arguments
+        try a.expectPositionals(max: 1)
+        guard let input = a.positionals.first else { throw CLIError.usage("missing FILE", hint: "push-seal media FILE --out BLOB") }
+        let out = try a.required("--out", "BLOB")
+        let file = try InputReader.readAll(input, limitByteCount: MediaSealer.maxFileByteCount)
+        let sealed: MediaSealer.Sealed
+        do {
+            sealed = try MediaSealer.seal(file, url: a.value("--url") ?? "", type: a.value("--type"))
+        } catch let e as SenderError {
+            throw cliError(e)
+        }
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (a.has("--force") ? O_TRUNC : O_EXCL)
+        let fd = open(out, flags, 0o644)
+        if fd < 0 {
+            let e = errno
+            if e == EEXIST { throw CLIError(code: "exists", "\(out) already exists", hint: "choose another --out or add --force", exitCode: .cannotCreate) }
+            if e == EACCES || e == EPERM { throw CLIError(code: "permissionDenied", "permission denied: \(out)", exitCode: .noPermission) }
+            throw CLIError(code: "cannotCreate", "cannot create \(out): \(String(cString: strerror(e)))", exitCode: .cannotCreate)
+        }
+        _ = fchmod(fd, 0o644)
+        let ok = sealed.blob.withUnsafeBytes { buf -> Bool in
+            guard var p = buf.baseAddress else { return true }
+            var left = buf.count
+            while left > 0 {
+                let n = write(fd, p, left)
+                if n < 0 { if errno == EINTR { continue }; return false }
+                p += n
+                left -= n
+            }
+            return fsync(fd) == 0
+        }
+        close(fd)
+        guard ok else { throw CLIError(code: "ioError", "cannot write \(out)", exitCode: .ioError) }
+        var w = PayloadWriter(capacity: 256)
+        let m = sealed.media
+        w.raw("{\"url\":")
+        w.string(m.url)
+        w.raw(",\"type\":")
+        w.string(m.type ?? "application/octet-stream")
+        w.raw(",\"sha256\":")
+        w.string(m.sha256 ?? "")
+        w.raw(",\"key\":")
+        w.string(m.key ?? "")
+        w.raw("}\n")
+        Output.stdout(bytes: w.bytes)
+        return .success
+    }
+}

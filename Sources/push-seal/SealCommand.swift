@@ -1,0 +1,87 @@
+import Foundation
+import PushSealCLI
+import PushSealFormat
+import PushSealSender
+
+/// `push-seal [options] [NOTIFICATION.json | -]`: seal one notification, print the payload.
+struct SealCommand: Command {
+    let path: [String] = []
+    let options: [OptionSpec] = SealOptionSpecs.keys + [
+        .value("--recipient", "R", "the recipient whose primary key seals the notification"),
+        .value("--title", "TEXT", "notification title (overrides the file's)"),
+        .value("--subtitle", "TEXT", "notification subtitle (overrides the file's)"),
+        .value("--body", "TEXT", "notification body (overrides the file's)"),
+        .value("--media-url", "URL", "attach the media at URL (overrides the file's media)"),
+        .value("--id", "ID", "notification id (overrides the file's)"),
+        .flag("--with-headers", "print {\"headers\": {…}, \"payload\": {…}} instead of the payload alone"),
+    ] + SealOptionSpecs.payload
+
+    let help = HelpText(
+        overview: "seal one notification for one recipient and print the APNs payload JSON (compact, at most 4096 bytes)",
+        usage: [
+            "push-seal --app-id APP --recipient R --keychain DIR [options] [NOTIFICATION.json | -]",
+            "push-seal batch --app-id APP --keychain DIR [options] [LINES.jsonl | -]",
+            "push-seal media FILE --out BLOB [--url URL]",
+        ],
+        examples: [
+            "push-seal --app-id com.example.app --recipient alice --keychain keys --title 'Ana' --body 'Dinner at 8?'",
+            "push-seal --app-id com.example.app --recipient alice --keychain keys --with-headers note.json",
+            "cat note.json | push-seal --app-id com.example.app --recipient alice --keychain keys --fit -",
+        ],
+        exitCodes: SealExit.helpLines,
+        notes: """
+        NOTIFICATION.json: {"title", "subtitle", "body", "media": {"url", "type", "sha256", "key"},
+        "localizations": {"fr": {"title", "body"}}, "data": {...}, "iat", "exp" | "ttl", "id"}.
+        The payload always carries aps.alert (fallback title and body, in clear) and
+        "mutable-content":1 so iOS runs the Notification Service Extension. Everything else is
+        sealed with AES-256-GCM into encrypted_data. Lengths are UTF-8 bytes.
+        """
+    )
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let a = context.arguments
+        try a.expectPositionals(max: 1)
+        let recipient = try a.required("--recipient", "R")
+        let textOptions = ["--title", "--subtitle", "--body", "--media-url", "--id"]
+        var notification: OutgoingNotification
+        if let path = a.positionals.first {
+            let bytes = try InputReader.readAll(path, limitByteCount: 1 << 20)
+            do {
+                notification = try OutgoingNotification(jsonBytes: bytes)
+            } catch let e as SenderError {
+                throw cliError(e)
+            }
+        } else if textOptions.contains(where: a.has) {
+            notification = OutgoingNotification()
+        } else {
+            throw CLIError.usage("no notification", hint: "give NOTIFICATION.json, - for standard input, or --title and --body")
+        }
+        if let t = a.value("--title") { notification.title = t }
+        if let t = a.value("--subtitle") { notification.subtitle = t }
+        if let t = a.value("--body") { notification.body = t }
+        if let t = a.value("--id") { notification.id = t }
+        if let u = a.value("--media-url") { notification.media = OutgoingNotification.Media(url: u) }
+
+        let sealer = try SealOptionSpecs.sealer(a)
+        let sealed: SealedNotification
+        do {
+            sealed = try sealer.seal(notification, for: recipient)
+        } catch let e as SenderError {
+            throw cliError(e)
+        }
+        for change in sealed.changes { context.warn("fit: \(change)") }
+        if a.has("--with-headers") {
+            var w = PayloadWriter(capacity: sealed.payload.count + 256)
+            w.raw("{\"headers\":")
+            sealed.headers.write(to: &w)
+            w.raw(",\"payload\":")
+            w.bytes.append(contentsOf: sealed.payload)
+            w.raw("}\n")
+            Output.stdout(bytes: w.bytes)
+        } else {
+            Output.stdout(bytes: sealed.payload + [0x0A])
+        }
+        return .success
+    }
+}
+

@@ -1,0 +1,213 @@
+import Foundation
+import PushSealCLI
+import PushSealCrypto
+import PushSealFormat
+import PushSealSender
+
+/// push-seal's own exit codes, beyond the common ones.
+enum SealExit {
+    /// 2: `batch` processed every line but at least one failed (its output line says why).
+    static let someLinesFailed = ExitCode(2)
+    /// 3: the payload is over the 4096-byte APNs budget (without `--fit`), or cannot be fitted.
+    static let tooLarge = ExitCode(3)
+    /// 67 `EX_NOUSER`: unknown recipient, or no usable primary key (destroyed or disabled).
+    static let unknownRecipient = ExitCode(67)
+
+    static let helpLines = [
+        "0   success",
+        "2   batch: at least one line failed (see its error line); the others were sealed",
+        "3   payload over the 4096-byte APNs budget (use --fit), or it cannot be fitted",
+        "64  usage error (unknown option, missing argument, invalid APNs option)",
+        "65  bad input data (not UTF-8, not JSON, wrong JSON types, empty title and body)",
+        "66  input file or keychain missing",
+        "67  unknown recipient, or the recipient's primary key is destroyed or disabled",
+        "73  cannot create output (e.g. file exists)",
+        "74  I/O error",
+        "77  permission denied or insecure permissions on the keychain",
+    ]
+}
+
+/// Options shared by the single seal and `batch`.
+enum SealOptionSpecs {
+    static let keys: [OptionSpec] = [
+        .value("--app-id", "APP", "the app's bundle identifier (APNs topic), bound into the AAD"),
+        .value("--keychain", "DIR", "the server keychain with the recipients' primary keys"),
+        .value("--key-table", "FILE", "a JSON key table (0600) instead of a keychain, for tests"),
+    ]
+    static let payload: [OptionSpec] = [
+        .value("--fallback-title", "TEXT", "clear-text alert title (default \"\(FallbackAlert.defaultTitle)\")"),
+        .value("--fallback-body", "TEXT", "clear-text alert body (default \"\(FallbackAlert.defaultBody)\")"),
+        .value("--ttl", "DURATION", "expire after 3600, 90m, 12h, 30d (sets exp and apns-expiration)"),
+        .value("--priority", "N", "apns-priority: 10 (default) or 5"),
+        .value("--collapse-id", "ID", "apns-collapse-id (at most 64 bytes)"),
+        .value("--sound", "NAME", "aps.sound, in clear"),
+        .value("--badge", "N", "aps.badge, in clear"),
+        .value("--thread-id", "ID", "aps.thread-id, in clear"),
+        .value("--category", "ID", "aps.category, in clear"),
+        .value("--interruption-level", "LEVEL", "aps.interruption-level: passive, active, time-sensitive, critical"),
+        .value("--relevance-score", "X", "aps.relevance-score, 0 to 1"),
+        .flag("--fit", "over budget: drop padding, then media, then shorten the body with an ellipsis"),
+        .flag("--no-padding", "do not pad the plaintext to its Padmé length"),
+    ]
+
+    /// Builds the sealer from the parsed options.
+    static func sealer(_ a: Arguments) throws -> NotificationSealer {
+        let appID = try a.required("--app-id", "APP")
+        let keys = try keyProvider(a)
+        var options = SealOptions()
+        options.fallback = FallbackAlert(title: a.value("--fallback-title") ?? FallbackAlert.defaultTitle,
+                                         body: a.value("--fallback-body") ?? FallbackAlert.defaultBody)
+        options.defaultTTLSeconds = try a.duration("--ttl")
+        if let p = try a.integer("--priority") { options.priority = Int(truncatingIfNeeded: p) }
+        options.collapseID = a.value("--collapse-id")
+        options.aps = APSFields(sound: a.value("--sound"), badge: try a.integer("--badge"), threadID: a.value("--thread-id"),
+                                category: a.value("--category"), interruptionLevel: a.value("--interruption-level"),
+                                relevanceScore: try a.value("--relevance-score").map { v in
+                                    guard let d = Double(v) else { throw CLIError.usage("--relevance-score needs a number from 0 to 1, got \(quoted(v))") }
+                                    return d
+                                })
+        options.fit = a.has("--fit")
+        options.padding = !a.has("--no-padding")
+        do {
+            return try NotificationSealer(appID: appID, keys: keys, options: options)
+        } catch let e as SenderError {
+            throw cliError(e)
+        }
+    }
+
+    static func keyProvider(_ a: Arguments) throws -> any SealingKeyProvider {
+        if let table = a.value("--key-table") {
+            return try KeyTable.load(path: table)
+        }
+        if a.has("--keychain") {
+            // TODO(keys #4): open the server keychain with PushSealKeys once it is on main.
+            throw CLIError(code: "notAvailable", "--keychain needs the key store (issue #4), not in this build yet", hint: "use --key-table FILE for now", exitCode: .usage)
+        }
+        throw CLIError.usage("missing --keychain DIR", hint: "push-seal --app-id APP --recipient R --keychain DIR NOTIFICATION.json")
+    }
+}
+
+/// Maps a sender error to the CLI's exit codes.
+func cliError(_ e: SenderError) -> CLIError {
+    switch e.code {
+    case .payloadTooLarge:
+        return CLIError(code: e.code.name, e.reason, hint: "add --fit to drop padding, then media, then shorten the body", exitCode: SealExit.tooLarge)
+    case .cannotFit:
+        return CLIError(code: e.code.name, e.reason, hint: "shorten the title, subtitle, localizations or data", exitCode: SealExit.tooLarge)
+    case .unknownRecipient, .keyUnavailable:
+        return CLIError(code: e.code.name, e.reason, hint: "check the recipient's keys with push-keys", exitCode: SealExit.unknownRecipient)
+    case .keyStoreUnreadable:
+        return CLIError(code: e.code.name, e.reason, exitCode: .noInput)
+    case .invalidOption, .emptyFallbackAlert:
+        return CLIError(code: e.code.name, e.reason, exitCode: .usage)
+    case .sealFailed:
+        return CLIError(code: e.code.name, e.reason, exitCode: .failure)
+    case .emptyNotification:
+        return CLIError(code: e.code.name, e.reason, hint: "give --title or --body, or a title or body in the notification", exitCode: .dataError)
+    default:
+        return CLIError(code: e.code.name, e.reason, exitCode: .dataError)
+    }
+}
+
+/// INTERIM key source until the keychain (issue #4) is on main: a JSON file, mode 0600,
+/// `{"keys": [{"appId": "…", "recipient": "…", "keyId": "…", "key": "<base64 of 32 bytes>" | null, "disabled": false}]}`.
+/// A `null` key or `"disabled": true` models a destroyed or disabled key.
+enum KeyTable {
+    static func load(path: String) throws -> InMemorySealingKeys {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw InputReader.openError(path, errno: errno) }
+        if st.st_mode & 0o077 != 0 {
+            throw CLIError(code: "insecurePermissions", "key table \(path) is readable by group or others", hint: "chmod 600 \(path)", exitCode: .noPermission)
+        }
+        let bytes = try InputReader.readAll(path, limitByteCount: 4 << 20)
+        do {
+            guard let any = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
+                  let list = any["keys"] as? [[String: Any]] else {
+                throw CLIError.dataError("key table \(path) is not {\"keys\": [...]}")
+            }
+            var entries: [(appID: String, recipient: String, key: SealingKey?)] = []
+            for e in list {
+                guard let app = e["appId"] as? String, let r = e["recipient"] as? String, let kid = e["keyId"] as? String else {
+                    throw CLIError.dataError("key table \(path): every entry needs appId, recipient and keyId")
+                }
+                let disabled = (e["disabled"] as? Bool) ?? false
+                if disabled || e["key"] is NSNull || e["key"] == nil {
+                    entries.append((app, r, nil))
+                    continue
+                }
+                guard let b64 = e["key"] as? String, var raw = Data(base64Encoded: b64).map({ [UInt8]($0) }), raw.count == 32 else {
+                    throw CLIError.dataError("key table \(path): the key of \(r) is not base64 of 32 bytes")
+                }
+                entries.append((app, r, SealingKey(keyID: kid, key: SecretBytes(copying: raw))))
+                SecretBytes.wipe(&raw)
+            }
+            return InMemorySealingKeys(entries)
+        }
+    }
+}
+
+/// Reads lines from a file descriptor with a per-line byte limit: an overlong line is reported
+/// by its length and its bytes are skipped, never buffered.
+struct LineReader {
+    let fd: Int32
+    let maxLineByteCount: Int
+    private var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    private var start = 0
+    private var end = 0
+    private var eof = false
+    private(set) var lineNumber = 0
+
+    init(fd: Int32, maxLineByteCount: Int) {
+        self.fd = fd
+        self.maxLineByteCount = maxLineByteCount
+    }
+
+    /// The next line (without `\n`, and without a trailing `\r`), or `nil` at the end.
+    /// - Throws: `CLIError` 74 on a read error.
+    mutating func next() throws -> BatchSealer.Line? {
+        var line: [UInt8] = []
+        var length = 0
+        var overlong = false
+        while true {
+            if start == end {
+                if eof { break }
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw CLIError(code: "ioError", "cannot read the input: \(String(cString: strerror(errno)))", exitCode: .ioError)
+                }
+                if n == 0 { eof = true; break }
+                start = 0
+                end = n
+            }
+            let newline = buffer[start..<end].firstIndex(of: 0x0A)
+            let stop = newline ?? end
+            let piece = stop - start
+            length += piece
+            if !overlong {
+                if length > maxLineByteCount {
+                    overlong = true
+                    line = []
+                } else {
+                    line.append(contentsOf: buffer[start..<stop])
+                }
+            }
+            if let newline {
+                start = newline + 1
+                lineNumber += 1
+                return finish(line, length: length, overlong: overlong)
+            }
+            start = end
+        }
+        if length == 0 && line.isEmpty && !overlong { return nil }
+        lineNumber += 1
+        return finish(line, length: length, overlong: overlong)
+    }
+
+    private func finish(_ line: [UInt8], length: Int, overlong: Bool) -> BatchSealer.Line {
+        if overlong { return BatchSealer.Line(number: lineNumber, bytes: [], overlongByteCount: length) }
+        var l = line
+        if l.last == 0x0D { l.removeLast() }
+        return BatchSealer.Line(number: lineNumber, bytes: l)
+    }
+}

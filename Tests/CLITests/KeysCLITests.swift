@@ -1,0 +1,268 @@
+import Foundation
+import PushSealCrypto
+import PushSealKeychain
+import PushSealKeys
+import Testing
+
+/// Runs the built `push-keys` (and the Keys/ scripts) as a user would.
+enum KeysCLI {
+    static let appID = "com.example.app"
+    static let appEntitlements = """
+        {"application-identifier":"TEAM123456.com.example.app","keychain-access-groups":["TEAM123456.com.example.shared"],"application-groups":["group.com.example"]}
+        """
+    static let extEntitlements = """
+        {"application-identifier":"TEAM123456.com.example.app.NotificationService","keychain-access-groups":["TEAM123456.com.example.shared"],"application-groups":["group.com.example"]}
+        """
+    static let ext = Entitlements(applicationIdentifier: "TEAM123456.com.example.app.NotificationService",
+                                  keychainAccessGroups: ["TEAM123456.com.example.shared"], applicationGroups: ["group.com.example"])
+    static let app = Entitlements(applicationIdentifier: "TEAM123456.com.example.app",
+                                  keychainAccessGroups: ["TEAM123456.com.example.shared"], applicationGroups: ["group.com.example"])
+
+    /// The directory holding the built executables.
+    static var buildDirectory: URL {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: exe)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("push-keys").path) { return url }
+        }
+        return URL(fileURLWithPath: exe).deletingLastPathComponent()
+    }
+
+    static var tool: String { buildDirectory.appendingPathComponent("push-keys").path }
+
+    /// The repository root (for Keys/ scripts).
+    static var repo: URL {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url
+    }
+
+    struct Result {
+        var status: Int32
+        var signaled: Bool
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(_ exe: String, _ args: [String], env: [String: String] = [:], stdin: [UInt8]? = nil, cwd: URL? = nil) throws -> Result {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exe)
+        p.arguments = args
+        var e = ProcessInfo.processInfo.environment
+        for (k, v) in env { e[k] = v }
+        p.environment = e
+        if let cwd { p.currentDirectoryURL = cwd }
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = input
+        try p.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin)) }
+        try input.fileHandleForWriting.close()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let r = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus, signaled: p.terminationReason == .uncaughtSignal,
+                      stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: r, as: UTF8.self))
+    }
+
+    static func keys(_ args: [String], env: [String: String] = [:], stdin: [UInt8]? = nil) throws -> Result {
+        try run(tool, args, env: env, stdin: stdin)
+    }
+
+    /// A scratch dir with app.json and ext.json.
+    static func scratch() throws -> URL {
+        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("pushseal-keyscli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try Data(appEntitlements.utf8).write(to: url.appendingPathComponent("app.json"))
+        try Data(extEntitlements.utf8).write(to: url.appendingPathComponent("ext.json"))
+        return url
+    }
+
+    static func json(_ s: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(s.utf8))) as? [String: Any] ?? [:]
+    }
+
+    static func aad(_ keyID: String) -> [UInt8] { Array("pushseal:v1|A256GCM|\(keyID)|\(appID)".utf8) }
+
+    /// Seals with the server primary (library) and opens as the extension; returns the key id.
+    static func sealAndOpen(server: URL, device: URL, recipient: String, ext: Entitlements = KeysCLI.ext) throws -> String {
+        let sender = try ServerKeyring(keychainAt: server, audit: .none)
+        let (keyID, key) = try sender.primaryKeyForSealing(appID: appID, recipient: recipient)
+        let box = try AES256GCM.seal(Array("hi".utf8), with: key, authenticating: aad(keyID))
+        let devKey = try DeviceKeyring(keychainAt: device, as: ext).key(for: keyID, appID: appID)
+        #expect(try AES256GCM.open(box, with: devKey, authenticating: aad(keyID)) == Array("hi".utf8))
+        return keyID
+    }
+
+    /// Both keysets consistent: the server has one primary (or a journal), the device can open
+    /// with every key the server could seal or open with, with the same bytes.
+    static func checkConsistent(server: URL, device: URL, recipient: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let s = try KeyStore(keychain: try Keychain(opening: server, as: KeyStore.serverIdentity), audit: .none)
+        let ks = try s.keyset(appID: appID, recipient: recipient)
+        #expect(ks.keys.filter { $0.status == .primary }.count == 1, "server primaries: \(ks.keys)", sourceLocation: sourceLocation)
+        let dev = try DeviceKeyring(keychainAt: device, as: ext)
+        let record = try s.exportRecord(appID: appID, recipient: recipient)
+        let serverRecord = try KeyRecord(decoding: record.encoded())
+        for k in serverRecord.keyInfos where k.status == .primary || k.status == .decryptOnly {
+            #expect((try? dev.key(for: k.keyID, appID: appID)) != nil, "device cannot open with server key \(k.keyID) (\(k.status))", sourceLocation: sourceLocation)
+        }
+        _ = try sealAndOpen(server: server, device: device, recipient: recipient)
+    }
+}
+
+@Suite struct KeysCLITests {
+    let r = "alice-iphone"
+
+    @Test func lifecycleByCLI() throws {
+        let dir = try KeysCLI.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let srv = dir.appendingPathComponent("srv").path, dev = dir.appendingPathComponent("dev").path
+        let app = dir.appendingPathComponent("app.json").path
+        let g = try KeysCLI.keys(["generate", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", r, "--json", "--now", "1767225600"])
+        #expect(g.status == 0, "\(g.stderr)")
+        let first = KeysCLI.json(g.stdout)["keyId"] as? String ?? ""
+        #expect(KeyID.isValid(first))
+        // Export: exclusive 0600 file; a second export to the same file is refused (73).
+        let out = dir.appendingPathComponent("alice.json").path
+        #expect(try KeysCLI.keys(["export", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", r, "--out", out]).status == 0)
+        let mode = (try FileManager.default.attributesOfItem(atPath: out)[.posixPermissions] as? Int) ?? 0
+        #expect(mode == 0o600)
+        let original = try Data(contentsOf: URL(fileURLWithPath: out))
+        let again = try KeysCLI.keys(["export", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", r, "--out", out])
+        #expect(again.status == 73 && again.stderr.hasPrefix("push-keys: error: ") && again.stderr.contains("hint:"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == original)
+        // Device imports (warns for whenUnlocked; default has no warning).
+        let imp = try KeysCLI.keys(["import", "--keychain", dev, "--entitlements", app, out, "--json"])
+        #expect(imp.status == 0 && imp.stderr.isEmpty, "\(imp.stderr)")
+        #expect(KeysCLI.json(imp.stdout)["created"] as? Bool == true)
+        // Rotate with the device; old key stays openable; new key opens at once.
+        let rot = try KeysCLI.keys(["rotate", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", r, "--grace", "1d",
+                                    "--device-keychain", dev, "--device-entitlements", app, "--json", "--now", "1767225700"])
+        #expect(rot.status == 0, "\(rot.stderr)")
+        let rj = KeysCLI.json(rot.stdout)
+        let newID = rj["keyId"] as? String ?? ""
+        #expect(rj["previousKeyId"] as? String == first && (rj["notAfter"] as? Int) == 1_767_225_700 + 86_400)
+        #expect(try KeysCLI.sealAndOpen(server: URL(fileURLWithPath: srv), device: URL(fileURLWithPath: dev), recipient: r) == newID)
+        let ext = try DeviceKeyring(keychainAt: URL(fileURLWithPath: dev), as: KeysCLI.ext)
+        #expect(try ext.key(for: first, appID: KeysCLI.appID, now: 1_767_225_800).byteCount == 32)
+        // list shows ids and statuses, never key bytes.
+        let list = try KeysCLI.keys(["list", "--keychain", dev, "--entitlements", app])
+        #expect(list.stdout.contains("\(first)\tdecryptOnly") && list.stdout.contains("\(newID)\tprimary"))
+        let record = String(decoding: original, as: UTF8.self)
+        let keyB64 = String(record[record.range(of: "\"key\":\"")!.upperBound...].prefix(44))
+        #expect(!list.stdout.contains(keyB64) && !rot.stdout.contains(keyB64))
+        // Prune both sides past the grace window.
+        for (kc, extra) in [(srv, [String]()), (dev, ["--entitlements", app])] {
+            let p = try KeysCLI.keys(["prune", "--keychain", kc, "--now", String(1_767_225_700 + 86_400)] + extra)
+            #expect(p.status == 0 && p.stdout.contains(first), "\(p.stderr)")
+        }
+        #expect(throws: KeysError(.keyDestroyed, "")) { try ext.key(for: first, appID: KeysCLI.appID) }
+        #expect(throws: KeysError(.unknownKey, "")) { try ext.key(for: "neverSeen", appID: KeysCLI.appID) }
+        // due: the new primary is due 30 days after promotion.
+        let due = try KeysCLI.keys(["due", "--keychain", srv, "--now", String(1_767_225_700 + 31 * 86_400)])
+        #expect(due.stdout.hasPrefix("\(KeysCLI.appID)\t\(r)\t\(newID)\t\(31 * 86_400)\t"))
+        // revoke warns about in-flight messages.
+        let rev = try KeysCLI.keys(["revoke", "--keychain", dev, "--entitlements", app, "--app-id", KeysCLI.appID, "--recipient", r, "--key-id", newID])
+        #expect(rev.status == 0 && rev.stderr.contains("in flight"))
+        // The audit log has lines for every change and no key bytes.
+        let audit = try String(contentsOfFile: srv + "/keys-audit.log", encoding: .utf8)
+        #expect(audit.contains("\"event\":\"generate\"") && audit.contains("\"event\":\"promote\"") && audit.contains("\"event\":\"prune\""))
+        #expect(!audit.contains(keyB64))
+    }
+
+    @Test func wrongInputsByCLI() throws {
+        let dir = try KeysCLI.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let srv = dir.appendingPathComponent("srv").path, dev = dir.appendingPathComponent("dev").path
+        let app = dir.appendingPathComponent("app.json").path
+        #expect(try KeysCLI.keys(["generate", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", r]).status == 0)
+        #expect(try KeysCLI.keys(["generate", "--keychain", dev, "--entitlements", app, "--app-id", KeysCLI.appID, "--recipient", "x"]).status == 0)
+        let unknown = try KeysCLI.keys(["export", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", "bob", "--json"])
+        #expect(unknown.status == 66 && (KeysCLI.json(unknown.stdout)["error"] as? [String: Any])?["code"] as? String == "unknownKeyset")
+        let rec = try KeysCLI.keys(["export", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", r]).stdout
+        let before = try FileManager.default.contentsOfDirectory(atPath: dev + "/items").sorted()
+        let beforeBytes = try before.map { try Data(contentsOf: URL(fileURLWithPath: dev + "/items/" + $0)) }
+        for bad in [String(rec.prefix(rec.count / 2)), "", "{}", rec.replacingOccurrences(of: "\"version\":1", with: "\"version\":2")] {
+            let res = try KeysCLI.keys(["import", "--keychain", dev, "--entitlements", app, "-"], stdin: Array(bad.utf8))
+            #expect(res.status == 65, "\(bad.prefix(30)): \(res.stderr)")
+        }
+        let other = try KeysCLI.keys(["import", "--keychain", dev, "--entitlements", app, "-"],
+                                     stdin: Array(rec.replacingOccurrences(of: KeysCLI.appID, with: "com.example.other").utf8))
+        #expect(other.status == 65 && other.stderr.contains("app id"))
+        let accDance = try KeysCLI.keys(["import", "--keychain", dev, "--entitlements", app, "--accessibility", "whenUnlocked", "-"],
+                                        stdin: Array(rec.replacingOccurrences(of: KeysCLI.appID, with: "com.example.other").utf8))
+        #expect(accDance.stderr.contains("warning:") && accDance.stderr.contains("-25308"))
+        let after = try FileManager.default.contentsOfDirectory(atPath: dev + "/items").sorted()
+        #expect(after == before)
+        #expect(try after.map { try Data(contentsOf: URL(fileURLWithPath: dev + "/items/" + $0)) } == beforeBytes)
+        // Usage errors and help.
+        #expect(try KeysCLI.keys(["rotate", "--keychain", srv]).status == 64)
+        let help = try KeysCLI.keys(["rotate", "--help"])
+        for section in ["OVERVIEW:", "USAGE:", "OPTIONS:", "EXAMPLES:", "EXIT CODES:"] { #expect(help.stdout.contains(section)) }
+        #expect(try KeysCLI.keys(["list", "--keychain", dir.appendingPathComponent("nope").path]).status == 66)
+    }
+
+    /// SIGKILL `rotate` at each named step: both keysets stay usable and a rerun completes.
+    @Test(arguments: RotationStep.allCases)
+    func rotateKilledAtStep(_ step: RotationStep) throws {
+        let dir = try KeysCLI.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let srv = dir.appendingPathComponent("srv"), dev = dir.appendingPathComponent("dev")
+        let app = dir.appendingPathComponent("app.json").path
+        #expect(try KeysCLI.keys(["generate", "--keychain", srv.path, "--app-id", KeysCLI.appID, "--recipient", r]).status == 0)
+        let rec = try KeysCLI.keys(["export", "--keychain", srv.path, "--app-id", KeysCLI.appID, "--recipient", r]).stdout
+        #expect(try KeysCLI.keys(["import", "--keychain", dev.path, "--entitlements", app, "-"], stdin: Array(rec.utf8)).status == 0)
+        let rotate = ["rotate", "--keychain", srv.path, "--app-id", KeysCLI.appID, "--recipient", r, "--device-keychain", dev.path,
+                      "--device-entitlements", app, "--json"]
+        let killed = try KeysCLI.keys(rotate, env: ["PUSHSEAL_TEST_CRASH_AT": step.rawValue])
+        #expect(killed.signaled && killed.status == SIGKILL, "step \(step): \(killed.stderr)")
+        try KeysCLI.checkConsistent(server: srv, device: dev, recipient: r)
+        let rerun = try KeysCLI.keys(rotate)
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        // Before `finished` the rerun resumes the same rotation; after it, it is a new one.
+        #expect((KeysCLI.json(rerun.stdout)["resumed"] as? Bool) == (step != .finished))
+        try KeysCLI.checkConsistent(server: srv, device: dev, recipient: r)
+        let s = try KeyStore(keychain: try Keychain(opening: srv, as: KeyStore.serverIdentity), audit: .none).keyset(appID: KeysCLI.appID, recipient: r)
+        let d = try KeyStore(keychain: try Keychain(opening: dev, as: KeysCLI.app), audit: .none).keyset(appID: KeysCLI.appID, recipient: r)
+        #expect(s.rotationKeyID == nil && s.keys.count == (step == .finished ? 3 : 2))
+        #expect(s.primary?.keyID == d.primary?.keyID)
+        #expect(s.keys.map(\.keyID) == d.keys.map(\.keyID))
+    }
+
+    /// SIGKILL `rotate` at 100 random times; after each kill both keysets are consistent.
+    @Test func rotateKilledAtRandomTimes() throws {
+        let dir = try KeysCLI.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let srv = dir.appendingPathComponent("srv"), dev = dir.appendingPathComponent("dev")
+        let app = dir.appendingPathComponent("app.json").path
+        #expect(try KeysCLI.keys(["generate", "--keychain", srv.path, "--app-id", KeysCLI.appID, "--recipient", r]).status == 0)
+        let rec = try KeysCLI.keys(["export", "--keychain", srv.path, "--app-id", KeysCLI.appID, "--recipient", r]).stdout
+        #expect(try KeysCLI.keys(["import", "--keychain", dev.path, "--entitlements", app, "-"], stdin: Array(rec.utf8)).status == 0)
+        let args = ["rotate", "--keychain", srv.path, "--app-id", KeysCLI.appID, "--recipient", r, "--device-keychain", dev.path,
+                    "--device-entitlements", app, "--grace", "1d"]
+        var kills = 0
+        for _ in 0..<100 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: KeysCLI.tool)
+            p.arguments = args
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            usleep(UInt32.random(in: 0...90_000))
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            if p.terminationReason == .uncaughtSignal { kills += 1 }
+            try KeysCLI.checkConsistent(server: srv, device: dev, recipient: r)
+        }
+        let done = try KeysCLI.keys(args)
+        #expect(done.status == 0, "\(done.stderr)")
+        try KeysCLI.checkConsistent(server: srv, device: dev, recipient: r)
+        let s = try KeyStore(keychain: try Keychain(opening: srv, as: KeyStore.serverIdentity), audit: .none).keyset(appID: KeysCLI.appID, recipient: r)
+        let d = try KeyStore(keychain: try Keychain(opening: dev, as: KeysCLI.app), audit: .none).keyset(appID: KeysCLI.appID, recipient: r)
+        #expect(s.rotationKeyID == nil && s.primary?.keyID == d.primary?.keyID)
+        #expect(Set(s.keys.map(\.keyID)).isSubset(of: Set(d.keys.map(\.keyID))))
+        print("keys: rotate killed \(kills) of 100 times mid-run; \(s.keys.count) keys after the final rerun")
+    }
+}

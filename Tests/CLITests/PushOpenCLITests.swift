@@ -1,0 +1,189 @@
+import Foundation
+import Testing
+
+/// The shared test data (`$PUSHSEAL_SHARED`, else `shared` beside the repository).
+private let sharedCases: URL? = {
+    let fm = FileManager.default
+    if let env = ProcessInfo.processInfo.environment["PUSHSEAL_SHARED"], !env.isEmpty {
+        let u = URL(fileURLWithPath: env).appendingPathComponent("cases")
+        return fm.fileExists(atPath: u.path) ? u : nil
+    }
+    let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let u = repo.deletingLastPathComponent().appendingPathComponent("shared/cases")
+    return fm.fileExists(atPath: u.path) ? u : nil
+}()
+
+/// Runs the built `push-open` (and `push-keys` to provision the device keychain).
+@Suite(.serialized, .enabled(if: sharedCases != nil, "shared cases not found: set PUSHSEAL_SHARED to the shared folder"))
+struct PushOpenCLITests {
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any] ?? [:] }
+    }
+
+    static func binary(_ name: String) -> URL {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: exe)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            let candidate = url.appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(name)
+    }
+
+    static func run(_ tool: String, _ args: [String], in cwd: URL, stdin: Data? = nil) throws -> Result {
+        let bin = binary(tool)
+        try #require(FileManager.default.isExecutableFile(atPath: bin.path), "\(tool) is not built at \(bin.path): run `swift build --build-tests`")
+        let p = Process()
+        p.executableURL = bin
+        p.arguments = args
+        p.currentDirectoryURL = cwd
+        let out = Pipe(), err = Pipe(), inp = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = inp
+        try p.run()
+        if let stdin { inp.fileHandleForWriting.write(stdin) }
+        try inp.fileHandleForWriting.close()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    /// A scratch directory with a device keychain `dev` holding the cases' key under `k1`
+    /// (imported by `push-keys import` as the app), and `ext.json` for the extension.
+    static func setUp(accessibility: String = "afterFirstUnlockThisDeviceOnly") throws -> URL {
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("pushseal-open-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        #expect(try run("push-keys", ["keychain", "init", "--keychain", "dev"], in: dir).status == 0)
+        let record = #"{"format":"pushseal-key-record","version":1,"appId":"com.example.app","recipient":"device","keys":[{"keyId":"k1","status":"primary","createdAt":1700000000,"promotedAt":1700000000,"sealCount":0,"key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}]}"#
+        let imported = try run("push-keys", ["import", "--keychain", "dev", "--access-group", "T.shared", "--app-group", "group.x",
+                                             "--accessibility", accessibility, "-"], in: dir, stdin: Data(record.utf8))
+        #expect(imported.status == 0, "\(imported.stderr)")
+        try #"{"keychain-access-groups": ["T.shared"], "application-groups": ["group.x"]}"#
+            .write(to: dir.appendingPathComponent("ext.json"), atomically: true, encoding: .utf8)
+        return dir
+    }
+
+    static let base = ["--keychain", "dev", "--app-id", "com.example.app", "--entitlements", "ext.json"]
+
+    static func casePath(_ relative: String) -> String {
+        sharedCases?.appendingPathComponent(relative).path ?? relative
+    }
+
+    @Test func decryptedNotificationPrintsOneJSONObjectAndExitsZero() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = try Self.run("push-open", Self.base + [Self.casePath("notifications/n08.payload.json")], in: dir)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.hasSuffix("}\n"))
+        #expect(r.stdout.filter { $0 == "\n" }.count == 1)
+        let j = r.json
+        let plain = (try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Self.casePath("notifications/n08.plain.json"))))) as? [String: Any]
+        #expect(j["outcome"] as? String == "decrypted")
+        #expect(j["reason"] as? String == "decrypted")
+        #expect(j["title"] as? String == plain?["title"] as? String)
+        #expect(j["body"] as? String == plain?["body"] as? String)
+        #expect(j["subtitle"] as? String == "")
+        #expect((j["attachments"] as? [Any])?.isEmpty == true)
+        #expect((j["userInfo"] as? [String: Any])?["key_id"] as? String == "k1")
+        #expect(j["elapsedMs"] is NSNumber)
+        #expect(r.stderr.isEmpty)
+    }
+
+    @Test func crlfNonceOpensFromAFileAndFromStandardInput() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = Self.casePath("failures/crlf-nonce.payload.json")
+        let byFile = try Self.run("push-open", Self.base + [path], in: dir)
+        let byStdin = try Self.run("push-open", Self.base + ["-"], in: dir, stdin: try Data(contentsOf: URL(fileURLWithPath: path)))
+        let implicitStdin = try Self.run("push-open", Self.base, in: dir, stdin: try Data(contentsOf: URL(fileURLWithPath: path)))
+        for r in [byFile, byStdin, implicitStdin] {
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.json["outcome"] as? String == "decrypted")
+            #expect(r.json["title"] as? String == byFile.json["title"] as? String)
+        }
+        #expect((byFile.json["title"] as? String)?.isEmpty == false)
+    }
+
+    @Test(arguments: [("field-missing-key-id", "missingField:key_id"), ("wrong-app-id", "authenticationFailed"),
+                      ("field-unknown-kid", "unknownKey"), ("inner-not-utf8", "invalidPlaintext")])
+    func fallbackExitsOneAndShowsTheAlertAsSent(_ name: String, _ reason: String) throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = try Self.run("push-open", Self.base + [Self.casePath("failures/\(name).payload.json")], in: dir)
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.json["outcome"] as? String == "original")
+        #expect(r.json["reason"] as? String == reason)
+        #expect(r.json["title"] as? String == "New message")
+        #expect(r.json["body"] as? String == "Open the app to read it")
+    }
+
+    @Test func lockedDeviceWithAWhenUnlockedKeyNamesMinus25308() throws {
+        let dir = try Self.setUp(accessibility: "whenUnlocked")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try Self.run("push-keys", ["keychain", "device-state", "--keychain", "dev", "locked"], in: dir).status == 0)
+        let r = try Self.run("push-open", Self.base + [Self.casePath("notifications/n01.payload.json")], in: dir)
+        #expect(r.status == 1)
+        #expect(r.json["reason"] as? String == "keychain:errSecInteractionNotAllowed(-25308)")
+        #expect(r.json["title"] as? String == "New message")
+        // The extension naming a group it lacks.
+        let lacking = try Self.run("push-open", Self.base + ["--access-group", "T.other", Self.casePath("notifications/n01.payload.json")], in: dir)
+        #expect(lacking.json["reason"] as? String == "keychain:errSecMissingEntitlement(-34018)")
+    }
+
+    @Test(arguments: [("mutable-content-true", "mutableContent:true", true), ("no-alert", "noAlert", false)])
+    func notInvokedExitsTwo(_ name: String, _ reason: String, _ shown: Bool) throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = try Self.run("push-open", Self.base + [Self.casePath("failures/\(name).payload.json")], in: dir)
+        #expect(r.status == 2)
+        #expect(r.json["outcome"] as? String == "notInvoked")
+        #expect(r.json["reason"] as? String == reason)
+        #expect((r.json["title"] as? String) == (shown ? "New message" : nil))
+        #expect(r.json["title"] is NSNull == !shown)
+    }
+
+    @Test func commandErrorsUseSysexitsCodes() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "{not json".write(to: dir.appendingPathComponent("bad.json"), atomically: true, encoding: .utf8)
+        let notJSON = try Self.run("push-open", Self.base + ["bad.json"], in: dir)
+        #expect(notJSON.status == 65)
+        #expect(notJSON.stdout.isEmpty)
+        #expect(notJSON.stderr.hasPrefix("push-open: error: "))
+        let missing = try Self.run("push-open", Self.base + ["nope.json"], in: dir)
+        #expect(missing.status == 66)
+        let jsonError = try Self.run("push-open", Self.base + ["nope.json", "--json"], in: dir)
+        #expect((jsonError.json["error"] as? [String: Any])?["code"] as? String == "inputMissing")
+        let noKeychain = try Self.run("push-open", ["--keychain", "nokc", "--app-id", "com.example.app", "--access-group", "T.shared",
+                                                    Self.casePath("notifications/n01.payload.json")], in: dir)
+        #expect(noKeychain.status == 66)
+        let noIdentity = try Self.run("push-open", ["--keychain", "dev", "--app-id", "com.example.app", "x.json"], in: dir)
+        #expect(noIdentity.status == 64)
+        let badBudget = try Self.run("push-open", Self.base + ["--budget", "soon", "x.json"], in: dir)
+        #expect(badBudget.status == 64)
+        if getuid() != 0 {
+            let unreadable = dir.appendingPathComponent("secret.json")
+            try "{}".write(to: unreadable, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: unreadable.path)
+            #expect(try Self.run("push-open", Self.base + ["secret.json"], in: dir).status == 77)
+        }
+    }
+
+    @Test func helpIsComplete() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = try Self.run("push-open", ["--help"], in: dir)
+        #expect(r.status == 0)
+        for section in ["OVERVIEW:", "USAGE:", "OPTIONS:", "EXAMPLES:", "EXIT CODES:"] { #expect(r.stdout.contains(section)) }
+        for option in ["--keychain", "--app-id", "--entitlements", "--access-group", "--app-group", "--locale", "--budget", "--now",
+                       "--allow-insecure-loopback"] {
+            #expect(r.stdout.contains(option), "\(option)")
+        }
+        for code in ["0 ", "1 ", "2 ", "65", "66"] { #expect(r.stdout.contains("\n  \(code)")) }
+    }
+}

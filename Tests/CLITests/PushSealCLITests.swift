@@ -1,0 +1,217 @@
+import Foundation
+import Testing
+
+/// Runs the built `push-seal` binary and checks stdout, stderr and exit codes.
+@Suite struct PushSealCLITests {
+    static let binary: URL? = {
+        var dir = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { dir.deleteLastPathComponent() }
+        for config in ["debug", "release"] {
+            let url = dir.appendingPathComponent(".build/\(config)/push-seal")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        return nil
+    }()
+
+    struct Run { var status: Int32; var out: String; var err: String; var outBytes: Data }
+
+    /// A scratch directory with a key table: alice (key 0x00…0x1f, id k1), bob (disabled).
+    final class Scratch {
+        let dir: URL
+        init() throws {
+            dir = FileManager.default.temporaryDirectory.appendingPathComponent("push-seal-cli-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            let key = Data(0..<32).base64EncodedString()
+            let table = "{\"keys\":[{\"appId\":\"com.example.app\",\"recipient\":\"alice\",\"keyId\":\"k1\",\"key\":\"\(key)\"},{\"appId\":\"com.example.app\",\"recipient\":\"bob\",\"keyId\":\"k2\",\"key\":null}]}"
+            try write("keys.json", Data(table.utf8), mode: 0o600)
+        }
+        deinit { try? FileManager.default.removeItem(at: dir) }
+        func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+        func write(_ name: String, _ data: Data, mode: Int = 0o644) throws {
+            try data.write(to: dir.appendingPathComponent(name))
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path(name))
+        }
+        var keyArgs: [String] { ["--app-id", "com.example.app", "--key-table", path("keys.json")] }
+    }
+
+    func run(_ args: [String], stdin: Data? = nil) throws -> Run {
+        guard let binary = Self.binary else { throw CancellationError() }
+        let tmp = FileManager.default.temporaryDirectory
+        let inURL = tmp.appendingPathComponent("push-seal-in-\(UUID().uuidString)")
+        let errURL = tmp.appendingPathComponent("push-seal-err-\(UUID().uuidString)")
+        try (stdin ?? Data()).write(to: inURL)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: inURL)
+            try? FileManager.default.removeItem(at: errURL)
+        }
+        let p = Process()
+        p.executableURL = binary
+        p.arguments = args
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = try FileHandle(forWritingTo: errURL)
+        p.standardInput = try FileHandle(forReadingFrom: inURL)
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        let e = try Data(contentsOf: errURL)
+        return Run(status: p.terminationStatus, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self), outBytes: o)
+    }
+
+    func object(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    @Test func binaryIsBuilt() {
+        #expect(Self.binary != nil, "build push-seal first: swift build --build-tests")
+    }
+
+    @Test func sealsFromOptionsAndPrintsHeaders() throws {
+        guard Self.binary != nil else { return }
+        let s = try Scratch()
+        let r = try run(s.keyArgs + ["--recipient", "alice", "--title", "Ana", "--body", "Dinner at 8?", "--ttl", "1h", "--collapse-id", "x", "--with-headers"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.err.isEmpty)
+        let o = try object(r.out)
+        let headers = try #require(o["headers"] as? [String: String])
+        #expect(headers["apns-push-type"] == "alert")
+        #expect(headers["apns-topic"] == "com.example.app")
+        #expect(headers["apns-priority"] == "10")
+        #expect(headers["apns-collapse-id"] == "x")
+        #expect(Int64(headers["apns-expiration"] ?? "") ?? 0 > Int64(Date().timeIntervalSince1970))
+        let payload = try #require(o["payload"] as? [String: Any])
+        let aps = try #require(payload["aps"] as? [String: Any])
+        #expect((aps["mutable-content"] as? NSNumber)?.intValue == 1)
+        #expect(!r.out.contains("Dinner"))
+        #expect(r.out.contains("\"mutable-content\":1"))
+    }
+
+    @Test func overBudgetIsExit3UnlessFit() throws {
+        guard Self.binary != nil else { return }
+        let s = try Scratch()
+        let body = String(repeating: "é", count: 2500)
+        let r = try run(s.keyArgs + ["--recipient", "alice", "--title", "T", "--body", body])
+        #expect(r.status == 3)
+        #expect(r.out.isEmpty)
+        #expect(r.err.hasPrefix("push-seal: error: the payload is "))
+        #expect(r.err.contains("APNs allows 4096"))
+        #expect(r.err.contains("hint: add --fit"))
+        let f = try run(s.keyArgs + ["--recipient", "alice", "--title", "T", "--body", body, "--fit"])
+        #expect(f.status == 0)
+        #expect(f.outBytes.count - 1 <= 4096)
+        #expect(f.err.contains("push-seal: warning: fit: shortened the body"))
+    }
+
+    @Test func badInputGivesTheDocumentedExitCodes() throws {
+        guard Self.binary != nil else { return }
+        let s = try Scratch()
+        try s.write("empty.json", Data("{\"title\":\"\",\"body\":\"\"}".utf8))
+        try s.write("types.json", Data("{\"title\":[1],\"body\":\"b\"}".utf8))
+        try s.write("latin1.json", Data([0x7B, 0x22, 0x74, 0x69, 0x74, 0x6C, 0x65, 0x22, 0x3A, 0x22, 0xE9, 0x22, 0x7D]))
+        try s.write("huge.json", Data(("{\"title\":\"" + String(repeating: "a", count: 10 << 20) + "\"}").utf8))
+        let cases: [([String], Int32, String)] = [
+            (["--recipient", "alice", s.path("empty.json")], 65, "non-empty title"),
+            (["--recipient", "alice", s.path("types.json")], 65, "title must be a string, got array"),
+            (["--recipient", "alice", s.path("latin1.json")], 65, "UTF-8"),
+            (["--recipient", "alice", s.path("huge.json")], 65, "larger than"),
+            (["--recipient", "alice", s.path("missing.json")], 66, "no such file"),
+            (["--recipient", "carol", "--title", "t"], 67, "no recipient carol"),
+            (["--recipient", "bob", "--title", "t"], 67, "no usable primary key"),
+            (["--recipient", "alice", "--title", "t", "--priority", "7"], 64, "apns-priority must be 10 or 5"),
+            (["--recipient", "alice", "--title", "t", "--fallback-title", ""], 64, "fallback alert"),
+            (["--recipient", "alice", "--title", "t", "--collapse-id", String(repeating: "c", count: 65)], 64, "apns-collapse-id"),
+        ]
+        for (args, status, message) in cases {
+            let r = try run(s.keyArgs + args)
+            #expect(r.status == status, "\(args.last ?? ""): \(r.err)")
+            #expect(r.err.hasPrefix("push-seal: error: "), "\(r.err)")
+            #expect(r.err.contains(message), "\(r.err)")
+            #expect(r.out.isEmpty)
+        }
+        // An unreadable key store: group-readable (77) and missing (66).
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: s.path("keys.json"))
+        let open = try run(s.keyArgs + ["--recipient", "alice", "--title", "t"])
+        #expect(open.status == 77)
+        #expect(open.err.contains("hint: chmod 600"))
+        let gone = try run(["--app-id", "a", "--key-table", s.path("nope.json"), "--recipient", "alice", "--title", "t"])
+        #expect(gone.status == 66)
+        let json = try run(s.keyArgs + ["--recipient", "alice", "--title", "t", "--json"])
+        #expect(try object(json.out)["error"] != nil)
+    }
+
+    @Test func helpListsExitCodes() throws {
+        guard Self.binary != nil else { return }
+        for args in [["--help"], ["batch", "--help"], ["media", "--help"]] {
+            let r = try run(args)
+            #expect(r.status == 0)
+            for section in ["OVERVIEW:", "USAGE:", "OPTIONS:", "EXAMPLES:", "EXIT CODES:"] { #expect(r.out.contains(section)) }
+        }
+        let r = try run(["--help"])
+        #expect(r.out.contains("67  unknown recipient"))
+        #expect(r.out.contains("New message"))
+    }
+
+    @Test func batchWithBadLinesInTheMiddleOutputsEveryGoodLine() throws {
+        guard Self.binary != nil else { return }
+        let s = try Scratch()
+        var input = ""
+        for i in 1...40 {
+            switch i {
+            case 5: input += "{\"recipient\":\"alice\",\"notification\":{\"title\":5}}\n"
+            case 9: input += "{\"recipient\":\"carol\",\"notification\":{\"title\":\"x\"}}\n"
+            case 13: input += "{\"recipient\":\"alice\",\"notification\":{\"title\":\"" + String(repeating: "z", count: 10 << 20) + "\"}}\n"
+            case 17: input += "{\"recipient\":\"alice\",\"notification\":{\"title\":\"\u{FFFD}\(String(decoding: [0xC3, 0x28], as: UTF8.self))\"}}\n"
+            case 21: input += "{oops\n"
+            default: input += "{\"recipient\":\"alice\",\"notification\":{\"title\":\"n\(i)\",\"body\":\"b\"}}\n"
+            }
+        }
+        var bytes = Data(input.utf8)
+        bytes.append(contentsOf: Array("{\"recipient\":\"alice\",\"notification\":{\"title\":\"".utf8) + [0xFF] + Array("\"}}\n".utf8))
+        let b = try run(["batch"] + s.keyArgs + ["-"], stdin: bytes)
+        #expect(b.status == 2)
+        #expect(b.err.contains("failed"))
+        let lines = b.out.split(separator: "\n")
+        #expect(lines.count == 41)
+        var failedLines: [Int] = []
+        for (i, line) in lines.enumerated() {
+            let o = try object(String(line))
+            if let error = o["error"] as? [String: Any] {
+                #expect((o["line"] as? NSNumber)?.intValue == i + 1)
+                #expect(error["message"] is String)
+                failedLines.append(i + 1)
+            } else {
+                #expect(o["recipient"] as? String == "alice")
+                #expect(o["payload"] is [String: Any])
+                #expect(o["headers"] is [String: Any])
+            }
+        }
+        #expect(failedLines == [5, 9, 13, 21, 41])
+        let ok = try run(["batch"] + s.keyArgs, stdin: Data("{\"recipient\":\"alice\",\"notification\":{\"title\":\"a\"}}\n".utf8))
+        #expect(ok.status == 0)
+        #expect(ok.err.isEmpty)
+    }
+
+    @Test func mediaWritesA0644BlobAndPrintsTheKeyOnlyInTheDescriptor() throws {
+        guard Self.binary != nil else { return }
+        let s = try Scratch()
+        let jpeg = Data([0xFF, 0xD8, 0xFF, 0xE0] + (0..<4000).map { UInt8($0 & 0xFF) })
+        try s.write("cat.jpg", jpeg)
+        let r = try run(["media", s.path("cat.jpg"), "--out", s.path("cat.sealed"), "--url", "https://cdn/cat.sealed"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.err.isEmpty)
+        let d = try object(r.out)
+        #expect(d["url"] as? String == "https://cdn/cat.sealed")
+        #expect(d["type"] as? String == "image/jpeg")
+        let keyText = try #require(d["key"] as? String)
+        #expect(Data(base64Encoded: keyText)?.count == 32)
+        let attributes = try FileManager.default.attributesOfItem(atPath: s.path("cat.sealed"))
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o644)
+        let blob = try Data(contentsOf: URL(fileURLWithPath: s.path("cat.sealed")))
+        #expect(blob.count == jpeg.count + 28)
+        #expect(!blob.contains(jpeg.prefix(64)))
+        let again = try run(["media", s.path("cat.jpg"), "--out", s.path("cat.sealed")])
+        #expect(again.status == 73)
+        #expect(!again.err.contains(keyText))
+    }
+}
