@@ -125,6 +125,25 @@ public enum WireBase64 {
                 var standard = false, urlSafe = false
                 var i = 0
                 while i < count {
+                    // Fast path: four digits at a group boundary, no padding seen (markers have bit 6 or 7 set).
+                    if inGroup == 0, pads == 0, i + 4 <= count {
+                        let v0 = table[Int(input[i])], v1 = table[Int(input[i + 1])]
+                        let v2 = table[Int(input[i + 2])], v3 = table[Int(input[i + 3])]
+                        if (v0 | v1 | v2 | v3) & 0xC0 == 0 {
+                            if v0 >= 62 || v1 >= 62 || v2 >= 62 || v3 >= 62 {
+                                for k in i..<(i + 4) where table[Int(input[k])] >= 62 {
+                                    if input[k] == UInt8(ascii: "+") || input[k] == UInt8(ascii: "/") { standard = true } else { urlSafe = true }
+                                }
+                            }
+                            let group = UInt32(v0) << 18 | UInt32(v1) << 12 | UInt32(v2) << 6 | UInt32(v3)
+                            o[j] = UInt8(truncatingIfNeeded: group >> 16)
+                            o[j + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                            o[j + 2] = UInt8(truncatingIfNeeded: group)
+                            j += 3
+                            i += 4
+                            continue
+                        }
+                    }
                     let c = input[i]
                     let v = table[Int(c)]
                     i += 1

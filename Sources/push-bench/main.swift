@@ -56,6 +56,7 @@ for argument in CommandLine.arguments.dropFirst() {
 let sections: [any BenchSection] = [
     CryptoBench(),
     SenderBench(),
+    OpenBench(),
 ]
 
 let measurer = Measurer(settings: settings)
