@@ -201,7 +201,9 @@ def main():
             if "media" in note:
                 expect(len(result.get("attachments", [])) == 1, f"{path.name}: image attached")
             seen = f"{alert.get('title')} / {alert.get('body')}"
-            shown = f"{shown_title} / {result.get('body', '')}" + (" [+image]" if result.get("attachments") else "")
+            shown = f"{shown_title} / {result.get('body', '')}"
+            if result.get("attachments"):
+                outcome += f" + {len(result['attachments'])} image"
             print(f"   {clip(path.name, 26)} {len(payload_text.encode()):>5}  {clip(seen, 24)} {clip(shown, 44)} {clip(outcome, 22)} {ms:>5.0f}")
 
             if "ttl" in note or "exp" in note:

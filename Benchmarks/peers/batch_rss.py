@@ -6,8 +6,10 @@ and the peak resident memory of the push-seal process, which must stay flat as N
 Prints `RESULT impl=pushseal op=batch size=1024 rep=0 n=<lines> ns=<wall ns per payload>` and
 `RESULT impl=pushseal op=batch-rss size=1024 rep=0 n=<lines> kb=<peak RSS KiB>`.
 Usage: batch_rss.py PUSH_SEAL_BINARY [LINES]   (default 1,000,000 lines)
+The server keychain is made by `push-keys generate` (the push-keys binary beside push-seal);
+every seal reads alice's keyset item and counts the seal, as in production.
 """
-import base64, os, resource, subprocess, sys, tempfile, threading, time
+import os, resource, subprocess, sys, tempfile, threading, time
 
 binary = sys.argv[1]
 count = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
@@ -16,12 +18,11 @@ note = head + "x" * (1024 - len(head) - len(tail)) + tail
 line = ('{"recipient":"alice","notification":' + note + '}\n').encode()
 
 with tempfile.TemporaryDirectory() as d:
-    table = os.path.join(d, "keys.json")
-    fd = os.open(table, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    key = base64.b64encode(os.urandom(32)).decode()
-    os.write(fd, ('{"keys":[{"appId":"com.example.app","recipient":"alice","keyId":"key-1","key":"%s"}]}' % key).encode())
-    os.close(fd)
-    p = subprocess.Popen([binary, "batch", "--app-id", "com.example.app", "--key-table", table, "-"],
+    keychain = os.path.join(d, "server")
+    keys_binary = os.path.join(os.path.dirname(binary), "push-keys")
+    subprocess.run([keys_binary, "generate", "--keychain", keychain, "--app-id", "com.example.app", "--recipient", "alice"],
+                   check=True, stdout=subprocess.DEVNULL)
+    p = subprocess.Popen([binary, "batch", "--app-id", "com.example.app", "--keychain", keychain, "-"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def feed():

@@ -91,7 +91,13 @@ public struct ExtensionHost: Sendable {
         collector.log(DiagnosticEntry(stage: "host", event: "didReceive", fields: [
             ("budgetMs", formatMilliseconds(budgetSeconds * 1000)),
             ("expiryMarginMs", formatMilliseconds(Double(marginNanoseconds) / 1e6))]))
-        let worker = Thread { instance.didReceive(request, withContentHandler: handler) }
+        // Signalled when didReceive is entered: the expiry call must never overtake it (on a
+        // loaded machine the worker thread may not run before the expiry time).
+        let entered = DispatchSemaphore(value: 0)
+        let worker = Thread {
+            entered.signal()
+            instance.didReceive(request, withContentHandler: handler)
+        }
         worker.name = "pushseal.extension.didReceive"
         worker.start()
 
@@ -100,7 +106,10 @@ public struct ExtensionHost: Sendable {
             expiryCalled = true
             collector.log(DiagnosticEntry(stage: "host", event: "timeWillExpire",
                                           fields: [("elapsedMs", formatMilliseconds(millisecondsSince(start)))]))
-            DispatchQueue.global().async { instance.serviceExtensionTimeWillExpire() }
+            DispatchQueue.global().async {
+                entered.wait()
+                instance.serviceExtensionTimeWillExpire()
+            }
             if run.delivered.wait(timeout: deadline) == .timedOut {
                 run.accept(request.content, outcome: .original, reason: "extensionTimedOut",
                            detail: "the extension did not call its content handler within the \(budgetSeconds) s budget",

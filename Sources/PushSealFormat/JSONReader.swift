@@ -149,6 +149,24 @@ enum ByteScan {
         x & highBits != 0 || needsEscape(x)
     }
 
+    /// The index of the first 16-byte block at or after `i` (whole blocks before `end` only)
+    /// that leaves plain ASCII (``leavesPlainASCII(_:)``), or the first `j >= i` with fewer
+    /// than 16 bytes left. Two words per step, one branch.
+    @inline(__always)
+    static func skipPlainASCII16(_ p: UnsafePointer<UInt8>, from i: Int, end: Int) -> Int {
+        var j = i
+        while j + 16 <= end {
+            let a = load(p, at: j), b = load(p, at: j + 8)
+            let qa = a ^ (ones &* 0x22), qb = b ^ (ones &* 0x22)
+            let ba = a ^ (ones &* 0x5C), bb = b ^ (ones &* 0x5C)
+            let fa = (a &- ones &* 0x20) & ~a | (qa &- ones) & ~qa | (ba &- ones) & ~ba
+            let fb = (b &- ones &* 0x20) & ~b | (qb &- ones) & ~qb | (bb &- ones) & ~bb
+            if (a | b | fa | fb) & highBits != 0 { return j }
+            j += 16
+        }
+        return j
+    }
+
     @inline(__always)
     static func load(_ p: UnsafePointer<UInt8>, at i: Int) -> UInt64 {
         UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
@@ -157,7 +175,7 @@ enum ByteScan {
 
 // MARK: - Parser
 
-private enum Byte {
+enum Byte {
     static let quote: UInt8 = 0x22  // "
     static let backslash: UInt8 = 0x5C
     static let slash: UInt8 = 0x2F
@@ -176,7 +194,7 @@ private enum Byte {
 /// Objects with more members than this switch from linear duplicate checks to a `Set`.
 private let linearKeyCheckLimit = 16
 
-private struct Parser {
+struct Parser {
     let p: UnsafePointer<UInt8>
     let end: Int
     let maxDepth: Int
@@ -350,52 +368,12 @@ private struct Parser {
             if b == Byte.backslash || b < 0x20 || b >= 0x80 { break }
             i += 1
         }
-        return try parseStringSlow(start: start)
-    }
-
-    /// The general case: escapes, UTF-8 validation, errors. `p[start..<i]` is plain ASCII.
-    mutating func parseStringSlow(start: Int) throws -> String {
-        var escaped = false  // once true, the string is built in `scratch`
-        var runStart = start  // first byte not yet copied to `scratch`
-        while true {
-            guard i < end else {
-                throw FormatError(.invalidJSON, "unterminated string starting at byte offset \(start - 1)")
-            }
-            if i + 8 <= end, !ByteScan.leavesPlainASCII(ByteScan.load(p, at: i)) {
-                i += 8
-                continue
-            }
-            let b = p[i]
-            if b == Byte.quote {
-                let s: String
-                if escaped {
-                    scratch.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart))
-                    s = String(decoding: scratch, as: UTF8.self)
-                } else {
-                    s = String(decoding: UnsafeBufferPointer(start: p + start, count: i - start), as: UTF8.self)
-                }
-                i += 1
-                return s
-            } else if b == Byte.backslash {
-                if !escaped {
-                    escaped = true
-                    scratch.removeAll(keepingCapacity: true)
-                }
-                scratch.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart))
-                try parseEscape()
-                runStart = i
-            } else if b < 0x20 {
-                throw FormatError(.invalidJSON, "control character U+00\(hex2(b)) inside a string at byte offset \(i) (must be escaped)")
-            } else if b < 0x80 {
-                i += 1
-            } else {
-                let n = UTF8Validation.sequenceLength(p, at: i, end: end)
-                if n == 0 {
-                    throw FormatError(.invalidUTF8, "ill-formed UTF-8 byte 0x\(hex2(b)) at byte offset \(i)")
-                }
-                i += n
-            }
-        }
+        // The general case (escapes, UTF-8 validation, errors): `scanString` checks it and
+        // collects the decoded bytes of an escaped string in `scratch`.
+        i = start - 1
+        let span = try scanString()
+        if span.hasEscapes { return String(decoding: scratch, as: UTF8.self) }
+        return String(decoding: UnsafeBufferPointer(start: p + span.start, count: span.byteCount), as: UTF8.self)
     }
 
     /// Parses one escape at `p[i]` (a backslash), appending its UTF-8 to `scratch`.

@@ -231,7 +231,13 @@ public struct LocalizedContent: Sendable, Hashable {
         self.body = body
     }
 
-    init(json value: JSONValue, path: String) throws {
+    /// Reads one locale's content by the receiver's rules (an object whose `title`, `subtitle`,
+    /// `body` are strings or null, at least one non-empty; other members ignored).
+    /// - Parameters:
+    ///   - value: the `localizations.<tag>` value.
+    ///   - path: its name in errors, e.g. `localizations.fr`.
+    /// - Throws: `FormatError` `.invalidPlaintext` (`<path>: <problem>`).
+    public init(json value: JSONValue, path: String) throws {
         guard case .object(let o) = value else { throw NotificationPlaintext.wrongType(path, "object", value) }
         let t = try NotificationPlaintext.textMembers(o, path: path + ".")
         title = t.title
@@ -269,7 +275,10 @@ public struct MediaDescriptor: Sendable, Equatable {
         self.key = key
     }
 
-    init(json value: JSONValue) throws {
+    /// Reads a `media` value by the receiver's rules: `url` an absolute `https://` or
+    /// `http://` URL; `type` a string; `sha256` 64 hex digits; `key` base64 of 32 bytes.
+    /// - Throws: `FormatError` `.invalidPlaintext` (`media.<member>: <problem>`).
+    public init(json value: JSONValue) throws {
         guard case .object(let o) = value else { throw NotificationPlaintext.wrongType("media", "object", value) }
         guard let u = try NotificationPlaintext.optional(o, "url", path: "media.") else {
             throw FormatError(.invalidPlaintext, "media.url: missing")

@@ -135,11 +135,22 @@ enum Posix {
         guard let d = opendir(directory) else { throw ioError("open", directory) }
         defer { closedir(d) }
         while let entry = readdir(d) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = entryName(entry)
             if name == "." || name == ".." { continue }
             unlink("\(directory)/\(name)")
+        }
+    }
+
+    /// The name of one `readdir` entry, read in place.
+    ///
+    /// glibc's entries are variable-length (`d_reclen` bytes, the name padded only to 8 bytes),
+    /// so the last entry of a buffer can be shorter than `MemoryLayout<dirent>.size`: copying
+    /// `entry.pointee.d_name` (a 256-byte tuple) reads past the allocation (found by ASan).
+    /// Taking the field's address through the pointer does not copy; the name is NUL-terminated.
+    static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> String {
+        withUnsafeMutablePointer(to: &entry.pointee.d_name) { tuple in
+            // A homogeneous tuple of CChar is bound to CChar, so this assumes nothing new.
+            String(cString: UnsafeRawPointer(tuple).assumingMemoryBound(to: CChar.self))
         }
     }
 
@@ -152,9 +163,7 @@ enum Posix {
         defer { closedir(d) }
         var names: [String] = []
         while let entry = readdir(d) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = entryName(entry)
             if name == "." || name == ".." { continue }
             names.append(name)
         }

@@ -73,48 +73,33 @@ public struct BatchSealer: Sendable {
         return Chunk(output: out, failureCount: failures)
     }
 
+    /// The bounds for one input line: 2 MiB, nesting depth 64.
+    static let lineLimits = JSONReader.Limits(maxByteCount: 2 << 20)
+
     /// Seals one line into its output line (with the trailing newline).
+    ///
+    /// A well-formed line takes the scan path (no tree, text copied from the line into the
+    /// plaintext); anything else takes the tree path, which gives the same output or the
+    /// precise error.
     public func sealLine(_ line: Line) -> (bytes: [UInt8], failed: Bool) {
         var recipient: String?
         do {
             if let n = line.overlongByteCount {
                 throw SenderError(.invalidJSON, "the line is \(n) bytes, longer than the limit")
             }
-            let value: JSONValue
-            do {
-                value = try JSONReader.parse(line.bytes, limits: JSONReader.Limits(maxByteCount: 2 << 20))
-            } catch let e as FormatError {
-                throw SenderError(.invalidJSON, "the line is not valid JSON: \(e.reason)")
-            }
-            guard case .object(let o) = value else {
-                throw SenderError(.invalidNotification, "a line must be an object {recipient, notification}, got \(value.typeName)")
-            }
-            for m in o where m.key != "recipient" && m.key != "notification" {
-                throw SenderError(.invalidNotification, "unknown member \(OutgoingNotification.excerpt(m.key)) (known: recipient, notification)")
-            }
-            guard case .string(let r)? = o["recipient"], !r.isEmpty else {
-                throw SenderError(.invalidNotification, "the line needs a non-empty string recipient")
-            }
-            recipient = r
-            guard let n = o["notification"] else { throw SenderError(.invalidNotification, "the line needs a notification") }
-            let sealed = try sealer.seal(OutgoingNotification(json: n), for: r)
-            var w = PayloadWriter(capacity: sealed.payload.count + 256)
-            w.raw("{\"recipient\":")
-            w.string(r)
-            w.raw(",\"payload\":")
-            w.bytes.append(contentsOf: sealed.payload)
-            w.raw(",\"headers\":")
-            sealed.headers.write(to: &w)
-            if !sealed.changes.isEmpty {
-                w.raw(",\"changes\":[")
-                for (i, c) in sealed.changes.enumerated() {
-                    if i > 0 { w.byte(UInt8(ascii: ",")) }
-                    w.string(c.description)
+            let scanned = try line.bytes.withUnsafeBytes { input -> SealedNotification? in
+                guard !input.isEmpty, input.count <= Self.lineLimits.maxByteCount else { return nil }
+                var s = try JSONReader.Scanner(input, limits: Self.lineLimits)
+                guard let (r, n) = Self.scanLine(&s) else { return nil }
+                recipient = r
+                return try sealer.seal(n.fields, ttlSeconds: n.ttlSeconds, for: r, plaintextCapacity: input.count + input.count / 8 + 128) {
+                    try OutgoingNotification(json: Self.treeLine(line.bytes).notification)
                 }
-                w.byte(UInt8(ascii: "]"))
             }
-            w.raw("}\n")
-            return (w.bytes, false)
+            if let scanned, let recipient { return (Self.output(recipient: recipient, sealed: scanned), false) }
+            let (r, n) = try Self.treeLine(line.bytes)
+            recipient = r
+            return (Self.output(recipient: r, sealed: try sealer.seal(OutgoingNotification(json: n), for: r)), false)
         } catch {
             let (code, message) = BatchSealer.describe(error)
             var w = PayloadWriter(capacity: 256)
@@ -129,6 +114,79 @@ public struct BatchSealer: Sendable {
             w.raw("}}\n")
             return (w.bytes, true)
         }
+    }
+
+    /// The scan path of one line: `{"recipient": "…", "notification": {…}}` with exactly those
+    /// two members, or `nil` to take the tree path.
+    static func scanLine(_ s: inout JSONReader.Scanner) -> (String, ScannedNotification)? {
+        do {
+            guard try s.peekKind() == .object else { return nil }
+            try s.beginObject()
+            var recipient: String?
+            var notification: ScannedNotification?
+            while let key = try s.nextKey() {
+                if recipient == nil, !key.hasEscapes, s.rawEquals(key, "recipient") {
+                    guard try s.peekKind() == .string else { return nil }
+                    let r = s.string(try s.readString())
+                    guard !r.isEmpty else { return nil }
+                    recipient = r
+                } else if notification == nil, !key.hasEscapes, s.rawEquals(key, "notification") {
+                    guard let n = ScannedNotification.scan(&s) else { return nil }
+                    notification = n
+                } else {
+                    return nil
+                }
+            }
+            try s.finish()
+            guard let recipient, let notification else { return nil }
+            return (recipient, notification)
+        } catch {
+            return nil
+        }
+    }
+
+    /// The tree path of one line: parse and check the members (the notification is read by
+    /// the caller, once the recipient is known for the error line).
+    /// - Throws: `SenderError` `.invalidJSON`, `.invalidNotification`.
+    static func treeLine(_ bytes: [UInt8]) throws -> (recipient: String, notification: JSONValue) {
+        let value: JSONValue
+        do {
+            value = try JSONReader.parse(bytes, limits: lineLimits)
+        } catch let e as FormatError {
+            throw SenderError(.invalidJSON, "the line is not valid JSON: \(e.reason)")
+        }
+        guard case .object(let o) = value else {
+            throw SenderError(.invalidNotification, "a line must be an object {recipient, notification}, got \(value.typeName)")
+        }
+        for m in o where m.key != "recipient" && m.key != "notification" {
+            throw SenderError(.invalidNotification, "unknown member \(OutgoingNotification.excerpt(m.key)) (known: recipient, notification)")
+        }
+        guard case .string(let r)? = o["recipient"], !r.isEmpty else {
+            throw SenderError(.invalidNotification, "the line needs a non-empty string recipient")
+        }
+        guard let n = o["notification"] else { throw SenderError(.invalidNotification, "the line needs a notification") }
+        return (r, n)
+    }
+
+    /// `{"recipient":…,"payload":{…},"headers":{…}[,"changes":[…]]}` and a newline.
+    static func output(recipient: String, sealed: SealedNotification) -> [UInt8] {
+        var w = PayloadWriter(capacity: sealed.payload.count + recipient.utf8.count + 256)
+        w.raw("{\"recipient\":")
+        w.string(recipient)
+        w.raw(",\"payload\":")
+        w.bytes.append(contentsOf: sealed.payload)
+        w.raw(",\"headers\":")
+        sealed.headers.write(to: &w)
+        if !sealed.changes.isEmpty {
+            w.raw(",\"changes\":[")
+            for (i, c) in sealed.changes.enumerated() {
+                if i > 0 { w.byte(UInt8(ascii: ",")) }
+                w.string(c.description)
+            }
+            w.byte(UInt8(ascii: "]"))
+        }
+        w.raw("}\n")
+        return w.bytes
     }
 
     /// A stable code and a message for any error a line can raise.

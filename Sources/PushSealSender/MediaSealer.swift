@@ -1,4 +1,5 @@
 import PushSealCrypto
+import PushSealFormat
 
 /// Encrypts a media file for a sealed notification, so the server hosting it (a CDN) never
 /// sees the image either.
@@ -41,16 +42,13 @@ public enum MediaSealer {
         } catch let e as CryptoError {
             throw SenderError(.sealFailed, "could not seal the media file: \(e.code)")
         }
-        var keyText = PayloadWriter(capacity: 44)
-        key.withUnsafeBytes { keyText.base64($0) }
-        let hexDigits = Array("0123456789abcdef".utf8)
-        var hex: [UInt8] = []
-        hex.reserveCapacity(64)
-        for b in digest { hex.append(hexDigits[Int(b >> 4)]); hex.append(hexDigits[Int(b & 15)]) }
-        let media = OutgoingNotification.Media(url: url, type: type ?? sniffType(file),
-                                               sha256: String(decoding: hex, as: UTF8.self),
-                                               key: String(decoding: keyText.bytes, as: UTF8.self))
-        SecretBytes.wipe(&keyText.bytes)
+        // The wire spellings (lower-case hex, base64 by libsodium's constant-time encoder) from
+        // PushSealFormat's descriptor, the one the device reads.
+        let descriptor = MediaDescriptor(url: url, type: type ?? sniffType(file), sha256: digest, key: key).jsonValue()
+        guard case .object(let o) = descriptor, case .string(let hex)? = o["sha256"], case .string(let keyText)? = o["key"] else {
+            throw SenderError(.sealFailed, "could not describe the media file")
+        }
+        let media = OutgoingNotification.Media(url: url, type: type ?? sniffType(file), sha256: hex, key: keyText)
         return Sealed(blob: box.combined, media: media)
     }
 

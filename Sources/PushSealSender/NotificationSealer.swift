@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import PushSealCrypto
 import PushSealFormat
@@ -23,8 +26,15 @@ public struct NotificationSealer: Sendable {
     /// `{"aps":{…},"encrypted_data":"` — the same for every payload of this sealer.
     private let prefix: [UInt8]
 
-    /// The system clock in whole seconds since 1970 UTC.
-    public static let systemClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    /// The system clock in whole seconds since 1970 UTC (`CLOCK_REALTIME_COARSE`: whole seconds
+    /// need no finer clock, and it is the cheapest read).
+    public static let systemClock: @Sendable () -> Int64 = {
+        #if canImport(Glibc)
+        var t = timespec()
+        if clock_gettime(CLOCK_REALTIME_COARSE, &t) == 0 { return Int64(t.tv_sec) }
+        #endif
+        return Int64(Date().timeIntervalSince1970)
+    }
 
     /// Creates a sealer and checks the options once.
     /// - Parameters:
@@ -79,13 +89,27 @@ public struct NotificationSealer: Sendable {
         self.clock = clock
     }
 
-    /// Parses the JSON form of a notification (see ``OutgoingNotification/init(json:)``) and seals it.
+    /// Reads the JSON form of a notification (see ``OutgoingNotification/init(json:)``) and seals it.
+    ///
+    /// A well-formed notification takes the scan path: the input is checked by
+    /// `JSONReader.Scanner` (the reader's rules) and its text members are copied into the
+    /// plaintext without building a tree. Anything unusual (a wrong type, an unknown member, a
+    /// fit needed) takes the tree path, which gives the same payload or the precise error.
     /// - Parameters:
-    ///   - notificationJSON: UTF-8 JSON text of one notification object.
+    ///   - notificationJSON: UTF-8 JSON text of one notification object (at most 1 MiB).
     ///   - recipient: the recipient's name for the key provider.
     /// - Throws: `SenderError` `.invalidJSON` and everything ``seal(_:for:)`` throws.
     public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedNotification {
-        try seal(OutgoingNotification(jsonBytes: notificationJSON), for: recipient)
+        let scanned = try notificationJSON.withUnsafeBytes { input -> SealedNotification? in
+            guard !input.isEmpty, input.count <= JSONReader.Limits.default.maxByteCount else { return nil }
+            var s = try JSONReader.Scanner(input)
+            guard let n = ScannedNotification.scan(&s), (try? s.finish()) != nil else { return nil }
+            return try seal(n.fields, ttlSeconds: n.ttlSeconds, for: recipient, plaintextCapacity: input.count + input.count / 8 + 128) {
+                try OutgoingNotification(jsonBytes: notificationJSON)
+            }
+        }
+        if let scanned { return scanned }
+        return try seal(OutgoingNotification(jsonBytes: notificationJSON), for: recipient)
     }
 
     /// Seals `notification` for `recipient`.
@@ -98,64 +122,116 @@ public struct NotificationSealer: Sendable {
     ///   (actual and allowed bytes), `.cannotFit`, `.unknownRecipient`, `.keyUnavailable`,
     ///   `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass through.
     public func seal(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
+        try seal(notification.fields(body: notification.body, includeMedia: true), ttlSeconds: notification.ttlSeconds,
+                 for: recipient, plaintextCapacity: 3072) { notification }
+    }
+
+    /// The seal job shared by both paths: checks, times, key, plaintext, budget, AES-GCM, payload.
+    /// `tree` gives the notification as a value when the fit ladder has to rewrite it.
+    func seal(_ fields: Wire.Fields, ttlSeconds: Int64?, for recipient: String, plaintextCapacity: Int,
+              tree: () throws -> OutgoingNotification) throws -> SealedNotification {
         guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
-        guard notification.hasVisibleText else {
+        guard fields.hasVisibleText else {
             throw SenderError(.emptyNotification, "the notification needs a non-empty title, subtitle or body")
         }
-        var n = notification
+        var f = fields
         let now = clock()
-        if n.iat == nil { n.iat = now }
-        if let ttl = n.ttlSeconds ?? (n.exp == nil ? options.defaultTTLSeconds : nil) {
-            guard n.exp == nil || n.ttlSeconds == nil else {
+        if f.iat == nil { f.iat = now }
+        if let ttl = ttlSeconds ?? (f.exp == nil ? options.defaultTTLSeconds : nil) {
+            guard f.exp == nil || ttlSeconds == nil else {
                 throw SenderError(.invalidNotification, "give either exp or ttl, not both")
             }
             let (e, overflow) = now.addingReportingOverflow(ttl)
             guard !overflow else { throw SenderError(.invalidNotification, "ttl \(ttl) is too large") }
-            n.exp = e
+            f.exp = e
         }
-        n.ttlSeconds = nil
 
         let sealingKey = try keys.primaryKey(appID: appID, recipient: recipient)
-        guard Wire.isValidKeyID(sealingKey.keyID) else {
+        guard WireFormat.isValidKeyID(sealingKey.keyID) else {
             throw SenderError(.keyUnavailable, "the key id of \(recipient)'s primary key is not 1-64 characters of A-Z a-z 0-9 _ -")
         }
         // `","key_id":"<kid>","enc_alg":"A256GCM"}` (the key id needs no escaping).
         let suffixByteCount = 12 + sealingKey.keyID.utf8.count + 22
-        let (plaintext, changes) = try fittedPlaintext(n, fixedByteCount: prefix.count + suffixByteCount)
+        let fixedByteCount = prefix.count + suffixByteCount
         let aad = Wire.aad(keyID: sealingKey.keyID, appID: appID)
-        let box: SealedBox
-        do {
-            box = try AES256GCM.seal(plaintext, with: sealingKey.key, authenticating: aad)
-        } catch let e as CryptoError {
-            throw SenderError(.sealFailed, "could not seal: \(e.code)")
+        func sealBox(_ plaintext: UnsafeRawBufferPointer) throws -> SealedBox {
+            do {
+                return try aad.withUnsafeBytes { try AES256GCM.seal(plaintext, with: sealingKey.key, authenticating: $0) }
+            } catch let e as CryptoError {
+                throw SenderError(.sealFailed, "could not seal: \(e.code)")
+            }
         }
-        let total = prefix.count + PayloadWriter.base64ByteCount(box.combined.count) + suffixByteCount
-        var w = PayloadWriter(capacity: total)
-        w.bytes.append(contentsOf: prefix)
-        box.combined.withUnsafeBytes { w.base64($0) }
-        w.raw("\",\"key_id\":\"")
-        w.bytes.append(contentsOf: sealingKey.keyID.utf8)
-        w.raw("\",\"enc_alg\":\"A256GCM\"}")
+        // The common case without allocating: the plaintext, padded, in a buffer of the
+        // budget's size (a plaintext that fits the payload is far smaller).
+        let quick = try withUnsafeTemporaryAllocation(byteCount: SealOptions.maxPayloadByteCount, alignment: 16) { buffer -> SealedBox? in
+            guard var w = BoundedWriter(buffer) else { return nil }
+            try Wire.writePlaintext(f, to: &w)
+            guard !w.overflowed else { return nil }
+            let padded = options.padding ? Wire.padmeLength(w.count) : w.count
+            guard Self.payloadByteCount(plaintextByteCount: padded, fixedByteCount: fixedByteCount) <= SealOptions.maxPayloadByteCount else { return nil }
+            w.spaces(padded - w.count)
+            guard !w.overflowed else { return nil }
+            return try sealBox(w.written)
+        }
+        var changes: [FitChange] = []
+        let box: SealedBox
+        if let quick {
+            box = quick
+        } else {
+            var plain = PayloadWriter(capacity: plaintextCapacity)
+            try Wire.writePlaintext(f, to: &plain)
+            let fitted = try fittedPlaintext(&plain.bytes, f, fixedByteCount: fixedByteCount, tree: tree)
+            changes = fitted.1
+            box = try fitted.0.withUnsafeBytes { try sealBox($0) }
+        }
+        let payload = Self.payload(prefix: prefix, box: box.combined, keyID: sealingKey.keyID)
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
-                                  expiration: n.exp, collapseID: options.collapseID)
-        return SealedNotification(payload: w.bytes, headers: headers, keyID: sealingKey.keyID, changes: changes)
+                                  expiration: f.exp, collapseID: options.collapseID)
+        return SealedNotification(payload: payload, headers: headers, keyID: sealingKey.keyID, changes: changes)
+    }
+
+    /// `prefix` ‖ base64(`box`) ‖ `","key_id":"<keyID>","enc_alg":"A256GCM"}`, written into one
+    /// allocation of exactly the payload's size.
+    static func payload(prefix: [UInt8], box: [UInt8], keyID: String) -> [UInt8] {
+        let tail1: StaticString = "\",\"key_id\":\""
+        let tail2: StaticString = "\",\"enc_alg\":\"A256GCM\"}"
+        var keyID = keyID
+        return keyID.withUTF8 { kid in
+            let encoded = WireBase64.encodedByteCount(box.count)
+            let total = prefix.count + encoded + tail1.utf8CodeUnitCount + kid.count + tail2.utf8CodeUnitCount
+            // Zero-filled then overwritten: cheaper than the unspecialized uninitialized-capacity init.
+            var payload = [UInt8](repeating: 0, count: total)
+            payload.withUnsafeMutableBytes { out in
+                guard let o = out.baseAddress else { return }
+                var at = 0
+                func put(_ bytes: UnsafeRawBufferPointer) {
+                    if let b = bytes.baseAddress { (o + at).copyMemory(from: b, byteCount: bytes.count) }
+                    at += bytes.count
+                }
+                prefix.withUnsafeBytes { put($0) }
+                box.withUnsafeBytes { WireBase64.encode($0, into: o + at) }
+                at += encoded
+                put(UnsafeRawBufferPointer(start: tail1.utf8Start, count: tail1.utf8CodeUnitCount))
+                put(UnsafeRawBufferPointer(kid))
+                put(UnsafeRawBufferPointer(start: tail2.utf8Start, count: tail2.utf8CodeUnitCount))
+            }
+            return payload
+        }
     }
 
     /// The payload size for a plaintext of `plaintextByteCount` bytes.
     static func payloadByteCount(plaintextByteCount: Int, fixedByteCount: Int) -> Int {
-        fixedByteCount + PayloadWriter.base64ByteCount(AES256GCM.nonceByteCount + plaintextByteCount + AES256GCM.tagByteCount)
+        fixedByteCount + WireBase64.encodedByteCount(AES256GCM.nonceByteCount + plaintextByteCount + AES256GCM.tagByteCount)
     }
 
-    /// The plaintext bytes to seal, padded, or fitted down the ladder when asked.
-    private func fittedPlaintext(_ n: OutgoingNotification, fixedByteCount: Int) throws -> ([UInt8], [FitChange]) {
+    /// The plaintext bytes to seal (`written`, padded), or fitted down the ladder when asked.
+    /// `written` is taken over (padded in place, without a copy).
+    private func fittedPlaintext(_ written: inout [UInt8], _ f: Wire.Fields, fixedByteCount: Int,
+                                 tree: () throws -> OutgoingNotification) throws -> ([UInt8], [FitChange]) {
         let limit = SealOptions.maxPayloadByteCount
         func size(_ count: Int) -> Int { Self.payloadByteCount(plaintextByteCount: count, fixedByteCount: fixedByteCount) }
-        func encode(body: String?, media: Bool) throws -> [UInt8] {
-            var w = PayloadWriter(capacity: 3072)
-            try Wire.writePlaintext(n, body: body, includeMedia: media, to: &w)
-            return w.bytes
-        }
-        var plain = try encode(body: n.body, media: true)
+        var plain: [UInt8] = []
+        swap(&plain, &written)
         let paddedCount = options.padding ? Wire.padmeLength(plain.count) : plain.count
         if size(paddedCount) <= limit {
             plain.append(contentsOf: repeatElement(0x20, count: paddedCount - plain.count))
@@ -167,6 +243,15 @@ public struct NotificationSealer: Sendable {
         var changes: [FitChange] = []
         if paddedCount > plain.count { changes.append(.droppedPadding(byteCount: paddedCount - plain.count)) }
         if size(plain.count) <= limit { return (plain, changes) }
+        var n = try tree()
+        n.iat = f.iat
+        n.exp = f.exp
+        n.ttlSeconds = nil
+        func encode(body: String?, media: Bool) throws -> [UInt8] {
+            var w = PayloadWriter(capacity: 3072)
+            try Wire.writePlaintext(n, body: body, includeMedia: media, to: &w)
+            return w.bytes
+        }
         if n.media != nil {
             changes.append(.droppedMedia)
             plain = try encode(body: n.body, media: false)

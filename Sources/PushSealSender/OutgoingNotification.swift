@@ -129,46 +129,40 @@ public struct OutgoingNotification: Sendable, Hashable {
         return i
     }
 
+    /// Reads `media` by the receiver's rules (`MediaDescriptor(json:)`: an http(s) URL, 64 hex
+    /// digits, base64 of 32 bytes), so the sender never seals what a device rejects; keeps the
+    /// strings as given. Unknown members are refused here (the receiver would ignore them).
     static func media(_ v: JSONValue) throws -> Media {
         guard case .object(let o) = v else { throw wrongType("media", "an object", v) }
-        var url: String?
-        var media = Media(url: "")
-        for m in o {
-            switch m.key {
-            case "url": url = try string(m.value, "media.url")
-            case "type": media.type = try string(m.value, "media.type")
-            case "sha256":
-                let s = try string(m.value, "media.sha256")
-                guard s.utf8.count == 64, s.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
-                    throw SenderError(.invalidNotification, "media.sha256 must be 64 lower-case hex digits")
-                }
-                media.sha256 = s
-            case "key":
-                let s = try string(m.value, "media.key")
-                guard s.utf8.count == 44, s.hasSuffix("="), !s.hasSuffix("==") else {
-                    throw SenderError(.invalidNotification, "media.key must be the standard base64 of 32 bytes (44 characters)")
-                }
-                media.key = s
-            default:
-                throw SenderError(.invalidNotification, "unknown member media.\(m.key) (known: url, type, sha256, key)")
-            }
+        for m in o where !["url", "type", "sha256", "key"].contains(m.key) {
+            throw SenderError(.invalidNotification, "unknown member media.\(m.key) (known: url, type, sha256, key)")
         }
-        guard let url, !url.isEmpty else { throw SenderError(.invalidNotification, "media needs a non-empty url") }
-        media.url = url
-        return media
+        do {
+            _ = try MediaDescriptor(json: v)
+        } catch let e as FormatError {
+            throw SenderError(.invalidNotification, e.reason)
+        }
+        func text(_ key: String) -> String? { if case .string(let s)? = o[key] { s } else { nil } }
+        return Media(url: text("url") ?? "", type: text("type"), sha256: text("sha256"), key: text("key"))
     }
 
+    /// Reads `localizations` by the receiver's rules (locale tags, `LocalizedContent(json:path:)`:
+    /// title, subtitle, body strings, one non-empty); other members of a locale are refused.
     static func localizations(_ v: JSONValue) throws -> JSONObject {
         guard case .object(let o) = v else { throw wrongType("localizations", "an object", v) }
         for locale in o {
-            guard case .object(let variant) = locale.value else {
-                throw wrongType("localizations.\(locale.key)", "an object", locale.value)
+            guard WireFormat.isValidLocale(locale.key) else {
+                throw SenderError(.invalidNotification, "localizations: \(excerpt(locale.key)) is not a locale tag (1-35 of A-Z a-z 0-9 - _)")
             }
-            for m in variant {
-                guard ["title", "subtitle", "body"].contains(m.key) else {
+            if case .object(let variant) = locale.value {
+                for m in variant where !["title", "subtitle", "body"].contains(m.key) {
                     throw SenderError(.invalidNotification, "unknown member localizations.\(locale.key).\(m.key) (known: title, subtitle, body)")
                 }
-                _ = try string(m.value, "localizations.\(locale.key).\(m.key)")
+            }
+            do {
+                _ = try LocalizedContent(json: locale.value, path: "localizations.\(locale.key)")
+            } catch let e as FormatError {
+                throw SenderError(.invalidNotification, e.reason)
             }
         }
         return o

@@ -119,22 +119,30 @@ public struct PayloadWriter: Sendable {
 
     /// Appends `value` in decimal.
     public mutating func integer(_ value: Int64) {
-        if value == 0 { bytes.append(0x30); return }
-        var magnitude = value.magnitude
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0) // 24 bytes, enough for 20 digits
-        var count = 0
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes, enough for a sign and 19 digits
         withUnsafeMutableBytes(of: &digits) { d in
-            while magnitude > 0 {
-                d[count] = UInt8(truncatingIfNeeded: magnitude % 10) &+ 0x30
-                magnitude /= 10
-                count += 1
-            }
-            while count > 0 {
-                count -= 1
-                bytes.append(d[count])
-            }
+            guard let base = d.baseAddress else { return }
+            let n = PayloadWriter.writeDecimal(value, to: base)
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: n))
         }
+    }
+
+    /// Writes `value` in decimal at `out` (room for 20 bytes) and returns the byte count.
+    static func writeDecimal(_ value: Int64, to out: UnsafeMutableRawPointer) -> Int {
+        if value == 0 { out.storeBytes(of: 0x30, as: UInt8.self); return 1 }
+        var magnitude = value.magnitude
+        var count = 0
+        if value < 0 { out.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self); count = 1 }
+        var probe = magnitude
+        var digitCount = 0
+        while probe > 0 { probe /= 10; digitCount += 1 }
+        var at = count + digitCount
+        while magnitude > 0 {
+            at -= 1
+            out.storeBytes(of: UInt8(truncatingIfNeeded: magnitude % 10) &+ 0x30, toByteOffset: at, as: UInt8.self)
+            magnitude /= 10
+        }
+        return count + digitCount
     }
 
     /// Appends a finite `Double` in Swift's shortest round-trip form (`0.5`, `1.0`, `1e-07`).
@@ -180,48 +188,9 @@ public struct PayloadWriter: Sendable {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    private static let base64Alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-
-    /// The length of standard padded base64 (RFC 4648 §4) of `byteCount` bytes.
-    public static func base64ByteCount(_ byteCount: Int) -> Int { (byteCount + 2) / 3 * 4 }
-
-    /// Two base64 characters for every 12-bit value, as little-endian `UInt16`s (8 KB).
-    private static let base64Pairs: [UInt16] = base64Alphabet.withUTF8Buffer { t in
-        (0..<4096).map { v in UInt16(t[v >> 6]) | UInt16(t[v & 63]) << 8 }
-    }
-
-    /// Appends `data` as standard padded base64 (RFC 4648 §4), without quotes.
-    public mutating func base64(_ data: UnsafeRawBufferPointer) {
-        let n = data.count
-        let outCount = PayloadWriter.base64ByteCount(n)
-        guard outCount > 0, let src = data.baseAddress else { return }
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "="), count: outCount))
-        PayloadWriter.base64Pairs.withUnsafeBufferPointer { pairs in
-            PayloadWriter.base64Alphabet.withUTF8Buffer { table in
-                bytes.withUnsafeMutableBytes { outBuffer in
-                    guard let out = outBuffer.baseAddress?.advanced(by: start) else { return }
-                    var o = 0
-                    var i = 0
-                    while i + 3 <= n {
-                        let v = Int(src.load(fromByteOffset: i, as: UInt8.self)) << 16
-                            | Int(src.load(fromByteOffset: i + 1, as: UInt8.self)) << 8
-                            | Int(src.load(fromByteOffset: i + 2, as: UInt8.self))
-                        out.storeBytes(of: pairs[v >> 12].littleEndian, toByteOffset: o, as: UInt16.self)
-                        out.storeBytes(of: pairs[v & 0xFFF].littleEndian, toByteOffset: o + 2, as: UInt16.self)
-                        i += 3
-                        o += 4
-                    }
-                    let rest = n - i
-                    if rest > 0 {
-                        let b1 = rest == 2 ? Int(src.load(fromByteOffset: i + 1, as: UInt8.self)) : 0
-                        let v = Int(src.load(fromByteOffset: i, as: UInt8.self)) << 16 | b1 << 8
-                        out.storeBytes(of: table[v >> 18], toByteOffset: o, as: UInt8.self)
-                        out.storeBytes(of: table[(v >> 12) & 63], toByteOffset: o + 1, as: UInt8.self)
-                        if rest == 2 { out.storeBytes(of: table[(v >> 6) & 63], toByteOffset: o + 2, as: UInt8.self) }
-                    }
-                }
-            }
-        }
+    /// Appends bytes as they are (already valid JSON text, e.g. a string's content copied
+    /// from a scanned input).
+    public mutating func raw(bytes data: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: data.baseAddress?.assumingMemoryBound(to: UInt8.self), count: data.count))
     }
 }

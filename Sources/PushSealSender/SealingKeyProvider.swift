@@ -17,9 +17,9 @@ public struct SealingKey: Sendable {
     }
 }
 
-/// Where the sender gets a recipient's primary key. The real provider (PushSealKeys'
-/// server keyring) also counts the seal against the key's limit; this is the seam the
-/// sender is written against, so it can be tested with ``InMemorySealingKeys``.
+/// Where the sender gets a recipient's primary key. The real provider,
+/// ``KeychainSealingKeys`` (PushSealKeys' server keyring), also counts the seal against the
+/// key's limit; ``InMemorySealingKeys`` is a fixed table for tests and benchmarks.
 public protocol SealingKeyProvider: Sendable {
     /// The primary key for `recipient` of `appID`, counting one seal.
     /// - Parameters:
@@ -27,7 +27,8 @@ public protocol SealingKeyProvider: Sendable {
     ///   - recipient: the recipient's name as the server knows it (user or device id).
     /// - Returns: the key id and key to seal one notification with.
     /// - Throws: `SenderError` `.unknownRecipient`, `.keyUnavailable` (destroyed, disabled),
-    ///   `.keyStoreUnreadable`; or the provider's own error type.
+    ///   `.sealLimitReached`, `.keyStoreMissing`, `.keyStoreInsecure`, `.keyStoreUnreadable`;
+    ///   or the provider's own error type.
     func primaryKey(appID: String, recipient: String) throws -> SealingKey
 }
 

@@ -31,9 +31,16 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let cannotFit = Code("cannotFit")
         /// The key provider knows no such recipient (for this app).
         public static let unknownRecipient = Code("unknownRecipient")
-        /// The recipient exists but has no usable primary key (destroyed, disabled, or exhausted).
+        /// The recipient exists but has no usable primary key (destroyed or disabled).
         public static let keyUnavailable = Code("keyUnavailable")
-        /// The key store could not be read (missing, unreadable, or insecure permissions).
+        /// The recipient's primary key reached 2^32 seals, the limit for random 96-bit nonces
+        /// (NIST SP 800-38D §8.3): rotate the keyset before sealing again.
+        public static let sealLimitReached = Code("sealLimitReached")
+        /// There is no key store (keychain directory) at the given place.
+        public static let keyStoreMissing = Code("keyStoreMissing")
+        /// The key store is group- or world-accessible, or owned by another user: refused.
+        public static let keyStoreInsecure = Code("keyStoreInsecure")
+        /// The key store could not be read (damaged, an I/O error, or another key store failure).
         public static let keyStoreUnreadable = Code("keyStoreUnreadable")
         /// The crypto core failed to seal (should not happen with a valid 32-byte key).
         public static let sealFailed = Code("sealFailed")

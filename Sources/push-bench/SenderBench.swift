@@ -9,6 +9,9 @@ import PushSealSender
 /// `op=batch64` is one chunk of 64 one-kilobyte lines through `BatchSealer` (divide by 64 for
 /// ns per payload). The Python and Node peers doing the same job are
 /// `Benchmarks/peers/seal_peer.py` and `seal_peer.js` (same inputs, same `RESULT` lines).
+/// Keys come from `InMemorySealingKeys` (a fixed key, like the peers); with the server keychain
+/// (`KeychainSealingKeys`) every seal also reads the recipient's keyset item, which
+/// `Benchmarks/peers/batch_rss.py` measures end to end.
 struct SenderBench: BenchSection {
     let title = "sender (full seal: notification JSON in, APNs payload out)"
     static let sizes = [256, 1024, 2048]

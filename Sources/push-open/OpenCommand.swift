@@ -25,12 +25,12 @@ struct OpenCommand: Command {
 
     let help = HelpText(
         overview: """
-            Run a PushSeal APNs payload through an emulated Notification Service Extension and print \
+            run a PushSeal APNs payload through an emulated Notification Service Extension and print \
             one JSON object on what the device displays: outcome (decrypted, decryptedWithoutMedia, \
             original, notInvoked), reason (a stable token, see docs/fallback.md), detail, title, \
-            subtitle, body, attachments, userInfo and elapsedMs. The key is read by the payload's \
+            subtitle, body, attachments, userInfo and elapsedMs; the key is read by the payload's \
             key_id from the device keychain as the extension's identity; the app id comes from \
-            --app-id, never from the payload.
+            --app-id, never from the payload
             """,
         usage: [
             "push-open --keychain DIR --app-id APP --entitlements FILE [--access-group G] [options] [PAYLOAD.json | -]",

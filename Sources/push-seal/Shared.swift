@@ -10,6 +10,8 @@ enum SealExit {
     static let someLinesFailed = ExitCode(2)
     /// 3: the payload is over the 4096-byte APNs budget (without `--fit`), or cannot be fitted.
     static let tooLarge = ExitCode(3)
+    /// 4: the recipient's primary key reached 2^32 seals (rotate the keyset).
+    static let sealLimit = ExitCode(4)
     /// 67 `EX_NOUSER`: unknown recipient, or no usable primary key (destroyed or disabled).
     static let unknownRecipient = ExitCode(67)
 
@@ -17,13 +19,14 @@ enum SealExit {
         "0   success",
         "2   batch: at least one line failed (see its error line); the others were sealed",
         "3   payload over the 4096-byte APNs budget (use --fit), or it cannot be fitted",
+        "4   the recipient's primary key reached 2^32 seals: rotate the keyset (push-keys rotate)",
         "64  usage error (unknown option, missing argument, invalid APNs option)",
         "65  bad input data (not UTF-8, not JSON, wrong JSON types, empty title and body)",
-        "66  input file or keychain missing",
+        "66  input file or keychain missing (not a directory, or not a keychain)",
         "67  unknown recipient, or the recipient's primary key is destroyed or disabled",
         "73  cannot create output (e.g. file exists)",
-        "74  I/O error",
-        "77  permission denied or insecure permissions on the keychain",
+        "74  I/O error, or a damaged keychain",
+        "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
     ]
 }
 
@@ -31,8 +34,7 @@ enum SealExit {
 enum SealOptionSpecs {
     static let keys: [OptionSpec] = [
         .value("--app-id", "APP", "the app's bundle identifier (APNs topic), bound into the AAD"),
-        .value("--keychain", "DIR", "the server keychain with the recipients' primary keys"),
-        .value("--key-table", "FILE", "a JSON key table (0600) instead of a keychain, for tests"),
+        .value("--keychain", "DIR", "the server keychain with the recipients' primary keys (push-keys generate makes them)"),
     ]
     static let payload: [OptionSpec] = [
         .value("--fallback-title", "TEXT", "clear-text alert title (default \"\(FallbackAlert.defaultTitle)\")"),
@@ -75,15 +77,14 @@ enum SealOptionSpecs {
         }
     }
 
+    /// The server keychain of `--keychain DIR`; every seal counts against the primary key's limit.
     static func keyProvider(_ a: Arguments) throws -> any SealingKeyProvider {
-        if let table = a.value("--key-table") {
-            return try KeyTable.load(path: table)
+        let dir = try a.required("--keychain", "DIR")
+        do {
+            return try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: dir))
+        } catch let e as SenderError {
+            throw cliError(e)
         }
-        if a.has("--keychain") {
-            // TODO(keys #4): open the server keychain with PushSealKeys once it is on main.
-            throw CLIError(code: "notAvailable", "--keychain needs the key store (issue #4), not in this build yet", hint: "use --key-table FILE for now", exitCode: .usage)
-        }
-        throw CLIError.usage("missing --keychain DIR", hint: "push-seal --app-id APP --recipient R --keychain DIR NOTIFICATION.json")
     }
 }
 
@@ -94,10 +95,18 @@ func cliError(_ e: SenderError) -> CLIError {
         return CLIError(code: e.code.name, e.reason, hint: "add --fit to drop padding, then media, then shorten the body", exitCode: SealExit.tooLarge)
     case .cannotFit:
         return CLIError(code: e.code.name, e.reason, hint: "shorten the title, subtitle, localizations or data", exitCode: SealExit.tooLarge)
-    case .unknownRecipient, .keyUnavailable:
-        return CLIError(code: e.code.name, e.reason, hint: "check the recipient's keys with push-keys", exitCode: SealExit.unknownRecipient)
+    case .unknownRecipient:
+        return CLIError(code: e.code.name, e.reason, hint: "list the keysets with: push-keys list --keychain DIR", exitCode: SealExit.unknownRecipient)
+    case .keyUnavailable:
+        return CLIError(code: e.code.name, e.reason, hint: "give the keyset a new primary key: push-keys rotate --keychain DIR --app-id APP --recipient R", exitCode: SealExit.unknownRecipient)
+    case .sealLimitReached:
+        return CLIError(code: e.code.name, e.reason, hint: "rotate the keyset: push-keys rotate --keychain DIR --app-id APP --recipient R", exitCode: SealExit.sealLimit)
+    case .keyStoreMissing:
+        return CLIError(code: e.code.name, e.reason, hint: "create one with: push-keys generate --keychain DIR --app-id APP --recipient R", exitCode: .noInput)
+    case .keyStoreInsecure:
+        return CLIError(code: e.code.name, e.reason, hint: "chmod 700 the keychain directory", exitCode: .noPermission)
     case .keyStoreUnreadable:
-        return CLIError(code: e.code.name, e.reason, exitCode: .noInput)
+        return CLIError(code: e.code.name, e.reason, exitCode: .ioError)
     case .invalidOption, .emptyFallbackAlert:
         return CLIError(code: e.code.name, e.reason, exitCode: .usage)
     case .sealFailed:
@@ -106,43 +115,6 @@ func cliError(_ e: SenderError) -> CLIError {
         return CLIError(code: e.code.name, e.reason, hint: "give --title or --body, or a title or body in the notification", exitCode: .dataError)
     default:
         return CLIError(code: e.code.name, e.reason, exitCode: .dataError)
-    }
-}
-
-/// INTERIM key source until the keychain (issue #4) is on main: a JSON file, mode 0600,
-/// `{"keys": [{"appId": "…", "recipient": "…", "keyId": "…", "key": "<base64 of 32 bytes>" | null, "disabled": false}]}`.
-/// A `null` key or `"disabled": true` models a destroyed or disabled key.
-enum KeyTable {
-    static func load(path: String) throws -> InMemorySealingKeys {
-        var st = stat()
-        guard stat(path, &st) == 0 else { throw InputReader.openError(path, errno: errno) }
-        if st.st_mode & 0o077 != 0 {
-            throw CLIError(code: "insecurePermissions", "key table \(path) is readable by group or others", hint: "chmod 600 \(path)", exitCode: .noPermission)
-        }
-        let bytes = try InputReader.readAll(path, limitByteCount: 4 << 20)
-        do {
-            guard let any = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
-                  let list = any["keys"] as? [[String: Any]] else {
-                throw CLIError.dataError("key table \(path) is not {\"keys\": [...]}")
-            }
-            var entries: [(appID: String, recipient: String, key: SealingKey?)] = []
-            for e in list {
-                guard let app = e["appId"] as? String, let r = e["recipient"] as? String, let kid = e["keyId"] as? String else {
-                    throw CLIError.dataError("key table \(path): every entry needs appId, recipient and keyId")
-                }
-                let disabled = (e["disabled"] as? Bool) ?? false
-                if disabled || e["key"] is NSNull || e["key"] == nil {
-                    entries.append((app, r, nil))
-                    continue
-                }
-                guard let b64 = e["key"] as? String, var raw = Data(base64Encoded: b64).map({ [UInt8]($0) }), raw.count == 32 else {
-                    throw CLIError.dataError("key table \(path): the key of \(r) is not base64 of 32 bytes")
-                }
-                entries.append((app, r, SealingKey(keyID: kid, key: SecretBytes(copying: raw))))
-                SecretBytes.wipe(&raw)
-            }
-            return InMemorySealingKeys(entries)
-        }
     }
 }
 

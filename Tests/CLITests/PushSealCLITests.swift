@@ -1,9 +1,20 @@
 import Foundation
+import PushSealKeychain
+@testable import PushSealKeys
 import Testing
 
 /// Runs the built `push-seal` binary and checks stdout, stderr and exit codes.
 @Suite struct PushSealCLITests {
     static let binary: URL? = {
+        // The push-seal built beside this test bundle first (so `--scratch-path .build/asan`
+        // tests its own sanitized build, not a stale .build/debug), then the usual places.
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var beside = URL(fileURLWithPath: exe)
+        while beside.path != "/" {
+            beside.deleteLastPathComponent()
+            let url = beside.appendingPathComponent("push-seal")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
         var dir = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { dir.deleteLastPathComponent() }
         for config in ["debug", "release"] {
@@ -15,23 +26,44 @@ import Testing
 
     struct Run { var status: Int32; var out: String; var err: String; var outBytes: Data }
 
-    /// A scratch directory with a key table: alice (key 0x00…0x1f, id k1), bob (disabled).
+    /// A scratch directory with a server keychain `keys` (0700): alice has a primary key, bob's
+    /// primary was revoked (disabled), dave's primary was destroyed, erin's primary is one seal
+    /// short of the 2^32 limit.
     final class Scratch {
+        static let appID = "com.example.app"
         let dir: URL
+        let keychain: URL
+        let store: KeyStore
         init() throws {
             dir = FileManager.default.temporaryDirectory.appendingPathComponent("push-seal-cli-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            let key = Data(0..<32).base64EncodedString()
-            let table = "{\"keys\":[{\"appId\":\"com.example.app\",\"recipient\":\"alice\",\"keyId\":\"k1\",\"key\":\"\(key)\"},{\"appId\":\"com.example.app\",\"recipient\":\"bob\",\"keyId\":\"k2\",\"key\":null}]}"
-            try write("keys.json", Data(table.utf8), mode: 0o600)
+            keychain = dir.appendingPathComponent("keys")
+            try Keychain.create(at: keychain)
+            store = try KeyStore(keychain: try Keychain(opening: keychain, as: KeyStore.serverIdentity))
+            try store.generate(appID: Self.appID, recipient: "alice")
+            let bob = try store.generate(appID: Self.appID, recipient: "bob")
+            try store.revoke(appID: Self.appID, recipient: "bob", keyID: bob.keyID)
+            try store.generate(appID: Self.appID, recipient: "dave")
+            try store.mutate(appID: Self.appID, recipient: "dave") { ks, _ in
+                for i in ks.keys.indices where ks.keys[i].info.status == .primary {
+                    ks.keys[i].info.status = .destroyed
+                    ks.keys[i].secret = nil
+                }
+                return [KeyStore.AuditEvent(event: "testDestroy", time: KeyStore.now())]
+            }
+            let erin = try store.generate(appID: Self.appID, recipient: "erin")
+            try store.setSealCount(appID: Self.appID, recipient: "erin", keyID: erin.keyID, to: KeyStore.sealLimit - 1)
         }
-        deinit { try? FileManager.default.removeItem(at: dir) }
+        deinit {
+            try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: keychain.path)
+            try? FileManager.default.removeItem(at: dir)
+        }
         func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
         func write(_ name: String, _ data: Data, mode: Int = 0o644) throws {
             try data.write(to: dir.appendingPathComponent(name))
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path(name))
         }
-        var keyArgs: [String] { ["--app-id", "com.example.app", "--key-table", path("keys.json")] }
+        var keyArgs: [String] { ["--app-id", Self.appID, "--keychain", keychain.path] }
     }
 
     func run(_ args: [String], stdin: Data? = nil) throws -> Run {
@@ -116,8 +148,9 @@ import Testing
             (["--recipient", "alice", s.path("latin1.json")], 65, "UTF-8"),
             (["--recipient", "alice", s.path("huge.json")], 65, "larger than"),
             (["--recipient", "alice", s.path("missing.json")], 66, "no such file"),
-            (["--recipient", "carol", "--title", "t"], 67, "no recipient carol"),
-            (["--recipient", "bob", "--title", "t"], 67, "no usable primary key"),
+            (["--recipient", "carol", "--title", "t"], 67, "no keyset for recipient carol"),
+            (["--recipient", "bob", "--title", "t"], 67, "was disabled"),
+            (["--recipient", "dave", "--title", "t"], 67, "was destroyed"),
             (["--recipient", "alice", "--title", "t", "--priority", "7"], 64, "apns-priority must be 10 or 5"),
             (["--recipient", "alice", "--title", "t", "--fallback-title", ""], 64, "fallback alert"),
             (["--recipient", "alice", "--title", "t", "--collapse-id", String(repeating: "c", count: 65)], 64, "apns-collapse-id"),
@@ -129,15 +162,65 @@ import Testing
             #expect(r.err.contains(message), "\(r.err)")
             #expect(r.out.isEmpty)
         }
-        // An unreadable key store: group-readable (77) and missing (66).
-        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: s.path("keys.json"))
+        // An unreadable key store: group- and world-readable (77) and missing (66).
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: s.keychain.path)
         let open = try run(s.keyArgs + ["--recipient", "alice", "--title", "t"])
-        #expect(open.status == 77)
-        #expect(open.err.contains("hint: chmod 600"))
-        let gone = try run(["--app-id", "a", "--key-table", s.path("nope.json"), "--recipient", "alice", "--title", "t"])
-        #expect(gone.status == 66)
+        #expect(open.status == 77, "\(open.err)")
+        #expect(open.err.contains("hint: chmod 700"), "\(open.err)")
         let json = try run(s.keyArgs + ["--recipient", "alice", "--title", "t", "--json"])
-        #expect(try object(json.out)["error"] != nil)
+        #expect(json.status == 77)
+        #expect((try object(json.out)["error"] as? [String: Any])?["code"] as? String == "keyStoreInsecure")
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: s.keychain.path)
+        let gone = try run(["--app-id", "a", "--keychain", s.path("nope"), "--recipient", "alice", "--title", "t"])
+        #expect(gone.status == 66, "\(gone.err)")
+        #expect(gone.err.contains("hint: create one with: push-keys generate"), "\(gone.err)")
+    }
+
+    @Test func sealLimitIsExit4AndCounted() throws {
+        guard Self.binary != nil else { return }
+        let s = try Scratch()
+        let first = try run(s.keyArgs + ["--recipient", "erin", "--title", "t"])
+        #expect(first.status == 0, "\(first.err)")
+        #expect(try s.store.keyset(appID: Scratch.appID, recipient: "erin").primary?.sealCount == KeyStore.sealLimit)
+        let second = try run(s.keyArgs + ["--recipient", "erin", "--title", "t"])
+        #expect(second.status == 4, "\(second.err)")
+        #expect(second.err.contains("2^32"))
+        #expect(second.err.contains("hint: rotate the keyset: push-keys rotate"))
+        #expect(second.out.isEmpty)
+        let json = try run(s.keyArgs + ["--recipient", "erin", "--title", "t", "--json"])
+        #expect(json.status == 4)
+        let error = try #require(try object(json.out)["error"] as? [String: Any])
+        #expect(error["code"] as? String == "sealLimitReached")
+    }
+
+    @Test func batchAcrossRecipientsOfOneKeychain() throws {
+        guard Self.binary != nil else { return }
+        let s = try Scratch()
+        let recipients = ["alice", "bob", "frank", "alice", "dave", "gina", "alice"]
+        try s.store.generate(appID: Scratch.appID, recipient: "frank")
+        try s.store.generate(appID: Scratch.appID, recipient: "gina")
+        let input = recipients.map { "{\"recipient\":\"\($0)\",\"notification\":{\"title\":\"hi \($0)\"}}\n" }.joined()
+        let b = try run(["batch"] + s.keyArgs + ["--jobs", "2"], stdin: Data(input.utf8))
+        #expect(b.status == 2, "\(b.err)")
+        let lines = try b.out.split(separator: "\n").map { try object(String($0)) }
+        #expect(lines.count == recipients.count)
+        #expect(lines.map { $0["recipient"] as? String } == recipients)
+        var keyIDs: [String: String] = [:]
+        for (r, o) in zip(recipients, lines) {
+            if r == "bob" || r == "dave" {
+                #expect((o["error"] as? [String: Any])?["code"] as? String == "keyUnavailable")
+                continue
+            }
+            let payload = try #require(o["payload"] as? [String: Any])
+            let kid = try #require(payload["key_id"] as? String)
+            let expected = try s.store.keyset(appID: Scratch.appID, recipient: r).primary?.keyID
+            #expect(kid == expected)
+            if let k = keyIDs[r] { #expect(k == kid) }
+            keyIDs[r] = kid
+        }
+        #expect(Set(keyIDs.values).count == 3)
+        // Every seal was counted (reserved in blocks, so the stored count is at least the seals made).
+        #expect((try s.store.keyset(appID: Scratch.appID, recipient: "alice").primary?.sealCount ?? 0) >= 3)
     }
 
     @Test func helpListsExitCodes() throws {
@@ -149,6 +232,8 @@ import Testing
         }
         let r = try run(["--help"])
         #expect(r.out.contains("67  unknown recipient"))
+        #expect(r.out.contains("4   the recipient's primary key reached 2^32 seals"))
+        #expect(!r.out.contains("--key-table"))
         #expect(r.out.contains("New message"))
     }
 

@@ -259,6 +259,14 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
             service.didReceive(UNNotificationRequest(identifier: "r", apnsPayload: payload), withContentHandler: handler)
             finished.signal()
         }.start()
+        // Wait until decryption is done and the download is under way. A fixed sleep is not
+        // enough on a slow machine (under ThreadSanitizer the thread had not even started after
+        // 0.3 s, so the expiry came first and the reason was "cancelled", not "time ran out").
+        let decrypted = ContinuousClock.now + .seconds(20)
+        while !f.logger.lines.contains(where: { $0.hasPrefix("stage=localize event=ok") }), ContinuousClock.now < decrypted {
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        try #require(f.logger.lines.contains { $0.hasPrefix("stage=localize event=ok") }, "didReceive did not decrypt within 20 s")
         Thread.sleep(forTimeInterval: 0.3)
         #expect(deliveries.withLock { $0.isEmpty })
         service.serviceExtensionTimeWillExpire()

@@ -134,7 +134,7 @@ import PushSealFormat
         var n = OutgoingNotification(title: "T", body: longer)
         n.iat = Fixture.now
         try Wire.writePlaintext(n, body: longer, includeMedia: false, to: &w)
-        let fixed = sealed.payload.count - PayloadWriter.base64ByteCount(try Fixture.open(sealed.payload).count + 28)
+        let fixed = sealed.payload.count - WireBase64.encodedByteCount(try Fixture.open(sealed.payload).count + 28)
         #expect(NotificationSealer.payloadByteCount(plaintextByteCount: w.bytes.count, fixedByteCount: fixed) > 4096)
     }
 

@@ -19,10 +19,9 @@ import PushSealFormat
         var rng = SplitMix(state: 7)
         for n in 0..<200 {
             let data = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            var b = PayloadWriter()
-            data.withUnsafeBytes { b.base64($0) }
-            #expect(b.bytes.count == PayloadWriter.base64ByteCount(n))
-            #expect(String(decoding: b.bytes, as: UTF8.self) == Data(data).base64EncodedString())
+            let text = WireBase64.encode(data)
+            #expect(text.utf8.count == WireBase64.encodedByteCount(n))
+            #expect(text == Data(data).base64EncodedString())
         }
     }
 

@@ -1,0 +1,88 @@
+import Foundation
+import PushSealKeychain
+import PushSealKeys
+
+/// The real key provider: each recipient's primary key from a server keychain, through
+/// PushSealKeys' ``ServerKeyring``, which also counts every seal against the key's 2^32 limit
+/// (NIST SP 800-38D §8.3, random 96-bit nonces).
+///
+/// Each seal reads the recipient's keyset item, so a rotation or revocation made by
+/// `push-keys` in another process is seen at the next seal. Sendable: the keyring guards its
+/// own state.
+public struct KeychainSealingKeys: SealingKeyProvider {
+    /// The keyring the keys come from.
+    public let keyring: ServerKeyring
+
+    /// Wraps an open server keyring.
+    public init(keyring: ServerKeyring) {
+        self.keyring = keyring
+    }
+
+    /// Opens the server keychain directory at `url` (mode 0700, owned by the caller).
+    /// - Parameter url: the keychain directory (`push-keys generate --keychain DIR` makes one).
+    /// - Throws: `SenderError` `.keyStoreMissing` (no such directory or not a keychain),
+    ///   `.keyStoreInsecure` (group- or world-accessible, or owned by another user),
+    ///   `.keyStoreUnreadable` (damaged, I/O error).
+    public init(keychainAt url: URL) throws {
+        do {
+            keyring = try ServerKeyring(keychainAt: url)
+        } catch {
+            throw Self.senderError(error, appID: nil, recipient: nil)
+        }
+    }
+
+    /// The primary key of (`appID`, `recipient`), counting one seal.
+    /// - Throws: `SenderError` `.unknownRecipient` (no keyset, or a malformed name),
+    ///   `.keyUnavailable` (the primary key was disabled or destroyed: no key seals),
+    ///   `.sealLimitReached` (2^32 seals: rotate), `.keyStoreMissing`, `.keyStoreInsecure`,
+    ///   `.keyStoreUnreadable`.
+    public func primaryKey(appID: String, recipient: String) throws -> SealingKey {
+        do {
+            let (keyID, key) = try keyring.primaryKeyForSealing(appID: appID, recipient: recipient)
+            return SealingKey(keyID: keyID, key: key)
+        } catch {
+            throw Self.senderError(error, appID: appID, recipient: recipient, keyring: keyring)
+        }
+    }
+
+    /// Maps the key store's errors onto the sender's codes (reasons never hold key bytes).
+    static func senderError(_ error: any Error, appID: String?, recipient: String?, keyring: ServerKeyring? = nil) -> SenderError {
+        let who = "\(appID ?? "?")/\(recipient ?? "?")"
+        if let e = error as? SenderError { return e }
+        if let e = error as? KeysError {
+            switch e.code {
+            case .unknownKeyset:
+                return SenderError(.unknownRecipient, "no keyset for recipient \(recipient ?? "?") of app \(appID ?? "?") in the keychain")
+            case .invalidName:
+                return SenderError(.unknownRecipient, e.reason)
+            case .noPrimaryKey, .keyDisabled, .keyDestroyed:
+                return SenderError(.keyUnavailable, "keyset \(who) has no primary key: \(lastPrimaryState(keyring, appID, recipient))")
+            case .sealLimitReached:
+                return SenderError(.sealLimitReached, e.reason)
+            default:
+                return SenderError(.keyStoreUnreadable, "keyset \(who): \(e.reason)")
+            }
+        }
+        if let e = error as? KeychainError {
+            switch e.code {
+            case .keychainMissing: return SenderError(.keyStoreMissing, e.description)
+            case .insecurePermissions: return SenderError(.keyStoreInsecure, e.description)
+            default: return SenderError(.keyStoreUnreadable, e.description)
+            }
+        }
+        return SenderError(.keyStoreUnreadable, "the key store failed: \(error)")
+    }
+
+    /// What became of the keyset's last primary key ("its primary key k was disabled (revoked)", …).
+    static func lastPrimaryState(_ keyring: ServerKeyring?, _ appID: String?, _ recipient: String?) -> String {
+        guard let keyring, let appID, let recipient,
+              let info = try? keyring.store.keyset(appID: appID, recipient: recipient),
+              let last = info.keys.filter({ $0.promotedAt != nil }).max(by: { ($0.promotedAt ?? 0) < ($1.promotedAt ?? 0) })
+        else { return "revoked or never promoted" }
+        switch last.status {
+        case .disabled: return "its primary key \(last.keyID) was disabled (revoked)"
+        case .destroyed: return "its primary key \(last.keyID) was destroyed"
+        default: return "its last primary key \(last.keyID) is \(last.status)"
+        }
+    }
+}

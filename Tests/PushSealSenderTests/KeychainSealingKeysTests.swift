@@ -1,0 +1,107 @@
+import Foundation
+import PushSealCrypto
+import PushSealKeychain
+@testable import PushSealKeys
+@testable import PushSealSender
+import Testing
+
+/// The real key provider against a scratch server keychain.
+@Suite struct KeychainSealingKeysTests {
+    static let appID = "com.example.app"
+
+    /// A server keychain in a scratch directory (0700), removed by `cleanup()`.
+    struct Scratch {
+        let root: URL
+        let dir: URL
+        let store: KeyStore
+        init() throws {
+            root = FileManager.default.temporaryDirectory.appendingPathComponent("pushseal-sender-keys-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            dir = root.appendingPathComponent("server")
+            try Keychain.create(at: dir)
+            store = try KeyStore(keychain: try Keychain(opening: dir, as: KeyStore.serverIdentity))
+        }
+        func cleanup() {
+            try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: dir.path)
+            try? FileManager.default.removeItem(at: root)
+        }
+        func sealer() throws -> NotificationSealer {
+            try NotificationSealer(appID: KeychainSealingKeysTests.appID, keys: try KeychainSealingKeys(keychainAt: dir))
+        }
+    }
+
+    func expectSender<R>(_ code: SenderError.Code, _ contains: String = "", sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R) {
+        do {
+            _ = try body()
+            Issue.record("expected \(code), got success", sourceLocation: sourceLocation)
+        } catch let e as SenderError {
+            #expect(e.code == code, "got \(e.code): \(e.reason)", sourceLocation: sourceLocation)
+            #expect(contains.isEmpty || e.reason.contains(contains), "\(e.reason)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("expected SenderError \(code), got \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func sealsWithThePrimaryKeyAndTheDeviceOpens() throws {
+        let s = try Scratch()
+        defer { s.cleanup() }
+        let info = try s.store.generate(appID: Self.appID, recipient: "alice")
+        let sealed = try s.sealer().seal(notificationJSON: Array("{\"title\":\"Ana\",\"body\":\"hi\"}".utf8), for: "alice")
+        #expect(sealed.keyID == info.keyID)
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(sealed.payload)) as? [String: Any])
+        #expect(o["key_id"] as? String == info.keyID)
+        let text = try #require(o["encrypted_data"] as? String)
+        let combined = try #require(Data(base64Encoded: text))
+        let box = try SealedBox(combined: [UInt8](combined))
+        let key = try #require(try s.store.load(appID: Self.appID, recipient: "alice")?.keys.first?.secret)
+        let plain = try AES256GCM.open(box, with: key, authenticating: Array("pushseal:v1|A256GCM|\(info.keyID)|\(Self.appID)".utf8))
+        #expect(String(decoding: plain, as: UTF8.self).hasPrefix("{\"title\":\"Ana\",\"body\":\"hi\",\"iat\":"))
+        #expect((try s.store.keyset(appID: Self.appID, recipient: "alice").primary?.sealCount ?? 0) >= 1)
+    }
+
+    @Test func unknownDisabledAndDestroyedKeysAreClearErrors() throws {
+        let s = try Scratch()
+        defer { s.cleanup() }
+        let bob = try s.store.generate(appID: Self.appID, recipient: "bob")
+        try s.store.revoke(appID: Self.appID, recipient: "bob", keyID: bob.keyID)
+        try s.store.generate(appID: Self.appID, recipient: "dave")
+        try s.store.mutate(appID: Self.appID, recipient: "dave") { ks, _ in
+            for i in ks.keys.indices { ks.keys[i].info.status = .destroyed; ks.keys[i].secret = nil }
+            return [KeyStore.AuditEvent(event: "testDestroy", time: KeyStore.now())]
+        }
+        let sealer = try s.sealer()
+        let n = OutgoingNotification(title: "t")
+        expectSender(.unknownRecipient, "no keyset for recipient carol") { try sealer.seal(n, for: "carol") }
+        expectSender(.unknownRecipient) { try sealer.seal(n, for: "not a name/..") }
+        expectSender(.keyUnavailable, "was disabled (revoked)") { try sealer.seal(n, for: "bob") }
+        expectSender(.keyUnavailable, "was destroyed") { try sealer.seal(n, for: "dave") }
+        // Batch lines report the same codes and keep going.
+        let batch = BatchSealer(sealer: sealer, concurrency: 1)
+        let out = batch.seal(["carol", "bob"].enumerated().map { i, r in
+            BatchSealer.Line(number: i + 1, bytes: Array("{\"recipient\":\"\(r)\",\"notification\":{\"title\":\"t\"}}".utf8))
+        })
+        #expect(out.failureCount == 2)
+        let text = String(decoding: out.output, as: UTF8.self)
+        #expect(text.contains("\"code\":\"unknownRecipient\""))
+        #expect(text.contains("\"code\":\"keyUnavailable\""))
+    }
+
+    @Test func sealLimitIsAClearError() throws {
+        let s = try Scratch()
+        defer { s.cleanup() }
+        let erin = try s.store.generate(appID: Self.appID, recipient: "erin")
+        try s.store.setSealCount(appID: Self.appID, recipient: "erin", keyID: erin.keyID, to: KeyStore.sealLimit - 1)
+        let sealer = try s.sealer()
+        _ = try sealer.seal(OutgoingNotification(title: "last"), for: "erin")
+        expectSender(.sealLimitReached, "2^32") { try sealer.seal(OutgoingNotification(title: "one too many"), for: "erin") }
+        expectSender(.sealLimitReached) { try s.sealer().seal(OutgoingNotification(title: "fresh process"), for: "erin") }
+    }
+
+    @Test func missingAndInsecureKeychainsAreRefused() throws {
+        let s = try Scratch()
+        defer { s.cleanup() }
+        expectSender(.keyStoreMissing) { try KeychainSealingKeys(keychainAt: s.root.appendingPathComponent("nope")) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: s.dir.path)
+        expectSender(.keyStoreInsecure) { try KeychainSealingKeys(keychainAt: s.dir) }
+    }
+}
