@@ -8,7 +8,7 @@ internal import CSodium
 /// the seal path within 2× of bare AES-GCM; tests check it against libsodium's output). ``encodeSecret(_:)`` is for key bytes: libsodium's
 /// `sodium_bin2base64`, whose timing does not depend on the data.
 /// Reading: ``decode(_:)-(String)`` is for public text such as `encrypted_data`: one pass
-/// through a 256-entry table that validates and decodes together (about 10× faster than
+/// through a 256-entry table that validates and decodes together (about 7× faster than
 /// libsodium's constant-time decoder for a 1 KB box; tests check it against libsodium on
 /// random inputs, valid and invalid). ``decodeSecret(_:)`` is for key text (`media.key`):
 /// libsodium's constant-time `sodium_base642bin`, same rules. (Foundation's
