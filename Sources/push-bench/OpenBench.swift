@@ -13,7 +13,9 @@ import PushSealSender
 /// subprocesses before our own runs; each prints `RESULT impl=python|node op=fullopen …`
 /// lines, echoed here and fed into the summary. A peer whose interpreter or library is
 /// missing is skipped with a `# skipped:` line. Also `op=b64decode`: the table base64 decoder
-/// against libsodium's constant-time one, on the 1 KB payload's `encrypted_data`.
+/// against libsodium's constant-time one, on the 1 KB payload's `encrypted_data`; and
+/// `op=open-step-parse` / `open-step-fields`: the first steps alone (payload parse; parse +
+/// sealed fields + base64), to see where the full open's time goes.
 struct OpenBench: BenchSection {
     let title = "receiver (full open: APNs payload in, NotificationPlaintext out)"
     static let sizes = SenderBench.sizes
@@ -39,6 +41,11 @@ struct OpenBench: BenchSection {
             }
             if size == 1024 { box1K = try JSONReader.parse(payload)["encrypted_data"]?.stringValue ?? "" }
             all.append(BenchCase(impl: "pushseal", op: "fullopen", size: size) { consume(try Self.fullOpen(payload, key: key)) })
+            // Where the time goes: the payload parse alone, then parse + sealed fields + base64.
+            all.append(BenchCase(impl: "pushseal", op: "open-step-parse", size: size) { consume(try JSONReader.parse(payload)) })
+            all.append(BenchCase(impl: "pushseal", op: "open-step-fields", size: size) {
+                consume(try SealedPayload(payload: try JSONReader.parse(payload)))
+            })
         }
         let text = Array(box1K.utf8)
         all.append(BenchCase(impl: "pushseal", op: "b64decode", size: text.count) {
