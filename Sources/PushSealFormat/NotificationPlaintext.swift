@@ -308,7 +308,7 @@ public struct MediaDescriptor: Sendable, Equatable {
             guard case .string(let s) = k else { throw NotificationPlaintext.wrongType("media.key", "string", k) }
             var bytes: [UInt8]
             do {
-                bytes = try WireBase64.decode(s)
+                bytes = try WireBase64.decodeSecret(s)
             } catch let error as FormatError {
                 throw FormatError(.invalidPlaintext, "media.key: \(error.reason)")
             }

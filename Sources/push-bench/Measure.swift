@@ -83,7 +83,7 @@ final class Measurer {
 
     /// Median ns per operation of a series, or nil if it was not run.
     func median(_ key: SeriesKey) -> Double? {
-        guard let values = samples[key], !values.isEmpty else { return nil }
+        guard let values = samples[key] ?? PeerResults.shared.values(key), !values.isEmpty else { return nil }
         let sorted = values.sorted()
         let mid = sorted.count / 2
         return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2

@@ -38,6 +38,8 @@ func fail(_ message: String, code: Int32) -> Never {
     exit(code)
 }
 
+if CommandLine.arguments.dropFirst().first == "media" { exit(runMediaProbe(Array(CommandLine.arguments.dropFirst(2)))) }
+
 var settings = BenchSettings.full
 for argument in CommandLine.arguments.dropFirst() {
     switch argument {
@@ -54,6 +56,7 @@ for argument in CommandLine.arguments.dropFirst() {
 let sections: [any BenchSection] = [
     CryptoBench(),
     SenderBench(),
+    OpenBench(),
 ]
 
 let measurer = Measurer(settings: settings)

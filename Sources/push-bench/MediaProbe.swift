@@ -1,0 +1,67 @@
+import Foundation
+import PushSealCrypto
+import PushSealExtension
+import PushSealFormat
+
+/// `push-bench media URL [--key BASE64] [--sha256 HEX]`: downloads one media file with the
+/// extension's ``MediaDownloader`` into a fresh temporary directory (removed afterwards) and
+/// prints `RESULT impl=pushseal op=media …`. Run it under `/usr/bin/time -f %M` to read the
+/// peak RSS of a plain or sealed download (issue #6: under 24 MiB with a 9 MB image).
+/// - Returns: the process exit code (0 ok, 64 usage, 70 the download failed).
+func runMediaProbe(_ arguments: [String]) -> Int32 {
+    var url: String?
+    var keyText: String?
+    var sha256: String?
+    var index = 0
+    while index < arguments.count {
+        let argument = arguments[index]
+        switch argument {
+        case "--key", "--sha256":
+            guard index + 1 < arguments.count else {
+                writeStandardError("push-bench: error: \(argument) needs a value\n")
+                return 64
+            }
+            if argument == "--key" { keyText = arguments[index + 1] } else { sha256 = arguments[index + 1] }
+            index += 2
+        default:
+            guard url == nil, !argument.hasPrefix("-") else {
+                writeStandardError("push-bench: error: unexpected argument '\(argument)'\nhint: push-bench media URL [--key BASE64] [--sha256 HEX]\n")
+                return 64
+            }
+            url = argument
+            index += 1
+        }
+    }
+    guard let url else {
+        writeStandardError("push-bench: error: media needs a URL\nhint: push-bench media URL [--key BASE64] [--sha256 HEX]\n")
+        return 64
+    }
+    var key: SecretBytes?
+    if let keyText {
+        guard var bytes = try? WireBase64.decodeSecret(keyText) else {
+            writeStandardError("push-bench: error: --key is not base64\n")
+            return 64
+        }
+        key = SecretBytes(copying: bytes)
+        SecretBytes.wipe(&bytes)
+    }
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("push-bench-media-\(UUID().uuidString)")
+    do {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    } catch {
+        writeStandardError("push-bench: error: cannot create a temporary directory\n")
+        return 73
+    }
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let downloader = MediaDownloader(containerDirectory: directory, allowInsecureLoopback: true)
+    let start = monotonicNanoseconds()
+    do {
+        let media = try downloader.download(MediaDescriptor(url: url, sha256Hex: sha256, key: key), timeoutSeconds: 60)
+        let elapsed = Double(monotonicNanoseconds() - start) / 1e6
+        print("RESULT impl=pushseal op=media sealed=\(key != nil) bytes=\(media.byteCount) downloaded=\(media.downloadedByteCount) type=\(media.mediaType.rawValue) ms=\(format(elapsed, decimals: 1))")
+        return 0
+    } catch {
+        writeStandardError("push-bench: error: download failed: \(error)\n")
+        return 70
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import PushSealCrypto
+import PushSealFormat
+import PushSealSender
+
+/// Receiver: the full in-process open of one notification — APNs payload bytes in,
+/// `NotificationPlaintext` out (JSONReader, the three sealed fields, base64, AES-256-GCM with
+/// the AAD, inner JSON) — for payloads carrying 256 B, 1 KB and 2 KB notifications (SenderBench's
+/// inputs, sealed by `NotificationSealer`, so Padmé-padded with `iat`). Key lookup is not timed.
+///
+/// Side by side, the same job on the same payload bytes by `Benchmarks/peers/open_peer.py`
+/// (Python `cryptography`, `json`, `base64`) and `open_peer.js` (Node `crypto`), spawned as
+/// subprocesses before our own runs; each prints `RESULT impl=python|node op=fullopen …`
+/// lines, echoed here and fed into the summary. A peer whose interpreter or library is
+/// missing is skipped with a `# skipped:` line. Also `op=b64decode`: the table base64 decoder
+/// against libsodium's constant-time one, on the 1 KB payload's `encrypted_data`; and
+/// `op=open-step-parse` / `open-step-fields`: the first steps alone (payload parse; parse +
+/// sealed fields + base64), to see where the full open's time goes.
+struct OpenBench: BenchSection {
+    let title = "receiver (full open: APNs payload in, NotificationPlaintext out)"
+    static let sizes = SenderBench.sizes
+    static let appID = "com.example.app"
+
+    func cases() throws -> [BenchCase] {
+        let keyBytes = SecureRandom.bytes(AES256GCM.keyByteCount)
+        let key = SecretBytes(copying: keyBytes)
+        let keys = InMemorySealingKeys([(Self.appID, "alice", SealingKey(keyID: "key-1", key: key))])
+        let sealer = try NotificationSealer(appID: Self.appID, keys: keys)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("push-bench-open-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data(keyBytes.map { String(format: "%02x", $0) }.joined().utf8).write(to: directory.appendingPathComponent("key.hex"))
+
+        var all: [BenchCase] = []
+        var box1K = ""
+        for size in Self.sizes {
+            let payload = try sealer.seal(notificationJSON: SenderBench.notification(size: size), for: "alice").payload
+            try Data(payload).write(to: directory.appendingPathComponent("payload-\(size).json"))
+            guard try Self.fullOpen(payload, key: key).title == "Dinner plans" else {
+                throw BenchError("open bench payload of \(size) B does not open to its title")
+            }
+            if size == 1024 { box1K = try JSONReader.parse(payload)["encrypted_data"]?.stringValue ?? "" }
+            all.append(BenchCase(impl: "pushseal", op: "fullopen", size: size) { consume(try Self.fullOpen(payload, key: key)) })
+            // Where the time goes: the payload parse alone, then parse + sealed fields + base64.
+            all.append(BenchCase(impl: "pushseal", op: "open-step-parse", size: size) { consume(try JSONReader.parse(payload)) })
+            all.append(BenchCase(impl: "pushseal", op: "open-step-fields", size: size) {
+                consume(try SealedPayload(payload: try JSONReader.parse(payload)))
+            })
+        }
+        let text = Array(box1K.utf8)
+        all.append(BenchCase(impl: "pushseal", op: "b64decode", size: text.count) {
+            consume(try text.withUnsafeBytes { try WireBase64.decode($0) })
+        })
+        all.append(BenchCase(impl: "libsodium", op: "b64decode", size: text.count) {
+            consume(try text.withUnsafeBytes { try WireBase64.decodeSecret($0) })
+        })
+        PeerResults.shared.b64Size = text.count
+
+        let quick = CommandLine.arguments.contains("--quick")
+        for peer in Peer.all { peer.run(directory: directory, quick: quick) }
+        return all
+    }
+
+    /// The job being timed: payload bytes → plaintext.
+    static func fullOpen(_ payload: [UInt8], key: SecretBytes) throws -> NotificationPlaintext {
+        try SealedPayload(payload: try JSONReader.parse(payload)).open(with: key, appID: appID)
+    }
+
+    func comparisons() -> [Comparison] {
+        var list: [Comparison] = []
+        for size in Self.sizes {
+            let ours = SeriesKey(impl: "pushseal", op: "fullopen", size: size)
+            for peer in ["python", "node"] {
+                list.append(Comparison(label: "full open \(size) B pushseal/\(peer)", numerator: ours,
+                                       denominator: SeriesKey(impl: peer, op: "fullopen", size: size)))
+            }
+        }
+        let b64 = PeerResults.shared.b64Size
+        list.append(Comparison(label: "base64 decode \(b64) chars table/libsodium", numerator: SeriesKey(impl: "pushseal", op: "b64decode", size: b64),
+                               denominator: SeriesKey(impl: "libsodium", op: "b64decode", size: b64)))
+        return list
+    }
+}
+
+/// A benchmark peer script run as a subprocess.
+struct Peer {
+    let name: String
+    let interpreter: String
+    let script: String
+    /// A command whose success shows the peer can run (e.g. the library imports).
+    let probe: [String]
+
+    static let all = [
+        Peer(name: "python", interpreter: "python3", script: "open_peer.py",
+             probe: ["-c", "import cryptography.hazmat.primitives.ciphers.aead"]),
+        Peer(name: "node", interpreter: "node", script: "open_peer.js", probe: ["-e", "require('crypto').createDecipheriv"]),
+    ]
+
+    /// `Benchmarks/peers`, found from the working directory or the executable's location.
+    static func peersDirectory() -> URL? {
+        var candidates = [URL(fileURLWithPath: FileManager.default.currentDirectoryPath)]
+        var up = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<4 {
+            candidates.append(up)
+            up = up.deletingLastPathComponent()
+        }
+        return candidates.map { $0.appendingPathComponent("Benchmarks/peers") }
+            .first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("open_peer.py").path) }
+    }
+
+    /// Runs `/usr/bin/env <arguments>`; returns the exit status and standard output.
+    static func spawn(_ arguments: [String]) -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return (127, "") }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Runs the peer on the payloads in `directory`, echoing and recording its `RESULT` lines.
+    func run(directory: URL, quick: Bool) {
+        guard let peers = Self.peersDirectory() else {
+            print("# skipped: \(name) open peer (Benchmarks/peers/\(script) not found from here)")
+            return
+        }
+        guard Self.spawn([interpreter] + probe).status == 0 else {
+            print("# skipped: \(name) open peer (\(interpreter) or its crypto library is not installed)")
+            return
+        }
+        let result = Self.spawn([interpreter, peers.appendingPathComponent(script).path] + (quick ? ["--quick"] : []) + [directory.path])
+        var count = 0
+        for line in result.output.split(separator: "\n") where line.hasPrefix("RESULT ") {
+            print(line)
+            var fields: [Substring: Substring] = [:]
+            for part in line.split(separator: " ").dropFirst() {
+                let pair = part.split(separator: "=", maxSplits: 1)
+                if pair.count == 2 { fields[pair[0]] = pair[1] }
+            }
+            if let impl = fields["impl"], let op = fields["op"], let size = fields["size"].flatMap({ Int($0) }),
+               let ns = fields["ns"].flatMap({ Double($0) }) {
+                PeerResults.shared.add(SeriesKey(impl: String(impl), op: String(op), size: size), ns)
+                count += 1
+            }
+        }
+        if result.status != 0 || count == 0 {
+            print("# skipped: \(name) open peer failed (exit status \(result.status))")
+        }
+    }
+}
+
+/// Samples measured by peer subprocesses, consulted by ``Measurer/median(_:)`` for series it
+/// did not run itself.
+///
+/// `@unchecked Sendable`: all state is behind `lock`.
+final class PeerResults: @unchecked Sendable {
+    static let shared = PeerResults()
+    private let lock = NSLock()
+    private var samples: [SeriesKey: [Double]] = [:]
+    private var base64Size = 0
+
+    /// The `size` of the `b64decode` series (characters of the 1 KB payload's box).
+    var b64Size: Int {
+        get { lock.withLock { base64Size } }
+        set { lock.withLock { base64Size = newValue } }
+    }
+
+    func add(_ key: SeriesKey, _ ns: Double) { lock.withLock { samples[key, default: []].append(ns) } }
+
+    func values(_ key: SeriesKey) -> [Double]? { lock.withLock { samples[key] } }
+}
