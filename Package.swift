@@ -38,6 +38,9 @@ let package = Package(
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
+        // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
+        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"],
+                          path: "Examples/server/SealFromLibrary"),
         .executableTarget(name: "push-bench", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "COpenSSL", "CSodium"]),
 
         // Tests: one target per module; CLITests runs the built binaries.

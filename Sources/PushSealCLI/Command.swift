@@ -56,11 +56,27 @@ public struct Tool: Sendable {
     public func run(_ argv: [String]) -> ExitCode {
         let wantsJSON = argv.contains("--json")
         let sorted = commands.sorted { $0.path.count > $1.path.count }
-        guard let command = sorted.first(where: { argv.starts(with: $0.path) }) else {
-            if argv.isEmpty || argv == ["--help"] || argv == ["-h"] || argv == ["help"] {
-                Output.stdout(toolHelp())
+        // `help` alone, like `--help` on a tool without a default command, prints the command list.
+        if argv == ["help"] || (argv.isEmpty || argv == ["--help"] || argv == ["-h"]) && !commands.contains(where: { $0.path.isEmpty }) {
+            Output.stdout(toolHelp())
+            return .success
+        }
+        // A command group without its subcommand (`push-keys keychain`, `push-keys keychain --help`).
+        if let group = argv.first, !group.hasPrefix("-"),
+           !sorted.contains(where: { !$0.path.isEmpty && argv.starts(with: $0.path) }),
+           case let members = commands.filter({ $0.path.count > 1 && $0.path.first == group }), !members.isEmpty {
+            let listing = toolHelp(only: members)
+            if argv.count == 1 {
+                Output.stderr(listing)
+                return report(CLIError.usage("'\(name) \(group)' needs a subcommand", hint: "run '\(name) \(group) --help'"), json: wantsJSON)
+            }
+            if argv.dropFirst().allSatisfy({ $0 == "--help" || $0 == "-h" }) {
+                Output.stdout(listing)
                 return .success
             }
+            return report(CLIError.usage("unknown command '\(name) \(argv.prefix(2).joined(separator: " "))'", hint: "run '\(name) \(group) --help' for its subcommands"), json: wantsJSON)
+        }
+        guard let command = sorted.first(where: { argv.starts(with: $0.path) }) else {
             return report(CLIError.usage("unknown command \(quoted(argv.first ?? ""))", hint: "run '\(name) --help' for the commands"), json: wantsJSON)
         }
         let rest = Array(argv.dropFirst(command.path.count))
@@ -94,11 +110,14 @@ public struct Tool: Sendable {
     }
 
     /// The tool-level help: overview and the list of commands.
-    public func toolHelp() -> String {
-        var out = "OVERVIEW: \(overview)\n\nCOMMANDS:\n"
-        for c in commands {
+    public func toolHelp() -> String { toolHelp(only: commands) }
+
+    /// The help listing for some of the tool's commands (e.g. one command group).
+    func toolHelp(only listed: [any Command]) -> String {
+        var out = HelpText.wrap(overview, firstPrefix: "OVERVIEW: ", indent: 10) + "\n\nCOMMANDS:\n"
+        for c in listed {
             let words = ([name] + c.path).joined(separator: " ")
-            out += "  \(words)\n      \(c.help.overview)\n"
+            out += "  \(words)\n" + HelpText.wrap(c.help.overview, firstPrefix: "      ", indent: 6) + "\n"
         }
         out += "\nRun '\(name) COMMAND --help' for a command's options, examples and exit codes.\n"
         return out

@@ -10,7 +10,7 @@ struct KeyExportCommand: Command {
         .value("--key-id", "K", "export only this key (default: the whole keyset)"),
         .value("--out", "FILE", "write the record to FILE, created exclusively with mode 0600")]
     let help = HelpText(
-        overview: "Export a keyset (or one key) as a JSON key record holding key bytes. It is written only to a new file (O_EXCL, mode 0600) or to stdout when stdout is not a terminal.",
+        overview: "export a keyset (or one key) as a JSON key record holding key bytes, written only to a new file (O_EXCL, mode 0600) or to stdout when stdout is not a terminal",
         usage: ["push-keys export --keychain DIR --app-id APP --recipient R [--key-id K] [--out FILE] [--json]"],
         examples: [
             "push-keys export --keychain server-kc --app-id com.example.app --recipient alice-iphone --out alice.key.json",

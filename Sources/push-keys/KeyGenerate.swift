@@ -8,7 +8,7 @@ struct KeyGenerateCommand: Command {
     let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient,
         .value("--accessibility", "A", "accessibility of the keyset item (default afterFirstUnlockThisDeviceOnly)"), KeyOptions.now]
     let help = HelpText(
-        overview: "Create a keyset for an app id and recipient with one primary key (32 random bytes); print its key id. Creates the keychain if DIR does not exist.",
+        overview: "create a keyset for an app id and recipient with one primary key (32 random bytes) and print its key id; creates the keychain if DIR does not exist",
         usage: ["push-keys generate --keychain DIR --app-id APP --recipient R [identity options] [--accessibility A] [--json]"],
         examples: [
             "push-keys generate --keychain server-kc --app-id com.example.app --recipient alice-iphone",

@@ -10,7 +10,7 @@ struct KeyImportCommand: Command {
         .value("--app-id", "APP", "refuse a record for another app id"), KeyOptions.now,
         .value("--grace", "DURATION", "grace of a local primary superseded by the record's (default 30d)")]
     let help = HelpText(
-        overview: "Import a JSON key record (from a file or stdin) into a server or device keychain. Idempotent; all-or-nothing: any error changes nothing.",
+        overview: "import a JSON key record (from a file or stdin) into a server or device keychain; idempotent and all-or-nothing: any error changes nothing",
         usage: ["push-keys import --keychain DIR [identity options] [--accessibility A] [--app-id APP] [FILE | -] [--json]"],
         examples: [
             "push-keys import --keychain device-kc --entitlements app.json alice.key.json   # server generated, device imports",

@@ -6,7 +6,7 @@ struct KeyListCommand: Command {
     let path = ["list"]
     let options = KeyOptions.common + [.value("--app-id", "APP", "only this app id"), .value("--recipient", "R", "only this recipient")]
     let help = HelpText(
-        overview: "List keysets: key ids, statuses, times and seal counts (never key bytes).",
+        overview: "list keysets: key ids, statuses, times and seal counts (never key bytes)",
         usage: ["push-keys list --keychain DIR [identity options] [--app-id APP] [--recipient R] [--json]"],
         examples: ["push-keys list --keychain server-kc", "push-keys list --keychain device-kc --entitlements ext.json --json"],
         exitCodes: KeyOptions.exitCodes,

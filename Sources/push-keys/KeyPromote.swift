@@ -8,7 +8,7 @@ struct KeyPromoteCommand: Command {
         .value("--key-id", "K", "the key to promote (default: the pending key of an unfinished rotation)"),
         .value("--grace", "DURATION", "grace window of the old primary (default 30d)"), KeyOptions.now]
     let help = HelpText(
-        overview: "Make a pending (or decryptOnly) key the primary; the old primary becomes decryptOnly until now + grace. Idempotent.",
+        overview: "make a pending (or decryptOnly) key the primary; the old primary becomes decryptOnly until now + grace; idempotent",
         usage: ["push-keys promote --keychain DIR --app-id APP --recipient R [--key-id K] [--grace DURATION] [--json]"],
         examples: ["push-keys promote --keychain server-kc --app-id com.example.app --recipient alice-iphone --key-id q3Zk_9Ab"],
         exitCodes: KeyOptions.exitCodes, notes: KeyOptions.identityNote)
@@ -39,7 +39,7 @@ struct KeyRevokeCommand: Command {
     let path = ["revoke"]
     let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient, .value("--key-id", "K", "the key to disable"), KeyOptions.now]
     let help = HelpText(
-        overview: "Disable a key now: it neither seals nor opens. Messages sealed with it and still in flight will fall back to their APNs alert text. Idempotent.",
+        overview: "disable a key now: it neither seals nor opens; messages sealed with it and still in flight fall back to their APNs alert text; idempotent",
         usage: ["push-keys revoke --keychain DIR --app-id APP --recipient R --key-id K [--json]", "push-keys revoke ... KID"],
         examples: ["push-keys revoke --keychain server-kc --app-id com.example.app --recipient alice-iphone --key-id q3Zk_9Ab"],
         exitCodes: KeyOptions.exitCodes, notes: KeyOptions.identityNote)

@@ -6,7 +6,7 @@ struct KeyPruneCommand: Command {
     let path = ["prune"]
     let options = KeyOptions.common + [KeyOptions.now]
     let help = HelpText(
-        overview: "Destroy every decryptOnly key past its notAfter: key bytes are zeroed and removed; a tombstone remains so opening reports \"key destroyed\". Idempotent.",
+        overview: "destroy every decryptOnly key past its notAfter: key bytes are zeroed and removed, a tombstone remains so opening reports \"key destroyed\"; idempotent",
         usage: ["push-keys prune --keychain DIR [identity options] [--now UNIX] [--json]"],
         examples: ["push-keys prune --keychain server-kc", "push-keys prune --keychain device-kc --entitlements app.json --now 1767225600"],
         exitCodes: KeyOptions.exitCodes, notes: "Text output: APP RECIPIENT KEY_ID per destroyed key (tab-separated).\n" + KeyOptions.identityNote)
@@ -32,7 +32,7 @@ struct KeyDueCommand: Command {
     let options = KeyOptions.common + [.value("--period", "DURATION", "rotation period (default 30d)"),
         .value("--max-seals", "N", "seal count that makes a keyset due (default 16777216 = 2^24)"), KeyOptions.now]
     let help = HelpText(
-        overview: "List keysets whose primary is older than the rotation period or past 2^24 seals (or that have no primary, or an unfinished rotation).",
+        overview: "list keysets whose primary is older than the rotation period or past 2^24 seals (or that have no primary, or an unfinished rotation)",
         usage: ["push-keys due --keychain DIR [--period DURATION] [--max-seals N] [--now UNIX] [--json]"],
         examples: ["push-keys due --keychain server-kc", "push-keys due --keychain server-kc --period 7d --json"],
         exitCodes: KeyOptions.exitCodes,

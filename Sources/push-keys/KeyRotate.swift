@@ -15,7 +15,7 @@ struct KeyRotateCommand: Command {
         .flag("--no-promote", "stop after adding (and installing); run 'push-keys promote' once devices hold the key"),
         KeyOptions.now]
     let help = HelpText(
-        overview: "Rotate a keyset in Tink's order: add a new non-primary key to the server keyset, install it in the device keychain (when given), then promote it on the server; the old primary opens messages until now + grace. Every step is idempotent: rerun an interrupted rotation to complete it.",
+        overview: "rotate a keyset in Tink's order: add a new non-primary key to the server keyset, install it in the device keychain (when given), then promote it on the server; the old primary opens messages until now + grace; every step is idempotent: rerun an interrupted rotation to complete it",
         usage: ["push-keys rotate --keychain DIR --app-id APP --recipient R [--grace DURATION] [--device-keychain DIR --device-entitlements FILE] [--no-promote] [--json]"],
         examples: [
             "push-keys rotate --keychain server-kc --app-id com.example.app --recipient alice-iphone --device-keychain device-kc --device-entitlements app.json",

@@ -16,13 +16,16 @@ struct KeychainAddCommand: Command {
     ]
     let help = HelpText(
         overview: "add a keychain item (SecItemAdd); a second add of the same class, access group, service and account fails with errSecDuplicateItem (-25299)",
-        usage: ["push-keys keychain add --keychain DIR (--entitlements FILE | --access-group G...) --service S --account A [--label L] [--access-group G] [--accessibility A] [--class C] (--data-file F | --data-base64 B) [--json]"],
+        usage: ["push-keys keychain add --keychain DIR IDENTITY --service S --account A [--label L] [--accessibility A] [--class C] (--data-file F | --data-base64 B) [--json]"],
         examples: [
-            "push-keys keychain add --keychain ./device --entitlements app.json --service push --account alice --accessibility afterFirstUnlockThisDeviceOnly --data-file key.bin",
-            "push-keys keychain add --keychain ./device --access-group TEAMID.com.example.shared --service push --account bob --data-base64 AAEC",
+            "push-keys keychain add --keychain device-kc --entitlements app.json --service push --account alice --accessibility afterFirstUnlockThisDeviceOnly --data-file key.bin",
+            "push-keys keychain add --keychain device-kc --access-group TEAMID.com.example.shared --service push --account bob --data-base64 AAEC",
         ],
-        exitCodes: KeychainCommands.exitCodes,
-        notes: KeychainCommands.identityNote + "\nPrints nothing on success (with --json: {\"item\": attributes})."
+        exitCodes: KeychainCommands.exitCodes(
+            keychainError: "errSecDuplicateItem -25299, errSecMissingEntitlement -34018, errSecInteractionNotAllowed -25308 while locked",
+            dataError: "bad --data-base64, data over \(Keychain.maxDataByteCount) bytes, a malformed entitlements file",
+            noInput: "the entitlements or --data-file file missing"),
+        notes: KeychainCommands.identityNote + "\n\nPrints nothing on success (with --json: {\"item\": attributes})."
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {

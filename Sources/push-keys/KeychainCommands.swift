@@ -13,26 +13,47 @@ enum KeychainCommands {
         KeychainDeleteCommand(), KeychainListCommand(), KeychainDeviceStateCommand(),
     ]
 
-    static let keychainOption = OptionSpec.value("--keychain", "DIR", "the keychain directory (required)")
+    static let keychainOption = OptionSpec.value("--keychain", "DIR", "the emulated device keychain directory (required)")
     static let identityOptions: [OptionSpec] = [
-        .value("--entitlements", "FILE", "caller identity: JSON or plist with application-identifier, keychain-access-groups, application-groups"),
-        .value("--access-group", "G", "without --entitlements: a keychain access group of the caller, in order (the first is the default group); with --entitlements: the item's access group", repeatable: true),
-        .value("--app-group", "G", "without --entitlements: an application group (App Group) of the caller", repeatable: true),
-        .value("--app-id", "ID", "without --entitlements: the caller's application-identifier, TEAMID.bundle.id"),
+        .value("--entitlements", "FILE", "the caller's identity: JSON or plist with application-identifier, keychain-access-groups, application-groups"),
+        .value("--access-group", "G", "without --entitlements: a keychain access group of the caller (repeat it for more, in order; the first is the default group); with --entitlements: at most one, the item's access group", repeatable: true),
+        .value("--app-group", "G", "without --entitlements: an App Group (application group) of the caller (repeat it for more)", repeatable: true),
+        .value("--application-identifier", "ID", "without --entitlements: the caller's application-identifier entitlement, TEAMID.bundle.id (not the bundle id alone)"),
     ]
     static let itemClassOption = OptionSpec.value("--class", "C", "item class: genericPassword (default) or key")
-    static let accessibilityNames = Accessibility.allCases.map(\.rawValue).joined(separator: "|")
+    static let accessibilityNames = Accessibility.allCases.map(\.rawValue).joined(separator: ", ")
 
-    static let exitCodes: [String] = ["0   success", "1   keychain error: OSStatus number and name on stderr and in --json (e.g. errSecInteractionNotAllowed (-25308))"]
-        + ExitCode.commonHelpLines.filter { !$0.hasPrefix("0 ") } + ["    (65 also: a damaged keychain file; 66: no keychain at DIR; 77: keychain not 0700/0600 or not yours)"]
+    /// The usage placeholder for the caller's identity, spelled out in ``identityNote``.
+    static let identityUsage = "IDENTITY"
+
+    /// Exit-code help lines of a `keychain` subcommand: the common ones with what each means for
+    /// this subcommand (`nil` leaves a code out).
+    /// - Parameters:
+    ///   - keychainError: what an OSStatus error (exit 1) typically is here.
+    ///   - dataError: what makes the input bad (65), besides a damaged keychain file.
+    ///   - noInput: which inputs can be missing (66), besides the keychain.
+    ///   - cannotCreate: when 73 happens, if it can.
+    static func exitCodes(keychainError: String?, dataError: String? = nil, noInput: String? = nil, cannotCreate: String? = nil,
+                          opensKeychain: Bool = true) -> [String] {
+        var lines = [
+            "0   success",
+            keychainError.map { "1   keychain error (\($0)): the OSStatus name and number on stderr, osStatus and statusName in --json; or an internal error" }
+                ?? "1   internal error (stderr says what failed)",
+            "64  usage error (unknown option, missing argument)",
+        ]
+        let damaged = opensKeychain ? ["a damaged keychain file"] : []
+        let bad = (dataError.map { [$0] } ?? []) + damaged
+        if !bad.isEmpty { lines.append("65  bad input data: " + bad.joined(separator: "; ")) }
+        let missing = (opensKeychain ? ["no keychain at DIR"] : []) + (noInput.map { [$0] } ?? [])
+        if !missing.isEmpty { lines.append("66  " + missing.joined(separator: "; ")) }
+        if let cannotCreate { lines.append("73  \(cannotCreate)") }
+        lines.append("74  I/O error")
+        lines.append("77  permission denied, or the keychain is not 0700 (files 0600) or not yours")
+        return lines
+    }
 
     static let identityNote = """
-        IDENTITY: the caller is an app or its extension. Give --entitlements FILE (then one optional
-        --access-group names the item's group; naming one the caller lacks fails with
-        errSecMissingEntitlement -34018), or give the identity as --access-group G (repeatable, in
-        order), --app-group G and --app-id ID (then the item goes to the first group and searches
-        cover all of them). Access-group order is keychain-access-groups, application-identifier,
-        application-groups, as on iOS.
+        IDENTITY: the caller, an app or its extension: --entitlements FILE [--access-group G], or --access-group G... [--app-group G...] [--application-identifier ID]. With --entitlements, one --access-group names the item's group; naming one the caller lacks fails with errSecMissingEntitlement (-34018). Without --entitlements, the identity is given by its parts: an add goes to its first group, a search covers all of them. Access-group order is keychain-access-groups, application-identifier, application-groups, as on iOS.
         """
 
     /// The keychain directory from `--keychain`.
@@ -44,8 +65,8 @@ enum KeychainCommands {
     /// - Parameter required: when `false` and no identity option is given, returns `nil`.
     static func identity(_ a: Arguments, required: Bool = true) throws -> (Entitlements, String?)? {
         if let file = a.value("--entitlements") {
-            if a.has("--app-group") || a.has("--app-id") {
-                throw CLIError.usage("--app-group and --app-id cannot be combined with --entitlements", hint: "put them in the entitlements file")
+            if a.has("--app-group") || a.has("--application-identifier") {
+                throw CLIError.usage("--app-group and --application-identifier cannot be combined with --entitlements", hint: "put them in the entitlements file")
             }
             let groups = a.values("--access-group")
             if groups.count > 1 { throw CLIError.usage("with --entitlements, give at most one --access-group (the item's group)") }
@@ -59,12 +80,13 @@ enum KeychainCommands {
             }
             return (entitlements, groups.first)
         }
-        let groups = a.values("--access-group"), appGroups = a.values("--app-group"), appID = a.value("--app-id")
+        let groups = a.values("--access-group"), appGroups = a.values("--app-group"), appID = a.value("--application-identifier")
         if groups.isEmpty && appGroups.isEmpty && appID == nil {
             guard required else { return nil }
-            throw CLIError.usage("missing caller identity", hint: "give --entitlements FILE, or --access-group G (repeatable) and --app-group G")
+            throw CLIError.usage("missing caller identity", hint: "give --entitlements FILE, or --access-group G (repeatable), --app-group G and --application-identifier TEAMID.bundle.id")
         }
-        for g in groups + appGroups + (appID.map { [$0] } ?? []) where g.isEmpty { throw CLIError.usage("an access group cannot be empty") }
+        for g in groups + appGroups where g.isEmpty { throw CLIError.usage("an access group cannot be empty") }
+        if appID == "" { throw CLIError.usage("--application-identifier cannot be empty") }
         return (Entitlements(applicationIdentifier: appID, keychainAccessGroups: groups, applicationGroups: appGroups), nil)
     }
 

@@ -12,10 +12,12 @@ struct KeychainDeleteCommand: Command {
     ]
     let help = HelpText(
         overview: "delete keychain items (SecItemDelete): every match in the caller's access groups (or in --access-group with --entitlements); works while locked",
-        usage: ["push-keys keychain delete --keychain DIR (--entitlements FILE | --access-group G...) --service S --account A [--access-group G] [--class C] [--json]"],
-        examples: ["push-keys keychain delete --keychain ./device --entitlements app.json --service push --account alice"],
-        exitCodes: KeychainCommands.exitCodes,
-        notes: KeychainCommands.identityNote + "\nPrints nothing on success (with --json: {\"deleted\": N})."
+        usage: ["push-keys keychain delete --keychain DIR IDENTITY --service S --account A [--class C] [--json]"],
+        examples: ["push-keys keychain delete --keychain device-kc --entitlements app.json --service push --account alice"],
+        exitCodes: KeychainCommands.exitCodes(
+            keychainError: "errSecItemNotFound -25300 when nothing matched, errSecMissingEntitlement -34018",
+            dataError: "a malformed entitlements file", noInput: "the entitlements file missing"),
+        notes: KeychainCommands.identityNote + "\n\nPrints nothing on success (with --json: {\"deleted\": N})."
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {

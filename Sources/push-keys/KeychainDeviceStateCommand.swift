@@ -13,15 +13,17 @@ struct KeychainDeviceStateCommand: Command {
         overview: "print the emulated device's lock state, or set it to unlocked, locked or beforeFirstUnlock (a reboot)",
         usage: ["push-keys keychain device-state --keychain DIR [unlocked|locked|beforeFirstUnlock] [--passcode-file F] [--json]"],
         examples: [
-            "push-keys keychain device-state --keychain ./device            # prints e.g. unlocked",
-            "push-keys keychain device-state --keychain ./device locked     # WhenUnlocked items now fail with -25308",
-            "echo 123456 | push-keys keychain device-state --keychain ./device unlocked --passcode-file -",
+            "push-keys keychain device-state --keychain device-kc            # prints e.g. unlocked",
+            "push-keys keychain device-state --keychain device-kc locked     # WhenUnlocked items now fail with -25308",
+            "echo 123456 | push-keys keychain device-state --keychain device-kc unlocked --passcode-file -",
         ],
-        exitCodes: KeychainCommands.exitCodes,
+        exitCodes: KeychainCommands.exitCodes(
+            keychainError: "errSecAuthFailed -25293: a wrong or missing passcode",
+            dataError: "the passcode file's first line is empty or not UTF-8", noInput: "the --passcode-file file missing"),
         notes: """
-            WhenUnlocked items are readable only while unlocked; AfterFirstUnlock items while unlocked or locked,
-            not before first unlock. With a passcode, unlocking (and leaving beforeFirstUnlock) needs it; a wrong
-            one fails with errSecAuthFailed (-25293). Prints the state (with --json {"deviceState", "passcodeSet"}).
+            WhenUnlocked items are readable only while unlocked; AfterFirstUnlock items while unlocked or locked, not before first unlock. With a passcode, unlocking (and leaving beforeFirstUnlock) needs it; a wrong one fails with errSecAuthFailed (-25293).
+
+            Prints the state (with --json {"deviceState", "passcodeSet"}).
             """
     )
 

@@ -15,13 +15,15 @@ struct KeychainGetCommand: Command {
     ]
     let help = HelpText(
         overview: "read one keychain item the way an app or extension does (SecItemCopyMatching, match limit one): the secret is decrypted, so a WhenUnlocked item on a locked device fails with errSecInteractionNotAllowed (-25308)",
-        usage: ["push-keys keychain get --keychain DIR (--entitlements FILE | --access-group G...) --service S --account A [--access-group G] [--class C] [--reveal] [--json]"],
+        usage: ["push-keys keychain get --keychain DIR IDENTITY --service S --account A [--class C] [--reveal] [--json]"],
         examples: [
-            "push-keys keychain get --keychain ./device --entitlements extension.json --service push --account alice",
-            "push-keys keychain get --keychain ./device --access-group TEAMID.com.example.shared --service push --account alice --reveal --json",
+            "push-keys keychain get --keychain device-kc --entitlements ext.json --service push --account alice",
+            "push-keys keychain get --keychain device-kc --access-group TEAMID.com.example.shared --service push --account alice --reveal --json",
         ],
-        exitCodes: KeychainCommands.exitCodes,
-        notes: KeychainCommands.identityNote + "\nPrints the attributes as 'name: value' lines (with --reveal a last line 'data: BASE64'); with --json {\"item\": {…, \"data\": BASE64 with --reveal}}."
+        exitCodes: KeychainCommands.exitCodes(
+            keychainError: "errSecItemNotFound -25300, errSecInteractionNotAllowed -25308 while locked, errSecMissingEntitlement -34018",
+            dataError: "a malformed entitlements file", noInput: "the entitlements file missing"),
+        notes: KeychainCommands.identityNote + "\n\nPrints the attributes as 'name: value' lines (with --reveal a last line 'data: BASE64'); with --json {\"item\": {…, \"data\": BASE64 with --reveal}}."
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {
@@ -32,7 +34,7 @@ struct KeychainGetCommand: Command {
                               account: try a.required("--account", "A"), accessGroup: group)
         let kc = try KeychainCommands.open(a, as: entitlements)
         let items = try KeychainCommands.mapping { try kc.copyMatching(query, limit: .one, returning: [.attributes, .data]) }
-        guard let item = items.first else { return .failure }
+        guard let item = items.first else { throw KeychainCommands.cliError(KeychainError(.itemNotFound, "no item matched")) }
         var secret: String?
         if a.has("--reveal"), let data = item.data {
             var bytes = data.copyBytes()

@@ -13,10 +13,12 @@ struct KeychainInitCommand: Command {
         overview: "create an emulated iOS device keychain: a 0700 directory with a fresh device secret and class keys, device state unlocked",
         usage: ["push-keys keychain init --keychain DIR [--passcode-file F] [--json]"],
         examples: [
-            "push-keys keychain init --keychain ./device",
-            "echo 123456 | push-keys keychain init --keychain ./device --passcode-file -   # WhenUnlocked key wrapped with Argon2id(passcode)",
+            "push-keys keychain init --keychain device-kc",
+            "echo 123456 | push-keys keychain init --keychain device-kc --passcode-file -   # WhenUnlocked key wrapped with Argon2id(passcode)",
         ],
-        exitCodes: KeychainCommands.exitCodes,
+        exitCodes: KeychainCommands.exitCodes(keychainError: nil, dataError: "the passcode file's first line is empty or not UTF-8",
+                                              noInput: "the --passcode-file file missing", cannotCreate: "DIR exists and is not empty",
+                                              opensKeychain: false),
         notes: "DIR must not exist or be empty. Prints nothing on success (with --json: {\"keychain\", \"deviceState\", \"passcodeSet\"})."
     )
 

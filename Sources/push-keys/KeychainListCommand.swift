@@ -11,17 +11,18 @@ struct KeychainListCommand: Command {
     ]
     let help = HelpText(
         overview: "list keychain items' attributes, never their secrets; works in any device state",
-        usage: ["push-keys keychain list --keychain DIR [--entitlements FILE | --access-group G...] [--access-group G] [--service S] [--class C] [--json]"],
+        usage: ["push-keys keychain list --keychain DIR [IDENTITY] [--service S] [--class C] [--json]"],
         examples: [
-            "push-keys keychain list --keychain ./device                               # every item on the device",
-            "push-keys keychain list --keychain ./device --entitlements extension.json  # what the extension can see",
+            "push-keys keychain list --keychain device-kc                          # every item on the device",
+            "push-keys keychain list --keychain device-kc --entitlements ext.json  # what the extension can see",
         ],
-        exitCodes: KeychainCommands.exitCodes,
+        exitCodes: KeychainCommands.exitCodes(
+            keychainError: "errSecMissingEntitlement -34018 for an --access-group the caller lacks",
+            dataError: "a malformed entitlements file", noInput: "the entitlements file missing"),
         notes: KeychainCommands.identityNote + """
 
-            Without an identity, lists the items of every access group (a device-wide view).
-            Prints one item per line: ACCESS-GROUP<TAB>CLASS<TAB>SERVICE<TAB>ACCOUNT<TAB>ACCESSIBILITY<TAB>LABEL;
-            with --json {"items": [attributes…]}. No items is not an error.
+
+            Without an identity, lists the items of every access group (a device-wide view). Prints one item per line, tab-separated: ACCESS-GROUP CLASS SERVICE ACCOUNT ACCESSIBILITY LABEL; with --json {"items": [attributes…]}. No items is not an error.
             """
     )
 

@@ -19,13 +19,16 @@ struct KeychainUpdateCommand: Command {
     ]
     let help = HelpText(
         overview: "change a keychain item (SecItemUpdate); bumps its modification date; a change that collides with another item fails with errSecDuplicateItem (-25299) and changes nothing",
-        usage: ["push-keys keychain update --keychain DIR (--entitlements FILE | --access-group G...) --service S --account A [--access-group G] [--class C] [--label L] [--accessibility A] [--new-service S] [--new-account A] [--new-access-group G] [--data-file F | --data-base64 B] [--json]"],
+        usage: ["push-keys keychain update --keychain DIR IDENTITY --service S --account A [--class C] [--label L] [--accessibility A] [--new-service S] [--new-account A] [--new-access-group G] [--data-file F | --data-base64 B] [--json]"],
         examples: [
-            "push-keys keychain update --keychain ./device --entitlements app.json --service push --account alice --data-file new-key.bin",
-            "push-keys keychain update --keychain ./device --entitlements app.json --service push --account alice --accessibility afterFirstUnlockThisDeviceOnly",
+            "push-keys keychain update --keychain device-kc --entitlements app.json --service push --account alice --data-file new-key.bin",
+            "push-keys keychain update --keychain device-kc --entitlements app.json --service push --account alice --accessibility afterFirstUnlockThisDeviceOnly",
         ],
-        exitCodes: KeychainCommands.exitCodes,
-        notes: KeychainCommands.identityNote + "\nPrints nothing on success (with --json: {\"updated\": N})."
+        exitCodes: KeychainCommands.exitCodes(
+            keychainError: "errSecItemNotFound -25300, errSecDuplicateItem -25299, errSecMissingEntitlement -34018, errSecInteractionNotAllowed -25308 while locked",
+            dataError: "bad --data-base64, data over \(Keychain.maxDataByteCount) bytes, a malformed entitlements file",
+            noInput: "the entitlements or --data-file file missing"),
+        notes: KeychainCommands.identityNote + "\n\nPrints nothing on success (with --json: {\"updated\": N})."
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {

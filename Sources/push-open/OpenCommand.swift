@@ -11,13 +11,13 @@ struct OpenCommand: Command {
     let path: [String] = []
 
     let options: [OptionSpec] = [
-        .value("--keychain", "DIR", "the device keychain directory (required)"),
-        .value("--app-id", "APP", "the app's bundle identifier, bound into the AAD (required; never read from the payload)"),
-        .value("--entitlements", "FILE", "the extension's identity: JSON or plist with keychain-access-groups, application-groups; then one optional --access-group names the group the key is read from"),
-        .value("--access-group", "G", "without --entitlements: a keychain access group of the extension, in order; with --entitlements: the group to read the key from (one)", repeatable: true),
-        .value("--app-group", "G", "without --entitlements: an App Group of the extension (the first is the media and replay container)", repeatable: true),
-        .value("--locale", "L", "the device locale, e.g. pt-BR (default: the plaintext's default texts)"),
-        .value("--budget", "SECONDS", "the extension's time budget (default 30)"),
+        .value("--keychain", "DIR", "the device keychain directory (required; push-keys keychain init makes one)"),
+        .value("--app-id", "APP", "the app's bundle identifier (APNs topic), bound into the AAD (required; never read from the payload)"),
+        .value("--entitlements", "FILE", "the extension's identity: JSON or plist with keychain-access-groups and application-groups"),
+        .value("--access-group", "G", "without --entitlements: a keychain access group of the extension (repeat it for more, in order); with --entitlements: at most one, the group the key is read from (default: every group of the identity)", repeatable: true),
+        .value("--app-group", "G", "without --entitlements: an App Group of the extension (repeat it for more; the first is the media and replay container)", repeatable: true),
+        .value("--locale", "L", "the device locale, e.g. pt-BR (default: the notification's default texts)"),
+        .value("--budget", "SECONDS", "the extension's time budget in seconds, up to 3600, e.g. 30 or 2.5 (default 30)"),
         .value("--now", "UNIX", "the device clock for exp and key grace windows, seconds since 1970 UTC (default: now)"),
         .flag("--allow-insecure-loopback", "allow plain http media from 127.0.0.1, ::1 and localhost (tests)"),
         .flag("--verbose", "print the diagnostic lines (stages, durations, sizes; never plaintext) on stderr"),
@@ -25,38 +25,36 @@ struct OpenCommand: Command {
 
     let help = HelpText(
         overview: """
-            Run a PushSeal APNs payload through an emulated Notification Service Extension and print \
+            run a PushSeal APNs payload through an emulated Notification Service Extension and print \
             one JSON object on what the device displays: outcome (decrypted, decryptedWithoutMedia, \
             original, notInvoked), reason (a stable token, see docs/fallback.md), detail, title, \
-            subtitle, body, attachments, userInfo and elapsedMs. The key is read by the payload's \
+            subtitle, body, attachments, userInfo and elapsedMs; the key is read by the payload's \
             key_id from the device keychain as the extension's identity; the app id comes from \
-            --app-id, never from the payload.
+            --app-id, never from the payload
             """,
         usage: [
             "push-open --keychain DIR --app-id APP --entitlements FILE [--access-group G] [options] [PAYLOAD.json | -]",
             "push-open --keychain DIR --app-id APP --access-group G... [--app-group G...] [options] [PAYLOAD.json | -]",
         ],
         examples: [
-            "push-open --keychain ./device --app-id com.example.app --entitlements ext.json payload.json",
-            "push-seal ... | push-open --keychain ./device --app-id com.example.app --access-group TEAM.shared --app-group group.example -",
-            "push-open --keychain ./device --app-id com.example.app --access-group TEAM.shared --locale pt-BR --now 1796000000 n11.json",
+            "push-open --keychain device-kc --app-id com.example.app --entitlements ext.json payload.json",
+            "push-seal ... | push-open --keychain device-kc --app-id com.example.app --access-group TEAMID.shared --app-group group.com.example -",
+            "push-open --keychain device-kc --app-id com.example.app --entitlements ext.json --locale pt-BR --now 1796000000 payload.json",
         ],
         exitCodes: [
-            "0   decrypted (with or without its media)",
-            "1   original content shown (a fallback: see reason)",
-            "2   extension not invoked (no alert, or mutable-content is not the integer 1)",
-            "64  usage error (unknown option, missing argument)",
-            "65  the payload is not JSON; a damaged keychain or entitlements file",
+            "0   decrypted (with or without its media): the result object is on stdout",
+            "1   original content shown (a fallback: see reason), with the result object on stdout; without one, an internal or keychain error (stderr says which)",
+            "2   extension not invoked (no alert, or mutable-content is not the integer 1), with the result object on stdout",
+            "64  usage error (unknown option, missing argument, no identity, --budget out of range)",
+            "65  the payload is not JSON or is over 1 MiB; a damaged keychain or entitlements file",
             "66  payload file, entitlements file or keychain missing",
             "74  I/O error",
-            "77  permission denied, or the keychain is group/world-accessible",
+            "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
         ],
         notes: """
-            OUTPUT: {"outcome","reason","detail","title","subtitle","body","attachments":[{"identifier", \
-            "url","type","byteCount"}],"userInfo","elapsedMs"}; title, subtitle, body and userInfo are \
-            null when nothing is shown (a background push). The displayed texts are never error text: \
-            every failure shows the alert exactly as sent.
-            """
+            OUTPUT: {"outcome", "reason", "detail", "title", "subtitle", "body", "attachments": [{"identifier", "url", "type", "byteCount"}], "userInfo", "elapsedMs"}; title, subtitle, body and userInfo are null when nothing is shown (a background push). The displayed texts are never error text: every failure shows the alert exactly as sent.
+            """,
+        jsonHelp: "report errors of the command itself as one {\"error\": {\"code\", \"message\"}} object on stdout (the result is JSON already)"
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {

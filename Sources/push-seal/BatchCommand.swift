@@ -19,15 +19,16 @@ struct BatchCommand: Command {
         overview: "seal a stream of notifications: one {\"recipient\", \"notification\"} per input line, one {\"recipient\", \"payload\", \"headers\"} or {\"recipient\", \"line\", \"error\"} per output line, in input order",
         usage: ["push-seal batch --app-id APP --keychain DIR [options] [LINES.jsonl | -]"],
         examples: [
-            "push-seal batch --app-id com.example.app --keychain keys sends.jsonl > payloads.jsonl",
-            "producer | push-seal batch --app-id com.example.app --keychain keys --fit - | apns-uploader",
+            "push-seal batch --app-id com.example.app --keychain server-kc sends.jsonl > payloads.jsonl",
+            "producer | push-seal batch --app-id com.example.app --keychain server-kc --fit - | apns-uploader",
         ],
-        exitCodes: SealExit.helpLines,
+        exitCodes: SealExit.batchHelpLines,
         notes: """
-        A bad line never stops the batch: its output line carries the error and the exit code is 2.
-        Memory stays flat for any input length (lines of at most \(maxLineByteCount) bytes, chunks of
-        \(chunkLineCount) lines). A progress line goes to stderr only when stderr is a terminal.
-        """
+        A bad line never stops the batch: its output line carries the error ({"code", "message"}) and the exit code is 2. "notification" has the shape of push-seal's NOTIFICATION.json (see 'push-seal --help').
+
+        Memory stays flat for any input length (lines of at most \(maxLineByteCount) bytes, chunks of \(chunkLineCount) lines). A progress line goes to stderr only when stderr is a terminal.
+        """,
+        jsonHelp: "report an error that stops the batch as one {\"error\": {…}} line on stdout (a failed line is always reported in the output)"
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {

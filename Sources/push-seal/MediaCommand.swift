@@ -2,28 +2,26 @@ import Foundation
 import PushSealCLI
 import PushSealSender
 
-/// `push-seal media FILE --out BLOB [--url URL]`: encrypt a media file for a sealed notification.
+/// `push-seal media FILE --out BLOB [--url URL] [--type MIME] [--force]`: encrypt a media file for a sealed notification.
 struct MediaCommand: Command {
     let path = ["media"]
     let options: [OptionSpec] = [
-        .value("--out", "BLOB", "where to write the encrypted blob (mode 0644; must not exist)"),
-        .value("--url", "URL", "the URL the blob will be served from, written into the descriptor"),
-        .value("--type", "MIME", "the MIME type (default: from the file's magic bytes)"),
+        .value("--out", "BLOB", "where to write the encrypted blob, mode 0644 (required; must not exist unless --force)"),
+        .value("--url", "URL", "the URL the blob will be served from, written into the descriptor (default: empty; fill it in before sealing)"),
+        .value("--type", "MIME", "the MIME type, e.g. image/jpeg (default: from the file's magic bytes)"),
         .flag("--force", "overwrite BLOB if it exists"),
     ]
     let help = HelpText(
-        overview: "encrypt a media file with a fresh AES-256-GCM key into a blob to upload anywhere, and print the descriptor {url, type, sha256, key} for the notification's media",
-        usage: ["push-seal media FILE --out BLOB [--url URL] [--type MIME]"],
+        overview: "encrypt a media file with a fresh AES-256-GCM key into a blob to upload anywhere, and print the descriptor {url, type, sha256, key} to put in the notification's \"media\"",
+        usage: ["push-seal media FILE --out BLOB [--url URL] [--type MIME] [--force]"],
         examples: [
             "push-seal media cat.jpg --out cat.jpg.sealed --url https://cdn.example.com/m/cat.jpg.sealed > media.json",
         ],
-        exitCodes: SealExit.helpLines.filter { !$0.hasPrefix("2 ") && !$0.hasPrefix("3 ") && !$0.hasPrefix("67 ") },
+        exitCodes: SealExit.mediaHelpLines,
         notes: """
-        The blob is nonce(12) || ciphertext || tag(16) (CryptoKit's combined box, empty AAD);
-        sha256 is the lower-case hex SHA-256 of the blob; key is the standard base64 of the
-        32-byte key. The key is printed only in the descriptor on stdout: put it only inside a
-        sealed notification.
-        """
+        The blob is nonce(12) || ciphertext || tag(16) (CryptoKit's combined box, empty AAD); sha256 is the lower-case hex SHA-256 of the blob; key is the standard base64 of the 32-byte key. The key is printed only in the descriptor on stdout: put it only inside a sealed notification.
+        """,
+        jsonHelp: "report errors as one {\"error\": {\"code\", \"message\"}} object on stdout (the descriptor is JSON already)"
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {

@@ -7,35 +7,34 @@ import PushSealSender
 struct SealCommand: Command {
     let path: [String] = []
     let options: [OptionSpec] = SealOptionSpecs.keys + [
-        .value("--recipient", "R", "the recipient whose primary key seals the notification"),
+        .value("--recipient", "R", "the recipient (one app installation) whose primary key seals the notification (required)"),
         .value("--title", "TEXT", "notification title (overrides the file's)"),
         .value("--subtitle", "TEXT", "notification subtitle (overrides the file's)"),
         .value("--body", "TEXT", "notification body (overrides the file's)"),
-        .value("--media-url", "URL", "attach the media at URL (overrides the file's media)"),
-        .value("--id", "ID", "notification id (overrides the file's)"),
+        .value("--media-url", "URL", "attach the media at URL, not encrypted (overrides the file's media; for encrypted media put the descriptor of 'push-seal media' in the file's \"media\")"),
+        .value("--id", "ID", "notification id, for the device's replay guard (overrides the file's)"),
         .flag("--with-headers", "print {\"headers\": {…}, \"payload\": {…}} instead of the payload alone"),
     ] + SealOptionSpecs.payload
 
     let help = HelpText(
-        overview: "seal one notification for one recipient and print the APNs payload JSON (compact, at most 4096 bytes)",
+        overview: "seal one notification for one recipient and print the APNs payload JSON (compact, at most 4096 bytes); 'push-seal batch' seals many, 'push-seal media' encrypts an image or other media file",
         usage: [
             "push-seal --app-id APP --recipient R --keychain DIR [options] [NOTIFICATION.json | -]",
             "push-seal batch --app-id APP --keychain DIR [options] [LINES.jsonl | -]",
-            "push-seal media FILE --out BLOB [--url URL]",
+            "push-seal media FILE --out BLOB [--url URL] [--type MIME] [--force]",
         ],
         examples: [
-            "push-seal --app-id com.example.app --recipient alice --keychain keys --title 'Ana' --body 'Dinner at 8?'",
-            "push-seal --app-id com.example.app --recipient alice --keychain keys --with-headers note.json",
-            "cat note.json | push-seal --app-id com.example.app --recipient alice --keychain keys --fit -",
+            "push-seal --app-id com.example.app --recipient alice --keychain server-kc --title 'Ana' --body 'Dinner at 8?'",
+            "push-seal --app-id com.example.app --recipient alice --keychain server-kc --with-headers note.json",
+            "cat note.json | push-seal --app-id com.example.app --recipient alice --keychain server-kc --fit -",
         ],
-        exitCodes: SealExit.helpLines,
+        exitCodes: SealExit.sealHelpLines,
         notes: """
-        NOTIFICATION.json: {"title", "subtitle", "body", "media": {"url", "type", "sha256", "key"},
-        "localizations": {"fr": {"title", "body"}}, "data": {...}, "iat", "exp" | "ttl", "id"}.
-        The payload always carries aps.alert (fallback title and body, in clear) and
-        "mutable-content":1 so iOS runs the Notification Service Extension. Everything else is
-        sealed with AES-256-GCM into encrypted_data. Lengths are UTF-8 bytes.
-        """
+        NOTIFICATION.json: {"title", "subtitle", "body", "media": {"url", "type", "sha256", "key"}, "localizations": {"fr": {"title", "body"}}, "data": {…}, "iat", "exp" | "ttl", "id"} (times in seconds; exp and iat since 1970 UTC). Without a file, --title or --body alone make the notification.
+
+        The payload always carries aps.alert (the fallback title and body, in clear) and "mutable-content":1 so iOS runs the Notification Service Extension. Everything else is sealed with AES-256-GCM into encrypted_data. Lengths are UTF-8 bytes.
+        """,
+        jsonHelp: "report errors as one {\"error\": {\"code\", \"message\"}} object on stdout (the payload is JSON already)"
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {

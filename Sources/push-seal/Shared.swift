@@ -15,31 +15,57 @@ enum SealExit {
     /// 67 `EX_NOUSER`: unknown recipient, or no usable primary key (destroyed or disabled).
     static let unknownRecipient = ExitCode(67)
 
-    static let helpLines = [
-        "0   success",
-        "2   batch: at least one line failed (see its error line); the others were sealed",
-        "3   payload over the 4096-byte APNs budget (use --fit), or it cannot be fitted",
+    /// Exit-code help lines of the single seal (`push-seal [options] NOTIFICATION.json`).
+    static let sealHelpLines = [
+        "0   success: the payload (with --with-headers, {headers, payload}) is on stdout",
+        internalErrorLine,
+        "3   payload over the 4096-byte APNs budget (add --fit), or --fit cannot make it fit",
         "4   the recipient's primary key reached 2^32 seals: rotate the keyset (push-keys rotate)",
-        "64  usage error (unknown option, missing argument, invalid APNs option)",
-        "65  bad input data (not UTF-8, not JSON, wrong JSON types, empty title and body)",
-        "66  input file or keychain missing (not a directory, or not a keychain)",
+        "64  usage error (unknown option, missing argument, no notification, an invalid APNs option such as --priority 7, an empty fallback title or body)",
+        "65  bad notification: not UTF-8, not JSON, wrong JSON types, over 1 MiB, or empty title and body",
+        "66  NOTIFICATION.json missing, or no keychain at DIR (not a directory, or not a keychain)",
         "67  unknown recipient, or the recipient's primary key is destroyed or disabled",
-        "73  cannot create output (e.g. file exists)",
         "74  I/O error, or a damaged keychain",
         "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
     ]
+
+    /// Exit-code help lines of `push-seal batch`: failures of single lines are in the output.
+    static let batchHelpLines = [
+        "0   success: every line was sealed",
+        internalErrorLine,
+        "2   at least one line failed (its output line says why); every other line was sealed and written",
+        "64  usage error (unknown option, missing argument, an invalid APNs option, --jobs not 1 to 256)",
+        "66  LINES.jsonl missing, or no keychain at DIR (not a directory, or not a keychain)",
+        "74  I/O error reading the input or writing the output, or a damaged keychain",
+        "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
+    ]
+
+    /// Exit-code help lines of `push-seal media`.
+    static let mediaHelpLines = [
+        "0   success: the descriptor is on stdout, the blob in BLOB",
+        internalErrorLine,
+        "64  usage error (unknown option, missing FILE or --out)",
+        "65  FILE is empty or larger than 64 MiB",
+        "66  FILE missing (or a directory)",
+        "73  BLOB cannot be created (it exists: add --force)",
+        "74  I/O error",
+        "77  permission denied reading FILE or writing BLOB",
+    ]
+
+    /// Exit 1 as PushSealCLI's `Tool` uses it (and a failed seal).
+    static let internalErrorLine = "1   internal error (stderr says what failed)"
 }
 
 /// Options shared by the single seal and `batch`.
 enum SealOptionSpecs {
     static let keys: [OptionSpec] = [
-        .value("--app-id", "APP", "the app's bundle identifier (APNs topic), bound into the AAD"),
-        .value("--keychain", "DIR", "the server keychain with the recipients' primary keys (push-keys generate makes them)"),
+        .value("--app-id", "APP", "the app's bundle identifier (APNs topic), bound into the AAD (required)"),
+        .value("--keychain", "DIR", "the server keychain holding the recipients' keysets (required; push-keys generate makes one)"),
     ]
     static let payload: [OptionSpec] = [
         .value("--fallback-title", "TEXT", "clear-text alert title (default \"\(FallbackAlert.defaultTitle)\")"),
         .value("--fallback-body", "TEXT", "clear-text alert body (default \"\(FallbackAlert.defaultBody)\")"),
-        .value("--ttl", "DURATION", "expire after 3600, 90m, 12h, 30d (sets exp and apns-expiration)"),
+        .duration("--ttl", "expiry for notifications without their own exp or ttl, from now: sets exp (checked on the device) and apns-expiration"),
         .value("--priority", "N", "apns-priority: 10 (default) or 5"),
         .value("--collapse-id", "ID", "apns-collapse-id (at most 64 bytes)"),
         .value("--sound", "NAME", "aps.sound, in clear"),
@@ -49,7 +75,7 @@ enum SealOptionSpecs {
         .value("--interruption-level", "LEVEL", "aps.interruption-level: passive, active, time-sensitive, critical"),
         .value("--relevance-score", "X", "aps.relevance-score, 0 to 1"),
         .flag("--fit", "over budget: drop padding, then media, then shorten the body with an ellipsis"),
-        .flag("--no-padding", "do not pad the plaintext to its Padmé length"),
+        .flag("--no-padding", "do not pad the plaintext to its Padmé length (padding hides the exact text length from APNs)"),
     ]
 
     /// Builds the sealer from the parsed options.

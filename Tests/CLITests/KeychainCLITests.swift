@@ -225,16 +225,41 @@ import Testing
         #expect(perm.stderr.contains("hint: "))
     }
 
+    /// `--application-identifier` (TEAMID.bundle.id) is part of the caller's identity; `--app-id`,
+    /// which means the bundle id everywhere else, is not accepted here.
+    @Test func applicationIdentifierIsPartOfTheIdentity() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let add = try Self.run(["keychain", "add", "--keychain", "kc", "--application-identifier", "T.com.example.app", "--service", "push",
+                                "--account", "a", "--data-base64", "AA==", "--json"], in: dir)
+        #expect(add.status == 0, "\(add.stderr)")
+        #expect((Self.json(add.stdout)["item"] as? [String: Any])?["accessGroup"] as? String == "T.com.example.app")
+        // The app (whose entitlements carry that application-identifier) finds it; its extension does not.
+        let app = try Self.run(["keychain", "get", "--keychain", "kc", "--entitlements", "app.json", "--service", "push", "--account", "a"], in: dir)
+        #expect(app.status == 0, "\(app.stderr)")
+        #expect(app.stdout.contains("accessGroup: T.com.example.app"))
+        let ext = try Self.run(["keychain", "get", "--keychain", "kc", "--entitlements", "ext.json", "--service", "push", "--account", "a"], in: dir)
+        #expect(ext.status == 1)
+        #expect(ext.stderr.contains("errSecItemNotFound (-25300)"))
+        let old = try Self.run(["keychain", "list", "--keychain", "kc", "--app-id", "T.com.example.app"], in: dir)
+        #expect(old.status == 64)
+        #expect(old.stderr.hasPrefix("push-keys: error: unknown option --app-id"))
+        let both = try Self.run(["keychain", "list", "--keychain", "kc", "--entitlements", "app.json", "--application-identifier", "T.x"], in: dir)
+        #expect(both.status == 64)
+        let empty = try Self.run(["keychain", "list", "--keychain", "kc", "--application-identifier", ""], in: dir)
+        #expect(empty.status == 64)
+    }
+
     @Test func everySubcommandDocumentsEveryOption() throws {
         let dir = try Self.setUp()
         defer { try? FileManager.default.removeItem(at: dir) }
         let expected: [String: [String]] = [
             "init": ["--keychain", "--passcode-file"],
-            "add": ["--keychain", "--entitlements", "--access-group", "--app-group", "--service", "--account", "--label", "--accessibility", "--class", "--data-file", "--data-base64"],
-            "get": ["--keychain", "--entitlements", "--access-group", "--app-group", "--service", "--account", "--class", "--reveal"],
-            "update": ["--keychain", "--entitlements", "--access-group", "--service", "--account", "--label", "--accessibility", "--new-service", "--new-account", "--new-access-group", "--data-file", "--data-base64"],
-            "delete": ["--keychain", "--entitlements", "--access-group", "--service", "--account", "--class"],
-            "list": ["--keychain", "--entitlements", "--access-group", "--service", "--class"],
+            "add": ["--keychain", "--entitlements", "--access-group", "--app-group", "--application-identifier", "--service", "--account", "--label", "--accessibility", "--class", "--data-file", "--data-base64"],
+            "get": ["--keychain", "--entitlements", "--access-group", "--app-group", "--application-identifier", "--service", "--account", "--class", "--reveal"],
+            "update": ["--keychain", "--entitlements", "--access-group", "--application-identifier", "--service", "--account", "--label", "--accessibility", "--new-service", "--new-account", "--new-access-group", "--data-file", "--data-base64"],
+            "delete": ["--keychain", "--entitlements", "--access-group", "--application-identifier", "--service", "--account", "--class"],
+            "list": ["--keychain", "--entitlements", "--access-group", "--application-identifier", "--service", "--class"],
             "device-state": ["--keychain", "--passcode-file"],
         ]
         for (sub, options) in expected {

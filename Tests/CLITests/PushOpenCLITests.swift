@@ -185,5 +185,11 @@ struct PushOpenCLITests {
             #expect(r.stdout.contains(option), "\(option)")
         }
         for code in ["0 ", "1 ", "2 ", "65", "66"] { #expect(r.stdout.contains("\n  \(code)")) }
+        #expect(PushSealCLITests.exitCodes(r.stdout) == [0, 1, 2, 64, 65, 66, 74, 77])
+        // Exit 1 also names the internal error PushSealCLI's Tool reports with it.
+        #expect(r.stdout.contains("internal"))
+        // --access-group reads as one sentence: no "(one) (repeatable)".
+        let group = r.stdout.components(separatedBy: "\n  --access-group G")[1].components(separatedBy: "\n  --")[0]
+        #expect(!group.contains("(repeatable)") && group.contains("repeat it for more"))
     }
 }

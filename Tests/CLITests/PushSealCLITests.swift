@@ -235,6 +235,26 @@ import Testing
         #expect(r.out.contains("4   the recipient's primary key reached 2^32 seals"))
         #expect(!r.out.contains("--key-table"))
         #expect(r.out.contains("New message"))
+        // The top-level USAGE shows every option of media.
+        #expect(r.out.contains("\n  push-seal media FILE --out BLOB [--url URL] [--type MIME] [--force]\n"))
+        // Each command lists exactly the exit codes it can return (1: PushSealCLI's internal error).
+        let expected: [[String]: [Int]] = [
+            ["--help"]: [0, 1, 3, 4, 64, 65, 66, 67, 74, 77],
+            ["batch", "--help"]: [0, 1, 2, 64, 66, 74, 77],
+            ["media", "--help"]: [0, 1, 64, 65, 66, 73, 74, 77],
+        ]
+        for (args, codes) in expected {
+            #expect(Self.exitCodes(try run(args).out) == codes, "push-seal \(args.joined(separator: " "))")
+        }
+        // --ttl says which units it accepts.
+        let ttl = r.out.components(separatedBy: "\n  --ttl DURATION")[1].components(separatedBy: "\n  --")[0]
+        #expect(ttl.contains("s, m, h, d or w"))
+    }
+
+    /// The codes of a help's EXIT CODES section, in order.
+    static func exitCodes(_ help: String) -> [Int] {
+        guard let section = help.components(separatedBy: "\nEXIT CODES:\n").last?.components(separatedBy: "\n\n").first else { return [] }
+        return section.split(separator: "\n").compactMap { line in Int(line.dropFirst(2).prefix { $0.isNumber }) }
     }
 
     @Test func batchWithBadLinesInTheMiddleOutputsEveryGoodLine() throws {
