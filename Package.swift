@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "PushSealCrypto", dependencies: ["COpenSSL", "CSodium"]),
         .target(name: "PushSealFormat", dependencies: ["PushSealCrypto", "CSodium"]),
         .target(name: "PushSealKeychain", dependencies: ["PushSealCrypto", "PushSealFormat", "CSodium"]),
-        .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain"]),
+        .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "CSodium"]),
         .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeys", "PushSealKeychain"]),
         .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealKeys"]),
         .target(name: "PushSealCLI", dependencies: ["PushSealFormat"]),

@@ -126,6 +126,40 @@ extension JSONReader {
             return key
         }
 
+        /// Consumes `[` (after whitespace) and enters the array; call ``nextElement()`` before
+        /// each element.
+        /// - Throws: `FormatError` `.invalidJSON` (with the byte offset), `.nestingTooDeep`.
+        public mutating func beginArray() throws {
+            parser.skipWhitespace()
+            guard parser.i < parser.end, parser.p[parser.i] == Byte.openBracket else { throw parser.unexpected("'['") }
+            try parser.enter()
+            parser.i += 1
+            afterValue = false
+        }
+
+        /// `true` when another element follows (its `,` consumed; read it next), or `false` after
+        /// consuming the array's `]`.
+        /// - Throws: `FormatError` `.invalidJSON`.
+        public mutating func nextElement() throws -> Bool {
+            parser.skipWhitespace()
+            guard parser.i < parser.end else { throw parser.unexpected(afterValue ? "',' or ']'" : "a JSON value") }
+            let b = parser.p[parser.i]
+            if b == Byte.closeBracket {
+                parser.i += 1
+                parser.depth -= 1
+                afterValue = true
+                return false
+            }
+            if afterValue {
+                guard b == Byte.comma else { throw parser.unexpected("',' or ']'") }
+                parser.i += 1
+                parser.skipWhitespace()
+                guard parser.i < parser.end, parser.p[parser.i] != Byte.closeBracket else { throw parser.unexpected("a JSON value") }
+            }
+            afterValue = true
+            return true
+        }
+
         /// Reads a string value without decoding it.
         /// - Throws: `FormatError` `.invalidJSON` (not a string, bad escape, control character),
         ///   `.invalidUTF8`.

@@ -5,23 +5,56 @@ import PushSealKeychain
 /// The sender's view of a server keychain: the primary key of each (app id, recipient), with
 /// a persistent seal counter.
 ///
-/// Every call reads the recipient's keyset item (one keychain file; no scan, no trial
-/// decryption), so a rotation or revocation made by another process is seen at the next seal.
-/// Seals are counted in blocks: the first seal of a key in this process reserves
+/// **Counting.** Seals are counted in blocks: the first seal of a key in this instance reserves
 /// ``reservationBlockSize`` seals by raising the stored counter (one durable keychain update,
-/// under the keysets' lock), and the next seals of the block cost nothing. After a crash the
-/// stored counter is therefore an upper bound — it never under-counts. A key that reached
-/// 2^32 seals (NIST SP 800-38D §8.3, random 96-bit nonces) refuses to seal.
+/// under the keysets' lock), and the next seals of the block are handed out from memory. After a
+/// crash (even SIGKILL) the stored counter is therefore an upper bound — it never under-counts.
+/// A key that reached 2^32 seals (NIST SP 800-38D §8.3, random 96-bit nonces) refuses to seal.
 ///
-/// Sendable: the reservations are guarded by `lock`; everything else is immutable.
+/// **Caching, and when a change by another process is seen.** Each instance keeps, per
+/// (app id, recipient), the primary's key id and key bytes, the rest of its reserved block, and
+/// the item's change token (``ItemVersion``: the identity of the keyset item file and of the
+/// device-state file). A seal inside the block costs two `lstat` calls and no keychain read:
+/// - every seal compares the token; any keychain write to the keyset (a rotation, revoke,
+///   promote or reservation by another process, a delete) or a lock-state change makes that
+///   seal re-read and decrypt the item, so a revoked or demoted key stops sealing at the next
+///   seal, as without the cache;
+/// - every seal that starts a new block re-reads the item (the reservation is a locked
+///   read-modify-write);
+/// - a cached keyset older than ``revalidationIntervalNanoseconds`` (1 s by default) is re-read
+///   even when its token is unchanged: this bounds the one case the token cannot see (an item
+///   replaced twice within one file-timestamp tick, reusing the inode number and size).
+/// The token is taken before the item is read, so a change racing with a re-read is caught at
+/// the following seal.
+///
+/// Sendable (checked by hand): the cache is guarded by `lock`; slow paths (re-reads and
+/// reservations) are serialized by `refillLock` so that two threads never reserve two blocks
+/// for one key at once; everything else is immutable.
 public final class ServerKeyring: @unchecked Sendable {
     /// The key store (server keychain and access group).
     public let store: KeyStore
     /// Seals reserved per durable counter update: 1,024.
     public static let reservationBlockSize: UInt64 = 1024
+    /// Default ``revalidationIntervalNanoseconds``: 1 s.
+    public static let defaultRevalidationIntervalNanoseconds: UInt64 = 1_000_000_000
+    /// Longest time, in nanoseconds, a cached keyset is trusted on its unchanged change token
+    /// alone before it is re-read anyway. `0` re-reads on every seal (no caching of keysets;
+    /// reservations still count in blocks).
+    public let revalidationIntervalNanoseconds: UInt64
 
-    private struct Reservation {
+    private struct Slot: Hashable {
+        var appID: String
+        var recipient: String
+    }
+
+    private struct Entry {
+        var location: ItemLocation
+        /// The token taken just before the last full read.
+        var version: ItemVersion
+        /// Monotonic nanoseconds of the last full read.
+        var readAt: UInt64
         var keyID: String
+        var key: SecretBytes
         /// Seals already handed out from the stored counter (the next seal is `used + 1`).
         var used: UInt64
         /// The stored (reserved) counter; `used < limit` means a seal is available.
@@ -29,11 +62,16 @@ public final class ServerKeyring: @unchecked Sendable {
     }
 
     private let lock = NSLock()
-    private var reservations: [String: Reservation] = [:]
+    private let refillLock = NSLock()
+    private var entries: [Slot: Entry] = [:]
 
     /// Wraps an open key store.
-    public init(store: KeyStore) {
+    /// - Parameters:
+    ///   - store: the server key store.
+    ///   - revalidationIntervalNanoseconds: see ``revalidationIntervalNanoseconds`` (default 1 s).
+    public init(store: KeyStore, revalidationIntervalNanoseconds: UInt64 = ServerKeyring.defaultRevalidationIntervalNanoseconds) {
         self.store = store
+        self.revalidationIntervalNanoseconds = revalidationIntervalNanoseconds
     }
 
     /// Opens the server keychain at `url` (identity ``KeyStore/serverIdentity`` by default).
@@ -42,7 +80,15 @@ public final class ServerKeyring: @unchecked Sendable {
         self.init(store: try KeyStore(keychain: try Keychain(opening: url, as: identity), audit: audit))
     }
 
+    static func monotonicNanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+
     /// The primary key to seal one message for (app id, recipient), counting the seal.
+    ///
+    /// Safe to call from several threads at once.
     /// - Parameters:
     ///   - appID: the app's bundle identifier (APNs topic).
     ///   - recipient: the app installation.
@@ -51,42 +97,100 @@ public final class ServerKeyring: @unchecked Sendable {
     ///   yet rotated), `.sealLimitReached` (2^32 seals: rotate), `.invalidName`, `.corruptKeyset`;
     ///   `KeychainError` for keychain failures.
     public func primaryKeyForSealing(appID: String, recipient: String) throws -> (keyID: String, key: SecretBytes) {
-        guard let ks = try store.load(appID: appID, recipient: recipient) else {
+        let slot = Slot(appID: appID, recipient: recipient)
+        if let hit = try fastPath(slot) { return hit }
+        refillLock.lock()
+        defer { refillLock.unlock() }
+        return try slowPath(slot)
+    }
+
+    /// A seal from memory when the cached keyset is fresh and its block has room; else `nil`.
+    private func fastPath(_ slot: Slot) throws -> (keyID: String, key: SecretBytes)? {
+        lock.lock()
+        guard let e = entries[slot], e.used < e.limit else { lock.unlock(); return nil }
+        lock.unlock()
+        let now = Self.monotonicNanoseconds()
+        guard now &- e.readAt < revalidationIntervalNanoseconds,
+              let current = try store.keychain.itemVersion(at: e.location), current == e.version else { return nil }
+        lock.lock()
+        defer { lock.unlock() }
+        // Another thread may have replaced the entry or used the block up meanwhile.
+        guard var f = entries[slot], f.version == current, f.keyID == e.keyID, f.used < f.limit else { return nil }
+        f.used += 1
+        entries[slot] = f
+        return (f.keyID, f.key)
+    }
+
+    /// Re-reads the keyset (token first), keeps a reservation that is still good, or reserves a
+    /// new block durably. Runs under `refillLock`.
+    private func slowPath(_ slot: Slot) throws -> (keyID: String, key: SecretBytes) {
+        let (appID, recipient) = (slot.appID, slot.recipient)
+        func drop() {
+            lock.lock()
+            entries[slot] = nil
+            lock.unlock()
+        }
+        let location: ItemLocation
+        let version: ItemVersion?
+        let loaded: Keyset?
+        do {
+            location = try store.keychain.location(of: store.query(appID, recipient))
+            version = try store.keychain.itemVersion(at: location)
+            loaded = try store.load(appID: appID, recipient: recipient)
+        } catch {
+            drop()
+            throw error
+        }
+        let readAt = Self.monotonicNanoseconds()
+        guard let ks = loaded, let version else {
+            drop()
             try KeyID.validateAppID(appID)
             try KeyID.validateRecipient(recipient)
             throw store.unknownKeyset(appID, recipient)
         }
         guard let p = ks.primaryIndex, let key = ks.keys[p].secret else {
+            drop()
             throw KeysError(.noPrimaryKey, "keyset \(appID)/\(recipient) has no primary key (revoked?): run push-keys rotate")
         }
         let keyID = ks.keys[p].info.keyID
-        let slot = appID + "\u{0}" + recipient
         lock.lock()
-        defer { lock.unlock() }
-        if var r = reservations[slot], r.keyID == keyID, r.used < r.limit {
-            r.used += 1
-            reservations[slot] = r
+        if var e = entries[slot], e.keyID == keyID, e.used < e.limit {
+            // Same primary, block not used up: the reservation stands (it is durable and ours).
+            e.used += 1
+            e.version = version
+            e.readAt = readAt
+            e.key = key
+            entries[slot] = e
+            lock.unlock()
             return (keyID, key)
         }
+        lock.unlock()
         // Reserve a new block durably before handing out a seal.
-        var reserved: Reservation?
-        try store.mutate(appID: appID, recipient: recipient) { ks, _ in
-            guard let q = ks.primaryIndex, ks.keys[q].info.keyID == keyID else {
-                throw KeysError(.noPrimaryKey, "keyset \(appID)/\(recipient) changed its primary while sealing; retry")
+        var reserved: (used: UInt64, limit: UInt64)?
+        do {
+            try store.mutate(appID: appID, recipient: recipient) { ks, _ in
+                guard let q = ks.primaryIndex, ks.keys[q].info.keyID == keyID else {
+                    throw KeysError(.noPrimaryKey, "keyset \(appID)/\(recipient) changed its primary while sealing; retry")
+                }
+                let used = ks.keys[q].info.sealCount
+                guard used < KeyStore.sealLimit else {
+                    throw KeysError(.sealLimitReached,
+                        "key \(keyID) of \(appID)/\(recipient) reached 2^32 seals, the limit for random 96-bit nonces (NIST SP 800-38D 8.3): rotate the keyset")
+                }
+                let limit = min(used + Self.reservationBlockSize, KeyStore.sealLimit)
+                ks.keys[q].info.sealCount = limit
+                reserved = (used, limit)
+                return [KeyStore.AuditEvent(event: "reserveSeals", time: KeyStore.now(), members: [("keyId", .string(keyID)), ("sealCount", .uint(limit))])]
             }
-            let used = ks.keys[q].info.sealCount
-            guard used < KeyStore.sealLimit else {
-                throw KeysError(.sealLimitReached,
-                    "key \(keyID) of \(appID)/\(recipient) reached 2^32 seals, the limit for random 96-bit nonces (NIST SP 800-38D 8.3): rotate the keyset")
-            }
-            let limit = min(used + Self.reservationBlockSize, KeyStore.sealLimit)
-            ks.keys[q].info.sealCount = limit
-            reserved = Reservation(keyID: keyID, used: used, limit: limit)
-            return [KeyStore.AuditEvent(event: "reserveSeals", time: KeyStore.now(), members: [("keyId", .string(keyID)), ("sealCount", .uint(limit))])]
+        } catch {
+            drop()
+            throw error
         }
-        guard var r = reserved else { throw KeysError(.invalidState, "seal reservation failed") }
-        r.used += 1
-        reservations[slot] = r
+        guard let r = reserved else { throw KeysError(.invalidState, "seal reservation failed") }
+        // `version` predates our own write, so the next seal re-reads once and then keeps the block.
+        lock.lock()
+        entries[slot] = Entry(location: location, version: version, readAt: readAt, keyID: keyID, key: key, used: r.used + 1, limit: r.limit)
+        lock.unlock()
         return (keyID, key)
     }
 }

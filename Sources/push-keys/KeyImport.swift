@@ -28,7 +28,7 @@ struct KeyImportCommand: Command {
         do {
             defer { SecretBytes.wipe(&bytes) }
             record = try keyMapErrors {
-                do { return try KeyRecord(decoding: bytes) } catch let e as KeysError where e.code == .invalidName {
+                do { return try KeyRecord(wiping: &bytes) } catch let e as KeysError where e.code == .invalidName {
                     throw KeysError(.malformedRecord, "key record: \(e.reason)")
                 }
             }

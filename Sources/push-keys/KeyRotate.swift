@@ -10,8 +10,8 @@ struct KeyRotateCommand: Command {
         .value("--grace", "DURATION", "grace window of the old primary (default 30d; 3600, 90m, 12h, 30d, 2w)"),
         .value("--device-keychain", "DIR", "also install the new key in this device keychain before promoting"),
         .value("--device-entitlements", "FILE", "identity of the device keychain (the app's entitlements)"),
-        .value("--device-access-group", "G", "device identity: a keychain-access-groups entry", repeatable: true),
-        .value("--device-app-group", "G", "device identity: an application group", repeatable: true),
+        .value("--device-access-group", "G", "without --device-entitlements: a keychain-access-groups entry of the device identity; with it: the device keysets' access group (at most one)", repeatable: true),
+        .value("--device-app-group", "G", "without --device-entitlements: an application group of the device identity", repeatable: true),
         .flag("--no-promote", "stop after adding (and installing); run 'push-keys promote' once devices hold the key"),
         KeyOptions.now]
     let help = HelpText(
@@ -30,13 +30,17 @@ struct KeyRotateCommand: Command {
         let (app, recipient) = try keyName(a)
         let grace = try a.duration("--grace") ?? KeyStore.defaultGraceSeconds
         let now = try keyNow(a)
+        let deviceIdentity = try keyIdentity(a, prefix: "device-")  // usage errors before any keychain is opened
         let store = try keyOpenStore(a)
         var device: KeyStore?
         if let dir = a.value("--device-keychain") {
-            guard let identity = try keyIdentity(a, prefix: "device-") else {
+            guard let identity = deviceIdentity else {
                 throw CLIError.usage("--device-keychain needs the device identity", hint: "add --device-entitlements FILE (the app's entitlements)")
             }
-            device = try keyMapErrors { try KeyStore(keychain: try Keychain(opening: URL(fileURLWithPath: dir), as: identity), audit: keyAudit(a)) }
+            device = try keyMapErrors {
+                try KeyStore(keychain: try Keychain(opening: URL(fileURLWithPath: dir), as: identity.entitlements), accessGroup: identity.accessGroup,
+                             audit: keyAudit(a))
+            }
         } else if a.has("--device-entitlements") || a.has("--device-access-group") || a.has("--device-app-group") {
             throw CLIError.usage("device identity given without --device-keychain DIR")
         }

@@ -9,8 +9,8 @@ import PushSealKeys
 enum KeyOptions {
     static let keychain = OptionSpec.value("--keychain", "DIR", "the keychain directory (server or device)")
     static let entitlements = OptionSpec.value("--entitlements", "FILE", "identity: entitlements JSON or plist (default: the server identity, access group pushseal.server)")
-    static let accessGroup = OptionSpec.value("--access-group", "G", "identity: a keychain-access-groups entry", repeatable: true)
-    static let appGroup = OptionSpec.value("--app-group", "G", "identity: an application group", repeatable: true)
+    static let accessGroup = OptionSpec.value("--access-group", "G", "without --entitlements: a keychain-access-groups entry of the identity, in order; with --entitlements: the keysets' access group (at most one)", repeatable: true)
+    static let appGroup = OptionSpec.value("--app-group", "G", "without --entitlements: an application group of the identity", repeatable: true)
     static let auditLog = OptionSpec.value("--audit-log", "FILE", "audit lines to FILE, or - for stderr (default: DIR/keys-audit.log)")
     static let appID = OptionSpec.value("--app-id", "APP", "the app's bundle identifier (APNs topic)")
     static let recipient = OptionSpec.value("--recipient", "R", "the recipient (one app installation)")
@@ -30,26 +30,45 @@ enum KeyOptions {
     ]
 
     static let identityNote = """
-        IDENTITY: without --entitlements/--access-group/--app-group the keychain is opened as the
-        server identity (access group pushseal.server). A device keychain is opened as the app's
-        identity; keysets are stored in its first keychain-access-groups entry, else its first
-        application group (the group shared with the Notification Service Extension).
+        IDENTITY (as for push-keys keychain): give --entitlements FILE (then one optional
+        --access-group G names the keysets' group; one the identity lacks fails with
+        errSecMissingEntitlement -34018), or give the identity as --access-group G (repeatable, in
+        order) and --app-group G. Without any, the keychain is opened as the server identity
+        (access group pushseal.server). Unless named, keysets are stored in the identity's first
+        keychain-access-groups entry, else its first application group (the group the app shares
+        with its Notification Service Extension).
         AUDIT: every state change appends one JSON line (key ids only, never key bytes) to
         DIR/keys-audit.log (0600), or to --audit-log FILE, or to stderr with --audit-log -.
         """
 }
 
-/// Reads identity options into entitlements (`nil` when none given).
-func keyIdentity(_ a: Arguments, prefix: String = "") throws -> Entitlements? {
-    if let file = a.value("--\(prefix)entitlements") {
-        guard a.values("--\(prefix)access-group").isEmpty, a.values("--\(prefix)app-group").isEmpty else {
-            throw CLIError.usage("give --\(prefix)entitlements or --\(prefix)access-group/--\(prefix)app-group, not both")
-        }
-        return try keyMapErrors { try Entitlements.load(from: URL(fileURLWithPath: file)) }
-    }
+/// A key command's identity: who opens the keychain, and which access group holds the keysets.
+struct KeyIdentity {
+    /// The caller's entitlements.
+    var entitlements: Entitlements
+    /// The keyset items' access group when named (`--access-group G` next to `--entitlements`);
+    /// `nil` picks the identity's first keychain-access-groups entry, else its first App Group.
+    var accessGroup: String?
+}
+
+/// Reads identity options the way `push-keys keychain` does (`nil` when none given): either
+/// `--entitlements FILE` plus at most one `--access-group G` naming the keyset items' group, or
+/// the identity itself as `--access-group G…` (in order) and `--app-group G…`.
+func keyIdentity(_ a: Arguments, prefix: String = "") throws -> KeyIdentity? {
     let groups = a.values("--\(prefix)access-group"), appGroups = a.values("--\(prefix)app-group")
+    for g in groups + appGroups where g.isEmpty { throw CLIError.usage("an access group cannot be empty") }
+    if let file = a.value("--\(prefix)entitlements") {
+        guard appGroups.isEmpty else {
+            throw CLIError.usage("--\(prefix)app-group cannot be combined with --\(prefix)entitlements", hint: "put it in the entitlements file")
+        }
+        guard groups.count <= 1 else {
+            throw CLIError.usage("with --\(prefix)entitlements, give at most one --\(prefix)access-group (the keysets' group)")
+        }
+        let entitlements = try keyMapErrors { try Entitlements.load(from: URL(fileURLWithPath: file)) }
+        return KeyIdentity(entitlements: entitlements, accessGroup: groups.first)
+    }
     if groups.isEmpty && appGroups.isEmpty { return nil }
-    return Entitlements(keychainAccessGroups: groups, applicationGroups: appGroups)
+    return KeyIdentity(entitlements: Entitlements(keychainAccessGroups: groups, applicationGroups: appGroups), accessGroup: nil)
 }
 
 func keyAudit(_ a: Arguments) -> KeyAudit {
@@ -62,12 +81,13 @@ func keyAudit(_ a: Arguments) -> KeyAudit {
 func keyOpenStore(_ a: Arguments, create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> KeyStore {
     let dir = try a.required("--keychain", "DIR")
     let url = URL(fileURLWithPath: dir)
-    let identity = try keyIdentity(a) ?? KeyStore.serverIdentity
+    let identity = try keyIdentity(a) ?? KeyIdentity(entitlements: KeyStore.serverIdentity, accessGroup: nil)
     return try keyMapErrors {
         if create, !FileManager.default.fileExists(atPath: url.path) {
             try Keychain.create(at: url)
         }
-        return try KeyStore(keychain: try Keychain(opening: url, as: identity), accessibility: accessibility, audit: keyAudit(a))
+        return try KeyStore(keychain: try Keychain(opening: url, as: identity.entitlements), accessGroup: identity.accessGroup,
+                            accessibility: accessibility, audit: keyAudit(a))
     }
 }
 
