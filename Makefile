@@ -27,7 +27,7 @@ test: deps
 	$(SWIFT) test --skip-build
 
 bench: release
-	@.build/release/push-bench
+	@.build/release/push-bench $(BENCH_ARGS)
 
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS)

@@ -4,7 +4,11 @@
 // decode, AES-256-GCM open (createDecipheriv, setAAD `pushseal:v1|<enc_alg>|<key_id>|<app_id>`,
 // setAuthTag, update, final), JSON.parse of the plaintext, check the text members.
 // Prints `RESULT impl=node op=fullopen size=<bytes> rep=<n> n=<iterations> ns=<ns per op>`.
-// Usage: node open_peer.js [--quick] DIR   (DIR holds key.hex and payload-<size>.json, from push-bench)
+// Usage: node open_peer.js [--quick] [--n N --warmup W --reps R] DIR
+//        (DIR holds key.hex and payload-<size>.json, from push-bench)
+//        node open_peer.js --once FILE
+//        (single shot for push-bench's cold start: open one payload with the key in key.hex beside
+//        FILE and print {"outcome", "title", "subtitle", "body"}; interpreter start included)
 'use strict';
 const crypto = require('crypto');
 const fs = require('fs');
@@ -35,12 +39,27 @@ function fullOpen(key, raw) {
   return n;
 }
 
+function once(file) {
+  const key = Buffer.from(fs.readFileSync(path.join(path.dirname(path.resolve(file)), 'key.hex'), 'utf8').trim(), 'hex');
+  const n = fullOpen(key, fs.readFileSync(file));
+  console.log(JSON.stringify({ outcome: 'decrypted', title: n.title ?? null, subtitle: n.subtitle ?? null, body: n.body ?? null }));
+}
+
 function main() {
+  const onceAt = process.argv.indexOf('--once');
+  if (onceAt >= 0) return once(process.argv[onceAt + 1]);
   const quick = process.argv.includes('--quick');
-  const args = process.argv.slice(2).filter((a) => a !== '--quick');
-  if (args.length !== 1) { console.error('usage: node open_peer.js [--quick] DIR'); process.exit(64); }
+  const settings = {};
+  const args = [];
+  for (let i = 2; i < process.argv.length; i++) {
+    const a = process.argv[i];
+    if (a === '--n' || a === '--warmup' || a === '--reps') { settings[a] = Number(process.argv[++i]); continue; }
+    if (a !== '--quick') args.push(a);
+  }
+  if (args.length !== 1) { console.error('usage: node open_peer.js [--quick] [--n N --warmup W --reps R] DIR'); process.exit(64); }
   const dir = args[0];
-  const [iterations, warmup, reps] = quick ? [5000, 500, 3] : [20000, 5000, 11];
+  let [iterations, warmup, reps] = quick ? [5000, 500, 3] : [20000, 5000, 11];
+  [iterations, warmup, reps] = [settings['--n'] ?? iterations, settings['--warmup'] ?? warmup, settings['--reps'] ?? reps];
   const key = Buffer.from(fs.readFileSync(path.join(dir, 'key.hex'), 'utf8').trim(), 'hex');
   for (const size of [256, 1024, 2048]) {
     const raw = fs.readFileSync(path.join(dir, `payload-${size}.json`));

@@ -6,7 +6,11 @@ open with AAD `pushseal:v1|<enc_alg>|<key_id>|<app_id>`, json.loads of the plain
 text members. The AESGCM object (key schedule) is made once, outside the timed loop.
 
 Prints `RESULT impl=python op=fullopen size=<bytes> rep=<n> n=<iterations> ns=<ns per op>`.
-Usage: open_peer.py [--quick] DIR     (DIR holds key.hex and payload-<size>.json, from push-bench)
+Usage: open_peer.py [--quick] [--n N --warmup W --reps R] DIR
+       (DIR holds key.hex and payload-<size>.json, from push-bench)
+       open_peer.py --once FILE
+       (single shot for push-bench's cold start: open one payload with the key in key.hex beside
+       FILE and print {"outcome", "title", "subtitle", "body"}; interpreter start included)
 """
 import base64, json, os, sys, time
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -40,13 +44,31 @@ def full_open(aead, raw):
     return n
 
 
+def once(path):
+    with open(os.path.join(os.path.dirname(os.path.abspath(path)), "key.hex")) as f:
+        aead = AESGCM(bytes.fromhex(f.read().strip()))
+    with open(path, "rb") as f:
+        n = full_open(aead, f.read())
+    print(json.dumps({"outcome": "decrypted", "title": n.get("title"), "subtitle": n.get("subtitle"), "body": n.get("body")}))
+
+
 def main():
-    args = [a for a in sys.argv[1:] if a != "--quick"]
-    quick = "--quick" in sys.argv
+    if "--once" in sys.argv:
+        return once(sys.argv[sys.argv.index("--once") + 1])
+    args, quick, settings, i = [], "--quick" in sys.argv, {}, 1
+    while i < len(sys.argv):
+        if sys.argv[i] in ("--n", "--warmup", "--reps"):
+            settings[sys.argv[i]] = int(sys.argv[i + 1])
+            i += 2
+            continue
+        if sys.argv[i] != "--quick":
+            args.append(sys.argv[i])
+        i += 1
     if len(args) != 1:
-        sys.exit("usage: open_peer.py [--quick] DIR")
+        sys.exit("usage: open_peer.py [--quick] [--n N --warmup W --reps R] DIR")
     directory = args[0]
     iterations, warmup, reps = (5000, 500, 3) if quick else (20000, 5000, 11)
+    iterations, warmup, reps = settings.get("--n", iterations), settings.get("--warmup", warmup), settings.get("--reps", reps)
     with open(os.path.join(directory, "key.hex")) as f:
         aead = AESGCM(bytes.fromhex(f.read().strip()))
     for size in (256, 1024, 2048):

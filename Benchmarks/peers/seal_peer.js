@@ -4,7 +4,12 @@
 // JSON.stringify, Padmé padding, AES-256-GCM with a fresh random 12-byte nonce and AAD
 // `pushseal:v1|A256GCM|<key_id>|<app_id>`, base64, payload.
 // Prints `RESULT impl=node op=fullseal size=<bytes> rep=<n> n=<iterations> ns=<ns per op>`.
-// Usage: node seal_peer.js [--quick]
+// Also the crypto core alone (`op=seal`: fresh nonce + createCipheriv/setAAD/update/final/
+// getAuthTag on a `size`-byte plaintext, like push-bench's CryptoBench) and a batch mode:
+// `--batch KEY.hex` reads push-seal batch's JSON Lines ({"recipient", "notification"}) on stdin
+// and writes one {"recipient", "payload", "headers"} line per input line, sealing with the fixed
+// key (no keychain).
+// Usage: node seal_peer.js [--quick] [--n N --warmup W --reps R]  |  node seal_peer.js --batch KEY.hex
 'use strict';
 const crypto = require('crypto');
 
@@ -29,7 +34,10 @@ function padme(n) {
 }
 
 function fullSeal(key, raw) {
-  const n = JSON.parse(raw.toString('utf8'));
+  return sealNotification(key, JSON.parse(raw.toString('utf8')));
+}
+
+function sealNotification(key, n) {
   if (n === null || typeof n !== 'object' || Array.isArray(n)) throw new Error('not an object');
   for (const k of ['title', 'subtitle', 'body', 'id']) {
     if (k in n && typeof n[k] !== 'string') throw new Error(k);
@@ -51,17 +59,63 @@ function fullSeal(key, raw) {
   return payload;
 }
 
-const quick = process.argv.includes('--quick');
-const [iterations, warmup, reps] = quick ? [5000, 500, 3] : [20000, 5000, 11];
-const key = crypto.randomBytes(32);
-for (const size of [256, 1024, 2048]) {
-  const raw = notification(size);
-  if (raw.length !== size) throw new Error('input size');
-  for (let i = 0; i < warmup; i++) fullSeal(key, raw);
-  for (let rep = 0; rep < reps; rep++) {
-    const start = process.hrtime.bigint();
-    for (let i = 0; i < iterations; i++) fullSeal(key, raw);
-    const ns = Number(process.hrtime.bigint() - start) / iterations;
-    console.log(`RESULT impl=node op=fullseal size=${size} rep=${rep} n=${iterations} ns=${ns.toFixed(1)}`);
+function coreSeal(key, plain) {
+  const nonce = crypto.randomBytes(12);
+  const cipher = crypto.createCipheriv('aes-256-gcm', key, nonce);
+  cipher.setAAD(AAD);
+  return Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+}
+
+function batch(keyFile) {
+  const key = Buffer.from(require('fs').readFileSync(keyFile, 'utf8').trim(), 'hex');
+  const headers = `"headers":{"apns-push-type":"alert","apns-topic":"${APP_ID}","apns-priority":"10"}}\n`;
+  const rl = require('readline').createInterface({ input: process.stdin, crlfDelay: Infinity });
+  let out = [];
+  let outBytes = 0;
+  const flush = (done) => {
+    const chunk = out.join('');
+    out = [];
+    outBytes = 0;
+    return process.stdout.write(chunk, done);
+  };
+  rl.on('line', (line) => {
+    const item = JSON.parse(line);
+    const payload = sealNotification(key, item.notification);
+    const text = `{"recipient":${JSON.stringify(item.recipient)},"payload":${payload.toString('utf8')},${headers}`;
+    out.push(text);
+    outBytes += text.length;
+    if (outBytes > (1 << 20) && !flush()) {
+      rl.pause();
+      process.stdout.once('drain', () => rl.resume());
+    }
+  });
+  rl.on('close', () => flush());
+}
+
+function option(name, fallback) {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+if (process.argv.includes('--batch')) {
+  batch(process.argv[process.argv.indexOf('--batch') + 1]);
+} else {
+  const quick = process.argv.includes('--quick');
+  let [iterations, warmup, reps] = quick ? [5000, 500, 3] : [20000, 5000, 11];
+  [iterations, warmup, reps] = [option('--n', iterations), option('--warmup', warmup), option('--reps', reps)];
+  const key = crypto.randomBytes(32);
+  for (const size of [256, 1024, 2048]) {
+    const raw = notification(size);
+    if (raw.length !== size) throw new Error('input size');
+    const plain = crypto.randomBytes(size);
+    for (const [op, job, arg] of [['seal', coreSeal, plain], ['fullseal', fullSeal, raw]]) {
+      for (let i = 0; i < warmup; i++) job(key, arg);
+      for (let rep = 0; rep < reps; rep++) {
+        const start = process.hrtime.bigint();
+        for (let i = 0; i < iterations; i++) job(key, arg);
+        const ns = Number(process.hrtime.bigint() - start) / iterations;
+        console.log(`RESULT impl=node op=${op} size=${size} rep=${rep} n=${iterations} ns=${ns.toFixed(1)}`);
+      }
+    }
   }
 }

@@ -1,3 +1,4 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -12,14 +13,75 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
-/// How much to run: `iterations` calls per repetition, after `warmupIterations` untimed calls.
+/// How much to run: `iterations` calls per repetition, after `warmupIterations` untimed calls;
+/// `spawns` process starts per cold-start figure; `batchRuns` runs of `batchLines` lines per
+/// batch figure; an `imageBytes`-byte image for the media cold start (0: skip it).
 struct BenchSettings {
+    var name: String
     var iterations: Int
     var warmupIterations: Int
     var repetitions: Int
+    var spawns: Int
+    var batchLines: Int
+    var batchRuns: Int
+    var imageBytes: Int
 
-    static let full = BenchSettings(iterations: 20_000, warmupIterations: 5_000, repetitions: 11)
-    static let quick = BenchSettings(iterations: 5_000, warmupIterations: 500, repetitions: 3)
+    static let full = BenchSettings(name: "full", iterations: 20_000, warmupIterations: 5_000, repetitions: 11,
+                                    spawns: 21, batchLines: 200_000, batchRuns: 3, imageBytes: 9_000_000)
+    static let quick = BenchSettings(name: "quick", iterations: 5_000, warmupIterations: 500, repetitions: 3,
+                                     spawns: 5, batchLines: 20_000, batchRuns: 1, imageBytes: 9_000_000)
+    /// The smallest run that still exercises every figure (the CLI smoke test).
+    static let selfTest = BenchSettings(name: "self-test", iterations: 200, warmupIterations: 20, repetitions: 1,
+                                        spawns: 2, batchLines: 500, batchRuns: 1, imageBytes: 256 * 1024)
+
+    /// The peer scripts' timing options: `--n N --warmup W --reps R`.
+    var peerArguments: [String] {
+        ["--n", String(iterations), "--warmup", String(warmupIterations), "--reps", String(repetitions)]
+    }
+}
+
+/// The run's output: `RESULT` lines and `#` progress lines go to stdout as they come (or are
+/// only kept, with `--markdown`); the Markdown report at the end quotes them.
+///
+/// `@unchecked Sendable`: all state is behind `lock`.
+final class Output: @unchecked Sendable {
+    static let shared = Output()
+    private let lock = NSLock()
+    private var quiet = false
+    private var kept: [String] = []
+    private var skipped: [String] = []
+
+    /// With `true`, lines are kept for the report but not printed.
+    var markdownOnly: Bool {
+        get { lock.withLock { quiet } }
+        set { lock.withLock { quiet = newValue } }
+    }
+
+    /// Prints (unless `markdownOnly`) and keeps one `RESULT` line.
+    func result(_ line: String) {
+        let print = lock.withLock { () -> Bool in
+            kept.append(line)
+            return !quiet
+        }
+        if print { Swift.print(line) }
+    }
+
+    /// A `# skipped: …` line: printed now and listed under the table.
+    func skip(_ why: String) {
+        let print = lock.withLock { () -> Bool in
+            if !skipped.contains(why) { skipped.append(why) }
+            return !quiet
+        }
+        if print { Swift.print("# skipped: \(why)") }
+    }
+
+    /// A `# …` progress line (not kept).
+    func progress(_ text: String) {
+        if !markdownOnly { Swift.print("# \(text)") }
+    }
+
+    var resultLines: [String] { lock.withLock { kept } }
+    var skips: [String] { lock.withLock { skipped } }
 }
 
 /// One measured figure: `impl` doing `op` on `size`-byte inputs; `body` is one operation.
@@ -76,18 +138,25 @@ final class Measurer {
                 let elapsed = monotonicNanoseconds() - start
                 let ns = Double(elapsed) / Double(n)
                 samples[SeriesKey(impl: c.impl, op: c.op, size: c.size), default: []].append(ns)
-                print("RESULT impl=\(c.impl) op=\(c.op) size=\(c.size) rep=\(rep) n=\(n) ns=\(format(ns, decimals: 1))")
+                Output.shared.result("RESULT impl=\(c.impl) op=\(c.op) size=\(c.size) rep=\(rep) n=\(n) ns=\(format(ns, decimals: 1))")
             }
         }
     }
 
-    /// Median ns per operation of a series, or nil if it was not run.
+    /// Median ns per operation of a series (or, for series measured outside, the recorded
+    /// unit), or nil if it was not run.
     func median(_ key: SeriesKey) -> Double? {
         guard let values = samples[key] ?? PeerResults.shared.values(key), !values.isEmpty else { return nil }
-        let sorted = values.sorted()
-        let mid = sorted.count / 2
-        return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+        return medianOf(values)
     }
+}
+
+/// The median of `values` (mean of the middle two for an even count); nil when empty.
+func medianOf(_ values: [Double]) -> Double? {
+    guard !values.isEmpty else { return nil }
+    let sorted = values.sorted()
+    let mid = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
 /// `value` with a fixed number of decimals (no Foundation needed).

@@ -17,18 +17,18 @@ import PushSealSender
 /// `op=open-step-parse` / `open-step-fields`: the first steps alone (payload parse; parse +
 /// sealed fields + base64), to see where the full open's time goes.
 struct OpenBench: BenchSection {
+    let settings: BenchSettings
     let title = "receiver (full open: APNs payload in, NotificationPlaintext out)"
     static let sizes = SenderBench.sizes
     static let appID = "com.example.app"
 
     func cases() throws -> [BenchCase] {
         let keyBytes = SecureRandom.bytes(AES256GCM.keyByteCount)
+        // key.hex and payload-<size>.json stay in the bench directory for ProcessBench's cold start.
         let key = SecretBytes(copying: keyBytes)
         let keys = InMemorySealingKeys([(Self.appID, "alice", SealingKey(keyID: "key-1", key: key))])
         let sealer = try NotificationSealer(appID: Self.appID, keys: keys)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("push-bench-open-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try BenchDirectory.shared.url()
         try Data(keyBytes.map { String(format: "%02x", $0) }.joined().utf8).write(to: directory.appendingPathComponent("key.hex"))
 
         var all: [BenchCase] = []
@@ -56,8 +56,7 @@ struct OpenBench: BenchSection {
         })
         PeerResults.shared.b64Size = text.count
 
-        let quick = CommandLine.arguments.contains("--quick")
-        for peer in Peer.all { peer.run(directory: directory, quick: quick) }
+        for peer in Peer.all { peer.run("open_peer", settings.peerArguments + [directory.path]) }
         return all
     }
 
@@ -82,18 +81,22 @@ struct OpenBench: BenchSection {
     }
 }
 
-/// A benchmark peer script run as a subprocess.
-struct Peer {
+/// A benchmark peer (an interpreter and its crypto library) running scripts from `Benchmarks/peers`.
+struct Peer: Sendable {
+    /// `python` or `node`: the `impl=` of its `RESULT` lines.
     let name: String
+    /// The column title in the report.
+    let title: String
     let interpreter: String
-    let script: String
+    /// The script suffix: `py` or `js`.
+    let suffix: String
     /// A command whose success shows the peer can run (e.g. the library imports).
     let probe: [String]
 
     static let all = [
-        Peer(name: "python", interpreter: "python3", script: "open_peer.py",
+        Peer(name: "python", title: "Python `cryptography`", interpreter: "python3", suffix: "py",
              probe: ["-c", "import cryptography.hazmat.primitives.ciphers.aead"]),
-        Peer(name: "node", interpreter: "node", script: "open_peer.js", probe: ["-e", "require('crypto').createDecipheriv"]),
+        Peer(name: "node", title: "Node `crypto`", interpreter: "node", suffix: "js", probe: ["-e", "require('crypto').createDecipheriv"]),
     ]
 
     /// `Benchmarks/peers`, found from the working directory or the executable's location.
@@ -106,6 +109,21 @@ struct Peer {
         }
         return candidates.map { $0.appendingPathComponent("Benchmarks/peers") }
             .first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("open_peer.py").path) }
+    }
+
+    /// The path of `<base>.<suffix>` in `Benchmarks/peers` if this peer can run (its interpreter
+    /// and library are installed and the script is found); otherwise prints why it is skipped
+    /// (once per peer and reason) and returns nil.
+    func script(_ base: String) -> String? {
+        guard let peers = Self.peersDirectory() else {
+            Output.shared.skip("\(name) (Benchmarks/peers/\(base).\(suffix) not found from the working directory or the executable)")
+            return nil
+        }
+        guard runChild([interpreter] + probe).status == 0 else {
+            Output.shared.skip("\(name) (`\(interpreter)` or its crypto library is not installed)")
+            return nil
+        }
+        return peers.appendingPathComponent("\(base).\(suffix)").path
     }
 
     /// Runs `/usr/bin/env <arguments>`; returns the exit status and standard output.
@@ -122,20 +140,13 @@ struct Peer {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    /// Runs the peer on the payloads in `directory`, echoing and recording its `RESULT` lines.
-    func run(directory: URL, quick: Bool) {
-        guard let peers = Self.peersDirectory() else {
-            print("# skipped: \(name) open peer (Benchmarks/peers/\(script) not found from here)")
-            return
-        }
-        guard Self.spawn([interpreter] + probe).status == 0 else {
-            print("# skipped: \(name) open peer (\(interpreter) or its crypto library is not installed)")
-            return
-        }
-        let result = Self.spawn([interpreter, peers.appendingPathComponent(script).path] + (quick ? ["--quick"] : []) + [directory.path])
+    /// Runs the peer's `<base>` script with `arguments`, echoing and recording its `RESULT` lines.
+    func run(_ base: String, _ arguments: [String]) {
+        guard let path = script(base) else { return }
+        let result = Self.spawn([interpreter, path] + arguments)
         var count = 0
         for line in result.output.split(separator: "\n") where line.hasPrefix("RESULT ") {
-            print(line)
+            Output.shared.result(String(line))
             var fields: [Substring: Substring] = [:]
             for part in line.split(separator: " ").dropFirst() {
                 let pair = part.split(separator: "=", maxSplits: 1)
@@ -148,7 +159,7 @@ struct Peer {
             }
         }
         if result.status != 0 || count == 0 {
-            print("# skipped: \(name) open peer failed (exit status \(result.status))")
+            Output.shared.skip("\(name) \(base) failed (exit status \(result.status))")
         }
     }
 }

@@ -8,11 +8,13 @@ import PushSealSender
 /// the same size (CryptoBench's `impl=pushseal op=seal`). Also batch sealing on every core:
 /// `op=batch64` is one chunk of 64 one-kilobyte lines through `BatchSealer` (divide by 64 for
 /// ns per payload). The Python and Node peers doing the same job are
-/// `Benchmarks/peers/seal_peer.py` and `seal_peer.js` (same inputs, same `RESULT` lines).
+/// `Benchmarks/peers/seal_peer.py` and `seal_peer.js` (same inputs, same `RESULT` lines), spawned
+/// from ``cases()`` before our own runs; they also time their crypto core seal (`op=seal`).
 /// Keys come from `InMemorySealingKeys` (a fixed key, like the peers); with the server keychain
 /// (`KeychainSealingKeys`) every seal also reads the recipient's keyset item, which
 /// `Benchmarks/peers/batch_rss.py` measures end to end.
 struct SenderBench: BenchSection {
+    let settings: BenchSettings
     let title = "sender (full seal: notification JSON in, APNs payload out)"
     static let sizes = [256, 1024, 2048]
     static let appID = "com.example.app"
@@ -45,6 +47,8 @@ struct SenderBench: BenchSection {
         let lines = (1...64).map { BatchSealer.Line(number: $0, bytes: line) }
         guard batch.seal(lines).failureCount == 0 else { throw BenchError("sender bench batch failed") }
         all.append(BenchCase(impl: "pushseal", op: "batch64", size: 1024) { consume(batch.seal(lines)) })
+        // The same jobs by the peers (crypto core `op=seal` and `op=fullseal`), side by side.
+        for peer in Peer.all { peer.run("seal_peer", settings.peerArguments) }
         return all
     }
 

@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+/// `push-bench --self-test`: the smallest settings, run from the repository (so the peers in
+/// Benchmarks/peers are found). Checks shape only — never timings.
+@Suite(.serialized)
+struct BenchCLITests {
+    static var bench: String { KeysCLI.buildDirectory.appendingPathComponent("push-bench").path }
+
+    /// `RESULT impl=… op=… size=… rep=… n=… ns=…` (or `kb=…` for memory figures).
+    static func isWellFormed(_ line: Substring) -> Bool {
+        let parts = line.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 7, parts[0] == "RESULT" else { return false }
+        let names = ["impl", "op", "size", "rep", "n"]
+        for (part, name) in zip(parts[1...5], names) {
+            let pair = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard pair.count == 2, pair[0] == name, !pair[1].isEmpty else { return false }
+            if ["size", "rep", "n"].contains(name), Int(pair[1]) == nil { return false }
+        }
+        let last = parts[6].split(separator: "=", maxSplits: 1)
+        guard last.count == 2, let value = Double(last[1]), value >= 0 else { return false }
+        return last[0] == "ns" || (last[0] == "kb" && Int(last[1]) != nil)
+    }
+
+    /// The Markdown table's rows (header, rule, body), each split into trimmed cells.
+    static func table(_ text: String) -> [[String]] {
+        text.split(separator: "\n").filter { $0.hasPrefix("|") }.map { line in
+            line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+    }
+
+    @Test func selfTestPrintsWellFormedResultsAndOneTable() throws {
+        let r = try KeysCLI.run(Self.bench, ["--self-test"], cwd: KeysCLI.repo)
+        #expect(r.status == 0, "stderr: \(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        let results = lines.filter { $0.hasPrefix("RESULT") }
+        #expect(!results.isEmpty)
+        for line in results { #expect(Self.isWellFormed(line), "malformed: \(line)") }
+        let series = Set(results.compactMap { line -> String? in
+            let f = line.split(separator: " ")
+            return f.count > 2 ? "\(f[1]) \(f[2])" : nil
+        })
+        for op in ["seal", "fullseal", "open", "fullopen", "batch", "coldstart", "coldstart-image"] {
+            #expect(series.contains("impl=pushseal op=\(op)"), "no pushseal \(op) figure")
+        }
+        #expect(series.contains("impl=openssl-raw op=seal"))
+        #expect(r.stdout.contains("## Benchmark"))
+        #expect(r.stdout.contains("load average"))
+        #expect(r.stdout.contains("nproc"))
+
+        let rows = Self.table(r.stdout)
+        #expect(rows.count >= 2 + 16, "header, rule and at least 16 figures")
+        guard rows.count >= 3 else { return }
+        let header = rows[0]
+        #expect(header.first == "figure")
+        #expect(header.contains("PushSeal"))
+        #expect(header.contains("OpenSSL raw"))
+        #expect(rows[1].allSatisfy { $0.hasSuffix("-") || $0.hasSuffix(":") })
+        let ours = header.firstIndex(of: "PushSeal") ?? 0
+        for row in rows.dropFirst(2) {
+            #expect(row.count == header.count, "ragged row: \(row)")
+            guard row.count == header.count else { continue }
+            // Every figure has a PushSeal number (payloads/s with thousands separators).
+            #expect(Double(row[ours].replacingOccurrences(of: ",", with: "")) != nil, "no PushSeal figure in \(row)")
+        }
+        // Each peer either has its numbers in the table or is reported as skipped.
+        for (peer, column) in [("python", "Python `cryptography`"), ("node", "Node `crypto`")] {
+            guard let index = header.firstIndex(of: column) else {
+                Issue.record("no \(column) column")
+                continue
+            }
+            let hasFigures = rows.dropFirst(2).contains { $0.count > index && Double($0[index].replacingOccurrences(of: ",", with: "")) != nil }
+            #expect(hasFigures || r.stdout.contains("skipped: \(peer)"), "\(peer): neither figures nor a skipped line")
+        }
+    }
+
+    @Test func markdownModeKeepsResultLinesInsideTheDetailsBlock() throws {
+        let r = try KeysCLI.run(Self.bench, ["--self-test", "--markdown"], cwd: KeysCLI.repo)
+        #expect(r.status == 0, "stderr: \(r.stderr)")
+        #expect(r.stdout.hasPrefix("## Benchmark"))
+        let lines = r.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let open = lines.firstIndex(of: "```text"), let close = lines[open...].dropFirst().firstIndex(of: "```") else {
+            Issue.record("no ```text block of RESULT lines")
+            return
+        }
+        let inside = lines[(open + 1)..<close]
+        #expect(!inside.isEmpty)
+        for line in inside { #expect(Self.isWellFormed(line), "malformed: \(line)") }
+        #expect(!lines[..<open].contains { $0.hasPrefix("RESULT") || $0.hasPrefix("#  ") })
+    }
+
+    @Test func unknownOptionIsAUsageError() throws {
+        let r = try KeysCLI.run(Self.bench, ["--fastest"])
+        #expect(r.status == 64)
+        #expect(r.stderr.hasPrefix("push-bench: error: "))
+        #expect(r.stdout.isEmpty)
+    }
+}
