@@ -281,7 +281,7 @@ final class LocalHTTPServer {
         var byte: UInt8 = 0
         while read(fds[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { text.append(byte) }
         guard let port = Int(String(decoding: text, as: UTF8.self)) else {
-            kill(child, SIGTERM)
+            kill(child, SIGKILL)
             _ = reap(child, started: 0)
             return nil
         }
@@ -289,8 +289,9 @@ final class LocalHTTPServer {
         self.port = port
     }
 
+    /// Kills the server (SIGKILL: it holds no state worth a clean exit) and reaps it.
     func stop() {
-        kill(pid, SIGTERM)
+        kill(pid, SIGKILL)
         _ = reap(pid, started: 0)
     }
 }

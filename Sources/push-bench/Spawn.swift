@@ -38,10 +38,23 @@ func spawnChild(_ argv: [String], stdin: ChildStream = .null, stdout: ChildStrea
             posix_spawn_file_actions_adddup2(&actions, fd, target)
         }
     }
+    // A clean signal state: push-bench may itself run with signals blocked (a test runner's
+    // Process does that), and SIGPIPE is ignored here; children must see the defaults.
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
     defer { for p in cArgs { free(p) } }
     var pid: pid_t = 0
-    let rc = posix_spawnp(&pid, argv[0], &actions, nil, &cArgs, environ)
+    let rc = posix_spawnp(&pid, argv[0], &actions, &attributes, &cArgs, environ)
     return rc == 0 ? pid : nil
 }
 
