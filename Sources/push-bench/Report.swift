@@ -58,7 +58,7 @@ struct Report {
         var perSecond = false
     }
 
-    func markdown(withResults: Bool) -> String {
+    func markdown() -> String {
         var out: [String] = []
         let load = { (l: [Double]) in l.map { format($0, decimals: 2) }.joined(separator: ", ") }
         out.append("## Benchmark")
@@ -107,22 +107,12 @@ struct Report {
                    + "and a fresh nonce. OpenSSL raw = one reused EVP context in C style, in push-bench's process.")
         out.append("- Batch: `push-seal batch` with a real server keychain (every seal reads and counts the recipient's keyset), "
                    + "all cores, 1 KB lines on a pipe, output discarded; the peers run `seal_peer --batch` with a fixed key "
-                   + "(no keychain), one process per core. The in-process row is SenderBench's 64-line chunk through `BatchSealer` on every core, for scale. \(s.batchLines == 1_000_000 ? "" : "The full 1,000,000-line input: `make bench BENCH_ARGS='--batch-lines 1000000'`.")")
+                   + "(no keychain), one process per core. The in-process row is SenderBench's 64-line chunk through `BatchSealer` on every core, for scale. \(s.batchLines == 1_000_000 ? "" : "**Reduced input** (\(grouped(s.batchLines)) lines); the full 1,000,000-line input: `make bench BENCH_ARGS='--batch-lines 1000000'`.")")
         out.append("- Cold start = spawn to exit, wall clock; the peers' `open_peer --once FILE` includes the interpreter's start. "
                    + "`push-open` reads its key from the emulated device keychain and prints its full result object. "
                    + "Peak RSS: `/usr/bin/time -f %M` on a second, untimed spawn (a direct child's `ru_maxrss` would include push-bench's own pages from before `exec`). The image row: `push-open` downloads and decrypts an encrypted "
                    + "\(format(Double(s.imageBytes) / 1_000_000, decimals: 1)) MB image from a local HTTP server (no peer).")
         for why in Output.shared.skips { out.append("- skipped: \(why)") }
-        if withResults {
-            out.append("")
-            out.append("<details><summary>RESULT lines</summary>")
-            out.append("")
-            out.append("```text")
-            out += Output.shared.resultLines
-            out.append("```")
-            out.append("")
-            out.append("</details>")
-        }
         return out.joined(separator: "\n")
     }
 
