@@ -13,6 +13,9 @@ let package = Package(
         .library(name: "PushSealKeys", targets: ["PushSealKeys"]),
         .library(name: "PushSealSender", targets: ["PushSealSender"]),
         .library(name: "PushSealExtension", targets: ["PushSealExtension"]),
+        // The extension's media network side (URLSession, libcurl), loaded with dlopen only when a
+        // notification has media, so push-open does not link FoundationNetworking at startup.
+        .library(name: "PushSealMediaFetch", type: .dynamic, targets: ["PushSealMediaFetch"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
@@ -31,6 +34,7 @@ let package = Package(
         .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeys", "PushSealKeychain"]),
         .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealKeys"]),
         .target(name: "PushSealCLI", dependencies: ["PushSealFormat"]),
+        .target(name: "PushSealMediaFetch"),
 
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain"]),
@@ -49,7 +53,7 @@ let package = Package(
         .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
-        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
+        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
         .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto"]),
     ],
     swiftLanguageModes: [.v6]

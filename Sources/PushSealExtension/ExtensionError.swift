@@ -39,6 +39,9 @@ public struct ExtensionError: Error, Hashable, Sendable, CustomStringConvertible
         public static let mediaDecryptionFailed = Code("mediaDecryptionFailed")
         /// The media descriptor is malformed (bad `sha256` hex, bad `key`).
         public static let mediaInvalidDescriptor = Code("mediaInvalidDescriptor")
+        /// The network side of media downloads (`libPushSealMediaFetch.so`, loaded on first
+        /// use) is missing or not loadable; the notification shows without its media.
+        public static let mediaFetcherUnavailable = Code("fetcherUnavailable")
 
         /// The key provider could not give the key (the reason carries e.g. OSStatus -25308).
         public static let keyUnavailable = Code("keyUnavailable")

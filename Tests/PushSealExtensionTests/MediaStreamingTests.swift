@@ -2,6 +2,7 @@ import Foundation
 import PushSealCrypto
 import Testing
 @testable import PushSealExtension
+@testable import PushSealMediaFetch
 
 private func server() throws -> MediaServer {
     try #require(MediaServer.shared, "python3 is needed to run the local media server")
