@@ -103,7 +103,8 @@ import Testing
                 #expect(!line.trimmingCharacters(in: .whitespaces).contains(" "), "\(name): \(line.count) columns: \(line)")
             }
             for option in text.components(separatedBy: "\n  --").dropFirst() where option.hasPrefix("\(option.prefix { $0 != " " }) DURATION") {
-                let description = option.components(separatedBy: "\n\n")[0]
+                // Words joined by single spaces: the phrase may be wrapped onto the next line.
+                let description = option.components(separatedBy: "\n\n")[0].split(whereSeparator: \.isWhitespace).joined(separator: " ")
                 #expect(description.contains("s, m, h, d or w"), "\(name): --\(option.prefix { $0 != " " }) does not name its units")
             }
         }
