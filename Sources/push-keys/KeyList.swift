@@ -4,13 +4,15 @@ import PushSealKeys
 /// `push-keys list`: keysets, key ids, statuses, times, seal counts — never key bytes.
 struct KeyListCommand: Command {
     let path = ["list"]
-    let options = KeyOptions.common + [.value("--app-id", "APP", "only this app id"), .value("--recipient", "R", "only this recipient")]
+    let options = KeyOptions.reading + [.value("--app-id", "APP", "only this app id"), .value("--recipient", "R", "only this recipient")]
     let help = HelpText(
         overview: "list keysets: key ids, statuses, times and seal counts (never key bytes)",
-        usage: ["push-keys list --keychain DIR [identity options] [--app-id APP] [--recipient R] [--json]"],
+        usage: ["push-keys list --keychain DIR [IDENTITY] [--app-id APP] [--recipient R] [--json]"],
         examples: ["push-keys list --keychain server-kc", "push-keys list --keychain device-kc --entitlements ext.json --json"],
-        exitCodes: KeyOptions.exitCodes,
-        notes: "Text columns (tab-separated): APP RECIPIENT KEY_ID STATUS CREATED PROMOTED RETIRED NOT_AFTER SEALS.\n" + KeyOptions.identityNote)
+        exitCodes: KeyOptions.exitCodes(ioError: "reading the keychain"),
+        notes: KeyOptions.notes([
+            "Text columns (tab-separated), one line per key: APP RECIPIENT KEY_ID STATUS CREATED PROMOTED RETIRED NOT_AFTER SEALS. Only the keysets in the identity's keyset access group are listed.",
+        ], audited: false))
 
     func run(_ c: CommandContext) throws -> ExitCode {
         let a = c.arguments
