@@ -101,7 +101,7 @@ public struct DecryptedNotification: Sendable {
     /// - Parameter locale: the device locale, e.g. `pt-BR`; `nil` picks the default.
     /// - Returns: the texts and the tag used (`nil` for the default).
     public func localized(for locale: String?) -> (title: String?, subtitle: String?, body: String?, locale: String?) {
-        func normalize(_ tag: String) -> String { tag.replacingOccurrences(of: "_", with: "-").lowercased() }
+        func normalize(_ tag: String) -> String { tag.replacing("_", with: "-").lowercased() }
         if var wanted = locale.map(normalize), !wanted.isEmpty {
             while true {
                 if let variant = localizations.first(where: { normalize($0.locale) == wanted }) {

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSealCrypto
 
 /// A file-backed emulation of iOS Keychain Services, opened as one identity (an app or its
@@ -39,7 +48,7 @@ public final class Keychain: @unchecked Sendable {
     private let whenUnlockedKey: SecretBytes?
     private let sessionKEK: SecretBytes
     private let meta: KeychainMeta
-    private let cacheLock = NSLock()
+    private let cacheLock = PosixLock()
     private var sessionCache: (box: [UInt8], key: SecretBytes)?
 
     // MARK: Create and open
