@@ -76,6 +76,6 @@ public final class DeviceKeyring: Sendable {
                 return secret
             }
         }
-        throw KeysError(.unknownKey, "no key \(keyID) in the keysets of \(appID)")
+        throw KeysError(.unknownKey, "no key \(keyID) in the keysets of \(appID): not provisioned, or the server sealed with another app id's keyset (check push-seal --app-id)")
     }
 }

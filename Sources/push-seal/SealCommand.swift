@@ -40,6 +40,7 @@ struct SealCommand: Command {
     func run(_ context: CommandContext) throws -> ExitCode {
         let a = context.arguments
         try a.expectPositionals(max: 1)
+        try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal --help")
         let recipient = try a.required("--recipient", "R")
         let textOptions = ["--title", "--subtitle", "--body", "--media-url", "--id"]
         var notification: OutgoingNotification

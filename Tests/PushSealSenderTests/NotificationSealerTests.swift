@@ -207,8 +207,9 @@ import PushSealFormat
         #expect(chunk.failureCount == 31)
         for (i, line) in out.enumerated() {
             let o = try Fixture.json(Array(line))
+            // Every output line, sealed or failed, names its 1-based input line.
+            #expect((o["line"] as? NSNumber)?.intValue == i + 1, "\(String(decoding: line, as: UTF8.self).prefix(80))")
             if let error = o["error"] as? [String: Any] {
-                #expect((o["line"] as? NSNumber)?.intValue == i + 1)
                 #expect(error["code"] is String)
             } else {
                 let payload = try JSONSerialization.data(withJSONObject: try #require(o["payload"]))
