@@ -59,9 +59,9 @@ public protocol MediaFetching: Sendable {
                events: any MediaFetchEvents) throws -> any MediaFetchTask
 }
 
-/// The URLSession-based fetcher in `libPushSealMediaFetch.so`, loaded with `dlopen` on the
-/// first download (never at startup: FoundationNetworking pulls in libcurl and about 30 more
-/// libraries, ~4 MB of RSS and ~4 ms of startup that a notification without media never needs).
+/// The libcurl-based fetcher in `libPushSealMediaFetch.so` (libcurl's C API, no Foundation),
+/// loaded with `dlopen` on the first download (never at startup: libcurl pulls in about 30
+/// libraries, ~5 MiB of RSS that a notification without media never needs).
 ///
 /// The library is looked for in the directory of the running executable (`/proc/self/exe`:
 /// `.build/<config>/` for push-open and the test bundle), or at the path in the environment
