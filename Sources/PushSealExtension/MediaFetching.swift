@@ -59,9 +59,9 @@ public protocol MediaFetching: Sendable {
                events: any MediaFetchEvents) throws -> any MediaFetchTask
 }
 
-/// The URLSession-based fetcher in `libPushSealMediaFetch.so`, loaded with `dlopen` on the
-/// first download (never at startup: FoundationNetworking pulls in libcurl and about 30 more
-/// libraries, ~4 MB of RSS and ~4 ms of startup that a notification without media never needs).
+/// The libcurl-based fetcher in `libPushSealMediaFetch.so` (libcurl's C API, no Foundation),
+/// loaded with `dlopen` on the first download (never at startup: libcurl pulls in about 30
+/// libraries, ~5 MiB of RSS that a notification without media never needs).
 ///
 /// The library is looked for in the directory of the running executable (`/proc/self/exe`:
 /// `.build/<config>/` for push-open and the test bundle), or at the path in the environment
@@ -184,6 +184,10 @@ enum FetchLibrary {
     static func load() -> Result<Symbols, ExtensionError> {
         let paths = candidatePaths()
         var lastError = "not found"
+        // Debian's libcurl links librtmp, which links GnuTLS, whose library constructor initialises
+        // GnuTLS on load (p11-kit modules: ~0.6 MiB of RSS) though no GnuTLS code ever runs here
+        // (http(s) only, over OpenSSL). Skip that implicit init; only if the variable is unset.
+        setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0)
         for path in paths where access(path, F_OK) == 0 {
             guard let lib = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
                 lastError = dlerror().map { String(cString: $0) } ?? "dlopen failed"
