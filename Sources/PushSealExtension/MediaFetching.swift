@@ -184,10 +184,6 @@ enum FetchLibrary {
     static func load() -> Result<Symbols, ExtensionError> {
         let paths = candidatePaths()
         var lastError = "not found"
-        // Debian's libcurl links librtmp, which links GnuTLS, whose library constructor initialises
-        // GnuTLS on load (p11-kit modules: ~0.6 MiB of RSS) though no GnuTLS code ever runs here
-        // (http(s) only, over OpenSSL). Skip that implicit init; only if the variable is unset.
-        setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0)
         for path in paths where access(path, F_OK) == 0 {
             guard let lib = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
                 lastError = dlerror().map { String(cString: $0) } ?? "dlopen failed"
