@@ -11,7 +11,7 @@ import Darwin
 #endif
 
 /// A value behind a lock, for state shared between the host's threads (the extension's work,
-/// the expiry timer, URLSession's delegate queue).
+/// the expiry timer, the media fetcher's thread).
 ///
 /// `@unchecked Sendable`: every access to `value` goes through `withLock`, which holds an
 /// `PosixLock` (a pthread mutex) for the whole closure, so no two threads touch `value` at once.

@@ -96,19 +96,18 @@ public final class DownloadCancellation: Sendable {
 ///   and only with `allowInsecureLoopback` — App Transport Security refuses the rest.
 ///   Every redirect target is checked the same way; at most ``maxRedirectCount`` (3).
 /// - Time: one timeout for the whole request (redirects included), enforced by a timer that
-///   cancels the task — URLSession's own `timeoutIntervalForRequest` is an idle timeout that a
-///   slow drip never trips.
-/// - Size: the body is streamed to a file through URLSession's delegate (on Linux a data task
-///   with a delegate and no completion handler hands each chunk over and keeps nothing);
+///   cancels the transfer, so a slow drip cannot outlast the budget.
+/// - Size: the body is streamed to a file chunk by chunk from the fetcher (libcurl in
+///   `libPushSealMediaFetch.so`, loaded only when a notification has media);
 ///   the transfer is cancelled as soon as the byte count passes the limit for its type —
 ///   known from the magic bytes once 12 bytes arrived, before that from `Content-Type` or the
 ///   descriptor's `type`, else the largest limit (50 MiB); a `Content-Length` over the limit
 ///   cancels before the body.
 /// - Name: `<uuid>.<ext>` with the extension of the type recognised by magic bytes (an HTML
 ///   page served with `200` and `image/png` is refused); the partial file is removed on failure.
-/// - Memory: URLSession's delegate queue is bounded (``BoundedDelegateQueue``), so a fast
-///   server cannot pile the body up in memory while the file is written; peak RSS grows by
-///   about 1 MiB for a 9 MB image, plain or sealed.
+/// - Memory: the fetcher hands over one chunk (at most 16 KiB) at a time and reads no more
+///   until it is written, so a fast server cannot pile the body up in memory; a 9 MB image
+///   costs no more peak RSS than a 10 KB one (the one-time cost is loading libcurl).
 /// - Sealed media: the SHA-256 of the downloaded box is computed while streaming and
 ///   compared to `sha256`; the box file is then opened in 64 KiB chunks with the
 ///   descriptor's key and AAD (empty, FORMAT.md §5) through `AES256GCM.Stream` into a private
@@ -117,10 +116,10 @@ public final class DownloadCancellation: Sendable {
 public struct MediaDownloader: Sendable {
     /// Most redirects followed (3).
     public static let maxRedirectCount = 3
-    /// How many URLSession callbacks may wait in the delegate queue before the network side
-    /// waits (64; body chunks are at most 16 KiB each on Linux, so at most about 1 MiB queued).
+    /// How many fetcher callbacks may wait before the network side waits (64; the libcurl
+    /// fetcher delivers one chunk at a time, so this is an upper bound for other fetchers).
     static let maxPendingCallbackCount = 64
-    /// After a timeout, how long to wait for URLSession to confirm the cancellation (100 ms).
+    /// After a timeout, how long to wait for the fetcher to confirm the cancellation (100 ms).
     static let cancellationGraceMilliseconds = 100
 
     /// The App Group container directory the files go into.
@@ -137,7 +136,7 @@ public struct MediaDownloader: Sendable {
     ///   - containerDirectory: an existing directory (the App Group container).
     ///   - allowInsecureLoopback: permit `http://127.0.0.1…` and friends.
     ///   - logger: diagnostics sink.
-    ///   - fetcher: the network side (default: ``DynamicMediaFetcher``, the URLSession-based
+    ///   - fetcher: the network side (default: ``DynamicMediaFetcher``, the libcurl-based
     ///     library loaded on first use).
     public init(containerDirectory: URL, allowInsecureLoopback: Bool = false, logger: any DiagnosticLogger = NullLogger(),
                 fetcher: any MediaFetching = DynamicMediaFetcher()) {
@@ -419,11 +418,9 @@ public struct MediaDownloader: Sendable {
 /// `@unchecked Sendable`: all mutable state, the file handle and the hasher are touched only
 /// under `state`'s lock (writes to the file included, so closing it cannot race a write).
 ///
-/// Lesson from FoundationNetworking on Linux: cancelling a task from inside a delegate callback
-/// before that callback's completion handler ran traps ("Received callback for HTTP
-/// redirection, but we're not waiting for it"). Callbacks therefore only *record* an error and
-/// answer through their completion handler (`nil` / `.cancel`); only the data callback, the
-/// timer and the cancellation token cancel the task.
+/// Callbacks only *record* an error and answer through their return value; only the data
+/// callback, the timer and the cancellation token cancel the transfer (a lesson kept from the
+/// earlier URLSession fetcher, which trapped when a task was cancelled inside a callback).
 final class Transfer: @unchecked Sendable {
     struct State {
         var error: ExtensionError?
@@ -444,7 +441,7 @@ final class Transfer: @unchecked Sendable {
     private let hasher: SHA256Hasher?
     let state: Locked<State>
     let task = Locked<(any MediaFetchTask)?>(nil)
-    /// Signalled once, when URLSession reports the task complete.
+    /// Signalled once, when the fetcher reports the transfer complete.
     let done = DispatchSemaphore(value: 0)
 
     init(downloader: MediaDownloader, file: PosixFile, sniff: Bool, declared: MediaType?, overhead: Int, hashing: Bool) {
@@ -512,7 +509,7 @@ final class Transfer: @unchecked Sendable {
         }
     }
 
-    /// URLSession reported completion: map its error, finish the digest, wake the waiter.
+    /// The fetcher reported completion: map its error, finish the digest, wake the waiter.
     func complete(_ error: ExtensionError?) {
         state.withLock { s in
             if s.error == nil, let error { s.error = error }
