@@ -116,7 +116,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
             return
         }
         if let media = decrypted.media {
-            attachMedia(media)
+            attachMedia(MediaDescriptor(media))
         }
         deliver()
     }
@@ -174,7 +174,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
 
     /// Key lookup, open, checks and localization. Returns the plaintext when the best attempt
     /// is now decrypted content, `nil` when it stays the original (reason set).
-    private func decrypt(_ request: UNNotificationRequest) -> DecryptedNotification? {
+    private func decrypt(_ request: UNNotificationRequest) -> NotificationPlaintext? {
         var start = ContinuousClock.now
         let keyID: String
         let key: SecretBytes
@@ -197,7 +197,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         }
 
         start = ContinuousClock.now
-        let plaintext: DecryptedNotification
+        let plaintext: NotificationPlaintext
         do {
             plaintext = try configuration.opener.open(request.payload, with: key, appID: configuration.appID)
             log("open", "ok", since: start, [("keyID", keyID), ("encryptedByteCount", String(request.payload["encrypted_data"]?.stringValue?.utf8.count ?? 0))])
@@ -209,7 +209,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         }
 
         start = ContinuousClock.now
-        if let exp = plaintext.expiresAt {
+        if let exp = plaintext.exp {
             let now = configuration.now()
             if now >= exp {
                 log("check", "expired", since: start, [("exp", String(exp)), ("now", String(now))])
@@ -230,7 +230,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
                 log("check", "replayCacheFailed", since: start, [("reason", Self.describe(error))])
             }
         }
-        log("check", "ok", since: start, [("hasExp", String(plaintext.expiresAt != nil)), ("hasID", String(plaintext.id != nil))])
+        log("check", "ok", since: start, [("hasExp", String(plaintext.exp != nil)), ("hasID", String(plaintext.id != nil))])
 
         start = ContinuousClock.now
         let texts = plaintext.localized(for: configuration.locale)

@@ -14,8 +14,10 @@ import Darwin
 #endif
 import Dispatch
 import PushSealCrypto
+import PushSealFormat
 
-/// A media descriptor from a decrypted notification (`media: {url, type?, sha256?, key?}`).
+/// What ``MediaDownloader`` fetches: a notification's `media` (`{url, type?, sha256?, key?}`)
+/// plus the media box's AAD, with the digest as hex text as the downloader checks it.
 public struct MediaDescriptor: Sendable {
     /// The URL to fetch, as written in the plaintext.
     public let url: String
@@ -42,6 +44,12 @@ public struct MediaDescriptor: Sendable {
         self.sha256Hex = sha256Hex
         self.key = key
         self.aad = aad
+    }
+
+    /// The download of a decoded plaintext's `media` (empty AAD, FORMAT.md §5).
+    /// - Parameter media: the plaintext's media descriptor; its `sha256` becomes lower-case hex.
+    public init(_ media: PushSealFormat.MediaDescriptor) {
+        self.init(url: media.url, type: media.type, sha256Hex: media.sha256Hex, key: media.key)
     }
 }
 
