@@ -60,7 +60,7 @@ struct SealCommand: Command {
         if let t = a.value("--subtitle") { notification.subtitle = t }
         if let t = a.value("--body") { notification.body = t }
         if let t = a.value("--id") { notification.id = t }
-        if let u = a.value("--media-url") { notification.media = OutgoingNotification.Media(url: u) }
+        if let u = a.value("--media-url") { notification.media = MediaDescriptor(url: u) }
 
         let sealer = try SealOptionSpecs.sealer(a)
         let sealed: SealedNotification
