@@ -2,11 +2,16 @@
 # Both install what is missing first (scripts/install-deps.sh), then build and run.
 
 SWIFT ?= swift
-SHARED ?= $(abspath ../shared)
+# The public test vectors and cases (read by the tests, never copied): ../shared by default,
+# or PUSHSEAL_SHARED from the environment, or `make test SHARED=/path/to/shared`.
+SHARED ?= $(or $(PUSHSEAL_SHARED),$(abspath ../shared))
 FUZZ_SECONDS ?= 600
 export PUSHSEAL_SHARED := $(SHARED)
 
-.PHONY: all deps build release demo test bench fuzz sanitize clean
+shared-check:
+	@test -d "$(SHARED)/vectors" -a -d "$(SHARED)/cases" || { echo "make: error: the test vectors are not at $(SHARED) (need vectors/ and cases/)" >&2; echo "hint: make test SHARED=/path/to/shared  (or set PUSHSEAL_SHARED)" >&2; exit 66; }
+
+.PHONY: shared-check all deps build release demo test bench fuzz sanitize clean
 
 all: build
 
@@ -22,7 +27,7 @@ release: deps
 demo: release
 	@python3 scripts/demo.py
 
-test: deps
+test: deps shared-check
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 

@@ -13,15 +13,19 @@ let package = Package(
         .library(name: "PushSealKeys", targets: ["PushSealKeys"]),
         .library(name: "PushSealSender", targets: ["PushSealSender"]),
         .library(name: "PushSealExtension", targets: ["PushSealExtension"]),
+        // The extension's media network side (libcurl's C API, no Foundation), loaded with dlopen
+        // only when a notification has media, so push-open does not link libcurl at startup.
+        .library(name: "PushSealMediaFetch", type: .dynamic, targets: ["PushSealMediaFetch"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
         .executable(name: "push-bench", targets: ["push-bench"]),
     ],
     targets: [
-        // System libraries (Debian: libssl-dev, libsodium-dev).
+        // System libraries (Debian: libssl-dev, libsodium-dev, libcurl4-openssl-dev).
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
         // Libraries.
         .target(name: "PushSealCrypto", dependencies: ["COpenSSL", "CSodium"]),
@@ -31,6 +35,7 @@ let package = Package(
         .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeys", "PushSealKeychain"]),
         .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealKeys"]),
         .target(name: "PushSealCLI", dependencies: ["PushSealFormat"]),
+        .target(name: "PushSealMediaFetch", dependencies: ["CCurl"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain"]),
@@ -49,7 +54,7 @@ let package = Package(
         .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
-        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
+        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
         .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto"]),
     ],
     swiftLanguageModes: [.v6]

@@ -6,6 +6,13 @@
 #   Service Extension, sharing keychain access group TEAM_ID.BUNDLE_ID.shared and App Group
 #   group.BUNDLE_ID), imports RECORD_FILE as the app, then checks that the extension sees the keyset.
 # Env: PUSH_KEYS (the push-keys binary; default: push-keys on PATH).
+# Output (stdout), one "name: value" line each, then the command to run next (push-keys import's
+# own line goes to stderr):
+#   app entitlements: DEVICE_KEYCHAIN.entitlements/app.json
+#   extension entitlements: DEVICE_KEYCHAIN.entitlements/ext.json
+#   keychain access group: TEAM_ID.BUNDLE_ID.shared
+#   app group: group.BUNDLE_ID
+#   next: push-open --keychain DEVICE_KEYCHAIN --app-id BUNDLE_ID --entitlements DEVICE_KEYCHAIN.entitlements/ext.json PAYLOAD.json
 set -euo pipefail
 
 if [[ $# -ne 4 ]]; then
@@ -28,9 +35,15 @@ printf '{"application-identifier":"%s","keychain-access-groups":["%s"],"applicat
 printf '{"application-identifier":"%s","keychain-access-groups":["%s"],"application-groups":["%s"]}\n' \
   "$team.$bundle.NotificationService" "$shared" "$group" > "$ents/ext.json"
 
-"$push_keys" import --keychain "$device" --entitlements "$ents/app.json" --app-id "$bundle" "$record"
+# The import's own line ("APP RECIPIENT: imported KEY_ID") goes to stderr: stdout is the summary below.
+"$push_keys" import --keychain "$device" --entitlements "$ents/app.json" --app-id "$bundle" "$record" >&2
 if ! "$push_keys" list --keychain "$device" --entitlements "$ents/ext.json" --app-id "$bundle" | grep -q .; then
   echo "$0: error: the extension identity cannot see the imported keyset" >&2
   exit 1
 fi
-echo "$ents"
+echo "app entitlements: $ents/app.json"
+echo "extension entitlements: $ents/ext.json"
+echo "keychain access group: $shared"
+echo "app group: $group"
+# %q quotes a path with spaces so the line can be pasted as is.
+printf 'next: push-open --keychain %q --app-id %q --entitlements %q PAYLOAD.json\n' "$device" "$bundle" "$ents/ext.json"

@@ -20,4 +20,4 @@ set -- .build/corpus corpus
 for dir in "$shared/cases/notifications" "$shared/cases/failures"; do
     if [ -d "$dir" ]; then set -- "$@" "$dir"; else echo "fuzz.sh: note: $dir is absent; fuzzing from Fuzz/corpus only" >&2; fi
 done
-exec "$bin" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix=.build/crashes/ -max_len=8192 "$@"
+exec "$bin" -max_total_time="$seconds" -dict="$root/Fuzz/receive.dict" -print_final_stats=1 -artifact_prefix=.build/crashes/ -max_len=8192 "$@"

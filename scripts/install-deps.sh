@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what PushSeal needs on a fresh Debian machine that has the Swift toolchain:
-# the C libraries (libssl-dev, libsodium-dev, pkg-config) and Python's `cryptography`
+# the C libraries (libssl-dev, libsodium-dev, libcurl4-openssl-dev, pkg-config) and Python's `cryptography`
 # (used by the interop tests and the benchmark's peer). Idempotent; quiet when all is there.
 set -euo pipefail
 
@@ -8,6 +8,7 @@ need_apt=()
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 pkg-config --exists libcrypto 2>/dev/null || need_apt+=(libssl-dev)
 pkg-config --exists libsodium 2>/dev/null || need_apt+=(libsodium-dev)
+pkg-config --exists libcurl 2>/dev/null || need_apt+=(libcurl4-openssl-dev)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-pip)
 
 if [ ${#need_apt[@]} -gt 0 ]; then

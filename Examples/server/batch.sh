@@ -10,8 +10,8 @@
 #   APP_ID                the app's bundle identifier, the APNs topic (default com.example.app)
 #   KEYCHAIN              the server keychain to use and keep; recipients without a keyset get
 #                         one (push-keys generate). Default: a temporary keychain, removed at exit.
-# Output (stdout): push-seal batch's lines, in input order: {"recipient", "payload", "headers"},
-#   or {"recipient", "line", "error"} for a line that failed. Your APNs client sends each
+# Output (stdout): push-seal batch's lines, in input order: {"recipient", "line", "payload", "headers"},
+#   or {"recipient", "line", "error"} for a line that failed ("line": the 1-based input line). Your APNs client sends each
 #   payload to the recipient's device token with those headers (HTTP/2 is out of scope here).
 # Exit: 0 all sealed, 2 some lines failed (the others were sealed), else push-seal's or
 #   push-keys' exit code (64 usage, 65 bad data, 66 input missing, 77 permissions).

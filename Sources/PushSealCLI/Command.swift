@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What a command's `run` receives: its parsed arguments and where to write.
 public struct CommandContext: Sendable {
@@ -42,12 +51,23 @@ public struct Tool: Sendable {
     public let overview: String
     /// The commands, longest paths are matched first.
     public let commands: [any Command]
+    /// Where the tool's own help and error text goes (the commands print through ``Output``).
+    public let printer: Printer
+
+    /// The PushSeal release these tools belong to, printed by `--version`.
+    public static let packageVersion = "0.1.0"
 
     /// Creates a tool.
-    public init(name: String, overview: String, commands: [any Command]) {
+    /// - Parameters:
+    ///   - name: the tool's name for messages, e.g. `push-keys`.
+    ///   - overview: one line for the tool-level help.
+    ///   - commands: the commands; paths must be distinct.
+    ///   - printer: where help and errors go; standard output and error by default.
+    public init(name: String, overview: String, commands: [any Command], printer: Printer = .standard) {
         self.name = name
         self.overview = overview
         self.commands = commands
+        self.printer = printer
     }
 
     /// Parses `argv` (without argv[0]), runs the matching command and returns the exit code.
@@ -56,9 +76,13 @@ public struct Tool: Sendable {
     public func run(_ argv: [String]) -> ExitCode {
         let wantsJSON = argv.contains("--json")
         let sorted = commands.sorted { $0.path.count > $1.path.count }
+        if argv == ["--version"] {
+            printer.out("\(name) \(Tool.packageVersion) (PushSeal, wire format v1)\n")
+            return .success
+        }
         // `help` alone, like `--help` on a tool without a default command, prints the command list.
         if argv == ["help"] || (argv.isEmpty || argv == ["--help"] || argv == ["-h"]) && !commands.contains(where: { $0.path.isEmpty }) {
-            Output.stdout(toolHelp())
+            printer.out(toolHelp())
             return .success
         }
         // A command group without its subcommand (`push-keys keychain`, `push-keys keychain --help`).
@@ -67,11 +91,11 @@ public struct Tool: Sendable {
            case let members = commands.filter({ $0.path.count > 1 && $0.path.first == group }), !members.isEmpty {
             let listing = toolHelp(only: members)
             if argv.count == 1 {
-                Output.stderr(listing)
+                printer.err(listing)
                 return report(CLIError.usage("'\(name) \(group)' needs a subcommand", hint: "run '\(name) \(group) --help'"), json: wantsJSON)
             }
             if argv.dropFirst().allSatisfy({ $0 == "--help" || $0 == "-h" }) {
-                Output.stdout(listing)
+                printer.out(listing)
                 return .success
             }
             return report(CLIError.usage("unknown command '\(name) \(argv.prefix(2).joined(separator: " "))'", hint: "run '\(name) \(group) --help' for its subcommands"), json: wantsJSON)
@@ -81,7 +105,7 @@ public struct Tool: Sendable {
         }
         let rest = Array(argv.dropFirst(command.path.count))
         if rest.contains("--help") || rest.contains("-h") {
-            Output.stdout(command.help.render(options: command.options))
+            printer.out(command.help.render(options: command.options))
             return .success
         }
         do {
@@ -102,10 +126,10 @@ public struct Tool: Sendable {
             if let hint = error.hint { members.append(("hint", hint)) }
             members += error.details.map { ($0.key, $0.value) }
             let typed = error.jsonDetails.map { "," + Output.jsonString($0.key) + ":" + Output.json($0.value) }.joined()
-            Output.stdout("{\"error\":{" + members.map { "\(Output.jsonString($0.0)):\(Output.jsonString($0.1))" }.joined(separator: ",") + typed + "}}\n")
+            printer.out("{\"error\":{" + members.map { "\(Output.jsonString($0.0)):\(Output.jsonString($0.1))" }.joined(separator: ",") + typed + "}}\n")
         }
-        Output.stderr("\(name): error: \(error.message)\n")
-        if let hint = error.hint { Output.stderr("hint: \(hint)\n") }
+        printer.err("\(name): error: \(error.message)\n")
+        if let hint = error.hint { printer.err("hint: \(hint)\n") }
         return error.exitCode
     }
 
@@ -119,7 +143,7 @@ public struct Tool: Sendable {
             let words = ([name] + c.path).joined(separator: " ")
             out += "  \(words)\n" + HelpText.wrap(c.help.overview, firstPrefix: "      ", indent: 6) + "\n"
         }
-        out += "\nRun '\(name) COMMAND --help' for a command's options, examples and exit codes.\n"
+        out += "\nRun '\(name) COMMAND --help' for a command's options, examples and exit codes;\n'\(name) --version' prints the version.\n"
         return out
     }
 
@@ -128,4 +152,24 @@ public struct Tool: Sendable {
         let code = run(Array(CommandLine.arguments.dropFirst()))
         exit(code.rawValue)
     }
+}
+
+/// Where a ``Tool`` writes its help and error text: standard output and error, or anywhere
+/// a test wants (``silent`` keeps test logs clean).
+public struct Printer: Sendable {
+    /// Receives data and help text (standard output).
+    public let out: @Sendable (String) -> Void
+    /// Receives diagnostics (standard error).
+    public let err: @Sendable (String) -> Void
+
+    /// Creates a printer from two sinks.
+    public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void) {
+        self.out = out
+        self.err = err
+    }
+
+    /// The process's standard output and standard error.
+    public static let standard = Printer(out: { Output.stdout($0) }, err: { Output.stderr($0) })
+    /// Discards everything.
+    public static let silent = Printer(out: { _ in }, err: { _ in })
 }

@@ -1,28 +1,40 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `write(2)` under a name `Output`'s own methods do not shadow.
+private func systemWrite(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int { write(fd, p, n) }
 
 /// Writing to stdout and stderr without buffering surprises, and small helpers for output.
 public enum Output {
     /// Writes `text` to standard output (data only).
-    public static func stdout(_ text: String) { write(text, to: FileHandle.standardOutput) }
+    public static func stdout(_ text: String) { write(text, fd: 1) }
 
     /// Writes `text` to standard error (diagnostics).
-    public static func stderr(_ text: String) { write(text, to: FileHandle.standardError) }
+    public static func stderr(_ text: String) { write(text, fd: 2) }
 
     /// Writes raw bytes to standard output.
     public static func stdout(bytes: [UInt8]) {
         bytes.withUnsafeBytes { writeAll($0, fd: 1) }
     }
 
-    private static func write(_ text: String, to handle: FileHandle) {
+    private static func write(_ text: String, fd: Int32) {
         var t = text
-        t.withUTF8 { writeAll(UnsafeRawBufferPointer($0), fd: handle.fileDescriptor) }
+        t.withUTF8 { writeAll(UnsafeRawBufferPointer($0), fd: fd) }
     }
 
     private static func writeAll(_ buffer: UnsafeRawBufferPointer, fd: Int32) {
         guard var p = buffer.baseAddress else { return }
         var left = buffer.count
         while left > 0 {
-            let n = Foundation.write(fd, p, left)
+            let n = systemWrite(fd, p, left)
             if n < 0 {
                 if errno == EINTR { continue }
                 return
@@ -47,7 +59,8 @@ public enum Output {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             case _ where scalar.value < 0x20:
-                out += String(format: "\\u%04x", scalar.value)
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -2,7 +2,7 @@
 ///
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
 /// will not. Reasons never contain key bytes or plaintext.
-public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct CryptoError: CodedError {
     /// A stable, machine-readable error code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// The code's stable name, e.g. `authenticationFailed`.
@@ -39,8 +39,4 @@ public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
         self.code = code
         self.reason = reason
     }
-
-    public static func == (lhs: CryptoError, rhs: CryptoError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-    public var description: String { "\(code): \(reason)" }
 }

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSealCrypto
 import PushSealFormat
 
@@ -107,7 +116,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
             return
         }
         if let media = decrypted.media {
-            attachMedia(media)
+            attachMedia(MediaDescriptor(media))
         }
         deliver()
     }
@@ -165,7 +174,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
 
     /// Key lookup, open, checks and localization. Returns the plaintext when the best attempt
     /// is now decrypted content, `nil` when it stays the original (reason set).
-    private func decrypt(_ request: UNNotificationRequest) -> DecryptedNotification? {
+    private func decrypt(_ request: UNNotificationRequest) -> NotificationPlaintext? {
         var start = ContinuousClock.now
         let keyID: String
         let key: SecretBytes
@@ -188,7 +197,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         }
 
         start = ContinuousClock.now
-        let plaintext: DecryptedNotification
+        let plaintext: NotificationPlaintext
         do {
             plaintext = try configuration.opener.open(request.payload, with: key, appID: configuration.appID)
             log("open", "ok", since: start, [("keyID", keyID), ("encryptedByteCount", String(request.payload["encrypted_data"]?.stringValue?.utf8.count ?? 0))])
@@ -200,7 +209,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         }
 
         start = ContinuousClock.now
-        if let exp = plaintext.expiresAt {
+        if let exp = plaintext.exp {
             let now = configuration.now()
             if now >= exp {
                 log("check", "expired", since: start, [("exp", String(exp)), ("now", String(now))])
@@ -221,7 +230,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
                 log("check", "replayCacheFailed", since: start, [("reason", Self.describe(error))])
             }
         }
-        log("check", "ok", since: start, [("hasExp", String(plaintext.expiresAt != nil)), ("hasID", String(plaintext.id != nil))])
+        log("check", "ok", since: start, [("hasExp", String(plaintext.exp != nil)), ("hasID", String(plaintext.id != nil))])
 
         start = ContinuousClock.now
         let texts = plaintext.localized(for: configuration.locale)

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One structured diagnostic line, like an `os_log` entry: a stage, an outcome and
 /// key–value fields (durations in milliseconds, sizes in bytes).
@@ -29,7 +38,7 @@ public struct DiagnosticEntry: Sendable, Hashable, CustomStringConvertible {
         var line = "stage=\(stage) event=\(event)"
         for f in fields {
             let needsQuotes = f.value.isEmpty || f.value.contains { $0 == " " || $0 == "\"" || $0 == "=" }
-            let value = needsQuotes ? "\"" + f.value.replacingOccurrences(of: "\"", with: "'") + "\"" : f.value
+            let value = needsQuotes ? "\"" + f.value.replacing("\"", with: "'") + "\"" : f.value
             line += " \(f.key)=\(value)"
         }
         return line
@@ -86,7 +95,16 @@ public struct StandardErrorLogger: DiagnosticLogger {
 
     /// Writes one line to stderr.
     public func log(_ entry: DiagnosticEntry) {
-        FileHandle.standardError.write(Data((prefix + entry.description + "\n").utf8))
+        var line = prefix + entry.description + "\n"
+        line.withUTF8 { buffer in
+            var p = buffer.baseAddress, left = buffer.count
+            while left > 0, let q = p {
+                let n = write(2, q, left)
+                if n < 0 { if errno == EINTR { continue }; return }
+                p = q + n
+                left -= n
+            }
+        }
     }
 }
 

@@ -1,9 +1,10 @@
+import PushSealCrypto
 /// An error from the extension module: attachment validation (named like `UNError`), media
 /// download, and the decrypting service's stages.
 ///
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
 /// will not. Reasons never contain key bytes, plaintext or ciphertext.
-public struct ExtensionError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct ExtensionError: CodedError {
     /// A stable, machine-readable error code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// The code's stable name, e.g. `attachmentUnrecognizedType`.
@@ -39,6 +40,9 @@ public struct ExtensionError: Error, Hashable, Sendable, CustomStringConvertible
         public static let mediaDecryptionFailed = Code("mediaDecryptionFailed")
         /// The media descriptor is malformed (bad `sha256` hex, bad `key`).
         public static let mediaInvalidDescriptor = Code("mediaInvalidDescriptor")
+        /// The network side of media downloads (`libPushSealMediaFetch.so`, loaded on first
+        /// use) is missing or not loadable; the notification shows without its media.
+        public static let mediaFetcherUnavailable = Code("fetcherUnavailable")
 
         /// The key provider could not give the key (the reason carries e.g. OSStatus -25308).
         public static let keyUnavailable = Code("keyUnavailable")
@@ -66,8 +70,4 @@ public struct ExtensionError: Error, Hashable, Sendable, CustomStringConvertible
         self.code = code
         self.reason = reason
     }
-
-    public static func == (lhs: ExtensionError, rhs: ExtensionError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-    public var description: String { "\(code): \(reason)" }
 }

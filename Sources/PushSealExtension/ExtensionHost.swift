@@ -1,5 +1,14 @@
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSealFormat
 
 /// Runs Notification Service Extensions the way iOS does, one notification at a time.
@@ -94,12 +103,16 @@ public struct ExtensionHost: Sendable {
         // Signalled when didReceive is entered: the expiry call must never overtake it (on a
         // loaded machine the worker thread may not run before the expiry time).
         let entered = DispatchSemaphore(value: 0)
-        let worker = Thread {
+        let started = startDetachedThread {
             entered.signal()
             instance.didReceive(request, withContentHandler: handler)
         }
-        worker.name = "pushseal.extension.didReceive"
-        worker.start()
+        if !started {
+            // No thread for the extension: it cannot run; the original content is shown.
+            entered.signal()
+            run.accept(request.content, outcome: .original, reason: "extensionNotStarted",
+                       detail: "no thread could be created for the extension", by: "host")
+        }
 
         var expiryCalled = false
         if run.delivered.wait(timeout: expiry) == .timedOut {
@@ -124,8 +137,10 @@ public struct ExtensionHost: Sendable {
     /// Runs one notification without blocking the caller's task (``run(_:)`` on a new thread).
     public func run(_ request: UNNotificationRequest) async -> Result {
         await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: self.run(request)) }
-            thread.start()
+            let request = request
+            if !startDetachedThread({ continuation.resume(returning: self.run(request)) }) {
+                DispatchQueue.global().async { continuation.resume(returning: self.run(request)) }
+            }
         }
     }
 }

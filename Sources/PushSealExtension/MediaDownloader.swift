@@ -1,10 +1,23 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
 #endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#endif
+import Dispatch
 import PushSealCrypto
+import PushSealFormat
 
-/// A media descriptor from a decrypted notification (`media: {url, type?, sha256?, key?}`).
+/// What ``MediaDownloader`` fetches: a notification's `media` (`{url, type?, sha256?, key?}`)
+/// plus the media box's AAD, with the digest as hex text as the downloader checks it.
 public struct MediaDescriptor: Sendable {
     /// The URL to fetch, as written in the plaintext.
     public let url: String
@@ -31,6 +44,12 @@ public struct MediaDescriptor: Sendable {
         self.sha256Hex = sha256Hex
         self.key = key
         self.aad = aad
+    }
+
+    /// The download of a decoded plaintext's `media` (empty AAD, FORMAT.md §5).
+    /// - Parameter media: the plaintext's media descriptor; its `sha256` becomes lower-case hex.
+    public init(_ media: PushSealFormat.MediaDescriptor) {
+        self.init(url: media.url, type: media.type, sha256Hex: media.sha256Hex, key: media.key)
     }
 }
 
@@ -85,19 +104,18 @@ public final class DownloadCancellation: Sendable {
 ///   and only with `allowInsecureLoopback` — App Transport Security refuses the rest.
 ///   Every redirect target is checked the same way; at most ``maxRedirectCount`` (3).
 /// - Time: one timeout for the whole request (redirects included), enforced by a timer that
-///   cancels the task — URLSession's own `timeoutIntervalForRequest` is an idle timeout that a
-///   slow drip never trips.
-/// - Size: the body is streamed to a file through URLSession's delegate (on Linux a data task
-///   with a delegate and no completion handler hands each chunk over and keeps nothing);
+///   cancels the transfer, so a slow drip cannot outlast the budget.
+/// - Size: the body is streamed to a file chunk by chunk from the fetcher (libcurl in
+///   `libPushSealMediaFetch.so`, loaded only when a notification has media);
 ///   the transfer is cancelled as soon as the byte count passes the limit for its type —
 ///   known from the magic bytes once 12 bytes arrived, before that from `Content-Type` or the
 ///   descriptor's `type`, else the largest limit (50 MiB); a `Content-Length` over the limit
 ///   cancels before the body.
 /// - Name: `<uuid>.<ext>` with the extension of the type recognised by magic bytes (an HTML
 ///   page served with `200` and `image/png` is refused); the partial file is removed on failure.
-/// - Memory: URLSession's delegate queue is bounded (``BoundedDelegateQueue``), so a fast
-///   server cannot pile the body up in memory while the file is written; peak RSS grows by
-///   about 1 MiB for a 9 MB image, plain or sealed.
+/// - Memory: the fetcher hands over one chunk (at most 16 KiB) at a time and reads no more
+///   until it is written, so a fast server cannot pile the body up in memory; a 9 MB image
+///   costs no more peak RSS than a 10 KB one (the one-time cost is loading libcurl).
 /// - Sealed media: the SHA-256 of the downloaded box is computed while streaming and
 ///   compared to `sha256`; the box file is then opened in 64 KiB chunks with the
 ///   descriptor's key and AAD (empty, FORMAT.md §5) through `AES256GCM.Stream` into a private
@@ -106,10 +124,10 @@ public final class DownloadCancellation: Sendable {
 public struct MediaDownloader: Sendable {
     /// Most redirects followed (3).
     public static let maxRedirectCount = 3
-    /// How many URLSession callbacks may wait in the delegate queue before the network side
-    /// waits (64; body chunks are at most 16 KiB each on Linux, so at most about 1 MiB queued).
+    /// How many fetcher callbacks may wait before the network side waits (64; the libcurl
+    /// fetcher delivers one chunk at a time, so this is an upper bound for other fetchers).
     static let maxPendingCallbackCount = 64
-    /// After a timeout, how long to wait for URLSession to confirm the cancellation (100 ms).
+    /// After a timeout, how long to wait for the fetcher to confirm the cancellation (100 ms).
     static let cancellationGraceMilliseconds = 100
 
     /// The App Group container directory the files go into.
@@ -118,13 +136,19 @@ public struct MediaDownloader: Sendable {
     public let allowInsecureLoopback: Bool
     /// Where the `download` diagnostic lines go.
     public let logger: any DiagnosticLogger
+    /// The network side.
+    public let fetcher: any MediaFetching
 
     /// Creates a downloader.
     /// - Parameters:
     ///   - containerDirectory: an existing directory (the App Group container).
     ///   - allowInsecureLoopback: permit `http://127.0.0.1…` and friends.
     ///   - logger: diagnostics sink.
-    public init(containerDirectory: URL, allowInsecureLoopback: Bool = false, logger: any DiagnosticLogger = NullLogger()) {
+    ///   - fetcher: the network side (default: ``DynamicMediaFetcher``, the libcurl-based
+    ///     library loaded on first use).
+    public init(containerDirectory: URL, allowInsecureLoopback: Bool = false, logger: any DiagnosticLogger = NullLogger(),
+                fetcher: any MediaFetching = DynamicMediaFetcher()) {
+        self.fetcher = fetcher
         self.containerDirectory = containerDirectory
         self.allowInsecureLoopback = allowInsecureLoopback
         self.logger = logger
@@ -156,7 +180,9 @@ public struct MediaDownloader: Sendable {
 
     /// True for `localhost`, 127.0.0.0/8 and `::1`.
     static func isLoopback(_ host: String) -> Bool {
-        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        var h = Substring(host.lowercased())
+        while let c = h.first, c == "[" || c == "]" { h = h.dropFirst() }
+        while let c = h.last, c == "[" || c == "]" { h = h.dropLast() }
         if h == "localhost" || h == "::1" || h == "0:0:0:0:0:0:0:1" { return true }
         let parts = h.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
@@ -215,39 +241,33 @@ public struct MediaDownloader: Sendable {
         let overhead = sealed ? AES256GCM.minimumCombinedByteCount : 0
         let base = UUID().uuidString
         let partURL = containerDirectory.appendingPathComponent(".\(base).download")
-        guard FileManager.default.createFile(atPath: partURL.path, contents: nil, attributes: [.posixPermissions: 0o600]),
-              let handle = FileHandle(forWritingAtPath: partURL.path) else {
+        guard let handle = PosixFile.create(atPath: partURL.path) else {
             throw ExtensionError(.mediaTransferFailed, "cannot create a file in the App Group container")
         }
         defer { try? FileManager.default.removeItem(at: partURL) }
-        if cancellation?.isCancelled == true { try? handle.close(); throw ExtensionError(.mediaCancelled, "cancelled before the request") }
+        if cancellation?.isCancelled == true { handle.close(); throw ExtensionError(.mediaCancelled, "cancelled before the request") }
 
         let transfer = Transfer(downloader: self, file: handle, sniff: !sealed, declared: declared, overhead: overhead,
                                 hashing: expectedDigest != nil)
-        let delegate = TransferDelegate(transfer: transfer)
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeoutSeconds
-        configuration.timeoutIntervalForResource = timeoutSeconds
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.urlCache = nil
-        configuration.httpShouldSetCookies = false
-        let queue = BoundedDelegateQueue(maxPendingOperationCount: Self.maxPendingCallbackCount)
-        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
-        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeoutSeconds)
-        request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
-        let task = session.dataTask(with: request)
+        let task: any MediaFetchTask
+        do {
+            task = try fetcher.start(url: url.absoluteString, timeoutSeconds: timeoutSeconds,
+                                     maxPendingCallbacks: Self.maxPendingCallbackCount, events: transfer)
+        } catch {
+            transfer.closeFile()
+            throw error
+        }
         transfer.task.withLock { $0 = task }
         cancellation?.onCancel { transfer.abort(ExtensionError(.mediaCancelled, "the extension's time is up")) }
-        task.resume()
 
         if transfer.done.wait(timeout: .now() + .nanoseconds(Int(timeoutSeconds * 1e9))) == .timedOut {
-            transfer.abort(ExtensionError(.mediaTimedOut, "no complete answer within \(String(format: "%.3f", timeoutSeconds)) s"))
-            // Give URLSession a moment to report the cancellation; never wait longer.
+            transfer.abort(ExtensionError(.mediaTimedOut, "no complete answer within \(formatMilliseconds(timeoutSeconds * 1000)) ms"))
+            // Give the network side a moment to report the cancellation; never wait longer.
             _ = transfer.done.wait(timeout: .now() + .milliseconds(Self.cancellationGraceMilliseconds))
         }
         cancellation?.onCancel(nil)
         transfer.closeFile()
-        session.finishTasksAndInvalidate()
+        task.finish()
 
         let result = transfer.result()
         if let error = result.error { throw error }
@@ -287,10 +307,10 @@ public struct MediaDownloader: Sendable {
     /// Memory stays at a few chunks whatever the file size.
     private func openSealed(at boxURL: URL, key: SecretBytes, aad: [UInt8], base: String,
                             downloaded: Int, redirects: Int) throws -> DownloadedMedia {
-        guard let box = FileHandle(forReadingAtPath: boxURL.path) else {
+        guard let box = PosixFile.openForReading(atPath: boxURL.path) else {
             throw ExtensionError(.mediaTransferFailed, "cannot read the downloaded box")
         }
-        defer { try? box.close() }
+        defer { box.close() }
         let boxByteCount = downloaded
         guard boxByteCount >= AES256GCM.minimumCombinedByteCount else {
             throw ExtensionError(.mediaDecryptionFailed, "the media box is \(boxByteCount) bytes, shorter than nonce and tag (28)")
@@ -301,11 +321,11 @@ public struct MediaDownloader: Sendable {
         }
         func read(_ count: Int) throws -> [UInt8] {
             do {
-                let data = try box.read(upToCount: count) ?? Data()
+                let data = try box.read(upToCount: count)
                 guard data.count == count else {
                     throw ExtensionError(.mediaTransferFailed, "the downloaded box is shorter than its byte count")
                 }
-                return [UInt8](data)
+                return data
             } catch let error as ExtensionError {
                 throw error
             } catch {
@@ -314,13 +334,12 @@ public struct MediaDownloader: Sendable {
         }
 
         let partial = containerDirectory.appendingPathComponent(".\(base).opening")
-        guard FileManager.default.createFile(atPath: partial.path, contents: nil, attributes: [.posixPermissions: 0o600]),
-              let out = FileHandle(forWritingAtPath: partial.path) else {
+        guard let out = PosixFile.create(atPath: partial.path) else {
             throw ExtensionError(.mediaTransferFailed, "cannot create a file in the App Group container")
         }
         var released = false
         defer {
-            try? out.close()
+            out.close()
             if !released { try? FileManager.default.removeItem(at: partial) }
         }
 
@@ -346,7 +365,7 @@ public struct MediaDownloader: Sendable {
                 header.append(contentsOf: plain.prefix(MediaType.sniffByteCount - header.count))
             }
             do {
-                try plain.withUnsafeBytes { try out.write(contentsOf: $0) }
+                try plain.withUnsafeBytes { try out.write($0) }
             } catch {
                 SecretBytes.wipe(&plain)
                 throw ExtensionError(.mediaTransferFailed, "cannot write the decrypted media to the App Group container")
@@ -402,16 +421,14 @@ public struct MediaDownloader: Sendable {
     }
 }
 
-/// The state of one transfer, shared by the waiting thread and URLSession's delegate queue.
+/// The state of one transfer, shared by the waiting thread and the fetcher's callback queue.
 ///
 /// `@unchecked Sendable`: all mutable state, the file handle and the hasher are touched only
 /// under `state`'s lock (writes to the file included, so closing it cannot race a write).
 ///
-/// Lesson from FoundationNetworking on Linux: cancelling a task from inside a delegate callback
-/// before that callback's completion handler ran traps ("Received callback for HTTP
-/// redirection, but we're not waiting for it"). Callbacks therefore only *record* an error and
-/// answer through their completion handler (`nil` / `.cancel`); only the data callback, the
-/// timer and the cancellation token cancel the task.
+/// Callbacks only *record* an error and answer through their return value; only the data
+/// callback, the timer and the cancellation token cancel the transfer (a lesson kept from the
+/// earlier URLSession fetcher, which trapped when a task was cancelled inside a callback).
 final class Transfer: @unchecked Sendable {
     struct State {
         var error: ExtensionError?
@@ -426,16 +443,16 @@ final class Transfer: @unchecked Sendable {
     }
 
     let downloader: MediaDownloader
-    private let file: FileHandle
+    private let file: PosixFile
     let sniffContent: Bool
     let overhead: Int
     private let hasher: SHA256Hasher?
     let state: Locked<State>
-    let task = Locked<URLSessionTask?>(nil)
-    /// Signalled once, when URLSession reports the task complete.
+    let task = Locked<(any MediaFetchTask)?>(nil)
+    /// Signalled once, when the fetcher reports the transfer complete.
     let done = DispatchSemaphore(value: 0)
 
-    init(downloader: MediaDownloader, file: FileHandle, sniff: Bool, declared: MediaType?, overhead: Int, hashing: Bool) {
+    init(downloader: MediaDownloader, file: PosixFile, sniff: Bool, declared: MediaType?, overhead: Int, hashing: Bool) {
         self.downloader = downloader
         self.file = file
         self.sniffContent = sniff
@@ -457,23 +474,21 @@ final class Transfer: @unchecked Sendable {
 
     private let cancelRequested = Locked(false)
 
-    /// Cancels the task once, from a global queue: `URLSessionTask.cancel()` waits for the
-    /// session's work queue, which may be waiting for the (bounded) delegate queue, so it must
-    /// not run on the delegate queue, and one waiting thread per chunk would exhaust the pool.
+    /// Cancels the task once (the fetcher never waits for its network side in `cancel()`).
     func cancelTask() {
         let first = cancelRequested.withLock { done -> Bool in
             defer { done = true }
             return !done
         }
         guard first, let task = task.withLock({ $0 }) else { return }
-        DispatchQueue.global().async { task.cancel() }
+        task.cancel()
     }
 
     var hasFailed: Bool { state.withLock { $0.error != nil } }
 
     /// Streams one chunk: counts, sniffs, enforces the limit, hashes and writes — under the lock.
     /// - Returns: false when the transfer must stop (error recorded).
-    func receive(_ data: Data) -> Bool {
+    func receive(_ data: UnsafeRawBufferPointer) -> Bool {
         state.withLock { s -> Bool in
             guard s.error == nil, !s.fileClosed else { return false }
             s.byteCount += data.count
@@ -491,9 +506,9 @@ final class Transfer: @unchecked Sendable {
                 s.error = ExtensionError(.attachmentInvalidFileSize, "passed the limit of \(s.limit) bytes; aborted at \(s.byteCount)")
                 return false
             }
-            if let hasher { data.withUnsafeBytes { hasher.update($0) } }
+            hasher?.update(data)
             do {
-                try file.write(contentsOf: data)
+                try file.write(data)
             } catch {
                 s.error = ExtensionError(.mediaTransferFailed, "cannot write to the App Group container")
                 return false
@@ -502,7 +517,7 @@ final class Transfer: @unchecked Sendable {
         }
     }
 
-    /// URLSession reported completion: map its error, finish the digest, wake the waiter.
+    /// The fetcher reported completion: map its error, finish the digest, wake the waiter.
     func complete(_ error: ExtensionError?) {
         state.withLock { s in
             if s.error == nil, let error { s.error = error }
@@ -517,7 +532,7 @@ final class Transfer: @unchecked Sendable {
         state.withLock { s in
             guard !s.fileClosed else { return }
             s.fileClosed = true
-            try? file.close()
+            file.close()
         }
     }
 
@@ -530,125 +545,62 @@ final class Transfer: @unchecked Sendable {
     }
 }
 
-/// URLSession delegate streaming one transfer to its file.
-///
-/// `@unchecked Sendable`: its only stored property is the `Transfer`, itself safe (see there).
-final class TransferDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    let transfer: Transfer
-
-    init(transfer: Transfer) { self.transfer = transfer }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-        let count = transfer.state.withLock { s -> Int in s.redirects += 1; return s.redirects }
+extension Transfer: MediaFetchEvents {
+    func redirect(to url: String) -> Bool {
+        let count = state.withLock { s -> Int in s.redirects += 1; return s.redirects }
         guard count <= MediaDownloader.maxRedirectCount else {
-            transfer.record(ExtensionError(.mediaTooManyRedirects, "more than \(MediaDownloader.maxRedirectCount) redirects"))
-            completionHandler(nil)
-            return
+            record(ExtensionError(.mediaTooManyRedirects, "more than \(MediaDownloader.maxRedirectCount) redirects"))
+            return false
         }
-        guard let url = request.url else {
-            transfer.record(ExtensionError(.mediaURLRefused, "redirect without a location"))
-            completionHandler(nil)
-            return
+        guard let target = URL(string: url) else {
+            record(ExtensionError(.mediaURLRefused, "redirect without a usable location"))
+            return false
         }
         do {
-            try transfer.downloader.checkPolicy(url)
+            try downloader.checkPolicy(target)
         } catch {
             let e = error as? ExtensionError
-            transfer.record(ExtensionError(.mediaURLRefused, "redirect refused: \(e?.reason ?? "policy")"))
-            completionHandler(nil)
-            return
+            record(ExtensionError(.mediaURLRefused, "redirect refused: \(e?.reason ?? "policy")"))
+            return false
         }
-        completionHandler(request)
+        return true
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
-        guard let http = response as? HTTPURLResponse else {
-            transfer.record(ExtensionError(.mediaTransferFailed, "not an HTTP response"))
-            completionHandler(.cancel)
-            return
+    func response(status: Int, contentType: String?, contentLength: Int?) -> Bool {
+        guard status != 0 else {
+            record(ExtensionError(.mediaTransferFailed, "not an HTTP response"))
+            return false
         }
-        guard (200..<300).contains(http.statusCode) else {
-            transfer.record(ExtensionError(.mediaHTTPStatus, "the server answered HTTP \(http.statusCode)"))
-            completionHandler(.cancel)
-            return
+        guard (200..<300).contains(status) else {
+            record(ExtensionError(.mediaHTTPStatus, "the server answered HTTP \(status)"))
+            return false
         }
-        let contentType = http.value(forHTTPHeaderField: "Content-Type")
-        let limit = transfer.state.withLock { s -> Int in
+        let limit = state.withLock { s -> Int in
             s.contentType = contentType
-            if transfer.sniffContent, let declared = contentType.flatMap(MediaType.init(mimeType:)) {
-                s.limit = min(s.limit, declared.category.maxByteCount + transfer.overhead)
+            if sniffContent, let declared = contentType.flatMap(MediaType.init(mimeType:)) {
+                s.limit = min(s.limit, declared.category.maxByteCount + overhead)
             }
             return s.limit
         }
-        if let length = http.value(forHTTPHeaderField: "Content-Length").flatMap({ Int($0) }), length > limit {
-            transfer.record(ExtensionError(.attachmentInvalidFileSize, "Content-Length \(length) is over the limit of \(limit) bytes"))
-            completionHandler(.cancel)
-            return
+        if let length = contentLength, length > limit {
+            record(ExtensionError(.attachmentInvalidFileSize, "Content-Length \(length) is over the limit of \(limit) bytes"))
+            return false
         }
-        completionHandler(.allow)
+        return true
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        // Never `dataTask.cancel()` here: it waits for the work queue (see `cancelTask()`).
-        if !transfer.receive(data) { transfer.cancelTask() }
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        if let error {
-            let nsError = error as NSError
-            if nsError.domain == NSURLErrorDomain, nsError.code == NSURLErrorTimedOut {
-                transfer.complete(ExtensionError(.mediaTimedOut, "the request timed out"))
-            } else if nsError.domain == NSURLErrorDomain, nsError.code == NSURLErrorCancelled {
-                transfer.complete(ExtensionError(.mediaCancelled, "the request was cancelled"))
-            } else {
-                transfer.complete(ExtensionError(.mediaTransferFailed, "transfer failed (\(nsError.domain) \(nsError.code))"))
+    func complete(_ completion: MediaFetchCompletion) {
+        switch completion {
+        case .timedOut: complete(ExtensionError(.mediaTimedOut, "the request timed out"))
+        case .cancelled: complete(ExtensionError(.mediaCancelled, "the request was cancelled"))
+        case .failed(let code): complete(ExtensionError(.mediaTransferFailed, "transfer failed (URL error \(code))"))
+        case .finished(let status):
+            if status != 0, !(200..<300).contains(status) {
+                complete(ExtensionError(.mediaHTTPStatus, "the server answered HTTP \(status)"))
+                return
             }
-            return
-        }
-        if let http = task.response as? HTTPURLResponse, !(200..<300).contains(http.statusCode) {
-            transfer.complete(ExtensionError(.mediaHTTPStatus, "the server answered HTTP \(http.statusCode)"))
-            return
-        }
-        let empty = transfer.state.withLock { $0.byteCount == 0 }
-        transfer.complete(empty ? ExtensionError(.attachmentUnrecognizedType, "empty body") : nil)
-    }
-}
-
-/// A serial delegate queue for URLSession that applies backpressure.
-///
-/// FoundationNetworking on Linux hands every received chunk to the delegate queue with
-/// `addOperation(_:)` from the session's work queue, which also drives libcurl. A plain
-/// `OperationQueue` queues them without bound, so on a fast link a 9 MB body sits in memory
-/// while the delegate catches up. Here `addOperation(_:)` waits while `maxPendingOperationCount`
-/// operations are pending: the work queue, and with it libcurl and TCP, slows down to the pace
-/// of the delegate. Calls from the queue's own operations never wait (no self-deadlock), and a
-/// wait gives up after ``maxWaitSeconds`` (queueing then proceeds unbounded rather than hang).
-///
-/// Callbacks running on this queue must not wait for URLSession's work queue (e.g.
-/// `URLSessionTask.cancel()`, which uses `workQueue.sync`): they dispatch such calls elsewhere.
-///
-/// `@unchecked Sendable`: `OperationQueue` is thread-safe; the only added state is a semaphore.
-final class BoundedDelegateQueue: OperationQueue, @unchecked Sendable {
-    /// Longest a producer waits for a free slot (5 s).
-    static let maxWaitSeconds = 5.0
-    private let slots: DispatchSemaphore
-
-    /// Creates a serial queue allowing `maxPendingOperationCount` pending operations.
-    init(maxPendingOperationCount: Int) {
-        slots = DispatchSemaphore(value: max(1, maxPendingOperationCount))
-        super.init()
-        maxConcurrentOperationCount = 1
-    }
-
-    override func addOperation(_ block: @escaping @Sendable () -> Void) {
-        let counted = OperationQueue.current !== self
-            && slots.wait(timeout: .now() + .nanoseconds(Int(Self.maxWaitSeconds * 1e9))) == .success
-        let slots = self.slots
-        super.addOperation {
-            block()
-            if counted { slots.signal() }
+            let empty = state.withLock { $0.byteCount == 0 }
+            complete(empty ? ExtensionError(.attachmentUnrecognizedType, "empty body") : nil)
         }
     }
 }

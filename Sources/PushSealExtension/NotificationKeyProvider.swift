@@ -31,86 +31,9 @@ public protocol NotificationPayloadOpener: Sendable {
     ///   - payload: the APNs payload.
     ///   - key: the 32-byte key for the payload's key id.
     ///   - appID: the app's bundle identifier from the extension's configuration (never the payload's).
-    /// - Returns: the decoded plaintext.
+    /// - Returns: the decoded plaintext (FORMAT.md §5).
     /// - Throws: when the box does not authenticate or the plaintext is not a valid object;
     ///   mapped to a token by ``FallbackReason/open(_:)``; the description (no plaintext in it)
     ///   goes to the detail.
-    func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> DecryptedNotification
-}
-
-/// The decoded plaintext of a notification, as the service needs it.
-public struct DecryptedNotification: Sendable {
-    /// One locale's variant (`localizations.<tag>`); a missing field falls back to the default's.
-    public struct Localization: Sendable, Hashable {
-        /// A BCP 47 language tag as written, e.g. `pt-BR`, `fr`.
-        public let locale: String
-        /// Localized title, or `nil`.
-        public let title: String?
-        /// Localized subtitle, or `nil`.
-        public let subtitle: String?
-        /// Localized body, or `nil`.
-        public let body: String?
-
-        /// Creates a variant.
-        public init(locale: String, title: String? = nil, subtitle: String? = nil, body: String? = nil) {
-            self.locale = locale
-            self.title = title
-            self.subtitle = subtitle
-            self.body = body
-        }
-    }
-
-    /// The default title, or `nil`.
-    public var title: String?
-    /// The default subtitle, or `nil`.
-    public var subtitle: String?
-    /// The default body, or `nil`.
-    public var body: String?
-    /// The media to attach, or `nil`.
-    public var media: MediaDescriptor?
-    /// Per-locale variants, in plaintext order.
-    public var localizations: [Localization]
-    /// Members merged into `userInfo` (`data`), or `nil`.
-    public var data: JSONObject?
-    /// Issued at, seconds since 1970 UTC (`iat`), or `nil`.
-    public var issuedAt: Int64?
-    /// Expires at, seconds since 1970 UTC (`exp`), or `nil` for never.
-    public var expiresAt: Int64?
-    /// The notification id for the replay guard (`id`), or `nil`.
-    public var id: String?
-
-    /// Creates a plaintext.
-    public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, media: MediaDescriptor? = nil,
-                localizations: [Localization] = [], data: JSONObject? = nil, issuedAt: Int64? = nil,
-                expiresAt: Int64? = nil, id: String? = nil) {
-        self.title = title
-        self.subtitle = subtitle
-        self.body = body
-        self.media = media
-        self.localizations = localizations
-        self.data = data
-        self.issuedAt = issuedAt
-        self.expiresAt = expiresAt
-        self.id = id
-    }
-
-    /// Title, subtitle and body for `locale`: the variant whose tag matches the locale, else
-    /// the locale with its last subtag removed, and so on (`pt-BR` → `pt`), else the default.
-    /// Tags compare case-insensitively with `_` read as `-`. A variant's missing field falls
-    /// back to the default's field.
-    /// - Parameter locale: the device locale, e.g. `pt-BR`; `nil` picks the default.
-    /// - Returns: the texts and the tag used (`nil` for the default).
-    public func localized(for locale: String?) -> (title: String?, subtitle: String?, body: String?, locale: String?) {
-        func normalize(_ tag: String) -> String { tag.replacingOccurrences(of: "_", with: "-").lowercased() }
-        if var wanted = locale.map(normalize), !wanted.isEmpty {
-            while true {
-                if let variant = localizations.first(where: { normalize($0.locale) == wanted }) {
-                    return (variant.title ?? title, variant.subtitle ?? subtitle, variant.body ?? body, variant.locale)
-                }
-                guard let cut = wanted.lastIndex(of: "-") else { break }
-                wanted = String(wanted[..<cut])
-            }
-        }
-        return (title, subtitle, body, nil)
-    }
+    func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> NotificationPlaintext
 }

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Remembers the most recent notification `id`s so a replayed payload falls back to the
 /// original content with reason `replayed`.
@@ -34,8 +43,8 @@ public final class ReplayGuard: Sendable {
     /// - Returns: true if `id` was not among the remembered ids (it is now), false if it was.
     /// - Throws: `ExtensionError` `.replayCacheFailed` when the file cannot be read or written.
     public func checkAndRecord(_ id: String) throws -> Bool {
-        let line = id.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
-            .replacingOccurrences(of: "\r", with: "\\r")
+        let line = id.replacing("\\", with: "\\\\").replacing("\n", with: "\\n")
+            .replacing("\r", with: "\\r")
         return try lock.withLock { _ in
             var ids = try load()
             if ids.contains(line) { return false }

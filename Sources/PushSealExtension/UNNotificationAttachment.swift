@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// An emulated `UNNotificationAttachment`: a local media file shown with a notification.
 ///
@@ -58,12 +67,12 @@ public struct UNNotificationAttachment: Sendable, Hashable {
         guard size > 0 else {
             throw ExtensionError(.attachmentInvalidFileSize, "attachment file is empty")
         }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
+        guard let handle = PosixFile.openForReading(atPath: path) else {
             throw ExtensionError(.attachmentInvalidURL, "attachment file is not readable")
         }
-        let header = (try? handle.read(upToCount: MediaType.sniffByteCount)) ?? nil
-        try? handle.close()
-        guard let sniffed = MediaType.sniff(header ?? Data()) else {
+        let header = (try? handle.read(upToCount: MediaType.sniffByteCount)) ?? []
+        handle.close()
+        guard let sniffed = MediaType.sniff(header) else {
             throw ExtensionError(.attachmentUnrecognizedType, "content matches no supported media type (magic bytes)")
         }
         if let named, named.category != sniffed.category || (named.category == .image && named != sniffed) {

@@ -28,33 +28,7 @@ public struct WireFormatOpener: NotificationPayloadOpener {
     /// - Returns: the plaintext, after the tag verified.
     /// - Throws: the envelope errors of ``keyID(in:)``; `FormatError` `.authenticationFailed`,
     ///   `.invalidKey`, `.invalidAppID`, `.invalidPlaintext`.
-    public func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> DecryptedNotification {
-        DecryptedNotification(try SealedPayload(payload: payload).open(with: key, appID: appID))
-    }
-}
-
-extension DecryptedNotification {
-    /// The service's view of a decoded wire-format plaintext (media `sha256` as lower-case hex).
-    /// - Parameter plaintext: the decoded plaintext.
-    public init(_ plaintext: NotificationPlaintext) {
-        self.init(title: plaintext.title, subtitle: plaintext.subtitle, body: plaintext.body,
-                  media: plaintext.media.map { m in
-                      MediaDescriptor(url: m.url, type: m.type, sha256Hex: m.sha256.map(Self.hex), key: m.key)
-                  },
-                  localizations: plaintext.localizations.map {
-                      Localization(locale: $0.locale, title: $0.content.title, subtitle: $0.content.subtitle, body: $0.content.body)
-                  },
-                  data: plaintext.data, issuedAt: plaintext.iat, expiresAt: plaintext.exp, id: plaintext.id)
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
+    public func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> NotificationPlaintext {
+        try SealedPayload(payload: payload).open(with: key, appID: appID)
     }
 }

@@ -1,9 +1,10 @@
+import PushSealCrypto
 /// An error from the format layer: JSON reading and writing, and the wire format.
 ///
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
 /// will not. Reasons name what was wrong and where (a byte offset), never key bytes or
 /// plaintext beyond the offending character.
-public struct FormatError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct FormatError: CodedError {
     /// A stable, machine-readable error code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// The code's stable name, e.g. `invalidJSON`.
@@ -77,8 +78,4 @@ public struct FormatError: Error, Hashable, Sendable, CustomStringConvertible {
         self.code = code
         self.reason = reason
     }
-
-    public static func == (lhs: FormatError, rhs: FormatError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-    public var description: String { "\(code): \(reason)" }
 }

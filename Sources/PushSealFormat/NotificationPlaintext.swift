@@ -333,6 +333,9 @@ public struct MediaDescriptor: Sendable, Equatable {
         return .object(o)
     }
 
+    /// ``sha256`` as 64 lower-case hex digits, as on the wire; `nil` when absent.
+    public var sha256Hex: String? { sha256.map(Self.hex) }
+
     static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []

@@ -1,4 +1,15 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import PushSealFormat
+import PushSealFormat
 
 /// The identity a process reads the keychain as: the entitlements an iOS app or its
 /// Notification Service Extension is signed with.
@@ -67,31 +78,70 @@ public struct Entitlements: Sendable, Hashable {
     ///   - source: a name for error messages.
     /// - Throws: `KeychainError` `.decode`.
     public static func decode(_ data: Data, source: String = "entitlements") throws -> Entitlements {
-        let object: Any?
         let first = data.first(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) })
+        let entries: [String: Entry]
         if first == UInt8(ascii: "{") {
-            object = try? JSONSerialization.jsonObject(with: data)
+            guard let object = (try? JSONReader.parse([UInt8](data)))?.objectValue else {
+                throw KeychainError(.decode, "\(source) is not a JSON object or property-list dictionary")
+            }
+            var d: [String: Entry] = [:]
+            for (key, value) in object {
+                switch value {
+                case .string(let s): d[key] = .string(s)
+                case .array(let a): d[key] = .array(a.map { $0.stringValue })
+                default: d[key] = .other
+                }
+            }
+            entries = d
         } else {
-            object = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)
-        }
-        guard let dict = object as? [String: Any] else {
-            throw KeychainError(.decode, "\(source) is not a JSON object or property-list dictionary")
+            // PropertyListDecoder is in FoundationEssentials (PropertyListSerialization is not).
+            guard let decoded = try? PropertyListDecoder().decode([String: Entry].self, from: data) else {
+                throw KeychainError(.decode, "\(source) is not a JSON object or property-list dictionary")
+            }
+            entries = decoded
         }
         func strings(_ key: String) throws -> [String]? {
-            guard let v = dict[key] else { return nil }
-            guard let a = v as? [Any] else { throw KeychainError(.decode, "\(source): \(key) must be an array of strings") }
+            guard let v = entries[key] else { return nil }
+            guard case .array(let a) = v else { throw KeychainError(.decode, "\(source): \(key) must be an array of strings") }
             return try a.map {
-                guard let s = $0 as? String, !s.isEmpty else { throw KeychainError(.decode, "\(source): \(key) must be an array of non-empty strings") }
+                guard let s = $0, !s.isEmpty else { throw KeychainError(.decode, "\(source): \(key) must be an array of non-empty strings") }
                 return s
             }
         }
         var e = Entitlements()
-        if let v = dict["application-identifier"] {
-            guard let s = v as? String, !s.isEmpty else { throw KeychainError(.decode, "\(source): application-identifier must be a non-empty string") }
+        if let v = entries["application-identifier"] {
+            guard case .string(let s) = v, !s.isEmpty else { throw KeychainError(.decode, "\(source): application-identifier must be a non-empty string") }
             e.applicationIdentifier = s
         }
         e.keychainAccessGroups = try strings("keychain-access-groups") ?? []
         e.applicationGroups = try (strings("com.apple.security.application-groups") ?? []) + (strings("application-groups") ?? [])
         return e
+    }
+}
+
+/// One entitlement's value as far as the keychain cares: a string, an array (string elements,
+/// `nil` for any other element), or anything else.
+private enum Entry: Decodable {
+    case string(String)
+    case array([String?])
+    case other
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? c.decode([Lossy].self) {
+            self = .array(a.map(\.string))
+        } else {
+            self = .other
+        }
+    }
+
+    /// An array element: its string, or `nil` for any other type.
+    struct Lossy: Decodable {
+        let string: String?
+        init(from decoder: any Decoder) throws {
+            string = try? decoder.singleValueContainer().decode(String.self)
+        }
     }
 }

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where one item's file and the device state live, resolved once from a fully specified query
 /// (class, service, account, access group) so that ``Keychain/itemVersion(at:)`` costs two

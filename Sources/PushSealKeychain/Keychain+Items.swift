@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSealCrypto
 
 extension Keychain {
@@ -118,7 +127,7 @@ extension Keychain {
             let now = ItemRecord.now()
             var plans: [(oldPath: String, newPath: String, bytes: [UInt8])] = []
             var newNames = Set<String>()
-            let oldNames = Set(matches.map { ($0.path as NSString).lastPathComponent })
+            let oldNames = Set(matches.map { URL(fileURLWithPath: $0.path).lastPathComponent })
             for match in matches {
                 let old = match.parsed.record.attributes
                 let oldKey = try classKey(for: old.accessibility, state: state)

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSealCrypto
 
 /// A file-backed emulation of iOS Keychain Services, opened as one identity (an app or its
@@ -39,7 +48,7 @@ public final class Keychain: @unchecked Sendable {
     private let whenUnlockedKey: SecretBytes?
     private let sessionKEK: SecretBytes
     private let meta: KeychainMeta
-    private let cacheLock = NSLock()
+    private let cacheLock = PosixLock()
     private var sessionCache: (box: [UInt8], key: SecretBytes)?
 
     // MARK: Create and open
@@ -51,13 +60,16 @@ public final class Keychain: @unchecked Sendable {
     ///   - passcode: the emulated device passcode, or `nil` for none. With one, the class A
     ///     (`WhenUnlocked`) key is wrapped by device secret ‖ Argon2id(passcode).
     ///   - passcodeParameters: Argon2id cost (default libsodium "interactive", 2 passes, 64 MiB).
-    /// - Throws: `KeychainError` `.alreadyExists` (non-empty directory or a file at `url`),
+    /// - Throws: `KeychainError` `.alreadyExists` (`url` is already a keychain, a non-empty
+    ///   directory, or a file),
     ///   `.insecurePermissions`, `.io`, `.param` (parameters out of range).
     public static func create(at url: URL, passcode: String? = nil, passcodeParameters: PasscodeParameters = .interactive) throws {
         let paths = KeychainPaths(root: url.standardizedFileURL.path)
         if let st = try Posix.status(paths.root) {
             guard Posix.isDirectory(st) else { throw KeychainError(.alreadyExists, "\(paths.root) exists and is not a directory") }
-            guard try Posix.list(paths.root).isEmpty else { throw KeychainError(.alreadyExists, "\(paths.root) is not empty") }
+            let entries = try Posix.list(paths.root)
+            if entries.contains("keychain.meta") { throw KeychainError(.alreadyExists, "\(paths.root) is already a keychain") }
+            guard entries.isEmpty else { throw KeychainError(.alreadyExists, "\(paths.root) is not empty") }
             guard st.st_uid == geteuid() else { throw KeychainError(.insecurePermissions, "\(paths.root) is owned by another user") }
             guard chmod(paths.root, 0o700) == 0 else { throw Posix.ioError("chmod", paths.root) }
         } else {

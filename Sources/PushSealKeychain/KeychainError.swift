@@ -1,3 +1,4 @@
+import PushSealCrypto
 /// An error from the keychain emulation.
 ///
 /// Item errors carry the real Keychain Services `OSStatus` number and its Apple name
@@ -8,7 +9,7 @@
 ///
 /// Compare errors by ``code``; the human ``reason`` may change, codes will not. Reasons never
 /// contain secret data or key bytes. No error is ever turned into "not found".
-public struct KeychainError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct KeychainError: CodedError {
     /// A stable, machine-readable error code, with the OSStatus it stands for (if any).
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// The code's stable name, e.g. `itemNotFound`.
@@ -78,9 +79,6 @@ public struct KeychainError: Error, Hashable, Sendable, CustomStringConvertible 
     public var osStatus: Int32? { code.osStatus }
     /// Apple's name for ``osStatus`` (e.g. `errSecInteractionNotAllowed`), or `nil`.
     public var statusName: String? { code.statusName }
-
-    public static func == (lhs: KeychainError, rhs: KeychainError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// `reason`, followed by `: errSecX (N)` when an OSStatus exists, e.g.
     /// `item is not accessible while the device is locked: errSecInteractionNotAllowed (-25308)`.

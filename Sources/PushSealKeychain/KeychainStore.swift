@@ -1,5 +1,15 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSealCrypto
+import PushSealFormat
 
 /// Paths inside a keychain directory.
 struct KeychainPaths: Sendable {
@@ -61,50 +71,83 @@ struct KeychainMeta {
     }
 
     func encode() throws -> [UInt8] {
-        var keys: [String: Any] = [
-            "metadata": Data(wrappedMetadataKey).base64EncodedString(),
-            "afterFirstUnlock": Data(wrappedAfterFirstUnlockKey).base64EncodedString(),
+        // Members in sorted order, as the file has always been written.
+        var keys: JSONObject = [
+            "afterFirstUnlock": .string(Data(wrappedAfterFirstUnlockKey).base64EncodedString()),
+            "metadata": .string(Data(wrappedMetadataKey).base64EncodedString()),
         ]
-        if let w = wrappedWhenUnlockedKey { keys["whenUnlocked"] = Data(w).base64EncodedString() }
-        var object: [String: Any] = ["format": Self.format, "version": Self.version, "classKeys": keys]
+        if let w = wrappedWhenUnlockedKey { keys["whenUnlocked"] = .string(Data(w).base64EncodedString()) }
+        var object: JSONObject = ["classKeys": .object(keys), "format": .string(Self.format)]
         if let p = passcode {
-            object["passcode"] = [
-                "algorithm": "argon2id13",
-                "salt": Data(p.salt).base64EncodedString(),
-                "opsLimit": Int(p.parameters.opsLimit),
-                "memLimitBytes": p.parameters.memLimitBytes,
-                "wrappedWhenUnlockedKey": Data(p.wrappedWhenUnlockedKey).base64EncodedString(),
-            ] as [String: Any]
+            object["passcode"] = .object([
+                "algorithm": .string("argon2id13"),
+                "memLimitBytes": .integer(Int64(p.parameters.memLimitBytes)),
+                "opsLimit": .integer(Int64(p.parameters.opsLimit)),
+                "salt": .string(Data(p.salt).base64EncodedString()),
+                "wrappedWhenUnlockedKey": .string(Data(p.wrappedWhenUnlockedKey).base64EncodedString()),
+            ])
         }
-        do {
-            return Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) + [0x0A]
-        } catch {
-            throw KeychainError(.io, "cannot encode keychain.meta")
+        object["version"] = .integer(Int64(Self.version))
+        var out = ""
+        Self.pretty(.object(object), indent: "", into: &out)
+        return Array((out + "\n").utf8)
+    }
+
+    /// The layout keychain.meta has always had (that of Foundation's `JSONSerialization` with
+    /// `.sortedKeys, .prettyPrinted` on Linux): two-space indent, `"key" : value`, `/` written
+    /// `\/`. Only strings, integers and objects with sorted members occur here.
+    static func pretty(_ value: JSONValue, indent: String, into out: inout String) {
+        switch value {
+        case .object(let o):
+            out += "{\n"
+            for (i, m) in o.members.enumerated() {
+                out += indent + "  " + quoted(m.key) + " : "
+                pretty(m.value, indent: indent + "  ", into: &out)
+                out += i == o.count - 1 ? "\n" : ",\n"
+            }
+            out += indent + "}"
+        case .string(let s): out += quoted(s)
+        case .integer(let v): out += String(v)
+        default: out += "null"
         }
+    }
+
+    /// A JSON string for base64 text and fixed names: `"` `\\` and `/` escaped.
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for c in s.unicodeScalars {
+            switch c {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "/": out += "\\/"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out + "\""
     }
 
     static func decode(_ bytes: [UInt8], path: String) throws -> KeychainMeta {
         func bad(_ what: String) -> KeychainError { KeychainError(.corrupt, "\(path) is damaged: \(what)") }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { throw bad("not a JSON object") }
-        guard object["format"] as? String == format else { throw bad("not a PushSeal keychain") }
-        guard let v = object["version"] as? Int, v == version else { throw bad("unsupported version") }
-        func box(_ any: Any?, _ name: String) throws -> [UInt8] {
-            guard let s = any as? String, let d = Data(base64Encoded: s), d.count >= AES256GCM.minimumCombinedByteCount else {
+        guard let object = (try? JSONReader.parse(bytes))?.objectValue else { throw bad("not a JSON object") }
+        guard object["format"]?.stringValue == format else { throw bad("not a PushSeal keychain") }
+        guard let v = object["version"]?.integerValue, v == version else { throw bad("unsupported version") }
+        func box(_ value: JSONValue?, _ name: String) throws -> [UInt8] {
+            guard let s = value?.stringValue, let d = Data(base64Encoded: s), d.count >= AES256GCM.minimumCombinedByteCount else {
                 throw bad("\(name) is missing or not base64")
             }
             return Array(d)
         }
-        guard let keys = object["classKeys"] as? [String: Any] else { throw bad("classKeys missing") }
+        guard let keys = object["classKeys"]?.objectValue else { throw bad("classKeys missing") }
         var meta = KeychainMeta(wrappedMetadataKey: try box(keys["metadata"], "classKeys.metadata"),
                                 wrappedAfterFirstUnlockKey: try box(keys["afterFirstUnlock"], "classKeys.afterFirstUnlock"),
                                 wrappedWhenUnlockedKey: nil, passcode: nil)
         if let w = keys["whenUnlocked"] { meta.wrappedWhenUnlockedKey = try box(w, "classKeys.whenUnlocked") }
         if let p = object["passcode"] {
-            guard let p = p as? [String: Any], p["algorithm"] as? String == "argon2id13",
-                  let saltText = p["salt"] as? String, let salt = Data(base64Encoded: saltText), salt.count == Argon2id.saltByteCount,
-                  let ops = p["opsLimit"] as? Int, ops > 0, let mem = p["memLimitBytes"] as? Int
+            guard let p = p.objectValue, p["algorithm"]?.stringValue == "argon2id13",
+                  let saltText = p["salt"]?.stringValue, let salt = Data(base64Encoded: saltText), salt.count == Argon2id.saltByteCount,
+                  let ops = p["opsLimit"]?.integerValue, ops > 0, let mem = p["memLimitBytes"]?.integerValue, let memBytes = Int(exactly: mem)
             else { throw bad("passcode record malformed") }
-            let parameters = PasscodeParameters(opsLimit: UInt64(ops), memLimitBytes: mem)
+            let parameters = PasscodeParameters(opsLimit: UInt64(ops), memLimitBytes: memBytes)
             guard parameters.isWithinCaps else {
                 throw bad("passcode parameters exceed the cap (opsLimit <= \(PasscodeParameters.maxOpsLimit), memLimitBytes <= \(PasscodeParameters.maxMemLimitBytes))")
             }

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSealCrypto
 import PushSealKeychain
 
@@ -67,6 +76,6 @@ public final class DeviceKeyring: Sendable {
                 return secret
             }
         }
-        throw KeysError(.unknownKey, "no key \(keyID) in the keysets of \(appID)")
+        throw KeysError(.unknownKey, "no key \(keyID) in the keysets of \(appID): not provisioned, or the server sealed with another app id's keyset (check push-seal --app-id)")
     }
 }

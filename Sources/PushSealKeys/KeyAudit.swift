@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where the audit trail goes: one JSON object per line for every keyset state change
 /// (generate, add, install, promote, demote, prune, revoke, import, reserve, rotation steps).
@@ -25,7 +34,7 @@ public enum KeyAudit: Sendable, Hashable {
         case .none: return
         case .standardError:
             let line = Self.line(members)
-            line.withUnsafeBytes { _ = Foundation.write(2, $0.baseAddress, $0.count) }
+            line.withUnsafeBytes { _ = systemWrite(2, $0.baseAddress, $0.count) }
             return
         case .keychainFile: path = keychainPath + "/" + Self.fileName
         case .file(let p): path = p
@@ -34,7 +43,7 @@ public enum KeyAudit: Sendable, Hashable {
         guard fd >= 0 else { throw KeysError(.io, "cannot open audit log \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         let line = Self.line(members)
-        let n = line.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+        let n = line.withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }
         guard n == line.count else { throw KeysError(.io, "cannot write audit log \(path)") }
     }
 
@@ -65,10 +74,15 @@ public enum KeyAudit: Sendable, Hashable {
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)
             }
         }
         return out + "\""
     }
 }
+
+/// `write(2)` under a name `KeyAudit`'s own `write` does not shadow.
+private func systemWrite(_ fd: Int32, _ p: UnsafeRawPointer?, _ n: Int) -> Int { write(fd, p, n) }

@@ -1,3 +1,4 @@
+import PushSealCrypto
 /// An error from the key lifecycle (keysets, provisioning, rotation, keyrings).
 ///
 /// Compare by ``code``: codes are stable, the human ``reason`` may change. Reasons name key ids,
@@ -5,7 +6,7 @@
 /// `errSecInteractionNotAllowed` (-25308), `errSecMissingEntitlement` (-34018) or
 /// `errSecItemNotFound` (-25300)) are not wrapped: they are thrown as the keychain's own
 /// `KeychainError`, so a caller can never mistake a locked device for an unknown key.
-public struct KeysError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct KeysError: CodedError {
     /// A stable, machine-readable error code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// The code's stable name, e.g. `unknownKey`.
@@ -64,8 +65,6 @@ public struct KeysError: Error, Hashable, Sendable, CustomStringConvertible {
         self.reason = reason
     }
 
-    public static func == (lhs: KeysError, rhs: KeysError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     /// `reason`.
     public var description: String { reason }
 }

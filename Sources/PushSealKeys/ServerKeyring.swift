@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSealCrypto
 import PushSealKeychain
 
@@ -61,8 +70,8 @@ public final class ServerKeyring: @unchecked Sendable {
         var limit: UInt64
     }
 
-    private let lock = NSLock()
-    private let refillLock = NSLock()
+    private let lock = PosixLock()
+    private let refillLock = PosixLock()
     private var entries: [Slot: Entry] = [:]
 
     /// Wraps an open key store.

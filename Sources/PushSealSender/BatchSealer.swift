@@ -7,8 +7,9 @@ import PushSealFormat
 /// Seals JSON Lines in chunks on every core, keeping input order.
 ///
 /// Input line: `{"recipient": "…", "notification": {…}}`. Output line, one per input line in
-/// the same order: `{"recipient":…,"payload":{…},"headers":{…}}` (plus `"changes":[…]` when the
-/// fit ladder changed something) or `{"recipient":…|null,"line":N,"error":{"code":…,"message":…}}`.
+/// the same order: `{"recipient":…,"line":N,"payload":{…},"headers":{…}}` (plus `"changes":[…]`
+/// when the fit ladder changed something) or `{"recipient":…|null,"line":N,"error":{"code":…,"message":…}}`;
+/// `N` is the 1-based input line number, so outputs of a repeated recipient can be matched to their inputs.
 /// A bad line never stops the batch. The caller streams: it reads a bounded chunk, calls
 /// ``seal(_:)``, writes the result, and repeats, so memory stays flat for any input length.
 public struct BatchSealer: Sendable {
@@ -96,10 +97,10 @@ public struct BatchSealer: Sendable {
                     try OutgoingNotification(json: Self.treeLine(line.bytes).notification)
                 }
             }
-            if let scanned, let recipient { return (Self.output(recipient: recipient, sealed: scanned), false) }
+            if let scanned, let recipient { return (Self.output(recipient: recipient, line: line.number, sealed: scanned), false) }
             let (r, n) = try Self.treeLine(line.bytes)
             recipient = r
-            return (Self.output(recipient: r, sealed: try sealer.seal(OutgoingNotification(json: n), for: r)), false)
+            return (Self.output(recipient: r, line: line.number, sealed: try sealer.seal(OutgoingNotification(json: n), for: r)), false)
         } catch {
             let (code, message) = BatchSealer.describe(error)
             var w = PayloadWriter(capacity: 256)
@@ -168,11 +169,14 @@ public struct BatchSealer: Sendable {
         return (r, n)
     }
 
-    /// `{"recipient":…,"payload":{…},"headers":{…}[,"changes":[…]]}` and a newline.
-    static func output(recipient: String, sealed: SealedNotification) -> [UInt8] {
+    /// `{"recipient":…,"line":N,"payload":{…},"headers":{…}[,"changes":[…]]}` and a newline
+    /// (`N`: the 1-based input line number).
+    static func output(recipient: String, line: Int, sealed: SealedNotification) -> [UInt8] {
         var w = PayloadWriter(capacity: sealed.payload.count + recipient.utf8.count + 256)
         w.raw("{\"recipient\":")
         w.string(recipient)
+        w.raw(",\"line\":")
+        w.integer(Int64(line))
         w.raw(",\"payload\":")
         w.bytes.append(contentsOf: sealed.payload)
         w.raw(",\"headers\":")

@@ -6,9 +6,11 @@ import PushSealKeys
 /// PushSealKeys' ``ServerKeyring``, which also counts every seal against the key's 2^32 limit
 /// (NIST SP 800-38D §8.3, random 96-bit nonces).
 ///
-/// Each seal reads the recipient's keyset item, so a rotation or revocation made by
-/// `push-keys` in another process is seen at the next seal. Sendable: the keyring guards its
-/// own state.
+/// The keyring caches each recipient's primary key: every seal checks the keyset item's change
+/// token (two `lstat` calls) and re-reads the item when it changed, so a rotation or revocation
+/// made by `push-keys` in another process is seen at the next seal. The item is also re-read at
+/// the start of each block of reserved seals, and at least every second (see ``ServerKeyring``).
+/// Sendable: the keyring guards its own state.
 public struct KeychainSealingKeys: SealingKeyProvider {
     /// The keyring the keys come from.
     public let keyring: ServerKeyring

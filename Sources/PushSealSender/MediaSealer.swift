@@ -18,7 +18,7 @@ public enum MediaSealer {
         /// The blob to upload: nonce(12) ‖ ciphertext ‖ tag(16).
         public let blob: [UInt8]
         /// The descriptor for the notification's `media` member.
-        public let media: OutgoingNotification.Media
+        public let media: MediaDescriptor
     }
 
     /// Seals `file` under a fresh key.
@@ -42,13 +42,7 @@ public enum MediaSealer {
         } catch let e as CryptoError {
             throw SenderError(.sealFailed, "could not seal the media file: \(e.code)")
         }
-        // The wire spellings (lower-case hex, base64 by libsodium's constant-time encoder) from
-        // PushSealFormat's descriptor, the one the device reads.
-        let descriptor = MediaDescriptor(url: url, type: type ?? sniffType(file), sha256: digest, key: key).jsonValue()
-        guard case .object(let o) = descriptor, case .string(let hex)? = o["sha256"], case .string(let keyText)? = o["key"] else {
-            throw SenderError(.sealFailed, "could not describe the media file")
-        }
-        let media = OutgoingNotification.Media(url: url, type: type ?? sniffType(file), sha256: hex, key: keyText)
+        let media = MediaDescriptor(url: url, type: type ?? sniffType(file), sha256: digest, key: key)
         return Sealed(blob: box.combined, media: media)
     }
 

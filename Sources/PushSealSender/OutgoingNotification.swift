@@ -4,29 +4,9 @@ import PushSealFormat
 ///
 /// Everything here goes inside `encrypted_data`; APNs sees none of it. At least one of
 /// `title`, `subtitle`, `body` must be non-empty. Strings are kept byte for byte (no Unicode
-/// normalization, no trimming).
-public struct OutgoingNotification: Sendable, Hashable {
-    /// A media attachment: where the device downloads it, and how to check and open it.
-    public struct Media: Sendable, Hashable {
-        /// The URL the extension downloads (https in production; any scheme is carried).
-        public var url: String
-        /// MIME type, e.g. `image/jpeg`; optional.
-        public var type: String?
-        /// Lower-case hex SHA-256 of the file at `url` (64 characters); optional.
-        public var sha256: String?
-        /// Standard base64 of the 32-byte AES-256-GCM key when the file is itself sealed
-        /// (`push-seal media`); optional.
-        public var key: String?
-
-        /// Creates a media descriptor.
-        public init(url: String, type: String? = nil, sha256: String? = nil, key: String? = nil) {
-            self.url = url
-            self.type = type
-            self.sha256 = sha256
-            self.key = key
-        }
-    }
-
+/// normalization, no trimming); `media` is PushSealFormat's `MediaDescriptor`, so its `sha256`
+/// and `key` are sealed in their canonical spelling (lower-case hex, standard padded base64).
+public struct OutgoingNotification: Sendable, Equatable {
     /// The title shown instead of the fallback title.
     public var title: String?
     /// The subtitle.
@@ -34,7 +14,7 @@ public struct OutgoingNotification: Sendable, Hashable {
     /// The body; the fit ladder shortens it at a Character boundary when asked to.
     public var body: String?
     /// An attachment, dropped by the fit ladder before the body is shortened.
-    public var media: Media?
+    public var media: MediaDescriptor?
     /// Per-locale variants: `{"fr": {"title": …, "subtitle": …, "body": …}}`.
     public var localizations: JSONObject?
     /// App data merged into the notification's `userInfo`.
@@ -49,7 +29,7 @@ public struct OutgoingNotification: Sendable, Hashable {
     public var id: String?
 
     /// Creates a notification.
-    public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, media: Media? = nil,
+    public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, media: MediaDescriptor? = nil,
                 localizations: JSONObject? = nil, data: JSONObject? = nil, iat: Int64? = nil, exp: Int64? = nil,
                 ttlSeconds: Int64? = nil, id: String? = nil) {
         self.title = title
@@ -130,20 +110,18 @@ public struct OutgoingNotification: Sendable, Hashable {
     }
 
     /// Reads `media` by the receiver's rules (`MediaDescriptor(json:)`: an http(s) URL, 64 hex
-    /// digits, base64 of 32 bytes), so the sender never seals what a device rejects; keeps the
-    /// strings as given. Unknown members are refused here (the receiver would ignore them).
-    static func media(_ v: JSONValue) throws -> Media {
+    /// digits, base64 of 32 bytes), so the sender never seals what a device rejects. Unknown
+    /// members are refused here (the receiver would ignore them).
+    static func media(_ v: JSONValue) throws -> MediaDescriptor {
         guard case .object(let o) = v else { throw wrongType("media", "an object", v) }
         for m in o where !["url", "type", "sha256", "key"].contains(m.key) {
             throw SenderError(.invalidNotification, "unknown member media.\(m.key) (known: url, type, sha256, key)")
         }
         do {
-            _ = try MediaDescriptor(json: v)
+            return try MediaDescriptor(json: v)
         } catch let e as FormatError {
             throw SenderError(.invalidNotification, e.reason)
         }
-        func text(_ key: String) -> String? { if case .string(let s)? = o[key] { s } else { nil } }
-        return Media(url: text("url") ?? "", type: text("type"), sha256: text("sha256"), key: text("key"))
     }
 
     /// Reads `localizations` by the receiver's rules (locale tags, `LocalizedContent(json:path:)`:

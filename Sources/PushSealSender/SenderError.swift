@@ -1,9 +1,10 @@
+import PushSealCrypto
 /// An error from the sender: building, budgeting and sealing an APNs payload.
 ///
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
 /// will not. Reasons never contain key bytes or notification text beyond a short excerpt of
 /// what was wrong.
-public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct SenderError: CodedError {
     /// A stable, machine-readable error code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// The code's stable name, e.g. `payloadTooLarge`.
@@ -60,8 +61,4 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
         self.code = code
         self.reason = reason
     }
-
-    public static func == (lhs: SenderError, rhs: SenderError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-    public var description: String { "\(code): \(reason)" }
 }

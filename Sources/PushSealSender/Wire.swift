@@ -45,7 +45,7 @@ enum Wire {
         var title: Text?
         var subtitle: Text?
         var body: Text?
-        var media: OutgoingNotification.Media?
+        var media: MediaDescriptor?
         var localizations: JSONObject?
         var data: JSONObject?
         var iat: Int64?
@@ -73,15 +73,7 @@ enum Wire {
         if let t = f.title { key("title", &w); t.write(to: &w) }
         if let t = f.subtitle { key("subtitle", &w); t.write(to: &w) }
         if let b = f.body { key("body", &w); b.write(to: &w) }
-        if let m = f.media {
-            key("media", &w)
-            w.raw("{\"url\":")
-            w.string(m.url)
-            if let t = m.type { w.raw(",\"type\":"); w.string(t) }
-            if let s = m.sha256 { w.raw(",\"sha256\":"); w.string(s) }
-            if let k = m.key { w.raw(",\"key\":"); w.string(k) }
-            w.byte(UInt8(ascii: "}"))
-        }
+        if let m = f.media, case .object(let o) = m.jsonValue() { key("media", &w); try w.object(o) }
         if let l = f.localizations { key("localizations", &w); try w.object(l) }
         if let d = f.data { key("data", &w); try w.object(d) }
         if let i = f.iat { key("iat", &w); w.integer(i) }
@@ -166,7 +158,7 @@ struct BoundedWriter: PlaintextSink {
 }
 
 extension OutgoingNotification {
-    /// The plaintext members of this notification (`body` and media as given).
+    /// The plaintext members of this notification (`body` as given, media when `includeMedia`).
     func fields(body: String?, includeMedia: Bool) -> Wire.Fields {
         Wire.Fields(title: title.map(Wire.Text.string), subtitle: subtitle.map(Wire.Text.string), body: body.map(Wire.Text.string),
                     media: includeMedia ? media : nil, localizations: localizations, data: data, iat: iat, exp: exp,

@@ -6,17 +6,26 @@ import PushSealKeys
 /// `push-keys export`: write a key record for the other side.
 struct KeyExportCommand: Command {
     let path = ["export"]
-    let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient,
+    let options = KeyOptions.reading + [KeyOptions.appID, KeyOptions.recipient,
         .value("--key-id", "K", "export only this key (default: the whole keyset)"),
-        .value("--out", "FILE", "write the record to FILE, created exclusively with mode 0600")]
+        .value("--out", "FILE", "write the record to FILE, created exclusively with mode 0600 (default: stdout, when it is not a terminal)")]
     let help = HelpText(
         overview: "export a keyset (or one key) as a JSON key record holding key bytes, written only to a new file (O_EXCL, mode 0600) or to stdout when stdout is not a terminal",
-        usage: ["push-keys export --keychain DIR --app-id APP --recipient R [--key-id K] [--out FILE] [--json]"],
+        usage: ["push-keys export --keychain DIR [IDENTITY] --app-id APP --recipient R [--key-id K] [--out FILE] [--json]"],
         examples: [
             "push-keys export --keychain server-kc --app-id com.example.app --recipient alice-iphone --out alice.key.json",
             "push-keys export --keychain server-kc --app-id com.example.app --recipient alice-iphone | push-keys import --keychain device-kc --entitlements app.json -",
         ],
-        exitCodes: KeyOptions.exitCodes, notes: "With --out and --json a summary object is printed; without --out the record itself is the one JSON object on stdout.\n" + KeyOptions.identityNote)
+        exitCodes: KeyOptions.exitCodes(
+            usage: ["a bad app id, recipient or key id", "no --out while stdout is a terminal"],
+            noInput: "no keyset for APP and R, or no key K in it",
+            cannotCreate: "FILE already exists (a key file is never overwritten) or cannot be created",
+            ioError: "reading the keychain or writing FILE",
+            noPermission: "FILE's directory is not writable"),
+        notes: KeyOptions.notes([
+            "With --out and --json a summary object is printed; without --out the record itself is the one JSON object on stdout.",
+            "Key bytes of disabled and destroyed keys are left out of the record. Export changes nothing, so nothing is audited.",
+        ], audited: false))
 
     func run(_ c: CommandContext) throws -> ExitCode {
         let a = c.arguments

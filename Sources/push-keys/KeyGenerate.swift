@@ -5,16 +5,20 @@ import PushSealKeys
 /// `push-keys generate`: a new keyset with one primary key.
 struct KeyGenerateCommand: Command {
     let path = ["generate"]
-    let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient,
-        .value("--accessibility", "A", "accessibility of the keyset item (default afterFirstUnlockThisDeviceOnly)"), KeyOptions.now]
+    let options = [KeyOptions.keychainCreated] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.appID, KeyOptions.recipient,
+        KeyOptions.accessibility, KeyOptions.now]
     let help = HelpText(
         overview: "create a keyset for an app id and recipient with one primary key (32 random bytes) and print its key id; creates the keychain if DIR does not exist",
-        usage: ["push-keys generate --keychain DIR --app-id APP --recipient R [identity options] [--accessibility A] [--json]"],
+        usage: ["push-keys generate --keychain DIR [IDENTITY] --app-id APP --recipient R [--accessibility A] [--audit-log FILE] [--now UNIX] [--json]"],
         examples: [
             "push-keys generate --keychain server-kc --app-id com.example.app --recipient alice-iphone",
             "push-keys generate --keychain device-kc --entitlements app.json --app-id com.example.app --recipient alice-iphone   # device generates",
         ],
-        exitCodes: KeyOptions.exitCodes, notes: KeyOptions.identityNote)
+        exitCodes: KeyOptions.exitCodes(
+            usage: ["a bad app id or recipient", "an unknown --accessibility", "a bad --now"],
+            createsKeychain: true,
+            cannotCreate: "the keyset already exists (generate never replaces one: use rotate), or DIR could not be created as a new keychain"),
+        notes: KeyOptions.notes(["Text output: the new key id. Next: export the key record to the other side (push-keys export)."], audited: true))
 
     func run(_ c: CommandContext) throws -> ExitCode {
         let a = c.arguments

@@ -5,18 +5,27 @@ import PushSealKeys
 /// `push-keys import`: add a key record to a keychain.
 struct KeyImportCommand: Command {
     let path = ["import"]
-    let options = KeyOptions.common + [
-        .value("--accessibility", "A", "accessibility of a new keyset item (default afterFirstUnlockThisDeviceOnly)"),
-        .value("--app-id", "APP", "refuse a record for another app id"), KeyOptions.now,
-        .value("--grace", "DURATION", "grace of a local primary superseded by the record's (default 30d)")]
+    let options = [KeyOptions.keychainCreated] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.accessibility,
+        .value("--app-id", "APP", "refuse a record for another app id"),
+        KeyOptions.grace("grace window of a local primary superseded by the record's newer one"), KeyOptions.now]
     let help = HelpText(
         overview: "import a JSON key record (from a file or stdin) into a server or device keychain; idempotent and all-or-nothing: any error changes nothing",
-        usage: ["push-keys import --keychain DIR [identity options] [--accessibility A] [--app-id APP] [FILE | -] [--json]"],
+        usage: ["push-keys import --keychain DIR [IDENTITY] [--app-id APP] [--accessibility A] [--grace DURATION] [--audit-log FILE] [--now UNIX] [FILE | -] [--json]"],
         examples: [
             "push-keys import --keychain device-kc --entitlements app.json alice.key.json   # server generated, device imports",
             "push-keys import --keychain server-kc --app-id com.example.app device.key.json   # device generated, server imports",
         ],
-        exitCodes: KeyOptions.exitCodes, notes: KeyOptions.identityNote)
+        exitCodes: KeyOptions.exitCodes(
+            usage: ["an unknown --accessibility", "a bad --grace or --now", "more than one FILE"],
+            dataError: "a malformed or truncated key record or one over 1 MiB, a record for another app id (--app-id, or the identity's application-identifier), a key id already in the keyset with other key bytes",
+            noInput: "FILE missing",
+            createsKeychain: true,
+            cannotCreate: "DIR could not be created as a new keychain",
+            ioError: "reading FILE, the keychain, its lock file or the audit log",
+            noPermission: "FILE not readable"),
+        notes: KeyOptions.notes([
+            "FILE, - or none reads the record from standard input. A new keyset is created when the keychain has none for the record's app id and recipient; otherwise keys are added and statuses only move forward. When the record's primary is newer than the local one, the local primary becomes decryptOnly for --grace.",
+        ], audited: true))
 
     func run(_ c: CommandContext) throws -> ExitCode {
         let a = c.arguments

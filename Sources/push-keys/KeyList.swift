@@ -4,19 +4,29 @@ import PushSealKeys
 /// `push-keys list`: keysets, key ids, statuses, times, seal counts — never key bytes.
 struct KeyListCommand: Command {
     let path = ["list"]
-    let options = KeyOptions.common + [.value("--app-id", "APP", "only this app id"), .value("--recipient", "R", "only this recipient")]
+    let options = KeyOptions.reading + [.value("--app-id", "APP", "only this app id"), .value("--recipient", "R", "only this recipient")]
     let help = HelpText(
         overview: "list keysets: key ids, statuses, times and seal counts (never key bytes)",
-        usage: ["push-keys list --keychain DIR [identity options] [--app-id APP] [--recipient R] [--json]"],
+        usage: ["push-keys list --keychain DIR [IDENTITY] [--app-id APP] [--recipient R] [--json]"],
         examples: ["push-keys list --keychain server-kc", "push-keys list --keychain device-kc --entitlements ext.json --json"],
-        exitCodes: KeyOptions.exitCodes,
-        notes: "Text columns (tab-separated): APP RECIPIENT KEY_ID STATUS CREATED PROMOTED RETIRED NOT_AFTER SEALS.\n" + KeyOptions.identityNote)
+        exitCodes: KeyOptions.exitCodes(ioError: "reading the keychain"),
+        notes: KeyOptions.notes([
+            "Text columns (tab-separated), one line per key: APP RECIPIENT KEY_ID STATUS CREATED PROMOTED RETIRED NOT_AFTER SEALS, under a header line of those names when stdout is a terminal (never in a pipe). Only the keysets in the identity's keyset access group are listed: without an identity that is the server's (pushseal.server), so a device keychain lists nothing and a warning on stderr says to pass --entitlements app.json.",
+        ], audited: false))
+
+    /// The text columns, printed as a header line only when stdout is a terminal (never into a pipe).
+    static let columns = ["APP", "RECIPIENT", "KEY_ID", "STATUS", "CREATED", "PROMOTED", "RETIRED", "NOT_AFTER", "SEALS"]
 
     func run(_ c: CommandContext) throws -> ExitCode {
         let a = c.arguments
         try a.expectPositionals(max: 0)
         let store = try keyOpenStore(a)
         var sets = try keyMapErrors { try store.keysets() }
+        if sets.isEmpty, !["--entitlements", "--access-group", "--app-group"].contains(where: a.has) {
+            // Without an identity the keychain is read as the server; a device keychain's keysets
+            // live in the app's shared access group, so an empty listing here is no proof of a failed import.
+            c.warn("no keysets visible to the default server identity (access group pushseal.server); pass --entitlements app.json to list a device keychain")
+        }
         if let app = a.value("--app-id") { sets = sets.filter { $0.appID == app } }
         if let r = a.value("--recipient") { sets = sets.filter { $0.recipient == r } }
         if c.json {
@@ -24,6 +34,9 @@ struct KeyListCommand: Command {
             return .success
         }
         var out = ""
+        if Output.isTerminal(1) {
+            out += Self.columns.joined(separator: "\t") + "\n"
+        }
         for ks in sets {
             for k in ks.keys {
                 out += [ks.appID, ks.recipient, k.keyID, k.status.rawValue, keyTime(k.createdAt), keyTime(k.promotedAt),

@@ -4,14 +4,20 @@ import PushSealKeys
 /// `push-keys promote`: make a key the primary.
 struct KeyPromoteCommand: Command {
     let path = ["promote"]
-    let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient,
+    let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.recipient,
         .value("--key-id", "K", "the key to promote (default: the pending key of an unfinished rotation)"),
-        .value("--grace", "DURATION", "grace window of the old primary (default 30d)"), KeyOptions.now]
+        KeyOptions.grace("grace window of the old primary: it opens messages until now + grace"), KeyOptions.now]
     let help = HelpText(
         overview: "make a pending (or decryptOnly) key the primary; the old primary becomes decryptOnly until now + grace; idempotent",
-        usage: ["push-keys promote --keychain DIR --app-id APP --recipient R [--key-id K] [--grace DURATION] [--json]"],
+        usage: ["push-keys promote --keychain DIR [IDENTITY] --app-id APP --recipient R [--key-id K] [--grace DURATION] [--audit-log FILE] [--now UNIX] [--json]"],
         examples: ["push-keys promote --keychain server-kc --app-id com.example.app --recipient alice-iphone --key-id q3Zk_9Ab"],
-        exitCodes: KeyOptions.exitCodes, notes: KeyOptions.identityNote)
+        exitCodes: KeyOptions.exitCodes(
+            failure: "key K is disabled or destroyed and cannot become primary",
+            usage: ["a bad app id, recipient or key id", "a bad --grace or --now", "no --key-id and no pending key"],
+            noInput: "no keyset for APP and R, or no key K in it"),
+        notes: KeyOptions.notes([
+            "Text output: the primary key id. Without --key-id, the pending key of an unfinished rotation (else the newest pending key) is promoted. Promote on the server only once every device holds the key (push-keys export and import).",
+        ], audited: true))
 
     func run(_ c: CommandContext) throws -> ExitCode {
         let a = c.arguments
@@ -37,12 +43,19 @@ struct KeyPromoteCommand: Command {
 /// `push-keys revoke`: disable a key at once.
 struct KeyRevokeCommand: Command {
     let path = ["revoke"]
-    let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient, .value("--key-id", "K", "the key to disable"), KeyOptions.now]
+    let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.recipient,
+        .value("--key-id", "K", "the key to disable (required, or give it as KID)"), KeyOptions.now]
     let help = HelpText(
         overview: "disable a key now: it neither seals nor opens; messages sealed with it and still in flight fall back to their APNs alert text; idempotent",
-        usage: ["push-keys revoke --keychain DIR --app-id APP --recipient R --key-id K [--json]", "push-keys revoke ... KID"],
+        usage: ["push-keys revoke --keychain DIR [IDENTITY] --app-id APP --recipient R --key-id K [--audit-log FILE] [--now UNIX] [--json]",
+                "push-keys revoke ... KID"],
         examples: ["push-keys revoke --keychain server-kc --app-id com.example.app --recipient alice-iphone --key-id q3Zk_9Ab"],
-        exitCodes: KeyOptions.exitCodes, notes: KeyOptions.identityNote)
+        exitCodes: KeyOptions.exitCodes(
+            usage: ["a bad app id, recipient or key id", "no --key-id or KID", "a bad --now"],
+            noInput: "no keyset for APP and R, or no key K in it"),
+        notes: KeyOptions.notes([
+            "Text output: the key id. Revoking a disabled or destroyed key changes nothing. Revoking the primary leaves the keyset without one: nothing seals until push-keys rotate (a warning on stderr says so).",
+        ], audited: true))
 
     func run(_ c: CommandContext) throws -> ExitCode {
         let a = c.arguments

@@ -4,12 +4,13 @@ import PushSealKeys
 /// `push-keys prune`: destroy keys past their grace window.
 struct KeyPruneCommand: Command {
     let path = ["prune"]
-    let options = KeyOptions.common + [KeyOptions.now]
+    let options = KeyOptions.changing + [KeyOptions.now]
     let help = HelpText(
         overview: "destroy every decryptOnly key past its notAfter: key bytes are zeroed and removed, a tombstone remains so opening reports \"key destroyed\"; idempotent",
-        usage: ["push-keys prune --keychain DIR [identity options] [--now UNIX] [--json]"],
+        usage: ["push-keys prune --keychain DIR [IDENTITY] [--audit-log FILE] [--now UNIX] [--json]"],
         examples: ["push-keys prune --keychain server-kc", "push-keys prune --keychain device-kc --entitlements app.json --now 1767225600"],
-        exitCodes: KeyOptions.exitCodes, notes: "Text output: APP RECIPIENT KEY_ID per destroyed key (tab-separated).\n" + KeyOptions.identityNote)
+        exitCodes: KeyOptions.exitCodes(usage: ["a bad --now"]),
+        notes: KeyOptions.notes(["Text output: APP RECIPIENT KEY_ID per destroyed key (tab-separated)."], audited: true))
 
     func run(_ c: CommandContext) throws -> ExitCode {
         let a = c.arguments
@@ -29,14 +30,16 @@ struct KeyPruneCommand: Command {
 /// `push-keys due`: keysets that need a rotation.
 struct KeyDueCommand: Command {
     let path = ["due"]
-    let options = KeyOptions.common + [.value("--period", "DURATION", "rotation period (default 30d)"),
+    let options = KeyOptions.reading + [.duration("--period", "rotation period: a primary older than this is due (default 30d)"),
         .value("--max-seals", "N", "seal count that makes a keyset due (default 16777216 = 2^24)"), KeyOptions.now]
     let help = HelpText(
         overview: "list keysets whose primary is older than the rotation period or past 2^24 seals (or that have no primary, or an unfinished rotation)",
-        usage: ["push-keys due --keychain DIR [--period DURATION] [--max-seals N] [--now UNIX] [--json]"],
+        usage: ["push-keys due --keychain DIR [IDENTITY] [--period DURATION] [--max-seals N] [--now UNIX] [--json]"],
         examples: ["push-keys due --keychain server-kc", "push-keys due --keychain server-kc --period 7d --json"],
-        exitCodes: KeyOptions.exitCodes,
-        notes: "Text output, one line per due keyset (tab-separated): APP RECIPIENT KEY_ID AGE_SECONDS SEALS REASONS (REASONS: age, seals, noPrimary, unfinishedRotation joined by commas).\n" + KeyOptions.identityNote)
+        exitCodes: KeyOptions.exitCodes(usage: ["a bad --period, --max-seals or --now"], ioError: "reading the keychain"),
+        notes: KeyOptions.notes([
+            "Text output, one line per due keyset (tab-separated): APP RECIPIENT KEY_ID AGE_SECONDS SEALS REASONS (REASONS: age, seals, noPrimary, unfinishedRotation joined by commas).",
+        ], audited: false))
 
     func run(_ c: CommandContext) throws -> ExitCode {
         let a = c.arguments

@@ -6,23 +6,34 @@ import PushSealKeys
 /// `push-keys rotate`: add, install on the device, promote.
 struct KeyRotateCommand: Command {
     let path = ["rotate"]
-    let options = KeyOptions.common + [KeyOptions.appID, KeyOptions.recipient,
-        .value("--grace", "DURATION", "grace window of the old primary (default 30d; 3600, 90m, 12h, 30d, 2w)"),
+    let options = [KeyOptions.serverKeychain] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.appID, KeyOptions.recipient,
+        KeyOptions.grace("grace window of the old primary: it opens messages until now + grace"),
         .value("--device-keychain", "DIR", "also install the new key in this device keychain before promoting"),
-        .value("--device-entitlements", "FILE", "identity of the device keychain (the app's entitlements)"),
+        .value("--device-entitlements", "FILE", "device identity: the app's entitlements JSON or plist"),
         .value("--device-access-group", "G", "without --device-entitlements: a keychain-access-groups entry of the device identity; with it: the device keysets' access group (at most one)", repeatable: true),
         .value("--device-app-group", "G", "without --device-entitlements: an application group of the device identity", repeatable: true),
         .flag("--no-promote", "stop after adding (and installing); run 'push-keys promote' once devices hold the key"),
         KeyOptions.now]
     let help = HelpText(
         overview: "rotate a keyset in Tink's order: add a new non-primary key to the server keyset, install it in the device keychain (when given), then promote it on the server; the old primary opens messages until now + grace; every step is idempotent: rerun an interrupted rotation to complete it",
-        usage: ["push-keys rotate --keychain DIR --app-id APP --recipient R [--grace DURATION] [--device-keychain DIR --device-entitlements FILE] [--no-promote] [--json]"],
+        usage: [
+            "push-keys rotate --keychain DIR [IDENTITY] --app-id APP --recipient R [--grace DURATION] [--no-promote] [--audit-log FILE] [--now UNIX] [--json]",
+            "push-keys rotate ... --device-keychain DIR DEVICE_IDENTITY",
+        ],
         examples: [
             "push-keys rotate --keychain server-kc --app-id com.example.app --recipient alice-iphone --device-keychain device-kc --device-entitlements app.json",
             "push-keys rotate --keychain server-kc --app-id com.example.app --recipient alice-iphone --grace 14d --no-promote   # stage, export, promote later",
         ],
-        exitCodes: KeyOptions.exitCodes,
-        notes: "Text output: the new key id. Without --device-keychain, deliver the new key record (push-keys export) to the device before messages sealed with it arrive, or use --no-promote and promote after delivery.\n" + KeyOptions.identityNote)
+        exitCodes: KeyOptions.exitCodes(
+            failure: "the device keychain is the server keychain",
+            usage: ["a bad app id or recipient", "a bad --grace or --now", "--device-keychain without a device identity or a device identity without it"],
+            dataError: "the new key id already in the device keyset with other key bytes",
+            noInput: "no keyset for APP and R; no keychain at the device DIR",
+            ioError: "the server or device keychain, their lock files or the audit log"),
+        notes: KeyOptions.notes([
+            "Text output: the new key id. Without --device-keychain, deliver the new key record (push-keys export) to the device before messages sealed with it arrive, or use --no-promote and promote after delivery.",
+            "DEVICE_IDENTITY: the device keychain's caller (the app), given like IDENTITY with the --device- options: --device-entitlements FILE [--device-access-group G], or --device-access-group G... [--device-app-group G...]. The device keyset is created when the device has none. Audit lines of device changes go to the device DIR's keys-audit.log, or to --audit-log.",
+        ], audited: true))
 
     func run(_ c: CommandContext) throws -> ExitCode {
         let a = c.arguments

@@ -5,41 +5,73 @@ import PushSealCLI
 import PushSealKeychain
 import PushSealKeys
 
-/// Options every key-lifecycle command takes.
+/// Options, exit codes and notes shared by the key-lifecycle commands.
 enum KeyOptions {
-    static let keychain = OptionSpec.value("--keychain", "DIR", "the keychain directory (server or device)")
+    static let keychain = OptionSpec.value("--keychain", "DIR", "the keychain directory, server or device (required)")
+    /// `--keychain` of rotate, which takes the device keychain as `--device-keychain`.
+    static let serverKeychain = OptionSpec.value("--keychain", "DIR", "the server keychain directory (required)")
+    /// `--keychain` of the commands that create the keychain when it does not exist (generate, import).
+    static let keychainCreated = OptionSpec.value("--keychain", "DIR", "the keychain directory, server or device (required; created when it does not exist)")
     static let entitlements = OptionSpec.value("--entitlements", "FILE", "identity: entitlements JSON or plist (default: the server identity, access group pushseal.server)")
     static let accessGroup = OptionSpec.value("--access-group", "G", "without --entitlements: a keychain-access-groups entry of the identity, in order; with --entitlements: the keysets' access group (at most one)", repeatable: true)
     static let appGroup = OptionSpec.value("--app-group", "G", "without --entitlements: an application group of the identity", repeatable: true)
     static let auditLog = OptionSpec.value("--audit-log", "FILE", "audit lines to FILE, or - for stderr (default: DIR/keys-audit.log)")
-    static let appID = OptionSpec.value("--app-id", "APP", "the app's bundle identifier (APNs topic)")
-    static let recipient = OptionSpec.value("--recipient", "R", "the recipient (one app installation)")
+    static let appID = OptionSpec.value("--app-id", "APP", "the app's bundle identifier, the APNs topic (required)")
+    static let recipient = OptionSpec.value("--recipient", "R", "the recipient, one app installation (required)")
     static let now = OptionSpec.value("--now", "UNIX", "the current time in Unix seconds (default: the clock)")
+    /// `--accessibility` of generate and import.
+    static let accessibility = OptionSpec.value("--accessibility", "A",
+        "accessibility of a new keyset item: \(KeychainCommands.accessibilityNames) (default afterFirstUnlockThisDeviceOnly; a class the extension cannot read while the phone is locked gets a warning)")
+    /// `--grace` of import, promote and rotate.
+    static func grace(_ help: String) -> OptionSpec { .duration("--grace", help + " (default 30d)") }
     static let identity = [entitlements, accessGroup, appGroup]
-    static let common = [keychain] + identity + [auditLog]
+    /// The options of a command that changes keysets (and so writes audit lines).
+    static let changing = [keychain] + identity + [auditLog]
+    /// The options of a read-only command: nothing is audited.
+    static let reading = [keychain] + identity
 
-    static let exitCodes = [
-        "0   success",
-        "1   key or keychain error (key destroyed/disabled, no primary, seal limit, errSec… OSStatus)",
-        "64  usage error (unknown option, missing argument, bad name)",
-        "65  bad input data (malformed record, wrong app id, duplicate key id, damaged keyset)",
-        "66  keychain, file, keyset or key missing",
-        "73  cannot create output (file exists, keyset exists)",
-        "74  I/O error",
-        "77  permission denied or insecure permissions",
-    ]
+    /// Exit-code help lines of a key-lifecycle command: the codes every one can exit with, plus
+    /// what each means for this command.
+    /// - Parameters:
+    ///   - failure: exit-1 causes besides keychain OSStatus errors and internal errors.
+    ///   - usage: usage errors besides unknown options, missing arguments and an identity without groups.
+    ///   - dataError: bad input besides a damaged keyset or keychain or entitlements file.
+    ///   - noInput: missing inputs besides the keychain and the entitlements file.
+    ///   - createsKeychain: the command creates DIR when absent (66 only when DIR holds no keychain).
+    ///   - cannotCreate: when 73 happens, if it can.
+    ///   - ioError: what is read or written (74).
+    ///   - noPermission: 77 causes besides the keychain's permissions.
+    static func exitCodes(failure: String? = nil, usage: [String] = [], dataError: String? = nil, noInput: String? = nil,
+                          createsKeychain: Bool = false, cannotCreate: String? = nil,
+                          ioError: String = "the keychain, its lock file or the audit log", noPermission: String? = nil) -> [String] {
+        var lines = [
+            "0   success",
+            "1   " + (failure.map { $0 + "; " } ?? "")
+                + "a keychain error, e.g. errSecMissingEntitlement -34018 (an access group the identity lacks) or errSecInteractionNotAllowed -25308 (a whenUnlocked keyset while the keychain is locked): the OSStatus name and number on stderr, osStatus and statusName in --json; or an internal error",
+            "64  usage error (" + (["unknown option", "missing argument"] + usage + ["an identity without an access group or App Group"])
+                .joined(separator: ", ") + ")",
+            "65  bad input data: " + ((dataError.map { [$0] } ?? []) + ["a damaged keyset or keychain file", "a malformed entitlements file"])
+                .joined(separator: "; "),
+            "66  " + (createsKeychain ? "DIR exists but holds no keychain" : "no keychain at DIR") + (noInput.map { "; " + $0 } ?? "")
+                + "; an entitlements file missing",
+        ]
+        if let cannotCreate { lines.append("73  " + cannotCreate) }
+        lines.append("74  I/O error (\(ioError))")
+        lines.append("77  permission denied, or the keychain is not 0700 (files 0600) or not yours" + (noPermission.map { "; " + $0 } ?? ""))
+        return lines
+    }
 
-    static let identityNote = """
-        IDENTITY (as for push-keys keychain): give --entitlements FILE (then one optional
-        --access-group G names the keysets' group; one the identity lacks fails with
-        errSecMissingEntitlement -34018), or give the identity as --access-group G (repeatable, in
-        order) and --app-group G. Without any, the keychain is opened as the server identity
-        (access group pushseal.server). Unless named, keysets are stored in the identity's first
-        keychain-access-groups entry, else its first application group (the group the app shares
-        with its Notification Service Extension).
-        AUDIT: every state change appends one JSON line (key ids only, never key bytes) to
-        DIR/keys-audit.log (0600), or to --audit-log FILE, or to stderr with --audit-log -.
-        """
+    /// The IDENTITY paragraph of the notes (the usage lines' `[IDENTITY]`).
+    static let identityNote = "IDENTITY: optional; as for push-keys keychain, without --application-identifier: --entitlements FILE [--access-group G], or --access-group G... [--app-group G...]. With --entitlements, one --access-group names the keysets' group; a group the identity lacks fails with errSecMissingEntitlement (-34018). Without --entitlements, the identity is given by its parts, access groups in order. Without any, the keychain is opened as the server identity (access group pushseal.server). Unless named, keysets are stored in the identity's first keychain-access-groups entry, else its first application group (the group the app shares with its Notification Service Extension)."
+
+    /// The AUDIT paragraph of the notes, for commands that change keysets.
+    static let auditNote = "AUDIT: every state change appends one JSON line (key ids only, never key bytes) to DIR/keys-audit.log (0600), or to --audit-log FILE, or to stderr with --audit-log -."
+
+    /// Help notes: the command's own paragraphs, then IDENTITY and (for commands that change
+    /// keysets) AUDIT, one line per paragraph, separated by blank lines.
+    static func notes(_ paragraphs: [String] = [], audited: Bool) -> String {
+        (paragraphs + [identityNote] + (audited ? [auditNote] : [])).joined(separator: "\n\n")
+    }
 }
 
 /// A key command's identity: who opens the keychain, and which access group holds the keysets.

@@ -17,7 +17,7 @@ struct KeychainInitCommand: Command {
             "echo 123456 | push-keys keychain init --keychain device-kc --passcode-file -   # WhenUnlocked key wrapped with Argon2id(passcode)",
         ],
         exitCodes: KeychainCommands.exitCodes(keychainError: nil, dataError: "the passcode file's first line is empty or not UTF-8",
-                                              noInput: "the --passcode-file file missing", cannotCreate: "DIR exists and is not empty",
+                                              noInput: "the --passcode-file file missing", cannotCreate: "DIR is already a keychain, or exists and is not empty",
                                               opensKeychain: false),
         notes: "DIR must not exist or be empty. Prints nothing on success (with --json: {\"keychain\", \"deviceState\", \"passcodeSet\"})."
     )

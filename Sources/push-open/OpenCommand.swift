@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSealCLI
 import PushSealExtension
 import PushSealFormat
@@ -19,6 +28,7 @@ struct OpenCommand: Command {
         .value("--locale", "L", "the device locale, e.g. pt-BR (default: the notification's default texts)"),
         .value("--budget", "SECONDS", "the extension's time budget in seconds, up to 3600, e.g. 30 or 2.5 (default 30)"),
         .value("--now", "UNIX", "the device clock for exp and key grace windows, seconds since 1970 UTC (default: now)"),
+        .flag("--no-replay-guard", "for trying a payload repeatedly: do not check or record its id in the replay cache (the guard is on by default, as on a device)"),
         .flag("--allow-insecure-loopback", "allow plain http media from 127.0.0.1, ::1 and localhost (tests)"),
         .flag("--verbose", "print the diagnostic lines (stages, durations, sizes; never plaintext) on stderr"),
     ]
@@ -53,6 +63,8 @@ struct OpenCommand: Command {
         ],
         notes: """
             OUTPUT: {"outcome", "reason", "detail", "title", "subtitle", "body", "attachments": [{"identifier", "url", "type", "byteCount"}], "userInfo", "elapsedMs"}; title, subtitle, body and userInfo are null when nothing is shown (a background push). The displayed texts are never error text: every failure shows the alert exactly as sent.
+
+            REPLAY GUARD: as on a device, a notification id is shown once: opening the same payload again gives outcome original, reason replayed. The ids are remembered (the last \(ReplayGuard.defaultCapacity)) in the App Group container, DIR/app-groups/GROUP/\(ReplayGuard.fileName), GROUP being the identity's first application group; delete that file, or pass --no-replay-guard, to try a payload again.
             """,
         jsonHelp: "report errors of the command itself as one {\"error\": {\"code\", \"message\"}} object on stdout (the result is JSON already)"
     )
@@ -93,7 +105,8 @@ struct OpenCommand: Command {
         let provider = KeychainKeyProvider(keychain: keychain, accessGroup: keyGroup, appID: appID, now: clock)
         let configuration = DecryptingServiceConfiguration(
             appID: appID, keyProvider: provider, locale: a.value("--locale"), containerDirectory: container,
-            allowInsecureLoopback: a.has("--allow-insecure-loopback"), now: clock)
+            allowInsecureLoopback: a.has("--allow-insecure-loopback"),
+            replayCapacity: a.has("--no-replay-guard") ? 0 : ReplayGuard.defaultCapacity, now: clock)
         let logger: any DiagnosticLogger = a.has("--verbose") ? StandardErrorLogger(prefix: "push-open: ") : NullLogger()
         let host = ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: DecryptingServiceExtension.factory(configuration))
         let result = host.run(UNNotificationRequest(identifier: "push-open", apnsPayload: payload))

@@ -16,7 +16,7 @@ struct BatchCommand: Command {
         .value("--jobs", "N", "worker threads (default: every core)"),
     ]
     let help = HelpText(
-        overview: "seal a stream of notifications: one {\"recipient\", \"notification\"} per input line, one {\"recipient\", \"payload\", \"headers\"} or {\"recipient\", \"line\", \"error\"} per output line, in input order",
+        overview: "seal a stream of notifications: one {\"recipient\", \"notification\"} per input line, one {\"recipient\", \"line\", \"payload\", \"headers\"} or {\"recipient\", \"line\", \"error\"} per output line, in input order (\"line\": the 1-based input line number)",
         usage: ["push-seal batch --app-id APP --keychain DIR [options] [LINES.jsonl | -]"],
         examples: [
             "push-seal batch --app-id com.example.app --keychain server-kc sends.jsonl > payloads.jsonl",
@@ -34,6 +34,7 @@ struct BatchCommand: Command {
     func run(_ context: CommandContext) throws -> ExitCode {
         let a = context.arguments
         try a.expectPositionals(max: 1)
+        try requireInUsageOrder(a, [("--app-id", "APP"), ("--keychain", "DIR")], helpCommand: "push-seal batch --help")
         let sealer = try SealOptionSpecs.sealer(a)
         let jobs = try a.integer("--jobs").map { j -> Int in
             guard j >= 1, j <= 256 else { throw CLIError.usage("--jobs needs 1 to 256, got \(j)") }
@@ -46,6 +47,7 @@ struct BatchCommand: Command {
             if fd < 0 { throw InputReader.openError(p, errno: errno) }
         }
         defer { if fd != 0 { close(fd) } }
+        try Self.refuseDirectory(fd, name: a.positionals.first.flatMap { $0 == "-" ? nil : $0 } ?? "standard input")
         var reader = LineReader(fd: fd, maxLineByteCount: BatchCommand.maxLineByteCount)
         let progress = Output.isTerminal(2)
         var total = 0
@@ -74,6 +76,19 @@ struct BatchCommand: Command {
             return SealExit.someLinesFailed
         }
         return .success
+    }
+
+    /// Refuses a directory as input before streaming, as `InputReader.readAll` does for the
+    /// single seal: exit 66 `NAME is a directory` (reading one would fail later with EISDIR, 74).
+    /// - Throws: `CLIError` 66 when `fd` is a directory, 74 when `fstat` fails.
+    static func refuseDirectory(_ fd: Int32, name: String) throws {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            throw CLIError(code: "ioError", "cannot read \(name): \(String(cString: strerror(errno)))", exitCode: .ioError)
+        }
+        if (st.st_mode & S_IFMT) == S_IFDIR {
+            throw CLIError(code: "ioError", "\(name) is a directory", exitCode: .noInput)
+        }
     }
 
     private func writeAll(_ bytes: [UInt8]) throws {

@@ -1,5 +1,6 @@
 import Foundation
 import PushSealCLI
+import PushSealFormat
 import PushSealSender
 
 /// `push-seal media FILE --out BLOB [--url URL] [--type MIME] [--force]`: encrypt a media file for a sealed notification.
@@ -59,16 +60,9 @@ struct MediaCommand: Command {
         close(fd)
         guard ok else { throw CLIError(code: "ioError", "cannot write \(out)", exitCode: .ioError) }
         var w = PayloadWriter(capacity: 256)
-        let m = sealed.media
-        w.raw("{\"url\":")
-        w.string(m.url)
-        w.raw(",\"type\":")
-        w.string(m.type ?? "application/octet-stream")
-        w.raw(",\"sha256\":")
-        w.string(m.sha256 ?? "")
-        w.raw(",\"key\":")
-        w.string(m.key ?? "")
-        w.raw("}\n")
+        // url, type, sha256 (lower-case hex), key (standard base64): PushSealFormat's spelling.
+        if case .object(let o) = sealed.media.jsonValue() { try w.object(o) }
+        w.raw("\n")
         Output.stdout(bytes: w.bytes)
         return .success
     }

@@ -40,6 +40,7 @@ struct SealCommand: Command {
     func run(_ context: CommandContext) throws -> ExitCode {
         let a = context.arguments
         try a.expectPositionals(max: 1)
+        try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal --help")
         let recipient = try a.required("--recipient", "R")
         let textOptions = ["--title", "--subtitle", "--body", "--media-url", "--id"]
         var notification: OutgoingNotification
@@ -59,7 +60,7 @@ struct SealCommand: Command {
         if let t = a.value("--subtitle") { notification.subtitle = t }
         if let t = a.value("--body") { notification.body = t }
         if let t = a.value("--id") { notification.id = t }
-        if let u = a.value("--media-url") { notification.media = OutgoingNotification.Media(url: u) }
+        if let u = a.value("--media-url") { notification.media = MediaDescriptor(url: u) }
 
         let sealer = try SealOptionSpecs.sealer(a)
         let sealed: SealedNotification

@@ -23,7 +23,7 @@ enum SealExit {
         "4   the recipient's primary key reached 2^32 seals: rotate the keyset (push-keys rotate)",
         "64  usage error (unknown option, missing argument, no notification, an invalid APNs option such as --priority 7, an empty fallback title or body)",
         "65  bad notification: not UTF-8, not JSON, wrong JSON types, over 1 MiB, or empty title and body",
-        "66  NOTIFICATION.json missing, or no keychain at DIR (not a directory, or not a keychain)",
+        "66  NOTIFICATION.json missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
         "67  unknown recipient, or the recipient's primary key is destroyed or disabled",
         "74  I/O error, or a damaged keychain",
         "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
@@ -35,7 +35,7 @@ enum SealExit {
         internalErrorLine,
         "2   at least one line failed (its output line says why); every other line was sealed and written",
         "64  usage error (unknown option, missing argument, an invalid APNs option, --jobs not 1 to 256)",
-        "66  LINES.jsonl missing, or no keychain at DIR (not a directory, or not a keychain)",
+        "66  LINES.jsonl missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
         "74  I/O error reading the input or writing the output, or a damaged keychain",
         "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
     ]
@@ -54,6 +54,19 @@ enum SealExit {
 
     /// Exit 1 as PushSealCLI's `Tool` uses it (and a failed seal).
     static let internalErrorLine = "1   internal error (stderr says what failed)"
+}
+
+/// Checks a command's required options in the order its USAGE line names them, so the first
+/// one missing is reported (not whichever the code happens to read first).
+/// - Parameters:
+///   - a: the parsed arguments.
+///   - options: `(name, valueName)` pairs in USAGE order, e.g. `("--app-id", "APP")`.
+///   - helpCommand: the help to point at, e.g. `push-seal --help`.
+/// - Throws: `CLIError` 64 `missing NAME VALUE` with `hint: see 'HELP'`.
+func requireInUsageOrder(_ a: Arguments, _ options: [(name: String, valueName: String)], helpCommand: String) throws {
+    for o in options where (a.value(o.name) ?? "").isEmpty {
+        throw CLIError.usage("missing \(o.name) \(o.valueName)", hint: "see '\(helpCommand)'")
+    }
 }
 
 /// Options shared by the single seal and `batch`.

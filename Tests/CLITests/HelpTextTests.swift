@@ -102,11 +102,9 @@ import Testing
                 guard section != "USAGE", section != "EXAMPLES", line.count > Self.width else { continue }
                 #expect(!line.trimmingCharacters(in: .whitespaces).contains(" "), "\(name): \(line.count) columns: \(line)")
             }
-            // The key-lifecycle commands (push-keys generate, rotate, …; Sources/push-keys/Key*.swift)
-            // are not checked yet: their --grace and --period do not name the units (reported).
-            let lifecycle = name.hasPrefix("push-keys ") && !name.hasPrefix("push-keys keychain")
-            for option in text.components(separatedBy: "\n  --").dropFirst() where !lifecycle && option.hasPrefix("\(option.prefix { $0 != " " }) DURATION") {
-                let description = option.components(separatedBy: "\n\n")[0]
+            for option in text.components(separatedBy: "\n  --").dropFirst() where option.hasPrefix("\(option.prefix { $0 != " " }) DURATION") {
+                // Words joined by single spaces: the phrase may be wrapped onto the next line.
+                let description = option.components(separatedBy: "\n\n")[0].split(whereSeparator: \.isWhitespace).joined(separator: " ")
                 #expect(description.contains("s, m, h, d or w"), "\(name): --\(option.prefix { $0 != " " }) does not name its units")
             }
         }

@@ -66,6 +66,12 @@ import Testing
         let again = try Self.run(["keychain", "init", "--keychain", "kc"], in: dir)
         #expect(again.status == 73)
         #expect(again.stderr.hasPrefix("push-keys: error: "))
+        // A keychain is named as one; other content is "not empty" (both 73).
+        #expect(again.stderr.contains("/kc is already a keychain") && !again.stderr.contains("not empty"), "\(again.stderr)")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("other"), withIntermediateDirectories: false)
+        try "x".write(to: dir.appendingPathComponent("other/notes.txt"), atomically: true, encoding: .utf8)
+        let other = try Self.run(["keychain", "init", "--keychain", "other"], in: dir)
+        #expect(other.status == 73 && other.stderr.contains("/other is not empty"), "\(other.stderr)")
     }
 
     @Test func addGetRoundTripAndDuplicate() throws {

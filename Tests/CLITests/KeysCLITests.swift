@@ -150,6 +150,20 @@ enum KeysCLI {
         // list shows ids and statuses, never key bytes.
         let list = try KeysCLI.keys(["list", "--keychain", dev, "--entitlements", app])
         #expect(list.stdout.contains("\(first)\tdecryptOnly") && list.stdout.contains("\(newID)\tprimary"))
+        // Piped: no header line, no warning.
+        #expect(list.stdout.hasPrefix(KeysCLI.appID + "\t") && list.stderr.isEmpty, "\(list.stdout)\(list.stderr)")
+        // A device keychain listed without an identity: nothing on stdout, exit 0, and a warning saying why.
+        let bare = try KeysCLI.keys(["list", "--keychain", dev])
+        #expect(bare.status == 0 && bare.stdout.isEmpty)
+        #expect(bare.stderr == "push-keys: warning: no keysets visible to the default server identity (access group pushseal.server); pass --entitlements app.json to list a device keychain\n")
+        // The server keychain lists as the server identity: no warning.
+        let server = try KeysCLI.keys(["list", "--keychain", srv])
+        #expect(server.status == 0 && server.stderr.isEmpty && server.stdout.contains("\t\(newID)\tprimary"), "\(server.stderr)")
+        // On a terminal (util-linux script gives a pty) the first line names the columns.
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/script") {
+            let tty = try KeysCLI.run("/usr/bin/script", ["-qec", "\(KeysCLI.tool) list --keychain \(srv)", "/dev/null"])
+            #expect(tty.stdout.hasPrefix("APP\tRECIPIENT\tKEY_ID\tSTATUS\tCREATED\tPROMOTED\tRETIRED\tNOT_AFTER\tSEALS\r\n"), "\(tty.stdout)")
+        }
         let record = String(decoding: original, as: UTF8.self)
         let keyB64 = String(record[record.range(of: "\"key\":\"")!.upperBound...].prefix(44))
         #expect(!list.stdout.contains(keyB64) && !rot.stdout.contains(keyB64))

@@ -17,8 +17,8 @@ import Testing
         let ent = dir.appendingPathComponent("two.json").path
         try Data(Self.twoGroups.utf8).write(to: URL(fileURLWithPath: ent))
         let dev = dir.appendingPathComponent("dev").path
-        let base = ["--keychain", dev, "--entitlements", ent, "--audit-log", "/dev/null"]
-        let gen = try KeysCLI.keys(["generate"] + base + ["--access-group", Self.second, "--app-id", KeysCLI.appID, "--recipient", "r"])
+        let base = ["--keychain", dev, "--entitlements", ent]  // list reads only: it takes no --audit-log
+        let gen = try KeysCLI.keys(["generate"] + base + ["--audit-log", "/dev/null"] + ["--access-group", Self.second, "--app-id", KeysCLI.appID, "--recipient", "r"])
         #expect(gen.status == 0, "\(gen.stderr)")
         // The item is in the named group, not the identity's first one.
         let kc = try Keychain(opening: URL(fileURLWithPath: dev), as: try Entitlements.load(from: URL(fileURLWithPath: ent)))

@@ -42,6 +42,15 @@ import Testing
         #expect(prov.status == 0, "\(prov.stderr)")
         let extJSON = dev + ".entitlements/ext.json", appJSON = dev + ".entitlements/app.json"
         #expect(FileManager.default.fileExists(atPath: extJSON))
+        // stdout: both entitlements files, the shared groups, and the push-open command to run next.
+        #expect(prov.stdout.split(separator: "\n").map(String.init) == [
+            "app entitlements: \(appJSON)",
+            "extension entitlements: \(extJSON)",
+            "keychain access group: TEAM123456.\(KeysCLI.appID).shared",
+            "app group: group.\(KeysCLI.appID)",
+            "next: push-open --keychain \(dev) --app-id \(KeysCLI.appID) --entitlements \(extJSON) PAYLOAD.json",
+        ], "\(prov.stdout)")
+        #expect(prov.stderr.contains("imported"), "the import's own line is on stderr: \(prov.stderr)")
 
         // Nothing due yet: no output, no outbox files.
         let none = try KeysCLI.run(keysDir.appendingPathComponent("rotate.sh").path, [srv, outbox], env: env)

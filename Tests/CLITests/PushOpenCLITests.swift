@@ -1,20 +1,11 @@
 import Foundation
 import Testing
 
-/// The shared test data (`$PUSHSEAL_SHARED`, else `shared` beside the repository).
-private let sharedCases: URL? = {
-    let fm = FileManager.default
-    if let env = ProcessInfo.processInfo.environment["PUSHSEAL_SHARED"], !env.isEmpty {
-        let u = URL(fileURLWithPath: env).appendingPathComponent("cases")
-        return fm.fileExists(atPath: u.path) ? u : nil
-    }
-    let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let u = repo.deletingLastPathComponent().appendingPathComponent("shared/cases")
-    return fm.fileExists(atPath: u.path) ? u : nil
-}()
+/// The shared cases push-open runs (see ``sharedData(_:)``).
+private let sharedCases = sharedData("cases")
 
 /// Runs the built `push-open` (and `push-keys` to provision the device keychain).
-@Suite(.serialized, .enabled(if: sharedCases != nil, "shared cases not found: set PUSHSEAL_SHARED to the shared folder"))
+@Suite(.serialized, .enabled(if: sharedCases.url != nil, Comment(rawValue: sharedCases.missing)))
 struct PushOpenCLITests {
     struct Result {
         var status: Int32
@@ -71,7 +62,7 @@ struct PushOpenCLITests {
     static let base = ["--keychain", "dev", "--app-id", "com.example.app", "--entitlements", "ext.json"]
 
     static func casePath(_ relative: String) -> String {
-        sharedCases?.appendingPathComponent(relative).path ?? relative
+        sharedCases.url?.appendingPathComponent(relative).path ?? relative
     }
 
     @Test func decryptedNotificationPrintsOneJSONObjectAndExitsZero() throws {
@@ -120,6 +111,10 @@ struct PushOpenCLITests {
         #expect(r.json["reason"] as? String == reason)
         #expect(r.json["title"] as? String == "New message")
         #expect(r.json["body"] as? String == "Open the app to read it")
+        if reason == "unknownKey" {
+            // The detail names the usual newcomer cause: a keyset of another app id.
+            #expect((r.json["detail"] as? String)?.contains("another app id's keyset (check push-seal --app-id)") == true, "\(r.stdout)")
+        }
     }
 
     @Test func lockedDeviceWithAWhenUnlockedKeyNamesMinus25308() throws {
@@ -145,6 +140,29 @@ struct PushOpenCLITests {
         #expect(r.json["reason"] as? String == reason)
         #expect((r.json["title"] as? String) == (shown ? "New message" : nil))
         #expect(r.json["title"] is NSNull == !shown)
+    }
+
+    @Test func replayGuardRemembersIDsInTheAppGroupUnlessTurnedOff() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let payload = Self.casePath("notifications/n10.payload.json") // carries "id": "otp-1"
+        let now = ["--now", "1796000100"]
+        let first = try Self.run("push-open", Self.base + now + [payload], in: dir)
+        #expect(first.status == 0 && first.json["outcome"] as? String == "decrypted", "\(first.stdout)\(first.stderr)")
+        // The cache is where --help says: DIR/app-groups/<first application group>/pushseal-replay-cache.txt.
+        let cache = dir.appendingPathComponent("dev/app-groups/group.x/pushseal-replay-cache.txt")
+        #expect(try String(contentsOf: cache, encoding: .utf8) == "otp-1\n")
+        let again = try Self.run("push-open", Self.base + now + [payload], in: dir)
+        #expect(again.status == 1 && again.json["outcome"] as? String == "original" && again.json["reason"] as? String == "replayed")
+        // --no-replay-guard: the same payload opens again, as often as wanted, and the cache is left alone.
+        for _ in 0..<2 {
+            let off = try Self.run("push-open", Self.base + now + ["--no-replay-guard", payload], in: dir)
+            #expect(off.status == 0 && off.json["outcome"] as? String == "decrypted", "\(off.stdout)")
+        }
+        #expect(try String(contentsOf: cache, encoding: .utf8) == "otp-1\n")
+        // The help names the flag and the cache's place.
+        let help = try Self.run("push-open", ["--help"], in: dir)
+        #expect(help.stdout.contains("--no-replay-guard") && help.stdout.contains("DIR/app-groups/GROUP/pushseal-replay-cache.txt"))
     }
 
     @Test func commandErrorsUseSysexitsCodes() throws {

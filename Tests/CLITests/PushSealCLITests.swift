@@ -176,6 +176,42 @@ import Testing
         #expect(gone.err.contains("hint: create one with: push-keys generate"), "\(gone.err)")
     }
 
+    @Test func missingRequiredOptionsAreReportedInUsageOrderWithAHint() throws {
+        guard Self.binary != nil else { return }
+        let s = try Scratch()
+        let cases: [([String], String, String)] = [
+            ([], "missing --app-id APP", "push-seal --help"),
+            (["--keychain", s.keychain.path, "--title", "t"], "missing --app-id APP", "push-seal --help"),
+            (["--app-id", Scratch.appID, "--title", "t"], "missing --recipient R", "push-seal --help"),
+            (["--app-id", Scratch.appID, "--recipient", "alice", "--title", "t"], "missing --keychain DIR", "push-seal --help"),
+            (["batch"], "missing --app-id APP", "push-seal batch --help"),
+            (["batch", "--app-id", Scratch.appID], "missing --keychain DIR", "push-seal batch --help"),
+        ]
+        for (args, message, help) in cases {
+            let r = try run(args)
+            #expect(r.status == 64, "\(args): \(r.err)")
+            #expect(r.err == "push-seal: error: \(message)\nhint: see '\(help)'\n", "\(args)")
+            #expect(r.out.isEmpty)
+        }
+    }
+
+    @Test func batchInputThatIsADirectoryIsExit66NamingIt() throws {
+        guard Self.binary != nil else { return }
+        let s = try Scratch()
+        let single = try run(s.keyArgs + ["--recipient", "alice", s.dir.path])
+        let batch = try run(["batch"] + s.keyArgs + [s.dir.path])
+        for r in [single, batch] {
+            #expect(r.status == 66, "\(r.err)")
+            #expect(r.err == "push-seal: error: \(s.dir.path) is a directory\n", "\(r.err)")
+            #expect(r.out.isEmpty)
+        }
+        // A blank line is skipped but still counted: "line" is the input's own line number.
+        try s.write("two.jsonl", Data("{\"recipient\":\"alice\",\"notification\":{\"title\":\"a\"}}\n\n{\"recipient\":\"alice\",\"notification\":{\"title\":\"b\"}}\n".utf8))
+        let two = try run(["batch"] + s.keyArgs + [s.path("two.jsonl")])
+        #expect(two.status == 0, "\(two.err)")
+        #expect(try two.out.split(separator: "\n").map { (try object(String($0))["line"] as? NSNumber)?.intValue } == [1, 3])
+    }
+
     @Test func sealLimitIsExit4AndCounted() throws {
         guard Self.binary != nil else { return }
         let s = try Scratch()
@@ -205,6 +241,8 @@ import Testing
         let lines = try b.out.split(separator: "\n").map { try object(String($0)) }
         #expect(lines.count == recipients.count)
         #expect(lines.map { $0["recipient"] as? String } == recipients)
+        // alice appears three times: "line" tells her outputs apart.
+        #expect(lines.map { ($0["line"] as? NSNumber)?.intValue } == Array(1...recipients.count))
         var keyIDs: [String: String] = [:]
         for (r, o) in zip(recipients, lines) {
             if r == "bob" || r == "dave" {
@@ -281,8 +319,9 @@ import Testing
         var failedLines: [Int] = []
         for (i, line) in lines.enumerated() {
             let o = try object(String(line))
+            // Every output line, sealed or failed, names its 1-based input line.
+            #expect((o["line"] as? NSNumber)?.intValue == i + 1, "\(line.prefix(80))")
             if let error = o["error"] as? [String: Any] {
-                #expect((o["line"] as? NSNumber)?.intValue == i + 1)
                 #expect(error["message"] is String)
                 failedLines.append(i + 1)
             } else {

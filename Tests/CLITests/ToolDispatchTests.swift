@@ -13,7 +13,7 @@ private struct Probe: Command {
 }
 
 @Suite struct ToolDispatchTests {
-    let tool = Tool(name: "probe", overview: "test tool", commands: [Probe(path: ["group", "a"]), Probe(path: ["group", "b"]), Probe(path: ["solo"])])
+    let tool = Tool(name: "probe", overview: "test tool", commands: [Probe(path: ["group", "a"]), Probe(path: ["group", "b"]), Probe(path: ["solo"])], printer: .silent)
 
     @Test func dispatchesByLongestPath() {
         #expect(tool.run(["group", "a"]) == ExitCode(12))
@@ -26,6 +26,19 @@ private struct Probe: Command {
         #expect(tool.run(["group"]) == .usage)
         #expect(tool.run(["group", "zzz"]) == .usage)
         #expect(tool.run(["zzz"]) == .usage)
+    }
+
+    @Test func versionAndErrorTextGoThroughThePrinter() {
+        final class Sink: @unchecked Sendable { // test-only; written on this thread only
+            var out = "", err = ""
+        }
+        let sink = Sink()
+        let t = Tool(name: "probe", overview: "o", commands: tool.commands,
+                     printer: Printer(out: { sink.out += $0 }, err: { sink.err += $0 }))
+        #expect(t.run(["--version"]) == .success)
+        #expect(sink.out.hasPrefix("probe \(Tool.packageVersion)"))
+        #expect(t.run(["solo", "--name", "bad"]) == .dataError)
+        #expect(sink.err.contains("probe: error: bad name"))
     }
 
     @Test func errorsMapToTheirExitCodes() {

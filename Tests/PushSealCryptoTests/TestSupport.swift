@@ -3,25 +3,27 @@ import Testing
 import COpenSSL
 @testable import PushSealCrypto
 
-/// Where the public test data lives: `$PUSHSEAL_SHARED`, else the `shared` folder beside the repo.
+/// The shared test data at `relative` (e.g. `vectors/hkdf/x.json`) inside `$PUSHSEAL_SHARED`,
+/// else `<repo>/../shared`: its URL when it exists, and the message a test gives when it does not
+/// (the resolved path it looked in, and how to point at the data).
+func sharedData(_ relative: String) -> (url: URL?, missing: String) {
+    let env = ProcessInfo.processInfo.environment["PUSHSEAL_SHARED"] ?? ""
+    let root = env.isEmpty
+        ? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("shared")
+        : URL(fileURLWithPath: env)
+    let url = root.appendingPathComponent(relative).standardized
+    let found = FileManager.default.fileExists(atPath: url.path)
+    return (found ? url : nil, "shared test data not found at \(url.path) (\(env.isEmpty ? "default <repo>/../shared" : "from PUSHSEAL_SHARED")): "
+        + "run `make test SHARED=/path/to/shared`, or set PUSHSEAL_SHARED=/path/to/shared")
+}
+
+/// Reading the public test vectors (see ``sharedData(_:)``).
 enum SharedData {
-    /// The repository root, found from this file's path (`<repo>/Tests/PushSealCryptoTests/…`).
-    static let repoRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    static var root: URL {
-        if let env = ProcessInfo.processInfo.environment["PUSHSEAL_SHARED"], !env.isEmpty {
-            return URL(fileURLWithPath: env)
-        }
-        return repoRoot.deletingLastPathComponent().appendingPathComponent("shared")
-    }
-
     /// Reads `vectors/<relativePath>`; throws a `MissingData` naming the path looked at.
     static func vectors(_ relativePath: String) throws -> Data {
-        let url = root.appendingPathComponent("vectors").appendingPathComponent(relativePath)
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw MissingData(path: url.path)
-        }
+        let (url, missing) = sharedData("vectors/" + relativePath)
+        guard let url, let data = FileManager.default.contents(atPath: url.path) else { throw MissingData(description: missing) }
         return data
     }
 
@@ -32,10 +34,7 @@ enum SharedData {
 
 /// Thrown (so the test fails, never silently passes) when the public test vectors are absent.
 struct MissingData: Error, CustomStringConvertible {
-    let path: String
-    var description: String {
-        "test vectors not found at \(path) (looked in $PUSHSEAL_SHARED/vectors, default <repo>/../shared/vectors; set PUSHSEAL_SHARED to the shared folder)"
-    }
+    let description: String
 }
 
 struct BadHex: Error, CustomStringConvertible {

@@ -153,7 +153,7 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
         struct Failing: NotificationPayloadOpener, NotificationKeyProvider {
             var failKeyID = false
             func keyID(in payload: JSONValue) throws -> String { if failKeyID { throw Opaque() }; return "k1" }
-            func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> DecryptedNotification { throw Opaque() }
+            func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> NotificationPlaintext { throw Opaque() }
             func key(for keyID: String) throws -> SecretBytes { throw Opaque() }
         }
         func host(_ opener: Failing, _ provider: any NotificationKeyProvider) -> ExtensionHost {
@@ -301,7 +301,7 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
 /// An injected opener whose plaintext has no text at all (the codec never gives one).
 private struct BlankOpener: NotificationPayloadOpener {
     func keyID(in payload: JSONValue) throws -> String { "k1" }
-    func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> DecryptedNotification {
-        DecryptedNotification(title: "", body: "")
+    func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> NotificationPlaintext {
+        NotificationPlaintext(title: "", body: "")
     }
 }

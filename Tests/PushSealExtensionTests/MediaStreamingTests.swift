@@ -2,6 +2,7 @@ import Foundation
 import PushSealCrypto
 import Testing
 @testable import PushSealExtension
+@testable import PushSealMediaFetch
 
 private func server() throws -> MediaServer {
     try #require(MediaServer.shared, "python3 is needed to run the local media server")
@@ -13,40 +14,156 @@ private func filesIn(_ dir: URL) -> [String] {
 
 private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
-/// Streaming of media: the bounded delegate queue and the chunked opening of sealed media.
-@Suite(.serialized) struct MediaStreamingTests {
-    @Test func boundedQueueMakesTheProducerWait() throws {
-        let queue = BoundedDelegateQueue(maxPendingOperationCount: 2)
-        let gate = DispatchSemaphore(value: 0)
-        let added = Locked(0)
-        let producer = Thread {
-            for _ in 0..<4 {
-                queue.addOperation { gate.wait() }
-                added.withLock { $0 += 1 }
-            }
-        }
-        producer.start()
-        Thread.sleep(forTimeInterval: 0.3)
-        // Two operations pending (one running, blocked on the gate): the third add waits.
-        #expect(added.withLock { $0 } == 2)
-        for _ in 0..<4 { gate.signal() }
-        queue.waitUntilAllOperationsAreFinished()
-        Thread.sleep(forTimeInterval: 0.05)
-        #expect(added.withLock { $0 } == 4)
+/// Records what the fetcher reports, in order; `receive` may block on a gate.
+private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
+    // @unchecked Sendable: every field is touched only under `lock`; `gate` and `done` are semaphores.
+    enum Event: Equatable { case redirect(String), response(Int, String?, Int?), complete(MediaFetchCompletion) }
+    private let lock = NSLock()
+    private var _events: [Event] = []
+    private var _bytes: [UInt8] = []
+    private var _chunkCount = 0
+    private var _largestChunk = 0
+    private var _inside = 0
+    private var _overlapped = false
+    let followRedirects: Bool
+    let gate: DispatchSemaphore?
+    let done = DispatchSemaphore(value: 0)
+
+    init(followRedirects: Bool = true, gate: DispatchSemaphore? = nil) {
+        self.followRedirects = followRedirects
+        self.gate = gate
     }
 
-    @Test func boundedQueueDoesNotWaitOnItself() throws {
-        let queue = BoundedDelegateQueue(maxPendingOperationCount: 1)
-        let ran = Locked(0)
-        queue.addOperation {
-            // Adding from inside the queue while its only slot is taken must not deadlock.
-            queue.addOperation { ran.withLock { $0 += 1 } }
-            ran.withLock { $0 += 1 }
+    var events: [Event] { lock.withLock { _events } }
+    var bytes: [UInt8] { lock.withLock { _bytes } }
+    var chunkCount: Int { lock.withLock { _chunkCount } }
+    var largestChunk: Int { lock.withLock { _largestChunk } }
+    var overlapped: Bool { lock.withLock { _overlapped } }
+
+    private func enter() { lock.withLock { _inside += 1; if _inside > 1 { _overlapped = true } } }
+    private func leave() { lock.withLock { _inside -= 1 } }
+
+    func redirect(to url: String) -> Bool {
+        enter(); defer { leave() }
+        lock.withLock { _events.append(.redirect(url)) }
+        return followRedirects
+    }
+
+    func response(status: Int, contentType: String?, contentLength: Int?) -> Bool {
+        enter(); defer { leave() }
+        lock.withLock { _events.append(.response(status, contentType, contentLength)) }
+        return true
+    }
+
+    func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        enter(); defer { leave() }
+        let first = lock.withLock { () -> Bool in
+            _chunkCount += 1
+            _largestChunk = max(_largestChunk, bytes.count)
+            _bytes.append(contentsOf: bytes)
+            return _chunkCount == 1
         }
-        queue.waitUntilAllOperationsAreFinished()
-        Thread.sleep(forTimeInterval: 0.05)
-        queue.waitUntilAllOperationsAreFinished()
-        #expect(ran.withLock { $0 } == 2)
+        if first { gate?.wait() }
+        return true
+    }
+
+    func complete(_ completion: MediaFetchCompletion) {
+        enter(); defer { leave() }
+        lock.withLock { _events.append(.complete(completion)) }
+        done.signal()
+    }
+}
+
+/// Streaming of media: the libcurl fetcher's callbacks and the chunked opening of sealed media.
+@Suite(.serialized) struct MediaStreamingTests {
+    /// Backpressure: while the data callback holds the first chunk, nothing else arrives (no
+    /// chunk is queued behind it, completion cannot overtake it); afterwards the whole body
+    /// arrives in order, in chunks of at most 16 KiB, never two callbacks at once.
+    @Test func chunksArriveOneAtATimeAndWaitForTheCallback() throws {
+        let s = try server()
+        var body = sampleBytes(.jpeg, byteCount: 1_000_000)
+        for i in body.indices.dropFirst(16) { body[i] = UInt8(truncatingIfNeeded: i &* 131 &+ i >> 9) }
+        let name = "stream-\(UUID().uuidString)"
+        try writeFile(body, named: name, in: s.filesDirectory)
+        let gate = DispatchSemaphore(value: 0)
+        let events = RecordingEvents(gate: gate)
+        let task = try DynamicMediaFetcher().start(url: s.url("/files/\(name)?ct=image/jpeg"), timeoutSeconds: 10,
+                                                   maxPendingCallbacks: 64, events: events)
+        defer { task.finish() }
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(events.chunkCount == 1)
+        #expect(events.events == [.response(200, "image/jpeg", body.count)])
+        gate.signal()
+        #expect(events.done.wait(timeout: .now() + 10) == .success)
+        #expect(events.events.last == .complete(.finished(status: 200)))
+        #expect(events.bytes == body)
+        #expect(events.largestChunk <= 16 * 1024)
+        #expect(!events.overlapped)
+    }
+
+    /// Each hop is offered with an absolute URL (the server sends a relative `Location`).
+    @Test func redirectHopsAreOfferedAsAbsoluteURLs() throws {
+        let s = try server()
+        let events = RecordingEvents()
+        let task = try DynamicMediaFetcher().start(url: s.url("/hop/7"), timeoutSeconds: 10, maxPendingCallbacks: 64, events: events)
+        defer { task.finish() }
+        #expect(events.done.wait(timeout: .now() + 10) == .success)
+        #expect(events.events == [.redirect(s.url("/hop/8")), .redirect(s.url("/hop/9")),
+                                  .response(200, "image/png", events.bytes.count), .complete(.finished(status: 200))])
+        #expect(events.bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+    }
+
+    /// A refused redirect is not followed: its own response is the final one.
+    @Test func refusedRedirectEndsWithTheRedirectResponse() throws {
+        let s = try server()
+        let events = RecordingEvents(followRedirects: false)
+        let task = try DynamicMediaFetcher().start(url: s.url("/redirect"), timeoutSeconds: 10, maxPendingCallbacks: 64, events: events)
+        defer { task.finish() }
+        #expect(events.done.wait(timeout: .now() + 10) == .success)
+        #expect(events.events == [.redirect(s.url("/photo")), .response(302, nil, 0), .complete(.finished(status: 302))])
+    }
+
+    /// `cancel()` ends a transfer that the server never answers, with `.cancelled`.
+    @Test func cancelEndsAStalledTransfer() throws {
+        let s = try server()
+        let events = RecordingEvents()
+        let task = try DynamicMediaFetcher().start(url: s.url("/stall"), timeoutSeconds: 30, maxPendingCallbacks: 64, events: events)
+        defer { task.finish() }
+        Thread.sleep(forTimeInterval: 0.2)
+        task.cancel()
+        #expect(events.done.wait(timeout: .now() + 10) == .success)
+        #expect(events.events == [.complete(.cancelled)])
+    }
+
+    /// A connection refused is a failure with NSURLError's "cannot connect" code (-1004).
+    @Test func refusedConnectionFails() throws {
+        let events = RecordingEvents()
+        let task = try DynamicMediaFetcher().start(url: "http://127.0.0.1:1/a.png", timeoutSeconds: 10, maxPendingCallbacks: 64, events: events)
+        defer { task.finish() }
+        #expect(events.done.wait(timeout: .now() + 10) == .success)
+        #expect(events.events == [.complete(.failed(code: -1004))])
+    }
+
+    /// Only http(s) URLs start; anything else is refused before any callback.
+    @Test(arguments: ["ftp://127.0.0.1/a.png", "file:///etc/passwd", "not a url", ""])
+    func nonHTTPURLsAreRefused(_ url: String) throws {
+        #expect(throws: ExtensionError(.mediaURLRefused, "")) {
+            try DynamicMediaFetcher().start(url: url, timeoutSeconds: 1, maxPendingCallbacks: 64, events: RecordingEvents())
+        }
+    }
+
+    /// Header parsing of the fetcher (status line, names in any case, values trimmed).
+    @Test func headerLinesParse() {
+        func status(_ line: String) -> Int { Array(line.utf8).withUnsafeBytes { parseStatus($0) } }
+        func header(_ line: String) -> (String, String)? { Array(line.utf8).withUnsafeBytes { splitHeader($0) } }
+        #expect(status("HTTP/1.1 200 OK\r\n") == 200)
+        #expect(status("HTTP/2 404\r\n") == 404)
+        #expect(status("HTTP/1.1 20\r\n") == 0)
+        #expect(header("Content-TYPE:  image/png \r\n")! == ("content-type", "image/png"))
+        #expect(header("Location:/a:b\r\n")! == ("location", "/a:b"))
+        #expect(header("no colon\r\n") == nil)
+        #expect(resolveURL("../b?x=1", against: "http://127.0.0.1:8/a/c") == "http://127.0.0.1:8/b?x=1")
+        #expect(resolveURL("https://example.com/z", against: "http://127.0.0.1:8/a") == "https://example.com/z")
     }
 
     /// A sealed file of several chunks opens byte for byte; only `<uuid>.<ext>` remains.

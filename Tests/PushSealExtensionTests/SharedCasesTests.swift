@@ -4,28 +4,15 @@ import PushSealFormat
 import Testing
 @testable import PushSealExtension
 
-/// The shared test data: `$PUSHSEAL_SHARED`, else the `shared` folder beside the repository.
-let sharedDirectory: URL? = {
-    let fm = FileManager.default
-    if let env = ProcessInfo.processInfo.environment["PUSHSEAL_SHARED"], !env.isEmpty {
-        return fm.fileExists(atPath: env) ? URL(fileURLWithPath: env) : nil
-    }
-    let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let beside = repo.deletingLastPathComponent().appendingPathComponent("shared")
-    return fm.fileExists(atPath: beside.path) ? beside : nil
-}()
-
-let sharedMissing = "shared cases not found: set PUSHSEAL_SHARED to the shared folder (it holds cases/)"
-
 func sharedPayload(_ relativePath: String) throws -> JSONValue {
-    let dir = try #require(sharedDirectory, "\(sharedMissing)")
-    let bytes = try Data(contentsOf: dir.appendingPathComponent("cases").appendingPathComponent(relativePath))
+    let (url, missing) = sharedData("cases/" + relativePath)
+    let bytes = try Data(contentsOf: try #require(url, Comment(rawValue: missing)))
     return try JSONReader.parse(Array(bytes))
 }
 
 /// File names (without `.payload.json`) in `cases/<folder>`, sorted.
 func sharedCaseNames(_ folder: String) -> [String] {
-    guard let dir = sharedDirectory?.appendingPathComponent("cases").appendingPathComponent(folder),
+    guard let dir = sharedData("cases/" + folder).url,
           let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return [] }
     return names.filter { $0.hasSuffix(".payload.json") }.map { String($0.dropLast(".payload.json".count)) }.sorted()
 }
@@ -73,7 +60,7 @@ func expectExactlyOneDelivery(_ logger: CollectingLogger, sourceLocation: Source
 /// Every shared case through the real host, the real decrypting service and the real
 /// keychain-backed key provider (the cases' key imported under `k1` in a device keychain the
 /// extension reads as its own identity).
-@Suite(.enabled(if: sharedDirectory != nil, "\(sharedMissing)"))
+@Suite(.enabled(if: sharedData("cases").url != nil, Comment(rawValue: sharedData("cases").missing)))
 struct SharedCasesTests {
     @Test func everyFailureFileIsDocumentedHere() {
         #expect(Set(sharedCaseNames("failures")) == Set(documentedFailures.keys))
@@ -179,12 +166,11 @@ struct SharedCasesTests {
 /// The media notification (n12) against the tests' local HTTP server: its plaintext names
 /// `http://127.0.0.1:PORT/cat.jpg`, so it is resealed here with the server's port and the
 /// cases' key (the shared payload itself has no usable port).
-@Suite(.serialized, .enabled(if: sharedDirectory != nil, "\(sharedMissing)"))
+@Suite(.serialized, .enabled(if: sharedData("cases").url != nil, Comment(rawValue: sharedData("cases").missing)))
 struct SharedMediaCaseTests {
     @Test func mediaNotificationAttachesTheImage() throws {
         let server = try #require(MediaServer.shared, "python3 is needed to run the local media server")
-        let plainBytes = try Data(contentsOf: try #require(sharedDirectory)
-            .appendingPathComponent("cases/notifications/n12.plain.json"))
+        let plainBytes = try Data(contentsOf: try #require(sharedData("cases/notifications/n12.plain.json").url))
         let text = String(decoding: plainBytes, as: UTF8.self).replacingOccurrences(of: "PORT", with: String(server.port))
         let plain = try NotificationPlaintext(json: try JSONReader.parse(Array(text.utf8)))
         let sealed = try WireFormat.seal(plaintext: plain, key: casesKey, keyID: "k1", appID: casesAppID)

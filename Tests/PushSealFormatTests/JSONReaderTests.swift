@@ -209,9 +209,9 @@ struct JSONReaderTests {
     }
 
     /// Every JSON file of the shared cases parses, agrees with Foundation, and round-trips.
-    @Test(.enabled(if: sharedCasesDirectory() != nil, "shared cases not found: set PUSHSEAL_SHARED to the shared folder"))
+    @Test(.enabled(if: sharedData("cases").url != nil, Comment(rawValue: sharedData("cases").missing)))
     func sharedCasesParse() throws {
-        let root = try #require(sharedCasesDirectory())
+        let root = try #require(sharedData("cases").url)
         let files = try #require(FileManager.default.enumerator(atPath: root.path)?.allObjects as? [String])
             .filter { $0.hasSuffix(".json") }
         #expect(!files.isEmpty)
@@ -223,19 +223,4 @@ struct JSONReaderTests {
             #expect(try strictlyEqual(JSONReader.parse(JSONWriter.serialize(value)), value), "\(file)")
         }
     }
-}
-
-/// `$PUSHSEAL_SHARED/cases`, or `<repo>/../shared/cases`, when it exists.
-func sharedCasesDirectory() -> URL? {
-    let shared: URL
-    if let env = ProcessInfo.processInfo.environment["PUSHSEAL_SHARED"], !env.isEmpty {
-        shared = URL(fileURLWithPath: env)
-    } else {
-        shared = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("shared")
-    }
-    let cases = shared.appendingPathComponent("cases")
-    var isDirectory: ObjCBool = false
-    return FileManager.default.fileExists(atPath: cases.path, isDirectory: &isDirectory) && isDirectory.boolValue ? cases : nil
 }

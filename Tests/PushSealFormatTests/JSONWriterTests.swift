@@ -54,7 +54,7 @@ enum RandomJSON {
     }
 
     static func double(_ rng: inout SeededGenerator) -> Double {
-        let fixed: [Double] = [0, -0.0, 0.1, 1, -1.5, 1e300, -1e-300, 4.9406564584124654e-324, 2.2250738585072014e-308,
+        let fixed: [Double] = [0, -0.0, 0.1, 1, -1.5, 1e300, -1e-300, .leastNonzeroMagnitude, 2.2250738585072014e-308,
                                .greatestFiniteMagnitude, 9007199254740992, 1e16, 123456.789]
         if Bool.random(using: &rng) { return fixed.randomElement(using: &rng) ?? 0 }
         while true {
@@ -285,7 +285,7 @@ struct JSONWriterTests {
             #expect(String(decoding: bytes, as: UTF8.self) == String(i))
             #expect(try JSONReader.parse(bytes) == .integer(i))
         }
-        for d in [0.0, -0.0, 1.0, 0.1, 1e16, 1e-7, 4.9406564584124654e-324, .greatestFiniteMagnitude, -123.456] {
+        for d in [0.0, -0.0, 1.0, 0.1, 1e16, 1e-7, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -123.456] {
             let value = try JSONReader.parse(JSONWriter.serialize(.number(d)))
             #expect(strictlyEqual(value, .number(d)), "\(d)")
         }

@@ -10,7 +10,7 @@ struct SharedCasesTests {
     static let appID = "com.example.app"
 
     static func casesDirectory(_ sub: String) -> URL? {
-        WireTestSupport.sharedDirectory?.appendingPathComponent("cases").appendingPathComponent(sub)
+        sharedData("cases/" + sub).url
     }
 
     static func notificationNames() -> [String] {
@@ -20,8 +20,9 @@ struct SharedCasesTests {
     }
 
     @Test func sharedCasesArePresent() {
-        #expect(WireTestSupport.sharedDirectory != nil, Comment(rawValue: WireTestSupport.sharedMissing))
-        #expect(Self.notificationNames().count >= 12, Comment(rawValue: WireTestSupport.sharedMissing))
+        let cases = sharedData("cases/notifications")
+        #expect(cases.url != nil, Comment(rawValue: cases.missing))
+        #expect(Self.notificationNames().count >= 12, Comment(rawValue: cases.missing))
     }
 
     /// The string member `key` as UTF-8 bytes (for byte-for-byte comparison: Swift's `==` on
@@ -73,7 +74,7 @@ struct SharedCasesTests {
 
     @Test(arguments: failureExpectations)
     func failureFileGivesTheRightOutcome(_ name: String, _ expected: String) throws {
-        let dir = try #require(Self.casesDirectory("failures"), Comment(rawValue: WireTestSupport.sharedMissing))
+        let dir = try #require(Self.casesDirectory("failures"), Comment(rawValue: sharedData("cases/failures").missing))
         let payload = try JSONReader.parse(try WireTestSupport.read(dir.appendingPathComponent("\(name).payload.json")))
         var outcome: String
         do {
@@ -88,7 +89,7 @@ struct SharedCasesTests {
     }
 
     @Test func spellingsOfOneBoxDecodeToTheSameBytes() throws {
-        let dir = try #require(Self.casesDirectory("failures"), Comment(rawValue: WireTestSupport.sharedMissing))
+        let dir = try #require(Self.casesDirectory("failures"), Comment(rawValue: sharedData("cases/failures").missing))
         let boxes = try ["crlf-nonce", "base64-urlsafe-unpadded", "base64-wrapped-crlf"].map { name in
             try SealedPayload(payload: try JSONReader.parse(try WireTestSupport.read(dir.appendingPathComponent("\(name).payload.json")))).box
         }

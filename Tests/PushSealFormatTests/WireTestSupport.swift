@@ -2,23 +2,23 @@ import Foundation
 @testable import PushSealFormat
 import PushSealCrypto
 
+/// The shared test data at `relative` (e.g. `cases/failures`) inside `$PUSHSEAL_SHARED`, else
+/// `<repo>/../shared`: its URL when it exists, and the message a test gives when it does not (the
+/// resolved path it looked in, and how to point at the data).
+func sharedData(_ relative: String) -> (url: URL?, missing: String) {
+    let env = ProcessInfo.processInfo.environment["PUSHSEAL_SHARED"] ?? ""
+    let root = env.isEmpty ? WireTestSupport.repoRoot.deletingLastPathComponent().appendingPathComponent("shared") : URL(fileURLWithPath: env)
+    let url = root.appendingPathComponent(relative).standardized
+    let found = FileManager.default.fileExists(atPath: url.path)
+    return (found ? url : nil, "shared test data not found at \(url.path) (\(env.isEmpty ? "default <repo>/../shared" : "from PUSHSEAL_SHARED")): "
+        + "run `make test SHARED=/path/to/shared`, or set PUSHSEAL_SHARED=/path/to/shared")
+}
+
 /// Paths and helpers shared by the wire-format tests.
 enum WireTestSupport {
     /// The repository root (three levels above this file).
     static let repoRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    /// `$PUSHSEAL_SHARED`, else `<repo>/../shared`; nil when that folder is absent.
-    static var sharedDirectory: URL? {
-        let path = ProcessInfo.processInfo.environment["PUSHSEAL_SHARED"]
-            ?? repoRoot.deletingLastPathComponent().appendingPathComponent("shared").path
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else { return nil }
-        return URL(fileURLWithPath: path)
-    }
-
-    /// The message a test records when the shared data is missing.
-    static let sharedMissing = "shared test data not found: set PUSHSEAL_SHARED to the shared/ folder (make test sets it), or put shared/ beside the repository"
 
     /// The key of shared/cases: bytes 0x00…0x1f.
     static var casesKey: SecretBytes { SecretBytes(copying: (0..<32).map { UInt8($0) }) }

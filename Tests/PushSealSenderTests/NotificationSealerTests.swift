@@ -139,7 +139,7 @@ import PushSealFormat
     }
 
     @Test func fitDropsPaddingThenMediaBeforeTheBody() throws {
-        let media = OutgoingNotification.Media(url: "https://cdn.example.com/" + String(repeating: "m", count: 400), type: "image/jpeg")
+        let media = MediaDescriptor(url: "https://cdn.example.com/" + String(repeating: "m", count: 400), type: "image/jpeg")
         let sealer = try Fixture.sealer(SealOptions(fit: true))
         // Fits once the media is gone, so the body stays whole.
         let body = String(repeating: "b", count: 2550)
@@ -175,11 +175,15 @@ import PushSealFormat
         #expect(sealed.media.type == "image/png")
         #expect(sealed.blob.count == file.count + 28)
         let digest = try SHA256Hasher.hash(sealed.blob).map { String(format: "%02x", $0) }.joined()
-        #expect(sealed.media.sha256 == digest)
-        let keyText = try #require(sealed.media.key)
-        let key = try #require(Data(base64Encoded: keyText))
-        #expect(key.count == 32)
-        let opened = try AES256GCM.open(try SealedBox(combined: sealed.blob), with: SecretBytes(copying: [UInt8](key)))
+        #expect(sealed.media.sha256Hex == digest)
+        let key = try #require(sealed.media.key)
+        #expect(key.byteCount == 32)
+        // The descriptor as sealed: lower-case hex and standard base64 of the same key.
+        let json = sealed.media.jsonValue()
+        #expect(json["sha256"]?.stringValue == digest)
+        let keyText = try #require(json["key"]?.stringValue)
+        #expect(Data(base64Encoded: keyText).map { [UInt8]($0) } == key.copyBytes())
+        let opened = try AES256GCM.open(try SealedBox(combined: sealed.blob), with: key)
         #expect(opened == file)
         #expect(MediaSealer.sniffType([0xFF, 0xD8, 0xFF, 0xE0]) == "image/jpeg")
         #expect(MediaSealer.sniffType(Array("GIF89a".utf8)) == "image/gif")
@@ -207,8 +211,9 @@ import PushSealFormat
         #expect(chunk.failureCount == 31)
         for (i, line) in out.enumerated() {
             let o = try Fixture.json(Array(line))
+            // Every output line, sealed or failed, names its 1-based input line.
+            #expect((o["line"] as? NSNumber)?.intValue == i + 1, "\(String(decoding: line, as: UTF8.self).prefix(80))")
             if let error = o["error"] as? [String: Any] {
-                #expect((o["line"] as? NSNumber)?.intValue == i + 1)
                 #expect(error["code"] is String)
             } else {
                 let payload = try JSONSerialization.data(withJSONObject: try #require(o["payload"]))

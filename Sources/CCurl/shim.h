@@ -1,0 +1,35 @@
+// libcurl's C API (pkg-config libcurl, Debian libcurl4-openssl-dev) for PushSealMediaFetch.
+// curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call: the typed
+// static inline wrappers below pass each argument with the type libcurl expects for the option.
+#ifndef PUSHSEAL_CCURL_SHIM_H
+#define PUSHSEAL_CCURL_SHIM_H
+#include <curl/curl.h>
+
+/// curl_global_init(CURL_GLOBAL_DEFAULT): not thread-safe, call once (a Swift `static let`).
+static inline CURLcode pushseal_curl_global_init(void) { return curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/// An option taking a `long` (CURLOPTTYPE_LONG).
+static inline CURLcode pushseal_curl_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+/// An option taking a `char *` or another object pointer (CURLOPTTYPE_STRINGPOINT, _OBJECTPOINT,
+/// _SLISTPOINT, _CBPOINT); libcurl copies strings.
+static inline CURLcode pushseal_curl_setopt_pointer(CURL *handle, CURLoption option, const void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+/// CURLOPT_WRITEFUNCTION or CURLOPT_HEADERFUNCTION.
+static inline CURLcode pushseal_curl_setopt_write_function(CURL *handle, CURLoption option, curl_write_callback function) {
+    return curl_easy_setopt(handle, option, function);
+}
+/// CURLOPT_XFERINFOFUNCTION.
+static inline CURLcode pushseal_curl_setopt_xferinfo_function(CURL *handle, curl_xferinfo_callback function) {
+    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, function);
+}
+/// An info of type `long` (CURLINFO_RESPONSE_CODE, …).
+static inline CURLcode pushseal_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+/// The result code of a CURLMSG_DONE message (the `data` union of CURLMsg).
+static inline CURLcode pushseal_curl_msg_result(const CURLMsg *message) { return message->data.result; }
+
+#endif
