@@ -31,7 +31,11 @@ test: deps shared-check
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-bench: release
+# Builds like `release`, with the build log on stderr: stdout is the benchmark alone, so
+# `make bench BENCH_ARGS=--markdown > bench.md` is paste-ready for README's Benchmark section.
+bench:
+	@scripts/install-deps.sh >&2
+	@$(SWIFT) build -c release >&2
 	@.build/release/push-bench $(BENCH_ARGS)
 
 fuzz: deps
