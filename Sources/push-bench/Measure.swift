@@ -69,7 +69,8 @@ final class Output: @unchecked Sendable {
     /// A `# skipped: …` line: printed now and listed under the table.
     func skip(_ why: String) {
         let print = lock.withLock { () -> Bool in
-            if !skipped.contains(why) { skipped.append(why) }
+            guard !skipped.contains(why) else { return false }
+            skipped.append(why)
             return !quiet
         }
         if print { Swift.print("# skipped: \(why)") }

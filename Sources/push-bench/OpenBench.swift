@@ -87,17 +87,45 @@ struct Peer: Sendable {
     let name: String
     /// The column title in the report.
     let title: String
-    let interpreter: String
+    /// The command on `PATH`: `python3` or `node`.
+    let command: String
     /// The script suffix: `py` or `js`.
     let suffix: String
-    /// A command whose success shows the peer can run (e.g. the library imports).
+    /// Arguments whose success shows the peer can run (the library imports); prints the
+    /// interpreter's executable path.
     let probe: [String]
 
+    /// Probe results, once per peer. `@unchecked Sendable`: all state is behind `lock`.
+    final class Resolved: @unchecked Sendable {
+        private let lock = NSLock()
+        private var paths: [String: String?] = [:]
+
+        func path(for peer: Peer) -> String? {
+            if let known = lock.withLock({ paths[peer.name] }) { return known }
+            let result = Peer.spawn([peer.command] + peer.probe)
+            let path = result.output.split(separator: "\n").last.map(String.init)
+            let found = result.status == 0 && path.map { FileManager.default.isExecutableFile(atPath: $0) } == true ? path : nil
+            lock.withLock { paths[peer.name] = .some(found) }
+            return found
+        }
+    }
+
+    static let resolved = Resolved()
+
     static let all = [
-        Peer(name: "python", title: "Python `cryptography`", interpreter: "python3", suffix: "py",
-             probe: ["-c", "import cryptography.hazmat.primitives.ciphers.aead"]),
-        Peer(name: "node", title: "Node `crypto`", interpreter: "node", suffix: "js", probe: ["-e", "require('crypto').createDecipheriv"]),
+        Peer(name: "python", title: "Python `cryptography`", command: "python3", suffix: "py",
+             probe: ["-c", "import sys, cryptography.hazmat.primitives.ciphers.aead; print(sys.executable)"]),
+        Peer(name: "node", title: "Node `crypto`", command: "node", suffix: "js",
+             probe: ["-e", "require('crypto').createDecipheriv; console.log(process.execPath)"]),
     ]
+
+    /// The interpreter's own executable (`sys.executable`, `process.execPath`) as printed by the
+    /// probe, so that no launcher (a pyenv or nvm shim adds ~50 ms to every start) is timed;
+    /// nil when the probe fails.
+    var interpreterPath: String? { Self.resolved.path(for: self) }
+
+    /// The interpreter to run: the resolved executable, or the bare command.
+    var interpreter: String { interpreterPath ?? command }
 
     /// `Benchmarks/peers`, found from the working directory or the executable's location.
     static func peersDirectory() -> URL? {
@@ -119,8 +147,8 @@ struct Peer: Sendable {
             Output.shared.skip("\(name) (Benchmarks/peers/\(base).\(suffix) not found from the working directory or the executable)")
             return nil
         }
-        guard runChild([interpreter] + probe).status == 0 else {
-            Output.shared.skip("\(name) (`\(interpreter)` or its crypto library is not installed)")
+        guard interpreterPath != nil else {
+            Output.shared.skip("\(name) (`\(command)` or its crypto library is not installed)")
             return nil
         }
         return peers.appendingPathComponent("\(base).\(suffix)").path

@@ -108,7 +108,7 @@ struct Report {
         out.append("- Batch: `push-seal batch` with a real server keychain (every seal reads and counts the recipient's keyset), "
                    + "all cores, 1 KB lines on a pipe, output discarded; the peers run `seal_peer --batch` with a fixed key "
                    + "(no keychain), one process per core. The in-process row is SenderBench's 64-line chunk through `BatchSealer` on every core, for scale. \(s.batchLines == 1_000_000 ? "" : "**Reduced input** (\(grouped(s.batchLines)) lines); the full 1,000,000-line input: `make bench BENCH_ARGS='--batch-lines 1000000'`.")")
-        out.append("- Cold start = spawn to exit, wall clock; the peers' `open_peer --once FILE` includes the interpreter's start. "
+        out.append("- Cold start = spawn to exit, wall clock; the peers' `open_peer --once FILE` includes the interpreter's start (the interpreter's own executable, as `sys.executable`/`process.execPath` name it: no pyenv or nvm shim). "
                    + "`push-open` reads its key from the emulated device keychain and prints its full result object. "
                    + "Peak RSS: `/usr/bin/time -f %M` on a second, untimed spawn (a direct child's `ru_maxrss` would include push-bench's own pages from before `exec`). The image row: `push-open` downloads and decrypts an encrypted "
                    + "\(format(Double(s.imageBytes) / 1_000_000, decimals: 1)) MB image from a local HTTP server (no peer).")
