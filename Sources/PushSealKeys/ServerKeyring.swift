@@ -36,6 +36,21 @@ import PushSealKeychain
 /// The token is taken before the item is read, so a change racing with a re-read is caught at
 /// the following seal.
 ///
+/// **Batch chunks (opt-in).** A batch sealer may call ``beginBatchChunk()`` before each input
+/// chunk (`push-seal batch`: at most 2,048 lines). From the
+/// first such call on, the change token of a (app id, recipient) is checked once per chunk — at
+/// the first seal of that recipient in the chunk — instead of at every seal; the other seals of
+/// the recipient in the same chunk trust that check. The rest is unchanged: a new block still
+/// re-reads the item, the 1 s re-read still applies, and the counter is reserved as above. So a
+/// rotation, revoke or lock made by another process is seen at the latest by the first seal of the
+/// recipient in the next chunk (seals already under way in the current chunk may still use the
+/// old key, at most one chunk's worth). Without ``beginBatchChunk()`` every seal checks the token.
+/// In batch mode the reservation block also adapts to the sealing rate: a key whose block was used
+/// up within 1 s of its reservation reserves twice as many seals next (at most
+/// ``maxBatchReservationBlockSize``), otherwise ``reservationBlockSize`` again; so the seals a
+/// crash or exit leaves unused stay below about twice one second's seals of the key (and are only
+/// ever over-counted, never under-counted).
+///
 /// Sendable (checked by hand): the cache is guarded by `lock`; slow paths (re-reads and
 /// reservations) are serialized by `refillLock` so that two threads never reserve two blocks
 /// for one key at once; everything else is immutable.
@@ -44,6 +59,8 @@ public final class ServerKeyring: @unchecked Sendable {
     public let store: KeyStore
     /// Seals reserved per durable counter update: 1,024.
     public static let reservationBlockSize: UInt64 = 1024
+    /// Largest block in batch mode: 65,536 seals (2^-16 of the 2^32 limit). See "Batch chunks".
+    public static let maxBatchReservationBlockSize: UInt64 = 65_536
     /// Default ``revalidationIntervalNanoseconds``: 1 s.
     public static let defaultRevalidationIntervalNanoseconds: UInt64 = 1_000_000_000
     /// Longest time, in nanoseconds, a cached keyset is trusted on its unchanged change token
@@ -68,11 +85,19 @@ public final class ServerKeyring: @unchecked Sendable {
         var used: UInt64
         /// The stored (reserved) counter; `used < limit` means a seal is available.
         var limit: UInt64
+        /// The batch chunk (see ``beginBatchChunk()``) in which the token was last checked; 0: none.
+        var checkedInChunk: UInt64 = 0
+        /// Size of the current block (`limit` minus the counter before the reservation).
+        var blockSize: UInt64 = ServerKeyring.reservationBlockSize
+        /// Monotonic nanoseconds of the current block's reservation.
+        var reservedAt: UInt64 = 0
     }
 
     private let lock = PosixLock()
     private let refillLock = PosixLock()
     private var entries: [Slot: Entry] = [:]
+    /// The current batch chunk (guarded by `lock`); 0 until ``beginBatchChunk()`` is first called.
+    private var chunk: UInt64 = 0
 
     /// Wraps an open key store.
     /// - Parameters:
@@ -87,6 +112,16 @@ public final class ServerKeyring: @unchecked Sendable {
     /// - Throws: `KeychainError` (`.keychainMissing`, `.insecurePermissions`, …), `KeysError`.
     public convenience init(keychainAt url: URL, identity: Entitlements = KeyStore.serverIdentity, audit: KeyAudit = .keychainFile) throws {
         self.init(store: try KeyStore(keychain: try Keychain(opening: url, as: identity), audit: audit))
+    }
+
+    /// Starts a new batch chunk: from now on, until the next call, each (app id, recipient)'s
+    /// change token is checked only at its first seal (see "Batch chunks" above). Call it before
+    /// each chunk of at most 2,048 lines. Safe to call from any thread.
+    public func beginBatchChunk() {
+        lock.lock()
+        chunk &+= 1
+        if chunk == 0 { chunk = 1 }
+        lock.unlock()
     }
 
     static func monotonicNanoseconds() -> UInt64 {
@@ -116,16 +151,28 @@ public final class ServerKeyring: @unchecked Sendable {
     /// A seal from memory when the cached keyset is fresh and its block has room; else `nil`.
     private func fastPath(_ slot: Slot) throws -> (keyID: String, key: SecretBytes)? {
         lock.lock()
-        guard let e = entries[slot], e.used < e.limit else { lock.unlock(); return nil }
+        guard var e = entries[slot], e.used < e.limit else { lock.unlock(); return nil }
+        let current = chunk
+        if current != 0, e.checkedInChunk == current {
+            // Batch chunk: the token was checked at this recipient's first seal of the chunk.
+            let now = Self.monotonicNanoseconds()
+            if now &- e.readAt < revalidationIntervalNanoseconds {
+                e.used += 1
+                entries[slot] = e
+                lock.unlock()
+                return (e.keyID, e.key)
+            }
+        }
         lock.unlock()
         let now = Self.monotonicNanoseconds()
         guard now &- e.readAt < revalidationIntervalNanoseconds,
-              let current = try store.keychain.itemVersion(at: e.location), current == e.version else { return nil }
+              let version = try store.keychain.itemVersion(at: e.location), version == e.version else { return nil }
         lock.lock()
         defer { lock.unlock() }
         // Another thread may have replaced the entry or used the block up meanwhile.
-        guard var f = entries[slot], f.version == current, f.keyID == e.keyID, f.used < f.limit else { return nil }
+        guard var f = entries[slot], f.version == version, f.keyID == e.keyID, f.used < f.limit else { return nil }
         f.used += 1
+        f.checkedInChunk = current
         entries[slot] = f
         return (f.keyID, f.key)
     }
@@ -174,7 +221,14 @@ public final class ServerKeyring: @unchecked Sendable {
             return (keyID, key)
         }
         lock.unlock()
-        // Reserve a new block durably before handing out a seal.
+        // Reserve a new block durably before handing out a seal. In batch mode, a block used up
+        // within a second is followed by one twice its size (see "Batch chunks").
+        var blockSize = Self.reservationBlockSize
+        lock.lock()
+        if chunk != 0, let e = entries[slot], e.keyID == keyID, e.used >= e.limit, readAt &- e.reservedAt < 1_000_000_000 {
+            blockSize = min(e.blockSize * 2, Self.maxBatchReservationBlockSize)
+        }
+        lock.unlock()
         var reserved: (used: UInt64, limit: UInt64)?
         do {
             try store.mutate(appID: appID, recipient: recipient) { ks, _ in
@@ -186,7 +240,7 @@ public final class ServerKeyring: @unchecked Sendable {
                     throw KeysError(.sealLimitReached,
                         "key \(keyID) of \(appID)/\(recipient) reached 2^32 seals, the limit for random 96-bit nonces (NIST SP 800-38D 8.3): rotate the keyset")
                 }
-                let limit = min(used + Self.reservationBlockSize, KeyStore.sealLimit)
+                let limit = min(used + blockSize, KeyStore.sealLimit)
                 ks.keys[q].info.sealCount = limit
                 reserved = (used, limit)
                 return [KeyStore.AuditEvent(event: "reserveSeals", time: KeyStore.now(), members: [("keyId", .string(keyID)), ("sealCount", .uint(limit))])]
@@ -198,7 +252,8 @@ public final class ServerKeyring: @unchecked Sendable {
         guard let r = reserved else { throw KeysError(.invalidState, "seal reservation failed") }
         // `version` predates our own write, so the next seal re-reads once and then keeps the block.
         lock.lock()
-        entries[slot] = Entry(location: location, version: version, readAt: readAt, keyID: keyID, key: key, used: r.used + 1, limit: r.limit)
+        entries[slot] = Entry(location: location, version: version, readAt: readAt, keyID: keyID, key: key, used: r.used + 1, limit: r.limit,
+                              blockSize: blockSize, reservedAt: readAt)
         lock.unlock()
         return (keyID, key)
     }

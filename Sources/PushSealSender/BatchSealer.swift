@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import PushSealKeychain
 import PushSealFormat
 
 /// Seals JSON Lines in chunks on every core, keeping input order.
@@ -36,19 +37,39 @@ public struct BatchSealer: Sendable {
         public var output: [UInt8]
         /// How many lines failed.
         public var failureCount: Int
+
+        /// Creates a chunk result.
+        public init(output: [UInt8], failureCount: Int) {
+            self.output = output
+            self.failureCount = failureCount
+        }
     }
 
     private let sealer: NotificationSealer
     /// Worker threads per chunk (at least 1).
     public let concurrency: Int
+    /// The keychain keys to start a revalidation chunk on (see ``revalidationLineCount``), if any.
+    private let chunkKeys: KeychainSealingKeys?
+
+    /// Lines per revalidation chunk: 2,048. With ``KeychainSealingKeys``, ``seal(_:)`` calls
+    /// ``KeychainSealingKeys/beginBatchChunk()`` before every run of at most this many lines, so
+    /// each recipient's keyset change token is checked at its first seal in each run (a rotation,
+    /// revoke or keychain lock by another process is seen from the next run on at the latest).
+    public static let revalidationLineCount = 2048
+
+    /// Lines a worker takes at a time (workers take the next run as they finish: dynamic balance).
+    static let linesPerTask = 16
 
     /// Creates a batch sealer.
     /// - Parameters:
     ///   - sealer: the configured sealer (app id, keys, options).
     ///   - concurrency: worker threads; defaults to the active processor count.
-    public init(sealer: NotificationSealer, concurrency: Int? = nil) {
+    ///   - chunkKeys: the sealer's keychain keys, to check each recipient's keyset once per
+    ///     ``revalidationLineCount`` lines instead of at every seal; `nil`: every seal checks.
+    public init(sealer: NotificationSealer, concurrency: Int? = nil, chunkKeys: KeychainSealingKeys? = nil) {
         self.sealer = sealer
         self.concurrency = max(1, concurrency ?? ProcessInfoCores.active)
+        self.chunkKeys = chunkKeys
     }
 
     /// Seals `lines` in parallel and returns their output lines in order.
@@ -56,14 +77,27 @@ public struct BatchSealer: Sendable {
         let results = UnsafeMutableBufferPointer<(bytes: [UInt8], failed: Bool)>.allocate(capacity: lines.count)
         results.initialize(repeating: ([], false))
         defer { results.deinitialize(); results.deallocate() }
-        let workers = min(concurrency, max(1, lines.count / 8))
-        let perWorker = (lines.count + workers - 1) / max(workers, 1)
         let slots = ResultSlots(buffer: results)
-        DispatchQueue.concurrentPerform(iterations: workers) { w in
-            let start = w * perWorker
-            let end = min(start + perWorker, lines.count)
-            guard start < end else { return }
-            for i in start..<end { slots.buffer[i] = sealLine(lines[i]) }
+        var runStart = 0
+        while runStart < lines.count {
+            let runEnd = min(runStart + Self.revalidationLineCount, lines.count)
+            chunkKeys?.beginBatchChunk()
+            let count = runEnd - runStart
+            let tasks = (count + Self.linesPerTask - 1) / Self.linesPerTask
+            if concurrency == 1 || tasks == 1 {
+                for i in runStart..<runEnd { slots.buffer[i] = sealLine(lines[i]) }
+            } else {
+                let base = runStart
+                let next = TaskCounter()
+                DispatchQueue.concurrentPerform(iterations: min(concurrency, tasks)) { _ in
+                    while let t = next.take(below: tasks) {
+                        let start = base + t * Self.linesPerTask
+                        let end = min(start + Self.linesPerTask, runEnd)
+                        for i in start..<end { slots.buffer[i] = sealLine(lines[i]) }
+                    }
+                }
+            }
+            runStart = runEnd
         }
         var total = 0
         var failures = 0
@@ -206,6 +240,22 @@ public struct BatchSealer: Sendable {
 /// buffer is read only after `concurrentPerform` has returned (which joins every worker).
 struct ResultSlots: @unchecked Sendable {
     let buffer: UnsafeMutableBufferPointer<(bytes: [UInt8], failed: Bool)>
+}
+
+/// Hands out task indices 0, 1, 2, … to the workers of one run, each index once.
+/// `@unchecked Sendable` is safe: `value` is read and written only under `lock`.
+final class TaskCounter: @unchecked Sendable {
+    private let lock = PosixLock()
+    private var value = 0
+
+    /// The next index below `count`, or `nil` when all are taken.
+    func take(below count: Int) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard value < count else { return nil }
+        value += 1
+        return value - 1
+    }
 }
 
 /// An error a key provider throws that maps onto a ``SenderError`` for reporting.

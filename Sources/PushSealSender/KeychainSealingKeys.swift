@@ -10,6 +10,8 @@ import PushSealKeys
 /// token (two `lstat` calls) and re-reads the item when it changed, so a rotation or revocation
 /// made by `push-keys` in another process is seen at the next seal. The item is also re-read at
 /// the start of each block of reserved seals, and at least every second (see ``ServerKeyring``).
+/// In a batch (``BatchSealer`` calls ``beginBatchChunk()`` before each chunk of at most 2,048
+/// lines), the token is checked once per recipient per chunk instead of at every seal.
 /// Sendable: the keyring guards its own state.
 public struct KeychainSealingKeys: SealingKeyProvider {
     /// The keyring the keys come from.
@@ -31,6 +33,13 @@ public struct KeychainSealingKeys: SealingKeyProvider {
         } catch {
             throw Self.senderError(error, appID: nil, recipient: nil)
         }
+    }
+
+    /// Starts a batch chunk: until the next call, each recipient's change token is checked at its
+    /// first seal only (``ServerKeyring/beginBatchChunk()``). ``BatchSealer`` calls it before each
+    /// chunk of at most ``BatchSealer/revalidationLineCount`` (2,048) lines.
+    public func beginBatchChunk() {
+        keyring.beginBatchChunk()
     }
 
     /// The primary key of (`appID`, `recipient`), counting one seal.

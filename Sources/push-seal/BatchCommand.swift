@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import PushSealCLI
 import PushSealSender
@@ -35,12 +36,12 @@ struct BatchCommand: Command {
         let a = context.arguments
         try a.expectPositionals(max: 1)
         try requireInUsageOrder(a, [("--app-id", "APP"), ("--keychain", "DIR")], helpCommand: "push-seal batch --help")
-        let sealer = try SealOptionSpecs.sealer(a)
+        let (sealer, keys) = try SealOptionSpecs.sealerAndKeys(a)
         let jobs = try a.integer("--jobs").map { j -> Int in
             guard j >= 1, j <= 256 else { throw CLIError.usage("--jobs needs 1 to 256, got \(j)") }
             return Int(j)
         }
-        let batch = BatchSealer(sealer: sealer, concurrency: jobs)
+        let batch = BatchSealer(sealer: sealer, concurrency: jobs, chunkKeys: keys as? KeychainSealingKeys)
         var fd: Int32 = 0
         if let p = a.positionals.first, p != "-" {
             fd = open(p, O_RDONLY | O_CLOEXEC)
@@ -53,22 +54,42 @@ struct BatchCommand: Command {
         var total = 0
         var failed = 0
         var done = false
-        while !done {
+        // Pipeline: chunk N is sealed on the workers while chunk N+1 is read and chunk N-1
+        // written here; at most three chunks are alive at once, so memory stays flat.
+        var inFlight: (group: DispatchGroup, result: ChunkResult, count: Int)?
+        defer { inFlight?.group.wait() }
+        while true {
             var lines: [BatchSealer.Line] = []
-            lines.reserveCapacity(BatchCommand.chunkLineCount)
-            var bytes = 0
-            while lines.count < BatchCommand.chunkLineCount && bytes < BatchCommand.chunkByteCount {
-                guard let line = try reader.next() else { done = true; break }
-                if line.bytes.isEmpty && line.overlongByteCount == nil { continue } // blank lines are skipped
-                bytes += line.bytes.count
-                lines.append(line)
+            if !done {
+                lines.reserveCapacity(BatchCommand.chunkLineCount)
+                var bytes = 0
+                while lines.count < BatchCommand.chunkLineCount && bytes < BatchCommand.chunkByteCount {
+                    guard let line = try reader.next() else { done = true; break }
+                    if line.bytes.isEmpty && line.overlongByteCount == nil { continue } // blank lines are skipped
+                    bytes += line.bytes.count
+                    lines.append(line)
+                }
             }
-            if lines.isEmpty { break }
-            let chunk = batch.seal(lines)
-            try writeAll(chunk.output)
-            total += lines.count
-            failed += chunk.failureCount
-            if progress { Output.stderr("\rpush-seal: \(total) lines, \(failed) failed") }
+            var finished: (chunk: BatchSealer.Chunk, count: Int)?
+            if let f = inFlight {
+                f.group.wait()
+                finished = (f.result.chunk, f.count)
+                inFlight = nil
+            }
+            if !lines.isEmpty {
+                let group = DispatchGroup()
+                let result = ChunkResult()
+                let chunkLines = lines
+                DispatchQueue.global().async(group: group) { result.chunk = batch.seal(chunkLines) }
+                inFlight = (group, result, lines.count)
+            }
+            if let (chunk, count) = finished {
+                try writeAll(chunk.output)
+                total += count
+                failed += chunk.failureCount
+                if progress { Output.stderr("\rpush-seal: \(total) lines, \(failed) failed") }
+            }
+            if inFlight == nil && done { break }
         }
         if progress { Output.stderr("\n") }
         if failed > 0 {
@@ -89,6 +110,13 @@ struct BatchCommand: Command {
         if (st.st_mode & S_IFMT) == S_IFDIR {
             throw CLIError(code: "ioError", "\(name) is a directory", exitCode: .noInput)
         }
+    }
+
+    /// The output of one chunk, handed from the sealing task to the writer.
+    /// `@unchecked Sendable` is safe: `chunk` is written once by the task and read only after
+    /// the task's `DispatchGroup` was waited on.
+    final class ChunkResult: @unchecked Sendable {
+        var chunk = BatchSealer.Chunk(output: [], failureCount: 0)
     }
 
     private func writeAll(_ bytes: [UInt8]) throws {

@@ -93,6 +93,12 @@ enum SealOptionSpecs {
 
     /// Builds the sealer from the parsed options.
     static func sealer(_ a: Arguments) throws -> NotificationSealer {
+        try sealerAndKeys(a).sealer
+    }
+
+    /// The sealer of the options, and its key provider (`push-seal batch` hands the keychain
+    /// keys to `BatchSealer` for its once-per-chunk check).
+    static func sealerAndKeys(_ a: Arguments) throws -> (sealer: NotificationSealer, keys: any SealingKeyProvider) {
         let appID = try a.required("--app-id", "APP")
         let keys = try keyProvider(a)
         var options = SealOptions()
@@ -110,7 +116,7 @@ enum SealOptionSpecs {
         options.fit = a.has("--fit")
         options.padding = !a.has("--no-padding")
         do {
-            return try NotificationSealer(appID: appID, keys: keys, options: options)
+            return (try NotificationSealer(appID: appID, keys: keys, options: options), keys)
         } catch let e as SenderError {
             throw cliError(e)
         }
@@ -154,71 +160,5 @@ func cliError(_ e: SenderError) -> CLIError {
         return CLIError(code: e.code.name, e.reason, hint: "give --title or --body, or a title or body in the notification", exitCode: .dataError)
     default:
         return CLIError(code: e.code.name, e.reason, exitCode: .dataError)
-    }
-}
-
-/// Reads lines from a file descriptor with a per-line byte limit: an overlong line is reported
-/// by its length and its bytes are skipped, never buffered.
-struct LineReader {
-    let fd: Int32
-    let maxLineByteCount: Int
-    private var buffer = [UInt8](repeating: 0, count: 1 << 16)
-    private var start = 0
-    private var end = 0
-    private var eof = false
-    private(set) var lineNumber = 0
-
-    init(fd: Int32, maxLineByteCount: Int) {
-        self.fd = fd
-        self.maxLineByteCount = maxLineByteCount
-    }
-
-    /// The next line (without `\n`, and without a trailing `\r`), or `nil` at the end.
-    /// - Throws: `CLIError` 74 on a read error.
-    mutating func next() throws -> BatchSealer.Line? {
-        var line: [UInt8] = []
-        var length = 0
-        var overlong = false
-        while true {
-            if start == end {
-                if eof { break }
-                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw CLIError(code: "ioError", "cannot read the input: \(String(cString: strerror(errno)))", exitCode: .ioError)
-                }
-                if n == 0 { eof = true; break }
-                start = 0
-                end = n
-            }
-            let newline = buffer[start..<end].firstIndex(of: 0x0A)
-            let stop = newline ?? end
-            let piece = stop - start
-            length += piece
-            if !overlong {
-                if length > maxLineByteCount {
-                    overlong = true
-                    line = []
-                } else {
-                    line.append(contentsOf: buffer[start..<stop])
-                }
-            }
-            if let newline {
-                start = newline + 1
-                lineNumber += 1
-                return finish(line, length: length, overlong: overlong)
-            }
-            start = end
-        }
-        if length == 0 && line.isEmpty && !overlong { return nil }
-        lineNumber += 1
-        return finish(line, length: length, overlong: overlong)
-    }
-
-    private func finish(_ line: [UInt8], length: Int, overlong: Bool) -> BatchSealer.Line {
-        if overlong { return BatchSealer.Line(number: lineNumber, bytes: [], overlongByteCount: length) }
-        var l = line
-        if l.last == 0x0D { l.removeLast() }
-        return BatchSealer.Line(number: lineNumber, bytes: l)
     }
 }

@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import PushSealCLI
+import PushSealSender
+
+/// Reads lines from a file descriptor with a per-line byte limit: an overlong line is reported
+/// by its length and its bytes are skipped, never buffered. Reads 64 KiB at a time and finds
+/// newlines with `memchr`.
+struct LineReader {
+    let fd: Int32
+    let maxLineByteCount: Int
+    private var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    private var start = 0
+    private var end = 0
+    private var eof = false
+    private(set) var lineNumber = 0
+
+    init(fd: Int32, maxLineByteCount: Int) {
+        self.fd = fd
+        self.maxLineByteCount = maxLineByteCount
+    }
+
+    /// The next line (without `\n`, and without a trailing `\r`), or `nil` at the end.
+    /// - Throws: `CLIError` 74 on a read error.
+    mutating func next() throws -> BatchSealer.Line? {
+        var line: [UInt8] = []
+        var length = 0
+        var overlong = false
+        while true {
+            if start == end {
+                if eof { break }
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw CLIError(code: "ioError", "cannot read the input: \(String(cString: strerror(errno)))", exitCode: .ioError)
+                }
+                if n == 0 { eof = true; break }
+                start = 0
+                end = n
+            }
+            let (s, e) = (start, end)
+            let newline: Int? = buffer.withUnsafeBytes { b -> Int? in
+                guard let base = b.baseAddress, let hit = memchr(base + s, 0x0A, e - s) else { return nil }
+                return UnsafeRawPointer(hit) - base
+            }
+            let stop = newline ?? end
+            let piece = stop - start
+            length += piece
+            if !overlong {
+                if length > maxLineByteCount {
+                    overlong = true
+                    line = []
+                } else if line.isEmpty, let newline, newline > start, buffer[newline - 1] != 0x0D {
+                    // The whole line is in the buffer (the common case): one exact-size copy.
+                    line = Array(buffer[start..<stop])
+                } else {
+                    line.append(contentsOf: buffer[start..<stop])
+                }
+            }
+            if let newline {
+                start = newline + 1
+                lineNumber += 1
+                return finish(line, length: length, overlong: overlong)
+            }
+            start = end
+        }
+        if length == 0 && line.isEmpty && !overlong { return nil }
+        lineNumber += 1
+        return finish(line, length: length, overlong: overlong)
+    }
+
+    private func finish(_ line: [UInt8], length: Int, overlong: Bool) -> BatchSealer.Line {
+        if overlong { return BatchSealer.Line(number: lineNumber, bytes: [], overlongByteCount: length) }
+        var l = line
+        if l.last == 0x0D { l.removeLast() }
+        return BatchSealer.Line(number: lineNumber, bytes: l)
+    }
+}
