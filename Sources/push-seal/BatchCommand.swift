@@ -8,7 +8,7 @@ struct BatchCommand: Command {
     /// Longest accepted input line, in bytes (1 MiB); longer lines fail alone.
     static let maxLineByteCount = 1 << 20
     /// Lines per chunk handed to the workers.
-    static let chunkLineCount = 2048
+    static let chunkLineCount = BatchSealer.revalidationLineCount
     /// Input bytes per chunk at most (bounds memory with long lines).
     static let chunkByteCount = 8 << 20
 
@@ -27,7 +27,9 @@ struct BatchCommand: Command {
         notes: """
         A bad line never stops the batch: its output line carries the error ({"code", "message"}) and the exit code is 2. "notification" has the shape of push-seal's NOTIFICATION.json (see 'push-seal --help').
 
-        Memory stays flat for any input length (lines of at most \(maxLineByteCount) bytes, chunks of \(chunkLineCount) lines). A progress line goes to stderr only when stderr is a terminal.
+        Memory stays flat for any input length (lines of at most \(maxLineByteCount) bytes, chunks of \(chunkLineCount) lines; one chunk is read, one sealed and one written at a time). A progress line goes to stderr only when stderr is a terminal.
+
+        Key checks: each recipient's keyset in the keychain is checked for changes at its first seal in each chunk of \(chunkLineCount) lines (not at every seal), so a rotation, revoke or lock made meanwhile by push-keys is seen from the next chunk on at the latest. Seals are counted in durable blocks that grow while a key seals fast (at most 65,536): the stored count is an upper bound, never too low (see docs/keys.md).
         """,
         jsonHelp: "report an error that stops the batch as one {\"error\": {…}} line on stdout (a failed line is always reported in the output)"
     )

@@ -151,6 +151,100 @@ import Testing
         expectKeys(.noPrimaryKey) { try sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice) }
     }
 
+    @Test func batchChunksSeeRotationRevokeAndLockAtTheNextChunk() throws {
+        // Batch mode: the token is checked at a recipient's first seal per chunk.
+        let f = try KeysFixture()
+        defer { f.cleanup() }
+        let first = try f.server.generate(appID: KeysFixture.appID, recipient: alice)
+        let sender = ServerKeyring(store: try KeyStore(keychain: try Keychain(opening: f.serverDir, as: KeyStore.serverIdentity), audit: .none))
+        sender.beginBatchChunk()
+        for _ in 0..<10 { #expect(try sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice).keyID == first.keyID) }
+        // A rotation by another store: seen at the first seal of the next chunk.
+        let r = try f.server.rotate(appID: KeysFixture.appID, recipient: alice)
+        sender.beginBatchChunk()
+        #expect(try sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice).keyID == r.keyID)
+        for _ in 0..<10 { #expect(try sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice).keyID == r.keyID) }
+        // A revoke: no seal in the next chunk.
+        try f.server.revoke(appID: KeysFixture.appID, recipient: alice, keyID: r.keyID)
+        sender.beginBatchChunk()
+        expectKeys(.noPrimaryKey) { try sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice) }
+        // A new primary, then the keychain locked (whenUnlocked item): refused in the next chunk.
+        let store = try KeyStore(keychain: f.server.keychain, accessibility: .whenUnlocked, audit: .none)
+        try store.generate(appID: KeysFixture.appID, recipient: "bob")
+        sender.beginBatchChunk()
+        _ = try sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: "bob")
+        _ = try sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: "bob")
+        try store.keychain.lock()
+        sender.beginBatchChunk()
+        expectOSStatus(-25308) { try sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: "bob") }
+        try store.keychain.unlock()
+    }
+
+    @Test func batchChunksStopConcurrentSealsAtARevokeWithinOneChunk() throws {
+        // Two threads seal in chunks of 64 seals each; a seal that starts in a chunk begun after
+        // the revoke never returns the revoked key.
+        let f = try KeysFixture()
+        defer { f.cleanup() }
+        let k = try f.server.generate(appID: KeysFixture.appID, recipient: alice)
+        let sender = ServerKeyring(store: try KeyStore(keychain: f.server.keychain, audit: .none))
+        let revoked = Locked(false)
+        var seals = 0
+        var lateSeals = 0
+        var stopped = false
+        for chunk in 0..<1000 where !stopped {
+            let revokedBeforeChunk = revoked.withLock { $0 }
+            sender.beginBatchChunk()
+            let sealed = Locked(0)
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                for _ in 0..<32 {
+                    guard (try? sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice)) != nil else { return }
+                    sealed.withLock { $0 += 1 }
+                }
+            }
+            let n = sealed.withLock { $0 }
+            seals += n
+            if revokedBeforeChunk { lateSeals += n }
+            if n < 64 { stopped = true }
+            if chunk == 5 {
+                try f.server.revoke(appID: KeysFixture.appID, recipient: alice, keyID: k.keyID)
+                revoked.withLock { $0 = true }
+            }
+        }
+        #expect(stopped, "sealing went on after the revoke")
+        #expect(seals >= 6 * 64)
+        #expect(lateSeals == 0, "a seal in a chunk begun after the revoke returned the revoked key")
+    }
+
+    @Test func batchBlocksGrowAndNeverUnderCount() throws {
+        let f = try KeysFixture()
+        defer { f.cleanup() }
+        try f.server.generate(appID: KeysFixture.appID, recipient: alice)
+        let sender = ServerKeyring(store: try KeyStore(keychain: f.server.keychain, audit: .none))
+        let threads = 2, perThread = 20_000
+        let failures = Locked(0)
+        var handedOut: UInt64 = 0
+        var maxOver: UInt64 = 0
+        for _ in 0..<(perThread / 1000) {
+            sender.beginBatchChunk()
+            DispatchQueue.concurrentPerform(iterations: threads) { _ in
+                for _ in 0..<1000 {
+                    if (try? sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice)) == nil { failures.withLock { $0 += 1 } }
+                }
+            }
+            handedOut += UInt64(threads * 1000)
+            let stored = try storedCount(f.server, alice)
+            // The stored counter is always at least what was handed out.
+            #expect(stored >= handedOut)
+            maxOver = max(maxOver, stored - handedOut)
+        }
+        #expect(failures.withLock { $0 } == 0)
+        let stored = try storedCount(f.server, alice)
+        #expect(stored % ServerKeyring.reservationBlockSize == 0)
+        // One open block at most, and no block beyond the batch maximum.
+        #expect(maxOver < ServerKeyring.maxBatchReservationBlockSize)
+        #expect(stored - handedOut < ServerKeyring.maxBatchReservationBlockSize)
+    }
+
     @Test func counterNeverUnderCountsAfterSIGKILLOfPushSealBatch() throws {
         let dir = try #require(Self.buildDirectory, "push-seal must be built")
         let f = try KeysFixture()

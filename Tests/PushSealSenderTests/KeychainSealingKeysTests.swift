@@ -86,6 +86,40 @@ import Testing
         #expect(text.contains("\"code\":\"keyUnavailable\""))
     }
 
+    @Test func batchWithChunkKeysSeesARevokeAndRotationAtTheNextChunk() throws {
+        let s = try Scratch()
+        defer { s.cleanup() }
+        let first = try s.store.generate(appID: Self.appID, recipient: "alice")
+        let keys = try KeychainSealingKeys(keychainAt: s.dir)
+        let sealer = try NotificationSealer(appID: Self.appID, keys: keys)
+        let batch = BatchSealer(sealer: sealer, concurrency: 2, chunkKeys: keys)
+        let line = Array("{\"recipient\":\"alice\",\"notification\":{\"title\":\"t\"}}".utf8)
+        // More lines than one revalidation run, so seal(_:) splits the call into runs.
+        let lines = (1...(BatchSealer.revalidationLineCount + 100)).map { BatchSealer.Line(number: $0, bytes: line) }
+        func keyIDs(_ out: BatchSealer.Chunk) -> Set<String> {
+            var ids = Set<String>()
+            for l in String(decoding: out.output, as: UTF8.self).split(separator: "\n") {
+                if let r = l.range(of: "\"key_id\":\"") { ids.insert(String(l[r.upperBound...].prefix { $0 != "\"" })) }
+            }
+            return ids
+        }
+        let a = batch.seal(lines)
+        #expect(a.failureCount == 0)
+        #expect(keyIDs(a) == [first.keyID])
+        #expect(String(decoding: a.output, as: UTF8.self).split(separator: "\n").count == lines.count)
+        let second = try s.store.rotate(appID: Self.appID, recipient: "alice")
+        let b = batch.seal(Array(lines.prefix(50)))
+        #expect(b.failureCount == 0)
+        #expect(keyIDs(b) == [second.keyID])
+        _ = try s.store.revoke(appID: Self.appID, recipient: "alice", keyID: second.keyID)
+        let c = batch.seal(Array(lines.prefix(50)))
+        #expect(c.failureCount == 50)
+        #expect(String(decoding: c.output, as: UTF8.self).contains("\"code\":\"keyUnavailable\""))
+        // Never under-counted: the stored counter covers every seal handed out.
+        let counted = try s.store.keyset(appID: Self.appID, recipient: "alice").keys.reduce(UInt64(0)) { $0 + $1.sealCount }
+        #expect(counted >= UInt64(lines.count + 50))
+    }
+
     @Test func sealLimitIsAClearError() throws {
         let s = try Scratch()
         defer { s.cleanup() }
