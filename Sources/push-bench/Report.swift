@@ -105,7 +105,7 @@ struct Report {
                    + "Seal = notification JSON in, APNs payload out (parse, validate, `iat`, Padmé, AES-256-GCM, base64); "
                    + "open = APNs payload in, notification out; crypto core = AES-256-GCM of that many bytes with the 40-byte AAD "
                    + "and a fresh nonce. OpenSSL raw = one reused EVP context in C style, in push-bench's process.")
-        out.append("- Batch: `push-seal batch` with a real server keychain (every seal reads and counts the recipient's keyset), "
+        out.append("- Batch: `push-seal batch` with a real server keychain (each recipient's keyset checked once per 2,048-line chunk, every seal counted), "
                    + "all cores, 1 KB lines on a pipe, output discarded; the peers run `seal_peer --batch` with a fixed key "
                    + "(no keychain), one process per core. The in-process row is SenderBench's 64-line chunk through `BatchSealer` on every core, for scale. \(s.batchLines == 1_000_000 ? "" : "**Reduced input** (\(grouped(s.batchLines)) lines); the full 1,000,000-line input: `make bench BENCH_ARGS='--batch-lines 1000000'`.")")
         out.append("- Cold start = spawn to exit, wall clock; the peers' `open_peer --once FILE` includes the interpreter's start (the interpreter's own executable, as `sys.executable`/`process.execPath` name it: no pyenv or nvm shim). "
