@@ -46,13 +46,15 @@ fuzz: deps
 # only leaks inside the Swift toolchain and libcurl, each with its reason; TSan needs none.
 # Any report fails the run. TSan's exit code is moved from 66 to 99 so that a report in a spawned
 # CLI can never pass for a sysexits code (66 is "input missing") in a CLI test.
-sanitize: deps
+# TSan builds link with --export-dynamic: the executables carry the TSan runtime, and the media
+# fetcher library that push-open dlopens needs its __tsan_* symbols (else media:fetcherUnavailable).
+sanitize: deps shared-check
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp \
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan
-	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan -Xlinker --export-dynamic
 	TSAN_OPTIONS=exitcode=99 \
-		$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan
+		$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan -Xlinker --export-dynamic
 
 clean:
 	rm -rf .build .demo
