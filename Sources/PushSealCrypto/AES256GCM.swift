@@ -53,6 +53,45 @@ public enum AES256GCM {
         }
     }
 
+    /// Seals the bytes at `plaintext` under `key` with a fresh random nonce from
+    /// ``SecureRandom``, writing the combined box into caller memory instead of allocating one.
+    ///
+    /// Layout written at the start of `output`: nonce(12) ‖ ciphertext(`plaintext.count`) ‖
+    /// tag(16), the same bytes as ``SealedBox/combined``. Bytes of `output` past the returned
+    /// count are left untouched. `plaintext` and `output` must not overlap. After a throw the
+    /// first `plaintext.count + 28` bytes of `output` hold no usable box (never plaintext) and
+    /// must not be sent.
+    /// - Parameters:
+    ///   - plaintext: any bytes (may be empty).
+    ///   - key: a 32-byte key.
+    ///   - aad: additional authenticated data, bound to the box but not encrypted (may be empty).
+    ///   - output: room for at least `plaintext.count + 28` bytes
+    ///     (``nonceByteCount`` + plaintext + ``tagByteCount``).
+    /// - Returns: the number of bytes written, `plaintext.count + 28`.
+    /// - Throws: `CryptoError` `.invalidKeySize`, `.invalidParameter` when `output` is smaller
+    ///   than `plaintext.count + 28` bytes (the reason names both counts), `.internalFailure`.
+    public static func seal(_ plaintext: UnsafeRawBufferPointer, with key: SecretBytes, authenticating aad: UnsafeRawBufferPointer,
+                            into output: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard key.byteCount == keyByteCount else {
+            throw CryptoError(.invalidKeySize, "an AES-256-GCM key is \(keyByteCount) bytes, got \(key.byteCount)")
+        }
+        let total = nonceByteCount + plaintext.count + tagByteCount
+        guard output.count >= total, let base = output.baseAddress else {
+            throw CryptoError(.invalidParameter, "sealing \(plaintext.count) bytes needs \(total) bytes of output, got \(output.count)")
+        }
+        let nonce = UnsafeMutableRawBufferPointer(start: base, count: nonceByteCount)
+        SecureRandom.fill(nonce)
+        let sealed = key.withUnsafeBytes { k in
+            CipherContext.run(encrypt: true, key: k, nonce: UnsafeRawBufferPointer(nonce), aad: aad, input: plaintext,
+                              output: base + nonceByteCount, tag: base + nonceByteCount + plaintext.count)
+        }
+        guard sealed else {
+            ERR_clear_error()
+            throw CryptoError(.internalFailure, "OpenSSL could not seal")
+        }
+        return total
+    }
+
     /// Known-answer entry point for tests only: seals with a caller's nonce. Never public —
     /// a repeated nonce under one key breaks GCM's confidentiality and authenticity.
     static func seal(_ plaintext: UnsafeRawBufferPointer, with key: SecretBytes, nonce: UnsafeRawBufferPointer, authenticating aad: UnsafeRawBufferPointer) throws -> SealedBox {

@@ -25,6 +25,10 @@ public struct NotificationSealer: Sendable {
     private let clock: @Sendable () -> Int64
     /// `{"aps":{…},"encrypted_data":"` — the same for every payload of this sealer.
     private let prefix: [UInt8]
+    /// `pushseal:v1|A256GCM|` — the AAD before the key id.
+    private let aadHead: [UInt8]
+    /// `|<app_id>` — the AAD after the key id.
+    private let aadTail: [UInt8]
 
     /// The system clock in whole seconds since 1970 UTC (`CLOCK_REALTIME_COARSE`: whole seconds
     /// need no finer clock, and it is the cheapest read).
@@ -83,6 +87,9 @@ public struct NotificationSealer: Sendable {
         if let r = aps.relevanceScore { w.raw(",\"relevance-score\":"); try w.number(r) }
         w.raw("},\"encrypted_data\":\"")
         self.prefix = w.bytes
+        let aadSample = Wire.aad(keyID: "", appID: appID)
+        self.aadHead = Array(aadSample[0..<(aadSample.count - appID.utf8.count - 1)])
+        self.aadTail = Array(aadSample[(aadSample.count - appID.utf8.count - 1)...])
         self.appID = appID
         self.options = options
         self.keys = keys
@@ -153,17 +160,24 @@ public struct NotificationSealer: Sendable {
         // `","key_id":"<kid>","enc_alg":"A256GCM"}` (the key id needs no escaping).
         let suffixByteCount = 12 + sealingKey.keyID.utf8.count + 22
         let fixedByteCount = prefix.count + suffixByteCount
-        let aad = Wire.aad(keyID: sealingKey.keyID, appID: appID)
-        func sealBox(_ plaintext: UnsafeRawBufferPointer) throws -> SealedBox {
+        // Seals into a stack buffer and base64-encodes straight from it into the payload (no
+        // box array); the AAD is written on the stack too.
+        func sealPayload(_ plaintext: UnsafeRawBufferPointer) throws -> [UInt8] {
+            let boxByteCount = AES256GCM.nonceByteCount + plaintext.count + AES256GCM.tagByteCount
             do {
-                return try aad.withUnsafeBytes { try AES256GCM.seal(plaintext, with: sealingKey.key, authenticating: $0) }
+                return try withAAD(keyID: sealingKey.keyID) { aad in
+                    try withUnsafeTemporaryAllocation(byteCount: boxByteCount, alignment: 16) { boxBuffer in
+                        let written = try AES256GCM.seal(plaintext, with: sealingKey.key, authenticating: aad, into: boxBuffer)
+                        return Self.payload(prefix: prefix, box: UnsafeRawBufferPointer(rebasing: boxBuffer[0..<written]), keyID: sealingKey.keyID)
+                    }
+                }
             } catch let e as CryptoError {
                 throw SenderError(.sealFailed, "could not seal: \(e.code)")
             }
         }
         // The common case without allocating: the plaintext, padded, in a buffer of the
         // budget's size (a plaintext that fits the payload is far smaller).
-        let quick = try withUnsafeTemporaryAllocation(byteCount: SealOptions.maxPayloadByteCount, alignment: 16) { buffer -> SealedBox? in
+        let quick = try withUnsafeTemporaryAllocation(byteCount: SealOptions.maxPayloadByteCount, alignment: 16) { buffer -> [UInt8]? in
             guard var w = BoundedWriter(buffer) else { return nil }
             try Wire.writePlaintext(f, to: &w)
             guard !w.overflowed else { return nil }
@@ -171,20 +185,19 @@ public struct NotificationSealer: Sendable {
             guard Self.payloadByteCount(plaintextByteCount: padded, fixedByteCount: fixedByteCount) <= SealOptions.maxPayloadByteCount else { return nil }
             w.spaces(padded - w.count)
             guard !w.overflowed else { return nil }
-            return try sealBox(w.written)
+            return try sealPayload(w.written)
         }
         var changes: [FitChange] = []
-        let box: SealedBox
+        let payload: [UInt8]
         if let quick {
-            box = quick
+            payload = quick
         } else {
             var plain = PayloadWriter(capacity: plaintextCapacity)
             try Wire.writePlaintext(f, to: &plain)
             let fitted = try fittedPlaintext(&plain.bytes, f, fixedByteCount: fixedByteCount, tree: tree)
             changes = fitted.1
-            box = try fitted.0.withUnsafeBytes { try sealBox($0) }
+            payload = try fitted.0.withUnsafeBytes { try sealPayload($0) }
         }
-        let payload = Self.payload(prefix: prefix, box: box.combined, keyID: sealingKey.keyID)
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
                                   expiration: f.exp, collapseID: options.collapseID)
         return SealedNotification(payload: payload, headers: headers, keyID: sealingKey.keyID, changes: changes)
@@ -192,30 +205,51 @@ public struct NotificationSealer: Sendable {
 
     /// `prefix` ‖ base64(`box`) ‖ `","key_id":"<keyID>","enc_alg":"A256GCM"}`, written into one
     /// allocation of exactly the payload's size.
-    static func payload(prefix: [UInt8], box: [UInt8], keyID: String) -> [UInt8] {
+    static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, keyID: String) -> [UInt8] {
         let tail1: StaticString = "\",\"key_id\":\""
         let tail2: StaticString = "\",\"enc_alg\":\"A256GCM\"}"
         var keyID = keyID
         return keyID.withUTF8 { kid in
             let encoded = WireBase64.encodedByteCount(box.count)
             let total = prefix.count + encoded + tail1.utf8CodeUnitCount + kid.count + tail2.utf8CodeUnitCount
-            // Zero-filled then overwritten: cheaper than the unspecialized uninitialized-capacity init.
-            var payload = [UInt8](repeating: 0, count: total)
-            payload.withUnsafeMutableBytes { out in
-                guard let o = out.baseAddress else { return }
+            // Every byte is written below (prefix, base64, tail), so no zero fill first.
+            let payload = [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
+                guard let o = UnsafeMutableRawPointer(out.baseAddress) else { return }
                 var at = 0
                 func put(_ bytes: UnsafeRawBufferPointer) {
                     if let b = bytes.baseAddress { (o + at).copyMemory(from: b, byteCount: bytes.count) }
                     at += bytes.count
                 }
                 prefix.withUnsafeBytes { put($0) }
-                box.withUnsafeBytes { WireBase64.encode($0, into: o + at) }
+                WireBase64.encode(box, into: o + at)
                 at += encoded
                 put(UnsafeRawBufferPointer(start: tail1.utf8Start, count: tail1.utf8CodeUnitCount))
                 put(UnsafeRawBufferPointer(kid))
                 put(UnsafeRawBufferPointer(start: tail2.utf8Start, count: tail2.utf8CodeUnitCount))
+                initialized = at
             }
             return payload
+        }
+    }
+
+    /// Calls `body` with the AAD `pushseal:v1|A256GCM|<keyID>|<appID>` (the bytes of
+    /// `Wire.aad`) written into temporary stack memory, valid only during the call.
+    private func withAAD<R>(keyID: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        var keyID = keyID
+        return try keyID.withUTF8 { kid in
+            let count = aadHead.count + kid.count + aadTail.count
+            return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buffer in
+                guard let o = buffer.baseAddress else { return try body(UnsafeRawBufferPointer(buffer)) }
+                var at = 0
+                func put(_ bytes: UnsafeRawBufferPointer) {
+                    if let b = bytes.baseAddress { (o + at).copyMemory(from: b, byteCount: bytes.count) }
+                    at += bytes.count
+                }
+                aadHead.withUnsafeBytes { put($0) }
+                put(UnsafeRawBufferPointer(kid))
+                aadTail.withUnsafeBytes { put($0) }
+                return try body(UnsafeRawBufferPointer(buffer))
+            }
         }
     }
 
