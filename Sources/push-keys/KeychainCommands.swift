@@ -94,6 +94,15 @@ enum KeychainCommands {
         do { return try Keychain(opening: try keychainURL(a), as: entitlements) } catch let e as KeychainError { throw cliError(e) }
     }
 
+    /// The caller's identity and the item named by `--class`, `--service`, `--account` and the
+    /// identity's `--access-group` (get, update, delete); `nil` when the identity is incomplete.
+    static func identifiedQuery(_ a: Arguments) throws -> (Entitlements, ItemQuery)? {
+        guard let (entitlements, group) = try identity(a) else { return nil }
+        let query = ItemQuery(itemClass: try itemClass(a), service: try a.required("--service", "S"),
+                              account: try a.required("--account", "A"), accessGroup: group)
+        return (entitlements, query)
+    }
+
     static func itemClass(_ a: Arguments) throws -> ItemClass {
         guard let v = a.value("--class") else { return .genericPassword }
         guard let c = ItemClass(rawValue: v) else { throw CLIError.usage("unknown --class \(quoted(v))", hint: "use genericPassword or key") }

@@ -23,9 +23,7 @@ struct KeychainDeleteCommand: Command {
     func run(_ context: CommandContext) throws -> ExitCode {
         let a = context.arguments
         try a.expectPositionals(max: 0)
-        guard let (entitlements, group) = try KeychainCommands.identity(a) else { return .usage }
-        let query = ItemQuery(itemClass: try KeychainCommands.itemClass(a), service: try a.required("--service", "S"),
-                              account: try a.required("--account", "A"), accessGroup: group)
+        guard let (entitlements, query) = try KeychainCommands.identifiedQuery(a) else { return .usage }
         let kc = try KeychainCommands.open(a, as: entitlements)
         let n = try KeychainCommands.mapping { try kc.delete(query) }
         if context.json { Output.printJSON(["deleted": .integer(Int64(n))]) }

@@ -34,9 +34,7 @@ struct KeychainUpdateCommand: Command {
     func run(_ context: CommandContext) throws -> ExitCode {
         let a = context.arguments
         try a.expectPositionals(max: 0)
-        guard let (entitlements, group) = try KeychainCommands.identity(a) else { return .usage }
-        let query = ItemQuery(itemClass: try KeychainCommands.itemClass(a), service: try a.required("--service", "S"),
-                              account: try a.required("--account", "A"), accessGroup: group)
+        guard let (entitlements, query) = try KeychainCommands.identifiedQuery(a) else { return .usage }
         let changes = ItemChanges(service: a.value("--new-service"), account: a.value("--new-account"),
                                   label: a.value("--label").map { .some($0) }, accessGroup: a.value("--new-access-group"),
                                   accessibility: try KeychainCommands.accessibility(a), data: try KeychainCommands.data(a, required: false))
