@@ -27,9 +27,13 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
+        // Our one C target: the sender's two byte loops (base64, JSON string scan) vectorized
+        // for x86-64 with a run-time CPU check; public data only (Sources/CPushSealSIMD).
+        .target(name: "CPushSealSIMD"),
+
         // Libraries.
         .target(name: "PushSealCrypto", dependencies: ["COpenSSL", "CSodium"]),
-        .target(name: "PushSealFormat", dependencies: ["PushSealCrypto", "CSodium"]),
+        .target(name: "PushSealFormat", dependencies: ["PushSealCrypto", "CSodium", "CPushSealSIMD"]),
         .target(name: "PushSealKeychain", dependencies: ["PushSealCrypto", "PushSealFormat", "CSodium"]),
         .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "CSodium"]),
         .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeys", "PushSealKeychain"]),
@@ -50,7 +54,7 @@ let package = Package(
 
         // Tests: one target per module; CLITests runs the built binaries.
         .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL"]),
-        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto", "PushSealKeychain"]),
+        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto", "PushSealKeychain", "CPushSealSIMD"]),
         .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),

@@ -1,3 +1,5 @@
+internal import CPushSealSIMD
+
 /// A strict, fast JSON reader (RFC 8259) that produces ``JSONValue``.
 ///
 /// Strict means it accepts exactly RFC 8259 JSON in well-formed UTF-8 and nothing else:
@@ -149,12 +151,13 @@ enum ByteScan {
         x & highBits != 0 || needsEscape(x)
     }
 
-    /// The index of the first 16-byte block at or after `i` (whole blocks before `end` only)
-    /// that leaves plain ASCII (``leavesPlainASCII(_:)``), or the first `j >= i` with fewer
-    /// than 16 bytes left. Two words per step, one branch.
+    /// An index `j >= i` such that `p[i..<j]` is plain ASCII (no byte ``leavesPlainASCII(_:)``
+    /// flags) and either `p[j..<j+16]` holds a flagged byte or fewer than 16 bytes are left.
+    /// On x86-64 `CPushSealSIMD` scans first (32 or 16 bytes per step, stopping at the flagged
+    /// byte itself); then two words per step, one branch.
     @inline(__always)
     static func skipPlainASCII16(_ p: UnsafePointer<UInt8>, from i: Int, end: Int) -> Int {
-        var j = i
+        var j = i < end ? pushseal_json_skip_plain(p, i, end) : i
         while j + 16 <= end {
             let a = load(p, at: j), b = load(p, at: j + 8)
             let qa = a ^ (ones &* 0x22), qb = b ^ (ones &* 0x22)

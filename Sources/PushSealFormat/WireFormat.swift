@@ -49,11 +49,14 @@ public enum WireFormat {
 
     /// Whether `keyID` is 1–64 characters of `A-Z a-z 0-9 _ -`.
     public static func isValidKeyID(_ keyID: String) -> Bool {
-        let u = keyID.utf8
-        guard !u.isEmpty, u.count <= maxKeyIDByteCount else { return false }
-        return u.allSatisfy { c in
-            (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39)
-                || c == UInt8(ascii: "_") || c == UInt8(ascii: "-")
+        var keyID = keyID
+        return keyID.withUTF8 { u in
+            guard !u.isEmpty, u.count <= maxKeyIDByteCount else { return false }
+            for c in u {
+                let letter = (c | 0x20) &- 0x61 < 26  // A-Z, a-z
+                guard letter || c &- 0x30 < 10 || c == UInt8(ascii: "_") || c == UInt8(ascii: "-") else { return false }
+            }
+            return true
         }
     }
 

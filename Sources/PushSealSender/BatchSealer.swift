@@ -125,9 +125,10 @@ public struct BatchSealer: Sendable {
             let scanned = try line.bytes.withUnsafeBytes { input -> SealedNotification? in
                 guard !input.isEmpty, input.count <= Self.lineLimits.maxByteCount else { return nil }
                 var s = try JSONReader.Scanner(input, limits: Self.lineLimits)
-                guard let (r, n) = Self.scanLine(&s) else { return nil }
+                var n = ScannedNotification()
+                guard let r = Self.scanLine(&s, into: &n) else { return nil }
                 recipient = r
-                return try sealer.seal(n.fields, ttlSeconds: n.ttlSeconds, for: r, plaintextCapacity: input.count + input.count / 8 + 128) {
+                return try sealer.seal(&n.fields, ttlSeconds: n.ttlSeconds, for: r, plaintextCapacity: input.count + input.count / 8 + 128) {
                     try OutgoingNotification(json: Self.treeLine(line.bytes).notification)
                 }
             }
@@ -152,29 +153,30 @@ public struct BatchSealer: Sendable {
     }
 
     /// The scan path of one line: `{"recipient": "…", "notification": {…}}` with exactly those
-    /// two members, or `nil` to take the tree path.
-    static func scanLine(_ s: inout JSONReader.Scanner) -> (String, ScannedNotification)? {
+    /// two members; returns the recipient with the notification scanned into `notification`
+    /// (which starts empty), or `nil` to take the tree path.
+    static func scanLine(_ s: inout JSONReader.Scanner, into notification: inout ScannedNotification) -> String? {
         do {
             guard try s.peekKind() == .object else { return nil }
             try s.beginObject()
             var recipient: String?
-            var notification: ScannedNotification?
+            var hasNotification = false
             while let key = try s.nextKey() {
                 if recipient == nil, !key.hasEscapes, s.rawEquals(key, "recipient") {
                     guard try s.peekKind() == .string else { return nil }
                     let r = s.string(try s.readString())
                     guard !r.isEmpty else { return nil }
                     recipient = r
-                } else if notification == nil, !key.hasEscapes, s.rawEquals(key, "notification") {
-                    guard let n = ScannedNotification.scan(&s) else { return nil }
-                    notification = n
+                } else if !hasNotification, !key.hasEscapes, s.rawEquals(key, "notification") {
+                    guard ScannedNotification.scan(&s, into: &notification) else { return nil }
+                    hasNotification = true
                 } else {
                     return nil
                 }
             }
             try s.finish()
-            guard let recipient, let notification else { return nil }
-            return (recipient, notification)
+            guard let recipient, hasNotification else { return nil }
+            return recipient
         } catch {
             return nil
         }

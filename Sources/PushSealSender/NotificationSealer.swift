@@ -110,8 +110,9 @@ public struct NotificationSealer: Sendable {
         let scanned = try notificationJSON.withUnsafeBytes { input -> SealedNotification? in
             guard !input.isEmpty, input.count <= JSONReader.Limits.default.maxByteCount else { return nil }
             var s = try JSONReader.Scanner(input)
-            guard let n = ScannedNotification.scan(&s), (try? s.finish()) != nil else { return nil }
-            return try seal(n.fields, ttlSeconds: n.ttlSeconds, for: recipient, plaintextCapacity: input.count + input.count / 8 + 128) {
+            var n = ScannedNotification()
+            guard ScannedNotification.scan(&s, into: &n), (try? s.finish()) != nil else { return nil }
+            return try seal(&n.fields, ttlSeconds: n.ttlSeconds, for: recipient, plaintextCapacity: input.count + input.count / 8 + 128) {
                 try OutgoingNotification(jsonBytes: notificationJSON)
             }
         }
@@ -129,19 +130,20 @@ public struct NotificationSealer: Sendable {
     ///   (actual and allowed bytes), `.cannotFit`, `.unknownRecipient`, `.keyUnavailable`,
     ///   `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass through.
     public func seal(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
-        try seal(notification.fields(body: notification.body, includeMedia: true), ttlSeconds: notification.ttlSeconds,
-                 for: recipient, plaintextCapacity: 3072) { notification }
+        var fields = notification.fields(body: notification.body, includeMedia: true)
+        return try seal(&fields, ttlSeconds: notification.ttlSeconds, for: recipient, plaintextCapacity: 3072) { notification }
     }
 
     /// The seal job shared by both paths: checks, times, key, plaintext, budget, AES-GCM, payload.
-    /// `tree` gives the notification as a value when the fit ladder has to rewrite it.
-    func seal(_ fields: Wire.Fields, ttlSeconds: Int64?, for recipient: String, plaintextCapacity: Int,
+    /// `f` is the caller's, filled in place (`iat`, `exp` are set here; not copied, so its
+    /// members are not retained again). `tree` gives the notification as a value when the fit
+    /// ladder has to rewrite it.
+    func seal(_ f: inout Wire.Fields, ttlSeconds: Int64?, for recipient: String, plaintextCapacity: Int,
               tree: () throws -> OutgoingNotification) throws -> SealedNotification {
         guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
-        guard fields.hasVisibleText else {
+        guard f.hasVisibleText else {
             throw SenderError(.emptyNotification, "the notification needs a non-empty title, subtitle or body")
         }
-        var f = fields
         let now = clock()
         if f.iat == nil { f.iat = now }
         if let ttl = ttlSeconds ?? (f.exp == nil ? options.defaultTTLSeconds : nil) {

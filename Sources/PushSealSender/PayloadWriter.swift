@@ -127,22 +127,38 @@ public struct PayloadWriter: Sendable {
         }
     }
 
+    /// "00" … "99": two decimal digits for every value below 100.
+    private static let digitPairs: StaticString = """
+        0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
+        5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899
+        """
+
     /// Writes `value` in decimal at `out` (room for 20 bytes) and returns the byte count.
+    /// Two digits per division, right to left into a 20-byte stack buffer, then one copy.
     static func writeDecimal(_ value: Int64, to out: UnsafeMutableRawPointer) -> Int {
-        if value == 0 { out.storeBytes(of: 0x30, as: UInt8.self); return 1 }
         var magnitude = value.magnitude
-        var count = 0
-        if value < 0 { out.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self); count = 1 }
-        var probe = magnitude
-        var digitCount = 0
-        while probe > 0 { probe /= 10; digitCount += 1 }
-        var at = count + digitCount
-        while magnitude > 0 {
-            at -= 1
-            out.storeBytes(of: UInt8(truncatingIfNeeded: magnitude % 10) &+ 0x30, toByteOffset: at, as: UInt8.self)
-            magnitude /= 10
+        var sign = 0
+        if value < 0 { out.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self); sign = 1 }
+        return withUnsafeTemporaryAllocation(byteCount: 20, alignment: 8) { buffer -> Int in
+            guard let b = buffer.baseAddress else { return 0 }
+            let pairs = UnsafeRawPointer(digitPairs.utf8Start)
+            var at = 20
+            while magnitude >= 100 {
+                let r = Int(magnitude % 100)
+                magnitude /= 100
+                at -= 2
+                b.storeBytes(of: pairs.loadUnaligned(fromByteOffset: 2 * r, as: UInt16.self), toByteOffset: at, as: UInt16.self)
+            }
+            if magnitude >= 10 {
+                at -= 2
+                b.storeBytes(of: pairs.loadUnaligned(fromByteOffset: 2 * Int(magnitude), as: UInt16.self), toByteOffset: at, as: UInt16.self)
+            } else {
+                at -= 1
+                b.storeBytes(of: UInt8(truncatingIfNeeded: magnitude) &+ 0x30, toByteOffset: at, as: UInt8.self)
+            }
+            (out + sign).copyMemory(from: b + at, byteCount: 20 - at)
+            return sign + 20 - at
         }
-        return count + digitCount
     }
 
     /// Appends a finite `Double` in Swift's shortest round-trip form (`0.5`, `1.0`, `1e-07`).

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSealFormat
 
 // The wire format v1 pieces the sender needs: AAD, key ids and Padmé lengths come from
@@ -176,26 +181,40 @@ struct ScannedNotification {
     var fields = Wire.Fields()
     var ttlSeconds: Int64?
 
-    /// The known members, as bits for duplicate checks.
-    private static let names: [(StaticString, Int)] = [
-        ("title", 0), ("subtitle", 1), ("body", 2), ("media", 3), ("localizations", 4), ("data", 5),
-        ("iat", 6), ("exp", 7), ("ttl", 8), ("id", 9),
-    ]
+    /// The member number of the known member named by the UTF-8 bytes `k` (title 0, subtitle 1,
+    /// body 2, media 3, localizations 4, data 5, iat 6, exp 7, ttl 8, id 9), or `nil`.
+    /// One length switch and at most three byte comparisons.
+    static func member(_ k: UnsafeRawBufferPointer) -> Int? {
+        func named(_ name: StaticString) -> Bool {
+            guard let b = k.baseAddress else { return false }
+            return memcmp(b, name.utf8Start, name.utf8CodeUnitCount) == 0
+        }
+        switch k.count {
+        case 2: return named("id") ? 9 : nil
+        case 3: return named("iat") ? 6 : named("exp") ? 7 : named("ttl") ? 8 : nil
+        case 4: return named("body") ? 2 : named("data") ? 5 : nil
+        case 5: return named("title") ? 0 : named("media") ? 3 : nil
+        case 8: return named("subtitle") ? 1 : nil
+        case 13: return named("localizations") ? 4 : nil
+        default: return nil
+        }
+    }
 
-    /// Scans the notification object at the scanner's position; `nil` to take the tree path.
-    static func scan(_ s: inout JSONReader.Scanner) -> ScannedNotification? {
-        var out = ScannedNotification()
+    /// Scans the notification object at the scanner's position into `out` (which starts
+    /// empty); `false` to take the tree path (then `out` holds a partial notification to drop).
+    /// Filled in place, so the caller seals from it without copying its members.
+    static func scan(_ s: inout JSONReader.Scanner, into out: inout ScannedNotification) -> Bool {
         var seen = 0
         do {
-            guard try s.peekKind() == .object else { return nil }
+            guard try s.peekKind() == .object else { return false }
             try s.beginObject()
             while let key = try s.nextKey() {
-                guard !key.hasEscapes, let member = names.first(where: { s.rawEquals(key, $0.0) })?.1 else { return nil }
-                guard seen & (1 << member) == 0 else { return nil }
+                guard !key.hasEscapes, let member = member(s.rawBytes(key)) else { return false }
+                guard seen & (1 << member) == 0 else { return false }
                 seen |= 1 << member
                 switch member {
                 case 0, 1, 2, 9:
-                    guard try s.peekKind() == .string else { return nil }
+                    guard try s.peekKind() == .string else { return false }
                     let span = try s.readString()
                     let text: Wire.Text = span.isMinimallyEscaped ? .raw(s.rawBytes(span)) : .string(s.string(span))
                     switch member {
@@ -205,7 +224,7 @@ struct ScannedNotification {
                     default: out.fields.id = text
                     }
                 case 6, 7, 8:
-                    guard try s.peekKind() == .number, case .integer(let t) = try s.readNumber(), t >= 0 else { return nil }
+                    guard try s.peekKind() == .number, case .integer(let t) = try s.readNumber(), t >= 0 else { return false }
                     switch member {
                     case 6: out.fields.iat = t
                     case 7: out.fields.exp = t
@@ -214,13 +233,13 @@ struct ScannedNotification {
                 case 3: out.fields.media = try OutgoingNotification.media(s.readValue())
                 case 4: out.fields.localizations = try OutgoingNotification.localizations(s.readValue())
                 default:
-                    guard case .object(let d) = try s.readValue() else { return nil }
+                    guard case .object(let d) = try s.readValue() else { return false }
                     out.fields.data = d
                 }
             }
-            return out
+            return true
         } catch {
-            return nil
+            return false
         }
     }
 }

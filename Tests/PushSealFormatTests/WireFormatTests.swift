@@ -21,6 +21,13 @@ struct WireFormatConstantsTests {
             #expect(!WireFormat.isValidKeyID(bad), "\(bad)")
         }
         #expect(WireTestSupport.errorCode { try WireFormat.validateKeyID("a b") } == "invalidKeyID")
+        // Every byte as a one-byte key id, and inside a longer one.
+        for b in UInt8(0)...UInt8(255) {
+            let allowed = (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || (0x30...0x39).contains(b) || b == 0x5F || b == 0x2D
+            let one = String(decoding: [b], as: UTF8.self)
+            #expect(WireFormat.isValidKeyID(one) == (allowed && one.utf8.count == 1), "byte \(b)")
+            #expect(WireFormat.isValidKeyID("k" + one + "1") == (allowed && one.utf8.count == 1), "byte \(b) inside")
+        }
     }
 
     @Test func appIDRules() {

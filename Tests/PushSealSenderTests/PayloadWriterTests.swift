@@ -16,6 +16,20 @@ import PushSealFormat
         var w = PayloadWriter()
         for i: Int64 in [0, 7, -7, 1234567890, .max, .min] { w.integer(i); w.byte(0x20) }
         #expect(String(decoding: w.bytes, as: UTF8.self) == "0 7 -7 1234567890 9223372036854775807 -9223372036854775808 ")
+        // Every power of ten and its neighbours, both signs, and random values: Swift's own text.
+        var values: [Int64] = [.max, .min, .max - 1, .min + 1]
+        var p: Int64 = 1
+        for _ in 0...18 {
+            values += [p - 1, p, p + 1, -(p - 1), -p, -(p + 1)]
+            if p <= Int64.max / 10 { p *= 10 }
+        }
+        var random = SplitMix(state: 8)
+        values += (0..<2_000).map { _ in Int64(bitPattern: random.next() >> UInt64.random(in: 0...63, using: &random)) }
+        for v in values {
+            var one = PayloadWriter()
+            one.integer(v)
+            #expect(String(decoding: one.bytes, as: UTF8.self) == String(v))
+        }
         var rng = SplitMix(state: 7)
         for n in 0..<200 {
             let data = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }

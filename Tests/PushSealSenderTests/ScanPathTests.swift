@@ -49,9 +49,10 @@ import Testing
             let tree = try OutgoingNotification(jsonBytes: json)
             let scanned = try json.withUnsafeBytes { raw -> ScannedNotification? in
                 var s = try JSONReader.Scanner(raw)
-                let r = ScannedNotification.scan(&s)
+                var r = ScannedNotification()
+                let ok = ScannedNotification.scan(&s, into: &r)
                 try s.finish()
-                guard let r else { return nil }
+                guard ok else { return nil }
                 // Inside the closure: raw text members point into `json`.
                 #expect(try Self.plaintext(r.fields) == Self.plaintext(tree.fields(body: tree.body, includeMedia: true)),
                         "notification \(n): \(String(decoding: json, as: UTF8.self))")
@@ -75,6 +76,17 @@ import Testing
         }
     }
 
+    @Test func memberNamesMapToTheirNumbersAndNothingElseDoes() {
+        let known = ["title", "subtitle", "body", "media", "localizations", "data", "iat", "exp", "ttl", "id"]
+        func member(_ name: String) -> Int? { Array(name.utf8).withUnsafeBytes { ScannedNotification.member($0) } }
+        for (number, name) in known.enumerated() { #expect(member(name) == number, "\(name)") }
+        // Same lengths, one byte off, other cases, prefixes, extensions, empty.
+        for name in ["Title", "titlf", "subtitlE", "bodY", "datA", "medIa", "iaT", "exq", "ttL", "iD", "ix", "localisations",
+                     "localizationS", "tit", "titles", "", "i", "xxxx", "xxxxx", "idid"] {
+            #expect(member(name) == nil, "\(name)")
+        }
+    }
+
     @Test func givesUpOnWhatTheTreePathRejects() throws {
         let cases = [
             "{\"title\":1}", "{\"title\":\"a\",\"title\":\"b\"}", "{\"tit\\u006ce\":\"a\"}", "{\"nope\":1}", "{\"iat\":-1,\"title\":\"t\"}",
@@ -88,7 +100,8 @@ import Testing
             let json = Array(c.utf8)
             let scanned = try json.withUnsafeBytes { raw -> Bool in
                 var s = try JSONReader.Scanner(raw)
-                return ScannedNotification.scan(&s) != nil && (try? s.finish()) != nil
+                var n = ScannedNotification()
+                return ScannedNotification.scan(&s, into: &n) && (try? s.finish()) != nil
             }
             var treeError: SenderError?
             do { _ = try OutgoingNotification(jsonBytes: json) } catch let e as SenderError { treeError = e }

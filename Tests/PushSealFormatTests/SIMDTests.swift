@@ -1,0 +1,115 @@
+import CPushSealSIMD
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Testing
+@testable import PushSealFormat
+
+/// `CPushSealSIMD` at every level this machine has (0 portable, 1 SSSE3/SSE2, 2 AVX2), each
+/// against the portable Swift code and libsodium: the vectorized base64 encoder and the JSON
+/// string scan. Inputs are exact-size arrays, so `make sanitize` (ASan) catches any read past
+/// the end.
+@Suite("CPushSealSIMD: vectorized base64 and JSON scan agree with the portable code")
+struct SIMDTests {
+    typealias SplitMix = WireBase64DecodeTests.SplitMix
+
+    /// The levels to test: 0 up to what CPUID reports (and `PUSHSEAL_SIMD` allows).
+    static var levels: [Int32] { Array(0...pushseal_simd_level()) }
+
+    #if arch(x86_64)
+    /// Every x86-64 CPU since 2006 has SSSE3: the sender must not silently run portable code.
+    @Test func x86ProcessorsGetAVectorizedLevel() {
+        if let cap = getenvString("PUSHSEAL_SIMD") {
+            #expect(pushseal_simd_level() <= Int32(cap) ?? 2)
+        } else {
+            #expect(pushseal_simd_level() >= 1)
+        }
+    }
+    #endif
+
+    /// Every length 0–400 at four source alignments: prefix by the C encoder, rest by the
+    /// table loop, equals libsodium's encoding; the C encoder consumes whole 3-byte groups
+    /// and writes nothing past 4/3 of what it consumed.
+    @Test(arguments: [Int32(0), 1, 2])
+    func base64AgreesWithLibsodiumAtEveryLength(level: Int32) {
+        guard level <= pushseal_simd_level() else { return }
+        var rng = SplitMix(state: 0xB64_0000 + UInt64(level))
+        for length in 0...400 {
+            for offset in 0..<4 {
+                let storage = (0..<(offset + length)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                let data = Array(storage[offset...])
+                let expected = Array(data.withUnsafeBytes { WireBase64.encodeSecret($0) }.utf8)
+                let encodedCount = WireBase64.encodedByteCount(length)
+                var out = [UInt8](repeating: 0xEE, count: encodedCount + 64)
+                let consumed = storage.withUnsafeBufferPointer { src in
+                    out.withUnsafeMutableBufferPointer { dst in
+                        pushseal_base64_encode_prefix_at_level(level, src.baseAddress.map { $0 + offset }, length, dst.baseAddress)
+                    }
+                }
+                #expect(consumed % 3 == 0 && consumed <= length, "level \(level) length \(length): consumed \(consumed)")
+                if level == 0 { #expect(consumed == 0) }
+                let written = consumed / 3 * 4
+                #expect(out[written...].allSatisfy { $0 == 0xEE }, "level \(level) length \(length): wrote past \(written)")
+                data.withUnsafeBytes { src in
+                    out.withUnsafeMutableBytes { dst in
+                        if let s = src.baseAddress, let d = dst.baseAddress {
+                            WireBase64.encodeTable(s, from: consumed, to: length, into: d, at: written)
+                        }
+                    }
+                }
+                #expect(Array(out[0..<encodedCount]) == expected, "level \(level) length \(length) offset \(offset)")
+            }
+        }
+    }
+
+    /// Long inputs through the public entry point (the detected level) equal libsodium.
+    @Test func base64PublicEntryPointAgreesOnLongInputs() {
+        var rng = SplitMix(state: 0xB64_1000)
+        for length in [1_000, 2_076, 4_095, 4_096, 65_537] {
+            let data = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            #expect(WireBase64.encode(data) == data.withUnsafeBytes { WireBase64.encodeSecret($0) }, "length \(length)")
+        }
+    }
+
+    /// Whether the JSON string scan must stop at `b`.
+    static func flagged(_ b: UInt8) -> Bool { b < 0x20 || b >= 0x80 || b == 0x22 || b == 0x5C }
+
+    /// Random texts where each byte is plain ASCII with high probability, else one of the
+    /// classes the scan stops at (control, `"`, `\`, ≥ 0x80, and the edges 0x1F/0x20/0x7F/0x80):
+    /// the C scan stops at the first flagged byte, or with fewer than 16 bytes left, and skips
+    /// only plain bytes; level 0 does not move.
+    @Test(arguments: [Int32(0), 1, 2])
+    func jsonScanStopsAtTheFirstFlaggedByte(level: Int32) {
+        guard level <= pushseal_simd_level() else { return }
+        var rng = SplitMix(state: 0x15C_0000 + UInt64(level))
+        let specials: [UInt8] = [0x00, 0x09, 0x1F, 0x20, 0x21, 0x22, 0x5B, 0x5C, 0x5D, 0x7E, 0x7F, 0x80, 0xC3, 0xE2, 0xFF]
+        for trial in 0..<3_000 {
+            let length = Int.random(in: 0...160, using: &rng)
+            let rate = [0, 2, 20, 200][trial % 4]
+            let text: [UInt8] = (0..<length).map { _ in
+                rate > 0 && Int.random(in: 0..<rate, using: &rng) == 0
+                    ? specials.randomElement(using: &rng) ?? 0 : UInt8.random(in: 0x20...0x7E, using: &rng)
+            }
+            let start = length == 0 ? 0 : Int.random(in: 0...length, using: &rng)
+            let first = text[start...].firstIndex(where: Self.flagged) ?? length
+            let stop = text.withUnsafeBufferPointer { p in pushseal_json_skip_plain_at_level(level, p.baseAddress, start, length) }
+            if level == 0 {
+                #expect(stop == start)
+            } else {
+                #expect(stop >= start && stop <= first, "trial \(trial): stop \(stop), first flagged \(first)")
+                #expect(stop == first || length - stop < 16, "trial \(trial): stopped at \(stop) with \(length - stop) left")
+            }
+        }
+    }
+
+    private func getenvString(_ name: String) -> String? {
+        #if canImport(Glibc) || canImport(Darwin)
+        guard let v = getenv(name) else { return nil }
+        return String(cString: v)
+        #else
+        return nil
+        #endif
+    }
+}
