@@ -1,3 +1,4 @@
+import CPushSealSIMD
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -112,6 +113,18 @@ struct Report {
                    + "`push-open` reads its key from the emulated device keychain and prints its full result object. "
                    + "Peak RSS: `/usr/bin/time -f %M` on a second, untimed spawn (a direct child's `ru_maxrss` would include push-bench's own pages from before `exec`). The image row: `push-open` downloads and decrypts an encrypted "
                    + "\(format(Double(s.imageBytes) / 1_000_000, decimals: 1)) MB image from a local HTTP server (no peer).")
+        let fullOverCore = Self.sizes.compactMap { size, name -> String? in
+            guard let full = measurer.median(SeriesKey(impl: "pushseal", op: "fullseal", size: size)),
+                  let core = measurer.median(SeriesKey(impl: "pushseal", op: "seal", size: size)) else { return nil }
+            return "\(format(full / core, decimals: 2)) at \(name)"
+        }
+        if !fullOverCore.isEmpty {
+            let paths = ["portable Swift", "SSSE3/SSE2", "AVX2"]
+            let level = Int(pushseal_simd_level())
+            out.append("- Full seal / crypto-core seal: \(fullOverCore.joined(separator: ", ")) (target: at most 2). "
+                       + "Base64 and the JSON string scan ran on `CPushSealSIMD`'s \(paths[min(max(level, 0), 2)]) path "
+                       + "(`PUSHSEAL_SIMD=0` forces the portable one).")
+        }
         for why in Output.shared.skips { out.append("- skipped: \(why)") }
         return out.joined(separator: "\n")
     }
