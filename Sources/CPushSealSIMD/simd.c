@@ -24,9 +24,9 @@ static int detect_level(void) {
     int level = PS_LEVEL_PORTABLE;
     if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_SSSE3)) {
         level = PS_LEVEL_SSSE3;
-        // AVX2 needs the CPU bit (leaf 7, EBX bit 5) and the OS saving YMM state (OSXSAVE,
-        // then XCR0 bits 1 and 2).
-        int osxsave = (ecx & bit_OSXSAVE) != 0;
+        // AVX2 needs the AVX bit (leaf 1, ECX bit 28), the AVX2 bit (leaf 7, EBX bit 5) and the
+        // OS saving YMM state (OSXSAVE, then XCR0 bits 1 and 2) — Intel SDM vol. 1 §14.7.1.
+        int osxsave = (ecx & bit_OSXSAVE) != 0 && (ecx & bit_AVX) != 0;
         if (osxsave && __get_cpuid_max(0, NULL) >= 7) {
             unsigned a7 = 0, b7 = 0, c7 = 0, d7 = 0;
             __cpuid_count(7, 0, a7, b7, c7, d7);

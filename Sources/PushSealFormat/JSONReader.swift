@@ -157,7 +157,14 @@ enum ByteScan {
     /// byte itself); then two words per step, one branch.
     @inline(__always)
     static func skipPlainASCII16(_ p: UnsafePointer<UInt8>, from i: Int, end: Int) -> Int {
-        var j = i < end ? pushseal_json_skip_plain(p, i, end) : i
+        skipPlainASCII16Portable(p, from: i < end ? pushseal_json_skip_plain(p, i, end) : i, end: end)
+    }
+
+    /// ``skipPlainASCII16(_:from:end:)`` without the vectorized scan: what non-x86 CPUs run
+    /// (tests call it directly, since on x86-64 it only ever sees the C scan's stopping point).
+    @inline(__always)
+    static func skipPlainASCII16Portable(_ p: UnsafePointer<UInt8>, from i: Int, end: Int) -> Int {
+        var j = i
         while j + 16 <= end {
             let a = load(p, at: j), b = load(p, at: j + 8)
             let qa = a ^ (ones &* 0x22), qb = b ^ (ones &* 0x22)

@@ -15,9 +15,6 @@ import Testing
 struct SIMDTests {
     typealias SplitMix = WireBase64DecodeTests.SplitMix
 
-    /// The levels to test: 0 up to what CPUID reports (and `PUSHSEAL_SIMD` allows).
-    static var levels: [Int32] { Array(0...pushseal_simd_level()) }
-
     #if arch(x86_64)
     /// Every x86-64 CPU since 2006 has SSSE3: the sender must not silently run portable code.
     @Test func x86ProcessorsGetAVectorizedLevel() {
@@ -102,6 +99,69 @@ struct SIMDTests {
                 #expect(stop == first || length - stop < 16, "trial \(trial): stopped at \(stop) with \(length - stop) left")
             }
         }
+    }
+
+    /// The portable Swift scan (what non-x86 CPUs run; on x86-64 it only sees the C scan's
+    /// stopping point): it skips only plain bytes and stops at a 16-byte block holding a
+    /// flagged byte, or with fewer than 16 left. The full scan (C, then Swift) keeps the same
+    /// contract.
+    @Test func portableAndCombinedScansKeepTheContract() {
+        var rng = SplitMix(state: 0x15C_2000)
+        let specials: [UInt8] = [0x00, 0x1F, 0x22, 0x5C, 0x7F, 0x80, 0xC3, 0xFF]
+        for trial in 0..<4_000 {
+            let length = Int.random(in: 0...200, using: &rng)
+            let rate = [0, 3, 30, 300][trial % 4]
+            let text: [UInt8] = (0..<length).map { _ in
+                rate > 0 && Int.random(in: 0..<rate, using: &rng) == 0
+                    ? specials.randomElement(using: &rng) ?? 0 : UInt8.random(in: 0x20...0x7E, using: &rng)
+            }
+            let start = length == 0 ? 0 : Int.random(in: 0...length, using: &rng)
+            let first = text[start...].firstIndex(where: Self.flagged) ?? length
+            text.withUnsafeBufferPointer { p in
+                guard let base = p.baseAddress else { return }
+                for (name, stop) in [("portable", ByteScan.skipPlainASCII16Portable(base, from: start, end: length)),
+                                     ("combined", ByteScan.skipPlainASCII16(base, from: start, end: length))] {
+                    #expect(stop >= start && stop <= first, "\(name) trial \(trial): stop \(stop), first flagged \(first)")
+                    #expect(length - stop < 16 || first < stop + 16, "\(name) trial \(trial): stopped at \(stop) before a plain block")
+                }
+            }
+        }
+    }
+
+    /// Inputs that end exactly at an inaccessible page: any read past the end crashes the test
+    /// process, so over-reads fail plain `swift test`, not only `make sanitize`. Every level,
+    /// lengths 0–200, the C functions and the Swift code after them.
+    @Test func nothingReadsPastTheEndOfItsInput() throws {
+        #if canImport(Glibc)
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        guard let region = mmap(nil, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+              region != MAP_FAILED else {
+            Issue.record("mmap failed: cannot place inputs before a guard page")
+            return
+        }
+        defer { munmap(region, 2 * page) }
+        #expect(mprotect(region + page, page, PROT_NONE) == 0)
+        let guardPage = region.assumingMemoryBound(to: UInt8.self) + page
+        var rng = SplitMix(state: 0x6A2D)
+        var out = [UInt8](repeating: 0, count: 400)
+        for level in Int32(0)...pushseal_simd_level() {
+            for length in 0...200 {
+                let src = guardPage - length
+                for k in 0..<length { src[k] = k % 7 == 0 ? 0x22 : UInt8.random(in: 0x20...0x7E, using: &rng) }
+                let expected = WireBase64.encodeSecret(UnsafeRawBufferPointer(start: src, count: length))
+                let consumed = out.withUnsafeMutableBufferPointer { pushseal_base64_encode_prefix_at_level(level, src, length, $0.baseAddress) }
+                out.withUnsafeMutableBytes { o in
+                    if let d = o.baseAddress { WireBase64.encodeTable(UnsafeRawPointer(src), from: consumed, to: length, into: d, at: consumed / 3 * 4) }
+                }
+                #expect(String(decoding: out[0..<WireBase64.encodedByteCount(length)], as: UTF8.self) == expected, "level \(level) length \(length)")
+                // A text with no flagged byte: the scans run to the very end.
+                for k in 0..<length { src[k] = 0x61 }
+                let stop = pushseal_json_skip_plain_at_level(level, src, 0, length)
+                _ = ByteScan.skipPlainASCII16Portable(src, from: stop, end: length)
+                #expect(level == 0 || length - stop < 16)
+            }
+        }
+        #endif
     }
 
     private func getenvString(_ name: String) -> String? {

@@ -17,8 +17,8 @@ size_t pushseal_base64_encode_prefix(const uint8_t *src, size_t n, uint8_t *dst)
 
 /// The index of the first byte in `p[i..<end]` that a JSON string reader must look at:
 /// a byte >= 0x80 (non-ASCII), < 0x20 (control), `"` or `\`. Stops early, at an index with
-/// fewer than one vector (16 or 32 bytes) left, when it found none; never reads past `p + end`.
-/// Returns `i` unchanged when `i >= end` or no vector unit is available.
+/// fewer than 16 bytes left, when it found none (AVX2 steps 32 bytes, then SSE2 16); never
+/// reads past `p + end`. Returns `i` unchanged when `i >= end` or at level 0.
 size_t pushseal_json_skip_plain(const uint8_t *p, size_t i, size_t end);
 
 /// The two functions above with their level capped at `level` (see below): each level can be
@@ -26,9 +26,11 @@ size_t pushseal_json_skip_plain(const uint8_t *p, size_t i, size_t end);
 size_t pushseal_base64_encode_prefix_at_level(int level, const uint8_t *src, size_t n, uint8_t *dst);
 size_t pushseal_json_skip_plain_at_level(int level, const uint8_t *p, size_t i, size_t end);
 
-/// Which code the functions above use: 0 portable (they return their start), 1 SSE2/SSSE3,
-/// 2 AVX2. Read once from CPUID and XGETBV; `PUSHSEAL_SIMD=0|1|2` in the environment caps it
-/// (tests use this to compare the paths).
+/// Which code the functions above use: 0 portable (they return their start), 1 SSSE3 (the
+/// scan needs only SSE2, but one level keeps it simple: every x86-64 CPU since 2006 has SSSE3),
+/// 2 AVX2. Read once, on first use, from CPUID and XGETBV; `PUSHSEAL_SIMD=0|1|2` in the
+/// environment at that moment caps it (other values are ignored). Benchmarks use the cap to
+/// time each path; tests call the `_at_level` functions.
 int pushseal_simd_level(void);
 
 #endif
