@@ -73,6 +73,22 @@ struct SIMDTests {
     /// Whether the JSON string scan must stop at `b`.
     static func flagged(_ b: UInt8) -> Bool { b < 0x20 || b >= 0x80 || b == 0x22 || b == 0x5C }
 
+    /// Bytes the scans must stop at, their neighbours, and plain ones.
+    static let specials: [UInt8] = [0x00, 0x09, 0x1F, 0x20, 0x21, 0x22, 0x5B, 0x5C, 0x5D, 0x7E, 0x7F, 0x80, 0xC3, 0xE2, 0xFF]
+
+    /// A random scan case: a text of 0…`maxLength` bytes, plain printable ASCII except that
+    /// about one byte in `rate` (never when 0) is from ``specials``; a start index; and the
+    /// first flagged byte at or after it (or the length).
+    static func scanCase(_ rng: inout SplitMix, maxLength: Int, rate: Int) -> (text: [UInt8], start: Int, first: Int) {
+        let length = Int.random(in: 0...maxLength, using: &rng)
+        let text: [UInt8] = (0..<length).map { _ in
+            rate > 0 && Int.random(in: 0..<rate, using: &rng) == 0
+                ? specials.randomElement(using: &rng) ?? 0 : UInt8.random(in: 0x20...0x7E, using: &rng)
+        }
+        let start = length == 0 ? 0 : Int.random(in: 0...length, using: &rng)
+        return (text, start, text[start...].firstIndex(where: flagged) ?? length)
+    }
+
     /// Random texts where each byte is plain ASCII with high probability, else one of the
     /// classes the scan stops at (control, `"`, `\`, ≥ 0x80, and the edges 0x1F/0x20/0x7F/0x80):
     /// the C scan stops at the first flagged byte, or with fewer than 16 bytes left, and skips
@@ -81,16 +97,9 @@ struct SIMDTests {
     func jsonScanStopsAtTheFirstFlaggedByte(level: Int32) {
         guard level <= pushseal_simd_level() else { return }
         var rng = SplitMix(state: 0x15C_0000 + UInt64(level))
-        let specials: [UInt8] = [0x00, 0x09, 0x1F, 0x20, 0x21, 0x22, 0x5B, 0x5C, 0x5D, 0x7E, 0x7F, 0x80, 0xC3, 0xE2, 0xFF]
         for trial in 0..<3_000 {
-            let length = Int.random(in: 0...160, using: &rng)
-            let rate = [0, 2, 20, 200][trial % 4]
-            let text: [UInt8] = (0..<length).map { _ in
-                rate > 0 && Int.random(in: 0..<rate, using: &rng) == 0
-                    ? specials.randomElement(using: &rng) ?? 0 : UInt8.random(in: 0x20...0x7E, using: &rng)
-            }
-            let start = length == 0 ? 0 : Int.random(in: 0...length, using: &rng)
-            let first = text[start...].firstIndex(where: Self.flagged) ?? length
+            let (text, start, first) = Self.scanCase(&rng, maxLength: 160, rate: [0, 2, 20, 200][trial % 4])
+            let length = text.count
             let stop = text.withUnsafeBufferPointer { p in pushseal_json_skip_plain_at_level(level, p.baseAddress, start, length) }
             if level == 0 {
                 #expect(stop == start)
@@ -107,16 +116,9 @@ struct SIMDTests {
     /// contract.
     @Test func portableAndCombinedScansKeepTheContract() {
         var rng = SplitMix(state: 0x15C_2000)
-        let specials: [UInt8] = [0x00, 0x1F, 0x22, 0x5C, 0x7F, 0x80, 0xC3, 0xFF]
         for trial in 0..<4_000 {
-            let length = Int.random(in: 0...200, using: &rng)
-            let rate = [0, 3, 30, 300][trial % 4]
-            let text: [UInt8] = (0..<length).map { _ in
-                rate > 0 && Int.random(in: 0..<rate, using: &rng) == 0
-                    ? specials.randomElement(using: &rng) ?? 0 : UInt8.random(in: 0x20...0x7E, using: &rng)
-            }
-            let start = length == 0 ? 0 : Int.random(in: 0...length, using: &rng)
-            let first = text[start...].firstIndex(where: Self.flagged) ?? length
+            let (text, start, first) = Self.scanCase(&rng, maxLength: 200, rate: [0, 3, 30, 300][trial % 4])
+            let length = text.count
             text.withUnsafeBufferPointer { p in
                 guard let base = p.baseAddress else { return }
                 for (name, stop) in [("portable", ByteScan.skipPlainASCII16Portable(base, from: start, end: length)),
