@@ -72,7 +72,8 @@ import Testing
         let sealer = try s.sealer()
         let n = OutgoingNotification(title: "t")
         expectSender(.unknownRecipient, "no keyset for recipient carol") { try sealer.seal(n, for: "carol") }
-        expectSender(.unknownRecipient) { try sealer.seal(n, for: "not a name/..") }
+        // A name that breaks the keychain's naming rules is a bad option, not an unknown recipient.
+        expectSender(.invalidOption, "without control characters or /") { try sealer.seal(n, for: "not a name/..") }
         expectSender(.keyUnavailable, "was disabled (revoked)") { try sealer.seal(n, for: "bob") }
         expectSender(.keyUnavailable, "was destroyed") { try sealer.seal(n, for: "dave") }
         // Batch lines report the same codes and keep going.
