@@ -159,8 +159,8 @@ public struct NotificationSealer: Sendable {
     }
 
     /// The seal job shared by both paths: checks, times, key, plaintext, budget, AES-GCM, payload.
-    /// The times sealed (`iat` defaulted to now, `exp` from a TTL) are checked here for every
-    /// path by ``OutgoingNotification/checkTimes(iat:exp:)``.
+    /// The times as given, then the times sealed (`iat` defaulted to now, `exp` from a TTL),
+    /// are checked here for every path by ``OutgoingNotification/checkTimes(iat:exp:ttlSeconds:)``.
     /// `f` is the caller's, filled in place (`iat`, `exp` are set here; not copied, so its
     /// members are not retained again). `tree` gives the notification as a value when the fit
     /// ladder has to rewrite it.
@@ -170,18 +170,16 @@ public struct NotificationSealer: Sendable {
         guard f.hasVisibleText else {
             throw SenderError(.emptyNotification, "the notification needs a non-empty title, subtitle or body")
         }
+        try OutgoingNotification.checkTimes(iat: f.iat, exp: f.exp, ttlSeconds: ttlSeconds)
         let now = clock()
         if f.iat == nil { f.iat = now }
         if let ttl = ttlSeconds ?? (f.exp == nil ? options.defaultTTLSeconds : nil) {
-            guard f.exp == nil || ttlSeconds == nil else {
-                throw SenderError(.invalidNotification, "give either exp or ttl, not both")
-            }
             guard let e = OutgoingNotification.expiry(now: now, ttlSeconds: ttl) else {
                 throw SenderError(.invalidNotification, OutgoingNotification.ttlTooLarge(ttl))
             }
             f.exp = e
         }
-        try OutgoingNotification.checkTimes(iat: f.iat, exp: f.exp)
+        try OutgoingNotification.checkTimes(iat: f.iat, exp: f.exp, ttlSeconds: nil)
 
         let sealingKey = try keys.primaryKey(appID: appID, recipient: recipient)
         guard WireFormat.isValidKeyID(sealingKey.keyID) else {

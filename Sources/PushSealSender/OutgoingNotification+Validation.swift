@@ -15,25 +15,28 @@ extension OutgoingNotification {
     static let maxTimeText = "9999-12-31T23:59:59Z (253402300799)"
 
     /// Checks a notification built in code by the rules of the JSON form: every member goes
-    /// through the same reader ``init(json:)`` uses, on its JSON spelling, so both give the same
-    /// error code and reason for the same value.
+    /// through the same reader ``init(json:)`` uses, on its JSON spelling, then the times
+    /// together (``checkTimes(iat:exp:ttlSeconds:)``), so both give the same error code and
+    /// reason for the same value (for the JSON form with its members in the order of
+    /// ``memberNames``).
     ///
-    /// Checked: `iat`, `exp`, `ttlSeconds` not negative; `iat` and `exp` at most
-    /// ``maxTimeSeconds`` and `exp` not before `iat`; `media` as a receiver reads it (absolute
-    /// `https://` or `http://` URL without control characters, ``isValidMediaType(_:)``, a
-    /// 32-byte `sha256` and `key`); `localizations` keys are locale tags and each value an object
-    /// of `title`, `subtitle`, `body` strings, one non-empty; `data` nested at most 63 levels,
-    /// with finite numbers. Not checked here (``NotificationSealer`` does, at the seal): a
-    /// non-empty title, subtitle or body; `exp` and `ttlSeconds` together; the `exp` a TTL gives.
+    /// Checked: `media` as a receiver reads it (absolute `https://` or `http://` URL without
+    /// control characters, ``isValidMediaType(_:)``, a 32-byte `sha256` and `key`);
+    /// `localizations` keys are locale tags and each value an object of `title`, `subtitle`,
+    /// `body` strings, one non-empty; `data` nested at most 63 levels, with finite numbers;
+    /// `iat`, `exp`, `ttlSeconds` not negative, not both `exp` and `ttlSeconds`, `iat` and `exp`
+    /// at most ``maxTimeSeconds``, `exp` not before `iat`. Not checked here
+    /// (``NotificationSealer`` does, at the seal): a non-empty title, subtitle or body; the
+    /// `iat` and `exp` a seal time and a TTL give.
     /// - Throws: `SenderError` `.invalidNotification` naming the member.
     public func validate() throws {
-        for (name, t) in [("iat", iat), ("exp", exp), ("ttl", ttlSeconds)] {
-            if let t { _ = try Self.time(.integer(t), name) }
-        }
-        try Self.checkTimes(iat: iat, exp: exp)
         if let media { _ = try Self.media(media.jsonValue()) }
         if let localizations { _ = try Self.localizations(.object(localizations)) }
         if let data { _ = try Self.data(.object(data)) }
+        for (name, t) in [("iat", iat), ("exp", exp), ("ttl", ttlSeconds)] {
+            if let t { _ = try Self.time(.integer(t), name) }
+        }
+        try Self.checkTimes(iat: iat, exp: exp, ttlSeconds: ttlSeconds)
     }
 
     /// Reads a time member (`iat`, `exp`, `ttl`): an integer number of seconds, not negative.
@@ -43,11 +46,15 @@ extension OutgoingNotification {
         return i
     }
 
-    /// Checks `iat` and `exp` together: each at most ``maxTimeSeconds``, and `exp` not before
-    /// `iat` (a notification that is expired when sealed only ever shows the fallback alert).
-    /// Run on the members as given and again by the sealer on the times it seals (`iat`
-    /// defaulted to the seal time, `exp` from a TTL).
-    static func checkTimes(iat: Int64?, exp: Int64?) throws {
+    /// Checks the times together: not both `exp` and a TTL, `iat` and `exp` each at most
+    /// ``maxTimeSeconds``, and `exp` not before `iat` (a notification that is expired when
+    /// sealed only ever shows the fallback alert). Run on the members as given (by
+    /// ``init(json:)``, ``validate()`` and the sealer, for every path) and again by the sealer on
+    /// the times it seals (`iat` defaulted to the seal time, `exp` from a TTL).
+    static func checkTimes(iat: Int64?, exp: Int64?, ttlSeconds: Int64?) throws {
+        guard exp == nil || ttlSeconds == nil else {
+            throw SenderError(.invalidNotification, "give either exp or ttl, not both")
+        }
         for (name, t) in [("iat", iat), ("exp", exp)] {
             if let t, t > maxTimeSeconds {
                 throw SenderError(.invalidNotification, "\(name) \(t) is after \(maxTimeText), the latest time the sender seals")

@@ -59,7 +59,8 @@ public struct OutgoingNotification: Sendable, Equatable {
     /// Every member is read by the same functions ``validate()`` runs on a value built in code.
     /// - Throws: `SenderError` `.invalidNotification` naming the member for a wrong JSON type,
     ///   an unknown member, a time out of range (negative, after ``maxTimeSeconds``, `exp`
-    ///   before `iat`), or a `media`, `localizations` or `data` a receiver would reject.
+    ///   before `iat`, both `exp` and `ttl`), or a `media`, `localizations` or `data` a
+    ///   receiver would reject.
     public init(json: JSONValue) throws {
         guard case .object(let o) = json else {
             throw SenderError(.invalidNotification, "the notification must be a JSON object, got \(json.typeName)")
@@ -80,7 +81,7 @@ public struct OutgoingNotification: Sendable, Equatable {
                 throw SenderError(.invalidNotification, "unknown member \(Self.excerpt(m.key)) (known: \(Self.memberNames.joined(separator: ", ")))")
             }
         }
-        try Self.checkTimes(iat: iat, exp: exp)
+        try Self.checkTimes(iat: iat, exp: exp, ttlSeconds: ttlSeconds)
     }
 
     /// Parses and reads the JSON text of a notification (see ``init(json:)``).
