@@ -55,11 +55,12 @@ extension OutgoingNotification {
         guard exp == nil || ttlSeconds == nil else {
             throw SenderError(.invalidNotification, "give either exp or ttl, not both")
         }
-        for (name, t) in [("iat", iat), ("exp", exp)] {
-            if let t, t > maxTimeSeconds {
-                throw SenderError(.invalidNotification, "\(name) \(t) is after \(maxTimeText), the latest time the sender seals")
-            }
+        // Two plain checks, no array: this runs twice on every seal.
+        func tooLate(_ name: String, _ t: Int64) -> SenderError {
+            SenderError(.invalidNotification, "\(name) \(t) is after \(maxTimeText), the latest time the sender seals")
         }
+        if let iat, iat > maxTimeSeconds { throw tooLate("iat", iat) }
+        if let exp, exp > maxTimeSeconds { throw tooLate("exp", exp) }
         if let iat, let exp, exp < iat {
             throw SenderError(.invalidNotification, "exp \(exp) is earlier than iat \(iat) (the seal time unless given): the notification would arrive expired")
         }
