@@ -42,11 +42,30 @@ public struct KeychainSealingKeys: SealingKeyProvider {
         keyring.beginBatchChunk()
     }
 
+    /// Checks an app id and a recipient by the keychain's naming rules (PushSealKeys' `KeyID`:
+    /// an app id is 1-255 characters of `A-Z a-z 0-9 . -`, a recipient 1-255 bytes without
+    /// control characters or `/`), without reading the keychain: a name that breaks them can
+    /// never have a keyset.
+    /// - Parameters:
+    ///   - appID: the app id to check, or `nil`.
+    ///   - recipient: the recipient to check, or `nil`.
+    /// - Throws: `SenderError` `.invalidOption` naming the rule.
+    public static func checkNames(appID: String? = nil, recipient: String? = nil) throws {
+        do {
+            if let appID { try KeyID.validateAppID(appID) }
+            if let recipient { try KeyID.validateRecipient(recipient) }
+        } catch {
+            throw senderError(error, appID: appID, recipient: recipient)
+        }
+    }
+
     /// The primary key of (`appID`, `recipient`), counting one seal.
-    /// - Throws: `SenderError` `.unknownRecipient` (no keyset, or a malformed name),
+    /// - Throws: `SenderError` `.invalidOption` (an app id or recipient that breaks the naming
+    ///   rules, see ``checkNames(appID:recipient:)``), `.unknownRecipient` (no keyset),
     ///   `.keyUnavailable` (the primary key was disabled or destroyed: no key seals),
-    ///   `.sealLimitReached` (2^32 seals: rotate), `.keyStoreMissing`, `.keyStoreInsecure`,
-    ///   `.keyStoreUnreadable`.
+    ///   `.sealLimitReached` (2^32 seals: rotate), `.keyStoreLocked` (errSecInteractionNotAllowed:
+    ///   the keychain's device state does not allow reading the keyset), `.keyStoreMissing`,
+    ///   `.keyStoreInsecure`, `.keyStoreUnreadable`.
     public func primaryKey(appID: String, recipient: String) throws -> SealingKey {
         do {
             let (keyID, key) = try keyring.primaryKeyForSealing(appID: appID, recipient: recipient)
@@ -65,7 +84,7 @@ public struct KeychainSealingKeys: SealingKeyProvider {
             case .unknownKeyset:
                 return SenderError(.unknownRecipient, "no keyset for recipient \(recipient ?? "?") of app \(appID ?? "?") in the keychain")
             case .invalidName:
-                return SenderError(.unknownRecipient, e.reason)
+                return SenderError(.invalidOption, e.reason)
             case .noPrimaryKey, .keyDisabled, .keyDestroyed:
                 return SenderError(.keyUnavailable, "keyset \(who) has no primary key: \(lastPrimaryState(keyring, appID, recipient))")
             case .sealLimitReached:
@@ -78,6 +97,8 @@ public struct KeychainSealingKeys: SealingKeyProvider {
             switch e.code {
             case .keychainMissing: return SenderError(.keyStoreMissing, e.description)
             case .insecurePermissions: return SenderError(.keyStoreInsecure, e.description)
+            case .interactionNotAllowed:
+                return SenderError(.keyStoreLocked, "keyset \(who) cannot be read in the keychain's device state: \(e.description)")
             default: return SenderError(.keyStoreUnreadable, e.description)
             }
         }

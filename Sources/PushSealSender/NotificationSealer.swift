@@ -42,14 +42,19 @@ public struct NotificationSealer: Sendable {
 
     /// Creates a sealer and checks the options once.
     /// - Parameters:
-    ///   - appID: the app's bundle identifier (non-empty).
+    ///   - appID: the app's bundle identifier: 1-255 bytes of printable ASCII other than `|`
+    ///     (FORMAT.md §3.2; a keychain's keysets allow only `A-Z a-z 0-9 . -`).
     ///   - keys: where the recipients' primary keys come from.
     ///   - options: fallback alert, aps fields, priority, collapse id, TTL, padding, fit.
     ///   - clock: seconds since 1970 UTC, for `iat` and TTLs (tests pass a fixed one).
-    /// - Throws: `SenderError` `.emptyFallbackAlert`, `.invalidOption`.
+    /// - Throws: `SenderError` `.emptyFallbackAlert`, `.invalidOption` (also for a default TTL
+    ///   that takes `exp` past ``OutgoingNotification/maxTimeSeconds`` from now).
     public init(appID: String, keys: any SealingKeyProvider, options: SealOptions = SealOptions(),
                 clock: @escaping @Sendable () -> Int64 = NotificationSealer.systemClock) throws {
         guard !appID.isEmpty else { throw SenderError(.invalidOption, "the app id must not be empty") }
+        guard WireFormat.isValidAppID(appID) else {
+            throw SenderError(.invalidOption, "app id \(OutgoingNotification.excerpt(appID)) is not 1-255 bytes of printable ASCII other than |")
+        }
         guard !options.fallback.title.isEmpty, !options.fallback.body.isEmpty else {
             throw SenderError(.emptyFallbackAlert, "the fallback alert needs a non-empty title and body, or iOS never runs the extension")
         }
@@ -61,7 +66,12 @@ public struct NotificationSealer: Sendable {
                 throw SenderError(.invalidOption, "apns-collapse-id must be 1 to \(SealOptions.maxCollapseIDByteCount) bytes, got \(c.utf8.count)")
             }
         }
-        if let t = options.defaultTTLSeconds, t < 0 { throw SenderError(.invalidOption, "the ttl must not be negative") }
+        if let t = options.defaultTTLSeconds {
+            guard t >= 0 else { throw SenderError(.invalidOption, "the ttl must not be negative") }
+            guard OutgoingNotification.expiry(now: clock(), ttlSeconds: t) != nil else {
+                throw SenderError(.invalidOption, OutgoingNotification.ttlTooLarge(t))
+            }
+        }
         let aps = options.aps
         if let b = aps.badge, b < 0 { throw SenderError(.invalidOption, "badge must be 0 or more, got \(b)") }
         if let l = aps.interruptionLevel, !APSFields.interruptionLevels.contains(l) {
@@ -117,24 +127,40 @@ public struct NotificationSealer: Sendable {
             }
         }
         if let scanned { return scanned }
-        return try seal(OutgoingNotification(jsonBytes: notificationJSON), for: recipient)
+        return try sealChecked(OutgoingNotification(jsonBytes: notificationJSON), for: recipient)
     }
 
     /// Seals `notification` for `recipient`.
+    ///
+    /// The notification is checked first by the rules of its JSON form
+    /// (``OutgoingNotification/validate()``): a value built in code is refused exactly as the
+    /// same notification in JSON would be.
     /// - Parameters:
     ///   - notification: what the user should see; `iat` defaults to now, `ttlSeconds` (or the
     ///     options' default TTL) becomes `exp`.
     ///   - recipient: the recipient's name for the key provider (non-empty).
     /// - Returns: the payload bytes (at most 4096), headers, key id, and the fit changes.
-    /// - Throws: `SenderError` `.emptyNotification`, `.invalidNotification`, `.payloadTooLarge`
-    ///   (actual and allowed bytes), `.cannotFit`, `.unknownRecipient`, `.keyUnavailable`,
-    ///   `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass through.
+    /// - Throws: `SenderError` `.emptyNotification`, `.invalidNotification` (a member a receiver
+    ///   would reject, a time out of range, `exp` before `iat`, a TTL past
+    ///   ``OutgoingNotification/maxTimeSeconds``), `.payloadTooLarge` (actual and allowed
+    ///   bytes), `.cannotFit`, `.clearPartTooLarge`, `.unknownRecipient`, `.keyUnavailable`,
+    ///   `.keyStoreLocked`, `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass
+    ///   through.
     public func seal(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
+        try notification.validate()
+        return try sealChecked(notification, for: recipient)
+    }
+
+    /// ``seal(_:for:)`` for a notification whose members were already checked (read by
+    /// ``OutgoingNotification/init(json:)``, which runs the same readers).
+    func sealChecked(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
         var fields = notification.fields(body: notification.body, includeMedia: true)
         return try seal(&fields, ttlSeconds: notification.ttlSeconds, for: recipient, plaintextCapacity: 3072) { notification }
     }
 
     /// The seal job shared by both paths: checks, times, key, plaintext, budget, AES-GCM, payload.
+    /// The times as given, then the times sealed (`iat` defaulted to now, `exp` from a TTL),
+    /// are checked here for every path by ``OutgoingNotification/checkTimes(iat:exp:ttlSeconds:)``.
     /// `f` is the caller's, filled in place (`iat`, `exp` are set here; not copied, so its
     /// members are not retained again). `tree` gives the notification as a value when the fit
     /// ladder has to rewrite it.
@@ -144,16 +170,16 @@ public struct NotificationSealer: Sendable {
         guard f.hasVisibleText else {
             throw SenderError(.emptyNotification, "the notification needs a non-empty title, subtitle or body")
         }
+        try OutgoingNotification.checkTimes(iat: f.iat, exp: f.exp, ttlSeconds: ttlSeconds)
         let now = clock()
         if f.iat == nil { f.iat = now }
         if let ttl = ttlSeconds ?? (f.exp == nil ? options.defaultTTLSeconds : nil) {
-            guard f.exp == nil || ttlSeconds == nil else {
-                throw SenderError(.invalidNotification, "give either exp or ttl, not both")
+            guard let e = OutgoingNotification.expiry(now: now, ttlSeconds: ttl) else {
+                throw SenderError(.invalidNotification, OutgoingNotification.ttlTooLarge(ttl))
             }
-            let (e, overflow) = now.addingReportingOverflow(ttl)
-            guard !overflow else { throw SenderError(.invalidNotification, "ttl \(ttl) is too large") }
             f.exp = e
         }
+        try OutgoingNotification.checkTimes(iat: f.iat, exp: f.exp, ttlSeconds: nil)
 
         let sealingKey = try keys.primaryKey(appID: appID, recipient: recipient)
         guard WireFormat.isValidKeyID(sealingKey.keyID) else {
@@ -273,6 +299,8 @@ public struct NotificationSealer: Sendable {
             plain.append(contentsOf: repeatElement(0x20, count: paddedCount - plain.count))
             return (plain, [])
         }
+        let clearByteCount = size(0)
+        guard clearByteCount <= limit else { throw clearPartTooLarge(clearByteCount) }
         guard options.fit else {
             throw SenderError(.payloadTooLarge, "the payload is \(size(paddedCount)) bytes, APNs allows \(limit)")
         }
@@ -319,5 +347,22 @@ public struct NotificationSealer: Sendable {
         }
         changes.append(.shortenedBody(originalCharacters: characters.count, keptCharacters: bestK))
         return (best, changes)
+    }
+
+    /// The error for a payload whose clear part (`aps` with the fallback alert, the sealed
+    /// fields' names, `key_id`, an empty box) is over the budget by itself: no sealed content
+    /// fits, and no fitting helps. Names the largest clear member.
+    private func clearPartTooLarge(_ clearByteCount: Int) -> SenderError {
+        let aps = options.aps
+        let members: [(name: String, value: String?)] = [
+            ("the fallback title", options.fallback.title), ("the fallback body", options.fallback.body),
+            ("aps.sound", aps.sound), ("aps.thread-id", aps.threadID), ("aps.category", aps.category),
+        ]
+        var reason = "the clear part of the payload (aps with the fallback alert, key_id and the sealed fields) is \(clearByteCount) bytes "
+            + "before any sealed content, APNs allows \(SealOptions.maxPayloadByteCount)"
+        if let largest = members.compactMap({ m in m.value.map { (name: m.name, byteCount: $0.utf8.count) } }).max(by: { $0.byteCount < $1.byteCount }) {
+            reason += ": \(largest.name) alone is \(largest.byteCount) bytes"
+        }
+        return SenderError(.clearPartTooLarge, reason)
     }
 }

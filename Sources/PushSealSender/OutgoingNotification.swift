@@ -6,6 +6,9 @@ import PushSealFormat
 /// `title`, `subtitle`, `body` must be non-empty. Strings are kept byte for byte (no Unicode
 /// normalization, no trimming); `media` is PushSealFormat's `MediaDescriptor`, so its `sha256`
 /// and `key` are sealed in their canonical spelling (lower-case hex, standard padded base64).
+///
+/// A value built in code is checked by the same rules as the JSON form when it is sealed
+/// (``validate()``): the sender never seals a plaintext a receiver rejects.
 public struct OutgoingNotification: Sendable, Equatable {
     /// The title shown instead of the fallback title.
     public var title: String?
@@ -19,11 +22,14 @@ public struct OutgoingNotification: Sendable, Equatable {
     public var localizations: JSONObject?
     /// App data merged into the notification's `userInfo`.
     public var data: JSONObject?
-    /// Issued at, seconds since 1970 UTC; the sender fills in the current time when `nil`.
+    /// Issued at, seconds since 1970 UTC, 0 to ``maxTimeSeconds``; the sender fills in the
+    /// current time when `nil`.
     public var iat: Int64?
-    /// Expiry, seconds since 1970 UTC; also sent as `apns-expiration`. Exclusive with `ttlSeconds`.
+    /// Expiry, seconds since 1970 UTC, from `iat` to ``maxTimeSeconds``; also sent as
+    /// `apns-expiration`. Exclusive with `ttlSeconds`.
     public var exp: Int64?
-    /// Time to live in seconds from the seal; the sender turns it into `exp`. Not sealed itself.
+    /// Time to live in seconds from the seal (0 or more); the sender turns it into `exp`, which
+    /// must stay at most ``maxTimeSeconds``. Not sealed itself.
     public var ttlSeconds: Int64?
     /// An identifier the app can use to replace or deduplicate notifications.
     public var id: String?
@@ -50,8 +56,11 @@ public struct OutgoingNotification: Sendable, Equatable {
     /// Reads the JSON form: an object with `title`, `subtitle`, `body` (strings), `media`
     /// (`{url, type?, sha256?, key?}`), `localizations` (object of locale → `{title?,
     /// subtitle?, body?}`), `data` (object), `iat`, `exp`, `ttl` (integers, seconds), `id` (string).
+    /// Every member is read by the same functions ``validate()`` runs on a value built in code.
     /// - Throws: `SenderError` `.invalidNotification` naming the member for a wrong JSON type,
-    ///   an unknown member or a negative time.
+    ///   an unknown member, a time out of range (negative, after ``maxTimeSeconds``, `exp`
+    ///   before `iat`, both `exp` and `ttl`), or a `media`, `localizations` or `data` a
+    ///   receiver would reject.
     public init(json: JSONValue) throws {
         guard case .object(let o) = json else {
             throw SenderError(.invalidNotification, "the notification must be a JSON object, got \(json.typeName)")
@@ -65,15 +74,14 @@ public struct OutgoingNotification: Sendable, Equatable {
             case "iat": iat = try Self.time(m.value, "iat")
             case "exp": exp = try Self.time(m.value, "exp")
             case "ttl": ttlSeconds = try Self.time(m.value, "ttl")
-            case "data":
-                guard case .object(let d) = m.value else { throw Self.wrongType("data", "an object", m.value) }
-                data = d
+            case "data": data = try Self.data(m.value)
             case "media": media = try Self.media(m.value)
             case "localizations": localizations = try Self.localizations(m.value)
             default:
                 throw SenderError(.invalidNotification, "unknown member \(Self.excerpt(m.key)) (known: \(Self.memberNames.joined(separator: ", ")))")
             }
         }
+        try Self.checkTimes(iat: iat, exp: exp, ttlSeconds: ttlSeconds)
     }
 
     /// Parses and reads the JSON text of a notification (see ``init(json:)``).
@@ -101,49 +109,6 @@ public struct OutgoingNotification: Sendable, Equatable {
     static func string(_ v: JSONValue, _ name: String) throws -> String {
         guard case .string(let s) = v else { throw wrongType(name, "a string", v) }
         return s
-    }
-
-    static func time(_ v: JSONValue, _ name: String) throws -> Int64 {
-        guard case .integer(let i) = v else { throw wrongType(name, "an integer (seconds)", v) }
-        guard i >= 0 else { throw SenderError(.invalidNotification, "\(name) must not be negative, got \(i)") }
-        return i
-    }
-
-    /// Reads `media` by the receiver's rules (`MediaDescriptor(json:)`: an http(s) URL, 64 hex
-    /// digits, base64 of 32 bytes), so the sender never seals what a device rejects. Unknown
-    /// members are refused here (the receiver would ignore them).
-    static func media(_ v: JSONValue) throws -> MediaDescriptor {
-        guard case .object(let o) = v else { throw wrongType("media", "an object", v) }
-        for m in o where !["url", "type", "sha256", "key"].contains(m.key) {
-            throw SenderError(.invalidNotification, "unknown member media.\(m.key) (known: url, type, sha256, key)")
-        }
-        do {
-            return try MediaDescriptor(json: v)
-        } catch let e as FormatError {
-            throw SenderError(.invalidNotification, e.reason)
-        }
-    }
-
-    /// Reads `localizations` by the receiver's rules (locale tags, `LocalizedContent(json:path:)`:
-    /// title, subtitle, body strings, one non-empty); other members of a locale are refused.
-    static func localizations(_ v: JSONValue) throws -> JSONObject {
-        guard case .object(let o) = v else { throw wrongType("localizations", "an object", v) }
-        for locale in o {
-            guard WireFormat.isValidLocale(locale.key) else {
-                throw SenderError(.invalidNotification, "localizations: \(excerpt(locale.key)) is not a locale tag (1-35 of A-Z a-z 0-9 - _)")
-            }
-            if case .object(let variant) = locale.value {
-                for m in variant where !["title", "subtitle", "body"].contains(m.key) {
-                    throw SenderError(.invalidNotification, "unknown member localizations.\(locale.key).\(m.key) (known: title, subtitle, body)")
-                }
-            }
-            do {
-                _ = try LocalizedContent(json: locale.value, path: "localizations.\(locale.key)")
-            } catch let e as FormatError {
-                throw SenderError(.invalidNotification, e.reason)
-            }
-        }
-        return o
     }
 
     /// `true` when title, subtitle or body is a non-empty string.

@@ -14,8 +14,10 @@ public struct SenderError: CodedError {
 
         /// The notification input is not JSON, or not UTF-8.
         public static let invalidJSON = Code("invalidJSON")
-        /// The notification has a member of the wrong JSON type, an unknown member, or a
-        /// value out of range (e.g. a negative `ttl`).
+        /// The notification has a member of the wrong JSON type, an unknown member, a value a
+        /// receiver would reject (a `media.url` that is not an absolute http(s) URL, a bad
+        /// locale tag), or a time out of range (a negative `ttl`, `iat` or `exp` after
+        /// 9999-12-31T23:59:59Z, `exp` before `iat`, a `ttl` that takes `exp` past that).
         public static let invalidNotification = Code("invalidNotification")
         /// The notification has no non-empty title, subtitle or body: nothing to show.
         public static let emptyNotification = Code("emptyNotification")
@@ -23,13 +25,18 @@ public struct SenderError: CodedError {
         public static let emptyFallbackAlert = Code("emptyFallbackAlert")
         /// An APNs option is invalid: priority other than 5 or 10, a collapse id over 64
         /// bytes, an unknown interruption level, a relevance score outside 0...1, a negative
-        /// badge, an empty app id or recipient.
+        /// badge, a default TTL that takes `exp` past 9999-12-31T23:59:59Z; or an app id or
+        /// recipient that is empty or breaks the naming rules (the reason names the rule).
         public static let invalidOption = Code("invalidOption")
         /// The serialized payload is over the 4096-byte APNs budget and fitting was not asked for.
         public static let payloadTooLarge = Code("payloadTooLarge")
         /// Fitting was asked for, but even without padding, media and with the body cut to an
         /// ellipsis the payload is over the budget (e.g. a huge title or `data`).
         public static let cannotFit = Code("cannotFit")
+        /// The clear part of the payload alone (`aps` with the fallback alert, `sound`,
+        /// `thread-id`, `category`, and the sealed fields' names) is over the 4096-byte budget:
+        /// nothing sealed fits, and fitting cannot help. The reason names the largest member.
+        public static let clearPartTooLarge = Code("clearPartTooLarge")
         /// The key provider knows no such recipient (for this app).
         public static let unknownRecipient = Code("unknownRecipient")
         /// The recipient exists but has no usable primary key (destroyed or disabled).
@@ -41,6 +48,10 @@ public struct SenderError: CodedError {
         public static let keyStoreMissing = Code("keyStoreMissing")
         /// The key store is group- or world-accessible, or owned by another user: refused.
         public static let keyStoreInsecure = Code("keyStoreInsecure")
+        /// The recipient's keyset item is not readable in the keychain's device state
+        /// (`errSecInteractionNotAllowed`, -25308: before first unlock, or locked for a
+        /// `WhenUnlocked` item); unlocking the keychain makes it readable again.
+        public static let keyStoreLocked = Code("keyStoreLocked")
         /// The key store could not be read (damaged, an I/O error, or another key store failure).
         public static let keyStoreUnreadable = Code("keyStoreUnreadable")
         /// The crypto core failed to seal (should not happen with a valid 32-byte key).

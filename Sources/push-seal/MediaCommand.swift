@@ -8,8 +8,8 @@ struct MediaCommand: Command {
     let path = ["media"]
     let options: [OptionSpec] = [
         .value("--out", "BLOB", "where to write the encrypted blob, mode 0644 (required; must not exist unless --force)"),
-        .value("--url", "URL", "the URL the blob will be served from, written into the descriptor (default: empty; fill it in before sealing)"),
-        .value("--type", "MIME", "the MIME type, e.g. image/jpeg (default: from the file's magic bytes)"),
+        .value("--url", "URL", "the absolute https:// or http:// URL the blob will be served from, written into the descriptor (default: empty; fill it in before sealing)"),
+        .value("--type", "MIME", "the MIME type, type/subtype of token characters, e.g. image/jpeg (default: from the file's magic bytes)"),
         .flag("--force", "overwrite BLOB if it exists"),
     ]
     let help = HelpText(
@@ -30,13 +30,15 @@ struct MediaCommand: Command {
         try a.expectPositionals(max: 1)
         guard let input = a.positionals.first else { throw CLIError.usage("missing FILE", hint: "push-seal media FILE --out BLOB") }
         let out = try a.required("--out", "BLOB")
-        let file = try InputReader.readAll(input, limitByteCount: MediaSealer.maxFileByteCount)
-        let sealed: MediaSealer.Sealed
-        do {
-            sealed = try MediaSealer.seal(file, url: a.value("--url") ?? "", type: a.value("--type"))
-        } catch let e as SenderError {
-            throw cliError(e)
+        // The sealer's own rules (MediaSealer.seal checks them too): a bad flag is a usage error.
+        if let url = a.value("--url"), !OutgoingNotification.isValidMediaURL(url) {
+            throw CLIError.usage("--url needs an absolute https:// or http:// URL, got \(quoted(url))", hint: "e.g. --url https://cdn.example.com/m/cat.jpg.sealed, or leave it out and fill in \"url\" before sealing")
         }
+        if let type = a.value("--type"), !OutgoingNotification.isValidMediaType(type) {
+            throw CLIError.usage("--type needs a MIME type type/subtype of token characters, got \(quoted(type))", hint: "e.g. --type image/jpeg, or leave it out to take the type from the file's magic bytes")
+        }
+        let file = try InputReader.readAll(input, limitByteCount: MediaSealer.maxFileByteCount)
+        let sealed = try mappingSenderErrors { try MediaSealer.seal(file, url: a.value("--url") ?? "", type: a.value("--type")) }
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (a.has("--force") ? O_TRUNC : O_EXCL)
         let fd = open(out, flags, 0o644)
         if fd < 0 {

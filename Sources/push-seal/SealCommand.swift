@@ -30,7 +30,7 @@ struct SealCommand: Command {
         ],
         exitCodes: SealExit.sealHelpLines,
         notes: """
-        NOTIFICATION.json: {"title", "subtitle", "body", "media": {"url", "type", "sha256", "key"}, "localizations": {"fr": {"title", "body"}}, "data": {…}, "iat", "exp" | "ttl", "id"} (times in seconds; exp and iat since 1970 UTC). Without a file, --title or --body alone make the notification.
+        NOTIFICATION.json: {"title", "subtitle", "body", "media": {"url", "type", "sha256", "key"}, "localizations": {"fr": {"title", "body"}}, "data": {…}, "iat", "exp" | "ttl", "id"} (times in seconds; exp and iat since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z, exp not before iat; iat defaults to now and a ttl must keep exp within that bound). Without a file, --title or --body alone make the notification.
 
         The payload always carries aps.alert (the fallback title and body, in clear) and "mutable-content":1 so iOS runs the Notification Service Extension. Everything else is sealed with AES-256-GCM into encrypted_data. Lengths are UTF-8 bytes.
         """,
@@ -42,15 +42,12 @@ struct SealCommand: Command {
         try a.expectPositionals(max: 1)
         try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal --help")
         let recipient = try a.required("--recipient", "R")
+        try mappingSenderErrors { try KeychainSealingKeys.checkNames(recipient: recipient) }
         let textOptions = ["--title", "--subtitle", "--body", "--media-url", "--id"]
         var notification: OutgoingNotification
         if let path = a.positionals.first {
             let bytes = try InputReader.readAll(path, limitByteCount: 1 << 20)
-            do {
-                notification = try OutgoingNotification(jsonBytes: bytes)
-            } catch let e as SenderError {
-                throw cliError(e)
-            }
+            notification = try mappingSenderErrors { try OutgoingNotification(jsonBytes: bytes) }
         } else if textOptions.contains(where: a.has) {
             notification = OutgoingNotification()
         } else {
@@ -63,12 +60,9 @@ struct SealCommand: Command {
         if let u = a.value("--media-url") { notification.media = MediaDescriptor(url: u) }
 
         let sealer = try SealOptionSpecs.sealer(a)
-        let sealed: SealedNotification
-        do {
-            sealed = try sealer.seal(notification, for: recipient)
-        } catch let e as SenderError {
-            throw cliError(e)
-        }
+        // seal(_:for:) checks the notification by the JSON form's rules, so --media-url and
+        // the other flags are refused exactly as the same members in NOTIFICATION.json.
+        let sealed = try mappingSenderErrors { try sealer.seal(notification, for: recipient) }
         for change in sealed.changes { context.warn("fit: \(change)") }
         if a.has("--with-headers") {
             var w = PayloadWriter(capacity: sealed.payload.count + 256)

@@ -19,14 +19,14 @@ enum SealExit {
     static let sealHelpLines = [
         "0   success: the payload (with --with-headers, {headers, payload}) is on stdout",
         internalErrorLine,
-        "3   payload over the 4096-byte APNs budget (add --fit), or --fit cannot make it fit",
+        "3   payload over the 4096-byte APNs budget (add --fit), or --fit cannot make it fit, or the clear part alone (fallback alert, --sound, …) is over it",
         "4   the recipient's primary key reached 2^32 seals: rotate the keyset (push-keys rotate)",
-        "64  usage error (unknown option, missing argument, no notification, an invalid APNs option such as --priority 7, an empty fallback title or body)",
-        "65  bad notification: not UTF-8, not JSON, wrong JSON types, over 1 MiB, or empty title and body",
+        "64  usage error (unknown option, missing argument, no notification, an invalid APNs option such as --priority 7, an empty fallback title or body, an --app-id or --recipient that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z)",
+        "65  bad notification: not UTF-8, not JSON, wrong JSON types, over 1 MiB, empty title and body, a member a device would reject (media.url not an absolute http(s) URL, a bad locale tag), or a time out of range",
         "66  NOTIFICATION.json missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
         "67  unknown recipient, or the recipient's primary key is destroyed or disabled",
         "74  I/O error, or a damaged keychain",
-        "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
+        "77  permission denied, the keychain is group- or world-accessible (it must be 0700), or its device state does not allow reading the keyset (errSecInteractionNotAllowed -25308, e.g. beforeFirstUnlock: unlock it)",
     ]
 
     /// Exit-code help lines of `push-seal batch`: failures of single lines are in the output.
@@ -34,7 +34,7 @@ enum SealExit {
         "0   success: every line was sealed",
         internalErrorLine,
         "2   at least one line failed (its output line says why); every other line was sealed and written",
-        "64  usage error (unknown option, missing argument, an invalid APNs option, --jobs not 1 to 256)",
+        "64  usage error (unknown option, missing argument, an invalid APNs option, an --app-id that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z, --jobs not 1 to 256)",
         "66  LINES.jsonl missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
         "74  I/O error reading the input or writing the output, or a damaged keychain",
         "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
@@ -44,7 +44,7 @@ enum SealExit {
     static let mediaHelpLines = [
         "0   success: the descriptor is on stdout, the blob in BLOB",
         internalErrorLine,
-        "64  usage error (unknown option, missing FILE or --out)",
+        "64  usage error (unknown option, missing FILE or --out, --url not an absolute https:// or http:// URL, --type not a MIME type type/subtype)",
         "65  FILE is empty or larger than 64 MiB",
         "66  FILE missing (or a directory)",
         "73  BLOB cannot be created (it exists: add --force)",
@@ -78,7 +78,7 @@ enum SealOptionSpecs {
     static let payload: [OptionSpec] = [
         .value("--fallback-title", "TEXT", "clear-text alert title (default \"\(FallbackAlert.defaultTitle)\")"),
         .value("--fallback-body", "TEXT", "clear-text alert body (default \"\(FallbackAlert.defaultBody)\")"),
-        .duration("--ttl", "expiry for notifications without their own exp or ttl, from now: sets exp (checked on the device) and apns-expiration"),
+        .duration("--ttl", "expiry for notifications without their own exp or ttl, from now: sets exp (checked on the device) and apns-expiration; exp must not pass 9999-12-31T23:59:59Z"),
         .value("--priority", "N", "apns-priority: 10 (default) or 5"),
         .value("--collapse-id", "ID", "apns-collapse-id (at most 64 bytes)"),
         .value("--sound", "NAME", "aps.sound, in clear"),
@@ -100,6 +100,7 @@ enum SealOptionSpecs {
     /// keys to `BatchSealer` for its once-per-chunk check).
     static func sealerAndKeys(_ a: Arguments) throws -> (sealer: NotificationSealer, keys: any SealingKeyProvider) {
         let appID = try a.required("--app-id", "APP")
+        try mappingSenderErrors { try KeychainSealingKeys.checkNames(appID: appID) }
         let keys = try keyProvider(a)
         var options = SealOptions()
         options.fallback = FallbackAlert(title: a.value("--fallback-title") ?? FallbackAlert.defaultTitle,
@@ -115,21 +116,22 @@ enum SealOptionSpecs {
                                 })
         options.fit = a.has("--fit")
         options.padding = !a.has("--no-padding")
-        do {
-            return (try NotificationSealer(appID: appID, keys: keys, options: options), keys)
-        } catch let e as SenderError {
-            throw cliError(e)
-        }
+        return (try mappingSenderErrors { try NotificationSealer(appID: appID, keys: keys, options: options) }, keys)
     }
 
     /// The server keychain of `--keychain DIR`; every seal counts against the primary key's limit.
     static func keyProvider(_ a: Arguments) throws -> any SealingKeyProvider {
         let dir = try a.required("--keychain", "DIR")
-        do {
-            return try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: dir))
-        } catch let e as SenderError {
-            throw cliError(e)
-        }
+        return try mappingSenderErrors { try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: dir)) }
+    }
+}
+
+/// Runs `body`, turning a `SenderError` into the CLI error of ``cliError(_:)``.
+func mappingSenderErrors<R>(_ body: () throws -> R) throws -> R {
+    do {
+        return try body()
+    } catch let e as SenderError {
+        throw cliError(e)
     }
 }
 
@@ -140,6 +142,8 @@ func cliError(_ e: SenderError) -> CLIError {
         return CLIError(code: e.code.name, e.reason, hint: "add --fit to drop padding, then media, then shorten the body", exitCode: SealExit.tooLarge)
     case .cannotFit:
         return CLIError(code: e.code.name, e.reason, hint: "shorten the title, subtitle, localizations or data", exitCode: SealExit.tooLarge)
+    case .clearPartTooLarge:
+        return CLIError(code: e.code.name, e.reason, hint: "shorten what travels in clear: --fallback-title, --fallback-body, --sound, --thread-id, --category (--fit shortens only the sealed body)", exitCode: SealExit.tooLarge)
     case .unknownRecipient:
         return CLIError(code: e.code.name, e.reason, hint: "list the keysets with: push-keys list --keychain DIR", exitCode: SealExit.unknownRecipient)
     case .keyUnavailable:
@@ -150,6 +154,8 @@ func cliError(_ e: SenderError) -> CLIError {
         return CLIError(code: e.code.name, e.reason, hint: "create one with: push-keys generate --keychain DIR --app-id APP --recipient R", exitCode: .noInput)
     case .keyStoreInsecure:
         return CLIError(code: e.code.name, e.reason, hint: "chmod 700 the keychain directory", exitCode: .noPermission)
+    case .keyStoreLocked:
+        return CLIError(code: e.code.name, e.reason, hint: "unlock the keychain: push-keys keychain device-state --keychain DIR unlocked (add --passcode-file F if it has a passcode)", exitCode: .noPermission)
     case .keyStoreUnreadable:
         return CLIError(code: e.code.name, e.reason, exitCode: .ioError)
     case .invalidOption, .emptyFallbackAlert:

@@ -90,10 +90,7 @@ import PushSealFormat
         }
         #expect(r.status == 0)
         #expect(r.out.trimmingCharacters(in: .whitespacesAndNewlines) == "\(count) 0")
-        var interop = URL(fileURLWithPath: #filePath)
-        for _ in 0..<2 { interop.deleteLastPathComponent() }
-        interop.appendPathComponent("Interop")
-        guard let ref = try Fixture.python(Self.referenceOpener, [file.path, Fixture.appID, interop.path]) else {
+        guard let ref = try Fixture.referenceOpen(file) else {
             Issue.record("Tests/Interop/pushseal_ref.py or python3 cryptography is missing")
             return
         }

@@ -72,7 +72,8 @@ import Testing
         let sealer = try s.sealer()
         let n = OutgoingNotification(title: "t")
         expectSender(.unknownRecipient, "no keyset for recipient carol") { try sealer.seal(n, for: "carol") }
-        expectSender(.unknownRecipient) { try sealer.seal(n, for: "not a name/..") }
+        // A name that breaks the keychain's naming rules is a bad option, not an unknown recipient.
+        expectSender(.invalidOption, "without control characters or /") { try sealer.seal(n, for: "not a name/..") }
         expectSender(.keyUnavailable, "was disabled (revoked)") { try sealer.seal(n, for: "bob") }
         expectSender(.keyUnavailable, "was destroyed") { try sealer.seal(n, for: "dave") }
         // Batch lines report the same codes and keep going.
@@ -129,6 +130,35 @@ import Testing
         _ = try sealer.seal(OutgoingNotification(title: "last"), for: "erin")
         expectSender(.sealLimitReached, "2^32") { try sealer.seal(OutgoingNotification(title: "one too many"), for: "erin") }
         expectSender(.sealLimitReached) { try s.sealer().seal(OutgoingNotification(title: "fresh process"), for: "erin") }
+    }
+
+    @Test func malformedNamesAreBadOptionsBeforeAnyKeychainRead() throws {
+        // No keychain at all: the names are refused by their rules alone.
+        expectSender(.invalidOption, "is not a bundle identifier (1-255 characters of A-Z a-z 0-9 . -)") { try KeychainSealingKeys.checkNames(appID: "bad app") }
+        expectSender(.invalidOption, "must be 1-255 bytes without control characters or /") { try KeychainSealingKeys.checkNames(recipient: "../../etc/passwd") }
+        expectSender(.invalidOption, "without control characters") { try KeychainSealingKeys.checkNames(appID: Self.appID, recipient: "a\u{1}b") }
+        try KeychainSealingKeys.checkNames(appID: Self.appID, recipient: "alice-iphone (2)")
+        // The same rule at the seal, for a batch line's recipient.
+        let s = try Scratch()
+        defer { s.cleanup() }
+        try s.store.generate(appID: Self.appID, recipient: "alice")
+        let batch = BatchSealer(sealer: try s.sealer(), concurrency: 1)
+        let out = batch.seal([BatchSealer.Line(number: 1, bytes: Array("{\"recipient\":\"../x\",\"notification\":{\"title\":\"t\"}}".utf8))])
+        #expect(out.failureCount == 1)
+        #expect(String(decoding: out.output, as: UTF8.self).contains("\"code\":\"invalidOption\""))
+    }
+
+    @Test func aKeychainBeforeFirstUnlockIsLockedNotUnreadable() throws {
+        let s = try Scratch()
+        defer { s.cleanup() }
+        try s.store.generate(appID: Self.appID, recipient: "alice")
+        let keychain = try Keychain(opening: s.dir, as: KeyStore.serverIdentity)
+        try keychain.setDeviceState(.beforeFirstUnlock)
+        expectSender(.keyStoreLocked, "errSecInteractionNotAllowed (-25308)") { try s.sealer().seal(OutgoingNotification(title: "t"), for: "alice") }
+        expectSender(.keyStoreLocked, "keyset com.example.app/alice") { try s.sealer().seal(OutgoingNotification(title: "t"), for: "alice") }
+        // Unlocked again, the same keychain seals.
+        try keychain.setDeviceState(.unlocked)
+        _ = try s.sealer().seal(OutgoingNotification(title: "t"), for: "alice")
     }
 
     @Test func missingAndInsecureKeychainsAreRefused() throws {

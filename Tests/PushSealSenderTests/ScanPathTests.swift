@@ -22,9 +22,14 @@ import Testing
             members.append("\"\(name)\":" + literal((name == "body" ? "Z" : "") + randomString(&rng, maxLength: 80)))
         }
         if !members.contains(where: { $0.hasPrefix("\"body\"") }) { members.append("\"body\":\"Zb\"") }
-        if Bool.random(using: &rng) { members.append("\"iat\":\(Int.random(in: 0...2_000_000_000, using: &rng))") }
+        // exp is never before iat (the seal time, Fixture.now, when iat is absent; a ttl counts
+        // from the seal time): the sealer refuses that.
+        let iat = Bool.random(using: &rng) ? Int64.random(in: 0...Fixture.now, using: &rng) : nil
+        if let iat { members.append("\"iat\":\(iat)") }
         switch Int.random(in: 0..<3, using: &rng) {
-        case 0: members.append("\"exp\":\(Int.random(in: 0...2_000_000_000, using: &rng))")
+        case 0:
+            let earliest = iat ?? Fixture.now
+            members.append("\"exp\":\(Int64.random(in: earliest...(earliest + 2_000_000_000), using: &rng))")
         case 1: members.append("\"ttl\":\(Int.random(in: 0...86_400, using: &rng))")
         default: break
         }

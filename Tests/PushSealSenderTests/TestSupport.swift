@@ -57,6 +57,17 @@ enum Fixture {
         return (p.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
+    /// Opens every `{"payload", "expect"}` line of `file` with the project's Python reference
+    /// (Tests/Interop/pushseal_ref.py, ``InteropTests/referenceOpener``), which also checks the
+    /// plaintext's shape: stdout is `<lines> <mismatches>`, a non-zero status when it refused
+    /// a payload; `nil` when python3 or its `cryptography` package is missing.
+    static func referenceOpen(_ file: URL) throws -> (status: Int32, out: String)? {
+        var interop = URL(fileURLWithPath: #filePath)
+        for _ in 0..<2 { interop.deleteLastPathComponent() }
+        interop.appendPathComponent("Interop")
+        return try python(InteropTests.referenceOpener, [file.path, appID, interop.path])
+    }
+
     static func temporaryFile(_ bytes: [UInt8]) throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("pushseal-sender-\(UUID().uuidString)")
         try Data(bytes).write(to: url)
