@@ -76,9 +76,9 @@ public struct KeychainSealingKeys: SealingKeyProvider {
         }
         if let e = error as? KeychainError {
             switch e.code {
-            case .keychainMissing: return SenderError(.keyStoreMissing, e.description)
-            case .insecurePermissions: return SenderError(.keyStoreInsecure, e.description)
-            default: return SenderError(.keyStoreUnreadable, e.description)
+            case .keychainMissing: return SenderError(.keyStoreMissing, e.description, suggestion: e.suggestion)
+            case .insecurePermissions: return SenderError(.keyStoreInsecure, e.description, suggestion: e.suggestion)
+            default: return SenderError(.keyStoreUnreadable, e.description, suggestion: e.suggestion)
             }
         }
         return SenderError(.keyStoreUnreadable, "the key store failed: \(error)")
