@@ -107,7 +107,7 @@ struct OpenCommand: Command {
             appID: appID, keyProvider: provider, locale: a.value("--locale"), containerDirectory: container,
             allowInsecureLoopback: a.has("--allow-insecure-loopback"),
             replayCapacity: a.has("--no-replay-guard") ? 0 : ReplayGuard.defaultCapacity, now: clock)
-        let logger: any DiagnosticLogger = a.has("--verbose") ? StandardErrorLogger(prefix: "push-open: ") : NullLogger()
+        let logger: any DiagnosticLogger = a.has("--verbose") ? VerboseLogger() : NullLogger()
         let host = ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: DecryptingServiceExtension.factory(configuration))
         let result = host.run(UNNotificationRequest(identifier: "push-open", apnsPayload: payload))
 
@@ -188,5 +188,15 @@ struct OpenCommand: Command {
         }
         o["elapsedMs"] = .number((r.elapsedMilliseconds * 1000).rounded() / 1000)
         return o
+    }
+}
+
+/// `--verbose`: each diagnostic entry as one `push-open: …` line on stderr. Entries can quote the
+/// payload (a key id, a media error's reason), which comes from the network: control characters
+/// are escaped as in error lines (``Output/terminalSafe(_:)``), so every entry is one line and no
+/// terminal escape sequence in a payload reaches the terminal.
+struct VerboseLogger: DiagnosticLogger {
+    func log(_ entry: DiagnosticEntry) {
+        Output.stderr("push-open: " + Output.terminalSafe(entry.description) + "\n")
     }
 }
