@@ -38,7 +38,8 @@ let package = Package(
         .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "CSodium"]),
         .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeys", "PushSealKeychain"]),
         .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealKeys"]),
-        .target(name: "PushSealCLI", dependencies: ["PushSealFormat"]),
+        // PushSealKeychain only for PosixLock (Output guards its record of a failed stdout write).
+        .target(name: "PushSealCLI", dependencies: ["PushSealFormat", "PushSealKeychain"]),
         .target(name: "PushSealMediaFetch", dependencies: ["CCurl"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.

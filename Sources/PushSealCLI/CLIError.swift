@@ -1,4 +1,9 @@
 import PushSealFormat
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// An error a command reports to its user: one line on stderr as `TOOL: error: MESSAGE`
 /// (lower case, no full stop), an optional `hint: …` line, and an exit code. With `--json`
@@ -17,6 +22,9 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
     /// Extra typed members for the `--json` error object, after ``details`` (e.g. `osStatus`
     /// as an integer: `"osStatus": -25308`).
     public var jsonDetails: [(key: String, value: JSONValue)] = []
+    /// `true` when the error is reported by its exit code alone, with no line on stderr (a
+    /// reader that closed standard output: see ``standardOutputFailed(errno:)``).
+    public var isSilent = false
 
     /// Creates an error.
     /// - Parameters:
@@ -41,6 +49,17 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
     /// Bad input data (exit 65).
     public static func dataError(_ message: String, hint: String? = nil) -> CLIError {
         CLIError(code: "badInput", message, hint: hint, exitCode: .dataError)
+    }
+
+    /// A write to standard output failed (exit 74, code `ioError`):
+    /// `cannot write to standard output: STRERROR`. For `EPIPE` (the reader closed the pipe, as
+    /// `head` does once it has its lines) the error is silent: the reader chose to stop, so only
+    /// the exit code says that the output was cut short.
+    /// - Parameter e: the `errno` of the failed `write(2)`.
+    public static func standardOutputFailed(errno e: Int32) -> CLIError {
+        var error = CLIError(code: "ioError", "cannot write to standard output: \(Output.errorText(e))", exitCode: .ioError)
+        error.isSilent = e == EPIPE
+        return error
     }
 
     public var description: String { message }

@@ -26,7 +26,7 @@ public struct CommandContext: Sendable {
 
     /// Writes a warning to stderr as `TOOL: warning: MESSAGE` (never with `--json` on stdout).
     public func warn(_ message: String) {
-        Output.stderr("\(toolName): warning: \(message)\n")
+        Output.stderr("\(toolName): warning: \(Output.terminalSafe(message))\n")
     }
 }
 
@@ -41,6 +41,15 @@ public protocol Command: Sendable {
     var help: HelpText { get }
     /// Runs the command; returns the exit code. Throw `CLIError` for failures.
     func run(_ context: CommandContext) throws -> ExitCode
+    /// The exit code when an argument given to this command is not valid UTF-8 (``Tool`` refuses
+    /// it before ``run(_:)``): 64 (usage) by default; a command whose help documents another code
+    /// for text that is not UTF-8 returns that one.
+    var notUTF8ExitCode: ExitCode { get }
+}
+
+extension Command {
+    /// 64 (usage): the command line is wrong.
+    public var notUTF8ExitCode: ExitCode { .usage }
 }
 
 /// A command-line tool: a set of commands dispatched by their path words.
@@ -72,9 +81,83 @@ public struct Tool: Sendable {
 
     /// Parses `argv` (without argv[0]), runs the matching command and returns the exit code.
     /// Errors print `TOOL: error: …` and `hint: …` on stderr, or a JSON error object on stdout
-    /// with `--json`.
+    /// with `--json`. When a write to standard output failed (``Output/standardOutputErrno``)
+    /// and the command did not fail otherwise, the result is exit 74 with
+    /// `TOOL: error: cannot write to standard output: …` (no line for `EPIPE`).
     public func run(_ argv: [String]) -> ExitCode {
         let wantsJSON = argv.contains("--json")
+        do {
+            let code = try dispatch(argv)
+            if let e = Output.standardOutputErrno { throw CLIError.standardOutputFailed(errno: e) }
+            return code
+        } catch let error as CLIError {
+            return report(error, json: wantsJSON)
+        } catch {
+            return report(CLIError(code: "internal", "\(error)", exitCode: .failure), json: wantsJSON)
+        }
+    }
+
+    /// Runs the tool on the raw bytes of its arguments (`argv` without argv[0]), as ``main()``
+    /// does. An argument that is not valid UTF-8 is refused before anything runs (Swift's
+    /// `CommandLine.arguments` would silently replace the bad bytes with U+FFFD):
+    /// `TOOL: error: argument N (the value of --title) is not valid UTF-8: '\xFF…'`, N counting
+    /// from 1 after the tool name, with the exit code of the command it was given to
+    /// (``Command/notUTF8ExitCode``, 64 unless the command documents another).
+    public func run(rawArguments: [[UInt8]]) -> ExitCode {
+        var argv: [String] = []
+        var firstInvalid: Int?
+        for (i, bytes) in rawArguments.enumerated() {
+            if let text = String(validating: bytes, as: UTF8.self) {
+                argv.append(text)
+            } else {
+                argv.append(String(decoding: bytes, as: UTF8.self))
+                if firstInvalid == nil { firstInvalid = i }
+            }
+        }
+        guard let i = firstInvalid else { return run(argv) }
+        let command = self.command(for: argv)
+        var what = "argument \(i + 1)"
+        var shown = rawArguments[i][...]
+        if let eq = argv[i].firstIndex(of: "="), argv[i].hasPrefix("--"), let rawEq = shown.firstIndex(of: UInt8(ascii: "=")) {
+            what += " (the value of \(argv[i][..<eq]))"
+            shown = shown[(rawEq + 1)...]
+        } else if i > 0, !argv[i - 1].contains("="),
+                  command?.options.contains(where: { $0.takesValue && $0.name == argv[i - 1] }) == true {
+            what += " (the value of \(argv[i - 1]))"
+        }
+        let error = CLIError(code: "notUTF8", "\(what) is not valid UTF-8: \(quoted(Self.showingInvalidBytes(Array(shown))))",
+                             hint: "give command-line text (file names included) as UTF-8, e.g. converted with iconv -t UTF-8",
+                             exitCode: command?.notUTF8ExitCode ?? .usage)
+        return report(error, json: argv.contains("--json"))
+    }
+
+    /// `bytes` as text, each byte that is not part of valid UTF-8 shown as `\xFF`.
+    static func showingInvalidBytes(_ bytes: [UInt8]) -> String {
+        var out = ""
+        var parser = Unicode.UTF8.ForwardParser()
+        var input = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &input) {
+            case .valid(let encoded):
+                out.unicodeScalars.append(Unicode.UTF8.decode(encoded))
+                offset += encoded.count
+            case .error(let length):
+                for b in bytes[offset..<offset + length] { out += "\\x" + (b < 0x10 ? "0" : "") + String(b, radix: 16, uppercase: true) }
+                offset += length
+            case .emptyInput:
+                return out
+            }
+        }
+    }
+
+    /// The command `argv` selects (the longest matching path), if any.
+    func command(for argv: [String]) -> (any Command)? {
+        commands.sorted { $0.path.count > $1.path.count }.first { argv.starts(with: $0.path) }
+    }
+
+    /// Selects and runs the command; returns its exit code or throws the error to report.
+    private func dispatch(_ argv: [String]) throws -> ExitCode {
         let sorted = commands.sorted { $0.path.count > $1.path.count }
         if argv == ["--version"] {
             printer.out("\(name) \(Tool.packageVersion) (PushSeal, wire format v1)\n")
@@ -92,34 +175,30 @@ public struct Tool: Sendable {
             let listing = toolHelp(only: members)
             if argv.count == 1 {
                 printer.err(listing)
-                return report(CLIError.usage("'\(name) \(group)' needs a subcommand", hint: "run '\(name) \(group) --help'"), json: wantsJSON)
+                throw CLIError.usage("'\(name) \(group)' needs a subcommand", hint: "run '\(name) \(group) --help'")
             }
             if argv.dropFirst().allSatisfy({ $0 == "--help" || $0 == "-h" }) {
                 printer.out(listing)
                 return .success
             }
-            return report(CLIError.usage("unknown command '\(name) \(argv.prefix(2).joined(separator: " "))'", hint: "run '\(name) \(group) --help' for its subcommands"), json: wantsJSON)
+            throw CLIError.usage("unknown command '\(name) \(argv.prefix(2).joined(separator: " "))'", hint: "run '\(name) \(group) --help' for its subcommands")
         }
-        guard let command = sorted.first(where: { argv.starts(with: $0.path) }) else {
-            return report(CLIError.usage("unknown command \(quoted(argv.first ?? ""))", hint: "run '\(name) --help' for the commands"), json: wantsJSON)
+        guard let command = command(for: argv) else {
+            throw CLIError.usage("unknown command \(quoted(argv.first ?? ""))", hint: "run '\(name) --help' for the commands")
         }
         let rest = Array(argv.dropFirst(command.path.count))
         if rest.contains("--help") || rest.contains("-h") {
             printer.out(command.help.render(options: command.options))
             return .success
         }
-        do {
-            let arguments = try Arguments(rest, specs: command.options)
-            let context = CommandContext(toolName: name, arguments: arguments)
-            return try command.run(context)
-        } catch let error as CLIError {
-            return report(error, json: wantsJSON)
-        } catch {
-            return report(CLIError(code: "internal", "\(error)", exitCode: .failure), json: wantsJSON)
-        }
+        let arguments = try Arguments(rest, specs: command.options)
+        return try command.run(CommandContext(toolName: name, arguments: arguments))
     }
 
-    /// Prints `error` the way the tool reports errors and returns its exit code.
+    /// Prints `error` the way the tool reports errors and returns its exit code: with `json`,
+    /// `{"error": {"code", "message", "hint"?, …}}` on stdout; then, unless the error is silent,
+    /// `TOOL: error: MESSAGE` and `hint: HINT` on stderr, each exactly one line (control
+    /// characters shown as escapes by ``Output/terminalSafe(_:)``).
     public func report(_ error: CLIError, json: Bool) -> ExitCode {
         if json {
             var members: [(String, String)] = [("code", error.code), ("message", error.message)]
@@ -128,8 +207,10 @@ public struct Tool: Sendable {
             let typed = error.jsonDetails.map { "," + Output.jsonString($0.key) + ":" + Output.json($0.value) }.joined()
             printer.out("{\"error\":{" + members.map { "\(Output.jsonString($0.0)):\(Output.jsonString($0.1))" }.joined(separator: ",") + typed + "}}\n")
         }
-        printer.err("\(name): error: \(error.message)\n")
-        if let hint = error.hint { printer.err("hint: \(hint)\n") }
+        guard !error.isSilent else { return error.exitCode }
+        // One line each, whatever user text the message quotes (see Output.terminalSafe).
+        printer.err("\(name): error: \(Output.terminalSafe(error.message))\n")
+        if let hint = error.hint { printer.err("hint: \(Output.terminalSafe(hint))\n") }
         return error.exitCode
     }
 
@@ -147,10 +228,20 @@ public struct Tool: Sendable {
         return out
     }
 
-    /// Runs the tool on the process's arguments and exits with the code.
+    /// Runs the tool on the process's arguments (their raw bytes: see ``run(rawArguments:)``)
+    /// and exits with the code.
+    ///
+    /// `SIGPIPE` is ignored first, so a reader that closes standard output early makes the next
+    /// write fail with `EPIPE` (a quiet exit 74) instead of killing the tool, whatever signal
+    /// disposition the parent process passed down.
     public func main() -> Never {
-        let code = run(Array(CommandLine.arguments.dropFirst()))
-        exit(code.rawValue)
+        signal(SIGPIPE, SIG_IGN)
+        let count = Int(CommandLine.argc)
+        let raw = count < 2 ? [] : (1..<count).map { i -> [UInt8] in
+            guard let arg = CommandLine.unsafeArgv[i] else { return [] }
+            return Array(UnsafeRawBufferPointer(start: arg, count: strlen(arg)))
+        }
+        exit(run(rawArguments: raw).rawValue)
     }
 }
 

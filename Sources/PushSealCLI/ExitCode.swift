@@ -29,11 +29,11 @@ public struct ExitCode: Hashable, Sendable, CustomStringConvertible {
     /// Help-text lines for the common codes, for an `EXIT CODES` section.
     public static let commonHelpLines: [String] = [
         "0   success",
-        "64  usage error (unknown option, missing argument)",
+        "64  usage error (unknown option, missing argument, an argument that is not UTF-8)",
         "65  bad input data",
         "66  input file or keychain missing",
         "73  cannot create output (e.g. file exists)",
-        "74  I/O error",
+        "74  I/O error (e.g. writing standard output)",
         "77  permission denied or insecure permissions",
     ]
 }

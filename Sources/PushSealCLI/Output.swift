@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import PushSealKeychain
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -13,39 +14,76 @@ import Darwin
 private func systemWrite(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int { write(fd, p, n) }
 
 /// Writing to stdout and stderr without buffering surprises, and small helpers for output.
+///
+/// Standard output is data: the first write to it that fails is remembered (``standardOutputErrno``)
+/// and every later one is skipped, so a consumer never gets a stream with a hole in it. ``Tool``
+/// turns a remembered failure into `TOOL: error: cannot write to standard output: …` and exit 74
+/// (quietly for `EPIPE`, a reader that went away). Failed writes to standard error are ignored:
+/// there is nowhere left to report them.
 public enum Output {
-    /// Writes `text` to standard output (data only).
-    public static func stdout(_ text: String) { write(text, fd: 1) }
+    /// Writes `text` to standard output (data only); skipped once a write to it has failed.
+    public static func stdout(_ text: String) {
+        var t = text
+        t.withUTF8 { writeStandardOutput(UnsafeRawBufferPointer($0)) }
+    }
 
     /// Writes `text` to standard error (diagnostics).
-    public static func stderr(_ text: String) { write(text, fd: 2) }
-
-    /// Writes raw bytes to standard output.
-    public static func stdout(bytes: [UInt8]) {
-        bytes.withUnsafeBytes { writeAll($0, fd: 1) }
-    }
-
-    private static func write(_ text: String, fd: Int32) {
+    public static func stderr(_ text: String) {
         var t = text
-        t.withUTF8 { writeAll(UnsafeRawBufferPointer($0), fd: fd) }
+        t.withUTF8 { _ = writeAll(UnsafeRawBufferPointer($0), fd: 2) }
     }
 
-    private static func writeAll(_ buffer: UnsafeRawBufferPointer, fd: Int32) {
-        guard var p = buffer.baseAddress else { return }
+    /// Writes raw bytes to standard output; skipped once a write to it has failed.
+    public static func stdout(bytes: [UInt8]) {
+        bytes.withUnsafeBytes { writeStandardOutput($0) }
+    }
+
+    /// Writes raw bytes to standard output, for a command that must stop at the first failed
+    /// write (e.g. `push-seal batch` between chunks).
+    /// - Throws: ``CLIError/standardOutputFailed(errno:)`` (exit 74) when this write or an
+    ///   earlier one failed.
+    public static func writeStandardOutput(_ bytes: [UInt8]) throws {
+        stdout(bytes: bytes)
+        if let e = standardOutputErrno { throw CLIError.standardOutputFailed(errno: e) }
+    }
+
+    /// The `errno` of the first failed write to standard output (e.g. `ENOSPC`, or `EPIPE` when
+    /// the reading end of a pipe was closed), or `nil` while every write succeeded.
+    public static var standardOutputErrno: Int32? { standardOutput.withLock { $0 } }
+
+    /// The first failed stdout write, shared by every thread that prints.
+    private static let standardOutput = Locked<Int32?>(nil)
+
+    private static func writeStandardOutput(_ buffer: UnsafeRawBufferPointer) {
+        // Holding the lock for the write also keeps two threads' lines whole.
+        standardOutput.withLock { failure in
+            guard failure == nil else { return }
+            failure = writeAll(buffer, fd: 1)
+        }
+    }
+
+    /// Writes all of `buffer` to `fd`, retrying after `EINTR` and short writes.
+    /// - Returns: `nil` on success, else the `errno` of the failed write.
+    private static func writeAll(_ buffer: UnsafeRawBufferPointer, fd: Int32) -> Int32? {
+        guard var p = buffer.baseAddress else { return nil }
         var left = buffer.count
         while left > 0 {
             let n = systemWrite(fd, p, left)
             if n < 0 {
                 if errno == EINTR { continue }
-                return
+                return errno
             }
             p += n
             left -= n
         }
+        return nil
     }
 
     /// `true` when file descriptor `fd` is a terminal (e.g. 1 for stdout).
     public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
+    /// `strerror(e)` as a Swift string, e.g. `No space left on device`.
+    public static func errorText(_ e: Int32) -> String { String(cString: strerror(e)) }
 
     /// A JSON string literal for `s` (quotes, backslashes and control characters escaped;
     /// everything else raw UTF-8; never `\/`).
@@ -65,5 +103,34 @@ public enum Output {
             }
         }
         return out + "\""
+    }
+
+    /// `text` made safe for one diagnostic line on a terminal: every character that could break
+    /// the line or drive the terminal is shown as a visible escape, Swift style: `\n`, `\r`,
+    /// `\t`, and `\u{1B}` for the rest of C0 (U+0000–U+001F), DEL (U+007F), C1
+    /// (U+0080–U+009F), the line and paragraph separators (U+2028, U+2029) and the bidirectional
+    /// embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069), which can reorder
+    /// what the line shows. Everything else, backslashes included, is kept as it is.
+    public static func terminalSafe(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+        var out = ""
+        out.reserveCapacity(text.utf8.count + 16)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where needsEscape(scalar): out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
     }
 }

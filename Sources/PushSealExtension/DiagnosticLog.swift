@@ -8,6 +8,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushSealKeychain
 
 /// One structured diagnostic line, like an `os_log` entry: a stage, an outcome and
 /// key–value fields (durations in milliseconds, sizes in bytes).

@@ -9,6 +9,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushSealKeychain
 import PushSealFormat
 
 /// Runs Notification Service Extensions the way iOS does, one notification at a time.

@@ -15,6 +15,7 @@ import Darwin
 import Dispatch
 import PushSealCrypto
 import PushSealFormat
+import PushSealKeychain
 
 /// What ``MediaDownloader`` fetches: a notification's `media` (`{url, type?, sha256?, key?}`)
 /// plus the media box's AAD, with the digest as hex text as the downloader checks it.

@@ -8,6 +8,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushSealKeychain
 
 /// Remembers the most recent notification `id`s so a replayed payload falls back to the
 /// original content with reason `replayed`.

@@ -66,6 +66,7 @@ public final class Keychain: @unchecked Sendable {
     public static func create(at url: URL, passcode: String? = nil, passcodeParameters: PasscodeParameters = .interactive) throws {
         let paths = KeychainPaths(root: url.standardizedFileURL.path)
         if let st = try Posix.status(paths.root) {
+            if Posix.isSymbolicLink(st) { throw Posix.symbolicLinkError(paths.root, .alreadyExists) }
             guard Posix.isDirectory(st) else { throw KeychainError(.alreadyExists, "\(paths.root) exists and is not a directory") }
             let entries = try Posix.list(paths.root)
             if entries.contains("keychain.meta") { throw KeychainError(.alreadyExists, "\(paths.root) is already a keychain") }
@@ -121,6 +122,7 @@ public final class Keychain: @unchecked Sendable {
     public init(opening url: URL, as entitlements: Entitlements) throws {
         let paths = KeychainPaths(root: url.standardizedFileURL.path)
         guard let st = try Posix.status(paths.root) else { throw KeychainError(.keychainMissing, "no keychain at \(paths.root)") }
+        if Posix.isSymbolicLink(st) { throw Posix.symbolicLinkError(paths.root, .keychainMissing) }
         guard Posix.isDirectory(st) else { throw KeychainError(.keychainMissing, "\(paths.root) is not a directory") }
         try Posix.checkOwnership(st, paths.root)
         guard let metaBytes = try Posix.readFile(paths.meta, maxByteCount: 64 << 10) else {

@@ -68,11 +68,17 @@ public struct KeychainError: CodedError {
     public let code: Code
     /// A human explanation, lower case, without secrets.
     public let reason: String
+    /// What the user can do about it, when the store knows exactly, e.g.
+    /// `chmod 600 /kc/items/….item` for a group-readable item file (paths shell-quoted when
+    /// needed); `nil` otherwise. The tools print it as their `hint:` line.
+    public let suggestion: String?
 
-    /// Creates an error with a stable `code` and a human `reason` (no secrets).
-    public init(_ code: Code, _ reason: String) {
+    /// Creates an error with a stable `code`, a human `reason` (no secrets) and, when the fix is
+    /// known exactly, a `suggestion`.
+    public init(_ code: Code, _ reason: String, suggestion: String? = nil) {
         self.code = code
         self.reason = reason
+        self.suggestion = suggestion
     }
 
     /// The OSStatus number (e.g. -25308), or `nil` for store errors.

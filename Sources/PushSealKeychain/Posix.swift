@@ -22,15 +22,43 @@ enum Posix {
         return KeychainError(.io, "cannot \(what) \(path): \(errnoText(e))")
     }
 
-    /// Refuses a file or directory that is owned by another user or group/world-accessible.
+    /// Refuses a file or directory that is owned by another user or group/world-accessible; the
+    /// error's suggestion names the fix for that one path (`chmod 600 FILE`, `chmod 700 DIR`).
     static func checkOwnership(_ st: stat, _ path: String) throws {
         if st.st_uid != geteuid() {
-            throw KeychainError(.insecurePermissions, "\(path) is owned by another user (uid \(st.st_uid))")
+            throw KeychainError(.insecurePermissions, "\(path) is owned by another user (uid \(st.st_uid))",
+                                suggestion: "use the keychain as its owner (uid \(st.st_uid)); it must be owned by the user that opens it")
         }
         if st.st_mode & 0o077 != 0 {
             throw KeychainError(.insecurePermissions,
-                "\(path) is accessible by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); chmod go-rwx it")
+                "\(path) is accessible by group or others (mode \(String(st.st_mode & 0o777, radix: 8)))",
+                suggestion: "chmod \(isDirectory(st) ? "700" : "600") \(shellQuoted(path))  # a keychain's files must be 0600, its directories 0700")
         }
+    }
+
+    /// `path` as one shell word: as it is when it holds only `A-Z a-z 0-9 _ . / - + : @ % , =`,
+    /// else in single quotes (a `'` inside written `'\''`).
+    static func shellQuoted(_ path: String) -> String {
+        let plain = !path.isEmpty && path.unicodeScalars.allSatisfy { c in
+            c.isASCII && (("a"..."z").contains(c) || ("A"..."Z").contains(c) || ("0"..."9").contains(c) || "_./-+:@%,=".unicodeScalars.contains(c))
+        }
+        return plain ? path : "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+
+    static func isSymbolicLink(_ st: stat) -> Bool { st.st_mode & S_IFMT == S_IFLNK }
+
+    /// The error for a keychain path that is a symbolic link: keychains are opened only by their
+    /// real path (the link's target could be changed under a running tool, and everything
+    /// inside a keychain is opened with `O_NOFOLLOW` too). Suggests the link's target, if it
+    /// resolves.
+    static func symbolicLinkError(_ path: String, _ code: KeychainError.Code) -> KeychainError {
+        var suggestion: String?
+        if let resolved = realpath(path, nil) {
+            suggestion = "give the keychain's real path: \(shellQuoted(String(cString: resolved)))"
+            free(resolved)
+        }
+        return KeychainError(code, "\(path) is a symbolic link: a keychain is opened only by its real path, never through a link",
+                             suggestion: suggestion)
     }
 
     /// `lstat`, or `nil` when the path does not exist.

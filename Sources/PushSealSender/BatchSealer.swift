@@ -8,7 +8,7 @@ import PushSealFormat
 /// Seals JSON Lines in chunks on every core, keeping input order.
 ///
 /// Input line: `{"recipient": "…", "notification": {…}}`. Output line, one per input line in
-/// the same order: `{"recipient":…,"line":N,"payload":{…},"headers":{…}}` (plus `"changes":[…]`
+/// the same order (blank lines, ``Line/isBlank``, are the caller's to skip): `{"recipient":…,"line":N,"payload":{…},"headers":{…}}` (plus `"changes":[…]`
 /// when the fit ladder changed something) or `{"recipient":…|null,"line":N,"error":{"code":…,"message":…}}`;
 /// `N` is the 1-based input line number, so outputs of a repeated recipient can be matched to their inputs.
 /// A bad line never stops the batch. The caller streams: it reads a bounded chunk, calls
@@ -28,6 +28,12 @@ public struct BatchSealer: Sendable {
             self.number = number
             self.bytes = bytes
             self.overlongByteCount = overlongByteCount
+        }
+
+        /// `true` for an empty line or one of JSON whitespace only (space, tab, CR): a reader
+        /// skips it, with no output line, though it still counts in the line numbers.
+        public var isBlank: Bool {
+            overlongByteCount == nil && bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
         }
     }
 
@@ -120,7 +126,7 @@ public struct BatchSealer: Sendable {
         var recipient: String?
         do {
             if let n = line.overlongByteCount {
-                throw SenderError(.invalidJSON, "the line is \(n) bytes, longer than the limit")
+                throw SenderError(.lineTooLong, "the line is \(n) bytes, longer than the limit")
             }
             let scanned = try line.bytes.withUnsafeBytes { input -> SealedNotification? in
                 guard !input.isEmpty, input.count <= Self.lineLimits.maxByteCount else { return nil }
@@ -133,8 +139,7 @@ public struct BatchSealer: Sendable {
                 }
             }
             if let scanned, let recipient { return (Self.output(recipient: recipient, line: line.number, sealed: scanned), false) }
-            let (r, n) = try Self.treeLine(line.bytes)
-            recipient = r
+            let (r, n) = try Self.treeLine(line.bytes, recipient: &recipient)
             return (Self.output(recipient: r, line: line.number, sealed: try sealer.seal(OutgoingNotification(json: n), for: r)), false)
         } catch {
             let (code, message) = BatchSealer.describe(error)
@@ -186,6 +191,13 @@ public struct BatchSealer: Sendable {
     /// the caller, once the recipient is known for the error line).
     /// - Throws: `SenderError` `.invalidJSON`, `.invalidNotification`.
     static func treeLine(_ bytes: [UInt8]) throws -> (recipient: String, notification: JSONValue) {
+        var recipient: String?
+        return try treeLine(bytes, recipient: &recipient)
+    }
+
+    /// ``treeLine(_:)``, setting `recipient` as soon as the line is an object with a non-empty
+    /// string `recipient`, before its other members are checked: an error line then names it.
+    static func treeLine(_ bytes: [UInt8], recipient: inout String?) throws -> (recipient: String, notification: JSONValue) {
         let value: JSONValue
         do {
             value = try JSONReader.parse(bytes, limits: lineLimits)
@@ -195,6 +207,7 @@ public struct BatchSealer: Sendable {
         guard case .object(let o) = value else {
             throw SenderError(.invalidNotification, "a line must be an object {recipient, notification}, got \(value.typeName)")
         }
+        if case .string(let r)? = o["recipient"], !r.isEmpty { recipient = r }
         for m in o where m.key != "recipient" && m.key != "notification" {
             throw SenderError(.invalidNotification, "unknown member \(OutgoingNotification.excerpt(m.key)) (known: recipient, notification)")
         }

@@ -95,11 +95,12 @@ public struct KeychainSealingKeys: SealingKeyProvider {
         }
         if let e = error as? KeychainError {
             switch e.code {
-            case .keychainMissing: return SenderError(.keyStoreMissing, e.description)
-            case .insecurePermissions: return SenderError(.keyStoreInsecure, e.description)
+            case .keychainMissing: return SenderError(.keyStoreMissing, e.description, suggestion: e.suggestion)
+            case .insecurePermissions: return SenderError(.keyStoreInsecure, e.description, suggestion: e.suggestion)
             case .interactionNotAllowed:
-                return SenderError(.keyStoreLocked, "keyset \(who) cannot be read in the keychain's device state: \(e.description)")
-            default: return SenderError(.keyStoreUnreadable, e.description)
+                return SenderError(.keyStoreLocked, "keyset \(who) cannot be read in the keychain's device state: \(e.description)",
+                                   suggestion: e.suggestion)
+            default: return SenderError(.keyStoreUnreadable, e.description, suggestion: e.suggestion)
             }
         }
         return SenderError(.keyStoreUnreadable, "the key store failed: \(error)")

@@ -14,6 +14,9 @@ public struct SenderError: CodedError {
 
         /// The notification input is not JSON, or not UTF-8.
         public static let invalidJSON = Code("invalidJSON")
+        /// A batch input line is longer than the reader's limit (``BatchSealer/Line/overlongByteCount``);
+        /// its bytes were dropped unread.
+        public static let lineTooLong = Code("lineTooLong")
         /// The notification has a member of the wrong JSON type, an unknown member, a value a
         /// receiver would reject (a `media.url` that is not an absolute http(s) URL, a bad
         /// locale tag), or a time out of range (a negative `ttl`, `iat` or `exp` after
@@ -66,10 +69,15 @@ public struct SenderError: CodedError {
     public let code: Code
     /// A human explanation: lower case, no full stop, no secrets.
     public let reason: String
+    /// What the user can do about it, when known exactly (e.g. the key store's
+    /// `chmod 600 PATH` for a group-readable file: ``KeychainError/suggestion``); `nil` otherwise.
+    public let suggestion: String?
 
-    /// Creates an error with a stable `code` and a human `reason` (no secrets).
-    public init(_ code: Code, _ reason: String) {
+    /// Creates an error with a stable `code`, a human `reason` (no secrets) and, when the fix
+    /// is known exactly, a `suggestion`.
+    public init(_ code: Code, _ reason: String, suggestion: String? = nil) {
         self.code = code
         self.reason = reason
+        self.suggestion = suggestion
     }
 }

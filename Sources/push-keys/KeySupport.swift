@@ -48,7 +48,7 @@ enum KeyOptions {
             "0   success",
             "1   " + (failure.map { $0 + "; " } ?? "")
                 + "a keychain error, e.g. errSecMissingEntitlement -34018 (an access group the identity lacks) or errSecInteractionNotAllowed -25308 (a whenUnlocked keyset while the keychain is locked): the OSStatus name and number on stderr, osStatus and statusName in --json; or an internal error",
-            "64  usage error (" + (["unknown option", "missing argument"] + usage + ["an identity without an access group or App Group"])
+            "64  usage error (" + (["unknown option", "missing argument"] + usage + ["an identity without an access group or App Group", "an argument that is not UTF-8"])
                 .joined(separator: ", ") + ")",
             "65  bad input data: " + ((dataError.map { [$0] } ?? []) + ["a damaged keyset or keychain file", "a malformed entitlements file"])
                 .joined(separator: "; "),
@@ -56,7 +56,7 @@ enum KeyOptions {
                 + "; an entitlements file missing",
         ]
         if let cannotCreate { lines.append("73  " + cannotCreate) }
-        lines.append("74  I/O error (\(ioError))")
+        lines.append("74  I/O error (\(ioError); writing standard output)")
         lines.append("77  permission denied, or the keychain is not 0700 (files 0600) or not yours" + (noPermission.map { "; " + $0 } ?? ""))
         return lines
     }
@@ -166,7 +166,8 @@ func keyMapErrors<R>(_ body: () throws -> R) throws -> R {
         }
         var details: [(key: String, value: String)] = []
         if let s = e.osStatus, let n = e.statusName { details = [("osStatus", String(s)), ("statusName", n)] }
-        throw CLIError(code: e.statusName ?? e.code.name, e.description, exitCode: exit, details: details)
+        throw CLIError(code: e.statusName ?? e.code.name, e.description, hint: e.suggestion ?? (e.code == .insecurePermissions ? KeychainHint.permissions : nil),
+                       exitCode: exit, details: details)
     }
 }
 

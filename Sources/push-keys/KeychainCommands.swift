@@ -39,7 +39,7 @@ enum KeychainCommands {
             "0   success",
             keychainError.map { "1   keychain error (\($0)): the OSStatus name and number on stderr, osStatus and statusName in --json; or an internal error" }
                 ?? "1   internal error (stderr says what failed)",
-            "64  usage error (unknown option, missing argument)",
+            "64  usage error (unknown option, missing argument, an argument that is not UTF-8)",
         ]
         let damaged = opensKeychain ? ["a damaged keychain file"] : []
         let bad = (dataError.map { [$0] } ?? []) + damaged
@@ -47,7 +47,7 @@ enum KeychainCommands {
         let missing = (opensKeychain ? ["no keychain at DIR"] : []) + (noInput.map { [$0] } ?? [])
         if !missing.isEmpty { lines.append("66  " + missing.joined(separator: "; ")) }
         if let cannotCreate { lines.append("73  \(cannotCreate)") }
-        lines.append("74  I/O error")
+        lines.append("74  I/O error (the keychain, or writing standard output)")
         lines.append("77  permission denied, or the keychain is not 0700 (files 0600) or not yours")
         return lines
     }
@@ -157,7 +157,7 @@ enum KeychainCommands {
         case .alreadyExists: exit = .cannotCreate
         case .insecurePermissions:
             exit = .noPermission
-            hint = "the keychain directory must be 0700 and its files 0600, owned by you"
+            hint = KeychainHint.permissions
         case .corrupt: exit = .dataError
         case .io: exit = .ioError
         case .interactionNotAllowed:
@@ -168,7 +168,7 @@ enum KeychainCommands {
             hint = "add the group to the caller's keychain-access-groups or application-groups"
         default: exit = .failure
         }
-        var error = CLIError(code: e.statusName ?? e.code.name, e.description, hint: hint, exitCode: exit)
+        var error = CLIError(code: e.statusName ?? e.code.name, e.description, hint: e.suggestion ?? hint, exitCode: exit)
         if let status = e.osStatus, let name = e.statusName {
             error.jsonDetails = [("osStatus", .integer(Int64(status))), ("statusName", .string(name))]
         }

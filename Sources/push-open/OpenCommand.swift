@@ -55,10 +55,10 @@ struct OpenCommand: Command {
             "0   decrypted (with or without its media): the result object is on stdout",
             "1   original content shown (a fallback: see reason), with the result object on stdout; without one, an internal or keychain error (stderr says which)",
             "2   extension not invoked (no alert, or mutable-content is not the integer 1), with the result object on stdout",
-            "64  usage error (unknown option, missing argument, no identity, --budget out of range)",
+            "64  usage error (unknown option, missing argument, no identity, --budget out of range, an argument that is not UTF-8)",
             "65  the payload is not JSON or is over 1 MiB; a damaged keychain or entitlements file",
             "66  payload file, entitlements file or keychain missing",
-            "74  I/O error",
+            "74  I/O error (reading the input, the keychain, or writing standard output)",
             "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
         ],
         notes: """
@@ -107,7 +107,7 @@ struct OpenCommand: Command {
             appID: appID, keyProvider: provider, locale: a.value("--locale"), containerDirectory: container,
             allowInsecureLoopback: a.has("--allow-insecure-loopback"),
             replayCapacity: a.has("--no-replay-guard") ? 0 : ReplayGuard.defaultCapacity, now: clock)
-        let logger: any DiagnosticLogger = a.has("--verbose") ? StandardErrorLogger(prefix: "push-open: ") : NullLogger()
+        let logger: any DiagnosticLogger = a.has("--verbose") ? VerboseLogger() : NullLogger()
         let host = ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: DecryptingServiceExtension.factory(configuration))
         let result = host.run(UNNotificationRequest(identifier: "push-open", apnsPayload: payload))
 
@@ -155,10 +155,9 @@ struct OpenCommand: Command {
     static func cliError(_ e: KeychainError) -> CLIError {
         switch e.code {
         case .keychainMissing:
-            CLIError(code: "keychainMissing", e.reason, hint: "create one with 'push-keys keychain init --keychain DIR'", exitCode: .noInput)
+            CLIError(code: "keychainMissing", e.reason, hint: e.suggestion ?? "create one with 'push-keys keychain init --keychain DIR'", exitCode: .noInput)
         case .insecurePermissions:
-            CLIError(code: "insecurePermissions", e.reason, hint: "the keychain directory must be 0700 and its files 0600, owned by you",
-                     exitCode: .noPermission)
+            CLIError(code: "insecurePermissions", e.reason, hint: e.suggestion ?? KeychainHint.permissions, exitCode: .noPermission)
         case .corrupt, .decode: CLIError(code: e.code.name, e.reason, exitCode: .dataError)
         case .io: CLIError(code: "ioError", e.reason, exitCode: .ioError)
         default: CLIError(code: e.statusName ?? e.code.name, e.description, exitCode: .failure)
@@ -189,5 +188,15 @@ struct OpenCommand: Command {
         }
         o["elapsedMs"] = .number((r.elapsedMilliseconds * 1000).rounded() / 1000)
         return o
+    }
+}
+
+/// `--verbose`: each diagnostic entry as one `push-open: …` line on stderr. Entries can quote the
+/// payload (a key id, a media error's reason), which comes from the network: control characters
+/// are escaped as in error lines (``Output/terminalSafe(_:)``), so every entry is one line and no
+/// terminal escape sequence in a payload reaches the terminal.
+struct VerboseLogger: DiagnosticLogger {
+    func log(_ entry: DiagnosticEntry) {
+        Output.stderr("push-open: " + Output.terminalSafe(entry.description) + "\n")
     }
 }

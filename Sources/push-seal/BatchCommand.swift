@@ -27,6 +27,8 @@ struct BatchCommand: Command {
         notes: """
         A bad line never stops the batch: its output line carries the error ({"code", "message"}) and the exit code is 2. "notification" has the shape of push-seal's NOTIFICATION.json (see 'push-seal --help').
 
+        Lines end in \\n or \\r\\n. An empty or whitespace-only line is skipped: it gets no output line, but it counts in the line numbers. A line longer than \(maxLineByteCount) bytes (not counting its line ending) fails alone, with the error code lineTooLong.
+
         Memory stays flat for any input length (lines of at most \(maxLineByteCount) bytes, chunks of \(chunkLineCount) lines; one chunk is read, one sealed and one written at a time). A progress line goes to stderr only when stderr is a terminal.
 
         Key checks: each recipient's keyset in the keychain is checked for changes at its first seal in each chunk of \(chunkLineCount) lines (not at every seal), so a rotation, revoke or lock made meanwhile by push-keys is seen from the next chunk on at the latest. Seals are counted in durable blocks that grow while a key seals fast (at most 65,536): the stored count is an upper bound, never too low (see docs/keys.md).
@@ -67,7 +69,7 @@ struct BatchCommand: Command {
                 var bytes = 0
                 while lines.count < BatchCommand.chunkLineCount && bytes < BatchCommand.chunkByteCount {
                     guard let line = try reader.next() else { done = true; break }
-                    if line.bytes.isEmpty && line.overlongByteCount == nil { continue } // blank lines are skipped
+                    if line.isBlank { continue } // no output line, but it keeps its line number
                     bytes += line.bytes.count
                     lines.append(line)
                 }
@@ -86,7 +88,7 @@ struct BatchCommand: Command {
                 inFlight = (group, result, lines.count)
             }
             if let (chunk, count) = finished {
-                try writeAll(chunk.output)
+                try Output.writeStandardOutput(chunk.output)
                 total += count
                 failed += chunk.failureCount
                 if progress { Output.stderr("\rpush-seal: \(total) lines, \(failed) failed") }
@@ -119,21 +121,5 @@ struct BatchCommand: Command {
     /// the task's `DispatchGroup` was waited on.
     final class ChunkResult: @unchecked Sendable {
         var chunk = BatchSealer.Chunk(output: [], failureCount: 0)
-    }
-
-    private func writeAll(_ bytes: [UInt8]) throws {
-        try bytes.withUnsafeBytes { buf in
-            guard var p = buf.baseAddress else { return }
-            var left = buf.count
-            while left > 0 {
-                let n = write(1, p, left)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw CLIError(code: "ioError", "cannot write the output: \(String(cString: strerror(errno)))", exitCode: .ioError)
-                }
-                p += n
-                left -= n
-            }
-        }
     }
 }

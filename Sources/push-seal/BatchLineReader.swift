@@ -5,8 +5,9 @@ import PushSealCLI
 import PushSealSender
 
 /// Reads lines from a file descriptor with a per-line byte limit: an overlong line is reported
-/// by its length and its bytes are skipped, never buffered. Reads 64 KiB at a time and finds
-/// newlines with `memchr`.
+/// by its length and its bytes are skipped, never buffered. The limit and the reported length
+/// do not count the line ending, `\n` or `\r\n`. Reads 64 KiB at a time and finds newlines
+/// with `memchr`.
 struct LineReader {
     let fd: Int32
     let maxLineByteCount: Int
@@ -26,6 +27,8 @@ struct LineReader {
     mutating func next() throws -> BatchSealer.Line? {
         var line: [UInt8] = []
         var length = 0
+        var lastByte: UInt8 = 0
+        // Up to one byte over the limit is kept: it may be the `\r` of a `\r\n` ending.
         var overlong = false
         while true {
             if start == end {
@@ -47,8 +50,9 @@ struct LineReader {
             let stop = newline ?? end
             let piece = stop - start
             length += piece
+            if piece > 0 { lastByte = buffer[stop - 1] }
             if !overlong {
-                if length > maxLineByteCount {
+                if length > maxLineByteCount + 1 {
                     overlong = true
                     line = []
                 } else if line.isEmpty, let newline, newline > start, buffer[newline - 1] != 0x0D {
@@ -61,17 +65,22 @@ struct LineReader {
             if let newline {
                 start = newline + 1
                 lineNumber += 1
-                return finish(line, length: length, overlong: overlong)
+                return finish(line, length: length, lastByte: lastByte, overlong: overlong)
             }
             start = end
         }
         if length == 0 && line.isEmpty && !overlong { return nil }
         lineNumber += 1
-        return finish(line, length: length, overlong: overlong)
+        return finish(line, length: length, lastByte: lastByte, overlong: overlong)
     }
 
-    private func finish(_ line: [UInt8], length: Int, overlong: Bool) -> BatchSealer.Line {
-        if overlong { return BatchSealer.Line(number: lineNumber, bytes: [], overlongByteCount: length) }
+    /// The line without its trailing `\r`; over the limit (measured without the `\r`), a line
+    /// with no bytes and its length.
+    private func finish(_ line: [UInt8], length: Int, lastByte: UInt8, overlong: Bool) -> BatchSealer.Line {
+        let contentLength = length > 0 && lastByte == 0x0D ? length - 1 : length
+        if overlong || contentLength > maxLineByteCount {
+            return BatchSealer.Line(number: lineNumber, bytes: [], overlongByteCount: contentLength)
+        }
         var l = line
         if l.last == 0x0D { l.removeLast() }
         return BatchSealer.Line(number: lineNumber, bytes: l)

@@ -22,10 +22,10 @@ enum SealExit {
         "3   payload over the 4096-byte APNs budget (add --fit), or --fit cannot make it fit, or the clear part alone (fallback alert, --sound, …) is over it",
         "4   the recipient's primary key reached 2^32 seals: rotate the keyset (push-keys rotate)",
         "64  usage error (unknown option, missing argument, no notification, an invalid APNs option such as --priority 7, an empty fallback title or body, an --app-id or --recipient that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z)",
-        "65  bad notification: not UTF-8, not JSON, wrong JSON types, over 1 MiB, empty title and body, a member a device would reject (media.url not an absolute http(s) URL, a bad locale tag), or a time out of range",
+        "65  bad notification: not UTF-8, not JSON, wrong JSON types, over 1 MiB, empty title and body, a member a device would reject (media.url not an absolute http(s) URL, a bad locale tag), or a time out of range; an argument that is not UTF-8",
         "66  NOTIFICATION.json missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
         "67  unknown recipient, or the recipient's primary key is destroyed or disabled",
-        "74  I/O error, or a damaged keychain",
+        "74  I/O error (reading the input or writing standard output), or a damaged keychain",
         "77  permission denied, the keychain is group- or world-accessible (it must be 0700), or its device state does not allow reading the keyset (errSecInteractionNotAllowed -25308, e.g. beforeFirstUnlock: unlock it)",
     ]
 
@@ -34,7 +34,7 @@ enum SealExit {
         "0   success: every line was sealed",
         internalErrorLine,
         "2   at least one line failed (its output line says why); every other line was sealed and written",
-        "64  usage error (unknown option, missing argument, an invalid APNs option, an --app-id that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z, --jobs not 1 to 256)",
+        "64  usage error (unknown option, missing argument, an invalid APNs option, an --app-id that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z, --jobs not 1 to 256, an argument that is not UTF-8)",
         "66  LINES.jsonl missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
         "74  I/O error reading the input or writing the output, or a damaged keychain",
         "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
@@ -44,16 +44,22 @@ enum SealExit {
     static let mediaHelpLines = [
         "0   success: the descriptor is on stdout, the blob in BLOB",
         internalErrorLine,
-        "64  usage error (unknown option, missing FILE or --out, --url not an absolute https:// or http:// URL, --type not a MIME type type/subtype)",
+        "64  usage error (unknown option, missing FILE or --out, --url not an absolute https:// or http:// URL, --type not a MIME type type/subtype, an argument that is not UTF-8)",
         "65  FILE is empty or larger than 64 MiB",
         "66  FILE missing (or a directory)",
         "73  BLOB cannot be created (it exists: add --force)",
-        "74  I/O error",
+        "74  I/O error (reading FILE, writing BLOB or standard output)",
         "77  permission denied reading FILE or writing BLOB",
     ]
 
     /// Exit 1 as PushSealCLI's `Tool` uses it (and a failed seal).
     static let internalErrorLine = "1   internal error (stderr says what failed)"
+}
+
+extension SealCommand {
+    /// 65: the single seal's help documents text that is not UTF-8 as bad input (65), so an
+    /// argument that is not UTF-8 (`--title $'\xff'`) exits 65 too, not the default 64.
+    var notUTF8ExitCode: ExitCode { .dataError }
 }
 
 /// Checks a command's required options in the order its USAGE line names them, so the first
@@ -151,13 +157,14 @@ func cliError(_ e: SenderError) -> CLIError {
     case .sealLimitReached:
         return CLIError(code: e.code.name, e.reason, hint: "rotate the keyset: push-keys rotate --keychain DIR --app-id APP --recipient R", exitCode: SealExit.sealLimit)
     case .keyStoreMissing:
-        return CLIError(code: e.code.name, e.reason, hint: "create one with: push-keys generate --keychain DIR --app-id APP --recipient R", exitCode: .noInput)
+        return CLIError(code: e.code.name, e.reason, hint: e.suggestion ?? "create one with: push-keys generate --keychain DIR --app-id APP --recipient R",
+                        exitCode: .noInput)
     case .keyStoreInsecure:
-        return CLIError(code: e.code.name, e.reason, hint: "chmod 700 the keychain directory", exitCode: .noPermission)
+        return CLIError(code: e.code.name, e.reason, hint: e.suggestion ?? KeychainHint.permissions, exitCode: .noPermission)
     case .keyStoreLocked:
         return CLIError(code: e.code.name, e.reason, hint: "unlock the keychain: push-keys keychain device-state --keychain DIR unlocked (add --passcode-file F if it has a passcode)", exitCode: .noPermission)
     case .keyStoreUnreadable:
-        return CLIError(code: e.code.name, e.reason, exitCode: .ioError)
+        return CLIError(code: e.code.name, e.reason, hint: e.suggestion, exitCode: .ioError)
     case .invalidOption, .emptyFallbackAlert:
         return CLIError(code: e.code.name, e.reason, exitCode: .usage)
     case .sealFailed:

@@ -3,6 +3,8 @@ import Testing
 
 /// A command that records that it ran and returns a fixed code.
 private struct Probe: Command {
+    var notUTF8Code = ExitCode.usage
+    var notUTF8ExitCode: ExitCode { notUTF8Code }
     let path: [String]
     var options: [OptionSpec] { [.value("--name", "N", "a name")] }
     var help: HelpText { HelpText(overview: "probe \(path.joined(separator: " "))", usage: ["probe"]) }
@@ -14,6 +16,10 @@ private struct Probe: Command {
 
 @Suite struct ToolDispatchTests {
     let tool = Tool(name: "probe", overview: "test tool", commands: [Probe(path: ["group", "a"]), Probe(path: ["group", "b"]), Probe(path: ["solo"])], printer: .silent)
+
+    final class Sink: @unchecked Sendable { // test-only; written on the test's thread only
+        var out = "", err = ""
+    }
 
     @Test func dispatchesByLongestPath() {
         #expect(tool.run(["group", "a"]) == ExitCode(12))
@@ -29,9 +35,6 @@ private struct Probe: Command {
     }
 
     @Test func versionAndErrorTextGoThroughThePrinter() {
-        final class Sink: @unchecked Sendable { // test-only; written on this thread only
-            var out = "", err = ""
-        }
         let sink = Sink()
         let t = Tool(name: "probe", overview: "o", commands: tool.commands,
                      printer: Printer(out: { sink.out += $0 }, err: { sink.err += $0 }))
@@ -45,5 +48,26 @@ private struct Probe: Command {
         #expect(tool.run(["solo", "--name", "bad"]) == .dataError)
         #expect(tool.run(["solo", "--nope"]) == .usage)
         #expect(tool.run(["solo", "--help"]) == .success)
+    }
+
+    @Test func rawArgumentsThatAreNotUTF8AreRefusedBeforeTheCommandRuns() {
+        let sink = Sink()
+        let t = Tool(name: "probe", overview: "o", commands: [Probe(path: ["solo"]), Probe(notUTF8Code: .dataError, path: ["strict"])],
+                     printer: Printer(out: { sink.out += $0 }, err: { sink.err += $0 }))
+        func raw(_ words: String...) -> [[UInt8]] { words.map { Array($0.utf8) } }
+        // Valid UTF-8 runs the command (its code 11); one bad byte anywhere is refused with 64.
+        #expect(t.run(rawArguments: raw("solo", "--name", "é🍝")) == ExitCode(11))
+        #expect(t.run(rawArguments: raw("solo", "--name") + [[0x61, 0xFF, 0x0A]]) == .usage)
+        #expect(sink.err == "probe: error: argument 3 (the value of --name) is not valid UTF-8: 'a\\xFF\\n'\n"
+            + "hint: give command-line text (file names included) as UTF-8, e.g. converted with iconv -t UTF-8\n")
+        // A positional, and the command's own code.
+        sink.err = ""
+        #expect(t.run(rawArguments: raw("strict") + [[0xC0, 0xAF]]) == .dataError)
+        #expect(sink.err.hasPrefix("probe: error: argument 2 is not valid UTF-8: '\\xC0\\xAF'\n"))
+        // No command matched: 64; with --json, the error object too.
+        sink.err = ""
+        #expect(t.run(rawArguments: [[0xFF], Array("--json".utf8)]) == .usage)
+        #expect(sink.out.contains("\"code\":\"notUTF8\""))
+        #expect(sink.err.hasPrefix("probe: error: argument 1 is not valid UTF-8"))
     }
 }

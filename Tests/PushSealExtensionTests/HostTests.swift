@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import PushSealFormat
+import PushSealKeychain
 import Testing
 @testable import PushSealExtension
 

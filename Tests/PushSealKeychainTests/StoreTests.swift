@@ -42,6 +42,58 @@ import Testing
         expectCode(.insecurePermissions) { try app.copyMatching(ItemQuery(service: "s", account: "a")) }
     }
 
+    /// The thrown error of `body`, which must fail with a `KeychainError`.
+    private func keychainError(_ body: () throws -> Void) throws -> KeychainError {
+        do {
+            try body()
+        } catch let e as KeychainError {
+            return e
+        }
+        throw CancellationError()
+    }
+
+    @Test func permissionErrorsSuggestTheFixForTheOnePathThatFailed() throws {
+        let (root, dir) = try Fixture.keychain()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let app = try Keychain(opening: dir, as: Fixture.app)
+        try app.add(service: "s", account: "a", data: Fixture.secret("x"))
+        let item = try Fixture.itemFiles(dir)[0].path
+        chmod(item, 0o644)
+        let file = try keychainError { _ = try app.copyMatching(ItemQuery(service: "s", account: "a")) }
+        #expect(file.code == .insecurePermissions)
+        #expect(file.reason == "\(item) is accessible by group or others (mode 644)")
+        #expect(file.suggestion == "chmod 600 \(item)  # a keychain's files must be 0600, its directories 0700")
+        chmod(item, 0o600)
+        chmod(dir.path + "/items", 0o711)
+        let directory = try keychainError { _ = try Keychain(opening: dir, as: Fixture.app) }
+        #expect(directory.suggestion?.hasPrefix("chmod 700 \(dir.path)/items  #") == true, "\(directory.suggestion ?? "nil")")
+        chmod(dir.path + "/items", 0o700)
+        // A path that needs quoting for the shell is quoted.
+        #expect(Posix.shellQuoted("/a b/it's") == #"'/a b/it'\''s'"#)
+        #expect(Posix.shellQuoted("/srv/kc-1/items/x.item") == "/srv/kc-1/items/x.item")
+    }
+
+    @Test func aKeychainPathThatIsASymbolicLinkIsRefusedNamingItsTarget() throws {
+        let (root, dir) = try Fixture.keychain()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let link = root.appendingPathComponent("link")
+        #expect(symlink(dir.path, link.path) == 0)
+        let open = try keychainError { _ = try Keychain(opening: link, as: Fixture.app) }
+        #expect(open.code == .keychainMissing)
+        #expect(open.reason.hasPrefix("\(link.path) is a symbolic link"))
+        #expect(open.suggestion == "give the keychain's real path: \(dir.resolvingSymlinksInPath().path)")
+        let create = try keychainError { try Keychain.create(at: link) }
+        #expect(create.code == .alreadyExists)
+        #expect(create.reason.hasPrefix("\(link.path) is a symbolic link"))
+        // A dangling link: refused the same way, with no target to suggest.
+        let dangling = root.appendingPathComponent("dangling")
+        #expect(symlink(root.appendingPathComponent("nowhere").path, dangling.path) == 0)
+        let gone = try keychainError { _ = try Keychain(opening: dangling, as: Fixture.app) }
+        #expect(gone.code == .keychainMissing && gone.suggestion == nil)
+        // Through its real path the same keychain opens.
+        _ = try Keychain(opening: dir, as: Fixture.app)
+    }
+
     @Test func leftoverTempFilesAreIgnoredAndCleaned() throws {
         let (root, dir) = try Fixture.keychain()
         defer { try? FileManager.default.removeItem(at: root) }

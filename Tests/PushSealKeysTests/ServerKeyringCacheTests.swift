@@ -284,16 +284,3 @@ import Testing
         #expect(try storedCount(f.server, alice) >= UInt64(seen))
     }
 }
-
-/// A value guarded by a lock (test helper).
-final class Locked<Value>: @unchecked Sendable {
-    // Safe: every access goes through `lock`.
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) -> R) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
-    }
-}

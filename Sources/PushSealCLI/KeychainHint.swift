@@ -1,0 +1,6 @@
+/// `hint:` lines the tools share for keychain errors whose library error has no exact
+/// suggestion (`KeychainError.suggestion`, `SenderError.suggestion` name the path when known).
+public enum KeychainHint {
+    /// For refused permissions without a known path: the rule, and the one command that applies it.
+    public static let permissions = "a keychain must be yours, its directories 0700 and its files 0600: chmod -R go-rwx DIR"
+}
