@@ -97,7 +97,8 @@ private let noDevFull = Comment(rawValue: "/dev/full is not available on this sy
         let memberJSON = #"{"title":"T","bo\ngus\u001b[31m\u0085\u2028\u007f":1}"#
         let cases: [(args: [String], stdin: String, lineCount: Int, shows: String)] = [
             (s.keyArgs + ["--recipient", "alice", "-"], memberJSON, 1, #"'bo\ngus\u{1B}[31m\u{85}\u{2028}\u{7F}'"#),
-            (s.keyArgs + ["--recipient", "a\nb\u{1B}]0;x\u{07}", "--title", "T"], "", 2, #"a\nb\u{1B}]0;x\u{7}"#),
+            // A malformed recipient is a usage error with no hint: one line.
+            (s.keyArgs + ["--recipient", "a\nb\u{1B}]0;x\u{07}", "--title", "T"], "", 1, #"a\nb\u{1B}]0;x\u{7}"#),
             (s.keyArgs + ["--recipient", "alice", s.path("no\nsuch\r.json")], "", 1, #"no\nsuch\r.json"#),
             (["--keychain", "kc\nx\t", "--app-id", Scratch.appID, "--recipient", "alice", "--title", "T"], "", 2, #"kc\nx\t"#),
         ]
