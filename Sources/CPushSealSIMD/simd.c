@@ -45,11 +45,17 @@ static int detect_level(void) {
 
 int pushseal_simd_level(void) {
     int level = atomic_load_explicit(&detected_level, memory_order_relaxed);
-    if (level < 0) {
+    if (__builtin_expect(level < 0, 0)) {
         level = detect_level();
         atomic_store_explicit(&detected_level, level, memory_order_relaxed);
     }
     return level;
+}
+
+// The cached level, or `cap` when that is lower (tests); one relaxed load on the hot path.
+static inline int level_capped(int cap) {
+    int level = pushseal_simd_level();
+    return cap < level ? cap : level;
 }
 
 // ---- base64 ----
@@ -125,8 +131,7 @@ static size_t b64_avx2(const uint8_t *src, size_t n, uint8_t *dst) {
 }
 
 size_t pushseal_base64_encode_prefix_at_level(int level, const uint8_t *src, size_t n, uint8_t *dst) {
-    if (level > pushseal_simd_level()) level = pushseal_simd_level();
-    switch (level) {
+    switch (level_capped(level)) {
     case PS_LEVEL_AVX2: return b64_avx2(src, n, dst);
     case PS_LEVEL_SSSE3: return b64_ssse3(src, n, dst);
     default: return 0;
@@ -165,8 +170,7 @@ static size_t skip_avx2(const uint8_t *p, size_t i, size_t end) {
 }
 
 size_t pushseal_json_skip_plain_at_level(int level, const uint8_t *p, size_t i, size_t end) {
-    if (level > pushseal_simd_level()) level = pushseal_simd_level();
-    switch (level) {
+    switch (level_capped(level)) {
     case PS_LEVEL_AVX2: return skip_avx2(p, i, end);
     case PS_LEVEL_SSSE3: return skip_sse2(p, i, end);
     default: return i;
