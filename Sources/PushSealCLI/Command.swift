@@ -100,8 +100,9 @@ public struct Tool: Sendable {
     /// Runs the tool on the raw bytes of its arguments (`argv` without argv[0]), as ``main()``
     /// does. An argument that is not valid UTF-8 is refused before anything runs (Swift's
     /// `CommandLine.arguments` would silently replace the bad bytes with U+FFFD):
-    /// `TOOL: error: argument N (the value of --title) is not valid UTF-8: '\xFF…'`, N counting
-    /// from 1 after the tool name, with the exit code of the command it was given to
+    /// `TOOL: error: argument N (the value of --title) is not valid UTF-8: byte 0xFF at byte
+    /// offset 3 of 9 (the value is not shown: it may be a secret)`, N counting from 1 after the
+    /// tool name, with the exit code of the command it was given to
     /// (``Command/notUTF8ExitCode``, 64 unless the command documents another).
     public func run(rawArguments: [[UInt8]]) -> ExitCode {
         var argv: [String] = []
@@ -125,28 +126,26 @@ public struct Tool: Sendable {
                   command?.options.contains(where: { $0.takesValue && $0.name == argv[i - 1] }) == true {
             what += " (the value of \(argv[i - 1]))"
         }
-        let error = CLIError(code: "notUTF8", "\(what) is not valid UTF-8: \(quoted(Self.showingInvalidBytes(Array(shown))))",
+        let (offset, byte) = Self.firstInvalidByte(Array(shown))
+        let error = CLIError(code: "notUTF8", "\(what) is not valid UTF-8: byte 0x\(byte < 0x10 ? "0" : "")\(String(byte, radix: 16, uppercase: true)) "
+                             + "at byte offset \(offset) of \(shown.count) (the value is not shown: it may be a secret)",
                              hint: "give command-line text (file names included) as UTF-8, e.g. converted with iconv -t UTF-8",
                              exitCode: command?.notUTF8ExitCode ?? .usage)
         return report(error, json: argv.contains("--json"))
     }
 
-    /// `bytes` as text, each byte that is not part of valid UTF-8 shown as `\xFF`.
-    static func showingInvalidBytes(_ bytes: [UInt8]) -> String {
-        var out = ""
+    /// The offset and value of the first byte of `bytes` that is not part of valid UTF-8
+    /// (`(bytes.count, 0)` when there is none). The argument itself is never echoed: it may be a
+    /// key (`--data-base64`) or message text.
+    static func firstInvalidByte(_ bytes: [UInt8]) -> (offset: Int, byte: UInt8) {
         var parser = Unicode.UTF8.ForwardParser()
         var input = bytes.makeIterator()
         var offset = 0
         while true {
             switch parser.parseScalar(from: &input) {
-            case .valid(let encoded):
-                out.unicodeScalars.append(Unicode.UTF8.decode(encoded))
-                offset += encoded.count
-            case .error(let length):
-                for b in bytes[offset..<offset + length] { out += "\\x" + (b < 0x10 ? "0" : "") + String(b, radix: 16, uppercase: true) }
-                offset += length
-            case .emptyInput:
-                return out
+            case .valid(let encoded): offset += encoded.count
+            case .error: return (offset, bytes[offset])
+            case .emptyInput: return (bytes.count, 0)
             }
         }
     }

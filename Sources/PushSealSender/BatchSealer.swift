@@ -43,11 +43,15 @@ public struct BatchSealer: Sendable {
         public var output: [UInt8]
         /// How many lines failed.
         public var failureCount: Int
+        /// How many lines failed with each error code (the `code` of their error lines), so a
+        /// caller can summarise a batch ("keyStoreLocked: 5") and give one hint for it.
+        public var failuresByCode: [String: Int]
 
         /// Creates a chunk result.
-        public init(output: [UInt8], failureCount: Int) {
+        public init(output: [UInt8], failureCount: Int, failuresByCode: [String: Int] = [:]) {
             self.output = output
             self.failureCount = failureCount
+            self.failuresByCode = failuresByCode
         }
     }
 
@@ -80,8 +84,8 @@ public struct BatchSealer: Sendable {
 
     /// Seals `lines` in parallel and returns their output lines in order.
     public func seal(_ lines: [Line]) -> Chunk {
-        let results = UnsafeMutableBufferPointer<(bytes: [UInt8], failed: Bool)>.allocate(capacity: lines.count)
-        results.initialize(repeating: ([], false))
+        let results = UnsafeMutableBufferPointer<(bytes: [UInt8], failureCode: String?)>.allocate(capacity: lines.count)
+        results.initialize(repeating: ([], nil))
         defer { results.deinitialize(); results.deallocate() }
         let slots = ResultSlots(buffer: results)
         var runStart = 0
@@ -91,7 +95,7 @@ public struct BatchSealer: Sendable {
             let count = runEnd - runStart
             let tasks = (count + Self.linesPerTask - 1) / Self.linesPerTask
             if concurrency == 1 || tasks == 1 {
-                for i in runStart..<runEnd { slots.buffer[i] = sealLine(lines[i]) }
+                for i in runStart..<runEnd { slots.buffer[i] = sealLineReportingCode(lines[i]) }
             } else {
                 let base = runStart
                 let next = TaskCounter()
@@ -99,7 +103,7 @@ public struct BatchSealer: Sendable {
                     while let t = next.take(below: tasks) {
                         let start = base + t * Self.linesPerTask
                         let end = min(start + Self.linesPerTask, runEnd)
-                        for i in start..<end { slots.buffer[i] = sealLine(lines[i]) }
+                        for i in start..<end { slots.buffer[i] = sealLineReportingCode(lines[i]) }
                     }
                 }
             }
@@ -107,11 +111,15 @@ public struct BatchSealer: Sendable {
         }
         var total = 0
         var failures = 0
-        for r in results { total += r.bytes.count; if r.failed { failures += 1 } }
+        var byCode: [String: Int] = [:]
+        for r in results {
+            total += r.bytes.count
+            if let code = r.failureCode { failures += 1; byCode[code, default: 0] += 1 }
+        }
         var out: [UInt8] = []
         out.reserveCapacity(total)
         for r in results { out.append(contentsOf: r.bytes) }
-        return Chunk(output: out, failureCount: failures)
+        return Chunk(output: out, failureCount: failures, failuresByCode: byCode)
     }
 
     /// The bounds for one input line: 2 MiB, nesting depth 64.
@@ -123,6 +131,12 @@ public struct BatchSealer: Sendable {
     /// plaintext); anything else takes the tree path, which gives the same output or the
     /// precise error.
     public func sealLine(_ line: Line) -> (bytes: [UInt8], failed: Bool) {
+        let r = sealLineReportingCode(line)
+        return (r.bytes, r.failureCode != nil)
+    }
+
+    /// ``sealLine(_:)`` with the error code of a failed line (`nil` when it was sealed).
+    func sealLineReportingCode(_ line: Line) -> (bytes: [UInt8], failureCode: String?) {
         var recipient: String?
         do {
             if let n = line.overlongByteCount {
@@ -138,9 +152,9 @@ public struct BatchSealer: Sendable {
                     try OutgoingNotification(json: Self.treeLine(line.bytes).notification)
                 }
             }
-            if let scanned, let recipient { return (Self.output(recipient: recipient, line: line.number, sealed: scanned), false) }
+            if let scanned, let recipient { return (Self.output(recipient: recipient, line: line.number, sealed: scanned), nil) }
             let (r, n) = try Self.treeLine(line.bytes, recipient: &recipient)
-            return (Self.output(recipient: r, line: line.number, sealed: try sealer.seal(OutgoingNotification(json: n), for: r)), false)
+            return (Self.output(recipient: r, line: line.number, sealed: try sealer.seal(OutgoingNotification(json: n), for: r)), nil)
         } catch {
             let (code, message) = BatchSealer.describe(error)
             var w = PayloadWriter(capacity: 256)
@@ -153,7 +167,7 @@ public struct BatchSealer: Sendable {
             w.raw(",\"message\":")
             w.string(message)
             w.raw("}}\n")
-            return (w.bytes, true)
+            return (w.bytes, code)
         }
     }
 
@@ -254,7 +268,7 @@ public struct BatchSealer: Sendable {
 /// `@unchecked Sendable` is safe: each worker writes only its own disjoint index range, and the
 /// buffer is read only after `concurrentPerform` has returned (which joins every worker).
 struct ResultSlots: @unchecked Sendable {
-    let buffer: UnsafeMutableBufferPointer<(bytes: [UInt8], failed: Bool)>
+    let buffer: UnsafeMutableBufferPointer<(bytes: [UInt8], failureCode: String?)>
 }
 
 /// Hands out task indices 0, 1, 2, … to the workers of one run, each index once.

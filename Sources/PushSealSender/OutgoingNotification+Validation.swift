@@ -1,3 +1,4 @@
+import Foundation
 import PushSealFormat
 
 // The member rules of a notification, one function per rule, shared by every way in: the JSON
@@ -93,8 +94,8 @@ extension OutgoingNotification {
         } catch let e as FormatError {
             throw SenderError(.invalidNotification, e.reason)
         }
-        guard !hasControlCharacter(media.url) else {
-            throw SenderError(.invalidNotification, "media.url: expected an absolute https:// or http:// URL, got one with a control character")
+        if let problem = mediaURLProblem(media.url) {
+            throw SenderError(.invalidNotification, "media.url: expected an absolute https:// or http:// URL, got one \(problem)")
         }
         if let t = media.type, !isValidMediaType(t) {
             throw SenderError(.invalidNotification, "media.type: expected a MIME type type/subtype of token characters such as image/jpeg, got \(excerpt(t))")
@@ -104,9 +105,23 @@ extension OutgoingNotification {
 
     /// Whether `url` is a media URL the sender seals: an absolute `https://` or `http://` URL
     /// (scheme in any case) as receivers read it (`MediaDescriptor(json:)`), without ASCII
-    /// control characters. `push-seal media --url` checks its flag with it.
+    /// control characters, that parses as a URL with a host (what the extension's downloader
+    /// needs: `https:///a` or `https://[::1/a` would reach the device only to be refused).
+    /// `push-seal media --url` checks its flag with it. Plain `http://` to any host is sealed:
+    /// whether the device may fetch it is the app's App Transport Security setting.
     public static func isValidMediaURL(_ url: String) -> Bool {
-        (try? MediaDescriptor(json: .object(["url": .string(url)]))) != nil && !hasControlCharacter(url)
+        (try? MediaDescriptor(json: .object(["url": .string(url)]))) != nil && mediaURLProblem(url) == nil
+    }
+
+    /// Why a media URL that passed the receiver's prefix rule cannot be fetched ("with a
+    /// control character", "that does not parse", "without a host"), or `nil`.
+    static func mediaURLProblem(_ url: String) -> String? {
+        if hasControlCharacter(url) { return "with a control character" }
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "https" || scheme == "http" else {
+            return "that does not parse"
+        }
+        guard let host = parsed.host, !host.isEmpty else { return "without a host" }
+        return nil
     }
 
     /// Whether `type` is a MIME type the sender seals: `type/subtype`, each 1–127 token

@@ -57,6 +57,7 @@ struct BatchCommand: Command {
         let progress = Output.isTerminal(2)
         var total = 0
         var failed = 0
+        var failuresByCode: [String: Int] = [:]
         var done = false
         // Pipeline: chunk N is sealed on the workers while chunk N+1 is read and chunk N-1
         // written here; at most three chunks are alive at once, so memory stays flat.
@@ -91,13 +92,21 @@ struct BatchCommand: Command {
                 try Output.writeStandardOutput(chunk.output)
                 total += count
                 failed += chunk.failureCount
+                failuresByCode.merge(chunk.failuresByCode, uniquingKeysWith: +)
                 if progress { Output.stderr("\rpush-seal: \(total) lines, \(failed) failed") }
             }
             if inFlight == nil && done { break }
         }
         if progress { Output.stderr("\n") }
         if failed > 0 {
-            Output.stderr("push-seal: error: \(failed) of \(total) lines failed (see their error lines)\n")
+            // The codes, most frequent first, and the hint of the most frequent code that has one
+            // (a locked or unreadable keychain fails every line alike: say what to do once).
+            let codes = failuresByCode.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+            let summary = codes.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+            Output.stderr("push-seal: error: \(failed) of \(total) lines failed (\(summary); see their error lines)\n")
+            if let hint = codes.lazy.compactMap({ SealExit.hint(forFailureCode: $0.key) }).first {
+                Output.stderr("hint: \(Output.terminalSafe(hint))\n")
+            }
             return SealExit.someLinesFailed
         }
         return .success

@@ -142,6 +142,17 @@ func mappingSenderErrors<R>(_ body: () throws -> R) throws -> R {
 }
 
 /// Maps a sender error to the CLI's exit codes.
+extension SealExit {
+    /// The hint the single seal gives for a failure with this code (`nil` for codes whose
+    /// remedy depends on the line, such as `invalidJSON`), for `push-seal batch`'s summary.
+    static func hint(forFailureCode name: String) -> String? {
+        let codes: [SenderError.Code] = [.keyStoreLocked, .keyStoreInsecure, .keyStoreMissing, .keyStoreUnreadable, .unknownRecipient,
+                                         .keyUnavailable, .sealLimitReached, .payloadTooLarge, .clearPartTooLarge]
+        guard let code = codes.first(where: { $0.name == name }) else { return nil }
+        return cliError(SenderError(code, "")).hint
+    }
+}
+
 func cliError(_ e: SenderError) -> CLIError {
     switch e.code {
     case .payloadTooLarge:

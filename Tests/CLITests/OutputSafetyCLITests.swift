@@ -135,11 +135,11 @@ private let noDevFull = Comment(rawValue: "/dev/full is not available on this sy
         func args(_ words: [String], then raw: [UInt8]) -> [[UInt8]] { words.map { Array($0.utf8) } + [raw] }
         let cases: [(tool: String, args: [[UInt8]], status: Int32, message: String)] = [
             ("push-seal", args(s.keyArgs + ["--recipient", "alice", "--title"], then: bad), 65,
-             #"argument 8 (the value of --title) is not valid UTF-8: '\xFF\xFE'"#),
+             "argument 8 (the value of --title) is not valid UTF-8: byte 0xFF at byte offset 0 of 2 (the value is not shown: it may be a secret)"),
             ("push-seal", args(s.keyArgs + ["--recipient", "alice"], then: Array("--body=ok".utf8) + [0xC3, 0x28]), 65,
-             #"argument 7 (the value of --body) is not valid UTF-8: 'ok\xC3('"#),
+             "argument 7 (the value of --body) is not valid UTF-8: byte 0xC3 at byte offset 2 of 4 (the value is not shown: it may be a secret)"),
             ("push-seal", args(s.keyArgs + ["--recipient", "alice", "--title", "T"], then: Array("note".utf8) + [0xE9] + Array(".json".utf8)), 65,
-             #"argument 9 is not valid UTF-8: 'note\xE9.json'"#),
+             "argument 9 is not valid UTF-8: byte 0xE9 at byte offset 4 of 10"),
             ("push-seal", args(["batch"] + s.keyArgs + ["--sound"], then: bad), 64,
              #"argument 7 (the value of --sound) is not valid UTF-8"#),
             ("push-keys", args(["list", "--keychain"], then: bad), 64, "argument 3 (the value of --keychain) is not valid UTF-8"),
@@ -152,6 +152,13 @@ private let noDevFull = Comment(rawValue: "/dev/full is not available on this sy
             #expect(r.errLines.first == "\(c.tool): error: \(c.message)" || r.errLines.first?.hasPrefix("\(c.tool): error: \(c.message)") == true, "\(r.err)")
             #expect(r.stdout.isEmpty, "nothing was sealed or printed")
         }
+        // The value itself is never echoed (it may be a key): a secret with one bad byte.
+        let secret = Array("U0VDUkVULUtFWS1CWVRFUw==".utf8) + [0xFF]
+        let leak = try RawToolRun.run("push-keys", args(["keychain", "add", "--keychain", device, "--access-group", "T.shared", "--service", "s",
+                                                          "--account", "a", "--data-base64"], then: secret) + [Array("--json".utf8)])
+        #expect(leak.status == 64, "\(leak.err)")
+        #expect(!leak.err.contains("U0VDUkVU") && !leak.out.contains("U0VDUkVU"), "the secret argument was echoed: \(leak.err) \(leak.out)")
+        #expect(leak.err.contains("byte 0xFF at byte offset 24 of 25"), "\(leak.err)")
         // Valid UTF-8 beyond ASCII is not refused.
         let ok = try RawToolRun.run("push-seal", s.keyArgs + ["--recipient", "alice", "--title", "Ana 🍝", "--body", "é\u{2028}"])
         #expect(ok.status == 0, "\(ok.err)")

@@ -120,6 +120,15 @@ import Testing
         let help = try cli.run(["--help"])
         let line77 = help.out.components(separatedBy: "\n  77  ").last?.components(separatedBy: "\n\n").first ?? ""
         #expect(line77.contains("errSecInteractionNotAllowed"), "\(line77)")
+        // A batch fails every line with keyStoreLocked, says so in its summary and gives the hint once.
+        let line = #"{"recipient":"alice","notification":{"title":"t"}}"#
+        let batch = try cli.run(["batch"] + s.keyArgs + ["-"], stdin: Data(Array(repeating: line, count: 3).joined(separator: "\n").utf8))
+        #expect(batch.status == 2, "\(batch.err)")
+        let batchLines = batch.err.split(separator: "\n").map(String.init)
+        #expect(batchLines == ["push-seal: error: 3 of 3 lines failed (keyStoreLocked: 3; see their error lines)",
+                               "hint: unlock the keychain: push-keys keychain device-state --keychain DIR unlocked (add --passcode-file F if it has a passcode)"],
+                "\(batch.err)")
+        #expect(batch.out.split(separator: "\n").count == 3)
         // Unlocked, the same command seals.
         try Keychain(opening: s.keychain, as: KeyStore.serverIdentity).setDeviceState(.unlocked)
         #expect(try cli.run(s.keyArgs + ["--recipient", "alice", "--title", "t"]).status == 0)

@@ -58,12 +58,12 @@ private struct Probe: Command {
         // Valid UTF-8 runs the command (its code 11); one bad byte anywhere is refused with 64.
         #expect(t.run(rawArguments: raw("solo", "--name", "é🍝")) == ExitCode(11))
         #expect(t.run(rawArguments: raw("solo", "--name") + [[0x61, 0xFF, 0x0A]]) == .usage)
-        #expect(sink.err == "probe: error: argument 3 (the value of --name) is not valid UTF-8: 'a\\xFF\\n'\n"
+        #expect(sink.err == "probe: error: argument 3 (the value of --name) is not valid UTF-8: byte 0xFF at byte offset 1 of 3 (the value is not shown: it may be a secret)\n"
             + "hint: give command-line text (file names included) as UTF-8, e.g. converted with iconv -t UTF-8\n")
         // A positional, and the command's own code.
         sink.err = ""
         #expect(t.run(rawArguments: raw("strict") + [[0xC0, 0xAF]]) == .dataError)
-        #expect(sink.err.hasPrefix("probe: error: argument 2 is not valid UTF-8: '\\xC0\\xAF'\n"))
+        #expect(sink.err.hasPrefix("probe: error: argument 2 is not valid UTF-8: byte 0xC0 at byte offset 0 of 2 (the value is not shown: it may be a secret)\n"))
         // No command matched: 64; with --json, the error object too.
         sink.err = ""
         #expect(t.run(rawArguments: [[0xFF], Array("--json".utf8)]) == .usage)

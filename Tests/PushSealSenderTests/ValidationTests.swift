@@ -72,6 +72,12 @@ import Testing
             cases.append(("media.url \(url)", OutgoingNotification(title: t, media: MediaDescriptor(url: url)), "media.url: expected an absolute https:// or http:// URL"))
         }
         cases.append(("media.url line break", OutgoingNotification(title: t, media: MediaDescriptor(url: "https://\ncdn.example.com/a.jpg")), "media.url: expected an absolute https:// or http:// URL, got one with a control character"))
+        // Past the receiver's prefix rule, but the downloader could not fetch them.
+        for (url, why) in [("https:///a", "without a host"), ("https://[::1/a", "that does not parse"), ("http:///x.jpg", "without a host"),
+                           ("https://?q=1", "without a host")] {
+            cases.append(("media.url \(url)", OutgoingNotification(title: t, media: MediaDescriptor(url: url)),
+                          "media.url: expected an absolute https:// or http:// URL, got one \(why)"))
+        }
         for type in ["bad type", "image", "image/", "/jpeg", "image/jpeg/x", "image/jpeg; q=1", "imäge/jpeg"] {
             cases.append(("media.type \(type)", OutgoingNotification(title: t, media: MediaDescriptor(url: "https://cdn.example.com/a", type: type)), "media.type: expected a MIME type"))
         }
