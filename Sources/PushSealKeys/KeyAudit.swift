@@ -8,6 +8,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import PushSealKeychain
 
 /// Where the audit trail goes: one JSON object per line for every keyset state change
 /// (generate, add, install, promote, demote, prune, revoke, import, reserve, rotation steps).
@@ -16,9 +17,12 @@ import Darwin
 /// bytes. Example:
 /// `{"time":1767225600,"event":"promote","keychain":"/srv/keys","appId":"com.example.app","recipient":"alice","keyId":"q3Zk_9Ab","previousKeyId":"Xy12ab-_","notAfter":1769817600}`
 public enum KeyAudit: Sendable, Hashable {
-    /// Append to `keys-audit.log` (mode 0600) inside the keychain directory. The default.
+    /// Append to `keys-audit.log` (mode 0600) inside the keychain directory. The default. Held to
+    /// the rules of the keychain's files: a link, a file that is not 0600 or not the caller's is
+    /// refused (`KeychainError` `.symbolicLink`, `.insecurePermissions`).
     case keychainFile
-    /// Append to this file (created 0600 if absent).
+    /// Append to this file (created 0600 if absent; its mode is left as it is: the lines hold
+    /// no secrets, and a log collector may need to read it).
     case file(String)
     /// Write to standard error.
     case standardError
@@ -28,19 +32,23 @@ public enum KeyAudit: Sendable, Hashable {
     /// The audit file name used by ``keychainFile``.
     public static let fileName = "keys-audit.log"
 
-    func write(_ members: [(String, AuditValue)], keychainPath: String) throws {
+    func write(_ members: [(String, AuditValue)], keychain: Keychain) throws {
         let path: String
+        let fd: Int32
         switch self {
         case .none: return
         case .standardError:
             let line = Self.line(members)
             line.withUnsafeBytes { _ = systemWrite(2, $0.baseAddress, $0.count) }
             return
-        case .keychainFile: path = keychainPath + "/" + Self.fileName
-        case .file(let p): path = p
+        case .keychainFile:
+            path = keychain.url.path + "/" + Self.fileName
+            fd = try keychain.openPrivateFile(named: Self.fileName, flags: O_WRONLY | O_APPEND | O_CREAT, what: "audit log")
+        case .file(let p):
+            path = p
+            fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard fd >= 0 else { throw KeysError(.io, "cannot open audit log \(path): \(String(cString: strerror(errno)))") }
         }
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw KeysError(.io, "cannot open audit log \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         let line = Self.line(members)
         let n = line.withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }
