@@ -32,27 +32,47 @@ public enum KeyAudit: Sendable, Hashable {
     /// The audit file name used by ``keychainFile``.
     public static let fileName = "keys-audit.log"
 
-    func write(_ members: [(String, AuditValue)], keychain: Keychain) throws {
-        let path: String
+    /// An open audit destination: opened before a change is saved, so a destination that cannot
+    /// be opened (a link, a loose mode, a missing directory) fails the change instead of leaving
+    /// it unaudited.
+    struct Sink: ~Copyable {
+        /// The file descriptor, or -1 for ``KeyAudit/none``.
         let fd: Int32
-        switch self {
-        case .none: return
-        case .standardError:
-            let line = Self.line(members)
-            line.withUnsafeBytes { _ = systemWrite(2, $0.baseAddress, $0.count) }
-            return
-        case .keychainFile:
-            path = keychain.url.path + "/" + Self.fileName
-            fd = try keychain.openPrivateFile(named: Self.fileName, flags: O_WRONLY | O_APPEND | O_CREAT, what: "audit log")
-        case .file(let p):
-            path = p
-            fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-            guard fd >= 0 else { throw KeysError(.io, "cannot open audit log \(path): \(String(cString: strerror(errno)))") }
+        /// The path in messages.
+        let path: String
+        /// `true` when `fd` was opened here (closed on deinit).
+        let owned: Bool
+
+        /// Appends one line.
+        /// - Throws: `KeysError` `.io` when the line is not written whole.
+        func write(_ members: [(String, AuditValue)]) throws {
+            guard fd >= 0 else { return }
+            let line = KeyAudit.line(members)
+            let n = line.withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }
+            guard owned else { return }  // standard error: best effort
+            guard n == line.count else { throw KeysError(.io, "cannot write audit log \(path)") }
         }
-        defer { close(fd) }
-        let line = Self.line(members)
-        let n = line.withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }
-        guard n == line.count else { throw KeysError(.io, "cannot write audit log \(path)") }
+
+        deinit { if owned { close(fd) } }
+    }
+
+    /// Opens the destination for appending.
+    /// - Parameter keychain: the keychain whose directory holds ``fileName`` for ``keychainFile``.
+    /// - Throws: `KeychainError` `.symbolicLink`, `.insecurePermissions`, `.corrupt` for
+    ///   ``keychainFile`` (held to the keychain's rules); `KeysError` `.io` for a ``file(_:)`` that
+    ///   cannot be opened.
+    func open(keychain: Keychain) throws -> Sink {
+        switch self {
+        case .none: return Sink(fd: -1, path: "", owned: false)
+        case .standardError: return Sink(fd: 2, path: "standard error", owned: false)
+        case .keychainFile:
+            let fd = try keychain.openPrivateFile(named: Self.fileName, flags: O_WRONLY | O_APPEND | O_CREAT, what: "audit log")
+            return Sink(fd: fd, path: keychain.url.path + "/" + Self.fileName, owned: true)
+        case .file(let path):
+            let fd = systemOpen(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard fd >= 0 else { throw KeysError(.io, "cannot open audit log \(path): \(String(cString: strerror(errno)))") }
+            return Sink(fd: fd, path: path, owned: true)
+        }
     }
 
     enum AuditValue {
@@ -92,5 +112,8 @@ public enum KeyAudit: Sendable, Hashable {
     }
 }
 
-/// `write(2)` under a name `KeyAudit`'s own `write` does not shadow.
+/// `write(2)` under a name `KeyAudit.Sink`'s own `write` does not shadow.
 private func systemWrite(_ fd: Int32, _ p: UnsafeRawPointer?, _ n: Int) -> Int { write(fd, p, n) }
+
+/// `open(2)` under a name `KeyAudit`'s own `open` does not shadow.
+private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }

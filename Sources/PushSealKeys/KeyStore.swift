@@ -187,8 +187,11 @@ public final class KeyStore: Sendable {
             let events = try body(&ks, existing == nil)
             try Self.checkInvariants(ks)
             if !events.isEmpty {
+                // The audit destination is opened first: one that cannot be opened fails the
+                // change before it is saved, rather than leaving it unaudited.
+                let sink = try audit.open(keychain: keychain)
                 try save(ks, isNew: existing == nil)
-                for e in events { try writeAudit(e, appID: appID, recipient: recipient) }
+                for e in events { try writeAudit(e, appID: appID, recipient: recipient, to: sink) }
             }
             return ks
         }
@@ -200,9 +203,9 @@ public final class KeyStore: Sendable {
         var members: [(String, KeyAudit.AuditValue)] = []
     }
 
-    func writeAudit(_ e: AuditEvent, appID: String, recipient: String) throws {
-        try audit.write([("time", .int(e.time)), ("event", .string(e.event)), ("keychain", .string(keychainPath)),
-                         ("appId", .string(appID)), ("recipient", .string(recipient))] + e.members, keychain: keychain)
+    func writeAudit(_ e: AuditEvent, appID: String, recipient: String, to sink: borrowing KeyAudit.Sink) throws {
+        try sink.write([("time", .int(e.time)), ("event", .string(e.event)), ("keychain", .string(keychainPath)),
+                         ("appId", .string(appID)), ("recipient", .string(recipient))] + e.members)
     }
 
     static func checkInvariants(_ ks: Keyset) throws {
