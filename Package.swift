@@ -44,7 +44,7 @@ let package = Package(
 
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain"]),
-        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeychain"]),
+        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeys", "PushSealKeychain"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),

@@ -117,8 +117,9 @@ public final class Keychain: @unchecked Sendable {
     /// - Parameters:
     ///   - url: the keychain directory.
     ///   - entitlements: the caller's identity.
-    /// - Throws: `KeychainError` `.keychainMissing` (no directory or no `keychain.meta`),
-    ///   `.insecurePermissions`, `.corrupt` (damaged files, wrong device secret), `.io`.
+    /// - Throws: `KeychainError` `.keychainMissing` (no directory or no `keychain.meta`; `url`
+    ///   itself a symbolic link), `.symbolicLink` (a link inside the keychain), `.insecurePermissions`,
+    ///   `.corrupt` (damaged files, wrong device secret), `.io`.
     public init(opening url: URL, as entitlements: Entitlements) throws {
         let paths = KeychainPaths(root: url.standardizedFileURL.path)
         guard let st = try Posix.status(paths.root) else { throw KeychainError(.keychainMissing, "no keychain at \(paths.root)") }
@@ -140,6 +141,8 @@ public final class Keychain: @unchecked Sendable {
         for d in [paths.items, paths.temp, paths.appGroups] {
             guard try Posix.checkDirectory(d) else { throw KeychainError(.corrupt, "\(d) is missing") }
         }
+        // The writers' lock file is opened only by writers; check it at every open, as item files are read.
+        try Posix.checkPrivateFile(paths.lock)
         let deviceSecret = SecretBytes(copying: secretBytes)
         let deviceKEK = try KeyWrap.kek(deviceSecret, "device-kek")
         let wrongSecret = KeychainError(.corrupt,
@@ -234,7 +237,7 @@ public final class Keychain: @unchecked Sendable {
         }
         guard accessibility.isAvailable(in: state.state, passcodeSet: isPasscodeSet) else {
             throw KeychainError(.interactionNotAllowed,
-                "a \(accessibility) item is not accessible while the device is \(state.state == .locked ? "locked" : "before first unlock")")
+                "\(Self.article(accessibility.rawValue)) \(accessibility) item is not accessible while the device is \(state.state == .locked ? "locked" : "before first unlock")")
         }
         switch accessibility.protectionClass {
         case .afterFirstUnlock:
@@ -253,6 +256,12 @@ public final class Keychain: @unchecked Sendable {
             sessionCache = (box, key)
             return key
         }
+    }
+
+    /// `a` or `an` for a word (by its first letter: the accessibility names are read as spelled).
+    static func article(_ word: String) -> String {
+        guard let first = word.first?.lowercased() else { return "a" }
+        return "aeiou".contains(first) ? "an" : "a"
     }
 
     // MARK: App Group containers

@@ -56,6 +56,11 @@ public struct KeychainError: CodedError {
         public static let corrupt = Code("corrupt")
         /// A system call failed (disk full, permission denied by the OS, …); `reason` names it. No OSStatus.
         public static let io = Code("io")
+        /// A file or directory inside the keychain directory (`items/`, an item file, `tmp/`,
+        /// `keychain.meta`, `.lock`, a lock or log file of another module, …) is a symbolic link:
+        /// links inside a keychain are refused, never followed. The keychain directory itself given
+        /// as a link is `.keychainMissing` (open) or `.alreadyExists` (create). No OSStatus.
+        public static let symbolicLink = Code("symbolicLink")
 
         /// `name`, or `name: errSecX (N)` when an OSStatus exists.
         public var description: String {

@@ -47,18 +47,42 @@ enum Posix {
 
     static func isSymbolicLink(_ st: stat) -> Bool { st.st_mode & S_IFMT == S_IFLNK }
 
-    /// The error for a keychain path that is a symbolic link: keychains are opened only by their
-    /// real path (the link's target could be changed under a running tool, and everything
-    /// inside a keychain is opened with `O_NOFOLLOW` too). Suggests the link's target, if it
+    /// The error for a keychain directory given as a symbolic link: the keychain directory
+    /// itself and everything inside it must not be links (the link's target could be changed
+    /// under a running tool); directories above it may be. Suggests the link's target, if it
     /// resolves.
     static func symbolicLinkError(_ path: String, _ code: KeychainError.Code) -> KeychainError {
         var suggestion: String?
-        if let resolved = realpath(path, nil) {
-            suggestion = "give the keychain's real path: \(shellQuoted(String(cString: resolved)))"
-            free(resolved)
+        if let resolved = resolvedPath(path) {
+            suggestion = "give the keychain's real path: \(shellQuoted(resolved))"
         }
-        return KeychainError(code, "\(path) is a symbolic link: a keychain is opened only by its real path, never through a link",
-                             suggestion: suggestion)
+        return KeychainError(code,
+            "\(path) is a symbolic link: the keychain directory itself and everything inside it must not be links (directories above it may be)",
+            suggestion: suggestion)
+    }
+
+    /// The error for a file or directory inside a keychain that is a symbolic link
+    /// (`.symbolicLink`): such links are refused, never followed. Names the link's target, if it
+    /// resolves.
+    static func linkInsideError(_ path: String) -> KeychainError {
+        let target = resolvedPath(path).map { " (\(shellQuoted($0)))" } ?? ""
+        return KeychainError(.symbolicLink, "\(path) is a symbolic link: links inside a keychain are refused, never followed",
+                             suggestion: "replace the link with the file or directory it points to\(target): a keychain holds only real files and directories")
+    }
+
+    /// `realpath(3)` of `path`, or `nil` when it does not resolve.
+    static func resolvedPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// The error for an `open(O_NOFOLLOW)` of `path` that failed with `e`: ``linkInsideError(_:)``
+    /// when `path` is a link (`ELOOP`, confirmed by `lstat`), else ``ioError(_:_:_:)``.
+    static func openError(_ what: String, _ path: String, _ e: Int32) -> KeychainError {
+        var st = stat()
+        if e == ELOOP, lstat(path, &st) == 0, isSymbolicLink(st) { return linkInsideError(path) }
+        return ioError(what, path, e)
     }
 
     /// `lstat`, or `nil` when the path does not exist.
@@ -76,6 +100,7 @@ enum Posix {
     /// - Returns: `false` when it does not exist.
     static func checkDirectory(_ path: String) throws -> Bool {
         guard let st = try status(path) else { return false }
+        if isSymbolicLink(st) { throw linkInsideError(path) }
         guard isDirectory(st) else { throw KeychainError(.corrupt, "\(path) is not a directory") }
         try checkOwnership(st, path)
         return true
@@ -83,13 +108,14 @@ enum Posix {
 
     /// Reads a whole regular file after checking owner and mode.
     /// - Returns: `nil` when the file does not exist.
-    /// - Throws: `.insecurePermissions`, `.corrupt` (not a regular file, over `maxByteCount`), `.io`.
+    /// - Throws: `.symbolicLink`, `.insecurePermissions`, `.corrupt` (not a regular file, over
+    ///   `maxByteCount`), `.io`.
     static func readFile(_ path: String, maxByteCount: Int) throws -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        // O_NONBLOCK: a FIFO put in place of a file must not block the open (fstat refuses it).
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if fd < 0 {
             if errno == ENOENT { return nil }
-            if errno == ELOOP { throw KeychainError(.corrupt, "\(path) is a symbolic link") }
-            throw ioError("open", path)
+            throw openError("open", path, errno)
         }
         defer { close(fd) }
         var st = stat()
@@ -214,11 +240,46 @@ enum Posix {
         guard chmod(path, 0o700) == 0 else { throw ioError("chmod", path) }
     }
 
-    /// Runs `body` holding an exclusive `flock` on `lockPath` (created 0600 if absent). The kernel
+    /// Checks a file of the keychain that may be absent (a lock file, the audit log) by the
+    /// rules of item files: not a link, a regular file, owned by the caller, 0600.
+    /// - Throws: `.symbolicLink`, `.corrupt` (not a regular file), `.insecurePermissions`, `.io`.
+    static func checkPrivateFile(_ path: String) throws {
+        guard let st = try status(path) else { return }
+        if isSymbolicLink(st) { throw linkInsideError(path) }
+        guard isRegular(st) else { throw KeychainError(.corrupt, "\(path) is not a regular file") }
+        try checkOwnership(st, path)
+    }
+
+    /// Opens a file of the keychain (created 0600 with `O_CREAT` in `flags`) under the rules of
+    /// ``checkPrivateFile(_:)``, checked before the open (a FIFO would block it) and again on
+    /// the open descriptor (the file may have been replaced in between).
+    /// - Parameters:
+    ///   - path: the file.
+    ///   - flags: `open(2)` flags; `O_CLOEXEC | O_NOFOLLOW` are added.
+    ///   - what: the file's role in messages, e.g. `lock file`.
+    /// - Returns: the open descriptor (the caller closes it).
+    /// - Throws: as ``checkPrivateFile(_:)``.
+    static func openPrivateFile(_ path: String, flags: Int32, what: String) throws -> Int32 {
+        try checkPrivateFile(path)
+        let fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw openError("open \(what)", path, errno) }
+        var st = stat()
+        do {
+            guard fstat(fd, &st) == 0 else { throw ioError("stat", path) }
+            guard isRegular(st) else { throw KeychainError(.corrupt, "\(path) is not a regular file") }
+            try checkOwnership(st, path)
+        } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// Runs `body` holding an exclusive `flock` on `lockPath` (created 0600 if absent; refused
+    /// when it is a link, not a regular file, or group- or world-accessible). The kernel
     /// releases the lock when the holder exits or is killed, so a dead holder never blocks.
     static func withExclusiveLock<R>(_ lockPath: String, _ body: () throws -> R) throws -> R {
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw ioError("open lock file", lockPath) }
+        let fd = try openPrivateFile(lockPath, flags: O_RDWR | O_CREAT, what: "lock file")
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
             if errno == EINTR { continue }

@@ -43,16 +43,19 @@ public final class DeviceKeyring: Sendable {
     /// - Parameters:
     ///   - keyID: the payload's `key_id`.
     ///   - appID: the app's bundle identifier (the APNs topic, also in the AAD).
-    ///   - now: Unix seconds, compared with a `decryptOnly` key's `notAfter`.
+    ///   - now: Unix seconds, 0 to ``KeyStore/maxTimeSeconds``, compared with a `decryptOnly`
+    ///     key's `notAfter`.
     /// - Returns: the key (pending, primary, or decryptOnly within its grace window).
     /// - Throws: `KeysError` `.unknownKey` (no such key id in the app's keyset), `.keyDestroyed`,
-    ///   `.keyDisabled`, `.keyExpired`, `.invalidName`, `.corruptKeyset`; the keychain's own
+    ///   `.keyDisabled`, `.keyExpired`, `.invalidName`, `.corruptKeyset`, `.timeOutOfRange`
+    ///   (`now` out of range; checked before the keychain is read); the keychain's own
     ///   `KeychainError` unchanged: `.itemNotFound` (-25300, no keyset for this app in reach),
     ///   `.interactionNotAllowed` (-25308, a `whenUnlocked` keyset while locked),
     ///   `.missingEntitlement` (-34018, ``accessGroup`` not in the identity's groups).
     public func key(for keyID: String, appID: String, now: Int64 = Int64(Date().timeIntervalSince1970)) throws -> SecretBytes {
         try KeyID.validate(keyID)
         try KeyID.validateAppID(appID)
+        try KeyStore.checkTime(now)
         let items = try keychain.copyMatching(ItemQuery(itemClass: .genericPassword, service: KeyStore.service(appID: appID), accessGroup: accessGroup),
                                               limit: .all, returning: .data)
         for item in items {

@@ -120,8 +120,8 @@ public struct KeyRecord: Sendable {
     /// into a buffer that is wiped, so no `String` ever holds key text. Unknown members are ignored.
     /// - Parameter bytes: the JSON (at most 1 MiB).
     /// - Throws: `KeysError` `.malformedRecord` (not JSON, truncated, wrong format or version,
-    ///   missing, duplicate or mistyped field, key not 32 bytes of base64, key on a destroyed key or
-    ///   missing on a usable one, more than one primary), `.invalidName` (bad key id, app id or
+    ///   missing, duplicate or mistyped field, a time after ``KeyStore/maxTimeSeconds``, key not 32
+    ///   bytes of base64, key on a destroyed key or missing on a usable one, more than one primary), `.invalidName` (bad key id, app id or
     ///   recipient), `.duplicateKeyID` (one key id twice).
     public init(decoding bytes: [UInt8]) throws {
         self = try bytes.withUnsafeBytes { try Self.parse($0) }
@@ -209,9 +209,13 @@ public struct KeyRecord: Sendable {
             case "status": status = try string(&s)
             case "createdAt":
                 guard let v = try integer(&s), v >= 0 else { throw bad("keys[\(n)].createdAt missing or not an integer") }
+                guard v <= KeyStore.maxTimeSeconds else { throw bad("keys[\(n)].createdAt \(v) is after \(KeyStore.maxTimeText)") }
                 created = v
             case "promotedAt", "retiredAt", "notAfter", "sealCount":
                 guard let v = try integer(&s), v >= 0 else { throw bad("keys[\(n)].\(name) is not a non-negative integer") }
+                guard name == "sealCount" || v <= KeyStore.maxTimeSeconds else {
+                    throw bad("keys[\(n)].\(name) \(v) is after \(KeyStore.maxTimeText)")
+                }
                 optional[name] = v
             case "key":
                 hasKey = true
@@ -294,13 +298,15 @@ extension KeyStore {
     ///   - expectedAppID: if given, the record must be for this app id. Independently, when the
     ///     keychain identity has an `application-identifier` (`TEAMID.bundle.id`), the record's app
     ///     id must be that bundle id (or its prefix, for an extension `bundle.id.Extension`).
-    ///   - graceSeconds: grace of a local primary superseded by the record's newer primary.
-    ///   - now: Unix seconds.
+    ///   - graceSeconds: grace of a local primary superseded by the record's newer primary, 0 or
+    ///     more seconds; `now + graceSeconds` must not pass ``KeyStore/maxTimeSeconds``.
+    ///   - now: Unix seconds, 0 to ``KeyStore/maxTimeSeconds``.
     /// - Throws: `KeysError` `.wrongAppID`, `.duplicateKeyID` (a key id already present with other
-    ///   bytes); `KeychainError`.
+    ///   bytes), `.timeOutOfRange` (checked before anything is written); `KeychainError`.
     @discardableResult
     public func importRecord(_ record: KeyRecord, expectedAppID: String? = nil, graceSeconds: Int64 = KeyStore.defaultGraceSeconds,
                              now: Int64 = KeyStore.now()) throws -> ImportResult {
+        _ = try Self.time(now, plus: graceSeconds, named: "graceSeconds")
         if let expectedAppID, expectedAppID != record.appID {
             throw KeysError(.wrongAppID, "the record is for app id \(record.appID), not \(expectedAppID)")
         }

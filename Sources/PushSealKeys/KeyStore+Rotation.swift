@@ -44,21 +44,25 @@ extension KeyStore {
     /// resumes and completes it rather than starting another.
     /// - Parameters:
     ///   - appID: the app id; `recipient`: the recipient (the keyset must exist).
-    ///   - graceSeconds: grace window of the old primary (default 30 days). A resumed rotation
-    ///     keeps the grace it was started with.
+    ///   - graceSeconds: grace window of the old primary (default 30 days), 0 or more seconds;
+    ///     `now + graceSeconds` must not pass ``maxTimeSeconds``. A resumed rotation keeps the
+    ///     grace it was started with.
     ///   - device: the device's key store, or `nil` (then deliver the new key record yourself
     ///     before it is promoted — see `promote: false`).
     ///   - promote: `false` stops after adding (and installing): promote later with ``promote(appID:recipient:keyID:graceSeconds:now:)``
     ///     once every device holds the key.
-    ///   - now: Unix seconds.
+    ///   - now: Unix seconds, 0 to ``maxTimeSeconds``.
     ///   - afterStep: called after each durable step (tests use it to crash on purpose).
     /// - Throws: `KeysError` `.unknownKeyset`, `.invalidState` (same keychain as server and
-    ///   device), `.duplicateKeyID`; `KeychainError`.
+    ///   device; a resumed rotation whose recorded grace takes `notAfter` past
+    ///   ``maxTimeSeconds``), `.duplicateKeyID`, `.timeOutOfRange` (`now` or `graceSeconds`; checked
+    ///   before anything is written); `KeychainError`.
     @discardableResult
     public func rotate(appID: String, recipient: String, graceSeconds: Int64 = KeyStore.defaultGraceSeconds, device: KeyStore? = nil,
                        promote: Bool = true, now: Int64 = KeyStore.now(), afterStep: (RotationStep) -> Void = { _ in }) throws -> RotationResult {
         try KeyID.validateAppID(appID)
         try KeyID.validateRecipient(recipient)
+        _ = try Self.time(now, plus: graceSeconds, named: "graceSeconds")
         if let device, device.keychain.url.standardizedFileURL.path == keychain.url.standardizedFileURL.path {
             throw KeysError(.invalidState, "the device keychain and the server keychain are the same directory")
         }
@@ -66,13 +70,19 @@ extension KeyStore {
         var resumed = false
         var ks = try mutate(appID: appID, recipient: recipient) { ks, _ in
             if let r = ks.rotation, let i = ks.index(of: r.keyID), ks.keys[i].info.status == .pending || ks.keys[i].info.status == .primary {
+                // A journal written before grace windows were checked may hold one that cannot
+                // be added to now: refuse here, before the device or the promotion is touched.
+                if promote, r.phase != .promoted, (try? Self.time(now, plus: r.graceSeconds, named: "graceSeconds")) == nil {
+                    throw KeysError(.invalidState,
+                        "the interrupted rotation to key \(r.keyID) of \(appID)/\(recipient) was started with a grace of \(r.graceSeconds) seconds, which takes notAfter past \(Self.maxTimeText): finish it with push-keys promote --key-id \(r.keyID) --grace DURATION")
+                }
                 resumed = true
                 return []
             }
             let id = KeyID.generate(avoiding: Set(ks.keys.map(\.info.keyID)))
             ks.keys.append(ManagedKey(info: KeyInfo(keyID: id, status: .pending, createdAt: now),
                                       secret: SecretBytes(randomByteCount: AES256GCM.keyByteCount)))
-            ks.rotation = Keyset.Rotation(keyID: id, graceSeconds: max(0, graceSeconds), phase: .added)
+            ks.rotation = Keyset.Rotation(keyID: id, graceSeconds: graceSeconds, phase: .added)
             return [AuditEvent(event: "add", time: now, members: [("keyId", .string(id)), ("status", .string("pending"))])]
         }
         guard let rotation = ks.rotation else { throw KeysError(.invalidState, "rotation journal missing after add") }
@@ -132,7 +142,8 @@ extension KeyStore {
     /// Merges `incoming` keys into `local`. A key only moves forward in its lifecycle (the later
     /// status wins; a destroyed key is never resurrected). The same key id with other bytes
     /// throws `.duplicateKeyID` (the caller saves nothing). If two primaries result, the most
-    /// recently promoted stays primary and the other becomes `decryptOnly` for `graceSeconds`.
+    /// recently promoted stays primary and the other becomes `decryptOnly` for `graceSeconds`
+    /// (`.timeOutOfRange` when `now + graceSeconds` is out of range; the caller saves nothing).
     static func merge(_ local: inout Keyset, incoming: [ManagedKey], now: Int64, graceSeconds: Int64, event: String) throws -> [AuditEvent] {
         var events: [AuditEvent] = []
         for k in incoming {
@@ -164,12 +175,13 @@ extension KeyStore {
         let primaries = local.keys.indices.filter { local.keys[$0].info.status == .primary }
         if primaries.count > 1 {
             let keep = primaries.max { (local.keys[$0].info.promotedAt ?? 0, $0) < (local.keys[$1].info.promotedAt ?? 0, $1) } ?? primaries[0]
+            let notAfter = try time(now, plus: graceSeconds, named: "graceSeconds")
             for i in primaries where i != keep {
                 local.keys[i].info.status = .decryptOnly
                 local.keys[i].info.retiredAt = now
-                local.keys[i].info.notAfter = now + max(0, graceSeconds)
+                local.keys[i].info.notAfter = notAfter
                 events.append(AuditEvent(event: "demote", time: now, members: [("keyId", .string(local.keys[i].info.keyID)),
-                                                                            ("notAfter", .int(now + max(0, graceSeconds)))]))
+                                                                            ("notAfter", .int(notAfter))]))
             }
         }
         return events

@@ -57,7 +57,10 @@ public final class KeyStore: Sendable {
     ///   - accessibility: for new keyset items.
     ///   - audit: the audit destination (default `keys-audit.log` in the keychain directory).
     /// - Throws: `KeysError` `.noSharedAccessGroup`; `KeychainError` `.missingEntitlement` (-34018)
-    ///   for a group the identity lacks.
+    ///   for a group the identity lacks; `.symbolicLink`, `.insecurePermissions` (with a
+    ///   `chmod 600 PATH` suggestion) or `.corrupt` when ``lockFileName`` or
+    ///   ``KeyAudit/fileName`` in the keychain directory is a link, not 0600 or not a regular file
+    ///   (checked like item files).
     public init(keychain: Keychain, accessGroup: String? = nil, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly,
                 audit: KeyAudit = .keychainFile) throws {
         let e = keychain.entitlements
@@ -72,6 +75,9 @@ public final class KeyStore: Sendable {
             throw KeysError(.noSharedAccessGroup,
                 "the identity has no keychain-access-groups or application group to share keys with its extension")
         }
+        // The keysets' own files in the keychain directory follow the keychain's rules.
+        try keychain.checkPrivateFile(named: Self.lockFileName)
+        try keychain.checkPrivateFile(named: KeyAudit.fileName)
         self.keychain = keychain
         self.accessibility = accessibility
         self.audit = audit
@@ -156,11 +162,11 @@ public final class KeyStore: Sendable {
 
     // MARK: Locked read-modify-write
 
-    /// Runs `body` holding the exclusive lock of this keychain's keysets.
+    /// Runs `body` holding the exclusive lock of this keychain's keysets (``lockFileName``,
+    /// created 0600; refused when it is a link or not 0600, like an item file).
     func withLock<R>(_ body: () throws -> R) throws -> R {
         let path = keychainPath + "/" + Self.lockFileName
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw KeysError(.io, "cannot open lock file \(path): \(String(cString: strerror(errno)))") }
+        let fd = try keychain.openPrivateFile(named: Self.lockFileName, flags: O_RDWR | O_CREAT, what: "lock file")
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
             guard errno == EINTR else { throw KeysError(.io, "cannot lock \(path): \(String(cString: strerror(errno)))") }
@@ -181,8 +187,11 @@ public final class KeyStore: Sendable {
             let events = try body(&ks, existing == nil)
             try Self.checkInvariants(ks)
             if !events.isEmpty {
+                // The audit destination is opened first: one that cannot be opened fails the
+                // change before it is saved, rather than leaving it unaudited.
+                let sink = try audit.open(keychain: keychain)
                 try save(ks, isNew: existing == nil)
-                for e in events { try writeAudit(e, appID: appID, recipient: recipient) }
+                for e in events { try writeAudit(e, appID: appID, recipient: recipient, to: sink) }
             }
             return ks
         }
@@ -194,9 +203,9 @@ public final class KeyStore: Sendable {
         var members: [(String, KeyAudit.AuditValue)] = []
     }
 
-    func writeAudit(_ e: AuditEvent, appID: String, recipient: String) throws {
-        try audit.write([("time", .int(e.time)), ("event", .string(e.event)), ("keychain", .string(keychainPath)),
-                         ("appId", .string(appID)), ("recipient", .string(recipient))] + e.members, keychainPath: keychainPath)
+    func writeAudit(_ e: AuditEvent, appID: String, recipient: String, to sink: borrowing KeyAudit.Sink) throws {
+        try sink.write([("time", .int(e.time)), ("event", .string(e.event)), ("keychain", .string(keychainPath)),
+                         ("appId", .string(appID)), ("recipient", .string(recipient))] + e.members)
     }
 
     static func checkInvariants(_ ks: Keyset) throws {
@@ -218,13 +227,14 @@ public final class KeyStore: Sendable {
     /// - Parameters:
     ///   - appID: the app's bundle identifier, e.g. `com.example.app`.
     ///   - recipient: the app installation, e.g. `alice-iphone`.
-    ///   - now: Unix seconds (default: the current time).
+    ///   - now: Unix seconds, 0 to ``maxTimeSeconds`` (default: the current time).
     /// - Returns: the new primary key's metadata (its key id).
-    /// - Throws: `KeysError` `.keysetExists`, `.invalidName`; `KeychainError`.
+    /// - Throws: `KeysError` `.keysetExists`, `.invalidName`, `.timeOutOfRange`; `KeychainError`.
     @discardableResult
     public func generate(appID: String, recipient: String, now: Int64 = KeyStore.now()) throws -> KeyInfo {
         try KeyID.validateAppID(appID)
         try KeyID.validateRecipient(recipient)
+        try Self.checkTime(now)
         let ks = try mutate(appID: appID, recipient: recipient, allowCreate: true) { ks, isNew in
             guard isNew else { throw KeysError(.keysetExists, "app id \(appID) and recipient \(recipient) already have a keyset") }
             let info = KeyInfo(keyID: KeyID.generate(), status: .primary, createdAt: now, promotedAt: now)
@@ -236,13 +246,19 @@ public final class KeyStore: Sendable {
 
     /// Makes `keyID` the primary; the previous primary becomes `decryptOnly` until
     /// `now + graceSeconds`. Idempotent: promoting the current primary changes nothing.
+    /// - Parameters:
+    ///   - graceSeconds: grace window of the old primary, 0 or more seconds; `now + graceSeconds`
+    ///     must not pass ``maxTimeSeconds``.
+    ///   - now: Unix seconds, 0 to ``maxTimeSeconds``.
     /// - Throws: `KeysError` `.unknownKeyset`, `.unknownKey`, `.invalidState` (key disabled,
-    ///   destroyed or without bytes), `.invalidName`; `KeychainError`.
+    ///   destroyed or without bytes), `.invalidName`, `.timeOutOfRange` (checked before anything
+    ///   is read or written); `KeychainError`.
     @discardableResult
     public func promote(appID: String, recipient: String, keyID: String, graceSeconds: Int64 = KeyStore.defaultGraceSeconds,
                         now: Int64 = KeyStore.now()) throws -> KeysetInfo {
         try KeyID.validate(keyID)
         try KeyID.validateAppID(appID)
+        _ = try Self.time(now, plus: graceSeconds, named: "graceSeconds")
         return try mutate(appID: appID, recipient: recipient) { ks, _ in
             var events = try Self.promote(&ks, keyID: keyID, graceSeconds: graceSeconds, now: now)
             if ks.rotation?.keyID == keyID {
@@ -253,6 +269,8 @@ public final class KeyStore: Sendable {
         }.info(accessGroup: accessGroup)
     }
 
+    /// Promotes `keyID` inside `ks` (see the public `promote`); throws `.timeOutOfRange` before
+    /// changing `ks` when `now + graceSeconds` is out of range.
     static func promote(_ ks: inout Keyset, keyID: String, graceSeconds: Int64, now: Int64) throws -> [AuditEvent] {
         guard let i = ks.index(of: keyID) else { throw KeysError(.unknownKey, "keyset \(ks.appID)/\(ks.recipient) has no key \(keyID)") }
         let k = ks.keys[i].info
@@ -260,12 +278,13 @@ public final class KeyStore: Sendable {
         guard k.status == .pending || k.status == .decryptOnly, ks.keys[i].secret != nil else {
             throw KeysError(.invalidState, "key \(keyID) is \(k.status) and cannot become primary")
         }
+        let notAfter = try time(now, plus: graceSeconds, named: "graceSeconds")
         var members: [(String, KeyAudit.AuditValue)] = [("keyId", .string(keyID))]
         if let p = ks.primaryIndex {
             ks.keys[p].info.status = .decryptOnly
             ks.keys[p].info.retiredAt = now
-            ks.keys[p].info.notAfter = now + max(0, graceSeconds)
-            members += [("previousKeyId", .string(ks.keys[p].info.keyID)), ("notAfter", .int(now + max(0, graceSeconds)))]
+            ks.keys[p].info.notAfter = notAfter
+            members += [("previousKeyId", .string(ks.keys[p].info.keyID)), ("notAfter", .int(notAfter))]
         }
         ks.keys[i].info.status = .primary
         ks.keys[i].info.promotedAt = now
@@ -277,12 +296,14 @@ public final class KeyStore: Sendable {
     /// Disables `keyID` at once: it neither seals nor opens. Messages already sealed with it
     /// and still in flight will fall back to their APNs alert text. Revoking the primary leaves
     /// the keyset without one until a rotation. Idempotent.
+    /// - Parameter now: Unix seconds, 0 to ``maxTimeSeconds`` (default: the current time).
     /// - Returns: the key's metadata after the change.
-    /// - Throws: `KeysError` `.unknownKeyset`, `.unknownKey`, `.invalidName`; `KeychainError`.
+    /// - Throws: `KeysError` `.unknownKeyset`, `.unknownKey`, `.invalidName`, `.timeOutOfRange`; `KeychainError`.
     @discardableResult
     public func revoke(appID: String, recipient: String, keyID: String, now: Int64 = KeyStore.now()) throws -> KeyInfo {
         try KeyID.validate(keyID)
         try KeyID.validateAppID(appID)
+        try Self.checkTime(now)
         let ks = try mutate(appID: appID, recipient: recipient) { ks, _ in
             guard let i = ks.index(of: keyID) else { throw KeysError(.unknownKey, "keyset \(appID)/\(recipient) has no key \(keyID)") }
             let s = ks.keys[i].info.status
@@ -308,11 +329,12 @@ public final class KeyStore: Sendable {
 
     /// Destroys every `decryptOnly` key past its `notAfter` (bytes zeroed and removed; a
     /// tombstone remains). Idempotent.
-    /// - Parameter now: Unix seconds (default: the current time).
+    /// - Parameter now: Unix seconds, 0 to ``maxTimeSeconds`` (default: the current time).
     /// - Returns: the keys destroyed now.
-    /// - Throws: `KeysError` `.corruptKeyset`; `KeychainError`.
+    /// - Throws: `KeysError` `.corruptKeyset`, `.timeOutOfRange`; `KeychainError`.
     @discardableResult
     public func prune(now: Int64 = KeyStore.now()) throws -> [PrunedKey] {
+        try Self.checkTime(now)
         var out: [PrunedKey] = []
         for candidate in try loadAll() where candidate.keys.contains(where: { Self.isPrunable($0.info, now) }) {
             try mutate(appID: candidate.appID, recipient: candidate.recipient) { ks, _ in
@@ -342,7 +364,9 @@ public final class KeyStore: Sendable {
         public var recipient: String
         /// The primary's key id, or `nil` when the keyset has none.
         public var keyID: String?
-        /// Age of the primary in seconds (since promotion), or `nil` without a primary.
+        /// Age of the primary in seconds (since promotion), or `nil` without a primary. Negative
+        /// when `now` is before the promotion; saturated at `Int64.min`/`Int64.max` for a stored
+        /// time out of range (written before times were checked).
         public var ageSeconds: Int64?
         /// The primary's seal count (upper bound, see ``KeyInfo/sealCount``).
         public var sealCount: UInt64
@@ -352,16 +376,24 @@ public final class KeyStore: Sendable {
 
     /// Keysets whose primary is older than `rotationPeriodSeconds` or past `sealThreshold`
     /// seals, that have no primary, or whose rotation was interrupted.
-    /// - Throws: `KeysError` `.corruptKeyset`; `KeychainError`.
+    /// - Parameters:
+    ///   - now: Unix seconds, 0 to ``maxTimeSeconds`` (default: the current time).
+    ///   - rotationPeriodSeconds: a primary at least this old (since promotion) is due; 0 to
+    ///     ``maxTimeSeconds``.
+    ///   - sealThreshold: a primary with at least this many seals is due.
+    /// - Throws: `KeysError` `.corruptKeyset`, `.timeOutOfRange` (`now` or the period out of
+    ///   range); `KeychainError`.
     public func due(now: Int64 = KeyStore.now(), rotationPeriodSeconds: Int64 = KeyStore.defaultRotationPeriodSeconds,
                     sealThreshold: UInt64 = KeyStore.dueSealThreshold) throws -> [DueKeyset] {
+        try Self.checkTime(now)
+        try Self.checkDuration(rotationPeriodSeconds, named: "rotationPeriodSeconds")
         var out: [DueKeyset] = []
         for ks in try loadAll() {
             var reasons: [String] = []
             let p = ks.primaryIndex.map { ks.keys[$0].info }
             var age: Int64?
             if let p {
-                let a = now - (p.promotedAt ?? p.createdAt)
+                let a = Self.age(at: now, since: p.promotedAt ?? p.createdAt)
                 age = a
                 if a >= rotationPeriodSeconds { reasons.append("age") }
                 if p.sealCount >= sealThreshold { reasons.append("seals") }
@@ -379,6 +411,7 @@ public final class KeyStore: Sendable {
 
     /// Sets a key's seal counter (tests and repairs only; audited).
     func setSealCount(appID: String, recipient: String, keyID: String, to count: UInt64, now: Int64 = KeyStore.now()) throws {
+        try Self.checkTime(now)
         try mutate(appID: appID, recipient: recipient) { ks, _ in
             guard let i = ks.index(of: keyID) else { throw KeysError(.unknownKey, "no key \(keyID)") }
             ks.keys[i].info.sealCount = count

@@ -49,6 +49,11 @@ public struct KeysError: CodedError {
         public static let invalidState = Code("invalidState")
         /// A file operation outside the keychain failed (lock file, audit log, record file).
         public static let io = Code("io")
+        /// A time (`now`, Unix seconds) outside 0 ... ``KeyStore/maxTimeSeconds``
+        /// (9999-12-31T23:59:59Z), a negative or too long duration (a grace window, a rotation
+        /// period), or a time computed from them (`now + grace`) after that bound. Nothing is
+        /// changed: the check comes before any write.
+        public static let timeOutOfRange = Code("timeOutOfRange")
 
         /// The name.
         public var description: String { name }

@@ -15,7 +15,7 @@ struct KeyGenerateCommand: Command {
             "push-keys generate --keychain device-kc --entitlements app.json --app-id com.example.app --recipient alice-iphone   # device generates",
         ],
         exitCodes: KeyOptions.exitCodes(
-            usage: ["a bad app id or recipient", "an unknown --accessibility", "a bad --now"],
+            usage: ["a bad app id or recipient", "an unknown --accessibility", KeyOptions.badNow],
             createsKeychain: true,
             cannotCreate: "the keyset already exists (generate never replaces one: use rotate), or DIR could not be created as a new keychain"),
         notes: KeyOptions.notes(["Text output: the new key id. Next: export the key record to the other side (push-keys export)."], audited: true))
@@ -25,8 +25,8 @@ struct KeyGenerateCommand: Command {
         try a.expectPositionals(max: 0)
         let (app, recipient) = try keyName(a)
         let acc = try keyAccessibility(a, c)
+        let now = try keyNow(a)  // every option is checked before the keychain is created
         let store = try keyOpenStore(a, create: true, accessibility: acc)
-        let now = try keyNow(a)
         let key = try keyMapErrors { try store.generate(appID: app, recipient: recipient, now: now) }
         if c.json {
             keyPrintJSON(.object([("appId", .string(app)), ("recipient", .string(recipient)), ("keyId", .string(key.keyID)), ("status", .string("primary"))]))

@@ -31,7 +31,8 @@ struct KeyImportCommand: Command {
         let a = c.arguments
         try a.expectPositionals(max: 1)
         let acc = try keyAccessibility(a, c)
-        let grace = try a.duration("--grace") ?? KeyStore.defaultGraceSeconds
+        let now = try keyNow(a)  // every option is checked before the keychain is created
+        let grace = try keyGrace(a, now: now)
         var bytes = try InputReader.readAll(a.positionals.first, limitByteCount: 1 << 20)
         let record: KeyRecord
         do {
@@ -43,7 +44,6 @@ struct KeyImportCommand: Command {
             }
         }
         let store = try keyOpenStore(a, create: true, accessibility: acc)
-        let now = try keyNow(a)
         let result = try keyMapErrors { try store.importRecord(record, expectedAppID: a.value("--app-id"), graceSeconds: grace, now: now) }
         if c.json {
             keyPrintJSON(.object([("created", .bool(result.created)), ("changedKeyIds", .array(result.changedKeyIDs.map { .string($0) })),

@@ -13,7 +13,7 @@ struct KeyPromoteCommand: Command {
         examples: ["push-keys promote --keychain server-kc --app-id com.example.app --recipient alice-iphone --key-id q3Zk_9Ab"],
         exitCodes: KeyOptions.exitCodes(
             failure: "key K is disabled or destroyed and cannot become primary",
-            usage: ["a bad app id, recipient or key id", "a bad --grace or --now", "no --key-id and no pending key"],
+            usage: ["a bad app id, recipient or key id", KeyOptions.badGrace, KeyOptions.badNow, "no --key-id and no pending key"],
             noInput: "no keyset for APP and R, or no key K in it"),
         notes: KeyOptions.notes([
             "Text output: the primary key id. Without --key-id, the pending key of an unfinished rotation (else the newest pending key) is promoted. Promote on the server only once every device holds the key (push-keys export and import).",
@@ -23,8 +23,8 @@ struct KeyPromoteCommand: Command {
         let a = c.arguments
         try a.expectPositionals(max: 0)
         let (app, recipient) = try keyName(a)
-        let grace = try a.duration("--grace") ?? KeyStore.defaultGraceSeconds
         let now = try keyNow(a)
+        let grace = try keyGrace(a, now: now)
         let store = try keyOpenStore(a)
         let ks = try keyMapErrors { () throws -> KeysetInfo in
             var keyID = a.value("--key-id")
@@ -51,7 +51,7 @@ struct KeyRevokeCommand: Command {
                 "push-keys revoke ... KID"],
         examples: ["push-keys revoke --keychain server-kc --app-id com.example.app --recipient alice-iphone --key-id q3Zk_9Ab"],
         exitCodes: KeyOptions.exitCodes(
-            usage: ["a bad app id, recipient or key id", "no --key-id or KID", "a bad --now"],
+            usage: ["a bad app id, recipient or key id", "no --key-id or KID", KeyOptions.badNow],
             noInput: "no keyset for APP and R, or no key K in it"),
         notes: KeyOptions.notes([
             "Text output: the key id. Revoking a disabled or destroyed key changes nothing. Revoking the primary leaves the keyset without one: nothing seals until push-keys rotate (a warning on stderr says so).",

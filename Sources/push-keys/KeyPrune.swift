@@ -9,7 +9,7 @@ struct KeyPruneCommand: Command {
         overview: "destroy every decryptOnly key past its notAfter: key bytes are zeroed and removed, a tombstone remains so opening reports \"key destroyed\"; idempotent",
         usage: ["push-keys prune --keychain DIR [IDENTITY] [--audit-log FILE] [--now UNIX] [--json]"],
         examples: ["push-keys prune --keychain server-kc", "push-keys prune --keychain device-kc --entitlements app.json --now 1767225600"],
-        exitCodes: KeyOptions.exitCodes(usage: ["a bad --now"]),
+        exitCodes: KeyOptions.exitCodes(usage: [KeyOptions.badNow]),
         notes: KeyOptions.notes(["Text output: APP RECIPIENT KEY_ID per destroyed key (tab-separated)."], audited: true))
 
     func run(_ c: CommandContext) throws -> ExitCode {
@@ -30,13 +30,14 @@ struct KeyPruneCommand: Command {
 /// `push-keys due`: keysets that need a rotation.
 struct KeyDueCommand: Command {
     let path = ["due"]
-    let options = KeyOptions.reading + [.duration("--period", "rotation period: a primary older than this is due (default 30d)"),
-        .value("--max-seals", "N", "seal count that makes a keyset due (default 16777216 = 2^24)"), KeyOptions.now]
+    let options = KeyOptions.reading + [.duration("--period", "rotation period: a primary older than this is due (default 30d; at most 253402300799 seconds)"),
+        .value("--max-seals", "N", "seal count that makes a keyset due, 0 or more (default 16777216 = 2^24)"), KeyOptions.now]
     let help = HelpText(
         overview: "list keysets whose primary is older than the rotation period or past 2^24 seals (or that have no primary, or an unfinished rotation)",
         usage: ["push-keys due --keychain DIR [IDENTITY] [--period DURATION] [--max-seals N] [--now UNIX] [--json]"],
         examples: ["push-keys due --keychain server-kc", "push-keys due --keychain server-kc --period 7d --json"],
-        exitCodes: KeyOptions.exitCodes(usage: ["a bad --period, --max-seals or --now"], ioError: "reading the keychain"),
+        exitCodes: KeyOptions.exitCodes(usage: ["a --period that is not a duration of at most 253402300799 seconds", "a --max-seals that is not an integer of 0 or more", KeyOptions.badNow],
+                                        ioError: "reading the keychain"),
         notes: KeyOptions.notes([
             "Text output, one line per due keyset (tab-separated): APP RECIPIENT KEY_ID AGE_SECONDS SEALS REASONS (REASONS: age, seals, noPrimary, unfinishedRotation joined by commas).",
         ], audited: false))
@@ -45,7 +46,11 @@ struct KeyDueCommand: Command {
         let a = c.arguments
         try a.expectPositionals(max: 0)
         let period = try a.duration("--period") ?? KeyStore.defaultRotationPeriodSeconds
-        let maxSeals = try a.integer("--max-seals").map { UInt64(max(0, $0)) } ?? KeyStore.dueSealThreshold
+        try keyUsageErrors { try KeyStore.checkDuration(period, named: "--period") }
+        let maxSeals = try a.integer("--max-seals").map { n -> UInt64 in
+            guard n >= 0 else { throw CLIError.usage("--max-seals needs a seal count of 0 or more, got \(n)") }
+            return UInt64(n)
+        } ?? KeyStore.dueSealThreshold
         let now = try keyNow(a)
         let store = try keyOpenStore(a)
         let due = try keyMapErrors { try store.due(now: now, rotationPeriodSeconds: period, sealThreshold: maxSeals) }

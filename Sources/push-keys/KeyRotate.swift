@@ -25,8 +25,8 @@ struct KeyRotateCommand: Command {
             "push-keys rotate --keychain server-kc --app-id com.example.app --recipient alice-iphone --grace 14d --no-promote   # stage, export, promote later",
         ],
         exitCodes: KeyOptions.exitCodes(
-            failure: "the device keychain is the server keychain",
-            usage: ["a bad app id or recipient", "a bad --grace or --now", "--device-keychain without a device identity or a device identity without it"],
+            failure: "the device keychain is the server keychain; an interrupted rotation whose recorded grace takes notAfter past 9999-12-31T23:59:59Z (finish it with push-keys promote --grace)",
+            usage: ["a bad app id or recipient", KeyOptions.badGrace, KeyOptions.badNow, "--device-keychain without a device identity or a device identity without it"],
             dataError: "the new key id already in the device keyset with other key bytes",
             noInput: "no keyset for APP and R; no keychain at the device DIR",
             ioError: "the server or device keychain, their lock files or the audit log"),
@@ -39,8 +39,8 @@ struct KeyRotateCommand: Command {
         let a = c.arguments
         try a.expectPositionals(max: 0)
         let (app, recipient) = try keyName(a)
-        let grace = try a.duration("--grace") ?? KeyStore.defaultGraceSeconds
         let now = try keyNow(a)
+        let grace = try keyGrace(a, now: now)  // before any keychain is opened or written
         let deviceIdentity = try keyIdentity(a, prefix: "device-")  // usage errors before any keychain is opened
         let store = try keyOpenStore(a)
         var device: KeyStore?

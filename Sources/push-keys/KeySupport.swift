@@ -18,12 +18,16 @@ enum KeyOptions {
     static let auditLog = OptionSpec.value("--audit-log", "FILE", "audit lines to FILE, or - for stderr (default: DIR/keys-audit.log)")
     static let appID = OptionSpec.value("--app-id", "APP", "the app's bundle identifier, the APNs topic (required)")
     static let recipient = OptionSpec.value("--recipient", "R", "the recipient, one app installation (required)")
-    static let now = OptionSpec.value("--now", "UNIX", "the current time in Unix seconds (default: the clock)")
+    static let now = OptionSpec.value("--now", "UNIX", "the current time in Unix seconds, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: the clock)")
     /// `--accessibility` of generate and import.
     static let accessibility = OptionSpec.value("--accessibility", "A",
         "accessibility of a new keyset item: \(KeychainCommands.accessibilityNames) (default afterFirstUnlockThisDeviceOnly; a class the extension cannot read while the phone is locked gets a warning)")
     /// `--grace` of import, promote and rotate.
-    static func grace(_ help: String) -> OptionSpec { .duration("--grace", help + " (default 30d)") }
+    static func grace(_ help: String) -> OptionSpec { .duration("--grace", help + " (default 30d; now + grace must not pass 9999-12-31T23:59:59Z)") }
+    /// The usage-error clause of `--now` for ``exitCodes(failure:usage:dataError:noInput:createsKeychain:cannotCreate:ioError:noPermission:)``.
+    static let badNow = "a --now that is not an integer from 0 to 253402300799 (9999-12-31T23:59:59Z)"
+    /// The usage-error clause of `--grace`.
+    static let badGrace = "a --grace that is not a duration or takes now + grace past 9999-12-31T23:59:59Z"
     static let identity = [entitlements, accessGroup, appGroup]
     /// The options of a command that changes keysets (and so writes audit lines).
     static let changing = [keychain] + identity + [auditLog]
@@ -47,7 +51,7 @@ enum KeyOptions {
         var lines = [
             "0   success",
             "1   " + (failure.map { $0 + "; " } ?? "")
-                + "a keychain error, e.g. errSecMissingEntitlement -34018 (an access group the identity lacks) or errSecInteractionNotAllowed -25308 (a whenUnlocked keyset while the keychain is locked): the OSStatus name and number on stderr, osStatus and statusName in --json; or an internal error",
+                + "a keychain error, e.g. errSecMissingEntitlement -34018 (an access group the identity lacks): the OSStatus name and number on stderr, osStatus and statusName in --json; or an internal error",
             "64  usage error (" + (["unknown option", "missing argument"] + usage + ["an identity without an access group or App Group", "an argument that is not UTF-8"])
                 .joined(separator: ", ") + ")",
             "65  bad input data: " + ((dataError.map { [$0] } ?? []) + ["a damaged keyset or keychain file", "a malformed entitlements file"])
@@ -56,8 +60,9 @@ enum KeyOptions {
                 + "; an entitlements file missing",
         ]
         if let cannotCreate { lines.append("73  " + cannotCreate) }
-        lines.append("74  I/O error (\(ioError); writing standard output)")
-        lines.append("77  permission denied, or the keychain is not 0700 (files 0600) or not yours" + (noPermission.map { "; " + $0 } ?? ""))
+        lines.append("74  I/O error (\(ioError); writing standard output), or a symbolic link inside the keychain")
+        lines.append("77  permission denied, or the keychain is not 0700 (files 0600) or not yours" + (noPermission.map { "; " + $0 } ?? "")
+            + "; or the keychain's device state does not allow reading the keysets (" + KeychainCommands.lockedCause + ")")
         return lines
     }
 
@@ -108,7 +113,8 @@ func keyAudit(_ a: Arguments) -> KeyAudit {
     return v == "-" ? .standardError : .file(v)
 }
 
-/// Opens the key store of `--keychain DIR` as the identity options say.
+/// Opens the key store of `--keychain DIR` as the identity options say. Check every option
+/// before calling it: with `create`, it creates the keychain.
 /// - Parameter create: create the keychain directory when it does not exist (generate, import).
 func keyOpenStore(_ a: Arguments, create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> KeyStore {
     let dir = try a.required("--keychain", "DIR")
@@ -123,8 +129,31 @@ func keyOpenStore(_ a: Arguments, create: Bool = false, accessibility: Accessibi
     }
 }
 
+/// `--now`, else the clock: Unix seconds from 0 to `KeyStore.maxTimeSeconds` (9999-12-31T23:59:59Z).
+/// - Throws: `CLIError` (64) for a value that is not an integer or is out of that range.
 func keyNow(_ a: Arguments) throws -> Int64 {
-    try a.integer("--now") ?? KeyStore.now()
+    let now = try a.integer("--now") ?? KeyStore.now()
+    try keyUsageErrors { try KeyStore.checkTime(now, named: a.has("--now") ? "--now" : "the clock") }
+    return now
+}
+
+/// `--grace` (default 30 days) for a command running at `now` (from ``keyNow(_:)``): a duration
+/// that keeps `now + grace` at or before `KeyStore.maxTimeSeconds`.
+/// - Throws: `CLIError` (64) for a malformed or too long grace.
+func keyGrace(_ a: Arguments, now: Int64) throws -> Int64 {
+    let grace = try a.duration("--grace") ?? KeyStore.defaultGraceSeconds
+    _ = try keyUsageErrors { try KeyStore.time(now, plus: grace, named: "--grace", nowNamed: a.has("--now") ? "--now" : "now") }
+    return grace
+}
+
+/// Runs a check of option values, turning its `KeysError` into a usage error (exit 64) with the
+/// same message.
+func keyUsageErrors<R>(_ body: () throws -> R) throws -> R {
+    do {
+        return try body()
+    } catch let e as KeysError {
+        throw CLIError(code: e.code.name, e.reason, exitCode: .usage)
+    }
 }
 
 func keyName(_ a: Arguments) throws -> (appID: String, recipient: String) {
@@ -147,7 +176,7 @@ func keyMapErrors<R>(_ body: () throws -> R) throws -> R {
             if e.code == .unknownKeyset { hint = "run 'push-keys list --keychain DIR' to see the keysets, or 'push-keys generate' to create one" }
         case .keysetExists: exit = .cannotCreate
         case .malformedRecord, .wrongAppID, .duplicateKeyID, .corruptKeyset: exit = .dataError
-        case .invalidName, .noSharedAccessGroup: exit = .usage
+        case .invalidName, .noSharedAccessGroup, .timeOutOfRange: exit = .usage
         case .io: exit = .ioError
         case .noPrimaryKey: exit = .failure; hint = "run 'push-keys rotate' to give the keyset a new primary key"
         case .sealLimitReached: exit = .failure; hint = "run 'push-keys rotate' for this keyset"
@@ -156,18 +185,19 @@ func keyMapErrors<R>(_ body: () throws -> R) throws -> R {
         throw CLIError(code: e.code.name, e.reason, hint: hint, exitCode: exit)
     } catch let e as KeychainError {
         let exit: ExitCode
+        var hint: String?
         switch e.code {
         case .keychainMissing: exit = .noInput
-        case .insecurePermissions: exit = .noPermission
-        case .io: exit = .ioError
+        case .insecurePermissions: exit = .noPermission; hint = KeychainHint.permissions
+        case .interactionNotAllowed: exit = .noPermission; hint = KeychainHint.unlock
+        case .io, .symbolicLink: exit = .ioError
         case .corrupt, .decode: exit = .dataError
         case .alreadyExists: exit = .cannotCreate
         default: exit = .failure
         }
         var details: [(key: String, value: String)] = []
         if let s = e.osStatus, let n = e.statusName { details = [("osStatus", String(s)), ("statusName", n)] }
-        throw CLIError(code: e.statusName ?? e.code.name, e.description, hint: e.suggestion ?? (e.code == .insecurePermissions ? KeychainHint.permissions : nil),
-                       exitCode: exit, details: details)
+        throw CLIError(code: e.statusName ?? e.code.name, e.description, hint: e.suggestion ?? hint, exitCode: exit, details: details)
     }
 }
 

@@ -22,9 +22,9 @@ struct KeychainAddCommand: Command {
             "push-keys keychain add --keychain device-kc --access-group TEAMID.com.example.shared --service push --account bob --data-base64 AAEC",
         ],
         exitCodes: KeychainCommands.exitCodes(
-            keychainError: "errSecDuplicateItem -25299, errSecMissingEntitlement -34018, errSecInteractionNotAllowed -25308 while locked",
+            keychainError: "errSecDuplicateItem -25299, errSecMissingEntitlement -34018",
             dataError: "bad --data-base64, data over \(Keychain.maxDataByteCount) bytes, a malformed entitlements file",
-            noInput: "the entitlements or --data-file file missing"),
+            noInput: "the entitlements or --data-file file missing", readsSecrets: true),
         notes: KeychainCommands.identityNote + "\n\nPrints nothing on success (with --json: {\"item\": attributes})."
     )
 

@@ -33,8 +33,11 @@ enum KeychainCommands {
     ///   - dataError: what makes the input bad (65), besides a damaged keychain file.
     ///   - noInput: which inputs can be missing (66), besides the keychain.
     ///   - cannotCreate: when 73 happens, if it can.
+    ///   - opensKeychain: the subcommand opens an existing keychain (every one but init).
+    ///   - readsSecrets: the subcommand seals or opens item data, which the device state can
+    ///     forbid (errSecInteractionNotAllowed, exit 77).
     static func exitCodes(keychainError: String?, dataError: String? = nil, noInput: String? = nil, cannotCreate: String? = nil,
-                          opensKeychain: Bool = true) -> [String] {
+                          opensKeychain: Bool = true, readsSecrets: Bool = false) -> [String] {
         var lines = [
             "0   success",
             keychainError.map { "1   keychain error (\($0)): the OSStatus name and number on stderr, osStatus and statusName in --json; or an internal error" }
@@ -47,10 +50,14 @@ enum KeychainCommands {
         let missing = (opensKeychain ? ["no keychain at DIR"] : []) + (noInput.map { [$0] } ?? [])
         if !missing.isEmpty { lines.append("66  " + missing.joined(separator: "; ")) }
         if let cannotCreate { lines.append("73  \(cannotCreate)") }
-        lines.append("74  I/O error (the keychain, or writing standard output)")
-        lines.append("77  permission denied, or the keychain is not 0700 (files 0600) or not yours")
+        lines.append("74  I/O error (the keychain, or writing standard output)" + (opensKeychain ? ", or a symbolic link inside the keychain" : ""))
+        lines.append("77  permission denied, or the keychain is not 0700 (files 0600) or not yours"
+            + (readsSecrets ? "; or the keychain's device state does not allow it (\(lockedCause))" : ""))
         return lines
     }
+
+    /// When errSecInteractionNotAllowed (-25308) happens, for the exit-code help (exit 77).
+    static let lockedCause = "errSecInteractionNotAllowed -25308: a whenUnlocked item while locked, any item before first unlock"
 
     static let identityNote = """
         IDENTITY: the caller, an app or its extension: --entitlements FILE [--access-group G], or --access-group G... [--app-group G...] [--application-identifier ID]. With --entitlements, one --access-group names the item's group; naming one the caller lacks fails with errSecMissingEntitlement (-34018). Without --entitlements, the identity is given by its parts: an add goes to its first group, a search covers all of them. Access-group order is keychain-access-groups, application-identifier, application-groups, as on iOS.
@@ -145,8 +152,9 @@ enum KeychainCommands {
         return s
     }
 
-    /// Maps a keychain error to the tool's exit codes: OSStatus errors exit 1 with
-    /// `errSecX (N)` in the message and `osStatus`/`statusName` in `--json`.
+    /// Maps a keychain error to the tool's exit codes: OSStatus errors exit 1 (errSecInteractionNotAllowed
+    /// 77, as in the key commands and push-seal) with `errSecX (N)` in the message and
+    /// `osStatus`/`statusName` in `--json`.
     static func cliError(_ e: KeychainError) -> CLIError {
         let exit: ExitCode
         var hint: String?
@@ -159,10 +167,10 @@ enum KeychainCommands {
             exit = .noPermission
             hint = KeychainHint.permissions
         case .corrupt: exit = .dataError
-        case .io: exit = .ioError
+        case .io, .symbolicLink: exit = .ioError
         case .interactionNotAllowed:
-            exit = .failure
-            hint = "unlock the device ('push-keys keychain device-state --keychain DIR unlocked') or store the item as afterFirstUnlockThisDeviceOnly"
+            exit = .noPermission
+            hint = KeychainHint.unlock
         case .missingEntitlement:
             exit = .failure
             hint = "add the group to the caller's keychain-access-groups or application-groups"

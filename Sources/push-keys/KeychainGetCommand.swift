@@ -21,8 +21,8 @@ struct KeychainGetCommand: Command {
             "push-keys keychain get --keychain device-kc --access-group TEAMID.com.example.shared --service push --account alice --reveal --json",
         ],
         exitCodes: KeychainCommands.exitCodes(
-            keychainError: "errSecItemNotFound -25300, errSecInteractionNotAllowed -25308 while locked, errSecMissingEntitlement -34018",
-            dataError: "a malformed entitlements file", noInput: "the entitlements file missing"),
+            keychainError: "errSecItemNotFound -25300, errSecMissingEntitlement -34018",
+            dataError: "a malformed entitlements file", noInput: "the entitlements file missing", readsSecrets: true),
         notes: KeychainCommands.identityNote + "\n\nPrints the attributes as 'name: value' lines (with --reveal a last line 'data: BASE64'); with --json {\"item\": {…, \"data\": BASE64 with --reveal}}."
     )
 

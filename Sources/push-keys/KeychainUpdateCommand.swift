@@ -25,9 +25,9 @@ struct KeychainUpdateCommand: Command {
             "push-keys keychain update --keychain device-kc --entitlements app.json --service push --account alice --accessibility afterFirstUnlockThisDeviceOnly",
         ],
         exitCodes: KeychainCommands.exitCodes(
-            keychainError: "errSecItemNotFound -25300, errSecDuplicateItem -25299, errSecMissingEntitlement -34018, errSecInteractionNotAllowed -25308 while locked",
+            keychainError: "errSecItemNotFound -25300, errSecDuplicateItem -25299, errSecMissingEntitlement -34018",
             dataError: "bad --data-base64, data over \(Keychain.maxDataByteCount) bytes, a malformed entitlements file",
-            noInput: "the entitlements or --data-file file missing"),
+            noInput: "the entitlements or --data-file file missing", readsSecrets: true),
         notes: KeychainCommands.identityNote + "\n\nPrints nothing on success (with --json: {\"updated\": N})."
     )
 

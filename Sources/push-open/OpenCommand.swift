@@ -10,6 +10,7 @@ import Darwin
 #endif
 import PushSealCLI
 import PushSealExtension
+import PushSealKeys
 import PushSealFormat
 import PushSealKeychain
 
@@ -27,7 +28,7 @@ struct OpenCommand: Command {
         .value("--app-group", "G", "without --entitlements: an App Group of the extension (repeat it for more; the first is the media and replay container)", repeatable: true),
         .value("--locale", "L", "the device locale, e.g. pt-BR (default: the notification's default texts)"),
         .value("--budget", "SECONDS", "the extension's time budget in seconds, up to 3600, e.g. 30 or 2.5 (default 30)"),
-        .value("--now", "UNIX", "the device clock for exp and key grace windows, seconds since 1970 UTC (default: now)"),
+        .value("--now", "UNIX", "the device clock for exp and key grace windows, seconds since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: now)"),
         .flag("--no-replay-guard", "for trying a payload repeatedly: do not check or record its id in the replay cache (the guard is on by default, as on a device)"),
         .flag("--allow-insecure-loopback", "allow plain http media from 127.0.0.1, ::1 and localhost (tests)"),
         .flag("--verbose", "print the diagnostic lines (stages, durations, sizes; never plaintext) on stderr"),
@@ -55,10 +56,10 @@ struct OpenCommand: Command {
             "0   decrypted (with or without its media): the result object is on stdout",
             "1   original content shown (a fallback: see reason), with the result object on stdout; without one, an internal or keychain error (stderr says which)",
             "2   extension not invoked (no alert, or mutable-content is not the integer 1), with the result object on stdout",
-            "64  usage error (unknown option, missing argument, no identity, --budget out of range, an argument that is not UTF-8)",
+            "64  usage error (unknown option, missing argument, no identity, --budget out of range, a --now that is not an integer from 0 to 253402300799, an argument that is not UTF-8)",
             "65  the payload is not JSON or is over 1 MiB; a damaged keychain or entitlements file",
             "66  payload file, entitlements file or keychain missing",
-            "74  I/O error (reading the input, the keychain, or writing standard output)",
+            "74  I/O error (reading the input, the keychain, or writing standard output), or a symbolic link inside the keychain",
             "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
         ],
         notes: """
@@ -76,6 +77,9 @@ struct OpenCommand: Command {
         let appID = try a.required("--app-id", "APP")
         let budget = try budgetSeconds(a)
         let now = try a.integer("--now")
+        if let now {
+            do { try KeyStore.checkTime(now, named: "--now") } catch let e as KeysError { throw CLIError.usage(e.reason) }
+        }
         let (entitlements, keyGroup) = try identity(a)
 
         let input = try InputReader.readAll(a.positionals.first, limitByteCount: 1 << 20)
@@ -160,6 +164,7 @@ struct OpenCommand: Command {
             CLIError(code: "insecurePermissions", e.reason, hint: e.suggestion ?? KeychainHint.permissions, exitCode: .noPermission)
         case .corrupt, .decode: CLIError(code: e.code.name, e.reason, exitCode: .dataError)
         case .io: CLIError(code: "ioError", e.reason, exitCode: .ioError)
+        case .symbolicLink: CLIError(code: "symbolicLink", e.reason, hint: e.suggestion, exitCode: .ioError)
         default: CLIError(code: e.statusName ?? e.code.name, e.description, exitCode: .failure)
         }
     }

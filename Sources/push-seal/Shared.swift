@@ -173,7 +173,7 @@ func cliError(_ e: SenderError) -> CLIError {
     case .keyStoreInsecure:
         return CLIError(code: e.code.name, e.reason, hint: e.suggestion ?? KeychainHint.permissions, exitCode: .noPermission)
     case .keyStoreLocked:
-        return CLIError(code: e.code.name, e.reason, hint: "unlock the keychain: push-keys keychain device-state --keychain DIR unlocked (add --passcode-file F if it has a passcode)", exitCode: .noPermission)
+        return CLIError(code: e.code.name, e.reason, hint: KeychainHint.unlock, exitCode: .noPermission)
     case .keyStoreUnreadable:
         return CLIError(code: e.code.name, e.reason, hint: e.suggestion, exitCode: .ioError)
     case .invalidOption, .emptyFallbackAlert:

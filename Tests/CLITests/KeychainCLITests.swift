@@ -138,14 +138,17 @@ import Testing
         let before = try FileManager.default.contentsOfDirectory(atPath: itemsDir.path).sorted().map { try Data(contentsOf: itemsDir.appendingPathComponent($0)) }
         let get = ["keychain", "get", "--keychain", "kc", "--entitlements", "ext.json", "--service", "push"]
         let wu = try Self.run(get + ["--account", "wu"], in: dir)
-        #expect(wu.status == 1)
+        #expect(wu.status == 77, "\(wu.stderr)")
         #expect(wu.stderr.contains("errSecInteractionNotAllowed (-25308)"))
-        #expect(wu.stderr.contains("hint: "))
+        #expect(wu.stderr.contains("error: a whenUnlocked item is not accessible while the device is locked"), "\(wu.stderr)")
+        #expect(wu.stderr.contains("\nhint: unlock the keychain: push-keys keychain device-state --keychain DIR unlocked"), "\(wu.stderr)")
         #expect(try Self.run(get + ["--account", "afu"], in: dir).status == 0)
         let after = try FileManager.default.contentsOfDirectory(atPath: itemsDir.path).sorted().map { try Data(contentsOf: itemsDir.appendingPathComponent($0)) }
         #expect(before == after)
         #expect(try Self.run(["keychain", "device-state", "--keychain", "kc", "beforeFirstUnlock"], in: dir).status == 0)
-        #expect(try Self.run(get + ["--account", "afu"], in: dir).status == 1)
+        let afu = try Self.run(get + ["--account", "afu"], in: dir)
+        #expect(afu.status == 77, "\(afu.stderr)")
+        #expect(afu.stderr.contains("error: an afterFirstUnlockThisDeviceOnly item is not accessible while the device is before first unlock"), "\(afu.stderr)")
         let state = try Self.run(["keychain", "device-state", "--keychain", "kc", "--json"], in: dir)
         #expect(Self.json(state.stdout)["deviceState"] as? String == "beforeFirstUnlock")
     }

@@ -46,7 +46,7 @@ import Testing
             #expect(e.statusName == name)
             #expect(e.description == "x: \(name) (\(status))")
         }
-        for code in [KeychainError.Code.keychainMissing, .insecurePermissions, .corrupt, .io, .alreadyExists] {
+        for code in [KeychainError.Code.keychainMissing, .insecurePermissions, .corrupt, .io, .alreadyExists, .symbolicLink] {
             #expect(code.osStatus == nil)
             #expect(code.statusName == nil)
         }
