@@ -5,13 +5,12 @@
 extension KeyStore {
     /// The latest time, in Unix seconds, the key lifecycle accepts or computes: 253402300799,
     /// 9999-12-31T23:59:59Z (the last second with a four-digit year). The earliest is 0
-    /// (1970-01-01T00:00:00Z). The same bound as the sender's `OutgoingNotification.maxTimeSeconds`
-    /// (PushSealSender depends on this module, not the other way round; PushSealSenderTests
-    /// checks that the two agree).
+    /// (1970-01-01T00:00:00Z). The sender's `OutgoingNotification.maxTimeSeconds` is this value
+    /// (PushSealSender depends on this module).
     public static let maxTimeSeconds: Int64 = 253_402_300_799
 
-    /// ``maxTimeSeconds`` as people read it, for error messages.
-    static let maxTimeText = "9999-12-31T23:59:59Z (253402300799)"
+    /// ``maxTimeSeconds`` as people read it, for error messages: `9999-12-31T23:59:59Z (253402300799)`.
+    public static let maxTimeText = "9999-12-31T23:59:59Z (253402300799)"
 
     /// Checks a time given by the caller.
     /// - Parameters:

@@ -1,5 +1,6 @@
 import Foundation
 import PushSealFormat
+import PushSealKeys
 
 // The member rules of a notification, one function per rule, shared by every way in: the JSON
 // form (`init(json:)`), the scan path (`ScannedNotification`) and a value built in code
@@ -8,12 +9,13 @@ import PushSealFormat
 // Tests/Interop) plus a few the sender adds, so the sender never seals what a device rejects.
 extension OutgoingNotification {
     /// The latest `iat` or `exp` the sender seals, in seconds since 1970 UTC: 253402300799,
-    /// 9999-12-31T23:59:59Z (the last second with a four-digit year). A `ttl` must keep `exp`
-    /// at or before it; it is also the largest `apns-expiration` sent.
-    public static let maxTimeSeconds: Int64 = 253_402_300_799
+    /// 9999-12-31T23:59:59Z (the last second with a four-digit year) — the key tools' bound,
+    /// `KeyStore.maxTimeSeconds`. A `ttl` must keep `exp` at or before it; it is also the
+    /// largest `apns-expiration` sent.
+    public static let maxTimeSeconds: Int64 = KeyStore.maxTimeSeconds
 
     /// ``maxTimeSeconds`` as people read it, for error messages.
-    static let maxTimeText = "9999-12-31T23:59:59Z (253402300799)"
+    static let maxTimeText = KeyStore.maxTimeText
 
     /// Checks a notification built in code by the rules of the JSON form: every member goes
     /// through the same reader ``init(json:)`` uses, on its JSON spelling, then the times
