@@ -52,14 +52,19 @@ public struct ExtensionHost: Sendable {
     /// The default budget: 30 seconds, as iOS.
     public static let defaultBudgetSeconds = 30.0
 
+    /// The largest budget a host takes: one day (86,400 s); a longer one counts as this, so the
+    /// deadline arithmetic in nanoseconds can never overflow.
+    public static let maxBudgetSeconds = 86_400.0
+
     /// Creates a host.
     /// - Parameters:
-    ///   - budgetSeconds: seconds the extension has per notification (default 30; negative counts as 0).
+    ///   - budgetSeconds: seconds the extension has per notification (default 30; negative counts
+    ///     as 0, more than ``maxBudgetSeconds`` as that, NaN or infinity as the default).
     ///   - logger: receives every diagnostic line (default: discard).
     ///   - makeExtension: makes a fresh instance per notification.
     public init(budgetSeconds: Double = ExtensionHost.defaultBudgetSeconds, logger: any DiagnosticLogger = NullLogger(),
                 makeExtension: @escaping @Sendable (ExtensionContext) -> UNNotificationServiceExtension) {
-        self.budgetSeconds = budgetSeconds.isFinite ? max(0, budgetSeconds) : ExtensionHost.defaultBudgetSeconds
+        self.budgetSeconds = budgetSeconds.isFinite ? min(max(0, budgetSeconds), ExtensionHost.maxBudgetSeconds) : ExtensionHost.defaultBudgetSeconds
         self.logger = logger
         self.makeExtension = makeExtension
     }

@@ -121,6 +121,20 @@ private final class SilentExtension: UNNotificationServiceExtension, @unchecked 
         #expect(result.log.contains { $0.contains("event=timeWillExpire") })
     }
 
+    /// Any budget a caller passes is usable: huge ones are capped (no overflow trap in the
+    /// deadline arithmetic), negative ones are 0, NaN and infinity the default; a huge budget
+    /// still delivers as soon as the extension calls its content handler.
+    @Test func extremeBudgetsAreClampedAndStillRun() {
+        for (given, expected) in [(1e300, ExtensionHost.maxBudgetSeconds), (Double(Int64.max), ExtensionHost.maxBudgetSeconds),
+                                  (-5, 0), (.nan, ExtensionHost.defaultBudgetSeconds), (.infinity, ExtensionHost.defaultBudgetSeconds)] {
+            #expect(ExtensionHost(budgetSeconds: given) { _ in ImmediateExtension() }.budgetSeconds == expected, "\(given)")
+        }
+        let host = ExtensionHost(budgetSeconds: 1e300) { _ in ImmediateExtension() }
+        let result = host.run(UNNotificationRequest(identifier: "r", apnsPayload: payload(alert: fallbackAlert, mutableContent: .integer(1))))
+        #expect(result.outcome == .delivered)
+        #expect(result.content?.title == "changed")
+    }
+
     @Test func expiryMarginIsTenPercentCappedAtOneSecond() {
         #expect(ExtensionHost.expiryMarginSeconds(forBudget: 30) == 1)
         #expect(abs(ExtensionHost.expiryMarginSeconds(forBudget: 3) - 0.3) < 1e-9)
