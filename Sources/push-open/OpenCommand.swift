@@ -56,7 +56,7 @@ struct OpenCommand: Command {
             "0   decrypted (with or without its media): the result object is on stdout",
             "1   original content shown (a fallback: see reason), with the result object on stdout; without one, an internal or keychain error (stderr says which)",
             "2   extension not invoked (no alert, or mutable-content is not the integer 1), with the result object on stdout",
-            "64  usage error (unknown option, missing argument, no identity, --budget out of range, a --now that is not an integer from 0 to 253402300799, an argument that is not UTF-8)",
+            "64  usage error (unknown option, missing argument, no identity, an --app-id that is not a bundle identifier (A-Z a-z 0-9 . -), --budget out of range, a --now that is not an integer from 0 to 253402300799, an argument that is not UTF-8)",
             "65  the payload is not JSON or is over 1 MiB; a damaged keychain or entitlements file",
             "66  payload file, entitlements file or keychain missing",
             "74  I/O error (reading the input, the keychain, or writing standard output), or a symbolic link inside the keychain",
@@ -75,6 +75,9 @@ struct OpenCommand: Command {
         try a.expectPositionals(max: 1)
         let keychainPath = try a.required("--keychain", "DIR")
         let appID = try a.required("--app-id", "APP")
+        // The device keyset's naming rule, as push-seal and push-keys check it: a usage error, not
+        // a fallback for every payload.
+        do { try KeyID.validateAppID(appID) } catch let e as KeysError { throw CLIError.usage(e.reason) }
         let budget = try budgetSeconds(a)
         let now = try a.integer("--now")
         if let now {

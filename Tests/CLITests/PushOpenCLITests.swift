@@ -184,6 +184,14 @@ struct PushOpenCLITests {
         #expect(noIdentity.status == 64)
         let badBudget = try Self.run("push-open", Self.base + ["--budget", "soon", "x.json"], in: dir)
         #expect(badBudget.status == 64)
+        // An app id no keyset can have is a usage error, not a fallback for every payload.
+        for bad in ["com.ex|ample", "bad app", "x/../y"] {
+            let badApp = try Self.run("push-open", ["--keychain", "dev", "--app-id", bad, "--access-group", "T.shared",
+                                                    Self.casePath("notifications/n01.payload.json")], in: dir)
+            #expect(badApp.status == 64, "\(bad): \(badApp.stderr)")
+            #expect(badApp.stderr.hasPrefix("push-open: error: app id \"\(bad)\" is not a bundle identifier"), "\(badApp.stderr)")
+            #expect(badApp.stdout.isEmpty)
+        }
         if getuid() != 0 {
             let unreadable = dir.appendingPathComponent("secret.json")
             try "{}".write(to: unreadable, atomically: true, encoding: .utf8)
