@@ -100,23 +100,32 @@ extension JSONReader {
             afterValue = false
         }
 
-        /// The next member's key (its `:` consumed), or `nil` after consuming the object's `}`.
-        /// - Throws: `FormatError` `.invalidJSON`, `.invalidUTF8`.
-        public mutating func nextKey() throws -> StringSpan? {
+        /// The step between the items of an object or array: after whitespace, consumes `closing`
+        /// (leaves the container, `false`) or, after a value, the `,` and the whitespace after it
+        /// (`true`: an item is next). Shared by ``nextKey()`` and ``nextElement()``.
+        @inline(__always)
+        private mutating func nextItem(closing: UInt8, separatorExpected: String, itemExpected: String) throws -> Bool {
             parser.skipWhitespace()
-            guard parser.i < parser.end else { throw parser.unexpected(afterValue ? "',' or '}'" : "a string key") }
+            guard parser.i < parser.end else { throw parser.unexpected(afterValue ? separatorExpected : itemExpected) }
             let b = parser.p[parser.i]
-            if b == Byte.closeBrace {
+            if b == closing {
                 parser.i += 1
                 parser.depth -= 1
                 afterValue = true
-                return nil
+                return false
             }
             if afterValue {
-                guard b == Byte.comma else { throw parser.unexpected("',' or '}'") }
+                guard b == Byte.comma else { throw parser.unexpected(separatorExpected) }
                 parser.i += 1
                 parser.skipWhitespace()
             }
+            return true
+        }
+
+        /// The next member's key (its `:` consumed), or `nil` after consuming the object's `}`.
+        /// - Throws: `FormatError` `.invalidJSON`, `.invalidUTF8`.
+        public mutating func nextKey() throws -> StringSpan? {
+            guard try nextItem(closing: Byte.closeBrace, separatorExpected: "',' or '}'", itemExpected: "a string key") else { return nil }
             guard parser.i < parser.end, parser.p[parser.i] == Byte.quote else { throw parser.unexpected("a string key") }
             let key = try parser.scanString()
             parser.skipWhitespace()
@@ -141,19 +150,9 @@ extension JSONReader {
         /// consuming the array's `]`.
         /// - Throws: `FormatError` `.invalidJSON`.
         public mutating func nextElement() throws -> Bool {
-            parser.skipWhitespace()
-            guard parser.i < parser.end else { throw parser.unexpected(afterValue ? "',' or ']'" : "a JSON value") }
-            let b = parser.p[parser.i]
-            if b == Byte.closeBracket {
-                parser.i += 1
-                parser.depth -= 1
-                afterValue = true
-                return false
-            }
-            if afterValue {
-                guard b == Byte.comma else { throw parser.unexpected("',' or ']'") }
-                parser.i += 1
-                parser.skipWhitespace()
+            let wasAfterValue = afterValue
+            guard try nextItem(closing: Byte.closeBracket, separatorExpected: "',' or ']'", itemExpected: "a JSON value") else { return false }
+            if wasAfterValue {
                 guard parser.i < parser.end, parser.p[parser.i] != Byte.closeBracket else { throw parser.unexpected("a JSON value") }
             }
             afterValue = true
