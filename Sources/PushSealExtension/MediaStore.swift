@@ -72,6 +72,10 @@ public struct MediaStore: Sendable {
     }
 
     /// Cleans the store and makes room for a download of at most `byteCount` bytes on disk.
+    /// - Parameters:
+    ///   - byteCount: the most bytes the coming download may write (body, and for sealed
+    ///     media its plaintext beside it).
+    ///   - now: the current time in seconds since 1970 (file ages are measured against it).
     /// - Throws: `ExtensionError` `.mediaTransferFailed` when the store is over its cap even
     ///   without attachments (other downloads in flight fill it).
     public func prepare(reservingByteCount byteCount: Int, now: Double = Date().timeIntervalSince1970) throws {
