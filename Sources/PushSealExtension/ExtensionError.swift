@@ -22,7 +22,9 @@ public struct ExtensionError: CodedError {
         public static let attachmentInvalidFileSize = Code("attachmentInvalidFileSize")
 
         /// A media URL the platform would refuse: not http(s), or plain http to a non-loopback
-        /// host or without `allowInsecureLoopback` (App Transport Security).
+        /// host or without `allowInsecureLoopback` (App Transport Security); or a URL host,
+        /// redirect target or connected address that ``MediaAddressPolicy`` refuses (loopback,
+        /// private, link-local, multicast, other special-purpose addresses).
         public static let mediaURLRefused = Code("mediaURLRefused")
         /// More than ``MediaDownloader/maxRedirectCount`` (3) redirects.
         public static let mediaTooManyRedirects = Code("mediaTooManyRedirects")

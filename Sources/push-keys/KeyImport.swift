@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushSealCLI
 import PushSealCrypto
 import PushSealKeys
@@ -24,6 +29,7 @@ struct KeyImportCommand: Command {
             ioError: "reading FILE, the keychain, its lock file or the audit log",
             noPermission: "FILE not readable"),
         notes: KeyOptions.notes([
+            "A key record holds key bytes: when FILE (or a regular file on standard input) is readable by group or others, a warning on stderr says so (the import goes on); chmod 600 it, or delete it once imported.",
             "FILE, - or none reads the record from standard input. A new keyset is created when the keychain has none for the record's app id and recipient; otherwise keys are added and statuses only move forward. When the record's primary is newer than the local one, the local primary becomes decryptOnly for --grace.",
         ], audited: true))
 
@@ -33,6 +39,7 @@ struct KeyImportCommand: Command {
         let acc = try keyAccessibility(a, c)
         let now = try keyNow(a)  // every option is checked before the keychain is created
         let grace = try keyGrace(a, now: now)
+        warnIfExposed(a.positionals.first, c)
         var bytes = try InputReader.readAll(a.positionals.first, limitByteCount: 1 << 20)
         let record: KeyRecord
         do {
@@ -53,4 +60,22 @@ struct KeyImportCommand: Command {
         }
         return .success
     }
+}
+
+/// Warns when the record's file is readable by group or others (export never writes one so).
+/// - Parameters:
+///   - path: FILE, or nil / `-` for standard input (checked only when it is a regular file).
+private func warnIfExposed(_ path: String?, _ c: CommandContext) {
+    var status = stat()
+    let name: String
+    if let path, path != "-" {
+        guard stat(path, &status) == 0 else { return }  // readAll reports the error
+        name = path
+    } else {
+        guard fstat(0, &status) == 0 else { return }
+        name = "standard input"
+    }
+    guard status.st_mode & S_IFMT == S_IFREG, status.st_mode & 0o044 != 0 else { return }
+    let mode = String(status.st_mode & 0o777, radix: 8)
+    c.warn("\(name) is readable by group or others (mode \(mode)) and holds key bytes; chmod 600 it, or delete it once imported")
 }

@@ -6,7 +6,7 @@ import Foundation
 ///
 /// Routes:
 /// - `/photo` — a PNG with `Content-Type: image/png` and no file name extension
-/// - `/redirect` — 302 to `/photo`; `/hop/N` — 302 to `/hop/N+1`, …, `/hop/9` serves the PNG
+/// - `/redirect` — 302 to `/photo`; `/to?u=URL` — 302 to URL; `/hop/N` — 302 to `/hop/N+1`, …, `/hop/9` serves the PNG
 /// - `/error-page` — 200 with an HTML body (`text/html`); `/lying-png` — HTML sent as `image/png`
 /// - `/missing` — 404
 /// - `/huge.jpg` — a 30 MB JPEG streamed without Content-Length; `/huge-length.jpg` — with it
@@ -51,6 +51,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if p == "/photo": self.send(200, "image/png", PNG)
             elif p == "/cat.jpg": self.send(200, "image/jpeg", JPEG)
             elif p == "/redirect": self.redirect("/photo")
+            elif p == "/to": self.redirect(urllib.parse.parse_qs(url.query)["u"][0])
             elif p.startswith("/hop/"):
                 n = int(p[5:])
                 if n >= 9: self.send(200, "image/png", PNG)

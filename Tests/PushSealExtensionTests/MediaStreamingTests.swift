@@ -25,13 +25,24 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
     private var _largestChunk = 0
     private var _inside = 0
     private var _overlapped = false
+    private var _connects: [([UInt8], Int)] = []
     let followRedirects: Bool
+    let allowConnect: Bool
     let gate: DispatchSemaphore?
     let done = DispatchSemaphore(value: 0)
 
-    init(followRedirects: Bool = true, gate: DispatchSemaphore? = nil) {
+    init(followRedirects: Bool = true, allowConnect: Bool = true, gate: DispatchSemaphore? = nil) {
         self.followRedirects = followRedirects
+        self.allowConnect = allowConnect
         self.gate = gate
+    }
+
+    /// Every address the fetcher offered before opening a socket (bytes, port).
+    var connects: [([UInt8], Int)] { lock.withLock { _connects } }
+
+    func connect(to address: [UInt8], port: Int) -> Bool {
+        lock.withLock { _connects.append((address, port)) }
+        return allowConnect
     }
 
     var events: [Event] { lock.withLock { _events } }
@@ -144,6 +155,29 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         #expect(events.events == [.complete(.failed(code: -1004))])
     }
 
+    /// Every socket is offered to the connect callback with the resolved address (F7): the
+    /// server's own address and port when allowed; refused, no byte is exchanged and the
+    /// transfer fails as "cannot connect".
+    @Test func connectionsAreOfferedWithTheResolvedAddress() throws {
+        let s = try server()
+        let allowed = RecordingEvents()
+        let ok = try DynamicMediaFetcher().start(url: s.url("/photo"), timeoutSeconds: 10, maxPendingCallbacks: 64, events: allowed)
+        defer { ok.finish() }
+        #expect(allowed.done.wait(timeout: .now() + 10) == .success)
+        #expect(allowed.connects.map(\.0) == [[127, 0, 0, 1]] && allowed.connects.map(\.1) == [s.port])
+        #expect(allowed.events.last == .complete(.finished(status: 200)))
+
+        let refused = RecordingEvents(allowConnect: false)
+        // A name, resolved by libcurl: the callback sees the loopback address it resolved to.
+        let no = try DynamicMediaFetcher().start(url: "http://localhost:\(s.port)/photo", timeoutSeconds: 10, maxPendingCallbacks: 64, events: refused)
+        defer { no.finish() }
+        #expect(refused.done.wait(timeout: .now() + 10) == .success)
+        #expect(!refused.connects.isEmpty)
+        #expect(refused.connects.allSatisfy { MediaAddressPolicy.classify($0.0) == .loopback && $0.1 == s.port })
+        #expect(refused.events == [.complete(.failed(code: -1004))])
+        #expect(refused.bytes.isEmpty)
+    }
+
     /// Only http(s) URLs start; anything else is refused before any callback.
     @Test(arguments: ["ftp://127.0.0.1/a.png", "file:///etc/passwd", "not a url", ""])
     func nonHTTPURLsAreRefused(_ url: String) throws {
@@ -185,7 +219,8 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         #expect(media.mediaType == .png)
         #expect(media.byteCount == plain.count)
         #expect(try Data(contentsOf: media.fileURL) == Data(plain))
-        #expect(filesIn(dir) == [media.fileURL.lastPathComponent])
+        #expect(filesIn(dir) == [MediaStore.attachmentsDirectoryName])
+        #expect(filesIn(media.fileURL.deletingLastPathComponent()) == [media.fileURL.lastPathComponent])
         let mode = try FileManager.default.attributesOfItem(atPath: media.fileURL.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
     }
