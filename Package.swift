@@ -51,7 +51,7 @@ let package = Package(
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
         .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"],
                           path: "Examples/server/SealFromLibrary"),
-        .executableTarget(name: "push-bench", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "COpenSSL", "CSodium", "CPushSealSIMD"]),
+        .executableTarget(name: "push-bench", dependencies: ["PushSealCLI", "PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "COpenSSL", "CSodium", "CPushSealSIMD"]),
 
         // Tests: one target per module; CLITests runs the built binaries.
         .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL"]),

@@ -17,8 +17,8 @@ internal import Darwin
 /// `CryptoError.Code.authenticationFailed`. OpenSSL's error queue is drained after every failure.
 ///
 /// Thread-safe. For speed each thread keeps one reusable OpenSSL cipher context (see
-/// `CipherContext`); it holds the expanded key of that thread's latest operation until the
-/// next one or thread exit.
+/// `CipherContext`); after every operation it is re-keyed with zeros, so between calls it holds
+/// no material derived from a caller's key.
 public enum AES256GCM {
     /// Key length in bytes (AES-256).
     public static let keyByteCount = 32
@@ -187,9 +187,10 @@ public enum AES256GCM {
 /// operation suspends while holding it. After any failure the context is freed (OpenSSL
 /// cleanses it) and the next call starts from a fresh one.
 ///
-/// Key hygiene: between calls the context holds the expanded key of the thread's most recent
-/// seal/open, until the next operation on that thread re-keys it or the thread exits (its
-/// destructor frees and cleanses it). The `SecretBytes` key itself is unaffected.
+/// Key hygiene: after every successful operation the context is re-keyed with 32 zero bytes
+/// (`scrub`), and after a failure it is freed, so between calls it holds no key schedule or
+/// GHASH key derived from a caller's key. At thread exit its destructor frees (and cleanses) it.
+/// The `SecretBytes` key itself is unaffected.
 enum CipherContext {
     /// The AES-256-GCM implementation, fetched once. `EVP_CIPHER` objects are reference-counted
     /// and immutable after fetch, so sharing one across threads is safe (OpenSSL 3 threading docs).

@@ -44,7 +44,7 @@ public struct ExtensionError: CodedError {
         public static let mediaInvalidDescriptor = Code("mediaInvalidDescriptor")
         /// The network side of media downloads (`libPushSealMediaFetch.so`, loaded on first
         /// use) is missing or not loadable; the notification shows without its media.
-        public static let mediaFetcherUnavailable = Code("fetcherUnavailable")
+        public static let mediaFetcherUnavailable = Code("mediaFetcherUnavailable")
 
         /// The key provider could not give the key (the reason carries e.g. OSStatus -25308).
         public static let keyUnavailable = Code("keyUnavailable")

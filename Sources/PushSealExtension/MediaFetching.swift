@@ -68,8 +68,9 @@ public protocol MediaFetching: Sendable {
 /// libraries, ~5 MiB of RSS that a notification without media never needs).
 ///
 /// The library is looked for in the directory of the running executable (`/proc/self/exe`:
-/// `.build/<config>/` for push-open and the test bundle), or at the path in the environment
-/// variable `PUSHSEAL_MEDIA_FETCH_LIBRARY`. It runs in this process, so the download's memory
+/// `.build/<config>/` for push-open and the test bundle); debug builds only (`#if DEBUG`) first
+/// try the path in the environment variable `PUSHSEAL_MEDIA_FETCH_LIBRARY`, a test hook that a
+/// release build never reads. It runs in this process, so the download's memory
 /// counts where it would on iOS. The boundary is a C ABI (`pushseal_media_fetch_*`, version 2).
 public struct DynamicMediaFetcher: MediaFetching {
     /// The library's file name: `libPushSealMediaFetch.so` (`.dylib` on Darwin).
@@ -169,9 +170,12 @@ enum FetchLibrary {
     /// Where the library is looked for, in order.
     static func candidatePaths() -> [String] {
         var paths: [String] = []
+        #if DEBUG
+        // Test hook: a release binary loads only the library next to itself.
         if let override = getenv("PUSHSEAL_MEDIA_FETCH_LIBRARY") {
             paths.append(String(cString: override))
         }
+        #endif
         if let dir = executableDirectory() { paths.append(dir + "/" + DynamicMediaFetcher.libraryFileName) }
         return paths
     }

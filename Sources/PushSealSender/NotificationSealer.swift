@@ -143,9 +143,9 @@ public struct NotificationSealer: Sendable {
     /// - Throws: `SenderError` `.emptyNotification`, `.invalidNotification` (a member a receiver
     ///   would reject, a time out of range, `exp` before `iat`, a TTL past
     ///   ``OutgoingNotification/maxTimeSeconds``), `.payloadTooLarge` (actual and allowed
-    ///   bytes), `.cannotFit`, `.clearPartTooLarge`, `.unknownRecipient`, `.keyUnavailable`,
-    ///   `.keyStoreLocked`, `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass
-    ///   through.
+    ///   bytes; the actual size also in ``SenderError/payloadByteCount``), `.cannotFit`,
+    ///   `.clearPartTooLarge`, `.unknownRecipient`, `.keyUnavailable`, `.keyStoreLocked`,
+    ///   `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass through.
     public func seal(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
         try notification.validate()
         return try sealChecked(notification, for: recipient)
@@ -302,7 +302,8 @@ public struct NotificationSealer: Sendable {
         let clearByteCount = size(0)
         guard clearByteCount <= limit else { throw clearPartTooLarge(clearByteCount) }
         guard options.fit else {
-            throw SenderError(.payloadTooLarge, "the payload is \(size(paddedCount)) bytes, APNs allows \(limit)")
+            throw SenderError(.payloadTooLarge, "the payload is \(size(paddedCount)) bytes, APNs allows \(limit)",
+                              payloadByteCount: size(paddedCount))
         }
         var changes: [FitChange] = []
         if paddedCount > plain.count { changes.append(.droppedPadding(byteCount: paddedCount - plain.count)) }
@@ -363,6 +364,6 @@ public struct NotificationSealer: Sendable {
         if let largest = members.compactMap({ m in m.value.map { (name: m.name, byteCount: $0.utf8.count) } }).max(by: { $0.byteCount < $1.byteCount }) {
             reason += ": \(largest.name) alone is \(largest.byteCount) bytes"
         }
-        return SenderError(.clearPartTooLarge, reason)
+        return SenderError(.clearPartTooLarge, reason, payloadByteCount: clearByteCount)
     }
 }

@@ -72,12 +72,17 @@ public struct SenderError: CodedError {
     /// What the user can do about it, when known exactly (e.g. the key store's
     /// `chmod 600 PATH` for a group-readable file: ``KeychainError/suggestion``); `nil` otherwise.
     public let suggestion: String?
+    /// The size in bytes that broke the 4096-byte APNs budget: the whole payload for
+    /// `.payloadTooLarge`, the clear part alone for `.clearPartTooLarge`; `nil` for other codes.
+    /// Read the number here, never out of ``reason``.
+    public let payloadByteCount: Int?
 
-    /// Creates an error with a stable `code`, a human `reason` (no secrets) and, when the fix
-    /// is known exactly, a `suggestion`.
-    public init(_ code: Code, _ reason: String, suggestion: String? = nil) {
+    /// Creates an error with a stable `code`, a human `reason` (no secrets), when the fix is
+    /// known exactly a `suggestion`, and for the budget errors the `payloadByteCount` in bytes.
+    public init(_ code: Code, _ reason: String, suggestion: String? = nil, payloadByteCount: Int? = nil) {
         self.code = code
         self.reason = reason
         self.suggestion = suggestion
+        self.payloadByteCount = payloadByteCount
     }
 }

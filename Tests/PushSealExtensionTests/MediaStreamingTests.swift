@@ -16,7 +16,8 @@ private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x"
 
 /// Records what the fetcher reports, in order; `receive` may block on a gate.
 private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
-    // @unchecked Sendable: every field is touched only under `lock`; `gate` and `done` are semaphores.
+    // @unchecked Sendable: every field is touched only under `lock`; `gate`, `firstChunk` and
+    // `done` are semaphores.
     enum Event: Equatable { case redirect(String), response(Int, String?, Int?), complete(MediaFetchCompletion) }
     private let lock = NSLock()
     private var _events: [Event] = []
@@ -29,6 +30,8 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
     let followRedirects: Bool
     let allowConnect: Bool
     let gate: DispatchSemaphore?
+    /// Signalled when the first chunk has arrived, before `receive` waits on `gate`.
+    let firstChunk = DispatchSemaphore(value: 0)
     let done = DispatchSemaphore(value: 0)
 
     init(followRedirects: Bool = true, allowConnect: Bool = true, gate: DispatchSemaphore? = nil) {
@@ -74,7 +77,10 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
             _bytes.append(contentsOf: bytes)
             return _chunkCount == 1
         }
-        if first { gate?.wait() }
+        if first {
+            firstChunk.signal()
+            gate?.wait()
+        }
         return true
     }
 
@@ -90,6 +96,11 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
     /// Backpressure: while the data callback holds the first chunk, nothing else arrives (no
     /// chunk is queued behind it, completion cannot overtake it); afterwards the whole body
     /// arrives in order, in chunks of at most 16 KiB, never two callbacks at once.
+    ///
+    /// The test waits for the event "the first chunk arrived", never for a time. It then holds
+    /// the callback while it waits 0.3 s for a completion that must not come: that window only
+    /// gives a broken fetcher a chance to show itself (a correct one passes however slow the
+    /// machine), and the `overlapped` check catches any callback that runs during the hold.
     @Test func chunksArriveOneAtATimeAndWaitForTheCallback() throws {
         let s = try server()
         var body = sampleBytes(.jpeg, byteCount: 1_000_000)
@@ -101,7 +112,8 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         let task = try DynamicMediaFetcher().start(url: s.url("/files/\(name)?ct=image/jpeg"), timeoutSeconds: 10,
                                                    maxPendingCallbacks: 64, events: events)
         defer { task.finish() }
-        Thread.sleep(forTimeInterval: 0.3)
+        try #require(events.firstChunk.wait(timeout: .now() + 20) == .success, "no chunk arrived within 20 s")
+        #expect(events.done.wait(timeout: .now() + 0.3) == .timedOut, "the transfer completed while the first chunk was held")
         #expect(events.chunkCount == 1)
         #expect(events.events == [.response(200, "image/jpeg", body.count)])
         gate.signal()
@@ -134,13 +146,15 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         #expect(events.events == [.redirect(s.url("/photo")), .response(302, nil, 0), .complete(.finished(status: 302))])
     }
 
-    /// `cancel()` ends a transfer that the server never answers, with `.cancelled`.
+    /// `cancel()` ends a transfer that the server never answers, with `.cancelled` (cancelled
+    /// once the server has the request, an event, so the transfer is really stalled).
     @Test func cancelEndsAStalledTransfer() throws {
         let s = try server()
         let events = RecordingEvents()
-        let task = try DynamicMediaFetcher().start(url: s.url("/stall"), timeoutSeconds: 30, maxPendingCallbacks: 64, events: events)
+        let stall = s.markedStallURL()
+        let task = try DynamicMediaFetcher().start(url: stall.url, timeoutSeconds: 30, maxPendingCallbacks: 64, events: events)
         defer { task.finish() }
-        Thread.sleep(forTimeInterval: 0.2)
+        try #require(s.waitForRequest(stall.name), "the request did not reach the server within 20 s")
         task.cancel()
         #expect(events.done.wait(timeout: .now() + 10) == .success)
         #expect(events.events == [.complete(.cancelled)])
