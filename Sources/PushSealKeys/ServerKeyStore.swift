@@ -22,6 +22,17 @@ import PushSealFormat
 /// the store a batch chunk starts (a store whose watches need a round trip can refresh them all
 /// there, once per chunk).
 ///
+/// **Another implementation** (a database store) conforms in its own module: it builds the
+/// results with their public initializers (``KeyInfo``, ``KeysetInfo``, ``RotationResult``,
+/// `KeyStore.PrunedKey`, `KeyStore.DueKeyset`, `KeyStore.ImportResult`,
+/// ``KeyRecord/init(appID:recipient:keys:)``), installs on a device keychain through
+/// ``KeyStore/importRecord(_:expectedAppID:graceSeconds:now:)``, and is handed to the sender as
+/// `KeychainSealingKeys(store:)` (PushSealKeyProviders); neither the sender nor `ServerKeyring`
+/// changes. It proves itself with the same test suite as the file keychain
+/// (`Tests/PushSealKeysTests/ServerKeyStoreContract.swift`). Public-key (v2) registrations are
+/// meant as a refinement of this protocol (registrations and sender keys per recipient), so a
+/// v1-only store stays valid.
+///
 /// **Errors.** `KeysError` with the codes each method names; a store's own failures as its own
 /// error type (the file keychain: `KeychainError`, e.g. `.interactionNotAllowed` -25308 while
 /// its device state forbids reading).
