@@ -69,7 +69,7 @@ public struct SenderError: CodedError {
     /// A human explanation: lower case, no full stop, no secrets.
     public let reason: String
     /// What the user can do about it, when known exactly (e.g. the key store's
-    /// `chmod 600 PATH` for a group-readable file: ``KeychainError/suggestion``); `nil` otherwise.
+    /// `chmod 600 PATH` for a group-readable file, from the key provider); `nil` otherwise.
     public let suggestion: String?
 
     /// Creates an error with a stable `code`, a human `reason` (no secrets) and, when the fix
