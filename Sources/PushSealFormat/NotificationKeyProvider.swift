@@ -17,11 +17,3 @@ public protocol NotificationKeyProvider: Sendable {
     /// - Throws: any error whose description explains why (no key bytes in it); see above.
     func key(for keyID: String) throws -> SecretBytes
 }
-
-/// An error that names its own fallback reason token (see docs/fallback.md), for key
-/// providers and payload openers plugged into the decrypting service (PushSealExtension's
-/// `DecryptingServiceExtension`).
-public protocol FallbackReasonProviding {
-    /// A short, stable token without spaces, e.g. `keychain:errSecItemNotFound(-25300)`.
-    var fallbackReason: String { get }
-}

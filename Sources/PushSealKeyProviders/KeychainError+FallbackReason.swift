@@ -1,14 +1,8 @@
 import PushSealFormat
 import PushSealKeychain
-import PushSealKeys
 
-// The fallback reason tokens of key lookup failures (docs/fallback.md), on the keys side: the
+// The fallback reason tokens of keychain failures (docs/fallback.md), on the keys side: the
 // decrypting service reads them through `FallbackReasonProviding` and knows no keychain.
-
-extension KeysError: FallbackReasonProviding {
-    /// The code's name: `unknownKey`, `keyDestroyed`, `keyDisabled`, `keyExpired`, …
-    public var fallbackReason: String { code.name }
-}
 
 extension KeychainError: FallbackReasonProviding {
     /// `keychain:<statusName>(<OSStatus>)`, e.g. `keychain:errSecInteractionNotAllowed(-25308)`,
