@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // PushSeal: end-to-end encrypted push notifications for iOS apps.
-// Layers (arrows point down only): CLIs -> Sender / Extension / Keys -> Keychain -> Format -> Crypto -> C libraries.
+// Layers (arrows point down only): CLIs -> KeyProviders -> Sender / Extension / Keys -> Keychain -> Format -> Crypto -> C libraries.
+// Sender and Extension know keys only through the provider protocols in Format; KeyProviders holds the keychain adapters.
 import PackageDescription
 
 let package = Package(
@@ -13,6 +14,7 @@ let package = Package(
         .library(name: "PushSealKeys", targets: ["PushSealKeys"]),
         .library(name: "PushSealSender", targets: ["PushSealSender"]),
         .library(name: "PushSealExtension", targets: ["PushSealExtension"]),
+        .library(name: "PushSealKeyProviders", targets: ["PushSealKeyProviders"]),
         // The extension's media network side (libcurl's C API, no Foundation), loaded with dlopen
         // only when a notification has media, so push-open does not link libcurl at startup.
         .library(name: "PushSealMediaFetch", type: .dynamic, targets: ["PushSealMediaFetch"]),
@@ -36,20 +38,23 @@ let package = Package(
         .target(name: "PushSealFormat", dependencies: ["PushSealCrypto", "CSodium", "CPushSealSIMD"]),
         .target(name: "PushSealKeychain", dependencies: ["PushSealCrypto", "PushSealFormat", "CSodium"]),
         .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "CSodium"]),
-        .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeys", "PushSealKeychain"]),
-        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealKeys"]),
+        // Sender and Extension: PushSealKeychain only for its locks (PosixLock, Locked) until they move to a foundation module.
+        .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain"]),
+        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain"]),
+        // The keychain-backed key providers (SealingKeyProvider, NotificationKeyProvider) and the keys' fallback reasons.
+        .target(name: "PushSealKeyProviders", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealKeys"]),
         // PushSealKeychain only for PosixLock (Output guards its record of a failed stdout write).
         .target(name: "PushSealCLI", dependencies: ["PushSealFormat", "PushSealKeychain"]),
         .target(name: "PushSealMediaFetch", dependencies: ["CCurl"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
-        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain"]),
-        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeys", "PushSealKeychain"]),
+        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain"]),
+        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
-        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"],
+        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealFormat"],
                           path: "Examples/server/SealFromLibrary"),
         .executableTarget(name: "push-bench", dependencies: ["PushSealCLI", "PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "COpenSSL", "CSodium", "CPushSealSIMD"]),
 
@@ -58,8 +63,8 @@ let package = Package(
         .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto", "PushSealKeychain", "CPushSealSIMD"]),
         .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto"]),
-        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
-        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
+        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
+        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
         .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto"]),
     ],
     swiftLanguageModes: [.v6]

@@ -21,7 +21,8 @@ public struct NotificationSealer: Sendable {
     public let appID: String
     /// The options shared by every payload.
     public let options: SealOptions
-    private let keys: any SealingKeyProvider
+    /// Where the recipients' primary keys come from (``BatchSealer`` calls its `beginBatch()`).
+    let keys: any SealingKeyProvider
     private let clock: @Sendable () -> Int64
     /// `{"aps":{…},"encrypted_data":"` — the same for every payload of this sealer.
     private let prefix: [UInt8]
@@ -181,7 +182,12 @@ public struct NotificationSealer: Sendable {
         }
         try OutgoingNotification.checkTimes(iat: f.iat, exp: f.exp, ttlSeconds: nil)
 
-        let sealingKey = try keys.primaryKey(appID: appID, recipient: recipient)
+        let sealingKey: SealingKey
+        do {
+            sealingKey = try keys.primaryKey(appID: appID, recipient: recipient)
+        } catch let e as any SenderErrorConvertible {
+            throw e.senderError
+        }
         guard WireFormat.isValidKeyID(sealingKey.keyID) else {
             throw SenderError(.keyUnavailable, "the key id of \(recipient)'s primary key is not 1-64 characters of A-Z a-z 0-9 _ -")
         }

@@ -1,4 +1,5 @@
 import PushSealCrypto
+import PushSealFormat
 /// An error from the sender: building, budgeting and sealing an APNs payload.
 ///
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
@@ -40,23 +41,21 @@ public struct SenderError: CodedError {
         /// `thread-id`, `category`, and the sealed fields' names) is over the 4096-byte budget:
         /// nothing sealed fits, and fitting cannot help. The reason names the largest member.
         public static let clearPartTooLarge = Code("clearPartTooLarge")
-        /// The key provider knows no such recipient (for this app).
-        public static let unknownRecipient = Code("unknownRecipient")
-        /// The recipient exists but has no usable primary key (destroyed or disabled).
-        public static let keyUnavailable = Code("keyUnavailable")
-        /// The recipient's primary key reached 2^32 seals, the limit for random 96-bit nonces
-        /// (NIST SP 800-38D §8.3): rotate the keyset before sealing again.
-        public static let sealLimitReached = Code("sealLimitReached")
-        /// There is no key store (keychain directory) at the given place.
-        public static let keyStoreMissing = Code("keyStoreMissing")
-        /// The key store is group- or world-accessible, or owned by another user: refused.
-        public static let keyStoreInsecure = Code("keyStoreInsecure")
-        /// The recipient's keyset item is not readable in the keychain's device state
-        /// (`errSecInteractionNotAllowed`, -25308: before first unlock, or locked for a
-        /// `WhenUnlocked` item); unlocking the keychain makes it readable again.
-        public static let keyStoreLocked = Code("keyStoreLocked")
-        /// The key store could not be read (damaged, an I/O error, or another key store failure).
-        public static let keyStoreUnreadable = Code("keyStoreUnreadable")
+        // A key provider's failures (PushSealFormat's `SealingKeyError`), under the same names.
+        /// No such recipient (for this app): ``SealingKeyError/Code/unknownRecipient``.
+        public static let unknownRecipient = Code(SealingKeyError.Code.unknownRecipient.name)
+        /// No usable primary key (destroyed or disabled): ``SealingKeyError/Code/keyUnavailable``.
+        public static let keyUnavailable = Code(SealingKeyError.Code.keyUnavailable.name)
+        /// 2^32 seals of the primary (NIST SP 800-38D §8.3), rotate: ``SealingKeyError/Code/sealLimitReached``.
+        public static let sealLimitReached = Code(SealingKeyError.Code.sealLimitReached.name)
+        /// No key store at the given place: ``SealingKeyError/Code/keyStoreMissing``.
+        public static let keyStoreMissing = Code(SealingKeyError.Code.keyStoreMissing.name)
+        /// A group- or world-accessible key store, or another user's: ``SealingKeyError/Code/keyStoreInsecure``.
+        public static let keyStoreInsecure = Code(SealingKeyError.Code.keyStoreInsecure.name)
+        /// Not readable in the keychain's device state (-25308; unlock it): ``SealingKeyError/Code/keyStoreLocked``.
+        public static let keyStoreLocked = Code(SealingKeyError.Code.keyStoreLocked.name)
+        /// Damaged, an I/O error, another store failure: ``SealingKeyError/Code/keyStoreUnreadable``.
+        public static let keyStoreUnreadable = Code(SealingKeyError.Code.keyStoreUnreadable.name)
         /// The crypto core failed to seal (should not happen with a valid 32-byte key).
         public static let sealFailed = Code("sealFailed")
         /// A media file could not be encrypted (empty, or too large).
@@ -70,7 +69,7 @@ public struct SenderError: CodedError {
     /// A human explanation: lower case, no full stop, no secrets.
     public let reason: String
     /// What the user can do about it, when known exactly (e.g. the key store's
-    /// `chmod 600 PATH` for a group-readable file: ``KeychainError/suggestion``); `nil` otherwise.
+    /// `chmod 600 PATH` for a group-readable file, from the key provider); `nil` otherwise.
     public let suggestion: String?
     /// The size in bytes that broke the 4096-byte APNs budget: the whole payload for
     /// `.payloadTooLarge`, the clear part alone for `.clearPartTooLarge`; `nil` for other codes.
@@ -84,5 +83,14 @@ public struct SenderError: CodedError {
         self.reason = reason
         self.suggestion = suggestion
         self.payloadByteCount = payloadByteCount
+    }
+}
+
+extension SealingKeyError: SenderErrorConvertible {
+    /// The sender error of the same code name (`invalidName` becomes `invalidOption`: an app
+    /// id or recipient that breaks the key store's naming rules is a bad option), with the same
+    /// reason and suggestion.
+    public var senderError: SenderError {
+        SenderError(code == .invalidName ? .invalidOption : SenderError.Code(code.name), reason, suggestion: suggestion)
     }
 }

@@ -21,7 +21,7 @@ struct KeyImportCommand: Command {
             "push-keys import --keychain server-kc --app-id com.example.app device.key.json   # device generated, server imports",
         ],
         exitCodes: KeyOptions.exitCodes(
-            usage: ["an unknown --accessibility", "a bad --grace or --now", "more than one FILE"],
+            usage: ["an unknown --accessibility", "a malformed --app-id", "a bad --grace or --now", "more than one FILE"],
             dataError: "a malformed or truncated key record or one over 1 MiB, a record for another app id (--app-id, or the identity's application-identifier), a key id already in the keyset with other key bytes",
             noInput: "FILE missing",
             createsKeychain: true,
@@ -37,6 +37,7 @@ struct KeyImportCommand: Command {
         let a = c.arguments
         try a.expectPositionals(max: 1)
         let acc = try keyAccessibility(a, c)
+        let expectedAppID = try keyAppID(a)
         let now = try keyNow(a)  // every option is checked before the keychain is created
         let grace = try keyGrace(a, now: now)
         warnIfExposed(a.positionals.first, c)
@@ -51,7 +52,7 @@ struct KeyImportCommand: Command {
             }
         }
         let store = try keyOpenStore(a, create: true, accessibility: acc)
-        let result = try keyMapErrors { try store.importRecord(record, expectedAppID: a.value("--app-id"), graceSeconds: grace, now: now) }
+        let result = try keyMapErrors { try store.importRecord(record, expectedAppID: expectedAppID, graceSeconds: grace, now: now) }
         if c.json {
             keyPrintJSON(.object([("created", .bool(result.created)), ("changedKeyIds", .array(result.changedKeyIDs.map { .string($0) })),
                                   ("keyset", .keyset(result.keyset))]))

@@ -9,7 +9,7 @@ struct KeyListCommand: Command {
         overview: "list keysets: key ids, statuses, times and seal counts (never key bytes)",
         usage: ["push-keys list --keychain DIR [IDENTITY] [--app-id APP] [--recipient R] [--json]"],
         examples: ["push-keys list --keychain server-kc", "push-keys list --keychain device-kc --entitlements ext.json --json"],
-        exitCodes: KeyOptions.exitCodes(ioError: "reading the keychain"),
+        exitCodes: KeyOptions.exitCodes(usage: ["a malformed --app-id"], ioError: "reading the keychain"),
         notes: KeyOptions.notes([
             "Text columns (tab-separated), one line per key: APP RECIPIENT KEY_ID STATUS CREATED PROMOTED RETIRED NOT_AFTER SEALS, under a header line of those names when stdout is a terminal (never in a pipe). Only the keysets in the identity's keyset access group are listed: without an identity that is the server's (pushseal.server), so a device keychain lists nothing and a warning on stderr says to pass --entitlements app.json.",
         ], audited: false))
@@ -20,6 +20,7 @@ struct KeyListCommand: Command {
     func run(_ c: CommandContext) throws -> ExitCode {
         let a = c.arguments
         try a.expectPositionals(max: 0)
+        let appFilter = try keyAppID(a)
         let store = try keyOpenStore(a)
         var sets = try keyMapErrors { try store.keysets() }
         if sets.isEmpty, !["--entitlements", "--access-group", "--app-group"].contains(where: a.has) {
@@ -27,7 +28,7 @@ struct KeyListCommand: Command {
             // live in the app's shared access group, so an empty listing here is no proof of a failed import.
             c.warn("no keysets visible to the default server identity (access group pushseal.server); pass --entitlements app.json to list a device keychain")
         }
-        if let app = a.value("--app-id") { sets = sets.filter { $0.appID == app } }
+        if let app = appFilter { sets = sets.filter { $0.appID == app } }
         if let r = a.value("--recipient") { sets = sets.filter { $0.recipient == r } }
         if c.json {
             keyPrintJSON(.object([("keysets", .array(sets.map(KeyJSON.keyset)))]))

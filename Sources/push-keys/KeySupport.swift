@@ -113,10 +113,11 @@ func keyAudit(_ a: Arguments) -> KeyAudit {
     return v == "-" ? .standardError : .file(v)
 }
 
-/// Opens the key store of `--keychain DIR` as the identity options say. Check every option
-/// before calling it: with `create`, it creates the keychain.
+/// Opens the key store of `--keychain DIR` as the identity options say: the file keychain, seen
+/// (as every key command sees its store) through the `ServerKeyStore` protocol. Check every
+/// option before calling it: with `create`, it creates the keychain.
 /// - Parameter create: create the keychain directory when it does not exist (generate, import).
-func keyOpenStore(_ a: Arguments, create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> KeyStore {
+func keyOpenStore(_ a: Arguments, create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> any ServerKeyStore {
     let dir = try a.required("--keychain", "DIR")
     let url = URL(fileURLWithPath: dir)
     let identity = try keyIdentity(a) ?? KeyIdentity(entitlements: KeyStore.serverIdentity, accessGroup: nil)
@@ -156,9 +157,21 @@ func keyUsageErrors<R>(_ body: () throws -> R) throws -> R {
     }
 }
 
+/// The required `--app-id` and `--recipient`; the app id checked by ``keyAppID(_:)``'s rule.
+/// - Throws: `CLIError` (64) for a missing option or a malformed app id.
 func keyName(_ a: Arguments) throws -> (appID: String, recipient: String) {
     let app = try a.required("--app-id", "APP"), r = try a.required("--recipient", "R")
+    try keyUsageErrors { try KeyID.validateAppID(app) }
     return (app, r)
+}
+
+/// `--app-id` when given, checked by the keyset naming rule (`KeyID.validateAppID`, the rule
+/// push-seal and push-open apply to their `--app-id`).
+/// - Throws: `CLIError` 64 `invalidName` for a malformed app id.
+func keyAppID(_ a: Arguments) throws -> String? {
+    guard let app = a.value("--app-id") else { return nil }
+    try keyUsageErrors { try KeyID.validateAppID(app) }
+    return app
 }
 
 /// Runs `body`, turning library errors into CLI errors with STYLE.md exit codes.

@@ -10,6 +10,7 @@ import Darwin
 #endif
 import PushSealCLI
 import PushSealExtension
+import PushSealKeyProviders
 import PushSealKeys
 import PushSealFormat
 import PushSealKeychain

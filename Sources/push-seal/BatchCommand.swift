@@ -40,12 +40,12 @@ struct BatchCommand: Command {
         let a = context.arguments
         try a.expectPositionals(max: 1)
         try requireInUsageOrder(a, [("--app-id", "APP"), ("--keychain", "DIR")], helpCommand: "push-seal batch --help")
-        let (sealer, keys) = try SealOptionSpecs.sealerAndKeys(a)
+        let sealer = try SealOptionSpecs.sealer(a)
         let jobs = try a.integer("--jobs").map { j -> Int in
             guard j >= 1, j <= 256 else { throw CLIError.usage("--jobs needs 1 to 256, got \(j)") }
             return Int(j)
         }
-        let batch = BatchSealer(sealer: sealer, concurrency: jobs, chunkKeys: keys as? KeychainSealingKeys)
+        let batch = BatchSealer(sealer: sealer, concurrency: jobs)
         var fd: Int32 = 0
         if let p = a.positionals.first, p != "-" {
             fd = open(p, O_RDONLY | O_CLOEXEC)

@@ -42,7 +42,7 @@ struct SealCommand: Command {
         try a.expectPositionals(max: 1)
         try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal --help")
         let recipient = try a.required("--recipient", "R")
-        try mappingSenderErrors { try KeychainSealingKeys.checkNames(recipient: recipient) }
+        try checkKeysetNames(recipient: recipient)
         let textOptions = ["--title", "--subtitle", "--body", "--media-url", "--id"]
         var notification: OutgoingNotification
         if let path = a.positionals.first {

@@ -2,6 +2,8 @@ import Foundation
 import PushSealCLI
 import PushSealCrypto
 import PushSealFormat
+import PushSealKeyProviders
+import PushSealKeys
 import PushSealSender
 
 /// push-seal's own exit codes, beyond the common ones.
@@ -97,16 +99,10 @@ enum SealOptionSpecs {
         .flag("--no-padding", "do not pad the plaintext to its Padmé length (padding hides the exact text length from APNs)"),
     ]
 
-    /// Builds the sealer from the parsed options.
+    /// Builds the sealer from the parsed options (the key provider of ``keyProvider(_:)``).
     static func sealer(_ a: Arguments) throws -> NotificationSealer {
-        try sealerAndKeys(a).sealer
-    }
-
-    /// The sealer of the options, and its key provider (`push-seal batch` hands the keychain
-    /// keys to `BatchSealer` for its once-per-chunk check).
-    static func sealerAndKeys(_ a: Arguments) throws -> (sealer: NotificationSealer, keys: any SealingKeyProvider) {
         let appID = try a.required("--app-id", "APP")
-        try mappingSenderErrors { try KeychainSealingKeys.checkNames(appID: appID) }
+        try checkKeysetNames(appID: appID)
         let keys = try keyProvider(a)
         var options = SealOptions()
         options.fallback = FallbackAlert(title: a.value("--fallback-title") ?? FallbackAlert.defaultTitle,
@@ -122,7 +118,7 @@ enum SealOptionSpecs {
                                 })
         options.fit = a.has("--fit")
         options.padding = !a.has("--no-padding")
-        return (try mappingSenderErrors { try NotificationSealer(appID: appID, keys: keys, options: options) }, keys)
+        return try mappingSenderErrors { try NotificationSealer(appID: appID, keys: keys, options: options) }
     }
 
     /// The server keychain of `--keychain DIR`; every seal counts against the primary key's limit.
@@ -132,12 +128,27 @@ enum SealOptionSpecs {
     }
 }
 
-/// Runs `body`, turning a `SenderError` into the CLI error of ``cliError(_:)``.
+/// Runs `body`, turning a `SenderError` (or an error that converts to one, such as a key
+/// provider's `SealingKeyError`) into the CLI error of ``cliError(_:)``.
 func mappingSenderErrors<R>(_ body: () throws -> R) throws -> R {
     do {
         return try body()
     } catch let e as SenderError {
         throw cliError(e)
+    } catch let e as any SenderErrorConvertible {
+        throw cliError(e.senderError)
+    }
+}
+
+/// Checks `--app-id` and `--recipient` by the keyset naming rules (PushSealKeys' `KeyID`, the
+/// `--app-id` rule push-open and push-keys apply too) before any keychain is read.
+/// - Throws: `CLIError` 64 `invalidOption` naming the rule.
+func checkKeysetNames(appID: String? = nil, recipient: String? = nil) throws {
+    do {
+        if let appID { try KeyID.validateAppID(appID) }
+        if let recipient { try KeyID.validateRecipient(recipient) }
+    } catch let e as KeysError {
+        throw cliError(SenderError(.invalidOption, e.reason))
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import PushSealCrypto
 import PushSealFormat
 import PushSealKeychain
+import PushSealKeyProviders
 import PushSealKeys
 @testable import PushSealExtension
 
