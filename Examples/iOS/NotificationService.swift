@@ -26,7 +26,7 @@ enum PushSealConfig {
     static let appIDInfoKey = "PushSealAppID"
     static let appGroupInfoKey = "PushSealAppGroup"
     /// The `userInfo` key under which the sealed `data` object is delivered to the app (F3):
-    /// `userInfo["pushseal"]`. Nothing else that was not sealed reaches `userInfo` except `aps`.
+    /// the `pushseal` member. Nothing else that was not sealed reaches `userInfo` except `aps`.
     static let sealedDataUserInfoKey = "pushseal"
     /// iOS gives an extension about 30 s; keep a margin for the expiry path.
     static let budgetSeconds: TimeInterval = 30
@@ -225,13 +225,13 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         case .failure(let failure): throw Refusal("keychain:\(failure.status ?? errSecParam)")
         }
         var senderRecord: PushSealKeyRecord?
-        if let senderKeyID {
+        if senderKeyID == nil {
+            // Base mode: refused once the app pinned any sender key.
+            guard pinned.isEmpty else { throw Refusal("downgradeRefused") }
+        } else if let senderKeyID {
             // Auth mode: the sender key must be pinned (a device that pinned nothing refuses too).
             guard pinned.contains(senderKeyID) else { throw Refusal("unknownSenderKey") }
             senderRecord = try Self.usableKey(.senderKey, keyID: senderKeyID, appID: appID, now: now, notFound: "unknownSenderKey")
-        } else {
-            // Base mode: refused once the app pinned any sender key.
-            guard pinned.isEmpty else { throw Refusal("downgradeRefused") }
         }
         // Step 3: the device private key (kind 2) by key id.
         let deviceRecord = try Self.usableKey(.v2DeviceKey, keyID: keyID, appID: appID, now: now, notFound: "unknownKeyID")
@@ -287,7 +287,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
     // MARK: What the app sees (security review F3)
 
     /// `userInfo` of a decrypted notification: the delivered `aps` and the sealed `data` under
-    /// `userInfo["pushseal"]` (an empty object when nothing was sealed there). Every other
+    /// the `pushseal` member (an empty object when nothing was sealed there). Every other
     /// top-level member of the payload was not sealed and is dropped, so nothing unauthenticated
     /// can pass for sealed data.
     static func sealedUserInfo(_ plaintext: Plaintext, delivered: [AnyHashable: Any]) -> [AnyHashable: Any] {
