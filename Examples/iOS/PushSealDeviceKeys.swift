@@ -261,6 +261,8 @@ enum PushSealDeviceKeys {
         guard PushSealWire.isValidKeyID(keyID), PushSealWire.isValidAppID(appID) else { throw Failure("invalidName") }
         guard record.keyBytes.count == PushSealKeyLayout.keyByteCount else { throw Failure("invalidKey") }
         guard var query = baseQuery(kind: record.kind, appID: appID, account: keyID) else { throw Failure("notConfigured") }
+        // v1 and v2 device keys share a service: never overwrite a key of the other kind.
+        if case .otherKind = lookup(record.kind, keyID: keyID, appID: appID) { throw Failure("duplicateKeyID") }
         let data = record.encoded()
         let update: [String: Any] = [kSecValueData as String: data, kSecAttrLabel as String: record.kind.label]
         var status = SecItemUpdate(query as CFDictionary, update as CFDictionary)
@@ -517,7 +519,13 @@ enum PushSealDeviceKeys {
         var disabled: [String] = []
         for keyID in record.keyIds {
             for kind in PushSealKeyKind.allCases {
-                guard var held = try existing(kind, keyID: keyID, appID: appID) else { continue }
+                var held: PushSealKeyRecord
+                switch lookup(kind, keyID: keyID, appID: appID) {
+                case .found(let record): held = record
+                case .notFound, .otherKind: continue  // pruned, or found under its own kind
+                case .damaged: throw Failure("corruptKey")
+                case .failed(let status): throw Failure("keychain", status: status)
+                }
                 held.status = .disabled
                 held.retiredAt = held.retiredAt == PushSealKeyLayout.noTime ? record.revokedAt : min(held.retiredAt, record.revokedAt)
                 if kind != .senderKey { held.keyBytes = Data(count: PushSealKeyLayout.keyByteCount) }

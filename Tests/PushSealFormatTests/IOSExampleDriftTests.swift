@@ -30,10 +30,14 @@ import Testing
 /// - AAD or `info` prefix or separator changed anywhere: the exact text built from one source
 ///   is no longer found in the others.
 /// Tried by hand on 2026-11-30: renaming `"exp"` in the example, and `` `key_id` `` in FORMAT.md's
-/// §3 table, each made this suite fail with the name in the message. Tried on 2026-12-01:
-/// `retiredAt` offset 11 → 12 in keychain.md, `PushSeal v2 key` → `PushSeal v2 Key` in the
-/// example, `HPKE-AUTH-…` → `HPKE-AUTHX-…` in FORMAT.md §V.2, swapping the downgrade and
-/// unknown-key checks in the example, and removing the zero-shared-secret call: each failed.
+/// §3 table, each made this suite fail with the name in the message. Tried on 2026-12-01, each
+/// failing at least one test: in keychain.md the `retiredAt` offset 11 → 12 and status
+/// `3 decryptOnly` → `5`; in FORMAT.md `HPKE-AUTH-…` → `HPKE-AUTHX-…` (§V.2) and the auth `info`
+/// with `sender_key_id` before `app_id` (§V.3.2); in the example the label `PushSeal v2 Key`,
+/// the service prefix `pushseal.keys:`, `algorithmV2Base` misspelled, the zero-shared-secret
+/// call on `enc` removed, the device key looked up before the sender policy, the replay
+/// guard's `evictedUntil` check removed, every delivered member copied into `userInfo`; in
+/// Examples/iOS/README.md `interruption-level` → `interruptionLevel`.
 @Suite("iOS example, FORMAT.md and keychain.md agree with PushSealFormat and the Python reference")
 struct IOSExampleDriftTests {
     static let repoRoot = URL(fileURLWithPath: #filePath)
