@@ -89,6 +89,7 @@ Output.shared.progress("push-bench (\(settings.name)): \(machine.cores) cores, \
 
 let sections: [any BenchSection] = [
     CryptoBench(),
+    HPKEBench(settings: settings),
     SenderBench(settings: settings),
     OpenBench(settings: settings),
 ]
