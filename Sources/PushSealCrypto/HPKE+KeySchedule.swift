@@ -25,7 +25,10 @@ extension HPKE {
         versionLabel.withUTF8Buffer { v in
             suite.withUTF8Buffer { s in
                 label.withUTF8Buffer { l in
-                    MACContext.extract(salt: salt, UnsafeRawBufferPointer(v), UnsafeRawBufferPointer(s), UnsafeRawBufferPointer(l), ikm, into: out)
+                    MACContext.extract(salt: salt, into: out) { ctx in
+                        MACContext.feed(ctx, UnsafeRawBufferPointer(v)) && MACContext.feed(ctx, UnsafeRawBufferPointer(s))
+                            && MACContext.feed(ctx, UnsafeRawBufferPointer(l)) && MACContext.feed(ctx, ikm)
+                    }
                 }
             }
         }
@@ -41,8 +44,10 @@ extension HPKE {
             versionLabel.withUTF8Buffer { v in
                 suite.withUTF8Buffer { s in
                     label.withUTF8Buffer { l in
-                        MACContext.expand(prk: prk, n, UnsafeRawBufferPointer(v), UnsafeRawBufferPointer(s), UnsafeRawBufferPointer(l), info,
-                                          byteCount: byteCount, into: out)
+                        MACContext.expand(prk: prk, byteCount: byteCount, into: out) { ctx in
+                            MACContext.feed(ctx, n) && MACContext.feed(ctx, UnsafeRawBufferPointer(v)) && MACContext.feed(ctx, UnsafeRawBufferPointer(s))
+                                && MACContext.feed(ctx, UnsafeRawBufferPointer(l)) && MACContext.feed(ctx, info)
+                        }
                     }
                 }
             }

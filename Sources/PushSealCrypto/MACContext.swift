@@ -13,7 +13,7 @@ internal import CSodium
 /// RFC 5869 and Wycheproof HKDF vectors and against ``HKDFSHA256`` (HKDFCompositionTests).
 ///
 /// Inputs are given in parts (HPKE's labels are concatenations), fed to `EVP_MAC_update`
-/// one after another, so no concatenation is ever allocated.
+/// one after another by a closure, so no concatenation (or array of parts) is allocated.
 ///
 /// Key hygiene: the context is bound to SHA-256 once and re-keyed per HMAC; ``scrub()`` re-keys
 /// it with a zero key so no secret-derived HMAC state outlives an HPKE operation. The context
@@ -99,11 +99,16 @@ enum MACContext {
     /// empty `salt` means 32 zero bytes. Returns false on an OpenSSL failure (after discarding
     /// the context and clearing the error queue).
     static func extract(salt: UnsafeRawBufferPointer, _ ikm: UnsafeRawBufferPointer..., into prk: UnsafeMutableRawPointer) -> Bool {
+        extract(salt: salt, into: prk) { ctx in ikm.allSatisfy { feed(ctx, $0) } }
+    }
+
+    /// `HKDF-Extract` with the IKM fed by `feedIKM` (calls ``feed(_:_:)``; no array of parts,
+    /// so nothing is allocated).
+    @inline(__always)
+    static func extract(salt: UnsafeRawBufferPointer, into prk: UnsafeMutableRawPointer, feedIKM: (OpaquePointer) -> Bool) -> Bool {
         guard let ctx = threadContext() else { return false }
         let key = salt.count > 0 ? salt : UnsafeRawBufferPointer(start: zeroKey, count: hashByteCount)
-        guard begin(ctx, key: key) else { return fail() }
-        for part in ikm { guard feed(ctx, part) else { return fail() } }
-        guard finish(ctx, into: prk) else { return fail() }
+        guard begin(ctx, key: key), feedIKM(ctx), finish(ctx, into: prk) else { return fail() }
         return true
     }
 
@@ -111,6 +116,13 @@ enum MACContext {
     /// `out`. `prk` is 32 bytes; `byteCount` is 0...8160. Returns false on a bad size or an
     /// OpenSSL failure (after discarding the context and clearing the error queue).
     static func expand(prk: UnsafeRawBufferPointer, _ info: UnsafeRawBufferPointer..., byteCount: Int, into out: UnsafeMutableRawPointer) -> Bool {
+        expand(prk: prk, byteCount: byteCount, into: out) { ctx in info.allSatisfy { feed(ctx, $0) } }
+    }
+
+    /// `HKDF-Expand` with the info fed by `feedInfo` (called once per 32-byte block).
+    @inline(__always)
+    static func expand(prk: UnsafeRawBufferPointer, byteCount: Int, into out: UnsafeMutableRawPointer,
+                       feedInfo: (OpaquePointer) -> Bool) -> Bool {
         guard byteCount >= 0, byteCount <= 255 * hashByteCount, prk.count > 0 else { return false }
         if byteCount == 0 { return true }
         guard let ctx = threadContext() else { return false }
@@ -123,9 +135,8 @@ enum MACContext {
             while done < byteCount {
                 // T(n) = HMAC(PRK, T(n-1) ‖ info ‖ n); T(0) is empty. T(n-1) is still in `t`.
                 let previous = UnsafeRawBufferPointer(start: tBase, count: counter == 1 ? 0 : hashByteCount)
-                guard begin(ctx, key: prk), feed(ctx, previous) else { return fail() }
-                for part in info { guard feed(ctx, part) else { return fail() } }
-                let ok = withUnsafeBytes(of: &counter) { n in feed(ctx, n) && finish(ctx, into: tBase) }
+                let ok = begin(ctx, key: prk) && feed(ctx, previous) && feedInfo(ctx)
+                    && withUnsafeBytes(of: &counter) { n in feed(ctx, n) && finish(ctx, into: tBase) }
                 guard ok else { return fail() }
                 let take = min(hashByteCount, byteCount - done)
                 (out + done).copyMemory(from: tBase, byteCount: take)
