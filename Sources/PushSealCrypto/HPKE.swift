@@ -109,7 +109,8 @@ public enum HPKE {
     /// - Throws: `CryptoError` `.invalidParameter` when `output` is too small, `.zeroSharedSecret`,
     ///   `.internalFailure`.
     public static func seal(_ plaintext: UnsafeRawBufferPointer, to recipient: X25519.PublicKey, info: UnsafeRawBufferPointer,
-                            authenticating aad: UnsafeRawBufferPointer, sender: X25519.PrivateKey?, psk: PresharedKey?,
+                            authenticating aad: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
+                            sender: X25519.PrivateKey? = nil, psk: PresharedKey? = nil,
                             into output: UnsafeMutableRawBufferPointer) throws -> Int {
         try seal(plaintext, to: recipient, info: info, authenticating: aad, sender: sender, psk: psk, ephemeral: nil, into: output)
     }
@@ -188,7 +189,8 @@ public enum HPKE {
     /// caller memory (e.g. a decoded `encrypted_data`).
     /// - Throws: as the array form.
     public static func open(_ message: UnsafeRawBufferPointer, with recipient: X25519.PrivateKey, info: UnsafeRawBufferPointer,
-                            authenticating aad: UnsafeRawBufferPointer, sender: X25519.PublicKey?, psk: PresharedKey?) throws -> [UInt8] {
+                            authenticating aad: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
+                            sender: X25519.PublicKey? = nil, psk: PresharedKey? = nil) throws -> [UInt8] {
         guard message.count >= encByteCount, let base = message.baseAddress else {
             throw CryptoError(.invalidPublicKey, "an HPKE message starts with a \(encByteCount)-byte enc, got \(message.count) bytes")
         }

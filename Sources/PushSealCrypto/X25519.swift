@@ -64,6 +64,24 @@ public enum X25519 {
 
         deinit { EVP_PKEY_free(pkey) }
 
+        /// Refuses a low-order point — a key every shared secret with which is all zero (RFC 7748
+        /// §6.1, RFC 9180 §7.1.4) — e.g. when importing a registration or a sender key.
+        ///
+        /// One X25519 derive with a process-wide probe key: a clamped scalar is a multiple of 8,
+        /// so the result is zero exactly when the point's order divides 8.
+        /// - Throws: `CryptoError` `.zeroSharedSecret` for a low-order point, `.internalFailure`.
+        public func validate() throws {
+            guard let probe = X25519.probeKey else {
+                throw CryptoError(.internalFailure, "OpenSSL could not generate an X25519 key")
+            }
+            var out = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+            defer { withUnsafeMutableBytes(of: &out) { sodium_memzero($0.baseAddress, $0.count) } }
+            try withUnsafeMutableBytes(of: &out) { o in
+                guard let base = o.baseAddress else { throw CryptoError(.internalFailure, "no output buffer") }
+                try X25519.derive(probe.pkey, peer: pkey, into: base)
+            }
+        }
+
         /// Equal when the raw bytes are equal (public data: not constant-time).
         public static func == (lhs: PublicKey, rhs: PublicKey) -> Bool { lhs.rawRepresentation == rhs.rawRepresentation }
         /// Hashes the raw bytes.
@@ -164,6 +182,10 @@ public enum X25519 {
 }
 
 extension X25519 {
+    /// The private key ``PublicKey/validate()`` derives with: generated once per process, never
+    /// exported (nil only if OpenSSL could not generate it).
+    static let probeKey: PrivateKey? = try? PrivateKey()
+
     /// Generates a key with this thread's reusable keygen context (`EVP_PKEY_keygen`); the
     /// caller owns (frees) the result. Nil when OpenSSL fails.
     static func generate() -> OpaquePointer? {

@@ -48,6 +48,8 @@ struct X25519Tests {
             switch test.result {
             case "valid", "acceptable":
                 if test.result == "valid" { valid += 1 } else { acceptable += 1 }
+                // validate() refuses exactly the public keys that give a zero shared secret.
+                #expect(cryptoErrorCode { try peer.validate() } == (zero ? .zeroSharedSecret : nil), "tcId \(test.tcId): validate")
                 if zero {
                     #expect(test.result == "acceptable", "tcId \(test.tcId): a valid zero result we would refuse")
                     let code = cryptoErrorCode { _ = try privateKey.sharedSecret(with: peer) }
@@ -81,6 +83,10 @@ struct X25519Tests {
         #expect(try again.sharedSecret(with: b.publicKey) == ab)
         let viaPointer = try a.publicKey.rawRepresentation.withUnsafeBytes { try X25519.PublicKey(rawBytes: $0) }
         #expect(viaPointer == a.publicKey)
+        try a.publicKey.validate()
+        for point in HPKETests.lowOrderPoints {
+            #expect(cryptoErrorCode { try X25519.PublicKey(rawRepresentation: point).validate() } == .zeroSharedSecret)
+        }
         #expect(cryptoErrorCode { _ = try X25519.PublicKey(rawRepresentation: [UInt8](repeating: 9, count: 31)) } == .invalidPublicKey)
         #expect(cryptoErrorCode { _ = try X25519.PublicKey(rawRepresentation: [UInt8](repeating: 9, count: 33)) } == .invalidPublicKey)
         #expect(cryptoErrorCode { _ = try X25519.PrivateKey(rawRepresentation: SecretBytes(copying: [UInt8](repeating: 1, count: 31))) } == .invalidKeySize)
