@@ -197,38 +197,28 @@ enum CipherContext {
     nonisolated(unsafe) static let cipher: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)
 
     /// The thread-specific slot; its destructor frees (and so cleanses) a thread's context at exit.
-    static let slot: pthread_key_t? = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key) { pointer in
-            #if canImport(Darwin)
-            EVP_CIPHER_CTX_free(OpaquePointer(pointer))
-            #else
-            if let pointer { EVP_CIPHER_CTX_free(OpaquePointer(pointer)) }
-            #endif
-        }
-        return status == 0 ? key : nil
-    }()
-
-    /// This thread's context, created and bound to AES-256-GCM on first use; nil if OpenSSL failed.
-    @inline(__always)
-    static func threadContext() -> OpaquePointer? {
-        guard let slot else { return nil }
-        if let existing = pthread_getspecific(slot) { return OpaquePointer(existing) }
+    static let slot = ThreadContextSlot(destructor: { pointer in
+        #if canImport(Darwin)
+        EVP_CIPHER_CTX_free(OpaquePointer(pointer))
+        #else
+        if let pointer { EVP_CIPHER_CTX_free(OpaquePointer(pointer)) }
+        #endif
+    }, make: {
+        // Bound to AES-256-GCM once; later operations re-key it.
         guard let cipher, let ctx = EVP_CIPHER_CTX_new() else { return nil }
-        guard EVP_CipherInit_ex2(ctx, cipher, nil, nil, 1, nil) == 1,
-              pthread_setspecific(slot, UnsafeRawPointer(ctx)) == 0 else {
+        guard EVP_CipherInit_ex2(ctx, cipher, nil, nil, 1, nil) == 1 else {
             EVP_CIPHER_CTX_free(ctx)
             return nil
         }
         return ctx
-    }
+    }, free: { EVP_CIPHER_CTX_free($0) })
+
+    /// This thread's context, created and bound to AES-256-GCM on first use; nil if OpenSSL failed.
+    @inline(__always)
+    static func threadContext() -> OpaquePointer? { slot.context() }
 
     /// Frees this thread's context (OpenSSL cleanses it); the next call creates a fresh one.
-    static func discardThreadContext() {
-        guard let slot, let existing = pthread_getspecific(slot) else { return }
-        _ = pthread_setspecific(slot, nil)
-        EVP_CIPHER_CTX_free(OpaquePointer(existing))
-    }
+    static func discardThreadContext() { slot.discard() }
 
     /// Runs a whole GCM operation. For decryption `tag` is read and verified; for encryption it
     /// is written. Returns false on any failure (including a tag mismatch), after discarding

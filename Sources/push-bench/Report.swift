@@ -91,6 +91,8 @@ struct Report {
         /// Higher is better (throughput): the ratio is inverted (PushSeal's rate / the other's) so
         /// that it stays a time ratio, like every other row's.
         var perSecond = false
+        /// The OpenSSL-raw series shown, when not the row's own op and size (HPKE rows: the X25519 floor).
+        var raw: SeriesKey? = nil
     }
 
     func markdown() -> String {
@@ -135,7 +137,7 @@ struct Report {
         out.append(rule)
         for row in rows {
             let ours = value(row, "pushseal")
-            let raw = row.openssl ? value(row, "openssl-raw") : nil
+            let raw = row.openssl ? (row.raw.flatMap { key in measurer.median(key).map(row.convert) } ?? value(row, "openssl-raw")) : nil
             var line = "| \(row.label) | \(row.unit) | \(show(ours, row)) | \(row.openssl ? show(raw, row) : "") |"
             for peer in peers { line += " \(show(value(row, peer.name), row)) |" }
             line += " \(row.openssl ? ratio(raw, ours, row) : "") |"
@@ -157,6 +159,10 @@ struct Report {
                    + "open = APNs payload in, notification out; crypto core = AES-256-GCM of that many bytes with the 40-byte AAD "
                    + "and a fresh nonce. OpenSSL raw = one reused EVP context in C style, in push-bench's process.")
         out.append(cryptoCoreNote())
+        out.append("- HPKE rows: RFC 9180 DHKEM(X25519, HKDF-SHA256) / HKDF-SHA256 / AES-256-GCM single-shot, 57-byte v2 info, no AAD; "
+                   + "their OpenSSL-raw column is the X25519 floor (seal: one keygen + one DH, auth two DHs; open: one DH, auth two), "
+                   + "so OpenSSL raw / PushSeal below 1 is the overhead over the unavoidable curve work (1 = none). The Python column of the HPKE rows "
+                   + "is `pyhpke` (`Benchmarks/peers/hpke_peer.py`).")
         out.append("- Batch: `push-seal batch` with a real server keychain (each recipient's keyset checked once per 2,048-line chunk, every seal counted), "
                    + "all cores, 1 KB lines on a pipe, output discarded; the peers run `seal_peer --batch` with a fixed key "
                    + "(no keychain), one process per core. The in-process row is SenderBench's 64-line chunk through `BatchSealer` on every core, for scale. \(s.batchLines == 1_000_000 ? "" : "**Reduced input** (\(grouped(s.batchLines)) lines); the full 1,000,000-line input: `make bench BENCH_ARGS='--batch-lines 1000000'`.")")
@@ -216,6 +222,16 @@ struct Report {
         }
         for (size, name) in Self.sizes {
             rows.append(Row(label: "open \(name), full payload", unit: "µs", op: "fullopen", size: size, convert: us, decimals: 2))
+        }
+        rows.append(Row(label: "X25519 keygen + DH (the HPKE floor)", unit: "µs", op: "x25519-floor", size: 0, convert: us, decimals: 2,
+                        openssl: true))
+        let hpke = [("hpke-seal", "HPKE seal", "base", "x25519-floor"), ("hpke-auth-seal", "HPKE seal", "auth", "x25519-floor-auth"),
+                    ("hpke-open", "HPKE open", "base", "x25519-dh"), ("hpke-auth-open", "HPKE open", "auth", "x25519-dh2")]
+        for (op, what, mode, floor) in hpke {
+            for (size, name) in Self.sizes {
+                rows.append(Row(label: "\(what) \(name), core (\(mode))", unit: "µs", op: op, size: size, convert: us, decimals: 2,
+                                openssl: true, raw: SeriesKey(impl: "openssl-raw", op: floor, size: 0)))
+            }
         }
         let lines = settings.batchLines
         rows.append(Row(label: "batch `push-seal batch`, 1 KB lines, \(machine.cores) cores", unit: "payloads/s", op: "batch", size: 1024,

@@ -100,6 +100,7 @@ if let note = settings.notComparableNote { Output.shared.progress(note) }
 
 let sections: [any BenchSection] = [
     CryptoBench(),
+    HPKEBench(settings: settings),
     SenderBench(settings: settings),
     OpenBench(settings: settings),
 ]
