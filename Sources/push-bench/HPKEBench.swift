@@ -76,16 +76,16 @@ struct HPKEBench: BenchSection {
 
     func comparisons() -> [Comparison] {
         var list: [Comparison] = [
-            Comparison(label: "X25519 keygen+DH pushseal/openssl-raw", numerator: SeriesKey(impl: "pushseal", op: "x25519-floor", size: 0),
-                       denominator: SeriesKey(impl: "openssl-raw", op: "x25519-floor", size: 0)),
+            Comparison(label: "X25519 keygen+DH openssl-raw / pushseal", numerator: SeriesKey(impl: "openssl-raw", op: "x25519-floor", size: 0),
+                       denominator: SeriesKey(impl: "pushseal", op: "x25519-floor", size: 0)),
         ]
         for size in Self.sizes {
             for (op, floor) in [("hpke-seal", "x25519-floor"), ("hpke-auth-seal", "x25519-floor-auth"), ("hpke-open", "x25519-dh"),
                                 ("hpke-auth-open", "x25519-dh2")] {
-                list.append(Comparison(label: "\(op) \(size) B / raw \(floor)", numerator: SeriesKey(impl: "pushseal", op: op, size: size),
-                                       denominator: SeriesKey(impl: "openssl-raw", op: floor, size: 0)))
+                list.append(Comparison(label: "\(op) \(size) B raw \(floor) / pushseal", numerator: SeriesKey(impl: "openssl-raw", op: floor, size: 0),
+                                       denominator: SeriesKey(impl: "pushseal", op: op, size: size)))
             }
-            list.append(Comparison(label: "hpke-seal \(size) B python(pyhpke)/pushseal", numerator: SeriesKey(impl: "python", op: "hpke-seal", size: size),
+            list.append(Comparison(label: "hpke-seal \(size) B python(pyhpke) / pushseal", numerator: SeriesKey(impl: "python", op: "hpke-seal", size: size),
                                    denominator: SeriesKey(impl: "pushseal", op: "hpke-seal", size: size)))
         }
         return list
