@@ -7,6 +7,8 @@ let package = Package(
     name: "PushSeal",
     platforms: [.macOS(.v14)],
     products: [
+        .library(name: "PushSealSystem", targets: ["PushSealSystem"]),
+        .library(name: "PushSealJSON", targets: ["PushSealJSON"]),
         .library(name: "PushSealCrypto", targets: ["PushSealCrypto"]),
         .library(name: "PushSealFormat", targets: ["PushSealFormat"]),
         .library(name: "PushSealKeychain", targets: ["PushSealKeychain"]),
@@ -31,43 +33,64 @@ let package = Package(
         // for x86-64 with a run-time CPU check; public data only (Sources/CPushSealSIMD).
         .target(name: "CPushSealSIMD"),
 
+        // Foundation layer: no Foundation, no C library but libc.
+        // PushSealSystem: file descriptors with the private-file rules, Locked, the detached
+        // thread, the monotonic clock, errno text, Hex and the one error shape (CodedError).
+        .target(name: "PushSealSystem"),
+        // PushSealJSON: JSONValue, reader, scanner, writer; nothing about notifications.
+        .target(name: "PushSealJSON", dependencies: ["PushSealSystem", "CPushSealSIMD"]),
+
         // Libraries.
-        .target(name: "PushSealCrypto", dependencies: ["COpenSSL", "CSodium"]),
-        .target(name: "PushSealFormat", dependencies: ["PushSealCrypto", "CSodium", "CPushSealSIMD"]),
-        .target(name: "PushSealKeychain", dependencies: ["PushSealCrypto", "PushSealFormat", "CSodium"]),
-        .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "CSodium"]),
-        .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeys", "PushSealKeychain"]),
-        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealKeys"]),
-        // PushSealKeychain only for PosixLock (Output guards its record of a failed stdout write).
-        .target(name: "PushSealCLI", dependencies: ["PushSealFormat", "PushSealKeychain"]),
-        .target(name: "PushSealMediaFetch", dependencies: ["CCurl"]),
+        .target(name: "PushSealCrypto", dependencies: ["PushSealSystem", "COpenSSL", "CSodium"]),
+        .target(name: "PushSealFormat", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CSodium", "CPushSealSIMD"]),
+        .target(name: "PushSealKeychain", dependencies: ["PushSealSystem", "PushSealJSON", "PushSealCrypto"]),
+        .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealJSON", "PushSealSystem", "CSodium"]),
+        .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeys", "PushSealKeychain", "PushSealJSON", "PushSealSystem"]),
+        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealKeys", "PushSealJSON", "PushSealSystem"]),
+        // CLI support (arguments, help, output, errors): System and JSON only.
+        .target(name: "PushSealCLI", dependencies: ["PushSealSystem", "PushSealJSON"]),
+        .target(name: "PushSealMediaFetch", dependencies: ["CCurl", "PushSealSystem"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
-        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain"]),
-        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeys", "PushSealKeychain"]),
-        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain"]),
+        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        // PushSealMediaFetch: the media path's network side, loaded with dlopen at run time (never
+        // linked: see the .dynamic product above); declared so `swift build --product push-open`
+        // builds libPushSealMediaFetch.so next to the tool.
+        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
-        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"],
+        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealJSON"],
                           path: "Examples/server/SealFromLibrary"),
-        .executableTarget(name: "push-bench", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "COpenSSL", "CSodium", "CPushSealSIMD"]),
+        .executableTarget(name: "push-bench", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "COpenSSL", "CSodium", "CPushSealSIMD"]),
 
-        // Tests: one target per module; CLITests runs the built binaries.
-        .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL"]),
-        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto", "PushSealKeychain", "CPushSealSIMD"]),
-        .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
-        .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto"]),
-        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
-        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
-        .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto"]),
+        // Tests: one target per module; CLITests runs the built binaries. PushSealTestSupport holds
+        // the helpers every test target shares (shared data lookup, seeded PRNG, expectCode,
+        // runPython, TemporaryDirectory); not a product.
+        .target(name: "PushSealTestSupport", dependencies: ["PushSealSystem"], path: "Tests/PushSealTestSupport"),
+        .testTarget(name: "PushSealJSONTests", dependencies: ["PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto", "PushSealKeychain", "CPushSealSIMD", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
 
-// Every Swift target: strict concurrency is implied by Swift 6 mode; this upcoming feature keeps existential types explicit.
-for target in package.targets where target.type != .system {
+// Every Swift target (strict concurrency is implied by Swift 6 mode):
+// - ExistentialAny keeps existential types explicit;
+// - InternalImportsByDefault makes every `import` internal, so a module's public API names only
+//   what it re-exports on purpose (`public import`);
+// - MemberImportVisibility makes every file import the modules whose members it uses, so the
+//   `dependencies:` above are the real graph (no member is reached through another import).
+for target in package.targets where target.type != .system && target.name != "CPushSealSIMD" {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
     target.swiftSettings = settings
 }

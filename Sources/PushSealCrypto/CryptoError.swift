@@ -1,34 +1,14 @@
+public import PushSealSystem
+
 /// An error from the crypto core.
 ///
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
 /// will not. Reasons never contain key bytes or plaintext.
 public struct CryptoError: CodedError {
-    /// A stable, machine-readable error code.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's stable name, e.g. `authenticationFailed`.
-        public let name: String
-
-        init(_ name: String) { self.name = name }
-
-        /// The tag did not verify: wrong key, wrong AAD, or modified nonce, ciphertext or tag.
-        /// Open reports all of these the same way on purpose.
-        public static let authenticationFailed = Code("authenticationFailed")
-        /// A key was not exactly ``AES256GCM/keyByteCount`` (32) bytes.
-        public static let invalidKeySize = Code("invalidKeySize")
-        /// A nonce was not exactly ``AES256GCM/nonceByteCount`` (12) bytes.
-        public static let invalidNonceSize = Code("invalidNonceSize")
-        /// A tag was not exactly ``AES256GCM/tagByteCount`` (16) bytes.
-        public static let invalidTagSize = Code("invalidTagSize")
-        /// A combined sealed box was shorter than nonce plus tag (28 bytes).
-        public static let truncatedBox = Code("truncatedBox")
-        /// A parameter was outside its documented range (e.g. HKDF output over 8160 bytes).
-        public static let invalidParameter = Code("invalidParameter")
-        /// The system random generator or a C library call failed unexpectedly.
-        public static let internalFailure = Code("internalFailure")
-
-        public var description: String { name }
-    }
-
+    /// The stable codes of this domain (constants below).
+    public typealias Code = ErrorCode<CryptoError>
+    /// `crypto`.
+    public static let domain = "crypto"
     /// The stable code; equality and hashing use it alone.
     public let code: Code
     /// A human explanation, without secrets.
@@ -39,4 +19,22 @@ public struct CryptoError: CodedError {
         self.code = code
         self.reason = reason
     }
+}
+
+extension ErrorCode<CryptoError> {
+    /// The tag did not verify: wrong key, wrong AAD, or modified nonce, ciphertext or tag.
+    /// Open reports all of these the same way on purpose.
+    public static var authenticationFailed: Self { Self("authenticationFailed") }
+    /// A key was not exactly ``AES256GCM/keyByteCount`` (32) bytes.
+    public static var invalidKeySize: Self { Self("invalidKeySize") }
+    /// A nonce was not exactly ``AES256GCM/nonceByteCount`` (12) bytes.
+    public static var invalidNonceSize: Self { Self("invalidNonceSize") }
+    /// A tag was not exactly ``AES256GCM/tagByteCount`` (16) bytes.
+    public static var invalidTagSize: Self { Self("invalidTagSize") }
+    /// A combined sealed box was shorter than nonce plus tag (28 bytes).
+    public static var truncatedBox: Self { Self("truncatedBox") }
+    /// A parameter was outside its documented range (e.g. HKDF output over 8160 bytes).
+    public static var invalidParameter: Self { Self("invalidParameter") }
+    /// The system random generator or a C library call failed unexpectedly.
+    public static var internalFailure: Self { Self("internalFailure") }
 }

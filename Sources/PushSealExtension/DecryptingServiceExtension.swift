@@ -1,14 +1,10 @@
+import PushSealJSON
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealKeychain
+import PushSealSystem
 import PushSealCrypto
 import PushSealFormat
 

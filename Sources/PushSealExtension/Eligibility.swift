@@ -1,3 +1,4 @@
+public import PushSealJSON
 import PushSealFormat
 
 /// Whether iOS would hand a payload to a Notification Service Extension.

@@ -1,15 +1,11 @@
+import PushSealJSON
 import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealKeychain
+import PushSealSystem
 import PushSealFormat
 
 /// Runs Notification Service Extensions the way iOS does, one notification at a time.

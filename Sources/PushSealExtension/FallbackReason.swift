@@ -1,5 +1,7 @@
+import PushSealSystem
+public import PushSealJSON
 import PushSealFormat
-import PushSealKeychain
+public import PushSealKeychain
 
 /// An error that names its own fallback reason token (see docs/fallback.md), for key
 /// providers and payload openers plugged into ``DecryptingServiceExtension``.

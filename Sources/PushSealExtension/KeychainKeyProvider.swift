@@ -1,16 +1,12 @@
+import PushSealSystem
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealCrypto
-import PushSealKeychain
-import PushSealKeys
+public import PushSealCrypto
+public import PushSealKeychain
+public import PushSealKeys
 
 /// The real key provider: reads the key for a payload's key id from the device keychain as the
 /// extension's identity (its entitlements), through PushSealKeys' ``DeviceKeyring``.

@@ -1,5 +1,6 @@
-import PushSealCrypto
-import PushSealFormat
+public import PushSealJSON
+public import PushSealCrypto
+public import PushSealFormat
 
 /// Gives the decrypting service the key for a key id, as the extension's own identity would
 /// read it from the keychain (its entitlements, the device lock state).

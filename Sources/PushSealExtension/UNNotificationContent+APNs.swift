@@ -1,3 +1,4 @@
+public import PushSealJSON
 import PushSealFormat
 
 extension UNNotificationContent {

@@ -1,3 +1,4 @@
+public import PushSealJSON
 import PushSealFormat
 
 /// A notification sound, as `UNNotificationSound`: the default sound or a named sound file.

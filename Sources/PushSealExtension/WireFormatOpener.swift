@@ -1,5 +1,6 @@
-import PushSealCrypto
-import PushSealFormat
+public import PushSealJSON
+public import PushSealCrypto
+public import PushSealFormat
 
 /// The real payload opener: wire format v1 (docs/FORMAT.md) through PushSealFormat's
 /// `SealedPayload`.

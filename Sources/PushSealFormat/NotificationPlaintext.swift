@@ -1,3 +1,5 @@
+import PushSealSystem
+public import PushSealJSON
 public import PushSealCrypto
 
 /// The plaintext of a sealed notification (FORMAT.md §5): a UTF-8 JSON object.
@@ -59,7 +61,7 @@ public struct NotificationPlaintext: Sendable, Equatable {
         let value: JSONValue
         do {
             value = try JSONReader.parse(bytes)
-        } catch let error as FormatError {
+        } catch let error as JSONError {
             let what = error.code == .invalidUTF8 ? "is not UTF-8" : "is not valid JSON"
             throw FormatError(.invalidPlaintext, "the plaintext \(what) (\(error.code.name): \(error.reason))")
         }
@@ -297,7 +299,7 @@ public struct MediaDescriptor: Sendable, Equatable {
         }
         if let h = try NotificationPlaintext.optional(o, "sha256", path: "media.") {
             guard case .string(let s) = h else { throw NotificationPlaintext.wrongType("media.sha256", "string", h) }
-            guard let bytes = Self.hexBytes(s), bytes.count == 32 else {
+            guard let bytes = Hex.decode(s), bytes.count == 32 else {
                 throw FormatError(.invalidPlaintext, "media.sha256: expected 64 hexadecimal digits, got \(s.utf8.count) characters")
             }
             sha256 = bytes
@@ -328,43 +330,13 @@ public struct MediaDescriptor: Sendable, Equatable {
         var o = JSONObject()
         o["url"] = .string(url)
         if let type { o["type"] = .string(type) }
-        if let sha256 { o["sha256"] = .string(Self.hex(sha256)) }
+        if let sha256 { o["sha256"] = .string(Hex.encode(sha256)) }
         if let key { o["key"] = .string(key.withUnsafeBytes { WireBase64.encodeSecret($0) }) }
         return .object(o)
     }
 
     /// ``sha256`` as 64 lower-case hex digits, as on the wire; `nil` when absent.
-    public var sha256Hex: String? { sha256.map(Self.hex) }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0F)]) }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func hexBytes(_ s: String) -> [UInt8]? {
-        let u = Array(s.utf8)
-        guard u.count % 2 == 0 else { return nil }
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case 0x30...0x39: c - 0x30
-            case 0x41...0x46: c - 0x41 + 10
-            case 0x61...0x66: c - 0x61 + 10
-            default: nil
-            }
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(u.count / 2)
-        var i = 0
-        while i < u.count {
-            guard let hi = nibble(u[i]), let lo = nibble(u[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
+    public var sha256Hex: String? { sha256.map { Hex.encode($0) } }
 }
 
 extension WireFormat {

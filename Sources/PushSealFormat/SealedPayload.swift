@@ -1,3 +1,4 @@
+public import PushSealJSON
 public import PushSealCrypto
 
 /// The sealed part of an APNs payload, read and checked (FORMAT.md §3, §8): the decoded box,

@@ -1,3 +1,4 @@
+public import PushSealJSON
 public import PushSealCrypto
 
 /// Wire format version 1: the constants, the AAD, identifier rules and the seal side

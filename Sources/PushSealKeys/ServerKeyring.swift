@@ -1,15 +1,12 @@
+import PushSealJSON
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealCrypto
-import PushSealKeychain
+import PushSealSystem
+public import PushSealCrypto
+public import PushSealKeychain
 
 /// The sender's view of a server keychain: the primary key of each (app id, recipient), with
 /// a persistent seal counter.
@@ -124,11 +121,7 @@ public final class ServerKeyring: @unchecked Sendable {
         lock.unlock()
     }
 
-    static func monotonicNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    }
+    static func monotonicNanoseconds() -> UInt64 { PushSealSystem.monotonicNanoseconds() }
 
     /// The primary key to seal one message for (app id, recipient), counting the seal.
     ///
@@ -243,7 +236,7 @@ public final class ServerKeyring: @unchecked Sendable {
                 let limit = min(used + blockSize, KeyStore.sealLimit)
                 ks.keys[q].info.sealCount = limit
                 reserved = (used, limit)
-                return [KeyStore.AuditEvent(event: "reserveSeals", time: KeyStore.now(), members: [("keyId", .string(keyID)), ("sealCount", .uint(limit))])]
+                return [KeyStore.AuditEvent(event: "reserveSeals", time: KeyStore.now(), members: [("keyId", .string(keyID)), ("sealCount", .integer(Int64(limit)))])]
             }
         } catch {
             drop()

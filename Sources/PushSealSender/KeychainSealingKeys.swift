@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import PushSealKeychain
-import PushSealKeys
+public import PushSealKeys
 
 /// The real key provider: each recipient's primary key from a server keychain, through
 /// PushSealKeys' ``ServerKeyring``, which also counts every seal against the key's 2^32 limit

@@ -1,4 +1,5 @@
-import PushSealFormat
+public import PushSealJSON
+public import PushSealFormat
 
 /// What the server wants the user to see: the notification before sealing.
 ///
@@ -91,7 +92,7 @@ public struct OutgoingNotification: Sendable, Equatable {
         let value: JSONValue
         do {
             value = try JSONReader.parse(jsonBytes)
-        } catch let e as FormatError {
+        } catch let e as JSONError {
             throw SenderError(.invalidJSON, "the notification is not valid JSON: \(e.reason)")
         }
         try self.init(json: value)

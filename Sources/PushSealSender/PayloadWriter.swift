@@ -1,3 +1,4 @@
+public import PushSealJSON
 import PushSealFormat
 
 /// A minimal JSON writer that appends UTF-8 bytes to an array: compact (no whitespace outside

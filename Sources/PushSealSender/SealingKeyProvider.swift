@@ -1,4 +1,4 @@
-import PushSealCrypto
+public import PushSealCrypto
 
 /// A recipient's current sealing key: its key id and the 32 key bytes.
 public struct SealingKey: Sendable {

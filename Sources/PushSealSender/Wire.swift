@@ -1,8 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealJSON
+import PushSealSystem
 import PushSealFormat
 
 // The wire format v1 pieces the sender needs: AAD, key ids and Padmé lengths come from
@@ -187,7 +184,7 @@ struct ScannedNotification {
     static func member(_ k: UnsafeRawBufferPointer) -> Int? {
         func named(_ name: StaticString) -> Bool {
             guard let b = k.baseAddress else { return false }
-            return memcmp(b, name.utf8Start, name.utf8CodeUnitCount) == 0
+            return Memory.equal(b, name.utf8Start, count: name.utf8CodeUnitCount)
         }
         switch k.count {
         case 2: return named("id") ? 9 : nil

@@ -1,3 +1,4 @@
+import PushSealJSON
 import PushSealCLI
 import PushSealCrypto
 import PushSealKeys
@@ -46,8 +47,8 @@ struct KeyImportCommand: Command {
         let store = try keyOpenStore(a, create: true, accessibility: acc)
         let result = try keyMapErrors { try store.importRecord(record, expectedAppID: a.value("--app-id"), graceSeconds: grace, now: now) }
         if c.json {
-            keyPrintJSON(.object([("created", .bool(result.created)), ("changedKeyIds", .array(result.changedKeyIDs.map { .string($0) })),
-                                  ("keyset", .keyset(result.keyset))]))
+            keyPrintJSON(.object(JSONObject([("created", .bool(result.created)), ("changedKeyIds", .array(result.changedKeyIDs.map { .string($0) })),
+                                  ("keyset", KeyJSON.keyset(result.keyset))])))
         } else {
             Output.stdout("\(record.appID) \(record.recipient): \(result.changedKeyIDs.isEmpty ? "already up to date" : "imported " + result.changedKeyIDs.joined(separator: " "))\n")
         }

@@ -1,3 +1,9 @@
+import PushSealJSON
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import PushSealCLI
 import PushSealFormat
 import PushSealKeychain

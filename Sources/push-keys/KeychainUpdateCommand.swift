@@ -1,3 +1,4 @@
+import PushSealJSON
 import PushSealCLI
 import PushSealFormat
 import PushSealKeychain

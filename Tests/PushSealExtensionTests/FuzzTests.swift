@@ -1,3 +1,5 @@
+import PushSealTestSupport
+import PushSealJSON
 import Foundation
 import PushSealCrypto
 import PushSealFormat

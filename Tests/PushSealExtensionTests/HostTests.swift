@@ -1,3 +1,5 @@
+import PushSealSystem
+import PushSealJSON
 import Dispatch
 import Foundation
 import PushSealFormat

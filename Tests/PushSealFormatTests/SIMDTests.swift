@@ -1,3 +1,5 @@
+@testable import PushSealJSON
+import PushSealTestSupport
 import CPushSealSIMD
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +15,6 @@ import Testing
 /// the end.
 @Suite("CPushSealSIMD: vectorized base64 and JSON scan agree with the portable code")
 struct SIMDTests {
-    typealias SplitMix = WireBase64DecodeTests.SplitMix
 
     #if arch(x86_64)
     /// Every x86-64 CPU since 2006 has SSSE3: the sender must not silently run portable code.
@@ -32,7 +33,7 @@ struct SIMDTests {
     @Test(arguments: [Int32(0), 1, 2])
     func base64AgreesWithLibsodiumAtEveryLength(level: Int32) {
         guard level <= pushseal_simd_level() else { return }
-        var rng = SplitMix(state: 0xB64_0000 + UInt64(level))
+        var rng = SeededGenerator(seed: 0xB64_0000 + UInt64(level))
         for length in 0...400 {
             for offset in 0..<4 {
                 let storage = (0..<(offset + length)).map { _ in UInt8.random(in: 0...255, using: &rng) }
@@ -63,7 +64,7 @@ struct SIMDTests {
 
     /// Long inputs through the public entry point (the detected level) equal libsodium.
     @Test func base64PublicEntryPointAgreesOnLongInputs() {
-        var rng = SplitMix(state: 0xB64_1000)
+        var rng = SeededGenerator(seed: 0xB64_1000)
         for length in [1_000, 2_076, 4_095, 4_096, 65_537] {
             let data = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
             #expect(WireBase64.encode(data) == data.withUnsafeBytes { WireBase64.encodeSecret($0) }, "length \(length)")
@@ -79,7 +80,7 @@ struct SIMDTests {
     /// A random scan case: a text of 0…`maxLength` bytes, plain printable ASCII except that
     /// about one byte in `rate` (never when 0) is from ``specials``; a start index; and the
     /// first flagged byte at or after it (or the length).
-    static func scanCase(_ rng: inout SplitMix, maxLength: Int, rate: Int) -> (text: [UInt8], start: Int, first: Int) {
+    static func scanCase(_ rng: inout SeededGenerator, maxLength: Int, rate: Int) -> (text: [UInt8], start: Int, first: Int) {
         let length = Int.random(in: 0...maxLength, using: &rng)
         let text: [UInt8] = (0..<length).map { _ in
             rate > 0 && Int.random(in: 0..<rate, using: &rng) == 0
@@ -96,7 +97,7 @@ struct SIMDTests {
     @Test(arguments: [Int32(0), 1, 2])
     func jsonScanStopsAtTheFirstFlaggedByte(level: Int32) {
         guard level <= pushseal_simd_level() else { return }
-        var rng = SplitMix(state: 0x15C_0000 + UInt64(level))
+        var rng = SeededGenerator(seed: 0x15C_0000 + UInt64(level))
         for trial in 0..<3_000 {
             let (text, start, first) = Self.scanCase(&rng, maxLength: 160, rate: [0, 2, 20, 200][trial % 4])
             let length = text.count
@@ -115,7 +116,7 @@ struct SIMDTests {
     /// flagged byte, or with fewer than 16 left. The full scan (C, then Swift) keeps the same
     /// contract.
     @Test func portableAndCombinedScansKeepTheContract() {
-        var rng = SplitMix(state: 0x15C_2000)
+        var rng = SeededGenerator(seed: 0x15C_2000)
         for trial in 0..<4_000 {
             let (text, start, first) = Self.scanCase(&rng, maxLength: 200, rate: [0, 3, 30, 300][trial % 4])
             let length = text.count
@@ -144,7 +145,7 @@ struct SIMDTests {
         defer { munmap(region, 2 * page) }
         #expect(mprotect(region + page, page, PROT_NONE) == 0)
         let guardPage = region.assumingMemoryBound(to: UInt8.self) + page
-        var rng = SplitMix(state: 0x6A2D)
+        var rng = SeededGenerator(seed: 0x6A2D)
         var out = [UInt8](repeating: 0, count: 400)
         for level in Int32(0)...pushseal_simd_level() {
             for length in 0...200 {

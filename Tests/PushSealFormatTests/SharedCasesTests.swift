@@ -1,3 +1,6 @@
+import PushSealSystem
+import PushSealTestSupport
+import PushSealJSON
 import Foundation
 import Testing
 @testable import PushSealFormat

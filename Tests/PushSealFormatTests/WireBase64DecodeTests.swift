@@ -1,3 +1,5 @@
+import PushSealSystem
+import PushSealTestSupport
 import Testing
 @testable import PushSealFormat
 import PushSealCrypto
@@ -6,17 +8,6 @@ import PushSealCrypto
 /// the same bytes or the same refusal on every input.
 @Suite("Wire format v1: fast base64 decoder agrees with libsodium")
 struct WireBase64DecodeTests {
-    /// A small deterministic generator (SplitMix64) so a failure names a reproducible seed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     /// Outcome of a decoder: bytes, or the error code.
     static func outcome(_ body: () throws -> [UInt8]) -> String {
@@ -35,7 +26,7 @@ struct WireBase64DecodeTests {
     /// whitespace, NUL and other bytes — mostly invalid, exercising every rule.
     @Test func randomTextAgrees() {
         let seed: UInt64 = 0x5EED_0B64
-        var rng = SplitMix(state: seed)
+        var rng = SeededGenerator(seed: seed)
         let pool = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=  \t\r\n".utf8) + [0, 0x21, 0x2E, 0x7F, 0xC3, 0xFF]
         for length in 0...300 {
             for _ in 0..<8 {
@@ -49,7 +40,7 @@ struct WireBase64DecodeTests {
     /// with one character changed, dropped or added: both decoders agree on all of them.
     @Test func randomEncodingsAndTheirMutationsAgree() throws {
         let seed: UInt64 = 0xB64_2026
-        var rng = SplitMix(state: seed)
+        var rng = SeededGenerator(seed: seed)
         let noise = Array("A/+_-= \n\u{0}!".utf8)
         for length in 0...300 {
             let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: rng.next()) }

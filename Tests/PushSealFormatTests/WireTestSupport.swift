@@ -1,31 +1,21 @@
+import PushSealSystem
+import PushSealTestSupport
+import PushSealJSON
 import Foundation
 @testable import PushSealFormat
 import PushSealCrypto
 
-/// The shared test data at `relative` (e.g. `cases/failures`) inside `$PUSHSEAL_SHARED`, else
-/// `<repo>/../shared`: its URL when it exists, and the message a test gives when it does not (the
-/// resolved path it looked in, and how to point at the data).
-func sharedData(_ relative: String) -> (url: URL?, missing: String) {
-    let env = ProcessInfo.processInfo.environment["PUSHSEAL_SHARED"] ?? ""
-    let root = env.isEmpty ? WireTestSupport.repoRoot.deletingLastPathComponent().appendingPathComponent("shared") : URL(fileURLWithPath: env)
-    let url = root.appendingPathComponent(relative).standardized
-    let found = FileManager.default.fileExists(atPath: url.path)
-    return (found ? url : nil, "shared test data not found at \(url.path) (\(env.isEmpty ? "default <repo>/../shared" : "from PUSHSEAL_SHARED")): "
-        + "run `make test SHARED=/path/to/shared`, or set PUSHSEAL_SHARED=/path/to/shared")
-}
-
 /// Paths and helpers shared by the wire-format tests.
 enum WireTestSupport {
     /// The repository root (three levels above this file).
-    static let repoRoot: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repoRoot: URL = repositoryRoot
 
     /// The key of shared/cases: bytes 0x00…0x1f.
     static var casesKey: SecretBytes { SecretBytes(copying: (0..<32).map { UInt8($0) }) }
 
-    static func hex(_ s: String) -> [UInt8]? { MediaDescriptor.hexBytes(s) }
+    static func hex(_ s: String) -> [UInt8]? { Hex.decode(s) }
 
-    static func hexString(_ b: [UInt8]) -> String { MediaDescriptor.hex(b) }
+    static func hexString(_ b: [UInt8]) -> String { Hex.encode(b) }
 
     static func read(_ url: URL) throws -> [UInt8] { Array(try Data(contentsOf: url)) }
 

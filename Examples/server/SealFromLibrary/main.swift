@@ -1,3 +1,4 @@
+import PushSealJSON
 // seal-server-example: sealing a notification from a server, by library.
 //
 // What a server does for every push: open the server keychain once (at start-up), build the

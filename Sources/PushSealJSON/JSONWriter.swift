@@ -93,10 +93,10 @@ public struct JSONWriter: Sendable {
 
     /// Writes a string value given as UTF-8 bytes (e.g. base64 output) without making a
     /// `String` first. Nothing is written when the bytes are not well-formed UTF-8.
-    /// - Throws: ``FormatError`` `.invalidUTF8` naming the offending byte offset.
+    /// - Throws: ``JSONError`` `.invalidUTF8` naming the offending byte offset.
     public mutating func string(utf8 value: UnsafeRawBufferPointer) throws {
         if let offset = UTF8Validation.firstInvalidOffset(value) {
-            throw FormatError(.invalidUTF8, "ill-formed UTF-8 at byte offset \(offset) of a string to write")
+            throw JSONError(.invalidUTF8, "ill-formed UTF-8 at byte offset \(offset) of a string to write")
         }
         comma()
         bytes.append(0x22)
@@ -106,7 +106,7 @@ public struct JSONWriter: Sendable {
     }
 
     /// Writes a string value given as UTF-8 bytes (see ``string(utf8:)-(UnsafeRawBufferPointer)``).
-    /// - Throws: ``FormatError`` `.invalidUTF8`.
+    /// - Throws: ``JSONError`` `.invalidUTF8`.
     public mutating func string(utf8 value: [UInt8]) throws {
         try value.withUnsafeBytes { try string(utf8: $0) }
     }
@@ -125,10 +125,10 @@ public struct JSONWriter: Sendable {
 
     /// Writes a double in its shortest round-trip form (e.g. `0.1`, `1.0`, `1e+100`).
     /// Nothing is written when it is infinite or NaN.
-    /// - Throws: ``FormatError`` `.nonFiniteNumber` for infinity and NaN.
+    /// - Throws: ``JSONError`` `.nonFiniteNumber` for infinity and NaN.
     public mutating func number(_ value: Double) throws {
         guard value.isFinite else {
-            throw FormatError(.nonFiniteNumber, "cannot write \(value) as JSON")
+            throw JSONError(.nonFiniteNumber, "cannot write \(value) as JSON")
         }
         comma()
         bytes.append(contentsOf: value.description.utf8)
@@ -154,7 +154,7 @@ public struct JSONWriter: Sendable {
     }
 
     /// Writes a whole value (objects keep their member order).
-    /// - Throws: ``FormatError`` `.nonFiniteNumber` when the tree holds an infinite or NaN
+    /// - Throws: ``JSONError`` `.nonFiniteNumber` when the tree holds an infinite or NaN
     ///   number; the buffer then holds a partial document.
     public mutating func write(_ value: JSONValue) throws {
         switch value {
@@ -180,15 +180,68 @@ public struct JSONWriter: Sendable {
     // MARK: One-shot helpers
 
     /// The compact UTF-8 serialization of `value`.
-    /// - Throws: ``FormatError`` `.nonFiniteNumber` when it holds an infinite or NaN number.
+    /// - Throws: ``JSONError`` `.nonFiniteNumber` when it holds an infinite or NaN number.
     public static func serialize(_ value: JSONValue) throws -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 256)
         try writer.write(value)
         return writer.bytes
     }
 
+    /// How ``serialize(_:style:)`` lays a document out.
+    public enum Style: Sendable, Hashable {
+        /// No whitespace outside strings, members in their order (payloads, `--json`, logs).
+        case compact
+        /// For files people read (`keychain.meta`): members sorted by key (Swift string order),
+        /// two-space indent, one member or element a line, `"key" : value` (the layout of
+        /// Foundation's `.prettyPrinted, .sortedKeys`); empty objects and arrays as `{}`, `[]`.
+        /// Strings are escaped as in compact output.
+        case prettySortedKeys
+    }
+
+    /// The serialization of `value` in `style`, as UTF-8.
+    /// - Throws: ``JSONError`` `.nonFiniteNumber` when it holds an infinite or NaN number.
+    public static func serialize(_ value: JSONValue, style: Style) throws -> [UInt8] {
+        guard style == .prettySortedKeys else { return try serialize(value) }
+        var writer = JSONWriter(reservingCapacity: 256)
+        try writer.writePretty(value, indent: 0)
+        return writer.bytes
+    }
+
+    private mutating func writePretty(_ value: JSONValue, indent: Int) throws {
+        func newline(_ depth: Int) {
+            bytes.append(0x0A)
+            bytes.append(contentsOf: repeatElement(0x20, count: depth * 2))
+        }
+        switch value {
+        case .object(let object) where object.count > 0:
+            bytes.append(0x7B)
+            for (i, m) in object.members.sorted(by: { $0.key < $1.key }).enumerated() {
+                if i > 0 { bytes.append(0x2C) }
+                newline(indent + 1)
+                appendQuoted(m.key)
+                bytes.append(contentsOf: [0x20, 0x3A, 0x20])  // " : "
+                try writePretty(m.value, indent: indent + 1)
+            }
+            newline(indent)
+            bytes.append(0x7D)
+        case .array(let elements) where !elements.isEmpty:
+            bytes.append(0x5B)
+            for (i, e) in elements.enumerated() {
+                if i > 0 { bytes.append(0x2C) }
+                newline(indent + 1)
+                try writePretty(e, indent: indent + 1)
+            }
+            newline(indent)
+            bytes.append(0x5D)
+        default:
+            needsComma = false
+            try write(value)
+        }
+        needsComma = false
+    }
+
     /// The compact serialization of `value` as a `String`.
-    /// - Throws: ``FormatError`` `.nonFiniteNumber` when it holds an infinite or NaN number.
+    /// - Throws: ``JSONError`` `.nonFiniteNumber` when it holds an infinite or NaN number.
     public static func serializeToString(_ value: JSONValue) throws -> String {
         String(decoding: try serialize(value), as: UTF8.self)
     }

@@ -4,12 +4,12 @@ import Glibc
 import Darwin
 #endif
 
-/// Runs `body` on a new detached POSIX thread (FoundationEssentials has no `Thread`).
-/// The host uses it for the extension's `didReceive` work, which may block (semaphores,
-/// downloads) and must not tie up a Dispatch pool thread.
-/// - Returns: false if the thread could not be created (`body` then never runs).
+/// Runs `body` on a new detached POSIX thread (FoundationEssentials has no `Thread`): for work
+/// that may block (semaphores, downloads, a libcurl transfer) and must not tie up a Dispatch
+/// pool thread.
+/// - Returns: `false` if the thread could not be created (`body` then never runs).
 @discardableResult
-func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+public func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
     final class Box: @unchecked Sendable {
         // Immutable after creation; handed to exactly one thread.
         let body: @Sendable () -> Void

@@ -1,21 +1,23 @@
+import PushSealSystem
+import PushSealTestSupport
 import Foundation
 import Testing
-@testable import PushSealFormat
+@testable import PushSealJSON
 
 /// One input the reader must reject, and the code it must reject it with.
 struct Rejection: Sendable, CustomTestStringConvertible {
     let name: String
     let bytes: [UInt8]
-    let code: FormatError.Code
+    let code: JSONError.Code
     var testDescription: String { name }
 
-    init(_ name: String, _ text: String, _ code: FormatError.Code) {
+    init(_ name: String, _ text: String, _ code: JSONError.Code) {
         self.name = name
         self.bytes = Array(text.utf8)
         self.code = code
     }
 
-    init(_ name: String, bytes: [UInt8], _ code: FormatError.Code) {
+    init(_ name: String, bytes: [UInt8], _ code: JSONError.Code) {
         self.name = name
         self.bytes = bytes
         self.code = code
@@ -116,14 +118,14 @@ struct JSONReaderTests {
 
     @Test("rejects", arguments: rejections)
     func rejects(_ case_: Rejection) {
-        #expect(throws: FormatError(case_.code, "")) { try JSONReader.parse(case_.bytes) }
+        #expect(throws: JSONError(case_.code, "")) { try JSONReader.parse(case_.bytes) }
     }
 
     @Test func invalidJSONReasonNamesTheByteOffset() throws {
-        let error = #expect(throws: FormatError.self) { try JSONReader.parse("[1,]") }
+        let error = #expect(throws: JSONError.self) { try JSONReader.parse("[1,]") }
         #expect(error?.code == .invalidJSON)
         #expect(error?.reason.contains("byte offset 3") == true, "\(String(describing: error))")
-        let utf8Error = #expect(throws: FormatError.self) { try JSONReader.parse(quoted([0x41, 0xFF])) }
+        let utf8Error = #expect(throws: JSONError.self) { try JSONReader.parse(quoted([0x41, 0xFF])) }
         #expect(utf8Error?.reason.contains("byte offset 2") == true, "\(String(describing: utf8Error))")
     }
 
@@ -184,12 +186,12 @@ struct JSONReaderTests {
     @Test func limitsAreExactAndConfigurable() throws {
         let deep64 = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
         #expect(throws: Never.self) { try JSONReader.parse(deep64) }
-        #expect(throws: FormatError(.nestingTooDeep, "")) {
+        #expect(throws: JSONError(.nestingTooDeep, "")) {
             try JSONReader.parse("[[[]]]", limits: .init(maxDepth: 2))
         }
         let doc = "\"" + String(repeating: "a", count: 98) + "\""  // 100 bytes
         #expect(throws: Never.self) { try JSONReader.parse(doc, limits: .init(maxByteCount: 100)) }
-        #expect(throws: FormatError(.inputTooLarge, "")) {
+        #expect(throws: JSONError(.inputTooLarge, "")) {
             try JSONReader.parse(doc, limits: .init(maxByteCount: 99))
         }
         var large = "{"

@@ -1,5 +1,7 @@
+import PushSealSystem
+import PushSealTestSupport
 import Foundation
-@testable import PushSealFormat
+@testable import PushSealJSON
 import Testing
 
 /// `JSONReader.Scanner` accepts and rejects exactly what `JSONReader.parse` does, and its
@@ -102,10 +104,10 @@ import Testing
         ]
         for doc in bad {
             let text = String(decoding: doc, as: UTF8.self)
-            var parseCode: FormatError.Code?
-            do { _ = try JSONReader.parse(doc) } catch let e as FormatError { parseCode = e.code }
-            var scanCode: FormatError.Code?
-            do { _ = try Self.scanObject(doc) } catch let e as FormatError { scanCode = e.code }
+            var parseCode: JSONError.Code?
+            do { _ = try JSONReader.parse(doc) } catch let e as JSONError { parseCode = e.code }
+            var scanCode: JSONError.Code?
+            do { _ = try Self.scanObject(doc) } catch let e as JSONError { scanCode = e.code }
             #expect(parseCode != nil, "\(text)")
             #expect(scanCode == parseCode, "\(text): parse \(String(describing: parseCode)), scan \(String(describing: scanCode))")
         }

@@ -1,4 +1,5 @@
 internal import CPushSealSIMD
+internal import PushSealSystem
 
 /// A strict, fast JSON reader (RFC 8259) that produces ``JSONValue``.
 ///
@@ -44,15 +45,15 @@ public enum JSONReader {
     ///   - bytes: the complete document, UTF-8 without byte order mark.
     ///   - limits: size and depth bounds; ``Limits/default`` when omitted.
     /// - Returns: the document's value.
-    /// - Throws: ``FormatError`` with code `.invalidJSON` (the reason names what and the byte
+    /// - Throws: ``JSONError`` with code `.invalidJSON` (the reason names what and the byte
     ///   offset, counted from 0), `.invalidUTF8`, `.nestingTooDeep`, `.duplicateKey` or
     ///   `.inputTooLarge`.
     public static func parse(_ bytes: UnsafeRawBufferPointer, limits: Limits = .default) throws -> JSONValue {
         guard bytes.count <= limits.maxByteCount else {
-            throw FormatError(.inputTooLarge, "JSON input of \(bytes.count) bytes exceeds the limit of \(limits.maxByteCount) bytes")
+            throw JSONError(.inputTooLarge, "JSON input of \(bytes.count) bytes exceeds the limit of \(limits.maxByteCount) bytes")
         }
         guard let base = bytes.baseAddress, bytes.count > 0 else {
-            throw FormatError(.invalidJSON, "empty input at byte offset 0, expected a JSON value")
+            throw JSONError(.invalidJSON, "empty input at byte offset 0, expected a JSON value")
         }
         var parser = Parser(base: base.assumingMemoryBound(to: UInt8.self), end: bytes.count, maxDepth: limits.maxDepth)
         return try parser.parseDocument()
@@ -60,7 +61,7 @@ public enum JSONReader {
 
     /// Parses one JSON document from a byte array (see ``parse(_:limits:)-(UnsafeRawBufferPointer,_)``).
     ///
-    /// - Throws: ``FormatError`` (`.invalidJSON`, `.invalidUTF8`, `.nestingTooDeep`,
+    /// - Throws: ``JSONError`` (`.invalidJSON`, `.invalidUTF8`, `.nestingTooDeep`,
     ///   `.duplicateKey`, `.inputTooLarge`).
     public static func parse(_ bytes: [UInt8], limits: Limits = .default) throws -> JSONValue {
         try bytes.withUnsafeBytes { try parse($0, limits: limits) }
@@ -69,7 +70,7 @@ public enum JSONReader {
     /// Parses one JSON document from a string's UTF-8 bytes (a leading U+FEFF is rejected as
     /// a byte order mark).
     ///
-    /// - Throws: ``FormatError`` (`.invalidJSON`, `.nestingTooDeep`, `.duplicateKey`,
+    /// - Throws: ``JSONError`` (`.invalidJSON`, `.nestingTooDeep`, `.duplicateKey`,
     ///   `.inputTooLarge`; never `.invalidUTF8`, a `String` is always well-formed).
     public static func parse(_ string: String, limits: Limits = .default) throws -> JSONValue {
         var string = string
@@ -221,7 +222,7 @@ struct Parser {
 
     mutating func parseDocument() throws -> JSONValue {
         if end >= 3, p[0] == 0xEF, p[1] == 0xBB, p[2] == 0xBF {
-            throw FormatError(.invalidJSON, "byte order mark at byte offset 0 (RFC 8259 §8.1 forbids it)")
+            throw JSONError(.invalidJSON, "byte order mark at byte offset 0 (RFC 8259 §8.1 forbids it)")
         }
         skipWhitespace()
         let value = try parseValue()
@@ -240,19 +241,16 @@ struct Parser {
     }
 
     /// An `invalidJSON` error describing the byte at `i` (or the end of input).
-    func unexpected(_ expected: String) -> FormatError {
+    func unexpected(_ expected: String) -> JSONError {
         guard i < end else {
-            return FormatError(.invalidJSON, "unexpected end of input at byte offset \(i), expected \(expected)")
+            return JSONError(.invalidJSON, "unexpected end of input at byte offset \(i), expected \(expected)")
         }
         let b = p[i]
         let shown = b >= 0x21 && b < 0x7F ? " '\(Character(Unicode.Scalar(b)))'" : ""
-        return FormatError(.invalidJSON, "unexpected byte 0x\(hex2(b))\(shown) at byte offset \(i), expected \(expected)")
+        return JSONError(.invalidJSON, "unexpected byte 0x\(hex2(b))\(shown) at byte offset \(i), expected \(expected)")
     }
 
-    func hex2(_ b: UInt8) -> String {
-        let digits = Array("0123456789ABCDEF".utf8)
-        return String(decoding: [digits[Int(b >> 4)], digits[Int(b & 0xF)]], as: UTF8.self)
-    }
+    func hex2(_ b: UInt8) -> String { Hex.byte(b, uppercase: true) }
 
     mutating func parseValue() throws -> JSONValue {
         guard i < end else { throw unexpected("a JSON value") }
@@ -283,7 +281,7 @@ struct Parser {
     mutating func enter() throws {
         depth += 1
         if depth > maxDepth {
-            throw FormatError(.nestingTooDeep, "nesting deeper than \(maxDepth) levels at byte offset \(i)")
+            throw JSONError(.nestingTooDeep, "nesting deeper than \(maxDepth) levels at byte offset \(i)")
         }
     }
 
@@ -334,7 +332,7 @@ struct Parser {
                 duplicate = members.contains { $0.key == key }
             }
             if duplicate {
-                throw FormatError(.duplicateKey, "duplicate key at byte offset \(keyOffset): an object has the key \"\(key.prefix(64))\" twice")
+                throw JSONError(.duplicateKey, "duplicate key at byte offset \(keyOffset): an object has the key \"\(key.prefix(64))\" twice")
             }
             skipWhitespace()
             guard i < end, p[i] == Byte.colon else { throw unexpected("':'") }
@@ -390,7 +388,7 @@ struct Parser {
     mutating func parseEscape() throws {
         let escapeOffset = i
         guard i + 1 < end else {
-            throw FormatError(.invalidJSON, "unterminated escape at byte offset \(i)")
+            throw JSONError(.invalidJSON, "unterminated escape at byte offset \(i)")
         }
         let c = p[i + 1]
         i += 2
@@ -407,21 +405,21 @@ struct Parser {
             var scalar = try hex4()
             if scalar >= 0xD800, scalar <= 0xDBFF {
                 guard i + 1 < end, p[i] == Byte.backslash, p[i + 1] == 0x75 else {
-                    throw FormatError(.invalidJSON, "unpaired high surrogate escape at byte offset \(escapeOffset)")
+                    throw JSONError(.invalidJSON, "unpaired high surrogate escape at byte offset \(escapeOffset)")
                 }
                 i += 2
                 let low = try hex4()
                 guard low >= 0xDC00, low <= 0xDFFF else {
-                    throw FormatError(.invalidJSON, "unpaired high surrogate escape at byte offset \(escapeOffset)")
+                    throw JSONError(.invalidJSON, "unpaired high surrogate escape at byte offset \(escapeOffset)")
                 }
                 scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
             } else if scalar >= 0xDC00, scalar <= 0xDFFF {
-                throw FormatError(.invalidJSON, "unpaired low surrogate escape at byte offset \(escapeOffset)")
+                throw JSONError(.invalidJSON, "unpaired low surrogate escape at byte offset \(escapeOffset)")
             }
             appendUTF8(scalar)
         default:
             i -= 1
-            throw FormatError(.invalidJSON, "invalid escape at byte offset \(escapeOffset) (allowed: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)")
+            throw JSONError(.invalidJSON, "invalid escape at byte offset \(escapeOffset) (allowed: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)")
         }
     }
 
@@ -482,7 +480,7 @@ struct Parser {
         if p[i] == Byte.zero {
             i += 1
             if i < end, isDigit(p[i]) {
-                throw FormatError(.invalidJSON, "leading zero in a number at byte offset \(start)")
+                throw JSONError(.invalidJSON, "leading zero in a number at byte offset \(start)")
             }
         } else {
             while i < end, isDigit(p[i]) {
@@ -513,7 +511,7 @@ struct Parser {
         }
         let text = String(decoding: UnsafeBufferPointer(start: p + start, count: i - start), as: UTF8.self)
         guard let value = Double(text), value.isFinite else {
-            throw FormatError(.invalidJSON, "number at byte offset \(start) is outside the range of a 64-bit float")
+            throw JSONError(.invalidJSON, "number at byte offset \(start) is outside the range of a 64-bit float")
         }
         return .number(value)
     }

@@ -1,29 +1,10 @@
+import PushSealSystem
+import PushSealTestSupport
 import Foundation
 import Testing
-@testable import PushSealFormat
+@testable import PushSealJSON
 
 // MARK: - Seeded randomness
-
-/// SplitMix64: small, fast, reproducible from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// The seed for this run: `$PUSHSEAL_TEST_SEED`, or a fresh one (printed in every failure).
-let testSeed: UInt64 = ProcessInfo.processInfo.environment["PUSHSEAL_TEST_SEED"].flatMap { UInt64($0) }
-    ?? UInt64.random(in: 0...UInt64.max)
-
-func seedNote(_ extra: String = "") -> Comment {
-    "seed \(testSeed) (rerun with PUSHSEAL_TEST_SEED=\(testSeed)) \(extra)"
-}
 
 enum RandomJSON {
     static let specials: [Unicode.Scalar] = ["\"", "\\", "/", "\u{2028}", "\u{2029}", "\u{7F}", "\u{FEFF}", "\u{FFFD}", "\u{FFFF}", "\u{200D}", "\u{FE0F}", " "]
@@ -196,28 +177,11 @@ func echoThroughPython(_ documents: [[UInt8]]) throws -> [String] {
         out.append(json.dumps(json.loads(line.rstrip(b"\\n").decode("utf-8")), ensure_ascii=True))
     sys.stdout.write("\\n".join(out) + "\\n")
     """
-    let input = FileManager.default.temporaryDirectory.appendingPathComponent("pushseal-json-\(UUID().uuidString).jsonl")
-    defer { try? FileManager.default.removeItem(at: input) }
     var data = Data()
     for d in documents { data.append(contentsOf: d); data.append(0x0A) }
-    try data.write(to: input)
-
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", script]
-    process.standardInput = try FileHandle(forReadingFrom: input)
-    let stdout = Pipe()
-    let stderr = Pipe()
-    process.standardOutput = stdout
-    process.standardError = stderr
-    try process.run()
-    let output = stdout.fileHandleForReading.readDataToEndOfFile()
-    let errors = stderr.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw FormatError(.invalidJSON, "python3 failed (\(process.terminationStatus)): \(String(decoding: errors, as: UTF8.self))")
-    }
-    return String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+    guard let result = runPython(script, input: data) else { throw JSONError(.invalidJSON, "python3 cannot be started") }
+    guard result.status == 0 else { throw JSONError(.invalidJSON, "python3 failed (\(result.status)): \(result.errors)") }
+    return result.output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
 }
 
 // MARK: - Tests
@@ -269,12 +233,12 @@ struct JSONWriterTests {
     @Test func refusesNonFiniteNumbersAndInvalidUTF8() {
         var w = JSONWriter()
         for d in [Double.infinity, -.infinity, .nan] {
-            #expect(throws: FormatError(.nonFiniteNumber, "")) { try w.number(d) }
-            #expect(throws: FormatError(.nonFiniteNumber, "")) { try JSONWriter.serialize(.array([.number(d)])) }
+            #expect(throws: JSONError(.nonFiniteNumber, "")) { try w.number(d) }
+            #expect(throws: JSONError(.nonFiniteNumber, "")) { try JSONWriter.serialize(.array([.number(d)])) }
         }
         #expect(w.bytes.isEmpty)
         for bad: [UInt8] in [[0xFF], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0x61, 0xE2, 0x82]] {
-            #expect(throws: FormatError(.invalidUTF8, "")) { try w.string(utf8: bad) }
+            #expect(throws: JSONError(.invalidUTF8, "")) { try w.string(utf8: bad) }
         }
         #expect(w.bytes.isEmpty)
     }

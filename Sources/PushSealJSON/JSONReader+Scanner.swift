@@ -57,13 +57,13 @@ extension JSONReader {
         /// - Parameters:
         ///   - bytes: the document.
         ///   - limits: size and depth bounds; ``Limits/default`` when omitted.
-        /// - Throws: `FormatError` `.inputTooLarge`, `.invalidJSON` (empty input).
+        /// - Throws: `JSONError` `.inputTooLarge`, `.invalidJSON` (empty input).
         public init(_ bytes: UnsafeRawBufferPointer, limits: Limits = .default) throws {
             guard bytes.count <= limits.maxByteCount else {
-                throw FormatError(.inputTooLarge, "JSON input of \(bytes.count) bytes exceeds the limit of \(limits.maxByteCount) bytes")
+                throw JSONError(.inputTooLarge, "JSON input of \(bytes.count) bytes exceeds the limit of \(limits.maxByteCount) bytes")
             }
             guard let base = bytes.baseAddress, bytes.count > 0 else {
-                throw FormatError(.invalidJSON, "empty input at byte offset 0, expected a JSON value")
+                throw JSONError(.invalidJSON, "empty input at byte offset 0, expected a JSON value")
             }
             parser = Parser(base: base.assumingMemoryBound(to: UInt8.self), end: bytes.count, maxDepth: limits.maxDepth)
         }
@@ -72,7 +72,7 @@ extension JSONReader {
         public var offset: Int { parser.i }
 
         /// The JSON type of the next value (after whitespace).
-        /// - Throws: `FormatError` `.invalidJSON` when no value can start here.
+        /// - Throws: `JSONError` `.invalidJSON` when no value can start here.
         public mutating func peekKind() throws -> ValueKind {
             parser.skipWhitespace()
             guard parser.i < parser.end else { throw parser.unexpected("a JSON value") }
@@ -88,10 +88,10 @@ extension JSONReader {
         }
 
         /// Consumes `{` (after whitespace) and enters the object.
-        /// - Throws: `FormatError` `.invalidJSON` (with the byte offset), `.nestingTooDeep`.
+        /// - Throws: `JSONError` `.invalidJSON` (with the byte offset), `.nestingTooDeep`.
         public mutating func beginObject() throws {
             if parser.i == 0, parser.end >= 3, parser.p[0] == 0xEF, parser.p[1] == 0xBB, parser.p[2] == 0xBF {
-                throw FormatError(.invalidJSON, "byte order mark at byte offset 0 (RFC 8259 §8.1 forbids it)")
+                throw JSONError(.invalidJSON, "byte order mark at byte offset 0 (RFC 8259 §8.1 forbids it)")
             }
             parser.skipWhitespace()
             guard parser.i < parser.end, parser.p[parser.i] == Byte.openBrace else { throw parser.unexpected("'{'") }
@@ -123,7 +123,7 @@ extension JSONReader {
         }
 
         /// The next member's key (its `:` consumed), or `nil` after consuming the object's `}`.
-        /// - Throws: `FormatError` `.invalidJSON`, `.invalidUTF8`.
+        /// - Throws: `JSONError` `.invalidJSON`, `.invalidUTF8`.
         public mutating func nextKey() throws -> StringSpan? {
             guard try nextItem(closing: Byte.closeBrace, separatorExpected: "',' or '}'", itemExpected: "a string key") else { return nil }
             guard parser.i < parser.end, parser.p[parser.i] == Byte.quote else { throw parser.unexpected("a string key") }
@@ -137,7 +137,7 @@ extension JSONReader {
 
         /// Consumes `[` (after whitespace) and enters the array; call ``nextElement()`` before
         /// each element.
-        /// - Throws: `FormatError` `.invalidJSON` (with the byte offset), `.nestingTooDeep`.
+        /// - Throws: `JSONError` `.invalidJSON` (with the byte offset), `.nestingTooDeep`.
         public mutating func beginArray() throws {
             parser.skipWhitespace()
             guard parser.i < parser.end, parser.p[parser.i] == Byte.openBracket else { throw parser.unexpected("'['") }
@@ -148,7 +148,7 @@ extension JSONReader {
 
         /// `true` when another element follows (its `,` consumed; read it next), or `false` after
         /// consuming the array's `]`.
-        /// - Throws: `FormatError` `.invalidJSON`.
+        /// - Throws: `JSONError` `.invalidJSON`.
         public mutating func nextElement() throws -> Bool {
             let wasAfterValue = afterValue
             guard try nextItem(closing: Byte.closeBracket, separatorExpected: "',' or ']'", itemExpected: "a JSON value") else { return false }
@@ -160,7 +160,7 @@ extension JSONReader {
         }
 
         /// Reads a string value without decoding it.
-        /// - Throws: `FormatError` `.invalidJSON` (not a string, bad escape, control character),
+        /// - Throws: `JSONError` `.invalidJSON` (not a string, bad escape, control character),
         ///   `.invalidUTF8`.
         public mutating func readString() throws -> StringSpan {
             parser.skipWhitespace()
@@ -170,7 +170,7 @@ extension JSONReader {
 
         /// Reads a number: ``JSONValue/integer(_:)`` or ``JSONValue/number(_:)`` by the rules of
         /// ``JSONReader``.
-        /// - Throws: `FormatError` `.invalidJSON`.
+        /// - Throws: `JSONError` `.invalidJSON`.
         public mutating func readNumber() throws -> JSONValue {
             parser.skipWhitespace()
             guard parser.i < parser.end, parser.p[parser.i] == Byte.minus || parser.isDigit(parser.p[parser.i]) else {
@@ -188,7 +188,7 @@ extension JSONReader {
         }
 
         /// Checks that only whitespace follows the document's value.
-        /// - Throws: `FormatError` `.invalidJSON`.
+        /// - Throws: `JSONError` `.invalidJSON`.
         public mutating func finish() throws {
             parser.skipWhitespace()
             if parser.i != parser.end { throw parser.unexpected("end of input after the JSON value") }
@@ -226,7 +226,7 @@ extension Parser {
     /// Validates a string whose opening quote is at `p[i]` without building it; leaves `i`
     /// after the closing quote. When it has escapes, `scratch` holds its decoded UTF-8 after
     /// the call (``parseString()`` builds its `String` from that).
-    /// - Throws: `FormatError` `.invalidJSON` (unterminated, control character, bad escape,
+    /// - Throws: `JSONError` `.invalidJSON` (unterminated, control character, bad escape,
     ///   unpaired surrogate), `.invalidUTF8`.
     mutating func scanString() throws -> JSONReader.StringSpan {
         i += 1
@@ -237,7 +237,7 @@ extension Parser {
         i = ByteScan.skipPlainASCII16(p, from: i, end: end)
         while true {
             guard i < end else {
-                throw FormatError(.invalidJSON, "unterminated string starting at byte offset \(start - 1)")
+                throw JSONError(.invalidJSON, "unterminated string starting at byte offset \(start - 1)")
             }
             if i + 8 <= end, !ByteScan.leavesPlainASCII(ByteScan.load(p, at: i)) {
                 i += 8
@@ -260,13 +260,13 @@ extension Parser {
                 runStart = i
                 if minimal { minimal = isMinimalEscape(at: escapeStart, length: i - escapeStart) }
             } else if b < 0x20 {
-                throw FormatError(.invalidJSON, "control character U+00\(hex2(b)) inside a string at byte offset \(i) (must be escaped)")
+                throw JSONError(.invalidJSON, "control character U+00\(hex2(b)) inside a string at byte offset \(i) (must be escaped)")
             } else if b < 0x80 {
                 i += 1
             } else {
                 let n = UTF8Validation.sequenceLength(p, at: i, end: end)
                 if n == 0 {
-                    throw FormatError(.invalidUTF8, "ill-formed UTF-8 byte 0x\(hex2(b)) at byte offset \(i)")
+                    throw JSONError(.invalidUTF8, "ill-formed UTF-8 byte 0x\(hex2(b)) at byte offset \(i)")
                 }
                 i += n
             }
