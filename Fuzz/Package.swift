@@ -17,6 +17,7 @@ let package = Package(
         .executableTarget(name: "receive-fuzz", dependencies: [
             .product(name: "PushSealCrypto", package: rootIdentity),
             .product(name: "PushSealFormat", package: rootIdentity),
+            .product(name: "PushSealJSON", package: rootIdentity),
             .product(name: "PushSealExtension", package: rootIdentity),
         ]),
     ],

@@ -16,6 +16,7 @@ import Glibc
 import PushSealCrypto
 import PushSealExtension
 import PushSealFormat
+import PushSealJSON
 
 @_silgen_name("LLVMFuzzerRunDriver")
 func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<CInt>,
