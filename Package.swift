@@ -10,7 +10,7 @@ let package = Package(
         .library(name: "PushSealSystem", targets: ["PushSealSystem"]),
         .library(name: "PushSealJSON", targets: ["PushSealJSON"]),
         .library(name: "PushSealCrypto", targets: ["PushSealCrypto"]),
-        .library(name: "PushSealFormat", targets: ["PushSealFormat"]),
+        .library(name: "PushSealWire", targets: ["PushSealWire"]),
         .library(name: "PushSealKeychain", targets: ["PushSealKeychain"]),
         .library(name: "PushSealKeys", targets: ["PushSealKeys"]),
         .library(name: "PushSealSender", targets: ["PushSealSender"]),
@@ -42,28 +42,28 @@ let package = Package(
 
         // Libraries.
         .target(name: "PushSealCrypto", dependencies: ["PushSealSystem", "COpenSSL", "CSodium"]),
-        .target(name: "PushSealFormat", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CSodium", "CPushSealSIMD"]),
+        .target(name: "PushSealWire", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CSodium", "CPushSealSIMD"]),
         .target(name: "PushSealKeychain", dependencies: ["PushSealSystem", "PushSealJSON", "PushSealCrypto"]),
-        .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealJSON", "PushSealSystem", "CSodium"]),
-        .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeys", "PushSealKeychain", "PushSealJSON", "PushSealSystem"]),
-        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealKeys", "PushSealJSON", "PushSealSystem"]),
+        .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealJSON", "PushSealSystem", "CSodium"]),
+        .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeys", "PushSealKeychain", "PushSealJSON", "PushSealSystem"]),
+        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealJSON", "PushSealSystem"]),
         // CLI support (arguments, help, output, errors): System and JSON only.
         .target(name: "PushSealCLI", dependencies: ["PushSealSystem", "PushSealJSON"]),
         .target(name: "PushSealMediaFetch", dependencies: ["CCurl", "PushSealSystem"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
-        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // PushSealMediaFetch: the media path's network side, loaded with dlopen at run time (never
         // linked: see the .dynamic product above); declared so `swift build --product push-open`
         // builds libPushSealMediaFetch.so next to the tool.
-        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealJSON", "PushSealSystem"]),
-        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
-        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealJSON"],
+        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON"],
                           path: "Examples/server/SealFromLibrary"),
-        .executableTarget(name: "push-bench", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "COpenSSL", "CSodium", "CPushSealSIMD"]),
+        .executableTarget(name: "push-bench", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "COpenSSL", "CSodium", "CPushSealSIMD"]),
 
         // Tests: one target per module; CLITests runs the built binaries. PushSealTestSupport holds
         // the helpers every test target shares (shared data lookup, seeded PRNG, expectCode,
@@ -71,12 +71,12 @@ let package = Package(
         .target(name: "PushSealTestSupport", dependencies: ["PushSealSystem"], path: "Tests/PushSealTestSupport"),
         .testTarget(name: "PushSealJSONTests", dependencies: ["PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto", "PushSealKeychain", "CPushSealSIMD", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealWireTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealKeychain", "CPushSealSIMD", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,8 +2,8 @@
 //
 // Opens PushSeal wire format v1 (docs/FORMAT.md) with Apple's frameworks only: CryptoKit for
 // AES-256-GCM and SHA-256, Security for the keychain item, UserNotifications for the content.
-// It cannot be compiled on Linux; Tests/PushSealFormatTests/IOSExampleDriftTests.swift checks
-// its field names, AAD and plaintext members against FORMAT.md and the PushSealFormat constants.
+// It cannot be compiled on Linux; Tests/PushSealWireTests/IOSExampleDriftTests.swift checks
+// its field names, AAD and plaintext members against FORMAT.md and the PushSealWire constants.
 //
 // Fallback ladder (DESIGN.md "What falls back means"): decrypted with media → decrypted without
 // media → the original content as delivered. The content handler is called exactly once; the

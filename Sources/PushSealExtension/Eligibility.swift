@@ -1,5 +1,5 @@
 public import PushSealJSON
-import PushSealFormat
+import PushSealWire
 
 /// Whether iOS would hand a payload to a Notification Service Extension.
 ///

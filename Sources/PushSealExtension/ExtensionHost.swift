@@ -6,7 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import PushSealSystem
-import PushSealFormat
+import PushSealWire
 
 /// Runs Notification Service Extensions the way iOS does, one notification at a time.
 ///

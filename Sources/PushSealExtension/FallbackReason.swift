@@ -1,6 +1,6 @@
 import PushSealSystem
 public import PushSealJSON
-import PushSealFormat
+import PushSealWire
 public import PushSealKeychain
 
 /// An error that names its own fallback reason token (see docs/fallback.md), for key

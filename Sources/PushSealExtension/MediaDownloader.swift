@@ -5,7 +5,7 @@ public import Foundation
 #endif
 import Dispatch
 public import PushSealCrypto
-public import PushSealFormat
+public import PushSealWire
 import PushSealSystem
 
 /// What ``MediaDownloader`` fetches: a notification's `media` (`{url, type?, sha256?, key?}`)
@@ -40,7 +40,7 @@ public struct MediaDescriptor: Sendable {
 
     /// The download of a decoded plaintext's `media` (empty AAD, FORMAT.md §5).
     /// - Parameter media: the plaintext's media descriptor; its `sha256` becomes lower-case hex.
-    public init(_ media: PushSealFormat.MediaDescriptor) {
+    public init(_ media: PushSealWire.MediaDescriptor) {
         self.init(url: media.url, type: media.type, sha256Hex: media.sha256Hex, key: media.key)
     }
 }

@@ -1,6 +1,6 @@
 public import PushSealJSON
 public import PushSealCrypto
-public import PushSealFormat
+public import PushSealWire
 
 /// Gives the decrypting service the key for a key id, as the extension's own identity would
 /// read it from the keychain (its entitlements, the device lock state).

@@ -1,5 +1,5 @@
 public import PushSealJSON
-import PushSealFormat
+import PushSealWire
 
 extension UNNotificationContent {
     /// Builds the content iOS shows for an APNs payload (Apple, "Generating a remote

@@ -1,5 +1,5 @@
 public import PushSealJSON
-import PushSealFormat
+import PushSealWire
 
 /// A notification sound, as `UNNotificationSound`: the default sound or a named sound file.
 public struct UNNotificationSound: Sendable, Hashable {

@@ -6,7 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 
 /// The JSON key record exchanged when provisioning (server → device or device → server).

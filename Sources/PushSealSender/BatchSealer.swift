@@ -1,7 +1,7 @@
 import PushSealJSON
 import PushSealSystem
 import Dispatch
-import PushSealFormat
+import PushSealWire
 
 /// Seals JSON Lines in chunks on every core, keeping input order.
 ///

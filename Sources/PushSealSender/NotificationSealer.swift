@@ -2,7 +2,7 @@ import PushSealJSON
 import PushSealSystem
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 
 /// Builds sealed APNs payloads: notification in, exact payload bytes and request headers out.
 ///

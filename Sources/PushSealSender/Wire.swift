@@ -1,9 +1,9 @@
 import PushSealJSON
 import PushSealSystem
-import PushSealFormat
+import PushSealWire
 
 // The wire format v1 pieces the sender needs: AAD, key ids and Padmé lengths come from
-// PushSealFormat's `WireFormat` / `Padme`; the plaintext layout is written here, once, by
+// PushSealWire's `WireFormat` / `Padme`; the plaintext layout is written here, once, by
 // `writePlaintext` for both the tree path (`OutgoingNotification`) and the scan path (text copied
 // straight from the input). The interop tests open it with the Python reference.
 enum Wire {

@@ -2,7 +2,7 @@ import PushSealJSON
 import Foundation
 import PushSealCLI
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 
 /// Shared pieces of the `push-keys keychain …` subcommands: options, identity, error mapping,

@@ -5,7 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import PushSealCLI
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 
 /// `push-keys keychain init`: creates an emulated device keychain.

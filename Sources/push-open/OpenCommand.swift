@@ -7,7 +7,7 @@ import Foundation
 import PushSealCLI
 import PushSealExtension
 import PushSealKeys
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 
 /// `push-open`: runs one payload through the emulated host and the decrypting service

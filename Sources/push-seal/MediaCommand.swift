@@ -2,7 +2,7 @@ import PushSealJSON
 import Foundation
 import PushSealSystem
 import PushSealCLI
-import PushSealFormat
+import PushSealWire
 import PushSealSender
 
 /// `push-seal media FILE --out BLOB [--url URL] [--type MIME] [--force]`: encrypt a media file for a sealed notification.
@@ -59,7 +59,7 @@ struct MediaCommand: Command {
         }
         blob.close()
         var w = PayloadWriter(capacity: 256)
-        // url, type, sha256 (lower-case hex), key (standard base64): PushSealFormat's spelling.
+        // url, type, sha256 (lower-case hex), key (standard base64): PushSealWire's spelling.
         if case .object(let o) = sealed.media.jsonValue() { try w.object(o) }
         w.raw("\n")
         Output.stdout(bytes: w.bytes)

@@ -2,7 +2,7 @@ import PushSealSystem
 import Foundation
 import PushSealCLI
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealSender
 
 /// push-seal's own exit codes, beyond the common ones.

@@ -2,7 +2,7 @@ import PushSealSystem
 import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 import Testing
 @testable import PushSealExtension

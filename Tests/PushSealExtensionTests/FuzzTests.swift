@@ -2,7 +2,7 @@ import PushSealTestSupport
 import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import Testing
 @testable import PushSealExtension
 

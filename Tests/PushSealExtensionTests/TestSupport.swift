@@ -2,7 +2,7 @@ import PushSealTestSupport
 public import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 @testable import PushSealExtension
 

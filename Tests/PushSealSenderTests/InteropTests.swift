@@ -2,7 +2,7 @@ import PushSealTestSupport
 import PushSealJSON
 import Foundation
 import Testing
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 
 /// Every payload opens with an independent implementation: Python `cryptography`'s AESGCM,

@@ -2,7 +2,7 @@ import PushSealJSON
 import Foundation
 import Testing
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 
 @Suite struct NotificationSealerTests {

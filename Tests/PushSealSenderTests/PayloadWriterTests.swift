@@ -2,7 +2,7 @@ import PushSealTestSupport
 import PushSealJSON
 import Foundation
 import Testing
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 
 @Suite struct PayloadWriterTests {

@@ -1,7 +1,7 @@
 import PushSealTestSupport
 import PushSealJSON
 import Foundation
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 import Testing
 

@@ -1,7 +1,7 @@
 import PushSealTestSupport
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 
 /// Fixed test key 0x00…0x1f under key id `k1` for `alice` of `com.example.app`, and a

@@ -2,12 +2,12 @@ import PushSealTestSupport
 import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 import Testing
 
 /// A notification built in code is refused exactly as the same notification in JSON, and the
-/// sender never seals a plaintext the receivers (PushSealFormat's `NotificationPlaintext` and
+/// sender never seals a plaintext the receivers (PushSealWire's `NotificationPlaintext` and
 /// the Python reference) reject.
 @Suite struct ValidationTests {
     /// The JSON spelling of `n`, members in the order of `OutgoingNotification.memberNames`.
@@ -188,7 +188,7 @@ import Testing
     }
 
     /// Random notifications from a pool of good and bad member values: every path gives the
-    /// same outcome, and whatever is sealed opens with both receivers (PushSealFormat's reader
+    /// same outcome, and whatever is sealed opens with both receivers (PushSealWire's reader
     /// and the Python reference).
     @Test func randomMembersAgreeAcrossPathsAndSealOnlyWhatReceiversAccept() throws {
         let sealer = try Fixture.sealer(SealOptions(fit: true))

@@ -14,7 +14,7 @@ import PushSealJSON
 // Exit codes (as push-seal): 0 ok, 4 seal limit reached (rotate), 64 usage, 66 keychain missing,
 // 67 unknown recipient or no usable key, 77 insecure keychain permissions, 1 anything else.
 import Foundation
-import PushSealFormat
+import PushSealWire
 import PushSealSender
 
 func fail(_ message: String, hint: String? = nil, code: Int32) -> Never {

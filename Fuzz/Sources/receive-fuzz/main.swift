@@ -15,7 +15,7 @@ import Dispatch
 import Glibc
 import PushSealCrypto
 import PushSealExtension
-import PushSealFormat
+import PushSealWire
 import PushSealJSON
 
 @_silgen_name("LLVMFuzzerRunDriver")

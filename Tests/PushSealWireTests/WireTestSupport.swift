@@ -2,7 +2,7 @@ import PushSealSystem
 import PushSealTestSupport
 import PushSealJSON
 import Foundation
-@testable import PushSealFormat
+@testable import PushSealWire
 import PushSealCrypto
 
 /// Paths and helpers shared by the wire-format tests.

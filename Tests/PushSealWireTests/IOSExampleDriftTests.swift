@@ -1,12 +1,12 @@
 import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 import Testing
 
 /// Keeps the iOS reference extension (`Examples/iOS/NotificationService.swift`, which cannot be
-/// compiled on Linux) and the normative spec (`docs/FORMAT.md`) in step with the PushSealFormat
+/// compiled on Linux) and the normative spec (`docs/FORMAT.md`) in step with the PushSealWire
 /// code that every other part of PushSeal uses.
 ///
 /// Every name comes from the real implementation, never from a copy in this file:
@@ -17,7 +17,7 @@ import Testing
 /// and the member names each text uses are collected and compared as sets.
 ///
 /// Why a rename in one place only fails:
-/// - renamed in PushSealFormat (e.g. `keyIDField = "kid"`): the example's
+/// - renamed in PushSealWire (e.g. `keyIDField = "kid"`): the example's
 ///   `userInfo["key_id"]` and FORMAT.md's `` `key_id` `` row no longer match `"kid"`, and the
 ///   sets collected from both texts differ from the new set;
 /// - renamed in the example (e.g. `object["expires"]`): `["exp"]` is missing from it, and the
@@ -27,7 +27,7 @@ import Testing
 ///   longer found in the other two.
 /// Tried by hand on 2026-11-30: renaming `"exp"` in the example, and `` `key_id` `` in FORMAT.md's
 /// §3 table, each made this suite fail with the name in the message.
-@Suite("iOS example and FORMAT.md agree with PushSealFormat")
+@Suite("iOS example and FORMAT.md agree with PushSealWire")
 struct IOSExampleDriftTests {
     static let repoRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -85,7 +85,7 @@ struct IOSExampleDriftTests {
         })
     }
 
-    @Test("the example reads exactly the payload fields and plaintext members of PushSealFormat")
+    @Test("the example reads exactly the payload fields and plaintext members of PushSealWire")
     func exampleMemberNames() throws {
         let source = try Self.example()
         let names = try Self.plaintextMemberNames()
@@ -97,10 +97,10 @@ struct IOSExampleDriftTests {
         }
         let read = try Self.stringSubscripts(in: source.text)
         let expected = Set(Self.fields).union(names.top).union(names.media).union(names.localized)
-        #expect(read == expected, "members only in the example: \(read.subtracting(expected).sorted()); only in PushSealFormat: \(expected.subtracting(read).sorted())")
+        #expect(read == expected, "members only in the example: \(read.subtracting(expected).sorted()); only in PushSealWire: \(expected.subtracting(read).sorted())")
     }
 
-    @Test("FORMAT.md's §3 and §5 tables list the same names as PushSealFormat")
+    @Test("FORMAT.md's §3 and §5 tables list the same names as PushSealWire")
     func formatMemberNames() throws {
         let spec = try Self.format()
         let names = try Self.plaintextMemberNames()

@@ -2,7 +2,7 @@ import PushSealTestSupport
 import PushSealJSON
 import Foundation
 import Testing
-@testable import PushSealFormat
+@testable import PushSealWire
 import PushSealCrypto
 
 @Suite("Wire format v1: constants, AAD, identifiers")

@@ -7,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 import Testing
-@testable import PushSealFormat
+@testable import PushSealWire
 
 /// `CPushSealSIMD` at every level this machine has (0 portable, 1 SSSE3/SSE2, 2 AVX2), each
 /// against the portable Swift code and libsodium: the vectorized base64 encoder and the JSON

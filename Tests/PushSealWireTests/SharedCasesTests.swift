@@ -3,7 +3,7 @@ import PushSealTestSupport
 import PushSealJSON
 import Foundation
 import Testing
-@testable import PushSealFormat
+@testable import PushSealWire
 import PushSealCrypto
 
 /// `$PUSHSEAL_SHARED/cases` (see shared/cases/README.md): payloads sealed by an independent

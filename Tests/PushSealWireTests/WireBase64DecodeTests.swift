@@ -1,7 +1,7 @@
 import PushSealSystem
 import PushSealTestSupport
 import Testing
-@testable import PushSealFormat
+@testable import PushSealWire
 import PushSealCrypto
 
 /// The fast table decoder (public text) against libsodium's constant-time decoder (keys):

@@ -2,7 +2,7 @@ import PushSealTestSupport
 import PushSealJSON
 import Foundation
 import Testing
-@testable import PushSealFormat
+@testable import PushSealWire
 import PushSealCrypto
 
 /// Interop with the independent Python reference (Tests/Interop/pushseal_ref.py, Python

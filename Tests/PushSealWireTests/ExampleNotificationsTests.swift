@@ -1,7 +1,7 @@
 import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import Testing
 
 /// `Examples/notifications/*.json` are valid plaintexts (after the demo's placeholders are
@@ -22,7 +22,7 @@ struct ExampleNotificationsTests {
         }
     }
 
-    @Test("every example is a plaintext PushSealFormat accepts, and seals and opens to itself")
+    @Test("every example is a plaintext PushSealWire accepts, and seals and opens to itself")
     func roundTrip() throws {
         let key = SecretBytes(randomByteCount: 32)
         let names = try IOSExampleDriftTests.plaintextMemberNames()

@@ -2,7 +2,7 @@ import PushSealSystem
 import PushSealJSON
 import Foundation
 import Testing
-@testable import PushSealFormat
+@testable import PushSealWire
 import PushSealCrypto
 
 /// One file of Tests/Vectors: `name: value` header lines, a blank line, the payload JSON.
