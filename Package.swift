@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 // PushSeal: end-to-end encrypted push notifications for iOS apps.
-// Layers (arrows point down only): CLIs -> Sender / Extension / Keys -> Keychain -> Format -> Crypto -> C libraries.
+// Layers (arrows point down only; docs/modules.md draws every edge):
+//   CLIs (push-seal, push-open, push-keys) -> PushSealCLI + Sender / Extension / Keys
+//   Sender / Extension -> Keys -> Keychain / Wire -> JSON / Crypto -> System -> libc
+//   PushSealCLI -> JSON / System; Crypto -> OpenSSL, libsodium; Wire -> libsodium, CPushSealSIMD; JSON -> CPushSealSIMD
+//   Extension ⇢ MediaFetch (dlopen at run time only) -> System, libcurl
 import PackageDescription
 
 let package = Package(
@@ -29,8 +33,8 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
-        // Our one C target: the sender's two byte loops (base64, JSON string scan) vectorized
-        // for x86-64 with a run-time CPU check; public data only (Sources/CPushSealSIMD).
+        // Our one C target: two byte loops (Wire's base64, JSON's string scan, used by the sender
+        // and the receiver) vectorized for x86-64 with a run-time CPU check; public data only.
         .target(name: "CPushSealSIMD"),
 
         // Foundation layer: no Foundation, no C library but libc.
@@ -53,9 +57,10 @@ let package = Package(
 
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
-        // PushSealMediaFetch: the media path's network side, loaded with dlopen at run time (never
-        // linked: see the .dynamic product above); declared so `swift build --product push-open`
-        // builds libPushSealMediaFetch.so next to the tool.
+        // push-open's media path needs libPushSealMediaFetch.so at run time (dlopen, next to the
+        // executable). It cannot be a dependency here: SwiftPM links a target dependency into the
+        // executable, which would map libcurl at every start. `swift build` (all products) or
+        // `swift build --product PushSealMediaFetch` builds it (`make build` runs the former).
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.

@@ -3,11 +3,6 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import PushSealJSON
 
 /// The identity a process reads the keychain as: the entitlements an iOS app or its

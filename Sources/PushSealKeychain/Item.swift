@@ -3,11 +3,6 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 public import PushSealCrypto
 
 /// A keychain item's attributes (never its secret), as `kSecReturnAttributes` gives them.

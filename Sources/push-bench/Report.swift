@@ -1,8 +1,6 @@
 import CPushSealSIMD
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import PushSealSystem
 
 /// The machine the run happened on: cores, CPU model, memory, load averages (start and end).
 struct Machine {
@@ -20,7 +18,7 @@ struct Machine {
         let meminfo = (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? ""
         let mem = meminfo.split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
             .flatMap { $0.split(separator: " ").dropFirst().first }.flatMap { Int($0) } ?? 0
-        return Machine(cores: max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))), cpuModel: model, memoryKiB: mem, loadAtStart: loadAverages())
+        return Machine(cores: activeProcessorCount, cpuModel: model, memoryKiB: mem, loadAtStart: loadAverages())
     }
 
     /// The 1, 5 and 15 minute load averages (`/proc/loadavg`, as `uptime` prints them).

@@ -211,9 +211,9 @@ struct JSONReaderTests {
     }
 
     /// Every JSON file of the shared cases parses, agrees with Foundation, and round-trips.
-    @Test(.enabled(if: sharedData("cases").url != nil, Comment(rawValue: sharedData("cases").missing)))
+    @Test
     func sharedCasesParse() throws {
-        let root = try #require(sharedData("cases").url)
+        let root = try requireSharedData("cases")
         let files = try #require(FileManager.default.enumerator(atPath: root.path)?.allObjects as? [String])
             .filter { $0.hasSuffix(".json") }
         #expect(!files.isEmpty)
