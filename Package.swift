@@ -74,6 +74,7 @@ let package = Package(
         // the helpers every test target shares (shared data lookup, seeded PRNG, expectCode,
         // runPython, TemporaryDirectory); not a product.
         .target(name: "PushSealTestSupport", dependencies: ["PushSealSystem"], path: "Tests/PushSealTestSupport"),
+        .testTarget(name: "PushSealSystemTests", dependencies: ["PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealJSONTests", dependencies: ["PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealWireTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealKeychain", "CPushSealSIMD", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
