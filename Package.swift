@@ -1,15 +1,21 @@
 // swift-tools-version:6.0
 // PushSeal: end-to-end encrypted push notifications for iOS apps.
-// Layers (arrows point down only): CLIs -> KeyProviders -> Sender / Extension / Keys -> Keychain -> Format -> Crypto -> C libraries.
-// Sender and Extension know keys only through the provider protocols in Format; KeyProviders holds the keychain adapters.
+// Layers (arrows point down only; docs/modules.md draws every edge):
+//   CLIs (push-seal, push-open, push-keys) -> PushSealCLI + KeyProviders -> Sender / Extension / Keys
+//   Sender / Extension know keys only through the provider protocols in Wire; KeyProviders holds the keychain adapters.
+//   Keys -> Keychain / Wire -> JSON / Crypto -> System -> libc
+//   PushSealCLI -> JSON / System; Crypto -> OpenSSL, libsodium; Wire -> libsodium, CPushSealSIMD; JSON -> CPushSealSIMD
+//   Extension ⇢ MediaFetch (dlopen at run time only) -> System, libcurl
 import PackageDescription
 
 let package = Package(
     name: "PushSeal",
     platforms: [.macOS(.v14)],
     products: [
+        .library(name: "PushSealSystem", targets: ["PushSealSystem"]),
+        .library(name: "PushSealJSON", targets: ["PushSealJSON"]),
         .library(name: "PushSealCrypto", targets: ["PushSealCrypto"]),
-        .library(name: "PushSealFormat", targets: ["PushSealFormat"]),
+        .library(name: "PushSealWire", targets: ["PushSealWire"]),
         .library(name: "PushSealKeychain", targets: ["PushSealKeychain"]),
         .library(name: "PushSealKeys", targets: ["PushSealKeys"]),
         .library(name: "PushSealSender", targets: ["PushSealSender"]),
@@ -29,50 +35,72 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
-        // Our one C target: the sender's two byte loops (base64, JSON string scan) vectorized
-        // for x86-64 with a run-time CPU check; public data only (Sources/CPushSealSIMD).
+        // Our one C target: two byte loops (Wire's base64, JSON's string scan, used by the sender
+        // and the receiver) vectorized for x86-64 with a run-time CPU check; public data only.
         .target(name: "CPushSealSIMD"),
 
+        // Foundation layer: no Foundation, no C library but libc.
+        // PushSealSystem: file descriptors with the private-file rules, Locked, the detached
+        // thread, the monotonic clock, errno text, Hex and the one error shape (CodedError).
+        .target(name: "PushSealSystem"),
+        // PushSealJSON: JSONValue, reader, scanner, writer; nothing about notifications.
+        .target(name: "PushSealJSON", dependencies: ["PushSealSystem", "CPushSealSIMD"]),
+
         // Libraries.
-        .target(name: "PushSealCrypto", dependencies: ["COpenSSL", "CSodium"]),
-        .target(name: "PushSealFormat", dependencies: ["PushSealCrypto", "CSodium", "CPushSealSIMD"]),
-        .target(name: "PushSealKeychain", dependencies: ["PushSealCrypto", "PushSealFormat", "CSodium"]),
-        .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "CSodium"]),
-        // Sender and Extension: PushSealKeychain only for its locks (PosixLock, Locked) until they move to a foundation module.
-        .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain"]),
-        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain"]),
+        .target(name: "PushSealCrypto", dependencies: ["PushSealSystem", "COpenSSL", "CSodium"]),
+        .target(name: "PushSealWire", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CSodium", "CPushSealSIMD"]),
+        .target(name: "PushSealKeychain", dependencies: ["PushSealSystem", "PushSealJSON", "PushSealCrypto"]),
+        .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealJSON", "PushSealSystem", "CSodium"]),
+        .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
+        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
         // The keychain-backed key providers (SealingKeyProvider, NotificationKeyProvider) and the keys' fallback reasons.
-        .target(name: "PushSealKeyProviders", dependencies: ["PushSealCrypto", "PushSealFormat", "PushSealKeychain", "PushSealKeys"]),
-        // PushSealKeychain only for PosixLock (Output guards its record of a failed stdout write).
-        .target(name: "PushSealCLI", dependencies: ["PushSealFormat", "PushSealKeychain"]),
-        .target(name: "PushSealMediaFetch", dependencies: ["CCurl"]),
+        .target(name: "PushSealKeyProviders", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealJSON", "PushSealSystem"]),
+        // CLI support (arguments, help, output, errors): System and JSON only.
+        .target(name: "PushSealCLI", dependencies: ["PushSealSystem", "PushSealJSON"]),
+        .target(name: "PushSealMediaFetch", dependencies: ["CCurl", "PushSealSystem"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
-        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain"]),
-        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain"]),
-        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain"]),
+        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        // push-open's media path needs libPushSealMediaFetch.so at run time (dlopen, next to the
+        // executable). It cannot be a dependency here: SwiftPM links a target dependency into the
+        // executable, which would map libcurl at every start. `swift build` (all products) or
+        // `swift build --product PushSealMediaFetch` builds it (`make build` runs the former).
+        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
-        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealFormat"],
+        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON"],
                           path: "Examples/server/SealFromLibrary"),
-        .executableTarget(name: "push-bench", dependencies: ["PushSealCLI", "PushSealCrypto", "PushSealFormat", "PushSealSender", "PushSealExtension", "COpenSSL", "CSodium", "CPushSealSIMD"]),
+        .executableTarget(name: "push-bench", dependencies: ["PushSealCLI", "PushSealCrypto", "PushSealWire", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "COpenSSL", "CSodium", "CPushSealSIMD"]),
 
-        // Tests: one target per module; CLITests runs the built binaries.
-        .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL"]),
-        .testTarget(name: "PushSealFormatTests", dependencies: ["PushSealFormat", "PushSealCrypto", "PushSealKeychain", "CPushSealSIMD"]),
-        .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
-        .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto"]),
-        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
-        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
-        .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto"]),
+        // Tests: one target per module; CLITests runs the built binaries. PushSealTestSupport holds
+        // the helpers every test target shares (shared data lookup, seeded PRNG, expectCode,
+        // runPython, TemporaryDirectory); not a product.
+        .target(name: "PushSealTestSupport", dependencies: ["PushSealSystem"], path: "Tests/PushSealTestSupport"),
+        .testTarget(name: "PushSealSystemTests", dependencies: ["PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealJSONTests", dependencies: ["PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealWireTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealKeychain", "CPushSealSIMD", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
 
-// Every Swift target: strict concurrency is implied by Swift 6 mode; this upcoming feature keeps existential types explicit.
-for target in package.targets where target.type != .system {
+// Every Swift target (strict concurrency is implied by Swift 6 mode):
+// - ExistentialAny keeps existential types explicit;
+// - InternalImportsByDefault makes every `import` internal, so a module's public API names only
+//   what it re-exports on purpose (`public import`);
+// - MemberImportVisibility makes every file import the modules whose members it uses, so the
+//   `dependencies:` above are the real graph (no member is reached through another import).
+for target in package.targets where target.type != .system && target.name != "CPushSealSIMD" {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
     target.swiftSettings = settings
 }

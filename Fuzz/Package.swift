@@ -16,7 +16,8 @@ let package = Package(
     targets: [
         .executableTarget(name: "receive-fuzz", dependencies: [
             .product(name: "PushSealCrypto", package: rootIdentity),
-            .product(name: "PushSealFormat", package: rootIdentity),
+            .product(name: "PushSealWire", package: rootIdentity),
+            .product(name: "PushSealJSON", package: rootIdentity),
             .product(name: "PushSealExtension", package: rootIdentity),
         ]),
     ],

@@ -4,10 +4,10 @@
 // docs/FORMAT.md with Apple's frameworks only: CryptoKit (AES-256-GCM, HPKE, X25519, SHA-256),
 // Security (the key items of docs/keychain.md, read by PushSealDeviceKeys.swift) and
 // UserNotifications. Extension target files: this one, PushSealDeviceKeys.swift, PushSealWire.swift.
-// It cannot be compiled on Linux; Tests/PushSealFormatTests/IOSExampleDriftTests.swift checks its
+// It cannot be compiled on Linux; Tests/PushSealWireTests/IOSExampleDriftTests.swift checks its
 // field names, algorithms, AAD and info strings, error codes, plaintext members, keychain layout
 // and the presence of the zero-shared-secret check and the replay guard against FORMAT.md,
-// keychain.md, the Python reference and the PushSealFormat constants.
+// keychain.md, the Python reference and the PushSealWire constants.
 //
 // Fallback ladder (DESIGN.md "What falls back means"): decrypted with media → decrypted without
 // media → the original content as delivered. Both versions go through the same ladder. The

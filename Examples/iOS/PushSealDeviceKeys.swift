@@ -3,7 +3,7 @@
 // Compile this file into BOTH targets (the app and the extension): the extension only reads
 // (`PushSealDeviceKeys.lookup`, `pinnedSenderKeyIDs`), the app makes, rotates, pins, imports
 // and lists. Apple frameworks only (CryptoKit, Security). It cannot be compiled on Linux;
-// Tests/PushSealFormatTests/IOSExampleDriftTests.swift compares its service names, labels,
+// Tests/PushSealWireTests/IOSExampleDriftTests.swift compares its service names, labels,
 // accessibility, record offsets, kinds and status codes with docs/keychain.md.
 //
 // The v2 provisioning story: the app makes its own X25519 key pair here, keeps the private key

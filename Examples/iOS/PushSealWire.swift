@@ -1,6 +1,6 @@
 // PushSeal wire helpers shared by the app target and the Notification Service Extension target
 // (docs/FORMAT.md §3, §3.2, §4, §V.3, §V.6). Foundation and CryptoKit only; cannot be compiled
-// on Linux (CryptoKit), checked by Tests/PushSealFormatTests/IOSExampleDriftTests.swift.
+// on Linux (CryptoKit), checked by Tests/PushSealWireTests/IOSExampleDriftTests.swift.
 import CryptoKit
 import Foundation
 

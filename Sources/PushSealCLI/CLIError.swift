@@ -1,9 +1,5 @@
-import PushSealFormat
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+public import PushSealJSON
+import PushSealSystem
 
 /// An error a command reports to its user: one line on stderr as `TOOL: error: MESSAGE`
 /// (lower case, no full stop), an optional `hint: …` line, and an exit code. With `--json`
@@ -58,7 +54,7 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
     /// - Parameter e: the `errno` of the failed `write(2)`.
     public static func standardOutputFailed(errno e: Int32) -> CLIError {
         var error = CLIError(code: "ioError", "cannot write to standard output: \(Output.errorText(e))", exitCode: .ioError)
-        error.isSilent = e == EPIPE
+        error.isSilent = e == SystemError.brokenPipe
         return error
     }
 

@@ -3,11 +3,8 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealJSON
+import PushSealSystem
 
 /// What a command's `run` receives: its parsed arguments and where to write.
 public struct CommandContext: Sendable {
@@ -197,11 +194,11 @@ public struct Tool: Sendable {
     /// characters shown as escapes by ``Output/terminalSafe(_:)``).
     public func report(_ error: CLIError, json: Bool) -> ExitCode {
         if json {
-            var members: [(String, String)] = [("code", error.code), ("message", error.message)]
-            if let hint = error.hint { members.append(("hint", hint)) }
-            members += error.details.map { ($0.key, $0.value) }
-            let typed = error.jsonDetails.map { "," + Output.jsonString($0.key) + ":" + Output.json($0.value) }.joined()
-            printer.out("{\"error\":{" + members.map { "\(Output.jsonString($0.0)):\(Output.jsonString($0.1))" }.joined(separator: ",") + typed + "}}\n")
+            var members: [(key: String, value: JSONValue)] = [("code", .string(error.code)), ("message", .string(error.message))]
+            if let hint = error.hint { members.append(("hint", .string(hint))) }
+            members += error.details.map { ($0.key, .string($0.value)) }
+            members += error.jsonDetails
+            printer.out(Output.json(.object(["error": .object(JSONObject(members))])) + "\n")
         }
         guard !error.isSilent else { return error.exitCode }
         // One line each, whatever user text the message quotes (see Output.terminalSafe).
@@ -231,13 +228,8 @@ public struct Tool: Sendable {
     /// write fail with `EPIPE` (a quiet exit 74) instead of killing the tool, whatever signal
     /// disposition the parent process passed down.
     public func main() -> Never {
-        signal(SIGPIPE, SIG_IGN)
-        let count = Int(CommandLine.argc)
-        let raw = count < 2 ? [] : (1..<count).map { i -> [UInt8] in
-            guard let arg = CommandLine.unsafeArgv[i] else { return [] }
-            return Array(UnsafeRawBufferPointer(start: arg, count: strlen(arg)))
-        }
-        exit(run(rawArguments: raw).rawValue)
+        ProcessControl.ignoreBrokenPipe()
+        ProcessControl.exit(run(rawArguments: ProcessControl.rawArguments()).rawValue)
     }
 }
 

@@ -3,11 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealSystem
 
 /// Reads a command's input file or standard input with clear, sysexits-coded errors.
 public enum InputReader {
@@ -18,40 +14,35 @@ public enum InputReader {
     /// - Throws: `CLIError` 66 when the file is missing, 77 when unreadable, 74 on I/O errors,
     ///   65 when larger than the limit.
     public static func readAll(_ path: String?, limitByteCount: Int = 16 << 20) throws -> [UInt8] {
-        let fd: Int32
-        let name = (path == nil || path == "-") ? "standard input" : (path ?? "")
-        if path == nil || path == "-" {
-            fd = 0
+        let isStandardInput = path == nil || path == "-"
+        let name = isStandardInput ? "standard input" : (path ?? "")
+        let file: FileDescriptor
+        if isStandardInput {
+            file = .standardInput
         } else {
-            fd = open(name, O_RDONLY | O_CLOEXEC)
-            if fd < 0 { throw openError(name, errno: errno) }
-        }
-        defer { if fd != 0 { close(fd) } }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
-                if e == EISDIR { throw CLIError(code: "ioError", "\(name) is a directory", exitCode: .noInput) }
-                throw CLIError(code: "ioError", "cannot read \(name): \(String(cString: strerror(e)))", exitCode: .ioError)
+            do {
+                file = try FileDescriptor.open(name, .readOnly)
+            } catch let e as SystemError {
+                throw openError(name, errno: e.errno)
             }
-            if n == 0 { break }
-            out.append(contentsOf: chunk[0..<n])
-            if out.count > limitByteCount {
+        }
+        do {
+            return try file.readAll(limit: limitByteCount)
+        } catch let e as SystemError {
+            if e.code == .tooLarge {
                 throw CLIError(code: "inputTooLarge", "\(name) is larger than \(limitByteCount) bytes", exitCode: .dataError)
             }
+            if e.code == .isDirectory { throw CLIError(code: "ioError", "\(name) is a directory", exitCode: .noInput) }
+            throw CLIError(code: "ioError", "cannot read \(name): \(errnoText(e.errno))", exitCode: .ioError)
         }
-        return out
     }
 
     /// Maps an `open(2)` errno to a CLI error for `name`.
     public static func openError(_ name: String, errno e: Int32) -> CLIError {
-        switch e {
-        case ENOENT, ENOTDIR: CLIError(code: "inputMissing", "no such file: \(name)", exitCode: .noInput)
-        case EACCES, EPERM: CLIError(code: "permissionDenied", "permission denied: \(name)", exitCode: .noPermission)
-        default: CLIError(code: "ioError", "cannot open \(name): \(String(cString: strerror(e)))", exitCode: .ioError)
+        switch SystemError.call("open", name, errno: e).code {
+        case .notFound: CLIError(code: "inputMissing", "no such file: \(name)", exitCode: .noInput)
+        case .permissionDenied: CLIError(code: "permissionDenied", "permission denied: \(name)", exitCode: .noPermission)
+        default: CLIError(code: "ioError", "cannot open \(name): \(errnoText(e))", exitCode: .ioError)
         }
     }
 }

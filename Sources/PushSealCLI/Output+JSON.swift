@@ -1,7 +1,7 @@
-import PushSealFormat
+public import PushSealJSON
 
 extension Output {
-    /// Renders `value` as compact JSON with PushSealFormat's `JSONWriter` (members in order,
+    /// Renders `value` as compact JSON with PushSealJSON's `JSONWriter` (members in order,
     /// integers distinct from booleans). A non-finite number, which CLI output never holds,
     /// renders as `null`.
     public static func json(_ value: JSONValue) -> String {

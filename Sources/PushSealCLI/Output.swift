@@ -3,15 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import PushSealKeychain
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// `write(2)` under a name `Output`'s own methods do not shadow.
-private func systemWrite(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int { write(fd, p, n) }
+import PushSealSystem
 
 /// Writing to stdout and stderr without buffering surprises, and small helpers for output.
 ///
@@ -30,7 +22,7 @@ public enum Output {
     /// Writes `text` to standard error (diagnostics).
     public static func stderr(_ text: String) {
         var t = text
-        t.withUTF8 { _ = writeAll(UnsafeRawBufferPointer($0), fd: 2) }
+        t.withUTF8 { _ = writeAll(UnsafeRawBufferPointer($0), to: .standardError) }
     }
 
     /// Writes raw bytes to standard output; skipped once a write to it has failed.
@@ -58,52 +50,28 @@ public enum Output {
         // Holding the lock for the write also keeps two threads' lines whole.
         standardOutput.withLock { failure in
             guard failure == nil else { return }
-            failure = writeAll(buffer, fd: 1)
+            failure = writeAll(buffer, to: .standardOutput)
         }
     }
 
-    /// Writes all of `buffer` to `fd`, retrying after `EINTR` and short writes.
+    /// Writes all of `buffer` to `file` (``FileDescriptor/writeAll(_:)-(UnsafeRawBufferPointer)``).
     /// - Returns: `nil` on success, else the `errno` of the failed write.
-    private static func writeAll(_ buffer: UnsafeRawBufferPointer, fd: Int32) -> Int32? {
-        guard var p = buffer.baseAddress else { return nil }
-        var left = buffer.count
-        while left > 0 {
-            let n = systemWrite(fd, p, left)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            p += n
-            left -= n
+    private static func writeAll(_ buffer: UnsafeRawBufferPointer, to file: FileDescriptor) -> Int32? {
+        do {
+            try file.writeAll(buffer)
+            return nil
+        } catch let e as SystemError {
+            return e.errno
+        } catch {
+            return 0
         }
-        return nil
     }
 
     /// `true` when file descriptor `fd` is a terminal (e.g. 1 for stdout).
-    public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+    public static func isTerminal(_ fd: Int32) -> Bool { FileDescriptor(borrowing: fd, path: "").isTerminal }
 
     /// `strerror(e)` as a Swift string, e.g. `No space left on device`.
-    public static func errorText(_ e: Int32) -> String { String(cString: strerror(e)) }
-
-    /// A JSON string literal for `s` (quotes, backslashes and control characters escaped;
-    /// everything else raw UTF-8; never `\/`).
-    public static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    public static func errorText(_ e: Int32) -> String { errnoText(e) }
 
     /// `text` made safe for one diagnostic line on a terminal: every character that could break
     /// the line or drive the terminal is shown as a visible escape, Swift style: `\n`, `\r`,

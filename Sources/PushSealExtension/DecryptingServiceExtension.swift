@@ -1,16 +1,12 @@
+import PushSealJSON
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealKeychain
+import PushSealSystem
 import PushSealCrypto
-import PushSealFormat
+public import PushSealWire
 
 /// How a ``DecryptingServiceExtension`` is set up: what on iOS comes from the extension's
 /// bundle, entitlements and device.

@@ -3,12 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealKeychain
+import PushSealSystem
 
 /// One structured diagnostic line, like an `os_log` entry: a stage, an outcome and
 /// key–value fields (durations in milliseconds, sizes in bytes).
@@ -96,16 +91,8 @@ public struct StandardErrorLogger: DiagnosticLogger {
 
     /// Writes one line to stderr.
     public func log(_ entry: DiagnosticEntry) {
-        var line = prefix + entry.description + "\n"
-        line.withUTF8 { buffer in
-            var p = buffer.baseAddress, left = buffer.count
-            while left > 0, let q = p {
-                let n = write(2, q, left)
-                if n < 0 { if errno == EINTR { continue }; return }
-                p = q + n
-                left -= n
-            }
-        }
+        // Standard error: best effort, there is nowhere left to report a failed write.
+        try? FileDescriptor.standardError.writeAll(prefix + entry.description + "\n")
     }
 }
 

@@ -1,4 +1,5 @@
-import PushSealFormat
+public import PushSealJSON
+import PushSealWire
 
 /// Whether iOS would hand a payload to a Notification Service Extension.
 ///

@@ -1,16 +1,12 @@
+import PushSealJSON
 import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealKeychain
-import PushSealFormat
+import PushSealSystem
+import PushSealWire
 
 /// Runs Notification Service Extensions the way iOS does, one notification at a time.
 ///

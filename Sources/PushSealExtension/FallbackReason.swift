@@ -1,4 +1,6 @@
-import PushSealFormat
+import PushSealSystem
+public import PushSealJSON
+import PushSealWire
 
 /// The stable reason tokens the decrypting service reports (docs/fallback.md lists each with
 /// its cause and fix). Tokens never change between releases; the human detail may.

@@ -1,21 +1,12 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+public import Foundation
 #endif
 import Dispatch
-import PushSealCrypto
-import PushSealFormat
-import PushSealKeychain
+public import PushSealCrypto
+public import PushSealWire
+import PushSealSystem
 
 /// What ``MediaDownloader`` fetches: a notification's `media` (`{url, type?, sha256?, key?}`)
 /// plus the media box's AAD, with the digest as hex text as the downloader checks it.
@@ -49,7 +40,7 @@ public struct MediaDescriptor: Sendable {
 
     /// The download of a decoded plaintext's `media` (empty AAD, FORMAT.md §5).
     /// - Parameter media: the plaintext's media descriptor; its `sha256` becomes lower-case hex.
-    public init(_ media: PushSealFormat.MediaDescriptor) {
+    public init(_ media: PushSealWire.MediaDescriptor) {
         self.init(url: media.url, type: media.type, sha256Hex: media.sha256Hex, key: media.key)
     }
 }
@@ -253,7 +244,7 @@ public struct MediaDownloader: Sendable {
         try checkPolicy(url)
         var expectedDigest: [UInt8]? = nil
         if let hex = descriptor.sha256Hex {
-            guard let digest = Self.decodeHex(hex), digest.count == SHA256Hasher.digestByteCount else {
+            guard let digest = Hex.decode(hex), digest.count == SHA256Hasher.digestByteCount else {
                 throw ExtensionError(.mediaInvalidDescriptor, "sha256 is not 64 hex digits")
             }
             expectedDigest = digest
@@ -273,7 +264,7 @@ public struct MediaDownloader: Sendable {
         try store.prepare(reservingByteCount: reserve)
         let base = UUID().uuidString
         let partURL = containerDirectory.appendingPathComponent(".\(base).download")
-        guard let handle = PosixFile.create(atPath: partURL.path) else {
+        guard let handle = try? FileDescriptor.open(partURL.path, [.writeOnly, .create, .exclusive], mode: 0o600) else {
             throw ExtensionError(.mediaTransferFailed, "cannot create a file in the App Group container")
         }
         defer { try? FileManager.default.removeItem(at: partURL) }
@@ -344,7 +335,7 @@ public struct MediaDownloader: Sendable {
     /// Memory stays at a few chunks whatever the file size.
     private func openSealed(at boxURL: URL, key: SecretBytes, aad: [UInt8], base: String,
                             downloaded: Int, redirects: Int) throws -> DownloadedMedia {
-        guard let box = PosixFile.openForReading(atPath: boxURL.path) else {
+        guard let box = try? FileDescriptor.open(boxURL.path, .readOnly) else {
             throw ExtensionError(.mediaTransferFailed, "cannot read the downloaded box")
         }
         defer { box.close() }
@@ -371,7 +362,7 @@ public struct MediaDownloader: Sendable {
         }
 
         let partial = containerDirectory.appendingPathComponent(".\(base).opening")
-        guard let out = PosixFile.create(atPath: partial.path) else {
+        guard let out = try? FileDescriptor.open(partial.path, [.writeOnly, .create, .exclusive], mode: 0o600) else {
             throw ExtensionError(.mediaTransferFailed, "cannot create a file in the App Group container")
         }
         var released = false
@@ -404,7 +395,7 @@ public struct MediaDownloader: Sendable {
                 header.append(contentsOf: plain.prefix(MediaType.sniffByteCount - header.count))
             }
             do {
-                try plain.withUnsafeBytes { try out.write($0) }
+                try plain.withUnsafeBytes { try out.writeAll($0) }
             } catch {
                 SecretBytes.wipe(&plain)
                 throw ExtensionError(.mediaTransferFailed, "cannot write the decrypted media to the App Group container")
@@ -437,29 +428,6 @@ public struct MediaDownloader: Sendable {
         return DownloadedMedia(fileURL: finalURL, mediaType: type, byteCount: plaintextByteCount,
                                downloadedByteCount: downloaded, redirectCount: redirects)
     }
-
-    /// Decodes hex (either case); `nil` on odd length or a non-hex digit.
-    static func decodeHex(_ hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
-        var out = [UInt8]()
-        out.reserveCapacity(digits.count / 2)
-        var i = 0
-        while i < digits.count {
-            guard let hi = nibble(digits[i]), let lo = nibble(digits[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
 }
 
 /// The state of one transfer, shared by the waiting thread and the fetcher's callback queue.
@@ -486,7 +454,7 @@ final class Transfer: @unchecked Sendable {
     }
 
     let downloader: MediaDownloader
-    private let file: PosixFile
+    private let file: FileDescriptor
     let sniffContent: Bool
     let overhead: Int
     private let hasher: SHA256Hasher?
@@ -495,7 +463,7 @@ final class Transfer: @unchecked Sendable {
     /// Signalled once, when the fetcher reports the transfer complete.
     let done = DispatchSemaphore(value: 0)
 
-    init(downloader: MediaDownloader, file: PosixFile, sniff: Bool, declared: MediaType?, overhead: Int, hashing: Bool, plainHTTP: Bool) {
+    init(downloader: MediaDownloader, file: FileDescriptor, sniff: Bool, declared: MediaType?, overhead: Int, hashing: Bool, plainHTTP: Bool) {
         self.downloader = downloader
         self.file = file
         self.sniffContent = sniff
@@ -551,7 +519,7 @@ final class Transfer: @unchecked Sendable {
             }
             hasher?.update(data)
             do {
-                try file.write(data)
+                try file.writeAll(data)
             } catch {
                 s.error = ExtensionError(.mediaTransferFailed, "cannot write to the App Group container")
                 return false

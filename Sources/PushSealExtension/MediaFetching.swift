@@ -1,17 +1,9 @@
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
 import Foundation
 #endif
-#endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealSystem
 
 /// How a fetch ended, as the network side reports it.
 public enum MediaFetchCompletion: Sendable, Hashable {
@@ -172,40 +164,32 @@ enum FetchLibrary {
         var paths: [String] = []
         #if DEBUG
         // Test hook: a release binary loads only the library next to itself.
-        if let override = getenv("PUSHSEAL_MEDIA_FETCH_LIBRARY") {
-            paths.append(String(cString: override))
+        if let override = Environment.value("PUSHSEAL_MEDIA_FETCH_LIBRARY") {
+            paths.append(override)
         }
         #endif
-        if let dir = executableDirectory() { paths.append(dir + "/" + DynamicMediaFetcher.libraryFileName) }
+        if let dir = Environment.executableDirectory() { paths.append(dir + "/" + DynamicMediaFetcher.libraryFileName) }
         return paths
-    }
-
-    /// The directory of the running executable (`/proc/self/exe` resolved).
-    static func executableDirectory() -> String? {
-        var buffer = [CChar](repeating: 0, count: 4097)
-        let n = buffer.withUnsafeMutableBufferPointer { b -> Int in
-            guard let base = b.baseAddress else { return -1 }
-            return readlink("/proc/self/exe", base, 4096)
-        }
-        guard n > 0 else { return nil }
-        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let slash = path.lastIndex(of: "/") else { return nil }
-        return String(path[..<slash])
     }
 
     static func load() -> Result<Symbols, ExtensionError> {
         let paths = candidatePaths()
         var lastError = "not found"
-        for path in paths where access(path, F_OK) == 0 {
-            guard let lib = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
-                lastError = dlerror().map { String(cString: $0) } ?? "dlopen failed"
+        for path in paths {
+            let lib: DynamicLibrary
+            do {
+                lib = try DynamicLibrary(path: path)
+            } catch let e as SystemError {
+                if e.code != .notFound { lastError = e.reason }
+                continue
+            } catch {
                 continue
             }
-            guard let v = dlsym(lib, "pushseal_media_fetch_abi_version"),
+            guard let v = lib.symbol(named: "pushseal_media_fetch_abi_version"),
                   unsafeBitCast(v, to: Version.self)() == 2,
-                  let start = dlsym(lib, "pushseal_media_fetch_start"),
-                  let cancel = dlsym(lib, "pushseal_media_fetch_cancel"),
-                  let finish = dlsym(lib, "pushseal_media_fetch_finish") else {
+                  let start = lib.symbol(named: "pushseal_media_fetch_start"),
+                  let cancel = lib.symbol(named: "pushseal_media_fetch_cancel"),
+                  let finish = lib.symbol(named: "pushseal_media_fetch_finish") else {
                 lastError = "\(path) is not ABI version 2 of the media fetcher"
                 continue
             }

@@ -1,5 +1,6 @@
-import PushSealCrypto
-import PushSealFormat
+public import PushSealJSON
+public import PushSealCrypto
+public import PushSealWire
 
 /// Opens an APNs payload: the seam where the wire-format codec plugs in. The real one is
 /// ``WireFormatOpener`` (the default); tests may inject another.

@@ -1,4 +1,4 @@
-import PushSealFormat
+public import PushSealWire
 
 extension NotificationPlaintext {
     /// Title, subtitle and body for `locale`: the variant whose tag matches the locale, else

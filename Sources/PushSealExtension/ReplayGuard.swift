@@ -1,14 +1,9 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealKeychain
+import PushSealSystem
 
 /// Remembers the most recent notification `id`s so a replayed payload falls back to the
 /// original content with reason `replayed`.

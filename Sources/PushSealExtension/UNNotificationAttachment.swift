@@ -1,13 +1,9 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealSystem
 
 /// An emulated `UNNotificationAttachment`: a local media file shown with a notification.
 ///
@@ -45,11 +41,10 @@ public struct UNNotificationAttachment: Sendable, Hashable {
             throw ExtensionError(.attachmentInvalidURL, "attachment URL is not a file URL (scheme \(url.scheme ?? "none"))")
         }
         let path = url.path
-        var status = stat()
-        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+        guard let status = try? PrivateFile.status(followingLinks: path), status.kind == .regular else {
             throw ExtensionError(.attachmentInvalidURL, "no regular file at the attachment URL")
         }
-        let size = Int(status.st_size)
+        let size = status.byteCount
 
         let named: MediaType?
         if let typeHint {
@@ -69,7 +64,7 @@ public struct UNNotificationAttachment: Sendable, Hashable {
         guard size > 0 else {
             throw ExtensionError(.attachmentInvalidFileSize, "attachment file is empty")
         }
-        guard let handle = PosixFile.openForReading(atPath: path) else {
+        guard let handle = try? FileDescriptor.open(path, .readOnly) else {
             throw ExtensionError(.attachmentInvalidURL, "attachment file is not readable")
         }
         let header = (try? handle.read(upToCount: MediaType.sniffByteCount)) ?? []

@@ -1,4 +1,5 @@
-import PushSealFormat
+public import PushSealJSON
+import PushSealWire
 
 extension UNNotificationContent {
     /// Builds the content iOS shows for an APNs payload (Apple, "Generating a remote

@@ -1,4 +1,5 @@
-import PushSealFormat
+public import PushSealJSON
+import PushSealWire
 
 /// A notification sound, as `UNNotificationSound`: the default sound or a named sound file.
 public struct UNNotificationSound: Sendable, Hashable {

@@ -1,4 +1,4 @@
-import Dispatch
+public import Dispatch
 
 /// What the user ends up seeing, as the host and the decrypting service report it.
 public enum NotificationOutcome: String, Sendable, Hashable, CaseIterable {

@@ -1,7 +1,8 @@
-import PushSealCrypto
-import PushSealFormat
+public import PushSealJSON
+public import PushSealCrypto
+public import PushSealWire
 
-/// The real payload opener: wire format v1 (docs/FORMAT.md) through PushSealFormat's
+/// The real payload opener: wire format v1 (docs/FORMAT.md) through PushSealWire's
 /// `SealedPayload`.
 ///
 /// ``keyID(in:)`` checks the whole envelope (fields, `enc_alg`, `key_id`, base64, box length)

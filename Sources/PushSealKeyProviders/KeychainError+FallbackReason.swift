@@ -1,5 +1,6 @@
-import PushSealFormat
-import PushSealKeychain
+import PushSealSystem
+public import PushSealWire
+public import PushSealKeychain
 
 // The fallback reason tokens of keychain failures (docs/fallback.md), on the keys side: the
 // decrypting service reads them through `FallbackReasonProviding` and knows no keychain.

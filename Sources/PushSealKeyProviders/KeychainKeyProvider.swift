@@ -1,12 +1,13 @@
+import PushSealSystem
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-import PushSealCrypto
-import PushSealFormat
-import PushSealKeychain
-import PushSealKeys
+public import PushSealCrypto
+public import PushSealWire
+public import PushSealKeychain
+public import PushSealKeys
 
 /// The real key provider: reads the key for a payload's key id from the device keychain as the
 /// extension's identity (its entitlements), through PushSealKeys' ``DeviceKeyring``.

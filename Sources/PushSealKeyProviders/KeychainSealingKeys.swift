@@ -1,7 +1,7 @@
-import Foundation
-import PushSealFormat
-import PushSealKeychain
-import PushSealKeys
+public import Foundation
+public import PushSealWire
+public import PushSealKeychain
+public import PushSealKeys
 
 /// The real sealing key provider: each recipient's primary key from a server key store (any
 /// ``ServerKeyStore``; a server keychain by default), through PushSealKeys' ``ServerKeyring``,

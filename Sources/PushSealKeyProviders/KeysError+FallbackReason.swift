@@ -1,5 +1,6 @@
-import PushSealFormat
-import PushSealKeys
+import PushSealSystem
+public import PushSealWire
+public import PushSealKeys
 
 // The fallback reason tokens of key failures (docs/fallback.md), on the keys side.
 

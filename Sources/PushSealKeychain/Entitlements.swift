@@ -1,15 +1,9 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealFormat
-import PushSealFormat
+import PushSealJSON
 
 /// The identity a process reads the keychain as: the entitlements an iOS app or its
 /// Notification Service Extension is signed with.

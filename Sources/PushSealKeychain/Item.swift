@@ -1,14 +1,9 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealCrypto
+public import PushSealCrypto
 
 /// A keychain item's attributes (never its secret), as `kSecReturnAttributes` gives them.
 public struct ItemAttributes: Sendable, Hashable {

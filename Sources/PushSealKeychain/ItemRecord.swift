@@ -3,12 +3,8 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import PushSealCrypto
+import PushSealSystem
 
 /// The on-disk form of one keychain item, one file per item (`items/<hex SHA-256 of the
 /// primary key>.item`), format version 1:
@@ -49,18 +45,7 @@ struct ItemRecord {
             input += u
         }
         let digest = (try? SHA256Hasher.hash(input)) ?? []
-        return hex(digest) + ".item"
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        return Hex.encode(digest) + ".item"
     }
 
     var fileName: String {

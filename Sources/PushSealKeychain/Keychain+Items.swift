@@ -1,14 +1,14 @@
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import PushSealCrypto
+public import PushSealCrypto
 
 extension Keychain {
     /// Largest secret data accepted by ``add(_:service:account:label:accessGroup:accessibility:data:)`` (1 MiB).

@@ -1,3 +1,5 @@
+package import PushSealSystem
+
 // Files other modules keep in the keychain directory (PushSealKeys: `keys.lock`,
 // `keys-audit.log`), held to the keychain's own rules.
 
@@ -12,17 +14,26 @@ extension Keychain {
         try Posix.checkPrivateFile(try privatePath(name))
     }
 
-    /// Opens a file another module keeps in the keychain directory (created 0600 when `flags`
-    /// hold `O_CREAT`) under the rules of ``checkPrivateFile(named:)``, checked again on the open
-    /// descriptor. `O_CLOEXEC | O_NOFOLLOW` are added to `flags`.
+    /// Opens a file another module keeps in the keychain directory (created 0600 with
+    /// `.create`) under the rules of ``checkPrivateFile(named:)``, checked again on the open
+    /// descriptor. `O_CLOEXEC | O_NOFOLLOW` are added.
     /// - Parameters:
     ///   - name: the file name, one path component.
-    ///   - flags: `open(2)` flags, e.g. `O_RDWR | O_CREAT`.
-    ///   - what: the file's role in error messages, e.g. `lock file`.
-    /// - Returns: the open file descriptor; the caller closes it.
+    ///   - options: e.g. `[.writeOnly, .append, .create]`.
+    ///   - what: the file's role in error messages, e.g. `audit log`.
+    /// - Returns: the open file (closed when released).
     /// - Throws: as ``checkPrivateFile(named:)``.
-    package func openPrivateFile(named name: String, flags: Int32, what: String) throws -> Int32 {
-        try Posix.openPrivateFile(try privatePath(name), flags: flags, what: what)
+    package func openPrivateFile(named name: String, options: FileDescriptor.Options, what: String) throws -> FileDescriptor {
+        try Posix.openPrivateFile(try privatePath(name), options: options, what: what)
+    }
+
+    /// Runs `body` holding an exclusive `flock` on the file `name` in the keychain directory
+    /// (created 0600; held to the rules of ``checkPrivateFile(named:)``). The kernel releases the
+    /// lock when the holder exits or is killed.
+    /// - Throws: as ``checkPrivateFile(named:)``; `KeychainError` `.io` when the lock fails;
+    ///   what `body` throws.
+    package func withExclusiveLock<R>(named name: String, _ body: () throws -> R) throws -> R {
+        try Posix.withExclusiveLock(try privatePath(name), body)
     }
 
     private func privatePath(_ name: String) throws -> String {

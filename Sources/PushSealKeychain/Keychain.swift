@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
 #if canImport(Glibc)
 import Glibc
@@ -9,6 +9,7 @@ import Glibc
 import Darwin
 #endif
 import PushSealCrypto
+import PushSealSystem
 
 /// A file-backed emulation of iOS Keychain Services, opened as one identity (an app or its
 /// Notification Service Extension).
@@ -71,7 +72,7 @@ public final class Keychain: @unchecked Sendable {
             let entries = try Posix.list(paths.root)
             if entries.contains("keychain.meta") { throw KeychainError(.alreadyExists, "\(paths.root) is already a keychain") }
             guard entries.isEmpty else { throw KeychainError(.alreadyExists, "\(paths.root) is not empty") }
-            guard st.st_uid == geteuid() else { throw KeychainError(.insecurePermissions, "\(paths.root) is owned by another user") }
+            guard st.owner == UInt32(geteuid()) else { throw KeychainError(.insecurePermissions, "\(paths.root) is owned by another user") }
             guard chmod(paths.root, 0o700) == 0 else { throw Posix.ioError("chmod", paths.root) }
         } else {
             do {
@@ -247,14 +248,14 @@ public final class Keychain: @unchecked Sendable {
             guard let box = state.sessionBox else {
                 throw KeychainError(.interactionNotAllowed, "the device is not unlocked with its passcode")
             }
-            cacheLock.lock()
-            defer { cacheLock.unlock() }
-            if let cached = sessionCache, cached.box == box { return cached.key }
-            guard let key = KeyWrap.unwrap(box, with: sessionKEK, name: "session") else {
-                throw KeychainError(.corrupt, "\(paths.state) holds a session key that does not authenticate")
+            return try cacheLock.withLock {
+                if let cached = sessionCache, cached.box == box { return cached.key }
+                guard let key = KeyWrap.unwrap(box, with: sessionKEK, name: "session") else {
+                    throw KeychainError(.corrupt, "\(paths.state) holds a session key that does not authenticate")
+                }
+                sessionCache = (box, key)
+                return key
             }
-            sessionCache = (box, key)
-            return key
         }
     }
 

@@ -1,4 +1,4 @@
-import PushSealCrypto
+public import PushSealSystem
 /// An error from the keychain emulation.
 ///
 /// Item errors carry the real Keychain Services `OSStatus` number and its Apple name
@@ -9,65 +9,12 @@ import PushSealCrypto
 ///
 /// Compare errors by ``code``; the human ``reason`` may change, codes will not. Reasons never
 /// contain secret data or key bytes. No error is ever turned into "not found".
-public struct KeychainError: CodedError {
-    /// A stable, machine-readable error code, with the OSStatus it stands for (if any).
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's stable name, e.g. `itemNotFound`.
-        public let name: String
-        /// The Keychain Services OSStatus number (Security/SecBase.h), or `nil` for store errors.
-        public let osStatus: Int32?
-        /// Apple's constant name for ``osStatus`` (e.g. `errSecItemNotFound`), or `nil`.
-        public let statusName: String?
-
-        init(_ name: String, _ osStatus: Int32? = nil, _ statusName: String? = nil) {
-            self.name = name
-            self.osStatus = osStatus
-            self.statusName = statusName
-        }
-
-        /// `errSecItemNotFound` (-25300): no item matched the query (in the caller's access groups).
-        public static let itemNotFound = Code("itemNotFound", -25300, "errSecItemNotFound")
-        /// `errSecDuplicateItem` (-25299): an item with the same primary key (class, access group,
-        /// service, account) exists; nothing was changed.
-        public static let duplicateItem = Code("duplicateItem", -25299, "errSecDuplicateItem")
-        /// `errSecInteractionNotAllowed` (-25308): the item's accessibility class is not available
-        /// in the current device state (e.g. a `WhenUnlocked` item while locked).
-        public static let interactionNotAllowed = Code("interactionNotAllowed", -25308, "errSecInteractionNotAllowed")
-        /// `errSecMissingEntitlement` (-34018): the caller is not entitled to the access group
-        /// (or App Group) it named.
-        public static let missingEntitlement = Code("missingEntitlement", -34018, "errSecMissingEntitlement")
-        /// `errSecParam` (-50): an invalid attribute or query (empty service, bad name, …).
-        public static let param = Code("param", -50, "errSecParam")
-        /// `errSecDecode` (-26275): data given to the keychain could not be decoded.
-        public static let decode = Code("decode", -26275, "errSecDecode")
-        /// `errSecAuthFailed` (-25293): wrong passcode, or a `WhenPasscodeSetThisDeviceOnly` item
-        /// on a device without a passcode.
-        public static let authFailed = Code("authFailed", -25293, "errSecAuthFailed")
-
-        /// No keychain at the path (directory or its `keychain.meta` missing). No OSStatus.
-        public static let keychainMissing = Code("keychainMissing")
-        /// `create` found something already at the path. No OSStatus.
-        public static let alreadyExists = Code("alreadyExists")
-        /// The keychain directory or a file in it is group- or world-accessible or owned by another
-        /// user (refused, like ssh does). No OSStatus.
-        public static let insecurePermissions = Code("insecurePermissions")
-        /// A stored file is malformed, truncated, fails authentication (bit flip, swapped
-        /// ciphertext) or does not unwrap with this device secret. Never reported as empty. No OSStatus.
-        public static let corrupt = Code("corrupt")
-        /// A system call failed (disk full, permission denied by the OS, …); `reason` names it. No OSStatus.
-        public static let io = Code("io")
-        /// A file or directory inside the keychain directory (`items/`, an item file, `tmp/`,
-        /// `keychain.meta`, `.lock`, a lock or log file of another module, …) is a symbolic link:
-        /// links inside a keychain are refused, never followed. The keychain directory itself given
-        /// as a link is `.keychainMissing` (open) or `.alreadyExists` (create). No OSStatus.
-        public static let symbolicLink = Code("symbolicLink")
-
-        /// `name`, or `name: errSecX (N)` when an OSStatus exists.
-        public var description: String {
-            if let osStatus, let statusName { return "\(name): \(statusName) (\(osStatus))" }
-            return name
-        }
-    }
+public struct KeychainError: StatusCodedError {
+    /// The stable codes of this domain (constants below), each with the OSStatus it stands
+    /// for, if any (``ErrorCode/osStatus``).
+    public typealias Code = ErrorCode<KeychainError>
+    /// `keychain`.
+    public static let domain = "keychain"
 
     /// The stable code; equality and hashing use it alone.
     public let code: Code
@@ -98,3 +45,57 @@ public struct KeychainError: CodedError {
         return reason
     }
 }
+
+extension ErrorCode<KeychainError> {
+    /// `errSecItemNotFound` (-25300): no item matched the query (in the caller's access groups).
+    public static var itemNotFound: Self { Self("itemNotFound") }
+    /// `errSecDuplicateItem` (-25299): an item with the same primary key (class, access group,
+    /// service, account) exists; nothing was changed.
+    public static var duplicateItem: Self { Self("duplicateItem") }
+    /// `errSecInteractionNotAllowed` (-25308): the item's accessibility class is not available
+    /// in the current device state (e.g. a `WhenUnlocked` item while locked).
+    public static var interactionNotAllowed: Self { Self("interactionNotAllowed") }
+    /// `errSecMissingEntitlement` (-34018): the caller is not entitled to the access group
+    /// (or App Group) it named.
+    public static var missingEntitlement: Self { Self("missingEntitlement") }
+    /// `errSecParam` (-50): an invalid attribute or query (empty service, bad name, …).
+    public static var param: Self { Self("param") }
+    /// `errSecDecode` (-26275): data given to the keychain could not be decoded.
+    public static var decode: Self { Self("decode") }
+    /// `errSecAuthFailed` (-25293): wrong passcode, or a `WhenPasscodeSetThisDeviceOnly` item
+    /// on a device without a passcode.
+    public static var authFailed: Self { Self("authFailed") }
+    /// No keychain at the path (directory or its `keychain.meta` missing). No OSStatus.
+    public static var keychainMissing: Self { Self("keychainMissing") }
+    /// `create` found something already at the path. No OSStatus.
+    public static var alreadyExists: Self { Self("alreadyExists") }
+    /// The keychain directory or a file in it is group- or world-accessible or owned by another
+    /// user (refused, like ssh does). No OSStatus.
+    public static var insecurePermissions: Self { Self("insecurePermissions") }
+    /// A stored file is malformed, truncated, fails authentication (bit flip, swapped
+    /// ciphertext) or does not unwrap with this device secret. Never reported as empty. No OSStatus.
+    public static var corrupt: Self { Self("corrupt") }
+    /// A system call failed (disk full, permission denied by the OS, …); `reason` names it. No OSStatus.
+    public static var io: Self { Self("io") }
+    /// A file or directory inside the keychain directory (`items/`, an item file, `tmp/`,
+    /// `keychain.meta`, `.lock`, a lock or log file of another module, …) is a symbolic link:
+    /// links inside a keychain are refused, never followed. The keychain directory itself given
+    /// as a link is `.keychainMissing` (open) or `.alreadyExists` (create). No OSStatus.
+    public static var symbolicLink: Self { Self("symbolicLink") }
+
+    /// The Keychain Services OSStatus number (Security/SecBase.h), or `nil` for store errors.
+    public var osStatus: Int32? { keychainStatuses[name]?.number }
+    /// Apple's constant name for ``osStatus`` (e.g. `errSecItemNotFound`), or `nil`.
+    public var statusName: String? { keychainStatuses[name]?.name }
+}
+
+/// The OSStatus of each item error code, by code name (Security/SecBase.h).
+private let keychainStatuses: [String: (number: Int32, name: String)] = [
+    "itemNotFound": (-25300, "errSecItemNotFound"),
+    "duplicateItem": (-25299, "errSecDuplicateItem"),
+    "interactionNotAllowed": (-25308, "errSecInteractionNotAllowed"),
+    "missingEntitlement": (-34018, "errSecMissingEntitlement"),
+    "param": (-50, "errSecParam"),
+    "decode": (-26275, "errSecDecode"),
+    "authFailed": (-25293, "errSecAuthFailed"),
+]

@@ -3,13 +3,8 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import PushSealCrypto
-import PushSealFormat
+import PushSealJSON
 
 /// Paths inside a keychain directory.
 struct KeychainPaths: Sendable {
@@ -71,7 +66,6 @@ struct KeychainMeta {
     }
 
     func encode() throws -> [UInt8] {
-        // Members in sorted order, as the file has always been written.
         var keys: JSONObject = [
             "afterFirstUnlock": .string(Data(wrappedAfterFirstUnlockKey).base64EncodedString()),
             "metadata": .string(Data(wrappedMetadataKey).base64EncodedString()),
@@ -88,42 +82,8 @@ struct KeychainMeta {
             ])
         }
         object["version"] = .integer(Int64(Self.version))
-        var out = ""
-        Self.pretty(.object(object), indent: "", into: &out)
-        return Array((out + "\n").utf8)
-    }
-
-    /// The layout keychain.meta has always had (that of Foundation's `JSONSerialization` with
-    /// `.sortedKeys, .prettyPrinted` on Linux): two-space indent, `"key" : value`, `/` written
-    /// `\/`. Only strings, integers and objects with sorted members occur here.
-    static func pretty(_ value: JSONValue, indent: String, into out: inout String) {
-        switch value {
-        case .object(let o):
-            out += "{\n"
-            for (i, m) in o.members.enumerated() {
-                out += indent + "  " + quoted(m.key) + " : "
-                pretty(m.value, indent: indent + "  ", into: &out)
-                out += i == o.count - 1 ? "\n" : ",\n"
-            }
-            out += indent + "}"
-        case .string(let s): out += quoted(s)
-        case .integer(let v): out += String(v)
-        default: out += "null"
-        }
-    }
-
-    /// A JSON string for base64 text and fixed names: `"` `\\` and `/` escaped.
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for c in s.unicodeScalars {
-            switch c {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "/": out += "\\/"
-            default: out.unicodeScalars.append(c)
-            }
-        }
-        return out + "\""
+        // Format rule: pretty-printed with sorted keys (a file people read), one trailing newline.
+        return try JSONWriter.serialize(.object(object), style: .prettySortedKeys) + [0x0A]
     }
 
     static func decode(_ bytes: [UInt8], path: String) throws -> KeychainMeta {

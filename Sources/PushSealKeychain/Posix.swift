@@ -4,16 +4,46 @@ import FoundationEssentials
 import Foundation
 #endif
 import PushSealCrypto
+import PushSealSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// Thin POSIX helpers: whole-file reads with permission checks, atomic durable writes, flock.
-/// Every failure becomes a `KeychainError` naming the path and the errno text (never data).
+/// The keychain's file store on PushSealSystem's private-file rules (``PrivateFile``): whole-file
+/// reads with permission checks, atomic durable writes, flock, directories. Every failure becomes
+/// a `KeychainError` naming the path and the errno text (never data), with the keychain's own
+/// suggestions (`chmod 600 FILE`, `chmod 700 DIR`).
 enum Posix {
     static func errnoText(_ e: Int32 = errno) -> String { String(cString: strerror(e)).lowercased() }
+
+    /// The keychain's error for a failure of PushSealSystem: its wording and suggestions.
+    /// - Parameter isDirectory: the path is a directory (the suggestion is then `chmod 700`).
+    static func keychainError(_ e: SystemError, isDirectory: Bool = false) -> KeychainError {
+        switch e.code {
+        case .symbolicLink:
+            // ELOOP from O_NOFOLLOW is a link only when lstat confirms it (else a loop above).
+            var st = stat()
+            if e.errno == 0 || (lstat(e.path, &st) == 0 && st.st_mode & S_IFMT == S_IFLNK) { return linkInsideError(e.path) }
+            return KeychainError(.io, e.reason)
+        case .wrongOwner:
+            return KeychainError(.insecurePermissions, e.reason,
+                                 suggestion: "use the keychain as its owner (uid \(e.fileOwner ?? 0)); it must be owned by the user that opens it")
+        case .insecureMode:
+            return KeychainError(.insecurePermissions, e.reason,
+                                 suggestion: "chmod \(isDirectory ? "700" : "600") \(shellQuoted(e.path))  # a keychain's files must be 0600, its directories 0700")
+        case .notRegularFile, .tooLarge: return KeychainError(.corrupt, e.reason)
+        case .alreadyExists: return KeychainError(.alreadyExists, e.reason)
+        case .permissionDenied: return KeychainError(.insecurePermissions, e.reason)
+        default: return KeychainError(.io, e.reason)
+        }
+    }
+
+    /// Runs `body`, turning a ``SystemError`` into the keychain's error (``keychainError(_:isDirectory:)``).
+    static func mapped<R>(isDirectory: Bool = false, _ body: () throws -> R) throws -> R {
+        do { return try body() } catch let e as SystemError { throw keychainError(e, isDirectory: isDirectory) }
+    }
 
     static func ioError(_ what: String, _ path: String, _ e: Int32 = errno) -> KeychainError {
         if e == EACCES || e == EPERM {
@@ -24,16 +54,8 @@ enum Posix {
 
     /// Refuses a file or directory that is owned by another user or group/world-accessible; the
     /// error's suggestion names the fix for that one path (`chmod 600 FILE`, `chmod 700 DIR`).
-    static func checkOwnership(_ st: stat, _ path: String) throws {
-        if st.st_uid != geteuid() {
-            throw KeychainError(.insecurePermissions, "\(path) is owned by another user (uid \(st.st_uid))",
-                                suggestion: "use the keychain as its owner (uid \(st.st_uid)); it must be owned by the user that opens it")
-        }
-        if st.st_mode & 0o077 != 0 {
-            throw KeychainError(.insecurePermissions,
-                "\(path) is accessible by group or others (mode \(String(st.st_mode & 0o777, radix: 8)))",
-                suggestion: "chmod \(isDirectory(st) ? "700" : "600") \(shellQuoted(path))  # a keychain's files must be 0600, its directories 0700")
-        }
+    static func checkOwnership(_ st: PrivateFile.Status, _ path: String) throws {
+        try mapped(isDirectory: isDirectory(st)) { try PrivateFile.checkOwnership(st, path) }
     }
 
     /// `path` as one shell word: as it is when it holds only `A-Z a-z 0-9 _ . / - + : @ % , =`,
@@ -45,7 +67,7 @@ enum Posix {
         return plain ? path : "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     }
 
-    static func isSymbolicLink(_ st: stat) -> Bool { st.st_mode & S_IFMT == S_IFLNK }
+    static func isSymbolicLink(_ st: PrivateFile.Status) -> Bool { st.kind == .symbolicLink }
 
     /// The error for a keychain directory given as a symbolic link: the keychain directory
     /// itself and everything inside it must not be links (the link's target could be changed
@@ -77,24 +99,12 @@ enum Posix {
         return String(cString: resolved)
     }
 
-    /// The error for an `open(O_NOFOLLOW)` of `path` that failed with `e`: ``linkInsideError(_:)``
-    /// when `path` is a link (`ELOOP`, confirmed by `lstat`), else ``ioError(_:_:_:)``.
-    static func openError(_ what: String, _ path: String, _ e: Int32) -> KeychainError {
-        var st = stat()
-        if e == ELOOP, lstat(path, &st) == 0, isSymbolicLink(st) { return linkInsideError(path) }
-        return ioError(what, path, e)
-    }
-
     /// `lstat`, or `nil` when the path does not exist.
-    static func status(_ path: String) throws -> stat? {
-        var st = stat()
-        if lstat(path, &st) == 0 { return st }
-        if errno == ENOENT || errno == ENOTDIR { return nil }
-        throw ioError("stat", path)
+    static func status(_ path: String) throws -> PrivateFile.Status? {
+        try mapped { try PrivateFile.status(path) }
     }
 
-    static func isDirectory(_ st: stat) -> Bool { st.st_mode & S_IFMT == S_IFDIR }
-    static func isRegular(_ st: stat) -> Bool { st.st_mode & S_IFMT == S_IFREG }
+    static func isDirectory(_ st: PrivateFile.Status) -> Bool { st.kind == .directory }
 
     /// Checks that `path` is a 0700-style directory owned by us.
     /// - Returns: `false` when it does not exist.
@@ -111,80 +121,23 @@ enum Posix {
     /// - Throws: `.symbolicLink`, `.insecurePermissions`, `.corrupt` (not a regular file, over
     ///   `maxByteCount`), `.io`.
     static func readFile(_ path: String, maxByteCount: Int) throws -> [UInt8]? {
-        // O_NONBLOCK: a FIFO put in place of a file must not block the open (fstat refuses it).
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw openError("open", path, errno)
-        }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw ioError("stat", path) }
-        guard isRegular(st) else { throw KeychainError(.corrupt, "\(path) is not a regular file") }
-        try checkOwnership(st, path)
-        let size = Int(st.st_size)
-        guard size <= maxByteCount else { throw KeychainError(.corrupt, "\(path) is \(size) bytes, more than the \(maxByteCount) allowed") }
-        var buffer = [UInt8](repeating: 0, count: size + 1)
-        var total = 0
-        while true {
-            let n = buffer.withUnsafeMutableBytes { b in read(fd, b.baseAddress.map { $0 + total }, b.count - total) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ioError("read", path)
-            }
-            if n == 0 { break }
-            total += n
-            if total == buffer.count {
-                throw KeychainError(.corrupt, "\(path) grew while being read")
-            }
-        }
-        buffer.removeLast(buffer.count - total)
-        return buffer
-    }
-
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8], _ path: String) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { b in write(fd, b.baseAddress.map { $0 + done }, b.count - done) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ioError("write", path)
-            }
-            done += n
-        }
+        try mapped { try PrivateFile.read(path, maxByteCount: maxByteCount) }
     }
 
     static func fsyncPath(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECTORY)
-        guard fd >= 0 else { throw ioError("open", path) }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw ioError("fsync", path) }
+        try mapped { try PrivateFile.synchronizeDirectory(path) }
     }
 
     /// Creates `path` with `bytes`, mode 0600, failing if it exists (`O_EXCL`), then fsyncs it.
     static func createExclusive(_ path: String, _ bytes: [UInt8]) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else {
-            if errno == EEXIST { throw KeychainError(.alreadyExists, "\(path) already exists") }
-            throw ioError("create", path)
-        }
-        defer { close(fd) }
-        try writeAll(fd, bytes, path)
-        guard fsync(fd) == 0 else { throw ioError("fsync", path) }
+        try mapped { try PrivateFile.createExclusive(path, bytes) }
     }
 
     /// Atomic, durable replace: unique temp file in `tempDirectory` (same file system), write,
     /// fsync, rename over `path`, fsync the directory of `path`.
     static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String, tempDirectory: String) throws {
-        let name = "\(tempDirectory)/.tmp-\(getpid())-\(SecureRandom.bytes(8).map { String($0, radix: 16) }.joined())"
-        try createExclusive(name, bytes)
-        guard rename(name, path) == 0 else {
-            let e = errno
-            unlink(name)
-            throw ioError("rename into", path, e)
-        }
-        try fsyncPath(directory)
-        if tempDirectory != directory { try fsyncPath(tempDirectory) }
+        let name = ".tmp-\(getpid())-\(Hex.encode(SecureRandom.bytes(8)))"
+        try mapped { try PrivateFile.replaceAtomically(bytes, at: path, directory: directory, tempDirectory: tempDirectory, uniqueName: name) }
     }
 
     /// Removes every entry of `directory` (left-over temp files of killed writers). Call only
@@ -244,49 +197,29 @@ enum Posix {
     /// rules of item files: not a link, a regular file, owned by the caller, 0600.
     /// - Throws: `.symbolicLink`, `.corrupt` (not a regular file), `.insecurePermissions`, `.io`.
     static func checkPrivateFile(_ path: String) throws {
-        guard let st = try status(path) else { return }
-        if isSymbolicLink(st) { throw linkInsideError(path) }
-        guard isRegular(st) else { throw KeychainError(.corrupt, "\(path) is not a regular file") }
-        try checkOwnership(st, path)
+        try mapped { try PrivateFile.checkIfPresent(path) }
     }
 
-    /// Opens a file of the keychain (created 0600 with `O_CREAT` in `flags`) under the rules of
+    /// Opens a file of the keychain (created 0600 with `.create`) under the rules of
     /// ``checkPrivateFile(_:)``, checked before the open (a FIFO would block it) and again on
     /// the open descriptor (the file may have been replaced in between).
     /// - Parameters:
     ///   - path: the file.
-    ///   - flags: `open(2)` flags; `O_CLOEXEC | O_NOFOLLOW` are added.
+    ///   - options: open options; `O_CLOEXEC | O_NOFOLLOW` are added.
     ///   - what: the file's role in messages, e.g. `lock file`.
-    /// - Returns: the open descriptor (the caller closes it).
+    /// - Returns: the open descriptor (closed when released).
     /// - Throws: as ``checkPrivateFile(_:)``.
-    static func openPrivateFile(_ path: String, flags: Int32, what: String) throws -> Int32 {
-        try checkPrivateFile(path)
-        let fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw openError("open \(what)", path, errno) }
-        var st = stat()
-        do {
-            guard fstat(fd, &st) == 0 else { throw ioError("stat", path) }
-            guard isRegular(st) else { throw KeychainError(.corrupt, "\(path) is not a regular file") }
-            try checkOwnership(st, path)
-        } catch {
-            close(fd)
-            throw error
-        }
-        return fd
+    static func openPrivateFile(_ path: String, options: FileDescriptor.Options, what: String) throws -> FileDescriptor {
+        try mapped { try PrivateFile.open(path, options, what: what) }
     }
 
     /// Runs `body` holding an exclusive `flock` on `lockPath` (created 0600 if absent; refused
     /// when it is a link, not a regular file, or group- or world-accessible). The kernel
     /// releases the lock when the holder exits or is killed, so a dead holder never blocks.
     static func withExclusiveLock<R>(_ lockPath: String, _ body: () throws -> R) throws -> R {
-        let fd = try openPrivateFile(lockPath, flags: O_RDWR | O_CREAT, what: "lock file")
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno == EINTR { continue }
-            throw ioError("lock", lockPath)
-        }
-        defer { flock(fd, LOCK_UN) }
+        let file = try openPrivateFile(lockPath, options: [.readWrite, .create], what: "lock file")
+        do { try file.lockExclusive() } catch let e as SystemError { throw keychainError(e) }
+        defer { file.unlock() }
         return try body()
     }
 }
-

@@ -1,15 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealCrypto
-import PushSealKeychain
+public import PushSealCrypto
+public import PushSealKeychain
 
 /// The Notification Service Extension's view of a device keychain: the key for a payload's
 /// `key_id`.

@@ -3,11 +3,8 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealJSON
+import PushSealSystem
 import PushSealKeychain
 
 /// Where the audit trail goes: one JSON object per line for every keyset state change
@@ -36,24 +33,24 @@ public enum KeyAudit: Sendable, Hashable {
     /// be opened (a link, a loose mode, a missing directory) fails the change instead of leaving
     /// it unaudited.
     struct Sink: ~Copyable {
-        /// The file descriptor, or -1 for ``KeyAudit/none``.
-        let fd: Int32
-        /// The path in messages.
-        let path: String
-        /// `true` when `fd` was opened here (closed on deinit).
-        let owned: Bool
+        /// The open file, or `nil` for ``KeyAudit/none``.
+        let file: FileDescriptor?
+        /// `true` for an audit file (a failed write fails the change); `false` for standard
+        /// error (best effort).
+        let required: Bool
 
-        /// Appends one line.
+        /// Appends one line (one JSON object, members in order, then `\n`) in one write.
         /// - Throws: `KeysError` `.io` when the line is not written whole.
-        func write(_ members: [(String, AuditValue)]) throws {
-            guard fd >= 0 else { return }
+        func write(_ members: JSONObject) throws {
+            guard let file else { return }
             let line = KeyAudit.line(members)
-            let n = line.withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }
-            guard owned else { return }  // standard error: best effort
-            guard n == line.count else { throw KeysError(.io, "cannot write audit log \(path)") }
+            do {
+                try file.writeAll(line)
+            } catch let e as SystemError {
+                guard required else { return }  // standard error: best effort
+                throw KeysError(.io, "cannot write audit log \(file.path): \(errnoText(e.errno))")
+            }
         }
-
-        deinit { if owned { close(fd) } }
     }
 
     /// Opens the destination for appending.
@@ -63,57 +60,25 @@ public enum KeyAudit: Sendable, Hashable {
     ///   cannot be opened.
     func open(keychain: Keychain) throws -> Sink {
         switch self {
-        case .none: return Sink(fd: -1, path: "", owned: false)
-        case .standardError: return Sink(fd: 2, path: "standard error", owned: false)
+        case .none: return Sink(file: nil, required: false)
+        case .standardError: return Sink(file: .standardError, required: false)
         case .keychainFile:
-            let fd = try keychain.openPrivateFile(named: Self.fileName, flags: O_WRONLY | O_APPEND | O_CREAT, what: "audit log")
-            return Sink(fd: fd, path: keychain.url.path + "/" + Self.fileName, owned: true)
+            let file = try keychain.openPrivateFile(named: Self.fileName, options: [.writeOnly, .append, .create], what: "audit log")
+            return Sink(file: file, required: true)
         case .file(let path):
-            let fd = systemOpen(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-            guard fd >= 0 else { throw KeysError(.io, "cannot open audit log \(path): \(String(cString: strerror(errno)))") }
-            return Sink(fd: fd, path: path, owned: true)
-        }
-    }
-
-    enum AuditValue {
-        case string(String)
-        case int(Int64)
-        case uint(UInt64)
-    }
-
-    static func line(_ members: [(String, AuditValue)]) -> [UInt8] {
-        var out = "{"
-        for (i, m) in members.enumerated() {
-            if i > 0 { out += "," }
-            out += jsonString(m.0) + ":"
-            switch m.1 {
-            case .string(let s): out += jsonString(s)
-            case .int(let v): out += String(v)
-            case .uint(let v): out += String(v)
+            do {
+                return Sink(file: try FileDescriptor.open(path, [.writeOnly, .append, .create, .noFollow], mode: 0o600), required: true)
+            } catch let e as SystemError {
+                throw KeysError(.io, "cannot open audit log \(path): \(errnoText(e.errno))")
             }
         }
-        out += "}\n"
-        return Array(out.utf8)
     }
 
-    static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+    /// One audit line: the members as compact JSON (``JSONWriter``), then `\n`.
+    static func line(_ members: JSONObject) -> [UInt8] {
+        var w = JSONWriter(reservingCapacity: 256)
+        // Audit members are strings and integers only: nothing JSONWriter refuses.
+        try? w.write(.object(members))
+        return w.bytes + [0x0A]
     }
 }
-
-/// `write(2)` under a name `KeyAudit.Sink`'s own `write` does not shadow.
-private func systemWrite(_ fd: Int32, _ p: UnsafeRawPointer?, _ n: Int) -> Int { write(fd, p, n) }
-
-/// `open(2)` under a name `KeyAudit`'s own `open` does not shadow.
-private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }

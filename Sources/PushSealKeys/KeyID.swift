@@ -1,5 +1,5 @@
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 
 /// Names used by keysets: key ids, app ids and recipients, with their validation rules.
 public enum KeyID {

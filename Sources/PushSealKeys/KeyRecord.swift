@@ -1,16 +1,12 @@
+import PushSealJSON
 internal import CSodium
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 
 /// The JSON key record exchanged when provisioning (server → device or device → server).
@@ -133,7 +129,7 @@ public struct KeyRecord: Sendable {
         guard raw.count <= 1 << 20 else { throw bad("larger than 1 MiB") }
         do {
             return try parseJSON(raw)
-        } catch let e as FormatError {
+        } catch let e as JSONError {
             throw bad("not a JSON object (malformed or truncated): \(e.reason)")
         }
     }

@@ -1,3 +1,9 @@
+import PushSealJSON
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import PushSealCrypto
 import PushSealKeychain
 
@@ -191,7 +197,7 @@ extension KeyStore {
                 local.keys[i].info.retiredAt = now
                 local.keys[i].info.notAfter = notAfter
                 events.append(AuditEvent(event: "demote", time: now, members: [("keyId", .string(local.keys[i].info.keyID)),
-                                                                            ("notAfter", .int(notAfter))]))
+                                                                            ("notAfter", .integer(notAfter))]))
             }
         }
         return events

@@ -1,6 +1,7 @@
-import PushSealCrypto
-import PushSealFormat
-import PushSealKeychain
+import PushSealJSON
+public import PushSealCrypto
+public import PushSealWire
+public import PushSealKeychain
 
 /// The file keychain as a server store: the lifecycle methods are ``KeyStore``'s own; the
 /// sealing methods below read and reserve through the keysets' lock and the keychain's change
@@ -52,7 +53,7 @@ extension KeyStore: ServerKeyStore {
             let limit = min(used + max(count, 1), KeyStore.sealLimit)
             ks.keys[q].info.sealCount = limit
             reserved = SealReservation(previousCount: used, reservedCount: limit)
-            return [AuditEvent(event: "reserveSeals", time: KeyStore.now(), members: [("keyId", .string(keyID)), ("sealCount", .uint(limit))])]
+            return [AuditEvent(event: "reserveSeals", time: KeyStore.now(), members: [("keyId", .string(keyID)), ("sealCount", .integer(Int64(limit)))])]
         }
         guard let reserved else { throw KeysError(.invalidState, "seal reservation failed") }
         return reserved

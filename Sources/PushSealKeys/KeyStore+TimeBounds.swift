@@ -1,4 +1,4 @@
-import PushSealFormat
+import PushSealWire
 
 // The range of times and durations the key lifecycle accepts, and checked arithmetic on them:
 // every time a caller gives (`now`) or the store computes (`now + grace`) lies within

@@ -1,15 +1,12 @@
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealJSON
+import PushSealSystem
 import PushSealCrypto
-import PushSealKeychain
+public import PushSealKeychain
 
 /// Keysets in one keychain — a server keychain (many recipients) or a device keychain (the
 /// app's own keyset, in the access group it shares with its Notification Service Extension).
@@ -165,14 +162,7 @@ public final class KeyStore: Sendable {
     /// Runs `body` holding the exclusive lock of this keychain's keysets (``lockFileName``,
     /// created 0600; refused when it is a link or not 0600, like an item file).
     func withLock<R>(_ body: () throws -> R) throws -> R {
-        let path = keychainPath + "/" + Self.lockFileName
-        let fd = try keychain.openPrivateFile(named: Self.lockFileName, flags: O_RDWR | O_CREAT, what: "lock file")
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw KeysError(.io, "cannot lock \(path): \(String(cString: strerror(errno)))") }
-        }
-        defer { _ = flock(fd, LOCK_UN) }
-        return try body()
+        try keychain.withExclusiveLock(named: Self.lockFileName, body)
     }
 
     /// Loads, lets `body` change, and saves one keyset under the lock. `body` returns the audit
@@ -200,12 +190,13 @@ public final class KeyStore: Sendable {
     struct AuditEvent {
         var event: String
         var time: Int64
-        var members: [(String, KeyAudit.AuditValue)] = []
+        var members: [(key: String, value: JSONValue)] = []
     }
 
     func writeAudit(_ e: AuditEvent, appID: String, recipient: String, to sink: borrowing KeyAudit.Sink) throws {
-        try sink.write([("time", .int(e.time)), ("event", .string(e.event)), ("keychain", .string(keychainPath)),
-                         ("appId", .string(appID)), ("recipient", .string(recipient))] + e.members)
+        let head: [(key: String, value: JSONValue)] = [("time", .integer(e.time)), ("event", .string(e.event)),
+                                                       ("keychain", .string(keychainPath)), ("appId", .string(appID)), ("recipient", .string(recipient))]
+        try sink.write(JSONObject(head + e.members))
     }
 
     static func checkInvariants(_ ks: Keyset) throws {
@@ -279,12 +270,12 @@ public final class KeyStore: Sendable {
             throw KeysError(.invalidState, "key \(keyID) is \(k.status) and cannot become primary")
         }
         let notAfter = try time(now, plus: graceSeconds, named: "graceSeconds")
-        var members: [(String, KeyAudit.AuditValue)] = [("keyId", .string(keyID))]
+        var members: [(key: String, value: JSONValue)] = [("keyId", .string(keyID))]
         if let p = ks.primaryIndex {
             ks.keys[p].info.status = .decryptOnly
             ks.keys[p].info.retiredAt = now
             ks.keys[p].info.notAfter = notAfter
-            members += [("previousKeyId", .string(ks.keys[p].info.keyID)), ("notAfter", .int(notAfter))]
+            members += [("previousKeyId", .string(ks.keys[p].info.keyID)), ("notAfter", .integer(notAfter))]
         }
         ks.keys[i].info.status = .primary
         ks.keys[i].info.promotedAt = now
@@ -432,7 +423,7 @@ public final class KeyStore: Sendable {
         try mutate(appID: appID, recipient: recipient) { ks, _ in
             guard let i = ks.index(of: keyID) else { throw KeysError(.unknownKey, "no key \(keyID)") }
             ks.keys[i].info.sealCount = count
-            return [AuditEvent(event: "setSealCount", time: now, members: [("keyId", .string(keyID)), ("sealCount", .uint(count))])]
+            return [AuditEvent(event: "setSealCount", time: now, members: [("keyId", .string(keyID)), ("sealCount", .integer(Int64(count)))])]
         }
     }
 }

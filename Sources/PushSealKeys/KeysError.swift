@@ -1,4 +1,4 @@
-import PushSealCrypto
+public import PushSealSystem
 /// An error from the key lifecycle (keysets, provisioning, rotation, keyrings).
 ///
 /// Compare by ``code``: codes are stable, the human ``reason`` may change. Reasons name key ids,
@@ -7,57 +7,10 @@ import PushSealCrypto
 /// `errSecItemNotFound` (-25300)) are not wrapped: they are thrown as the keychain's own
 /// `KeychainError`, so a caller can never mistake a locked device for an unknown key.
 public struct KeysError: CodedError {
-    /// A stable, machine-readable error code.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's stable name, e.g. `unknownKey`.
-        public let name: String
-
-        init(_ name: String) { self.name = name }
-
-        /// The keyset exists but holds no key with this key id (never seen on this side).
-        public static let unknownKey = Code("unknownKey")
-        /// The key was destroyed (pruned after its grace window); only its tombstone remains.
-        public static let keyDestroyed = Code("keyDestroyed")
-        /// The key was revoked (disabled): it neither seals nor opens.
-        public static let keyDisabled = Code("keyDisabled")
-        /// A `decryptOnly` key is past its `notAfter` time (and waiting to be pruned).
-        public static let keyExpired = Code("keyExpired")
-        /// No keyset for this app id and recipient (an unknown recipient).
-        public static let unknownKeyset = Code("unknownKeyset")
-        /// `generate` for an app id and recipient that already have a keyset.
-        public static let keysetExists = Code("keysetExists")
-        /// The keyset has no primary key (e.g. the primary was revoked): nothing can be sealed.
-        public static let noPrimaryKey = Code("noPrimaryKey")
-        /// The primary key reached 2^32 seals, the limit for random 96-bit nonces
-        /// (NIST SP 800-38D §8.3): rotate before sealing again.
-        public static let sealLimitReached = Code("sealLimitReached")
-        /// A key record (JSON) is malformed, truncated or has a field of the wrong type or size.
-        public static let malformedRecord = Code("malformedRecord")
-        /// A key record is for another app id than the keychain identity or `--app-id` expects.
-        public static let wrongAppID = Code("wrongAppID")
-        /// The same key id with different key bytes (in the record, or already in the keyset).
-        public static let duplicateKeyID = Code("duplicateKeyID")
-        /// A key id, app id or recipient that is not well formed (see ``KeyID``).
-        public static let invalidName = Code("invalidName")
-        /// A keyset item that does not decode (damaged or written by another program).
-        public static let corruptKeyset = Code("corruptKeyset")
-        /// The identity has no access group it shares with its extension (no
-        /// `keychain-access-groups` and no application group).
-        public static let noSharedAccessGroup = Code("noSharedAccessGroup")
-        /// A request that contradicts the keyset state (e.g. promoting a destroyed key, the same
-        /// keychain given as server and device).
-        public static let invalidState = Code("invalidState")
-        /// A file operation outside the keychain failed (lock file, audit log, record file).
-        public static let io = Code("io")
-        /// A time (`now`, Unix seconds) outside 0 ... ``KeyStore/maxTimeSeconds``
-        /// (9999-12-31T23:59:59Z), a negative or too long duration (a grace window, a rotation
-        /// period), or a time computed from them (`now + grace`) after that bound. Nothing is
-        /// changed: the check comes before any write.
-        public static let timeOutOfRange = Code("timeOutOfRange")
-
-        /// The name.
-        public var description: String { name }
-    }
+    /// The stable codes of this domain (constants below).
+    public typealias Code = ErrorCode<KeysError>
+    /// `keys`.
+    public static let domain = "keys"
 
     /// The stable code; equality and hashing use it alone.
     public let code: Code
@@ -72,4 +25,47 @@ public struct KeysError: CodedError {
 
     /// `reason`.
     public var description: String { reason }
+}
+
+extension ErrorCode<KeysError> {
+    /// The keyset exists but holds no key with this key id (never seen on this side).
+    public static var unknownKey: Self { Self("unknownKey") }
+    /// The key was destroyed (pruned after its grace window); only its tombstone remains.
+    public static var keyDestroyed: Self { Self("keyDestroyed") }
+    /// The key was revoked (disabled): it neither seals nor opens.
+    public static var keyDisabled: Self { Self("keyDisabled") }
+    /// A `decryptOnly` key is past its `notAfter` time (and waiting to be pruned).
+    public static var keyExpired: Self { Self("keyExpired") }
+    /// No keyset for this app id and recipient (an unknown recipient).
+    public static var unknownKeyset: Self { Self("unknownKeyset") }
+    /// `generate` for an app id and recipient that already have a keyset.
+    public static var keysetExists: Self { Self("keysetExists") }
+    /// The keyset has no primary key (e.g. the primary was revoked): nothing can be sealed.
+    public static var noPrimaryKey: Self { Self("noPrimaryKey") }
+    /// The primary key reached 2^32 seals, the limit for random 96-bit nonces
+    /// (NIST SP 800-38D §8.3): rotate before sealing again.
+    public static var sealLimitReached: Self { Self("sealLimitReached") }
+    /// A key record (JSON) is malformed, truncated or has a field of the wrong type or size.
+    public static var malformedRecord: Self { Self("malformedRecord") }
+    /// A key record is for another app id than the keychain identity or `--app-id` expects.
+    public static var wrongAppID: Self { Self("wrongAppID") }
+    /// The same key id with different key bytes (in the record, or already in the keyset).
+    public static var duplicateKeyID: Self { Self("duplicateKeyID") }
+    /// A key id, app id or recipient that is not well formed (see ``KeyID``).
+    public static var invalidName: Self { Self("invalidName") }
+    /// A keyset item that does not decode (damaged or written by another program).
+    public static var corruptKeyset: Self { Self("corruptKeyset") }
+    /// The identity has no access group it shares with its extension (no
+    /// `keychain-access-groups` and no application group).
+    public static var noSharedAccessGroup: Self { Self("noSharedAccessGroup") }
+    /// A request that contradicts the keyset state (e.g. promoting a destroyed key, the same
+    /// keychain given as server and device).
+    public static var invalidState: Self { Self("invalidState") }
+    /// A file operation outside the keychain failed (lock file, audit log, record file).
+    public static var io: Self { Self("io") }
+    /// A time (`now`, Unix seconds) outside 0 ... ``KeyStore/maxTimeSeconds``
+    /// (9999-12-31T23:59:59Z), a negative or too long duration (a grace window, a rotation
+    /// period), or a time computed from them (`now + grace`) after that bound. Nothing is
+    /// changed: the check comes before any write.
+    public static var timeOutOfRange: Self { Self("timeOutOfRange") }
 }

@@ -1,5 +1,5 @@
-import PushSealCrypto
-import PushSealFormat
+public import PushSealCrypto
+public import PushSealWire
 
 /// The server side's keysets, whatever holds them: one protocol for the sender's key lookups
 /// and seal counters and for `push-keys`' rotation steps. Its implementation today is the file
@@ -58,7 +58,7 @@ public protocol ServerKeyStore: AnyObject, Sendable {
     /// - Throws: `KeysError` `.invalidName`; the store's errors.
     func watchKeyset(appID: String, recipient: String) throws -> (any KeysetWatch)?
 
-    /// The primary key to seal with: its key id and 32 bytes (PushSealFormat's `SealingKey`). Counts nothing (see
+    /// The primary key to seal with: its key id and 32 bytes (PushSealWire's `SealingKey`). Counts nothing (see
     /// ``reserveSeals(appID:recipient:keyID:count:)``).
     /// - Throws: `KeysError` `.unknownKeyset`, `.noPrimaryKey` (revoked, not yet rotated; also a
     ///   primary without bytes), `.invalidName`, `.corruptKeyset`; the store's errors.

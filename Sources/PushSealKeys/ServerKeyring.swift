@@ -1,16 +1,13 @@
+import PushSealJSON
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealCrypto
-import PushSealFormat
-import PushSealKeychain
+import PushSealSystem
+public import PushSealCrypto
+import PushSealWire
+public import PushSealKeychain
 
 /// The sender's view of a server key store (any ``ServerKeyStore``; today the file keychain,
 /// ``KeyStore``): the primary key of each (app id, recipient), with a persistent seal counter.
@@ -135,11 +132,7 @@ public final class ServerKeyring: @unchecked Sendable {
         lock.unlock()
     }
 
-    static func monotonicNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    }
+    static func monotonicNanoseconds() -> UInt64 { PushSealSystem.monotonicNanoseconds() }
 
     /// The primary key to seal one message for (app id, recipient), counting the seal.
     ///

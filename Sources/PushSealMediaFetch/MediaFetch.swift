@@ -17,6 +17,7 @@ import Glibc
 import Darwin
 #endif
 internal import CCurl
+import PushSealSystem
 
 /// The ABI version of the entry points below (2: `start` takes the connect callback); the
 /// loader refuses any other.
@@ -73,10 +74,8 @@ public func pushsealMediaFetchStart(_ url: UnsafePointer<CChar>, _ timeoutSecond
     let callbacks = Callbacks(context: context, redirect: redirect, response: response, data: data, complete: complete,
                               connect: connect, release: release)
     let fetch = Fetch(url: absolute, timeoutSeconds: timeoutSeconds, callbacks: callbacks)
-    // The transfer thread holds its own reference until it has called `release`.
-    let threadReference = Unmanaged.passRetained(fetch)
-    if !startTransferThread(threadReference) {
-        threadReference.release()
+    // The transfer thread's closure holds its own reference until `run` has called `release`.
+    if !startDetachedThread({ fetch.run() }) {
         callbacks.complete(context, 3, -1, 0)
         callbacks.release(context)
     }
@@ -123,31 +122,6 @@ struct Callbacks: @unchecked Sendable {
     let release: PushSealFetchRelease
 }
 
-/// A pthread mutex (no Foundation here).
-///
-/// `@unchecked Sendable`: the mutex is the synchronisation.
-final class PosixMutex: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deinitialize(count: 1)
-        mutex.deallocate()
-    }
-
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
-}
-
 /// The head of the response being received (reset at each status line).
 struct ResponseHead {
     var status = 0
@@ -167,7 +141,7 @@ struct ResponseHead {
 final class Fetch: @unchecked Sendable {
     let timeoutSeconds: Double
     let callbacks: Callbacks
-    private let lock = PosixMutex()
+    private let lock = PosixLock()
     private var cancelled = false
     private var multi: UnsafeMutableRawPointer?
 
@@ -386,35 +360,6 @@ final class Fetch: @unchecked Sendable {
     }
 }
 
-/// Starts the detached transfer thread, which consumes `reference`. False if it could not start.
-func startTransferThread(_ reference: Unmanaged<Fetch>) -> Bool {
-    #if canImport(Glibc)
-    var thread = pthread_t()
-    #else
-    var thread: pthread_t?
-    #endif
-    let rc = pthread_create(&thread, nil, { raw in
-        #if canImport(Glibc)
-        guard let raw else { return nil }
-        #endif
-        Unmanaged<Fetch>.fromOpaque(raw).takeRetainedValue().run()
-        return nil
-    }, reference.toOpaque())
-    guard rc == 0 else { return false }
-    #if canImport(Glibc)
-    pthread_detach(thread)
-    #else
-    if let thread { pthread_detach(thread) }
-    #endif
-    return true
-}
-
-/// Seconds on the monotonic clock.
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
 
 /// `reference` (absolute, or relative to the absolute `base`) as an absolute URL, parsed and
 /// normalised by libcurl's URL API; nil if it does not parse.

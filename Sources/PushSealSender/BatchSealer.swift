@@ -1,9 +1,7 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import PushSealJSON
+import PushSealSystem
 import Dispatch
-import PushSealKeychain
-import PushSealFormat
+import PushSealWire
 
 /// Seals JSON Lines in chunks on every core, keeping input order.
 ///
@@ -75,7 +73,7 @@ public struct BatchSealer: Sendable {
     ///   - concurrency: worker threads; defaults to the active processor count.
     public init(sealer: NotificationSealer, concurrency: Int? = nil) {
         self.sealer = sealer
-        self.concurrency = max(1, concurrency ?? ProcessInfoCores.active)
+        self.concurrency = max(1, concurrency ?? activeProcessorCount)
     }
 
     /// Seals `lines` in parallel and returns their output lines in order.
@@ -94,9 +92,9 @@ public struct BatchSealer: Sendable {
                 for i in runStart..<runEnd { slots.buffer[i] = sealLineReportingCode(lines[i]) }
             } else {
                 let base = runStart
-                let next = TaskCounter()
+                let next = Locked(0)
                 DispatchQueue.concurrentPerform(iterations: min(concurrency, tasks)) { _ in
-                    while let t = next.take(below: tasks) {
+                    while let t = next.takeIndex(below: tasks) {
                         let start = base + t * Self.linesPerTask
                         let end = min(start + Self.linesPerTask, runEnd)
                         for i in start..<end { slots.buffer[i] = sealLineReportingCode(lines[i]) }
@@ -211,7 +209,7 @@ public struct BatchSealer: Sendable {
         let value: JSONValue
         do {
             value = try JSONReader.parse(bytes, limits: lineLimits)
-        } catch let e as FormatError {
+        } catch let e as JSONError {
             throw SenderError(.invalidJSON, "the line is not valid JSON: \(e.reason)")
         }
         guard case .object(let o) = value else {
@@ -267,35 +265,8 @@ struct ResultSlots: @unchecked Sendable {
     let buffer: UnsafeMutableBufferPointer<(bytes: [UInt8], failureCode: String?)>
 }
 
-/// Hands out task indices 0, 1, 2, … to the workers of one run, each index once.
-/// `@unchecked Sendable` is safe: `value` is read and written only under `lock`.
-final class TaskCounter: @unchecked Sendable {
-    private let lock = PosixLock()
-    private var value = 0
-
-    /// The next index below `count`, or `nil` when all are taken.
-    func take(below count: Int) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard value < count else { return nil }
-        value += 1
-        return value - 1
-    }
-}
-
 /// An error a key provider throws that maps onto a ``SenderError`` for reporting.
 public protocol SenderErrorConvertible: Error {
     /// The equivalent sender error.
     var senderError: SenderError { get }
-}
-
-/// The number of processors available to this process.
-enum ProcessInfoCores {
-    static var active: Int {
-        #if canImport(Glibc)
-        return max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
-        #else
-        return 2
-        #endif
-    }
 }

@@ -1,5 +1,5 @@
-import PushSealCrypto
-import PushSealFormat
+public import PushSealCrypto
+public import PushSealWire
 
 /// A fixed in-memory key table, for tests and benchmarks: `(appID, recipient) -> key`.
 /// Counts nothing. A recipient mapped to `nil` has a key that was destroyed or disabled.

@@ -1,5 +1,5 @@
 import PushSealCrypto
-import PushSealFormat
+public import PushSealWire
 
 /// Encrypts a media file for a sealed notification, so the server hosting it (a CDN) never
 /// sees the image either.

@@ -1,9 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import PushSealJSON
+import PushSealSystem
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+public import PushSealWire
 
 /// Builds sealed APNs payloads: notification in, exact payload bytes and request headers out.
 ///
@@ -33,13 +32,7 @@ public struct NotificationSealer: Sendable {
 
     /// The system clock in whole seconds since 1970 UTC (`CLOCK_REALTIME_COARSE`: whole seconds
     /// need no finer clock, and it is the cheapest read).
-    public static let systemClock: @Sendable () -> Int64 = {
-        #if canImport(Glibc)
-        var t = timespec()
-        if clock_gettime(CLOCK_REALTIME_COARSE, &t) == 0 { return Int64(t.tv_sec) }
-        #endif
-        return Int64(Date().timeIntervalSince1970)
-    }
+    public static let systemClock: @Sendable () -> Int64 = { unixTimeSeconds() }
 
     /// Creates a sealer and checks the options once.
     /// - Parameters:

@@ -1,10 +1,11 @@
+import PushSealJSON
 import Foundation
-import PushSealFormat
+import PushSealWire
 
 // The member rules of a notification, one function per rule, shared by every way in: the JSON
 // form (`init(json:)`), the scan path (`ScannedNotification`) and a value built in code
 // (`validate()`, run by `NotificationSealer.seal(_:for:)`). They are the receiver's rules
-// (PushSealFormat's `NotificationPlaintext(json:)`, FORMAT.md §5, and the Python reference in
+// (PushSealWire's `NotificationPlaintext(json:)`, FORMAT.md §5, and the Python reference in
 // Tests/Interop) plus a few the sender adds, so the sender never seals what a device rejects.
 extension OutgoingNotification {
     /// The latest `iat` or `exp` the sender seals, in seconds since 1970 UTC: 253402300799,

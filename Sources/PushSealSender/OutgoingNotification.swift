@@ -1,10 +1,11 @@
-import PushSealFormat
+public import PushSealJSON
+public import PushSealWire
 
 /// What the server wants the user to see: the notification before sealing.
 ///
 /// Everything here goes inside `encrypted_data`; APNs sees none of it. At least one of
 /// `title`, `subtitle`, `body` must be non-empty. Strings are kept byte for byte (no Unicode
-/// normalization, no trimming); `media` is PushSealFormat's `MediaDescriptor`, so its `sha256`
+/// normalization, no trimming); `media` is PushSealWire's `MediaDescriptor`, so its `sha256`
 /// and `key` are sealed in their canonical spelling (lower-case hex, standard padded base64).
 ///
 /// A value built in code is checked by the same rules as the JSON form when it is sealed
@@ -91,7 +92,7 @@ public struct OutgoingNotification: Sendable, Equatable {
         let value: JSONValue
         do {
             value = try JSONReader.parse(jsonBytes)
-        } catch let e as FormatError {
+        } catch let e as JSONError {
             throw SenderError(.invalidJSON, "the notification is not valid JSON: \(e.reason)")
         }
         try self.init(json: value)

@@ -1,4 +1,5 @@
-import PushSealFormat
+public import PushSealJSON
+import PushSealWire
 
 /// A minimal JSON writer that appends UTF-8 bytes to an array: compact (no whitespace outside
 /// strings), minimal escapes (`"`, `\`, and control characters below U+0020 only; never `\/`;

@@ -1,68 +1,15 @@
-import PushSealCrypto
-import PushSealFormat
+public import PushSealSystem
+public import PushSealWire
 /// An error from the sender: building, budgeting and sealing an APNs payload.
 ///
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
 /// will not. Reasons never contain key bytes or notification text beyond a short excerpt of
 /// what was wrong.
 public struct SenderError: CodedError {
-    /// A stable, machine-readable error code.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's stable name, e.g. `payloadTooLarge`.
-        public let name: String
-
-        init(_ name: String) { self.name = name }
-
-        /// The notification input is not JSON, or not UTF-8.
-        public static let invalidJSON = Code("invalidJSON")
-        /// A batch input line is longer than the reader's limit (``BatchSealer/Line/overlongByteCount``);
-        /// its bytes were dropped unread.
-        public static let lineTooLong = Code("lineTooLong")
-        /// The notification has a member of the wrong JSON type, an unknown member, a value a
-        /// receiver would reject (a `media.url` that is not an absolute http(s) URL, a bad
-        /// locale tag), or a time out of range (a negative `ttl`, `iat` or `exp` after
-        /// 9999-12-31T23:59:59Z, `exp` before `iat`, a `ttl` that takes `exp` past that).
-        public static let invalidNotification = Code("invalidNotification")
-        /// The notification has no non-empty title, subtitle or body: nothing to show.
-        public static let emptyNotification = Code("emptyNotification")
-        /// The fallback alert's title or body is empty: iOS would not run the extension.
-        public static let emptyFallbackAlert = Code("emptyFallbackAlert")
-        /// An APNs option is invalid: priority other than 5 or 10, a collapse id over 64
-        /// bytes, an unknown interruption level, a relevance score outside 0...1, a negative
-        /// badge, a default TTL that takes `exp` past 9999-12-31T23:59:59Z; or an app id or
-        /// recipient that is empty or breaks the naming rules (the reason names the rule).
-        public static let invalidOption = Code("invalidOption")
-        /// The serialized payload is over the 4096-byte APNs budget and fitting was not asked for.
-        public static let payloadTooLarge = Code("payloadTooLarge")
-        /// Fitting was asked for, but even without padding, media and with the body cut to an
-        /// ellipsis the payload is over the budget (e.g. a huge title or `data`).
-        public static let cannotFit = Code("cannotFit")
-        /// The clear part of the payload alone (`aps` with the fallback alert, `sound`,
-        /// `thread-id`, `category`, and the sealed fields' names) is over the 4096-byte budget:
-        /// nothing sealed fits, and fitting cannot help. The reason names the largest member.
-        public static let clearPartTooLarge = Code("clearPartTooLarge")
-        // A key provider's failures (PushSealFormat's `SealingKeyError`), under the same names.
-        /// No such recipient (for this app): ``SealingKeyError/Code/unknownRecipient``.
-        public static let unknownRecipient = Code(SealingKeyError.Code.unknownRecipient.name)
-        /// No usable primary key (destroyed or disabled): ``SealingKeyError/Code/keyUnavailable``.
-        public static let keyUnavailable = Code(SealingKeyError.Code.keyUnavailable.name)
-        /// 2^32 seals of the primary (NIST SP 800-38D §8.3), rotate: ``SealingKeyError/Code/sealLimitReached``.
-        public static let sealLimitReached = Code(SealingKeyError.Code.sealLimitReached.name)
-        /// No key store at the given place: ``SealingKeyError/Code/keyStoreMissing``.
-        public static let keyStoreMissing = Code(SealingKeyError.Code.keyStoreMissing.name)
-        /// A group- or world-accessible key store, or another user's: ``SealingKeyError/Code/keyStoreInsecure``.
-        public static let keyStoreInsecure = Code(SealingKeyError.Code.keyStoreInsecure.name)
-        /// Not readable in the keychain's device state (-25308; unlock it): ``SealingKeyError/Code/keyStoreLocked``.
-        public static let keyStoreLocked = Code(SealingKeyError.Code.keyStoreLocked.name)
-        /// Damaged, an I/O error, another store failure: ``SealingKeyError/Code/keyStoreUnreadable``.
-        public static let keyStoreUnreadable = Code(SealingKeyError.Code.keyStoreUnreadable.name)
-        /// The crypto core failed to seal (should not happen with a valid 32-byte key).
-        public static let sealFailed = Code("sealFailed")
-        /// A media file could not be encrypted (empty, or too large).
-        public static let invalidMedia = Code("invalidMedia")
-
-        public var description: String { name }
-    }
+    /// The stable codes of this domain (constants below).
+    public typealias Code = ErrorCode<SenderError>
+    /// `sender`.
+    public static let domain = "sender"
 
     /// The stable code; equality and hashing use it alone.
     public let code: Code
@@ -93,4 +40,53 @@ extension SealingKeyError: SenderErrorConvertible {
     public var senderError: SenderError {
         SenderError(code == .invalidName ? .invalidOption : SenderError.Code(code.name), reason, suggestion: suggestion)
     }
+}
+
+extension ErrorCode<SenderError> {
+    /// The notification input is not JSON, or not UTF-8.
+    public static var invalidJSON: Self { Self("invalidJSON") }
+    /// A batch input line is longer than the reader's limit (``BatchSealer/Line/overlongByteCount``);
+    /// its bytes were dropped unread.
+    public static var lineTooLong: Self { Self("lineTooLong") }
+    /// The notification has a member of the wrong JSON type, an unknown member, a value a
+    /// receiver would reject (a `media.url` that is not an absolute http(s) URL, a bad
+    /// locale tag), or a time out of range (a negative `ttl`, `iat` or `exp` after
+    /// 9999-12-31T23:59:59Z, `exp` before `iat`, a `ttl` that takes `exp` past that).
+    public static var invalidNotification: Self { Self("invalidNotification") }
+    /// The notification has no non-empty title, subtitle or body: nothing to show.
+    public static var emptyNotification: Self { Self("emptyNotification") }
+    /// The fallback alert's title or body is empty: iOS would not run the extension.
+    public static var emptyFallbackAlert: Self { Self("emptyFallbackAlert") }
+    /// An APNs option is invalid: priority other than 5 or 10, a collapse id over 64
+    /// bytes, an unknown interruption level, a relevance score outside 0...1, a negative
+    /// badge, a default TTL that takes `exp` past 9999-12-31T23:59:59Z; or an app id or
+    /// recipient that is empty or breaks the naming rules (the reason names the rule).
+    public static var invalidOption: Self { Self("invalidOption") }
+    /// The serialized payload is over the 4096-byte APNs budget and fitting was not asked for.
+    public static var payloadTooLarge: Self { Self("payloadTooLarge") }
+    /// Fitting was asked for, but even without padding, media and with the body cut to an
+    /// ellipsis the payload is over the budget (e.g. a huge title or `data`).
+    public static var cannotFit: Self { Self("cannotFit") }
+    /// The clear part of the payload alone (`aps` with the fallback alert, `sound`,
+    /// `thread-id`, `category`, and the sealed fields' names) is over the 4096-byte budget:
+    /// nothing sealed fits, and fitting cannot help. The reason names the largest member.
+    public static var clearPartTooLarge: Self { Self("clearPartTooLarge") }
+    /// No such recipient (for this app): ``SealingKeyError/Code/unknownRecipient``.
+    public static var unknownRecipient: Self { Self("unknownRecipient") }
+    /// No usable primary key (destroyed or disabled): ``SealingKeyError/Code/keyUnavailable``.
+    public static var keyUnavailable: Self { Self("keyUnavailable") }
+    /// 2^32 seals of the primary (NIST SP 800-38D §8.3), rotate: ``SealingKeyError/Code/sealLimitReached``.
+    public static var sealLimitReached: Self { Self("sealLimitReached") }
+    /// No key store at the given place: ``SealingKeyError/Code/keyStoreMissing``.
+    public static var keyStoreMissing: Self { Self("keyStoreMissing") }
+    /// A group- or world-accessible key store, or another user's: ``SealingKeyError/Code/keyStoreInsecure``.
+    public static var keyStoreInsecure: Self { Self("keyStoreInsecure") }
+    /// Not readable in the keychain's device state (-25308; unlock it): ``SealingKeyError/Code/keyStoreLocked``.
+    public static var keyStoreLocked: Self { Self("keyStoreLocked") }
+    /// Damaged, an I/O error, another store failure: ``SealingKeyError/Code/keyStoreUnreadable``.
+    public static var keyStoreUnreadable: Self { Self("keyStoreUnreadable") }
+    /// The crypto core failed to seal (should not happen with a valid 32-byte key).
+    public static var sealFailed: Self { Self("sealFailed") }
+    /// A media file could not be encrypted (empty, or too large).
+    public static var invalidMedia: Self { Self("invalidMedia") }
 }

@@ -1,12 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import PushSealFormat
+import PushSealJSON
+import PushSealSystem
+import PushSealWire
 
 // The wire format v1 pieces the sender needs: AAD, key ids and Padmé lengths come from
-// PushSealFormat's `WireFormat` / `Padme`; the plaintext layout is written here, once, by
+// PushSealWire's `WireFormat` / `Padme`; the plaintext layout is written here, once, by
 // `writePlaintext` for both the tree path (`OutgoingNotification`) and the scan path (text copied
 // straight from the input). The interop tests open it with the Python reference.
 enum Wire {
@@ -187,7 +184,7 @@ struct ScannedNotification {
     static func member(_ k: UnsafeRawBufferPointer) -> Int? {
         func named(_ name: StaticString) -> Bool {
             guard let b = k.baseAddress else { return false }
-            return memcmp(b, name.utf8Start, name.utf8CodeUnitCount) == 0
+            return Memory.equal(b, name.utf8Start, count: name.utf8CodeUnitCount)
         }
         switch k.count {
         case 2: return named("id") ? 9 : nil

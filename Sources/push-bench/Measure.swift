@@ -1,17 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// Monotonic time in nanoseconds (`clock_gettime(CLOCK_MONOTONIC)`).
-@inline(__always)
-func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
+import PushSealSystem
 
 /// How much to run: `iterations` calls per repetition, after `warmupIterations` untimed calls;
 /// `spawns` process starts per cold-start figure; `batchRuns` runs of `batchLines` lines per

@@ -1,7 +1,8 @@
+import PushSealSystem
 import Foundation
 import PushSealCrypto
 import PushSealExtension
-import PushSealFormat
+import PushSealWire
 
 /// `push-bench media URL [--key BASE64] [--sha256 HEX]`: downloads one media file with the
 /// extension's ``MediaDownloader`` into a fresh temporary directory (removed afterwards) and

@@ -1,6 +1,7 @@
+import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealSender
 
 /// Receiver: the full in-process open of one notification — APNs payload bytes in,

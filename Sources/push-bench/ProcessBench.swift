@@ -1,3 +1,4 @@
+import PushSealSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -93,7 +94,7 @@ struct ProcessBench {
     private func batch(tools: Tools, keychain: String, dir: URL) throws {
         let lines = settings.batchLines
         let line = Array("{\"recipient\":\"alice\",\"notification\":".utf8) + SenderBench.notification(size: 1024) + Array("}\n".utf8)
-        let cores = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let cores = activeProcessorCount
         let shares = (0..<cores).map { lines / cores + ($0 < lines % cores ? 1 : 0) }
         var jobs: [(impl: String, commands: [[String]], shares: [Int])] = [
             ("pushseal", [[tools.pushSeal, "batch", "--app-id", Self.appID, "--keychain", keychain, "-"]], [lines]),

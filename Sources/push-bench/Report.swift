@@ -1,8 +1,6 @@
 import CPushSealSIMD
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import PushSealSystem
 
 /// The machine the run happened on: cores, CPU model, memory, load averages (start and end),
 /// and the other work competing for the CPU (sampled at the start and before the whole-process
@@ -26,7 +24,7 @@ struct Machine {
         let meminfo = (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? ""
         let mem = meminfo.split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
             .flatMap { $0.split(separator: " ").dropFirst().first }.flatMap { Int($0) } ?? 0
-        return Machine(cores: max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))), cpuModel: model, memoryKiB: mem, loadAtStart: loadAverages(),
+        return Machine(cores: activeProcessorCount, cpuModel: model, memoryKiB: mem, loadAtStart: loadAverages(),
                        otherAtStart: otherRunnableThreads())
     }
 
@@ -39,7 +37,7 @@ struct Machine {
         var total = 0.0
         var count = 0
         for i in 0..<samples {
-            if i > 0 { usleep(UInt32(intervalMilliseconds * 1000)) }
+            if i > 0 { Thread.sleep(forTimeInterval: Double(intervalMilliseconds) / 1000) }
             let stat = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8)) ?? ""
             guard let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("procs_running ") }),
                   let running = line.split(separator: " ").last.flatMap({ Int($0) }) else { continue }

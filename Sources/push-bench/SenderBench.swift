@@ -1,5 +1,5 @@
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealSender
 
 /// Sender: the full seal job — notification JSON in, APNs payload bytes out (parse, validate,

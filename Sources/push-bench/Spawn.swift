@@ -1,3 +1,4 @@
+import PushSealSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

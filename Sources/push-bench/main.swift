@@ -3,11 +3,7 @@
 // One file per section (CryptoBench.swift, …); add a section to `sections` below.
 import Foundation
 import enum PushSealCLI.PushSealVersion
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealSystem
 
 let usage = """
     OVERVIEW: time PushSeal against raw OpenSSL in the same process and against the same jobs
@@ -49,18 +45,17 @@ let usage = """
 
 /// Writes `text` to standard error (fd 2).
 func writeStandardError(_ text: String) {
-    var bytes = Array(text.utf8)
-    _ = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+    try? FileDescriptor.standardError.writeAll(text)
 }
 
 func fail(_ message: String, code: Int32) -> Never {
     writeStandardError("push-bench: error: \(message)\n")
-    exit(code)
+    ProcessControl.exit(code)
 }
 
-if CommandLine.arguments.dropFirst().first == "media" { exit(runMediaProbe(Array(CommandLine.arguments.dropFirst(2)))) }
+if CommandLine.arguments.dropFirst().first == "media" { ProcessControl.exit(runMediaProbe(Array(CommandLine.arguments.dropFirst(2)))) }
 
-signal(SIGPIPE, SIG_IGN)
+ProcessControl.ignoreBrokenPipe()
 var settings = BenchSettings.full
 var markdownOnly = false
 var batchLines = ProcessInfo.processInfo.environment["PUSH_BENCH_BATCH_LINES"].flatMap { Int($0) }
@@ -74,19 +69,19 @@ while !arguments.isEmpty {
     case "--batch-lines":
         guard let value = arguments.first.flatMap({ Int($0) }), value > 0 else {
             writeStandardError("push-bench: error: --batch-lines needs a positive number\nhint: push-bench --batch-lines 1000000\n")
-            exit(64)
+            ProcessControl.exit(64)
         }
         arguments.removeFirst()
         batchLines = value
     case "-h", "--help":
         print(usage)
-        exit(0)
+        ProcessControl.exit(0)
     case "--version":
         print(PushSealVersion.line(tool: "push-bench"))
-        exit(0)
+        ProcessControl.exit(0)
     default:
         writeStandardError("push-bench: error: unknown option '\(argument)'\nhint: push-bench --quick\n")
-        exit(64)
+        ProcessControl.exit(64)
     }
 }
 if let batchLines { settings.batchLines = batchLines }

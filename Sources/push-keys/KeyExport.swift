@@ -1,4 +1,6 @@
 import Foundation
+import PushSealJSON
+import PushSealSystem
 import PushSealCLI
 import PushSealCrypto
 import PushSealKeys
@@ -44,26 +46,21 @@ struct KeyExportCommand: Command {
             Output.stdout(bytes: bytes)
             return .success
         }
-        let fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else {
-            let e = errno
-            if e == EEXIST {
+        do {
+            try PrivateFile.createExclusive(out, bytes)
+        } catch let e as SystemError {
+            switch (e.code, e.operation) {
+            case (.alreadyExists, _):
                 throw CLIError(code: "fileExists", "\(out) already exists; not overwriting a key file", hint: "choose a new --out FILE or remove the old one", exitCode: .cannotCreate)
+            case (_, "create"):
+                throw CLIError(code: "cannotCreate", "cannot create \(out): \(errnoText(e.errno))", exitCode: e.code == .permissionDenied ? .noPermission : .cannotCreate)
+            default:
+                throw CLIError(code: "ioError", "cannot write \(out)", exitCode: .ioError)  // the partial file is removed
             }
-            throw CLIError(code: "cannotCreate", "cannot create \(out): \(String(cString: strerror(e)))", exitCode: e == EACCES ? .noPermission : .cannotCreate)
         }
-        _ = fchmod(fd, 0o600)
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress.map { $0 + written }, bytes.count - written) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { close(fd); unlink(out); throw CLIError(code: "ioError", "cannot write \(out)", exitCode: .ioError) }
-            written += n
-        }
-        guard fsync(fd) == 0, close(fd) == 0 else { unlink(out); throw CLIError(code: "ioError", "cannot write \(out)", exitCode: .ioError) }
         if c.json {
-            keyPrintJSON(.object([("appId", .string(app)), ("recipient", .string(recipient)), ("file", .string(out)),
-                                  ("keyIds", .array(record.keyInfos.map { .string($0.keyID) }))]))
+            keyPrintJSON(.object(JSONObject([("appId", .string(app)), ("recipient", .string(recipient)), ("file", .string(out)),
+                                  ("keyIds", .array(record.keyInfos.map { .string($0.keyID) }))])))
         } else {
             Output.stdout(out + "\n")
         }

@@ -1,3 +1,4 @@
+import PushSealJSON
 import PushSealCLI
 import PushSealKeychain
 import PushSealKeys
@@ -29,7 +30,7 @@ struct KeyGenerateCommand: Command {
         let store = try keyOpenStore(a, create: true, accessibility: acc)
         let key = try keyMapErrors { try store.generate(appID: app, recipient: recipient, now: now) }
         if c.json {
-            keyPrintJSON(.object([("appId", .string(app)), ("recipient", .string(recipient)), ("keyId", .string(key.keyID)), ("status", .string("primary"))]))
+            keyPrintJSON(.object(JSONObject([("appId", .string(app)), ("recipient", .string(recipient)), ("keyId", .string(key.keyID)), ("status", .string("primary"))])))
         } else {
             Output.stdout(key.keyID + "\n")
         }

@@ -1,8 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealJSON
+import PushSealSystem
 import PushSealCLI
 import PushSealCrypto
 import PushSealKeys
@@ -54,8 +51,8 @@ struct KeyImportCommand: Command {
         let store = try keyOpenStore(a, create: true, accessibility: acc)
         let result = try keyMapErrors { try store.importRecord(record, expectedAppID: expectedAppID, graceSeconds: grace, now: now) }
         if c.json {
-            keyPrintJSON(.object([("created", .bool(result.created)), ("changedKeyIds", .array(result.changedKeyIDs.map { .string($0) })),
-                                  ("keyset", .keyset(result.keyset))]))
+            keyPrintJSON(.object(JSONObject([("created", .bool(result.created)), ("changedKeyIds", .array(result.changedKeyIDs.map { .string($0) })),
+                                  ("keyset", KeyJSON.keyset(result.keyset))])))
         } else {
             Output.stdout("\(record.appID) \(record.recipient): \(result.changedKeyIDs.isEmpty ? "already up to date" : "imported " + result.changedKeyIDs.joined(separator: " "))\n")
         }
@@ -67,16 +64,16 @@ struct KeyImportCommand: Command {
 /// - Parameters:
 ///   - path: FILE, or nil / `-` for standard input (checked only when it is a regular file).
 private func warnIfExposed(_ path: String?, _ c: CommandContext) {
-    var status = stat()
+    let status: PrivateFile.Status?
     let name: String
     if let path, path != "-" {
-        guard stat(path, &status) == 0 else { return }  // readAll reports the error
+        status = try? PrivateFile.status(followingLinks: path)  // readAll reports the error
         name = path
     } else {
-        guard fstat(0, &status) == 0 else { return }
+        status = try? PrivateFile.status(of: FileDescriptor.standardInput)
         name = "standard input"
     }
-    guard status.st_mode & S_IFMT == S_IFREG, status.st_mode & 0o044 != 0 else { return }
-    let mode = String(status.st_mode & 0o777, radix: 8)
+    guard let status, status.kind == .regular, status.mode & 0o044 != 0 else { return }
+    let mode = String(status.mode, radix: 8)
     c.warn("\(name) is readable by group or others (mode \(mode)) and holds key bytes; chmod 600 it, or delete it once imported")
 }

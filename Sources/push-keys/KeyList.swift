@@ -1,3 +1,4 @@
+import PushSealJSON
 import PushSealCLI
 import PushSealKeys
 
@@ -31,7 +32,7 @@ struct KeyListCommand: Command {
         if let app = appFilter { sets = sets.filter { $0.appID == app } }
         if let r = a.value("--recipient") { sets = sets.filter { $0.recipient == r } }
         if c.json {
-            keyPrintJSON(.object([("keysets", .array(sets.map(KeyJSON.keyset)))]))
+            keyPrintJSON(.object(JSONObject([("keysets", .array(sets.map(KeyJSON.keyset)))])))
             return .success
         }
         var out = ""

@@ -1,3 +1,4 @@
+import PushSealJSON
 import PushSealCLI
 import PushSealKeys
 
@@ -35,7 +36,7 @@ struct KeyPromoteCommand: Command {
             guard let keyID else { throw CLIError.usage("no pending key to promote", hint: "give --key-id K (see push-keys list)") }
             return try store.promote(appID: app, recipient: recipient, keyID: keyID, graceSeconds: grace, now: now)
         }
-        if c.json { keyPrintJSON(.keyset(ks)) } else { Output.stdout((ks.primary?.keyID ?? "-") + "\n") }
+        if c.json { keyPrintJSON(KeyJSON.keyset(ks)) } else { Output.stdout((ks.primary?.keyID ?? "-") + "\n") }
         return .success
     }
 }
@@ -70,7 +71,7 @@ struct KeyRevokeCommand: Command {
         if after.primary == nil {
             c.warn("keyset \(app)/\(recipient) has no primary key now: nothing can be sealed until 'push-keys rotate'")
         }
-        if c.json { keyPrintJSON(.object([("appId", .string(app)), ("recipient", .string(recipient)), ("key", .key(key))])) } else { Output.stdout(keyID + "\n") }
+        if c.json { keyPrintJSON(.object(JSONObject([("appId", .string(app)), ("recipient", .string(recipient)), ("key", KeyJSON.key(key))]))) } else { Output.stdout(keyID + "\n") }
         return .success
     }
 }

@@ -1,3 +1,4 @@
+import PushSealJSON
 import PushSealCLI
 import PushSealKeys
 
@@ -19,7 +20,7 @@ struct KeyPruneCommand: Command {
         let store = try keyOpenStore(a)
         let pruned = try keyMapErrors { try store.prune(now: now) }
         if c.json {
-            keyPrintJSON(.object([("destroyed", .array(pruned.map { .object([("appId", .string($0.appID)), ("recipient", .string($0.recipient)), ("keyId", .string($0.keyID))]) }))]))
+            keyPrintJSON(.object(JSONObject([("destroyed", .array(pruned.map { .object(JSONObject([("appId", .string($0.appID)), ("recipient", .string($0.recipient)), ("keyId", .string($0.keyID))])) }))])))
         } else {
             Output.stdout(pruned.map { "\($0.appID)\t\($0.recipient)\t\($0.keyID)\n" }.joined())
         }
@@ -55,10 +56,10 @@ struct KeyDueCommand: Command {
         let store = try keyOpenStore(a)
         let due = try keyMapErrors { try store.due(now: now, rotationPeriodSeconds: period, sealThreshold: maxSeals) }
         if c.json {
-            keyPrintJSON(.object([("due", .array(due.map {
-                .object([("appId", .string($0.appID)), ("recipient", .string($0.recipient)), ("keyId", $0.keyID.map { .string($0) } ?? .null),
-                         ("ageSeconds", .opt($0.ageSeconds)), ("sealCount", .uint($0.sealCount)), ("reasons", .array($0.reasons.map { .string($0) }))])
-            }))]))
+            keyPrintJSON(.object(JSONObject([("due", .array(due.map {
+                .object(JSONObject([("appId", .string($0.appID)), ("recipient", .string($0.recipient)), ("keyId", $0.keyID.map { .string($0) } ?? .null),
+                         ("ageSeconds", KeyJSON.opt($0.ageSeconds)), ("sealCount", .integer(Int64(clamping: $0.sealCount))), ("reasons", .array($0.reasons.map { .string($0) }))]))
+            }))])))
         } else {
             Output.stdout(due.map { [$0.appID, $0.recipient, $0.keyID ?? "-", $0.ageSeconds.map(String.init) ?? "-", String($0.sealCount),
                                      $0.reasons.joined(separator: ",")].joined(separator: "\t") + "\n" }.joined())

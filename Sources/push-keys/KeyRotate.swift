@@ -1,3 +1,4 @@
+import PushSealJSON
 import Foundation
 import PushSealCLI
 import PushSealKeychain
@@ -68,9 +69,13 @@ struct KeyRotateCommand: Command {
             }
         }
         if c.json {
-            keyPrintJSON(.object([("appId", .string(app)), ("recipient", .string(recipient)), ("keyId", .string(result.keyID)),
-                                  ("previousKeyId", result.previousKeyID.map { .string($0) } ?? .null), ("notAfter", .opt(result.notAfter)),
-                                  ("promoted", .bool(result.promoted)), ("deviceUpdated", .bool(result.deviceUpdated)), ("resumed", .bool(result.resumed))]))
+            let previous: JSONValue = result.previousKeyID.map { .string($0) } ?? .null
+            let members: [(key: String, value: JSONValue)] = [
+                ("appId", .string(app)), ("recipient", .string(recipient)), ("keyId", .string(result.keyID)),
+                ("previousKeyId", previous), ("notAfter", KeyJSON.opt(result.notAfter)),
+                ("promoted", .bool(result.promoted)), ("deviceUpdated", .bool(result.deviceUpdated)), ("resumed", .bool(result.resumed)),
+            ]
+            keyPrintJSON(.object(JSONObject(members)))
         } else {
             Output.stdout(result.keyID + "\n")
         }

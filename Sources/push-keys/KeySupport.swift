@@ -1,3 +1,5 @@
+import PushSealJSON
+import PushSealSystem
 // Shared pieces of the key-lifecycle subcommands (generate, export, import, list, rotate,
 // promote, prune, revoke, due): identity options, opening key stores, error mapping, JSON output.
 import Foundation
@@ -197,63 +199,31 @@ func keyMapErrors<R>(_ body: () throws -> R) throws -> R {
         }
         throw CLIError(code: e.code.name, e.reason, hint: hint, exitCode: exit)
     } catch let e as KeychainError {
-        let exit: ExitCode
-        var hint: String?
-        switch e.code {
-        case .keychainMissing: exit = .noInput
-        case .insecurePermissions: exit = .noPermission; hint = KeychainHint.permissions
-        case .interactionNotAllowed: exit = .noPermission; hint = KeychainHint.unlock
-        case .io, .symbolicLink: exit = .ioError
-        case .corrupt, .decode: exit = .dataError
-        case .alreadyExists: exit = .cannotCreate
-        default: exit = .failure
-        }
-        var details: [(key: String, value: String)] = []
-        if let s = e.osStatus, let n = e.statusName { details = [("osStatus", String(s)), ("statusName", n)] }
-        throw CLIError(code: e.statusName ?? e.code.name, e.description, hint: e.suggestion ?? hint, exitCode: exit, details: details)
+        throw CLIError(keychain: e)
     }
 }
 
 // MARK: JSON output (one object on stdout)
 
-/// A JSON value for command output.
-indirect enum KeyJSON {
-    case string(String)
-    case int(Int64)
-    case uint(UInt64)
-    case bool(Bool)
-    case null
-    case array([KeyJSON])
-    case object([(String, KeyJSON)])
+/// Command output as JSON values (``JSONValue``).
+enum KeyJSON {
+    static func opt(_ v: Int64?) -> JSONValue { v.map { .integer($0) } ?? .null }
 
-    var text: String {
-        switch self {
-        case .string(let s): return Output.jsonString(s)
-        case .int(let v): return String(v)
-        case .uint(let v): return String(v)
-        case .bool(let b): return b ? "true" : "false"
-        case .null: return "null"
-        case .array(let a): return "[" + a.map(\.text).joined(separator: ",") + "]"
-        case .object(let o): return "{" + o.map { Output.jsonString($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
-        }
-    }
-
-    static func opt(_ v: Int64?) -> KeyJSON { v.map { .int($0) } ?? .null }
-
-    static func key(_ k: KeyInfo) -> KeyJSON {
-        .object([("keyId", .string(k.keyID)), ("status", .string(k.status.rawValue)), ("createdAt", .int(k.createdAt)),
+    static func key(_ k: KeyInfo) -> JSONValue {
+        // sealCount is at most 2^32 (the nonce limit), so it fits an Int64.
+        .object(JSONObject([("keyId", .string(k.keyID)), ("status", .string(k.status.rawValue)), ("createdAt", .integer(k.createdAt)),
                  ("promotedAt", opt(k.promotedAt)), ("retiredAt", opt(k.retiredAt)), ("notAfter", opt(k.notAfter)),
-                 ("sealCount", .uint(k.sealCount))])
+                 ("sealCount", .integer(Int64(clamping: k.sealCount)))]))
     }
 
-    static func keyset(_ ks: KeysetInfo) -> KeyJSON {
-        .object([("appId", .string(ks.appID)), ("recipient", .string(ks.recipient)), ("accessGroup", .string(ks.accessGroup)),
+    static func keyset(_ ks: KeysetInfo) -> JSONValue {
+        .object(JSONObject([("appId", .string(ks.appID)), ("recipient", .string(ks.recipient)), ("accessGroup", .string(ks.accessGroup)),
                  ("primaryKeyId", ks.primary.map { .string($0.keyID) } ?? .null),
-                 ("rotationKeyId", ks.rotationKeyID.map { .string($0) } ?? .null), ("keys", .array(ks.keys.map(key)))])
+                 ("rotationKeyId", ks.rotationKeyID.map { .string($0) } ?? .null), ("keys", .array(ks.keys.map(key)))]))
     }
 }
 
-func keyPrintJSON(_ v: KeyJSON) { Output.stdout(v.text + "\n") }
+func keyPrintJSON(_ v: JSONValue) { Output.stdout(Output.json(v) + "\n") }
 
 /// Formats Unix seconds as `2026-01-01T00:00:00Z` for text output.
 func keyTime(_ t: Int64?) -> String {

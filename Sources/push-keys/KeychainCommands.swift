@@ -1,7 +1,8 @@
+import PushSealJSON
 import Foundation
 import PushSealCLI
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 
 /// Shared pieces of the `push-keys keychain …` subcommands: options, identity, error mapping,
@@ -155,33 +156,7 @@ enum KeychainCommands {
     /// Maps a keychain error to the tool's exit codes: OSStatus errors exit 1 (errSecInteractionNotAllowed
     /// 77, as in the key commands and push-seal) with `errSecX (N)` in the message and
     /// `osStatus`/`statusName` in `--json`.
-    static func cliError(_ e: KeychainError) -> CLIError {
-        let exit: ExitCode
-        var hint: String?
-        switch e.code {
-        case .keychainMissing:
-            exit = .noInput
-            hint = "create one with 'push-keys keychain init --keychain DIR'"
-        case .alreadyExists: exit = .cannotCreate
-        case .insecurePermissions:
-            exit = .noPermission
-            hint = KeychainHint.permissions
-        case .corrupt: exit = .dataError
-        case .io, .symbolicLink: exit = .ioError
-        case .interactionNotAllowed:
-            exit = .noPermission
-            hint = KeychainHint.unlock
-        case .missingEntitlement:
-            exit = .failure
-            hint = "add the group to the caller's keychain-access-groups or application-groups"
-        default: exit = .failure
-        }
-        var error = CLIError(code: e.statusName ?? e.code.name, e.description, hint: e.suggestion ?? hint, exitCode: exit)
-        if let status = e.osStatus, let name = e.statusName {
-            error.jsonDetails = [("osStatus", .integer(Int64(status))), ("statusName", .string(name))]
-        }
-        return error
-    }
+    static func cliError(_ e: KeychainError) -> CLIError { CLIError(keychain: e) }
 
     /// Runs `body`, turning keychain errors into CLI errors.
     static func mapping<R>(_ body: () throws -> R) throws -> R {

@@ -1,5 +1,6 @@
+import PushSealJSON
 import PushSealCLI
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 
 /// `push-keys keychain delete`: SecItemDelete.

@@ -1,5 +1,6 @@
+import PushSealJSON
 import PushSealCLI
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 
 /// `push-keys keychain device-state`: print or set the emulated device's lock state.

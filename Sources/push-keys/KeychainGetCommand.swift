@@ -1,6 +1,7 @@
+import PushSealJSON
 import Foundation
 import PushSealCLI
-import PushSealFormat
+import PushSealWire
 import PushSealCrypto
 import PushSealKeychain
 

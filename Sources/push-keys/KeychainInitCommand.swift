@@ -1,5 +1,11 @@
+import PushSealJSON
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import PushSealCLI
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 
 /// `push-keys keychain init`: creates an emulated device keychain.

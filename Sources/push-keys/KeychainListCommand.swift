@@ -1,5 +1,6 @@
+import PushSealJSON
 import PushSealCLI
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 
 /// `push-keys keychain list`: attributes of items (never secrets).

@@ -1,18 +1,14 @@
+import PushSealJSON
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import PushSealCLI
 import PushSealExtension
 import PushSealKeyProviders
 import PushSealKeys
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 
 /// `push-open`: runs one payload through the emulated host and the decrypting service
@@ -90,7 +86,7 @@ struct OpenCommand: Command {
         let payload: JSONValue
         do {
             payload = try JSONReader.parse(input)
-        } catch let e as FormatError {
+        } catch let e as JSONError {
             throw CLIError(code: "notJSON", "the payload is not JSON: \(e.reason)", exitCode: .dataError)
         }
 
@@ -160,18 +156,7 @@ struct OpenCommand: Command {
     }
 
     /// Keychain errors of the command itself (opening the keychain): sysexits codes.
-    static func cliError(_ e: KeychainError) -> CLIError {
-        switch e.code {
-        case .keychainMissing:
-            CLIError(code: "keychainMissing", e.reason, hint: e.suggestion ?? "create one with 'push-keys keychain init --keychain DIR'", exitCode: .noInput)
-        case .insecurePermissions:
-            CLIError(code: "insecurePermissions", e.reason, hint: e.suggestion ?? KeychainHint.permissions, exitCode: .noPermission)
-        case .corrupt, .decode: CLIError(code: e.code.name, e.reason, exitCode: .dataError)
-        case .io: CLIError(code: "ioError", e.reason, exitCode: .ioError)
-        case .symbolicLink: CLIError(code: "symbolicLink", e.reason, hint: e.suggestion, exitCode: .ioError)
-        default: CLIError(code: e.statusName ?? e.code.name, e.description, exitCode: .failure)
-        }
-    }
+    static func cliError(_ e: KeychainError) -> CLIError { CLIError(keychain: e) }
 
     /// The result as push-open's JSON object.
     static func json(_ r: ExtensionHost.Result) -> JSONObject {

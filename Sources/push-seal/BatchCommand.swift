@@ -1,3 +1,4 @@
+import PushSealSystem
 import Dispatch
 import Foundation
 import PushSealCLI
@@ -46,14 +47,16 @@ struct BatchCommand: Command {
             return Int(j)
         }
         let batch = BatchSealer(sealer: sealer, concurrency: jobs)
-        var fd: Int32 = 0
+        var input = FileDescriptor.standardInput
         if let p = a.positionals.first, p != "-" {
-            fd = open(p, O_RDONLY | O_CLOEXEC)
-            if fd < 0 { throw InputReader.openError(p, errno: errno) }
+            do {
+                input = try FileDescriptor.open(p, .readOnly)
+            } catch let e as SystemError {
+                throw InputReader.openError(p, errno: e.errno)
+            }
         }
-        defer { if fd != 0 { close(fd) } }
-        try Self.refuseDirectory(fd, name: a.positionals.first.flatMap { $0 == "-" ? nil : $0 } ?? "standard input")
-        var reader = LineReader(fd: fd, maxLineByteCount: BatchCommand.maxLineByteCount)
+        try Self.refuseDirectory(input, name: a.positionals.first.flatMap { $0 == "-" ? nil : $0 } ?? "standard input")
+        var reader = LineReader(input: input, maxLineByteCount: BatchCommand.maxLineByteCount)
         let progress = Output.isTerminal(2)
         var total = 0
         var failed = 0
@@ -114,13 +117,15 @@ struct BatchCommand: Command {
 
     /// Refuses a directory as input before streaming, as `InputReader.readAll` does for the
     /// single seal: exit 66 `NAME is a directory` (reading one would fail later with EISDIR, 74).
-    /// - Throws: `CLIError` 66 when `fd` is a directory, 74 when `fstat` fails.
-    static func refuseDirectory(_ fd: Int32, name: String) throws {
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            throw CLIError(code: "ioError", "cannot read \(name): \(String(cString: strerror(errno)))", exitCode: .ioError)
+    /// - Throws: `CLIError` 66 when `input` is a directory, 74 when `fstat` fails.
+    static func refuseDirectory(_ input: FileDescriptor, name: String) throws {
+        let status: PrivateFile.Status
+        do {
+            status = try PrivateFile.status(of: input)
+        } catch let e as SystemError {
+            throw CLIError(code: "ioError", "cannot read \(name): \(errnoText(e.errno))", exitCode: .ioError)
         }
-        if (st.st_mode & S_IFMT) == S_IFDIR {
+        if status.kind == .directory {
             throw CLIError(code: "ioError", "\(name) is a directory", exitCode: .noInput)
         }
     }

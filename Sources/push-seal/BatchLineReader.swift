@@ -1,15 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import PushSealSystem
 import PushSealCLI
 import PushSealSender
 
-/// Reads lines from a file descriptor with a per-line byte limit: an overlong line is reported
+/// Reads lines from a file with a per-line byte limit: an overlong line is reported
 /// by its length and its bytes are skipped, never buffered. The limit and the reported length
 /// do not count the line ending, `\n` or `\r\n`. Reads 64 KiB at a time and finds newlines
-/// with `memchr`.
+/// with `memchr` (``Memory/firstIndex(of:in:)``).
 struct LineReader {
-    let fd: Int32
+    let input: FileDescriptor
     let maxLineByteCount: Int
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
     private var start = 0
@@ -17,8 +15,8 @@ struct LineReader {
     private var eof = false
     private(set) var lineNumber = 0
 
-    init(fd: Int32, maxLineByteCount: Int) {
-        self.fd = fd
+    init(input: FileDescriptor, maxLineByteCount: Int) {
+        self.input = input
         self.maxLineByteCount = maxLineByteCount
     }
 
@@ -33,10 +31,11 @@ struct LineReader {
         while true {
             if start == end {
                 if eof { break }
-                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw CLIError(code: "ioError", "cannot read the input: \(String(cString: strerror(errno)))", exitCode: .ioError)
+                let n: Int
+                do {
+                    n = try buffer.withUnsafeMutableBytes { try input.read(into: $0) }
+                } catch let e as SystemError {
+                    throw CLIError(code: "ioError", "cannot read the input: \(errnoText(e.errno))", exitCode: .ioError)
                 }
                 if n == 0 { eof = true; break }
                 start = 0
@@ -44,8 +43,7 @@ struct LineReader {
             }
             let (s, e) = (start, end)
             let newline: Int? = buffer.withUnsafeBytes { b -> Int? in
-                guard let base = b.baseAddress, let hit = memchr(base + s, 0x0A, e - s) else { return nil }
-                return UnsafeRawPointer(hit) - base
+                Memory.firstIndex(of: 0x0A, in: UnsafeRawBufferPointer(rebasing: b[s..<e])).map { s + $0 }
             }
             let stop = newline ?? end
             let piece = stop - start

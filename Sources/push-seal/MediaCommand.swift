@@ -1,6 +1,8 @@
+import PushSealJSON
 import Foundation
+import PushSealSystem
 import PushSealCLI
-import PushSealFormat
+import PushSealWire
 import PushSealSender
 
 /// `push-seal media FILE --out BLOB [--url URL] [--type MIME] [--force]`: encrypt a media file for a sealed notification.
@@ -39,30 +41,25 @@ struct MediaCommand: Command {
         }
         let file = try InputReader.readAll(input, limitByteCount: MediaSealer.maxFileByteCount)
         let sealed = try mappingSenderErrors { try MediaSealer.seal(file, url: a.value("--url") ?? "", type: a.value("--type")) }
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (a.has("--force") ? O_TRUNC : O_EXCL)
-        let fd = open(out, flags, 0o644)
-        if fd < 0 {
-            let e = errno
-            if e == EEXIST { throw CLIError(code: "exists", "\(out) already exists", hint: "choose another --out or add --force", exitCode: .cannotCreate) }
-            if e == EACCES || e == EPERM { throw CLIError(code: "permissionDenied", "permission denied: \(out)", exitCode: .noPermission) }
-            throw CLIError(code: "cannotCreate", "cannot create \(out): \(String(cString: strerror(e)))", exitCode: .cannotCreate)
-        }
-        _ = fchmod(fd, 0o644)
-        let ok = sealed.blob.withUnsafeBytes { buf -> Bool in
-            guard var p = buf.baseAddress else { return true }
-            var left = buf.count
-            while left > 0 {
-                let n = write(fd, p, left)
-                if n < 0 { if errno == EINTR { continue }; return false }
-                p += n
-                left -= n
+        let blob: FileDescriptor
+        do {
+            blob = try FileDescriptor.open(out, [.writeOnly, .create, a.has("--force") ? .truncate : .exclusive], mode: 0o644, exactMode: true)
+        } catch let e as SystemError {
+            switch e.code {
+            case .alreadyExists: throw CLIError(code: "exists", "\(out) already exists", hint: "choose another --out or add --force", exitCode: .cannotCreate)
+            case .permissionDenied: throw CLIError(code: "permissionDenied", "permission denied: \(out)", exitCode: .noPermission)
+            default: throw CLIError(code: "cannotCreate", "cannot create \(out): \(errnoText(e.errno))", exitCode: .cannotCreate)
             }
-            return fsync(fd) == 0
         }
-        close(fd)
-        guard ok else { throw CLIError(code: "ioError", "cannot write \(out)", exitCode: .ioError) }
+        do {
+            try blob.writeAll(sealed.blob)
+            try blob.synchronize()
+        } catch {
+            throw CLIError(code: "ioError", "cannot write \(out)", exitCode: .ioError)
+        }
+        blob.close()
         var w = PayloadWriter(capacity: 256)
-        // url, type, sha256 (lower-case hex), key (standard base64): PushSealFormat's spelling.
+        // url, type, sha256 (lower-case hex), key (standard base64): PushSealWire's spelling.
         if case .object(let o) = sealed.media.jsonValue() { try w.object(o) }
         w.raw("\n")
         Output.stdout(bytes: w.bytes)

@@ -1,6 +1,6 @@
 import Foundation
 import PushSealCLI
-import PushSealFormat
+import PushSealWire
 import PushSealSender
 
 /// `push-seal [options] [NOTIFICATION.json | -]`: seal one notification, print the payload.

@@ -1,7 +1,8 @@
+import PushSealSystem
 import Foundation
 import PushSealCLI
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealKeyProviders
 import PushSealKeys
 import PushSealSender

@@ -1,3 +1,4 @@
+import PushSealJSON
 import Testing
 @testable import PushSealCLI
 
@@ -35,6 +36,6 @@ import Testing
     }
 
     @Test func jsonStringEscapesOnlyWhatItMust() {
-        #expect(Output.jsonString("a/b\"c\\\n\u{01}é") == "\"a/b\\\"c\\\\\\n\\u0001é\"")
+        #expect(Output.json(.string("a/b\"c\\\n\u{01}é")) == "\"a/b\\\"c\\\\\\n\\u0001é\"")
     }
 }

@@ -1,3 +1,5 @@
+import PushSealTestSupport
+import PushSealJSON
 import Foundation
 import Testing
 
@@ -5,8 +7,11 @@ import Testing
 private let sharedCases = sharedData("cases")
 
 /// Runs the built `push-open` (and `push-keys` to provision the device keychain).
-@Suite(.serialized, .enabled(if: sharedCases.url != nil, Comment(rawValue: sharedCases.missing)))
+@Suite(.serialized)
 struct PushOpenCLITests {
+    /// Shared data policy (PushSealTestSupport): absent cases fail the run, never skip it.
+    @Test func sharedCasesArePresent() throws { _ = try requireSharedData("cases") }
+
     struct Result {
         var status: Int32
         var stdout: String

@@ -1,3 +1,4 @@
+import PushSealTestSupport
 import Foundation
 import PushSealKeychain
 @testable import PushSealKeys
@@ -31,13 +32,13 @@ import Testing
     /// short of the 2^32 limit.
     final class Scratch {
         static let appID = "com.example.app"
-        let dir: URL
+        let temporary: TemporaryDirectory
+        var dir: URL { temporary.url }
         let keychain: URL
         let store: KeyStore
         init() throws {
-            dir = FileManager.default.temporaryDirectory.appendingPathComponent("push-seal-cli-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            keychain = dir.appendingPathComponent("keys")
+            temporary = try TemporaryDirectory("push-seal-cli")
+            keychain = temporary.appending("keys")
             try Keychain.create(at: keychain)
             store = try KeyStore(keychain: try Keychain(opening: keychain, as: KeyStore.serverIdentity))
             try store.generate(appID: Self.appID, recipient: "alice")

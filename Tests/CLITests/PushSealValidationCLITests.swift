@@ -1,3 +1,4 @@
+import PushSealJSON
 import Foundation
 import PushSealKeychain
 @testable import PushSealKeys

@@ -1,3 +1,4 @@
+import PushSealTestSupport
 import Testing
 @testable import PushSealCrypto
 
@@ -118,18 +119,18 @@ struct HKDFTests {
         print(HKDF(algorithm=hashes.SHA256(), length=n, salt=salt or None, info=info).derive(ikm).hex())
         """
 
-    static let pythonHasHKDF = runPython(pythonHKDF, ["00", "", "", "32"]) != nil
+    static let pythonHasHKDF = runPythonOutput(pythonHKDF, ["00", "", "", "32"]) != nil
 
     @Test("empty IKM works (the vector files have none): cross-checked against Python cryptography",
           .enabled(if: pythonHasHKDF, "python3 with the cryptography package is not available: the empty-IKM cross-check is skipped"))
     func emptyIKMMatchesPython() throws {
         let salt = Array("salt".utf8), info = Array("info".utf8)
         let ours = try HKDFSHA256.deriveKey(inputKeyMaterial: SecretBytes(copying: []), salt: salt, info: info, outputByteCount: 42)
-        let theirs = try #require(runPython(Self.pythonHKDF, ["", hexString(salt), hexString(info), "42"]))
+        let theirs = try #require(runPythonOutput(Self.pythonHKDF, ["", hexString(salt), hexString(info), "42"]))
         #expect(hexString(ours.copyBytes()) == theirs)
         // Empty IKM and empty salt together.
         let both = try HKDFSHA256.deriveKey(inputKeyMaterial: SecretBytes(copying: []), outputByteCount: 32)
-        let theirsBoth = try #require(runPython(Self.pythonHKDF, ["", "", "", "32"]))
+        let theirsBoth = try #require(runPythonOutput(Self.pythonHKDF, ["", "", "", "32"]))
         #expect(hexString(both.copyBytes()) == theirsBoth)
     }
 

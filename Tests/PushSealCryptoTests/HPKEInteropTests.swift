@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import PushSealTestSupport
 @testable import PushSealCrypto
 
 /// HPKE against independent implementations, both directions, seeded random inputs:
@@ -113,8 +114,8 @@ struct HPKEInteropTests {
         print(n, bad)
     """
 
-    static let hasPyhpke = runPython("import pyhpke") != nil
-    static let hasCryptographyHPKE = runPython("from cryptography.hazmat.primitives import hpke; hpke.Suite") != nil
+    static let hasPyhpke = runPythonOutput("import pyhpke") != nil
+    static let hasCryptographyHPKE = runPythonOutput("from cryptography.hazmat.primitives import hpke; hpke.Suite") != nil
 
     static func write(_ lines: [[String]]) throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("pushseal-hpke-\(UInt64.random(in: 0...UInt64.max)).txt")
@@ -133,13 +134,13 @@ struct HPKEInteropTests {
         }
         let sealedFile = try write(lines)
         defer { try? FileManager.default.removeItem(at: sealedFile) }
-        let opened = try #require(runPython(script, ["open", sealedFile.path]), "\(name) failed to run")
+        let opened = try #require(runPythonOutput(script, ["open", sealedFile.path]), "\(name) failed to run")
         #expect(opened == "\(cases.count) 0", "\(name) opening Swift's messages: <count> <failures>")
 
         // Python → Swift.
         let jobs = try write(cases.map { $0.fields() })
         defer { try? FileManager.default.removeItem(at: jobs) }
-        let output = try #require(runPython(script, ["seal", jobs.path]), "\(name) failed to run")
+        let output = try #require(runPythonOutput(script, ["seal", jobs.path]), "\(name) failed to run")
         let sealedByPython = output.split(separator: "\n").map(String.init)
         #expect(sealedByPython.count == cases.count)
         for (c, sealedHex) in zip(cases, sealedByPython) {

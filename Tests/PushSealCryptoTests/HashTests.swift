@@ -1,3 +1,4 @@
+import PushSealTestSupport
 import Testing
 @testable import PushSealCrypto
 
@@ -74,26 +75,26 @@ struct HashTests {
         print(Argon2id(salt=salt, length=n, iterations=t, lanes=1, memory_cost=m).derive(pw).hex())
         """
 
-    static let pythonHasArgon2id = runPython(pythonArgon2id, ["00", "00000000000000000000000000000000", "1", "8", "16"]) != nil
+    static let pythonHasArgon2id = runPythonOutput(pythonArgon2id, ["00", "00000000000000000000000000000000", "1", "8", "16"]) != nil
 
     @Test("Argon2id matches Python cryptography's Argon2id (independent implementation)",
           .enabled(if: pythonHasArgon2id, "python3 with cryptography >= 44 (Argon2id) is not available: the cross-check is skipped"))
     func argon2idMatchesPython() throws {
         let ours = try Argon2id.deriveKey(password: Self.password, salt: Self.salt, opsLimit: Self.opsLimit, memLimitBytes: Self.memLimitBytes)
-        let theirs = try #require(runPython(Self.pythonArgon2id, [hexString(Self.password), hexString(Self.salt),
+        let theirs = try #require(runPythonOutput(Self.pythonArgon2id, [hexString(Self.password), hexString(Self.salt),
                                                                    String(Self.opsLimit), String(Self.memLimitBytes / 1024), "32"]))
         #expect(hexString(ours.copyBytes()) == theirs)
     }
 
     static let pythonSHA256 = "import hashlib, sys; print(hashlib.sha256(bytes.fromhex(sys.argv[1])).hexdigest())"
-    static let pythonHasHashlib = runPython(pythonSHA256, [""]) != nil
+    static let pythonHasHashlib = runPythonOutput(pythonSHA256, [""]) != nil
 
     @Test("SHA-256 matches Python's hashlib on random inputs",
           .enabled(if: pythonHasHashlib, "python3 is not available: the hashlib cross-check is skipped"))
     func sha256MatchesPython() throws {
         for length in [1, 63, 64, 65, 1000] {
             let message = SecureRandom.bytes(length)
-            let theirs = try #require(runPython(Self.pythonSHA256, [hexString(message)]))
+            let theirs = try #require(runPythonOutput(Self.pythonSHA256, [hexString(message)]))
             #expect(hexString(try SHA256Hasher.hash(message)) == theirs, "length \(length)")
         }
     }

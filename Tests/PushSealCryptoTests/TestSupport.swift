@@ -1,22 +1,9 @@
+import PushSealSystem
+import PushSealTestSupport
 import Foundation
 import Testing
 import COpenSSL
 @testable import PushSealCrypto
-
-/// The shared test data at `relative` (e.g. `vectors/hkdf/x.json`) inside `$PUSHSEAL_SHARED`,
-/// else `<repo>/../shared`: its URL when it exists, and the message a test gives when it does not
-/// (the resolved path it looked in, and how to point at the data).
-func sharedData(_ relative: String) -> (url: URL?, missing: String) {
-    let env = ProcessInfo.processInfo.environment["PUSHSEAL_SHARED"] ?? ""
-    let root = env.isEmpty
-        ? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("shared")
-        : URL(fileURLWithPath: env)
-    let url = root.appendingPathComponent(relative).standardized
-    let found = FileManager.default.fileExists(atPath: url.path)
-    return (found ? url : nil, "shared test data not found at \(url.path) (\(env.isEmpty ? "default <repo>/../shared" : "from PUSHSEAL_SHARED")): "
-        + "run `make test SHARED=/path/to/shared`, or set PUSHSEAL_SHARED=/path/to/shared")
-}
 
 /// Reading the public test vectors (see ``sharedData(_:)``).
 enum SharedData {
@@ -42,37 +29,13 @@ struct BadHex: Error, CustomStringConvertible {
     var description: String { "not a hex string: \(text.prefix(40))" }
 }
 
-/// Lowercase or uppercase hex → bytes; an empty string is zero bytes.
+/// Lowercase or uppercase hex → bytes; an empty string is zero bytes (``Hex/decode(_:)``).
 func hex(_ text: String) throws -> [UInt8] {
-    let chars = Array(text.utf8)
-    guard chars.count % 2 == 0 else { throw BadHex(text: text) }
-    func nibble(_ c: UInt8) throws -> UInt8 {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: throw BadHex(text: text)
-        }
-    }
-    var out: [UInt8] = []
-    out.reserveCapacity(chars.count / 2)
-    var i = 0
-    while i < chars.count {
-        out.append(try nibble(chars[i]) << 4 | nibble(chars[i + 1]))
-        i += 2
-    }
-    return out
+    guard let bytes = Hex.decode(text) else { throw BadHex(text: text) }
+    return bytes
 }
 
-func hexString(_ bytes: some Sequence<UInt8>, uppercase: Bool = false) -> String {
-    let digits = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
-    var out: [UInt8] = []
-    for b in bytes {
-        out.append(digits[Int(b >> 4)])
-        out.append(digits[Int(b & 0x0f)])
-    }
-    return String(decoding: out, as: UTF8.self)
-}
+func hexString(_ bytes: some Sequence<UInt8>, uppercase: Bool = false) -> String { Hex.encode(bytes, uppercase: uppercase) }
 
 /// True when the calling thread's OpenSSL error queue is empty. The queue is thread-local:
 /// call it from the same synchronous test body that made the failing call.
@@ -102,32 +65,7 @@ func openParts(nonce: [UInt8], ciphertext: [UInt8], tag: [UInt8], key: SecretByt
 
 /// The code of the `CryptoError` thrown by `body`; nil if it returned normally or threw
 /// something else.
-func cryptoErrorCode(_ body: () throws -> Void) -> CryptoError.Code? {
-    do {
-        try body()
-        return nil
-    } catch let error as CryptoError {
-        return error.code
-    } catch {
-        return nil
-    }
-}
-
-/// Runs `python3 -c script args…`; returns trimmed stdout, or nil when python3 or the
-/// script failed (e.g. `cryptography` not installed).
-func runPython(_ script: String, _ arguments: [String] = []) -> String? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", script] + arguments
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    do { try process.run() } catch { return nil }
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { return nil }
-    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-}
+func cryptoErrorCode(_ body: () throws -> Void) -> CryptoError.Code? { thrownCode(CryptoError.self, body) }
 
 /// Puts a real OpenSSL error on this thread's queue (a failed fetch of a cipher that does not
 /// exist), so a following failing call can show that it drains the queue. Returns whether the

@@ -1,6 +1,7 @@
+import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 import PushSealKeyProviders
 import PushSealKeys

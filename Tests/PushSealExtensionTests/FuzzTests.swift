@@ -1,6 +1,8 @@
+import PushSealTestSupport
+import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import Testing
 @testable import PushSealExtension
 

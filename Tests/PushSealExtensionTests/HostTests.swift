@@ -1,6 +1,8 @@
+import PushSealSystem
+import PushSealJSON
 import Dispatch
 import Foundation
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 import Testing
 @testable import PushSealExtension

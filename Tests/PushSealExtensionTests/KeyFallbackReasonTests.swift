@@ -1,4 +1,4 @@
-import PushSealFormat
+import PushSealWire
 import PushSealKeyProviders
 import PushSealKeychain
 import PushSealKeys

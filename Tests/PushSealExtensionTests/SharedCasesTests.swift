@@ -1,6 +1,8 @@
+import PushSealTestSupport
+import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import Testing
 @testable import PushSealExtension
 
@@ -8,6 +10,11 @@ func sharedPayload(_ relativePath: String) throws -> JSONValue {
     let (url, missing) = sharedData("cases/" + relativePath)
     let bytes = try Data(contentsOf: try #require(url, Comment(rawValue: missing)))
     return try JSONReader.parse(Array(bytes))
+}
+
+/// Shared data policy (PushSealTestSupport): absent cases fail the run, never skip it.
+@Test func sharedCasesArePresent() throws {
+    for folder in ["failures", "notifications"] { _ = try requireSharedData("cases/" + folder) }
 }
 
 /// File names (without `.payload.json`) in `cases/<folder>`, sorted.
@@ -53,7 +60,7 @@ func expectOriginalContent(_ r: ExtensionHost.Result, sourceLocation: SourceLoca
 /// Every shared case through the real host, the real decrypting service and the real
 /// keychain-backed key provider (the cases' key imported under `k1` in a device keychain the
 /// extension reads as its own identity).
-@Suite(.enabled(if: sharedData("cases").url != nil, Comment(rawValue: sharedData("cases").missing)))
+@Suite
 struct SharedCasesTests {
     @Test func everyFailureFileIsDocumentedHere() {
         #expect(Set(sharedCaseNames("failures")) == Set(documentedFailures.keys))
@@ -159,7 +166,7 @@ struct SharedCasesTests {
 /// The media notification (n12) against the tests' local HTTP server: its plaintext names
 /// `http://127.0.0.1:PORT/cat.jpg`, so it is resealed here with the server's port and the
 /// cases' key (the shared payload itself has no usable port).
-@Suite(.serialized, .enabled(if: sharedData("cases").url != nil, Comment(rawValue: sharedData("cases").missing)))
+@Suite(.serialized)
 struct SharedMediaCaseTests {
     @Test func mediaNotificationAttachesTheImage() throws {
         let server = try #require(MediaServer.shared, "python3 is needed to run the local media server")

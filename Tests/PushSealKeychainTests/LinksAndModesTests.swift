@@ -1,3 +1,4 @@
+import PushSealSystem
 import Foundation
 @testable import PushSealKeychain
 import Testing
@@ -95,20 +96,19 @@ import Darwin
         let kc = try Keychain(opening: dir, as: Fixture.app)
         let path = dir.path + "/keys.lock"
         try kc.checkPrivateFile(named: "keys.lock")  // absent: nothing to check
-        let fd = try kc.openPrivateFile(named: "keys.lock", flags: O_RDWR | O_CREAT, what: "lock file")
-        close(fd)
+        _ = try kc.openPrivateFile(named: "keys.lock", options: [.readWrite, .create], what: "lock file")
         var st = stat()
         #expect(lstat(path, &st) == 0 && st.st_mode & 0o777 == 0o600)
         #expect(chmod(path, 0o644) == 0)
         let loose = try #require(throws: KeychainError.self) { try kc.checkPrivateFile(named: "keys.lock") }
         #expect(loose.code == .insecurePermissions && loose.suggestion == "chmod 600 \(path)  # a keychain's files must be 0600, its directories 0700")
-        #expect(try #require(throws: KeychainError.self) { _ = try kc.openPrivateFile(named: "keys.lock", flags: O_RDWR, what: "lock file") }.code == .insecurePermissions)
+        #expect(try #require(throws: KeychainError.self) { _ = try kc.openPrivateFile(named: "keys.lock", options: .readWrite, what: "lock file") }.code == .insecurePermissions)
         #expect(chmod(path, 0o600) == 0)
         let target = try replaceWithLink(path)
         expectLink(try #require(throws: KeychainError.self) { try kc.checkPrivateFile(named: "keys.lock") }, path, target: target)
         restore(path)
         #expect(mkfifo(dir.path + "/fifo", 0o600) == 0)
-        #expect(try #require(throws: KeychainError.self) { _ = try kc.openPrivateFile(named: "fifo", flags: O_WRONLY, what: "log") }.code == .corrupt)
+        #expect(try #require(throws: KeychainError.self) { _ = try kc.openPrivateFile(named: "fifo", options: .writeOnly, what: "log") }.code == .corrupt)
         for bad in ["", ".", "..", "items/x", "../kc2"] {
             #expect(try #require(throws: KeychainError.self) { try kc.checkPrivateFile(named: bad) }.code == .param, "\(bad)")
         }

@@ -1,3 +1,4 @@
+import PushSealTestSupport
 import Foundation
 import PushSealCrypto
 @testable import PushSealKeychain
@@ -67,12 +68,5 @@ enum Fixture {
 
 /// `#expect(throws:)` on the code, returning the error for further checks.
 func expectCode<R>(_ code: KeychainError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R) {
-    do {
-        _ = try body()
-        Issue.record("expected \(code), got success", sourceLocation: sourceLocation)
-    } catch let e as KeychainError {
-        #expect(e.code == code, "got \(e.code): \(e.reason)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
-    }
+    PushSealTestSupport.expectCode(code, sourceLocation: sourceLocation, body)
 }

@@ -1,6 +1,7 @@
+import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 @testable import PushSealKeys
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import PushSealCrypto
 import PushSealKeys
+import PushSealWire
 import Testing
 
 /// What every ``ServerKeyStore`` implementation must do, written against the protocol alone

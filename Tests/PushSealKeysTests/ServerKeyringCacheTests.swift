@@ -1,3 +1,4 @@
+import PushSealSystem
 import Foundation
 import PushSealCrypto
 import PushSealKeychain

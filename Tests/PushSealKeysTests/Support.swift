@@ -1,3 +1,4 @@
+import PushSealTestSupport
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
@@ -63,14 +64,7 @@ struct KeysFixture {
 
 /// Expects `body` to throw a `KeysError` with `code`.
 func expectKeys<R>(_ code: KeysError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> R) {
-    do {
-        _ = try body()
-        Issue.record("expected \(code), got success", sourceLocation: sourceLocation)
-    } catch let e as KeysError {
-        #expect(e.code == code, "got \(e.code): \(e.reason)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("expected KeysError \(code), got \(error)", sourceLocation: sourceLocation)
-    }
+    expectCode(code, sourceLocation: sourceLocation, body)
 }
 
 /// Expects `body` to throw a `KeychainError` with OSStatus `status`.

@@ -1,6 +1,6 @@
 import Foundation
-import PushSealFormat
-import PushSealKeychain
+import PushSealWire
+import PushSealSystem
 @testable import PushSealSender
 import Testing
 

@@ -1,6 +1,8 @@
+import PushSealTestSupport
+import PushSealJSON
 import Foundation
 import Testing
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 
 /// Every payload opens with an independent implementation: Python `cryptography`'s AESGCM,
@@ -56,7 +58,7 @@ import PushSealFormat
 
     @Test func pythonOpensEveryPayload() throws {
         let sealer = try Fixture.sealer(SealOptions(aps: APSFields(sound: "default", badge: 1), fit: true))
-        var rng = SplitMix(state: 42)
+        var rng = SeededGenerator(seed: 42)
         var lines: [UInt8] = []
         let count = 300
         for i in 0..<count {

@@ -1,6 +1,7 @@
+import PushSealTestSupport
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealKeyProviders
 import PushSealKeychain
 @testable import PushSealKeys
@@ -14,13 +15,13 @@ import Testing
 
     /// A server keychain in a scratch directory (0700), removed by `cleanup()`.
     struct Scratch {
-        let root: URL
+        let temporary: TemporaryDirectory
+        var root: URL { temporary.url }
         let dir: URL
         let store: KeyStore
         init() throws {
-            root = FileManager.default.temporaryDirectory.appendingPathComponent("pushseal-sender-keys-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            dir = root.appendingPathComponent("server")
+            temporary = try TemporaryDirectory("sender-keys")
+            dir = temporary.appending("server")
             try Keychain.create(at: dir)
             store = try KeyStore(keychain: try Keychain(opening: dir, as: KeyStore.serverIdentity))
         }

@@ -1,7 +1,8 @@
+import PushSealJSON
 import Foundation
 import Testing
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 
 @Suite struct NotificationSealerTests {

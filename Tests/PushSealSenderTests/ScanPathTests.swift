@@ -1,5 +1,7 @@
+import PushSealTestSupport
+import PushSealJSON
 import Foundation
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 import Testing
 
@@ -8,7 +10,7 @@ import Testing
 @Suite struct ScanPathTests {
     /// A random notification in JSON: members in random order, strings over every plane, some
     /// written with needless escapes, random whitespace.
-    static func randomNotification(_ rng: inout SplitMix) -> [UInt8] {
+    static func randomNotification(_ rng: inout SeededGenerator) -> [UInt8] {
         func literal(_ s: String) -> String {
             var w = PayloadWriter()
             w.string(s)
@@ -48,7 +50,7 @@ import Testing
     }
 
     @Test func scanPathWritesTheTreePathsPlaintext() throws {
-        var rng = SplitMix(state: 11)
+        var rng = SeededGenerator(seed: 11)
         for n in 0..<2000 {
             let json = Self.randomNotification(&rng)
             let tree = try OutgoingNotification(jsonBytes: json)
@@ -69,7 +71,7 @@ import Testing
     }
 
     @Test func fullSealsAgreeAndOpen() throws {
-        var rng = SplitMix(state: 12)
+        var rng = SeededGenerator(seed: 12)
         let sealer = try Fixture.sealer()
         for _ in 0..<300 {
             let json = Self.randomNotification(&rng)

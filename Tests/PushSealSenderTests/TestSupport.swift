@@ -1,6 +1,7 @@
+import PushSealTestSupport
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 
 /// Fixed test key 0x00…0x1f under key id `k1` for `alice` of `com.example.app`, and a
@@ -44,17 +45,8 @@ enum Fixture {
     /// Runs `python3 -c script args…`, returning stdout; `nil` when python3 or its
     /// `cryptography` package is missing.
     static func python(_ script: String, _ args: [String]) throws -> (status: Int32, out: String)? {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", script] + args
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.standardError
-        do { try p.run() } catch { return nil }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        if p.terminationStatus == 99 { return nil }
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+        guard let r = runPython(script, args), r.status != 99 else { return nil }
+        return (r.status, r.output)
     }
 
     /// Opens every `{"payload", "expect"}` line of `file` with the project's Python reference
@@ -75,20 +67,9 @@ enum Fixture {
     }
 }
 
-/// A deterministic random generator (SplitMix64) so failures can be reproduced from the seed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Random strings over every Unicode plane, weighted towards the characters JSON escapes.
-func randomString(_ rng: inout SplitMix, maxLength: Int = 40) -> String {
+func randomString(_ rng: inout SeededGenerator, maxLength: Int = 40) -> String {
     var s = String.UnicodeScalarView()
     let n = Int.random(in: 0...maxLength, using: &rng)
     for _ in 0..<n {

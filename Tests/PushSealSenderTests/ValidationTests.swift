@@ -1,11 +1,13 @@
+import PushSealTestSupport
+import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 import Testing
 
 /// A notification built in code is refused exactly as the same notification in JSON, and the
-/// sender never seals a plaintext the receivers (PushSealFormat's `NotificationPlaintext` and
+/// sender never seals a plaintext the receivers (PushSealWire's `NotificationPlaintext` and
 /// the Python reference) reject.
 @Suite struct ValidationTests {
     /// The JSON spelling of `n`, members in the order of `OutgoingNotification.memberNames`.
@@ -186,13 +188,13 @@ import Testing
     }
 
     /// Random notifications from a pool of good and bad member values: every path gives the
-    /// same outcome, and whatever is sealed opens with both receivers (PushSealFormat's reader
+    /// same outcome, and whatever is sealed opens with both receivers (PushSealWire's reader
     /// and the Python reference).
     @Test func randomMembersAgreeAcrossPathsAndSealOnlyWhatReceiversAccept() throws {
         let sealer = try Fixture.sealer(SealOptions(fit: true))
         let maxTime = Self.maxTime
         // Each member: a bad value one time in six, else a good one (nil included).
-        func pick<T>(_ good: [T?], _ bad: [T?], _ rng: inout SplitMix) -> T? {
+        func pick<T>(_ good: [T?], _ bad: [T?], _ rng: inout SeededGenerator) -> T? {
             let pool = Int.random(in: 0..<6, using: &rng) == 0 ? bad : good
             return pool.randomElement(using: &rng) ?? nil
         }
@@ -215,7 +217,7 @@ import Testing
         let badExps: [Int64?] = [Fixture.now - 1, maxTime + 1, .max, -1]
         let goodTTLs: [Int64?] = [nil, nil, nil, 0, 3600, maxTime - Fixture.now]
         let badTTLs: [Int64?] = [maxTime - Fixture.now + 1, .max, -1]
-        var rng = SplitMix(state: 5)
+        var rng = SeededGenerator(seed: 5)
         var lines: [UInt8] = []
         var sealedCount = 0
         var refusedCount = 0

@@ -1,3 +1,4 @@
+import PushSealJSON
 // seal-server-example: sealing a notification from a server, by library.
 //
 // What a server does for every push: open the server keychain once (at start-up), build the
@@ -13,7 +14,7 @@
 // Exit codes (as push-seal): 0 ok, 4 seal limit reached (rotate), 64 usage, 66 keychain missing,
 // 67 unknown recipient or no usable key, 77 insecure keychain permissions, 1 anything else.
 import Foundation
-import PushSealFormat
+import PushSealWire
 import PushSealKeyProviders
 import PushSealSender
 

@@ -15,7 +15,8 @@ import Dispatch
 import Glibc
 import PushSealCrypto
 import PushSealExtension
-import PushSealFormat
+import PushSealWire
+import PushSealJSON
 
 @_silgen_name("LLVMFuzzerRunDriver")
 func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<CInt>,

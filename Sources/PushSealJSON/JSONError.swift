@@ -1,0 +1,44 @@
+public import PushSealSystem
+
+/// An error from reading or writing JSON (``JSONReader``, ``JSONWriter``).
+///
+/// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
+/// will not. Reasons say what was wrong and at which byte offset, never more of the input
+/// than the offending character.
+public struct JSONError: CodedError {
+    /// The stable codes of this domain.
+    public typealias Code = ErrorCode<JSONError>
+    /// `json`.
+    public static let domain = "json"
+    /// The stable code; equality and hashing use it alone.
+    public let code: Code
+    /// A human explanation, without secrets.
+    public let reason: String
+
+    /// Creates an error with a stable `code` and a human `reason` (no secrets).
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+}
+
+extension ErrorCode<JSONError> {
+    /// The input is not JSON as RFC 8259 defines it: a syntax error, trailing bytes, a
+    /// leading zero, `NaN`/`Infinity`, a control character or unpaired surrogate escape in
+    /// a string, a byte order mark, or a number outside the range of `Double`. The reason
+    /// says what and at which byte offset.
+    public static var invalidJSON: Self { Self("invalidJSON") }
+    /// The input (or a string handed to the writer) is not well-formed UTF-8 (Unicode
+    /// Table 3-7): overlong forms, UTF-8-encoded surrogates, bytes above F4, truncated or
+    /// stray continuation bytes.
+    public static var invalidUTF8: Self { Self("invalidUTF8") }
+    /// Arrays and objects nest deeper than ``JSONReader/Limits/maxDepth``.
+    public static var nestingTooDeep: Self { Self("nestingTooDeep") }
+    /// One object has the same key twice (keys compared as Swift strings, i.e. up to
+    /// Unicode canonical equivalence). Rejected because readers disagree on which one wins.
+    public static var duplicateKey: Self { Self("duplicateKey") }
+    /// The input is longer than ``JSONReader/Limits/maxByteCount``.
+    public static var inputTooLarge: Self { Self("inputTooLarge") }
+    /// The writer was asked to write an infinite or NaN `Double`, which JSON cannot express.
+    public static var nonFiniteNumber: Self { Self("nonFiniteNumber") }
+}

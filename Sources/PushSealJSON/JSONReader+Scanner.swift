@@ -1,0 +1,288 @@
+extension JSONReader {
+    /// The JSON type of the next value, as ``Scanner/peekKind()`` sees it from its first byte.
+    public enum ValueKind: Sendable, Hashable {
+        case object, array, string, number, bool, null
+
+        /// `"an object"`, `"a string"`, … — the same words as ``JSONValue/typeName``.
+        public var typeName: String {
+            switch self {
+            case .object: "an object"
+            case .array: "an array"
+            case .string: "a string"
+            case .number: "a number"
+            case .bool: "a boolean"
+            case .null: "null"
+            }
+        }
+    }
+
+    /// Where a string value's content lies in the scanned input, found without building a `String`.
+    public struct StringSpan: Sendable, Hashable {
+        /// Byte offset of the first content byte (just after the opening quote).
+        public let start: Int
+        /// Byte offset of the closing quote; the content is `start..<end`.
+        public let end: Int
+        /// `true` when the content has at least one backslash escape.
+        public let hasEscapes: Bool
+        /// `true` when the content is already written the way ``JSONWriter`` writes it (only
+        /// `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t` and lower-case `\u00XX` for the other control
+        /// characters; no `\/`, no other `\u`): copying the content bytes between quotes gives
+        /// exactly the writer's output for the decoded string.
+        public let isMinimallyEscaped: Bool
+
+        /// The content's length in bytes as written in the input.
+        public var byteCount: Int { end - start }
+    }
+
+    /// A pull scanner over one JSON document: it checks the input with exactly the rules of
+    /// ``parse(_:limits:)-(UnsafeRawBufferPointer,_)`` (strict UTF-8, escapes, no control
+    /// characters, numbers, nesting) but builds nothing unless asked: strings come back as
+    /// ``StringSpan``s into the input, so a caller can copy them on without decoding.
+    ///
+    /// Drive it by the document's shape: ``beginObject()``, then ``nextKey()`` until it returns
+    /// `nil`, reading each member's value with ``readString()``, ``readNumber()``,
+    /// ``readValue()`` (a ``JSONValue`` tree, for the members where one is wanted) or a nested
+    /// ``beginObject()``; then ``finish()``. Duplicate keys are only rejected inside values read
+    /// with ``readValue()``; the caller checks the keys it sees through ``nextKey()``.
+    /// It points into the input: use it only while the input's bytes are valid.
+    public struct Scanner {
+        var parser: Parser
+        private var afterValue = false
+
+        init(parser: Parser) { self.parser = parser }
+
+        /// A scanner at the start of `bytes`, one complete document (UTF-8, no byte order mark).
+        /// The scanner points into `bytes`: use it only while they are valid (inside
+        /// `withUnsafeBytes`).
+        /// - Parameters:
+        ///   - bytes: the document.
+        ///   - limits: size and depth bounds; ``Limits/default`` when omitted.
+        /// - Throws: `JSONError` `.inputTooLarge`, `.invalidJSON` (empty input).
+        public init(_ bytes: UnsafeRawBufferPointer, limits: Limits = .default) throws {
+            guard bytes.count <= limits.maxByteCount else {
+                throw JSONError(.inputTooLarge, "JSON input of \(bytes.count) bytes exceeds the limit of \(limits.maxByteCount) bytes")
+            }
+            guard let base = bytes.baseAddress, bytes.count > 0 else {
+                throw JSONError(.invalidJSON, "empty input at byte offset 0, expected a JSON value")
+            }
+            parser = Parser(base: base.assumingMemoryBound(to: UInt8.self), end: bytes.count, maxDepth: limits.maxDepth)
+        }
+
+        /// The current byte offset in the input.
+        public var offset: Int { parser.i }
+
+        /// The JSON type of the next value (after whitespace).
+        /// - Throws: `JSONError` `.invalidJSON` when no value can start here.
+        public mutating func peekKind() throws -> ValueKind {
+            parser.skipWhitespace()
+            guard parser.i < parser.end else { throw parser.unexpected("a JSON value") }
+            switch parser.p[parser.i] {
+            case Byte.quote: return .string
+            case Byte.openBrace: return .object
+            case Byte.openBracket: return .array
+            case 0x74, 0x66: return .bool
+            case 0x6E: return .null
+            case Byte.minus, 0x30...0x39: return .number
+            default: throw parser.unexpected("a JSON value")
+            }
+        }
+
+        /// Consumes `{` (after whitespace) and enters the object.
+        /// - Throws: `JSONError` `.invalidJSON` (with the byte offset), `.nestingTooDeep`.
+        public mutating func beginObject() throws {
+            if parser.i == 0, parser.end >= 3, parser.p[0] == 0xEF, parser.p[1] == 0xBB, parser.p[2] == 0xBF {
+                throw JSONError(.invalidJSON, "byte order mark at byte offset 0 (RFC 8259 §8.1 forbids it)")
+            }
+            parser.skipWhitespace()
+            guard parser.i < parser.end, parser.p[parser.i] == Byte.openBrace else { throw parser.unexpected("'{'") }
+            try parser.enter()
+            parser.i += 1
+            afterValue = false
+        }
+
+        /// The step between the items of an object or array: after whitespace, consumes `closing`
+        /// (leaves the container, `false`) or, after a value, the `,` and the whitespace after it
+        /// (`true`: an item is next). Shared by ``nextKey()`` and ``nextElement()``.
+        @inline(__always)
+        private mutating func nextItem(closing: UInt8, separatorExpected: String, itemExpected: String) throws -> Bool {
+            parser.skipWhitespace()
+            guard parser.i < parser.end else { throw parser.unexpected(afterValue ? separatorExpected : itemExpected) }
+            let b = parser.p[parser.i]
+            if b == closing {
+                parser.i += 1
+                parser.depth -= 1
+                afterValue = true
+                return false
+            }
+            if afterValue {
+                guard b == Byte.comma else { throw parser.unexpected(separatorExpected) }
+                parser.i += 1
+                parser.skipWhitespace()
+            }
+            return true
+        }
+
+        /// The next member's key (its `:` consumed), or `nil` after consuming the object's `}`.
+        /// - Throws: `JSONError` `.invalidJSON`, `.invalidUTF8`.
+        public mutating func nextKey() throws -> StringSpan? {
+            guard try nextItem(closing: Byte.closeBrace, separatorExpected: "',' or '}'", itemExpected: "a string key") else { return nil }
+            guard parser.i < parser.end, parser.p[parser.i] == Byte.quote else { throw parser.unexpected("a string key") }
+            let key = try parser.scanString()
+            parser.skipWhitespace()
+            guard parser.i < parser.end, parser.p[parser.i] == Byte.colon else { throw parser.unexpected("':'") }
+            parser.i += 1
+            afterValue = true
+            return key
+        }
+
+        /// Consumes `[` (after whitespace) and enters the array; call ``nextElement()`` before
+        /// each element.
+        /// - Throws: `JSONError` `.invalidJSON` (with the byte offset), `.nestingTooDeep`.
+        public mutating func beginArray() throws {
+            parser.skipWhitespace()
+            guard parser.i < parser.end, parser.p[parser.i] == Byte.openBracket else { throw parser.unexpected("'['") }
+            try parser.enter()
+            parser.i += 1
+            afterValue = false
+        }
+
+        /// `true` when another element follows (its `,` consumed; read it next), or `false` after
+        /// consuming the array's `]`.
+        /// - Throws: `JSONError` `.invalidJSON`.
+        public mutating func nextElement() throws -> Bool {
+            let wasAfterValue = afterValue
+            guard try nextItem(closing: Byte.closeBracket, separatorExpected: "',' or ']'", itemExpected: "a JSON value") else { return false }
+            if wasAfterValue {
+                guard parser.i < parser.end, parser.p[parser.i] != Byte.closeBracket else { throw parser.unexpected("a JSON value") }
+            }
+            afterValue = true
+            return true
+        }
+
+        /// Reads a string value without decoding it.
+        /// - Throws: `JSONError` `.invalidJSON` (not a string, bad escape, control character),
+        ///   `.invalidUTF8`.
+        public mutating func readString() throws -> StringSpan {
+            parser.skipWhitespace()
+            guard parser.i < parser.end, parser.p[parser.i] == Byte.quote else { throw parser.unexpected("a string") }
+            return try parser.scanString()
+        }
+
+        /// Reads a number: ``JSONValue/integer(_:)`` or ``JSONValue/number(_:)`` by the rules of
+        /// ``JSONReader``.
+        /// - Throws: `JSONError` `.invalidJSON`.
+        public mutating func readNumber() throws -> JSONValue {
+            parser.skipWhitespace()
+            guard parser.i < parser.end, parser.p[parser.i] == Byte.minus || parser.isDigit(parser.p[parser.i]) else {
+                throw parser.unexpected("a number")
+            }
+            return try parser.parseNumber()
+        }
+
+        /// Reads any value as a ``JSONValue`` tree (duplicate keys rejected, nesting counted
+        /// from the current depth).
+        /// - Throws: what ``JSONReader/parse(_:limits:)-(UnsafeRawBufferPointer,_)`` throws.
+        public mutating func readValue() throws -> JSONValue {
+            parser.skipWhitespace()
+            return try parser.parseValue()
+        }
+
+        /// Checks that only whitespace follows the document's value.
+        /// - Throws: `JSONError` `.invalidJSON`.
+        public mutating func finish() throws {
+            parser.skipWhitespace()
+            if parser.i != parser.end { throw parser.unexpected("end of input after the JSON value") }
+        }
+
+        /// The content bytes of `span` as written in the input (escapes not decoded).
+        public func rawBytes(_ span: StringSpan) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(start: parser.p + span.start, count: span.byteCount)
+        }
+
+        /// The decoded string of `span`.
+        public func string(_ span: StringSpan) -> String {
+            if !span.hasEscapes {
+                return String(decoding: UnsafeBufferPointer(start: parser.p + span.start, count: span.byteCount), as: UTF8.self)
+            }
+            var copy = parser
+            copy.i = span.start - 1
+            // The span was validated when it was scanned, so scanning it again cannot fail.
+            guard (try? copy.scanString()) != nil else { return "" }
+            return String(decoding: copy.scratch, as: UTF8.self)
+        }
+
+        /// Whether `span`'s content is exactly the ASCII `text` (no escapes).
+        public func rawEquals(_ span: StringSpan, _ text: StaticString) -> Bool {
+            guard span.byteCount == text.utf8CodeUnitCount else { return false }
+            let t = text.utf8Start
+            for k in 0..<span.byteCount where parser.p[span.start + k] != t[k] { return false }
+            return true
+        }
+    }
+
+}
+
+extension Parser {
+    /// Validates a string whose opening quote is at `p[i]` without building it; leaves `i`
+    /// after the closing quote. When it has escapes, `scratch` holds its decoded UTF-8 after
+    /// the call (``parseString()`` builds its `String` from that).
+    /// - Throws: `JSONError` `.invalidJSON` (unterminated, control character, bad escape,
+    ///   unpaired surrogate), `.invalidUTF8`.
+    mutating func scanString() throws -> JSONReader.StringSpan {
+        i += 1
+        let start = i
+        var hasEscapes = false
+        var minimal = true
+        var runStart = start  // first byte not yet copied to `scratch` (once escaped)
+        i = ByteScan.skipPlainASCII16(p, from: i, end: end)
+        while true {
+            guard i < end else {
+                throw JSONError(.invalidJSON, "unterminated string starting at byte offset \(start - 1)")
+            }
+            if i + 8 <= end, !ByteScan.leavesPlainASCII(ByteScan.load(p, at: i)) {
+                i += 8
+                continue
+            }
+            let b = p[i]
+            if b == Byte.quote {
+                if hasEscapes { scratch.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart)) }
+                let span = JSONReader.StringSpan(start: start, end: i, hasEscapes: hasEscapes, isMinimallyEscaped: minimal)
+                i += 1
+                return span
+            } else if b == Byte.backslash {
+                if !hasEscapes {
+                    hasEscapes = true
+                    scratch.removeAll(keepingCapacity: true)
+                }
+                scratch.append(contentsOf: UnsafeBufferPointer(start: p + runStart, count: i - runStart))
+                let escapeStart = i
+                try parseEscape()
+                runStart = i
+                if minimal { minimal = isMinimalEscape(at: escapeStart, length: i - escapeStart) }
+            } else if b < 0x20 {
+                throw JSONError(.invalidJSON, "control character U+00\(hex2(b)) inside a string at byte offset \(i) (must be escaped)")
+            } else if b < 0x80 {
+                i += 1
+            } else {
+                let n = UTF8Validation.sequenceLength(p, at: i, end: end)
+                if n == 0 {
+                    throw JSONError(.invalidUTF8, "ill-formed UTF-8 byte 0x\(hex2(b)) at byte offset \(i)")
+                }
+                i += n
+            }
+        }
+    }
+
+    /// Whether the (valid) escape at `p[at..<at+length]` is the one ``JSONWriter`` writes for
+    /// the character it stands for.
+    func isMinimalEscape(at: Int, length: Int) -> Bool {
+        if length == 2 { return p[at + 1] != Byte.slash }
+        guard length == 6, p[at + 2] == Byte.zero, p[at + 3] == Byte.zero else { return false }
+        let high = p[at + 4], low = p[at + 5]
+        guard high == 0x30 || high == 0x31 else { return false }
+        guard isDigit(low) || (low >= 0x61 && low <= 0x66) else { return false }
+        // U+0008, U+0009, U+000A, U+000C, U+000D have short escapes.
+        if high == 0x30 { return !(low == 0x38 || low == 0x39 || low == 0x61 || low == 0x63 || low == 0x64) }
+        return true
+    }
+}

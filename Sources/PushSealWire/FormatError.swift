@@ -1,0 +1,86 @@
+public import PushSealSystem
+public import PushSealJSON
+/// An error from the format layer: JSON reading and writing, and the wire format.
+///
+/// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
+/// will not. Reasons name what was wrong and where (a byte offset), never key bytes or
+/// plaintext beyond the offending character.
+public struct FormatError: CodedError {
+    /// The stable codes of this domain (constants below).
+    public typealias Code = ErrorCode<FormatError>
+    /// `format`.
+    public static let domain = "format"
+
+    /// The stable code; equality and hashing use it alone.
+    public let code: Code
+    /// A human explanation, without secrets.
+    public let reason: String
+
+    /// Creates an error with a stable `code` and a human `reason` (no secrets).
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    /// The wire format's error for a JSON failure: the same code name (`invalidJSON`,
+    /// `invalidUTF8`, `nestingTooDeep`, `duplicateKey`, `inputTooLarge`, `nonFiniteNumber`)
+    /// and reason.
+    public init(_ json: JSONError) {
+        self.init(Code(json.code.name), json.reason)
+    }
+}
+
+extension ErrorCode<FormatError> {
+    // MARK: JSON codes (JSONReader, JSONWriter)
+
+    /// The input is not JSON as RFC 8259 defines it: a syntax error, trailing bytes, a
+    /// leading zero, `NaN`/`Infinity`, a control character or unpaired surrogate escape in
+    /// a string, a byte order mark, or a number outside the range of `Double`. The reason
+    /// says what and at which byte offset.
+    public static var invalidJSON: Self { Self("invalidJSON") }
+    /// The input (or a string handed to the writer) is not well-formed UTF-8 (Unicode
+    /// Table 3-7): overlong forms, UTF-8-encoded surrogates, bytes above F4, truncated or
+    /// stray continuation bytes.
+    public static var invalidUTF8: Self { Self("invalidUTF8") }
+    /// Arrays and objects nest deeper than ``JSONReader/Limits/maxDepth``.
+    public static var nestingTooDeep: Self { Self("nestingTooDeep") }
+    /// One object has the same key twice (keys compared as Swift strings, i.e. up to
+    /// Unicode canonical equivalence). Rejected because readers disagree on which one wins.
+    public static var duplicateKey: Self { Self("duplicateKey") }
+    /// The input is longer than ``JSONReader/Limits/maxByteCount``.
+    public static var inputTooLarge: Self { Self("inputTooLarge") }
+    /// The writer was asked to write an infinite or NaN `Double`, which JSON cannot express.
+    public static var nonFiniteNumber: Self { Self("nonFiniteNumber") }
+
+    // MARK: Wire format codes
+    // (codec of the APNs payload fields, base64, plaintext; docs/FORMAT.md §8)
+
+    /// A required payload field (`encrypted_data`, `key_id` or `enc_alg`) is absent, or the
+    /// payload is not a JSON object. The reason names the field.
+    public static var missingField: Self { Self("missingField") }
+    /// A payload field is present but not a JSON string (e.g. a number). The reason names it.
+    public static var wrongFieldType: Self { Self("wrongFieldType") }
+    /// A payload field is the empty string (or, for `encrypted_data`, only whitespace).
+    public static var emptyField: Self { Self("emptyField") }
+    /// `enc_alg` is not `A256GCM`, the only algorithm of version 1.
+    public static var unknownAlgorithm: Self { Self("unknownAlgorithm") }
+    /// `key_id` is not 1–64 characters of `A-Z a-z 0-9 _ -`.
+    public static var invalidKeyID: Self { Self("invalidKeyID") }
+    /// An app id (bundle identifier, APNs topic) is empty, longer than 255 bytes, contains
+    /// `|` or a character outside printable ASCII.
+    public static var invalidAppID: Self { Self("invalidAppID") }
+    /// `encrypted_data` (or `media.key`) is not base64 by the reading rules of FORMAT.md §4:
+    /// a character outside both alphabets, both alphabets mixed, wrong padding, a length that
+    /// is not a whole number of bytes, or non-zero leftover bits.
+    public static var invalidBase64: Self { Self("invalidBase64") }
+    /// The decoded box is shorter than nonce plus tag (28 bytes).
+    public static var truncatedBox: Self { Self("truncatedBox") }
+    /// The box did not authenticate: wrong key, wrong key id or app id in the AAD, or any
+    /// modified bit of nonce, ciphertext or tag (AES-GCM cannot tell these apart, on purpose).
+    public static var authenticationFailed: Self { Self("authenticationFailed") }
+    /// The key given to open or seal is not 32 bytes.
+    public static var invalidKey: Self { Self("invalidKey") }
+    /// The opened plaintext is not a UTF-8 JSON object of the documented shape; the reason
+    /// names the member and the problem (e.g. `media.sha256: expected 64 hex digits`).
+    public static var invalidPlaintext: Self { Self("invalidPlaintext") }
+}

@@ -1,0 +1,354 @@
+import PushSealSystem
+public import PushSealJSON
+public import PushSealCrypto
+
+/// The plaintext of a sealed notification (FORMAT.md §5): a UTF-8 JSON object.
+///
+/// Decoding is strict about the members it knows (a wrong JSON type is an error naming the
+/// member) and ignores members it does not know, so later minor versions can add members
+/// that version-1 receivers skip. `null` for an optional member means "absent".
+public struct NotificationPlaintext: Sendable, Equatable {
+    /// Title shown in bold; `nil` when absent.
+    public var title: String?
+    /// Subtitle under the title; `nil` when absent.
+    public var subtitle: String?
+    /// Body text; `nil` when absent.
+    public var body: String?
+    /// An attachment to download and show; `nil` when absent.
+    public var media: MediaDescriptor?
+    /// Per-locale variants, in document order: `(locale, content)` with a BCP 47 tag such as
+    /// `fr` or `pt-BR`. Locales are unique.
+    public var localizations: [(locale: String, content: LocalizedContent)]
+    /// App data merged into the notification's `userInfo`; `nil` when absent.
+    public var data: JSONObject?
+    /// Issued at: seconds since 1970-01-01 UTC; `nil` when absent.
+    public var iat: Int64?
+    /// Expires at: seconds since 1970-01-01 UTC; a receiver shows original content after it.
+    public var exp: Int64?
+    /// Sender's notification id (e.g. for collapsing); `nil` when absent.
+    public var id: String?
+
+    /// Creates a plaintext. At least one of `title`, `subtitle`, `body` must be non-empty for
+    /// it to encode into something a receiver accepts (checked by ``validate()``).
+    public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, media: MediaDescriptor? = nil,
+                localizations: [(locale: String, content: LocalizedContent)] = [], data: JSONObject? = nil,
+                iat: Int64? = nil, exp: Int64? = nil, id: String? = nil) {
+        self.title = title
+        self.subtitle = subtitle
+        self.body = body
+        self.media = media
+        self.localizations = localizations
+        self.data = data
+        self.iat = iat
+        self.exp = exp
+        self.id = id
+    }
+
+    public static func == (lhs: NotificationPlaintext, rhs: NotificationPlaintext) -> Bool {
+        lhs.title == rhs.title && lhs.subtitle == rhs.subtitle && lhs.body == rhs.body && lhs.media == rhs.media
+            && lhs.localizations.count == rhs.localizations.count
+            && zip(lhs.localizations, rhs.localizations).allSatisfy { $0.locale == $1.locale && $0.content == $1.content }
+            && lhs.data == rhs.data && lhs.iat == rhs.iat && lhs.exp == rhs.exp && lhs.id == rhs.id
+    }
+
+    // MARK: Decoding
+
+    /// Decodes opened plaintext bytes: UTF-8 JSON, an object, trailing spaces allowed.
+    /// - Parameter bytes: the opened (possibly padded) plaintext.
+    /// - Throws: `FormatError` `.invalidPlaintext` naming the problem (not UTF-8, not JSON,
+    ///   not an object, or a member of the wrong type or shape).
+    public init(jsonBytes bytes: [UInt8]) throws {
+        let value: JSONValue
+        do {
+            value = try JSONReader.parse(bytes)
+        } catch let error as JSONError {
+            let what = error.code == .invalidUTF8 ? "is not UTF-8" : "is not valid JSON"
+            throw FormatError(.invalidPlaintext, "the plaintext \(what) (\(error.code.name): \(error.reason))")
+        }
+        try self.init(json: value)
+    }
+
+    /// Decodes a parsed plaintext object.
+    /// - Throws: `FormatError` `.invalidPlaintext` with a reason `<member>: <problem>`.
+    public init(json value: JSONValue) throws {
+        guard case .object(let o) = value else {
+            throw FormatError(.invalidPlaintext, "the plaintext is a JSON \(value.typeName), not an object")
+        }
+        let text = try Self.textMembers(o, path: "")
+        title = text.title
+        subtitle = text.subtitle
+        body = text.body
+        media = try Self.optional(o, "media", path: "").map { try MediaDescriptor(json: $0) }
+        localizations = []
+        if let l = try Self.optional(o, "localizations", path: "") {
+            guard case .object(let lo) = l else { throw Self.wrongType("localizations", "object", l) }
+            for m in lo.members {
+                let locale = m.key
+                guard WireFormat.isValidLocale(locale) else {
+                    throw FormatError(.invalidPlaintext, "localizations: \(WireFormat.describe(locale)) is not a locale tag (1-35 of A-Z a-z 0-9 - _)")
+                }
+                localizations.append((locale: locale, content: try LocalizedContent(json: m.value, path: "localizations.\(locale)")))
+            }
+        }
+        if let d = try Self.optional(o, "data", path: "") {
+            guard case .object(let dobj) = d else { throw Self.wrongType("data", "object", d) }
+            data = dobj
+        } else {
+            data = nil
+        }
+        iat = try Self.time(o, "iat")
+        exp = try Self.time(o, "exp")
+        if let i = try Self.optional(o, "id", path: "") {
+            guard case .string(let s) = i else { throw Self.wrongType("id", "string", i) }
+            id = s
+        } else {
+            id = nil
+        }
+    }
+
+    /// Checks the rules decoding enforces, so a sender never seals what a receiver rejects
+    /// (by encoding and decoding; not free: call it once per notification built).
+    /// - Throws: `FormatError` `.invalidPlaintext`, `.nonFiniteNumber`.
+    public func validate() throws {
+        _ = try NotificationPlaintext(jsonBytes: try encoded(padding: false))
+    }
+
+    static func optional(_ o: JSONObject, _ key: String, path: String) throws -> JSONValue? {
+        guard let v = o[key] else { return nil }
+        if case .null = v { return nil }
+        return v
+    }
+
+    static func wrongType(_ member: String, _ expected: String, _ got: JSONValue) -> FormatError {
+        FormatError(.invalidPlaintext, "\(member): expected \(expected == "object" || expected == "integer" ? "an" : "a") \(expected), got \(got.typeName)")
+    }
+
+    static func textMembers(_ o: JSONObject, path: String) throws -> (title: String?, subtitle: String?, body: String?) {
+        var out: [String?] = []
+        for key in ["title", "subtitle", "body"] {
+            if let v = try optional(o, key, path: path) {
+                guard case .string(let s) = v else { throw wrongType(path + key, "string", v) }
+                out.append(s)
+            } else {
+                out.append(nil)
+            }
+        }
+        guard out.contains(where: { !($0 ?? "").isEmpty }) else {
+            let whereText = path.isEmpty ? "the plaintext" : String(path.dropLast())
+            throw FormatError(.invalidPlaintext, "\(whereText): needs a non-empty title, subtitle or body")
+        }
+        return (out[0], out[1], out[2])
+    }
+
+    static func time(_ o: JSONObject, _ key: String) throws -> Int64? {
+        guard let v = try optional(o, key, path: "") else { return nil }
+        guard case .integer(let t) = v else { throw wrongType(key, "integer", v) }
+        guard t >= 0 else { throw FormatError(.invalidPlaintext, "\(key): seconds since 1970 must not be negative, got \(t)") }
+        return t
+    }
+
+    // MARK: Encoding
+
+    /// The plaintext as a JSON object, members in the order title, subtitle, body, media,
+    /// localizations, data, iat, exp, id; absent members omitted.
+    public func jsonValue() -> JSONValue {
+        var m: [(key: String, value: JSONValue)] = []
+        m.reserveCapacity(9)
+        if let title { m.append((key: "title", value: .string(title))) }
+        if let subtitle { m.append((key: "subtitle", value: .string(subtitle))) }
+        if let body { m.append((key: "body", value: .string(body))) }
+        if let media { m.append((key: "media", value: media.jsonValue())) }
+        if !localizations.isEmpty {
+            m.append((key: "localizations", value: .object(JSONObject(localizations.map { (key: $0.locale, value: $0.content.jsonValue()) }))))
+        }
+        if let data { m.append((key: "data", value: .object(data))) }
+        if let iat { m.append((key: "iat", value: .integer(iat))) }
+        if let exp { m.append((key: "exp", value: .integer(exp))) }
+        if let id { m.append((key: "id", value: .string(id))) }
+        return .object(JSONObject(m))
+    }
+
+    /// Compact UTF-8 JSON of ``jsonValue()`` (same bytes, written without building the tree),
+    /// padded with trailing spaces to its Padmé length when `padding` is true (FORMAT.md §6).
+    /// - Parameter padding: pad (default true).
+    /// - Returns: the bytes to seal.
+    /// - Throws: `FormatError` `.nonFiniteNumber` when `data` holds an infinite or NaN number.
+    public func encoded(padding: Bool = true) throws -> [UInt8] {
+        var w = JSONWriter(reservingCapacity: estimatedByteCount())
+        w.beginObject()
+        if let title { w.key("title"); w.string(title) }
+        if let subtitle { w.key("subtitle"); w.string(subtitle) }
+        if let body { w.key("body"); w.string(body) }
+        if let media { w.key("media"); try w.write(media.jsonValue()) }
+        if !localizations.isEmpty {
+            w.key("localizations")
+            w.beginObject()
+            for l in localizations {
+                w.key(l.locale)
+                w.beginObject()
+                if let t = l.content.title { w.key("title"); w.string(t) }
+                if let t = l.content.subtitle { w.key("subtitle"); w.string(t) }
+                if let t = l.content.body { w.key("body"); w.string(t) }
+                w.endObject()
+            }
+            w.endObject()
+        }
+        if let data { w.key("data"); try w.write(.object(data)) }
+        if let iat { w.key("iat"); w.integer(iat) }
+        if let exp { w.key("exp"); w.integer(exp) }
+        if let id { w.key("id"); w.string(id) }
+        w.endObject()
+        var bytes = w.bytes
+        w = JSONWriter()
+        if padding { Padme.pad(&bytes) }
+        return bytes
+    }
+
+    /// A capacity guess that usually holds the padded output without growing.
+    func estimatedByteCount() -> Int {
+        var n = 160 + (title?.utf8.count ?? 0) + (subtitle?.utf8.count ?? 0) + (body?.utf8.count ?? 0) + (id?.utf8.count ?? 0)
+        for l in localizations {
+            n += 48 + l.locale.utf8.count + (l.content.title?.utf8.count ?? 0) + (l.content.subtitle?.utf8.count ?? 0)
+                + (l.content.body?.utf8.count ?? 0)
+        }
+        if media != nil { n += 256 }
+        if let data { n += 64 * data.count }
+        return n + n / 8
+    }
+}
+
+/// The title, subtitle and body of one locale (`localizations.<tag>`), at least one non-empty.
+public struct LocalizedContent: Sendable, Hashable {
+    /// Localized title.
+    public var title: String?
+    /// Localized subtitle.
+    public var subtitle: String?
+    /// Localized body.
+    public var body: String?
+
+    /// Creates localized content.
+    public init(title: String? = nil, subtitle: String? = nil, body: String? = nil) {
+        self.title = title
+        self.subtitle = subtitle
+        self.body = body
+    }
+
+    /// Reads one locale's content by the receiver's rules (an object whose `title`, `subtitle`,
+    /// `body` are strings or null, at least one non-empty; other members ignored).
+    /// - Parameters:
+    ///   - value: the `localizations.<tag>` value.
+    ///   - path: its name in errors, e.g. `localizations.fr`.
+    /// - Throws: `FormatError` `.invalidPlaintext` (`<path>: <problem>`).
+    public init(json value: JSONValue, path: String) throws {
+        guard case .object(let o) = value else { throw NotificationPlaintext.wrongType(path, "object", value) }
+        let t = try NotificationPlaintext.textMembers(o, path: path + ".")
+        title = t.title
+        subtitle = t.subtitle
+        body = t.body
+    }
+
+    /// The content as a JSON object (title, subtitle, body; absent ones omitted).
+    public func jsonValue() -> JSONValue {
+        var o = JSONObject()
+        if let title { o["title"] = .string(title) }
+        if let subtitle { o["subtitle"] = .string(subtitle) }
+        if let body { o["body"] = .string(body) }
+        return .object(o)
+    }
+}
+
+/// An attachment (`media`): where to download it and how to check or open it.
+public struct MediaDescriptor: Sendable, Equatable {
+    /// Absolute `https://` or `http://` URL of the file (receivers may refuse `http`).
+    public var url: String
+    /// MIME type such as `image/jpeg`; `nil` when absent.
+    public var type: String?
+    /// SHA-256 of the downloaded bytes (32 bytes; hex on the wire); `nil` when absent.
+    public var sha256: [UInt8]?
+    /// When present, the file at `url` is itself an AES-256-GCM box (nonce(12) ‖ ciphertext ‖
+    /// tag(16), empty AAD) under this 32-byte key (base64 on the wire).
+    public var key: SecretBytes?
+
+    /// Creates a media descriptor.
+    public init(url: String, type: String? = nil, sha256: [UInt8]? = nil, key: SecretBytes? = nil) {
+        self.url = url
+        self.type = type
+        self.sha256 = sha256
+        self.key = key
+    }
+
+    /// Reads a `media` value by the receiver's rules: `url` an absolute `https://` or
+    /// `http://` URL; `type` a string; `sha256` 64 hex digits; `key` base64 of 32 bytes.
+    /// - Throws: `FormatError` `.invalidPlaintext` (`media.<member>: <problem>`).
+    public init(json value: JSONValue) throws {
+        guard case .object(let o) = value else { throw NotificationPlaintext.wrongType("media", "object", value) }
+        guard let u = try NotificationPlaintext.optional(o, "url", path: "media.") else {
+            throw FormatError(.invalidPlaintext, "media.url: missing")
+        }
+        guard case .string(let url) = u else { throw NotificationPlaintext.wrongType("media.url", "string", u) }
+        let lower = url.lowercased()
+        guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), url.utf8.count > 8 else {
+            throw FormatError(.invalidPlaintext, "media.url: expected an absolute https:// or http:// URL")
+        }
+        self.url = url
+        if let t = try NotificationPlaintext.optional(o, "type", path: "media.") {
+            guard case .string(let s) = t else { throw NotificationPlaintext.wrongType("media.type", "string", t) }
+            type = s
+        } else {
+            type = nil
+        }
+        if let h = try NotificationPlaintext.optional(o, "sha256", path: "media.") {
+            guard case .string(let s) = h else { throw NotificationPlaintext.wrongType("media.sha256", "string", h) }
+            guard let bytes = Hex.decode(s), bytes.count == 32 else {
+                throw FormatError(.invalidPlaintext, "media.sha256: expected 64 hexadecimal digits, got \(s.utf8.count) characters")
+            }
+            sha256 = bytes
+        } else {
+            sha256 = nil
+        }
+        if let k = try NotificationPlaintext.optional(o, "key", path: "media.") {
+            guard case .string(let s) = k else { throw NotificationPlaintext.wrongType("media.key", "string", k) }
+            var bytes: [UInt8]
+            do {
+                bytes = try WireBase64.decodeSecret(s)
+            } catch let error as FormatError {
+                throw FormatError(.invalidPlaintext, "media.key: \(error.reason)")
+            }
+            defer { SecretBytes.wipe(&bytes) }
+            guard bytes.count == 32 else {
+                throw FormatError(.invalidPlaintext, "media.key: expected base64 of 32 bytes, got \(bytes.count) bytes")
+            }
+            key = SecretBytes(copying: bytes)
+        } else {
+            key = nil
+        }
+    }
+
+    /// The descriptor as a JSON object (url, type, sha256 as lower-case hex, key as standard
+    /// padded base64; absent ones omitted).
+    public func jsonValue() -> JSONValue {
+        var o = JSONObject()
+        o["url"] = .string(url)
+        if let type { o["type"] = .string(type) }
+        if let sha256 { o["sha256"] = .string(Hex.encode(sha256)) }
+        if let key { o["key"] = .string(key.withUnsafeBytes { WireBase64.encodeSecret($0) }) }
+        return .object(o)
+    }
+
+    /// ``sha256`` as 64 lower-case hex digits, as on the wire; `nil` when absent.
+    public var sha256Hex: String? { sha256.map { Hex.encode($0) } }
+}
+
+extension WireFormat {
+    /// Whether `tag` is acceptable as a `localizations` key: 1–35 characters of
+    /// `A-Z a-z 0-9 - _` (BCP 47 tags such as `fr`, `pt-BR`, `zh-Hant-TW`; `_` for Apple's
+    /// `pt_BR` spelling).
+    public static func isValidLocale(_ tag: String) -> Bool {
+        let u = tag.utf8
+        guard !u.isEmpty, u.count <= 35 else { return false }
+        return u.allSatisfy { c in
+            (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39)
+                || c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
+        }
+    }
+}
