@@ -60,6 +60,8 @@ let package = Package(
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
         .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
+        // The envelope seam: a test-only second enc_alg through the real sender and extension.
+        .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealFormat", "PushSealCrypto", "PushSealSender", "PushSealExtension"]),
         .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto"]),
     ],
     swiftLanguageModes: [.v6]

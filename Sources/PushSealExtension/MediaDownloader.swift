@@ -19,7 +19,7 @@ import PushSealKeychain
 
 /// What ``MediaDownloader`` fetches: a notification's `media` (`{url, type?, sha256?, key?}`)
 /// plus the media box's AAD, with the digest as hex text as the downloader checks it.
-public struct MediaDescriptor: Sendable {
+public struct MediaDownload: Sendable {
     /// The URL to fetch, as written in the plaintext.
     public let url: String
     /// The MIME type the sender declared (`type`), e.g. `image/jpeg`, or `nil`.
@@ -49,7 +49,7 @@ public struct MediaDescriptor: Sendable {
 
     /// The download of a decoded plaintext's `media` (empty AAD, FORMAT.md §5).
     /// - Parameter media: the plaintext's media descriptor; its `sha256` becomes lower-case hex.
-    public init(_ media: PushSealFormat.MediaDescriptor) {
+    public init(_ media: MediaDescriptor) {
         self.init(url: media.url, type: media.type, sha256Hex: media.sha256Hex, key: media.key)
     }
 }
@@ -200,7 +200,7 @@ public struct MediaDownloader: Sendable {
     ///   `.attachmentInvalidFileSize` (over the type's limit), `.attachmentUnrecognizedType`
     ///   (content is no supported media), `.mediaDigestMismatch`, `.mediaDecryptionFailed`,
     ///   `.mediaInvalidDescriptor`.
-    public func download(_ descriptor: MediaDescriptor, timeoutSeconds: Double,
+    public func download(_ descriptor: MediaDownload, timeoutSeconds: Double,
                          cancellation: DownloadCancellation? = nil) throws -> DownloadedMedia {
         let start = ContinuousClock.now
         do {
@@ -217,7 +217,7 @@ public struct MediaDownloader: Sendable {
         }
     }
 
-    private func performDownload(_ descriptor: MediaDescriptor, timeoutSeconds: Double,
+    private func performDownload(_ descriptor: MediaDownload, timeoutSeconds: Double,
                                  cancellation: DownloadCancellation?) throws -> DownloadedMedia {
         guard let url = URL(string: descriptor.url) else {
             throw ExtensionError(.mediaURLRefused, "media URL does not parse")

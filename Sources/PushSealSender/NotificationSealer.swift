@@ -10,9 +10,10 @@ import PushSealFormat
 /// Every payload has `aps.alert` with the non-empty fallback title and body and
 /// `"mutable-content":1` (the integer), so iOS runs the Notification Service Extension; the
 /// sealer refuses to build anything else. The notification is written as compact JSON, padded
-/// to its Padmé length, sealed with AES-256-GCM under the recipient's primary key (fresh
-/// random nonce, AAD `pushseal:v1|A256GCM|<key_id>|<app_id>`) and carried as
-/// `encrypted_data`. The serialized payload is measured in bytes as written and must be at
+/// to its Padmé length, sealed through `WireFormat.seal(_:key:context:algorithm:into:)` with
+/// the registry entry the recipient's primary key names (v1: AES-256-GCM, fresh random nonce,
+/// AAD `pushseal:v1|A256GCM|<key_id>|<app_id>`) and carried as `encrypted_data`, followed by
+/// `key_id`, `enc_alg` and the algorithm's own header fields. The serialized payload is measured in bytes as written and must be at
 /// most 4096 (``SealOptions/maxPayloadByteCount``).
 ///
 /// Sendable and stateless per seal: one sealer may be used from many threads at once.
@@ -21,14 +22,12 @@ public struct NotificationSealer: Sendable {
     public let appID: String
     /// The options shared by every payload.
     public let options: SealOptions
+    /// The envelope algorithms a sealing key may name (default ``EnvelopeRegistry/standard``).
+    public let registry: EnvelopeRegistry
     private let keys: any SealingKeyProvider
     private let clock: @Sendable () -> Int64
     /// `{"aps":{…},"encrypted_data":"` — the same for every payload of this sealer.
     private let prefix: [UInt8]
-    /// `pushseal:v1|A256GCM|` — the AAD before the key id.
-    private let aadHead: [UInt8]
-    /// `|<app_id>` — the AAD after the key id.
-    private let aadTail: [UInt8]
 
     /// The system clock in whole seconds since 1970 UTC (`CLOCK_REALTIME_COARSE`: whole seconds
     /// need no finer clock, and it is the cheapest read).
@@ -47,10 +46,12 @@ public struct NotificationSealer: Sendable {
     ///   - keys: where the recipients' primary keys come from.
     ///   - options: fallback alert, aps fields, priority, collapse id, TTL, padding, fit.
     ///   - clock: seconds since 1970 UTC, for `iat` and TTLs (tests pass a fixed one).
+    ///   - registry: the envelope algorithms by `enc_alg` (default ``EnvelopeRegistry/standard``).
     /// - Throws: `SenderError` `.emptyFallbackAlert`, `.invalidOption` (also for a default TTL
     ///   that takes `exp` past ``OutgoingNotification/maxTimeSeconds`` from now).
     public init(appID: String, keys: any SealingKeyProvider, options: SealOptions = SealOptions(),
-                clock: @escaping @Sendable () -> Int64 = NotificationSealer.systemClock) throws {
+                clock: @escaping @Sendable () -> Int64 = NotificationSealer.systemClock,
+                registry: EnvelopeRegistry = .standard) throws {
         guard !appID.isEmpty else { throw SenderError(.invalidOption, "the app id must not be empty") }
         guard WireFormat.isValidAppID(appID) else {
             throw SenderError(.invalidOption, "app id \(OutgoingNotification.excerpt(appID)) is not 1-255 bytes of printable ASCII other than |")
@@ -97,9 +98,7 @@ public struct NotificationSealer: Sendable {
         if let r = aps.relevanceScore { w.raw(",\"relevance-score\":"); try w.number(r) }
         w.raw("},\"encrypted_data\":\"")
         self.prefix = w.bytes
-        let aadSample = Wire.aad(keyID: "", appID: appID)
-        self.aadHead = Array(aadSample[0..<(aadSample.count - appID.utf8.count - 1)])
-        self.aadTail = Array(aadSample[(aadSample.count - appID.utf8.count - 1)...])
+        self.registry = registry
         self.appID = appID
         self.options = options
         self.keys = keys
@@ -185,22 +184,34 @@ public struct NotificationSealer: Sendable {
         guard WireFormat.isValidKeyID(sealingKey.keyID) else {
             throw SenderError(.keyUnavailable, "the key id of \(recipient)'s primary key is not 1-64 characters of A-Z a-z 0-9 _ -")
         }
-        // `","key_id":"<kid>","enc_alg":"A256GCM"}` (the key id needs no escaping).
-        let suffixByteCount = 12 + sealingKey.keyID.utf8.count + 22
-        let fixedByteCount = prefix.count + suffixByteCount
-        // Seals into a stack buffer and base64-encodes straight from it into the payload (no
-        // box array); the AAD is written on the stack too.
+        guard let algorithm = registry.algorithm(named: sealingKey.algorithm) else {
+            throw SenderError(.keyUnavailable, "\(recipient)'s primary key is for enc_alg \(sealingKey.algorithm), which this sealer does not know (known: \(registry.names.joined(separator: ", ")))")
+        }
+        let context: EnvelopeContext
+        do {
+            context = EnvelopeContext(keyID: sealingKey.keyID, appID: appID,
+                                      headerValues: try algorithm.sealingHeaderValues(keyID: sealingKey.keyID, appID: appID))
+        } catch let e as FormatError {
+            throw SenderError(.sealFailed, "could not seal: \(e.code)")
+        }
+        let tail = Self.payloadTail(keyID: sealingKey.keyID, algorithm: algorithm, headerValues: context.headerValues)
+        let fixedByteCount = prefix.count + tail.count
+        func size(_ plaintextByteCount: Int) -> Int {
+            fixedByteCount + WireBase64.encodedByteCount(algorithm.boxByteCount(plaintextByteCount: plaintextByteCount))
+        }
+        // Seals into a stack buffer through the one seal entry point and base64-encodes
+        // straight from it into the payload (no box array).
         func sealPayload(_ plaintext: UnsafeRawBufferPointer) throws -> [UInt8] {
-            let boxByteCount = AES256GCM.nonceByteCount + plaintext.count + AES256GCM.tagByteCount
+            let boxByteCount = algorithm.boxByteCount(plaintextByteCount: plaintext.count)
             do {
-                return try withAAD(keyID: sealingKey.keyID) { aad in
-                    try withUnsafeTemporaryAllocation(byteCount: boxByteCount, alignment: 16) { boxBuffer in
-                        let written = try AES256GCM.seal(plaintext, with: sealingKey.key, authenticating: aad, into: boxBuffer)
-                        return Self.payload(prefix: prefix, box: UnsafeRawBufferPointer(rebasing: boxBuffer[0..<written]), keyID: sealingKey.keyID)
-                    }
+                return try withUnsafeTemporaryAllocation(byteCount: boxByteCount, alignment: 16) { boxBuffer in
+                    let written = try WireFormat.seal(plaintext, key: sealingKey.key, context: context, algorithm: algorithm, into: boxBuffer)
+                    return Self.payload(prefix: prefix, box: UnsafeRawBufferPointer(rebasing: boxBuffer[0..<written]), tail: tail)
                 }
             } catch let e as CryptoError {
                 throw SenderError(.sealFailed, "could not seal: \(e.code)")
+            } catch let e as FormatError {
+                throw SenderError(e.code == .invalidKey ? .keyUnavailable : .sealFailed, "could not seal: \(e.reason)")
             }
         }
         // The common case without allocating: the plaintext, padded, in a buffer of the
@@ -210,7 +221,7 @@ public struct NotificationSealer: Sendable {
             try Wire.writePlaintext(f, to: &w)
             guard !w.overflowed else { return nil }
             let padded = options.padding ? Wire.padmeLength(w.count) : w.count
-            guard Self.payloadByteCount(plaintextByteCount: padded, fixedByteCount: fixedByteCount) <= SealOptions.maxPayloadByteCount else { return nil }
+            guard size(padded) <= SealOptions.maxPayloadByteCount else { return nil }
             w.spaces(padded - w.count)
             guard !w.overflowed else { return nil }
             return try sealPayload(w.written)
@@ -222,7 +233,7 @@ public struct NotificationSealer: Sendable {
         } else {
             var plain = PayloadWriter(capacity: plaintextCapacity)
             try Wire.writePlaintext(f, to: &plain)
-            let fitted = try fittedPlaintext(&plain.bytes, f, fixedByteCount: fixedByteCount, tree: tree)
+            let fitted = try fittedPlaintext(&plain.bytes, f, size: size, tree: tree)
             changes = fitted.1
             payload = try fitted.0.withUnsafeBytes { try sealPayload($0) }
         }
@@ -231,67 +242,50 @@ public struct NotificationSealer: Sendable {
         return SealedNotification(payload: payload, headers: headers, keyID: sealingKey.keyID, changes: changes)
     }
 
-    /// `prefix` ‖ base64(`box`) ‖ `","key_id":"<keyID>","enc_alg":"A256GCM"}`, written into one
-    /// allocation of exactly the payload's size.
-    static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, keyID: String) -> [UInt8] {
-        let tail1: StaticString = "\",\"key_id\":\""
-        let tail2: StaticString = "\",\"enc_alg\":\"A256GCM\"}"
-        var keyID = keyID
-        return keyID.withUTF8 { kid in
-            let encoded = WireBase64.encodedByteCount(box.count)
-            let total = prefix.count + encoded + tail1.utf8CodeUnitCount + kid.count + tail2.utf8CodeUnitCount
-            // Every byte is written below (prefix, base64, tail), so no zero fill first.
-            let payload = [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
-                guard let o = UnsafeMutableRawPointer(out.baseAddress) else { return }
-                var at = 0
-                func put(_ bytes: UnsafeRawBufferPointer) {
-                    if let b = bytes.baseAddress { (o + at).copyMemory(from: b, byteCount: bytes.count) }
-                    at += bytes.count
-                }
-                prefix.withUnsafeBytes { put($0) }
-                WireBase64.encode(box, into: o + at)
-                at += encoded
-                put(UnsafeRawBufferPointer(start: tail1.utf8Start, count: tail1.utf8CodeUnitCount))
-                put(UnsafeRawBufferPointer(kid))
-                put(UnsafeRawBufferPointer(start: tail2.utf8Start, count: tail2.utf8CodeUnitCount))
-                initialized = at
-            }
-            return payload
+    /// `","key_id":"<keyID>","enc_alg":"<name>"` and `,"<field>":"<value>"` for each of the
+    /// algorithm's header fields, then `}`: the payload after the base64 box. Names and values
+    /// need no escaping (the registry and the seal entry point check their characters).
+    static func payloadTail(keyID: String, algorithm: any EnvelopeAlgorithm, headerValues: [String]) -> [UInt8] {
+        var tail: [UInt8] = []
+        tail.reserveCapacity(48 + keyID.utf8.count)
+        func field(_ name: String, _ value: String) {
+            tail.append(contentsOf: "\",\"".utf8)
+            tail.append(contentsOf: name.utf8)
+            tail.append(contentsOf: "\":\"".utf8)
+            tail.append(contentsOf: value.utf8)
         }
+        field(WireFormat.keyIDField, keyID)
+        field(WireFormat.algorithmField, algorithm.name)
+        for (name, value) in zip(algorithm.headerFieldNames, headerValues) { field(name, value) }
+        tail.append(contentsOf: "\"}".utf8)
+        return tail
     }
 
-    /// Calls `body` with the AAD `pushseal:v1|A256GCM|<keyID>|<appID>` (the bytes of
-    /// `Wire.aad`) written into temporary stack memory, valid only during the call.
-    private func withAAD<R>(keyID: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        var keyID = keyID
-        return try keyID.withUTF8 { kid in
-            let count = aadHead.count + kid.count + aadTail.count
-            return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buffer in
-                guard let o = buffer.baseAddress else { return try body(UnsafeRawBufferPointer(buffer)) }
-                var at = 0
-                func put(_ bytes: UnsafeRawBufferPointer) {
-                    if let b = bytes.baseAddress { (o + at).copyMemory(from: b, byteCount: bytes.count) }
-                    at += bytes.count
-                }
-                aadHead.withUnsafeBytes { put($0) }
-                put(UnsafeRawBufferPointer(kid))
-                aadTail.withUnsafeBytes { put($0) }
-                return try body(UnsafeRawBufferPointer(buffer))
+    /// `prefix` ‖ base64(`box`) ‖ `tail`, written into one allocation of exactly the payload's size.
+    static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, tail: [UInt8]) -> [UInt8] {
+        let encoded = WireBase64.encodedByteCount(box.count)
+        let total = prefix.count + encoded + tail.count
+        // Every byte is written below (prefix, base64, tail), so no zero fill first.
+        return [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
+            guard let o = UnsafeMutableRawPointer(out.baseAddress) else { return }
+            var at = 0
+            func put(_ bytes: UnsafeRawBufferPointer) {
+                if let b = bytes.baseAddress { (o + at).copyMemory(from: b, byteCount: bytes.count) }
+                at += bytes.count
             }
+            prefix.withUnsafeBytes { put($0) }
+            WireBase64.encode(box, into: o + at)
+            at += encoded
+            tail.withUnsafeBytes { put($0) }
+            initialized = at
         }
-    }
-
-    /// The payload size for a plaintext of `plaintextByteCount` bytes.
-    static func payloadByteCount(plaintextByteCount: Int, fixedByteCount: Int) -> Int {
-        fixedByteCount + WireBase64.encodedByteCount(AES256GCM.nonceByteCount + plaintextByteCount + AES256GCM.tagByteCount)
     }
 
     /// The plaintext bytes to seal (`written`, padded), or fitted down the ladder when asked.
     /// `written` is taken over (padded in place, without a copy).
-    private func fittedPlaintext(_ written: inout [UInt8], _ f: Wire.Fields, fixedByteCount: Int,
+    private func fittedPlaintext(_ written: inout [UInt8], _ f: Wire.Fields, size: (Int) -> Int,
                                  tree: () throws -> OutgoingNotification) throws -> ([UInt8], [FitChange]) {
         let limit = SealOptions.maxPayloadByteCount
-        func size(_ count: Int) -> Int { Self.payloadByteCount(plaintextByteCount: count, fixedByteCount: fixedByteCount) }
         var plain: [UInt8] = []
         swap(&plain, &written)
         let paddedCount = options.padding ? Wire.padmeLength(plain.count) : plain.count

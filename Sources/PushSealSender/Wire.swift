@@ -5,19 +5,11 @@ import Darwin
 #endif
 import PushSealFormat
 
-// The wire format v1 pieces the sender needs: AAD, key ids and Padmé lengths come from
-// PushSealFormat's `WireFormat` / `Padme`; the plaintext layout is written here, once, by
+// The wire format v1 pieces the sender needs: the seal (and its AAD), key ids and Padmé lengths
+// come from PushSealFormat's `WireFormat` / `Padme`; the plaintext layout is written here, once, by
 // `writePlaintext` for both the tree path (`OutgoingNotification`) and the scan path (text copied
 // straight from the input). The interop tests open it with the Python reference.
 enum Wire {
-    /// `enc_alg` value.
-    static let algorithm = "A256GCM"
-
-    /// UTF-8 of `pushseal:v1|A256GCM|<key_id>|<app_id>`.
-    static func aad(keyID: String, appID: String) -> [UInt8] {
-        WireFormat.aad(algorithm: algorithm, keyID: keyID, appID: appID)
-    }
-
     /// Padmé length (Nikitin et al., PoPETs 2019, Algorithm 1): 100→104, 1000→1024, 2049→2176.
     static func padmeLength(_ length: Int) -> Int { Padme.paddedLength(length) }
 
@@ -64,7 +56,7 @@ enum Wire {
     }
 
     /// Writes the plaintext object, compact, members in the order title, subtitle, body,
-    /// media, localizations, data, iat, exp, id (the order of `NotificationPlaintext.encoded`).
+    /// media, localizations, data, iat, exp, id (the order of `Notification.encoded`).
     static func writePlaintext<W: PlaintextSink>(_ f: Fields, to w: inout W) throws {
         w.byte(UInt8(ascii: "{"))
         var first = true

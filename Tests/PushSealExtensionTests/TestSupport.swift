@@ -4,6 +4,9 @@ import PushSealFormat
 import PushSealKeychain
 @testable import PushSealExtension
 
+/// The wire module's `Notification` (named here once: Foundation, imported too, has its own `Notification`).
+typealias Notification = PushSealFormat.Notification
+
 /// The shared test data at `relative` (e.g. `cases/failures`) inside `$PUSHSEAL_SHARED`, else
 /// `<repo>/../shared`: its URL when it exists, and the message a test gives when it does not (the
 /// resolved path it looked in, and how to point at the data).

@@ -11,7 +11,7 @@ import Testing
 /// Every name comes from the real implementation, never from a copy in this file:
 /// the payload field names and algorithm from `WireFormat`'s constants, the AAD text from
 /// `WireFormat.aad(algorithm:keyID:appID:)`, the plaintext member names from what
-/// `NotificationPlaintext.jsonValue()` actually writes, the accessibility constant from
+/// `Notification.jsonValue()` actually writes, the accessibility constant from
 /// `PushSealKeychain.Accessibility`. The two texts are then searched for exactly those names,
 /// and the member names each text uses are collected and compared as sets.
 ///
@@ -52,7 +52,7 @@ struct IOSExampleDriftTests {
     /// Member names the real plaintext codec writes, found by encoding a plaintext with every
     /// member set: (top level, inside `media`, inside one `localizations` variant).
     static func plaintextMemberNames() throws -> (top: Set<String>, media: Set<String>, localized: Set<String>) {
-        let full = NotificationPlaintext(
+        let full = Notification(
             title: "t", subtitle: "s", body: "b",
             media: MediaDescriptor(url: "https://example.com/a.png", type: "image/png",
                                    sha256: [UInt8](repeating: 1, count: 32), key: SecretBytes(copying: [UInt8](repeating: 2, count: 32))),

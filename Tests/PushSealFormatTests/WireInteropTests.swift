@@ -103,7 +103,7 @@ struct WireInteropTests {
                 Issue.record("Python could not open notification \(i): \(r)")
                 continue
             }
-            #expect(try NotificationPlaintext(json: plaintext) == n, "notification \(i)")
+            #expect(try Notification(json: plaintext) == n, "notification \(i)")
             #expect(WireTestSupport.hex(hex) == (try n.encoded(padding: i % 2 == 0)), "notification \(i): plaintext bytes")
         }
         #expect(responses[notes.count]["error"]?.stringValue == "authenticationFailed")

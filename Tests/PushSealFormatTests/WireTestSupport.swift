@@ -2,6 +2,9 @@ import Foundation
 @testable import PushSealFormat
 import PushSealCrypto
 
+/// The wire module's `Notification` (named here once: Foundation, imported too, has its own `Notification`).
+typealias Notification = PushSealFormat.Notification
+
 /// The shared test data at `relative` (e.g. `cases/failures`) inside `$PUSHSEAL_SHARED`, else
 /// `<repo>/../shared`: its URL when it exists, and the message a test gives when it does not (the
 /// resolved path it looked in, and how to point at the data).

@@ -5,7 +5,7 @@ import PushSealFormat
 import Testing
 
 /// A notification built in code is refused exactly as the same notification in JSON, and the
-/// sender never seals a plaintext the receivers (PushSealFormat's `NotificationPlaintext` and
+/// sender never seals a plaintext the receivers (PushSealFormat's `Notification` and
 /// the Python reference) reject.
 @Suite struct ValidationTests {
     /// The JSON spelling of `n`, members in the order of `OutgoingNotification.memberNames`.
@@ -151,7 +151,7 @@ import Testing
                 continue
             }
             #expect(results[1] == results[0] && results[2] == results[0], "\(results)")
-            let opened = try NotificationPlaintext(jsonBytes: plain)
+            let opened = try Notification(jsonBytes: plain)
             #expect(expiration == opened.exp)
             #expect(opened.exp.map { $0 <= maxTime && $0 >= (opened.iat ?? 0) } != false)
         }
@@ -168,12 +168,12 @@ import Testing
         }
         // 63 levels of data under the plaintext object: 64 in all, the receiver's limit.
         let deepest = try sealer.seal(OutgoingNotification(title: "T", data: nested(63)), for: "alice")
-        #expect(try NotificationPlaintext(jsonBytes: Fixture.open(deepest.payload)).data == nested(63))
+        #expect(try Notification(jsonBytes: Fixture.open(deepest.payload)).data == nested(63))
         #expect(throws: SenderError(.invalidNotification, "")) { try sealer.seal(OutgoingNotification(title: "T", data: nested(64)), for: "alice") }
         // The receiver indeed refuses that plaintext.
         var w = PayloadWriter()
         try w.object(["title": .string("T"), "data": .object(nested(64))])
-        #expect(throws: FormatError(.invalidPlaintext, "")) { try NotificationPlaintext(jsonBytes: w.bytes) }
+        #expect(throws: FormatError(.invalidPlaintext, "")) { try Notification(jsonBytes: w.bytes) }
         for x in [Double.nan, .infinity, -.infinity] {
             do {
                 _ = try sealer.seal(OutgoingNotification(title: "T", data: ["x": .array([.number(x)])]), for: "alice")
@@ -233,7 +233,7 @@ import Testing
                 refusedCount += 1
             case .sealed(let plain, _):
                 sealedCount += 1
-                #expect(throws: Never.self, "notification \(i)") { try NotificationPlaintext(jsonBytes: plain) }
+                #expect(throws: Never.self, "notification \(i)") { try Notification(jsonBytes: plain) }
                 let payload = try sealer.seal(n, for: "alice").payload
                 lines += Array("{\"payload\":".utf8) + payload + Array(",\"expect\":{}}\n".utf8)
             }

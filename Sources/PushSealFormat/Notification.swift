@@ -5,7 +5,7 @@ public import PushSealCrypto
 /// Decoding is strict about the members it knows (a wrong JSON type is an error naming the
 /// member) and ignores members it does not know, so later minor versions can add members
 /// that version-1 receivers skip. `null` for an optional member means "absent".
-public struct NotificationPlaintext: Sendable, Equatable {
+public struct Notification: Sendable, Equatable {
     /// Title shown in bold; `nil` when absent.
     public var title: String?
     /// Subtitle under the title; `nil` when absent.
@@ -42,7 +42,7 @@ public struct NotificationPlaintext: Sendable, Equatable {
         self.id = id
     }
 
-    public static func == (lhs: NotificationPlaintext, rhs: NotificationPlaintext) -> Bool {
+    public static func == (lhs: Notification, rhs: Notification) -> Bool {
         lhs.title == rhs.title && lhs.subtitle == rhs.subtitle && lhs.body == rhs.body && lhs.media == rhs.media
             && lhs.localizations.count == rhs.localizations.count
             && zip(lhs.localizations, rhs.localizations).allSatisfy { $0.locale == $1.locale && $0.content == $1.content }
@@ -108,7 +108,7 @@ public struct NotificationPlaintext: Sendable, Equatable {
     /// (by encoding and decoding; not free: call it once per notification built).
     /// - Throws: `FormatError` `.invalidPlaintext`, `.nonFiniteNumber`.
     public func validate() throws {
-        _ = try NotificationPlaintext(jsonBytes: try encoded(padding: false))
+        _ = try Notification(jsonBytes: try encoded(padding: false))
     }
 
     static func optional(_ o: JSONObject, _ key: String, path: String) throws -> JSONValue? {
@@ -238,8 +238,8 @@ public struct LocalizedContent: Sendable, Hashable {
     ///   - path: its name in errors, e.g. `localizations.fr`.
     /// - Throws: `FormatError` `.invalidPlaintext` (`<path>: <problem>`).
     public init(json value: JSONValue, path: String) throws {
-        guard case .object(let o) = value else { throw NotificationPlaintext.wrongType(path, "object", value) }
-        let t = try NotificationPlaintext.textMembers(o, path: path + ".")
+        guard case .object(let o) = value else { throw Notification.wrongType(path, "object", value) }
+        let t = try Notification.textMembers(o, path: path + ".")
         title = t.title
         subtitle = t.subtitle
         body = t.body
@@ -279,24 +279,24 @@ public struct MediaDescriptor: Sendable, Equatable {
     /// `http://` URL; `type` a string; `sha256` 64 hex digits; `key` base64 of 32 bytes.
     /// - Throws: `FormatError` `.invalidPlaintext` (`media.<member>: <problem>`).
     public init(json value: JSONValue) throws {
-        guard case .object(let o) = value else { throw NotificationPlaintext.wrongType("media", "object", value) }
-        guard let u = try NotificationPlaintext.optional(o, "url", path: "media.") else {
+        guard case .object(let o) = value else { throw Notification.wrongType("media", "object", value) }
+        guard let u = try Notification.optional(o, "url", path: "media.") else {
             throw FormatError(.invalidPlaintext, "media.url: missing")
         }
-        guard case .string(let url) = u else { throw NotificationPlaintext.wrongType("media.url", "string", u) }
+        guard case .string(let url) = u else { throw Notification.wrongType("media.url", "string", u) }
         let lower = url.lowercased()
         guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), url.utf8.count > 8 else {
             throw FormatError(.invalidPlaintext, "media.url: expected an absolute https:// or http:// URL")
         }
         self.url = url
-        if let t = try NotificationPlaintext.optional(o, "type", path: "media.") {
-            guard case .string(let s) = t else { throw NotificationPlaintext.wrongType("media.type", "string", t) }
+        if let t = try Notification.optional(o, "type", path: "media.") {
+            guard case .string(let s) = t else { throw Notification.wrongType("media.type", "string", t) }
             type = s
         } else {
             type = nil
         }
-        if let h = try NotificationPlaintext.optional(o, "sha256", path: "media.") {
-            guard case .string(let s) = h else { throw NotificationPlaintext.wrongType("media.sha256", "string", h) }
+        if let h = try Notification.optional(o, "sha256", path: "media.") {
+            guard case .string(let s) = h else { throw Notification.wrongType("media.sha256", "string", h) }
             guard let bytes = Self.hexBytes(s), bytes.count == 32 else {
                 throw FormatError(.invalidPlaintext, "media.sha256: expected 64 hexadecimal digits, got \(s.utf8.count) characters")
             }
@@ -304,8 +304,8 @@ public struct MediaDescriptor: Sendable, Equatable {
         } else {
             sha256 = nil
         }
-        if let k = try NotificationPlaintext.optional(o, "key", path: "media.") {
-            guard case .string(let s) = k else { throw NotificationPlaintext.wrongType("media.key", "string", k) }
+        if let k = try Notification.optional(o, "key", path: "media.") {
+            guard case .string(let s) = k else { throw Notification.wrongType("media.key", "string", k) }
             var bytes: [UInt8]
             do {
                 bytes = try WireBase64.decodeSecret(s)
