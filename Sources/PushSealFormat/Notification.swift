@@ -104,13 +104,6 @@ public struct Notification: Sendable, Equatable {
         }
     }
 
-    /// Checks the rules decoding enforces, so a sender never seals what a receiver rejects
-    /// (by encoding and decoding; not free: call it once per notification built).
-    /// - Throws: `FormatError` `.invalidPlaintext`, `.nonFiniteNumber`.
-    public func validate() throws {
-        _ = try Notification(jsonBytes: try encoded(padding: false))
-    }
-
     static func optional(_ o: JSONObject, _ key: String, path: String) throws -> JSONValue? {
         guard let v = o[key] else { return nil }
         if case .null = v { return nil }
@@ -147,57 +140,25 @@ public struct Notification: Sendable, Equatable {
 
     // MARK: Encoding
 
-    /// The plaintext as a JSON object, members in the order title, subtitle, body, media,
-    /// localizations, data, iat, exp, id; absent members omitted.
-    public func jsonValue() -> JSONValue {
-        var m: [(key: String, value: JSONValue)] = []
-        m.reserveCapacity(9)
-        if let title { m.append((key: "title", value: .string(title))) }
-        if let subtitle { m.append((key: "subtitle", value: .string(subtitle))) }
-        if let body { m.append((key: "body", value: .string(body))) }
-        if let media { m.append((key: "media", value: media.jsonValue())) }
-        if !localizations.isEmpty {
-            m.append((key: "localizations", value: .object(JSONObject(localizations.map { (key: $0.locale, value: $0.content.jsonValue()) }))))
-        }
-        if let data { m.append((key: "data", value: .object(data))) }
-        if let iat { m.append((key: "iat", value: .integer(iat))) }
-        if let exp { m.append((key: "exp", value: .integer(exp))) }
-        if let id { m.append((key: "id", value: .string(id))) }
-        return .object(JSONObject(m))
+    /// The plaintext as a JSON value: ``encoded(padding:)`` read back (members in the order
+    /// title, subtitle, body, media, localizations, data, iat, exp, id; absent ones omitted).
+    /// - Throws: `FormatError` `.nonFiniteNumber`.
+    public func jsonValue() throws -> JSONValue {
+        try JSONReader.parse(try encoded(padding: false))
     }
 
-    /// Compact UTF-8 JSON of ``jsonValue()`` (same bytes, written without building the tree),
-    /// padded with trailing spaces to its Padmé length when `padding` is true (FORMAT.md §6).
+    /// Compact UTF-8 JSON written by ``PlaintextEncoder``, padded with trailing spaces to its
+    /// Padmé length when `padding` is true (FORMAT.md §6).
     /// - Parameter padding: pad (default true).
     /// - Returns: the bytes to seal.
     /// - Throws: `FormatError` `.nonFiniteNumber` when `data` holds an infinite or NaN number.
     public func encoded(padding: Bool = true) throws -> [UInt8] {
-        var w = JSONWriter(reservingCapacity: estimatedByteCount())
-        w.beginObject()
-        if let title { w.key("title"); w.string(title) }
-        if let subtitle { w.key("subtitle"); w.string(subtitle) }
-        if let body { w.key("body"); w.string(body) }
-        if let media { w.key("media"); try w.write(media.jsonValue()) }
-        if !localizations.isEmpty {
-            w.key("localizations")
-            w.beginObject()
-            for l in localizations {
-                w.key(l.locale)
-                w.beginObject()
-                if let t = l.content.title { w.key("title"); w.string(t) }
-                if let t = l.content.subtitle { w.key("subtitle"); w.string(t) }
-                if let t = l.content.body { w.key("body"); w.string(t) }
-                w.endObject()
-            }
-            w.endObject()
-        }
-        if let data { w.key("data"); try w.write(.object(data)) }
-        if let iat { w.key("iat"); w.integer(iat) }
-        if let exp { w.key("exp"); w.integer(exp) }
-        if let id { w.key("id"); w.string(id) }
-        w.endObject()
-        var bytes = w.bytes
-        w = JSONWriter()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(estimatedByteCount())
+        var encoder = PlaintextEncoder(into: bytes)
+        bytes = []
+        try encoder.encode(self)
+        swap(&bytes, &encoder.sink)
         if padding { Padme.pad(&bytes) }
         return bytes
     }

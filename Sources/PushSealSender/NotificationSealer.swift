@@ -48,13 +48,13 @@ public struct NotificationSealer: Sendable {
     ///   - clock: seconds since 1970 UTC, for `iat` and TTLs (tests pass a fixed one).
     ///   - registry: the envelope algorithms by `enc_alg` (default ``EnvelopeRegistry/standard``).
     /// - Throws: `SenderError` `.emptyFallbackAlert`, `.invalidOption` (also for a default TTL
-    ///   that takes `exp` past ``OutgoingNotification/maxTimeSeconds`` from now).
+    ///   that takes `exp` past `WireFormat.maxTimeSeconds` from now).
     public init(appID: String, keys: any SealingKeyProvider, options: SealOptions = SealOptions(),
                 clock: @escaping @Sendable () -> Int64 = NotificationSealer.systemClock,
                 registry: EnvelopeRegistry = .standard) throws {
         guard !appID.isEmpty else { throw SenderError(.invalidOption, "the app id must not be empty") }
         guard WireFormat.isValidAppID(appID) else {
-            throw SenderError(.invalidOption, "app id \(OutgoingNotification.excerpt(appID)) is not 1-255 bytes of printable ASCII other than |")
+            throw SenderError(.invalidOption, "app id \(Notification.excerpt(appID)) is not 1-255 bytes of printable ASCII other than |")
         }
         guard !options.fallback.title.isEmpty, !options.fallback.body.isEmpty else {
             throw SenderError(.emptyFallbackAlert, "the fallback alert needs a non-empty title and body, or iOS never runs the extension")
@@ -69,8 +69,8 @@ public struct NotificationSealer: Sendable {
         }
         if let t = options.defaultTTLSeconds {
             guard t >= 0 else { throw SenderError(.invalidOption, "the ttl must not be negative") }
-            guard OutgoingNotification.expiry(now: clock(), ttlSeconds: t) != nil else {
-                throw SenderError(.invalidOption, OutgoingNotification.ttlTooLarge(t))
+            guard SealRequest.expiry(now: clock(), ttlSeconds: t) != nil else {
+                throw SenderError(.invalidOption, SealRequest.ttlTooLarge(t))
             }
         }
         let aps = options.aps
@@ -105,80 +105,69 @@ public struct NotificationSealer: Sendable {
         self.clock = clock
     }
 
-    /// Reads the JSON form of a notification (see ``OutgoingNotification/init(json:)``) and seals it.
+    /// Reads the JSON form of a notification (see ``SealRequest/init(json:)``) and seals it.
     ///
-    /// A well-formed notification takes the scan path: the input is checked by
-    /// `JSONReader.Scanner` (the reader's rules) and its text members are copied into the
-    /// plaintext without building a tree. Anything unusual (a wrong type, an unknown member, a
-    /// fit needed) takes the tree path, which gives the same payload or the precise error.
+    /// A well-formed notification is read by the wire module's scanner (`Notification.scan`,
+    /// the reader's rules, no JSON tree); anything unusual (a wrong type, an unknown member)
+    /// takes the tree decoder, which gives the same payload or the precise error.
     /// - Parameters:
     ///   - notificationJSON: UTF-8 JSON text of one notification object (at most 1 MiB).
     ///   - recipient: the recipient's name for the key provider.
     /// - Throws: `SenderError` `.invalidJSON` and everything ``seal(_:for:)`` throws.
     public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedNotification {
-        let scanned = try notificationJSON.withUnsafeBytes { input -> SealedNotification? in
-            guard !input.isEmpty, input.count <= JSONReader.Limits.default.maxByteCount else { return nil }
-            var s = try JSONReader.Scanner(input)
-            var n = ScannedNotification()
-            guard ScannedNotification.scan(&s, into: &n), (try? s.finish()) != nil else { return nil }
-            return try seal(&n.fields, ttlSeconds: n.ttlSeconds, for: recipient, plaintextCapacity: input.count + input.count / 8 + 128) {
-                try OutgoingNotification(jsonBytes: notificationJSON)
-            }
+        let scanned = notificationJSON.withUnsafeBytes { Notification.scan($0, extraInteger: "ttl") }
+        if var scanned {
+            try SealRequest.checkTTL(exp: scanned.notification.exp, ttlSeconds: scanned.extra)
+            return try seal(&scanned.notification, ttlSeconds: scanned.extra, for: recipient)
         }
-        if let scanned { return scanned }
-        return try sealChecked(OutgoingNotification(jsonBytes: notificationJSON), for: recipient)
+        var request = try SealRequest(jsonBytes: notificationJSON)
+        return try seal(&request.notification, ttlSeconds: request.ttlSeconds, for: recipient)
     }
 
-    /// Seals `notification` for `recipient`.
+    /// Seals `request` for `recipient`.
     ///
-    /// The notification is checked first by the rules of its JSON form
-    /// (``OutgoingNotification/validate()``): a value built in code is refused exactly as the
-    /// same notification in JSON would be.
+    /// The request is checked first by the rules of its JSON form (``SealRequest/validate()``):
+    /// a value built in code is refused exactly as the same notification in JSON would be.
     /// - Parameters:
-    ///   - notification: what the user should see; `iat` defaults to now, `ttlSeconds` (or the
+    ///   - request: what the user should see; `iat` defaults to now, `ttlSeconds` (or the
     ///     options' default TTL) becomes `exp`.
     ///   - recipient: the recipient's name for the key provider (non-empty).
     /// - Returns: the payload bytes (at most 4096), headers, key id, and the fit changes.
     /// - Throws: `SenderError` `.emptyNotification`, `.invalidNotification` (a member a receiver
     ///   would reject, a time out of range, `exp` before `iat`, a TTL past
-    ///   ``OutgoingNotification/maxTimeSeconds``), `.payloadTooLarge` (actual and allowed
-    ///   bytes), `.cannotFit`, `.clearPartTooLarge`, `.unknownRecipient`, `.keyUnavailable`,
+    ///   `WireFormat.maxTimeSeconds`), `.payloadTooLarge` (actual and allowed bytes),
+    ///   `.cannotFit`, `.clearPartTooLarge`, `.unknownRecipient`, `.keyUnavailable`,
     ///   `.keyStoreLocked`, `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass
     ///   through.
-    public func seal(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
-        try notification.validate()
-        return try sealChecked(notification, for: recipient)
+    public func seal(_ request: SealRequest, for recipient: String) throws -> SealedNotification {
+        try request.validate()
+        var notification = request.notification
+        return try seal(&notification, ttlSeconds: request.ttlSeconds, for: recipient)
     }
 
-    /// ``seal(_:for:)`` for a notification whose members were already checked (read by
-    /// ``OutgoingNotification/init(json:)``, which runs the same readers).
-    func sealChecked(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
-        var fields = notification.fields(body: notification.body, includeMedia: true)
-        return try seal(&fields, ttlSeconds: notification.ttlSeconds, for: recipient, plaintextCapacity: 3072) { notification }
+    /// Seals `notification` for `recipient` (``seal(_:for:)-(SealRequest,_)`` with a TTL).
+    /// - Throws: as ``seal(_:for:)-(SealRequest,_)``.
+    public func seal(_ notification: PushSealFormat.Notification, ttlSeconds: Int64? = nil, for recipient: String) throws -> SealedNotification {
+        try seal(SealRequest(notification, ttlSeconds: ttlSeconds), for: recipient)
     }
 
-    /// The seal job shared by both paths: checks, times, key, plaintext, budget, AES-GCM, payload.
-    /// The times as given, then the times sealed (`iat` defaulted to now, `exp` from a TTL),
-    /// are checked here for every path by ``OutgoingNotification/checkTimes(iat:exp:ttlSeconds:)``.
-    /// `f` is the caller's, filled in place (`iat`, `exp` are set here; not copied, so its
-    /// members are not retained again). `tree` gives the notification as a value when the fit
-    /// ladder has to rewrite it.
-    func seal(_ f: inout Wire.Fields, ttlSeconds: Int64?, for recipient: String, plaintextCapacity: Int,
-              tree: () throws -> OutgoingNotification) throws -> SealedNotification {
+    /// The seal job shared by every way in: checks, times, key, plaintext, budget, seal, payload.
+    /// `n` is the caller's, filled in place (`iat`, `exp` are set here; not copied, so its
+    /// members are not retained again); its members were checked by the sending rules.
+    func seal(_ n: inout Notification, ttlSeconds: Int64?, for recipient: String) throws -> SealedNotification {
         guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
-        guard f.hasVisibleText else {
+        guard n.hasVisibleText else {
             throw SenderError(.emptyNotification, "the notification needs a non-empty title, subtitle or body")
         }
-        try OutgoingNotification.checkTimes(iat: f.iat, exp: f.exp, ttlSeconds: ttlSeconds)
         let now = clock()
-        if f.iat == nil { f.iat = now }
-        if let ttl = ttlSeconds ?? (f.exp == nil ? options.defaultTTLSeconds : nil) {
-            guard let e = OutgoingNotification.expiry(now: now, ttlSeconds: ttl) else {
-                throw SenderError(.invalidNotification, OutgoingNotification.ttlTooLarge(ttl))
+        if n.iat == nil { n.iat = now }
+        if let ttl = ttlSeconds ?? (n.exp == nil ? options.defaultTTLSeconds : nil) {
+            guard let e = SealRequest.expiry(now: now, ttlSeconds: ttl) else {
+                throw SenderError(.invalidNotification, SealRequest.ttlTooLarge(ttl))
             }
-            f.exp = e
+            n.exp = e
         }
-        try OutgoingNotification.checkTimes(iat: f.iat, exp: f.exp, ttlSeconds: nil)
+        try SenderError.fromNotificationRules { try Notification.checkTimes(iat: n.iat, exp: n.exp) }
 
         let sealingKey = try keys.primaryKey(appID: appID, recipient: recipient)
         guard WireFormat.isValidKeyID(sealingKey.keyID) else {
@@ -217,28 +206,28 @@ public struct NotificationSealer: Sendable {
         // The common case without allocating: the plaintext, padded, in a buffer of the
         // budget's size (a plaintext that fits the payload is far smaller).
         let quick = try withUnsafeTemporaryAllocation(byteCount: SealOptions.maxPayloadByteCount, alignment: 16) { buffer -> [UInt8]? in
-            guard var w = BoundedWriter(buffer) else { return nil }
-            try Wire.writePlaintext(f, to: &w)
-            guard !w.overflowed else { return nil }
-            let padded = options.padding ? Wire.padmeLength(w.count) : w.count
+            guard let sink = BoundedByteSink(buffer) else { return nil }
+            var e = PlaintextEncoder(into: sink)
+            try Self.encode(n, &e)
+            guard !e.sink.overflowed else { return nil }
+            let padded = options.padding ? Padme.paddedLength(e.sink.count) : e.sink.count
             guard size(padded) <= SealOptions.maxPayloadByteCount else { return nil }
-            w.spaces(padded - w.count)
-            guard !w.overflowed else { return nil }
-            return try sealPayload(w.written)
+            e.sink.appendSpaces(padded - e.sink.count)
+            guard !e.sink.overflowed else { return nil }
+            return try sealPayload(e.sink.written)
         }
         var changes: [FitChange] = []
         let payload: [UInt8]
         if let quick {
             payload = quick
         } else {
-            var plain = PayloadWriter(capacity: plaintextCapacity)
-            try Wire.writePlaintext(f, to: &plain)
-            let fitted = try fittedPlaintext(&plain.bytes, f, size: size, tree: tree)
+            var plain = try Self.encoded(n)
+            let fitted = try fittedPlaintext(&plain, n, size: size)
             changes = fitted.1
             payload = try fitted.0.withUnsafeBytes { try sealPayload($0) }
         }
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
-                                  expiration: f.exp, collapseID: options.collapseID)
+                                  expiration: n.exp, collapseID: options.collapseID)
         return SealedNotification(payload: payload, headers: headers, keyID: sealingKey.keyID, changes: changes)
     }
 
@@ -283,12 +272,11 @@ public struct NotificationSealer: Sendable {
 
     /// The plaintext bytes to seal (`written`, padded), or fitted down the ladder when asked.
     /// `written` is taken over (padded in place, without a copy).
-    private func fittedPlaintext(_ written: inout [UInt8], _ f: Wire.Fields, size: (Int) -> Int,
-                                 tree: () throws -> OutgoingNotification) throws -> ([UInt8], [FitChange]) {
+    private func fittedPlaintext(_ written: inout [UInt8], _ n: Notification, size: (Int) -> Int) throws -> ([UInt8], [FitChange]) {
         let limit = SealOptions.maxPayloadByteCount
         var plain: [UInt8] = []
         swap(&plain, &written)
-        let paddedCount = options.padding ? Wire.padmeLength(plain.count) : plain.count
+        let paddedCount = options.padding ? Padme.paddedLength(plain.count) : plain.count
         if size(paddedCount) <= limit {
             plain.append(contentsOf: repeatElement(0x20, count: paddedCount - plain.count))
             return (plain, [])
@@ -301,14 +289,11 @@ public struct NotificationSealer: Sendable {
         var changes: [FitChange] = []
         if paddedCount > plain.count { changes.append(.droppedPadding(byteCount: paddedCount - plain.count)) }
         if size(plain.count) <= limit { return (plain, changes) }
-        var n = try tree()
-        n.iat = f.iat
-        n.exp = f.exp
-        n.ttlSeconds = nil
         func encode(body: String?, media: Bool) throws -> [UInt8] {
-            var w = PayloadWriter(capacity: 3072)
-            try Wire.writePlaintext(n, body: body, includeMedia: media, to: &w)
-            return w.bytes
+            var fitted = n
+            fitted.body = body
+            if !media { fitted.media = nil }
+            return try Self.encoded(fitted)
         }
         if n.media != nil {
             changes.append(.droppedMedia)
@@ -341,6 +326,20 @@ public struct NotificationSealer: Sendable {
         }
         changes.append(.shortenedBody(originalCharacters: characters.count, keptCharacters: bestK))
         return (best, changes)
+    }
+
+    /// Encodes `n` with the wire module's encoder; `nonFiniteNumber` (a NaN in `data` built in
+    /// code, refused earlier by validation) becomes `.invalidNotification`.
+    private static func encode<S: ByteSink>(_ n: Notification, _ e: inout PlaintextEncoder<S>) throws {
+        try SenderError.fromNotificationRules { try e.encode(n) }
+    }
+
+    /// `n`'s plaintext in a growable array (no padding).
+    private static func encoded(_ n: Notification) throws -> [UInt8] {
+        var e = PlaintextEncoder(into: [UInt8]())
+        e.sink.reserveCapacity(3072)
+        try encode(n, &e)
+        return e.sink
     }
 
     /// The error for a payload whose clear part (`aps` with the fallback alert, the sealed

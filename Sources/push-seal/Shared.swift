@@ -4,6 +4,9 @@ import PushSealCrypto
 import PushSealFormat
 import PushSealSender
 
+/// The wire module's `Notification` (Foundation, imported too, has its own `Notification`).
+typealias Notification = PushSealFormat.Notification
+
 /// push-seal's own exit codes, beyond the common ones.
 enum SealExit {
     /// 2: `batch` processed every line but at least one failed (its output line says why).

@@ -113,7 +113,7 @@ struct PadmeTests {
             #expect(padded.count == Padme.paddedLength(plain.count))
             #expect(Array(padded.prefix(plain.count)) == plain)
             #expect(padded.dropFirst(plain.count).allSatisfy { $0 == 0x20 })
-            #expect(try JSONReader.parse(padded) == p.jsonValue())
+            #expect(try JSONReader.parse(padded) == (try p.jsonValue()))
             #expect(try Notification(jsonBytes: padded) == p)
         }
     }
