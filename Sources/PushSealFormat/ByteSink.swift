@@ -18,42 +18,46 @@ extension Array: ByteSink where Element == UInt8 {
 /// ``overflowed`` (the caller then writes again into a growable sink). The buffer must
 /// outlive the sink.
 public struct BoundedByteSink: ByteSink {
-    private let base: UnsafeMutableRawPointer
+    // Internal storage is @usableFromInline and the methods @inlinable, so PlaintextEncoder
+    // specializes for this sink in client modules.
+    @usableFromInline let base: UnsafeMutableRawPointer
     /// The buffer's byte count.
     public let capacity: Int
+    @usableFromInline var writtenByteCount = 0
+    @usableFromInline var didOverflow = false
     /// Bytes written.
-    public private(set) var count = 0
+    @inlinable public var count: Int { writtenByteCount }
     /// `true` once a write did not fit; the contents are then incomplete.
-    public private(set) var overflowed = false
+    @inlinable public var overflowed: Bool { didOverflow }
 
     /// A sink over `buffer`; `nil` for an empty buffer.
-    public init?(_ buffer: UnsafeMutableRawBufferPointer) {
+    @inlinable public init?(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let b = buffer.baseAddress else { return nil }
         base = b
         capacity = buffer.count
     }
 
     /// The bytes written so far (valid while the buffer is).
-    public var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+    @inlinable public var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: writtenByteCount) }
 
     /// Appends one byte, or sets ``overflowed``.
-    @inline(__always) public mutating func append(_ byte: UInt8) {
-        guard count < capacity else { overflowed = true; return }
-        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
-        count += 1
+    @inlinable @inline(__always) public mutating func append(_ byte: UInt8) {
+        guard writtenByteCount < capacity else { didOverflow = true; return }
+        base.storeBytes(of: byte, toByteOffset: writtenByteCount, as: UInt8.self)
+        writtenByteCount += 1
     }
 
     /// Appends `bytes`, or sets ``overflowed``.
-    @inline(__always) public mutating func append(bytes: UnsafeRawBufferPointer) {
-        guard count + bytes.count <= capacity else { overflowed = true; return }
-        if let p = bytes.baseAddress, bytes.count > 0 { (base + count).copyMemory(from: p, byteCount: bytes.count) }
-        count += bytes.count
+    @inlinable @inline(__always) public mutating func append(bytes: UnsafeRawBufferPointer) {
+        guard writtenByteCount + bytes.count <= capacity else { didOverflow = true; return }
+        if let p = bytes.baseAddress, bytes.count > 0 { (base + writtenByteCount).copyMemory(from: p, byteCount: bytes.count) }
+        writtenByteCount += bytes.count
     }
 
     /// Appends `n` spaces (Padmé padding, FORMAT.md §6), or sets ``overflowed``.
-    public mutating func appendSpaces(_ n: Int) {
-        guard n >= 0, count + n <= capacity else { overflowed = true; return }
-        (base + count).initializeMemory(as: UInt8.self, repeating: 0x20, count: n)
-        count += n
+    @inlinable public mutating func appendSpaces(_ n: Int) {
+        guard n >= 0, writtenByteCount + n <= capacity else { didOverflow = true; return }
+        (base + writtenByteCount).initializeMemory(as: UInt8.self, repeating: 0x20, count: n)
+        writtenByteCount += n
     }
 }

@@ -1,3 +1,5 @@
+public import PushSealCrypto
+
 /// The one writer of the plaintext layout (FORMAT.md §5): compact UTF-8 JSON, members in the
 /// order title, subtitle, body, media, localizations, data, iat, exp, id, absent ones omitted;
 /// minimal escapes (`"`, `\`, control characters below U+0020 only; never `\/`; every other
@@ -10,14 +12,17 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     /// Where the bytes go.
     public var sink: Sink
 
+    // Every method is @inlinable so a client module gets a version specialized for its sink
+    // (an unspecialized generic call per byte costs more than the AES-GCM seal itself).
+
     /// An encoder writing into `sink`.
-    public init(into sink: Sink) {
+    @inlinable public init(into sink: Sink) {
         self.sink = sink
     }
 
     /// Writes `notification`'s plaintext object (no padding).
     /// - Throws: `FormatError` `.nonFiniteNumber` when `data` holds an infinite or NaN number.
-    public mutating func encode(_ notification: Notification) throws {
+    @inlinable public mutating func encode(_ notification: Notification) throws {
         sink.append(UInt8(ascii: "{"))
         var first = true
         func key(_ k: StaticString, _ e: inout PlaintextEncoder) {
@@ -72,12 +77,12 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     }
 
     /// Appends ASCII text known to need no escape (punctuation, a literal key).
-    @inline(__always) public mutating func raw(_ text: StaticString) {
+    @inlinable @inline(__always) public mutating func raw(_ text: StaticString) {
         sink.append(bytes: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Appends `s` as a JSON string literal with quotes.
-    public mutating func string(_ s: String) {
+    @inlinable public mutating func string(_ s: String) {
         sink.append(0x22)
         var s = s
         s.withUTF8 { appendEscaped($0) }
@@ -85,14 +90,14 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     }
 
     /// Appends `s` as a JSON string literal with quotes.
-    public mutating func string(_ s: Substring) {
+    @inlinable public mutating func string(_ s: Substring) {
         sink.append(0x22)
         var s = s
         s.withUTF8 { appendEscaped($0) }
         sink.append(0x22)
     }
 
-    private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+    @inlinable mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
         var start = 0
         let n = utf8.count
         while true {
@@ -121,7 +126,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
 
     /// The index of the first byte at or after `from` that needs an escape (a control
     /// character, `"` or `\`), or `utf8.count`. Scans eight bytes at a time (SWAR).
-    @inline(__always)
+    @inlinable @inline(__always)
     static func firstEscapeIndex(_ utf8: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
         let n = utf8.count
         var i = from
@@ -152,7 +157,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     }
 
     /// Appends `value` in decimal.
-    public mutating func integer(_ value: Int64) {
+    @inlinable public mutating func integer(_ value: Int64) {
         withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { buffer in
             guard let base = buffer.baseAddress else { return }
             let n = Self.writeDecimal(value, to: base)
@@ -161,7 +166,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     }
 
     /// "00" … "99": two decimal digits for every value below 100.
-    private static var digitPairs: StaticString {
+    @usableFromInline static var digitPairs: StaticString {
         """
         0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
         5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899
@@ -170,7 +175,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
 
     /// Writes `value` in decimal at `out` (room for 20 bytes) and returns the byte count.
     /// Two digits per division, right to left into a 20-byte stack buffer, then one copy.
-    public static func writeDecimal(_ value: Int64, to out: UnsafeMutableRawPointer) -> Int {
+    @inlinable public static func writeDecimal(_ value: Int64, to out: UnsafeMutableRawPointer) -> Int {
         var magnitude = value.magnitude
         var sign = 0
         if value < 0 { out.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self); sign = 1 }
@@ -198,7 +203,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
 
     /// Appends a finite `Double` in Swift's shortest round-trip form (`0.5`, `1.0`, `1e-07`).
     /// - Throws: `FormatError` `.nonFiniteNumber` for NaN or infinity, which JSON cannot express.
-    public mutating func number(_ value: Double) throws {
+    @inlinable public mutating func number(_ value: Double) throws {
         guard value.isFinite else { throw FormatError(.nonFiniteNumber, "cannot write \(value) as JSON") }
         var text = value.description
         text.withUTF8 { sink.append(bytes: UnsafeRawBufferPointer($0)) }
@@ -206,7 +211,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
 
     /// Appends any JSON value (objects in member order).
     /// - Throws: `FormatError` `.nonFiniteNumber`.
-    public mutating func value(_ value: JSONValue) throws {
+    @inlinable public mutating func value(_ value: JSONValue) throws {
         switch value {
         case .null: raw("null")
         case .bool(let b): if b { raw("true") } else { raw("false") }
@@ -227,7 +232,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
 
     /// Appends an object with its members in order.
     /// - Throws: `FormatError` `.nonFiniteNumber`.
-    public mutating func object(_ o: JSONObject) throws {
+    @inlinable public mutating func object(_ o: JSONObject) throws {
         sink.append(UInt8(ascii: "{"))
         var first = true
         for m in o {

@@ -46,8 +46,9 @@ public struct SealedPayload: Sendable, Hashable {
         let data = try Self.stringField(payload, WireFormat.encryptedDataField)
         let keyID = try Self.stringField(payload, WireFormat.keyIDField)
         let algorithm = try Self.stringField(payload, WireFormat.algorithmField)
-        let entry = try Self.entry(algorithm, in: registry, empties: [(WireFormat.encryptedDataField, data), (WireFormat.keyIDField, keyID)])
-        let values = try entry.headerFieldNames.map { try Self.stringField(payload, $0) }
+        let entry = try Self.entry(algorithm, in: registry, encryptedData: data, keyID: keyID)
+        let names = entry.headerFieldNames
+        let values = names.isEmpty ? [] : try names.map { try Self.stringField(payload, $0) }
         try self.init(encryptedData: data, keyID: keyID, entry: entry, headerValues: values)
     }
 
@@ -55,7 +56,7 @@ public struct SealedPayload: Sendable, Hashable {
     /// - Throws: as ``init(payload:registry:)-(JSONValue,_)``, less `.missingField` and `.wrongFieldType`.
     public init(encryptedData: String, keyID: String, algorithm: String, headerValues: [String] = [],
                 registry: EnvelopeRegistry = .standard) throws {
-        let entry = try Self.entry(algorithm, in: registry, empties: [(WireFormat.encryptedDataField, encryptedData), (WireFormat.keyIDField, keyID)])
+        let entry = try Self.entry(algorithm, in: registry, encryptedData: encryptedData, keyID: keyID)
         guard headerValues.count == entry.headerFieldNames.count else {
             throw FormatError(.missingField, "\(algorithm) needs the fields \(entry.headerFieldNames.joined(separator: ", "))",
                               field: entry.headerFieldNames.dropFirst(headerValues.count).first)
@@ -65,10 +66,11 @@ public struct SealedPayload: Sendable, Hashable {
 
     /// Emptiness of the fields in reading order (`encrypted_data`, `key_id`, `enc_alg`), then the entry.
     private static func entry(_ algorithm: String, in registry: EnvelopeRegistry,
-                              empties: [(String, String)]) throws -> any EnvelopeAlgorithm {
-        for (name, value) in empties + [(WireFormat.algorithmField, algorithm)] where value.isEmpty {
-            throw FormatError(.emptyField, "\(name) is empty", field: name)
-        }
+                              encryptedData: String, keyID: String) throws -> any EnvelopeAlgorithm {
+        func empty(_ name: String) -> FormatError { FormatError(.emptyField, "\(name) is empty", field: name) }
+        if encryptedData.isEmpty { throw empty(WireFormat.encryptedDataField) }
+        if keyID.isEmpty { throw empty(WireFormat.keyIDField) }
+        if algorithm.isEmpty { throw empty(WireFormat.algorithmField) }
         guard let entry = registry.algorithm(named: algorithm) else {
             throw FormatError(.unknownAlgorithm, "\(WireFormat.algorithmField) \(WireFormat.describe(algorithm)) is not supported (known: \(registry.names.joined(separator: ", ")))",
                               field: WireFormat.algorithmField)

@@ -71,9 +71,13 @@ public enum WireFormat {
     /// than `|`. Bundle identifiers and APNs topics (`com.example.app`,
     /// `com.example.app.voip`) qualify; `|` is excluded because it separates AAD parts.
     public static func isValidAppID(_ appID: String) -> Bool {
-        let u = appID.utf8
-        guard !u.isEmpty, u.count <= maxAppIDByteCount else { return false }
-        return u.allSatisfy { $0 >= 0x21 && $0 <= 0x7E && $0 != aadSeparator }
+        var appID = appID
+        return appID.withUTF8 { u in
+            guard !u.isEmpty, u.count <= maxAppIDByteCount else { return false }
+            // A plain loop: the seal entry point runs this on every seal.
+            for c in u where c < 0x21 || c > 0x7E || c == aadSeparator { return false }
+            return true
+        }
     }
 
     /// Checks an app id (see ``isValidAppID(_:)``).

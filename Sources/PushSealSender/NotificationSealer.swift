@@ -231,41 +231,71 @@ public struct NotificationSealer: Sendable {
         return SealedNotification(payload: payload, headers: headers, keyID: sealingKey.keyID, changes: changes)
     }
 
-    /// `","key_id":"<keyID>","enc_alg":"<name>"` and `,"<field>":"<value>"` for each of the
-    /// algorithm's header fields, then `}`: the payload after the base64 box. Names and values
-    /// need no escaping (the registry and the seal entry point check their characters).
-    static func payloadTail(keyID: String, algorithm: any EnvelopeAlgorithm, headerValues: [String]) -> [UInt8] {
-        var tail: [UInt8] = []
-        tail.reserveCapacity(48 + keyID.utf8.count)
-        func field(_ name: String, _ value: String) {
-            tail.append(contentsOf: "\",\"".utf8)
-            tail.append(contentsOf: name.utf8)
-            tail.append(contentsOf: "\":\"".utf8)
-            tail.append(contentsOf: value.utf8)
+    /// The payload after the base64 box: `","key_id":"<keyID>","enc_alg":"<name>"`, then
+    /// `,"<field>":"<value>"` for each of the algorithm's header fields, then `"}`. Names and
+    /// values need no escaping (the registry and the seal entry point check their characters).
+    struct PayloadTail {
+        let keyID: String
+        let algorithm: String
+        let headerFields: [(name: String, value: String)]
+
+        /// The tail's byte count.
+        var count: Int {
+            var n = 12 + keyID.utf8.count + 13 + algorithm.utf8.count + 2
+            for f in headerFields { n += 6 + f.name.utf8.count + f.value.utf8.count }
+            return n
         }
-        field(WireFormat.keyIDField, keyID)
-        field(WireFormat.algorithmField, algorithm.name)
-        for (name, value) in zip(algorithm.headerFieldNames, headerValues) { field(name, value) }
-        tail.append(contentsOf: "\"}".utf8)
-        return tail
+
+        /// Writes the tail at `out` (room for ``count`` bytes) and returns the bytes written.
+        func write(to out: UnsafeMutableRawPointer) -> Int {
+            var at = 0
+            func put(_ s: StaticString) {
+                (out + at).copyMemory(from: s.utf8Start, byteCount: s.utf8CodeUnitCount)
+                at += s.utf8CodeUnitCount
+            }
+            func put(_ s: String) {
+                var s = s
+                s.withUTF8 { u in
+                    if let b = u.baseAddress { (out + at).copyMemory(from: b, byteCount: u.count) }
+                    at += u.count
+                }
+            }
+            put("\",\"key_id\":\"")
+            put(keyID)
+            put("\",\"enc_alg\":\"")
+            put(algorithm)
+            for f in headerFields {
+                put("\",\"")
+                put(f.name)
+                put("\":\"")
+                put(f.value)
+            }
+            put("\"}")
+            return at
+        }
+    }
+
+    static func payloadTail(keyID: String, algorithm: any EnvelopeAlgorithm, headerValues: [String]) -> PayloadTail {
+        let names = algorithm.headerFieldNames
+        return PayloadTail(keyID: keyID, algorithm: algorithm.name,
+                           headerFields: names.isEmpty ? [] : zip(names, headerValues).map { (name: $0, value: $1) })
     }
 
     /// `prefix` ‖ base64(`box`) ‖ `tail`, written into one allocation of exactly the payload's size.
-    static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, tail: [UInt8]) -> [UInt8] {
+    static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, tail: PayloadTail) -> [UInt8] {
         let encoded = WireBase64.encodedByteCount(box.count)
         let total = prefix.count + encoded + tail.count
         // Every byte is written below (prefix, base64, tail), so no zero fill first.
         return [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
             guard let o = UnsafeMutableRawPointer(out.baseAddress) else { return }
             var at = 0
-            func put(_ bytes: UnsafeRawBufferPointer) {
-                if let b = bytes.baseAddress { (o + at).copyMemory(from: b, byteCount: bytes.count) }
-                at += bytes.count
+            prefix.withUnsafeBytes { p in
+                if let b = p.baseAddress { o.copyMemory(from: b, byteCount: p.count) }
+                at += p.count
             }
-            prefix.withUnsafeBytes { put($0) }
             WireBase64.encode(box, into: o + at)
             at += encoded
-            tail.withUnsafeBytes { put($0) }
+            at += tail.write(to: o + at)
             initialized = at
         }
     }
