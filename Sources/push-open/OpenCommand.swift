@@ -108,7 +108,7 @@ struct OpenCommand: Command {
         }
         let provider = KeychainKeyProvider(keychain: keychain, accessGroup: keyGroup, appID: appID, now: clock)
         let configuration = DecryptingServiceConfiguration(
-            appID: appID, keyProvider: provider, locale: a.value("--locale"), containerDirectory: container,
+            appID: appID, keyProvider: provider, opener: WireFormatOpener(registry: .standard), locale: a.value("--locale"), containerDirectory: container,
             allowInsecureLoopback: a.has("--allow-insecure-loopback"),
             replayCapacity: a.has("--no-replay-guard") ? 0 : ReplayGuard.defaultCapacity, now: clock)
         let logger: any DiagnosticLogger = a.has("--verbose") ? VerboseLogger() : NullLogger()

@@ -44,25 +44,25 @@ struct SealCommand: Command {
         let recipient = try a.required("--recipient", "R")
         try checkKeysetNames(recipient: recipient)
         let textOptions = ["--title", "--subtitle", "--body", "--media-url", "--id"]
-        var notification: OutgoingNotification
+        var request: SealRequest
         if let path = a.positionals.first {
             let bytes = try InputReader.readAll(path, limitByteCount: 1 << 20)
-            notification = try mappingSenderErrors { try OutgoingNotification(jsonBytes: bytes) }
+            request = try mappingSenderErrors { try SealRequest(jsonBytes: bytes) }
         } else if textOptions.contains(where: a.has) {
-            notification = OutgoingNotification()
+            request = SealRequest(Notification())
         } else {
             throw CLIError.usage("no notification", hint: "give NOTIFICATION.json, - for standard input, or --title and --body")
         }
-        if let t = a.value("--title") { notification.title = t }
-        if let t = a.value("--subtitle") { notification.subtitle = t }
-        if let t = a.value("--body") { notification.body = t }
-        if let t = a.value("--id") { notification.id = t }
-        if let u = a.value("--media-url") { notification.media = MediaDescriptor(url: u) }
+        if let t = a.value("--title") { request.notification.title = t }
+        if let t = a.value("--subtitle") { request.notification.subtitle = t }
+        if let t = a.value("--body") { request.notification.body = t }
+        if let t = a.value("--id") { request.notification.id = t }
+        if let u = a.value("--media-url") { request.notification.media = MediaDescriptor(url: u) }
 
         let sealer = try SealOptionSpecs.sealer(a)
         // seal(_:for:) checks the notification by the JSON form's rules, so --media-url and
         // the other flags are refused exactly as the same members in NOTIFICATION.json.
-        let sealed = try mappingSenderErrors { try sealer.seal(notification, for: recipient) }
+        let sealed = try mappingSenderErrors { try sealer.seal(request, for: recipient) }
         for change in sealed.changes { context.warn("fit: \(change)") }
         if a.has("--with-headers") {
             var w = PayloadWriter(capacity: sealed.payload.count + 256)
