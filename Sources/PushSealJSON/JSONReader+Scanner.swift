@@ -48,6 +48,9 @@ extension JSONReader {
     public struct Scanner {
         var parser: Parser
         private var afterValue = false
+        /// The document as an array when the scanner was made by ``scanning(_:limits:_:)``:
+        /// then `Notification.scan` keeps its text members as spans of it (no `String`s).
+        var source: [UInt8]?
 
         init(parser: Parser) { self.parser = parser }
 
@@ -66,6 +69,20 @@ extension JSONReader {
                 throw JSONError(.invalidJSON, "empty input at byte offset 0, expected a JSON value")
             }
             parser = Parser(base: base.assumingMemoryBound(to: UInt8.self), end: bytes.count, maxDepth: limits.maxDepth)
+        }
+
+        /// Runs `body` with a scanner at the start of `bytes` (see ``init(_:limits:)``). The
+        /// scanner also holds `bytes` itself, so a `Notification` scanned from it
+        /// (`Notification.scan(_:extraInteger:)`) keeps its text as spans of `bytes` and is
+        /// encoded by copying them, valid for as long as the notification lives.
+        /// - Returns: what `body` returns.
+        /// - Throws: `FormatError` `.inputTooLarge`, `.invalidJSON` (empty input); what `body` throws.
+        public static func scanning<R>(_ bytes: [UInt8], limits: Limits = .default, _ body: (inout Scanner) throws -> R) throws -> R {
+            try bytes.withUnsafeBytes { raw in
+                var s = try Scanner(raw, limits: limits)
+                s.source = bytes
+                return try body(&s)
+            }
         }
 
         /// The current byte offset in the input.

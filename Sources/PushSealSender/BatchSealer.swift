@@ -136,11 +136,9 @@ public struct BatchSealer: Sendable {
             if let n = line.overlongByteCount {
                 throw SenderError(.lineTooLong, "the line is \(n) bytes, longer than the limit")
             }
-            let scanned = line.bytes.withUnsafeBytes { input -> (recipient: String, notification: Notification, ttl: Int64?)? in
-                guard !input.isEmpty, input.count <= Self.lineLimits.maxByteCount,
-                      var s = try? JSONReader.Scanner(input, limits: Self.lineLimits) else { return nil }
-                return Self.scanLine(&s)
-            }
+            // The scanner holds the line, so the notification's text stays spans of it.
+            let scanned = line.bytes.isEmpty || line.bytes.count > Self.lineLimits.maxByteCount ? nil
+                : (try? JSONReader.Scanner.scanning(line.bytes, limits: Self.lineLimits) { Self.scanLine(&$0) }) ?? nil
             if var scanned {
                 recipient = scanned.recipient
                 try SealRequest.checkTTL(exp: scanned.notification.exp, ttlSeconds: scanned.ttl)

@@ -109,7 +109,7 @@ public struct NotificationSealer: Sendable {
     ///   - recipient: the recipient's name for the key provider.
     /// - Throws: `SenderError` `.invalidJSON` and everything ``seal(_:for:)`` throws.
     public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedNotification {
-        let scanned = notificationJSON.withUnsafeBytes { Notification.scan($0, extraInteger: "ttl") }
+        let scanned = Notification.scan(notificationJSON, extraInteger: "ttl")
         if var scanned {
             try SealRequest.checkTTL(exp: scanned.notification.exp, ttlSeconds: scanned.extra)
             return try seal(&scanned.notification, ttlSeconds: scanned.extra, for: recipient)

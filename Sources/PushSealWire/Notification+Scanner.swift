@@ -36,6 +36,7 @@ extension Notification {
     /// - Returns: the notification and the extra member's value, or `nil` to take the tree decoder.
     public static func scan(_ s: inout JSONReader.Scanner, extraInteger: StaticString? = nil) -> (notification: Notification, extra: Int64?)? {
         var n = Notification()
+        if let source = s.source { n.source = source }
         var extra: Int64?
         var seen = 0
         do {
@@ -48,12 +49,13 @@ extension Notification {
                 switch member {
                 case 0, 1, 2, 9:
                     guard try s.peekKind() == .string else { return nil }
-                    let text = s.string(try s.readString())
+                    let span = try s.readString()
+                    let text: NotificationText = s.source != nil ? NotificationText(span) : .string(s.string(span))
                     switch member {
-                    case 0: n.title = text
-                    case 1: n.subtitle = text
-                    case 2: n.body = text
-                    default: n.id = text
+                    case 0: n.titleText = text
+                    case 1: n.subtitleText = text
+                    case 2: n.bodyText = text
+                    default: n.idText = text
                     }
                 case 6, 7, 8:
                     guard try s.peekKind() == .number, case .integer(let t) = try s.readNumber(), t >= 0 else { return nil }
@@ -76,12 +78,27 @@ extension Notification {
         }
     }
 
-    /// Scans a whole input holding one notification object (see ``scan(_:extraInteger:)``).
+    /// Scans a whole input holding one notification object (see ``scan(_:extraInteger:)``);
+    /// its text members are built as `String`s.
     /// - Returns: `nil` for anything the tree decoder must read, including trailing bytes.
     public static func scan(_ input: UnsafeRawBufferPointer, limits: JSONReader.Limits = .default,
                             extraInteger: StaticString? = nil) -> (notification: Notification, extra: Int64?)? {
-        guard !input.isEmpty, input.count <= limits.maxByteCount, var s = try? JSONReader.Scanner(input, limits: limits),
-              let r = scan(&s, extraInteger: extraInteger), (try? s.finish()) != nil else { return nil }
+        guard !input.isEmpty, input.count <= limits.maxByteCount, var s = try? JSONReader.Scanner(input, limits: limits) else { return nil }
+        return scanWhole(&s, extraInteger: extraInteger)
+    }
+
+    /// Scans a whole input holding one notification object (see ``scan(_:extraInteger:)``);
+    /// its text members stay spans of `input` (held by the notification), so encoding copies
+    /// them without building `String`s. The same notification as the other ``scan(_:limits:extraInteger:)``.
+    /// - Returns: `nil` for anything the tree decoder must read, including trailing bytes.
+    public static func scan(_ input: [UInt8], limits: JSONReader.Limits = .default,
+                            extraInteger: StaticString? = nil) -> (notification: Notification, extra: Int64?)? {
+        guard !input.isEmpty, input.count <= limits.maxByteCount else { return nil }
+        return (try? JSONReader.Scanner.scanning(input, limits: limits) { scanWhole(&$0, extraInteger: extraInteger) }) ?? nil
+    }
+
+    private static func scanWhole(_ s: inout JSONReader.Scanner, extraInteger: StaticString?) -> (notification: Notification, extra: Int64?)? {
+        guard let r = scan(&s, extraInteger: extraInteger), (try? s.finish()) != nil else { return nil }
         return r
     }
 }

@@ -93,7 +93,7 @@ extension Notification {
 
     /// `true` when title, subtitle or body is a non-empty string.
     public var hasVisibleText: Bool {
-        !(title ?? "").isEmpty || !(subtitle ?? "").isEmpty || !(body ?? "").isEmpty
+        !(titleText?.isEmpty ?? true) || !(subtitleText?.isEmpty ?? true) || !(bodyText?.isEmpty ?? true)
     }
 
     /// A short, quoted excerpt of `s` for a reason.

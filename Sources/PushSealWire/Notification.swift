@@ -8,17 +8,39 @@ public import PushSealCrypto
 /// member) and ignores members it does not know, so later minor versions can add members
 /// that version-1 receivers skip. `null` for an optional member means "absent".
 public struct Notification: Sendable, Equatable {
+    // Text members are stored as ``NotificationText``: a `String`, or (from the scanner, see
+    // `Notification+Scanner.swift`) a span of `source`, the JSON text it read, so a scanned
+    // notification is encoded by copying its already validated, minimally escaped input bytes
+    // without building a `String` or escaping again. Reading a member gives the same `String`
+    // either way; assigning one stores a `String`.
+
+    /// The JSON text the scanner read, which `.span` texts point into; empty otherwise.
+    @usableFromInline var source: [UInt8] = []
+    @usableFromInline var titleText: NotificationText?
+    @usableFromInline var subtitleText: NotificationText?
+    @usableFromInline var bodyText: NotificationText?
+    @usableFromInline var idText: NotificationText?
+
     /// Title shown in bold; `nil` when absent.
-    public var title: String?
+    public var title: String? {
+        get { titleText.map { $0.string(in: source) } }
+        set { titleText = newValue.map(NotificationText.string) }
+    }
     /// Subtitle under the title; `nil` when absent.
-    public var subtitle: String?
+    public var subtitle: String? {
+        get { subtitleText.map { $0.string(in: source) } }
+        set { subtitleText = newValue.map(NotificationText.string) }
+    }
     /// Body text; `nil` when absent.
-    public var body: String?
+    public var body: String? {
+        get { bodyText.map { $0.string(in: source) } }
+        set { bodyText = newValue.map(NotificationText.string) }
+    }
     /// An attachment to download and show; `nil` when absent.
     public var media: MediaDescriptor?
     /// Per-locale variants, in document order: `(locale, content)` with a BCP 47 tag such as
     /// `fr` or `pt-BR`. Locales are unique.
-    public var localizations: [(locale: String, content: LocalizedContent)]
+    public var localizations: [(locale: String, content: LocalizedContent)] = []
     /// App data merged into the notification's `userInfo`; `nil` when absent.
     public var data: JSONObject?
     /// Issued at: seconds since 1970-01-01 UTC; `nil` when absent.
@@ -26,7 +48,10 @@ public struct Notification: Sendable, Equatable {
     /// Expires at: seconds since 1970-01-01 UTC; a receiver shows original content after it.
     public var exp: Int64?
     /// Sender's notification id (e.g. for collapsing); `nil` when absent.
-    public var id: String?
+    public var id: String? {
+        get { idText.map { $0.string(in: source) } }
+        set { idText = newValue.map(NotificationText.string) }
+    }
 
     /// Creates a plaintext. At least one of `title`, `subtitle`, `body` must be non-empty for
     /// it to encode into something a receiver accepts (checked by ``validate()``).
@@ -167,7 +192,7 @@ public struct Notification: Sendable, Equatable {
 
     /// A capacity guess that usually holds the padded output without growing.
     func estimatedByteCount() -> Int {
-        var n = 160 + (title?.utf8.count ?? 0) + (subtitle?.utf8.count ?? 0) + (body?.utf8.count ?? 0) + (id?.utf8.count ?? 0)
+        var n = 160 + (titleText?.byteCount ?? 0) + (subtitleText?.byteCount ?? 0) + (bodyText?.byteCount ?? 0) + (idText?.byteCount ?? 0)
         for l in localizations {
             n += 48 + l.locale.utf8.count + (l.content.title?.utf8.count ?? 0) + (l.content.subtitle?.utf8.count ?? 0)
                 + (l.content.body?.utf8.count ?? 0)
@@ -175,6 +200,57 @@ public struct Notification: Sendable, Equatable {
         if media != nil { n += 256 }
         if let data { n += 64 * data.count }
         return n + n / 8
+    }
+}
+
+/// How ``Notification`` stores a text member: a `String`, or the content of a JSON string in
+/// the notification's `source` bytes (the scanner's input), already checked by the reader's
+/// rules (strict UTF-8, escapes, no raw control characters).
+@usableFromInline
+enum NotificationText: Sendable {
+    case string(String)
+    /// `source[start..<end]`, the bytes between the quotes; `hasEscapes` when it holds a
+    /// backslash escape; `isMinimallyEscaped` when copying it gives exactly the encoder's output
+    /// for the decoded string (`JSONReader.StringSpan`).
+    case span(start: Int, end: Int, hasEscapes: Bool, isMinimallyEscaped: Bool)
+
+    /// The scanner's span of `source` as a text.
+    init(_ span: JSONReader.StringSpan) {
+        self = .span(start: span.start, end: span.end, hasEscapes: span.hasEscapes, isMinimallyEscaped: span.isMinimallyEscaped)
+    }
+
+    /// Whether the decoded string is empty (a non-empty content never decodes to "").
+    @usableFromInline var isEmpty: Bool {
+        switch self {
+        case .string(let s): s.isEmpty
+        case .span(let start, let end, _, _): start == end
+        }
+    }
+
+    /// About the encoded byte count (the string's UTF-8, or the span as written).
+    var byteCount: Int {
+        switch self {
+        case .string(let s): s.utf8.count
+        case .span(let start, let end, _, _): end - start
+        }
+    }
+
+    /// The decoded string (`source` is the notification's).
+    @usableFromInline func string(in source: [UInt8]) -> String {
+        switch self {
+        case .string(let s):
+            return s
+        case .span(let start, let end, let hasEscapes, _):
+            return source.withUnsafeBufferPointer { b -> String in
+                guard let base = b.baseAddress, start >= 1, start <= end, end < b.count else { return "" }
+                if !hasEscapes { return String(decoding: UnsafeBufferPointer(start: base + start, count: end - start), as: UTF8.self) }
+                // Scanned and validated before, so reading it again (from its opening quote) cannot fail.
+                var parser = Parser(base: base, end: b.count, maxDepth: 1)
+                parser.i = start - 1
+                guard (try? parser.scanString()) != nil else { return "" }
+                return String(decoding: parser.scratch, as: UTF8.self)
+            }
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 public import PushSealJSON
 import PushSealSystem
 public import PushSealCrypto
+internal import CPushSealSIMD
 
 /// The one writer of the plaintext layout (FORMAT.md §5): compact UTF-8 JSON, members in the
 /// order title, subtitle, body, media, localizations, data, iat, exp, id, absent ones omitted;
@@ -34,9 +35,9 @@ public struct PlaintextEncoder<Sink: ByteSink> {
             e.raw(k)
             e.raw("\":")
         }
-        if let t = notification.title { key("title", &self); string(t) }
-        if let t = notification.subtitle { key("subtitle", &self); string(t) }
-        if let t = notification.body { key("body", &self); string(t) }
+        if let t = notification.titleText { key("title", &self); text(t, in: notification.source) }
+        if let t = notification.subtitleText { key("subtitle", &self); text(t, in: notification.source) }
+        if let t = notification.bodyText { key("body", &self); text(t, in: notification.source) }
         if let m = notification.media {
             key("media", &self)
             raw("{\"url\":")
@@ -74,7 +75,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
         if let d = notification.data { key("data", &self); try object(d) }
         if let t = notification.iat { key("iat", &self); integer(t) }
         if let t = notification.exp { key("exp", &self); integer(t) }
-        if let t = notification.id { key("id", &self); string(t) }
+        if let t = notification.idText { key("id", &self); text(t, in: notification.source) }
         sink.append(UInt8(ascii: "}"))
     }
 
@@ -88,6 +89,20 @@ public struct PlaintextEncoder<Sink: ByteSink> {
         sink.append(0x22)
         var s = s
         s.withUTF8 { appendEscaped($0) }
+        sink.append(0x22)
+    }
+
+    /// Appends a notification's text member as a JSON string literal with quotes: a scanned
+    /// span that is already minimally escaped is copied from `source` as it is (the bytes this
+    /// encoder would write for its decoded string), anything else is escaped.
+    @inlinable mutating func text(_ t: NotificationText, in source: [UInt8]) {
+        guard case .span(let start, let end, _, true) = t else { return string(t.string(in: source)) }
+        sink.append(0x22)
+        source.withUnsafeBytes { b in
+            if start >= 0, start <= end, end <= b.count, let base = b.baseAddress {
+                sink.append(bytes: UnsafeRawBufferPointer(start: base + start, count: end - start))
+            }
+        }
         sink.append(0x22)
     }
 
@@ -127,12 +142,14 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     }
 
     /// The index of the first byte at or after `from` that needs an escape (a control
-    /// character, `"` or `\`), or `utf8.count`. Scans eight bytes at a time (SWAR).
+    /// character, `"` or `\`), or `utf8.count`. A long run goes through `CPushSealSIMD`'s
+    /// scan first (it stops at the first non-ASCII byte too); then eight bytes at a time (SWAR).
     @inlinable @inline(__always)
     static func firstEscapeIndex(_ utf8: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
         let n = utf8.count
         var i = from
         guard let base = utf8.baseAddress else { return n }
+        if n - i >= 32 { i = plainASCIIPrefixEnd(base, from: i, end: n) }
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         while i + 8 <= n {
@@ -248,3 +265,10 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     }
 }
 extension PlaintextEncoder: Sendable where Sink: Sendable {}
+
+/// `CPushSealSIMD`'s JSON string scan for ``PlaintextEncoder``: an index `j >= i` such that
+/// `p[i..<j]` is ASCII with no byte to escape (`j` is at a flagged byte, a non-ASCII byte, or
+/// fewer than 16 bytes before `end`). Not inlinable: the C module is this module's own import.
+@usableFromInline func plainASCIIPrefixEnd(_ p: UnsafePointer<UInt8>, from i: Int, end: Int) -> Int {
+    pushseal_json_skip_plain(p, i, end)
+}

@@ -56,6 +56,10 @@ import Testing
             #expect(scanned != nil, "notification \(n) left the scan path: \(String(decoding: json, as: UTF8.self))")
             #expect(scanned?.notification == tree.notification, "notification \(n): \(String(decoding: json, as: UTF8.self))")
             #expect(scanned?.extra == tree.ttlSeconds)
+            // The sealer's form (text kept as spans of the input): same notification, same bytes.
+            let spans = Notification.scan(json, extraInteger: "ttl")
+            #expect(spans?.notification == tree.notification, "notification \(n) (spans): \(String(decoding: json, as: UTF8.self))")
+            #expect(try spans?.notification.encoded() == tree.notification.encoded())
         }
     }
 

@@ -38,6 +38,17 @@ import Testing
         if let scanned {
             #expect(Outcome.read(scanned.notification, ttl: scanned.extra) == tree, seedNote("\(name): the scanner read what the tree decoder did not"))
         }
+        // The array form keeps text as spans of the input: the same answer, and (when read)
+        // the same plaintext bytes as the tree decoder's notification.
+        let spans = Notification.scan(bytes, extraInteger: "ttl")
+        #expect((spans != nil) == (scanned != nil), seedNote("\(name): the span scan and the string scan differ in giving up"))
+        if let spans {
+            #expect(Outcome.read(spans.notification, ttl: spans.extra) == tree, seedNote("\(name): the span scan read what the tree decoder did not"))
+            if case .read(let n, _) = tree {
+                #expect((try? spans.notification.encoded(padding: false)) == (try? n.encoded(padding: false)),
+                        seedNote("\(name): the span scan encodes other bytes than the tree decoder's notification"))
+            }
+        }
         return scanned != nil
     }
 
