@@ -1,0 +1,5 @@
+extension CryptoError.Code {
+    /// A key file or key bytes are not what was asked for: not PEM/DER, not a private key, not
+    /// an EC key on P-256 (e.g. an RSA or P-384 key given as an APNs `.p8`).
+    public static let invalidKey = CryptoError.Code("invalidKey")
+}
