@@ -15,10 +15,12 @@ let package = Package(
         .library(name: "PushSealExtension", targets: ["PushSealExtension"]),
         // The extension's media network side (libcurl's C API, no Foundation), loaded with dlopen
         // only when a notification has media, so push-open does not link libcurl at startup.
+        .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", type: .dynamic, targets: ["PushSealMediaFetch"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
+        .executable(name: "push-send", targets: ["push-send"]),
         .executable(name: "push-bench", targets: ["push-bench"]),
     ],
     targets: [
@@ -41,10 +43,13 @@ let package = Package(
         // PushSealKeychain only for PosixLock (Output guards its record of a failed stdout write).
         .target(name: "PushSealCLI", dependencies: ["PushSealFormat", "PushSealKeychain"]),
         .target(name: "PushSealMediaFetch", dependencies: ["CCurl"]),
+        // The APNs provider client: HTTP/2 on libcurl (nghttp2), ES256 provider tokens, retries.
+        .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealFormat", "CCurl"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain"]),
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeys", "PushSealKeychain"]),
+        .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealFormat"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
@@ -60,6 +65,8 @@ let package = Package(
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealFormat", "PushSealCrypto"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
         .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealFormat"]),
+        .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealFormat"],
+                    exclude: []),
         .testTarget(name: "CLITests", dependencies: ["PushSealFormat", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto"]),
     ],
     swiftLanguageModes: [.v6]
