@@ -31,6 +31,8 @@ final class APNsEngine: @unchecked Sendable {
 
     // Transfer thread only.
     private var free: [APNsTransfer] = []
+    /// Every transfer made (they are reused; libcurl's private pointer to each is unretained).
+    private var all: [APNsTransfer] = []
     private var active = 0
     private var delayed: [(due: UInt64, transfer: APNsTransfer)] = []
     private var invalidationGuard = InvalidationGuard()
@@ -147,8 +149,9 @@ final class APNsEngine: @unchecked Sendable {
         counters.suppressedInvalidations = invalidationGuard.suppressedCount
         let final = counters
         shared.withLock { $0.statistics.suppressedInvalidations = final.suppressedInvalidations }
-        for t in free { curl_easy_cleanup(t.easy) }
+        for t in all { curl_easy_cleanup(t.easy) }
         free = []
+        all = []
         curl_multi_cleanup(multi)
     }
 
@@ -163,7 +166,9 @@ final class APNsEngine: @unchecked Sendable {
     /// A transfer from the free list, or a new one with the fixed options set.
     private func transfer() -> APNsTransfer? {
         if let t = free.popLast() { return t }
-        return APNsTransfer(configuration: configuration)
+        guard let t = APNsTransfer(configuration: configuration) else { return nil }
+        all.append(t)
+        return t
     }
 
     /// The outcome of a notification no easy handle could be made for (out of memory).
