@@ -117,6 +117,12 @@ public final class APNsClient: Sendable {
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         let box = Unmanaged.passRetained(APNsThreadBody { engine.run(); done.signal() })
         var thread = pthread_t()
+        // The transfer thread takes no signals (they stay with the caller's threads): block
+        // them all while it is created, then restore this thread's mask.
+        var all = sigset_t(), previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_BLOCK, &all, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         let rc = pthread_create(&thread, &attributes, { raw in
             guard let raw else { return nil }
             Unmanaged<APNsThreadBody>.fromOpaque(raw).takeRetainedValue().run()

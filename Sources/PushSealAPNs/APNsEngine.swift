@@ -225,8 +225,10 @@ final class APNsEngine: @unchecked Sendable {
         var connects = 0
         _ = pushseal_curl_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
         counters.connectionsOpened += connects
-        var pretransfer: curl_off_t = 0
-        _ = pushseal_curl_getinfo_off_t(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer)
+        // The body sent in full: APNs may have acted on it. A request still queued behind the
+        // server's stream limit (nghttp2 holds it) has sent nothing and cannot have been delivered.
+        var uploaded: curl_off_t = 0
+        _ = pushseal_curl_getinfo_off_t(easy, CURLINFO_SIZE_UPLOAD_T, &uploaded)
         let connection = port > 0 ? port : nil
 
         let result: APNsRetryPolicy.Result
@@ -241,7 +243,7 @@ final class APNsEngine: @unchecked Sendable {
             result = .answered(status: status, reason: reason, retryAfterSeconds: t.retryAfter)
         } else {
             let (why, retryable, connectFailure) = APNsEngine.classify(code)
-            let maybeSent = pretransfer > 0 && !connectFailure
+            let maybeSent = uploaded >= t.notification.payload.count && !connectFailure
             if connectFailure {
                 consecutiveConnectFailures += 1
                 let exponent = min(consecutiveConnectFailures - 1, 16)

@@ -18,7 +18,7 @@ public struct APNsRetryPolicy: Sendable, Hashable {
     public enum Result: Sendable, Hashable {
         /// An HTTP answer: status, APNs' reason, and `Retry-After` in seconds if sent.
         case answered(status: Int, reason: String?, retryAfterSeconds: Double?)
-        /// No answer; `maySent` is `true` when the request may have reached APNs.
+        /// No answer; `maybeSent` is `true` when the request may have reached APNs.
         case transportFailed(reason: String, maybeSent: Bool, retryable: Bool)
     }
 
@@ -68,7 +68,8 @@ public struct APNsRetryPolicy: Sendable, Hashable {
             guard retryable else { return .fail(reason: reason) }
             guard !maybeSent || hasCollapseID else { return .fail(reason: "mayHaveBeenDelivered") }
             guard attemptsLeft else { return .fail(reason: reason) }
-            return .retry(delaySeconds: backoff(attempt, jitter), newConnection: true, refreshToken: false)
+            // A timeout before anything was sent is a busy connection, not a broken one.
+            return .retry(delaySeconds: backoff(attempt, jitter), newConnection: reason != "timeout", refreshToken: false)
         }
     }
 

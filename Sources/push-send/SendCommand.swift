@@ -287,6 +287,12 @@ struct SendCommand: Command {
         action.sa_flags = 0
         sigaction(SIGINT, &action, nil)
         sigaction(SIGTERM, &action, nil)
+        // A parent may pass them down blocked (a thread pool's mask): take them on this thread.
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
     private func bounded(_ a: Arguments, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {

@@ -16,7 +16,7 @@
 //   script: {TOKEN: [{status, reason, retryAfter, refuse, delayMs}]}  answers per attempt, then 200
 //   record: PATH                        one JSON line per stream (answered or refused)
 //   initialStreams: 1, maxStreams: 1000 SETTINGS_MAX_CONCURRENT_STREAMS before/after a valid token
-//   tokenUpdateSeconds: 1200            a new provider token sooner: 429 TooManyProviderTokenUpdates
+//   tokenUpdateSeconds: 1200            a newer provider token on one connection sooner: 429 TooManyProviderTokenUpdates
 //   faults: {seed, rate500, rate503, rate429, rate410, refusedRate, goawayAfter, goawayReason,
 //            streamLimits: [[afterRequests, limit]], delayMs}
 import http2 from 'node:http2';
@@ -66,12 +66,11 @@ const random = () => { seed = (seed + 0x6D2B79F5) >>> 0; let t = seed; t = Math.
   t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
 
 // Provider tokens: a verified token string is remembered (verifying each request would be the
-// mock's bottleneck); per key, the iat of the newest token and when it was first seen.
+// mock's bottleneck); per connection and key, the iat of the newest token and when it was first seen.
 const verified = new Map();
-const newestByKey = new Map();
 const b64json = (s) => JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
 
-function checkToken(authorization) {
+function checkToken(authorization, session) {
   if (!authorization || !authorization.startsWith('bearer ')) return [403, 'MissingProviderToken'];
   const jwt = authorization.slice(7);
   let entry = verified.get(jwt);
@@ -87,14 +86,15 @@ function checkToken(authorization) {
       { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, Buffer.from(parts[2], 'base64url'));
     if (!ok || !Number.isInteger(claims.iat)) return [403, 'InvalidProviderToken'];
     entry = { kid: header.kid, iat: claims.iat };
-    const newest = newestByKey.get(entry.kid);
-    if (newest && newest.iat !== entry.iat) {
-      if (Date.now() - newest.seenAt < tokenUpdateMs) return [429, 'TooManyProviderTokenUpdates'];
-    }
-    if (!newest || entry.iat > newest.iat) newestByKey.set(entry.kid, { iat: entry.iat, seenAt: Date.now() });
     if (verified.size > 10000) verified.clear();
     verified.set(jwt, entry);
   }
+  // A connection whose provider token changes more often than every 20 minutes.
+  const newest = session.tokens.get(entry.kid);
+  if (newest && newest.iat !== entry.iat && entry.iat > newest.iat) {
+    if (Date.now() - newest.seenAt < tokenUpdateMs) return [429, 'TooManyProviderTokenUpdates'];
+  }
+  if (!newest || entry.iat > newest.iat) session.tokens.set(entry.kid, { iat: entry.iat, seenAt: Date.now() });
   if (Date.now() / 1000 - entry.iat > 3600) return [403, 'ExpiredProviderToken'];
   return null;
 }
@@ -105,12 +105,12 @@ const pushTypes = { alert: '', background: '', location: '.location-query', voip
 const uuid = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 /// The APNs answer [status, reason] for a complete request, or null for 200.
-function validate(h, token, body) {
+function validate(h, token, body, session) {
   if (h[':method'] !== 'POST') return [405, 'MethodNotAllowed'];
   if (!h[':path'].startsWith('/3/device/')) return [404, 'BadPath'];
   if (token.length === 0) return [400, 'MissingDeviceToken'];
   if (!/^[0-9a-fA-F]+$/.test(token) || token.length % 2 !== 0) return [400, 'BadDeviceToken'];
-  const auth = checkToken(h['authorization']);
+  const auth = checkToken(h['authorization'], session);
   if (auth) return auth;
   const pushType = h['apns-push-type'] ?? 'alert';
   if (!(pushType in pushTypes)) return [400, 'InvalidPushType'];
@@ -156,6 +156,7 @@ server.on('session', (session) => {
   session.id = ++sessionCount;
   session.currentLimit = initialStreams;
   session.tokenValid = false;
+  session.tokens = new Map();
   session.lastStreamAllowed = Infinity;
   sessions.add(session);
   session.on('close', () => sessions.delete(session));
@@ -184,7 +185,7 @@ server.on('stream', (stream, h) => {
       return;
     }
     const body = Buffer.concat(chunks);
-    let answer = validate(h, token, body);
+    let answer = validate(h, token, body, session);
     if (!answer && planned?.status) answer = [planned.status, planned.reason, planned.timestamp];
     if (!answer && !planned) {
       const r = faults.rate500 || faults.rate503 || faults.rate429 || faults.rate410 ? random() : 1;
