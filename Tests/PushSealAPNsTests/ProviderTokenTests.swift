@@ -166,7 +166,10 @@ struct RetryPolicyTests {
         let tls = APNsRetryPolicy.Result.transportFailed(reason: "tlsVerificationFailed", maybeSent: false, retryable: false)
         #expect(policy.decide(after: notSent, attempt: 1, hasCollapseID: false, tokenRefreshed: false, jitter: 0) == .retry(delaySeconds: 0.5, newConnection: true, refreshToken: false))
         #expect(policy.decide(after: maybe, attempt: 1, hasCollapseID: false, tokenRefreshed: false, jitter: 0) == .fail(reason: "mayHaveBeenDelivered"))
-        #expect(policy.decide(after: maybe, attempt: 1, hasCollapseID: true, tokenRefreshed: false, jitter: 0) == .retry(delaySeconds: 0.5, newConnection: true, refreshToken: false))
+        #expect(policy.decide(after: maybe, attempt: 1, hasCollapseID: true, tokenRefreshed: false, jitter: 0) == .retry(delaySeconds: 0.5, newConnection: false, refreshToken: false),
+                "a timeout is a busy connection: the same pool")
+        let lost = APNsRetryPolicy.Result.transportFailed(reason: "connectionLost", maybeSent: true, retryable: true)
+        #expect(policy.decide(after: lost, attempt: 1, hasCollapseID: true, tokenRefreshed: false, jitter: 0) == .retry(delaySeconds: 0.5, newConnection: true, refreshToken: false))
         #expect(policy.decide(after: tls, attempt: 1, hasCollapseID: true, tokenRefreshed: false, jitter: 0) == .fail(reason: "tlsVerificationFailed"))
         #expect(policy.decide(after: notSent, attempt: 5, hasCollapseID: false, tokenRefreshed: false, jitter: 0) == .fail(reason: "connectionFailed"))
     }
