@@ -12,6 +12,7 @@
 # limit 1000 → 1 → 1000, one GOAWAY, 1% 500s, 0.5% 410s): one final outcome per line, none
 # accepted twice (checked against the mock's record).
 set -euo pipefail
+[[ -n ${BENCH_APNS_TRACE:-} ]] && set -x
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=$root/.build/release
 count=100000
@@ -30,7 +31,7 @@ done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-apns.XXXXXX")
 mock_pid=
-cleanup() { [[ -n $mock_pid ]] && kill "$mock_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+cleanup() { if [[ -n $mock_pid ]]; then kill "$mock_pid" 2>/dev/null; wait "$mock_pid" 2>/dev/null; fi; rm -rf "$work"; }
 trap cleanup EXIT
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/AuthKey.p8" 2>/dev/null
 KID=ABC123DEFG TEAM=TEAM123456 TOPIC=com.example.app
@@ -38,7 +39,7 @@ KID=ABC123DEFG TEAM=TEAM123456 TOPIC=com.example.app
 # start_mock CONFIG: starts the mock, sets PORT and CA.
 start_mock() {
   [[ -n $mock_pid ]] && { kill "$mock_pid" 2>/dev/null; wait "$mock_pid" 2>/dev/null || true; }
-  node "$root/Tests/MockAPNs/mock-apns.mjs" --config "$1" < <(sleep 100000) > "$work/mock.out" 2> "$work/mock.err" &
+  node "$root/Tests/MockAPNs/mock-apns.mjs" --config "$1" --detached < /dev/null > "$work/mock.out" 2> "$work/mock.err" &
   mock_pid=$!
   while ! grep -q '^listening' "$work/mock.out" 2>/dev/null; do
     kill -0 "$mock_pid" 2>/dev/null || { echo "bench-apns: error: the mock did not start: $(cat "$work/mock.err")" >&2; exit 70; }
@@ -95,9 +96,9 @@ echo "| mock ceiling (h2load -c 1 -m 1000, $h2ok × 2xx of $count) | ${mock_rps%
 
 # 2. push-send, one connection, 1000 in flight.
 start_mock "$work/plain.json"
-/usr/bin/time -f "%e %U %S %M" -o "$work/time.send" "$bin/push-send" --p8 "$work/AuthKey.p8" --key-id "$KID" --team-id "$TEAM" \
+/usr/bin/time -f "T %e %U %S %M" -o "$work/time.send" "$bin/push-send" --p8 "$work/AuthKey.p8" --key-id "$KID" --team-id "$TEAM" \
   --host "127.0.0.1:$PORT" --ca-file "$CA" --connections 1 --in-flight 1000 "$work/in.jsonl" > "$work/out.jsonl" 2> "$work/send.err" || true
-read -r wall user sys rss < "$work/time.send"
+read -r _ wall user sys rss < <(grep "^T " "$work/time.send")
 accepted=$(grep -c '"outcome":"accepted"' "$work/out.jsonl" || true)
 send_rate=$(python3 -c "print(round($count / $wall))")
 cpu_us=$(python3 -c "print(round(($user + $sys) * 1e6 / $count, 1))")
@@ -148,9 +149,9 @@ start_mock "$work/plain.json"
 sed 's/^{"line":[0-9]*,/{/' "$work/in.jsonl" > "$work/in-noline.jsonl"
 reps=$(( (stream + count - 1) / count ))
 for _ in $(seq "$reps"); do cat "$work/in-noline.jsonl"; done | head -n "$stream" | \
-  /usr/bin/time -f "%e %U %S %M" -o "$work/time.stream" "$bin/push-send" --p8 "$work/AuthKey.p8" --key-id "$KID" --team-id "$TEAM" \
+  /usr/bin/time -f "T %e %U %S %M" -o "$work/time.stream" "$bin/push-send" --p8 "$work/AuthKey.p8" --key-id "$KID" --team-id "$TEAM" \
   --host "127.0.0.1:$PORT" --ca-file "$CA" - > /dev/null 2> "$work/stream.err" || true
-read -r swall suser ssys srss < "$work/time.stream"
+read -r _ swall suser ssys srss < <(grep "^T " "$work/time.stream")
 echo "| streamed run, $stream lines ($(grep -o '[0-9]* accepted' "$work/stream.err" | head -1)) | $(python3 -c "print(round($stream / $swall))") notifications/s, peak RSS $(python3 -c "print(round($srss / 1024, 1))") MiB |"
 
 # 5. The fault script, with the mock's record: one outcome per line, none accepted twice.

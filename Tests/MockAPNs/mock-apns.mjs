@@ -2,7 +2,9 @@
 // ("Sending notification requests to APNs", "Handling notification responses from APNs"), for
 // PushSeal's tests and benchmark. Node 20's built-in http2 (nghttp2), no npm packages.
 //
-//   node mock-apns.mjs --config CONFIG.json [--port 0]
+//   node mock-apns.mjs --config CONFIG.json [--port 0] [--detached]
+//
+// It stops on SIGTERM/SIGINT, or when its standard input ends unless --detached is given.
 //
 // Listens on 127.0.0.1 only. Generates a throwaway CA and server certificate at start (openssl
 // command line) and prints one line on stdout when ready:
@@ -150,7 +152,8 @@ const limitFor = (session) => streamLimitOverride ?? (session.tokenValid ? maxSt
 
 const server = http2.createSecureServer({
   key: fs.readFileSync(f('server.key')), cert: fs.readFileSync(f('server.pem')), ALPNProtocols: ['h2'],
-  settings: { maxConcurrentStreams: initialStreams }, peerMaxConcurrentStreams: 2000,
+  settings: { maxConcurrentStreams: initialStreams, initialWindowSize: 1 << 20 }, peerMaxConcurrentStreams: 2000,
+  maxSessionMemory: 512,  // MB: 1000 streams of 1 KB bodies exceed Node's default of 10 (it then refuses streams)
 });
 server.on('session', (session) => {
   session.id = ++sessionCount;
@@ -159,6 +162,7 @@ server.on('session', (session) => {
   session.tokens = new Map();
   session.lastStreamAllowed = Infinity;
   sessions.add(session);
+  try { session.setLocalWindowSize(32 << 20); } catch { /* not connected yet */ }
   session.on('close', () => sessions.delete(session));
   session.on('error', () => {});
 });
@@ -176,6 +180,7 @@ server.on('stream', (stream, h) => {
       stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
       return;
     }
+    session.maxProcessed = Math.max(session.maxProcessed ?? 0, stream.id);
     const n = (attemptsByToken.get(token) ?? 0);
     attemptsByToken.set(token, n + 1);
     const planned = script.get(token)?.[n];
@@ -222,8 +227,10 @@ server.on('stream', (stream, h) => {
       }
       if (faults.goawayAfter && !goawaySent && answered >= faults.goawayAfter) {
         goawaySent = true;
-        session.lastStreamAllowed = stream.id;
-        session.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id,
+        // The last stream id covers every stream taken up so far (answered or pending): the
+        // client may resend only streams above it, which this session will not process.
+        session.lastStreamAllowed = session.maxProcessed;
+        session.goaway(http2.constants.NGHTTP2_NO_ERROR, session.maxProcessed,
           Buffer.from(JSON.stringify({ reason: faults.goawayReason ?? 'Shutdown' })));
         setTimeout(() => session.close(), 2000).unref();
       }
@@ -238,5 +245,7 @@ server.listen(port, '127.0.0.1', () => {
 const stop = () => { record?.end(); server.close(); fs.rmSync(dir, { recursive: true, force: true }); process.exit(0); };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
-process.stdin.on('end', stop);  // the parent went away
-process.stdin.resume();
+if (!args.includes('--detached')) {  // the parent went away: its pipe to our stdin closed
+  process.stdin.on('end', stop);
+  process.stdin.resume();
+}
