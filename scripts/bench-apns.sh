@@ -31,7 +31,7 @@ done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-apns.XXXXXX")
 mock_pid=
-cleanup() { if [[ -n $mock_pid ]]; then kill "$mock_pid" 2>/dev/null; wait "$mock_pid" 2>/dev/null; fi; rm -rf "$work"; }
+cleanup() { if [[ -n $mock_pid ]]; then kill "$mock_pid" 2>/dev/null; wait "$mock_pid" 2>/dev/null; fi; [[ -n ${BENCH_APNS_KEEP:-} ]] && echo "bench-apns: kept $work" >&2 || rm -rf "$work"; }
 trap cleanup EXIT
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/AuthKey.p8" 2>/dev/null
 KID=ABC123DEFG TEAM=TEAM123456 TOPIC=com.example.app
@@ -121,6 +121,7 @@ conn.APNsProductionClientProtocol.APNS_PORT = port
 lines = [json.loads(l) for l in open(work + "/in.jsonl")]
 async def main():
     ctx = ssl.create_default_context(cafile=ca)
+    ctx.set_alpn_protocols(["h2"])  # the mock, like APNs, speaks only h2
     apns = APNs(key=open(work + "/AuthKey.p8").read(), key_id=kid, team_id=team, topic=topic, use_sandbox=False,
                 max_connections=1, ssl_context=ctx)
     sem = asyncio.Semaphore(1000)
@@ -169,6 +170,10 @@ kinds = collections.Counter(o["outcome"] for o in outs)
 rec = [json.loads(l) for l in open(work + "/record.jsonl")]
 acc = collections.Counter(r["token"] for r in rec if r.get("status") == 200)
 twice = sum(1 for v in acc.values() if v > 1)
+dups = [t for t, v in acc.items() if v > 1][:3]
+for t in dups:
+    sys.stderr.write("accepted twice: %s\n  outcome: %s\n  mock: %s\n" % (t, [o for o in outs if o["deviceToken"] == t],
+                     [r for r in rec if r.get("token") == t]))
 one_each = len(per_line) == n and all(v == 1 for v in per_line.values())
 print(f"{'yes' if one_each else 'NO'} {twice} " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) + f"; {len(rec)} streams seen by the mock")
 PY
