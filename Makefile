@@ -37,6 +37,7 @@ bench:
 	@scripts/install-deps.sh >&2
 	@$(SWIFT) build -c release >&2
 	@.build/release/push-bench $(BENCH_ARGS)
+	@scripts/bench-apns.sh $(BENCH_APNS_ARGS)
 
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS)

@@ -23,10 +23,12 @@ let package = Package(
         .library(name: "PushSealKeyProviders", targets: ["PushSealKeyProviders"]),
         // The extension's media network side (libcurl's C API, no Foundation), loaded with dlopen
         // only when a notification has media, so push-open does not link libcurl at startup.
+        .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", type: .dynamic, targets: ["PushSealMediaFetch"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
+        .executable(name: "push-send", targets: ["push-send"]),
         .executable(name: "push-bench", targets: ["push-bench"]),
     ],
     targets: [
@@ -58,6 +60,8 @@ let package = Package(
         // CLI support (arguments, help, output, errors): System and JSON only.
         .target(name: "PushSealCLI", dependencies: ["PushSealSystem", "PushSealJSON"]),
         .target(name: "PushSealMediaFetch", dependencies: ["CCurl", "PushSealSystem"]),
+        // The APNs provider client: HTTP/2 on libcurl (nghttp2), ES256 provider tokens, retries.
+        .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CCurl"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
@@ -67,6 +71,7 @@ let package = Package(
         // `swift build --product PushSealMediaFetch` builds it (`make build` runs the former).
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
@@ -89,6 +94,7 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -12,6 +12,11 @@ pkg-config --exists libsodium 2>/dev/null || need_apt+=(libsodium-dev)
 pkg-config --exists libcurl 2>/dev/null || need_apt+=(libcurl4-openssl-dev)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-pip)
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
+# The mock APNs (Tests/MockAPNs, Node 20's built-in http2) and its benchmark ceiling (h2load).
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v h2load >/dev/null 2>&1 || need_apt+=(nghttp2-client)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+[ -x /usr/bin/time ] || need_apt+=(time)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
@@ -34,4 +39,11 @@ if ! python3 -c 'import pyhpke' >/dev/null 2>&1; then
   echo "install-deps: installing Python pyhpke" >&2
   python3 -m pip install --quiet pyhpke 2>/dev/null \
     || python3 -m pip install --quiet --break-system-packages pyhpke
+fi
+
+# aioapns: the benchmark's peer for push-send (scripts/bench-apns.sh).
+if ! python3 -c 'import aioapns' >/dev/null 2>&1; then
+  echo "install-deps: installing Python aioapns" >&2
+  python3 -m pip install --quiet aioapns 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages aioapns
 fi

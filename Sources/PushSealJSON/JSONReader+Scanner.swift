@@ -50,7 +50,7 @@ extension JSONReader {
         private var afterValue = false
         /// The document as an array when the scanner was made by ``scanning(_:limits:_:)``:
         /// then `Notification.scan` keeps its text members as spans of it (no `String`s).
-        var source: [UInt8]?
+        public internal(set) var source: [UInt8]?
 
         init(parser: Parser) { self.parser = parser }
 
@@ -301,5 +301,21 @@ extension Parser {
         // U+0008, U+0009, U+000A, U+000C, U+000D have short escapes.
         if high == 0x30 { return !(low == 0x38 || low == 0x39 || low == 0x61 || low == 0x63 || low == 0x64) }
         return true
+    }
+}
+
+extension JSONReader {
+    /// The decoded UTF-8 bytes of the JSON string whose opening quote is at byte
+    /// `quoteIndex` of `bytes` (escapes resolved), or `nil` when no valid string starts there.
+    /// For text a ``Scanner`` already validated (a span kept by a caller), so it cannot fail then.
+    /// - Parameters:
+    ///   - bytes: the whole JSON document.
+    ///   - quoteIndex: offset of the string's opening `"` in `bytes`.
+    public static func decodeString(in bytes: UnsafeBufferPointer<UInt8>, openingQuoteAt quoteIndex: Int) -> [UInt8]? {
+        guard let base = bytes.baseAddress, quoteIndex >= 0, quoteIndex < bytes.count else { return nil }
+        var parser = Parser(base: base, end: bytes.count, maxDepth: 1)
+        parser.i = quoteIndex
+        guard (try? parser.scanString()) != nil else { return nil }
+        return parser.scratch
     }
 }

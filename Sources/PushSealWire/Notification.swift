@@ -245,10 +245,8 @@ enum NotificationText: Sendable {
                 guard let base = b.baseAddress, start >= 1, start <= end, end < b.count else { return "" }
                 if !hasEscapes { return String(decoding: UnsafeBufferPointer(start: base + start, count: end - start), as: UTF8.self) }
                 // Scanned and validated before, so reading it again (from its opening quote) cannot fail.
-                var parser = Parser(base: base, end: b.count, maxDepth: 1)
-                parser.i = start - 1
-                guard (try? parser.scanString()) != nil else { return "" }
-                return String(decoding: parser.scratch, as: UTF8.self)
+                guard let decoded = JSONReader.decodeString(in: b, openingQuoteAt: start - 1) else { return "" }
+                return String(decoding: decoded, as: UTF8.self)
             }
         }
     }

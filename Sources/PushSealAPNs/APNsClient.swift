@@ -1,0 +1,165 @@
+import Dispatch
+internal import CCurl
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An APNs provider client: HTTP/2 over TLS 1.2+ on libcurl (with nghttp2), one multi handle
+/// multiplexing every notification over a bounded pool of connections to one endpoint with one
+/// provider key (the pool is per (environment, team, key): make one client for each).
+///
+/// - Streams: libcurl follows the `SETTINGS_MAX_CONCURRENT_STREAMS` APNs announces (1 until the
+///   first valid provider token, 1000 after, and 1 again after a rejected token; nghttp2 holds
+///   the streams beyond it), capped by ``Configuration/maxConcurrentStreams``;
+///   `CURLOPT_PIPEWAIT` makes a burst wait for the connection being set up instead of opening
+///   one connection per request, and `CURLMOPT_MAX_HOST_CONNECTIONS` bounds the pool.
+/// - Retries: ``APNsRetryPolicy`` (docs/apns.md has the table). A stream refused by APNs
+///   (`REFUSED_STREAM`, or above a GOAWAY's last stream id) was not processed: libcurl resends it
+///   on a new connection itself. A request that may have reached APNs is resent only when it has
+///   a collapse id.
+/// - Reconnects after a failed connection attempt back off from
+///   ``Configuration/reconnectBaseDelaySeconds`` (1 s) doubling to
+///   ``Configuration/reconnectMaxDelaySeconds`` (60 s).
+///
+/// Outcomes arrive on the client's transfer thread, one per notification given to ``send(_:tag:)``,
+/// through the handler passed to ``init(configuration:tokens:onOutcome:onInvalidation:afterOutcomes:)``.
+/// ``send(_:tag:)`` blocks while ``Configuration/maxInFlight`` notifications have no outcome yet,
+/// so memory stays bounded by the window.
+public final class APNsClient: Sendable {
+    /// How the client connects and retries.
+    public struct Configuration: Sendable {
+        /// Where to send.
+        public var endpoint: APNsEndpoint
+        /// Connections in the pool at most (1); one more may open for a retry on a new connection.
+        public var maxConnections = 1
+        /// Streams per connection at most, on top of what APNs announces (1000).
+        public var maxConcurrentStreams = 1000
+        /// Notifications without an outcome at most; ``APNsClient/send(_:tag:)`` waits above (1000).
+        public var maxInFlight = 1000
+        /// One attempt's limit, connection set-up included, in seconds (10).
+        public var requestTimeoutSeconds = 10.0
+        /// TCP + TLS set-up limit in seconds (10).
+        public var connectTimeoutSeconds = 10.0
+        /// The retry policy.
+        public var retry = APNsRetryPolicy()
+        /// First delay after a failed connection attempt, in seconds (1).
+        public var reconnectBaseDelaySeconds = 1.0
+        /// Longest delay between connection attempts, in seconds (60).
+        public var reconnectMaxDelaySeconds = 60.0
+        /// An idle connection is closed after this many seconds (`CURLOPT_MAXAGE_CONN`; 3600,
+        /// libcurl's default is 118).
+        public var connectionIdleLimitSeconds = 3600
+        /// A connection is not reused after this many seconds (`CURLOPT_MAXLIFETIME_CONN`; 86400).
+        public var connectionLifetimeSeconds = 86400
+        /// Upkeep (HTTP/2 PING) interval for idle connections, in seconds (`CURLOPT_UPKEEP_INTERVAL_MS`; 60).
+        public var upkeepIntervalSeconds = 60
+        /// The clocks (latency, delays; the token cache has its own).
+        public var clock: any APNsClock = SystemAPNsClock()
+
+        /// A configuration for `endpoint` with the defaults above.
+        public init(endpoint: APNsEndpoint) { self.endpoint = endpoint }
+    }
+
+    /// Counters for a summary; read at any time.
+    public struct Statistics: Sendable, Hashable {
+        /// Notifications given to ``APNsClient/send(_:tag:)``.
+        public var submitted = 0
+        /// Outcomes delivered.
+        public var finished = 0
+        /// Requests sent (attempts), retries included.
+        public var requests = 0
+        /// Connections libcurl opened (`CURLINFO_NUM_CONNECTS` summed).
+        public var connectionsOpened = 0
+        /// `BadDeviceToken` answers the burst guard did not turn into invalidations.
+        public var suppressedInvalidations = 0
+        /// `true` once the guard saw a `BadDeviceToken` burst.
+        public var badDeviceTokenBurst = false
+    }
+
+    let configuration: Configuration
+    let tokens: ProviderTokenCache
+    private let engine: APNsEngine
+    private let window: DispatchSemaphore
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Starts the client's transfer thread (connections open on the first send).
+    /// - Parameters:
+    ///   - onOutcome: called once per notification, on the transfer thread.
+    ///   - onInvalidation: called for each token to delete (410, or a `BadDeviceToken` the
+    ///     ``InvalidationGuard`` let through), on the transfer thread.
+    ///   - afterOutcomes: called on the transfer thread after each group of outcomes (flush point).
+    /// - Throws: `APNsError` `.transportUnavailable` when libcurl lacks HTTP/2 or cannot start;
+    ///   `.badEndpoint` when the CA file cannot be read.
+    public init(configuration: Configuration, tokens: ProviderTokenCache,
+                onOutcome: @escaping @Sendable (APNsOutcome) -> Void,
+                onInvalidation: @escaping @Sendable (APNsInvalidation) -> Void = { _ in },
+                afterOutcomes: @escaping @Sendable () -> Void = {}) throws {
+        if let ca = configuration.endpoint.caFile, access(ca, R_OK) != 0 {
+            throw APNsError(.badEndpoint, "cannot read the CA file '\(ca.suffix(120))': \(String(cString: strerror(errno)))")
+        }
+        guard apnsCurlGlobalInit == CURLE_OK, pushseal_curl_has_http2() != 0 else {
+            throw APNsError(.transportUnavailable, "libcurl has no HTTP/2 support (Debian: libcurl4-openssl-dev is built with nghttp2)")
+        }
+        self.configuration = configuration
+        self.tokens = tokens
+        window = DispatchSemaphore(value: max(1, configuration.maxInFlight))
+        let window = self.window
+        engine = try APNsEngine(configuration: configuration, tokens: tokens, onOutcome: { outcome in
+            onOutcome(outcome)
+            window.signal()
+        }, onInvalidation: onInvalidation, afterOutcomes: afterOutcomes)
+        let engine = self.engine
+        let done = self.done
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        let box = Unmanaged.passRetained(APNsThreadBody { engine.run(); done.signal() })
+        var thread = pthread_t()
+        // The transfer thread takes no signals (they stay with the caller's threads): block
+        // them all while it is created, then restore this thread's mask.
+        var all = sigset_t(), previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_BLOCK, &all, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        let rc = pthread_create(&thread, &attributes, { raw in
+            guard let raw else { return nil }
+            Unmanaged<APNsThreadBody>.fromOpaque(raw).takeRetainedValue().run()
+            return nil
+        }, box.toOpaque())
+        pthread_attr_destroy(&attributes)
+        if rc != 0 {
+            box.release()
+            throw APNsError(.transportUnavailable, "cannot start the transfer thread: \(String(cString: strerror(rc)))")
+        }
+    }
+
+    /// Queues a notification; its outcome comes later through `onOutcome`, tagged with `tag`.
+    /// Waits while ``Configuration/maxInFlight`` notifications have no outcome yet.
+    /// - Throws: `APNsError` from ``APNsNotification/validate()``: nothing is sent then.
+    public func send(_ notification: APNsNotification, tag: Int) throws {
+        try notification.validate()
+        window.wait()
+        engine.submit(notification, tag: tag, at: configuration.clock.monotonicNanoseconds())
+    }
+
+    /// Sends nothing more: waits until every queued notification has its outcome, then closes
+    /// the connections and ends the transfer thread. Call once.
+    public func finish() {
+        engine.close()
+        done.wait()
+    }
+
+    /// The counters so far.
+    public var statistics: Statistics { engine.statistics }
+}
+
+/// A closure for a new pthread. `@unchecked Sendable` is safe: `run` is called once, on the new thread.
+final class APNsThreadBody: @unchecked Sendable {
+    let run: () -> Void
+    init(_ run: @escaping () -> Void) { self.run = run }
+}
+
+/// `curl_global_init`, once per process.
+let apnsCurlGlobalInit: CURLcode = pushseal_curl_global_init()

@@ -1,0 +1,88 @@
+/// One notification request: `POST /3/device/<deviceToken>` with its headers and payload.
+/// Checked by ``validate()`` before anything is sent, as APNs would check it.
+public struct APNsNotification: Sendable {
+    /// The device token in hex (any even length; never assumed to be 64 digits).
+    public var deviceToken: String
+    /// The payload bytes (JSON), at most ``APNsPushType/maxPayloadByteCount``.
+    public var payload: [UInt8]
+    /// `apns-push-type`.
+    public var pushType: APNsPushType
+    /// `apns-topic`: the bundle id, with the push type's suffix (see ``APNsPushType/topic(forBundleID:)``).
+    public var topic: String
+    /// `apns-priority`: 10 (immediately), 5 (power considerations), 1 (prioritize power);
+    /// background notifications only 5. `nil` omits the header (APNs' default, 10).
+    public var priority: Int?
+    /// `apns-expiration`: seconds since 1970, UTC; 0 means "once, now or never" and is sent
+    /// as 0. `nil` omits the header.
+    public var expiration: Int64?
+    /// `apns-collapse-id`, at most 64 bytes. With one, a resend after a transport failure is
+    /// safe (the device shows one notification), so the client may resend; without, never.
+    public var collapseID: String?
+    /// `apns-id`: a UUID, the same for every attempt; `nil` lets the client make one.
+    public var apnsID: String?
+
+    /// Longest `apns-collapse-id`, in bytes.
+    public static let maxCollapseIDByteCount = 64
+
+    /// Creates a notification (see the properties for the meaning of each field).
+    public init(deviceToken: String, payload: [UInt8], pushType: APNsPushType = .alert, topic: String,
+                priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil) {
+        self.deviceToken = deviceToken
+        self.payload = payload
+        self.pushType = pushType
+        self.topic = topic
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+
+    /// Checks what APNs would refuse, so a bad request is never sent.
+    /// - Throws: `APNsError` `.badDeviceToken` (not hex, odd length or empty), `.payloadEmpty`,
+    ///   `.payloadTooLarge`, `.badPriority`, `.badExpiration` (negative), `.badCollapseID`
+    ///   (over 64 bytes), `.badTopic` (empty, wrong suffix for the push type, or a control
+    ///   character in a header value).
+    public func validate() throws {
+        guard APNsText.isHex(deviceToken) else {
+            throw APNsError(.badDeviceToken, "the device token is not hex digits of even length (\(deviceToken.utf8.count) characters)")
+        }
+        guard !payload.isEmpty else { throw APNsError(.payloadEmpty, "the payload is empty") }
+        guard payload.count <= pushType.maxPayloadByteCount else {
+            throw APNsError(.payloadTooLarge, "the payload is \(payload.count) bytes, over the \(pushType.maxPayloadByteCount)-byte limit of \(pushType.rawValue) notifications")
+        }
+        if let priority {
+            guard [10, 5, 1].contains(priority) else { throw APNsError(.badPriority, "apns-priority must be 10, 5 or 1, not \(priority)") }
+            guard pushType != .background || priority == 5 else {
+                throw APNsError(.badPriority, "background notifications must have apns-priority 5, not \(priority)")
+            }
+        }
+        if let expiration, expiration < 0 { throw APNsError(.badExpiration, "apns-expiration must be 0 or seconds since 1970, not \(expiration)") }
+        if let collapseID, collapseID.utf8.count > Self.maxCollapseIDByteCount {
+            throw APNsError(.badCollapseID, "apns-collapse-id is \(collapseID.utf8.count) bytes, over 64")
+        }
+        guard !topic.isEmpty, topic.hasSuffix(pushType.topicSuffix) else {
+            throw APNsError(.badTopic, topic.isEmpty ? "the topic (apns-topic) is empty"
+                            : "a \(pushType.rawValue) notification's topic must end with '\(pushType.topicSuffix)'")
+        }
+        for value in [topic, collapseID ?? "", apnsID ?? ""] where value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            throw APNsError(.badTopic, "a header value holds a control character")
+        }
+        if let apnsID, !APNsNotification.isUUID(apnsID) {
+            throw APNsError(.badTopic, "apns-id must be a UUID (8-4-4-4-12 hex digits)")
+        }
+    }
+
+    /// `true` for `8-4-4-4-12` hex digits.
+    static func isUUID(_ s: String) -> Bool {
+        let u = Array(s.utf8)
+        guard u.count == 36 else { return false }
+        for (i, c) in u.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                if c != UInt8(ascii: "-") { return false }
+            } else if !APNsText.isHex(String(decoding: [c, c], as: UTF8.self)) {
+                return false
+            }
+        }
+        return true
+    }
+}

@@ -1,0 +1,122 @@
+// Small utilities PushSealAPNs needs before the foundation modules (PushSealSystem) land:
+// a lock, the monotonic clock, hex and base64url. Kept in this one file so it can be replaced.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A value guarded by a `pthread_mutex_t`.
+///
+/// `@unchecked Sendable` is safe: `value` is only reached inside ``withLock(_:)``, under the mutex.
+final class APNsLocked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    init(_ value: Value) {
+        self.value = value
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
+    }
+}
+
+enum APNsText {
+    /// `CLOCK_MONOTONIC` in nanoseconds.
+    static func monotonicNanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+
+    /// Seconds since 1970, UTC (`CLOCK_REALTIME`).
+    static func wallSeconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec)
+    }
+
+    /// `true` when `text` is a non-empty, even-length run of hex digits (either case).
+    static func isHex(_ text: String) -> Bool {
+        var count = 0
+        for b in text.utf8 {
+            switch b {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): count += 1
+            default: return false
+            }
+        }
+        return count > 0 && count % 2 == 0
+    }
+
+    /// base64url without padding (RFC 4648 §5, RFC 7515 §2).
+    static func base64url(_ bytes: [UInt8]) -> String {
+        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var i = 0
+        while i + 3 <= bytes.count {
+            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            out += [table[Int(n >> 18 & 63)], table[Int(n >> 12 & 63)], table[Int(n >> 6 & 63)], table[Int(n & 63)]]
+            i += 3
+        }
+        let rest = bytes.count - i
+        if rest == 1 {
+            let n = UInt32(bytes[i]) << 16
+            out += [table[Int(n >> 18 & 63)], table[Int(n >> 12 & 63)]]
+        } else if rest == 2 {
+            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+            out += [table[Int(n >> 18 & 63)], table[Int(n >> 12 & 63)], table[Int(n >> 6 & 63)]]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes base64url without padding; `nil` for any other character or a bad length.
+    static func base64urlDecode(_ text: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        var acc: UInt32 = 0
+        var bits = 0
+        for c in text.utf8 {
+            let v: UInt32
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = UInt32(c - UInt8(ascii: "A"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): v = UInt32(c - UInt8(ascii: "a") + 26)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = UInt32(c - UInt8(ascii: "0") + 52)
+            case UInt8(ascii: "-"): v = 62
+            case UInt8(ascii: "_"): v = 63
+            default: return nil
+            }
+            acc = acc << 6 | v
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
+            }
+        }
+        return bits >= 6 ? nil : out
+    }
+
+    /// A random (version 4) UUID in lower case, `8-4-4-4-12` hex digits (RFC 9562 §5.4).
+    static func uuid<G: RandomNumberGenerator>(using generator: inout G) -> String {
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(36)
+        for (i, b) in bytes.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 15)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

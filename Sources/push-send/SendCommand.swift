@@ -1,0 +1,304 @@
+import PushSealSystem
+import PushSealAPNs
+import PushSealCLI
+import PushSealJSON
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Exit codes of push-send beyond the common ones.
+enum SendExit {
+    /// 2: every line has an outcome, and some were rejected or unregistered by APNs.
+    static let someRejected = ExitCode(2)
+    /// 75 `EX_TEMPFAIL`: some notifications failed after the retries (no answer from APNs).
+    static let someFailed = ExitCode(75)
+    /// 130: stopped by SIGINT or SIGTERM after finishing the lines read (`stopped after line N`).
+    static let interrupted = ExitCode(130)
+}
+
+/// Set by SIGINT/SIGTERM; read between lines.
+nonisolated(unsafe) var stopRequested: sig_atomic_t = 0
+
+/// `push-send`: the whole tool is this one command.
+struct SendCommand: Command {
+    let path: [String] = []
+    let options: [OptionSpec] = [
+        .value("--p8", "FILE", "the APNs provider key (.p8, PKCS#8 P-256) from Apple's developer site"),
+        .value("--key-id", "ID", "the key's 10-character key id"),
+        .value("--team-id", "ID", "your 10-character team id"),
+        .value("--environment", "ENV", "production (api.push.apple.com, the default) or development (api.sandbox.push.apple.com)"),
+        .value("--port", "PORT", "443 (default) or 2197"),
+        .value("--host", "HOST:PORT", "send to another server instead (a test server or the mock APNs); give its --ca-file"),
+        .value("--ca-file", "FILE", "PEM CA certificates to trust for --host instead of the system's"),
+        .value("--device-token", "HEX", "the device token for lines without \"deviceToken\", or for a single PAYLOAD.json"),
+        .value("--topic", "BUNDLE", "apns-topic for lines without one (the app's bundle id; the push type's suffix is added)"),
+        .value("--push-type", "TYPE", "apns-push-type for lines without one (alert by default)"),
+        .value("--priority", "N", "apns-priority for lines without one: 10, 5 or 1 (background: 5)"),
+        .value("--expiration", "SECONDS", "apns-expiration for lines without one: seconds since 1970, 0 for now-or-never"),
+        .value("--collapse-id", "ID", "apns-collapse-id for lines without one (at most 64 bytes)"),
+        .value("--outcomes", "FILE", "append the outcome lines to FILE instead of standard output (created 0600)"),
+        .value("--resume", "FILE", "the outcome file of an interrupted run: lines that have an outcome there are not sent again"),
+        .value("--invalidations", "FILE", "append the device tokens to delete (410 with its timestamp, or BadDeviceToken) to FILE"),
+        .value("--metrics", "FILE", "write the summary as Prometheus text to FILE at the end"),
+        .value("--connections", "N", "connections at most (1, up to 16); a retry on a new connection may add one"),
+        .value("--in-flight", "N", "notifications in flight at most (1000, up to 100000); memory is bounded by it"),
+        .value("--timeout", "SECONDS", "one attempt's time limit (10)"),
+        .value("--attempts", "N", "attempts per notification at most (5)"),
+        .value("--retry-delay", "MS", "first back-off delay in milliseconds (1000), doubled each retry up to 60 s, with jitter"),
+    ]
+    let help = HelpText(
+        overview: "send notifications to APNs over HTTP/2 with a provider token (ES256 JWT from your .p8 key): each input line is push-seal batch's output ({\"line\", \"payload\", \"headers\"}) with a \"deviceToken\"; or give one PAYLOAD.json and --device-token. Writes one outcome line per input line: {\"line\", \"deviceToken\", \"outcome\": \"accepted\" | \"rejected\" | \"unregistered\" | \"failed\", \"status\", \"reason\", \"apnsId\", \"apnsUniqueId\", \"timestamp\" (410, ms since 1970), \"attempts\", \"connection\", \"latencyMs\"}, in completion order",
+        usage: [
+            "push-send --p8 FILE --key-id ID --team-id ID [--environment production|development] [options] [LINES.jsonl | -]",
+            "push-send --p8 FILE --key-id ID --team-id ID --device-token HEX --topic BUNDLE PAYLOAD.json",
+        ],
+        examples: [
+            "push-seal batch --app-id com.example.app --keychain server-kc sends.jsonl | push-send --p8 AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id DEF123GHIJ --outcomes out.jsonl",
+            "push-send --p8 key.p8 --key-id ABC123DEFG --team-id DEF123GHIJ --resume out.jsonl --outcomes out.jsonl sealed.jsonl   # after an interruption",
+            "push-send --p8 key.p8 --key-id ABC123DEFG --team-id DEF123GHIJ --environment development --device-token 7f3a... --topic com.example.app payload.json",
+        ],
+        exitCodes: [
+            "0   every notification was accepted",
+            "2   every line has an outcome, some rejected or unregistered by APNs (see their outcome lines)",
+            "64  usage error",
+            "65  bad input: the .p8 is not a P-256 key, or a line cannot be sent (non-hex token, payload over 4096 bytes, unknown push type …: outcome \"failed\" with attempts 0, nothing sent for it)",
+            "66  the input, .p8 or CA file is missing",
+            "73  the outcome, invalidation or metrics file cannot be created",
+            "74  I/O error reading the input or writing outcomes",
+            "75  some notifications failed after the retries (no final answer from APNs; see docs/apns.md)",
+            "130 stopped by SIGINT or SIGTERM: the lines read were finished, stderr says 'stopped after line N'",
+        ],
+        notes: """
+        Retries follow docs/apns.md: 429 and 500/503 back off (503/500 on a new connection), ExpiredProviderToken is retried once with a new token, refused streams and streams after a GOAWAY are resent on another connection, other 4xx are final. A request that may have reached APNs is never sent twice unless it has a collapse id.
+        Provider tokens: one per key, minted at most once per 20 minutes and renewed before it is 60 minutes old. A line's "line" member (push-seal batch writes it) is its number in the outcomes; else its line number in the input. With --resume, lines that have an outcome line in FILE are skipped; a partial last line (a killed run) is ignored.
+        Invalidations: delete a token only if you registered it before the 410's timestamp. BadDeviceToken invalidates only after 10 accepted notifications and never in a burst (a development token sent to production, or a wrong topic).
+        The summary (counts per outcome and reason, p50/p99 latency, requests, connections, provider tokens minted) goes to stderr at the end; progress to stderr only when it is a terminal.
+        """,
+        jsonHelp: "report an error that stops push-send as one {\"error\": {…}} object on stdout"
+    )
+
+    func run(_ context: CommandContext) throws -> ExitCode {
+        let a = context.arguments
+        try a.expectPositionals(max: 1)
+        let p8 = try a.required("--p8", "FILE")
+        let keyID = try a.required("--key-id", "ID")
+        let teamID = try a.required("--team-id", "ID")
+        let endpoint = try Self.endpoint(a)
+        var configuration = APNsClient.Configuration(endpoint: endpoint)
+        configuration.maxConnections = try bounded(a, "--connections", 1...16) ?? 1
+        configuration.maxInFlight = try bounded(a, "--in-flight", 1...100_000) ?? 1000
+        configuration.maxConcurrentStreams = 1000
+        if let t = try bounded(a, "--timeout", 1...600) { configuration.requestTimeoutSeconds = Double(t) }
+        let attempts = try bounded(a, "--attempts", 1...20) ?? 5
+        let delayMs = try bounded(a, "--retry-delay", 0...60_000) ?? 1000
+        configuration.retry = APNsRetryPolicy(maxAttempts: attempts, baseDelaySeconds: Double(delayMs) / 1000, maxDelaySeconds: 60)
+        configuration.reconnectBaseDelaySeconds = max(0.001, min(1, Double(delayMs) / 1000))
+        var defaults = SendInput.Defaults()
+        defaults.deviceToken = a.value("--device-token")
+        defaults.topic = a.value("--topic")
+        defaults.pushType = a.value("--push-type")
+        if let p = a.value("--push-type"), APNsPushType(rawValue: p) == nil {
+            throw CLIError(code: "unknownPushType", "unknown push type \(quoted(p))", hint: "use one of: \(APNsPushType.allCases.map(\.rawValue).joined(separator: ", "))", exitCode: .usage)
+        }
+        defaults.priority = try a.integer("--priority").map { Int($0) }
+        defaults.expiration = try a.integer("--expiration")
+        defaults.collapseID = a.value("--collapse-id")
+
+        let key: ProviderKey
+        do {
+            key = try ProviderKey(p8Path: p8, keyID: keyID, teamID: teamID)
+        } catch let e as APNsError {
+            let missing = access(p8, F_OK) != 0
+            throw CLIError(code: e.code.name, e.reason, hint: missing ? "download the key from developer.apple.com (Certificates, Identifiers & Profiles, Keys) and give its path" : "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id",
+                           exitCode: missing ? .noInput : (e.reason.contains("cannot read") ? .noInput : .dataError))
+        }
+        let tokens = ProviderTokenCache(key: key)
+
+        // Single payload: PAYLOAD.json is the payload (or push-seal's {payload, headers}); checked before anything is sent.
+        var single: APNsNotification?
+        if let token = defaults.deviceToken, let path = a.positionals.first, path != "-", !path.hasSuffix(".jsonl") {
+            single = try Self.singleNotification(path: path, token: token, defaults: defaults)
+        }
+
+        let resumed = try a.value("--resume").map(Self.readResume) ?? []
+        let outFD = try a.value("--outcomes").map { try Self.openAppend($0, what: "outcome") } ?? 1
+        defer { if outFD != 1 { close(outFD) } }
+        let invalidationsFD = try a.value("--invalidations").map { try Self.openAppend($0, what: "invalidation") }
+        defer { if let i = invalidationsFD { close(i) } }
+        let log = OutcomeLog(fd: outFD, invalidationsFD: invalidationsFD, progress: Output.isTerminal(2))
+
+        let client: APNsClient
+        do {
+            client = try APNsClient(configuration: configuration, tokens: tokens, onOutcome: { log.add($0) },
+                                    onInvalidation: { log.addInvalidation($0) }, afterOutcomes: { log.flush() })
+        } catch let e as APNsError {
+            throw CLIError(code: e.code.name, e.reason, exitCode: e.code == .badEndpoint ? .noInput : .failure)
+        }
+        Self.installStopHandlers()
+        var lastLine = 0
+        var stopped = false
+        if let single {
+            try? client.send(single, tag: 1)
+            lastLine = 1
+        } else {
+            var fd: Int32 = 0
+            if let p = a.positionals.first, p != "-" {
+                fd = open(p, O_RDONLY | O_CLOEXEC)
+                if fd < 0 {
+                    client.finish()
+                    throw InputReader.openError(p, errno: errno)
+                }
+            }
+            defer { if fd != 0 { close(fd) } }
+            var reader = InputLines(fd: fd)
+            do {
+                while let (bytes, overlong) = try reader.next(stop: { stopRequested != 0 }) {
+                    let physical = reader.lineNumber
+                    lastLine = physical
+                    if overlong {
+                        log.addInvalid(line: physical, deviceToken: "", code: "lineTooLong", message: "the line is over \(InputLines.maxLineByteCount) bytes")
+                        continue
+                    }
+                    if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+                    switch SendInput.parse(bytes, physicalLine: physical, defaults: defaults) {
+                    case .notification(let line, let n):
+                        if resumed.contains(line) { continue }
+                        do {
+                            try client.send(n, tag: line)
+                        } catch let e as APNsError {
+                            log.addInvalid(line: line, deviceToken: n.deviceToken, code: e.code.name, message: e.reason)
+                        }
+                    case .invalid(let line, let token, let code, let message):
+                        if resumed.contains(line) { continue }
+                        log.addInvalid(line: line, deviceToken: token, code: code, message: message)
+                    }
+                    if stopRequested != 0 { break }
+                }
+            } catch {
+                client.finish()
+                log.flush()
+                throw error
+            }
+            stopped = stopRequested != 0
+        }
+        client.finish()
+        log.flush()
+        if Output.isTerminal(2) { Output.stderr("\n") }
+        if let e = log.failedWriteErrno {
+            throw CLIError(code: "ioError", "cannot write the outcomes: \(Output.errorText(e))", exitCode: .ioError)
+        }
+        let counts = log.snapshot
+        let statistics = client.statistics
+        Output.stderr(Summary.text(counts, statistics: statistics, mints: tokens.mintCount))
+        if let m = a.value("--metrics") { try Summary.writePrometheus(m, counts, statistics: statistics, mints: tokens.mintCount) }
+        if stopped {
+            Output.stderr("push-send: stopped after line \(lastLine)\n")
+            return SendExit.interrupted
+        }
+        if (counts.byOutcome["failed"] ?? 0) > 0 { return SendExit.someFailed }
+        if (counts.byOutcome["invalid"] ?? 0) > 0 { return .dataError }
+        if (counts.byOutcome["rejected"] ?? 0) + (counts.byOutcome["unregistered"] ?? 0) > 0 { return SendExit.someRejected }
+        return .success
+    }
+
+    /// The endpoint from --environment/--port or --host/--ca-file.
+    static func endpoint(_ a: Arguments) throws -> APNsEndpoint {
+        if let host = a.value("--host") {
+            if a.has("--environment") || a.has("--port") {
+                throw CLIError.usage("--host replaces --environment and --port", hint: "give either --host HOST:PORT (with --ca-file) or --environment")
+            }
+            if let ca = a.value("--ca-file"), access(ca, R_OK) != 0 {
+                throw CLIError(code: "noInput", "cannot read the CA file \(quoted(ca)): \(Output.errorText(errno))", exitCode: .noInput)
+            }
+            do {
+                return try APNsEndpoint(hostAndPort: host, caFile: a.value("--ca-file"))
+            } catch let e as APNsError {
+                throw CLIError.usage(e.reason, hint: "e.g. --host 127.0.0.1:8443 --ca-file mock-ca.pem")
+            }
+        }
+        if a.has("--ca-file") { throw CLIError.usage("--ca-file needs --host", hint: "Apple's endpoints are checked against the system's CAs") }
+        let name = a.value("--environment") ?? "production"
+        guard let environment = APNsEndpoint.Environment(rawValue: name) else {
+            throw CLIError.usage("--environment must be production or development, not \(quoted(name))")
+        }
+        let port = try a.integer("--port").map { Int($0) } ?? 443
+        do {
+            return try APNsEndpoint(environment, port: port)
+        } catch let e as APNsError {
+            throw CLIError.usage(e.reason)
+        }
+    }
+
+    /// One payload file (a payload object, or push-seal's `{"payload", "headers"}`) as a request.
+    /// - Throws: `CLIError` 66 (missing), 65 (not a payload, or APNs would refuse it).
+    static func singleNotification(path: String, token: String, defaults: SendInput.Defaults) throws -> APNsNotification {
+        let bytes = try InputReader.readAll(path, limitByteCount: 1 << 20)
+        var payload = bytes
+        var headers: JSONObject?
+        guard case .object(let o)? = try? JSONReader.parse(bytes) else {
+            throw CLIError.dataError("\(quoted(path)) is not a JSON object (an APNs payload)")
+        }
+        if case .object(let h)? = o["headers"], o["payload"] != nil {
+            headers = h
+            switch SendInput.parse(bytes, physicalLine: 1, defaults: defaults) {
+            case .notification(_, let n): return n
+            case .invalid(_, _, _, let message): throw CLIError.dataError(message)
+            }
+        }
+        while let last = payload.last, last == 0x0A || last == 0x0D || last == 0x20 { payload.removeLast() }
+        switch SendInput.notification(deviceToken: token, payload: payload, headers: headers, defaults: defaults) {
+        case .success(let n): return n
+        case .failure(let e): throw CLIError(code: e.code, e.message, exitCode: .dataError)
+        }
+    }
+
+    /// The line numbers that have an outcome in an earlier run's outcome file.
+    static func readResume(_ path: String) throws -> Set<Int> {
+        let bytes = try InputReader.readAll(path, limitByteCount: 1 << 30)
+        var done = Set<Int>()
+        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: true)
+        if bytes.last != 0x0A, !lines.isEmpty { lines.removeLast() } // a partial last line: the run was killed while writing it
+        for l in lines {
+            guard case .object(let o)? = try? JSONReader.parse(Array(l)), let n = o["line"]?.integerValue,
+                  let outcome = o["outcome"]?.stringValue, ["accepted", "rejected", "unregistered", "failed"].contains(outcome) else { continue }
+            done.insert(Int(n))
+        }
+        return done
+    }
+
+    /// Opens `path` for appending (created 0600); a partial last line is ended first.
+    static func openAppend(_ path: String, what: String) throws -> Int32 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw CLIError(code: "cannotCreate", "cannot open the \(what) file \(quoted(path)): \(Output.errorText(errno))", exitCode: .cannotCreate)
+        }
+        var st = stat()
+        if fstat(fd, &st) == 0, st.st_size > 0 {
+            var last: UInt8 = 0
+            if pread(fd, &last, 1, st.st_size - 1) == 1, last != 0x0A { _ = writeAll(fd, [0x0A]) }
+        }
+        return fd
+    }
+
+    /// SIGINT and SIGTERM set ``stopRequested`` (no SA_RESTART: a blocked read returns EINTR).
+    static func installStopHandlers() {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in stopRequested = 1 }
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = 0
+        sigaction(SIGINT, &action, nil)
+        sigaction(SIGTERM, &action, nil)
+        // A parent may pass them down blocked (a thread pool's mask): take them on this thread.
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    }
+
+    private func bounded(_ a: Arguments, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+        guard let v = try a.integer(name) else { return nil }
+        guard range.contains(Int(v)) else { throw CLIError.usage("\(name) needs \(range.lowerBound) to \(range.upperBound), got \(v)") }
+        return Int(v)
+    }
+}

@@ -1,0 +1,122 @@
+import PushSealSystem
+import PushSealAPNs
+import PushSealCLI
+import PushSealJSON
+
+/// One input line turned into a request, or the reason it cannot be sent.
+enum SendInput {
+    /// What `push-send` sends for one line, or the line's error.
+    enum Parsed {
+        case notification(line: Int, APNsNotification)
+        case invalid(line: Int, deviceToken: String, code: String, message: String)
+    }
+
+    /// Defaults from the command line for what a line does not say.
+    struct Defaults {
+        var deviceToken: String?
+        var topic: String?
+        var pushType: String?
+        var priority: Int?
+        var expiration: Int64?
+        var collapseID: String?
+    }
+
+    /// Parses one line: `{"line"?, "deviceToken", "payload": {…}, "headers": {…}}` (push-seal
+    /// batch's output plus a device token), or a batch error line (`"error"`: not sealed).
+    /// The payload is sent as the exact bytes of the line's `payload` member.
+    static func parse(_ bytes: [UInt8], physicalLine: Int, defaults: Defaults) -> Parsed {
+        var line = physicalLine
+        var token = defaults.deviceToken ?? ""
+        var payload: [UInt8]?
+        var headers: JSONObject?
+        var batchError: String?
+        do {
+            try bytes.withUnsafeBytes { raw in
+                var s = try JSONReader.Scanner(raw)
+                try s.beginObject()
+                while let key = try s.nextKey() {
+                    if s.rawEquals(key, "payload") {
+                        guard try s.peekKind() == .object else { throw SendLineError(code: "badPayload", message: "\"payload\" is not a JSON object") }
+                        let start = s.offset
+                        _ = try s.readValue()
+                        payload = Array(raw[start..<s.offset])
+                    } else if s.rawEquals(key, "headers") {
+                        guard case .object(let h) = try s.readValue() else { throw SendLineError(code: "badHeaders", message: "\"headers\" is not a JSON object") }
+                        headers = h
+                    } else if s.rawEquals(key, "deviceToken") {
+                        guard try s.peekKind() == .string else { throw SendLineError(code: "badDeviceToken", message: "\"deviceToken\" is not a string") }
+                        token = s.string(try s.readString())
+                    } else if s.rawEquals(key, "line") {
+                        guard case .integer(let n) = try s.readNumber(), n >= 1, n <= Int64(Int32.max) else {
+                            throw SendLineError(code: "badLine", message: "\"line\" is not a positive integer")
+                        }
+                        line = Int(n)
+                    } else if s.rawEquals(key, "error") {
+                        let e = try s.readValue()
+                        batchError = e["code"]?.stringValue ?? "sealFailed"
+                    } else {
+                        _ = try s.readValue()
+                    }
+                }
+                try s.finish()
+            }
+        } catch let e as SendLineError {
+            return .invalid(line: line, deviceToken: token, code: e.code, message: e.message)
+        } catch let e as JSONError {
+            return .invalid(line: line, deviceToken: token, code: "badInput", message: "not a JSON object: \(e.reason)")
+        } catch {
+            return .invalid(line: line, deviceToken: token, code: "badInput", message: "\(error)")
+        }
+        if let batchError {
+            return .invalid(line: line, deviceToken: token, code: "notSealed", message: "push-seal batch could not seal this line (\(batchError))")
+        }
+        guard let payload else {
+            return .invalid(line: line, deviceToken: token, code: "badPayload", message: "the line has no \"payload\" object")
+        }
+        guard !token.isEmpty else {
+            return .invalid(line: line, deviceToken: token, code: "missingDeviceToken", message: "the line has no \"deviceToken\" (and no --device-token was given)")
+        }
+        switch notification(deviceToken: token, payload: payload, headers: headers, defaults: defaults) {
+        case .success(let n): return .notification(line: line, n)
+        case .failure(let e): return .invalid(line: line, deviceToken: token, code: e.code, message: e.message)
+        }
+    }
+
+    /// A request from a payload, push-seal's headers and the defaults, validated.
+    static func notification(deviceToken: String, payload: [UInt8], headers: JSONObject?, defaults: Defaults) -> Result<APNsNotification, SendLineError> {
+        func header(_ name: String) -> String? { headers?[name]?.stringValue }
+        let typeName = header("apns-push-type") ?? defaults.pushType ?? "alert"
+        guard let pushType = APNsPushType(rawValue: typeName) else {
+            return .failure(SendLineError(code: "unknownPushType", message: "unknown push type '\(typeName.prefix(40))' (known: \(APNsPushType.allCases.map(\.rawValue).joined(separator: ", ")))"))
+        }
+        guard let bundle = header("apns-topic") ?? defaults.topic else {
+            return .failure(SendLineError(code: "missingTopic", message: "no apns-topic in the line's headers and no --topic"))
+        }
+        var priority = defaults.priority
+        if let p = header("apns-priority") {
+            guard let v = Int(p) else { return .failure(SendLineError(code: "badPriority", message: "apns-priority '\(p.prefix(20))' is not a number")) }
+            priority = v
+        }
+        var expiration = defaults.expiration
+        if let e = header("apns-expiration") {
+            guard let v = Int64(e) else { return .failure(SendLineError(code: "badExpiration", message: "apns-expiration '\(e.prefix(20))' is not an integer")) }
+            expiration = v
+        }
+        let n = APNsNotification(deviceToken: deviceToken, payload: payload, pushType: pushType, topic: pushType.topic(forBundleID: bundle),
+                                 priority: priority, expiration: expiration, collapseID: header("apns-collapse-id") ?? defaults.collapseID)
+        do {
+            try n.validate()
+        } catch let e as APNsError {
+            return .failure(SendLineError(code: e.code.name, message: e.reason))
+        } catch {
+            return .failure(SendLineError(code: "badInput", message: "\(error)"))
+        }
+        return .success(n)
+    }
+}
+
+/// Why one line cannot be sent: a stable code and a message.
+struct SendLineError: Error {
+    let code: String
+    let message: String
+}

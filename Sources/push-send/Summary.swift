@@ -1,0 +1,68 @@
+import PushSealAPNs
+import PushSealCLI
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The end-of-run summary: text for stderr, Prometheus text for `--metrics`.
+enum Summary {
+    static func text(_ c: OutcomeLog.Counts, statistics s: APNsClient.Statistics, mints: Int) -> String {
+        let order = ["accepted", "rejected", "unregistered", "failed", "invalid"]
+        var parts: [String] = []
+        for o in order {
+            guard let n = c.byOutcome[o], n > 0 else { continue }
+            let reasons = c.byReason.filter { $0.key.hasPrefix(o + " ") }.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+                .map { "\($0.key.split(separator: " ").dropFirst().filter { $0 != "-" }.joined(separator: " ")): \($0.value)" }
+            parts.append("\(n) \(o == "invalid" ? "not sent (bad input)" : o)" + (reasons.isEmpty ? "" : " (" + reasons.joined(separator: ", ") + ")"))
+        }
+        var out = "push-send: \(c.total) notifications: " + (parts.isEmpty ? "none" : parts.joined(separator: ", ")) + "\n"
+        let p50 = c.latency.quantile(0.5).map { format($0) } ?? "-"
+        let p99 = c.latency.quantile(0.99).map { format($0) } ?? "-"
+        out += "push-send: latency p50 \(p50) ms, p99 \(p99) ms; \(s.requests) requests, \(s.connectionsOpened) connections opened, \(mints) provider token\(mints == 1 ? "" : "s") minted\n"
+        if s.badDeviceTokenBurst || s.suppressedInvalidations > 0 {
+            out += "push-send: warning: \(s.suppressedInvalidations) BadDeviceToken answers were not turned into invalidations"
+                + (s.badDeviceTokenBurst ? " (they came in a burst)" : "") + "\nhint: check --environment (development tokens fail in production) and the topic\n"
+        }
+        return out
+    }
+
+    static func format(_ ms: Double) -> String {
+        let scaled = (ms * 100).rounded() / 100
+        return String(describing: scaled)
+    }
+
+    /// Writes the Prometheus text exposition (version 0.0.4) to `path` (via a temporary file and rename).
+    static func writePrometheus(_ path: String, _ c: OutcomeLog.Counts, statistics s: APNsClient.Statistics, mints: Int) throws {
+        var t = "# HELP pushsend_notifications_total Notifications by final outcome, HTTP status and reason.\n# TYPE pushsend_notifications_total counter\n"
+        for (o, n) in c.byOutcome.sorted(by: { $0.key < $1.key }) {
+            let reasons = c.byReason.filter { $0.key.hasPrefix(o + " ") }
+            var rest = n
+            for (k, v) in reasons.sorted(by: { $0.key < $1.key }) {
+                let f = k.split(separator: " ")
+                t += "pushsend_notifications_total{outcome=\"\(o)\",status=\"\(f.count > 1 ? f[1] : "-")\",reason=\"\(f.count > 2 ? f[2] : "")\"} \(v)\n"
+                rest -= v
+            }
+            if rest > 0 { t += "pushsend_notifications_total{outcome=\"\(o)\",status=\"\(o == "accepted" ? "200" : "-")\",reason=\"\"} \(rest)\n" }
+        }
+        t += "# HELP pushsend_latency_seconds Time from queueing to the final outcome.\n# TYPE pushsend_latency_seconds summary\n"
+        for q in [0.5, 0.99] {
+            if let v = c.latency.quantile(q) { t += "pushsend_latency_seconds{quantile=\"\(q)\"} \(v / 1000)\n" }
+        }
+        t += "pushsend_latency_seconds_count \(c.latency.count)\n"
+        t += "# HELP pushsend_requests_total HTTP/2 requests sent, retries included.\n# TYPE pushsend_requests_total counter\npushsend_requests_total \(s.requests)\n"
+        t += "# HELP pushsend_connections_opened_total Connections opened.\n# TYPE pushsend_connections_opened_total counter\npushsend_connections_opened_total \(s.connectionsOpened)\n"
+        t += "# HELP pushsend_provider_tokens_minted_total Provider tokens (JWTs) minted.\n# TYPE pushsend_provider_tokens_minted_total counter\npushsend_provider_tokens_minted_total \(mints)\n"
+        t += "# HELP pushsend_invalidations_suppressed_total BadDeviceToken answers not turned into invalidations.\n# TYPE pushsend_invalidations_suppressed_total counter\npushsend_invalidations_suppressed_total \(s.suppressedInvalidations)\n"
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw CLIError(code: "cannotCreate", "cannot create the metrics file \(quoted(path)): \(Output.errorText(errno))", exitCode: .cannotCreate)
+        }
+        let e = writeAll(fd, Array(t.utf8))
+        close(fd)
+        if let e { throw CLIError(code: "ioError", "cannot write the metrics file \(quoted(path)): \(Output.errorText(e))", exitCode: .ioError) }
+        guard rename(temporary, path) == 0 else {
+            throw CLIError(code: "cannotCreate", "cannot create the metrics file \(quoted(path)): \(Output.errorText(errno))", exitCode: .cannotCreate)
+        }
+    }
+}

@@ -1,0 +1,251 @@
+// A local APNs provider API (HTTP/2 over TLS) that validates requests the way Apple documents
+// ("Sending notification requests to APNs", "Handling notification responses from APNs"), for
+// PushSeal's tests and benchmark. Node 20's built-in http2 (nghttp2), no npm packages.
+//
+//   node mock-apns.mjs --config CONFIG.json [--port 0] [--detached]
+//
+// It stops on SIGTERM/SIGINT, or when its standard input ends unless --detached is given.
+//
+// Listens on 127.0.0.1 only. Generates a throwaway CA and server certificate at start (openssl
+// command line) and prints one line on stdout when ready:
+//   listening PORT CAFILE
+// CONFIG.json (every member optional except keys):
+//   keys: [{keyId, teamId, p8}]         provider keys (the p8's public key checks the JWT)
+//   topics: ["com.example.app"]         bundle ids (push-type suffixes are added as APNs does)
+//   unregistered: {TOKEN: ms}           410 Unregistered with this timestamp (ms since 1970)
+//   expiredTokens: {TOKEN: ms}          410 ExpiredToken with this timestamp
+//   badTokens: [TOKEN]                  400 BadDeviceToken (token of another environment)
+//   script: {TOKEN: [{status, reason, retryAfter, refuse, delayMs}]}  answers per attempt, then 200
+//   record: PATH                        one JSON line per stream (answered or refused)
+//   initialStreams: 1, maxStreams: 1000 SETTINGS_MAX_CONCURRENT_STREAMS before/after a valid token
+//   tokenUpdateSeconds: 1200            a newer provider token on one connection sooner: 429 TooManyProviderTokenUpdates
+//   faults: {seed, rate500, rate503, rate429, rate410, refusedRate, goawayAfter, goawayReason,
+//            streamLimits: [[afterRequests, limit]], delayMs}
+import http2 from 'node:http2';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+
+const args = process.argv.slice(2);
+const arg = (name, fallback) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : fallback; };
+const config = JSON.parse(fs.readFileSync(arg('--config'), 'utf8'));
+const port = Number(arg('--port', '0'));
+
+// Throwaway CA and a server certificate for 127.0.0.1 / localhost, signed by it.
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mock-apns-'));
+const f = (name) => path.join(dir, name);
+const ossl = (...a) => execFileSync('openssl', a, { stdio: ['ignore', 'ignore', 'pipe'] });
+ossl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2',
+  '-subj', '/CN=PushSeal mock APNs CA', '-keyout', f('ca.key'), '-out', f('ca.pem'),
+  '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign');
+ossl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', '/CN=localhost',
+  '-keyout', f('server.key'), '-out', f('server.csr'));
+fs.writeFileSync(f('ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+ossl('x509', '-req', '-in', f('server.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial',
+  '-days', '2', '-extfile', f('ext.cnf'), '-out', f('server.pem'));
+
+const keys = new Map((config.keys || []).map((k) => [k.keyId, {
+  teamId: k.teamId, publicKey: crypto.createPublicKey(crypto.createPrivateKey(fs.readFileSync(k.p8))),
+}]));
+const topics = new Set(config.topics || []);
+const unregistered = new Map(Object.entries(config.unregistered || {}));
+const expiredTokens = new Map(Object.entries(config.expiredTokens || {}));
+const badTokens = new Set(config.badTokens || []);
+const script = new Map(Object.entries(config.script || {}));
+const attemptsByToken = new Map();
+const faults = config.faults || {};
+const initialStreams = config.initialStreams ?? 1;
+const maxStreams = config.maxStreams ?? 1000;
+const tokenUpdateMs = (config.tokenUpdateSeconds ?? 1200) * 1000;
+let streamLimitOverride = null;
+const record = config.record ? fs.createWriteStream(config.record, { flags: 'a' }) : null;
+
+// Deterministic fault draws (mulberry32).
+let seed = (faults.seed ?? 1) >>> 0;
+const random = () => { seed = (seed + 0x6D2B79F5) >>> 0; let t = seed; t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
+
+// Provider tokens: a verified token string is remembered (verifying each request would be the
+// mock's bottleneck); per connection and key, the iat of the newest token and when it was first seen.
+const verified = new Map();
+const b64json = (s) => JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
+
+function checkToken(authorization, session) {
+  if (!authorization || !authorization.startsWith('bearer ')) return [403, 'MissingProviderToken'];
+  const jwt = authorization.slice(7);
+  let entry = verified.get(jwt);
+  if (!entry) {
+    const parts = jwt.split('.');
+    if (parts.length !== 3) return [403, 'InvalidProviderToken'];
+    let header, claims;
+    try { header = b64json(parts[0]); claims = b64json(parts[1]); } catch { return [403, 'InvalidProviderToken']; }
+    const key = keys.get(header.kid);
+    if (header.alg !== 'ES256' || !key) return [403, 'InvalidProviderToken'];
+    if (claims.iss !== key.teamId) return [403, 'InvalidProviderToken'];
+    const ok = crypto.verify('sha256', Buffer.from(parts[0] + '.' + parts[1]),
+      { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, Buffer.from(parts[2], 'base64url'));
+    if (!ok || !Number.isInteger(claims.iat)) return [403, 'InvalidProviderToken'];
+    entry = { kid: header.kid, iat: claims.iat };
+    if (verified.size > 10000) verified.clear();
+    verified.set(jwt, entry);
+  }
+  // A connection whose provider token changes more often than every 20 minutes.
+  const newest = session.tokens.get(entry.kid);
+  if (newest && newest.iat !== entry.iat && entry.iat > newest.iat) {
+    if (Date.now() - newest.seenAt < tokenUpdateMs) return [429, 'TooManyProviderTokenUpdates'];
+  }
+  if (!newest || entry.iat > newest.iat) session.tokens.set(entry.kid, { iat: entry.iat, seenAt: Date.now() });
+  if (Date.now() / 1000 - entry.iat > 3600) return [403, 'ExpiredProviderToken'];
+  return null;
+}
+
+const pushTypes = { alert: '', background: '', location: '.location-query', voip: '.voip',
+  complication: '.complication', fileprovider: '.pushkit.fileprovider', mdm: '', liveactivity: '.push-type.liveactivity',
+  pushtotalk: '.voip-ptt', widgets: '.push-type.widgets', controls: '.push-type.controls' };
+const uuid = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/// The APNs answer [status, reason] for a complete request, or null for 200.
+function validate(h, token, body, session) {
+  if (h[':method'] !== 'POST') return [405, 'MethodNotAllowed'];
+  if (!h[':path'].startsWith('/3/device/')) return [404, 'BadPath'];
+  if (token.length === 0) return [400, 'MissingDeviceToken'];
+  if (!/^[0-9a-fA-F]+$/.test(token) || token.length % 2 !== 0) return [400, 'BadDeviceToken'];
+  const auth = checkToken(h['authorization'], session);
+  if (auth) return auth;
+  const pushType = h['apns-push-type'] ?? 'alert';
+  if (!(pushType in pushTypes)) return [400, 'InvalidPushType'];
+  const topic = h['apns-topic'];
+  if (!topic) return [400, 'MissingTopic'];
+  const suffix = pushTypes[pushType];
+  if (!topic.endsWith(suffix) || !topics.has(topic.slice(0, topic.length - suffix.length))) return [400, 'TopicDisallowed'];
+  const priority = h['apns-priority'];
+  if (priority !== undefined && !['10', '5', '1'].includes(priority)) return [400, 'BadPriority'];
+  if (pushType === 'background' && priority !== undefined && priority !== '5') return [400, 'BadPriority'];
+  const expiration = h['apns-expiration'];
+  if (expiration !== undefined && !/^\d+$/.test(expiration)) return [400, 'BadExpirationDate'];
+  const collapse = h['apns-collapse-id'];
+  if (collapse !== undefined && Buffer.byteLength(collapse) > 64) return [400, 'BadCollapseId'];
+  const id = h['apns-id'];
+  if (id !== undefined && !uuid.test(id)) return [400, 'BadMessageId'];
+  if (body.length === 0) return [400, 'PayloadEmpty'];
+  if (body.length > (pushType === 'voip' ? 5120 : 4096)) return [413, 'PayloadTooLarge'];
+  if (badTokens.has(token)) return [400, 'BadDeviceToken'];
+  if (unregistered.has(token)) return [410, 'Unregistered', unregistered.get(token)];
+  if (expiredTokens.has(token)) return [410, 'ExpiredToken', expiredTokens.get(token)];
+  return null;
+}
+
+let answered = 0;
+let sessionCount = 0;
+let goawaySent = false;
+const sessions = new Set();
+
+function setLimit(session, limit) {
+  if (session.destroyed || session.closed) return;
+  if (session.currentLimit === limit) return;
+  session.currentLimit = limit;
+  try { session.settings({ maxConcurrentStreams: limit }); } catch { /* session closing */ }
+}
+const limitFor = (session) => streamLimitOverride ?? (session.tokenValid ? maxStreams : initialStreams);
+
+const server = http2.createSecureServer({
+  key: fs.readFileSync(f('server.key')), cert: fs.readFileSync(f('server.pem')), ALPNProtocols: ['h2'],
+  settings: { maxConcurrentStreams: initialStreams, initialWindowSize: 1 << 20 }, peerMaxConcurrentStreams: 2000,
+  maxSessionMemory: 512,  // MB: 1000 streams of 1 KB bodies exceed Node's default of 10 (it then refuses streams)
+});
+server.on('session', (session) => {
+  session.id = ++sessionCount;
+  session.currentLimit = initialStreams;
+  session.tokenValid = false;
+  session.tokens = new Map();
+  session.lastStreamAllowed = Infinity;
+  sessions.add(session);
+  try { session.setLocalWindowSize(32 << 20); } catch { /* not connected yet */ }
+  session.on('close', () => sessions.delete(session));
+  session.on('error', () => {});
+});
+server.on('stream', (stream, h) => {
+  const session = stream.session;
+  const chunks = [];
+  stream.on('error', () => {});
+  stream.on('data', (c) => chunks.push(c));
+  stream.on('end', () => {
+    const token = h[':path'].startsWith('/3/device/') ? h[':path'].slice(10) : '';
+    const base = { t: Date.now(), session: session.id, stream: stream.id, token, apnsId: h['apns-id'] ?? null,
+      collapseId: h['apns-collapse-id'] ?? null };
+    if (stream.id > session.lastStreamAllowed) {  // above the GOAWAY's last stream id: not processed
+      record?.write(JSON.stringify({ ...base, refused: 'goaway' }) + '\n');
+      stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      return;
+    }
+    session.maxProcessed = Math.max(session.maxProcessed ?? 0, stream.id);
+    const n = (attemptsByToken.get(token) ?? 0);
+    attemptsByToken.set(token, n + 1);
+    const planned = script.get(token)?.[n];
+    if (planned?.refuse || (!planned && faults.refusedRate && random() < faults.refusedRate)) {
+      record?.write(JSON.stringify({ ...base, refused: 'stream' }) + '\n');
+      stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      return;
+    }
+    const body = Buffer.concat(chunks);
+    let answer = validate(h, token, body, session);
+    if (!answer && planned?.status) answer = [planned.status, planned.reason, planned.timestamp];
+    if (!answer && !planned) {
+      const r = faults.rate500 || faults.rate503 || faults.rate429 || faults.rate410 ? random() : 1;
+      let edge = 0;
+      if (r < (edge += faults.rate500 ?? 0)) answer = [500, 'InternalServerError'];
+      else if (r < (edge += faults.rate503 ?? 0)) answer = [503, 'ServiceUnavailable'];
+      else if (r < (edge += faults.rate429 ?? 0)) answer = [429, 'TooManyRequests'];
+      else if (r < (edge += faults.rate410 ?? 0)) { unregistered.set(token, Date.now() - 1000); answer = [410, 'Unregistered', Date.now() - 1000]; }
+    }
+    const auth = answer && (answer[1].endsWith('ProviderToken') || answer[1] === 'TooManyProviderTokenUpdates');
+    if (!answer || !auth) { if (!session.tokenValid) { session.tokenValid = true; setLimit(session, limitFor(session)); } }
+    else if (answer[0] === 403) { session.tokenValid = false; setLimit(session, limitFor(session)); }
+    const respond = () => {
+      if (stream.destroyed || stream.closed) return;
+      const apnsId = h['apns-id'] ?? crypto.randomUUID();
+      const headers = { ':status': answer ? answer[0] : 200, 'apns-id': apnsId };
+      if (!answer) headers['apns-unique-id'] = crypto.randomUUID();
+      if (answer && planned?.retryAfter !== undefined) headers['retry-after'] = String(planned.retryAfter);
+      record?.write(JSON.stringify({ ...base, status: headers[':status'], reason: answer ? answer[1] : null,
+        pushType: h['apns-push-type'] ?? null, topic: h['apns-topic'] ?? null, priority: h['apns-priority'] ?? null,
+        expiration: h['apns-expiration'] ?? null, bytes: body.length }) + '\n');
+      if (answer) {
+        const json = { reason: answer[1] };
+        if (answer[0] === 410) json.timestamp = Number(answer[2]);
+        headers['content-type'] = 'application/json';
+        stream.respond(headers);
+        stream.end(JSON.stringify(json));
+      } else {
+        stream.respond(headers, { endStream: true });
+      }
+      answered += 1;
+      for (const [after, limit] of faults.streamLimits ?? []) {
+        if (answered === after) { streamLimitOverride = limit; for (const s of sessions) setLimit(s, limitFor(s)); }
+      }
+      if (faults.goawayAfter && !goawaySent && answered >= faults.goawayAfter) {
+        goawaySent = true;
+        // The last stream id covers every stream taken up so far (answered or pending): the
+        // client may resend only streams above it, which this session will not process.
+        session.lastStreamAllowed = session.maxProcessed;
+        session.goaway(http2.constants.NGHTTP2_NO_ERROR, session.maxProcessed,
+          Buffer.from(JSON.stringify({ reason: faults.goawayReason ?? 'Shutdown' })));
+        setTimeout(() => session.close(), 2000).unref();
+      }
+    };
+    const delay = planned?.delayMs ?? faults.delayMs ?? 0;
+    if (delay > 0) setTimeout(respond, delay); else respond();
+  });
+});
+server.listen(port, '127.0.0.1', () => {
+  process.stdout.write(`listening ${server.address().port} ${f('ca.pem')}\n`);
+});
+const stop = () => { record?.end(); server.close(); fs.rmSync(dir, { recursive: true, force: true }); process.exit(0); };
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+if (!args.includes('--detached')) {  // the parent went away: its pipe to our stdin closed
+  process.stdin.on('end', stop);
+  process.stdin.resume();
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+@testable import PushSealAPNs
+
+/// The mock APNs (Tests/MockAPNs/mock-apns.mjs on Node's http2) in a child process: started
+/// with a config, waited for until it prints `listening PORT CAFILE`, stopped by ``stop()``
+/// (and by the end of its standard input if the test process dies).
+final class MockAPNs: @unchecked Sendable {
+    static let keyID = "ABC123DEFG"
+    static let teamID = "TEAM123456"
+    static let topic = "com.example.app"
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("MockAPNs/mock-apns.mjs").path
+
+    let directory: URL
+    let p8Path: String
+    let recordPath: String
+    let port: Int
+    let caFile: String
+    private let process = Process()
+    private let stdin = Pipe()
+
+    /// Starts a mock. `config` is merged over the defaults (one key, one topic, a record file).
+    init(_ config: [String: Any] = [:], p8Path existingKey: String? = nil) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("mock-apns-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        p8Path = existingKey ?? directory.appendingPathComponent("AuthKey.p8").path
+        if existingKey == nil { try TestKey.write(to: p8Path) }
+        recordPath = directory.appendingPathComponent("record.jsonl").path
+        var full: [String: Any] = ["keys": [["keyId": Self.keyID, "teamId": Self.teamID, "p8": p8Path]],
+                                   "topics": [Self.topic], "record": recordPath]
+        for (k, v) in config { full[k] = v }
+        let configPath = directory.appendingPathComponent("config.json")
+        try JSONSerialization.data(withJSONObject: full).write(to: configPath)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["node", Self.script, "--config", configPath.path]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardInput = stdin
+        try process.run()
+        // Wait for the ready line (a blocking read: the event itself, no sleep).
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let words = String(decoding: line, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
+        guard words.count >= 3, words[0] == "listening", let port = Int(words[1]) else {
+            process.terminate()
+            throw MockFailure(description: "mock APNs did not start (is node 20 installed?): \(String(decoding: line, as: UTF8.self))")
+        }
+        self.port = port
+        caFile = String(words[2])
+    }
+
+    /// `127.0.0.1:PORT` with the mock's CA.
+    func endpoint() throws -> APNsEndpoint { try APNsEndpoint(hostAndPort: "127.0.0.1:\(port)", caFile: caFile) }
+
+    /// Every stream the mock saw, in order (answered and refused).
+    func records() throws -> [[String: Any]] {
+        guard let data = FileManager.default.contents(atPath: recordPath) else { return [] }
+        return try String(decoding: data, as: UTF8.self).split(separator: "\n").map {
+            guard let o = try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] else {
+                throw MockFailure(description: "record line is not an object")
+            }
+            return o
+        }
+    }
+
+    /// The answered requests (not refused streams).
+    func answered() throws -> [[String: Any]] { try records().filter { $0["refused"] == nil } }
+
+    /// Stops the mock and waits for it (the record file is complete afterwards).
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+struct MockFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Provider keys made by the `openssl` command line.
+enum TestKey {
+    /// Writes a fresh PKCS#8 P-256 key (an Apple `.p8` file's shape) to `path`.
+    static func write(to path: String, arguments: [String] = ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["openssl"] + arguments + ["-out", path]
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw MockFailure(description: "openssl genpkey failed") }
+    }
+}
+
+/// A clock a test moves by hand: monotonic and wall time advance together.
+final class TestClock: APNsClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var offsetSeconds: Int64 = 0
+    private let start = SystemAPNsClock()
+
+    /// Moves both clocks forward.
+    func advance(seconds: Int64) { lock.withLock { offsetSeconds += seconds } }
+
+    func monotonicNanoseconds() -> UInt64 {
+        start.monotonicNanoseconds() + UInt64(lock.withLock { offsetSeconds }) * 1_000_000_000
+    }
+
+    func wallSeconds() -> Int64 { start.wallSeconds() + lock.withLock { offsetSeconds } }
+}
