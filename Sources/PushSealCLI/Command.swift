@@ -133,7 +133,7 @@ public struct Tool: Sendable {
 
     /// The offset and value of the first byte of `bytes` that is not part of valid UTF-8
     /// (`(bytes.count, 0)` when there is none). The argument itself is never echoed: it may be a
-    /// key (`--data-base64`) or message text.
+    /// key or message text (`--title`).
     static func firstInvalidByte(_ bytes: [UInt8]) -> (offset: Int, byte: UInt8) {
         var parser = Unicode.UTF8.ForwardParser()
         var input = bytes.makeIterator()

@@ -39,7 +39,7 @@ struct KeychainDeviceStateCommand: Command {
             target = s
         }
         let passcode = try KeychainCommands.passcode(a)
-        let kc = try KeychainCommands.open(a, as: Entitlements())
+        let kc = try KeychainCommands.open(try KeychainCommands.keychainURL(a), as: Entitlements())
         let state = try KeychainCommands.mapping { () throws -> DeviceState in
             if let target { try kc.setDeviceState(target, passcode: passcode) }
             return try kc.deviceState
