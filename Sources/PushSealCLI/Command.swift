@@ -42,9 +42,15 @@ public protocol Command: Sendable {
     /// it before ``run(_:)``): 64 (usage) by default; a command whose help documents another code
     /// for text that is not UTF-8 returns that one.
     var notUTF8ExitCode: ExitCode { get }
+    /// `true` for a second name of another command (e.g. bare `push-seal` for `push-seal
+    /// seal`): it runs, but the tool's command list shows only the other name.
+    var isAlias: Bool { get }
 }
 
 extension Command {
+    /// Not an alias.
+    public var isAlias: Bool { false }
+
     /// 64 (usage): the command line is wrong.
     public var notUTF8ExitCode: ExitCode { .usage }
 }
@@ -196,7 +202,7 @@ public struct Tool: Sendable {
     /// `TOOL: error: MESSAGE` and `hint: HINT` on stderr, each exactly one line (control
     /// characters shown as escapes by ``Output/terminalSafe(_:)``).
     public func report(_ error: CLIError, json: Bool) -> ExitCode {
-        if json {
+        if json && error.reportsInJSON {
             var members: [(key: String, value: JSONValue)] = [("code", .string(error.code)), ("message", .string(error.message))]
             if let hint = error.hint { members.append(("hint", .string(hint))) }
             members += error.details.map { ($0.key, .string($0.value)) }
@@ -211,7 +217,7 @@ public struct Tool: Sendable {
     }
 
     /// The tool-level help: overview and the list of commands.
-    public func toolHelp() -> String { toolHelp(only: commands) }
+    public func toolHelp() -> String { toolHelp(only: commands.filter { !$0.isAlias }) }
 
     /// The help listing for some of the tool's commands (e.g. one command group).
     func toolHelp(only listed: [any Command]) -> String {

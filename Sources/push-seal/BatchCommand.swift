@@ -106,11 +106,10 @@ struct BatchCommand: Command {
             // (a locked or unreadable keychain fails every line alike: say what to do once).
             let codes = failuresByCode.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
             let summary = codes.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
-            Output.stderr("push-seal: error: \(failed) of \(total) lines failed (\(summary); see their error lines)\n")
-            if let hint = codes.lazy.compactMap({ SealExit.hint(forFailureCode: $0.key) }).first {
-                Output.stderr("hint: \(Output.terminalSafe(hint))\n")
-            }
-            return SealExit.someLinesFailed
+            var error = CLIError(code: "linesFailed", "\(failed) of \(total) lines failed (\(summary); see their error lines)",
+                                 hint: codes.lazy.compactMap({ SealExit.hint(forFailureCode: $0.key) }).first, exitCode: SealExit.someLinesFailed)
+            error.reportsInJSON = false  // every failed line already carries its error in the output
+            throw error
         }
         return .success
     }

@@ -3,14 +3,22 @@ import PushSealCLI
 import PushSealWire
 import PushSealSender
 
-/// `push-seal [options] [NOTIFICATION.json | -]`: seal one notification, print the payload.
+/// `push-seal seal [options] [NOTIFICATION.json | -]`: seal one notification, print the payload.
+/// `push-seal [options] …` without the word is the same command (``isAlias``), so
+/// `push-seal seal batch` seals a file named `batch`.
 struct SealCommand: Command {
-    let path: [String] = []
+    let path: [String]
+    /// The bare `push-seal [options] …` form: not listed twice in the command list.
+    var isAlias: Bool { path.isEmpty }
+
+    /// The command as `push-seal seal` (`alias: false`) or as the bare default form.
+    init(alias: Bool = false) { path = alias ? [] : ["seal"] }
+
     let options: [OptionSpec] = SealOptionSpecs.keys + [
         .value("--recipient", "R", "the recipient (one app installation) whose primary key seals the notification (required)"),
-        .value("--title", "TEXT", "notification title (overrides the file's)"),
-        .value("--subtitle", "TEXT", "notification subtitle (overrides the file's)"),
-        .value("--body", "TEXT", "notification body (overrides the file's)"),
+        .value("--title", "TEXT", "notification title (overrides the file's; visible to other users of this machine in the process list: prefer the file or stdin)"),
+        .value("--subtitle", "TEXT", "notification subtitle (overrides the file's; visible to other users, as --title)"),
+        .value("--body", "TEXT", "notification body (overrides the file's; visible to other users, as --title)"),
         .value("--media-url", "URL", "attach the media at URL, not encrypted (overrides the file's media; for encrypted media put the descriptor of 'push-seal media' in the file's \"media\")"),
         .value("--id", "ID", "notification id, for the device's replay guard (overrides the file's)"),
         .flag("--with-headers", "print {\"headers\": {…}, \"payload\": {…}} instead of the payload alone"),
@@ -19,17 +27,23 @@ struct SealCommand: Command {
     let help = HelpText(
         overview: "seal one notification for one recipient and print the APNs payload JSON (compact, at most 4096 bytes); 'push-seal batch' seals many, 'push-seal media' encrypts an image or other media file",
         usage: [
+            "push-seal seal --app-id APP --recipient R --keychain DIR [options] [NOTIFICATION.json | -]",
             "push-seal --app-id APP --recipient R --keychain DIR [options] [NOTIFICATION.json | -]",
             "push-seal batch --app-id APP --keychain DIR [options] [LINES.jsonl | -]",
-            "push-seal media FILE --out BLOB [--url URL] [--type MIME] [--force]",
+            "push-seal media FILE --out BLOB [--url URL] [--type MIME] [--descriptor-out FILE] [--force]",
         ],
         examples: [
-            "push-seal --app-id com.example.app --recipient alice --keychain server-kc --title 'Ana' --body 'Dinner at 8?'",
-            "push-seal --app-id com.example.app --recipient alice --keychain server-kc --with-headers note.json",
+            "push-seal seal --app-id com.example.app --recipient alice --keychain server-kc --with-headers note.json",
+            "printf '%s' '{\"title\":\"Ana\",\"body\":\"Dinner at 8?\"}' | push-seal seal --app-id com.example.app --recipient alice --keychain server-kc -",
             "cat note.json | push-seal --app-id com.example.app --recipient alice --keychain server-kc --fit -",
+            "push-seal seal --app-id com.example.app --recipient alice --keychain server-kc batch   # seals the file named batch",
         ],
         exitCodes: SealExit.sealHelpLines,
         notes: """
+        SEAL: 'push-seal seal' is the command; 'push-seal' without it is the same command (the documented alias, kept for scripts). Give a file named batch or media as 'push-seal seal batch' (or ./batch).
+
+        ARGV: --title, --subtitle, --body and every other argument are visible to other users of this machine (ps, /proc/PID/cmdline): put message text in NOTIFICATION.json or on standard input (-), not in options.
+
         NOTIFICATION.json: {"title", "subtitle", "body", "media": {"url", "type", "sha256", "key"}, "localizations": {"fr": {"title", "body"}}, "data": {…}, "iat", "exp" | "ttl", "id"} (times in seconds; exp and iat since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z, exp not before iat; iat defaults to now and a ttl must keep exp within that bound). Without a file, --title or --body alone make the notification.
 
         The payload always carries aps.alert (the fallback title and body, in clear) and "mutable-content":1 so iOS runs the Notification Service Extension. Everything else is sealed with AES-256-GCM into encrypted_data. Lengths are UTF-8 bytes.

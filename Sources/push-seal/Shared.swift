@@ -43,14 +43,14 @@ enum SealExit {
 
     /// Exit-code help lines of `push-seal media`.
     static let mediaHelpLines = [
-        "0   success: the descriptor is on stdout, the blob in BLOB",
+        "0   success: the descriptor is on stdout (or in --descriptor-out FILE), the blob in BLOB",
         internalErrorLine,
-        "64  usage error (unknown option, missing FILE or --out, --url not an absolute https:// or http:// URL, --type not a MIME type type/subtype, an argument that is not UTF-8)",
+        "64  usage error (unknown option, missing FILE or --out, --url not an absolute https:// or http:// URL, --type not a MIME type type/subtype, no --descriptor-out while stdout is a terminal or a regular file that is not 0600, an argument that is not UTF-8)",
         "65  FILE is empty or larger than 64 MiB",
         "66  FILE missing (or a directory)",
-        "73  BLOB cannot be created (it exists: add --force)",
-        "74  I/O error (reading FILE, writing BLOB or standard output)",
-        "77  permission denied reading FILE or writing BLOB",
+        "73  BLOB cannot be created (it exists: add --force; or it is a symbolic link), or the --descriptor-out FILE exists or cannot be created",
+        "74  I/O error (reading FILE, writing BLOB, the descriptor or standard output)",
+        "77  permission denied reading FILE or writing BLOB or the descriptor",
     ]
 
     /// Exit 1 as PushSealCLI's `Tool` uses it (and a failed seal).
