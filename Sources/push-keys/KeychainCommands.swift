@@ -95,8 +95,8 @@ enum KeychainCommands {
     }
 
     /// A passcode from `--passcode-file F` (first line; `-` = stdin), or `nil`.
-    static func passcode(_ a: Arguments) throws -> String? {
-        guard let file = a.value("--passcode-file") else { return nil }
+    static func passcode(file: String?) throws -> String? {
+        guard let file else { return nil }
         var bytes = try InputReader.readAll(file, limitByteCount: 4096)
         defer { SecretBytes.wipe(&bytes) }
         let line = bytes.prefix(while: { $0 != 0x0A && $0 != 0x0D })

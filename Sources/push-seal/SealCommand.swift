@@ -6,7 +6,7 @@ import PushSealSender
 /// `push-seal seal [options] [NOTIFICATION.json | -]`: seal one notification, print the payload.
 /// `push-seal [options] …` without the word is the same command (``isAlias``), so
 /// `push-seal seal batch` seals a file named `batch`.
-struct SealCommand: Command {
+struct SealCommand: OptionsCommand {
     let path: [String]
     /// The bare `push-seal [options] …` form: not listed twice in the command list.
     var isAlias: Bool { path.isEmpty }
@@ -51,34 +51,51 @@ struct SealCommand: Command {
         jsonHelp: "report errors as one {\"error\": {\"code\", \"message\"}} object on stdout (the payload is JSON already)"
     )
 
-    func run(_ context: CommandContext) throws -> ExitCode {
-        let a = context.arguments
-        try a.expectPositionals(max: 1)
-        try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal --help")
-        let recipient = try a.required("--recipient", "R")
-        try mappingSenderErrors { try KeychainSealingKeys.checkNames(recipient: recipient) }
-        let textOptions = ["--title", "--subtitle", "--body", "--media-url", "--id"]
+    struct Options: CommandOptions {
+        /// NOTIFICATION.json (`-`: standard input), or `nil` when the text options make it.
+        let file: String?
+        let recipient: String
+        let seal: SealOptionGroup
+        let title: String?, subtitle: String?, body: String?, id: String?, mediaURL: String?
+        let withHeaders: Bool
+        init(parsing a: Arguments) throws {
+            file = try Positionals(a, max: 1).first
+            try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal --help")
+            recipient = try a.required("--recipient", "R")
+            seal = try SealOptionGroup(parsing: a)
+            (title, subtitle, body, id, mediaURL) = (a.value("--title"), a.value("--subtitle"), a.value("--body"), a.value("--id"), a.value("--media-url"))
+            withHeaders = a.has("--with-headers")
+        }
+        func validate() throws {
+            try mappingSenderErrors { try KeychainSealingKeys.checkNames(recipient: recipient) }
+            if file == nil, [title, subtitle, body, id, mediaURL].allSatisfy({ $0 == nil }) {
+                throw CLIError.usage("no notification", hint: "give NOTIFICATION.json, - for standard input, or --title and --body")
+            }
+            try seal.validate()
+        }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let recipient = o.recipient
         var notification: OutgoingNotification
-        if let path = a.positionals.first {
+        if let path = o.file {
             let bytes = try InputReader.readAll(path, limitByteCount: 1 << 20)
             notification = try mappingSenderErrors { try OutgoingNotification(jsonBytes: bytes) }
-        } else if textOptions.contains(where: a.has) {
-            notification = OutgoingNotification()
         } else {
-            throw CLIError.usage("no notification", hint: "give NOTIFICATION.json, - for standard input, or --title and --body")
+            notification = OutgoingNotification()
         }
-        if let t = a.value("--title") { notification.title = t }
-        if let t = a.value("--subtitle") { notification.subtitle = t }
-        if let t = a.value("--body") { notification.body = t }
-        if let t = a.value("--id") { notification.id = t }
-        if let u = a.value("--media-url") { notification.media = MediaDescriptor(url: u) }
+        if let t = o.title { notification.title = t }
+        if let t = o.subtitle { notification.subtitle = t }
+        if let t = o.body { notification.body = t }
+        if let t = o.id { notification.id = t }
+        if let u = o.mediaURL { notification.media = MediaDescriptor(url: u) }
 
-        let sealer = try SealOptionSpecs.sealer(a)
+        let sealer = try o.seal.sealer().sealer
         // seal(_:for:) checks the notification by the JSON form's rules, so --media-url and
         // the other flags are refused exactly as the same members in NOTIFICATION.json.
         let sealed = try mappingSenderErrors { try sealer.seal(notification, for: recipient) }
         for change in sealed.changes { context.warn("fit: \(change)") }
-        if a.has("--with-headers") {
+        if o.withHeaders {
             var w = PayloadWriter(capacity: sealed.payload.count + 256)
             w.raw("{\"headers\":")
             sealed.headers.write(to: &w)

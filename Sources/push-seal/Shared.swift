@@ -76,7 +76,7 @@ func requireInUsageOrder(_ a: Arguments, _ options: [(name: String, valueName: S
     }
 }
 
-/// Options shared by the single seal and `batch`.
+/// Option specs shared by the single seal and `batch` (parsed by ``SealOptionGroup``).
 enum SealOptionSpecs {
     static let keys: [OptionSpec] = [
         .value("--app-id", "APP", "the app's bundle identifier (APNs topic), bound into the AAD (required)"),
@@ -98,17 +98,25 @@ enum SealOptionSpecs {
         .flag("--no-padding", "do not pad the plaintext to its Padmé length (padding hides the exact text length from APNs)"),
     ]
 
-    /// Builds the sealer from the parsed options.
-    static func sealer(_ a: Arguments) throws -> NotificationSealer {
-        try sealerAndKeys(a).sealer
-    }
+}
 
-    /// The sealer of the options, and its key provider (`push-seal batch` hands the keychain
-    /// keys to `BatchSealer` for its once-per-chunk check).
-    static func sealerAndKeys(_ a: Arguments) throws -> (sealer: NotificationSealer, keys: any SealingKeyProvider) {
-        let appID = try a.required("--app-id", "APP")
-        try mappingSenderErrors { try KeychainSealingKeys.checkNames(appID: appID) }
-        let keys = try keyProvider(a)
+/// The seal option group of the single seal and `batch`: `--app-id`, the keystore
+/// (``KeystoreOptions``, `--keychain DIR`) and the payload options (``SealOptionSpecs/payload``)
+/// as the sender's `SealOptions`. A new payload option is one spec and one line here.
+struct SealOptionGroup: Sendable {
+    /// `--app-id APP`.
+    let appID: String
+    /// `--keychain DIR`.
+    let keystore: KeystoreOptions
+    /// The payload options (fallback alert, APNs headers and aps fields, `--fit`, padding).
+    let options: SealOptions
+
+    /// Reads the group; `--app-id` and `--keychain` must be present (the command checks them
+    /// first, in its USAGE order).
+    /// - Throws: `CLIError` 64 for a malformed number or duration.
+    init(parsing a: Arguments) throws {
+        appID = try a.required("--app-id", "APP")
+        keystore = try KeystoreOptions(parsing: a)
         var options = SealOptions()
         options.fallback = FallbackAlert(title: a.value("--fallback-title") ?? FallbackAlert.defaultTitle,
                                          body: a.value("--fallback-body") ?? FallbackAlert.defaultBody)
@@ -123,13 +131,20 @@ enum SealOptionSpecs {
                                 })
         options.fit = a.has("--fit")
         options.padding = !a.has("--no-padding")
-        return (try mappingSenderErrors { try NotificationSealer(appID: appID, keys: keys, options: options) }, keys)
+        self.options = options
     }
 
-    /// The server keychain of `--keychain DIR`; every seal counts against the primary key's limit.
-    static func keyProvider(_ a: Arguments) throws -> any SealingKeyProvider {
-        let dir = try a.required("--keychain", "DIR")
-        return try mappingSenderErrors { try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: dir)) }
+    /// The app id's naming rule (FORMAT.md §3.2), before any keychain is read.
+    /// - Throws: `CLIError` 64.
+    func validate() throws {
+        try mappingSenderErrors { try KeychainSealingKeys.checkNames(appID: appID) }
+    }
+
+    /// Opens the server keychain (every seal counts against the primary key's limit) and
+    /// builds the sealer; the sender refuses a bad APNs option here (64).
+    func sealer() throws -> (sealer: NotificationSealer, keys: any SealingKeyProvider) {
+        let keys = try mappingSenderErrors { try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: keystore.keychainPath)) }
+        return (try mappingSenderErrors { try NotificationSealer(appID: appID, keys: keys, options: options) }, keys)
     }
 }
 
