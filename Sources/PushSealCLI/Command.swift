@@ -88,7 +88,7 @@ public struct Tool: Sendable {
     /// and the command did not fail otherwise, the result is exit 74 with
     /// `TOOL: error: cannot write to standard output: …` (no line for `EPIPE`).
     public func run(_ argv: [String]) -> ExitCode {
-        let wantsJSON = argv.contains("--json")
+        let wantsJSON = givesFlag(argv, "--json")
         do {
             let code = try dispatch(argv)
             if let e = Output.standardOutputErrno { throw CLIError.standardOutputFailed(errno: e) }
@@ -134,7 +134,7 @@ public struct Tool: Sendable {
                              + "at byte offset \(offset) of \(shown.count) (the value is not shown: it may be a secret)",
                              hint: "give command-line text (file names included) as UTF-8, e.g. converted with iconv -t UTF-8",
                              exitCode: command?.notUTF8ExitCode ?? .usage)
-        return report(error, json: argv.contains("--json"))
+        return report(error, json: givesFlag(argv, "--json"))
     }
 
     /// The offset and value of the first byte of `bytes` that is not part of valid UTF-8
@@ -151,6 +151,21 @@ public struct Tool: Sendable {
             case .emptyInput: return (bytes.count, 0)
             }
         }
+    }
+
+    /// `true` when `argv` gives `flag` (e.g. `--json`) as an option of the command it selects:
+    /// not as the value of an option that takes one (`--title --json` is a title), nor after `--`.
+    func givesFlag(_ argv: [String], _ flag: String) -> Bool {
+        let command = command(for: argv)
+        let takesValue = Set((command?.options ?? []).filter(\.takesValue).map(\.name))
+        var i = command?.path.count ?? 0
+        while i < argv.count {
+            let arg = argv[i]
+            if arg == "--" { return false }
+            if arg == flag { return true }
+            i += takesValue.contains(arg) ? 2 : 1
+        }
+        return false
     }
 
     /// The command `argv` selects (the longest matching path), if any.
@@ -189,7 +204,7 @@ public struct Tool: Sendable {
             throw CLIError.usage("unknown command \(quoted(argv.first ?? ""))", hint: "run '\(name) --help' for the commands")
         }
         let rest = Array(argv.dropFirst(command.path.count))
-        if rest.contains("--help") || rest.contains("-h") {
+        if givesFlag(argv, "--help") || givesFlag(argv, "-h") {
             printer.out(command.help.render(options: command.options))
             return .success
         }

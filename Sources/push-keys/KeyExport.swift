@@ -71,7 +71,7 @@ struct KeyExportCommand: OptionsCommand {
             keyPrintJSON(.object(JSONObject([("appId", .string(app)), ("recipient", .string(recipient)), ("file", .string(out)),
                                   ("keyIds", .array(record.keyInfos.map { .string($0.keyID) }))])))
         } else {
-            Output.stdout(out + "\n")
+            Output.stdout(Output.terminalSafe(out) + "\n")
         }
         return .success
     }
