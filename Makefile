@@ -47,7 +47,7 @@ fuzz: deps
 # Any report fails the run. TSan's exit code is moved from 66 to 99 so that a report in a spawned
 # CLI can never pass for a sysexits code (66 is "input missing") in a CLI test.
 # TSan builds link with --export-dynamic: the executables carry the TSan runtime, and the media
-# fetcher library that push-open dlopens needs its __tsan_* symbols (else media:fetcherUnavailable).
+# fetcher library that push-open dlopens needs its __tsan_* symbols (else media:mediaFetcherUnavailable).
 sanitize: deps shared-check
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp \

@@ -1,8 +1,9 @@
 // swift-tools-version:6.0
 // PushSeal: end-to-end encrypted push notifications for iOS apps.
 // Layers (arrows point down only; docs/modules.md draws every edge):
-//   CLIs (push-seal, push-open, push-keys) -> PushSealCLI + Sender / Extension / Keys
-//   Sender / Extension -> Keys -> Keychain / Wire -> JSON / Crypto -> System -> libc
+//   CLIs (push-seal, push-open, push-keys) -> PushSealCLI + KeyProviders -> Sender / Extension / Keys
+//   Sender / Extension know keys only through the provider protocols in Wire; KeyProviders holds the keychain adapters.
+//   Keys -> Keychain / Wire -> JSON / Crypto -> System -> libc
 //   PushSealCLI -> JSON / System; Crypto -> OpenSSL, libsodium; Wire -> libsodium, CPushSealSIMD; JSON -> CPushSealSIMD
 //   Extension ⇢ MediaFetch (dlopen at run time only) -> System, libcurl
 import PackageDescription
@@ -19,6 +20,7 @@ let package = Package(
         .library(name: "PushSealKeys", targets: ["PushSealKeys"]),
         .library(name: "PushSealSender", targets: ["PushSealSender"]),
         .library(name: "PushSealExtension", targets: ["PushSealExtension"]),
+        .library(name: "PushSealKeyProviders", targets: ["PushSealKeyProviders"]),
         // The extension's media network side (libcurl's C API, no Foundation), loaded with dlopen
         // only when a notification has media, so push-open does not link libcurl at startup.
         .library(name: "PushSealMediaFetch", type: .dynamic, targets: ["PushSealMediaFetch"]),
@@ -49,26 +51,28 @@ let package = Package(
         .target(name: "PushSealWire", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CSodium", "CPushSealSIMD"]),
         .target(name: "PushSealKeychain", dependencies: ["PushSealSystem", "PushSealJSON", "PushSealCrypto"]),
         .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealJSON", "PushSealSystem", "CSodium"]),
-        .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeys", "PushSealKeychain", "PushSealJSON", "PushSealSystem"]),
-        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealJSON", "PushSealSystem"]),
+        .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
+        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
+        // The keychain-backed key providers (SealingKeyProvider, NotificationKeyProvider) and the keys' fallback reasons.
+        .target(name: "PushSealKeyProviders", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealJSON", "PushSealSystem"]),
         // CLI support (arguments, help, output, errors): System and JSON only.
         .target(name: "PushSealCLI", dependencies: ["PushSealSystem", "PushSealJSON"]),
         .target(name: "PushSealMediaFetch", dependencies: ["CCurl", "PushSealSystem"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
-        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // push-open's media path needs libPushSealMediaFetch.so at run time (dlopen, next to the
         // executable). It cannot be a dependency here: SwiftPM links a target dependency into the
         // executable, which would map libcurl at every start. `swift build` (all products) or
         // `swift build --product PushSealMediaFetch` builds it (`make build` runs the former).
-        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
-        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON"],
+        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON"],
                           path: "Examples/server/SealFromLibrary"),
-        .executableTarget(name: "push-bench", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "COpenSSL", "CSodium", "CPushSealSIMD"]),
+        .executableTarget(name: "push-bench", dependencies: ["PushSealCLI", "PushSealCrypto", "PushSealWire", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "COpenSSL", "CSodium", "CPushSealSIMD"]),
 
         // Tests: one target per module; CLITests runs the built binaries. PushSealTestSupport holds
         // the helpers every test target shares (shared data lookup, seeded PRNG, expectCode,
@@ -80,8 +84,8 @@ let package = Package(
         .testTarget(name: "PushSealWireTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealKeychain", "CPushSealSIMD", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,33 +1,51 @@
-// PushSeal reference Notification Service Extension for a real iPhone (iOS 16+).
+// PushSeal reference Notification Service Extension for a real iPhone (iOS 17+).
 //
-// Opens PushSeal wire format v1 (docs/FORMAT.md) with Apple's frameworks only: CryptoKit for
-// AES-256-GCM and SHA-256, Security for the keychain item, UserNotifications for the content.
-// It cannot be compiled on Linux; Tests/PushSealWireTests/IOSExampleDriftTests.swift checks
-// its field names, AAD and plaintext members against FORMAT.md and the PushSealWire constants.
+// Opens PushSeal wire format v1 (AES-256-GCM) and v2 (HPKE, base and auth mode) of
+// docs/FORMAT.md with Apple's frameworks only: CryptoKit (AES-256-GCM, HPKE, X25519, SHA-256),
+// Security (the key items of docs/keychain.md, read by PushSealDeviceKeys.swift) and
+// UserNotifications. Extension target files: this one, PushSealDeviceKeys.swift, PushSealWire.swift.
+// It cannot be compiled on Linux; Tests/PushSealWireTests/IOSExampleDriftTests.swift checks its
+// field names, algorithms, AAD and info strings, error codes, plaintext members, keychain layout
+// and the presence of the zero-shared-secret check and the replay guard against FORMAT.md,
+// keychain.md, the Python reference and the PushSealWire constants.
 //
 // Fallback ladder (DESIGN.md "What falls back means"): decrypted with media → decrypted without
-// media → the original content as delivered. The content handler is called exactly once; the
-// user never sees error text, ciphertext or a blank notification.
+// media → the original content as delivered. Both versions go through the same ladder. The
+// content handler is called exactly once; the user never sees error text, ciphertext or a
+// blank notification.
 import CryptoKit
 import Foundation
 import os
 import Security
 @preconcurrency import UserNotifications
 
-/// Names shared with the server side. They must match `push-keys import` / the PushSeal keys
-/// module's device-key layout (generic password item, service + account = key id).
+/// Configuration of the extension (Info.plist-snippet.xml), never read from the payload.
 enum PushSealConfig {
-    /// Info.plist keys of the extension (see Info.plist-snippet.xml), never read from the payload.
+    /// Info.plist keys of the extension. The keychain access group key is
+    /// `PushSealDeviceKeys.accessGroupInfoKey`.
     static let appIDInfoKey = "PushSealAppID"
-    static let accessGroupInfoKey = "PushSealKeychainAccessGroup"
     static let appGroupInfoKey = "PushSealAppGroup"
-    /// `kSecAttrService` of device key items; `kSecAttrAccount` is the key id.
-    static let keychainService = "pushseal.key"
+    /// The `userInfo` key under which the sealed `data` object is delivered to the app (F3):
+    /// the `pushseal` member. Nothing else that was not sealed reaches `userInfo` except `aps`.
+    static let sealedDataUserInfoKey = "pushseal"
     /// iOS gives an extension about 30 s; keep a margin for the expiry path.
     static let budgetSeconds: TimeInterval = 30
     static let safetyMarginSeconds: TimeInterval = 4
     /// Largest media file accepted (iOS image attachment limit, 10 MB).
     static let maxMediaByteCount = 10_000_000
+
+    /// The App Group container (shared with the app), or `nil` when not configured.
+    static func appGroupDirectory() -> URL? {
+        guard let group = Bundle.main.object(forInfoDictionaryKey: appGroupInfoKey) as? String else { return nil }
+        return FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: group)
+    }
+}
+
+/// Why opening stopped: a stable code of FORMAT.md §8 / §V.8, `keys:*` of docs/keychain.md,
+/// `keychain:<OSStatus>`, `expired`, or a replay guard outcome. Only the code is ever logged.
+struct Refusal: Error {
+    let code: String
+    init(_ code: String) { self.code = code }
 }
 
 /// The decrypting Notification Service Extension (NSExtensionPrincipalClass).
@@ -50,17 +68,35 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
             self.contentHandler = contentHandler
             self.originalContent = request.content
         }
-        // Stage 1 (critical): open the box. Any failure → original content (FORMAT.md §8).
-        guard let plaintext = open(request.content.userInfo) else { return deliver() }
+        // Stage 1 (critical): open the box, check time and replay. Any failure → original content.
+        let now = Int64(Date().timeIntervalSince1970)
+        let plaintext: Plaintext
+        do {
+            let appID = Bundle.main.object(forInfoDictionaryKey: PushSealConfig.appIDInfoKey) as? String
+            plaintext = try open(request.content.userInfo, appID: appID, now: now)
+            // §5: `exp` is checked only after authentication; a stale message shows the original.
+            if let exp = plaintext.exp, now >= exp { throw Refusal("expired") }
+            // Security review F2: bounded by time, fails closed (see PushSealReplayGuard).
+            let verdict = PushSealReplayGuard(directory: PushSealConfig.appGroupDirectory())
+                .checkAndRecord(id: plaintext.id, iat: plaintext.iat, exp: plaintext.exp, now: now)
+            if let code = verdict.refusalCode { throw Refusal(code) }
+        } catch let refusal as Refusal {
+            log.error("stage=open event=fallback code=\(refusal.code, privacy: .public)")
+            return deliver()
+        } catch {
+            log.error("stage=open event=fallback code=unexpected")
+            return deliver()
+        }
+        log.info("stage=open event=ok")
+
         guard let content = request.content.mutableCopy() as? UNMutableNotificationContent else { return deliver() }
         let text = plaintext.localized(for: Locale.preferredLanguages)
         content.title = text.title ?? ""
         content.subtitle = text.subtitle ?? ""
         content.body = text.body ?? ""
         guard !(content.title.isEmpty && content.subtitle.isEmpty && content.body.isEmpty) else { return deliver() }
-        var userInfo = content.userInfo
-        for (key, value) in plaintext.data where key != "aps" { userInfo[key] = value }
-        content.userInfo = userInfo
+        Self.applyPresentation(plaintext.aps, delivered: request.content.userInfo["aps"] as? [String: Any], to: content)
+        content.userInfo = Self.sealedUserInfo(plaintext, delivered: request.content.userInfo)
         lock.withLock { bestAttemptContent = content }  // the expiry path now shows decrypted text
 
         // Stage 2 (optional): media. Failure keeps the decrypted text without an attachment.
@@ -85,46 +121,214 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         if let handler, let content { handler(content) }
     }
 
-    // MARK: Stage 1: open (FORMAT.md §7 "Open")
+    // MARK: Stage 1: read the fields (FORMAT.md §3 and §V.3, one order for both versions)
 
-    /// The authenticated plaintext, or `nil` for every failure (only the code is logged).
-    private func open(_ userInfo: [AnyHashable: Any]) -> Plaintext? {
-        // §3: the three fields, checked in the documented order.
-        guard let encryptedData = userInfo["encrypted_data"] as? String,
-              let keyID = userInfo["key_id"] as? String,
-              let algorithm = userInfo["enc_alg"] as? String
-        else { return fail("missingField") }
-        guard !encryptedData.isEmpty, !keyID.isEmpty, !algorithm.isEmpty else { return fail("emptyField") }
-        guard algorithm == "A256GCM" else { return fail("unknownAlgorithm") }
-        guard PushSealWire.isValidKeyID(keyID) else { return fail("invalidKeyID") }
-        guard let box = PushSealWire.decodeBase64(encryptedData) else { return fail("invalidBase64") }
-        guard box.count >= 28 else { return fail("truncatedBox") }  // nonce(12) + tag(16), §3.1
+    /// A payload field: `missingField` when absent, `wrongFieldType` when not a JSON string.
+    private static func string(_ value: Any?) throws -> String {
+        guard let value else { throw Refusal("missingField") }
+        guard let s = value as? String else { throw Refusal("wrongFieldType") }
+        return s
+    }
 
-        // §3.2: the app id comes from the extension's own configuration, never the payload.
-        guard let appID = Bundle.main.object(forInfoDictionaryKey: PushSealConfig.appIDInfoKey) as? String,
-              PushSealWire.isValidAppID(appID) else { return fail("invalidAppID") }
-        guard let keyData = PushSealKeychain.loadKey(keyID: keyID, log: log) else { return fail("unknownKeyID") }
-        guard keyData.count == 32 else { return fail("invalidKey") }
-
-        let aad = Data("pushseal:v1|\(algorithm)|\(keyID)|\(appID)".utf8)
-        let opened: Data
-        do {
-            // §3.1: encrypted_data is exactly CryptoKit's SealedBox.combined layout.
-            let sealedBox = try AES.GCM.SealedBox(combined: box)
-            opened = try AES.GCM.open(sealedBox, using: SymmetricKey(data: keyData), authenticating: aad)
-        } catch {
-            return fail("authenticationFailed")
+    /// The authenticated plaintext of a v1 or v2 payload; throws a `Refusal` for every failure.
+    /// The order of checks is FORMAT.md §V.3 (which extends §3) and Tests/Interop/pushseal_ref.py's
+    /// `parse_payload_v2` / `open_payload_v2`, so the first failing check decides the code.
+    private func open(_ userInfo: [AnyHashable: Any], appID: String?, now: Int64) throws -> Plaintext {
+        // (1) presence, then type, field by field; (2) in auth mode, sender_key_id.
+        let encryptedData = try Self.string(userInfo["encrypted_data"])
+        let keyID = try Self.string(userInfo["key_id"])
+        let algorithm = try Self.string(userInfo["enc_alg"])
+        let isAuthMode = algorithm == PushSealWire.algorithmV2Auth
+        let senderKeyID: String? = try isAuthMode ? Self.string(userInfo["sender_key_id"]) : nil
+        // (3) emptiness, in the same order.
+        guard !encryptedData.isEmpty, !keyID.isEmpty, !algorithm.isEmpty, senderKeyID?.isEmpty != true else {
+            throw Refusal("emptyField")
         }
-        guard let plaintext = Plaintext(json: opened) else { return fail("invalidPlaintext") }
-        // §5: `exp` is checked only after authentication; a stale message shows the original.
-        if let exp = plaintext.exp, Int64(Date().timeIntervalSince1970) >= exp { return fail("expired") }
-        log.info("stage=open event=ok")
+        // (4) enc_alg decides the version.
+        let isVersion2: Bool
+        switch algorithm {
+        case PushSealWire.algorithmV1: isVersion2 = false
+        case PushSealWire.algorithmV2Base, PushSealWire.algorithmV2Auth: isVersion2 = true
+        default: throw Refusal("unknownAlgorithm")
+        }
+        // (5) key_id, then sender_key_id.
+        guard PushSealWire.isValidKeyID(keyID), senderKeyID.map(PushSealWire.isValidKeyID) ?? true else {
+            throw Refusal("invalidKeyID")
+        }
+        // (6) base64 (§4); only whitespace is `emptyField`.
+        guard !PushSealWire.strippingWhitespace(encryptedData).isEmpty else { throw Refusal("emptyField") }
+        guard let box = PushSealWire.decodeBase64(encryptedData) else { throw Refusal("invalidBase64") }
+        // (7) the box length.
+        if isVersion2 {
+            guard box.count >= PushSealWire.encByteCount else { throw Refusal("invalidEnc") }
+            guard box.count >= PushSealWire.encByteCount + PushSealWire.tagByteCount else { throw Refusal("truncatedBox") }
+        } else {
+            guard box.count >= PushSealWire.nonceByteCount + PushSealWire.tagByteCount else { throw Refusal("truncatedBox") }
+        }
+        // §3.2: the app id comes from the extension's own configuration, never the payload.
+        guard let appID, PushSealWire.isValidAppID(appID) else { throw Refusal("invalidAppID") }
+
+        let opened: (bytes: Data, keys: [PushSealKeyRecord])
+        if isVersion2 {
+            opened = try openV2(box, algorithm: algorithm, keyID: keyID, senderKeyID: senderKeyID, appID: appID, now: now)
+        } else {
+            opened = try openV1(box, algorithm: algorithm, keyID: keyID, appID: appID, now: now)
+        }
+        guard let plaintext = Plaintext(json: opened.bytes) else { throw Refusal("invalidPlaintext") }
+        // docs/keychain.md: a retired (decryptOnly or disabled) key refuses a message sealed after
+        // its retirement (security review F4) — the device key and, in auth mode, the sender key.
+        for record in opened.keys {
+            if let code = record.refusal(iat: plaintext.iat) { throw Refusal(code) }
+        }
         return plaintext
     }
 
-    private func fail(_ code: String) -> Plaintext? {
-        log.error("stage=open event=fallback code=\(code, privacy: .public)")
-        return nil
+    /// A key item, with the status rules of docs/keychain.md applied before any opening.
+    private static func usableKey(_ kind: PushSealKeyKind, keyID: String, appID: String, now: Int64,
+                                  notFound: String) throws -> PushSealKeyRecord {
+        switch PushSealDeviceKeys.lookup(kind, keyID: keyID, appID: appID) {
+        case .found(let record):
+            if let code = record.refusal(now: now) { throw Refusal(code) }
+            return record
+        case .notFound, .otherKind: throw Refusal(notFound)
+        case .damaged: throw Refusal("keys:corruptKey")
+        // -25308: the item was stored WhenUnlocked and the phone is locked; -34018: missing
+        // entitlement (keychain-access-groups); see README.md.
+        case .failed(let status): throw Refusal("keychain:\(status)")
+        }
+    }
+
+    // MARK: Version 1 (FORMAT.md §7 "Open")
+
+    private func openV1(_ box: Data, algorithm: String, keyID: String, appID: String, now: Int64) throws -> (bytes: Data, keys: [PushSealKeyRecord]) {
+        let record = try Self.usableKey(.v1Key, keyID: keyID, appID: appID, now: now, notFound: "unknownKeyID")
+        guard record.keyBytes.count == PushSealWire.keyByteCount else { throw Refusal("invalidKey") }
+        let aad = PushSealWire.aadV1(algorithm: algorithm, keyID: keyID, appID: appID)
+        do {
+            // §3.1: encrypted_data is exactly CryptoKit's SealedBox.combined layout.
+            let sealedBox = try AES.GCM.SealedBox(combined: box)
+            let bytes = try AES.GCM.open(sealedBox, using: SymmetricKey(data: record.keyBytes), authenticating: aad)
+            return (bytes, [record])
+        } catch {
+            throw Refusal("authenticationFailed")
+        }
+    }
+
+    // MARK: Version 2 (FORMAT.md §V.7 "Open")
+
+    private func openV2(_ box: Data, algorithm: String, keyID: String, senderKeyID: String?, appID: String,
+                        now: Int64) throws -> (bytes: Data, keys: [PushSealKeyRecord]) {
+        // Step 2, sender policy, from the pinned sender keys (kind 3 items) of this app.
+        let pinned: [String]
+        switch PushSealDeviceKeys.pinnedSenderKeyIDs(appID: appID) {
+        case .success(let ids): pinned = ids
+        case .failure(let failure): throw Refusal("keychain:\(failure.status ?? errSecParam)")
+        }
+        var senderRecord: PushSealKeyRecord?
+        if senderKeyID == nil {
+            // Base mode: refused once the app pinned any sender key.
+            guard pinned.isEmpty else { throw Refusal("downgradeRefused") }
+        } else if let senderKeyID {
+            // Auth mode: the sender key must be pinned (a device that pinned nothing refuses too).
+            guard pinned.contains(senderKeyID) else { throw Refusal("unknownSenderKey") }
+            senderRecord = try Self.usableKey(.senderKey, keyID: senderKeyID, appID: appID, now: now, notFound: "unknownSenderKey")
+        }
+        // Step 3: the device private key (kind 2) by key id.
+        let deviceRecord = try Self.usableKey(.v2DeviceKey, keyID: keyID, appID: appID, now: now, notFound: "unknownKeyID")
+        guard let privateKey = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: deviceRecord.keyBytes) else {
+            throw Refusal("keys:corruptKey")
+        }
+        let senderKey: Curve25519.KeyAgreement.PublicKey?
+        if let senderRecord {
+            guard let key = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: senderRecord.keyBytes) else {
+                throw Refusal("keys:corruptKey")
+            }
+            senderKey = key
+        } else {
+            senderKey = nil
+        }
+
+        // Step 4: enc(32) ‖ ciphertext ‖ tag(16); refuse a wrong-length enc and an all-zero
+        // X25519 result BEFORE CryptoKit's key schedule (RFC 9180 §7.1.4).
+        let enc = Data(box.prefix(PushSealWire.encByteCount))
+        let ciphertext = Data(box.dropFirst(PushSealWire.encByteCount))
+        guard enc.count == PushSealWire.encByteCount,
+              let ephemeral = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: enc) else { throw Refusal("invalidEnc") }
+        try Self.requireNonZeroSharedSecret(privateKey, ephemeral)
+        if let senderKey { try Self.requireNonZeroSharedSecret(privateKey, senderKey) }
+
+        // Step 5: key schedule and open with `info` of §V.3.2 and an empty `aad`.
+        let info = PushSealWire.infoV2(algorithm: algorithm, keyID: keyID, appID: appID, senderKeyID: senderKeyID)
+        do {
+            var recipient: HPKE.Recipient
+            if let senderKey {
+                recipient = try HPKE.Recipient(privateKey: privateKey, ciphersuite: PushSealWire.ciphersuite, info: info,
+                                               encapsulatedKey: enc, authenticatedBy: senderKey)
+            } else {
+                recipient = try HPKE.Recipient(privateKey: privateKey, ciphersuite: PushSealWire.ciphersuite, info: info,
+                                               encapsulatedKey: enc)
+            }
+            let bytes = try recipient.open(ciphertext, authenticating: Data())
+            return (bytes, [deviceRecord] + (senderRecord.map { [$0] } ?? []))
+        } catch {
+            throw Refusal("authenticationFailed")
+        }
+    }
+
+    /// X25519(private key, public key) must not be all zero (a low-order point): FORMAT.md §V.7
+    /// step 4, RFC 9180 §7.1.4. CryptoKit may itself throw for such a point; that is the same
+    /// refusal. The shared secret is only compared here, never used or logged.
+    private static func requireNonZeroSharedSecret(_ privateKey: Curve25519.KeyAgreement.PrivateKey,
+                                                   _ publicKey: Curve25519.KeyAgreement.PublicKey) throws {
+        guard let shared = try? privateKey.sharedSecretFromKeyAgreement(with: publicKey),
+              !PushSealWire.isAllZero(shared) else { throw Refusal("zeroSharedSecret") }
+    }
+
+    // MARK: What the app sees (security review F3)
+
+    /// `userInfo` of a decrypted notification: the delivered `aps` and the sealed `data` under
+    /// the `pushseal` member (an empty object when nothing was sealed there). Every other
+    /// top-level member of the payload was not sealed and is dropped, so nothing unauthenticated
+    /// can pass for sealed data.
+    static func sealedUserInfo(_ plaintext: Plaintext, delivered: [AnyHashable: Any]) -> [AnyHashable: Any] {
+        var userInfo: [AnyHashable: Any] = [PushSealConfig.sealedDataUserInfoKey: plaintext.data]
+        if let aps = delivered["aps"] { userInfo["aps"] = aps }
+        return userInfo
+    }
+
+    /// Presentation from the sealed `aps` object when the sender sealed one: `thread-id`,
+    /// `category`, `interruption-level`, `sound` are then taken from it alone (absent = none).
+    /// Without a sealed `aps`, the delivered (unauthenticated) values are kept except those that
+    /// could do harm: the category (its actions) is dropped, the interruption level is capped at
+    /// `active`, and a critical sound becomes the default sound.
+    static func applyPresentation(_ sealed: Plaintext.APS?, delivered: [String: Any]?, to content: UNMutableNotificationContent) {
+        guard let sealed else {
+            content.categoryIdentifier = ""
+            if content.interruptionLevel == .critical || content.interruptionLevel == .timeSensitive {
+                content.interruptionLevel = .active
+            }
+            if let sound = delivered?["sound"] as? [String: Any], let critical = sound["critical"] as? NSNumber, critical.intValue != 0 {
+                content.sound = .default
+            }
+            return
+        }
+        content.threadIdentifier = sealed.threadID ?? ""
+        content.categoryIdentifier = sealed.category ?? ""
+        switch sealed.interruptionLevel {
+        case "passive": content.interruptionLevel = .passive
+        case "time-sensitive": content.interruptionLevel = .timeSensitive
+        case "critical": content.interruptionLevel = .critical
+        default: content.interruptionLevel = .active
+        }
+        switch sealed.sound {
+        case .none: content.sound = nil
+        case .named(let name)?:
+            content.sound = name == "default" ? .default : UNNotificationSound(named: UNNotificationSoundName(rawValue: name))
+        case .critical(let name, let volume)?:
+            // Needs Apple's critical alerts entitlement; without it iOS plays a normal sound.
+            content.sound = name == "default" ? .defaultCriticalSound(withAudioVolume: volume)
+                : .criticalSoundNamed(UNNotificationSoundName(rawValue: name), withAudioVolume: volume)
+        }
     }
 
     // MARK: Stage 2: media (FORMAT.md §5 `media`)
@@ -194,50 +398,128 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
     }
 }
 
-extension PushSealConfig {
-    /// The App Group container (shared with the app), or `nil` when not configured.
-    static func appGroupDirectory() -> URL? {
-        guard let group = Bundle.main.object(forInfoDictionaryKey: appGroupInfoKey) as? String else { return nil }
-        return FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: group)
-    }
-}
+// MARK: Replay guard (security review F2)
 
-// MARK: Keychain
+/// Remembers notification ids until their time is up, in the App Group container, and refuses
+/// a repeated id and any message older than the oldest moment it can vouch for.
+///
+/// - An id is kept until the message's `exp`, else `iat` + `maxAgeSeconds` (30 days, the grace
+///   window), else now + `maxAgeSeconds`; a message whose keep-until time is already past is
+///   refused (`replayTooOld`). Ids are stored as SHA-256 digests (128 bits, hex), never as sent.
+/// - At most `capacity` ids are kept. When more arrive before others run out, the ones that run
+///   out first are dropped early and `evictedUntil` is raised to their keep-until time: every
+///   message whose keep-until time is not after `evictedUntil` is then refused, since it may be
+///   one of them (`replayTooOld`). So a flood of new ids can never make an old one acceptable.
+/// - `vouchedSince`: after `reset(now:)` (the app's recovery from a damaged store) messages with
+///   `iat` before it, or without `iat`, are refused. A store that does not exist yet vouches
+///   from the beginning (0): the app installed its keys after it was created.
+/// - Fails closed: no App Group container, a store or lock file that cannot be opened, read,
+///   parsed or written → `replayGuardUnavailable` (original content). Files are 0600 with
+///   `FileProtectionType.completeUntilFirstUserAuthentication`; writes are atomic, under
+///   `flock` on a lock file, so two extension processes never lose an id.
+/// - Messages without `id` are not recorded (there is nothing to compare); `push-seal` gives
+///   every notification an `id` and an `exp`.
+struct PushSealReplayGuard {
+    /// Store and lock file names inside the App Group container.
+    static let fileName = "pushseal-replay-guard.json"
+    static let lockFileName = "pushseal-replay-guard.lock"
+    /// Keep ids of messages without `exp` this long after `iat`: 30 days, in seconds.
+    static let maxAgeSeconds: Int64 = 30 * 24 * 60 * 60
+    /// Most ids kept (a few hundred KB at most).
+    static let capacity = 5000
 
-/// The device key as a keychain item: generic password, service `pushseal.key`, account = key
-/// id, in the shared keychain access group, accessible after first unlock (this device only),
-/// so the extension can read it while the phone is locked.
-enum PushSealKeychain {
-    static func baseQuery(keyID: String) -> [String: Any]? {
-        guard let group = Bundle.main.object(forInfoDictionaryKey: PushSealConfig.accessGroupInfoKey) as? String else { return nil }
-        return [kSecClass as String: kSecClassGenericPassword,
-                kSecAttrService as String: PushSealConfig.keychainService,
-                kSecAttrAccount as String: keyID,
-                kSecAttrAccessGroup as String: group]
-    }
+    enum Verdict: Equatable {
+        case fresh, unchecked, replayed, tooOld, unavailable
 
-    /// Reads the 32-byte key (extension). Logs the OSStatus: -25308 means the item was stored
-    /// WhenUnlocked and the phone is locked; -34018 a missing entitlement; -25300 no item.
-    static func loadKey(keyID: String, log: Logger) -> Data? {
-        guard var query = baseQuery(keyID: keyID) else { return nil }
-        query[kSecReturnData as String] = true
-        query[kSecMatchLimit as String] = kSecMatchLimitOne
-        var result: CFTypeRef?
-        let status = SecItemCopyMatching(query as CFDictionary, &result)
-        guard status == errSecSuccess, let data = result as? Data else {
-            log.error("stage=keyLookup event=failed status=\(status, privacy: .public)")
-            return nil
+        /// The fallback code, or `nil` when the message may be shown.
+        var refusalCode: String? {
+            switch self {
+            case .fresh, .unchecked: return nil
+            case .replayed: return "replayed"
+            case .tooOld: return "replayTooOld"
+            case .unavailable: return "replayGuardUnavailable"
+            }
         }
-        return data
     }
 
-    /// Stores a provisioned key (host app, e.g. after the server sends it over your TLS API).
-    static func saveKey(_ key: Data, keyID: String) -> OSStatus {
-        guard key.count == 32, PushSealWire.isValidKeyID(keyID), var query = baseQuery(keyID: keyID) else { return errSecParam }
-        SecItemDelete(query as CFDictionary)
-        query[kSecValueData as String] = key
-        query[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
-        return SecItemAdd(query as CFDictionary, nil)
+    /// The store's JSON: `{"format":"pushseal-replay-guard","version":1,"vouchedSince":0,
+    /// "evictedUntil":0,"ids":{"<32 hex digits>":<keep-until, Unix seconds>}}`.
+    struct Store: Codable {
+        var format = "pushseal-replay-guard"
+        var version = 1
+        var vouchedSince: Int64 = 0
+        var evictedUntil: Int64 = 0
+        var ids: [String: Int64] = [:]
+    }
+
+    let directory: URL?
+
+    /// Records `id` and tells whether the message may be shown.
+    /// - Parameters: `iat`, `exp` and `now` in Unix seconds (UTC).
+    func checkAndRecord(id: String?, iat: Int64?, exp: Int64?, now: Int64) -> Verdict {
+        guard let id else { return .unchecked }
+        let keepUntil = exp ?? iat.map { $0 &+ Self.maxAgeSeconds } ?? now &+ Self.maxAgeSeconds
+        guard keepUntil > now else { return .tooOld }
+        guard let directory else { return .unavailable }
+        let digest = PushSealWire.hexString(Data(SHA256.hash(data: Data(id.utf8)).prefix(16)))
+        return withLock(in: directory) { () -> Verdict in
+            guard var store = load(from: directory) else { return .unavailable }
+            store.ids = store.ids.filter { $0.value > now }
+            if store.vouchedSince > 0, (iat ?? Int64.min) < store.vouchedSince { return .tooOld }
+            guard keepUntil > store.evictedUntil else { return .tooOld }
+            guard store.ids[digest] == nil else { return .replayed }
+            store.ids[digest] = keepUntil
+            if store.ids.count > Self.capacity {
+                for (old, until) in store.ids.sorted(by: { $0.value < $1.value }).prefix(store.ids.count - Self.capacity) {
+                    store.ids[old] = nil
+                    store.evictedUntil = max(store.evictedUntil, until)
+                }
+            }
+            return save(store, to: directory) ? .fresh : .unavailable
+        } ?? .unavailable
+    }
+
+    /// Starts a new store that vouches only from `now` (the app's recovery when the store is
+    /// damaged): older messages are refused from then on. Returns `false` when it cannot write.
+    func reset(now: Int64) -> Bool {
+        guard let directory else { return false }
+        return withLock(in: directory) { save(Store(vouchedSince: now), to: directory) } ?? false
+    }
+
+    /// `nil` when the store exists but cannot be read or parsed (fail closed); a fresh store
+    /// when there is none yet.
+    private func load(from directory: URL) -> Store? {
+        let url = directory.appendingPathComponent(Self.fileName)
+        guard FileManager.default.fileExists(atPath: url.path) else { return Store() }
+        guard let data = try? Data(contentsOf: url),
+              let store = try? JSONDecoder().decode(Store.self, from: data),
+              store.format == "pushseal-replay-guard", store.version == 1 else { return nil }
+        return store
+    }
+
+    private func save(_ store: Store, to directory: URL) -> Bool {
+        let url = directory.appendingPathComponent(Self.fileName)
+        do {
+            try JSONEncoder().encode(store).write(to: url, options: [.atomic, .completeFileProtectionUntilFirstUserAuthentication])
+            try FileManager.default.setAttributes([.posixPermissions: 0o600,
+                                                   .protectionKey: FileProtectionType.completeUntilFirstUserAuthentication],
+                                                  ofItemAtPath: url.path)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Runs `body` under an exclusive `flock` of the lock file (0600, no links followed);
+    /// `nil` when the lock cannot be taken.
+    private func withLock<T>(in directory: URL, _ body: () -> T) -> T? {
+        let path = directory.appendingPathComponent(Self.lockFileName).path
+        let fd = Darwin.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX) == 0 else { return nil }
+        defer { flock(fd, LOCK_UN) }
+        return body()
     }
 }
 
@@ -249,11 +531,21 @@ enum PushSealKeychain {
 struct Plaintext {
     struct Media: Sendable { var url: String; var type: String?; var sha256: Data?; var key: Data? }
     struct Text { var title: String?; var subtitle: String?; var body: String? }
+    /// The sealed presentation fields (README.md "Sealed presentation fields"), APNs' spelling.
+    struct APS {
+        enum Sound { case named(String), critical(name: String, volume: Float) }
+        var threadID: String?
+        var category: String?
+        /// `passive`, `active`, `time-sensitive` or `critical`.
+        var interruptionLevel: String?
+        var sound: Sound?
+    }
 
     var text: Text
     var media: Media?
     var localizations: [(tag: String, text: Text)] = []
     var data: [String: Any] = [:]
+    var aps: APS?
     var iat: Int64?
     var exp: Int64?
     var id: String?
@@ -281,9 +573,39 @@ struct Plaintext {
             }
         }
         if let d = object["data"], !(d is NSNull) { guard let d = d as? [String: Any] else { return nil }; data = d }
+        if let a = object["aps"], !(a is NSNull) {
+            guard let a = a as? [String: Any], let sealed = Self.aps(a) else { return nil }
+            aps = sealed
+        }
         guard let iat = Self.integer(object["iat"]), let exp = Self.integer(object["exp"]),
               let id = Self.string(object["id"]) else { return nil }
         (self.iat, self.exp, self.id) = (iat, exp, id)
+    }
+
+    /// The sealed `aps` object: `thread-id`, `category` strings; `interruption-level` one of
+    /// APNs' four values; `sound` a name or `{"critical": 0|1, "name": s, "volume": 0…1}`.
+    /// Any other type is `invalidPlaintext`; unknown members are ignored.
+    static func aps(_ a: [String: Any]) -> APS? {
+        guard let threadID = string(a["thread-id"]), let category = string(a["category"]),
+              let level = string(a["interruption-level"]) else { return nil }
+        if let level { guard ["passive", "active", "time-sensitive", "critical"].contains(level) else { return nil } }
+        var result = APS(threadID: threadID, category: category, interruptionLevel: level, sound: nil)
+        let sound: Any = a["sound"] ?? NSNull()
+        switch sound {
+        case is NSNull: break
+        case let name as String: result.sound = .named(name)
+        case let s as [String: Any]:
+            guard let name = string(s["name"]), let critical = integer(s["critical"]) else { return nil }
+            var volume: Float = 1
+            if let v = s["volume"], !(v is NSNull) {
+                guard let n = v as? NSNumber, CFGetTypeID(n) != CFBooleanGetTypeID(), (0...1).contains(n.doubleValue) else { return nil }
+                volume = n.floatValue
+            }
+            let soundName = name ?? "default"
+            result.sound = (critical ?? 0) != 0 ? .critical(name: soundName, volume: volume) : .named(soundName)
+        default: return nil
+        }
+        return result
     }
 
     /// pt-BR → pt → the top-level text, for each preferred language in order; a member missing
@@ -323,73 +645,5 @@ struct Plaintext {
         guard let n = v as? NSNumber, CFGetTypeID(n) != CFBooleanGetTypeID(), !CFNumberIsFloatType(n),
               n.int64Value >= 0 else { return nil }
         return .some(n.int64Value)
-    }
-}
-
-// MARK: Wire helpers (FORMAT.md §3, §3.2, §4)
-
-enum PushSealWire {
-    /// §3: 1–64 characters of A–Z a–z 0–9 _ -.
-    static func isValidKeyID(_ s: String) -> Bool {
-        (1...64).contains(s.utf8.count) && s.utf8.allSatisfy { isAlphanumeric($0) || $0 == 0x5F || $0 == 0x2D }
-    }
-
-    /// §3.2: 1–255 bytes of printable ASCII other than `|`.
-    static func isValidAppID(_ s: String) -> Bool {
-        (1...255).contains(s.utf8.count) && s.utf8.allSatisfy { (0x21...0x7E).contains($0) && $0 != 0x7C }
-    }
-
-    /// §5: 1–35 of A–Z a–z 0–9 - _.
-    static func isValidLocaleTag(_ s: String) -> Bool {
-        (1...35).contains(s.utf8.count) && s.utf8.allSatisfy { isAlphanumeric($0) || $0 == 0x5F || $0 == 0x2D }
-    }
-
-    static func isAlphanumeric(_ c: UInt8) -> Bool {
-        (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c) || (0x30...0x39).contains(c)
-    }
-
-    /// §4 reading rules: whitespace removed; standard or URL-safe alphabet (never both);
-    /// padding optional but exact when present; canonical last character.
-    static func decodeBase64(_ text: String) -> Data? {
-        let stripped = text.utf8.filter { ![0x20, 0x09, 0x0D, 0x0A].contains($0) }
-        let standard = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        let hasStandard = stripped.contains { $0 == 0x2B || $0 == 0x2F }
-        let hasURLSafe = stripped.contains { $0 == 0x2D || $0 == 0x5F }
-        guard !stripped.isEmpty, !(hasStandard && hasURLSafe) else { return nil }
-        let mapped = stripped.map { $0 == 0x2D ? 0x2B : $0 == 0x5F ? 0x2F : $0 }
-        let body = Array(mapped.prefix { $0 != 0x3D })
-        let padCount = mapped.count - body.count
-        if padCount > 0 {
-            guard mapped.count % 4 == 0, padCount <= 2, mapped.suffix(padCount).allSatisfy({ $0 == 0x3D }) else { return nil }
-        }
-        guard body.count % 4 != 1, let last = body.last, let value = standard.firstIndex(of: last),
-              body.allSatisfy({ standard.contains($0) }) else { return nil }
-        let unusedBits = [0: 0, 2: 0x0F, 3: 0x03][body.count % 4] ?? 0
-        guard value & unusedBits == 0 else { return nil }
-        let padded = body + Array(repeating: 0x3D, count: (4 - body.count % 4) % 4)
-        return Data(base64Encoded: Data(padded))
-    }
-
-    static func hexBytes(_ s: String) -> Data? {
-        let digits = Array(s.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out = Data()
-        for i in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
-            out.append(byte)
-        }
-        return out
-    }
-
-    /// By content first (iOS checks it), then by the declared MIME type.
-    static func fileExtension(for bytes: Data, declaredType: String?) -> String? {
-        let head = [UInt8](bytes.prefix(12))
-        if head.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "png" }
-        if head.starts(with: [0xFF, 0xD8, 0xFF]) { return "jpg" }
-        if head.starts(with: Array("GIF8".utf8)) { return "gif" }
-        let byType = ["image/jpeg": "jpg", "image/png": "png", "image/gif": "gif", "video/mp4": "mp4",
-                      "video/mpeg": "mpg", "video/x-msvideo": "avi", "audio/mpeg": "mp3", "audio/mp4": "m4a",
-                      "audio/x-m4a": "m4a", "audio/aiff": "aiff", "audio/wav": "wav", "audio/x-wav": "wav"]
-        return declaredType.flatMap { byType[$0.lowercased()] }
     }
 }

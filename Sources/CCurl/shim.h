@@ -4,6 +4,10 @@
 #ifndef PUSHSEAL_CCURL_SHIM_H
 #define PUSHSEAL_CCURL_SHIM_H
 #include <curl/curl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 /// curl_global_init(CURL_GLOBAL_DEFAULT): not thread-safe, call once (a Swift `static let`).
 static inline CURLcode pushseal_curl_global_init(void) { return curl_global_init(CURL_GLOBAL_DEFAULT); }
@@ -31,5 +35,31 @@ static inline CURLcode pushseal_curl_getinfo_long(CURL *handle, CURLINFO info, l
 }
 /// The result code of a CURLMSG_DONE message (the `data` union of CURLMsg).
 static inline CURLcode pushseal_curl_msg_result(const CURLMsg *message) { return message->data.result; }
+
+/// CURLOPT_OPENSOCKETFUNCTION: every socket libcurl opens for a connection goes through it,
+/// with the address it is about to connect to (after name resolution).
+static inline CURLcode pushseal_curl_setopt_opensocket_function(CURL *handle, curl_opensocket_callback function) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, function);
+}
+/// The IP address and port of a `curl_sockaddr`: copies the 4 (AF_INET) or 16 (AF_INET6)
+/// address bytes to `bytes` (room for 16), the port in host order to `port`; returns 4 or 6,
+/// or 0 for any other family or a length too short for it.
+static inline int pushseal_curl_sockaddr_ip(const struct curl_sockaddr *address, unsigned char *bytes, int *port) {
+    if (address->family == AF_INET && address->addrlen >= sizeof(struct sockaddr_in)) {
+        struct sockaddr_in in4;
+        memcpy(&in4, &address->addr, sizeof in4);
+        memcpy(bytes, &in4.sin_addr, 4);
+        *port = ntohs(in4.sin_port);
+        return 4;
+    }
+    if (address->family == AF_INET6 && address->addrlen >= sizeof(struct sockaddr_in6)) {
+        struct sockaddr_in6 in6;
+        memcpy(&in6, &address->addr, sizeof in6);
+        memcpy(bytes, &in6.sin6_addr, 16);
+        *port = ntohs(in6.sin6_port);
+        return 6;
+    }
+    return 0;
+}
 
 #endif

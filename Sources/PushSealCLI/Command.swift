@@ -66,9 +66,6 @@ public struct Tool: Sendable {
     /// Where the tool's own help and error text goes (the commands print through ``Output``).
     public let printer: Printer
 
-    /// The PushSeal release these tools belong to, printed by `--version`.
-    public static let packageVersion = "0.1.0"
-
     /// Creates a tool.
     /// - Parameters:
     ///   - name: the tool's name for messages, e.g. `push-keys`.
@@ -177,7 +174,7 @@ public struct Tool: Sendable {
     private func dispatch(_ argv: [String]) throws -> ExitCode {
         let sorted = commands.sorted { $0.path.count > $1.path.count }
         if argv == ["--version"] {
-            printer.out("\(name) \(Tool.packageVersion) (PushSeal, wire format v1)\n")
+            printer.out(PushSealVersion.line(tool: name) + "\n")
             return .success
         }
         // `help` alone, like `--help` on a tool without a default command, prints the command list.

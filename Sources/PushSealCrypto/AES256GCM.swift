@@ -17,8 +17,8 @@ internal import Darwin
 /// `CryptoError.Code.authenticationFailed`. OpenSSL's error queue is drained after every failure.
 ///
 /// Thread-safe. For speed each thread keeps one reusable OpenSSL cipher context (see
-/// `CipherContext`); it holds the expanded key of that thread's latest operation until the
-/// next one or thread exit.
+/// `CipherContext`); after every operation it is re-keyed with zeros, so between calls it holds
+/// no material derived from a caller's key.
 public enum AES256GCM {
     /// Key length in bytes (AES-256).
     public static let keyByteCount = 32
@@ -187,47 +187,38 @@ public enum AES256GCM {
 /// operation suspends while holding it. After any failure the context is freed (OpenSSL
 /// cleanses it) and the next call starts from a fresh one.
 ///
-/// Key hygiene: between calls the context holds the expanded key of the thread's most recent
-/// seal/open, until the next operation on that thread re-keys it or the thread exits (its
-/// destructor frees and cleanses it). The `SecretBytes` key itself is unaffected.
+/// Key hygiene: after every successful operation the context is re-keyed with 32 zero bytes
+/// (`scrub`), and after a failure it is freed, so between calls it holds no key schedule or
+/// GHASH key derived from a caller's key. At thread exit its destructor frees (and cleanses) it.
+/// The `SecretBytes` key itself is unaffected.
 enum CipherContext {
     /// The AES-256-GCM implementation, fetched once. `EVP_CIPHER` objects are reference-counted
     /// and immutable after fetch, so sharing one across threads is safe (OpenSSL 3 threading docs).
     nonisolated(unsafe) static let cipher: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)
 
     /// The thread-specific slot; its destructor frees (and so cleanses) a thread's context at exit.
-    static let slot: pthread_key_t? = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key) { pointer in
-            #if canImport(Darwin)
-            EVP_CIPHER_CTX_free(OpaquePointer(pointer))
-            #else
-            if let pointer { EVP_CIPHER_CTX_free(OpaquePointer(pointer)) }
-            #endif
-        }
-        return status == 0 ? key : nil
-    }()
-
-    /// This thread's context, created and bound to AES-256-GCM on first use; nil if OpenSSL failed.
-    @inline(__always)
-    static func threadContext() -> OpaquePointer? {
-        guard let slot else { return nil }
-        if let existing = pthread_getspecific(slot) { return OpaquePointer(existing) }
+    static let slot = ThreadContextSlot(destructor: { pointer in
+        #if canImport(Darwin)
+        EVP_CIPHER_CTX_free(OpaquePointer(pointer))
+        #else
+        if let pointer { EVP_CIPHER_CTX_free(OpaquePointer(pointer)) }
+        #endif
+    }, make: {
+        // Bound to AES-256-GCM once; later operations re-key it.
         guard let cipher, let ctx = EVP_CIPHER_CTX_new() else { return nil }
-        guard EVP_CipherInit_ex2(ctx, cipher, nil, nil, 1, nil) == 1,
-              pthread_setspecific(slot, UnsafeRawPointer(ctx)) == 0 else {
+        guard EVP_CipherInit_ex2(ctx, cipher, nil, nil, 1, nil) == 1 else {
             EVP_CIPHER_CTX_free(ctx)
             return nil
         }
         return ctx
-    }
+    }, free: { EVP_CIPHER_CTX_free($0) })
+
+    /// This thread's context, created and bound to AES-256-GCM on first use; nil if OpenSSL failed.
+    @inline(__always)
+    static func threadContext() -> OpaquePointer? { slot.context() }
 
     /// Frees this thread's context (OpenSSL cleanses it); the next call creates a fresh one.
-    static func discardThreadContext() {
-        guard let slot, let existing = pthread_getspecific(slot) else { return }
-        _ = pthread_setspecific(slot, nil)
-        EVP_CIPHER_CTX_free(OpaquePointer(existing))
-    }
+    static func discardThreadContext() { slot.discard() }
 
     /// Runs a whole GCM operation. For decryption `tag` is read and verified; for encryption it
     /// is written. Returns false on any failure (including a tag mismatch), after discarding

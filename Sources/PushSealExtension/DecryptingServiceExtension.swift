@@ -6,7 +6,7 @@ public import Foundation
 #endif
 import PushSealSystem
 import PushSealCrypto
-import PushSealWire
+public import PushSealWire
 
 /// How a ``DecryptingServiceExtension`` is set up: what on iOS comes from the extension's
 /// bundle, entitlements and device.

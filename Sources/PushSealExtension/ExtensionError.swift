@@ -31,9 +31,10 @@ extension ErrorCode<ExtensionError> {
     /// Like `UNError.Code.attachmentInvalidFileSize`: empty, or over the limit for its type
     /// (image 10 MiB, audio 5 MiB, movie 50 MiB).
     public static var attachmentInvalidFileSize: Self { Self("attachmentInvalidFileSize") }
-
     /// A media URL the platform would refuse: not http(s), or plain http to a non-loopback
-    /// host or without `allowInsecureLoopback` (App Transport Security).
+    /// host or without `allowInsecureLoopback` (App Transport Security); or a URL host,
+    /// redirect target or connected address that ``MediaAddressPolicy`` refuses (loopback,
+    /// private, link-local, multicast, other special-purpose addresses).
     public static var mediaURLRefused: Self { Self("mediaURLRefused") }
     /// More than ``MediaDownloader/maxRedirectCount`` (3) redirects.
     public static var mediaTooManyRedirects: Self { Self("mediaTooManyRedirects") }
@@ -53,8 +54,7 @@ extension ErrorCode<ExtensionError> {
     public static var mediaInvalidDescriptor: Self { Self("mediaInvalidDescriptor") }
     /// The network side of media downloads (`libPushSealMediaFetch.so`, loaded on first
     /// use) is missing or not loadable; the notification shows without its media.
-    public static var mediaFetcherUnavailable: Self { Self("fetcherUnavailable") }
-
+    public static var mediaFetcherUnavailable: Self { Self("mediaFetcherUnavailable") }
     /// The key provider could not give the key (the reason carries e.g. OSStatus -25308).
     public static var keyUnavailable: Self { Self("keyUnavailable") }
     /// The payload did not open: malformed field, unknown key id or algorithm, bad tag.

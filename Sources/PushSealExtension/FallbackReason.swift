@@ -1,14 +1,6 @@
 import PushSealSystem
 public import PushSealJSON
 import PushSealWire
-public import PushSealKeychain
-
-/// An error that names its own fallback reason token (see docs/fallback.md), for key
-/// providers and payload openers plugged into ``DecryptingServiceExtension``.
-public protocol FallbackReasonProviding {
-    /// A short, stable token without spaces, e.g. `keychain:errSecItemNotFound(-25300)`.
-    var fallbackReason: String { get }
-}
 
 /// The stable reason tokens the decrypting service reports (docs/fallback.md lists each with
 /// its cause and fix). Tokens never change between releases; the human detail may.
@@ -49,13 +41,13 @@ public enum FallbackReason {
         }
     }
 
-    /// The token for a key lookup failure: `keychain:<statusName>(<OSStatus>)` (e.g.
-    /// `keychain:errSecInteractionNotAllowed(-25308)`) or `keychain:<code>` for a keychain
-    /// error without an OSStatus; a provider's own token (``FallbackReasonProviding``, e.g.
-    /// `unknownKey`, `keyDestroyed`, `keyDisabled`); else `keyUnavailable`.
+    /// The token for a key lookup failure: the provider's own token (``FallbackReasonProviding``:
+    /// PushSealKeyProviders maps a keychain error to `keychain:<statusName>(<OSStatus>)`, e.g.
+    /// `keychain:errSecInteractionNotAllowed(-25308)`, or `keychain:<code>` without an OSStatus,
+    /// and a key error to its code, e.g. `unknownKey`, `keyDestroyed`, `keyDisabled`); else
+    /// `keyUnavailable`.
     public static func key(_ error: any Error) -> String {
         if let e = error as? any FallbackReasonProviding { return e.fallbackReason }
-        if let e = error as? KeychainError { return keychain(e) }
         return "keyUnavailable"
     }
 
@@ -65,12 +57,6 @@ public enum FallbackReason {
         if let e = error as? any FallbackReasonProviding { return e.fallbackReason }
         if let e = error as? FormatError { return e.code.name }
         return "openFailed"
-    }
-
-    /// `keychain:errSecInteractionNotAllowed(-25308)`, or `keychain:corrupt` for codes without an OSStatus.
-    public static func keychain(_ e: KeychainError) -> String {
-        if let status = e.osStatus, let name = e.statusName { return "keychain:\(name)(\(status))" }
-        return "keychain:\(e.code.name)"
     }
 
     /// The first envelope field matching a field-level format error, in reading order.

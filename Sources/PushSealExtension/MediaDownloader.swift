@@ -95,6 +95,11 @@ public final class DownloadCancellation: Sendable {
 /// - Schemes: `https`; plain `http` only to a loopback host (127.0.0.0/8, `::1`, `localhost`)
 ///   and only with `allowInsecureLoopback` — App Transport Security refuses the rest.
 ///   Every redirect target is checked the same way; at most ``maxRedirectCount`` (3).
+/// - Addresses (``MediaAddressPolicy``): no loopback, private, link-local, multicast, CGNAT or
+///   other special-purpose address, checked on every address a socket is opened to (first hop
+///   and redirects, after name resolution: DNS rebinding gains nothing) and on IP-literal URL
+///   hosts in any spelling. The test flag `allowInsecureLoopback` allows loopback only, and
+///   with `allowedLoopbackPorts` only those ports.
 /// - Time: one timeout for the whole request (redirects included), enforced by a timer that
 ///   cancels the transfer, so a slow drip cannot outlast the budget.
 /// - Size: the body is streamed to a file chunk by chunk from the fetcher (libcurl in
@@ -103,8 +108,13 @@ public final class DownloadCancellation: Sendable {
 ///   known from the magic bytes once 12 bytes arrived, before that from `Content-Type` or the
 ///   descriptor's `type`, else the largest limit (50 MiB); a `Content-Length` over the limit
 ///   cancels before the body.
-/// - Name: `<uuid>.<ext>` with the extension of the type recognised by magic bytes (an HTML
-///   page served with `200` and `image/png` is refused); the partial file is removed on failure.
+/// - Name: `Attachments/<uuid>/<uuid>.<ext>` in the container (one directory per
+///   notification, ``MediaStore``), with the extension of the type recognised by magic bytes
+///   (an HTML page served with `200` and `image/png` is refused); the partial file is removed
+///   on failure.
+/// - Store: every download first cleans the container's media (``MediaStore``: stale
+///   `.download`/`.opening` files of killed extensions, expired attachments) and keeps it
+///   under its cap (256 MiB by default), evicting the oldest attachments.
 /// - Memory: the fetcher hands over one chunk (at most 16 KiB) at a time and reads no more
 ///   until it is written, so a fast server cannot pile the body up in memory; a 9 MB image
 ///   costs no more peak RSS than a 10 KB one (the one-time cost is loading libcurl).
@@ -124,8 +134,12 @@ public struct MediaDownloader: Sendable {
 
     /// The App Group container directory the files go into.
     public let containerDirectory: URL
-    /// Allow plain `http` to loopback hosts (tests, `--allow-insecure-loopback`).
+    /// Allow loopback hosts, plain `http` included (tests, `--allow-insecure-loopback`).
     public let allowInsecureLoopback: Bool
+    /// The address rule every connection and IP-literal host is checked against.
+    public let addressPolicy: MediaAddressPolicy
+    /// The container's media files: layout, sweep, size cap.
+    public let store: MediaStore
     /// Where the `download` diagnostic lines go.
     public let logger: any DiagnosticLogger
     /// The network side.
@@ -134,15 +148,23 @@ public struct MediaDownloader: Sendable {
     /// Creates a downloader.
     /// - Parameters:
     ///   - containerDirectory: an existing directory (the App Group container).
-    ///   - allowInsecureLoopback: permit `http://127.0.0.1…` and friends.
+    ///   - allowInsecureLoopback: permit loopback addresses, `http://127.0.0.1…` and friends
+    ///     (the test flag; every other special-purpose address stays refused).
+    ///   - allowedLoopbackPorts: with `allowInsecureLoopback`, only these loopback TCP ports
+    ///     (`nil`: any); a test gives exactly its server's port, so a redirect elsewhere on
+    ///     loopback is refused as in production.
+    ///   - store: the container's media store (default: ``MediaStore`` of `containerDirectory`
+    ///     with its default cap and ages).
     ///   - logger: diagnostics sink.
     ///   - fetcher: the network side (default: ``DynamicMediaFetcher``, the libcurl-based
     ///     library loaded on first use).
-    public init(containerDirectory: URL, allowInsecureLoopback: Bool = false, logger: any DiagnosticLogger = NullLogger(),
-                fetcher: any MediaFetching = DynamicMediaFetcher()) {
+    public init(containerDirectory: URL, allowInsecureLoopback: Bool = false, allowedLoopbackPorts: Set<Int>? = nil,
+                store: MediaStore? = nil, logger: any DiagnosticLogger = NullLogger(), fetcher: any MediaFetching = DynamicMediaFetcher()) {
         self.fetcher = fetcher
+        self.store = store ?? MediaStore(containerDirectory: containerDirectory)
         self.containerDirectory = containerDirectory
         self.allowInsecureLoopback = allowInsecureLoopback
+        self.addressPolicy = MediaAddressPolicy(allowsLoopback: allowInsecureLoopback, loopbackPorts: allowedLoopbackPorts)
         self.logger = logger
     }
 
@@ -152,12 +174,16 @@ public struct MediaDownloader: Sendable {
         min(0.5, max(0, remainingSeconds) * 0.1)
     }
 
-    /// Checks a URL against the scheme and App Transport Security rules.
+    /// Checks a URL against the scheme and App Transport Security rules, and an IP-literal
+    /// host (any spelling) against ``addressPolicy``. Names are checked when connecting, on the
+    /// addresses they resolve to.
     /// - Throws: `ExtensionError` `.mediaURLRefused` with the reason.
     public func checkPolicy(_ url: URL) throws {
+        let plainHTTP: Bool
         switch url.scheme?.lowercased() {
         case "https":
             guard let host = url.host, !host.isEmpty else { throw ExtensionError(.mediaURLRefused, "URL has no host") }
+            plainHTTP = false
         case "http":
             guard let host = url.host, Self.isLoopback(host) else {
                 throw ExtensionError(.mediaURLRefused, "plain http to a non-loopback host is refused (App Transport Security)")
@@ -165,19 +191,21 @@ public struct MediaDownloader: Sendable {
             guard allowInsecureLoopback else {
                 throw ExtensionError(.mediaURLRefused, "plain http to loopback needs allowInsecureLoopback (App Transport Security)")
             }
+            plainHTTP = true
         case let scheme:
             throw ExtensionError(.mediaURLRefused, "scheme \(scheme ?? "none") is not http(s)")
         }
+        if let host = url.host, let address = MediaAddressPolicy.ipLiteral(host) {
+            try addressPolicy.check(address, port: url.port ?? (plainHTTP ? 80 : 443), plainHTTP: plainHTTP)
+        }
     }
 
-    /// True for `localhost`, 127.0.0.0/8 and `::1`.
+    /// True for `localhost` and an IP literal of a loopback address (127.0.0.0/8 and `::1` in
+    /// any spelling, IPv4-mapped included).
     static func isLoopback(_ host: String) -> Bool {
-        var h = Substring(host.lowercased())
-        while let c = h.first, c == "[" || c == "]" { h = h.dropFirst() }
-        while let c = h.last, c == "[" || c == "]" { h = h.dropLast() }
-        if h == "localhost" || h == "::1" || h == "0:0:0:0:0:0:0:1" { return true }
-        let parts = h.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+        if host.lowercased() == "localhost" { return true }
+        guard let address = MediaAddressPolicy.ipLiteral(host) else { return false }
+        return MediaAddressPolicy.classify(address) == .loopback
     }
 
     /// Downloads `descriptor` into the container, blocking the calling thread.
@@ -190,7 +218,7 @@ public struct MediaDownloader: Sendable {
     ///   `.mediaHTTPStatus`, `.mediaTimedOut`, `.mediaCancelled`, `.mediaTransferFailed`,
     ///   `.attachmentInvalidFileSize` (over the type's limit), `.attachmentUnrecognizedType`
     ///   (content is no supported media), `.mediaDigestMismatch`, `.mediaDecryptionFailed`,
-    ///   `.mediaInvalidDescriptor`.
+    ///   `.mediaInvalidDescriptor`; `.mediaTransferFailed` also when the media store is full.
     public func download(_ descriptor: MediaDescriptor, timeoutSeconds: Double,
                          cancellation: DownloadCancellation? = nil) throws -> DownloadedMedia {
         let start = ContinuousClock.now
@@ -231,16 +259,22 @@ public struct MediaDownloader: Sendable {
         let declared = descriptor.type.flatMap(MediaType.init(mimeType:))
         // A sealed box is the plaintext plus nonce and tag.
         let overhead = sealed ? AES256GCM.minimumCombinedByteCount : 0
+        // Room for the largest body (and, sealed, its plaintext beside the box).
+        let reserve = (MediaType.largestMaxByteCount + overhead) * (sealed ? 2 : 1)
+        try store.prepare(reservingByteCount: reserve)
         let base = UUID().uuidString
         let partURL = containerDirectory.appendingPathComponent(".\(base).download")
         guard let handle = try? FileDescriptor.open(partURL.path, [.writeOnly, .create, .exclusive], mode: 0o600) else {
             throw ExtensionError(.mediaTransferFailed, "cannot create a file in the App Group container")
         }
         defer { try? FileManager.default.removeItem(at: partURL) }
+        // Held until the file is gone, so another extension's sweep never takes it.
+        let partLock = TemporaryFileLock(path: partURL.path, wait: true)
+        defer { partLock?.release() }
         if cancellation?.isCancelled == true { handle.close(); throw ExtensionError(.mediaCancelled, "cancelled before the request") }
 
         let transfer = Transfer(downloader: self, file: handle, sniff: !sealed, declared: declared, overhead: overhead,
-                                hashing: expectedDigest != nil)
+                                hashing: expectedDigest != nil, plainHTTP: url.scheme?.lowercased() == "http")
         let task: any MediaFetchTask
         do {
             task = try fetcher.start(url: url.absoluteString, timeoutSeconds: timeoutSeconds,
@@ -276,10 +310,12 @@ public struct MediaDownloader: Sendable {
         guard let type = MediaType.sniff(result.header) else {
             throw ExtensionError(.attachmentUnrecognizedType, "content is not a supported media type (magic bytes)\(result.contentType.map { ", Content-Type \($0)" } ?? "")")
         }
-        let finalURL = containerDirectory.appendingPathComponent("\(base).\(type.fileExtension)")
+        let directory = try store.makeAttachmentDirectory(named: base)
+        let finalURL = directory.appendingPathComponent("\(base).\(type.fileExtension)")
         do {
             try FileManager.default.moveItem(at: partURL, to: finalURL)
         } catch {
+            try? FileManager.default.removeItem(at: directory)
             throw ExtensionError(.mediaTransferFailed, "cannot rename the downloaded file in the App Group container")
         }
         return DownloadedMedia(fileURL: finalURL, mediaType: type, byteCount: result.byteCount,
@@ -294,7 +330,7 @@ public struct MediaDownloader: Sendable {
     ///
     /// The box file is read in ``openChunkByteCount`` steps (nonce = first 12 bytes, tag = last
     /// 16) through `AES256GCM.Stream`; the unverified plaintext goes to a private file
-    /// `.<base>.opening` (0600) in the container, renamed to `<base>.<ext>` (extension from the
+    /// `.<base>.opening` (0600) in the container, renamed to `Attachments/<base>/<base>.<ext>` (extension from the
     /// plaintext's magic bytes) only after `finish(tag:)` succeeded, deleted on any failure.
     /// Memory stays at a few chunks whatever the file size.
     private func openSealed(at boxURL: URL, key: SecretBytes, aad: [UInt8], base: String,
@@ -330,9 +366,11 @@ public struct MediaDownloader: Sendable {
             throw ExtensionError(.mediaTransferFailed, "cannot create a file in the App Group container")
         }
         var released = false
+        let partialLock = TemporaryFileLock(path: partial.path, wait: true)
         defer {
             out.close()
             if !released { try? FileManager.default.removeItem(at: partial) }
+            partialLock?.release()
         }
 
         let nonce = try read(AES256GCM.nonceByteCount)
@@ -377,11 +415,13 @@ public struct MediaDownloader: Sendable {
         guard plaintextByteCount <= type.category.maxByteCount else {
             throw ExtensionError(.attachmentInvalidFileSize, "decrypted \(type.category.rawValue) of \(plaintextByteCount) bytes is over the limit")
         }
-        let finalURL = containerDirectory.appendingPathComponent("\(base).\(type.fileExtension)")
+        let directory = try store.makeAttachmentDirectory(named: base)
+        let finalURL = directory.appendingPathComponent("\(base).\(type.fileExtension)")
         do {
             try out.synchronize()
             try FileManager.default.moveItem(at: partial, to: finalURL)
         } catch {
+            try? FileManager.default.removeItem(at: directory)
             throw ExtensionError(.mediaTransferFailed, "cannot rename the decrypted media in the App Group container")
         }
         released = true
@@ -409,6 +449,8 @@ final class Transfer: @unchecked Sendable {
         var redirects = 0
         var contentType: String?
         var digest: [UInt8]?
+        /// The current hop is plain http (connections must go to an allowed loopback address).
+        var plainHTTP: Bool
     }
 
     let downloader: MediaDownloader
@@ -421,13 +463,13 @@ final class Transfer: @unchecked Sendable {
     /// Signalled once, when the fetcher reports the transfer complete.
     let done = DispatchSemaphore(value: 0)
 
-    init(downloader: MediaDownloader, file: FileDescriptor, sniff: Bool, declared: MediaType?, overhead: Int, hashing: Bool) {
+    init(downloader: MediaDownloader, file: FileDescriptor, sniff: Bool, declared: MediaType?, overhead: Int, hashing: Bool, plainHTTP: Bool) {
         self.downloader = downloader
         self.file = file
         self.sniffContent = sniff
         self.overhead = overhead
         self.hasher = hashing ? SHA256Hasher() : nil
-        state = Locked(State(limit: (declared?.category.maxByteCount ?? MediaType.largestMaxByteCount) + overhead))
+        state = Locked(State(limit: (declared?.category.maxByteCount ?? MediaType.largestMaxByteCount) + overhead, plainHTTP: plainHTTP))
     }
 
     /// Records the first error (later ones are ignored).
@@ -532,7 +574,20 @@ extension Transfer: MediaFetchEvents {
             record(ExtensionError(.mediaURLRefused, "redirect refused: \(e?.reason ?? "policy")"))
             return false
         }
+        state.withLock { $0.plainHTTP = target.scheme?.lowercased() == "http" }
         return true
+    }
+
+    func connect(to address: [UInt8], port: Int) -> Bool {
+        let plainHTTP = state.withLock { $0.plainHTTP }
+        do {
+            try downloader.addressPolicy.check(address, port: port, plainHTTP: plainHTTP)
+            return true
+        } catch {
+            let e = error as? ExtensionError
+            record(ExtensionError(.mediaURLRefused, "connection refused by policy: \(e?.reason ?? "address")"))
+            return false
+        }
     }
 
     func response(status: Int, contentType: String?, contentLength: Int?) -> Bool {

@@ -19,8 +19,11 @@ public enum MediaFetchCompletion: Sendable, Hashable {
 
 /// What the network side tells the downloader, from its own threads, in order: zero or more
 /// ``redirect(to:)``, one ``response(status:contentType:contentLength:)``, body chunks, and
-/// exactly one ``complete(_:)``.
+/// exactly one ``complete(_:)``; ``connect(to:port:)`` before every socket it opens.
 public protocol MediaFetchEvents: AnyObject, Sendable {
+    /// A connection is about to be opened to `address` (4 or 16 bytes, network order, after
+    /// name resolution) on TCP `port`: true connects, false refuses (no socket is opened).
+    func connect(to address: [UInt8], port: Int) -> Bool
     /// A redirect to `url` (absolute): true follows it.
     func redirect(to url: String) -> Bool
     /// The response head: HTTP status, `Content-Type`, `Content-Length` in bytes. True receives the body.
@@ -44,7 +47,8 @@ public protocol MediaFetchTask: Sendable {
 public protocol MediaFetching: Sendable {
     /// Starts a GET of `url` (http or https; the caller checked its policy) with one timeout
     /// for the whole request in seconds, no cache, no cookies, `Accept-Encoding: identity`,
-    /// and at most `maxPendingCallbacks` callbacks queued (backpressure).
+    /// and at most `maxPendingCallbacks` callbacks queued (backpressure). Every connection,
+    /// on every hop, is first offered to ``MediaFetchEvents/connect(to:port:)``.
     /// - Throws: `ExtensionError` `.mediaFetcherUnavailable` when the network side cannot be
     ///   loaded; `.mediaURLRefused` when `url` does not parse.
     func start(url: String, timeoutSeconds: Double, maxPendingCallbacks: Int,
@@ -56,9 +60,10 @@ public protocol MediaFetching: Sendable {
 /// libraries, ~5 MiB of RSS that a notification without media never needs).
 ///
 /// The library is looked for in the directory of the running executable (`/proc/self/exe`:
-/// `.build/<config>/` for push-open and the test bundle), or at the path in the environment
-/// variable `PUSHSEAL_MEDIA_FETCH_LIBRARY`. It runs in this process, so the download's memory
-/// counts where it would on iOS. The boundary is a C ABI (`pushseal_media_fetch_*`, version 1).
+/// `.build/<config>/` for push-open and the test bundle); debug builds only (`#if DEBUG`) first
+/// try the path in the environment variable `PUSHSEAL_MEDIA_FETCH_LIBRARY`, a test hook that a
+/// release build never reads. It runs in this process, so the download's memory
+/// counts where it would on iOS. The boundary is a C ABI (`pushseal_media_fetch_*`, version 2).
 public struct DynamicMediaFetcher: MediaFetching {
     /// The library's file name: `libPushSealMediaFetch.so` (`.dylib` on Darwin).
     public static let libraryFileName: String = {
@@ -97,6 +102,9 @@ public struct DynamicMediaFetcher: MediaFetching {
                               default: .failed(code: Int(code))
                               }
                               Unmanaged<EventsBox>.fromOpaque(ctx).takeUnretainedValue().events.complete(completion) },
+                          { ctx, _, bytes, count, port in
+                              Unmanaged<EventsBox>.fromOpaque(ctx).takeUnretainedValue().events.connect(
+                                  to: Array(UnsafeBufferPointer(start: bytes, count: count)), port: Int(port)) ? 1 : 0 },
                           { ctx in Unmanaged<EventsBox>.fromOpaque(ctx).release() })
         }
         guard let handle else {
@@ -134,9 +142,10 @@ enum FetchLibrary {
     typealias Response = @convention(c) (UnsafeMutableRawPointer, Int32, UnsafePointer<CChar>?, Int64) -> Int32
     typealias DataChunk = @convention(c) (UnsafeMutableRawPointer, UnsafeRawPointer?, Int) -> Int32
     typealias Complete = @convention(c) (UnsafeMutableRawPointer, Int32, Int64, Int32) -> Void
+    typealias Connect = @convention(c) (UnsafeMutableRawPointer, Int32, UnsafePointer<UInt8>, Int, Int32) -> Int32
     typealias Release = @convention(c) (UnsafeMutableRawPointer) -> Void
     typealias Start = @convention(c) (UnsafePointer<CChar>, Double, Int, UnsafeMutableRawPointer,
-                                      Redirect, Response, DataChunk, Complete, Release) -> UnsafeMutableRawPointer?
+                                      Redirect, Response, DataChunk, Complete, Connect, Release) -> UnsafeMutableRawPointer?
     typealias Handle = @convention(c) (UnsafeMutableRawPointer) -> Void
     typealias Version = @convention(c) () -> Int32
 
@@ -153,9 +162,12 @@ enum FetchLibrary {
     /// Where the library is looked for, in order.
     static func candidatePaths() -> [String] {
         var paths: [String] = []
+        #if DEBUG
+        // Test hook: a release binary loads only the library next to itself.
         if let override = Environment.value("PUSHSEAL_MEDIA_FETCH_LIBRARY") {
             paths.append(override)
         }
+        #endif
         if let dir = Environment.executableDirectory() { paths.append(dir + "/" + DynamicMediaFetcher.libraryFileName) }
         return paths
     }
@@ -174,11 +186,11 @@ enum FetchLibrary {
                 continue
             }
             guard let v = lib.symbol(named: "pushseal_media_fetch_abi_version"),
-                  unsafeBitCast(v, to: Version.self)() == 1,
+                  unsafeBitCast(v, to: Version.self)() == 2,
                   let start = lib.symbol(named: "pushseal_media_fetch_start"),
                   let cancel = lib.symbol(named: "pushseal_media_fetch_cancel"),
                   let finish = lib.symbol(named: "pushseal_media_fetch_finish") else {
-                lastError = "\(path) is not ABI version 1 of the media fetcher"
+                lastError = "\(path) is not ABI version 2 of the media fetcher"
                 continue
             }
             return .success(Symbols(start: unsafeBitCast(start, to: Start.self), cancel: unsafeBitCast(cancel, to: Handle.self),

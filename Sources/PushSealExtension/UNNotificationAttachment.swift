@@ -12,7 +12,9 @@ import PushSealSystem
 /// type hint), so a `.tmp` or extensionless file is refused, and PushSeal also checks the
 /// content's magic bytes and refuses a file whose content and name disagree; its size is
 /// within the limit for its category (image 10 MiB, audio 5 MiB, movie 50 MiB). iOS then
-/// moves the file into its own store; the emulation leaves it in place.
+/// moves the file into its own store; the emulation leaves it in place, and the downloader
+/// already put it in a per-notification directory of the container (`Attachments/<uuid>/`),
+/// which ``MediaStore`` removes after its retention or to stay under its size cap.
 public struct UNNotificationAttachment: Sendable, Hashable {
     /// The identifier given at creation (a fresh UUID string when an empty one was given).
     public let identifier: String

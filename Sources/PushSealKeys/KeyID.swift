@@ -1,4 +1,5 @@
 import PushSealCrypto
+import PushSealWire
 
 /// Names used by keysets: key ids, app ids and recipients, with their validation rules.
 public enum KeyID {
@@ -36,15 +37,23 @@ public enum KeyID {
         }
     }
 
-    /// Checks an app id (the app's bundle identifier, the APNs topic): 1–255 characters of
-    /// `A-Z a-z 0-9 . -` (so it can never contain the AAD separator `|`).
-    /// - Throws: `KeysError` `.invalidName`.
-    public static func validateAppID(_ appID: String) throws {
-        let u = appID.utf8
-        let ok = (1...maxNameByteCount).contains(u.count) && u.allSatisfy { b in
+    /// Whether `appID` follows the keyset naming rule: 1–255 characters of `A-Z a-z 0-9 . -`
+    /// (a bundle identifier). Stricter than the wire format's rule (FORMAT.md §3.2,
+    /// `WireFormat.isValidAppID`: printable ASCII without `|`), which every keyset app id also
+    /// meets; the keychain item's service `pushseal.keyset:<appID>` and file names stay plain.
+    /// The app id rule of every CLI's `--app-id` (push-seal, push-open, push-keys: exit 64).
+    public static func isKeysetAppID(_ appID: String) -> Bool {
+        WireFormat.isValidAppID(appID) && appID.utf8.allSatisfy { b in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x2D
         }
-        guard ok else { throw KeysError(.invalidName, "app id \"\(appID.prefix(70))\" is not a bundle identifier (1-255 characters of A-Z a-z 0-9 . -)") }
+    }
+
+    /// Checks an app id by ``isKeysetAppID(_:)``.
+    /// - Throws: `KeysError` `.invalidName`.
+    public static func validateAppID(_ appID: String) throws {
+        guard isKeysetAppID(appID) else {
+            throw KeysError(.invalidName, "app id \"\(appID.prefix(70))\" is not a bundle identifier (1-255 characters of A-Z a-z 0-9 . -)")
+        }
     }
 
     /// Checks a recipient name (one app installation): 1–255 UTF-8 bytes, no control

@@ -284,6 +284,13 @@ extension KeyStore {
         public var created: Bool
         /// Key ids added or whose status moved forward; empty when the record was already known.
         public var changedKeyIDs: [String]
+
+        /// Creates an import result.
+        public init(keyset: KeysetInfo, created: Bool, changedKeyIDs: [String]) {
+            self.keyset = keyset
+            self.created = created
+            self.changedKeyIDs = changedKeyIDs
+        }
     }
 
     /// Imports a key record into this keychain (creating the keyset if needed). Idempotent:

@@ -36,6 +36,16 @@ public struct RotationResult: Sendable, Hashable {
     public var deviceUpdated: Bool
     /// `true` when this call resumed an interrupted rotation instead of starting one.
     public var resumed: Bool
+
+    /// Creates a rotation result (see the properties).
+    public init(keyID: String, previousKeyID: String?, notAfter: Int64?, promoted: Bool, deviceUpdated: Bool, resumed: Bool) {
+        self.keyID = keyID
+        self.previousKeyID = previousKeyID
+        self.notAfter = notAfter
+        self.promoted = promoted
+        self.deviceUpdated = deviceUpdated
+        self.resumed = resumed
+    }
 }
 
 extension KeyStore {

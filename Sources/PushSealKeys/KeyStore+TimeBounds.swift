@@ -1,3 +1,5 @@
+import PushSealWire
+
 // The range of times and durations the key lifecycle accepts, and checked arithmetic on them:
 // every time a caller gives (`now`) or the store computes (`now + grace`) lies within
 // 0 ... maxTimeSeconds, so no operation traps on overflow and no keyset stores a time a person
@@ -5,12 +7,12 @@
 extension KeyStore {
     /// The latest time, in Unix seconds, the key lifecycle accepts or computes: 253402300799,
     /// 9999-12-31T23:59:59Z (the last second with a four-digit year). The earliest is 0
-    /// (1970-01-01T00:00:00Z). The sender's `OutgoingNotification.maxTimeSeconds` is this value
-    /// (PushSealSender depends on this module).
-    public static let maxTimeSeconds: Int64 = 253_402_300_799
+    /// (1970-01-01T00:00:00Z). The wire format's bound, `WireFormat.maxTimeSeconds`, which the
+    /// sender's `OutgoingNotification.maxTimeSeconds` is too.
+    public static let maxTimeSeconds: Int64 = WireFormat.maxTimeSeconds
 
     /// ``maxTimeSeconds`` as people read it, for error messages: `9999-12-31T23:59:59Z (253402300799)`.
-    public static let maxTimeText = "9999-12-31T23:59:59Z (253402300799)"
+    public static let maxTimeText = WireFormat.maxTimeText
 
     /// Checks a time given by the caller.
     /// - Parameters:

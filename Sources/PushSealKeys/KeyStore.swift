@@ -316,6 +316,13 @@ public final class KeyStore: Sendable {
         public var recipient: String
         /// The destroyed key's id.
         public var keyID: String
+
+        /// Creates a pruned-key entry.
+        public init(appID: String, recipient: String, keyID: String) {
+            self.appID = appID
+            self.recipient = recipient
+            self.keyID = keyID
+        }
     }
 
     /// Destroys every `decryptOnly` key past its `notAfter` (bytes zeroed and removed; a
@@ -363,6 +370,16 @@ public final class KeyStore: Sendable {
         public var sealCount: UInt64
         /// Why: `age`, `seals`, `noPrimary`, or `unfinishedRotation` (several joined by `,`).
         public var reasons: [String]
+
+        /// Creates a due entry (see the properties).
+        public init(appID: String, recipient: String, keyID: String?, ageSeconds: Int64?, sealCount: UInt64, reasons: [String]) {
+            self.appID = appID
+            self.recipient = recipient
+            self.keyID = keyID
+            self.ageSeconds = ageSeconds
+            self.sealCount = sealCount
+            self.reasons = reasons
+        }
     }
 
     /// Keysets whose primary is older than `rotationPeriodSeconds` or past `sealThreshold`

@@ -6,21 +6,24 @@ public import Foundation
 #endif
 import PushSealSystem
 public import PushSealCrypto
+import PushSealWire
 public import PushSealKeychain
 
-/// The sender's view of a server keychain: the primary key of each (app id, recipient), with
-/// a persistent seal counter.
+/// The sender's view of a server key store (any ``ServerKeyStore``; today the file keychain,
+/// ``KeyStore``): the primary key of each (app id, recipient), with a persistent seal counter.
 ///
 /// **Counting.** Seals are counted in blocks: the first seal of a key in this instance reserves
-/// ``reservationBlockSize`` seals by raising the stored counter (one durable keychain update,
-/// under the keysets' lock), and the next seals of the block are handed out from memory. After a
+/// ``reservationBlockSize`` seals by raising the stored counter
+/// (``ServerKeyStore/reserveSeals(appID:recipient:keyID:count:)``: for the file keychain one
+/// durable keychain update under the keysets' lock), and the next seals of the block are handed out from memory. After a
 /// crash (even SIGKILL) the stored counter is therefore an upper bound — it never under-counts.
 /// A key that reached 2^32 seals (NIST SP 800-38D §8.3, random 96-bit nonces) refuses to seal.
 ///
 /// **Caching, and when a change by another process is seen.** Each instance keeps, per
 /// (app id, recipient), the primary's key id and key bytes, the rest of its reserved block, and
-/// the item's change token (``ItemVersion``: the identity of the keyset item file and of the
-/// device-state file). A seal inside the block costs two `lstat` calls and no keychain read:
+/// a ``KeysetWatch`` of the keyset (for the file keychain the item's change token,
+/// ``ItemVersion``: the identity of the keyset item file and of the device-state file). A seal
+/// inside the block costs one watch check (the file keychain: two `lstat` calls) and no read:
 /// - every seal compares the token; any keychain write to the keyset (a rotation, revoke,
 ///   promote or reservation by another process, a delete) or a lock-state change makes that
 ///   seal re-read and decrypt the item, so a revoked or demoted key stops sealing at the next
@@ -48,12 +51,15 @@ public import PushSealKeychain
 /// crash or exit leaves unused stay below about twice one second's seals of the key (and are only
 /// ever over-counted, never under-counted).
 ///
+/// The first ``beginBatchChunk()`` call of each chunk is passed on to the store
+/// (``ServerKeyStore/batchChunkWillBegin()``).
+///
 /// Sendable (checked by hand): the cache is guarded by `lock`; slow paths (re-reads and
 /// reservations) are serialized by `refillLock` so that two threads never reserve two blocks
 /// for one key at once; everything else is immutable.
 public final class ServerKeyring: @unchecked Sendable {
-    /// The key store (server keychain and access group).
-    public let store: KeyStore
+    /// The key store (the file keychain: server keychain and access group).
+    public let store: any ServerKeyStore
     /// Seals reserved per durable counter update: 1,024.
     public static let reservationBlockSize: UInt64 = 1024
     /// Largest block in batch mode: 65,536 seals (2^-16 of the 2^32 limit). See "Batch chunks".
@@ -71,9 +77,11 @@ public final class ServerKeyring: @unchecked Sendable {
     }
 
     private struct Entry {
-        var location: ItemLocation
-        /// The token taken just before the last full read.
-        var version: ItemVersion
+        /// The watch taken just before the last full read.
+        var watch: any KeysetWatch
+        /// Changes whenever `watch` is replaced (a full read), so a fast path that checked an
+        /// older watch outside the lock notices.
+        var generation: UInt64
         /// Monotonic nanoseconds of the last full read.
         var readAt: UInt64
         var keyID: String
@@ -95,12 +103,14 @@ public final class ServerKeyring: @unchecked Sendable {
     private var entries: [Slot: Entry] = [:]
     /// The current batch chunk (guarded by `lock`); 0 until ``beginBatchChunk()`` is first called.
     private var chunk: UInt64 = 0
+    /// The last entry generation handed out (guarded by `lock`).
+    private var generations: UInt64 = 0
 
     /// Wraps an open key store.
     /// - Parameters:
-    ///   - store: the server key store.
+    ///   - store: the server key store (``KeyStore`` for a file keychain).
     ///   - revalidationIntervalNanoseconds: see ``revalidationIntervalNanoseconds`` (default 1 s).
-    public init(store: KeyStore, revalidationIntervalNanoseconds: UInt64 = ServerKeyring.defaultRevalidationIntervalNanoseconds) {
+    public init(store: any ServerKeyStore, revalidationIntervalNanoseconds: UInt64 = ServerKeyring.defaultRevalidationIntervalNanoseconds) {
         self.store = store
         self.revalidationIntervalNanoseconds = revalidationIntervalNanoseconds
     }
@@ -115,6 +125,7 @@ public final class ServerKeyring: @unchecked Sendable {
     /// change token is checked only at its first seal (see "Batch chunks" above). Call it before
     /// each chunk of at most 2,048 lines. Safe to call from any thread.
     public func beginBatchChunk() {
+        store.batchChunkWillBegin()
         lock.lock()
         chunk &+= 1
         if chunk == 0 { chunk = 1 }
@@ -132,7 +143,7 @@ public final class ServerKeyring: @unchecked Sendable {
     /// - Returns: the key id to put in the payload's `key_id` and the 32-byte key.
     /// - Throws: `KeysError` `.unknownKeyset` (unknown recipient), `.noPrimaryKey` (revoked, not
     ///   yet rotated), `.sealLimitReached` (2^32 seals: rotate), `.invalidName`, `.corruptKeyset`;
-    ///   `KeychainError` for keychain failures.
+    ///   the store's own errors (`KeychainError` for keychain failures).
     public func primaryKeyForSealing(appID: String, recipient: String) throws -> (keyID: String, key: SecretBytes) {
         let slot = Slot(appID: appID, recipient: recipient)
         if let hit = try fastPath(slot) { return hit }
@@ -158,12 +169,11 @@ public final class ServerKeyring: @unchecked Sendable {
         }
         lock.unlock()
         let now = Self.monotonicNanoseconds()
-        guard now &- e.readAt < revalidationIntervalNanoseconds,
-              let version = try store.keychain.itemVersion(at: e.location), version == e.version else { return nil }
+        guard now &- e.readAt < revalidationIntervalNanoseconds, try e.watch.isCurrent() else { return nil }
         lock.lock()
         defer { lock.unlock() }
         // Another thread may have replaced the entry or used the block up meanwhile.
-        guard var f = entries[slot], f.version == version, f.keyID == e.keyID, f.used < f.limit else { return nil }
+        guard var f = entries[slot], f.generation == e.generation, f.keyID == e.keyID, f.used < f.limit else { return nil }
         f.used += 1
         f.checkedInChunk = current
         entries[slot] = f
@@ -179,34 +189,28 @@ public final class ServerKeyring: @unchecked Sendable {
             entries[slot] = nil
             lock.unlock()
         }
-        let location: ItemLocation
-        let version: ItemVersion?
-        let loaded: Keyset?
+        let watch: (any KeysetWatch)?
+        let primary: SealingKey
         do {
-            location = try store.keychain.location(of: store.query(appID, recipient))
-            version = try store.keychain.itemVersion(at: location)
-            loaded = try store.load(appID: appID, recipient: recipient)
+            watch = try store.watchKeyset(appID: appID, recipient: recipient)
+            primary = try store.sealingPrimary(appID: appID, recipient: recipient)
         } catch {
             drop()
             throw error
         }
         let readAt = Self.monotonicNanoseconds()
-        guard let ks = loaded, let version else {
+        guard let watch else {
+            // Deleted (or created) between the watch and the read: as unknown as no keyset.
             drop()
-            try KeyID.validateAppID(appID)
-            try KeyID.validateRecipient(recipient)
-            throw store.unknownKeyset(appID, recipient)
+            throw KeysError(.unknownKeyset, "no keyset for app id \(appID) and recipient \(recipient) in \(store.storeDescription)")
         }
-        guard let p = ks.primaryIndex, let key = ks.keys[p].secret else {
-            drop()
-            throw KeysError(.noPrimaryKey, "keyset \(appID)/\(recipient) has no primary key (revoked?): run push-keys rotate")
-        }
-        let keyID = ks.keys[p].info.keyID
+        let (keyID, key) = (primary.keyID, primary.key)
         lock.lock()
         if var e = entries[slot], e.keyID == keyID, e.used < e.limit {
             // Same primary, block not used up: the reservation stands (it is durable and ours).
             e.used += 1
-            e.version = version
+            e.watch = watch
+            e.generation = nextGeneration()
             e.readAt = readAt
             e.key = key
             entries[slot] = e
@@ -222,32 +226,24 @@ public final class ServerKeyring: @unchecked Sendable {
             blockSize = min(e.blockSize * 2, Self.maxBatchReservationBlockSize)
         }
         lock.unlock()
-        var reserved: (used: UInt64, limit: UInt64)?
+        let r: SealReservation
         do {
-            try store.mutate(appID: appID, recipient: recipient) { ks, _ in
-                guard let q = ks.primaryIndex, ks.keys[q].info.keyID == keyID else {
-                    throw KeysError(.noPrimaryKey, "keyset \(appID)/\(recipient) changed its primary while sealing; retry")
-                }
-                let used = ks.keys[q].info.sealCount
-                guard used < KeyStore.sealLimit else {
-                    throw KeysError(.sealLimitReached,
-                        "key \(keyID) of \(appID)/\(recipient) reached 2^32 seals, the limit for random 96-bit nonces (NIST SP 800-38D 8.3): rotate the keyset")
-                }
-                let limit = min(used + blockSize, KeyStore.sealLimit)
-                ks.keys[q].info.sealCount = limit
-                reserved = (used, limit)
-                return [KeyStore.AuditEvent(event: "reserveSeals", time: KeyStore.now(), members: [("keyId", .string(keyID)), ("sealCount", .integer(Int64(limit)))])]
-            }
+            r = try store.reserveSeals(appID: appID, recipient: recipient, keyID: keyID, count: blockSize)
         } catch {
             drop()
             throw error
         }
-        guard let r = reserved else { throw KeysError(.invalidState, "seal reservation failed") }
-        // `version` predates our own write, so the next seal re-reads once and then keeps the block.
+        // `watch` predates our own write, so the next seal re-reads once and then keeps the block.
         lock.lock()
-        entries[slot] = Entry(location: location, version: version, readAt: readAt, keyID: keyID, key: key, used: r.used + 1, limit: r.limit,
-                              blockSize: blockSize, reservedAt: readAt)
+        entries[slot] = Entry(watch: watch, generation: nextGeneration(), readAt: readAt, keyID: keyID, key: key,
+                              used: r.previousCount + 1, limit: r.reservedCount, blockSize: blockSize, reservedAt: readAt)
         lock.unlock()
         return (keyID, key)
+    }
+
+    /// A fresh entry generation; call holding `lock`.
+    private func nextGeneration() -> UInt64 {
+        generations &+= 1
+        return generations
     }
 }

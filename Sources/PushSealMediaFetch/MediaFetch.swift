@@ -19,9 +19,10 @@ import Darwin
 internal import CCurl
 import PushSealSystem
 
-/// The ABI version of the entry points below (1); the loader refuses any other.
+/// The ABI version of the entry points below (2: `start` takes the connect callback); the
+/// loader refuses any other.
 @_cdecl("pushseal_media_fetch_abi_version")
-public func pushsealMediaFetchABIVersion() -> Int32 { 1 }
+public func pushsealMediaFetchABIVersion() -> Int32 { 2 }
 
 /// A redirect is about to be followed to the NUL-terminated absolute URL: return 1 to follow,
 /// 0 to stop (the redirect response is then delivered as the final response).
@@ -37,6 +38,11 @@ public typealias PushSealFetchData = @convention(c) (UnsafeMutableRawPointer, Un
 /// connection lost, -1007 too many redirects, -1200 TLS failed, -1202 untrusted certificate,
 /// -1 other), then the final HTTP status (0 if none).
 public typealias PushSealFetchComplete = @convention(c) (UnsafeMutableRawPointer, Int32, Int64, Int32) -> Void
+/// A connection is about to be opened to an IP address (after name resolution, for every hop
+/// and every address tried): IP version (4 or 6), the address bytes (4 or 16, network order),
+/// their count, the TCP port. Return 1 to connect, 0 to refuse (no socket is opened; libcurl
+/// tries the next address, and the hop fails with "cannot connect" when none is left).
+public typealias PushSealFetchConnect = @convention(c) (UnsafeMutableRawPointer, Int32, UnsafePointer<UInt8>, Int, Int32) -> Int32
 /// The library will make no more calls with this context: the caller may free it.
 public typealias PushSealFetchRelease = @convention(c) (UnsafeMutableRawPointer) -> Void
 
@@ -44,7 +50,10 @@ public typealias PushSealFetchRelease = @convention(c) (UnsafeMutableRawPointer)
 /// timeout for the whole request in seconds (redirects included), no cache, no cookies, no
 /// proxy (the `http_proxy` family of environment variables is ignored), TLS peer and host
 /// verification on, `Accept-Encoding: identity`, and redirects not followed by libcurl: each
-/// hop goes through the redirect callback (at most ``FetchLimits/maxRedirectHops`` hops).
+/// hop goes through the redirect callback (at most ``FetchLimits/maxRedirectHops`` hops), and
+/// every socket through the connect callback with the address actually connected
+/// (`CURLOPT_OPENSOCKETFUNCTION`), so a name that resolves to a refused address (DNS rebinding
+/// included) is caught where it matters.
 ///
 /// Backpressure: every callback runs synchronously on the transfer thread, so libcurl reads
 /// nothing more from the socket until the data callback returned; at most one chunk
@@ -58,10 +67,12 @@ public func pushsealMediaFetchStart(_ url: UnsafePointer<CChar>, _ timeoutSecond
                                     _ context: UnsafeMutableRawPointer,
                                     _ redirect: PushSealFetchRedirect, _ response: PushSealFetchResponse,
                                     _ data: PushSealFetchData, _ complete: PushSealFetchComplete,
+                                    _ connect: PushSealFetchConnect,
                                     _ release: PushSealFetchRelease) -> UnsafeMutableRawPointer? {
     let text = String(cString: url)
     guard let absolute = resolveURL(text, against: nil), hasHTTPScheme(absolute) else { return nil }
-    let callbacks = Callbacks(context: context, redirect: redirect, response: response, data: data, complete: complete, release: release)
+    let callbacks = Callbacks(context: context, redirect: redirect, response: response, data: data, complete: complete,
+                              connect: connect, release: release)
     let fetch = Fetch(url: absolute, timeoutSeconds: timeoutSeconds, callbacks: callbacks)
     // The transfer thread's closure holds its own reference until `run` has called `release`.
     if !startDetachedThread({ fetch.run() }) {
@@ -107,6 +118,7 @@ struct Callbacks: @unchecked Sendable {
     let response: PushSealFetchResponse
     let data: PushSealFetchData
     let complete: PushSealFetchComplete
+    let connect: PushSealFetchConnect
     let release: PushSealFetchRelease
 }
 
@@ -240,6 +252,11 @@ final class Fetch: @unchecked Sendable {
             return Unmanaged<Fetch>.fromOpaque(me).takeUnretainedValue().body(buffer, size * count)
         }))
         set(pushseal_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, me))
+        set(pushseal_curl_setopt_opensocket_function(easy, { me, _, address in
+            guard let me, let address else { return CURL_SOCKET_BAD }
+            return Unmanaged<Fetch>.fromOpaque(me).takeUnretainedValue().openSocket(address)
+        }))
+        set(pushseal_curl_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, me))
         return ok
     }
 
@@ -309,6 +326,26 @@ final class Fetch: @unchecked Sendable {
         }
         responseDelivered = true
         return count
+    }
+
+    /// libcurl's open-socket callback: asks the caller about the address, then opens the socket
+    /// libcurl asked for; `CURL_SOCKET_BAD` when refused (or not an IP address).
+    func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        guard !isCancelled else { return CURL_SOCKET_BAD }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        var port: Int32 = 0
+        let version = bytes.withUnsafeMutableBufferPointer { b -> Int32 in
+            guard let base = b.baseAddress else { return 0 }
+            return pushseal_curl_sockaddr_ip(address, base, &port)
+        }
+        guard version == 4 || version == 6 else { return CURL_SOCKET_BAD }
+        let count = version == 4 ? 4 : 16
+        let allowed = bytes.withUnsafeBufferPointer { b -> Int32 in
+            guard let base = b.baseAddress else { return 0 }
+            return callbacks.connect(callbacks.context, version, base, count, port)
+        }
+        guard allowed == 1 else { return CURL_SOCKET_BAD }
+        return socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
     }
 
     /// libcurl's write callback: a body chunk. Returns `count` to go on, 0 to abort.

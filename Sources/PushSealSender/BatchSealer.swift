@@ -56,13 +56,11 @@ public struct BatchSealer: Sendable {
     private let sealer: NotificationSealer
     /// Worker threads per chunk (at least 1).
     public let concurrency: Int
-    /// The keychain keys to start a revalidation chunk on (see ``revalidationLineCount``), if any.
-    private let chunkKeys: KeychainSealingKeys?
-
-    /// Lines per revalidation chunk: 2,048. With ``KeychainSealingKeys``, ``seal(_:)`` calls
-    /// ``KeychainSealingKeys/beginBatchChunk()`` before every run of at most this many lines, so
-    /// each recipient's keyset change token is checked at its first seal in each run (a rotation,
-    /// revoke or keychain lock by another process is seen from the next run on at the latest).
+    /// Lines per revalidation chunk: 2,048. ``seal(_:)`` calls the key provider's
+    /// `beginBatch()` (``SealingKeyProvider``) before every run of at most this many lines; a
+    /// caching provider (PushSealKeyProviders' `KeychainSealingKeys`) then checks each
+    /// recipient's keyset change token at its first seal in each run, so a rotation, revoke or
+    /// keychain lock by another process is seen from the next run on at the latest.
     public static let revalidationLineCount = 2048
 
     /// Lines a worker takes at a time (workers take the next run as they finish: dynamic balance).
@@ -70,14 +68,12 @@ public struct BatchSealer: Sendable {
 
     /// Creates a batch sealer.
     /// - Parameters:
-    ///   - sealer: the configured sealer (app id, keys, options).
+    ///   - sealer: the configured sealer (app id, keys, options); its key provider's
+    ///     `beginBatch()` is called before each run of ``revalidationLineCount`` lines.
     ///   - concurrency: worker threads; defaults to the active processor count.
-    ///   - chunkKeys: the sealer's keychain keys, to check each recipient's keyset once per
-    ///     ``revalidationLineCount`` lines instead of at every seal; `nil`: every seal checks.
-    public init(sealer: NotificationSealer, concurrency: Int? = nil, chunkKeys: KeychainSealingKeys? = nil) {
+    public init(sealer: NotificationSealer, concurrency: Int? = nil) {
         self.sealer = sealer
         self.concurrency = max(1, concurrency ?? activeProcessorCount)
-        self.chunkKeys = chunkKeys
     }
 
     /// Seals `lines` in parallel and returns their output lines in order.
@@ -89,7 +85,7 @@ public struct BatchSealer: Sendable {
         var runStart = 0
         while runStart < lines.count {
             let runEnd = min(runStart + Self.revalidationLineCount, lines.count)
-            chunkKeys?.beginBatchChunk()
+            sealer.keys.beginBatch()
             let count = runEnd - runStart
             let tasks = (count + Self.linesPerTask - 1) / Self.linesPerTask
             if concurrency == 1 || tasks == 1 {

@@ -2,7 +2,7 @@ import PushSealJSON
 import PushSealSystem
 import Foundation
 import PushSealCrypto
-import PushSealWire
+public import PushSealWire
 
 /// Builds sealed APNs payloads: notification in, exact payload bytes and request headers out.
 ///
@@ -20,7 +20,8 @@ public struct NotificationSealer: Sendable {
     public let appID: String
     /// The options shared by every payload.
     public let options: SealOptions
-    private let keys: any SealingKeyProvider
+    /// Where the recipients' primary keys come from (``BatchSealer`` calls its `beginBatch()`).
+    let keys: any SealingKeyProvider
     private let clock: @Sendable () -> Int64
     /// `{"aps":{…},"encrypted_data":"` — the same for every payload of this sealer.
     private let prefix: [UInt8]
@@ -136,9 +137,9 @@ public struct NotificationSealer: Sendable {
     /// - Throws: `SenderError` `.emptyNotification`, `.invalidNotification` (a member a receiver
     ///   would reject, a time out of range, `exp` before `iat`, a TTL past
     ///   ``OutgoingNotification/maxTimeSeconds``), `.payloadTooLarge` (actual and allowed
-    ///   bytes), `.cannotFit`, `.clearPartTooLarge`, `.unknownRecipient`, `.keyUnavailable`,
-    ///   `.keyStoreLocked`, `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass
-    ///   through.
+    ///   bytes; the actual size also in ``SenderError/payloadByteCount``), `.cannotFit`,
+    ///   `.clearPartTooLarge`, `.unknownRecipient`, `.keyUnavailable`, `.keyStoreLocked`,
+    ///   `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass through.
     public func seal(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
         try notification.validate()
         return try sealChecked(notification, for: recipient)
@@ -174,7 +175,12 @@ public struct NotificationSealer: Sendable {
         }
         try OutgoingNotification.checkTimes(iat: f.iat, exp: f.exp, ttlSeconds: nil)
 
-        let sealingKey = try keys.primaryKey(appID: appID, recipient: recipient)
+        let sealingKey: SealingKey
+        do {
+            sealingKey = try keys.primaryKey(appID: appID, recipient: recipient)
+        } catch let e as any SenderErrorConvertible {
+            throw e.senderError
+        }
         guard WireFormat.isValidKeyID(sealingKey.keyID) else {
             throw SenderError(.keyUnavailable, "the key id of \(recipient)'s primary key is not 1-64 characters of A-Z a-z 0-9 _ -")
         }
@@ -295,7 +301,8 @@ public struct NotificationSealer: Sendable {
         let clearByteCount = size(0)
         guard clearByteCount <= limit else { throw clearPartTooLarge(clearByteCount) }
         guard options.fit else {
-            throw SenderError(.payloadTooLarge, "the payload is \(size(paddedCount)) bytes, APNs allows \(limit)")
+            throw SenderError(.payloadTooLarge, "the payload is \(size(paddedCount)) bytes, APNs allows \(limit)",
+                              payloadByteCount: size(paddedCount))
         }
         var changes: [FitChange] = []
         if paddedCount > plain.count { changes.append(.droppedPadding(byteCount: paddedCount - plain.count)) }
@@ -356,6 +363,6 @@ public struct NotificationSealer: Sendable {
         if let largest = members.compactMap({ m in m.value.map { (name: m.name, byteCount: $0.utf8.count) } }).max(by: { $0.byteCount < $1.byteCount }) {
             reason += ": \(largest.name) alone is \(largest.byteCount) bytes"
         }
-        return SenderError(.clearPartTooLarge, reason)
+        return SenderError(.clearPartTooLarge, reason, payloadByteCount: clearByteCount)
     }
 }

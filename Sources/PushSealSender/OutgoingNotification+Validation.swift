@@ -1,7 +1,6 @@
 import PushSealJSON
 import Foundation
 import PushSealWire
-import PushSealKeys
 
 // The member rules of a notification, one function per rule, shared by every way in: the JSON
 // form (`init(json:)`), the scan path (`ScannedNotification`) and a value built in code
@@ -10,13 +9,13 @@ import PushSealKeys
 // Tests/Interop) plus a few the sender adds, so the sender never seals what a device rejects.
 extension OutgoingNotification {
     /// The latest `iat` or `exp` the sender seals, in seconds since 1970 UTC: 253402300799,
-    /// 9999-12-31T23:59:59Z (the last second with a four-digit year) — the key tools' bound,
-    /// `KeyStore.maxTimeSeconds`. A `ttl` must keep `exp` at or before it; it is also the
+    /// 9999-12-31T23:59:59Z (the last second with a four-digit year) — the wire format's bound,
+    /// `WireFormat.maxTimeSeconds`. A `ttl` must keep `exp` at or before it; it is also the
     /// largest `apns-expiration` sent.
-    public static let maxTimeSeconds: Int64 = KeyStore.maxTimeSeconds
+    public static let maxTimeSeconds: Int64 = WireFormat.maxTimeSeconds
 
     /// ``maxTimeSeconds`` as people read it, for error messages.
-    static let maxTimeText = KeyStore.maxTimeText
+    static let maxTimeText = WireFormat.maxTimeText
 
     /// Checks a notification built in code by the rules of the JSON form: every member goes
     /// through the same reader ``init(json:)`` uses, on its JSON spelling, then the times

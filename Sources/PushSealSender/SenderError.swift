@@ -1,4 +1,5 @@
 public import PushSealSystem
+public import PushSealWire
 /// An error from the sender: building, budgeting and sealing an APNs payload.
 ///
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
@@ -15,15 +16,29 @@ public struct SenderError: CodedError {
     /// A human explanation: lower case, no full stop, no secrets.
     public let reason: String
     /// What the user can do about it, when known exactly (e.g. the key store's
-    /// `chmod 600 PATH` for a group-readable file: ``KeychainError/suggestion``); `nil` otherwise.
+    /// `chmod 600 PATH` for a group-readable file, from the key provider); `nil` otherwise.
     public let suggestion: String?
+    /// The size in bytes that broke the 4096-byte APNs budget: the whole payload for
+    /// `.payloadTooLarge`, the clear part alone for `.clearPartTooLarge`; `nil` for other codes.
+    /// Read the number here, never out of ``reason``.
+    public let payloadByteCount: Int?
 
-    /// Creates an error with a stable `code`, a human `reason` (no secrets) and, when the fix
-    /// is known exactly, a `suggestion`.
-    public init(_ code: Code, _ reason: String, suggestion: String? = nil) {
+    /// Creates an error with a stable `code`, a human `reason` (no secrets), when the fix is
+    /// known exactly a `suggestion`, and for the budget errors the `payloadByteCount` in bytes.
+    public init(_ code: Code, _ reason: String, suggestion: String? = nil, payloadByteCount: Int? = nil) {
         self.code = code
         self.reason = reason
         self.suggestion = suggestion
+        self.payloadByteCount = payloadByteCount
+    }
+}
+
+extension SealingKeyError: SenderErrorConvertible {
+    /// The sender error of the same code name (`invalidName` becomes `invalidOption`: an app
+    /// id or recipient that breaks the key store's naming rules is a bad option), with the same
+    /// reason and suggestion.
+    public var senderError: SenderError {
+        SenderError(code == .invalidName ? .invalidOption : SenderError.Code(code.name), reason, suggestion: suggestion)
     }
 }
 
@@ -56,22 +71,19 @@ extension ErrorCode<SenderError> {
     /// `thread-id`, `category`, and the sealed fields' names) is over the 4096-byte budget:
     /// nothing sealed fits, and fitting cannot help. The reason names the largest member.
     public static var clearPartTooLarge: Self { Self("clearPartTooLarge") }
-    /// The key provider knows no such recipient (for this app).
+    /// No such recipient (for this app): ``SealingKeyError/Code/unknownRecipient``.
     public static var unknownRecipient: Self { Self("unknownRecipient") }
-    /// The recipient exists but has no usable primary key (destroyed or disabled).
+    /// No usable primary key (destroyed or disabled): ``SealingKeyError/Code/keyUnavailable``.
     public static var keyUnavailable: Self { Self("keyUnavailable") }
-    /// The recipient's primary key reached 2^32 seals, the limit for random 96-bit nonces
-    /// (NIST SP 800-38D §8.3): rotate the keyset before sealing again.
+    /// 2^32 seals of the primary (NIST SP 800-38D §8.3), rotate: ``SealingKeyError/Code/sealLimitReached``.
     public static var sealLimitReached: Self { Self("sealLimitReached") }
-    /// There is no key store (keychain directory) at the given place.
+    /// No key store at the given place: ``SealingKeyError/Code/keyStoreMissing``.
     public static var keyStoreMissing: Self { Self("keyStoreMissing") }
-    /// The key store is group- or world-accessible, or owned by another user: refused.
+    /// A group- or world-accessible key store, or another user's: ``SealingKeyError/Code/keyStoreInsecure``.
     public static var keyStoreInsecure: Self { Self("keyStoreInsecure") }
-    /// The recipient's keyset item is not readable in the keychain's device state
-    /// (`errSecInteractionNotAllowed`, -25308: before first unlock, or locked for a
-    /// `WhenUnlocked` item); unlocking the keychain makes it readable again.
+    /// Not readable in the keychain's device state (-25308; unlock it): ``SealingKeyError/Code/keyStoreLocked``.
     public static var keyStoreLocked: Self { Self("keyStoreLocked") }
-    /// The key store could not be read (damaged, an I/O error, or another key store failure).
+    /// Damaged, an I/O error, another store failure: ``SealingKeyError/Code/keyStoreUnreadable``.
     public static var keyStoreUnreadable: Self { Self("keyStoreUnreadable") }
     /// The crypto core failed to seal (should not happen with a valid 32-byte key).
     public static var sealFailed: Self { Self("sealFailed") }

@@ -49,12 +49,12 @@ struct CryptoBench: BenchSection {
         for size in Self.sizes {
             let ours = SeriesKey(impl: "pushseal", op: "seal", size: size)
             for raw in ["openssl-raw", "openssl-raw-sodiumrand", "openssl-raw-nonce-fixed"] {
-                list.append(Comparison(label: "seal \(size) B pushseal/\(raw)", numerator: ours,
-                                       denominator: SeriesKey(impl: raw, op: "seal", size: size)))
+                list.append(Comparison(label: "seal \(size) B \(raw) / pushseal", numerator: SeriesKey(impl: raw, op: "seal", size: size),
+                                       denominator: ours))
             }
-            list.append(Comparison(label: "open \(size) B pushseal/openssl-raw",
-                                   numerator: SeriesKey(impl: "pushseal", op: "open", size: size),
-                                   denominator: SeriesKey(impl: "openssl-raw", op: "open", size: size)))
+            list.append(Comparison(label: "open \(size) B openssl-raw / pushseal",
+                                   numerator: SeriesKey(impl: "openssl-raw", op: "open", size: size),
+                                   denominator: SeriesKey(impl: "pushseal", op: "open", size: size)))
         }
         return list
     }

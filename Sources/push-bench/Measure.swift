@@ -22,6 +22,23 @@ struct BenchSettings {
     static let selfTest = BenchSettings(name: "self-test", iterations: 200, warmupIterations: 20, repetitions: 1,
                                         spawns: 2, batchLines: 500, batchRuns: 1, imageBytes: 256 * 1024)
 
+    /// True for the full settings (`make bench` without `--quick`/`--self-test`/`--batch-lines`):
+    /// only such runs may be compared with each other and with README's table.
+    var isFull: Bool {
+        let f = BenchSettings.full
+        return iterations == f.iterations && warmupIterations == f.warmupIterations && repetitions == f.repetitions
+            && spawns == f.spawns && batchLines == f.batchLines && batchRuns == f.batchRuns && imageBytes == f.imageBytes
+    }
+
+    /// For a reduced run, one sentence saying so and why its figures are not comparable with a
+    /// full run's; `nil` for the full settings.
+    var notComparableNote: String? {
+        guard !isFull else { return nil }
+        return "Reduced run (\(name) settings: \(iterations) operations x \(repetitions) repetitions, \(spawns) spawns, "
+            + "\(batchRuns) batch run(s) of \(batchLines) lines): not comparable with a full `make bench` run. "
+            + "Fewer repetitions give less stable medians, and a smaller batch input changes payloads/s and peak RSS."
+    }
+
     /// The peer scripts' timing options: `--n N --warmup W --reps R`.
     var peerArguments: [String] {
         ["--n", String(iterations), "--warmup", String(warmupIterations), "--reps", String(repetitions)]
@@ -88,7 +105,10 @@ struct SeriesKey: Hashable {
     let size: Int
 }
 
-/// A ratio to print in the summary table: `numerator` / `denominator` medians.
+/// A ratio to print in the summary: `numerator` / `denominator` medians. Against another
+/// implementation the numerator is the other one and the denominator PushSeal (the report's one
+/// direction: above 1, the other takes longer); within PushSeal (full seal / core seal) the
+/// label names both sides.
 struct Comparison {
     let label: String
     let numerator: SeriesKey

@@ -71,13 +71,13 @@ struct OpenBench: BenchSection {
         for size in Self.sizes {
             let ours = SeriesKey(impl: "pushseal", op: "fullopen", size: size)
             for peer in ["python", "node"] {
-                list.append(Comparison(label: "full open \(size) B pushseal/\(peer)", numerator: ours,
-                                       denominator: SeriesKey(impl: peer, op: "fullopen", size: size)))
+                list.append(Comparison(label: "full open \(size) B \(peer) / pushseal", numerator: SeriesKey(impl: peer, op: "fullopen", size: size),
+                                       denominator: ours))
             }
         }
         let b64 = PeerResults.shared.b64Size
-        list.append(Comparison(label: "base64 decode \(b64) chars table/libsodium", numerator: SeriesKey(impl: "pushseal", op: "b64decode", size: b64),
-                               denominator: SeriesKey(impl: "libsodium", op: "b64decode", size: b64)))
+        list.append(Comparison(label: "base64 decode \(b64) chars libsodium / pushseal", numerator: SeriesKey(impl: "libsodium", op: "b64decode", size: b64),
+                               denominator: SeriesKey(impl: "pushseal", op: "b64decode", size: b64)))
         return list
     }
 }

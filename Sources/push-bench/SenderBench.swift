@@ -54,7 +54,7 @@ struct SenderBench: BenchSection {
 
     func comparisons() -> [Comparison] {
         Self.sizes.map { size in
-            Comparison(label: "full seal \(size) B / core seal \(size) B", numerator: SeriesKey(impl: "pushseal", op: "fullseal", size: size),
+            Comparison(label: "overhead: full seal \(size) B / core seal \(size) B", numerator: SeriesKey(impl: "pushseal", op: "fullseal", size: size),
                        denominator: SeriesKey(impl: "pushseal", op: "seal", size: size))
         }
     }

@@ -2,6 +2,7 @@
 // same jobs by the Python and Node peers (Benchmarks/peers), then prints one Markdown table.
 // One file per section (CryptoBench.swift, …); add a section to `sections` below.
 import Foundation
+import enum PushSealCLI.PushSealVersion
 import PushSealSystem
 
 let usage = """
@@ -11,22 +12,27 @@ let usage = """
 
     USAGE: push-bench [--quick | --self-test] [--markdown] [--batch-lines N]
            push-bench media URL [--key BASE64] [--sha256 HEX]
+           push-bench --version
 
     OPTIONS:
       --quick            fewer iterations (5,000 per repetition, 3 repetitions, 5 spawns, 20,000
-                         batch lines, 1 run) for a fast look (full: 20,000 x 11, 21 spawns,
-                         3 batch runs of 1,000,000 lines; about 3 minutes)
+                         batch lines, 1 run) for a fast look, about a minute on 2 cores (full:
+                         20,000 x 11, 21 spawns, 3 batch runs of 1,000,000 lines; about 3 minutes);
+                         its figures are marked as not comparable with a full run's
       --self-test        the smallest settings (200 iterations, 1 repetition, 2 spawns, 500
                          batch lines, a 256 KiB image): checks that every figure can be made
       --markdown         print only the Markdown report (no RESULT or '#' lines), ready to
                          paste into README.md's Benchmark section
       --batch-lines N    lines per batch run (default 1,000,000; also PUSH_BENCH_BATCH_LINES)
+      --version          print the version (PushSeal's, one for every tool)
       -h, --help         show this help
 
     OUTPUT:
       one line per figure: RESULT impl=<impl> op=<op> size=<bytes> rep=<n> n=<iterations> ns=<ns per op>
       (memory figures end in kb=<peak RSS KiB> instead of ns=), '# …' progress and '# skipped: …'
-      lines, then the Markdown report: machine, load average, the table, how it was measured
+      lines, then the Markdown report: machine, load, the table, how it was measured. Every
+      ratio is the other implementation's time (or memory) divided by PushSeal's: above 1, the
+      other is slower (or larger); payloads/s rows are inverted to time per payload first
 
     EXAMPLES:
       make bench
@@ -70,6 +76,9 @@ while !arguments.isEmpty {
     case "-h", "--help":
         print(usage)
         ProcessControl.exit(0)
+    case "--version":
+        print(PushSealVersion.line(tool: "push-bench"))
+        ProcessControl.exit(0)
     default:
         writeStandardError("push-bench: error: unknown option '\(argument)'\nhint: push-bench --quick\n")
         ProcessControl.exit(64)
@@ -80,10 +89,13 @@ Output.shared.markdownOnly = markdownOnly
 
 var machine = Machine.current()
 let date = ISO8601DateFormatter().string(from: Date())
-Output.shared.progress("push-bench (\(settings.name)): \(machine.cores) cores, \(machine.cpuModel), load average \(machine.loadAtStart.map { format($0, decimals: 2) }.joined(separator: ", "))")
+Output.shared.progress("push-bench (\(settings.name)): \(machine.cores) cores, \(machine.cpuModel), load average \(machine.loadAtStart.map { format($0, decimals: 2) }.joined(separator: ", ")), "
+                       + "other runnable threads \(format(machine.otherAtStart, decimals: 1))")
+if let note = settings.notComparableNote { Output.shared.progress(note) }
 
 let sections: [any BenchSection] = [
     CryptoBench(),
+    HPKEBench(settings: settings),
     SenderBench(settings: settings),
     OpenBench(settings: settings),
 ]
@@ -94,6 +106,8 @@ do {
         Output.shared.progress(section.title)
         try measurer.run(section.cases())
     }
+    // Sampled again here, while push-bench runs one thread: the whole-process rows use every core.
+    machine.otherBeforeProcesses = Machine.otherRunnableThreads()
     try ProcessBench(settings: settings).run()
 } catch {
     BenchDirectory.shared.remove()
@@ -106,13 +120,15 @@ let report = Report(machine: machine, settings: settings, measurer: measurer, da
 if !markdownOnly {
     // The sections' own ratios (implementation detail: nonce sources, full/core, base64), as '#' lines.
     print("#")
+    print("# \(leftPad("other / pushseal (above 1: other slower)", 46)) \(leftPad("other ns", 9)) \(leftPad("ours ns", 9)) \(leftPad("ratio", 6))")
     for section in sections {
         print("# \(section.title)")
         for comparison in section.comparisons() {
-            guard let ours = measurer.median(comparison.numerator), let reference = measurer.median(comparison.denominator) else { continue }
-            print("# \(leftPad(comparison.label, 46)) \(leftPad(format(ours, decimals: 1), 9)) \(leftPad(format(reference, decimals: 1), 9)) \(leftPad(format(ours / reference, decimals: 2), 6))")
+            guard let top = measurer.median(comparison.numerator), let bottom = measurer.median(comparison.denominator) else { continue }
+            print("# \(leftPad(comparison.label, 46)) \(leftPad(format(top, decimals: 1), 9)) \(leftPad(format(bottom, decimals: 1), 9)) \(leftPad(format(top / bottom, decimals: 2), 6))")
         }
     }
+    if let note = settings.notComparableNote { print("# \(note)") }
     print("")
 }
 print(report.markdown())

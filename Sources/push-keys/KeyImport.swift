@@ -1,4 +1,5 @@
 import PushSealJSON
+import PushSealSystem
 import PushSealCLI
 import PushSealCrypto
 import PushSealKeys
@@ -18,7 +19,7 @@ struct KeyImportCommand: OptionsCommand {
             "push-keys import --keychain server-kc --app-id com.example.app device.key.json   # device generated, server imports",
         ],
         exitCodes: KeyOptions.exitCodes(
-            usage: ["an unknown --accessibility", "a bad --grace or --now", "more than one FILE"],
+            usage: ["an unknown --accessibility", "a malformed --app-id", "a bad --grace or --now", "more than one FILE"],
             dataError: "a malformed or truncated key record or one over 1 MiB, a record for another app id (--app-id, or the identity's application-identifier), a key id already in the keyset with other key bytes",
             noInput: "FILE missing",
             createsKeychain: true,
@@ -26,6 +27,7 @@ struct KeyImportCommand: OptionsCommand {
             ioError: "reading FILE, the keychain, its lock file or the audit log",
             noPermission: "FILE not readable"),
         notes: KeyOptions.notes([
+            "A key record holds key bytes: when FILE (or a regular file on standard input) is readable by group or others, a warning on stderr says so (the import goes on); chmod 600 it, or delete it once imported.",
             "FILE, - or none reads the record from standard input. A new keyset is created when the keychain has none for the record's app id and recipient; otherwise keys are added and statuses only move forward. When the record's primary is newer than the local one, the local primary becomes decryptOnly for --grace.",
         ], audited: true))
 
@@ -35,7 +37,7 @@ struct KeyImportCommand: OptionsCommand {
             file = try Positionals(a, max: 1).first
             store = try KeyStoreOptions(parsing: a)
             accessibility = try keyAccessibility(a)
-            expectedAppID = a.value("--app-id")
+            expectedAppID = try keyAppID(a)
             now = try keyNow(a)
             grace = try keyGrace(a, now: now)
         }
@@ -45,6 +47,7 @@ struct KeyImportCommand: OptionsCommand {
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
         let (acc, now, grace) = (o.accessibility, o.now, o.grace)
         keyWarnIfLockedOut(acc, c)
+        warnIfExposed(o.file, c)
         var bytes = try InputReader.readAll(o.file, limitByteCount: 1 << 20)
         let record: KeyRecord
         do {
@@ -65,4 +68,22 @@ struct KeyImportCommand: OptionsCommand {
         }
         return .success
     }
+}
+
+/// Warns when the record's file is readable by group or others (export never writes one so).
+/// - Parameters:
+///   - path: FILE, or nil / `-` for standard input (checked only when it is a regular file).
+private func warnIfExposed(_ path: String?, _ c: CommandContext) {
+    let status: PrivateFile.Status?
+    let name: String
+    if let path, path != "-" {
+        status = try? PrivateFile.status(followingLinks: path)  // readAll reports the error
+        name = path
+    } else {
+        status = try? PrivateFile.status(of: FileDescriptor.standardInput)
+        name = "standard input"
+    }
+    guard let status, status.kind == .regular, status.mode & 0o044 != 0 else { return }
+    let mode = String(status.mode, radix: 8)
+    c.warn("\(name) is readable by group or others (mode \(mode)) and holds key bytes; chmod 600 it, or delete it once imported")
 }

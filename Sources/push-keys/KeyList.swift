@@ -10,7 +10,7 @@ struct KeyListCommand: OptionsCommand {
         overview: "list keysets: key ids, statuses, times and seal counts (never key bytes)",
         usage: ["push-keys list --keychain DIR [IDENTITY] [--app-id APP] [--recipient R] [--json]"],
         examples: ["push-keys list --keychain server-kc", "push-keys list --keychain device-kc --entitlements ext.json --json"],
-        exitCodes: KeyOptions.exitCodes(ioError: "reading the keychain"),
+        exitCodes: KeyOptions.exitCodes(usage: ["a malformed --app-id"], ioError: "reading the keychain"),
         notes: KeyOptions.notes([
             "Text columns (tab-separated), one line per key: APP RECIPIENT KEY_ID STATUS CREATED PROMOTED RETIRED NOT_AFTER SEALS, under a header line of those names when stdout is a terminal (never in a pipe). Only the keysets in the identity's keyset access group are listed: without an identity that is the server's (pushseal.server), so a device keychain lists nothing and a warning on stderr says to pass --entitlements app.json.",
         ], audited: false))
@@ -23,7 +23,7 @@ struct KeyListCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            appID = a.value("--app-id")
+            appID = try keyAppID(a)
             recipient = a.value("--recipient")
         }
         func validate() throws { try store.validate() }

@@ -76,10 +76,15 @@ struct KeyRotateCommand: OptionsCommand {
                              audit: o.store.audit)
             }
         }
+        // Test hook, read only by debug builds (a release binary never looks at the variable):
+        // die at a named step, as a crash or a power cut would.
+        #if DEBUG
         let crashAt = ProcessInfo.processInfo.environment["PUSHSEAL_TEST_CRASH_AT"]
+        #else
+        let crashAt: String? = nil
+        #endif
         let result = try keyMapErrors {
             try store.rotate(appID: app, recipient: recipient, graceSeconds: grace, device: device, promote: o.promote, now: now) { step in
-                // Test hook: die at a named step, as a crash or a power cut would.
                 if step.rawValue == crashAt { kill(getpid(), SIGKILL) }
             }
         }

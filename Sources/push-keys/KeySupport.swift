@@ -107,10 +107,11 @@ struct KeyStoreOptions: CommandOptions {
         return v == "-" ? .standardError : .file(v)
     }
 
-    /// Opens the key store as the identity options say. Validate every option before calling
-    /// it: with `create`, it creates the keychain.
+    /// Opens the key store as the identity options say: the file keychain, seen (as every key
+    /// command sees its store) through the `ServerKeyStore` protocol. Validate every option
+    /// before calling it: with `create`, it creates the keychain.
     /// - Parameter create: create the keychain directory when it does not exist (generate, import).
-    func open(create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> KeyStore {
+    func open(create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> any ServerKeyStore {
         let url = URL(fileURLWithPath: keystore.keychainPath)
         let (entitlements, group) = try keyEntitlements(identity) ?? (KeyStore.serverIdentity, nil)
         return try keyMapErrors {
@@ -163,6 +164,15 @@ extension KeysetOptions {
     /// Checks the app id by the keyset naming rule (`KeyID.validateAppID`, FORMAT.md §3.2).
     /// - Throws: `CLIError` 64 `invalidName`.
     func validateNames() throws { try keyUsageErrors { try KeyID.validateAppID(appID) } }
+}
+
+/// `--app-id` when given, checked by the keyset naming rule (`KeyID.validateAppID`, the rule
+/// push-seal and push-open apply to their `--app-id`).
+/// - Throws: `CLIError` 64 `invalidName` for a malformed app id.
+func keyAppID(_ a: Arguments) throws -> String? {
+    guard let app = a.value("--app-id") else { return nil }
+    try keyUsageErrors { try KeyID.validateAppID(app) }
+    return app
 }
 
 /// Runs `body`, turning library errors into CLI errors with STYLE.md exit codes.

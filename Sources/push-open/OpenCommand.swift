@@ -6,6 +6,7 @@ import Foundation
 #endif
 import PushSealCLI
 import PushSealExtension
+import PushSealKeyProviders
 import PushSealKeys
 import PushSealWire
 import PushSealKeychain

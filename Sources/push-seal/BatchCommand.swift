@@ -56,8 +56,7 @@ struct BatchCommand: OptionsCommand {
     }
 
     func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
-        let (sealer, keys) = try o.seal.sealer()
-        let batch = BatchSealer(sealer: sealer, concurrency: o.jobs.map { Int($0) }, chunkKeys: keys as? KeychainSealingKeys)
+        let batch = BatchSealer(sealer: try o.seal.sealer(), concurrency: o.jobs.map { Int($0) })
         var input = FileDescriptor.standardInput
         if let p = o.input, p != "-" {
             do {

@@ -67,7 +67,7 @@ struct SealCommand: OptionsCommand {
             withHeaders = a.has("--with-headers")
         }
         func validate() throws {
-            try mappingSenderErrors { try KeychainSealingKeys.checkNames(recipient: recipient) }
+            try checkKeysetNames(recipient: recipient)
             if file == nil, [title, subtitle, body, id, mediaURL].allSatisfy({ $0 == nil }) {
                 throw CLIError.usage("no notification", hint: "give NOTIFICATION.json, - for standard input, or --title and --body")
             }
@@ -90,7 +90,7 @@ struct SealCommand: OptionsCommand {
         if let t = o.id { notification.id = t }
         if let u = o.mediaURL { notification.media = MediaDescriptor(url: u) }
 
-        let sealer = try o.seal.sealer().sealer
+        let sealer = try o.seal.sealer()
         // seal(_:for:) checks the notification by the JSON form's rules, so --media-url and
         // the other flags are refused exactly as the same members in NOTIFICATION.json.
         let sealed = try mappingSenderErrors { try sealer.seal(notification, for: recipient) }

@@ -3,6 +3,8 @@ import Foundation
 import PushSealCLI
 import PushSealCrypto
 import PushSealWire
+import PushSealKeyProviders
+import PushSealKeys
 import PushSealSender
 
 /// push-seal's own exit codes, beyond the common ones.
@@ -137,23 +139,38 @@ struct SealOptionGroup: Sendable {
     /// The app id's naming rule (FORMAT.md §3.2), before any keychain is read.
     /// - Throws: `CLIError` 64.
     func validate() throws {
-        try mappingSenderErrors { try KeychainSealingKeys.checkNames(appID: appID) }
+        try checkKeysetNames(appID: appID)
     }
 
     /// Opens the server keychain (every seal counts against the primary key's limit) and
     /// builds the sealer; the sender refuses a bad APNs option here (64).
-    func sealer() throws -> (sealer: NotificationSealer, keys: any SealingKeyProvider) {
+    func sealer() throws -> NotificationSealer {
         let keys = try mappingSenderErrors { try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: keystore.keychainPath)) }
-        return (try mappingSenderErrors { try NotificationSealer(appID: appID, keys: keys, options: options) }, keys)
+        return try mappingSenderErrors { try NotificationSealer(appID: appID, keys: keys, options: options) }
     }
 }
 
-/// Runs `body`, turning a `SenderError` into the CLI error of ``cliError(_:)``.
+/// Runs `body`, turning a `SenderError` (or an error that converts to one, such as a key
+/// provider's `SealingKeyError`) into the CLI error of ``cliError(_:)``.
 func mappingSenderErrors<R>(_ body: () throws -> R) throws -> R {
     do {
         return try body()
     } catch let e as SenderError {
         throw cliError(e)
+    } catch let e as any SenderErrorConvertible {
+        throw cliError(e.senderError)
+    }
+}
+
+/// Checks `--app-id` and `--recipient` by the keyset naming rules (PushSealKeys' `KeyID`, the
+/// `--app-id` rule push-open and push-keys apply too) before any keychain is read.
+/// - Throws: `CLIError` 64 `invalidOption` naming the rule.
+func checkKeysetNames(appID: String? = nil, recipient: String? = nil) throws {
+    do {
+        if let appID { try KeyID.validateAppID(appID) }
+        if let recipient { try KeyID.validateRecipient(recipient) }
+    } catch let e as KeysError {
+        throw cliError(SenderError(.invalidOption, e.reason))
     }
 }
 

@@ -48,6 +48,16 @@ struct BenchCLITests {
         #expect(r.stdout.contains("## Benchmark"))
         #expect(r.stdout.contains("load average"))
         #expect(r.stdout.contains("nproc"))
+        #expect(r.stdout.contains("other runnable threads"))
+        // A reduced run says so in its '#' lines and in the report.
+        let notComparable = "not comparable with a full `make bench` run"
+        #expect(lines.contains { $0.hasPrefix("# Reduced run (self-test settings") && $0.contains(notComparable) })
+        #expect(lines.contains { $0.hasPrefix("**Reduced run (self-test settings") && $0.contains(notComparable) })
+        // One ratio direction: every '#' ratio line and every ratio column is other / PushSeal
+        // (within PushSeal, the overhead lines name both sides).
+        for line in lines where line.hasPrefix("# ") && line.contains(" / ") {
+            #expect(line.contains("/ pushseal") || line.contains("overhead: full seal"), "\(line)")
+        }
 
         let rows = Self.table(r.stdout)
         #expect(rows.count >= 2 + 16, "header, rule and at least 16 figures")
@@ -56,6 +66,10 @@ struct BenchCLITests {
         #expect(header.first == "figure")
         #expect(header.contains("PushSeal"))
         #expect(header.contains("OpenSSL raw"))
+        let ratioColumns = header.filter { $0.contains(" / ") }
+        #expect(ratioColumns == ["OpenSSL raw / PushSeal", "Python / PushSeal", "Node / PushSeal"])
+        #expect(r.stdout.contains("Ratios, one direction everywhere: the other implementation's time (or memory) divided by PushSeal's"))
+        #expect(r.stdout.contains("why PushSeal can beat OpenSSL raw") && r.stdout.contains("`RAND_bytes`"))
         #expect(rows[1].allSatisfy { $0.hasSuffix("-") || $0.hasSuffix(":") })
         let ours = header.firstIndex(of: "PushSeal") ?? 0
         for row in rows.dropFirst(2) {
@@ -85,6 +99,7 @@ struct BenchCLITests {
         #expect(rows.count >= 2 + 16)
         #expect(rows.allSatisfy { $0.count == rows.first?.count })
         #expect(r.stdout.contains("Reduced input"), "self-test batches fewer than 1,000,000 lines and must say so")
+        #expect(r.stdout.contains("**Reduced run (self-test settings"), "a reduced run is marked as not comparable")
     }
 
     @Test func unknownOptionIsAUsageError() throws {

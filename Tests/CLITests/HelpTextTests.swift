@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import PushSealTestSupport
 @testable import PushSealCLI
 
 /// HelpText wraps prose (OVERVIEW, option and exit-code descriptions, notes) at 95 columns with
@@ -8,7 +9,7 @@ import Testing
     static let width = HelpText.wrapColumn
 
     @Test func wrapKeepsEveryWordInOrderWithinTheWidth() {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededGenerator()
         for _ in 0..<200 {
             let words = (0..<Int.random(in: 0...80, using: &rng)).map { _ in
                 String(repeating: "x", count: Int.random(in: 1...30, using: &rng)) + String(Int.random(in: 0...9, using: &rng))
@@ -17,18 +18,18 @@ import Testing
             let prefix = String(repeating: "p", count: Int.random(in: 0...40, using: &rng))
             let wrapped = HelpText.wrap(words.joined(separator: " "), firstPrefix: prefix, indent: indent)
             let lines = wrapped.components(separatedBy: "\n")
-            #expect(lines[0].hasPrefix(prefix))
+            #expect(lines[0].hasPrefix(prefix), seedNote())
             for line in lines.dropFirst() {
-                #expect(line.hasPrefix(String(repeating: " ", count: indent)) && line.dropFirst(indent).first != " ")
+                #expect(line.hasPrefix(String(repeating: " ", count: indent)) && line.dropFirst(indent).first != " ", seedNote())
             }
             for line in lines where line.count > Self.width {
                 // Only a line holding one word that alone does not fit may be longer.
                 let body = line == lines[0] ? String(line.dropFirst(prefix.count)) : String(line.dropFirst(indent))
-                #expect(!body.contains(" "), "\(line)")
+                #expect(!body.contains(" "), "\(line) — \(seedNote().rawValue)")
             }
             let back = (String(lines[0].dropFirst(prefix.count)) + " " + lines.dropFirst().joined(separator: " "))
                 .split(separator: " ").map(String.init)
-            #expect(back == words)
+            #expect(back == words, seedNote())
         }
     }
 

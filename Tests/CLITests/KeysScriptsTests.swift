@@ -53,21 +53,51 @@ import Testing
         #expect(prov.stderr.contains("imported"), "the import's own line is on stderr: \(prov.stderr)")
 
         // Nothing due yet: no output, no outbox files.
-        let none = try KeysCLI.run(keysDir.appendingPathComponent("rotate.sh").path, [srv, outbox], env: env)
+        let rotate = keysDir.appendingPathComponent("rotate.sh").path
+        let none = try KeysCLI.run(rotate, [srv, outbox], env: env)
         #expect(none.status == 0 && none.stdout.isEmpty, "\(none.stderr)")
-        // Everything due with a zero period: both keysets rotate; records land in the outbox, 0600.
-        let rot = try KeysCLI.run(keysDir.appendingPathComponent("rotate.sh").path, [srv, outbox, "--period", "0", "--grace", "1h"], env: env)
-        #expect(rot.status == 0, "\(rot.stderr)")
-        let lines = rot.stdout.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
-        #expect(lines.count == 2 && lines.map { $0[1] }.sorted() == ["alice", "bob"])
-        let alice = try #require(lines.first { $0[1] == "alice" })
+        func run(_ extra: [String], period: String = "0") throws -> [[String]] {
+            let r = try KeysCLI.run(rotate, [srv, outbox, "--period", period, "--grace", "1h"] + extra, env: env)
+            #expect(r.status == 0, "\(r.stderr)")
+            return r.stdout.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }.sorted { $0[1] < $1[1] }
+        }
+        func primary(_ recipient: String) throws -> String? {
+            let s = try KeyStore(keychain: try Keychain(opening: URL(fileURLWithPath: srv), as: KeyStore.serverIdentity), audit: .none)
+            return try s.keyset(appID: KeysCLI.appID, recipient: recipient).keys.first { $0.status == .primary }?.keyID
+        }
+        let before = (try primary("alice"), try primary("bob"))
+        // Everything due with a zero period: both keysets are staged (never promoted by default);
+        // records land in the outbox, 0600.
+        let staged = try run([])
+        #expect(staged.map { $0[1] } == ["alice", "bob"] && staged.allSatisfy { $0.count == 5 && $0[4] == "staged" }, "\(staged)")
+        let alice = staged[0]
         let mode = (try FileManager.default.attributesOfItem(atPath: alice[3])[.posixPermissions] as? Int) ?? 0
         #expect(mode == 0o600)
-        // The device takes the new record; the extension opens with the new primary.
+        #expect(try primary("alice") == before.0 && primary("bob") == before.1, "staging changes no primary")
+        // A later plain run (the nightly cron) does not promote the staged keys: same keys, still staged.
+        let again = try run([])
+        #expect(again == staged, "\(again)")
+        #expect(try primary("alice") == before.0 && primary("bob") == before.1, "a plain rerun promoted a staged key")
+        // The phone takes the record and acknowledges; only the acknowledged key is promoted.
         let imp = try KeysCLI.keys(["import", "--keychain", dev, "--entitlements", appJSON, alice[3]])
         #expect(imp.status == 0, "\(imp.stderr)")
+        let acks = dir.appendingPathComponent("acks")
+        try FileManager.default.createDirectory(at: acks.appendingPathComponent(KeysCLI.appID), withIntermediateDirectories: true)
+        try Data().write(to: acks.appendingPathComponent("\(KeysCLI.appID)/alice-\(alice[2]).ack"))
+        let acked = try run(["--acks", acks.path])
+        #expect(acked.map { $0[4] } == ["promoted", "staged"], "\(acked)")
+        #expect(try primary("alice") == alice[2] && primary("bob") == before.1)
         #expect(try KeysCLI.sealAndOpen(server: URL(fileURLWithPath: srv), device: URL(fileURLWithPath: dev), recipient: "alice",
                                           ext: try Entitlements.load(from: URL(fileURLWithPath: extJSON))) == alice[2])
+        // The record after the promotion tells the phone the old primary is retired.
+        #expect(acked[0][3].hasSuffix("-promoted.json") && FileManager.default.fileExists(atPath: acked[0][3]))
+        #expect(try KeysCLI.keys(["import", "--keychain", dev, "--entitlements", appJSON, acked[0][3]]).status == 0)
+        // The documented delay: not yet after 1d; with 0 the staged key is promoted. (A 1h period:
+        // alice's new primary is not due, bob's staged rotation is.)
+        #expect(try run(["--promote-after", "1d"], period: "1h").map { $0[1] + " " + $0[4] } == ["bob staged"])
+        #expect(try primary("bob") == before.1)
+        #expect(try run(["--promote-after", "0"], period: "1h").map { $0[1] + " " + $0[4] } == ["bob promoted"])
+        #expect(try primary("bob") == staged[1][2])
         // prune.sh far in the future destroys the old primaries on both sides.
         let future = String(KeyStore.now() + 7200)
         let ps = try KeysCLI.run(keysDir.appendingPathComponent("prune.sh").path, [srv, "--now", future], env: env)
@@ -75,6 +105,7 @@ import Testing
         let pd = try KeysCLI.run(keysDir.appendingPathComponent("prune.sh").path, [dev, "--entitlements", appJSON, "--now", future], env: env)
         #expect(pd.status == 0 && pd.stdout.split(separator: "\n").count == 1, "\(pd.stderr)")
         // Bad usage exits 64.
-        #expect(try KeysCLI.run(keysDir.appendingPathComponent("rotate.sh").path, [srv], env: env).status == 64)
+        #expect(try KeysCLI.run(rotate, [srv], env: env).status == 64)
+        #expect(try KeysCLI.run(rotate, [srv, outbox, "--promote-after", "soon"], env: env).status == 64)
     }
 }

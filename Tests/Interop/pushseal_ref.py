@@ -11,11 +11,22 @@ Subcommands:
            on failure prints `error: <code>: <reason>` on stderr and exits 65.
   vectors  --out DIR      writes the vector files of Tests/Vectors (deterministic nonces).
   example                 prints the worked example of FORMAT.md §10.
+  vectors-v2 --out DIR    writes Tests/Vectors/v2 (wire format v2, fixed ephemeral keys).
+  example-v2              prints the worked example of FORMAT.md's version 2 part (§V.9).
   serve                   JSON Lines on stdin/stdout, one request per line:
            {"op":"seal","key":HEX,"keyId":..,"appId":..,"plaintext":{..},"padding":bool[,"nonce":HEX]}
              -> {"fields":{"encrypted_data":..,"key_id":..,"enc_alg":..}}
            {"op":"open","key":HEX,"appId":..,"payload":{..}}
              -> {"plaintext":{..},"plaintextHex":HEX} or {"error":CODE,"reason":..}
+           {"op":"seal2","publicKey":HEX,"keyId":..,"appId":..,"plaintext":{..},"padding":bool
+            [,"senderKey":HEX,"senderKeyId":..][,"ephemeralKey":HEX]}
+             -> {"fields":{"encrypted_data":..,"key_id":..,"enc_alg":..[,"sender_key_id":..]}}
+           {"op":"open2","deviceKeys":{KEYID:HEX,..},"appId":..,"payload":{..}
+            [,"senderKeys":{SENDERKEYID:HEX,..}]}   (senderKeys: the public keys the device pinned)
+             -> {"plaintext":{..},"plaintextHex":HEX} or {"error":CODE,"reason":..}
+
+Version 2 (public-key mode, HPKE RFC 9180) uses hpke_ref.py beside this file, itself written
+from the RFC alone.
 """
 import argparse
 import base64
@@ -32,6 +43,9 @@ except ImportError:  # pragma: no cover
     sys.stderr.write("pushseal_ref: error: Python package cryptography is missing\n"
                      "hint: make test installs it via scripts/install-deps.sh\n")
     sys.exit(69)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hpke_ref  # noqa: E402  (needs `cryptography`, checked above)
 
 VERSION = "pushseal:v1"
 ALG = "A256GCM"
@@ -224,6 +238,11 @@ def open_payload(payload, key, app_id):
         raw = AESGCM(key).decrypt(nonce, ct_tag, aad(alg, key_id, app_id))
     except InvalidTag:
         raise FormatError("authenticationFailed", "tag did not verify")
+    return _plaintext_from(raw), raw
+
+
+def _plaintext_from(raw):
+    """FORMAT.md §5 (both versions): UTF-8, JSON without duplicates, depth ≤ 64, the members' rules."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -236,7 +255,7 @@ def open_payload(payload, key, app_id):
         raise FormatError("invalidPlaintext", "not JSON")
     if _depth(obj) > 64:
         raise FormatError("invalidPlaintext", "nesting deeper than 64")
-    return check_plaintext(obj), raw
+    return check_plaintext(obj)
 
 
 def encode_plaintext(obj, padding=True):
@@ -405,6 +424,224 @@ def vectors(out):
     inner("inner-data-array", "data is an array", b"{\"body\":\"b\",\"data\":[1]}")
 
 
+# ---------------------------------------------------------------- version 2 (public-key mode)
+
+VERSION2 = "pushseal:v2"
+ALG_BASE = "HPKE-BASE-X25519-A256GCM"
+ALG_AUTH = "HPKE-AUTH-X25519-A256GCM"
+ENC_LEN = 32
+
+
+def info2(alg, key_id, app_id, sender_key_id=None):
+    text = f"{VERSION2}|{alg}|{key_id}|{app_id}"
+    return (text + f"|{sender_key_id}" if alg == ALG_AUTH else text).encode("utf-8")
+
+
+def key_id_for(public_key):
+    """The key id PushSeal's generators give a v2 public key (FORMAT.md §V.6): 16 characters."""
+    import hashlib
+    return base64.urlsafe_b64encode(hashlib.sha256(public_key).digest()).decode("ascii")[:16]
+
+
+def parse_payload_v2(payload):
+    """FORMAT.md §V.7 steps 1-5: returns (alg, key_id, sender_key_id or None, enc, ct_tag)."""
+    if not isinstance(payload, dict):
+        raise FormatError("missingField", "payload is not an object")
+    data = string_field(payload, "encrypted_data")
+    key_id = string_field(payload, "key_id")
+    alg = string_field(payload, "enc_alg")
+    sender = string_field(payload, "sender_key_id") if alg == ALG_AUTH else None
+    for name, v in (("encrypted_data", data), ("key_id", key_id), ("enc_alg", alg), ("sender_key_id", sender)):
+        if v == "":
+            raise FormatError("emptyField", f"{name} is empty")
+    if alg not in (ALG_BASE, ALG_AUTH):
+        raise FormatError("unknownAlgorithm", alg)
+    if not KEY_ID_RE.match(key_id):
+        raise FormatError("invalidKeyID", key_id)
+    if sender is not None and not KEY_ID_RE.match(sender):
+        raise FormatError("invalidKeyID", "sender_key_id")
+    box = b64_decode(data)
+    if len(box) == 0:
+        raise FormatError("emptyField", "encrypted_data holds only whitespace")
+    if len(box) < ENC_LEN:
+        raise FormatError("invalidEnc", f"{len(box)} bytes: shorter than the 32-byte enc")
+    if len(box) < ENC_LEN + TAG_LEN:
+        raise FormatError("truncatedBox", f"{len(box)} bytes")
+    return alg, key_id, sender, box[:ENC_LEN], box[ENC_LEN:]
+
+
+def open_payload_v2(payload, device_keys, app_id, sender_keys=None):
+    """device_keys: {key id: 32-byte X25519 private key}; sender_keys: {sender key id: 32-byte
+    public key} the device pinned for app_id (empty: none pinned). Returns (object, raw bytes)."""
+    sender_keys = sender_keys or {}
+    alg, key_id, sender, enc, ct = parse_payload_v2(payload)
+    if not valid_app_id(app_id):
+        raise FormatError("invalidAppID", app_id)
+    if alg == ALG_BASE and sender_keys:
+        raise FormatError("downgradeRefused", "base mode for an app that pinned a sender key")
+    if alg == ALG_AUTH and sender not in sender_keys:
+        raise FormatError("unknownSenderKey", "sender_key_id is not pinned")
+    if key_id not in device_keys:
+        raise FormatError("unknownKeyID", key_id)
+    mode = hpke_ref.MODE_AUTH if alg == ALG_AUTH else hpke_ref.MODE_BASE
+    try:
+        raw = hpke_ref.open_(mode, enc, device_keys[key_id], info2(alg, key_id, app_id, sender), b"", ct,
+                             pk_s=sender_keys.get(sender))
+    except hpke_ref.HPKEError as e:
+        raise FormatError(e.code, e.reason)
+    return _plaintext_from(raw), raw
+
+
+def seal_bytes_v2(raw, public_key, key_id, app_id, sender_key=None, sender_key_id=None, ephemeral=None):
+    alg = ALG_AUTH if sender_key is not None else ALG_BASE
+    mode = hpke_ref.MODE_AUTH if sender_key is not None else hpke_ref.MODE_BASE
+    enc, ct = hpke_ref.seal(mode, public_key, info2(alg, key_id, app_id, sender_key_id), b"", raw,
+                            sk_s=sender_key, sk_e=ephemeral)
+    return alg, enc + ct
+
+
+def seal_v2(obj, public_key, key_id, app_id, padding=True, sender_key=None, sender_key_id=None, ephemeral=None):
+    if not KEY_ID_RE.match(key_id):
+        raise FormatError("invalidKeyID", key_id)
+    if sender_key is not None and not KEY_ID_RE.match(sender_key_id or ""):
+        raise FormatError("invalidKeyID", "sender key id")
+    if not valid_app_id(app_id):
+        raise FormatError("invalidAppID", app_id)
+    if len(public_key) != ENC_LEN:
+        raise FormatError("invalidEnc", "public key is not 32 bytes")
+    check_plaintext(obj)
+    alg, box = seal_bytes_v2(encode_plaintext(obj, padding), public_key, key_id, app_id, sender_key,
+                             sender_key_id, ephemeral)
+    fields = {"encrypted_data": b64_encode(box), "key_id": key_id, "enc_alg": alg}
+    if alg == ALG_AUTH:
+        fields["sender_key_id"] = sender_key_id
+    return fields
+
+
+DEVICE_SK = bytes(range(32))
+OTHER_DEVICE_SK = bytes(range(64, 96))
+SENDER_SK = bytes(range(32, 64))
+OTHER_SENDER_SK = bytes(range(96, 128))
+
+
+def _ephemeral(i):
+    return hpke_ref.derive_key_pair(b"pushseal v2 vector ephemeral %d" % i)[0]
+
+
+def vectors_v2(out):
+    """Tests/Vectors/v2: headers `device-key` (private, hex), `key-id`, `app-id`, and for a
+    device that pinned sender keys `sender-key-id` + `sender-public-key` (hex)."""
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(out):
+        if f.endswith(".vector"):
+            os.remove(os.path.join(out, f))
+    pk_r = hpke_ref.public_key(DEVICE_SK)
+    pk_s = hpke_ref.public_key(SENDER_SK)
+    kid, skid = key_id_for(pk_r), key_id_for(pk_s)
+    plain = {"title": "Lunch?", "body": "Noon at the usual place 🍜", "iat": 1796000000, "id": "m-1"}
+    raw = encode_plaintext(plain)
+    _, base_box = seal_bytes_v2(raw, pk_r, kid, APP, ephemeral=_ephemeral(1))
+    _, auth_box = seal_bytes_v2(raw, pk_r, kid, APP, SENDER_SK, skid, _ephemeral(2))
+    base_fields = {"encrypted_data": b64_encode(base_box), "key_id": kid, "enc_alg": ALG_BASE}
+    auth_fields = {"encrypted_data": b64_encode(auth_box), "key_id": kid, "enc_alg": ALG_AUTH, "sender_key_id": skid}
+    dev = [("device-key", DEVICE_SK.hex()), ("key-id", kid), ("app-id", APP)]
+    pinned = [("sender-key-id", skid), ("sender-public-key", pk_s.hex())]
+
+    def ok(name, comment, fields, headers, raw_pt=raw):
+        _write(out, name, [("expect", "open"), ("comment", comment)] + headers + [("plaintext-hex", raw_pt.hex())],
+               apns_payload(fields))
+
+    def bad(name, comment, code, fields, headers):
+        _write(out, name, [("expect", f"error {code}"), ("comment", comment)] + headers, apns_payload(fields))
+
+    ok("ok-base", "base mode, device with no pinned sender key", base_fields, dev)
+    ok("ok-auth", "auth mode, device pinned the sender key", auth_fields, dev + pinned)
+    rich = {"title": "Résultats", "subtitle": "Labo", "body": "Vos résultats sont prêts.",
+            "media": {"url": "https://media.example.com/a.jpg", "type": "image/jpeg",
+                      "sha256": "00" * 32, "key": b64_encode(bytes(range(100, 132)))},
+            "localizations": {"en": {"title": "Results"}}, "data": {"thread": 7},
+            "iat": 1796000000, "exp": 1796086400, "id": "r-1"}
+    raw_rich = encode_plaintext(rich)
+    _, rich_box = seal_bytes_v2(raw_rich, pk_r, kid, APP, SENDER_SK, skid, _ephemeral(3))
+    ok("ok-auth-all-members", "auth mode, every plaintext member",
+       dict(auth_fields, encrypted_data=b64_encode(rich_box)), dev + pinned, raw_rich)
+    bad("wrong-app-id", "sealed for com.example.app, opened by com.example.other (the info differs)",
+        "authenticationFailed", auth_fields,
+        [("device-key", DEVICE_SK.hex()), ("key-id", kid), ("app-id", "com.example.other")] + pinned)
+    bad("wrong-key-id", "sealed with the key id in the info, payload renamed to one the device holds for the same key",
+        "authenticationFailed", dict(base_fields, key_id="renamed"),
+        [("device-key", DEVICE_SK.hex()), ("key-id", "renamed"), ("app-id", APP)])
+    bad("wrong-device-key", "the device holds another private key under this key id", "authenticationFailed",
+        base_fields, [("device-key", OTHER_DEVICE_SK.hex()), ("key-id", kid), ("app-id", APP)])
+    other_pk_s = hpke_ref.public_key(OTHER_SENDER_SK)
+    bad("wrong-sender", "auth mode sealed by another sender key under the pinned sender key id",
+        "authenticationFailed", auth_fields, dev + [("sender-key-id", skid), ("sender-public-key", other_pk_s.hex())])
+    bad("unknown-sender-key", "auth mode with a sender key id the device did not pin", "unknownSenderKey",
+        dict(auth_fields, sender_key_id="unpinned-sender"), dev + pinned)
+    bad("auth-without-pin", "auth mode on a device that pinned no sender key", "unknownSenderKey", auth_fields, dev)
+    bad("base-when-pinned", "base-mode payload for a device that pinned a sender key (downgrade)",
+        "downgradeRefused", base_fields, dev + pinned)
+    bad("auth-missing-sender-key-id", "auth mode without sender_key_id", "missingField",
+        {k: v for k, v in auth_fields.items() if k != "sender_key_id"}, dev + pinned)
+    bad("truncated-enc", "20 bytes: shorter than the 32-byte enc", "invalidEnc",
+        dict(base_fields, encrypted_data=b64_encode(base_box[:20])), dev)
+    bad("truncated-box", "40 bytes: a whole enc but no room for the tag", "truncatedBox",
+        dict(base_fields, encrypted_data=b64_encode(base_box[:40])), dev)
+    bad("low-order-enc", "enc is the all-zero point: the X25519 shared secret is zero", "zeroSharedSecret",
+        dict(base_fields, encrypted_data=b64_encode(bytes(32) + base_box[32:])), dev)
+    flipped = bytearray(auth_box)
+    flipped[-1] ^= 0x01
+    bad("flip-tag", "bit 0 of the last tag byte flipped", "authenticationFailed",
+        dict(auth_fields, encrypted_data=b64_encode(bytes(flipped))), dev + pinned)
+    flipped = bytearray(base_box)
+    flipped[0] ^= 0x40
+    bad("flip-enc", "bit 6 of enc byte 0 flipped (another valid point)", "authenticationFailed",
+        dict(base_fields, encrypted_data=b64_encode(bytes(flipped))), dev)
+    bad("unknown-key-id", "payload names a key id the device does not hold", "unknownKeyID",
+        dict(base_fields, key_id="k9"), dev)
+    bad("alg-v1-name-with-v2-box", "enc_alg says HPKE in lower case", "unknownAlgorithm",
+        dict(base_fields, enc_alg=ALG_BASE.lower()), dev)
+
+
+def example_v2():
+    """The worked example of FORMAT.md §V.9, computed (not copied)."""
+    pk_r = hpke_ref.public_key(DEVICE_SK)
+    pk_s = hpke_ref.public_key(SENDER_SK)
+    kid, skid = key_id_for(pk_r), key_id_for(pk_s)
+    eph = _ephemeral(2)
+    plain = {"title": "Hello", "body": "Your code is 123456", "iat": 1796000000}
+    raw = encode_plaintext(plain)
+    info = info2(ALG_AUTH, kid, APP, skid)
+    alg, box = seal_bytes_v2(raw, pk_r, kid, APP, SENDER_SK, skid, eph)
+    payload = apns_payload({"encrypted_data": b64_encode(box), "key_id": kid, "enc_alg": alg, "sender_key_id": skid})
+    lines = [
+        f"device private key (hex): {DEVICE_SK.hex()}",
+        f"device public key (hex):  {pk_r.hex()}",
+        f"device key id:            {kid}",
+        f"sender private key (hex): {SENDER_SK.hex()}",
+        f"sender public key (hex):  {pk_s.hex()}",
+        f"sender key id:            {skid}",
+        f"app id:                   {APP}",
+        f"ephemeral private (hex):  {eph.hex()}",
+        f"plaintext JSON:           {raw.rstrip().decode()}",
+        f"padded length:            {len(raw)} bytes",
+        f"info (text):              {info.decode()}",
+        f"enc (hex):                {box[:ENC_LEN].hex()}",
+        f"ciphertext (hex):         {box[ENC_LEN:-TAG_LEN].hex()}",
+        f"tag (hex):                {box[-TAG_LEN:].hex()}",
+        f"box length:               {len(box)} bytes",
+        "device registration record:",
+        json.dumps({"format": "pushseal-device-key", "version": 2, "appId": APP, "keyId": kid,
+                    "publicKey": b64_encode(pk_r), "createdAt": 1796000000}),
+        "sender key record:",
+        json.dumps({"format": "pushseal-sender-key", "version": 2, "appId": APP, "senderKeyId": skid,
+                    "publicKey": b64_encode(pk_s)}),
+        "payload:",
+        json.dumps(payload, indent=2),
+    ]
+    print("\n".join(lines))
+
+
 def example():
     """The worked example of FORMAT.md §10, computed (not copied)."""
     key = bytes(range(32))
@@ -443,6 +680,16 @@ def serve():
                 nonce = bytes.fromhex(req["nonce"]) if req.get("nonce") else None
                 res = {"fields": seal(req["plaintext"], bytes.fromhex(req["key"]), req["keyId"], req["appId"],
                                       req.get("padding", True), nonce)}
+            elif req["op"] == "seal2":
+                sk_s = bytes.fromhex(req["senderKey"]) if req.get("senderKey") else None
+                eph = bytes.fromhex(req["ephemeralKey"]) if req.get("ephemeralKey") else None
+                res = {"fields": seal_v2(req["plaintext"], bytes.fromhex(req["publicKey"]), req["keyId"], req["appId"],
+                                         req.get("padding", True), sk_s, req.get("senderKeyId"), eph)}
+            elif req["op"] == "open2":
+                keys = {k: bytes.fromhex(v) for k, v in req["deviceKeys"].items()}
+                senders = {k: bytes.fromhex(v) for k, v in (req.get("senderKeys") or {}).items()}
+                obj, raw = open_payload_v2(req["payload"], keys, req["appId"], senders)
+                res = {"plaintext": obj, "plaintextHex": raw.hex()}
             elif req["op"] == "open":
                 obj, raw = open_payload(req["payload"], bytes.fromhex(req["key"]), req["appId"])
                 res = {"plaintext": obj, "plaintextHex": raw.hex()}
@@ -470,6 +717,9 @@ def main():
     v = sub.add_parser("vectors")
     v.add_argument("--out", required=True)
     sub.add_parser("example")
+    v2 = sub.add_parser("vectors-v2")
+    v2.add_argument("--out", required=True)
+    sub.add_parser("example-v2")
     sub.add_parser("serve")
     args = ap.parse_args()
     try:
@@ -484,6 +734,10 @@ def main():
             vectors(args.out)
         elif args.cmd == "example":
             example()
+        elif args.cmd == "vectors-v2":
+            vectors_v2(args.out)
+        elif args.cmd == "example-v2":
+            example_v2()
         elif args.cmd == "serve":
             serve()
     except FormatError as e:

@@ -13,6 +13,7 @@ private struct Fixture {
     let key = SecretBytes(randomByteCount: 32)
     let container: URL
     let logger = CollectingLogger()
+    let watch = DeliveryWatch()
 
     init() throws { container = try makeTemporaryDirectory() }
 
@@ -21,7 +22,7 @@ private struct Fixture {
         let provider = MemoryKeyProvider(keys: ["k1": key], failure: keyFailure)
         let config = DecryptingServiceConfiguration(appID: appID, keyProvider: provider, locale: locale,
                                                     containerDirectory: container, allowInsecureLoopback: loopback, now: { now })
-        return ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: DecryptingServiceExtension.factory(config))
+        return ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: watch.wrap(DecryptingServiceExtension.factory(config)))
     }
 
     func run(_ plaintext: JSONObject, host: ExtensionHost? = nil, keyID: String = "k1", sealedFor: String = appID) throws -> ExtensionHost.Result {
@@ -29,11 +30,9 @@ private struct Fixture {
         return (host ?? self.host()).run(UNNotificationRequest(identifier: UUID().uuidString, apnsPayload: payload))
     }
 
-    /// Waits until nothing more is logged, then checks the host saw exactly one content-handler call.
+    /// Waits until no content-handler call can come any more, then checks the host saw exactly one.
     func expectExactlyOneDelivery(sourceLocation: SourceLocation = #_sourceLocation) {
-        Thread.sleep(forTimeInterval: 0.05)
-        #expect(logger.count("event=delivered") == 1, sourceLocation: sourceLocation)
-        #expect(logger.count("event=dropped") == 0, sourceLocation: sourceLocation)
+        PushSealExtensionTests.expectExactlyOneDelivery(logger, watch: watch, sourceLocation: sourceLocation)
     }
 
     func cleanUp() { try? FileManager.default.removeItem(at: container) }
@@ -227,19 +226,20 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
         #expect(r.reason == "media:mediaURLRefused")
     }
 
-    /// Deadline requirement: with a 3 s budget and a server that never answers, the decrypted
-    /// text is on screen by 3.5 s (this asserts the budget mechanism, not speed).
+    /// Deadline requirement: with a 3 s budget and a server that never answers, the extension
+    /// itself delivers the decrypted text before the budget ends. Asserted by who delivered,
+    /// not by a clock: had the budget run out first, the host would have shown the original
+    /// content (`extensionTimedOut`, delivered by `budgetEnd`).
     @Test func stallingServerDeliversTextWithinTheBudget() throws {
         let s = try server()
         let f = try Fixture()
         defer { f.cleanUp() }
-        let start = ContinuousClock.now
         let r = try f.run(["title": "Photo from Ana", "media": .object(["url": .string(s.url("/stall"))])], host: f.host(budget: 3))
-        let elapsed = ContinuousClock.now - start
         #expect(r.outcome == .decryptedWithoutMedia)
         #expect(r.content?.title == "Photo from Ana")
-        #expect(elapsed < .milliseconds(3500), "delivered after \(elapsed)")
-        #expect(r.elapsedMilliseconds < 3500)
+        #expect(["media:mediaTimedOut", "media:timeWillExpire"].contains(r.reason), "\(r.reason)")
+        #expect(f.logger.lines.contains { $0.hasPrefix("stage=host event=delivered by=contentHandler outcome=decryptedWithoutMedia") },
+                "\(f.logger.lines)")
         f.expectExactlyOneDelivery()
     }
 
@@ -253,7 +253,8 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
                                                     containerDirectory: f.container, allowInsecureLoopback: true)
         let context = ExtensionContext(logger: f.logger, budgetSeconds: 30, expiry: .now() + 29, deadline: .now() + 30)
         let service = DecryptingServiceExtension(configuration: config, context: context)
-        let payload = try sealPayload(["title": "Photo from Ana", "media": .object(["url": .string(s.url("/stall"))])], key: f.key)
+        let stall = s.markedStallURL()
+        let payload = try sealPayload(["title": "Photo from Ana", "media": .object(["url": .string(stall.url)])], key: f.key)
         let deliveries = Locked<[(UNNotificationContent, NotificationOutcome, String)]>([])
         let handler = ContentHandler { c, o, r in deliveries.withLock { $0.append((c, o, r)) }; return true }
         let finished = DispatchSemaphore(value: 0)
@@ -261,15 +262,10 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
             service.didReceive(UNNotificationRequest(identifier: "r", apnsPayload: payload), withContentHandler: handler)
             finished.signal()
         }.start()
-        // Wait until decryption is done and the download is under way. A fixed sleep is not
-        // enough on a slow machine (under ThreadSanitizer the thread had not even started after
-        // 0.3 s, so the expiry came first and the reason was "cancelled", not "time ran out").
-        let decrypted = ContinuousClock.now + .seconds(20)
-        while !f.logger.lines.contains(where: { $0.hasPrefix("stage=localize event=ok") }), ContinuousClock.now < decrypted {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        try #require(f.logger.lines.contains { $0.hasPrefix("stage=localize event=ok") }, "didReceive did not decrypt within 20 s")
-        Thread.sleep(forTimeInterval: 0.3)
+        // Wait for the event "the download is under way" (the server read the request): by then
+        // decryption is done and the best attempt is the decrypted text, pending its media.
+        try #require(s.waitForRequest(stall.name), "the media request did not reach the server within 20 s")
+        #expect(f.logger.lines.contains { $0.hasPrefix("stage=localize event=ok") })
         #expect(deliveries.withLock { $0.isEmpty })
         service.serviceExtensionTimeWillExpire()
         // The cancelled download lets didReceive return promptly.

@@ -3,6 +3,7 @@ import Foundation
 import PushSealCrypto
 import PushSealWire
 import PushSealKeychain
+import PushSealKeyProviders
 import PushSealKeys
 @testable import PushSealExtension
 
@@ -20,6 +21,8 @@ struct DeviceFixture {
     let directory: URL
     let keychainURL: URL
     let logger = CollectingLogger()
+    /// Watches every instance this fixture's hosts make (``expectExactlyOneDelivery(_:watch:)``).
+    let watch = DeliveryWatch()
 
     /// The app's identity (writes the keyset).
     static let appEntitlements = Entitlements(applicationIdentifier: "TEAM.com.example.app", keychainAccessGroups: [sharedGroup],
@@ -56,7 +59,7 @@ struct DeviceFixture {
         let provider = KeychainKeyProvider(keychain: keychain, accessGroup: keyGroup, appID: casesAppID, now: { now })
         let config = DecryptingServiceConfiguration(appID: casesAppID, keyProvider: provider, locale: locale,
                                                     containerDirectory: container, allowInsecureLoopback: loopback, now: { now })
-        return ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: DecryptingServiceExtension.factory(config))
+        return ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: watch.wrap(DecryptingServiceExtension.factory(config)))
     }
 
     /// Runs `payload` through `host` (default: ``host()``).

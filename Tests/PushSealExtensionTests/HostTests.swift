@@ -28,6 +28,18 @@ private final class ImmediateExtension: UNNotificationServiceExtension, @uncheck
     }
 }
 
+/// Calls the content handler, returns, and calls it again half a second later from another
+/// thread (a slow, misbehaving extension).
+private final class LateSecondCallExtension: UNNotificationServiceExtension, @unchecked Sendable {
+    override func didReceive(_ request: UNNotificationRequest, withContentHandler contentHandler: ContentHandler) {
+        contentHandler(request.content)
+        Thread {
+            Thread.sleep(forTimeInterval: 0.5)
+            contentHandler(request.content)   // late: dropped
+        }.start()
+    }
+}
+
 /// Never calls the content handler.
 private final class SilentExtension: UNNotificationServiceExtension, @unchecked Sendable {
     override func didReceive(_ request: UNNotificationRequest, withContentHandler contentHandler: ContentHandler) {}
@@ -102,15 +114,29 @@ private final class SilentExtension: UNNotificationServiceExtension, @unchecked 
 @Suite struct HostTests {
     @Test func firstContentHandlerCallWinsSecondIsDroppedAndLogged() throws {
         let logger = CollectingLogger()
-        let host = ExtensionHost(budgetSeconds: 2, logger: logger) { _ in ImmediateExtension() }
+        let watch = DeliveryWatch()
+        let host = ExtensionHost(budgetSeconds: 2, logger: logger, makeExtension: watch.wrap { _ in ImmediateExtension() })
         let result = host.run(UNNotificationRequest(identifier: "r", apnsPayload: payload(alert: fallbackAlert, mutableContent: .integer(1))))
         #expect(result.outcome == .delivered)
         #expect(result.content?.title == "changed")
         #expect(!result.expiryCalled)
-        // The second call happens right after the first; give it a moment to be logged.
-        for _ in 0..<100 where logger.count("event=dropped") == 0 { Thread.sleep(forTimeInterval: 0.01) }
+        // The second call happens right after the first: wait until none can come any more.
+        #expect(watch.waitUntilAllReleased())
         #expect(logger.count("event=dropped") == 1)
         #expect(logger.count("event=delivered") == 1)
+    }
+
+    /// ``DeliveryWatch`` waits for the handler's release, not for a time: a second call made
+    /// well after ``ExtensionHost/run(_:)`` returned is still seen (and dropped).
+    @Test func lateSecondCallIsSeenByTheDeliveryWatch() {
+        let logger = CollectingLogger()
+        let watch = DeliveryWatch()
+        let host = ExtensionHost(budgetSeconds: 2, logger: logger, makeExtension: watch.wrap { _ in LateSecondCallExtension() })
+        let result = host.run(UNNotificationRequest(identifier: "r", apnsPayload: payload(alert: fallbackAlert, mutableContent: .integer(1))))
+        #expect(result.outcome == .delivered)
+        #expect(watch.waitUntilAllReleased())
+        #expect(logger.count("event=delivered") == 1)
+        #expect(logger.count("event=dropped") == 1)
     }
 
     @Test func noCallShowsOriginalAtBudgetEndAfterExpiryCall() {

@@ -6,11 +6,13 @@ import Foundation
 ///
 /// Routes:
 /// - `/photo` — a PNG with `Content-Type: image/png` and no file name extension
-/// - `/redirect` — 302 to `/photo`; `/hop/N` — 302 to `/hop/N+1`, …, `/hop/9` serves the PNG
+/// - `/redirect` — 302 to `/photo`; `/to?u=URL` — 302 to URL; `/hop/N` — 302 to `/hop/N+1`, …, `/hop/9` serves the PNG
 /// - `/error-page` — 200 with an HTML body (`text/html`); `/lying-png` — HTML sent as `image/png`
 /// - `/missing` — 404
 /// - `/huge.jpg` — a 30 MB JPEG streamed without Content-Length; `/huge-length.jpg` — with it
-/// - `/stall` — accepts, reads the request, never answers
+/// - `/stall` — accepts, reads the request, never answers; `/stall?seen=NAME` first creates the
+///   file `NAME` in the files directory, so a test can wait for "the request reached the
+///   server" (``waitForRequest(_:timeoutSeconds:)``)
 /// - `/drip` — 200 `image/png`, then one byte every 100 ms
 /// - `/files/NAME?ct=TYPE` — a file from the directory given at start, with that Content-Type
 /// - `/cat.jpg` — a small JPEG
@@ -51,6 +53,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if p == "/photo": self.send(200, "image/png", PNG)
             elif p == "/cat.jpg": self.send(200, "image/jpeg", JPEG)
             elif p == "/redirect": self.redirect("/photo")
+            elif p == "/to": self.redirect(urllib.parse.parse_qs(url.query)["u"][0])
             elif p.startswith("/hop/"):
                 n = int(p[5:])
                 if n >= 9: self.send(200, "image/png", PNG)
@@ -72,6 +75,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     self.wfile.write(chunk[:n])
                     sent += n
             elif p == "/stall":
+                seen = urllib.parse.parse_qs(url.query).get("seen")
+                if seen:
+                    open(os.path.join(FILES, os.path.basename(seen[0])), "wb").close()
                 time.sleep(120)
             elif p == "/drip":
                 self.send_response(200)
@@ -133,4 +139,25 @@ os._exit(0)
 
     /// `http://127.0.0.1:PORT<path>`.
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    /// A fresh `/stall` URL that marks its arrival: ``waitForRequest(_:timeoutSeconds:)`` with
+    /// the returned name returns once the server has read the request.
+    func markedStallURL() -> (url: String, name: String) {
+        let name = "seen-\(UUID().uuidString)"
+        return (url("/stall?seen=\(name)"), name)
+    }
+
+    /// Waits for the event "the server has read the request of ``markedStallURL()``'s `name`"
+    /// (its marker file appears), checking every 10 ms.
+    /// - Parameter timeoutSeconds: how long at most (a failure, not a verdict).
+    /// - Returns: true once the request arrived, false on timeout.
+    func waitForRequest(_ name: String, timeoutSeconds: Double = 20) -> Bool {
+        let marker = filesDirectory.appendingPathComponent(name).path
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeoutSeconds * 1000))
+        while !FileManager.default.fileExists(atPath: marker) {
+            if ContinuousClock.now >= deadline { return false }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return true
+    }
 }

@@ -16,7 +16,8 @@ private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x"
 
 /// Records what the fetcher reports, in order; `receive` may block on a gate.
 private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
-    // @unchecked Sendable: every field is touched only under `lock`; `gate` and `done` are semaphores.
+    // @unchecked Sendable: every field is touched only under `lock`; `gate`, `firstChunk` and
+    // `done` are semaphores.
     enum Event: Equatable { case redirect(String), response(Int, String?, Int?), complete(MediaFetchCompletion) }
     private let lock = NSLock()
     private var _events: [Event] = []
@@ -25,13 +26,26 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
     private var _largestChunk = 0
     private var _inside = 0
     private var _overlapped = false
+    private var _connects: [([UInt8], Int)] = []
     let followRedirects: Bool
+    let allowConnect: Bool
     let gate: DispatchSemaphore?
+    /// Signalled when the first chunk has arrived, before `receive` waits on `gate`.
+    let firstChunk = DispatchSemaphore(value: 0)
     let done = DispatchSemaphore(value: 0)
 
-    init(followRedirects: Bool = true, gate: DispatchSemaphore? = nil) {
+    init(followRedirects: Bool = true, allowConnect: Bool = true, gate: DispatchSemaphore? = nil) {
         self.followRedirects = followRedirects
+        self.allowConnect = allowConnect
         self.gate = gate
+    }
+
+    /// Every address the fetcher offered before opening a socket (bytes, port).
+    var connects: [([UInt8], Int)] { lock.withLock { _connects } }
+
+    func connect(to address: [UInt8], port: Int) -> Bool {
+        lock.withLock { _connects.append((address, port)) }
+        return allowConnect
     }
 
     var events: [Event] { lock.withLock { _events } }
@@ -63,7 +77,10 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
             _bytes.append(contentsOf: bytes)
             return _chunkCount == 1
         }
-        if first { gate?.wait() }
+        if first {
+            firstChunk.signal()
+            gate?.wait()
+        }
         return true
     }
 
@@ -79,6 +96,11 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
     /// Backpressure: while the data callback holds the first chunk, nothing else arrives (no
     /// chunk is queued behind it, completion cannot overtake it); afterwards the whole body
     /// arrives in order, in chunks of at most 16 KiB, never two callbacks at once.
+    ///
+    /// The test waits for the event "the first chunk arrived", never for a time. It then holds
+    /// the callback while it waits 0.3 s for a completion that must not come: that window only
+    /// gives a broken fetcher a chance to show itself (a correct one passes however slow the
+    /// machine), and the `overlapped` check catches any callback that runs during the hold.
     @Test func chunksArriveOneAtATimeAndWaitForTheCallback() throws {
         let s = try server()
         var body = sampleBytes(.jpeg, byteCount: 1_000_000)
@@ -90,7 +112,8 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         let task = try DynamicMediaFetcher().start(url: s.url("/files/\(name)?ct=image/jpeg"), timeoutSeconds: 10,
                                                    maxPendingCallbacks: 64, events: events)
         defer { task.finish() }
-        Thread.sleep(forTimeInterval: 0.3)
+        try #require(events.firstChunk.wait(timeout: .now() + 20) == .success, "no chunk arrived within 20 s")
+        #expect(events.done.wait(timeout: .now() + 0.3) == .timedOut, "the transfer completed while the first chunk was held")
         #expect(events.chunkCount == 1)
         #expect(events.events == [.response(200, "image/jpeg", body.count)])
         gate.signal()
@@ -123,13 +146,15 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         #expect(events.events == [.redirect(s.url("/photo")), .response(302, nil, 0), .complete(.finished(status: 302))])
     }
 
-    /// `cancel()` ends a transfer that the server never answers, with `.cancelled`.
+    /// `cancel()` ends a transfer that the server never answers, with `.cancelled` (cancelled
+    /// once the server has the request, an event, so the transfer is really stalled).
     @Test func cancelEndsAStalledTransfer() throws {
         let s = try server()
         let events = RecordingEvents()
-        let task = try DynamicMediaFetcher().start(url: s.url("/stall"), timeoutSeconds: 30, maxPendingCallbacks: 64, events: events)
+        let stall = s.markedStallURL()
+        let task = try DynamicMediaFetcher().start(url: stall.url, timeoutSeconds: 30, maxPendingCallbacks: 64, events: events)
         defer { task.finish() }
-        Thread.sleep(forTimeInterval: 0.2)
+        try #require(s.waitForRequest(stall.name), "the request did not reach the server within 20 s")
         task.cancel()
         #expect(events.done.wait(timeout: .now() + 10) == .success)
         #expect(events.events == [.complete(.cancelled)])
@@ -142,6 +167,29 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         defer { task.finish() }
         #expect(events.done.wait(timeout: .now() + 10) == .success)
         #expect(events.events == [.complete(.failed(code: -1004))])
+    }
+
+    /// Every socket is offered to the connect callback with the resolved address (F7): the
+    /// server's own address and port when allowed; refused, no byte is exchanged and the
+    /// transfer fails as "cannot connect".
+    @Test func connectionsAreOfferedWithTheResolvedAddress() throws {
+        let s = try server()
+        let allowed = RecordingEvents()
+        let ok = try DynamicMediaFetcher().start(url: s.url("/photo"), timeoutSeconds: 10, maxPendingCallbacks: 64, events: allowed)
+        defer { ok.finish() }
+        #expect(allowed.done.wait(timeout: .now() + 10) == .success)
+        #expect(allowed.connects.map(\.0) == [[127, 0, 0, 1]] && allowed.connects.map(\.1) == [s.port])
+        #expect(allowed.events.last == .complete(.finished(status: 200)))
+
+        let refused = RecordingEvents(allowConnect: false)
+        // A name, resolved by libcurl: the callback sees the loopback address it resolved to.
+        let no = try DynamicMediaFetcher().start(url: "http://localhost:\(s.port)/photo", timeoutSeconds: 10, maxPendingCallbacks: 64, events: refused)
+        defer { no.finish() }
+        #expect(refused.done.wait(timeout: .now() + 10) == .success)
+        #expect(!refused.connects.isEmpty)
+        #expect(refused.connects.allSatisfy { MediaAddressPolicy.classify($0.0) == .loopback && $0.1 == s.port })
+        #expect(refused.events == [.complete(.failed(code: -1004))])
+        #expect(refused.bytes.isEmpty)
     }
 
     /// Only http(s) URLs start; anything else is refused before any callback.
@@ -185,7 +233,8 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         #expect(media.mediaType == .png)
         #expect(media.byteCount == plain.count)
         #expect(try Data(contentsOf: media.fileURL) == Data(plain))
-        #expect(filesIn(dir) == [media.fileURL.lastPathComponent])
+        #expect(filesIn(dir) == [MediaStore.attachmentsDirectoryName])
+        #expect(filesIn(media.fileURL.deletingLastPathComponent()) == [media.fileURL.lastPathComponent])
         let mode = try FileManager.default.attributesOfItem(atPath: media.fileURL.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
     }

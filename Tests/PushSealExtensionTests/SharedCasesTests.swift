@@ -57,13 +57,6 @@ func expectOriginalContent(_ r: ExtensionHost.Result, sourceLocation: SourceLoca
     #expect(r.content?.attachments.isEmpty == true, sourceLocation: sourceLocation)
 }
 
-/// Waits until nothing more is logged, then checks the host took exactly one delivery.
-func expectExactlyOneDelivery(_ logger: CollectingLogger, sourceLocation: SourceLocation = #_sourceLocation) {
-    Thread.sleep(forTimeInterval: 0.02)
-    #expect(logger.count("event=delivered") == 1, sourceLocation: sourceLocation)
-    #expect(logger.count("event=dropped") == 0, sourceLocation: sourceLocation)
-}
-
 /// Every shared case through the real host, the real decrypting service and the real
 /// keychain-backed key provider (the cases' key imported under `k1` in a device keychain the
 /// extension reads as its own identity).
@@ -85,7 +78,7 @@ struct SharedCasesTests {
         case .original:
             expectOriginalContent(r)
             #expect(!r.detail.isEmpty)
-            expectExactlyOneDelivery(device.logger)
+            expectExactlyOneDelivery(device.logger, watch: device.watch)
         case .notInvoked where name == "no-alert":
             #expect(r.content == nil, "a background push shows nothing")
             #expect(device.logger.count("stage=keyLookup") == 0)
@@ -130,7 +123,7 @@ struct SharedCasesTests {
             #expect(shown.map { Array($0.utf8) } == expected, "\(name).\(field)")
         }
         #expect(r.content?.attachments.isEmpty == true)
-        expectExactlyOneDelivery(device.logger)
+        expectExactlyOneDelivery(device.logger, watch: device.watch)
         // Never plaintext in the diagnostics.
         if let body = plain["body"]?.stringValue {
             #expect(!device.logger.lines.joined(separator: "\n").contains(body))
@@ -196,7 +189,7 @@ struct SharedMediaCaseTests {
         let attachment = try #require(r.content?.attachments.first)
         #expect(attachment.type == "public.jpeg")
         #expect(attachment.url.pathExtension == "jpg" || attachment.url.pathExtension == "jpeg")
-        expectExactlyOneDelivery(device.logger)
+        expectExactlyOneDelivery(device.logger, watch: device.watch)
 
         // Without --allow-insecure-loopback the text still arrives, without the image.
         let refused = try device.run(payload, host: device.host(mediaServer: false))

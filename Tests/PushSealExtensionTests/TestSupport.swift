@@ -4,6 +4,8 @@ import Foundation
 import PushSealCrypto
 import PushSealWire
 import PushSealKeychain
+import PushSealSystem
+import Testing
 @testable import PushSealExtension
 
 /// A fresh temporary directory (mode 0700), removed by the caller when done.
@@ -124,4 +126,78 @@ extension CollectingLogger {
 
 extension JSONValue: ExpressibleByStringLiteral {
     public init(stringLiteral value: String) { self = .string(value) }
+}
+
+/// Lets a test wait for the event "no content-handler call can come any more" instead of
+/// sleeping and hoping a late second call would have shown up by then.
+///
+/// ``wrap(_:)`` gives a host factory whose instances forward to the real extension, handing it
+/// a content handler that holds a token. Each token is released once the host, the instance
+/// and everything the instance started have let go of it (didReceive and the expiry call
+/// returned, the instance is gone): from then on no further delivery is possible, so counting
+/// the host's `delivered` and `dropped` lines is final.
+final class DeliveryWatch: Sendable {
+    private let counts = Locked<(made: Int, released: Int)>((0, 0))
+    private let releases = DispatchSemaphore(value: 0)
+
+    /// Released with the last reference to the content handler an instance was given.
+    private final class Token: Sendable {
+        let watch: DeliveryWatch
+        init(_ watch: DeliveryWatch) { self.watch = watch }
+        deinit {
+            watch.counts.withLock { $0.released += 1 }
+            watch.releases.signal()
+        }
+    }
+
+    /// Forwards both calls to `inner`, with a content handler that holds `token`.
+    /// `@unchecked Sendable`: both stored properties are immutable and Sendable.
+    private final class Forwarding: UNNotificationServiceExtension, @unchecked Sendable {
+        let inner: UNNotificationServiceExtension
+        let token: Token
+        init(_ inner: UNNotificationServiceExtension, _ token: Token) {
+            self.inner = inner
+            self.token = token
+        }
+        override func didReceive(_ request: UNNotificationRequest, withContentHandler contentHandler: ContentHandler) {
+            let token = self.token
+            inner.didReceive(request, withContentHandler: ContentHandler(delivery: { d in
+                withExtendedLifetime(token) { contentHandler.sink(d) }
+            }))
+        }
+        override func serviceExtensionTimeWillExpire() { inner.serviceExtensionTimeWillExpire() }
+    }
+
+    /// A factory making `make`'s instances, each watched.
+    func wrap(_ make: @escaping @Sendable (ExtensionContext) -> UNNotificationServiceExtension)
+        -> @Sendable (ExtensionContext) -> UNNotificationServiceExtension {
+        { context in
+            self.counts.withLock { $0.made += 1 }
+            return Forwarding(make(context), Token(self))
+        }
+    }
+
+    /// How many instances the wrapped factory has made.
+    var instanceCount: Int { counts.withLock { $0.made } }
+
+    /// Blocks until every instance made so far has let go of its content handler.
+    /// - Parameter timeoutSeconds: how long to wait at most (a failure, not a verdict: an
+    ///   instance still holding its handler after that is stuck or leaked).
+    /// - Returns: true when all were released, false on timeout.
+    func waitUntilAllReleased(timeoutSeconds: Double = 30) -> Bool {
+        let deadline = DispatchTime.now() + timeoutSeconds
+        while counts.withLock({ $0.released < $0.made }) {
+            if releases.wait(timeout: deadline) == .timedOut { return counts.withLock { $0.released >= $0.made } }
+        }
+        return true
+    }
+}
+
+/// Waits until no content-handler call can come any more (``DeliveryWatch``), then checks the
+/// host took exactly one delivery and dropped none.
+func expectExactlyOneDelivery(_ logger: CollectingLogger, watch: DeliveryWatch, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(watch.instanceCount > 0, "the watch saw no instance: is the host's factory wrapped?", sourceLocation: sourceLocation)
+    #expect(watch.waitUntilAllReleased(), "an extension instance still holds its content handler after 30 s", sourceLocation: sourceLocation)
+    #expect(logger.count("event=delivered") == 1, sourceLocation: sourceLocation)
+    #expect(logger.count("event=dropped") == 0, sourceLocation: sourceLocation)
 }

@@ -1,4 +1,6 @@
 import Foundation
+import PushSealWire
+import PushSealSystem
 @testable import PushSealSender
 import Testing
 
@@ -41,5 +43,62 @@ import Testing
             #expect((o["line"] as? NSNumber)?.intValue == 3)
             #expect((o["error"] as? [String: Any])?["code"] as? String == c.code, "\(c.line ?? "overlong")")
         }
+    }
+
+    /// A provider that records, in order, every `beginBatch()` and every key lookup, and fails
+    /// lookups for `locked` with its own error type.
+    final class RecordingKeys: SealingKeyProvider, @unchecked Sendable {
+        // @unchecked Sendable: `events` is only touched under `lock`.
+        private let lock = PosixLock()
+        private var events: [String] = []
+
+        var recorded: [String] {
+            lock.lock()
+            defer { lock.unlock() }
+            return events
+        }
+
+        func beginBatch() {
+            lock.lock()
+            events.append("begin")
+            lock.unlock()
+        }
+
+        func primaryKey(appID: String, recipient: String) throws -> SealingKey {
+            lock.lock()
+            events.append("seal")
+            lock.unlock()
+            if recipient == "locked" { throw SealingKeyError(.keyStoreLocked, "keyset \(appID)/\(recipient) is locked") }
+            if recipient == "bad/name" { throw SealingKeyError(.invalidName, "recipient must not contain /") }
+            return SealingKey(keyID: "k1", key: Fixture.key)
+        }
+    }
+
+    @Test func theBatchCallsBeginBatchBeforeEachRunOfLines() throws {
+        let keys = RecordingKeys()
+        let batch = BatchSealer(sealer: try NotificationSealer(appID: Fixture.appID, keys: keys, clock: { Fixture.now }), concurrency: 1)
+        let line = Array(#"{"recipient":"alice","notification":{"title":"t"}}"#.utf8)
+        let count = BatchSealer.revalidationLineCount + 3
+        let out = batch.seal((1...count).map { BatchSealer.Line(number: $0, bytes: line) })
+        #expect(out.failureCount == 0)
+        let events = keys.recorded
+        // One begin before the first run of 2,048 seals, one before the remaining 3.
+        #expect(events.filter { $0 == "begin" }.count == 2)
+        #expect(events.first == "begin")
+        #expect(events[BatchSealer.revalidationLineCount + 1] == "begin")
+        #expect(events.filter { $0 == "seal" }.count == count)
+    }
+
+    @Test func aProvidersOwnErrorsAreReportedUnderTheSenderCodes() throws {
+        let batch = BatchSealer(sealer: try NotificationSealer(appID: Fixture.appID, keys: RecordingKeys(), clock: { Fixture.now }), concurrency: 1)
+        for (recipient, code) in [("locked", "keyStoreLocked"), ("bad/name", "invalidOption")] {
+            let (bytes, failed) = batch.sealLine(BatchSealer.Line(number: 1, bytes: Array("{\"recipient\":\"\(recipient)\",\"notification\":{\"title\":\"t\"}}".utf8)))
+            #expect(failed)
+            let o = try Fixture.json(Array(bytes.dropLast()))
+            #expect((o["error"] as? [String: Any])?["code"] as? String == code, "\(recipient)")
+        }
+        // A single seal throws the sender's error too.
+        let sealer = try NotificationSealer(appID: Fixture.appID, keys: RecordingKeys(), clock: { Fixture.now })
+        #expect(throws: SenderError(.keyStoreLocked, "")) { try sealer.seal(OutgoingNotification(title: "t"), for: "locked") }
     }
 }

@@ -1,12 +1,15 @@
 import PushSealTestSupport
 import Foundation
 import PushSealCrypto
+import PushSealWire
+import PushSealKeyProviders
 import PushSealKeychain
 @testable import PushSealKeys
 @testable import PushSealSender
 import Testing
 
-/// The real key provider against a scratch server keychain.
+/// The real key provider (PushSealKeyProviders, injected into the sender) against a scratch
+/// server keychain.
 @Suite struct KeychainSealingKeysTests {
     static let appID = "com.example.app"
 
@@ -38,6 +41,11 @@ import Testing
         } catch let e as SenderError {
             #expect(e.code == code, "got \(e.code): \(e.reason)", sourceLocation: sourceLocation)
             #expect(contains.isEmpty || e.reason.contains(contains), "\(e.reason)", sourceLocation: sourceLocation)
+        } catch let e as any SenderErrorConvertible {
+            // The provider's own errors (SealingKeyError), as the sender and push-seal report them.
+            let m = e.senderError
+            #expect(m.code == code, "got \(m.code): \(m.reason)", sourceLocation: sourceLocation)
+            #expect(contains.isEmpty || m.reason.contains(contains), "\(m.reason)", sourceLocation: sourceLocation)
         } catch {
             Issue.record("expected SenderError \(code), got \(error)", sourceLocation: sourceLocation)
         }
@@ -88,13 +96,13 @@ import Testing
         #expect(text.contains("\"code\":\"keyUnavailable\""))
     }
 
-    @Test func batchWithChunkKeysSeesARevokeAndRotationAtTheNextChunk() throws {
+    @Test func batchSeesARevokeAndRotationAtTheNextChunk() throws {
         let s = try Scratch()
         defer { s.cleanup() }
         let first = try s.store.generate(appID: Self.appID, recipient: "alice")
         let keys = try KeychainSealingKeys(keychainAt: s.dir)
         let sealer = try NotificationSealer(appID: Self.appID, keys: keys)
-        let batch = BatchSealer(sealer: sealer, concurrency: 2, chunkKeys: keys)
+        let batch = BatchSealer(sealer: sealer, concurrency: 2)
         let line = Array("{\"recipient\":\"alice\",\"notification\":{\"title\":\"t\"}}".utf8)
         // More lines than one revalidation run, so seal(_:) splits the call into runs.
         let lines = (1...(BatchSealer.revalidationLineCount + 100)).map { BatchSealer.Line(number: $0, bytes: line) }
@@ -134,14 +142,20 @@ import Testing
     }
 
     @Test func malformedNamesAreBadOptionsBeforeAnyKeychainRead() throws {
-        // No keychain at all: the names are refused by their rules alone.
-        expectSender(.invalidOption, "is not a bundle identifier (1-255 characters of A-Z a-z 0-9 . -)") { try KeychainSealingKeys.checkNames(appID: "bad app") }
-        expectSender(.invalidOption, "must be 1-255 bytes without control characters or /") { try KeychainSealingKeys.checkNames(recipient: "../../etc/passwd") }
-        expectSender(.invalidOption, "without control characters") { try KeychainSealingKeys.checkNames(appID: Self.appID, recipient: "a\u{1}b") }
-        try KeychainSealingKeys.checkNames(appID: Self.appID, recipient: "alice-iphone (2)")
-        // The same rule at the seal, for a batch line's recipient.
         let s = try Scratch()
         defer { s.cleanup() }
+        let keys = try KeychainSealingKeys(keychainAt: s.dir)
+        // The provider names the broken rule; the sender reports it as a bad option.
+        func expectInvalidName(_ appID: String, _ recipient: String, _ contains: String) {
+            #expect(throws: SealingKeyError(.invalidName, "")) { try keys.primaryKey(appID: appID, recipient: recipient) }
+            expectSender(.invalidOption, contains) { try keys.primaryKey(appID: appID, recipient: recipient) }
+        }
+        expectInvalidName("bad app", "alice", "is not a bundle identifier (1-255 characters of A-Z a-z 0-9 . -)")
+        expectInvalidName(Self.appID, "../../etc/passwd", "must be 1-255 bytes without control characters or /")
+        expectInvalidName(Self.appID, "a\u{1}b", "without control characters")
+        // A well-formed name without a keyset is an unknown recipient, not a bad option.
+        expectSender(.unknownRecipient) { try keys.primaryKey(appID: Self.appID, recipient: "alice-iphone (2)") }
+        // The same rule at the seal, for a batch line's recipient.
         try s.store.generate(appID: Self.appID, recipient: "alice")
         let batch = BatchSealer(sealer: try s.sealer(), concurrency: 1)
         let out = batch.seal([BatchSealer.Line(number: 1, bytes: Array("{\"recipient\":\"../x\",\"notification\":{\"title\":\"t\"}}".utf8))])
@@ -166,6 +180,7 @@ import Testing
         let s = try Scratch()
         defer { s.cleanup() }
         expectSender(.keyStoreMissing) { try KeychainSealingKeys(keychainAt: s.root.appendingPathComponent("nope")) }
+        #expect(throws: SealingKeyError(.keyStoreMissing, "")) { try KeychainSealingKeys(keychainAt: s.root.appendingPathComponent("nope")) }
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: s.dir.path)
         expectSender(.keyStoreInsecure) { try KeychainSealingKeys(keychainAt: s.dir) }
     }

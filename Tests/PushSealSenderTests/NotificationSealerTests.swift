@@ -92,8 +92,7 @@ import PushSealWire
                 sawSuccess = true
             } catch let e as SenderError {
                 #expect(e.code == .payloadTooLarge)
-                #expect(e.reason.contains("APNs allows 4096"))
-                let actual = e.reason.split(separator: " ").compactMap { Int($0) }.first ?? 0
+                let actual = try #require(e.payloadByteCount, "a payloadTooLarge error carries the payload's size")
                 #expect(actual > 4096)
                 sawError = true
             }

@@ -291,6 +291,7 @@ import Testing
                         Issue.record("sealed with \(named)")
                     } catch let e as SenderError {
                         #expect(e.code == .clearPartTooLarge, "\(e.reason)")
+                        #expect((e.payloadByteCount ?? 0) > SealOptions.maxPayloadByteCount, "the clear part's size travels in the error")
                         #expect(e.reason.contains(named), "\(e.reason)")
                         #expect(e.reason.contains("before any sealed content, APNs allows 4096"), "\(e.reason)")
                     }

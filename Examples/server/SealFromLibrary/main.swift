@@ -15,6 +15,7 @@ import PushSealJSON
 // 67 unknown recipient or no usable key, 77 insecure keychain permissions, 1 anything else.
 import Foundation
 import PushSealWire
+import PushSealKeyProviders
 import PushSealSender
 
 func fail(_ message: String, hint: String? = nil, code: Int32) -> Never {
@@ -48,15 +49,15 @@ while let option = rest.popFirst() {
 guard let keychainPath else { fail("missing --keychain DIR", hint: usage, code: 64) }
 
 // MARK: 1. Open the server keychain (once per process; the sealer is Sendable and thread-safe).
-// KeychainSealingKeys reads the recipient's keyset at every seal (so a rotation by `push-keys`
+// KeychainSealingKeys (PushSealKeyProviders) reads the recipient's keyset at every seal (so a rotation by `push-keys`
 // in another process is seen at the next seal) and counts the seal against the key's 2^32 limit.
 
 let keys: KeychainSealingKeys
 do {
     keys = try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: keychainPath))
-} catch let e as SenderError where e.code == .keyStoreMissing {
+} catch let e as SealingKeyError where e.code == .keyStoreMissing {
     fail("no keychain at \(keychainPath)", hint: "push-keys generate --keychain \(keychainPath) --app-id \(appID) --recipient \(recipient)", code: 66)
-} catch let e as SenderError where e.code == .keyStoreInsecure {
+} catch let e as SealingKeyError where e.code == .keyStoreInsecure {
     fail(e.reason, hint: "chmod 700 the keychain directory", code: 77)
 } catch {
     fail("cannot open the keychain at \(keychainPath): \(error)", code: 1)

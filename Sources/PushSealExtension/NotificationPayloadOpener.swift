@@ -2,22 +2,6 @@ public import PushSealJSON
 public import PushSealCrypto
 public import PushSealWire
 
-/// Gives the decrypting service the key for a key id, as the extension's own identity would
-/// read it from the keychain (its entitlements, the device lock state).
-///
-/// The service turns a thrown error into a stable reason token (``FallbackReason/key(_:)``):
-/// a `KeychainError` becomes `keychain:<statusName>(<OSStatus>)`, e.g.
-/// `keychain:errSecInteractionNotAllowed(-25308)`; an error conforming to
-/// ``FallbackReasonProviding`` gives its own token; anything else is `keyUnavailable`. The
-/// error's description goes to the detail and the log: it must never contain key bytes.
-public protocol NotificationKeyProvider: Sendable {
-    /// The 32-byte key stored under `keyID`.
-    /// - Parameter keyID: 1–64 characters of `A-Z a-z 0-9 _ -`, from the payload's `key_id`.
-    /// - Returns: the key; the service drops it when done (it wipes itself).
-    /// - Throws: any error whose description explains why (no key bytes in it); see above.
-    func key(for keyID: String) throws -> SecretBytes
-}
-
 /// Opens an APNs payload: the seam where the wire-format codec plugs in. The real one is
 /// ``WireFormatOpener`` (the default); tests may inject another.
 public protocol NotificationPayloadOpener: Sendable {

@@ -5,14 +5,15 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import PushSealCrypto
+public import PushSealWire
 public import PushSealKeychain
 public import PushSealKeys
 
 /// The real key provider: reads the key for a payload's key id from the device keychain as the
 /// extension's identity (its entitlements), through PushSealKeys' ``DeviceKeyring``.
 ///
-/// Failures keep their identity so the fallback reason tells them apart
-/// (``FallbackReason/key(_:)``): `unknownKey`, `keyDestroyed`, `keyDisabled`, `keyExpired`
+/// Failures keep their identity so the fallback reason tells them apart (PushSealExtension's
+/// `FallbackReason.key(_:)`, through ``FallbackReasonProviding``): `unknownKey`, `keyDestroyed`, `keyDisabled`, `keyExpired`
 /// (`KeysError`), and `keychain:errSecInteractionNotAllowed(-25308)` (a `whenUnlocked` keyset
 /// while the device is locked, or any keyset before first unlock),
 /// `keychain:errSecMissingEntitlement(-34018)` (the named access group is not among the
@@ -45,9 +46,4 @@ public struct KeychainKeyProvider: NotificationKeyProvider {
     public func key(for keyID: String) throws -> SecretBytes {
         try keyring.key(for: keyID, appID: appID, now: now())
     }
-}
-
-extension KeysError: FallbackReasonProviding {
-    /// The code's name: `unknownKey`, `keyDestroyed`, `keyDisabled`, `keyExpired`, …
-    public var fallbackReason: String { code.name }
 }

@@ -1,17 +1,19 @@
 public import Foundation
-import PushSealKeychain
+public import PushSealWire
+public import PushSealKeychain
 public import PushSealKeys
 
-/// The real key provider: each recipient's primary key from a server keychain, through
-/// PushSealKeys' ``ServerKeyring``, which also counts every seal against the key's 2^32 limit
-/// (NIST SP 800-38D §8.3, random 96-bit nonces).
+/// The real sealing key provider: each recipient's primary key from a server key store (any
+/// ``ServerKeyStore``; a server keychain by default), through PushSealKeys' ``ServerKeyring``,
+/// which also counts every seal against the key's 2^32 limit (NIST SP 800-38D §8.3, random
+/// 96-bit nonces).
 ///
 /// The keyring caches each recipient's primary key: every seal checks the keyset item's change
 /// token (two `lstat` calls) and re-reads the item when it changed, so a rotation or revocation
 /// made by `push-keys` in another process is seen at the next seal. The item is also re-read at
 /// the start of each block of reserved seals, and at least every second (see ``ServerKeyring``).
-/// In a batch (``BatchSealer`` calls ``beginBatchChunk()`` before each chunk of at most 2,048
-/// lines), the token is checked once per recipient per chunk instead of at every seal.
+/// In a batch (PushSealSender's `BatchSealer` calls ``beginBatch()`` before each chunk of at most
+/// 2,048 lines), the token is checked once per recipient per chunk instead of at every seal.
 /// Sendable: the keyring guards its own state.
 public struct KeychainSealingKeys: SealingKeyProvider {
     /// The keyring the keys come from.
@@ -22,46 +24,34 @@ public struct KeychainSealingKeys: SealingKeyProvider {
         self.keyring = keyring
     }
 
+    /// Seals from `store` (a file keychain's ``KeyStore``, or another ``ServerKeyStore``).
+    public init(store: any ServerKeyStore) {
+        self.keyring = ServerKeyring(store: store)
+    }
+
     /// Opens the server keychain directory at `url` (mode 0700, owned by the caller).
     /// - Parameter url: the keychain directory (`push-keys generate --keychain DIR` makes one).
-    /// - Throws: `SenderError` `.keyStoreMissing` (no such directory or not a keychain),
+    /// - Throws: ``SealingKeyError`` `.keyStoreMissing` (no such directory or not a keychain),
     ///   `.keyStoreInsecure` (group- or world-accessible, or owned by another user),
     ///   `.keyStoreUnreadable` (damaged, I/O error).
     public init(keychainAt url: URL) throws {
         do {
             keyring = try ServerKeyring(keychainAt: url)
         } catch {
-            throw Self.senderError(error, appID: nil, recipient: nil)
+            throw Self.sealingKeyError(error, appID: nil, recipient: nil)
         }
     }
 
     /// Starts a batch chunk: until the next call, each recipient's change token is checked at its
-    /// first seal only (``ServerKeyring/beginBatchChunk()``). ``BatchSealer`` calls it before each
-    /// chunk of at most ``BatchSealer/revalidationLineCount`` (2,048) lines.
-    public func beginBatchChunk() {
+    /// first seal only (``ServerKeyring/beginBatchChunk()``). PushSealSender's `BatchSealer`
+    /// calls it before each chunk of at most 2,048 lines.
+    public func beginBatch() {
         keyring.beginBatchChunk()
     }
 
-    /// Checks an app id and a recipient by the keychain's naming rules (PushSealKeys' `KeyID`:
-    /// an app id is 1-255 characters of `A-Z a-z 0-9 . -`, a recipient 1-255 bytes without
-    /// control characters or `/`), without reading the keychain: a name that breaks them can
-    /// never have a keyset.
-    /// - Parameters:
-    ///   - appID: the app id to check, or `nil`.
-    ///   - recipient: the recipient to check, or `nil`.
-    /// - Throws: `SenderError` `.invalidOption` naming the rule.
-    public static func checkNames(appID: String? = nil, recipient: String? = nil) throws {
-        do {
-            if let appID { try KeyID.validateAppID(appID) }
-            if let recipient { try KeyID.validateRecipient(recipient) }
-        } catch {
-            throw senderError(error, appID: appID, recipient: recipient)
-        }
-    }
-
     /// The primary key of (`appID`, `recipient`), counting one seal.
-    /// - Throws: `SenderError` `.invalidOption` (an app id or recipient that breaks the naming
-    ///   rules, see ``checkNames(appID:recipient:)``), `.unknownRecipient` (no keyset),
+    /// - Throws: ``SealingKeyError`` `.invalidName` (an app id or recipient that breaks the naming
+    ///   rules of ``KeyID``), `.unknownRecipient` (no keyset),
     ///   `.keyUnavailable` (the primary key was disabled or destroyed: no key seals),
     ///   `.sealLimitReached` (2^32 seals: rotate), `.keyStoreLocked` (errSecInteractionNotAllowed:
     ///   the keychain's device state does not allow reading the keyset), `.keyStoreMissing`,
@@ -71,39 +61,39 @@ public struct KeychainSealingKeys: SealingKeyProvider {
             let (keyID, key) = try keyring.primaryKeyForSealing(appID: appID, recipient: recipient)
             return SealingKey(keyID: keyID, key: key)
         } catch {
-            throw Self.senderError(error, appID: appID, recipient: recipient, keyring: keyring)
+            throw Self.sealingKeyError(error, appID: appID, recipient: recipient, keyring: keyring)
         }
     }
 
-    /// Maps the key store's errors onto the sender's codes (reasons never hold key bytes).
-    static func senderError(_ error: any Error, appID: String?, recipient: String?, keyring: ServerKeyring? = nil) -> SenderError {
+    /// Maps the key store's errors onto the provider codes (reasons never hold key bytes).
+    static func sealingKeyError(_ error: any Error, appID: String?, recipient: String?, keyring: ServerKeyring? = nil) -> SealingKeyError {
         let who = "\(appID ?? "?")/\(recipient ?? "?")"
-        if let e = error as? SenderError { return e }
+        if let e = error as? SealingKeyError { return e }
         if let e = error as? KeysError {
             switch e.code {
             case .unknownKeyset:
-                return SenderError(.unknownRecipient, "no keyset for recipient \(recipient ?? "?") of app \(appID ?? "?") in the keychain")
+                return SealingKeyError(.unknownRecipient, "no keyset for recipient \(recipient ?? "?") of app \(appID ?? "?") in the keychain")
             case .invalidName:
-                return SenderError(.invalidOption, e.reason)
+                return SealingKeyError(.invalidName, e.reason)
             case .noPrimaryKey, .keyDisabled, .keyDestroyed:
-                return SenderError(.keyUnavailable, "keyset \(who) has no primary key: \(lastPrimaryState(keyring, appID, recipient))")
+                return SealingKeyError(.keyUnavailable, "keyset \(who) has no primary key: \(lastPrimaryState(keyring, appID, recipient))")
             case .sealLimitReached:
-                return SenderError(.sealLimitReached, e.reason)
+                return SealingKeyError(.sealLimitReached, e.reason)
             default:
-                return SenderError(.keyStoreUnreadable, "keyset \(who): \(e.reason)")
+                return SealingKeyError(.keyStoreUnreadable, "keyset \(who): \(e.reason)")
             }
         }
         if let e = error as? KeychainError {
             switch e.code {
-            case .keychainMissing: return SenderError(.keyStoreMissing, e.description, suggestion: e.suggestion)
-            case .insecurePermissions: return SenderError(.keyStoreInsecure, e.description, suggestion: e.suggestion)
+            case .keychainMissing: return SealingKeyError(.keyStoreMissing, e.description, suggestion: e.suggestion)
+            case .insecurePermissions: return SealingKeyError(.keyStoreInsecure, e.description, suggestion: e.suggestion)
             case .interactionNotAllowed:
-                return SenderError(.keyStoreLocked, "keyset \(who) cannot be read in the keychain's device state: \(e.description)",
+                return SealingKeyError(.keyStoreLocked, "keyset \(who) cannot be read in the keychain's device state: \(e.description)",
                                    suggestion: e.suggestion)
-            default: return SenderError(.keyStoreUnreadable, e.description, suggestion: e.suggestion)
+            default: return SealingKeyError(.keyStoreUnreadable, e.description, suggestion: e.suggestion)
             }
         }
-        return SenderError(.keyStoreUnreadable, "the key store failed: \(error)")
+        return SealingKeyError(.keyStoreUnreadable, "the key store failed: \(error)")
     }
 
     /// What became of the keyset's last primary key ("its primary key k was disabled (revoked)", …).

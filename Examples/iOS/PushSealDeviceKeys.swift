@@ -1,0 +1,573 @@
+// PushSeal device keys on a real iPhone: the keychain layout of docs/keychain.md ("Device key
+// items (v1 and v2)"), read by the Notification Service Extension and written by the app.
+// Compile this file into BOTH targets (the app and the extension): the extension only reads
+// (`PushSealDeviceKeys.lookup`, `pinnedSenderKeyIDs`), the app makes, rotates, pins, imports
+// and lists. Apple frameworks only (CryptoKit, Security). It cannot be compiled on Linux;
+// Tests/PushSealWireTests/IOSExampleDriftTests.swift compares its service names, labels,
+// accessibility, record offsets, kinds and status codes with docs/keychain.md.
+//
+// The v2 provisioning story: the app makes its own X25519 key pair here, keeps the private key
+// in the keychain access group it shares with its extension, and registers only the public key
+// (PushSealRegistration.swift). No secret is ever sent to the phone for version 2.
+import CryptoKit
+import Foundation
+import Security
+
+/// The byte layout of a key item's `kSecValueData` (docs/keychain.md): 59 bytes, integers
+/// big-endian.
+enum PushSealKeyLayout {
+    /// Length of a key record: 1 + 1 + 1 + 8 + 8 + 8 + 32 bytes.
+    static let recordByteCount = 59
+    /// Value of the first byte.
+    static let layoutVersion: UInt8 = 1
+    static let layoutVersionOffset = 0
+    static let kindOffset = 1
+    static let statusOffset = 2
+    static let createdAtOffset = 3
+    static let retiredAtOffset = 11
+    static let notAfterOffset = 19
+    static let keyBytesOffset = 27
+    static let keyByteCount = 32
+    /// `retiredAt` / `notAfter` when not set.
+    static let noTime: Int64 = -1
+    /// Grace window of a retired key: 30 days, in seconds (APNs may hold a message for weeks).
+    static let graceSeconds: Int64 = 30 * 24 * 60 * 60
+}
+
+/// What a key item holds (byte 1 of the record); each kind has its own service and label.
+enum PushSealKeyKind: UInt8, Sendable, CaseIterable {
+    /// A version 1 AES-256-GCM key, provisioned by the server (`pushseal-key-record`).
+    case v1Key = 1
+    /// A version 2 X25519 private key, made on this device.
+    case v2DeviceKey = 2
+    /// A pinned X25519 sender public key (`pushseal-sender-key` record).
+    case senderKey = 3
+
+    /// `kSecAttrService` without the app id; the item's service is this followed by the app id.
+    var servicePrefix: String {
+        switch self {
+        case .v1Key, .v2DeviceKey: return "pushseal.key:"
+        case .senderKey: return "pushseal.sender:"
+        }
+    }
+
+    /// `kSecAttrLabel` (shown in keychain tools; not part of the item's identity).
+    var label: String {
+        switch self {
+        case .v1Key: return "PushSeal v1 key"
+        case .v2DeviceKey: return "PushSeal v2 key"
+        case .senderKey: return "PushSeal sender key"
+        }
+    }
+
+    /// `kSecAttrService` for `appID`, e.g. `pushseal.key:com.example.app`.
+    func service(appID: String) -> String { servicePrefix + appID }
+}
+
+/// A key's lifecycle state (byte 2 of the record). A destroyed key has no item at all.
+enum PushSealKeyStatus: UInt8, Sendable, Comparable {
+    case pending = 1
+    case primary = 2
+    case decryptOnly = 3
+    case disabled = 4
+
+    /// The spelling of `pushseal-key-record` (docs/keys.md) and of `list`.
+    var name: String {
+        switch self {
+        case .pending: return "pending"
+        case .primary: return "primary"
+        case .decryptOnly: return "decryptOnly"
+        case .disabled: return "disabled"
+        }
+    }
+
+    init?(name: String) {
+        switch name {
+        case "pending": self = .pending
+        case "primary": self = .primary
+        case "decryptOnly": self = .decryptOnly
+        case "disabled": self = .disabled
+        default: return nil
+        }
+    }
+
+    static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// One key record (`kSecValueData` of a key item), docs/keychain.md.
+struct PushSealKeyRecord {
+    var kind: PushSealKeyKind
+    var status: PushSealKeyStatus
+    /// Unix seconds (UTC).
+    var createdAt: Int64
+    /// Unix seconds; -1 = not retired. Set when a key becomes decryptOnly or disabled.
+    var retiredAt: Int64
+    /// Unix seconds; -1 = none. End of a decryptOnly key's grace window.
+    var notAfter: Int64
+    /// 32 bytes: the AES key (kind 1), the X25519 private key (kind 2), the sender's public key (kind 3).
+    var keyBytes: Data
+
+    init(kind: PushSealKeyKind, status: PushSealKeyStatus, createdAt: Int64,
+         retiredAt: Int64 = PushSealKeyLayout.noTime, notAfter: Int64 = PushSealKeyLayout.noTime, keyBytes: Data) {
+        (self.kind, self.status, self.createdAt, self.retiredAt, self.notAfter, self.keyBytes)
+            = (kind, status, createdAt, retiredAt, notAfter, keyBytes)
+    }
+
+    /// Decodes 59 bytes; `nil` for another length, layout version, kind or status (damaged:
+    /// the reader shows the original content, `keys:corruptKey`, and never guesses).
+    init?(decoding data: Data) {
+        let bytes = [UInt8](data)
+        guard bytes.count == PushSealKeyLayout.recordByteCount,
+              bytes[PushSealKeyLayout.layoutVersionOffset] == PushSealKeyLayout.layoutVersion,
+              let kind = PushSealKeyKind(rawValue: bytes[PushSealKeyLayout.kindOffset]),
+              let status = PushSealKeyStatus(rawValue: bytes[PushSealKeyLayout.statusOffset]) else { return nil }
+        func int64(at offset: Int) -> Int64 {
+            bytes[offset..<offset + 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }.toInt64
+        }
+        self.init(kind: kind, status: status,
+                  createdAt: int64(at: PushSealKeyLayout.createdAtOffset),
+                  retiredAt: int64(at: PushSealKeyLayout.retiredAtOffset),
+                  notAfter: int64(at: PushSealKeyLayout.notAfterOffset),
+                  keyBytes: Data(bytes[PushSealKeyLayout.keyBytesOffset..<PushSealKeyLayout.keyBytesOffset + PushSealKeyLayout.keyByteCount]))
+    }
+
+    /// The 59 bytes (big-endian integers). Holds key bytes: do not log it.
+    func encoded() -> Data {
+        var out = [UInt8](repeating: 0, count: PushSealKeyLayout.recordByteCount)
+        out[PushSealKeyLayout.layoutVersionOffset] = PushSealKeyLayout.layoutVersion
+        out[PushSealKeyLayout.kindOffset] = kind.rawValue
+        out[PushSealKeyLayout.statusOffset] = status.rawValue
+        for (offset, value) in [(PushSealKeyLayout.createdAtOffset, createdAt),
+                                (PushSealKeyLayout.retiredAtOffset, retiredAt),
+                                (PushSealKeyLayout.notAfterOffset, notAfter)] {
+            let bits = UInt64(bitPattern: value)
+            for i in 0..<8 { out[offset + i] = UInt8(truncatingIfNeeded: bits >> (56 - 8 * UInt64(i))) }
+        }
+        let key = [UInt8](keyBytes.prefix(PushSealKeyLayout.keyByteCount))
+        out.replaceSubrange(PushSealKeyLayout.keyBytesOffset..<PushSealKeyLayout.keyBytesOffset + key.count, with: key)
+        let data = Data(out)
+        for i in out.indices { out[i] = 0 }  // best effort: Swift may have copied the array
+        return data
+    }
+
+    /// The reader rules of docs/keychain.md before opening: `nil` when the key may open at
+    /// `now` (Unix seconds), else the fallback code. A decryptOnly key without `notAfter` (-1)
+    /// has no end, as in the emulation's DeviceKeyring.
+    func refusal(now: Int64) -> String? {
+        switch status {
+        case .pending, .primary: return nil
+        case .decryptOnly: return notAfter == PushSealKeyLayout.noTime || now < notAfter ? nil : "keys:keyExpired"
+        case .disabled: return "keys:keyDisabled"
+        }
+    }
+
+    /// The reader rule after opening: a decryptOnly or disabled key with `retiredAt` ≥ 0 refuses
+    /// a message whose sealed `iat` is later than `retiredAt` (`keys:keyRetired`).
+    func refusal(iat: Int64?) -> String? {
+        guard status == .decryptOnly || status == .disabled, retiredAt >= 0, let iat, iat > retiredAt else { return nil }
+        return "keys:keyRetired"
+    }
+}
+
+extension UInt64 {
+    fileprivate var toInt64: Int64 { Int64(bitPattern: self) }
+}
+
+/// The key items of one app in the shared keychain access group.
+enum PushSealDeviceKeys {
+    /// Info.plist key of both targets: the keychain access group they share (the app's first
+    /// `keychain-access-groups` entry, e.g. `TEAMID.com.example.app.pushseal`).
+    static let accessGroupInfoKey = "PushSealKeychainAccessGroup"
+
+    /// Why an app-side operation failed. `code` is stable; no key bytes are ever included.
+    struct Failure: Error, CustomStringConvertible {
+        let code: String
+        let status: OSStatus?
+        init(_ code: String, status: OSStatus? = nil) { (self.code, self.status) = (code, status) }
+        var description: String { status.map { "\(code) (OSStatus \($0))" } ?? code }
+    }
+
+    /// The result of reading one key item (extension side).
+    enum Lookup {
+        case found(PushSealKeyRecord)
+        /// No item under this service and account.
+        case notFound
+        /// An item of another kind under this service and account (v1 and v2 device keys share
+        /// a service): a v1 payload looks only at kind 1, a v2 payload only at kind 2.
+        case otherKind
+        /// The item exists but its record breaks the layout (`keys:corruptKey`).
+        case damaged
+        /// SecItemCopyMatching failed: -25308 locked with a WhenUnlocked item, -34018 missing
+        /// entitlement, …
+        case failed(OSStatus)
+    }
+
+    static func accessGroup() -> String? {
+        Bundle.main.object(forInfoDictionaryKey: accessGroupInfoKey) as? String
+    }
+
+    private static func baseQuery(kind: PushSealKeyKind, appID: String, account: String?) -> [String: Any]? {
+        guard let group = accessGroup() else { return nil }
+        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
+                                    kSecAttrService as String: kind.service(appID: appID),
+                                    kSecAttrAccessGroup as String: group]
+        if let account { query[kSecAttrAccount as String] = account }
+        return query
+    }
+
+    // MARK: Reading (extension and app)
+
+    /// Reads the item of `kind` under `keyID` (the account). The account must equal the
+    /// payload's key id: no other key is ever tried.
+    static func lookup(_ kind: PushSealKeyKind, keyID: String, appID: String) -> Lookup {
+        guard var query = baseQuery(kind: kind, appID: appID, account: keyID) else { return .failed(errSecMissingEntitlement) }
+        query[kSecReturnData as String] = true
+        query[kSecMatchLimit as String] = kSecMatchLimitOne
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        if status == errSecItemNotFound { return .notFound }
+        guard status == errSecSuccess else { return .failed(status) }
+        guard let data = result as? Data, let record = PushSealKeyRecord(decoding: data) else { return .damaged }
+        return record.kind == kind ? .found(record) : .otherKind
+    }
+
+    /// The accounts (key ids) of every item of `kind` for `appID`, attributes only (works in
+    /// any lock state). Pinned sender keys: `pinnedSenderKeyIDs`.
+    static func keyIDs(_ kind: PushSealKeyKind, appID: String) -> Result<[String], Failure> {
+        guard var query = baseQuery(kind: kind, appID: appID, account: nil) else { return .failure(Failure("notConfigured")) }
+        query[kSecReturnAttributes as String] = true
+        query[kSecMatchLimit as String] = kSecMatchLimitAll
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        if status == errSecItemNotFound { return .success([]) }
+        guard status == errSecSuccess, let items = result as? [[String: Any]] else {
+            return .failure(Failure("keychain", status: status))
+        }
+        return .success(items.compactMap { $0[kSecAttrAccount as String] as? String }.sorted())
+    }
+
+    /// The sender key ids pinned for `appID` (kind 3 items, whatever their status): a non-empty
+    /// list turns on the downgrade check of FORMAT.md §V.7 step 2.
+    static func pinnedSenderKeyIDs(appID: String) -> Result<[String], Failure> {
+        keyIDs(.senderKey, appID: appID)
+    }
+
+    // MARK: Writing (app)
+
+    /// Adds the item, or replaces its data and label when it exists. New items get
+    /// `kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`: readable while the phone is locked
+    /// (when most notifications arrive), never in a backup or on another device.
+    static func store(_ record: PushSealKeyRecord, keyID: String, appID: String) throws {
+        guard PushSealWire.isValidKeyID(keyID), PushSealWire.isValidAppID(appID) else { throw Failure("invalidName") }
+        guard record.keyBytes.count == PushSealKeyLayout.keyByteCount else { throw Failure("invalidKey") }
+        guard var query = baseQuery(kind: record.kind, appID: appID, account: keyID) else { throw Failure("notConfigured") }
+        // v1 and v2 device keys share a service: never overwrite a key of the other kind.
+        if case .otherKind = lookup(record.kind, keyID: keyID, appID: appID) { throw Failure("duplicateKeyID") }
+        let data = record.encoded()
+        let update: [String: Any] = [kSecValueData as String: data, kSecAttrLabel as String: record.kind.label]
+        var status = SecItemUpdate(query as CFDictionary, update as CFDictionary)
+        if status == errSecItemNotFound {
+            query[kSecValueData as String] = data
+            query[kSecAttrLabel as String] = record.kind.label
+            query[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+            status = SecItemAdd(query as CFDictionary, nil)
+        }
+        guard status == errSecSuccess else { throw Failure("keychain", status: status) }
+    }
+
+    /// Deletes the item (a destroyed key: its item no longer exists).
+    static func delete(_ kind: PushSealKeyKind, keyID: String, appID: String) throws {
+        guard let query = baseQuery(kind: kind, appID: appID, account: keyID) else { throw Failure("notConfigured") }
+        let status = SecItemDelete(query as CFDictionary)
+        guard status == errSecSuccess || status == errSecItemNotFound else { throw Failure("keychain", status: status) }
+    }
+
+    /// Reads a record the app is about to change; a missing item is `nil`, anything else throws.
+    private static func existing(_ kind: PushSealKeyKind, keyID: String, appID: String) throws -> PushSealKeyRecord? {
+        switch lookup(kind, keyID: keyID, appID: appID) {
+        case .found(let record): return record
+        case .notFound: return nil
+        case .otherKind: throw Failure("duplicateKeyID")  // never overwrite a key of another kind
+        case .damaged: throw Failure("corruptKey")
+        case .failed(let status): throw Failure("keychain", status: status)
+        }
+    }
+
+    private static func records(_ kind: PushSealKeyKind, appID: String) throws -> [(keyID: String, record: PushSealKeyRecord)] {
+        try keyIDs(kind, appID: appID).get().compactMap { keyID in
+            switch lookup(kind, keyID: keyID, appID: appID) {
+            case .found(let record): return (keyID, record)
+            case .notFound, .otherKind: return nil  // gone meanwhile, or the other version's key
+            case .damaged: throw Failure("corruptKey")
+            case .failed(let status): throw Failure("keychain", status: status)
+            }
+        }
+    }
+
+    static func unixNow() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    // MARK: Version 2 device keys (FORMAT.md §V.5, §V.6)
+
+    /// The registration record of FORMAT.md §V.6, what the app uploads with its APNs device token.
+    struct RegistrationRecord: Codable, Sendable {
+        var format = "pushseal-device-key"
+        var version = 2
+        var appId: String
+        var keyId: String
+        /// Standard padded base64 of the 32-byte X25519 public key.
+        var publicKey: String
+        /// Unix seconds (UTC).
+        var createdAt: Int64
+
+        /// Compact JSON, members sorted (readers ignore order), e.g.
+        /// `{"appId":"com.example.app","createdAt":1796000000,"format":"pushseal-device-key",…}`.
+        func json() throws -> Data {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            return try encoder.encode(self)
+        }
+    }
+
+    /// Makes a new X25519 key pair and stores its private key (kind 2): `primary` when the app
+    /// has no usable v2 key yet, else `pending` until `promote(keyID:appID:now:)` after the new
+    /// record was registered (so the old key keeps opening until the server has the new one).
+    /// - Returns: the registration record (no secret in it).
+    /// - Throws: `Failure` `invalidName`, `notConfigured`, `corruptKey`, `keychain` (OSStatus).
+    static func makeDeviceKey(appID: String, now: Int64 = unixNow()) throws -> RegistrationRecord {
+        guard PushSealWire.isValidAppID(appID) else { throw Failure("invalidAppID") }
+        let privateKey = Curve25519.KeyAgreement.PrivateKey()
+        let publicKey = privateKey.publicKey.rawRepresentation
+        let keyID = PushSealWire.keyID(forPublicKey: publicKey)
+        let hasUsable = try records(.v2DeviceKey, appID: appID).contains { $0.record.status <= .primary }
+        var secret = privateKey.rawRepresentation
+        defer { secret.resetBytes(in: 0..<secret.count) }  // best effort: CryptoKit keeps its own copy
+        try store(PushSealKeyRecord(kind: .v2DeviceKey, status: hasUsable ? .pending : .primary, createdAt: now, keyBytes: secret),
+                  keyID: keyID, appID: appID)
+        return RegistrationRecord(appId: appID, keyId: keyID, publicKey: PushSealWire.encodeBase64(publicKey), createdAt: now)
+    }
+
+    /// The registration record of a key the app holds (to upload it again).
+    static func registrationRecord(keyID: String, appID: String) throws -> RegistrationRecord {
+        guard let record = try existing(.v2DeviceKey, keyID: keyID, appID: appID) else { throw Failure("unknownKeyID") }
+        let privateKey = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: record.keyBytes)
+        return RegistrationRecord(appId: appID, keyId: keyID, publicKey: PushSealWire.encodeBase64(privateKey.publicKey.rawRepresentation),
+                                  createdAt: record.createdAt)
+    }
+
+    /// Makes `keyID` the primary v2 key; every other pending or primary v2 key becomes
+    /// `decryptOnly` with `retiredAt = now` and `notAfter = now + grace` (30 days by default).
+    /// Call it once the server has accepted the new registration record.
+    static func promote(keyID: String, appID: String, now: Int64 = unixNow(), graceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws {
+        guard var new = try existing(.v2DeviceKey, keyID: keyID, appID: appID) else { throw Failure("unknownKeyID") }
+        guard new.status <= .primary else { throw Failure("invalidState") }  // never resurrect a retired key
+        for (otherID, var other) in try records(.v2DeviceKey, appID: appID) where otherID != keyID && other.status <= .primary {
+            other.status = .decryptOnly
+            other.retiredAt = now
+            other.notAfter = now + graceSeconds
+            try store(other, keyID: otherID, appID: appID)
+        }
+        new.status = .primary
+        try store(new, keyID: keyID, appID: appID)
+    }
+
+    /// Rotation on the device: a new pair (pending while an older key is primary) and its new
+    /// record; the caller registers it, then calls `promote`. Older private keys stay
+    /// decryptOnly for the grace window and are deleted by `prune` after it.
+    static func rotate(appID: String, now: Int64 = unixNow()) throws -> RegistrationRecord {
+        try makeDeviceKey(appID: appID, now: now)
+    }
+
+    /// Deletes v1 and v2 key items whose grace window is over: decryptOnly or disabled with
+    /// `notAfter` ≤ now, and disabled keys without `notAfter` retired more than a grace ago.
+    /// - Returns: the key ids deleted.
+    static func prune(appID: String, now: Int64 = unixNow(), graceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws -> [String] {
+        var pruned: [String] = []
+        for kind in [PushSealKeyKind.v1Key, .v2DeviceKey] {
+            for (keyID, record) in try records(kind, appID: appID) where record.status >= .decryptOnly {
+                let end = record.notAfter != PushSealKeyLayout.noTime ? record.notAfter
+                    : record.retiredAt != PushSealKeyLayout.noTime ? record.retiredAt + graceSeconds : Int64.max
+                guard end <= now else { continue }
+                try delete(kind, keyID: keyID, appID: appID)
+                pruned.append(keyID)
+            }
+        }
+        return pruned
+    }
+
+    // MARK: Pinned sender keys (FORMAT.md §V.6, §V.7 step 2)
+
+    /// The sender key record the server publishes.
+    struct SenderKeyRecord: Codable, Sendable {
+        var format: String
+        var version: Int
+        var appId: String
+        var senderKeyId: String
+        var publicKey: String
+    }
+
+    /// Pins a sender public key (kind 3, status primary) from a `pushseal-sender-key` record.
+    /// Several may be pinned at once (sender key rotation: pin the new one before the server
+    /// switches). Refuses another app id, a bad key id, a key that is not 32 bytes, and a
+    /// low-order point (X25519 with any private key gives all zero: RFC 9180 §7.1.4).
+    /// - Returns: the sender key id.
+    /// - Throws: `Failure` `malformedRecord`, `wrongAppID`, `invalidKeyID`, `invalidKey`,
+    ///   `lowOrderPoint`, `duplicateKeyID` (same id, other bytes), `keychain`.
+    static func pinSender(recordJSON: Data, appID: String, now: Int64 = unixNow()) throws -> String {
+        guard let record = try? JSONDecoder().decode(SenderKeyRecord.self, from: recordJSON),
+              record.format == "pushseal-sender-key", record.version == 2 else { throw Failure("malformedRecord") }
+        guard record.appId == appID else { throw Failure("wrongAppID") }
+        guard PushSealWire.isValidKeyID(record.senderKeyId) else { throw Failure("invalidKeyID") }
+        guard let publicKey = PushSealWire.decodeBase64(record.publicKey), publicKey.count == PushSealWire.keyByteCount,
+              let point = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: publicKey) else { throw Failure("invalidKey") }
+        // A fresh scalar times a low-order point is the neutral element: all-zero output (or a
+        // thrown error, which CryptoKit may give for it instead).
+        guard let probe = try? Curve25519.KeyAgreement.PrivateKey().sharedSecretFromKeyAgreement(with: point),
+              !PushSealWire.isAllZero(probe) else { throw Failure("lowOrderPoint") }
+        if let pinned = try existing(.senderKey, keyID: record.senderKeyId, appID: appID) {
+            guard pinned.keyBytes == publicKey else { throw Failure("duplicateKeyID") }
+            return record.senderKeyId  // already pinned; a status only moves forward
+        }
+        try store(PushSealKeyRecord(kind: .senderKey, status: .primary, createdAt: now, keyBytes: publicKey),
+                  keyID: record.senderKeyId, appID: appID)
+        return record.senderKeyId
+    }
+
+    // MARK: Version 1 keys from the server (docs/keys.md "Provisioning")
+
+    /// A `pushseal-key-record`, version 1 (docs/keys.md; Sources/PushSealKeys/KeyRecord.swift).
+    struct V1KeyRecord: Decodable {
+        struct Entry: Decodable {
+            var keyId: String
+            var status: String
+            var createdAt: Int64
+            var retiredAt: Int64?
+            var notAfter: Int64?
+            /// Standard base64 of 32 bytes; absent for disabled and destroyed keys.
+            var key: String?
+        }
+        var format: String
+        var version: Int
+        var appId: String
+        var recipient: String
+        var keys: [Entry]
+    }
+
+    /// Imports a version 1 key record (received over the app's own authenticated API) into
+    /// the layout: one kind 1 item per key. All-or-nothing validation first; then per key:
+    /// new ids are added, known ones only move forward (pending → primary → decryptOnly →
+    /// disabled), `destroyed` deletes the item, the same id with other bytes is refused.
+    /// A disabled key's bytes are replaced by zeros (it never opens again).
+    /// The JSON text holds key bytes: the caller wipes `recordJSON` after the call (best effort).
+    /// - Returns: the key ids written or deleted.
+    /// - Throws: `Failure` `malformedRecord`, `wrongAppID`, `invalidKeyID`, `invalidKey`,
+    ///   `duplicateKeyID`, `corruptKey`, `keychain`.
+    static func importV1(recordJSON: Data, appID: String) throws -> [String] {
+        guard let record = try? JSONDecoder().decode(V1KeyRecord.self, from: recordJSON),
+              record.format == "pushseal-key-record", record.version == 1 else { throw Failure("malformedRecord") }
+        guard record.appId == appID else { throw Failure("wrongAppID") }
+        var planned: [(keyID: String, record: PushSealKeyRecord?)] = []
+        for entry in record.keys {
+            guard PushSealWire.isValidKeyID(entry.keyId) else { throw Failure("invalidKeyID") }
+            if entry.status == "destroyed" { planned.append((entry.keyId, nil)); continue }
+            guard let status = PushSealKeyStatus(name: entry.status) else { throw Failure("malformedRecord") }
+            var bytes = Data(count: PushSealKeyLayout.keyByteCount)
+            if status != .disabled {
+                guard let text = entry.key, let key = PushSealWire.decodeBase64(text), key.count == PushSealKeyLayout.keyByteCount
+                else { throw Failure("invalidKey") }
+                bytes = key
+            }
+            var new = PushSealKeyRecord(kind: .v1Key, status: status, createdAt: entry.createdAt,
+                                        retiredAt: entry.retiredAt ?? PushSealKeyLayout.noTime,
+                                        notAfter: entry.notAfter ?? PushSealKeyLayout.noTime, keyBytes: bytes)
+            if let held = try existing(.v1Key, keyID: entry.keyId, appID: appID) {
+                if status != .disabled, held.status != .disabled, held.keyBytes != bytes { throw Failure("duplicateKeyID") }
+                if held.status >= status { new = held }  // only forward
+                else if status == .disabled { new.keyBytes = Data(count: PushSealKeyLayout.keyByteCount) }
+            }
+            planned.append((entry.keyId, new))
+        }
+        for (keyID, new) in planned {
+            if let new { try store(new, keyID: keyID, appID: appID) } else { try delete(.v1Key, keyID: keyID, appID: appID) }
+        }
+        return planned.map(\.keyID)
+    }
+
+    // MARK: Revocation (security review F4)
+
+    /// A revocation record: the listed key ids (device keys of kind 1 or 2, or pinned sender
+    /// keys) become `disabled`, retired at `revokedAt`. Provisional format, see README.md:
+    /// `{"format":"pushseal-revocation","version":1,"appId":"…","keyIds":["…"],"revokedAt":1796000000}`.
+    struct RevocationRecord: Codable, Sendable {
+        var format: String
+        var version: Int
+        var appId: String
+        var keyIds: [String]
+        /// Unix seconds (UTC).
+        var revokedAt: Int64
+    }
+
+    /// Imports a revocation record (from the app's own authenticated API; a forged one can only
+    /// make notifications fall back, never open one). Every matching item becomes `disabled`
+    /// with `retiredAt` = the earlier of its own and `revokedAt`; device key bytes are zeroed.
+    /// Unknown ids are skipped (the key may have been pruned).
+    /// - Returns: the key ids disabled.
+    static func importRevocation(recordJSON: Data, appID: String) throws -> [String] {
+        guard let record = try? JSONDecoder().decode(RevocationRecord.self, from: recordJSON),
+              record.format == "pushseal-revocation", record.version == 1 else { throw Failure("malformedRecord") }
+        guard record.appId == appID else { throw Failure("wrongAppID") }
+        guard record.keyIds.allSatisfy(PushSealWire.isValidKeyID) else { throw Failure("invalidKeyID") }
+        var disabled: [String] = []
+        for keyID in record.keyIds {
+            for kind in PushSealKeyKind.allCases {
+                var held: PushSealKeyRecord
+                switch lookup(kind, keyID: keyID, appID: appID) {
+                case .found(let record): held = record
+                case .notFound, .otherKind: continue  // pruned, or found under its own kind
+                case .damaged: throw Failure("corruptKey")
+                case .failed(let status): throw Failure("keychain", status: status)
+                }
+                held.status = .disabled
+                held.retiredAt = held.retiredAt == PushSealKeyLayout.noTime ? record.revokedAt : min(held.retiredAt, record.revokedAt)
+                if kind != .senderKey { held.keyBytes = Data(count: PushSealKeyLayout.keyByteCount) }
+                try store(held, keyID: keyID, appID: appID)
+                disabled.append(keyID)
+            }
+        }
+        return disabled
+    }
+
+    // MARK: Listing (no secrets)
+
+    /// One key item's metadata; `publicKey` (base64) for v2 device keys and sender keys.
+    struct KeyInfo: Codable, Sendable {
+        var kind: String
+        var keyId: String
+        var status: String
+        var createdAt: Int64
+        var retiredAt: Int64?
+        var notAfter: Int64?
+        var publicKey: String?
+    }
+
+    /// Every key item of `appID`, without key bytes (v2 device keys show their public key).
+    static func list(appID: String) throws -> [KeyInfo] {
+        var infos: [KeyInfo] = []
+        for kind in PushSealKeyKind.allCases {
+            for (keyID, record) in try records(kind, appID: appID) {
+                var publicKey: String?
+                switch kind {
+                case .v1Key: publicKey = nil
+                case .v2DeviceKey:
+                    publicKey = (try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: record.keyBytes))
+                        .map { PushSealWire.encodeBase64($0.publicKey.rawRepresentation) }
+                case .senderKey: publicKey = PushSealWire.encodeBase64(record.keyBytes)
+                }
+                infos.append(KeyInfo(kind: kind.label, keyId: keyID, status: record.status.name, createdAt: record.createdAt,
+                                     retiredAt: record.retiredAt == PushSealKeyLayout.noTime ? nil : record.retiredAt,
+                                     notAfter: record.notAfter == PushSealKeyLayout.noTime ? nil : record.notAfter,
+                                     publicKey: publicKey))
+            }
+        }
+        return infos
+    }
+}

@@ -1,0 +1,19 @@
+public import PushSealCrypto
+
+/// Gives the decrypting service (PushSealExtension) the key for a key id, as the extension's
+/// own identity would read it from the keychain (its entitlements, the device lock state). It
+/// lives in the wire module so that key stores can conform without depending on the extension;
+/// the real one is PushSealKeyProviders' `KeychainKeyProvider`.
+///
+/// The service turns a thrown error into a stable reason token (docs/fallback.md): an error
+/// conforming to ``FallbackReasonProviding`` gives its own token (a keychain error
+/// `keychain:<statusName>(<OSStatus>)`, e.g. `keychain:errSecInteractionNotAllowed(-25308)`; a
+/// key error its code, e.g. `unknownKey`); anything else is `keyUnavailable`. The error's
+/// description goes to the detail and the log: it must never contain key bytes.
+public protocol NotificationKeyProvider: Sendable {
+    /// The 32-byte key stored under `keyID`.
+    /// - Parameter keyID: 1–64 characters of `A-Z a-z 0-9 _ -`, from the payload's `key_id`.
+    /// - Returns: the key; the service drops it when done (it wipes itself).
+    /// - Throws: any error whose description explains why (no key bytes in it); see above.
+    func key(for keyID: String) throws -> SecretBytes
+}
