@@ -113,7 +113,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
             return
         }
         if let media = decrypted.media {
-            attachMedia(MediaDescriptor(media))
+            attachMedia(MediaDownload(media))
         }
         deliver()
     }
@@ -171,18 +171,19 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
 
     /// Key lookup, open, checks and localization. Returns the plaintext when the best attempt
     /// is now decrypted content, `nil` when it stays the original (reason set).
-    private func decrypt(_ request: UNNotificationRequest) -> NotificationPlaintext? {
+    private func decrypt(_ request: UNNotificationRequest) -> Notification? {
         var start = ContinuousClock.now
-        let keyID: String
+        let envelope: SealedPayload
         let key: SecretBytes
         do {
-            keyID = try configuration.opener.keyID(in: request.payload)
+            envelope = try configuration.opener.envelope(in: request.payload)
         } catch {
-            let reason = FallbackReason.envelope(error, payload: request.payload)
+            let reason = FallbackReason.envelope(error)
             log("keyLookup", "failed", since: start, [("reason", reason)])
             fallBack(reason, "the payload's envelope is malformed: \(Self.describe(error))")
             return nil
         }
+        let keyID = envelope.keyID
         do {
             key = try configuration.keyProvider.key(for: keyID)
             log("keyLookup", "ok", since: start, [("keyID", keyID)])
@@ -194,10 +195,10 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         }
 
         start = ContinuousClock.now
-        let plaintext: NotificationPlaintext
+        let plaintext: Notification
         do {
-            plaintext = try configuration.opener.open(request.payload, with: key, appID: configuration.appID)
-            log("open", "ok", since: start, [("keyID", keyID), ("encryptedByteCount", String(request.payload["encrypted_data"]?.stringValue?.utf8.count ?? 0))])
+            plaintext = try configuration.opener.open(envelope, with: key, appID: configuration.appID)
+            log("open", "ok", since: start, [("keyID", keyID), ("encryptedByteCount", String(request.payload[WireFormat.encryptedDataField]?.stringValue?.utf8.count ?? 0))])
         } catch {
             let reason = FallbackReason.open(error)
             log("open", "failed", since: start, [("keyID", keyID), ("reason", reason)])
@@ -257,7 +258,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
     }
 
     /// Download and attach; the best attempt becomes decrypted-with-media only on success.
-    private func attachMedia(_ media: MediaDescriptor) {
+    private func attachMedia(_ media: MediaDownload) {
         guard let container = configuration.containerDirectory else {
             context.logger.log(DiagnosticEntry(stage: "download", event: "skipped", fields: [("reason", "no App Group container")]))
             update(outcome: .decryptedWithoutMedia, reason: FallbackReason.mediaNoContainer,

@@ -1,5 +1,4 @@
 import PushSealSystem
-public import PushSealJSON
 import PushSealWire
 
 /// The stable reason tokens the decrypting service reports (docs/fallback.md lists each with
@@ -22,19 +21,17 @@ public enum FallbackReason {
     /// Decryption had not finished when the expiry call came.
     public static let timeWillExpire = "timeWillExpire"
 
-    /// The token for a failure reading the envelope (`encrypted_data`, `key_id`, `enc_alg`):
-    /// `missingField:<field>`, `wrongFieldType:<field>`, `emptyField:<field>`,
-    /// `unknownAlgorithm`, `invalidKeyID`, `invalidBase64`, `truncatedBox`; else
-    /// `malformedEnvelope`.
-    /// - Parameters:
-    ///   - error: what the opener threw.
-    ///   - payload: the APNs payload, to name the field.
-    public static func envelope(_ error: any Error, payload: JSONValue) -> String {
+    /// The token for a failure reading the envelope (`encrypted_data`, `key_id`, `enc_alg`,
+    /// an algorithm's header field): `missingField:<field>`, `wrongFieldType:<field>`,
+    /// `emptyField:<field>` (the field from `FormatError.field`), `unknownAlgorithm`,
+    /// `invalidKeyID`, `invalidBase64`, `truncatedBox`; else `malformedEnvelope`.
+    /// - Parameter error: what the opener threw.
+    public static func envelope(_ error: any Error) -> String {
         if let e = error as? any FallbackReasonProviding { return e.fallbackReason }
         guard let e = error as? FormatError else { return "malformedEnvelope" }
         switch e.code {
         case .missingField, .wrongFieldType, .emptyField:
-            if let field = field(for: e.code, in: payload) { return "\(e.code.name):\(field)" }
+            if let field = e.field { return "\(e.code.name):\(field)" }
             return e.code.name
         default:
             return e.code.name
@@ -57,21 +54,5 @@ public enum FallbackReason {
         if let e = error as? any FallbackReasonProviding { return e.fallbackReason }
         if let e = error as? FormatError { return e.code.name }
         return "openFailed"
-    }
-
-    /// The first envelope field matching a field-level format error, in reading order.
-    static func field(for code: FormatError.Code, in payload: JSONValue) -> String? {
-        let names = [WireFormat.encryptedDataField, WireFormat.keyIDField, WireFormat.algorithmField]
-        for name in names {
-            let value = payload[name]
-            switch code {
-            case .missingField where value == nil: return name
-            case .wrongFieldType where value != nil && value?.stringValue == nil: return name
-            case .emptyField where value?.stringValue == "": return name
-            default: continue
-            }
-        }
-        // `encrypted_data` holding only whitespace is reported as empty too.
-        return code == .emptyField ? WireFormat.encryptedDataField : nil
     }
 }

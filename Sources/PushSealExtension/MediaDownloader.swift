@@ -10,7 +10,7 @@ import PushSealSystem
 
 /// What ``MediaDownloader`` fetches: a notification's `media` (`{url, type?, sha256?, key?}`)
 /// plus the media box's AAD, with the digest as hex text as the downloader checks it.
-public struct MediaDescriptor: Sendable {
+public struct MediaDownload: Sendable {
     /// The URL to fetch, as written in the plaintext.
     public let url: String
     /// The MIME type the sender declared (`type`), e.g. `image/jpeg`, or `nil`.
@@ -219,7 +219,7 @@ public struct MediaDownloader: Sendable {
     ///   `.attachmentInvalidFileSize` (over the type's limit), `.attachmentUnrecognizedType`
     ///   (content is no supported media), `.mediaDigestMismatch`, `.mediaDecryptionFailed`,
     ///   `.mediaInvalidDescriptor`; `.mediaTransferFailed` also when the media store is full.
-    public func download(_ descriptor: MediaDescriptor, timeoutSeconds: Double,
+    public func download(_ descriptor: MediaDownload, timeoutSeconds: Double,
                          cancellation: DownloadCancellation? = nil) throws -> DownloadedMedia {
         let start = ContinuousClock.now
         do {
@@ -236,7 +236,7 @@ public struct MediaDownloader: Sendable {
         }
     }
 
-    private func performDownload(_ descriptor: MediaDescriptor, timeoutSeconds: Double,
+    private func performDownload(_ descriptor: MediaDownload, timeoutSeconds: Double,
                                  cancellation: DownloadCancellation?) throws -> DownloadedMedia {
         guard let url = URL(string: descriptor.url) else {
             throw ExtensionError(.mediaURLRefused, "media URL does not parse")

@@ -2,34 +2,39 @@ public import PushSealJSON
 public import PushSealCrypto
 public import PushSealWire
 
-/// The real payload opener: wire format v1 (docs/FORMAT.md) through PushSealWire's
-/// `SealedPayload`.
+/// The real payload opener: the wire format (docs/FORMAT.md) through PushSealWire's
+/// `SealedPayload`, with the algorithms of an `EnvelopeRegistry`.
 ///
-/// ``keyID(in:)`` checks the whole envelope (fields, `enc_alg`, `key_id`, base64, box length)
-/// before any key lookup, so a malformed payload is reported as such, never as an unknown key.
-/// ``open(_:with:appID:)`` verifies the tag over `pushseal:v1|A256GCM|<key_id>|<app_id>` with
-/// the app id it is given — the extension's configured one, never a payload field — then
-/// decodes the plaintext.
+/// ``envelope(in:)`` checks the whole envelope (fields, `enc_alg`, header fields, `key_id`,
+/// base64, box length) before any key lookup, so a malformed payload is reported as such, never
+/// as an unknown key. ``open(_:with:appID:)`` lets the algorithm verify the box over its AAD
+/// (v1: `pushseal:v1|A256GCM|<key_id>|<app_id>`) with the app id it is given — the extension's
+/// configured one, never a payload field — then decodes the plaintext.
 public struct WireFormatOpener: NotificationPayloadOpener {
-    /// Creates the opener (stateless).
-    public init() {}
+    /// The algorithms accepted by `enc_alg`.
+    public let registry: EnvelopeRegistry
 
-    /// The payload's `key_id`, after checking every envelope field.
-    /// - Throws: `FormatError` `.missingField`, `.wrongFieldType`, `.emptyField`,
-    ///   `.unknownAlgorithm`, `.invalidKeyID`, `.invalidBase64`, `.truncatedBox`.
-    public func keyID(in payload: JSONValue) throws -> String {
-        try SealedPayload(payload: payload).keyID
+    /// Creates the opener (stateless).
+    /// - Parameter registry: the algorithms accepted (default `EnvelopeRegistry.standard`: `A256GCM`).
+    public init(registry: EnvelopeRegistry = .standard) {
+        self.registry = registry
     }
 
-    /// Authenticates, decrypts and decodes the payload.
+    /// The payload's sealed part, after checking every envelope field.
+    /// - Throws: `FormatError` `.missingField`, `.wrongFieldType`, `.emptyField` (with
+    ///   `field`), `.unknownAlgorithm`, `.invalidKeyID`, `.invalidBase64`, `.truncatedBox`.
+    public func envelope(in payload: JSONValue) throws -> SealedPayload {
+        try SealedPayload(payload: payload, registry: registry)
+    }
+
+    /// Authenticates, decrypts and decodes the envelope.
     /// - Parameters:
-    ///   - payload: the APNs payload.
-    ///   - key: the 32-byte key for its key id.
+    ///   - envelope: from ``envelope(in:)``.
+    ///   - key: the key for its key id (32 bytes for `A256GCM`).
     ///   - appID: the app's bundle identifier from the extension's configuration.
-    /// - Returns: the plaintext, after the tag verified.
-    /// - Throws: the envelope errors of ``keyID(in:)``; `FormatError` `.authenticationFailed`,
-    ///   `.invalidKey`, `.invalidAppID`, `.invalidPlaintext`.
-    public func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> NotificationPlaintext {
-        try SealedPayload(payload: payload).open(with: key, appID: appID)
+    /// - Returns: the plaintext, after the box authenticated.
+    /// - Throws: `FormatError` `.authenticationFailed`, `.invalidKey`, `.invalidAppID`, `.invalidPlaintext`.
+    public func open(_ envelope: SealedPayload, with key: SecretBytes, appID: String) throws -> PushSealWire.Notification {
+        try envelope.open(with: key, appID: appID)
     }
 }

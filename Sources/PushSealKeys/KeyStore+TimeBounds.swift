@@ -4,11 +4,12 @@ import PushSealWire
 // every time a caller gives (`now`) or the store computes (`now + grace`) lies within
 // 0 ... maxTimeSeconds, so no operation traps on overflow and no keyset stores a time a person
 // cannot read back.
+import PushSealWire
+
 extension KeyStore {
     /// The latest time, in Unix seconds, the key lifecycle accepts or computes: 253402300799,
     /// 9999-12-31T23:59:59Z (the last second with a four-digit year). The earliest is 0
-    /// (1970-01-01T00:00:00Z). The wire format's bound, `WireFormat.maxTimeSeconds`, which the
-    /// sender's `OutgoingNotification.maxTimeSeconds` is too.
+    /// (1970-01-01T00:00:00Z). It is the wire format's `exp` bound, `WireFormat.maxTimeSeconds`.
     public static let maxTimeSeconds: Int64 = WireFormat.maxTimeSeconds
 
     /// ``maxTimeSeconds`` as people read it, for error messages: `9999-12-31T23:59:59Z (253402300799)`.

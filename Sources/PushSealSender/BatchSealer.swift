@@ -136,19 +136,20 @@ public struct BatchSealer: Sendable {
             if let n = line.overlongByteCount {
                 throw SenderError(.lineTooLong, "the line is \(n) bytes, longer than the limit")
             }
-            let scanned = try line.bytes.withUnsafeBytes { input -> SealedNotification? in
-                guard !input.isEmpty, input.count <= Self.lineLimits.maxByteCount else { return nil }
-                var s = try JSONReader.Scanner(input, limits: Self.lineLimits)
-                var n = ScannedNotification()
-                guard let r = Self.scanLine(&s, into: &n) else { return nil }
-                recipient = r
-                return try sealer.seal(&n.fields, ttlSeconds: n.ttlSeconds, for: r, plaintextCapacity: input.count + input.count / 8 + 128) {
-                    try OutgoingNotification(json: Self.treeLine(line.bytes).notification)
-                }
+            let scanned = line.bytes.withUnsafeBytes { input -> (recipient: String, notification: Notification, ttl: Int64?)? in
+                guard !input.isEmpty, input.count <= Self.lineLimits.maxByteCount,
+                      var s = try? JSONReader.Scanner(input, limits: Self.lineLimits) else { return nil }
+                return Self.scanLine(&s)
             }
-            if let scanned, let recipient { return (Self.output(recipient: recipient, line: line.number, sealed: scanned), nil) }
+            if var scanned {
+                recipient = scanned.recipient
+                try SealRequest.checkTTL(exp: scanned.notification.exp, ttlSeconds: scanned.ttl)
+                let sealed = try sealer.seal(&scanned.notification, ttlSeconds: scanned.ttl, for: scanned.recipient)
+                return (Self.output(recipient: scanned.recipient, line: line.number, sealed: sealed), nil)
+            }
             let (r, n) = try Self.treeLine(line.bytes, recipient: &recipient)
-            return (Self.output(recipient: r, line: line.number, sealed: try sealer.seal(OutgoingNotification(json: n), for: r)), nil)
+            var request = try SealRequest(json: n)
+            return (Self.output(recipient: r, line: line.number, sealed: try sealer.seal(&request.notification, ttlSeconds: request.ttlSeconds, for: r)), nil)
         } catch {
             let (code, message) = BatchSealer.describe(error)
             var w = PayloadWriter(capacity: 256)
@@ -166,30 +167,30 @@ public struct BatchSealer: Sendable {
     }
 
     /// The scan path of one line: `{"recipient": "…", "notification": {…}}` with exactly those
-    /// two members; returns the recipient with the notification scanned into `notification`
-    /// (which starts empty), or `nil` to take the tree path.
-    static func scanLine(_ s: inout JSONReader.Scanner, into notification: inout ScannedNotification) -> String? {
+    /// two members, the notification read by the wire module's scanner (`Notification.scan`);
+    /// returns the recipient, notification and `ttl`, or `nil` to take the tree path.
+    static func scanLine(_ s: inout JSONReader.Scanner) -> (recipient: String, notification: Notification, ttl: Int64?)? {
         do {
             guard try s.peekKind() == .object else { return nil }
             try s.beginObject()
             var recipient: String?
-            var hasNotification = false
+            var scanned: (notification: Notification, extra: Int64?)?
             while let key = try s.nextKey() {
                 if recipient == nil, !key.hasEscapes, s.rawEquals(key, "recipient") {
                     guard try s.peekKind() == .string else { return nil }
                     let r = s.string(try s.readString())
                     guard !r.isEmpty else { return nil }
                     recipient = r
-                } else if !hasNotification, !key.hasEscapes, s.rawEquals(key, "notification") {
-                    guard ScannedNotification.scan(&s, into: &notification) else { return nil }
-                    hasNotification = true
+                } else if scanned == nil, !key.hasEscapes, s.rawEquals(key, "notification") {
+                    guard let n = Notification.scan(&s, extraInteger: "ttl") else { return nil }
+                    scanned = n
                 } else {
                     return nil
                 }
             }
             try s.finish()
-            guard let recipient, hasNotification else { return nil }
-            return recipient
+            guard let recipient, let scanned else { return nil }
+            return (recipient, scanned.notification, scanned.extra)
         } catch {
             return nil
         }
@@ -217,7 +218,7 @@ public struct BatchSealer: Sendable {
         }
         if case .string(let r)? = o["recipient"], !r.isEmpty { recipient = r }
         for m in o where m.key != "recipient" && m.key != "notification" {
-            throw SenderError(.invalidNotification, "unknown member \(OutgoingNotification.excerpt(m.key)) (known: recipient, notification)")
+            throw SenderError(.invalidNotification, "unknown member \(Notification.excerpt(m.key)) (known: recipient, notification)")
         }
         guard case .string(let r)? = o["recipient"], !r.isEmpty else {
             throw SenderError(.invalidNotification, "the line needs a non-empty string recipient")

@@ -9,9 +9,10 @@ public import PushSealWire
 /// Every payload has `aps.alert` with the non-empty fallback title and body and
 /// `"mutable-content":1` (the integer), so iOS runs the Notification Service Extension; the
 /// sealer refuses to build anything else. The notification is written as compact JSON, padded
-/// to its Padmé length, sealed with AES-256-GCM under the recipient's primary key (fresh
-/// random nonce, AAD `pushseal:v1|A256GCM|<key_id>|<app_id>`) and carried as
-/// `encrypted_data`. The serialized payload is measured in bytes as written and must be at
+/// to its Padmé length, sealed through `WireFormat.seal(_:key:context:algorithm:into:)` with
+/// the registry entry the recipient's primary key names (v1: AES-256-GCM, fresh random nonce,
+/// AAD `pushseal:v1|A256GCM|<key_id>|<app_id>`) and carried as `encrypted_data`, followed by
+/// `key_id`, `enc_alg` and the algorithm's own header fields. The serialized payload is measured in bytes as written and must be at
 /// most 4096 (``SealOptions/maxPayloadByteCount``).
 ///
 /// Sendable and stateless per seal: one sealer may be used from many threads at once.
@@ -20,15 +21,13 @@ public struct NotificationSealer: Sendable {
     public let appID: String
     /// The options shared by every payload.
     public let options: SealOptions
+    /// The envelope algorithms a sealing key may name (default ``EnvelopeRegistry/standard``).
+    public let registry: EnvelopeRegistry
     /// Where the recipients' primary keys come from (``BatchSealer`` calls its `beginBatch()`).
     let keys: any SealingKeyProvider
     private let clock: @Sendable () -> Int64
     /// `{"aps":{…},"encrypted_data":"` — the same for every payload of this sealer.
     private let prefix: [UInt8]
-    /// `pushseal:v1|A256GCM|` — the AAD before the key id.
-    private let aadHead: [UInt8]
-    /// `|<app_id>` — the AAD after the key id.
-    private let aadTail: [UInt8]
 
     /// The system clock in whole seconds since 1970 UTC (`CLOCK_REALTIME_COARSE`: whole seconds
     /// need no finer clock, and it is the cheapest read).
@@ -41,13 +40,15 @@ public struct NotificationSealer: Sendable {
     ///   - keys: where the recipients' primary keys come from.
     ///   - options: fallback alert, aps fields, priority, collapse id, TTL, padding, fit.
     ///   - clock: seconds since 1970 UTC, for `iat` and TTLs (tests pass a fixed one).
+    ///   - registry: the envelope algorithms by `enc_alg` (default ``EnvelopeRegistry/standard``).
     /// - Throws: `SenderError` `.emptyFallbackAlert`, `.invalidOption` (also for a default TTL
-    ///   that takes `exp` past ``OutgoingNotification/maxTimeSeconds`` from now).
+    ///   that takes `exp` past `WireFormat.maxTimeSeconds` from now).
     public init(appID: String, keys: any SealingKeyProvider, options: SealOptions = SealOptions(),
-                clock: @escaping @Sendable () -> Int64 = NotificationSealer.systemClock) throws {
+                clock: @escaping @Sendable () -> Int64 = NotificationSealer.systemClock,
+                registry: EnvelopeRegistry = .standard) throws {
         guard !appID.isEmpty else { throw SenderError(.invalidOption, "the app id must not be empty") }
         guard WireFormat.isValidAppID(appID) else {
-            throw SenderError(.invalidOption, "app id \(OutgoingNotification.excerpt(appID)) is not 1-255 bytes of printable ASCII other than |")
+            throw SenderError(.invalidOption, "app id \(Notification.excerpt(appID)) is not 1-255 bytes of printable ASCII other than |")
         }
         guard !options.fallback.title.isEmpty, !options.fallback.body.isEmpty else {
             throw SenderError(.emptyFallbackAlert, "the fallback alert needs a non-empty title and body, or iOS never runs the extension")
@@ -62,8 +63,8 @@ public struct NotificationSealer: Sendable {
         }
         if let t = options.defaultTTLSeconds {
             guard t >= 0 else { throw SenderError(.invalidOption, "the ttl must not be negative") }
-            guard OutgoingNotification.expiry(now: clock(), ttlSeconds: t) != nil else {
-                throw SenderError(.invalidOption, OutgoingNotification.ttlTooLarge(t))
+            guard SealRequest.expiry(now: clock(), ttlSeconds: t) != nil else {
+                throw SenderError(.invalidOption, SealRequest.ttlTooLarge(t))
             }
         }
         let aps = options.aps
@@ -91,89 +92,76 @@ public struct NotificationSealer: Sendable {
         if let r = aps.relevanceScore { w.raw(",\"relevance-score\":"); try w.number(r) }
         w.raw("},\"encrypted_data\":\"")
         self.prefix = w.bytes
-        let aadSample = Wire.aad(keyID: "", appID: appID)
-        self.aadHead = Array(aadSample[0..<(aadSample.count - appID.utf8.count - 1)])
-        self.aadTail = Array(aadSample[(aadSample.count - appID.utf8.count - 1)...])
+        self.registry = registry
         self.appID = appID
         self.options = options
         self.keys = keys
         self.clock = clock
     }
 
-    /// Reads the JSON form of a notification (see ``OutgoingNotification/init(json:)``) and seals it.
+    /// Reads the JSON form of a notification (see ``SealRequest/init(json:)``) and seals it.
     ///
-    /// A well-formed notification takes the scan path: the input is checked by
-    /// `JSONReader.Scanner` (the reader's rules) and its text members are copied into the
-    /// plaintext without building a tree. Anything unusual (a wrong type, an unknown member, a
-    /// fit needed) takes the tree path, which gives the same payload or the precise error.
+    /// A well-formed notification is read by the wire module's scanner (`Notification.scan`,
+    /// the reader's rules, no JSON tree); anything unusual (a wrong type, an unknown member)
+    /// takes the tree decoder, which gives the same payload or the precise error.
     /// - Parameters:
     ///   - notificationJSON: UTF-8 JSON text of one notification object (at most 1 MiB).
     ///   - recipient: the recipient's name for the key provider.
     /// - Throws: `SenderError` `.invalidJSON` and everything ``seal(_:for:)`` throws.
     public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedNotification {
-        let scanned = try notificationJSON.withUnsafeBytes { input -> SealedNotification? in
-            guard !input.isEmpty, input.count <= JSONReader.Limits.default.maxByteCount else { return nil }
-            var s = try JSONReader.Scanner(input)
-            var n = ScannedNotification()
-            guard ScannedNotification.scan(&s, into: &n), (try? s.finish()) != nil else { return nil }
-            return try seal(&n.fields, ttlSeconds: n.ttlSeconds, for: recipient, plaintextCapacity: input.count + input.count / 8 + 128) {
-                try OutgoingNotification(jsonBytes: notificationJSON)
-            }
+        let scanned = notificationJSON.withUnsafeBytes { Notification.scan($0, extraInteger: "ttl") }
+        if var scanned {
+            try SealRequest.checkTTL(exp: scanned.notification.exp, ttlSeconds: scanned.extra)
+            return try seal(&scanned.notification, ttlSeconds: scanned.extra, for: recipient)
         }
-        if let scanned { return scanned }
-        return try sealChecked(OutgoingNotification(jsonBytes: notificationJSON), for: recipient)
+        var request = try SealRequest(jsonBytes: notificationJSON)
+        return try seal(&request.notification, ttlSeconds: request.ttlSeconds, for: recipient)
     }
 
-    /// Seals `notification` for `recipient`.
+    /// Seals `request` for `recipient`.
     ///
-    /// The notification is checked first by the rules of its JSON form
-    /// (``OutgoingNotification/validate()``): a value built in code is refused exactly as the
-    /// same notification in JSON would be.
+    /// The request is checked first by the rules of its JSON form (``SealRequest/validate()``):
+    /// a value built in code is refused exactly as the same notification in JSON would be.
     /// - Parameters:
-    ///   - notification: what the user should see; `iat` defaults to now, `ttlSeconds` (or the
+    ///   - request: what the user should see; `iat` defaults to now, `ttlSeconds` (or the
     ///     options' default TTL) becomes `exp`.
     ///   - recipient: the recipient's name for the key provider (non-empty).
     /// - Returns: the payload bytes (at most 4096), headers, key id, and the fit changes.
     /// - Throws: `SenderError` `.emptyNotification`, `.invalidNotification` (a member a receiver
     ///   would reject, a time out of range, `exp` before `iat`, a TTL past
-    ///   ``OutgoingNotification/maxTimeSeconds``), `.payloadTooLarge` (actual and allowed
-    ///   bytes; the actual size also in ``SenderError/payloadByteCount``), `.cannotFit`,
-    ///   `.clearPartTooLarge`, `.unknownRecipient`, `.keyUnavailable`, `.keyStoreLocked`,
-    ///   `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass through.
-    public func seal(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
-        try notification.validate()
-        return try sealChecked(notification, for: recipient)
+    ///   `WireFormat.maxTimeSeconds`), `.payloadTooLarge` (actual and allowed bytes; the actual size also in ``SenderError/payloadByteCount``),
+    ///   `.cannotFit`, `.clearPartTooLarge`, `.unknownRecipient`, `.keyUnavailable`,
+    ///   `.keyStoreLocked`, `.keyStoreUnreadable`, `.sealFailed`; a provider's own errors pass
+    ///   through.
+    public func seal(_ request: SealRequest, for recipient: String) throws -> SealedNotification {
+        try request.validate()
+        var notification = request.notification
+        return try seal(&notification, ttlSeconds: request.ttlSeconds, for: recipient)
     }
 
-    /// ``seal(_:for:)`` for a notification whose members were already checked (read by
-    /// ``OutgoingNotification/init(json:)``, which runs the same readers).
-    func sealChecked(_ notification: OutgoingNotification, for recipient: String) throws -> SealedNotification {
-        var fields = notification.fields(body: notification.body, includeMedia: true)
-        return try seal(&fields, ttlSeconds: notification.ttlSeconds, for: recipient, plaintextCapacity: 3072) { notification }
+    /// Seals `notification` for `recipient` (``seal(_:for:)-(SealRequest,_)`` with a TTL).
+    /// - Throws: as ``seal(_:for:)-(SealRequest,_)``.
+    public func seal(_ notification: PushSealWire.Notification, ttlSeconds: Int64? = nil, for recipient: String) throws -> SealedNotification {
+        try seal(SealRequest(notification, ttlSeconds: ttlSeconds), for: recipient)
     }
 
-    /// The seal job shared by both paths: checks, times, key, plaintext, budget, AES-GCM, payload.
-    /// The times as given, then the times sealed (`iat` defaulted to now, `exp` from a TTL),
-    /// are checked here for every path by ``OutgoingNotification/checkTimes(iat:exp:ttlSeconds:)``.
-    /// `f` is the caller's, filled in place (`iat`, `exp` are set here; not copied, so its
-    /// members are not retained again). `tree` gives the notification as a value when the fit
-    /// ladder has to rewrite it.
-    func seal(_ f: inout Wire.Fields, ttlSeconds: Int64?, for recipient: String, plaintextCapacity: Int,
-              tree: () throws -> OutgoingNotification) throws -> SealedNotification {
+    /// The seal job shared by every way in: checks, times, key, plaintext, budget, seal, payload.
+    /// `n` is the caller's, filled in place (`iat`, `exp` are set here; not copied, so its
+    /// members are not retained again); its members were checked by the sending rules.
+    func seal(_ n: inout Notification, ttlSeconds: Int64?, for recipient: String) throws -> SealedNotification {
         guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
-        guard f.hasVisibleText else {
+        guard n.hasVisibleText else {
             throw SenderError(.emptyNotification, "the notification needs a non-empty title, subtitle or body")
         }
-        try OutgoingNotification.checkTimes(iat: f.iat, exp: f.exp, ttlSeconds: ttlSeconds)
         let now = clock()
-        if f.iat == nil { f.iat = now }
-        if let ttl = ttlSeconds ?? (f.exp == nil ? options.defaultTTLSeconds : nil) {
-            guard let e = OutgoingNotification.expiry(now: now, ttlSeconds: ttl) else {
-                throw SenderError(.invalidNotification, OutgoingNotification.ttlTooLarge(ttl))
+        if n.iat == nil { n.iat = now }
+        if let ttl = ttlSeconds ?? (n.exp == nil ? options.defaultTTLSeconds : nil) {
+            guard let e = SealRequest.expiry(now: now, ttlSeconds: ttl) else {
+                throw SenderError(.invalidNotification, SealRequest.ttlTooLarge(ttl))
             }
-            f.exp = e
+            n.exp = e
         }
-        try OutgoingNotification.checkTimes(iat: f.iat, exp: f.exp, ttlSeconds: nil)
+        try SenderError.fromNotificationRules { try Notification.checkTimes(iat: n.iat, exp: n.exp) }
 
         let sealingKey: SealingKey
         do {
@@ -184,116 +172,140 @@ public struct NotificationSealer: Sendable {
         guard WireFormat.isValidKeyID(sealingKey.keyID) else {
             throw SenderError(.keyUnavailable, "the key id of \(recipient)'s primary key is not 1-64 characters of A-Z a-z 0-9 _ -")
         }
-        // `","key_id":"<kid>","enc_alg":"A256GCM"}` (the key id needs no escaping).
-        let suffixByteCount = 12 + sealingKey.keyID.utf8.count + 22
-        let fixedByteCount = prefix.count + suffixByteCount
-        // Seals into a stack buffer and base64-encodes straight from it into the payload (no
-        // box array); the AAD is written on the stack too.
+        guard let algorithm = registry.algorithm(named: sealingKey.algorithm) else {
+            throw SenderError(.keyUnavailable, "\(recipient)'s primary key is for enc_alg \(sealingKey.algorithm), which this sealer does not know (known: \(registry.names.joined(separator: ", ")))")
+        }
+        let context: EnvelopeContext
+        do {
+            context = EnvelopeContext(keyID: sealingKey.keyID, appID: appID,
+                                      headerValues: try algorithm.sealingHeaderValues(keyID: sealingKey.keyID, appID: appID))
+        } catch let e as FormatError {
+            throw SenderError(.sealFailed, "could not seal: \(e.code)")
+        }
+        let tail = Self.payloadTail(keyID: sealingKey.keyID, algorithm: algorithm, headerValues: context.headerValues)
+        let fixedByteCount = prefix.count + tail.count
+        func size(_ plaintextByteCount: Int) -> Int {
+            fixedByteCount + WireBase64.encodedByteCount(algorithm.boxByteCount(plaintextByteCount: plaintextByteCount))
+        }
+        // Seals into a stack buffer through the one seal entry point and base64-encodes
+        // straight from it into the payload (no box array).
         func sealPayload(_ plaintext: UnsafeRawBufferPointer) throws -> [UInt8] {
-            let boxByteCount = AES256GCM.nonceByteCount + plaintext.count + AES256GCM.tagByteCount
+            let boxByteCount = algorithm.boxByteCount(plaintextByteCount: plaintext.count)
             do {
-                return try withAAD(keyID: sealingKey.keyID) { aad in
-                    try withUnsafeTemporaryAllocation(byteCount: boxByteCount, alignment: 16) { boxBuffer in
-                        let written = try AES256GCM.seal(plaintext, with: sealingKey.key, authenticating: aad, into: boxBuffer)
-                        return Self.payload(prefix: prefix, box: UnsafeRawBufferPointer(rebasing: boxBuffer[0..<written]), keyID: sealingKey.keyID)
-                    }
+                return try withUnsafeTemporaryAllocation(byteCount: boxByteCount, alignment: 16) { boxBuffer in
+                    let written = try WireFormat.seal(plaintext, key: sealingKey.key, context: context, algorithm: algorithm, into: boxBuffer)
+                    return Self.payload(prefix: prefix, box: UnsafeRawBufferPointer(rebasing: boxBuffer[0..<written]), tail: tail)
                 }
             } catch let e as CryptoError {
                 throw SenderError(.sealFailed, "could not seal: \(e.code)")
+            } catch let e as FormatError {
+                throw SenderError(e.code == .invalidKey ? .keyUnavailable : .sealFailed, "could not seal: \(e.reason)")
             }
         }
         // The common case without allocating: the plaintext, padded, in a buffer of the
         // budget's size (a plaintext that fits the payload is far smaller).
         let quick = try withUnsafeTemporaryAllocation(byteCount: SealOptions.maxPayloadByteCount, alignment: 16) { buffer -> [UInt8]? in
-            guard var w = BoundedWriter(buffer) else { return nil }
-            try Wire.writePlaintext(f, to: &w)
-            guard !w.overflowed else { return nil }
-            let padded = options.padding ? Wire.padmeLength(w.count) : w.count
-            guard Self.payloadByteCount(plaintextByteCount: padded, fixedByteCount: fixedByteCount) <= SealOptions.maxPayloadByteCount else { return nil }
-            w.spaces(padded - w.count)
-            guard !w.overflowed else { return nil }
-            return try sealPayload(w.written)
+            guard let sink = BoundedByteSink(buffer) else { return nil }
+            var e = PlaintextEncoder(into: sink)
+            try Self.encode(n, &e)
+            guard !e.sink.overflowed else { return nil }
+            let padded = options.padding ? Padme.paddedLength(e.sink.count) : e.sink.count
+            guard size(padded) <= SealOptions.maxPayloadByteCount else { return nil }
+            e.sink.appendSpaces(padded - e.sink.count)
+            guard !e.sink.overflowed else { return nil }
+            return try sealPayload(e.sink.written)
         }
         var changes: [FitChange] = []
         let payload: [UInt8]
         if let quick {
             payload = quick
         } else {
-            var plain = PayloadWriter(capacity: plaintextCapacity)
-            try Wire.writePlaintext(f, to: &plain)
-            let fitted = try fittedPlaintext(&plain.bytes, f, fixedByteCount: fixedByteCount, tree: tree)
+            var plain = try Self.encoded(n)
+            let fitted = try fittedPlaintext(&plain, n, size: size)
             changes = fitted.1
             payload = try fitted.0.withUnsafeBytes { try sealPayload($0) }
         }
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
-                                  expiration: f.exp, collapseID: options.collapseID)
+                                  expiration: n.exp, collapseID: options.collapseID)
         return SealedNotification(payload: payload, headers: headers, keyID: sealingKey.keyID, changes: changes)
     }
 
-    /// `prefix` ‖ base64(`box`) ‖ `","key_id":"<keyID>","enc_alg":"A256GCM"}`, written into one
-    /// allocation of exactly the payload's size.
-    static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, keyID: String) -> [UInt8] {
-        let tail1: StaticString = "\",\"key_id\":\""
-        let tail2: StaticString = "\",\"enc_alg\":\"A256GCM\"}"
-        var keyID = keyID
-        return keyID.withUTF8 { kid in
-            let encoded = WireBase64.encodedByteCount(box.count)
-            let total = prefix.count + encoded + tail1.utf8CodeUnitCount + kid.count + tail2.utf8CodeUnitCount
-            // Every byte is written below (prefix, base64, tail), so no zero fill first.
-            let payload = [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
-                guard let o = UnsafeMutableRawPointer(out.baseAddress) else { return }
-                var at = 0
-                func put(_ bytes: UnsafeRawBufferPointer) {
-                    if let b = bytes.baseAddress { (o + at).copyMemory(from: b, byteCount: bytes.count) }
-                    at += bytes.count
-                }
-                prefix.withUnsafeBytes { put($0) }
-                WireBase64.encode(box, into: o + at)
-                at += encoded
-                put(UnsafeRawBufferPointer(start: tail1.utf8Start, count: tail1.utf8CodeUnitCount))
-                put(UnsafeRawBufferPointer(kid))
-                put(UnsafeRawBufferPointer(start: tail2.utf8Start, count: tail2.utf8CodeUnitCount))
-                initialized = at
+    /// The payload after the base64 box: `","key_id":"<keyID>","enc_alg":"<name>"`, then
+    /// `,"<field>":"<value>"` for each of the algorithm's header fields, then `"}`. Names and
+    /// values need no escaping (the registry and the seal entry point check their characters).
+    struct PayloadTail {
+        let keyID: String
+        let algorithm: String
+        let headerFields: [(name: String, value: String)]
+
+        /// The tail's byte count.
+        var count: Int {
+            var n = 12 + keyID.utf8.count + 13 + algorithm.utf8.count + 2
+            for f in headerFields { n += 6 + f.name.utf8.count + f.value.utf8.count }
+            return n
+        }
+
+        /// Writes the tail at `out` (room for ``count`` bytes) and returns the bytes written.
+        func write(to out: UnsafeMutableRawPointer) -> Int {
+            var at = 0
+            func put(_ s: StaticString) {
+                (out + at).copyMemory(from: s.utf8Start, byteCount: s.utf8CodeUnitCount)
+                at += s.utf8CodeUnitCount
             }
-            return payload
+            func put(_ s: String) {
+                var s = s
+                s.withUTF8 { u in
+                    if let b = u.baseAddress { (out + at).copyMemory(from: b, byteCount: u.count) }
+                    at += u.count
+                }
+            }
+            put("\",\"key_id\":\"")
+            put(keyID)
+            put("\",\"enc_alg\":\"")
+            put(algorithm)
+            for f in headerFields {
+                put("\",\"")
+                put(f.name)
+                put("\":\"")
+                put(f.value)
+            }
+            put("\"}")
+            return at
         }
     }
 
-    /// Calls `body` with the AAD `pushseal:v1|A256GCM|<keyID>|<appID>` (the bytes of
-    /// `Wire.aad`) written into temporary stack memory, valid only during the call.
-    private func withAAD<R>(keyID: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        var keyID = keyID
-        return try keyID.withUTF8 { kid in
-            let count = aadHead.count + kid.count + aadTail.count
-            return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buffer in
-                guard let o = buffer.baseAddress else { return try body(UnsafeRawBufferPointer(buffer)) }
-                var at = 0
-                func put(_ bytes: UnsafeRawBufferPointer) {
-                    if let b = bytes.baseAddress { (o + at).copyMemory(from: b, byteCount: bytes.count) }
-                    at += bytes.count
-                }
-                aadHead.withUnsafeBytes { put($0) }
-                put(UnsafeRawBufferPointer(kid))
-                aadTail.withUnsafeBytes { put($0) }
-                return try body(UnsafeRawBufferPointer(buffer))
-            }
-        }
+    static func payloadTail(keyID: String, algorithm: any EnvelopeAlgorithm, headerValues: [String]) -> PayloadTail {
+        let names = algorithm.headerFieldNames
+        return PayloadTail(keyID: keyID, algorithm: algorithm.name,
+                           headerFields: names.isEmpty ? [] : zip(names, headerValues).map { (name: $0, value: $1) })
     }
 
-    /// The payload size for a plaintext of `plaintextByteCount` bytes.
-    static func payloadByteCount(plaintextByteCount: Int, fixedByteCount: Int) -> Int {
-        fixedByteCount + WireBase64.encodedByteCount(AES256GCM.nonceByteCount + plaintextByteCount + AES256GCM.tagByteCount)
+    /// `prefix` ‖ base64(`box`) ‖ `tail`, written into one allocation of exactly the payload's size.
+    static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, tail: PayloadTail) -> [UInt8] {
+        let encoded = WireBase64.encodedByteCount(box.count)
+        let total = prefix.count + encoded + tail.count
+        // Every byte is written below (prefix, base64, tail), so no zero fill first.
+        return [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
+            guard let o = UnsafeMutableRawPointer(out.baseAddress) else { return }
+            var at = 0
+            prefix.withUnsafeBytes { p in
+                if let b = p.baseAddress { o.copyMemory(from: b, byteCount: p.count) }
+                at += p.count
+            }
+            WireBase64.encode(box, into: o + at)
+            at += encoded
+            at += tail.write(to: o + at)
+            initialized = at
+        }
     }
 
     /// The plaintext bytes to seal (`written`, padded), or fitted down the ladder when asked.
     /// `written` is taken over (padded in place, without a copy).
-    private func fittedPlaintext(_ written: inout [UInt8], _ f: Wire.Fields, fixedByteCount: Int,
-                                 tree: () throws -> OutgoingNotification) throws -> ([UInt8], [FitChange]) {
+    private func fittedPlaintext(_ written: inout [UInt8], _ n: Notification, size: (Int) -> Int) throws -> ([UInt8], [FitChange]) {
         let limit = SealOptions.maxPayloadByteCount
-        func size(_ count: Int) -> Int { Self.payloadByteCount(plaintextByteCount: count, fixedByteCount: fixedByteCount) }
         var plain: [UInt8] = []
         swap(&plain, &written)
-        let paddedCount = options.padding ? Wire.padmeLength(plain.count) : plain.count
+        let paddedCount = options.padding ? Padme.paddedLength(plain.count) : plain.count
         if size(paddedCount) <= limit {
             plain.append(contentsOf: repeatElement(0x20, count: paddedCount - plain.count))
             return (plain, [])
@@ -307,14 +319,11 @@ public struct NotificationSealer: Sendable {
         var changes: [FitChange] = []
         if paddedCount > plain.count { changes.append(.droppedPadding(byteCount: paddedCount - plain.count)) }
         if size(plain.count) <= limit { return (plain, changes) }
-        var n = try tree()
-        n.iat = f.iat
-        n.exp = f.exp
-        n.ttlSeconds = nil
         func encode(body: String?, media: Bool) throws -> [UInt8] {
-            var w = PayloadWriter(capacity: 3072)
-            try Wire.writePlaintext(n, body: body, includeMedia: media, to: &w)
-            return w.bytes
+            var fitted = n
+            fitted.body = body
+            if !media { fitted.media = nil }
+            return try Self.encoded(fitted)
         }
         if n.media != nil {
             changes.append(.droppedMedia)
@@ -347,6 +356,20 @@ public struct NotificationSealer: Sendable {
         }
         changes.append(.shortenedBody(originalCharacters: characters.count, keptCharacters: bestK))
         return (best, changes)
+    }
+
+    /// Encodes `n` with the wire module's encoder; `nonFiniteNumber` (a NaN in `data` built in
+    /// code, refused earlier by validation) becomes `.invalidNotification`.
+    private static func encode<S: ByteSink>(_ n: Notification, _ e: inout PlaintextEncoder<S>) throws {
+        try SenderError.fromNotificationRules { try e.encode(n) }
+    }
+
+    /// `n`'s plaintext in a growable array (no padding).
+    private static func encoded(_ n: Notification) throws -> [UInt8] {
+        var e = PlaintextEncoder(into: [UInt8]())
+        e.sink.reserveCapacity(3072)
+        try encode(n, &e)
+        return e.sink
     }
 
     /// The error for a payload whose clear part (`aps` with the fallback alert, the sealed

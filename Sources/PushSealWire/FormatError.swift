@@ -15,11 +15,18 @@ public struct FormatError: CodedError {
     public let code: Code
     /// A human explanation, without secrets.
     public let reason: String
+    /// The payload field an envelope error is about (`encrypted_data`, `key_id`, `enc_alg`, or
+    /// an algorithm's own header field such as `sender_key_id`), or `nil`. Set for
+    /// `.missingField`, `.wrongFieldType`, `.emptyField`, so a receiver can report
+    /// `missingField:key_id` without reading the payload again. Not compared by `==`.
+    public let field: String?
 
-    /// Creates an error with a stable `code` and a human `reason` (no secrets).
-    public init(_ code: Code, _ reason: String) {
+    /// Creates an error with a stable `code`, a human `reason` (no secrets) and, for an
+    /// envelope field, the field's name.
+    public init(_ code: Code, _ reason: String, field: String? = nil) {
         self.code = code
         self.reason = reason
+        self.field = field
     }
 
     /// The wire format's error for a JSON failure: the same code name (`invalidJSON`,

@@ -1,119 +1,169 @@
 public import PushSealJSON
 public import PushSealCrypto
 
-/// The sealed part of an APNs payload, read and checked (FORMAT.md §3, §8): the decoded box,
-/// the key id to look the key up by, and the algorithm.
+/// The sealed part of an APNs payload, read and checked once (FORMAT.md §3, §8): the decoded
+/// box, the key id to look the key up by, the algorithm and its header values.
 ///
-/// Reading checks, in this order, each field's presence, type and emptiness, then `enc_alg`,
-/// then `key_id`, then the base64 and the box length, and reports the first problem with a
-/// distinct `FormatError` code. Opening verifies the tag over the AAD
-/// `pushseal:v1|<enc_alg>|<key_id>|<app_id>` and decodes the plaintext.
+/// Reading checks, in this order, each field's presence, type and emptiness, then `enc_alg`
+/// (it must name an entry of the registry), then the algorithm's own header fields, then
+/// `key_id`, then the base64 and the box length, and reports the first problem with a distinct
+/// `FormatError` code (the field in ``FormatError/field``). Opening hands the box to the
+/// algorithm, which verifies it over its AAD or `info` and the receiver's app id.
 ///
 /// Every failure, including a failed tag, is a `FormatError`: a receiver shows the original
 /// content for all of them and may log the code.
 public struct SealedPayload: Sendable, Hashable {
-    /// The box: nonce(12) ‖ ciphertext ‖ tag(16), at least 28 bytes.
-    public let box: SealedBox
+    /// The box as `encrypted_data` decodes (A256GCM: nonce(12) ‖ ciphertext ‖ tag(16), at
+    /// least 28 bytes).
+    public let box: [UInt8]
     /// `key_id`, valid (1–64 of `A-Z a-z 0-9 _ -`).
     public let keyID: String
-    /// `enc_alg`; always `A256GCM` in version 1.
+    /// `enc_alg`, the name of ``envelope``.
     public let algorithm: String
+    /// The values of the algorithm's own header fields (``EnvelopeAlgorithm/headerFieldNames``
+    /// order; empty for `A256GCM`).
+    public let headerValues: [String]
+    /// The registry entry named by `enc_alg`.
+    public let envelope: any EnvelopeAlgorithm
 
     /// Reads the sealed fields of an APNs payload.
-    /// - Parameter payload: the whole payload object (`aps` and the rest are not looked at).
+    /// - Parameters:
+    ///   - payload: the whole payload object (`aps` and the rest are not looked at).
+    ///   - registry: the algorithms accepted (default ``EnvelopeRegistry/standard``).
     /// - Throws: `FormatError` `.missingField` (payload not an object, or a field absent; names
     ///   it), `.wrongFieldType` (not a string), `.emptyField`, `.unknownAlgorithm`,
-    ///   `.invalidKeyID`, `.invalidBase64`, `.truncatedBox` (fewer than 28 bytes).
-    public init(payload: JSONValue) throws {
+    ///   `.invalidKeyID`, `.invalidBase64`, `.truncatedBox` (shorter than the algorithm's
+    ///   smallest box).
+    public init(payload: JSONValue, registry: EnvelopeRegistry = .standard) throws {
         guard case .object(let object) = payload else {
-            throw FormatError(.missingField, "the payload is a JSON \(payload.typeName), not an object with \(WireFormat.encryptedDataField), \(WireFormat.keyIDField) and \(WireFormat.algorithmField)")
+            throw FormatError(.missingField, "the payload is a JSON \(payload.typeName), not an object with \(WireFormat.encryptedDataField), \(WireFormat.keyIDField) and \(WireFormat.algorithmField)",
+                              field: WireFormat.encryptedDataField)
         }
-        try self.init(payload: object)
+        try self.init(payload: object, registry: registry)
     }
 
-    /// Reads the sealed fields of an APNs payload object (see ``init(payload:)-(JSONValue)``).
-    public init(payload: JSONObject) throws {
+    /// Reads the sealed fields of an APNs payload object (see ``init(payload:registry:)-(JSONValue,_)``).
+    public init(payload: JSONObject, registry: EnvelopeRegistry = .standard) throws {
         let data = try Self.stringField(payload, WireFormat.encryptedDataField)
         let keyID = try Self.stringField(payload, WireFormat.keyIDField)
         let algorithm = try Self.stringField(payload, WireFormat.algorithmField)
-        try self.init(encryptedData: data, keyID: keyID, algorithm: algorithm)
+        let entry = try Self.entry(algorithm, in: registry, encryptedData: data, keyID: keyID)
+        let names = entry.headerFieldNames
+        let values = names.isEmpty ? [] : try names.map { try Self.stringField(payload, $0) }
+        try self.init(encryptedData: data, keyID: keyID, entry: entry, headerValues: values)
     }
 
     /// Checks and decodes field values taken out of a payload by other means.
-    /// - Throws: as ``init(payload:)-(JSONValue)``, less `.missingField` and `.wrongFieldType`.
-    public init(encryptedData: String, keyID: String, algorithm: String) throws {
-        for (name, value) in [(WireFormat.encryptedDataField, encryptedData), (WireFormat.keyIDField, keyID), (WireFormat.algorithmField, algorithm)]
-        where value.isEmpty {
-            throw FormatError(.emptyField, "\(name) is empty")
+    /// - Throws: as ``init(payload:registry:)-(JSONValue,_)``, less `.missingField` and `.wrongFieldType`.
+    public init(encryptedData: String, keyID: String, algorithm: String, headerValues: [String] = [],
+                registry: EnvelopeRegistry = .standard) throws {
+        let entry = try Self.entry(algorithm, in: registry, encryptedData: encryptedData, keyID: keyID)
+        guard headerValues.count == entry.headerFieldNames.count else {
+            throw FormatError(.missingField, "\(algorithm) needs the fields \(entry.headerFieldNames.joined(separator: ", "))",
+                              field: entry.headerFieldNames.dropFirst(headerValues.count).first)
         }
-        guard algorithm == WireFormat.algorithm else {
-            throw FormatError(.unknownAlgorithm, "\(WireFormat.algorithmField) \(WireFormat.describe(algorithm)) is not supported (version 1 knows only \(WireFormat.algorithm))")
+        try self.init(encryptedData: encryptedData, keyID: keyID, entry: entry, headerValues: headerValues)
+    }
+
+    /// Emptiness of the fields in reading order (`encrypted_data`, `key_id`, `enc_alg`), then the entry.
+    private static func entry(_ algorithm: String, in registry: EnvelopeRegistry,
+                              encryptedData: String, keyID: String) throws -> any EnvelopeAlgorithm {
+        func empty(_ name: String) -> FormatError { FormatError(.emptyField, "\(name) is empty", field: name) }
+        if encryptedData.isEmpty { throw empty(WireFormat.encryptedDataField) }
+        if keyID.isEmpty { throw empty(WireFormat.keyIDField) }
+        if algorithm.isEmpty { throw empty(WireFormat.algorithmField) }
+        guard let entry = registry.algorithm(named: algorithm) else {
+            throw FormatError(.unknownAlgorithm, "\(WireFormat.algorithmField) \(WireFormat.describe(algorithm)) is not supported (known: \(registry.names.joined(separator: ", ")))",
+                              field: WireFormat.algorithmField)
         }
-        try WireFormat.validateKeyID(keyID)
-        let bytes = try WireBase64.decode(encryptedData)
-        if bytes.isEmpty {
-            throw FormatError(.emptyField, "\(WireFormat.encryptedDataField) holds only whitespace")
-        }
-        guard bytes.count >= AES256GCM.minimumCombinedByteCount else {
-            throw FormatError(.truncatedBox, "\(WireFormat.encryptedDataField) decodes to \(bytes.count) bytes; a box is at least \(AES256GCM.minimumCombinedByteCount) (12-byte nonce, 16-byte tag)")
+        return entry
+    }
+
+    private init(encryptedData: String, keyID: String, entry: any EnvelopeAlgorithm, headerValues: [String]) throws {
+        for (name, value) in zip(entry.headerFieldNames, headerValues) {
+            guard !value.isEmpty else { throw FormatError(.emptyField, "\(name) is empty", field: name) }
+            guard WireFormat.isValidKeyID(value) else {
+                throw FormatError(.invalidKeyID, "\(name) is 1-64 characters of A-Z a-z 0-9 _ -, got \(WireFormat.describe(value))", field: name)
+            }
         }
         do {
-            box = try SealedBox(combined: bytes)
-        } catch {
-            throw FormatError(.truncatedBox, "\(WireFormat.encryptedDataField) is too short for a box")
+            try WireFormat.validateKeyID(keyID)
+        } catch let e as FormatError {
+            throw FormatError(e.code, e.reason, field: WireFormat.keyIDField)
         }
+        let bytes: [UInt8]
+        do {
+            bytes = try WireBase64.decode(encryptedData)
+        } catch let e as FormatError {
+            throw FormatError(e.code, e.reason, field: WireFormat.encryptedDataField)
+        }
+        if bytes.isEmpty {
+            throw FormatError(.emptyField, "\(WireFormat.encryptedDataField) holds only whitespace", field: WireFormat.encryptedDataField)
+        }
+        guard bytes.count >= entry.minimumBoxByteCount else {
+            throw FormatError(.truncatedBox, "\(WireFormat.encryptedDataField) decodes to \(bytes.count) bytes; an \(entry.name) box is at least \(entry.minimumBoxByteCount)",
+                              field: WireFormat.encryptedDataField)
+        }
+        box = bytes
         self.keyID = keyID
-        self.algorithm = algorithm
+        self.algorithm = entry.name
+        self.headerValues = headerValues
+        envelope = entry
     }
 
     static func stringField(_ o: JSONObject, _ name: String) throws -> String {
-        guard let v = o[name] else { throw FormatError(.missingField, "the payload has no \(name)") }
+        guard let v = o[name] else { throw FormatError(.missingField, "the payload has no \(name)", field: name) }
         guard case .string(let s) = v else {
-            throw FormatError(.wrongFieldType, "\(name) must be a string, got \(v.typeName)")
+            throw FormatError(.wrongFieldType, "\(name) must be a string, got \(v.typeName)", field: name)
         }
         return s
     }
 
-    /// The AAD this box must verify under for `appID`.
-    public func aad(appID: String) -> [UInt8] {
-        WireFormat.aad(algorithm: algorithm, keyID: keyID, appID: appID)
+    /// What the box is bound to for `appID`: key id, app id and header values.
+    public func context(appID: String) -> EnvelopeContext {
+        EnvelopeContext(keyID: keyID, appID: appID, headerValues: headerValues)
+    }
+
+    /// The bytes this box must verify under for `appID` (A256GCM: the AAD; v2: the HPKE `info`).
+    public func aad(appID: String) throws -> [UInt8] {
+        try envelope.withBinding(context(appID: appID)) { Array($0) }
     }
 
     /// Opens the box and returns the raw plaintext bytes (padding included), without decoding them.
     /// - Parameters:
-    ///   - key: the 32-byte key held under ``keyID``.
+    ///   - key: the key held under ``keyID`` (32 bytes for `A256GCM`).
     ///   - appID: the receiving app's bundle identifier.
-    /// - Returns: the plaintext, only after the tag verified. Wipe it when done.
-    /// - Throws: `FormatError` `.authenticationFailed`, `.invalidKey` (not 32 bytes), `.invalidAppID`.
+    /// - Returns: the plaintext, only after the box authenticated. Wipe it when done.
+    /// - Throws: `FormatError` `.authenticationFailed`, `.invalidKey`, `.invalidAppID`.
     public func openBytes(with key: SecretBytes, appID: String) throws -> [UInt8] {
         try WireFormat.validateAppID(appID)
-        guard key.byteCount == AES256GCM.keyByteCount else {
-            throw FormatError(.invalidKey, "an A256GCM key is \(AES256GCM.keyByteCount) bytes, got \(key.byteCount)")
+        guard key.byteCount == envelope.keyByteCount else {
+            throw FormatError(.invalidKey, "an \(algorithm) key is \(envelope.keyByteCount) bytes, got \(key.byteCount)")
         }
-        do {
-            return try WireFormat.withAAD(keyID: keyID, appID: appID) { aad in
-                try box.combined.withUnsafeBytes { c in
-                    try AES256GCM.open(nonce: UnsafeRawBufferPointer(rebasing: c[0..<AES256GCM.nonceByteCount]),
-                                       ciphertext: UnsafeRawBufferPointer(rebasing: c[AES256GCM.nonceByteCount..<(c.count - AES256GCM.tagByteCount)]),
-                                       tag: UnsafeRawBufferPointer(rebasing: c[(c.count - AES256GCM.tagByteCount)...]),
-                                       with: key, authenticating: aad)
-                }
-            }
-        } catch let error as CryptoError where error.code == .authenticationFailed {
-            throw FormatError(.authenticationFailed, "the box did not authenticate for key id \(WireFormat.describe(keyID)) and app id \(WireFormat.describe(appID)) (wrong key, wrong key id or app id, or modified data)")
-        }
+        return try envelope.open(box, key: key, context: context(appID: appID))
     }
 
     /// Opens the box and decodes the notification.
     /// - Parameters:
-    ///   - key: the 32-byte key held under ``keyID``.
+    ///   - key: the key held under ``keyID``.
     ///   - appID: the receiving app's bundle identifier (APNs topic).
     /// - Returns: the notification.
     /// - Throws: `FormatError` `.authenticationFailed`, `.invalidKey`, `.invalidAppID`,
     ///   `.invalidPlaintext` (authentic, but not a UTF-8 JSON object of the documented shape).
-    public func open(with key: SecretBytes, appID: String) throws -> NotificationPlaintext {
+    public func open(with key: SecretBytes, appID: String) throws -> Notification {
         var bytes = try openBytes(with: key, appID: appID)
         defer { SecretBytes.wipe(&bytes) }
-        return try NotificationPlaintext(jsonBytes: bytes)
+        return try Notification(jsonBytes: bytes)
+    }
+
+    public static func == (lhs: SealedPayload, rhs: SealedPayload) -> Bool {
+        lhs.box == rhs.box && lhs.keyID == rhs.keyID && lhs.algorithm == rhs.algorithm && lhs.headerValues == rhs.headerValues
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(box)
+        hasher.combine(keyID)
+        hasher.combine(algorithm)
+        hasher.combine(headerValues)
     }
 }

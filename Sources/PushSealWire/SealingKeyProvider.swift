@@ -1,19 +1,25 @@
 public import PushSealCrypto
 
-/// A recipient's current sealing key: its key id and the 32 key bytes.
+/// A recipient's current sealing key: its key id, the key bytes and the `enc_alg` they are for.
 public struct SealingKey: Sendable {
     /// The key id written as `key_id`: 1-64 characters of `A-Z a-z 0-9 _ -`.
     public let keyID: String
-    /// The 32-byte AES-256-GCM key.
+    /// The key the algorithm seals with: for `A256GCM` the 32-byte AES-256-GCM key (for an
+    /// HPKE entry it would be the device's 32-byte X25519 public key).
     public let key: SecretBytes
+    /// The `enc_alg` to seal with, looked up in the sealer's `EnvelopeRegistry`
+    /// (default `A256GCM`, `WireFormat.algorithm`).
+    public let algorithm: String
 
     /// Creates a sealing key.
     /// - Parameters:
     ///   - keyID: 1-64 characters of `A-Z a-z 0-9 _ -`.
-    ///   - key: 32 bytes.
-    public init(keyID: String, key: SecretBytes) {
+    ///   - key: the algorithm's key bytes (32 for `A256GCM`).
+    ///   - algorithm: the `enc_alg` (default `A256GCM`).
+    public init(keyID: String, key: SecretBytes, algorithm: String = WireFormat.algorithm) {
         self.keyID = keyID
         self.key = key
+        self.algorithm = algorithm
     }
 }
 

@@ -29,23 +29,15 @@ public enum WireFormat {
     /// notification", 4 KB for regular remote notifications).
     public static let maxPayloadByteCount = 4096
 
-    /// The AAD of a box: the UTF-8 bytes of `pushseal:v1|<enc_alg>|<key_id>|<app_id>`.
+    /// The AAD of a version-1 box: the UTF-8 bytes of `pushseal:v1|<enc_alg>|<key_id>|<app_id>`
+    /// (built by ``A256GCMEnvelope/aad(algorithm:keyID:appID:)``).
     /// - Parameters:
     ///   - algorithm: the `enc_alg` value as it appears in the payload.
     ///   - keyID: the `key_id` value as it appears in the payload.
     ///   - appID: the app's bundle identifier (APNs topic), e.g. `com.example.app`.
     /// - Returns: the AAD bytes, no terminator.
     public static func aad(algorithm: String, keyID: String, appID: String) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(version.utf8.count + algorithm.utf8.count + keyID.utf8.count + appID.utf8.count + 3)
-        out.append(contentsOf: version.utf8)
-        out.append(aadSeparator)
-        out.append(contentsOf: algorithm.utf8)
-        out.append(aadSeparator)
-        out.append(contentsOf: keyID.utf8)
-        out.append(aadSeparator)
-        out.append(contentsOf: appID.utf8)
-        return out
+        A256GCMEnvelope.aad(algorithm: algorithm, keyID: keyID, appID: appID)
     }
 
     /// Whether `keyID` is 1–64 characters of `A-Z a-z 0-9 _ -`.
@@ -73,9 +65,13 @@ public enum WireFormat {
     /// than `|`. Bundle identifiers and APNs topics (`com.example.app`,
     /// `com.example.app.voip`) qualify; `|` is excluded because it separates AAD parts.
     public static func isValidAppID(_ appID: String) -> Bool {
-        let u = appID.utf8
-        guard !u.isEmpty, u.count <= maxAppIDByteCount else { return false }
-        return u.allSatisfy { $0 >= 0x21 && $0 <= 0x7E && $0 != aadSeparator }
+        var appID = appID
+        return appID.withUTF8 { u in
+            guard !u.isEmpty, u.count <= maxAppIDByteCount else { return false }
+            // A plain loop: the seal entry point runs this on every seal.
+            for c in u where c < 0x21 || c > 0x7E || c == aadSeparator { return false }
+            return true
+        }
     }
 
     /// Checks an app id (see ``isValidAppID(_:)``).
@@ -86,74 +82,69 @@ public enum WireFormat {
         }
     }
 
-    /// Seals a notification for the APNs payload fields.
-    ///
-    /// Encodes `plaintext` as compact JSON, pads it with trailing spaces to its Padmé length
-    /// (unless `padding` is false), and seals it with AES-256-GCM under `key` with a fresh
-    /// random nonce and the AAD `pushseal:v1|A256GCM|<keyID>|<appID>`.
+    /// The one seal entry point: checks the context, then seals `plaintext` with `algorithm`
+    /// into `box`. Every sealer (``seal(plaintext:key:keyID:appID:padding:registry:)``,
+    /// the sender's `NotificationSealer` with its stack buffers) comes through here, and the
+    /// algorithm builds its AAD or `info` only inside.
+    /// - Parameters:
+    ///   - plaintext: the encoded (padded) plaintext, e.g. from ``PlaintextEncoder``.
+    ///   - key: ``EnvelopeAlgorithm/keyByteCount`` bytes (32 for `A256GCM`).
+    ///   - context: key id (1–64 of `A-Z a-z 0-9 _ -`), app id (FORMAT.md §3.2) and the
+    ///     algorithm's header values (each 1–64 of `A-Z a-z 0-9 _ -`).
+    ///   - algorithm: the entry to seal with (default `A256GCM`).
+    ///   - box: room for `algorithm.boxByteCount(plaintextByteCount: plaintext.count)` bytes.
+    /// - Returns: the box bytes written.
+    /// - Throws: `FormatError` `.invalidKeyID`, `.invalidAppID`, `.invalidKey`; `CryptoError`
+    ///   `.invalidParameter` (box too small), `.internalFailure` (random generator or OpenSSL).
+    public static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext,
+                            algorithm: any EnvelopeAlgorithm = A256GCMEnvelope(),
+                            into box: UnsafeMutableRawBufferPointer) throws -> Int {
+        try validateKeyID(context.keyID)
+        try validateAppID(context.appID)
+        guard context.headerValues.count == algorithm.headerFieldNames.count,
+              context.headerValues.allSatisfy(isValidKeyID) else {
+            throw FormatError(.invalidKeyID, "\(algorithm.name) needs \(algorithm.headerFieldNames.count) header values of 1-64 characters of A-Z a-z 0-9 _ -")
+        }
+        guard key.byteCount == algorithm.keyByteCount else {
+            throw FormatError(.invalidKey, "an \(algorithm.name) key is \(algorithm.keyByteCount) bytes, got \(key.byteCount)")
+        }
+        return try algorithm.seal(plaintext, key: key, context: context, into: box)
+    }
+
+    /// Seals a notification for the APNs payload fields: encodes `plaintext` (``PlaintextEncoder``),
+    /// pads it to its Padmé length (unless `padding` is false), and seals it through
+    /// ``seal(_:key:context:algorithm:into:)`` with `registry`'s first entry (`A256GCM` for
+    /// ``EnvelopeRegistry/standard``: fresh random nonce, AAD `pushseal:v1|A256GCM|<keyID>|<appID>`).
     /// - Parameters:
     ///   - plaintext: the notification.
-    ///   - key: the 32-byte AES-256 key the device holds under `keyID`.
+    ///   - key: the key the device holds under `keyID` (32 bytes for `A256GCM`).
     ///   - keyID: 1–64 of `A-Z a-z 0-9 _ -`.
     ///   - appID: the app's bundle identifier (APNs topic).
     ///   - padding: pad to the Padmé length (default true).
-    /// - Returns: the three field values to write into the payload.
-    /// - Throws: `FormatError` `.invalidKeyID`, `.invalidAppID`, `.invalidKey` (not 32 bytes),
-    ///   `.nonFiniteNumber` (an infinite or NaN number in `data`); `CryptoError` `.internalFailure` if the system random generator or OpenSSL fails.
-    public static func seal(plaintext: NotificationPlaintext, key: SecretBytes, keyID: String, appID: String,
-                            padding: Bool = true) throws -> SealedFields {
+    ///   - algorithm: the entry to seal with (default `A256GCM`).
+    /// - Returns: the field values to write into the payload.
+    /// - Throws: as ``seal(_:key:context:algorithm:into:)``; `FormatError` `.nonFiniteNumber`
+    ///   (an infinite or NaN number in `data`).
+    public static func seal(plaintext: Notification, key: SecretBytes, keyID: String, appID: String,
+                            padding: Bool = true, algorithm: any EnvelopeAlgorithm = A256GCMEnvelope()) throws -> SealedFields {
         var bytes = try plaintext.encoded(padding: padding)
         defer { SecretBytes.wipe(&bytes) }
-        return try seal(encodedPlaintext: bytes, key: key, keyID: keyID, appID: appID)
+        return try seal(encodedPlaintext: bytes, key: key, keyID: keyID, appID: appID, algorithm: algorithm)
     }
 
-    /// Seals already-encoded plaintext bytes (a UTF-8 JSON object, padded or not) as
-    /// ``seal(plaintext:key:keyID:appID:padding:)`` does after encoding. The bytes are not
-    /// checked: use this only with the output of ``NotificationPlaintext/encoded(padding:)``
-    /// or for test vectors.
-    /// - Throws: `FormatError` `.invalidKeyID`, `.invalidAppID`, `.invalidKey`;
-    ///   `CryptoError` `.internalFailure`.
-    public static func seal(encodedPlaintext: [UInt8], key: SecretBytes, keyID: String, appID: String) throws -> SealedFields {
-        try validateKeyID(keyID)
-        try validateAppID(appID)
-        guard key.byteCount == AES256GCM.keyByteCount else {
-            throw FormatError(.invalidKey, "an A256GCM key is \(AES256GCM.keyByteCount) bytes, got \(key.byteCount)")
+    /// Seals already-encoded plaintext bytes (a UTF-8 JSON object, padded or not) through
+    /// ``seal(_:key:context:algorithm:into:)``. The bytes are not checked: use this only with
+    /// the output of ``Notification/encoded(padding:)`` or for test vectors.
+    /// - Throws: as ``seal(_:key:context:algorithm:into:)``.
+    public static func seal(encodedPlaintext: [UInt8], key: SecretBytes, keyID: String, appID: String,
+                            algorithm: any EnvelopeAlgorithm = A256GCMEnvelope()) throws -> SealedFields {
+        let context = EnvelopeContext(keyID: keyID, appID: appID, headerValues: try algorithm.sealingHeaderValues(keyID: keyID, appID: appID))
+        var box = [UInt8](repeating: 0, count: algorithm.boxByteCount(plaintextByteCount: encodedPlaintext.count))
+        let written = try encodedPlaintext.withUnsafeBytes { p in
+            try box.withUnsafeMutableBytes { b in try seal(p, key: key, context: context, algorithm: algorithm, into: b) }
         }
-        let box = try withAAD(keyID: keyID, appID: appID) { aad in
-            try encodedPlaintext.withUnsafeBytes { p in try AES256GCM.seal(p, with: key, authenticating: aad) }
-        }
-        return SealedFields(encryptedData: WireBase64.encode(box.combined), keyID: keyID, algorithm: algorithm)
-    }
-
-    /// Builds the AAD for `A256GCM` on the stack (≤ 340 bytes for valid ids) and passes it to `body`.
-    static func withAAD<R>(keyID: String, appID: String, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        func slowPath() throws -> R { try aad(algorithm: algorithm, keyID: keyID, appID: appID).withUnsafeBytes(body) }
-        var k = keyID, a = appID
-        return try k.withUTF8 { kb in
-            try a.withUTF8 { ab in
-                let count = version.utf8.count + algorithm.utf8.count + kb.count + ab.count + 3
-                return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buf in
-                    guard let base = buf.baseAddress else { return try slowPath() }
-                    var p = base
-                    func put(_ bytes: UnsafeRawBufferPointer) {
-                        guard let b = bytes.baseAddress else { return }
-                        p.copyMemory(from: b, byteCount: bytes.count)
-                        p += bytes.count
-                    }
-                    let bar = aadSeparator
-                    version.utf8.withContiguousStorageIfAvailable { put(UnsafeRawBufferPointer($0)) }
-                    p.storeBytes(of: bar, as: UInt8.self); p += 1
-                    algorithm.utf8.withContiguousStorageIfAvailable { put(UnsafeRawBufferPointer($0)) }
-                    p.storeBytes(of: bar, as: UInt8.self); p += 1
-                    put(UnsafeRawBufferPointer(kb))
-                    p.storeBytes(of: bar, as: UInt8.self); p += 1
-                    put(UnsafeRawBufferPointer(ab))
-                    // Only if a constant were not contiguous UTF-8 (never for native literals).
-                    guard p - base == count else { return try slowPath() }
-                    return try body(UnsafeRawBufferPointer(buf))
-                }
-            }
-        }
+        return SealedFields(encryptedData: WireBase64.encode(Array(box[0..<written])), keyID: keyID, algorithm: algorithm.name,
+                            headerFields: zip(algorithm.headerFieldNames, context.headerValues).map { (name: $0, value: $1) })
     }
 
     /// A value for an error reason: short strings quoted, long ones only by length.
@@ -162,20 +153,28 @@ public enum WireFormat {
     }
 }
 
-/// The three payload field values produced by ``WireFormat/seal(plaintext:key:keyID:appID:padding:)``.
-public struct SealedFields: Sendable, Hashable {
+/// The payload field values produced by ``WireFormat/seal(plaintext:key:keyID:appID:padding:algorithm:)``.
+public struct SealedFields: Sendable, Equatable {
     /// `encrypted_data`: standard padded base64 of nonce(12) ‖ ciphertext ‖ tag(16).
     public let encryptedData: String
     /// `key_id`.
     public let keyID: String
     /// `enc_alg` (`A256GCM`).
     public let algorithm: String
+    /// The algorithm's own fields after `enc_alg`, in payload order (none for `A256GCM`).
+    public let headerFields: [(name: String, value: String)]
 
-    /// Creates the field values (no checks; ``WireFormat/seal(plaintext:key:keyID:appID:padding:)`` makes valid ones).
-    public init(encryptedData: String, keyID: String, algorithm: String) {
+    /// Creates the field values (no checks; ``WireFormat/seal(plaintext:key:keyID:appID:padding:algorithm:)`` makes valid ones).
+    public init(encryptedData: String, keyID: String, algorithm: String, headerFields: [(name: String, value: String)] = []) {
         self.encryptedData = encryptedData
         self.keyID = keyID
         self.algorithm = algorithm
+        self.headerFields = headerFields
+    }
+
+    public static func == (lhs: SealedFields, rhs: SealedFields) -> Bool {
+        lhs.encryptedData == rhs.encryptedData && lhs.keyID == rhs.keyID && lhs.algorithm == rhs.algorithm
+            && lhs.headerFields.map(\.name) == rhs.headerFields.map(\.name) && lhs.headerFields.map(\.value) == rhs.headerFields.map(\.value)
     }
 
     /// Sets `encrypted_data`, `key_id` and `enc_alg` in `payload` (appended in that order
@@ -184,5 +183,6 @@ public struct SealedFields: Sendable, Hashable {
         payload[WireFormat.encryptedDataField] = .string(encryptedData)
         payload[WireFormat.keyIDField] = .string(keyID)
         payload[WireFormat.algorithmField] = .string(algorithm)
+        for f in headerFields { payload[f.name] = .string(f.value) }
     }
 }

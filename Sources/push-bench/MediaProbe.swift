@@ -57,7 +57,7 @@ func runMediaProbe(_ arguments: [String]) -> Int32 {
     let downloader = MediaDownloader(containerDirectory: directory, allowInsecureLoopback: true)
     let start = monotonicNanoseconds()
     do {
-        let media = try downloader.download(MediaDescriptor(url: url, sha256Hex: sha256, key: key), timeoutSeconds: 60)
+        let media = try downloader.download(MediaDownload(url: url, sha256Hex: sha256, key: key), timeoutSeconds: 60)
         let elapsed = Double(monotonicNanoseconds() - start) / 1e6
         print("RESULT impl=pushseal op=media sealed=\(key != nil) bytes=\(media.byteCount) downloaded=\(media.downloadedByteCount) type=\(media.mediaType.rawValue) ms=\(format(elapsed, decimals: 1))")
         return 0

@@ -3,9 +3,13 @@ import Foundation
 import PushSealCrypto
 import PushSealWire
 import PushSealSender
+import PushSealExtension
+
+/// The wire module's `Notification` (named here once: Foundation, imported too, has its own `Notification`).
+typealias Notification = PushSealWire.Notification
 
 /// Receiver: the full in-process open of one notification — APNs payload bytes in,
-/// `NotificationPlaintext` out (JSONReader, the three sealed fields, base64, AES-256-GCM with
+/// `Notification` out (JSONReader, the three sealed fields, base64, AES-256-GCM with
 /// the AAD, inner JSON) — for payloads carrying 256 B, 1 KB and 2 KB notifications (SenderBench's
 /// inputs, sealed by `NotificationSealer`, so Padmé-padded with `iat`). Key lookup is not timed.
 ///
@@ -19,7 +23,7 @@ import PushSealSender
 /// sealed fields + base64), to see where the full open's time goes.
 struct OpenBench: BenchSection {
     let settings: BenchSettings
-    let title = "receiver (full open: APNs payload in, NotificationPlaintext out)"
+    let title = "receiver (full open: APNs payload in, Notification out)"
     static let sizes = SenderBench.sizes
     static let appID = "com.example.app"
 
@@ -28,7 +32,7 @@ struct OpenBench: BenchSection {
         // key.hex and payload-<size>.json stay in the bench directory for ProcessBench's cold start.
         let key = SecretBytes(copying: keyBytes)
         let keys = InMemorySealingKeys([(Self.appID, "alice", SealingKey(keyID: "key-1", key: key))])
-        let sealer = try NotificationSealer(appID: Self.appID, keys: keys)
+        let sealer = try NotificationSealer(appID: Self.appID, keys: keys, registry: Self.registry)
         let directory = try BenchDirectory.shared.url()
         try Data(keyBytes.map { String(format: "%02x", $0) }.joined().utf8).write(to: directory.appendingPathComponent("key.hex"))
 
@@ -45,7 +49,7 @@ struct OpenBench: BenchSection {
             // Where the time goes: the payload parse alone, then parse + sealed fields + base64.
             all.append(BenchCase(impl: "pushseal", op: "open-step-parse", size: size) { consume(try JSONReader.parse(payload)) })
             all.append(BenchCase(impl: "pushseal", op: "open-step-fields", size: size) {
-                consume(try SealedPayload(payload: try JSONReader.parse(payload)))
+                consume(try SealedPayload(payload: try JSONReader.parse(payload), registry: Self.registry))
             })
         }
         let text = Array(box1K.utf8)
@@ -61,9 +65,13 @@ struct OpenBench: BenchSection {
         return all
     }
 
-    /// The job being timed: payload bytes → plaintext.
-    static func fullOpen(_ payload: [UInt8], key: SecretBytes) throws -> NotificationPlaintext {
-        try SealedPayload(payload: try JSONReader.parse(payload)).open(with: key, appID: appID)
+    /// The envelope algorithms, the same table the sender and the extension use.
+    static let registry = EnvelopeRegistry.standard
+
+    /// The job being timed: payload bytes → plaintext (the extension's opener, parse once).
+    static func fullOpen(_ payload: [UInt8], key: SecretBytes) throws -> Notification {
+        let opener = WireFormatOpener(registry: registry)
+        return try opener.open(try opener.envelope(in: try JSONReader.parse(payload)), with: key, appID: appID)
     }
 
     func comparisons() -> [Comparison] {

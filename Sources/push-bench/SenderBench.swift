@@ -31,7 +31,7 @@ struct SenderBench: BenchSection {
     func cases() throws -> [BenchCase] {
         let key = SealingKey(keyID: "key-1", key: SecretBytes(randomByteCount: 32))
         let keys = InMemorySealingKeys([(Self.appID, "alice", key)])
-        let sealer = try NotificationSealer(appID: Self.appID, keys: keys)
+        let sealer = try NotificationSealer(appID: Self.appID, keys: keys, registry: OpenBench.registry)
         var all: [BenchCase] = []
         for size in Self.sizes {
             let input = Self.notification(size: size)

@@ -126,7 +126,7 @@ struct OpenCommand: OptionsCommand {
         }
         let provider = KeychainKeyProvider(keychain: keychain, accessGroup: keyGroup, appID: appID, now: clock)
         let configuration = DecryptingServiceConfiguration(
-            appID: appID, keyProvider: provider, locale: o.locale, containerDirectory: container,
+            appID: appID, keyProvider: provider, opener: WireFormatOpener(registry: .standard), locale: o.locale, containerDirectory: container,
             allowInsecureLoopback: o.allowInsecureLoopback,
             replayCapacity: o.replayGuard ? ReplayGuard.defaultCapacity : 0, now: clock)
         let logger: any DiagnosticLogger = o.verbose ? VerboseLogger() : NullLogger()

@@ -77,23 +77,23 @@ struct SealCommand: OptionsCommand {
 
     func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
         let recipient = o.recipient
-        var notification: OutgoingNotification
+        var request: SealRequest
         if let path = o.file {
             let bytes = try InputReader.readAll(path, limitByteCount: 1 << 20)
-            notification = try mappingSenderErrors { try OutgoingNotification(jsonBytes: bytes) }
+            request = try mappingSenderErrors { try SealRequest(jsonBytes: bytes) }
         } else {
-            notification = OutgoingNotification()
+            request = SealRequest(Notification())
         }
-        if let t = o.title { notification.title = t }
-        if let t = o.subtitle { notification.subtitle = t }
-        if let t = o.body { notification.body = t }
-        if let t = o.id { notification.id = t }
-        if let u = o.mediaURL { notification.media = MediaDescriptor(url: u) }
+        if let t = o.title { request.notification.title = t }
+        if let t = o.subtitle { request.notification.subtitle = t }
+        if let t = o.body { request.notification.body = t }
+        if let t = o.id { request.notification.id = t }
+        if let u = o.mediaURL { request.notification.media = MediaDescriptor(url: u) }
 
         let sealer = try o.seal.sealer()
         // seal(_:for:) checks the notification by the JSON form's rules, so --media-url and
         // the other flags are refused exactly as the same members in NOTIFICATION.json.
-        let sealed = try mappingSenderErrors { try sealer.seal(notification, for: recipient) }
+        let sealed = try mappingSenderErrors { try sealer.seal(request, for: recipient) }
         for change in sealed.changes { context.warn("fit: \(change)") }
         if o.withHeaders {
             var w = PayloadWriter(capacity: sealed.payload.count + 256)

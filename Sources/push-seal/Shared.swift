@@ -7,6 +7,9 @@ import PushSealKeyProviders
 import PushSealKeys
 import PushSealSender
 
+/// The wire module's `Notification` (Foundation, imported too, has its own `Notification`).
+typealias Notification = PushSealWire.Notification
+
 /// push-seal's own exit codes, beyond the common ones.
 enum SealExit {
     /// 2: `batch` processed every line but at least one failed (its output line says why).

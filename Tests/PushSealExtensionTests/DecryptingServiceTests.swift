@@ -153,8 +153,11 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
         struct Opaque: Error {}
         struct Failing: NotificationPayloadOpener, NotificationKeyProvider {
             var failKeyID = false
-            func keyID(in payload: JSONValue) throws -> String { if failKeyID { throw Opaque() }; return "k1" }
-            func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> NotificationPlaintext { throw Opaque() }
+            func envelope(in payload: JSONValue) throws -> SealedPayload {
+                if failKeyID { throw Opaque() }
+                return try WireFormatOpener().envelope(in: payload)
+            }
+            func open(_ envelope: SealedPayload, with key: SecretBytes, appID: String) throws -> Notification { throw Opaque() }
             func key(for keyID: String) throws -> SecretBytes { throw Opaque() }
         }
         func host(_ opener: Failing, _ provider: any NotificationKeyProvider) -> ExtensionHost {
@@ -298,8 +301,8 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
 
 /// An injected opener whose plaintext has no text at all (the codec never gives one).
 private struct BlankOpener: NotificationPayloadOpener {
-    func keyID(in payload: JSONValue) throws -> String { "k1" }
-    func open(_ payload: JSONValue, with key: SecretBytes, appID: String) throws -> NotificationPlaintext {
-        NotificationPlaintext(title: "", body: "")
+    func envelope(in payload: JSONValue) throws -> SealedPayload { try WireFormatOpener().envelope(in: payload) }
+    func open(_ envelope: SealedPayload, with key: SecretBytes, appID: String) throws -> Notification {
+        Notification(title: "", body: "")
     }
 }

@@ -17,7 +17,7 @@ private func filesIn(_ dir: URL) -> [String] {
         let dir = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true)
-        let media = try d.download(MediaDescriptor(url: s.url("/photo")), timeoutSeconds: 5)
+        let media = try d.download(MediaDownload(url: s.url("/photo")), timeoutSeconds: 5)
         #expect(media.mediaType == .png)
         #expect(media.fileURL.pathExtension == "png")
         #expect(media.redirectCount == 0)
@@ -33,10 +33,10 @@ private func filesIn(_ dir: URL) -> [String] {
         let dir = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true)
-        #expect(try d.download(MediaDescriptor(url: s.url("/redirect")), timeoutSeconds: 5).redirectCount == 1)
-        #expect(try d.download(MediaDescriptor(url: s.url("/hop/6")), timeoutSeconds: 5).redirectCount == 3)
+        #expect(try d.download(MediaDownload(url: s.url("/redirect")), timeoutSeconds: 5).redirectCount == 1)
+        #expect(try d.download(MediaDownload(url: s.url("/hop/6")), timeoutSeconds: 5).redirectCount == 3)
         #expect(throws: ExtensionError(.mediaTooManyRedirects, "")) {
-            try d.download(MediaDescriptor(url: s.url("/hop/5")), timeoutSeconds: 5)
+            try d.download(MediaDownload(url: s.url("/hop/5")), timeoutSeconds: 5)
         }
     }
 
@@ -50,7 +50,7 @@ private func filesIn(_ dir: URL) -> [String] {
         let dir = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true)
-        #expect(throws: ExtensionError(code, "")) { try d.download(MediaDescriptor(url: s.url(path)), timeoutSeconds: 10) }
+        #expect(throws: ExtensionError(code, "")) { try d.download(MediaDownload(url: s.url(path)), timeoutSeconds: 10) }
         #expect(filesIn(dir).isEmpty)
     }
 
@@ -60,7 +60,7 @@ private func filesIn(_ dir: URL) -> [String] {
         defer { try? FileManager.default.removeItem(at: dir) }
         let logger = CollectingLogger()
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true, logger: logger)
-        _ = try? d.download(MediaDescriptor(url: s.url("/huge.jpg")), timeoutSeconds: 10)
+        _ = try? d.download(MediaDownload(url: s.url("/huge.jpg")), timeoutSeconds: 10)
         // The reason says where it stopped: past 10 MiB, far before 30 MB.
         let line = try #require(logger.lines.first { $0.contains("stage=download event=failed") })
         let abortedAt = try #require(line.split(separator: " ").last.flatMap { Int($0.filter(\.isNumber)) })
@@ -76,7 +76,7 @@ private func filesIn(_ dir: URL) -> [String] {
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true)
         // The code alone proves the timeout fired: without it /stall would end after 120 s with
         // the connection closed and /drip would finish its image (no timing assertion needed).
-        #expect(throws: ExtensionError(.mediaTimedOut, "")) { try d.download(MediaDescriptor(url: s.url(path)), timeoutSeconds: 1) }
+        #expect(throws: ExtensionError(.mediaTimedOut, "")) { try d.download(MediaDownload(url: s.url(path)), timeoutSeconds: 1) }
         #expect(filesIn(dir).isEmpty)
     }
 
@@ -87,7 +87,7 @@ private func filesIn(_ dir: URL) -> [String] {
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true)
         let token = DownloadCancellation()
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { token.cancel() }
-        #expect(throws: ExtensionError(.mediaCancelled, "")) { try d.download(MediaDescriptor(url: s.url("/stall")), timeoutSeconds: 10, cancellation: token) }
+        #expect(throws: ExtensionError(.mediaCancelled, "")) { try d.download(MediaDownload(url: s.url("/stall")), timeoutSeconds: 10, cancellation: token) }
     }
 
     @Test func policyFollowsAppTransportSecurity() throws {
@@ -103,7 +103,7 @@ private func filesIn(_ dir: URL) -> [String] {
             #expect(throws: ExtensionError(.mediaURLRefused, "")) { try loose.checkPolicy(try #require(URL(string: url))) }
         }
         try strict.checkPolicy(try #require(URL(string: "https://example.com/a.png")))
-        #expect(throws: ExtensionError(.mediaURLRefused, "")) { try strict.download(MediaDescriptor(url: "http://127.0.0.1:1/a"), timeoutSeconds: 1) }
+        #expect(throws: ExtensionError(.mediaURLRefused, "")) { try strict.download(MediaDownload(url: "http://127.0.0.1:1/a"), timeoutSeconds: 1) }
     }
 
     @Test func plainMediaDigestIsChecked() throws {
@@ -114,13 +114,13 @@ private func filesIn(_ dir: URL) -> [String] {
         try writeFile(bytes, named: "anim", in: s.filesDirectory)
         let hex = try SHA256Hasher.hash(bytes).map { String(format: "%02x", $0) }.joined()
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true)
-        #expect(try d.download(MediaDescriptor(url: s.url("/files/anim?ct=image/gif"), sha256Hex: hex.uppercased()), timeoutSeconds: 5).mediaType == .gif)
+        #expect(try d.download(MediaDownload(url: s.url("/files/anim?ct=image/gif"), sha256Hex: hex.uppercased()), timeoutSeconds: 5).mediaType == .gif)
         let wrong = String(repeating: "0", count: 64)
         #expect(throws: ExtensionError(.mediaDigestMismatch, "")) {
-            try d.download(MediaDescriptor(url: s.url("/files/anim"), sha256Hex: wrong), timeoutSeconds: 5)
+            try d.download(MediaDownload(url: s.url("/files/anim"), sha256Hex: wrong), timeoutSeconds: 5)
         }
         #expect(throws: ExtensionError(.mediaInvalidDescriptor, "")) {
-            try d.download(MediaDescriptor(url: s.url("/files/anim"), sha256Hex: "xyz"), timeoutSeconds: 5)
+            try d.download(MediaDownload(url: s.url("/files/anim"), sha256Hex: "xyz"), timeoutSeconds: 5)
         }
     }
 
@@ -136,7 +136,7 @@ private func filesIn(_ dir: URL) -> [String] {
         let hex = try SHA256Hasher.hash(box).map { String(format: "%02x", $0) }.joined()
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true)
 
-        let media = try d.download(MediaDescriptor(url: s.url("/files/\(name)"), type: "image/jpeg", sha256Hex: hex, key: key), timeoutSeconds: 5)
+        let media = try d.download(MediaDownload(url: s.url("/files/\(name)"), type: "image/jpeg", sha256Hex: hex, key: key), timeoutSeconds: 5)
         #expect(media.mediaType == .jpeg)
         #expect(media.fileURL.pathExtension == "jpg")
         #expect(try Data(contentsOf: media.fileURL) == Data(plain))
@@ -144,16 +144,16 @@ private func filesIn(_ dir: URL) -> [String] {
         d.store.removeAttachment(at: media.fileURL)
 
         #expect(throws: ExtensionError(.mediaDecryptionFailed, "")) {
-            try d.download(MediaDescriptor(url: s.url("/files/\(name)"), key: SecretBytes(randomByteCount: 32)), timeoutSeconds: 5)
+            try d.download(MediaDownload(url: s.url("/files/\(name)"), key: SecretBytes(randomByteCount: 32)), timeoutSeconds: 5)
         }
         var flipped = box
         flipped[flipped.count / 2] ^= 1
         try writeFile(flipped, named: name + "-flipped", in: s.filesDirectory)
         #expect(throws: ExtensionError(.mediaDigestMismatch, "")) {
-            try d.download(MediaDescriptor(url: s.url("/files/\(name)-flipped"), sha256Hex: hex, key: key), timeoutSeconds: 5)
+            try d.download(MediaDownload(url: s.url("/files/\(name)-flipped"), sha256Hex: hex, key: key), timeoutSeconds: 5)
         }
         #expect(throws: ExtensionError(.mediaDecryptionFailed, "")) {
-            try d.download(MediaDescriptor(url: s.url("/files/\(name)-flipped"), key: key), timeoutSeconds: 5)
+            try d.download(MediaDownload(url: s.url("/files/\(name)-flipped"), key: key), timeoutSeconds: 5)
         }
         // Only the (now empty) attachment store is left: no partial box, no unverified plaintext.
         #expect(filesIn(dir) == [MediaStore.attachmentsDirectoryName])

@@ -81,7 +81,7 @@ private func filesIn(_ dir: URL) -> [String] {
         let strict = MediaDownloader(containerDirectory: dir)
         for url in ["https://localhost:\(s.port)/photo", "https://[::ffff:127.0.0.1]:\(s.port)/photo",
                     "https://2130706433:\(s.port)/photo", "https://0177.0.0.1:\(s.port)/photo"] {
-            #expect(throws: ExtensionError(.mediaURLRefused, "")) { try strict.download(MediaDescriptor(url: url), timeoutSeconds: 5) }
+            #expect(throws: ExtensionError(.mediaURLRefused, "")) { try strict.download(MediaDownload(url: url), timeoutSeconds: 5) }
         }
         #expect(filesIn(dir).isEmpty)
     }
@@ -95,13 +95,13 @@ private func filesIn(_ dir: URL) -> [String] {
         defer { try? FileManager.default.removeItem(at: dir) }
         let logger = CollectingLogger()
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true, allowedLoopbackPorts: [s.port], logger: logger)
-        #expect(try d.download(MediaDescriptor(url: s.url("/photo")), timeoutSeconds: 5).mediaType == .png)
-        #expect(try d.download(MediaDescriptor(url: s.url("/redirect")), timeoutSeconds: 5).redirectCount == 1)
+        #expect(try d.download(MediaDownload(url: s.url("/photo")), timeoutSeconds: 5).mediaType == .png)
+        #expect(try d.download(MediaDownload(url: s.url("/redirect")), timeoutSeconds: 5).redirectCount == 1)
         let other = s.port == 65_535 ? s.port - 1 : s.port + 1
         for target in ["http://127.0.0.1:\(other)/x", "http://localhost:\(other)/x", "https://localhost:\(other)/x",
                        "http://2130706433:\(other)/x", "http://[::ffff:127.0.0.1]:\(other)/x", "https://169.254.169.254/latest"] {
             let url = s.url("/to?u=" + (target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? target))
-            #expect(throws: ExtensionError(.mediaURLRefused, "")) { try d.download(MediaDescriptor(url: url), timeoutSeconds: 5) }
+            #expect(throws: ExtensionError(.mediaURLRefused, "")) { try d.download(MediaDownload(url: url), timeoutSeconds: 5) }
         }
         // The name's refusal comes from the connection check: the reason names the address.
         #expect(logger.lines.contains { $0.contains("connection refused by policy") && $0.contains("port \(other)") })
@@ -128,7 +128,7 @@ private func filesIn(_ dir: URL) -> [String] {
         let lock = try #require(TemporaryFileLock(path: dir.appendingPathComponent(held).path, wait: true))
         defer { lock.release() }
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true)
-        let media = try d.download(MediaDescriptor(url: s.url("/photo")), timeoutSeconds: 5)
+        let media = try d.download(MediaDownload(url: s.url("/photo")), timeoutSeconds: 5)
         #expect(filesIn(dir) == [fresh, held, MediaStore.attachmentsDirectoryName].sorted())
         #expect(FileManager.default.fileExists(atPath: media.fileURL.path))
     }
@@ -147,7 +147,7 @@ private func filesIn(_ dir: URL) -> [String] {
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true, store: store)
         var files: [URL] = []
         for _ in 0..<4 {
-            let media = try d.download(MediaDescriptor(url: s.url("/files/cap.png?ct=image/png")), timeoutSeconds: 5)
+            let media = try d.download(MediaDownload(url: s.url("/files/cap.png?ct=image/png")), timeoutSeconds: 5)
             files.append(media.fileURL)
         }
         #expect(Set(files.map { $0.deletingLastPathComponent() }).count == 4, "one directory per notification")
@@ -159,7 +159,7 @@ private func filesIn(_ dir: URL) -> [String] {
         // Past the retention, a directory is removed by the next download.
         let expired = Date(timeIntervalSinceNow: -(MediaStore.defaultRetentionSeconds + 60))
         try FileManager.default.setAttributes([.modificationDate: expired], ofItemAtPath: files[1].deletingLastPathComponent().path)
-        let next = try d.download(MediaDescriptor(url: s.url("/files/cap.png")), timeoutSeconds: 5)
+        let next = try d.download(MediaDownload(url: s.url("/files/cap.png")), timeoutSeconds: 5)
         #expect(!FileManager.default.fileExists(atPath: files[1].path))
         store.removeAttachment(at: next.fileURL)
         #expect(!FileManager.default.fileExists(atPath: next.fileURL.deletingLastPathComponent().path))
@@ -167,6 +167,6 @@ private func filesIn(_ dir: URL) -> [String] {
         // A store too small for even one download refuses before any request.
         let tiny = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true,
                                    store: MediaStore(containerDirectory: dir, capByteCount: 1_048_576))
-        #expect(throws: ExtensionError(.mediaTransferFailed, "")) { try tiny.download(MediaDescriptor(url: s.url("/photo")), timeoutSeconds: 5) }
+        #expect(throws: ExtensionError(.mediaTransferFailed, "")) { try tiny.download(MediaDownload(url: s.url("/photo")), timeoutSeconds: 5) }
     }
 }

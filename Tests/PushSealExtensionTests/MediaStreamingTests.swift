@@ -228,7 +228,7 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         let name = "chunks-\(UUID().uuidString)"
         try writeFile(box, named: name, in: s.filesDirectory)
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true)
-        let media = try d.download(MediaDescriptor(url: s.url("/files/\(name)"), sha256Hex: hex(try SHA256Hasher.hash(box)), key: key),
+        let media = try d.download(MediaDownload(url: s.url("/files/\(name)"), sha256Hex: hex(try SHA256Hasher.hash(box)), key: key),
                                    timeoutSeconds: 5)
         #expect(media.mediaType == .png)
         #expect(media.byteCount == plain.count)
@@ -251,7 +251,7 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         try writeFile(withAAD, named: name, in: s.filesDirectory)
         let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true)
         #expect(throws: ExtensionError(.mediaDecryptionFailed, "")) {
-            try d.download(MediaDescriptor(url: s.url("/files/\(name)"), key: key), timeoutSeconds: 5)
+            try d.download(MediaDownload(url: s.url("/files/\(name)"), key: key), timeoutSeconds: 5)
         }
         #expect(filesIn(dir).isEmpty)
     }
@@ -276,7 +276,7 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
             let name = "bad-\(UUID().uuidString)"
             try writeFile(bytes, named: name, in: s.filesDirectory)
             #expect(throws: ExtensionError(code, "")) {
-                try d.download(MediaDescriptor(url: s.url("/files/\(name)"), key: key), timeoutSeconds: 5)
+                try d.download(MediaDownload(url: s.url("/files/\(name)"), key: key), timeoutSeconds: 5)
             }
             #expect(filesIn(dir).isEmpty)
         }

@@ -62,10 +62,10 @@ import PushSealWire
         var lines: [UInt8] = []
         let count = 300
         for i in 0..<count {
-            var n = OutgoingNotification(title: randomString(&rng), subtitle: i % 3 == 0 ? randomString(&rng) : nil,
+            var n = Notification(title: randomString(&rng), subtitle: i % 3 == 0 ? randomString(&rng) : nil,
                                          body: "b" + randomString(&rng, maxLength: i % 10 == 0 ? 1500 : 60), id: "id-\(i)")
             if i % 4 == 0 { n.media = .init(url: "https://cdn.example.com/\(i)/a b.jpg", type: "image/jpeg") }
-            if i % 5 == 0 { n.localizations = ["fr": .object(["title": .string("Titre \(i)"), "body": .string("Corps/é")])] }
+            if i % 5 == 0 { n.localizations = [(locale: "fr", content: LocalizedContent(title: "Titre \(i)", body: "Corps/é"))] }
             if i % 6 == 0 { n.data = ["thread": .integer(Int64(i)), "flag": .bool(true), "list": .array([.null, .number(0.25)])] }
             let sealed = try sealer.seal(n, for: "alice")
             #expect(sealed.payload.count <= 4096)
@@ -75,7 +75,9 @@ import PushSealWire
             expect["subtitle"] = n.subtitle.map(JSONValue.string)
             expect["id"] = n.id.map(JSONValue.string)
             if sealed.changes.isEmpty { expect["body"] = n.body.map(JSONValue.string) }
-            if let l = n.localizations, sealed.changes.isEmpty { expect["localizations"] = .object(l) }
+            if !n.localizations.isEmpty, sealed.changes.isEmpty {
+                expect["localizations"] = .object(JSONObject(n.localizations.map { (key: $0.locale, value: $0.content.jsonValue()) }))
+            }
             var w = PayloadWriter()
             w.raw("{\"payload\":")
             w.bytes += sealed.payload

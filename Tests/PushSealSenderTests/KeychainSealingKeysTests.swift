@@ -79,7 +79,7 @@ import Testing
             return [KeyStore.AuditEvent(event: "testDestroy", time: KeyStore.now())]
         }
         let sealer = try s.sealer()
-        let n = OutgoingNotification(title: "t")
+        let n = Notification(title: "t")
         expectSender(.unknownRecipient, "no keyset for recipient carol") { try sealer.seal(n, for: "carol") }
         // A name that breaks the keychain's naming rules is a bad option, not an unknown recipient.
         expectSender(.invalidOption, "without control characters or /") { try sealer.seal(n, for: "not a name/..") }
@@ -136,9 +136,9 @@ import Testing
         let erin = try s.store.generate(appID: Self.appID, recipient: "erin")
         try s.store.setSealCount(appID: Self.appID, recipient: "erin", keyID: erin.keyID, to: KeyStore.sealLimit - 1)
         let sealer = try s.sealer()
-        _ = try sealer.seal(OutgoingNotification(title: "last"), for: "erin")
-        expectSender(.sealLimitReached, "2^32") { try sealer.seal(OutgoingNotification(title: "one too many"), for: "erin") }
-        expectSender(.sealLimitReached) { try s.sealer().seal(OutgoingNotification(title: "fresh process"), for: "erin") }
+        _ = try sealer.seal(Notification(title: "last"), for: "erin")
+        expectSender(.sealLimitReached, "2^32") { try sealer.seal(Notification(title: "one too many"), for: "erin") }
+        expectSender(.sealLimitReached) { try s.sealer().seal(Notification(title: "fresh process"), for: "erin") }
     }
 
     @Test func malformedNamesAreBadOptionsBeforeAnyKeychainRead() throws {
@@ -169,11 +169,11 @@ import Testing
         try s.store.generate(appID: Self.appID, recipient: "alice")
         let keychain = try Keychain(opening: s.dir, as: KeyStore.serverIdentity)
         try keychain.setDeviceState(.beforeFirstUnlock)
-        expectSender(.keyStoreLocked, "errSecInteractionNotAllowed (-25308)") { try s.sealer().seal(OutgoingNotification(title: "t"), for: "alice") }
-        expectSender(.keyStoreLocked, "keyset com.example.app/alice") { try s.sealer().seal(OutgoingNotification(title: "t"), for: "alice") }
+        expectSender(.keyStoreLocked, "errSecInteractionNotAllowed (-25308)") { try s.sealer().seal(Notification(title: "t"), for: "alice") }
+        expectSender(.keyStoreLocked, "keyset com.example.app/alice") { try s.sealer().seal(Notification(title: "t"), for: "alice") }
         // Unlocked again, the same keychain seals.
         try keychain.setDeviceState(.unlocked)
-        _ = try s.sealer().seal(OutgoingNotification(title: "t"), for: "alice")
+        _ = try s.sealer().seal(Notification(title: "t"), for: "alice")
     }
 
     @Test func missingAndInsecureKeychainsAreRefused() throws {

@@ -11,7 +11,7 @@ import PushSealWire
         options.aps = APSFields(sound: "default", badge: 3, threadID: "t", category: "c", interruptionLevel: "time-sensitive", relevanceScore: 0.5)
         options.priority = 5
         options.collapseID = "c1"
-        let sealed = try Fixture.sealer(options).seal(OutgoingNotification(title: "Ana", body: "Dinner at 8?", ttlSeconds: 60), for: "alice")
+        let sealed = try Fixture.sealer(options).seal(Notification(title: "Ana", body: "Dinner at 8?"), ttlSeconds: 60, for: "alice")
         let text = String(decoding: sealed.payload, as: UTF8.self)
         #expect(text.hasPrefix("{\"aps\":{\"alert\":{\"title\":\"New message\",\"body\":\"Open the app to read it\"},\"mutable-content\":1,\"sound\":\"default\",\"badge\":3,\"thread-id\":\"t\",\"category\":\"c\",\"interruption-level\":\"time-sensitive\",\"relevance-score\":0.5},\"encrypted_data\":\""))
         #expect(text.hasSuffix("\",\"key_id\":\"k1\",\"enc_alg\":\"A256GCM\"}"))
@@ -26,16 +26,16 @@ import PushSealWire
     }
 
     @Test func plaintextIsPaddedToPadmeLengthUnlessOff() throws {
-        let n = OutgoingNotification(title: "Ana", body: String(repeating: "x", count: 977))
+        let n = Notification(title: "Ana", body: String(repeating: "x", count: 977))
         let padded = try Fixture.open(try Fixture.sealer().seal(n, for: "alice").payload)
         var off = SealOptions()
         off.padding = false
         let bare = try Fixture.open(try Fixture.sealer(off).seal(n, for: "alice").payload)
         #expect(bare.last == UInt8(ascii: "}"))
-        #expect(padded.count == Wire.padmeLength(bare.count))
+        #expect(padded.count == Padme.paddedLength(bare.count))
         #expect(padded.count > bare.count)
         #expect(padded[bare.count...].allSatisfy { $0 == 0x20 })
-        #expect([100, 1000, 2049].map(Wire.padmeLength) == [104, 1024, 2176])
+        #expect([100, 1000, 2049].map(Padme.paddedLength) == [104, 1024, 2176])
     }
 
     @Test func refusesEmptyAlertsAndBadOptions() throws {
@@ -48,11 +48,11 @@ import PushSealWire
         #expect(throws: SenderError(.invalidOption, "")) { try Fixture.sealer(SealOptions(aps: APSFields(relevanceScore: 1.5))) }
         #expect(throws: SenderError(.invalidOption, "")) { try Fixture.sealer(SealOptions(aps: APSFields(badge: -1))) }
         let s = try Fixture.sealer()
-        #expect(throws: SenderError(.emptyNotification, "")) { try s.seal(OutgoingNotification(title: "", body: ""), for: "alice") }
-        #expect(throws: SenderError(.emptyNotification, "")) { try s.seal(OutgoingNotification(), for: "alice") }
-        #expect(throws: SenderError(.unknownRecipient, "")) { try s.seal(OutgoingNotification(title: "t"), for: "carol") }
-        #expect(throws: SenderError(.keyUnavailable, "")) { try s.seal(OutgoingNotification(title: "t"), for: "bob") }
-        #expect(throws: SenderError(.invalidNotification, "")) { try s.seal(OutgoingNotification(title: "t", exp: 5, ttlSeconds: 5), for: "alice") }
+        #expect(throws: SenderError(.emptyNotification, "")) { try s.seal(Notification(title: "", body: ""), for: "alice") }
+        #expect(throws: SenderError(.emptyNotification, "")) { try s.seal(Notification(), for: "alice") }
+        #expect(throws: SenderError(.unknownRecipient, "")) { try s.seal(Notification(title: "t"), for: "carol") }
+        #expect(throws: SenderError(.keyUnavailable, "")) { try s.seal(Notification(title: "t"), for: "bob") }
+        #expect(throws: SenderError(.invalidNotification, "")) { try s.seal(Notification(title: "t", exp: 5), ttlSeconds: 5, for: "alice") }
     }
 
     @Test func badJSONInputIsAClearError() throws {
@@ -85,7 +85,7 @@ import PushSealWire
         var sawError = false
         var sawSuccess = false
         for count in 1000...1800 {
-            let n = OutgoingNotification(title: "Résumé", body: String(repeating: "é", count: count))
+            let n = Notification(title: "Résumé", body: String(repeating: "é", count: count))
             do {
                 let p = try strict.seal(n, for: "alice").payload
                 #expect(p.count <= 4096)
@@ -113,7 +113,7 @@ import PushSealWire
     func fitLadderKeepsCharactersWhole(unit: String) throws {
         let original = String(repeating: unit, count: 4000 / unit.utf8.count + 1)
         let sealer = try Fixture.sealer(SealOptions(fit: true))
-        let sealed = try sealer.seal(OutgoingNotification(title: "T", body: original), for: "alice")
+        let sealed = try sealer.seal(Notification(title: "T", body: original), for: "alice")
         #expect(sealed.payload.count <= 4096)
         let body = try #require(try Fixture.plaintext(sealed.payload)["body"] as? String)
         #expect(body.hasSuffix("…"))
@@ -130,12 +130,11 @@ import PushSealWire
         #expect(to == kept.count)
         // Maximal: one more Character would not have fitted.
         let longer = String(originalCharacters[0...kept.count]) + "…"
-        var w = PayloadWriter()
-        var n = OutgoingNotification(title: "T", body: longer)
+        var n = Notification(title: "T", body: longer)
         n.iat = Fixture.now
-        try Wire.writePlaintext(n, body: longer, includeMedia: false, to: &w)
+        let plain = try n.encoded(padding: false)
         let fixed = sealed.payload.count - WireBase64.encodedByteCount(try Fixture.open(sealed.payload).count + 28)
-        #expect(NotificationSealer.payloadByteCount(plaintextByteCount: w.bytes.count, fixedByteCount: fixed) > 4096)
+        #expect(fixed + WireBase64.encodedByteCount(A256GCMEnvelope().boxByteCount(plaintextByteCount: plain.count)) > 4096)
     }
 
     @Test func fitDropsPaddingThenMediaBeforeTheBody() throws {
@@ -143,7 +142,7 @@ import PushSealWire
         let sealer = try Fixture.sealer(SealOptions(fit: true))
         // Fits once the media is gone, so the body stays whole.
         let body = String(repeating: "b", count: 2550)
-        let sealed = try sealer.seal(OutgoingNotification(title: "T", body: body, media: media), for: "alice")
+        let sealed = try sealer.seal(Notification(title: "T", body: body, media: media), for: "alice")
         #expect(sealed.payload.count <= 4096)
         #expect(sealed.changes.first.map { if case .droppedPadding = $0 { true } else { false } } == true)
         #expect(sealed.changes.contains(.droppedMedia))
@@ -151,14 +150,14 @@ import PushSealWire
         #expect(plain["media"] == nil)
         #expect(plain["body"] as? String == body)
         // Without fit the same notification is a size error.
-        #expect(throws: SenderError(.payloadTooLarge, "")) { try Fixture.sealer().seal(OutgoingNotification(title: "T", body: body, media: media), for: "alice") }
+        #expect(throws: SenderError(.payloadTooLarge, "")) { try Fixture.sealer().seal(Notification(title: "T", body: body, media: media), for: "alice") }
         // A huge title cannot be fitted by shortening the body.
-        #expect(throws: SenderError(.cannotFit, "")) { try sealer.seal(OutgoingNotification(title: String(repeating: "t", count: 3500), body: "b"), for: "alice") }
+        #expect(throws: SenderError(.cannotFit, "")) { try sealer.seal(Notification(title: String(repeating: "t", count: 3500), body: "b"), for: "alice") }
     }
 
     @Test func tenThousandSealsHaveDistinctNonces() throws {
         let sealer = try Fixture.sealer()
-        let n = OutgoingNotification(title: "Same", body: "Same every time")
+        let n = Notification(title: "Same", body: "Same every time")
         var nonces = Set<[UInt8]>()
         for _ in 0..<10_000 {
             let o = try Fixture.json(try sealer.seal(n, for: "alice").payload)

@@ -5,7 +5,7 @@ import PushSealWire
 @testable import PushSealSender
 import Testing
 
-/// The scan path (text copied from the input) writes exactly the plaintext the tree path writes,
+/// The scan path (the wire module's scanner) reads exactly the notification the tree path reads,
 /// and gives up on everything the tree path rejects.
 @Suite struct ScanPathTests {
     /// A random notification in JSON: members in random order, strings over every plane, some
@@ -43,30 +43,19 @@ import Testing
         return Array(("{" + members.joined(separator: sep) + "}").utf8)
     }
 
-    static func plaintext(_ f: Wire.Fields) throws -> [UInt8] {
-        var w = PayloadWriter()
-        try Wire.writePlaintext(f, to: &w)
-        return w.bytes
+    static func scan(_ json: [UInt8]) -> (notification: Notification, extra: Int64?)? {
+        json.withUnsafeBytes { Notification.scan($0, extraInteger: "ttl") }
     }
 
-    @Test func scanPathWritesTheTreePathsPlaintext() throws {
+    @Test func scanPathReadsTheTreePathsNotification() throws {
         var rng = SeededGenerator(seed: 11)
         for n in 0..<2000 {
             let json = Self.randomNotification(&rng)
-            let tree = try OutgoingNotification(jsonBytes: json)
-            let scanned = try json.withUnsafeBytes { raw -> ScannedNotification? in
-                var s = try JSONReader.Scanner(raw)
-                var r = ScannedNotification()
-                let ok = ScannedNotification.scan(&s, into: &r)
-                try s.finish()
-                guard ok else { return nil }
-                // Inside the closure: raw text members point into `json`.
-                #expect(try Self.plaintext(r.fields) == Self.plaintext(tree.fields(body: tree.body, includeMedia: true)),
-                        "notification \(n): \(String(decoding: json, as: UTF8.self))")
-                return r
-            }
+            let tree = try SealRequest(jsonBytes: json)
+            let scanned = Self.scan(json)
             #expect(scanned != nil, "notification \(n) left the scan path: \(String(decoding: json, as: UTF8.self))")
-            #expect(scanned?.ttlSeconds == tree.ttlSeconds)
+            #expect(scanned?.notification == tree.notification, "notification \(n): \(String(decoding: json, as: UTF8.self))")
+            #expect(scanned?.extra == tree.ttlSeconds)
         }
     }
 
@@ -76,21 +65,10 @@ import Testing
         for _ in 0..<300 {
             let json = Self.randomNotification(&rng)
             let a = try sealer.seal(notificationJSON: json, for: "alice")
-            let b = try sealer.seal(OutgoingNotification(jsonBytes: json), for: "alice")
+            let b = try sealer.seal(SealRequest(jsonBytes: json), for: "alice")
             #expect(try Fixture.open(a.payload) == Fixture.open(b.payload))
             #expect(a.headers == b.headers)
             #expect(a.payload.count == b.payload.count)
-        }
-    }
-
-    @Test func memberNamesMapToTheirNumbersAndNothingElseDoes() {
-        let known = ["title", "subtitle", "body", "media", "localizations", "data", "iat", "exp", "ttl", "id"]
-        func member(_ name: String) -> Int? { Array(name.utf8).withUnsafeBytes { ScannedNotification.member($0) } }
-        for (number, name) in known.enumerated() { #expect(member(name) == number, "\(name)") }
-        // Same lengths, one byte off, other cases, prefixes, extensions, empty.
-        for name in ["Title", "titlf", "subtitlE", "bodY", "datA", "medIa", "iaT", "exq", "ttL", "iD", "ix", "localisations",
-                     "localizationS", "tit", "titles", "", "i", "xxxx", "xxxxx", "idid"] {
-            #expect(member(name) == nil, "\(name)")
         }
     }
 
@@ -105,13 +83,9 @@ import Testing
         let sealer = try Fixture.sealer()
         for c in cases {
             let json = Array(c.utf8)
-            let scanned = try json.withUnsafeBytes { raw -> Bool in
-                var s = try JSONReader.Scanner(raw)
-                var n = ScannedNotification()
-                return ScannedNotification.scan(&s, into: &n) && (try? s.finish()) != nil
-            }
+            let scanned = Self.scan(json) != nil
             var treeError: SenderError?
-            do { _ = try OutgoingNotification(jsonBytes: json) } catch let e as SenderError { treeError = e }
+            do { _ = try SealRequest(jsonBytes: json) } catch let e as SenderError { treeError = e }
             // An escaped key is valid: only the scan path gives up on it.
             #expect(treeError != nil || c.contains("\\u006c"), "the tree path accepted \(c)")
             if treeError != nil { #expect(!scanned, "\(c)") }

@@ -7,11 +7,11 @@ import PushSealWire
 import Testing
 
 /// A notification built in code is refused exactly as the same notification in JSON, and the
-/// sender never seals a plaintext the receivers (PushSealWire's `NotificationPlaintext` and
+/// sender never seals a plaintext the receivers (PushSealWire's `Notification` and
 /// the Python reference) reject.
 @Suite struct ValidationTests {
-    /// The JSON spelling of `n`, members in the order of `OutgoingNotification.memberNames`.
-    static func json(_ n: OutgoingNotification) throws -> [UInt8] {
+    /// The JSON spelling of `n`, members in the order of `Draft`.
+    static func json(_ n: Draft) throws -> [UInt8] {
         var o = JSONObject()
         o["title"] = n.title.map(JSONValue.string)
         o["subtitle"] = n.subtitle.map(JSONValue.string)
@@ -53,59 +53,59 @@ import Testing
     }
 
     /// The three ways in: the value, its JSON through `seal(notificationJSON:)` (scan path
-    /// first), and its JSON read by `OutgoingNotification(jsonBytes:)` and sealed as a value.
-    static func outcomes(_ n: OutgoingNotification, _ sealer: NotificationSealer) throws -> [Outcome] {
+    /// first), and its JSON read by `SealRequest(jsonBytes:)` and sealed as a value.
+    static func outcomes(_ n: Draft, _ sealer: NotificationSealer) throws -> [Outcome] {
         let text = try json(n)
         return [
-            try outcome { try sealer.seal(n, for: "alice") },
+            try outcome { try sealer.seal(n.request(), for: "alice") },
             try outcome { try sealer.seal(notificationJSON: text, for: "alice") },
-            try outcome { try sealer.seal(OutgoingNotification(jsonBytes: text), for: "alice") },
+            try outcome { try sealer.seal(SealRequest(jsonBytes: text), for: "alice") },
         ]
     }
 
-    static let maxTime = OutgoingNotification.maxTimeSeconds
+    static let maxTime = WireFormat.maxTimeSeconds
 
     /// Each value the review found sealed by the value path, and its neighbours: refused on
     /// every path with the same code and the same reason.
-    static let refused: [(name: String, notification: OutgoingNotification, reason: String)] = {
+    static let refused: [(name: String, notification: Draft, reason: String)] = {
         let t = "T"
-        var cases: [(String, OutgoingNotification, String)] = []
+        var cases: [(String, Draft, String)] = []
         for url in ["garbage", "not a url", "", "ftp://x/y", "javascript:alert(1)", "file:///etc/passwd", "https://", "http://x"] {
-            cases.append(("media.url \(url)", OutgoingNotification(title: t, media: MediaDescriptor(url: url)), "media.url: expected an absolute https:// or http:// URL"))
+            cases.append(("media.url \(url)", Draft(title: t, media: MediaDescriptor(url: url)), "media.url: expected an absolute https:// or http:// URL"))
         }
-        cases.append(("media.url line break", OutgoingNotification(title: t, media: MediaDescriptor(url: "https://\ncdn.example.com/a.jpg")), "media.url: expected an absolute https:// or http:// URL, got one with a control character"))
+        cases.append(("media.url line break", Draft(title: t, media: MediaDescriptor(url: "https://\ncdn.example.com/a.jpg")), "media.url: expected an absolute https:// or http:// URL, got one with a control character"))
         // Past the receiver's prefix rule, but the downloader could not fetch them.
         for (url, why) in [("https:///a", "without a host"), ("https://[::1/a", "that does not parse"), ("http:///x.jpg", "without a host"),
                            ("https://?q=1", "without a host")] {
-            cases.append(("media.url \(url)", OutgoingNotification(title: t, media: MediaDescriptor(url: url)),
+            cases.append(("media.url \(url)", Draft(title: t, media: MediaDescriptor(url: url)),
                           "media.url: expected an absolute https:// or http:// URL, got one \(why)"))
         }
         for type in ["bad type", "image", "image/", "/jpeg", "image/jpeg/x", "image/jpeg; q=1", "imäge/jpeg"] {
-            cases.append(("media.type \(type)", OutgoingNotification(title: t, media: MediaDescriptor(url: "https://cdn.example.com/a", type: type)), "media.type: expected a MIME type"))
+            cases.append(("media.type \(type)", Draft(title: t, media: MediaDescriptor(url: "https://cdn.example.com/a", type: type)), "media.type: expected a MIME type"))
         }
-        cases.append(("media.sha256 31 bytes", OutgoingNotification(title: t, media: MediaDescriptor(url: "https://cdn.example.com/a", sha256: Array(repeating: 7, count: 31))),
+        cases.append(("media.sha256 31 bytes", Draft(title: t, media: MediaDescriptor(url: "https://cdn.example.com/a", sha256: Array(repeating: 7, count: 31))),
                       "media.sha256: expected 64 hexadecimal digits, got 62 characters"))
-        cases.append(("media.key 16 bytes", OutgoingNotification(title: t, media: MediaDescriptor(url: "https://cdn.example.com/a", key: SecretBytes(copying: Array(0..<16)))),
+        cases.append(("media.key 16 bytes", Draft(title: t, media: MediaDescriptor(url: "https://cdn.example.com/a", key: SecretBytes(copying: Array(0..<16)))),
                       "media.key: expected base64 of 32 bytes, got 16 bytes"))
         let fr: JSONValue = .object(["title": .string("Titre")])
         for tag in ["!!", "", String(repeating: "a", count: 36), "pt BR", "fr/"] {
-            cases.append(("locale \(tag)", OutgoingNotification(title: t, localizations: [tag: fr]), "is not a locale tag"))
+            cases.append(("locale \(tag)", Draft(title: t, localizations: [tag: fr]), "is not a locale tag"))
         }
-        cases.append(("locale value a string", OutgoingNotification(title: t, localizations: ["fr": .string("Titre")]), "localizations.fr: expected an object, got string"))
-        cases.append(("locale without text", OutgoingNotification(title: t, localizations: ["fr": .object(["title": .string("")])]), "localizations.fr: needs a non-empty title, subtitle or body"))
-        cases.append(("locale title a number", OutgoingNotification(title: t, localizations: ["fr": .object(["title": .integer(5)])]), "localizations.fr.title: expected a string, got integer"))
-        cases.append(("locale unknown member", OutgoingNotification(title: t, localizations: ["fr": .object(["title": .string("x"), "sound": .string("y")])]), "unknown member localizations.fr.sound"))
-        cases.append(("iat -5", OutgoingNotification(title: t, iat: -5), "iat must not be negative, got -5"))
-        cases.append(("exp -5", OutgoingNotification(title: t, exp: -5), "exp must not be negative, got -5"))
-        cases.append(("ttl -5", OutgoingNotification(title: t, ttlSeconds: -5), "ttl must not be negative, got -5"))
-        cases.append(("iat after 9999", OutgoingNotification(title: t, iat: maxTime + 1), "iat 253402300800 is after 9999-12-31T23:59:59Z (253402300799)"))
-        cases.append(("exp after 9999", OutgoingNotification(title: t, exp: maxTime + 1), "exp 253402300800 is after 9999-12-31T23:59:59Z (253402300799)"))
-        cases.append(("exp Int64.max", OutgoingNotification(title: t, exp: .max), "exp 9223372036854775807 is after 9999-12-31T23:59:59Z"))
-        cases.append(("exp before iat", OutgoingNotification(title: t, iat: 2_000, exp: 1_999), "exp 1999 is earlier than iat 2000"))
-        cases.append(("exp before the seal time", OutgoingNotification(title: t, exp: Fixture.now - 1), "exp \(Fixture.now - 1) is earlier than iat \(Fixture.now)"))
-        cases.append(("exp and ttl", OutgoingNotification(title: t, exp: Fixture.now + 5, ttlSeconds: 5), "give either exp or ttl, not both"))
-        cases.append(("ttl Int64.max", OutgoingNotification(title: t, ttlSeconds: .max), "ttl 9223372036854775807 seconds is too large: exp would be after 9999-12-31T23:59:59Z"))
-        cases.append(("ttl one past 9999", OutgoingNotification(title: t, ttlSeconds: maxTime - Fixture.now + 1), "is too large: exp would be after 9999-12-31T23:59:59Z"))
+        cases.append(("locale value a string", Draft(title: t, localizations: ["fr": .string("Titre")]), "localizations.fr: expected an object, got string"))
+        cases.append(("locale without text", Draft(title: t, localizations: ["fr": .object(["title": .string("")])]), "localizations.fr: needs a non-empty title, subtitle or body"))
+        cases.append(("locale title a number", Draft(title: t, localizations: ["fr": .object(["title": .integer(5)])]), "localizations.fr.title: expected a string, got integer"))
+        cases.append(("locale unknown member", Draft(title: t, localizations: ["fr": .object(["title": .string("x"), "sound": .string("y")])]), "unknown member localizations.fr.sound"))
+        cases.append(("iat -5", Draft(title: t, iat: -5), "iat must not be negative, got -5"))
+        cases.append(("exp -5", Draft(title: t, exp: -5), "exp must not be negative, got -5"))
+        cases.append(("ttl -5", Draft(title: t, ttlSeconds: -5), "ttl must not be negative, got -5"))
+        cases.append(("iat after 9999", Draft(title: t, iat: maxTime + 1), "iat 253402300800 is after 9999-12-31T23:59:59Z (253402300799)"))
+        cases.append(("exp after 9999", Draft(title: t, exp: maxTime + 1), "exp 253402300800 is after 9999-12-31T23:59:59Z (253402300799)"))
+        cases.append(("exp Int64.max", Draft(title: t, exp: .max), "exp 9223372036854775807 is after 9999-12-31T23:59:59Z"))
+        cases.append(("exp before iat", Draft(title: t, iat: 2_000, exp: 1_999), "exp 1999 is earlier than iat 2000"))
+        cases.append(("exp before the seal time", Draft(title: t, exp: Fixture.now - 1), "exp \(Fixture.now - 1) is earlier than iat \(Fixture.now)"))
+        cases.append(("exp and ttl", Draft(title: t, exp: Fixture.now + 5, ttlSeconds: 5), "give either exp or ttl, not both"))
+        cases.append(("ttl Int64.max", Draft(title: t, ttlSeconds: .max), "ttl 9223372036854775807 seconds is too large: exp would be after 9999-12-31T23:59:59Z"))
+        cases.append(("ttl one past 9999", Draft(title: t, ttlSeconds: maxTime - Fixture.now + 1), "is too large: exp would be after 9999-12-31T23:59:59Z"))
         return cases
     }()
 
@@ -126,7 +126,7 @@ import Testing
         // TTL gives, an exp before the default iat).
         let atSealOnly = ["exp before the seal time", "ttl Int64.max", "ttl one past 9999"].contains(name)
         do {
-            try n.validate()
+            try n.request().validate()
             #expect(atSealOnly, "\(name): validate() passed")
         } catch let e as SenderError {
             #expect(!atSealOnly && .refused(e.code, e.reason) == results[0], "\(name): \(e)")
@@ -137,14 +137,14 @@ import Testing
         let sealer = try Fixture.sealer()
         let maxTime = Self.maxTime
         let accepted = [
-            OutgoingNotification(title: "T", iat: maxTime, exp: maxTime),
-            OutgoingNotification(title: "T", iat: 0, exp: 0),
-            OutgoingNotification(title: "T", exp: Fixture.now),
-            OutgoingNotification(title: "T", ttlSeconds: maxTime - Fixture.now),
-            OutgoingNotification(title: "T", ttlSeconds: 0),
-            OutgoingNotification(title: "T", media: MediaDescriptor(url: "HTTPS://CDN.example.com/a b.jpg", type: "application/vnd.example+json")),
-            OutgoingNotification(title: "T", media: MediaDescriptor(url: "http://127.0.0.1:8080/a", type: "image/jpeg", sha256: Array(repeating: 0xAB, count: 32), key: SecretBytes(copying: Array(0..<32)))),
-            OutgoingNotification(title: "T", localizations: ["pt_BR": .object(["body": .string("Olá")]), String(repeating: "z", count: 35): .object(["subtitle": .string("s")])]),
+            Draft(title: "T", iat: maxTime, exp: maxTime),
+            Draft(title: "T", iat: 0, exp: 0),
+            Draft(title: "T", exp: Fixture.now),
+            Draft(title: "T", ttlSeconds: maxTime - Fixture.now),
+            Draft(title: "T", ttlSeconds: 0),
+            Draft(title: "T", media: MediaDescriptor(url: "HTTPS://CDN.example.com/a b.jpg", type: "application/vnd.example+json")),
+            Draft(title: "T", media: MediaDescriptor(url: "http://127.0.0.1:8080/a", type: "image/jpeg", sha256: Array(repeating: 0xAB, count: 32), key: SecretBytes(copying: Array(0..<32)))),
+            Draft(title: "T", localizations: ["pt_BR": .object(["body": .string("Olá")]), String(repeating: "z", count: 35): .object(["subtitle": .string("s")])]),
         ]
         for n in accepted {
             let results = try Self.outcomes(n, sealer)
@@ -153,11 +153,11 @@ import Testing
                 continue
             }
             #expect(results[1] == results[0] && results[2] == results[0], "\(results)")
-            let opened = try NotificationPlaintext(jsonBytes: plain)
+            let opened = try Notification(jsonBytes: plain)
             #expect(expiration == opened.exp)
             #expect(opened.exp.map { $0 <= maxTime && $0 >= (opened.iat ?? 0) } != false)
         }
-        let latest = try sealer.seal(OutgoingNotification(title: "T", exp: maxTime), for: "alice")
+        let latest = try sealer.seal(Draft(title: "T", exp: maxTime), for: "alice")
         #expect(latest.headers.fields.first { $0.name == "apns-expiration" }?.value == "253402300799")
     }
 
@@ -169,16 +169,16 @@ import Testing
             return ["deep": v]
         }
         // 63 levels of data under the plaintext object: 64 in all, the receiver's limit.
-        let deepest = try sealer.seal(OutgoingNotification(title: "T", data: nested(63)), for: "alice")
-        #expect(try NotificationPlaintext(jsonBytes: Fixture.open(deepest.payload)).data == nested(63))
-        #expect(throws: SenderError(.invalidNotification, "")) { try sealer.seal(OutgoingNotification(title: "T", data: nested(64)), for: "alice") }
+        let deepest = try sealer.seal(Draft(title: "T", data: nested(63)), for: "alice")
+        #expect(try Notification(jsonBytes: Fixture.open(deepest.payload)).data == nested(63))
+        #expect(throws: SenderError(.invalidNotification, "")) { try sealer.seal(Draft(title: "T", data: nested(64)), for: "alice") }
         // The receiver indeed refuses that plaintext.
         var w = PayloadWriter()
         try w.object(["title": .string("T"), "data": .object(nested(64))])
-        #expect(throws: FormatError(.invalidPlaintext, "")) { try NotificationPlaintext(jsonBytes: w.bytes) }
+        #expect(throws: FormatError(.invalidPlaintext, "")) { try Notification(jsonBytes: w.bytes) }
         for x in [Double.nan, .infinity, -.infinity] {
             do {
-                _ = try sealer.seal(OutgoingNotification(title: "T", data: ["x": .array([.number(x)])]), for: "alice")
+                _ = try sealer.seal(Draft(title: "T", data: ["x": .array([.number(x)])]), for: "alice")
                 Issue.record("\(x) was sealed")
             } catch let e as SenderError {
                 #expect(e.code == .invalidNotification)
@@ -222,7 +222,7 @@ import Testing
         var sealedCount = 0
         var refusedCount = 0
         for i in 0..<400 {
-            let n = OutgoingNotification(
+            let n = Draft(
                 title: "n\(i)", body: i % 2 == 0 ? randomString(&rng) : nil,
                 media: pick(goodMedia, badMedia, &rng), localizations: pick(goodLocalizations, badLocalizations, &rng),
                 data: goodData.randomElement(using: &rng) ?? nil, iat: pick(goodIATs, badIATs, &rng),
@@ -235,8 +235,8 @@ import Testing
                 refusedCount += 1
             case .sealed(let plain, _):
                 sealedCount += 1
-                #expect(throws: Never.self, "notification \(i)") { try NotificationPlaintext(jsonBytes: plain) }
-                let payload = try sealer.seal(n, for: "alice").payload
+                #expect(throws: Never.self, "notification \(i)") { try Notification(jsonBytes: plain) }
+                let payload = try sealer.seal(n.request(), for: "alice").payload
                 lines += Array("{\"payload\":".utf8) + payload + Array(",\"expect\":{}}\n".utf8)
             }
         }
@@ -285,9 +285,9 @@ import Testing
                 var o = options
                 o.fit = fit
                 let sealer = try Fixture.sealer(o)
-                for n in [OutgoingNotification(title: "T"), OutgoingNotification(title: "T", body: String(repeating: "b", count: 3000))] {
+                for n in [Draft(title: "T"), Draft(title: "T", body: String(repeating: "b", count: 3000))] {
                     do {
-                        _ = try sealer.seal(n, for: "alice")
+                        _ = try sealer.seal(n.request(), for: "alice")
                         Issue.record("sealed with \(named)")
                     } catch let e as SenderError {
                         #expect(e.code == .clearPartTooLarge, "\(e.reason)")
@@ -300,31 +300,75 @@ import Testing
         }
         // A large clear part that still leaves room is not this error: the text is what to cut.
         let roomy = try Fixture.sealer(SealOptions(fallback: FallbackAlert(title: String(repeating: "a", count: 3000)), fit: true))
-        #expect(throws: SenderError(.cannotFit, "")) { try roomy.seal(OutgoingNotification(title: String(repeating: "t", count: 2000)), for: "alice") }
-        let fitted = try roomy.seal(OutgoingNotification(title: "T", body: String(repeating: "b", count: 2000)), for: "alice")
+        #expect(throws: SenderError(.cannotFit, "")) { try roomy.seal(Draft(title: String(repeating: "t", count: 2000)), for: "alice") }
+        let fitted = try roomy.seal(Draft(title: "T", body: String(repeating: "b", count: 2000)), for: "alice")
         #expect(fitted.payload.count <= 4096)
     }
 
     @Test func mediaRulesAndTheMediaSealer() throws {
         for good in ["image/jpeg", "video/mp4", "application/octet-stream", "application/vnd.example+json", "x-a/x.b_c!#$%&'*^`|~"] {
-            #expect(OutgoingNotification.isValidMediaType(good), "\(good)")
+            #expect(Notification.isValidMediaType(good), "\(good)")
         }
         for bad in ["", "image", "image/", "/jpeg", "image/jpeg/x", "image/jpeg; q=1", "image /jpeg", "imäge/jpeg", "image/jp\"eg",
                     String(repeating: "a", count: 128) + "/b"] {
-            #expect(!OutgoingNotification.isValidMediaType(bad), "\(bad)")
+            #expect(!Notification.isValidMediaType(bad), "\(bad)")
         }
         for good in ["https://cdn.example.com/a.jpg", "HTTP://127.0.0.1:8080/x", "https://x/a b"] {
-            #expect(OutgoingNotification.isValidMediaURL(good), "\(good)")
+            #expect(Notification.isValidMediaURL(good), "\(good)")
         }
         for bad in ["", "not a url", "ftp://x/y", "javascript:alert(1)", "file:///etc/passwd", "https://", "http://x", "https://x/\u{7F}", "https://x\t/"] {
-            #expect(!OutgoingNotification.isValidMediaURL(bad), "\(bad)")
+            #expect(!Notification.isValidMediaURL(bad), "\(bad)")
         }
         // The media sealer writes only descriptors the sealer accepts (an empty url is filled in later).
         let file: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 1, 2, 3]
         #expect(try MediaSealer.seal(file, url: "").media.url == "")
         let sealed = try MediaSealer.seal(file, url: "https://cdn.example.com/p.png.sealed", type: "image/png")
-        _ = try Fixture.sealer().seal(OutgoingNotification(title: "T", media: sealed.media), for: "alice")
+        _ = try Fixture.sealer().seal(Draft(title: "T", media: sealed.media), for: "alice")
         #expect(throws: SenderError(.invalidMedia, "")) { try MediaSealer.seal(file, url: "not a url") }
         #expect(throws: SenderError(.invalidMedia, "")) { try MediaSealer.seal(file, url: "https://x/y", type: "bad type") }
     }
+}
+
+/// A notification as a test writes it, in the shape of the JSON form (localizations as JSON, so
+/// a test can also spell locales a typed value cannot hold), turned into a `SealRequest` built in
+/// code (``request()``) or into JSON (`ValidationTests.json`).
+struct Draft {
+    var title: String?
+    var subtitle: String?
+    var body: String?
+    var media: MediaDescriptor?
+    var localizations: JSONObject?
+    var data: JSONObject?
+    var iat: Int64?
+    var exp: Int64?
+    var ttlSeconds: Int64?
+    var id: String?
+
+    init(title: String? = nil, subtitle: String? = nil, body: String? = nil, media: MediaDescriptor? = nil,
+         localizations: JSONObject? = nil, data: JSONObject? = nil, iat: Int64? = nil, exp: Int64? = nil,
+         ttlSeconds: Int64? = nil, id: String? = nil) {
+        (self.title, self.subtitle, self.body, self.media, self.localizations) = (title, subtitle, body, media, localizations)
+        (self.data, self.iat, self.exp, self.ttlSeconds, self.id) = (data, iat, exp, ttlSeconds, id)
+    }
+
+    /// The value built in code. Localizations become typed content when each locale is an object
+    /// of string `title`/`subtitle`/`body` members; a locale a value cannot hold (not an object,
+    /// a non-string text, another member) exists only in JSON, so then the request is the JSON
+    /// form read (which refuses it with the same reason).
+    func request() throws -> SealRequest {
+        var typed: [(locale: String, content: LocalizedContent)] = []
+        for l in localizations ?? [:] {
+            guard case .object(let o) = l.value, o.allSatisfy({ ["title", "subtitle", "body"].contains($0.key) && $0.value.stringValue != nil }) else {
+                return try SealRequest(jsonBytes: ValidationTests.json(self))
+            }
+            typed.append((locale: l.key, content: LocalizedContent(title: o["title"]?.stringValue, subtitle: o["subtitle"]?.stringValue, body: o["body"]?.stringValue)))
+        }
+        return SealRequest(Notification(title: title, subtitle: subtitle, body: body, media: media, localizations: typed,
+                                        data: data, iat: iat, exp: exp, id: id), ttlSeconds: ttlSeconds)
+    }
+}
+
+extension NotificationSealer {
+    /// Seals the value a draft describes (see ``Draft/request()``).
+    func seal(_ draft: Draft, for recipient: String) throws -> SealedNotification { try seal(draft.request(), for: recipient) }
 }

@@ -98,13 +98,13 @@ struct IOSExampleDriftTests {
     /// Member names the real plaintext codec writes, found by encoding a plaintext with every
     /// member set: (top level, inside `media`, inside one `localizations` variant).
     static func plaintextMemberNames() throws -> (top: Set<String>, media: Set<String>, localized: Set<String>) {
-        let full = NotificationPlaintext(
+        let full = Notification(
             title: "t", subtitle: "s", body: "b",
             media: MediaDescriptor(url: "https://example.com/a.png", type: "image/png",
                                    sha256: [UInt8](repeating: 1, count: 32), key: SecretBytes(copying: [UInt8](repeating: 2, count: 32))),
             localizations: [(locale: "fr", content: LocalizedContent(title: "t", subtitle: "s", body: "b"))],
             data: ["k": .string("v")], iat: 1, exp: 2, id: "i")
-        let object = try #require(full.jsonValue().objectValue)
+        let object = try #require(try full.jsonValue().objectValue)
         let media = try #require(object["media"]?.objectValue)
         let variant = try #require(object["localizations"]?.objectValue?["fr"]?.objectValue)
         return (Set(object.members.map(\.key)), Set(media.members.map(\.key)), Set(variant.members.map(\.key)))

@@ -115,16 +115,16 @@ struct PadmeTests {
             #expect(padded.count == Padme.paddedLength(plain.count))
             #expect(Array(padded.prefix(plain.count)) == plain)
             #expect(padded.dropFirst(plain.count).allSatisfy { $0 == 0x20 })
-            #expect(try JSONReader.parse(padded) == p.jsonValue())
-            #expect(try NotificationPlaintext(jsonBytes: padded) == p)
+            #expect(try JSONReader.parse(padded) == (try p.jsonValue()))
+            #expect(try Notification(jsonBytes: padded) == p)
         }
     }
 }
 
 @Suite("Wire format v1: plaintext object")
-struct NotificationPlaintextTests {
-    func decode(_ json: String) throws -> NotificationPlaintext {
-        try NotificationPlaintext(jsonBytes: Array(json.utf8))
+struct NotificationTests {
+    func decode(_ json: String) throws -> Notification {
+        try Notification(jsonBytes: Array(json.utf8))
     }
 
     func reason(_ json: String) -> String? {
@@ -148,7 +148,7 @@ struct NotificationPlaintextTests {
         #expect(p.data == ["n": .integer(1), "b": .bool(true)])
         #expect(p.iat == 1_796_000_000 && p.exp == 1_796_000_600 && p.id == "x-1")
         // Re-encoding keeps member order and drops the unknown member.
-        let again = try NotificationPlaintext(jsonBytes: try p.encoded(padding: false))
+        let again = try Notification(jsonBytes: try p.encoded(padding: false))
         #expect(again == p)
         #expect(String(decoding: try p.encoded(padding: false), as: UTF8.self).hasPrefix(#"{"title":"T","subtitle":"S","body":"B","media":{"url""#))
     }
@@ -189,7 +189,7 @@ struct NotificationPlaintextTests {
     }
 
     @Test func notUTF8IsInvalidPlaintext() {
-        let e = WireTestSupport.errorCode { try NotificationPlaintext(jsonBytes: [0x7B, 0x22, 0x62, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) }
+        let e = WireTestSupport.errorCode { try Notification(jsonBytes: [0x7B, 0x22, 0x62, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) }
         #expect(e == "invalidPlaintext")
     }
 }
@@ -198,7 +198,7 @@ struct NotificationPlaintextTests {
 struct SealedPayloadTests {
     static let key = WireTestSupport.casesKey
     static let app = "com.example.app"
-    static let note = NotificationPlaintext(title: "Hi", body: "Noon? 🍜", iat: 1_796_000_000)
+    static let note = Notification(title: "Hi", body: "Noon? 🍜", iat: 1_796_000_000)
 
     static func sealedPayload(_ change: (inout JSONObject) -> Void = { _ in }) throws -> JSONValue {
         let fields = try WireFormat.seal(plaintext: note, key: key, keyID: "k1", appID: app)
@@ -212,8 +212,8 @@ struct SealedPayloadTests {
         #expect(fields.keyID == "k1" && fields.algorithm == "A256GCM")
         let sealed = try SealedPayload(payload: WireTestSupport.payload(fields))
         #expect(sealed.keyID == "k1")
-        #expect(sealed.box.combined.count == 12 + Padme.paddedLength(try Self.note.encoded(padding: false).count) + 16)
-        #expect(WireBase64.encode(sealed.box.combined) == fields.encryptedData)
+        #expect(sealed.box.count == 12 + Padme.paddedLength(try Self.note.encoded(padding: false).count) + 16)
+        #expect(WireBase64.encode(sealed.box) == fields.encryptedData)
         #expect(try sealed.open(with: Self.key, appID: Self.app) == Self.note)
         let raw = try sealed.openBytes(with: Self.key, appID: Self.app)
         #expect(raw == (try Self.note.encoded(padding: true)))
@@ -269,7 +269,7 @@ struct SealedPayloadTests {
     }
 
     @Test func everyBitFlipFailsToOpen() throws {
-        let small = NotificationPlaintext(body: "x")
+        let small = Notification(body: "x")
         let fields = try WireFormat.seal(plaintext: small, key: Self.key, keyID: "k1", appID: Self.app, padding: false)
         let box = try WireBase64.decode(fields.encryptedData)
         #expect(box.count == 12 + 12 + 16)
@@ -292,8 +292,8 @@ enum RandomNotification {
         return (0..<n).map { _ in pool.randomElement(using: &g) ?? "a" }.joined()
     }
 
-    static func make<G: RandomNumberGenerator>(using g: inout G) -> NotificationPlaintext {
-        var p = NotificationPlaintext()
+    static func make<G: RandomNumberGenerator>(using g: inout G) -> Notification {
+        var p = Notification()
         p.title = Bool.random(using: &g) ? text(40, using: &g) : nil
         p.subtitle = Bool.random(using: &g) ? text(20, using: &g) : nil
         p.body = p.title == nil || Bool.random(using: &g) ? text(200, using: &g) : nil

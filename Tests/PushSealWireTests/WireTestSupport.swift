@@ -42,3 +42,6 @@ enum WireTestSupport {
     }
 }
 
+
+/// The wire module's `Notification` (named here once: Foundation, imported too, has its own `Notification`).
+typealias Notification = PushSealWire.Notification

@@ -48,7 +48,7 @@ struct WireVector: CustomStringConvertible, Sendable {
             let sealed = try SealedPayload(payload: try JSONReader.parse(payload))
             guard sealed.keyID == keyID else { return ("error unknownKeyID", nil) }
             let raw = try sealed.openBytes(with: key, appID: appID)
-            _ = try NotificationPlaintext(jsonBytes: raw)
+            _ = try Notification(jsonBytes: raw)
             return ("open", raw)
         } catch let e as FormatError {
             return ("error \(e.code.name)", nil)

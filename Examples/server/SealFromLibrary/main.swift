@@ -18,6 +18,9 @@ import PushSealWire
 import PushSealKeyProviders
 import PushSealSender
 
+/// The wire module's `Notification` (Foundation, imported too, has its own `Notification`).
+typealias Notification = PushSealWire.Notification
+
 func fail(_ message: String, hint: String? = nil, code: Int32) -> Never {
     FileHandle.standardError.write(Data("seal-server-example: error: \(message)\n".utf8))
     if let hint { FileHandle.standardError.write(Data("hint: \(hint)\n".utf8)) }
@@ -81,13 +84,15 @@ do {
 
 // MARK: 2. Build the notification. All of it is sealed: APNs sees none of it.
 
-let notification = OutgoingNotification(
-    title: "Ana",
-    subtitle: "Dinner on Friday",
-    body: "Table for four at 8 — shall I book it? 🍝",
-    data: ["conversationID": .string("conversation-42"), "messageID": .integer(1234)],
-    ttlSeconds: 3600,  // becomes the sealed `exp` and the `apns-expiration` header
-    id: "message-1234"
+let notification = SealRequest(
+    Notification(
+        title: "Ana",
+        subtitle: "Dinner on Friday",
+        body: "Table for four at 8 — shall I book it? 🍝",
+        data: ["conversationID": .string("conversation-42"), "messageID": .integer(1234)],
+        id: "message-1234"
+    ),
+    ttlSeconds: 3600  // becomes the sealed `exp` and the `apns-expiration` header
 )
 
 // MARK: 3. Seal it for the recipient with the recipient's primary key.

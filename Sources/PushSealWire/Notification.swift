@@ -7,7 +7,7 @@ public import PushSealCrypto
 /// Decoding is strict about the members it knows (a wrong JSON type is an error naming the
 /// member) and ignores members it does not know, so later minor versions can add members
 /// that version-1 receivers skip. `null` for an optional member means "absent".
-public struct NotificationPlaintext: Sendable, Equatable {
+public struct Notification: Sendable, Equatable {
     /// Title shown in bold; `nil` when absent.
     public var title: String?
     /// Subtitle under the title; `nil` when absent.
@@ -44,7 +44,7 @@ public struct NotificationPlaintext: Sendable, Equatable {
         self.id = id
     }
 
-    public static func == (lhs: NotificationPlaintext, rhs: NotificationPlaintext) -> Bool {
+    public static func == (lhs: Notification, rhs: Notification) -> Bool {
         lhs.title == rhs.title && lhs.subtitle == rhs.subtitle && lhs.body == rhs.body && lhs.media == rhs.media
             && lhs.localizations.count == rhs.localizations.count
             && zip(lhs.localizations, rhs.localizations).allSatisfy { $0.locale == $1.locale && $0.content == $1.content }
@@ -106,13 +106,6 @@ public struct NotificationPlaintext: Sendable, Equatable {
         }
     }
 
-    /// Checks the rules decoding enforces, so a sender never seals what a receiver rejects
-    /// (by encoding and decoding; not free: call it once per notification built).
-    /// - Throws: `FormatError` `.invalidPlaintext`, `.nonFiniteNumber`.
-    public func validate() throws {
-        _ = try NotificationPlaintext(jsonBytes: try encoded(padding: false))
-    }
-
     static func optional(_ o: JSONObject, _ key: String, path: String) throws -> JSONValue? {
         guard let v = o[key] else { return nil }
         if case .null = v { return nil }
@@ -149,57 +142,25 @@ public struct NotificationPlaintext: Sendable, Equatable {
 
     // MARK: Encoding
 
-    /// The plaintext as a JSON object, members in the order title, subtitle, body, media,
-    /// localizations, data, iat, exp, id; absent members omitted.
-    public func jsonValue() -> JSONValue {
-        var m: [(key: String, value: JSONValue)] = []
-        m.reserveCapacity(9)
-        if let title { m.append((key: "title", value: .string(title))) }
-        if let subtitle { m.append((key: "subtitle", value: .string(subtitle))) }
-        if let body { m.append((key: "body", value: .string(body))) }
-        if let media { m.append((key: "media", value: media.jsonValue())) }
-        if !localizations.isEmpty {
-            m.append((key: "localizations", value: .object(JSONObject(localizations.map { (key: $0.locale, value: $0.content.jsonValue()) }))))
-        }
-        if let data { m.append((key: "data", value: .object(data))) }
-        if let iat { m.append((key: "iat", value: .integer(iat))) }
-        if let exp { m.append((key: "exp", value: .integer(exp))) }
-        if let id { m.append((key: "id", value: .string(id))) }
-        return .object(JSONObject(m))
+    /// The plaintext as a JSON value: ``encoded(padding:)`` read back (members in the order
+    /// title, subtitle, body, media, localizations, data, iat, exp, id; absent ones omitted).
+    /// - Throws: `FormatError` `.nonFiniteNumber`.
+    public func jsonValue() throws -> JSONValue {
+        try JSONReader.parse(try encoded(padding: false))
     }
 
-    /// Compact UTF-8 JSON of ``jsonValue()`` (same bytes, written without building the tree),
-    /// padded with trailing spaces to its Padmé length when `padding` is true (FORMAT.md §6).
+    /// Compact UTF-8 JSON written by ``PlaintextEncoder``, padded with trailing spaces to its
+    /// Padmé length when `padding` is true (FORMAT.md §6).
     /// - Parameter padding: pad (default true).
     /// - Returns: the bytes to seal.
     /// - Throws: `FormatError` `.nonFiniteNumber` when `data` holds an infinite or NaN number.
     public func encoded(padding: Bool = true) throws -> [UInt8] {
-        var w = JSONWriter(reservingCapacity: estimatedByteCount())
-        w.beginObject()
-        if let title { w.key("title"); w.string(title) }
-        if let subtitle { w.key("subtitle"); w.string(subtitle) }
-        if let body { w.key("body"); w.string(body) }
-        if let media { w.key("media"); try w.write(media.jsonValue()) }
-        if !localizations.isEmpty {
-            w.key("localizations")
-            w.beginObject()
-            for l in localizations {
-                w.key(l.locale)
-                w.beginObject()
-                if let t = l.content.title { w.key("title"); w.string(t) }
-                if let t = l.content.subtitle { w.key("subtitle"); w.string(t) }
-                if let t = l.content.body { w.key("body"); w.string(t) }
-                w.endObject()
-            }
-            w.endObject()
-        }
-        if let data { w.key("data"); try w.write(.object(data)) }
-        if let iat { w.key("iat"); w.integer(iat) }
-        if let exp { w.key("exp"); w.integer(exp) }
-        if let id { w.key("id"); w.string(id) }
-        w.endObject()
-        var bytes = w.bytes
-        w = JSONWriter()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(estimatedByteCount())
+        var encoder = PlaintextEncoder(into: bytes)
+        bytes = []
+        try encoder.encode(self)
+        swap(&bytes, &encoder.sink)
         if padding { Padme.pad(&bytes) }
         return bytes
     }
@@ -240,8 +201,8 @@ public struct LocalizedContent: Sendable, Hashable {
     ///   - path: its name in errors, e.g. `localizations.fr`.
     /// - Throws: `FormatError` `.invalidPlaintext` (`<path>: <problem>`).
     public init(json value: JSONValue, path: String) throws {
-        guard case .object(let o) = value else { throw NotificationPlaintext.wrongType(path, "object", value) }
-        let t = try NotificationPlaintext.textMembers(o, path: path + ".")
+        guard case .object(let o) = value else { throw Notification.wrongType(path, "object", value) }
+        let t = try Notification.textMembers(o, path: path + ".")
         title = t.title
         subtitle = t.subtitle
         body = t.body
@@ -281,24 +242,24 @@ public struct MediaDescriptor: Sendable, Equatable {
     /// `http://` URL; `type` a string; `sha256` 64 hex digits; `key` base64 of 32 bytes.
     /// - Throws: `FormatError` `.invalidPlaintext` (`media.<member>: <problem>`).
     public init(json value: JSONValue) throws {
-        guard case .object(let o) = value else { throw NotificationPlaintext.wrongType("media", "object", value) }
-        guard let u = try NotificationPlaintext.optional(o, "url", path: "media.") else {
+        guard case .object(let o) = value else { throw Notification.wrongType("media", "object", value) }
+        guard let u = try Notification.optional(o, "url", path: "media.") else {
             throw FormatError(.invalidPlaintext, "media.url: missing")
         }
-        guard case .string(let url) = u else { throw NotificationPlaintext.wrongType("media.url", "string", u) }
+        guard case .string(let url) = u else { throw Notification.wrongType("media.url", "string", u) }
         let lower = url.lowercased()
         guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), url.utf8.count > 8 else {
             throw FormatError(.invalidPlaintext, "media.url: expected an absolute https:// or http:// URL")
         }
         self.url = url
-        if let t = try NotificationPlaintext.optional(o, "type", path: "media.") {
-            guard case .string(let s) = t else { throw NotificationPlaintext.wrongType("media.type", "string", t) }
+        if let t = try Notification.optional(o, "type", path: "media.") {
+            guard case .string(let s) = t else { throw Notification.wrongType("media.type", "string", t) }
             type = s
         } else {
             type = nil
         }
-        if let h = try NotificationPlaintext.optional(o, "sha256", path: "media.") {
-            guard case .string(let s) = h else { throw NotificationPlaintext.wrongType("media.sha256", "string", h) }
+        if let h = try Notification.optional(o, "sha256", path: "media.") {
+            guard case .string(let s) = h else { throw Notification.wrongType("media.sha256", "string", h) }
             guard let bytes = Hex.decode(s), bytes.count == 32 else {
                 throw FormatError(.invalidPlaintext, "media.sha256: expected 64 hexadecimal digits, got \(s.utf8.count) characters")
             }
@@ -306,8 +267,8 @@ public struct MediaDescriptor: Sendable, Equatable {
         } else {
             sha256 = nil
         }
-        if let k = try NotificationPlaintext.optional(o, "key", path: "media.") {
-            guard case .string(let s) = k else { throw NotificationPlaintext.wrongType("media.key", "string", k) }
+        if let k = try Notification.optional(o, "key", path: "media.") {
+            guard case .string(let s) = k else { throw Notification.wrongType("media.key", "string", k) }
             var bytes: [UInt8]
             do {
                 bytes = try WireBase64.decodeSecret(s)

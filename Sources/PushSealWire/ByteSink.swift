@@ -1,0 +1,63 @@
+/// Where ``PlaintextEncoder`` writes bytes: a growable `[UInt8]`, or a ``BoundedByteSink``
+/// over a fixed buffer (the sender's stack buffer, no allocation).
+public protocol ByteSink {
+    /// Appends one byte.
+    mutating func append(_ byte: UInt8)
+    /// Appends `bytes` as they are.
+    mutating func append(bytes: UnsafeRawBufferPointer)
+}
+
+extension Array: ByteSink where Element == UInt8 {
+    /// Appends `bytes` (one copy).
+    @inlinable public mutating func append(bytes: UnsafeRawBufferPointer) {
+        append(contentsOf: UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count))
+    }
+}
+
+/// A sink over a fixed buffer that never allocates: past its capacity it only sets
+/// ``overflowed`` (the caller then writes again into a growable sink). The buffer must
+/// outlive the sink.
+public struct BoundedByteSink: ByteSink {
+    // Internal storage is @usableFromInline and the methods @inlinable, so PlaintextEncoder
+    // specializes for this sink in client modules.
+    @usableFromInline let base: UnsafeMutableRawPointer
+    /// The buffer's byte count.
+    public let capacity: Int
+    @usableFromInline var writtenByteCount = 0
+    @usableFromInline var didOverflow = false
+    /// Bytes written.
+    @inlinable public var count: Int { writtenByteCount }
+    /// `true` once a write did not fit; the contents are then incomplete.
+    @inlinable public var overflowed: Bool { didOverflow }
+
+    /// A sink over `buffer`; `nil` for an empty buffer.
+    @inlinable public init?(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let b = buffer.baseAddress else { return nil }
+        base = b
+        capacity = buffer.count
+    }
+
+    /// The bytes written so far (valid while the buffer is).
+    @inlinable public var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: writtenByteCount) }
+
+    /// Appends one byte, or sets ``overflowed``.
+    @inlinable @inline(__always) public mutating func append(_ byte: UInt8) {
+        guard writtenByteCount < capacity else { didOverflow = true; return }
+        base.storeBytes(of: byte, toByteOffset: writtenByteCount, as: UInt8.self)
+        writtenByteCount += 1
+    }
+
+    /// Appends `bytes`, or sets ``overflowed``.
+    @inlinable @inline(__always) public mutating func append(bytes: UnsafeRawBufferPointer) {
+        guard writtenByteCount + bytes.count <= capacity else { didOverflow = true; return }
+        if let p = bytes.baseAddress, bytes.count > 0 { (base + writtenByteCount).copyMemory(from: p, byteCount: bytes.count) }
+        writtenByteCount += bytes.count
+    }
+
+    /// Appends `n` spaces (Padmé padding, FORMAT.md §6), or sets ``overflowed``.
+    @inlinable public mutating func appendSpaces(_ n: Int) {
+        guard n >= 0, writtenByteCount + n <= capacity else { didOverflow = true; return }
+        (base + writtenByteCount).initializeMemory(as: UInt8.self, repeating: 0x20, count: n)
+        writtenByteCount += n
+    }
+}

@@ -1,0 +1,72 @@
+public import PushSealCrypto
+
+/// What binds a box to its payload and app, for one seal or open: the `key_id`, the receiving
+/// app's id and the values of the algorithm's own header fields
+/// (``EnvelopeAlgorithm/headerFieldNames``, in that order). An algorithm builds its AAD (v1)
+/// or HPKE `info` (v2) from it, and only there.
+public struct EnvelopeContext: Sendable, Hashable {
+    /// `key_id`: 1–64 of `A-Z a-z 0-9 _ -`.
+    public let keyID: String
+    /// The app's bundle identifier (APNs topic), never taken from the payload when opening.
+    public let appID: String
+    /// The values of ``EnvelopeAlgorithm/headerFieldNames``, same order (empty for `A256GCM`;
+    /// `[sender_key_id]` for HPKE auth mode).
+    public let headerValues: [String]
+
+    /// Creates a context (checked by ``WireFormat/seal(_:key:context:algorithm:into:)`` and
+    /// by ``SealedPayload`` when reading).
+    public init(keyID: String, appID: String, headerValues: [String] = []) {
+        self.keyID = keyID
+        self.appID = appID
+        self.headerValues = headerValues
+    }
+}
+
+/// One `enc_alg`: how a box is sealed and opened, the payload fields it adds, how its AAD or
+/// `info` is built, and its box sizes. Entries live in an ``EnvelopeRegistry``; the sender,
+/// the extension, `push-open` and `push-bench` all find the algorithm there by name, so a
+/// second algorithm (v2 HPKE, docs/DESIGN.md "Wire format, version 2") is one more entry.
+///
+/// Version 1's only entry is ``A256GCMEnvelope``. Rules for every entry:
+/// - the box is what `encrypted_data` carries (base64, FORMAT.md §4), at least
+///   ``minimumBoxByteCount`` bytes;
+/// - keys are byte strings of ``keyByteCount`` (v1: the 32-byte AES key on both sides; v2: the
+///   device's X25519 public key when sealing, its private key when opening);
+/// - every failure to authenticate throws `FormatError` `.authenticationFailed`, a wrong-size
+///   key `FormatError` `.invalidKey`; system failures throw `CryptoError`.
+public protocol EnvelopeAlgorithm: Sendable {
+    /// The `enc_alg` value, e.g. `A256GCM`: 1–64 of `A-Z a-z 0-9 _ -`.
+    var name: String { get }
+    /// Payload fields this algorithm adds after `key_id` and `enc_alg`, in payload order (v2
+    /// auth mode: `["sender_key_id"]`). Each is a required non-empty string when reading.
+    var headerFieldNames: [String] { get }
+    /// The byte count of a key given to ``seal(_:key:context:into:)`` and
+    /// ``open(_:key:context:)`` (32 for `A256GCM`).
+    var keyByteCount: Int { get }
+    /// The fewest bytes a box holds (an empty plaintext): 28 for `A256GCM`
+    /// (12-byte nonce, 16-byte tag).
+    var minimumBoxByteCount: Int { get }
+    /// The box's byte count for a plaintext of `plaintextByteCount` bytes.
+    func boxByteCount(plaintextByteCount: Int) -> Int
+    /// The header values to seal with (``headerFieldNames`` order) for `keyID` and `appID`;
+    /// the entry's own configuration (v2 auth: its sender key id). Empty for `A256GCM`.
+    func sealingHeaderValues(keyID: String, appID: String) throws -> [String]
+    /// The bytes this algorithm binds the box to (v1: the AAD, v2: the HPKE `info`), built in
+    /// a temporary buffer and passed to `body`, valid only during the call.
+    func withBinding<R>(_ context: EnvelopeContext, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R
+    /// Seals `plaintext` into `box` (room for ``boxByteCount(plaintextByteCount:)`` bytes) and
+    /// returns the bytes written. The context is already checked.
+    /// - Throws: `FormatError` `.invalidKey`; `CryptoError` `.internalFailure`, `.invalidParameter`.
+    func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext,
+              into box: UnsafeMutableRawBufferPointer) throws -> Int
+    /// Opens `box` and returns the plaintext (padding included), only after it authenticated.
+    /// - Throws: `FormatError` `.authenticationFailed`, `.invalidKey`, `.truncatedBox`.
+    func open(_ box: [UInt8], key: SecretBytes, context: EnvelopeContext) throws -> [UInt8]
+}
+
+extension EnvelopeAlgorithm {
+    /// No header fields of its own.
+    public var headerFieldNames: [String] { [] }
+    /// No header values of its own.
+    public func sealingHeaderValues(keyID: String, appID: String) throws -> [String] { [] }
+}

@@ -1,0 +1,87 @@
+public import PushSealJSON
+import PushSealSystem
+// The scanner: an alternative decoder of the sending form (`init(sendingJSON:)`) that reads a
+// notification object member by member with `JSONReader.Scanner`, without building the JSON
+// tree. It produces the same `Notification` for what it accepts and gives up (`nil`) on
+// anything unusual — a wrong type, an unknown or duplicate member, an escaped key — so the
+// caller takes the tree decoder, which gives the same result or the precise error. Held to the
+// tree decoder by a differential test (PushSealWireTests/ScannerDifferentialTests).
+extension Notification {
+    /// The member number of the known member named by the UTF-8 bytes `k` (title 0, subtitle 1,
+    /// body 2, media 3, localizations 4, data 5, iat 6, exp 7, the extra integer 8, id 9), or `nil`.
+    static func scannedMember(_ k: UnsafeRawBufferPointer, extraInteger: StaticString?) -> Int? {
+        func named(_ name: StaticString) -> Bool {
+            guard k.count == name.utf8CodeUnitCount else { return false }
+            let t = name.utf8Start
+            for i in 0..<k.count where k[i] != t[i] { return false }
+            return true
+        }
+        if let extraInteger, named(extraInteger) { return 8 }
+        switch k.count {
+        case 2: return named("id") ? 9 : nil
+        case 3: return named("iat") ? 6 : named("exp") ? 7 : nil
+        case 4: return named("body") ? 2 : named("data") ? 5 : nil
+        case 5: return named("title") ? 0 : named("media") ? 3 : nil
+        case 8: return named("subtitle") ? 1 : nil
+        case 13: return named("localizations") ? 4 : nil
+        default: return nil
+        }
+    }
+
+    /// Scans the notification object at the scanner's position by the rules of
+    /// ``init(sendingJSON:extraMemberNames:extraMember:)``.
+    /// - Parameters:
+    ///   - s: a scanner positioned at the object; after `nil` its position is unspecified.
+    ///   - extraInteger: one more member to accept, a non-negative integer (the sender's `ttl`).
+    /// - Returns: the notification and the extra member's value, or `nil` to take the tree decoder.
+    public static func scan(_ s: inout JSONReader.Scanner, extraInteger: StaticString? = nil) -> (notification: Notification, extra: Int64?)? {
+        var n = Notification()
+        var extra: Int64?
+        var seen = 0
+        do {
+            guard try s.peekKind() == .object else { return nil }
+            try s.beginObject()
+            while let key = try s.nextKey() {
+                guard !key.hasEscapes, let member = scannedMember(s.rawBytes(key), extraInteger: extraInteger) else { return nil }
+                guard seen & (1 << member) == 0 else { return nil }
+                seen |= 1 << member
+                switch member {
+                case 0, 1, 2, 9:
+                    guard try s.peekKind() == .string else { return nil }
+                    let text = s.string(try s.readString())
+                    switch member {
+                    case 0: n.title = text
+                    case 1: n.subtitle = text
+                    case 2: n.body = text
+                    default: n.id = text
+                    }
+                case 6, 7, 8:
+                    guard try s.peekKind() == .number, case .integer(let t) = try s.readNumber(), t >= 0 else { return nil }
+                    switch member {
+                    case 6: n.iat = t
+                    case 7: n.exp = t
+                    default: extra = t
+                    }
+                case 3: n.media = try sendingMedia(s.readValue())
+                case 4: n.localizations = try sendingLocalizations(s.readValue())
+                default:
+                    guard case .object(let d) = try s.readValue() else { return nil }
+                    n.data = d
+                }
+            }
+            try checkTimes(iat: n.iat, exp: n.exp)
+            return (n, extra)
+        } catch {
+            return nil
+        }
+    }
+
+    /// Scans a whole input holding one notification object (see ``scan(_:extraInteger:)``).
+    /// - Returns: `nil` for anything the tree decoder must read, including trailing bytes.
+    public static func scan(_ input: UnsafeRawBufferPointer, limits: JSONReader.Limits = .default,
+                            extraInteger: StaticString? = nil) -> (notification: Notification, extra: Int64?)? {
+        guard !input.isEmpty, input.count <= limits.maxByteCount, var s = try? JSONReader.Scanner(input, limits: limits),
+              let r = scan(&s, extraInteger: extraInteger), (try? s.finish()) != nil else { return nil }
+        return r
+    }
+}

@@ -1,0 +1,235 @@
+public import PushSealJSON
+import PushSealSystem
+internal import Foundation
+
+// The sender's rules for a notification, one function per rule, shared by every way in: the
+// JSON form a sender reads (`init(sendingJSON:extraMember:)`), the scanner
+// (`Notification.scan`) and a value built in code (`validate()`). They are the receiver's rules
+// (`init(json:)`, FORMAT.md §5, the Python reference in Tests/Interop) plus a few a sender adds,
+// so a sender never seals what a device rejects. Errors are `FormatError` `.invalidPlaintext`
+// whose reason names the member.
+extension Notification {
+    /// The members of the sending form, in the order reasons list them.
+    public static let memberNames = ["title", "subtitle", "body", "media", "localizations", "data", "iat", "exp", "id"]
+
+    /// Reads the JSON form a sender is given: an object with `title`, `subtitle`, `body`
+    /// (strings), `media` (`{url, type?, sha256?, key?}`), `localizations` (object of locale →
+    /// `{title?, subtitle?, body?}`), `data` (object), `iat`, `exp` (integers, seconds), `id`
+    /// (string). Unlike ``init(json:)`` (the receiver's, which ignores unknown members) an
+    /// unknown member is refused unless `extraMember` takes it (returns true; the sender's `ttl`).
+    /// - Parameters:
+    ///   - json: the notification value.
+    ///   - extraMemberNames: names `extraMember` takes, for the reason of an unknown member.
+    ///   - extraMember: called with each member not listed in ``memberNames``.
+    ///   - checkingTimes: end with ``checkTimes(iat:exp:)`` (default true; a caller with its
+    ///     own time members, such as a `ttl`, checks them first and then calls it).
+    /// - Throws: `FormatError` `.invalidPlaintext` naming the member for a wrong JSON type, an
+    ///   unknown member, a time out of range (negative, after `WireFormat.maxTimeSeconds`, `exp`
+    ///   before `iat`), or a `media`, `localizations` or `data` a receiver would reject; what
+    ///   `extraMember` throws.
+    public init(sendingJSON json: JSONValue, extraMemberNames: [String] = [],
+                extraMember: (String, JSONValue) throws -> Bool = { _, _ in false }, checkingTimes: Bool = true) throws {
+        guard case .object(let o) = json else {
+            throw FormatError(.invalidPlaintext, "the notification must be a JSON object, got \(json.typeName)")
+        }
+        self.init()
+        for m in o {
+            switch m.key {
+            case "title": title = try Self.sendingString(m.value, "title")
+            case "subtitle": subtitle = try Self.sendingString(m.value, "subtitle")
+            case "body": body = try Self.sendingString(m.value, "body")
+            case "id": id = try Self.sendingString(m.value, "id")
+            case "iat": iat = try Self.sendingTime(m.value, "iat")
+            case "exp": exp = try Self.sendingTime(m.value, "exp")
+            case "data": data = try Self.sendingData(m.value)
+            case "media": media = try Self.sendingMedia(m.value)
+            case "localizations": localizations = try Self.sendingLocalizations(m.value)
+            default:
+                guard try extraMember(m.key, m.value) else {
+                    throw FormatError(.invalidPlaintext, "unknown member \(Self.excerpt(m.key)) (known: \((Self.memberNames + extraMemberNames).joined(separator: ", ")))")
+                }
+            }
+        }
+        if checkingTimes { try Self.checkTimes(iat: iat, exp: exp) }
+    }
+
+    /// Checks a notification built in code by the rules of the sending form, so both give the
+    /// same reason for the same value: `media` as a receiver reads it (absolute `https://` or
+    /// `http://` URL without control characters, ``isValidMediaType(_:)``); `localizations`
+    /// keys are locale tags and each content has a non-empty text; `data` nested at most
+    /// ``maxDataDepth`` levels, with finite numbers; `iat`, `exp` from 0 to
+    /// `WireFormat.maxTimeSeconds`, `exp` not before `iat`. Not checked here: a non-empty
+    /// title, subtitle or body (the sealer does, after localization and fitting).
+    /// - Parameter checkingTimes: end with ``checkTimes(iat:exp:)`` (see
+    ///   ``init(sendingJSON:extraMemberNames:extraMember:checkingTimes:)``).
+    /// - Throws: `FormatError` `.invalidPlaintext` naming the member.
+    public func validate(checkingTimes: Bool = true) throws {
+        if let media { _ = try Self.sendingMedia(media.jsonValue()) }
+        for l in localizations {
+            guard WireFormat.isValidLocale(l.locale) else { throw Self.notALocale(l.locale) }
+            _ = try Self.invalidPlaintext { try LocalizedContent(json: l.content.jsonValue(), path: "localizations.\(l.locale)") }
+        }
+        if let data { _ = try Self.sendingData(.object(data)) }
+        for (name, t) in [("iat", iat), ("exp", exp)] {
+            if let t { _ = try Self.sendingTime(.integer(t), name) }
+        }
+        if checkingTimes { try Self.checkTimes(iat: iat, exp: exp) }
+    }
+
+    /// Checks the times together: `iat` and `exp` each at most `WireFormat.maxTimeSeconds`, and
+    /// `exp` not before `iat` (a notification expired when sealed only ever shows the fallback).
+    /// - Throws: `FormatError` `.invalidPlaintext`.
+    public static func checkTimes(iat: Int64?, exp: Int64?) throws {
+        // Two plain checks, no array: a sealer runs this twice on every seal.
+        func tooLate(_ name: String, _ t: Int64) -> FormatError {
+            FormatError(.invalidPlaintext, "\(name) \(t) is after \(WireFormat.maxTimeText), the latest time the sender seals")
+        }
+        if let iat, iat > WireFormat.maxTimeSeconds { throw tooLate("iat", iat) }
+        if let exp, exp > WireFormat.maxTimeSeconds { throw tooLate("exp", exp) }
+        if let iat, let exp, exp < iat {
+            throw FormatError(.invalidPlaintext, "exp \(exp) is earlier than iat \(iat) (the seal time unless given): the notification would arrive expired")
+        }
+    }
+
+    /// `true` when title, subtitle or body is a non-empty string.
+    public var hasVisibleText: Bool {
+        !(title ?? "").isEmpty || !(subtitle ?? "").isEmpty || !(body ?? "").isEmpty
+    }
+
+    /// A short, quoted excerpt of `s` for a reason.
+    public static func excerpt(_ s: String) -> String {
+        let shown = s.count > 40 ? String(s.prefix(37)) + "..." : s
+        return "'\(shown)'"
+    }
+
+    static func sendingWrongType(_ name: String, _ expected: String, _ got: JSONValue) -> FormatError {
+        FormatError(.invalidPlaintext, "\(name) must be \(expected), got \(got.typeName)")
+    }
+
+    static func sendingString(_ v: JSONValue, _ name: String) throws -> String {
+        guard case .string(let s) = v else { throw sendingWrongType(name, "a string", v) }
+        return s
+    }
+
+    /// Reads a time member (`iat`, `exp`, a sender's `ttl`): an integer number of seconds, not negative.
+    /// - Throws: `FormatError` `.invalidPlaintext`.
+    public static func sendingTime(_ v: JSONValue, _ name: String) throws -> Int64 {
+        guard case .integer(let i) = v else { throw sendingWrongType(name, "an integer (seconds)", v) }
+        guard i >= 0 else { throw FormatError(.invalidPlaintext, "\(name) must not be negative, got \(i)") }
+        return i
+    }
+
+    private static func invalidPlaintext<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as FormatError {
+            throw FormatError(.invalidPlaintext, e.reason)
+        }
+    }
+
+    private static func notALocale(_ tag: String) -> FormatError {
+        FormatError(.invalidPlaintext, "localizations: \(excerpt(tag)) is not a locale tag (1-35 of A-Z a-z 0-9 - _)")
+    }
+
+    /// Reads `media` by the receiver's rules (`MediaDescriptor(json:)`: an http(s) URL, 64 hex
+    /// digits, base64 of 32 bytes) plus the sender's: no control characters in the URL (the
+    /// Python reference refuses a line break after `://`), a URL that parses with a host, a
+    /// `type` that ``isValidMediaType(_:)`` accepts; unknown members refused.
+    static func sendingMedia(_ v: JSONValue) throws -> MediaDescriptor {
+        guard case .object(let o) = v else { throw sendingWrongType("media", "an object", v) }
+        for m in o where !["url", "type", "sha256", "key"].contains(m.key) {
+            throw FormatError(.invalidPlaintext, "unknown member media.\(m.key) (known: url, type, sha256, key)")
+        }
+        let media = try invalidPlaintext { try MediaDescriptor(json: v) }
+        if let problem = mediaURLProblem(media.url) {
+            throw FormatError(.invalidPlaintext, "media.url: expected an absolute https:// or http:// URL, got one \(problem)")
+        }
+        if let t = media.type, !isValidMediaType(t) {
+            throw FormatError(.invalidPlaintext, "media.type: expected a MIME type type/subtype of token characters such as image/jpeg, got \(excerpt(t))")
+        }
+        return media
+    }
+
+    /// Whether `url` is a media URL a sender seals: an absolute `https://` or `http://` URL
+    /// (scheme in any case) as receivers read it (`MediaDescriptor(json:)`), without ASCII
+    /// control characters, that parses as a URL with a host (what the extension's downloader
+    /// needs). Plain `http://` to any host is sealed: whether the device may fetch it is the
+    /// app's App Transport Security setting.
+    public static func isValidMediaURL(_ url: String) -> Bool {
+        (try? MediaDescriptor(json: .object(["url": .string(url)]))) != nil && mediaURLProblem(url) == nil
+    }
+
+    /// Why a media URL that passed the receiver's prefix rule cannot be fetched ("with a
+    /// control character", "that does not parse", "without a host"), or `nil`.
+    static func mediaURLProblem(_ url: String) -> String? {
+        if url.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return "with a control character" }
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "https" || scheme == "http" else {
+            return "that does not parse"
+        }
+        guard let host = parsed.host, !host.isEmpty else { return "without a host" }
+        return nil
+    }
+
+    /// Whether `type` is a MIME type a sender seals: `type/subtype`, each 1–127 token
+    /// characters (RFC 9110 §5.6.2: `A-Z a-z 0-9 ! # $ % & ' * + - . ^ _ ` | ~`), no parameters;
+    /// e.g. `image/jpeg`, `video/mp4`, `application/octet-stream`.
+    public static func isValidMediaType(_ type: String) -> Bool {
+        let parts = type.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return false }
+        let punctuation = Array("!#$%&'*+-.^_`|~".utf8)
+        return parts.allSatisfy { part in
+            (1...127).contains(part.count) && part.allSatisfy { c in
+                (c | 0x20) &- 0x61 < 26 || c &- 0x30 < 10 || punctuation.contains(c)
+            }
+        }
+    }
+
+    /// Reads `localizations` by the receiver's rules (locale tags, `LocalizedContent(json:path:)`:
+    /// title, subtitle, body strings, one non-empty); other members of a locale are refused.
+    static func sendingLocalizations(_ v: JSONValue) throws -> [(locale: String, content: LocalizedContent)] {
+        guard case .object(let o) = v else { throw sendingWrongType("localizations", "an object", v) }
+        var out: [(locale: String, content: LocalizedContent)] = []
+        out.reserveCapacity(o.count)
+        for locale in o {
+            guard WireFormat.isValidLocale(locale.key) else { throw notALocale(locale.key) }
+            if case .object(let variant) = locale.value {
+                for m in variant where !["title", "subtitle", "body"].contains(m.key) {
+                    throw FormatError(.invalidPlaintext, "unknown member localizations.\(locale.key).\(m.key) (known: title, subtitle, body)")
+                }
+            }
+            out.append((locale: locale.key, content: try invalidPlaintext { try LocalizedContent(json: locale.value, path: "localizations.\(locale.key)") }))
+        }
+        return out
+    }
+
+    /// The deepest `data` a sender seals: a receiver reads at most 64 levels
+    /// (`JSONReader.Limits.default`), and the plaintext object is the first.
+    public static let maxDataDepth = JSONReader.Limits.default.maxDepth - 1
+
+    /// Reads `data`: an object, nested at most ``maxDataDepth`` levels (an object of scalars is
+    /// one), with finite numbers only. A value parsed from JSON always passes the last two.
+    static func sendingData(_ v: JSONValue) throws -> JSONObject {
+        guard case .object(let d) = v else { throw sendingWrongType("data", "an object", v) }
+        try checkData(v, depth: 1)
+        return d
+    }
+
+    /// Walks `v` (at nesting `depth`, 1 for `data` itself); recursion stops past ``maxDataDepth``.
+    private static func checkData(_ v: JSONValue, depth: Int) throws {
+        switch v {
+        case .number(let x) where !x.isFinite:
+            throw FormatError(.invalidPlaintext, "data: \(x) is not a JSON number (no NaN or infinity)")
+        case .array, .object:
+            guard depth <= maxDataDepth else {
+                throw FormatError(.invalidPlaintext, "data: nested deeper than \(maxDataDepth) levels (a receiver reads at most \(maxDataDepth + 1), the plaintext object included)")
+            }
+            if case .array(let a) = v {
+                for e in a { try checkData(e, depth: depth + 1) }
+            } else if case .object(let o) = v {
+                for m in o { try checkData(m.value, depth: depth + 1) }
+            }
+        default:
+            break
+        }
+    }
+}
