@@ -89,9 +89,9 @@ public struct Arguments: Sendable {
 
     /// The value of a required option.
     /// - Throws: `CLIError` (64) naming the option when it is missing.
-    public func required(_ name: String, _ valueName: String = "VALUE") throws -> String {
+    public func required(_ name: String, _ valueName: String = "VALUE", hint: String? = nil) throws -> String {
         guard let v = value(name), !v.isEmpty else {
-            throw CLIError.usage("missing \(name) \(valueName)")
+            throw CLIError.usage("missing \(name) \(valueName)", hint: hint)
         }
         return v
     }

@@ -21,6 +21,10 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
     /// `true` when the error is reported by its exit code alone, with no line on stderr (a
     /// reader that closed standard output: see ``standardOutputFailed(errno:)``).
     public var isSilent = false
+    /// `false` for an error that `--json` does not turn into a JSON object on stdout, because
+    /// the output already says it (`push-seal batch`'s summary of failed lines, each of which
+    /// has its error line): it is reported on stderr only.
+    public var reportsInJSON = true
 
     /// Creates an error.
     /// - Parameters:

@@ -42,9 +42,15 @@ public protocol Command: Sendable {
     /// it before ``run(_:)``): 64 (usage) by default; a command whose help documents another code
     /// for text that is not UTF-8 returns that one.
     var notUTF8ExitCode: ExitCode { get }
+    /// `true` for a second name of another command (e.g. bare `push-seal` for `push-seal
+    /// seal`): it runs, but the tool's command list shows only the other name.
+    var isAlias: Bool { get }
 }
 
 extension Command {
+    /// Not an alias.
+    public var isAlias: Bool { false }
+
     /// 64 (usage): the command line is wrong.
     public var notUTF8ExitCode: ExitCode { .usage }
 }
@@ -79,7 +85,7 @@ public struct Tool: Sendable {
     /// and the command did not fail otherwise, the result is exit 74 with
     /// `TOOL: error: cannot write to standard output: …` (no line for `EPIPE`).
     public func run(_ argv: [String]) -> ExitCode {
-        let wantsJSON = argv.contains("--json")
+        let wantsJSON = givesFlag(argv, "--json")
         do {
             let code = try dispatch(argv)
             if let e = Output.standardOutputErrno { throw CLIError.standardOutputFailed(errno: e) }
@@ -125,12 +131,12 @@ public struct Tool: Sendable {
                              + "at byte offset \(offset) of \(shown.count) (the value is not shown: it may be a secret)",
                              hint: "give command-line text (file names included) as UTF-8, e.g. converted with iconv -t UTF-8",
                              exitCode: command?.notUTF8ExitCode ?? .usage)
-        return report(error, json: argv.contains("--json"))
+        return report(error, json: givesFlag(argv, "--json"))
     }
 
     /// The offset and value of the first byte of `bytes` that is not part of valid UTF-8
     /// (`(bytes.count, 0)` when there is none). The argument itself is never echoed: it may be a
-    /// key (`--data-base64`) or message text.
+    /// key or message text (`--title`).
     static func firstInvalidByte(_ bytes: [UInt8]) -> (offset: Int, byte: UInt8) {
         var parser = Unicode.UTF8.ForwardParser()
         var input = bytes.makeIterator()
@@ -142,6 +148,21 @@ public struct Tool: Sendable {
             case .emptyInput: return (bytes.count, 0)
             }
         }
+    }
+
+    /// `true` when `argv` gives `flag` (e.g. `--json`) as an option of the command it selects:
+    /// not as the value of an option that takes one (`--title --json` is a title), nor after `--`.
+    func givesFlag(_ argv: [String], _ flag: String) -> Bool {
+        let command = command(for: argv)
+        let takesValue = Set((command?.options ?? []).filter(\.takesValue).map(\.name))
+        var i = command?.path.count ?? 0
+        while i < argv.count {
+            let arg = argv[i]
+            if arg == "--" { return false }
+            if arg == flag { return true }
+            i += takesValue.contains(arg) ? 2 : 1
+        }
+        return false
     }
 
     /// The command `argv` selects (the longest matching path), if any.
@@ -180,7 +201,7 @@ public struct Tool: Sendable {
             throw CLIError.usage("unknown command \(quoted(argv.first ?? ""))", hint: "run '\(name) --help' for the commands")
         }
         let rest = Array(argv.dropFirst(command.path.count))
-        if rest.contains("--help") || rest.contains("-h") {
+        if givesFlag(argv, "--help") || givesFlag(argv, "-h") {
             printer.out(command.help.render(options: command.options))
             return .success
         }
@@ -193,7 +214,7 @@ public struct Tool: Sendable {
     /// `TOOL: error: MESSAGE` and `hint: HINT` on stderr, each exactly one line (control
     /// characters shown as escapes by ``Output/terminalSafe(_:)``).
     public func report(_ error: CLIError, json: Bool) -> ExitCode {
-        if json {
+        if json && error.reportsInJSON {
             var members: [(key: String, value: JSONValue)] = [("code", .string(error.code)), ("message", .string(error.message))]
             if let hint = error.hint { members.append(("hint", .string(hint))) }
             members += error.details.map { ($0.key, .string($0.value)) }
@@ -208,7 +229,7 @@ public struct Tool: Sendable {
     }
 
     /// The tool-level help: overview and the list of commands.
-    public func toolHelp() -> String { toolHelp(only: commands) }
+    public func toolHelp() -> String { toolHelp(only: commands.filter { !$0.isAlias }) }
 
     /// The help listing for some of the tool's commands (e.g. one command group).
     func toolHelp(only listed: [any Command]) -> String {

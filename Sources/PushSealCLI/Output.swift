@@ -102,3 +102,23 @@ public enum Output {
         }
     }
 }
+
+extension Output {
+    /// Refuses to write secret bytes (`what`, e.g. `key bytes`) to a standard output that others
+    /// could read: a terminal (the bytes would stay in its scrollback), or a regular file with any
+    /// group or other permission bit (`push-keys export > file` with the usual umask makes a
+    /// 0644 file). Pipes, sockets and 0600 files are accepted; `fstat(1)` decides.
+    /// - Throws: `CLIError` 64 (`usage`), `refusing to print key bytes to a terminal` or
+    ///   `refusing to write key bytes to standard output: a regular file with mode 644 (others can read it)`.
+    /// - Parameters:
+    ///   - what: what would be written, e.g. `key bytes`.
+    ///   - hint: the hint for a terminal (how to write to a file or pipe instead).
+    ///   - fileHint: the hint for a readable file.
+    public static func refuseUnsafeStandardOutput(for what: String, hint: String,
+                                                  fileHint: String = "chmod 600 the file first, or use --out FILE (created with mode 0600)") throws {
+        if isTerminal(1) { throw CLIError.usage("refusing to print \(what) to a terminal", hint: hint) }
+        guard let status = try? PrivateFile.status(of: .standardOutput), status.kind == .regular, status.mode & 0o077 != 0 else { return }
+        throw CLIError.usage("refusing to write \(what) to standard output: a regular file with mode \(String(status.mode, radix: 8)) (others can read it)",
+                             hint: fileHint)
+    }
+}

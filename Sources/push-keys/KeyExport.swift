@@ -6,20 +6,20 @@ import PushSealCrypto
 import PushSealKeys
 
 /// `push-keys export`: write a key record for the other side.
-struct KeyExportCommand: Command {
+struct KeyExportCommand: OptionsCommand {
     let path = ["export"]
     let options = KeyOptions.reading + [KeyOptions.appID, KeyOptions.recipient,
         .value("--key-id", "K", "export only this key (default: the whole keyset)"),
-        .value("--out", "FILE", "write the record to FILE, created exclusively with mode 0600 (default: stdout, when it is not a terminal)")]
+        .value("--out", "FILE", "write the record to FILE, created exclusively with mode 0600 (default: stdout, when it is not a terminal nor a regular file others can read)")]
     let help = HelpText(
-        overview: "export a keyset (or one key) as a JSON key record holding key bytes, written only to a new file (O_EXCL, mode 0600) or to stdout when stdout is not a terminal",
+        overview: "export a keyset (or one key) as a JSON key record holding key bytes, written only to a new file (O_EXCL, mode 0600) or to stdout when stdout is neither a terminal nor a regular file with group or other permission bits (chmod 600 it first)",
         usage: ["push-keys export --keychain DIR [IDENTITY] --app-id APP --recipient R [--key-id K] [--out FILE] [--json]"],
         examples: [
             "push-keys export --keychain server-kc --app-id com.example.app --recipient alice-iphone --out alice.key.json",
             "push-keys export --keychain server-kc --app-id com.example.app --recipient alice-iphone | push-keys import --keychain device-kc --entitlements app.json -",
         ],
         exitCodes: KeyOptions.exitCodes(
-            usage: ["a bad app id, recipient or key id", "no --out while stdout is a terminal"],
+            usage: ["a bad app id, recipient or key id", "no --out while stdout is a terminal or a regular file that is not 0600"],
             noInput: "no keyset for APP and R, or no key K in it",
             cannotCreate: "FILE already exists (a key file is never overwritten) or cannot be created",
             ioError: "reading the keychain or writing FILE",
@@ -29,17 +29,26 @@ struct KeyExportCommand: Command {
             "Key bytes of disabled and destroyed keys are left out of the record. Export changes nothing, so nothing is audited.",
         ], audited: false))
 
-    func run(_ c: CommandContext) throws -> ExitCode {
-        let a = c.arguments
-        try a.expectPositionals(max: 0)
-        let (app, recipient) = try keyName(a)
-        let out = a.value("--out")
-        if out == nil, Output.isTerminal(1) {
-            throw CLIError.usage("refusing to print key bytes to a terminal",
-                                 hint: "push-keys export ... --out FILE   (or pipe it: push-keys export ... | push-keys import ... -)")
+    struct Options: CommandOptions {
+        let store: KeyStoreOptions, keyset: KeysetOptions, keyID: String?, out: String?
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            store = try KeyStoreOptions(parsing: a)
+            keyset = try KeysetOptions(parsing: a)
+            keyID = a.value("--key-id")
+            out = a.value("--out")
         }
-        let store = try keyOpenStore(a)
-        let record = try keyMapErrors { try store.exportRecord(appID: app, recipient: recipient, keyID: a.value("--key-id")) }
+        func validate() throws {
+            try store.validate()
+            try keyset.validateNames()
+            if out == nil { try Output.refuseUnsafeStandardOutput(for: "key bytes", hint: "push-keys export ... --out FILE   (or pipe it: push-keys export ... | push-keys import ... -)") }
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let (app, recipient, out) = (o.keyset.appID, o.keyset.recipient, o.out)
+        let store = try o.store.open()
+        let record = try keyMapErrors { try store.exportRecord(appID: app, recipient: recipient, keyID: o.keyID) }
         var bytes = record.encoded()
         defer { SecretBytes.wipe(&bytes) }
         guard let out else {
@@ -62,7 +71,7 @@ struct KeyExportCommand: Command {
             keyPrintJSON(.object(JSONObject([("appId", .string(app)), ("recipient", .string(recipient)), ("file", .string(out)),
                                   ("keyIds", .array(record.keyInfos.map { .string($0.keyID) }))])))
         } else {
-            Output.stdout(out + "\n")
+            Output.stdout(Output.terminalSafe(out) + "\n")
         }
         return .success
     }

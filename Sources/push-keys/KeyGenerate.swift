@@ -4,7 +4,7 @@ import PushSealKeychain
 import PushSealKeys
 
 /// `push-keys generate`: a new keyset with one primary key.
-struct KeyGenerateCommand: Command {
+struct KeyGenerateCommand: OptionsCommand {
     let path = ["generate"]
     let options = [KeyOptions.keychainCreated] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.appID, KeyOptions.recipient,
         KeyOptions.accessibility, KeyOptions.now]
@@ -21,13 +21,25 @@ struct KeyGenerateCommand: Command {
             cannotCreate: "the keyset already exists (generate never replaces one: use rotate), or DIR could not be created as a new keychain"),
         notes: KeyOptions.notes(["Text output: the new key id. Next: export the key record to the other side (push-keys export)."], audited: true))
 
-    func run(_ c: CommandContext) throws -> ExitCode {
-        let a = c.arguments
-        try a.expectPositionals(max: 0)
-        let (app, recipient) = try keyName(a)
-        let acc = try keyAccessibility(a, c)
-        let now = try keyNow(a)  // every option is checked before the keychain is created
-        let store = try keyOpenStore(a, create: true, accessibility: acc)
+    struct Options: CommandOptions {
+        let store: KeyStoreOptions, keyset: KeysetOptions, accessibility: Accessibility, now: Int64
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            store = try KeyStoreOptions(parsing: a)
+            keyset = try KeysetOptions(parsing: a)
+            accessibility = try keyAccessibility(a)
+            now = try keyNow(a)
+        }
+        func validate() throws {
+            try store.validate()
+            try keyset.validateNames()
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let (app, recipient, now) = (o.keyset.appID, o.keyset.recipient, o.now)
+        keyWarnIfLockedOut(o.accessibility, c)
+        let store = try o.store.open(create: true, accessibility: o.accessibility)  // every option was checked first
         let key = try keyMapErrors { try store.generate(appID: app, recipient: recipient, now: now) }
         if c.json {
             keyPrintJSON(.object(JSONObject([("appId", .string(app)), ("recipient", .string(recipient)), ("keyId", .string(key.keyID)), ("status", .string("primary"))])))
@@ -38,14 +50,19 @@ struct KeyGenerateCommand: Command {
     }
 }
 
-/// Parses `--accessibility` and warns for classes an extension cannot read while locked.
-func keyAccessibility(_ a: Arguments, _ c: CommandContext) throws -> Accessibility {
+/// Parses `--accessibility` (default afterFirstUnlockThisDeviceOnly).
+/// - Throws: `CLIError` 64 for an unknown class.
+func keyAccessibility(_ a: Arguments) throws -> Accessibility {
     guard let v = a.value("--accessibility") else { return .afterFirstUnlockThisDeviceOnly }
     guard let acc = Accessibility(rawValue: v) else {
         throw CLIError.usage("unknown accessibility \(quoted(v))", hint: "one of: " + Accessibility.allCases.map(\.rawValue).joined(separator: ", "))
     }
+    return acc
+}
+
+/// Warns for accessibility classes an extension cannot read while the phone is locked.
+func keyWarnIfLockedOut(_ acc: Accessibility, _ c: CommandContext) {
     if !acc.isAvailableWhileLocked {
         c.warn("\(acc) keys cannot be read while the phone is locked: the Notification Service Extension will fail with errSecInteractionNotAllowed (-25308) and show the fallback alert; use afterFirstUnlockThisDeviceOnly")
     }
-    return acc
 }

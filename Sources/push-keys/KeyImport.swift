@@ -3,9 +3,10 @@ import PushSealSystem
 import PushSealCLI
 import PushSealCrypto
 import PushSealKeys
+import PushSealKeychain
 
 /// `push-keys import`: add a key record to a keychain.
-struct KeyImportCommand: Command {
+struct KeyImportCommand: OptionsCommand {
     let path = ["import"]
     let options = [KeyOptions.keychainCreated] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.accessibility,
         .value("--app-id", "APP", "refuse a record for another app id"),
@@ -30,15 +31,24 @@ struct KeyImportCommand: Command {
             "FILE, - or none reads the record from standard input. A new keyset is created when the keychain has none for the record's app id and recipient; otherwise keys are added and statuses only move forward. When the record's primary is newer than the local one, the local primary becomes decryptOnly for --grace.",
         ], audited: true))
 
-    func run(_ c: CommandContext) throws -> ExitCode {
-        let a = c.arguments
-        try a.expectPositionals(max: 1)
-        let acc = try keyAccessibility(a, c)
-        let expectedAppID = try keyAppID(a)
-        let now = try keyNow(a)  // every option is checked before the keychain is created
-        let grace = try keyGrace(a, now: now)
-        warnIfExposed(a.positionals.first, c)
-        var bytes = try InputReader.readAll(a.positionals.first, limitByteCount: 1 << 20)
+    struct Options: CommandOptions {
+        let file: String?, store: KeyStoreOptions, accessibility: Accessibility, expectedAppID: String?, now: Int64, grace: Int64
+        init(parsing a: Arguments) throws {
+            file = try Positionals(a, max: 1).first
+            store = try KeyStoreOptions(parsing: a)
+            accessibility = try keyAccessibility(a)
+            expectedAppID = try keyAppID(a)
+            now = try keyNow(a)
+            grace = try keyGrace(a, now: now)
+        }
+        func validate() throws { try store.validate() }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let (acc, now, grace) = (o.accessibility, o.now, o.grace)
+        keyWarnIfLockedOut(acc, c)
+        warnIfExposed(o.file, c)
+        var bytes = try InputReader.readAll(o.file, limitByteCount: 1 << 20)
         let record: KeyRecord
         do {
             defer { SecretBytes.wipe(&bytes) }
@@ -48,8 +58,8 @@ struct KeyImportCommand: Command {
                 }
             }
         }
-        let store = try keyOpenStore(a, create: true, accessibility: acc)
-        let result = try keyMapErrors { try store.importRecord(record, expectedAppID: expectedAppID, graceSeconds: grace, now: now) }
+        let store = try o.store.open(create: true, accessibility: acc)
+        let result = try keyMapErrors { try store.importRecord(record, expectedAppID: o.expectedAppID, graceSeconds: grace, now: now) }
         if c.json {
             keyPrintJSON(.object(JSONObject([("created", .bool(result.created)), ("changedKeyIds", .array(result.changedKeyIDs.map { .string($0) })),
                                   ("keyset", KeyJSON.keyset(result.keyset))])))

@@ -3,7 +3,7 @@ import PushSealCLI
 import PushSealKeys
 
 /// `push-keys list`: keysets, key ids, statuses, times, seal counts — never key bytes.
-struct KeyListCommand: Command {
+struct KeyListCommand: OptionsCommand {
     let path = ["list"]
     let options = KeyOptions.reading + [.value("--app-id", "APP", "only this app id"), .value("--recipient", "R", "only this recipient")]
     let help = HelpText(
@@ -18,19 +18,27 @@ struct KeyListCommand: Command {
     /// The text columns, printed as a header line only when stdout is a terminal (never into a pipe).
     static let columns = ["APP", "RECIPIENT", "KEY_ID", "STATUS", "CREATED", "PROMOTED", "RETIRED", "NOT_AFTER", "SEALS"]
 
-    func run(_ c: CommandContext) throws -> ExitCode {
-        let a = c.arguments
-        try a.expectPositionals(max: 0)
-        let appFilter = try keyAppID(a)
-        let store = try keyOpenStore(a)
+    struct Options: CommandOptions {
+        let store: KeyStoreOptions, appID: String?, recipient: String?
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            store = try KeyStoreOptions(parsing: a)
+            appID = try keyAppID(a)
+            recipient = a.value("--recipient")
+        }
+        func validate() throws { try store.validate() }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let store = try o.store.open()
         var sets = try keyMapErrors { try store.keysets() }
-        if sets.isEmpty, !["--entitlements", "--access-group", "--app-group"].contains(where: a.has) {
+        if sets.isEmpty, o.store.identity.isEmpty {
             // Without an identity the keychain is read as the server; a device keychain's keysets
             // live in the app's shared access group, so an empty listing here is no proof of a failed import.
             c.warn("no keysets visible to the default server identity (access group pushseal.server); pass --entitlements app.json to list a device keychain")
         }
-        if let app = appFilter { sets = sets.filter { $0.appID == app } }
-        if let r = a.value("--recipient") { sets = sets.filter { $0.recipient == r } }
+        if let app = o.appID { sets = sets.filter { $0.appID == app } }
+        if let r = o.recipient { sets = sets.filter { $0.recipient == r } }
         if c.json {
             keyPrintJSON(.object(JSONObject([("keysets", .array(sets.map(KeyJSON.keyset)))])))
             return .success

@@ -3,7 +3,7 @@ import PushSealCLI
 import PushSealKeys
 
 /// `push-keys promote`: make a key the primary.
-struct KeyPromoteCommand: Command {
+struct KeyPromoteCommand: OptionsCommand {
     let path = ["promote"]
     let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.recipient,
         .value("--key-id", "K", "the key to promote (default: the pending key of an unfinished rotation)"),
@@ -20,15 +20,27 @@ struct KeyPromoteCommand: Command {
             "Text output: the primary key id. Without --key-id, the pending key of an unfinished rotation (else the newest pending key) is promoted. Promote on the server only once every device holds the key (push-keys export and import).",
         ], audited: true))
 
-    func run(_ c: CommandContext) throws -> ExitCode {
-        let a = c.arguments
-        try a.expectPositionals(max: 0)
-        let (app, recipient) = try keyName(a)
-        let now = try keyNow(a)
-        let grace = try keyGrace(a, now: now)
-        let store = try keyOpenStore(a)
+    struct Options: CommandOptions {
+        let store: KeyStoreOptions, keyset: KeysetOptions, keyID: String?, now: Int64, grace: Int64
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            store = try KeyStoreOptions(parsing: a)
+            keyset = try KeysetOptions(parsing: a)
+            keyID = a.value("--key-id")
+            now = try keyNow(a)
+            grace = try keyGrace(a, now: now)
+        }
+        func validate() throws {
+            try store.validate()
+            try keyset.validateNames()
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let (app, recipient, now, grace) = (o.keyset.appID, o.keyset.recipient, o.now, o.grace)
+        let store = try o.store.open()
         let ks = try keyMapErrors { () throws -> KeysetInfo in
-            var keyID = a.value("--key-id")
+            var keyID = o.keyID
             if keyID == nil {
                 let current = try store.keyset(appID: app, recipient: recipient)
                 keyID = current.rotationKeyID ?? current.keys.last { $0.status == .pending }?.keyID
@@ -42,7 +54,7 @@ struct KeyPromoteCommand: Command {
 }
 
 /// `push-keys revoke`: disable a key at once.
-struct KeyRevokeCommand: Command {
+struct KeyRevokeCommand: OptionsCommand {
     let path = ["revoke"]
     let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.recipient,
         .value("--key-id", "K", "the key to disable (required, or give it as KID)"), KeyOptions.now]
@@ -58,13 +70,25 @@ struct KeyRevokeCommand: Command {
             "Text output: the key id. Revoking a disabled or destroyed key changes nothing. Revoking the primary leaves the keyset without one: nothing seals until push-keys rotate (a warning on stderr says so).",
         ], audited: true))
 
-    func run(_ c: CommandContext) throws -> ExitCode {
-        let a = c.arguments
-        try a.expectPositionals(max: 1)
-        let (app, recipient) = try keyName(a)
-        guard let keyID = a.value("--key-id") ?? a.positionals.first else { throw CLIError.usage("missing --key-id K") }
-        let now = try keyNow(a)
-        let store = try keyOpenStore(a)
+    struct Options: CommandOptions {
+        let store: KeyStoreOptions, keyset: KeysetOptions, keyID: String, now: Int64
+        init(parsing a: Arguments) throws {
+            let kid = try Positionals(a, max: 1).first
+            store = try KeyStoreOptions(parsing: a)
+            keyset = try KeysetOptions(parsing: a)
+            guard let k = a.value("--key-id") ?? kid else { throw CLIError.usage("missing --key-id K") }
+            keyID = k
+            now = try keyNow(a)
+        }
+        func validate() throws {
+            try store.validate()
+            try keyset.validateNames()
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let (app, recipient, keyID, now) = (o.keyset.appID, o.keyset.recipient, o.keyID, o.now)
+        let store = try o.store.open()
         let key = try keyMapErrors { try store.revoke(appID: app, recipient: recipient, keyID: keyID, now: now) }
         let after = try keyMapErrors { try store.keyset(appID: app, recipient: recipient) }
         c.warn("key \(keyID) is disabled: messages sealed with it that are still in flight will fall back to their alert text")

@@ -3,7 +3,7 @@ import PushSealCLI
 import PushSealKeys
 
 /// `push-keys prune`: destroy keys past their grace window.
-struct KeyPruneCommand: Command {
+struct KeyPruneCommand: OptionsCommand {
     let path = ["prune"]
     let options = KeyOptions.changing + [KeyOptions.now]
     let help = HelpText(
@@ -13,11 +13,19 @@ struct KeyPruneCommand: Command {
         exitCodes: KeyOptions.exitCodes(usage: [KeyOptions.badNow]),
         notes: KeyOptions.notes(["Text output: APP RECIPIENT KEY_ID per destroyed key (tab-separated)."], audited: true))
 
-    func run(_ c: CommandContext) throws -> ExitCode {
-        let a = c.arguments
-        try a.expectPositionals(max: 0)
-        let now = try keyNow(a)
-        let store = try keyOpenStore(a)
+    struct Options: CommandOptions {
+        let store: KeyStoreOptions, now: Int64
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            store = try KeyStoreOptions(parsing: a)
+            now = try keyNow(a)
+        }
+        func validate() throws { try store.validate() }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let now = o.now
+        let store = try o.store.open()
         let pruned = try keyMapErrors { try store.prune(now: now) }
         if c.json {
             keyPrintJSON(.object(JSONObject([("destroyed", .array(pruned.map { .object(JSONObject([("appId", .string($0.appID)), ("recipient", .string($0.recipient)), ("keyId", .string($0.keyID))])) }))])))
@@ -29,7 +37,7 @@ struct KeyPruneCommand: Command {
 }
 
 /// `push-keys due`: keysets that need a rotation.
-struct KeyDueCommand: Command {
+struct KeyDueCommand: OptionsCommand {
     let path = ["due"]
     let options = KeyOptions.reading + [.duration("--period", "rotation period: a primary older than this is due (default 30d; at most 253402300799 seconds)"),
         .value("--max-seals", "N", "seal count that makes a keyset due, 0 or more (default 16777216 = 2^24)"), KeyOptions.now]
@@ -43,17 +51,26 @@ struct KeyDueCommand: Command {
             "Text output, one line per due keyset (tab-separated): APP RECIPIENT KEY_ID AGE_SECONDS SEALS REASONS (REASONS: age, seals, noPrimary, unfinishedRotation joined by commas).",
         ], audited: false))
 
-    func run(_ c: CommandContext) throws -> ExitCode {
-        let a = c.arguments
-        try a.expectPositionals(max: 0)
-        let period = try a.duration("--period") ?? KeyStore.defaultRotationPeriodSeconds
-        try keyUsageErrors { try KeyStore.checkDuration(period, named: "--period") }
-        let maxSeals = try a.integer("--max-seals").map { n -> UInt64 in
-            guard n >= 0 else { throw CLIError.usage("--max-seals needs a seal count of 0 or more, got \(n)") }
-            return UInt64(n)
-        } ?? KeyStore.dueSealThreshold
-        let now = try keyNow(a)
-        let store = try keyOpenStore(a)
+    struct Options: CommandOptions {
+        let store: KeyStoreOptions, period: Int64, maxSeals: Int64?, now: Int64
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            store = try KeyStoreOptions(parsing: a)
+            period = try a.duration("--period") ?? KeyStore.defaultRotationPeriodSeconds
+            maxSeals = try a.integer("--max-seals")
+            now = try keyNow(a)
+        }
+        func validate() throws {
+            try store.validate()
+            try keyUsageErrors { try KeyStore.checkDuration(period, named: "--period") }
+            if let n = maxSeals, n < 0 { throw CLIError.usage("--max-seals needs a seal count of 0 or more, got \(n)") }
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let (period, now) = (o.period, o.now)
+        let maxSeals = o.maxSeals.map { UInt64($0) } ?? KeyStore.dueSealThreshold
+        let store = try o.store.open()
         let due = try keyMapErrors { try store.due(now: now, rotationPeriodSeconds: period, sealThreshold: maxSeals) }
         if c.json {
             keyPrintJSON(.object(JSONObject([("due", .array(due.map {

@@ -5,7 +5,7 @@ import PushSealKeychain
 import PushSealKeys
 
 /// `push-keys rotate`: add, install on the device, promote.
-struct KeyRotateCommand: Command {
+struct KeyRotateCommand: OptionsCommand {
     let path = ["rotate"]
     let options = [KeyOptions.serverKeychain] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.appID, KeyOptions.recipient,
         KeyOptions.grace("grace window of the old primary: it opens messages until now + grace"),
@@ -36,25 +36,45 @@ struct KeyRotateCommand: Command {
             "DEVICE_IDENTITY: the device keychain's caller (the app), given like IDENTITY with the --device- options: --device-entitlements FILE [--device-access-group G], or --device-access-group G... [--device-app-group G...]. The device keyset is created when the device has none. Audit lines of device changes go to the device DIR's keys-audit.log, or to --audit-log.",
         ], audited: true))
 
-    func run(_ c: CommandContext) throws -> ExitCode {
-        let a = c.arguments
-        try a.expectPositionals(max: 0)
-        let (app, recipient) = try keyName(a)
-        let now = try keyNow(a)
-        let grace = try keyGrace(a, now: now)  // before any keychain is opened or written
-        let deviceIdentity = try keyIdentity(a, prefix: "device-")  // usage errors before any keychain is opened
-        let store = try keyOpenStore(a)
-        var device: KeyStore?
-        if let dir = a.value("--device-keychain") {
-            guard let identity = deviceIdentity else {
+    struct Options: CommandOptions {
+        let store: KeyStoreOptions, keyset: KeysetOptions, now: Int64, grace: Int64
+        /// `--device-keychain DIR` and the device's identity (the `--device-` identity options).
+        let deviceKeychain: String?, deviceIdentity: IdentityOptions
+        let promote: Bool
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            store = try KeyStoreOptions(parsing: a)
+            keyset = try KeysetOptions(parsing: a)
+            now = try keyNow(a)
+            grace = try keyGrace(a, now: now)
+            deviceKeychain = a.value("--device-keychain")
+            deviceIdentity = IdentityOptions(parsing: a, prefix: "device-")
+            promote = !a.has("--no-promote")
+        }
+        func validate() throws {
+            try store.validate()
+            try keyset.validateNames()
+            try deviceIdentity.validate()
+            if deviceKeychain != nil, deviceIdentity.isEmpty {
                 throw CLIError.usage("--device-keychain needs the device identity", hint: "add --device-entitlements FILE (the app's entitlements)")
             }
-            device = try keyMapErrors {
-                try KeyStore(keychain: try Keychain(opening: URL(fileURLWithPath: dir), as: identity.entitlements), accessGroup: identity.accessGroup,
-                             audit: keyAudit(a))
+            if deviceKeychain == nil, !deviceIdentity.isEmpty {
+                throw CLIError.usage("device identity given without --device-keychain DIR")
             }
-        } else if a.has("--device-entitlements") || a.has("--device-access-group") || a.has("--device-app-group") {
-            throw CLIError.usage("device identity given without --device-keychain DIR")
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let (app, recipient, now, grace) = (o.keyset.appID, o.keyset.recipient, o.now, o.grace)
+        // Every identity is resolved (its file read) before any keychain is opened or written.
+        let deviceIdentity = try keyEntitlements(o.deviceIdentity)
+        let store = try o.store.open()
+        var device: KeyStore?
+        if let dir = o.deviceKeychain, let (entitlements, group) = deviceIdentity {
+            device = try keyMapErrors {
+                try KeyStore(keychain: try Keychain(opening: URL(fileURLWithPath: dir), as: entitlements), accessGroup: group,
+                             audit: o.store.audit)
+            }
         }
         // Test hook, read only by debug builds (a release binary never looks at the variable):
         // die at a named step, as a crash or a power cut would.
@@ -64,7 +84,7 @@ struct KeyRotateCommand: Command {
         let crashAt: String? = nil
         #endif
         let result = try keyMapErrors {
-            try store.rotate(appID: app, recipient: recipient, graceSeconds: grace, device: device, promote: !a.has("--no-promote"), now: now) { step in
+            try store.rotate(appID: app, recipient: recipient, graceSeconds: grace, device: device, promote: o.promote, now: now) { step in
                 if step.rawValue == crashAt { kill(getpid(), SIGKILL) }
             }
         }

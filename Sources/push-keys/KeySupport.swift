@@ -81,55 +81,56 @@ enum KeyOptions {
     }
 }
 
-/// A key command's identity: who opens the keychain, and which access group holds the keysets.
-struct KeyIdentity {
-    /// The caller's entitlements.
-    var entitlements: Entitlements
-    /// The keyset items' access group when named (`--access-group G` next to `--entitlements`);
-    /// `nil` picks the identity's first keychain-access-groups entry, else its first App Group.
-    var accessGroup: String?
-}
+/// The store option group of the key commands: where the keysets are (``KeystoreOptions``,
+/// `--keychain DIR`), who opens them (``IdentityOptions``; none: the server identity, access
+/// group pushseal.server) and where audit lines go (`--audit-log`). A second kind of store adds
+/// its options to ``KeystoreOptions`` and its opening to ``open(create:accessibility:)``.
+struct KeyStoreOptions: CommandOptions {
+    /// `--keychain DIR`.
+    let keystore: KeystoreOptions
+    /// `--entitlements`, `--access-group`, `--app-group`.
+    let identity: IdentityOptions
+    /// `--audit-log FILE` (`-`: stderr), `nil` for DIR/keys-audit.log.
+    let auditLog: String?
 
-/// Reads identity options the way `push-keys keychain` does (`nil` when none given): either
-/// `--entitlements FILE` plus at most one `--access-group G` naming the keyset items' group, or
-/// the identity itself as `--access-group G…` (in order) and `--app-group G…`.
-func keyIdentity(_ a: Arguments, prefix: String = "") throws -> KeyIdentity? {
-    let groups = a.values("--\(prefix)access-group"), appGroups = a.values("--\(prefix)app-group")
-    for g in groups + appGroups where g.isEmpty { throw CLIError.usage("an access group cannot be empty") }
-    if let file = a.value("--\(prefix)entitlements") {
-        guard appGroups.isEmpty else {
-            throw CLIError.usage("--\(prefix)app-group cannot be combined with --\(prefix)entitlements", hint: "put it in the entitlements file")
-        }
-        guard groups.count <= 1 else {
-            throw CLIError.usage("with --\(prefix)entitlements, give at most one --\(prefix)access-group (the keysets' group)")
-        }
-        let entitlements = try keyMapErrors { try Entitlements.load(from: URL(fileURLWithPath: file)) }
-        return KeyIdentity(entitlements: entitlements, accessGroup: groups.first)
+    init(parsing a: Arguments) throws {
+        keystore = try KeystoreOptions(parsing: a)
+        identity = IdentityOptions(parsing: a)
+        auditLog = a.value("--audit-log")
     }
-    if groups.isEmpty && appGroups.isEmpty { return nil }
-    return KeyIdentity(entitlements: Entitlements(keychainAccessGroups: groups, applicationGroups: appGroups), accessGroup: nil)
-}
 
-func keyAudit(_ a: Arguments) -> KeyAudit {
-    guard let v = a.value("--audit-log") else { return .keychainFile }
-    return v == "-" ? .standardError : .file(v)
-}
+    func validate() throws { try identity.validate() }
 
-/// Opens the key store of `--keychain DIR` as the identity options say: the file keychain, seen
-/// (as every key command sees its store) through the `ServerKeyStore` protocol. Check every
-/// option before calling it: with `create`, it creates the keychain.
-/// - Parameter create: create the keychain directory when it does not exist (generate, import).
-func keyOpenStore(_ a: Arguments, create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> any ServerKeyStore {
-    let dir = try a.required("--keychain", "DIR")
-    let url = URL(fileURLWithPath: dir)
-    let identity = try keyIdentity(a) ?? KeyIdentity(entitlements: KeyStore.serverIdentity, accessGroup: nil)
-    return try keyMapErrors {
-        if create, !FileManager.default.fileExists(atPath: url.path) {
-            try Keychain.create(at: url)
-        }
-        return try KeyStore(keychain: try Keychain(opening: url, as: identity.entitlements), accessGroup: identity.accessGroup,
-                            accessibility: accessibility, audit: keyAudit(a))
+    /// Where the audit lines go.
+    var audit: KeyAudit {
+        guard let v = auditLog else { return .keychainFile }
+        return v == "-" ? .standardError : .file(v)
     }
+
+    /// Opens the key store as the identity options say: the file keychain, seen (as every key
+    /// command sees its store) through the `ServerKeyStore` protocol. Validate every option
+    /// before calling it: with `create`, it creates the keychain.
+    /// - Parameter create: create the keychain directory when it does not exist (generate, import).
+    func open(create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> any ServerKeyStore {
+        let url = URL(fileURLWithPath: keystore.keychainPath)
+        let (entitlements, group) = try keyEntitlements(identity) ?? (KeyStore.serverIdentity, nil)
+        return try keyMapErrors {
+            if create, !FileManager.default.fileExists(atPath: url.path) {
+                try Keychain.create(at: url)
+            }
+            return try KeyStore(keychain: try Keychain(opening: url, as: entitlements), accessGroup: group,
+                                accessibility: accessibility, audit: audit)
+        }
+    }
+}
+
+/// The entitlements of an identity option group, and the access group named next to
+/// `--entitlements` (`nil` when none); `nil` when no identity option was given.
+/// - Throws: `CLIError` 66 for a missing entitlements file, 65 for a malformed one.
+func keyEntitlements(_ identity: IdentityOptions) throws -> (Entitlements, String?)? {
+    try identity.resolve(load: { try Entitlements.load(from: URL(fileURLWithPath: $0)) },
+                         make: { Entitlements(applicationIdentifier: $0, keychainAccessGroups: $1, applicationGroups: $2) })
+        .map { ($0.entitlements, $0.accessGroup) }
 }
 
 /// `--now`, else the clock: Unix seconds from 0 to `KeyStore.maxTimeSeconds` (9999-12-31T23:59:59Z).
@@ -159,12 +160,10 @@ func keyUsageErrors<R>(_ body: () throws -> R) throws -> R {
     }
 }
 
-/// The required `--app-id` and `--recipient`; the app id checked by ``keyAppID(_:)``'s rule.
-/// - Throws: `CLIError` (64) for a missing option or a malformed app id.
-func keyName(_ a: Arguments) throws -> (appID: String, recipient: String) {
-    let app = try a.required("--app-id", "APP"), r = try a.required("--recipient", "R")
-    try keyUsageErrors { try KeyID.validateAppID(app) }
-    return (app, r)
+extension KeysetOptions {
+    /// Checks the app id by the keyset naming rule (`KeyID.validateAppID`, FORMAT.md §3.2).
+    /// - Throws: `CLIError` 64 `invalidName`.
+    func validateNames() throws { try keyUsageErrors { try KeyID.validateAppID(appID) } }
 }
 
 /// `--app-id` when given, checked by the keyset naming rule (`KeyID.validateAppID`, the rule

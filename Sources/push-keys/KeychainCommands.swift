@@ -31,19 +31,20 @@ enum KeychainCommands {
     /// this subcommand (`nil` leaves a code out).
     /// - Parameters:
     ///   - keychainError: what an OSStatus error (exit 1) typically is here.
+    ///   - usage: usage errors besides unknown options, missing arguments and text that is not UTF-8.
     ///   - dataError: what makes the input bad (65), besides a damaged keychain file.
     ///   - noInput: which inputs can be missing (66), besides the keychain.
     ///   - cannotCreate: when 73 happens, if it can.
     ///   - opensKeychain: the subcommand opens an existing keychain (every one but init).
     ///   - readsSecrets: the subcommand seals or opens item data, which the device state can
     ///     forbid (errSecInteractionNotAllowed, exit 77).
-    static func exitCodes(keychainError: String?, dataError: String? = nil, noInput: String? = nil, cannotCreate: String? = nil,
+    static func exitCodes(keychainError: String?, usage: [String] = [], dataError: String? = nil, noInput: String? = nil, cannotCreate: String? = nil,
                           opensKeychain: Bool = true, readsSecrets: Bool = false) -> [String] {
         var lines = [
             "0   success",
             keychainError.map { "1   keychain error (\($0)): the OSStatus name and number on stderr, osStatus and statusName in --json; or an internal error" }
                 ?? "1   internal error (stderr says what failed)",
-            "64  usage error (unknown option, missing argument, an argument that is not UTF-8)",
+            "64  usage error (" + (["unknown option", "missing argument"] + usage + ["an argument that is not UTF-8"]).joined(separator: ", ") + ")",
         ]
         let damaged = opensKeychain ? ["a damaged keychain file"] : []
         let bad = (dataError.map { [$0] } ?? []) + damaged
@@ -64,51 +65,13 @@ enum KeychainCommands {
         IDENTITY: the caller, an app or its extension: --entitlements FILE [--access-group G], or --access-group G... [--app-group G...] [--application-identifier ID]. With --entitlements, one --access-group names the item's group; naming one the caller lacks fails with errSecMissingEntitlement (-34018). Without --entitlements, the identity is given by its parts: an add goes to its first group, a search covers all of them. Access-group order is keychain-access-groups, application-identifier, application-groups, as on iOS.
         """
 
-    /// The keychain directory from `--keychain`.
+    /// The keychain directory from `--keychain` (required).
     static func keychainURL(_ a: Arguments) throws -> URL {
         URL(fileURLWithPath: try a.required("--keychain", "DIR"), isDirectory: true)
     }
 
-    /// The caller's identity and the explicit access group for the item or query (if any).
-    /// - Parameter required: when `false` and no identity option is given, returns `nil`.
-    static func identity(_ a: Arguments, required: Bool = true) throws -> (Entitlements, String?)? {
-        if let file = a.value("--entitlements") {
-            if a.has("--app-group") || a.has("--application-identifier") {
-                throw CLIError.usage("--app-group and --application-identifier cannot be combined with --entitlements", hint: "put them in the entitlements file")
-            }
-            let groups = a.values("--access-group")
-            if groups.count > 1 { throw CLIError.usage("with --entitlements, give at most one --access-group (the item's group)") }
-            let entitlements: Entitlements
-            do {
-                entitlements = try Entitlements.load(from: URL(fileURLWithPath: file))
-            } catch let e as KeychainError {
-                if e.code == .keychainMissing { throw CLIError(code: "inputMissing", "no such file: \(file)", exitCode: .noInput) }
-                if e.code == .decode { throw CLIError.dataError(e.reason) }
-                throw cliError(e)
-            }
-            return (entitlements, groups.first)
-        }
-        let groups = a.values("--access-group"), appGroups = a.values("--app-group"), appID = a.value("--application-identifier")
-        if groups.isEmpty && appGroups.isEmpty && appID == nil {
-            guard required else { return nil }
-            throw CLIError.usage("missing caller identity", hint: "give --entitlements FILE, or --access-group G (repeatable), --app-group G and --application-identifier TEAMID.bundle.id")
-        }
-        for g in groups + appGroups where g.isEmpty { throw CLIError.usage("an access group cannot be empty") }
-        if appID == "" { throw CLIError.usage("--application-identifier cannot be empty") }
-        return (Entitlements(applicationIdentifier: appID, keychainAccessGroups: groups, applicationGroups: appGroups), nil)
-    }
-
-    static func open(_ a: Arguments, as entitlements: Entitlements) throws -> Keychain {
-        do { return try Keychain(opening: try keychainURL(a), as: entitlements) } catch let e as KeychainError { throw cliError(e) }
-    }
-
-    /// The caller's identity and the item named by `--class`, `--service`, `--account` and the
-    /// identity's `--access-group` (get, update, delete); `nil` when the identity is incomplete.
-    static func identifiedQuery(_ a: Arguments) throws -> (Entitlements, ItemQuery)? {
-        guard let (entitlements, group) = try identity(a) else { return nil }
-        let query = ItemQuery(itemClass: try itemClass(a), service: try a.required("--service", "S"),
-                              account: try a.required("--account", "A"), accessGroup: group)
-        return (entitlements, query)
+    static func open(_ url: URL, as entitlements: Entitlements) throws -> Keychain {
+        do { return try Keychain(opening: url, as: entitlements) } catch let e as KeychainError { throw cliError(e) }
     }
 
     static func itemClass(_ a: Arguments) throws -> ItemClass {
@@ -123,29 +86,17 @@ enum KeychainCommands {
         return acc
     }
 
-    /// Secret data from `--data-file F` (`-` = stdin) or `--data-base64 B`; `nil` when neither.
-    static func data(_ a: Arguments, required: Bool) throws -> SecretBytes? {
-        switch (a.value("--data-file"), a.value("--data-base64")) {
-        case (.some, .some):
-            throw CLIError.usage("give either --data-file or --data-base64, not both")
-        case (.some(let file), nil):
-            var bytes = try InputReader.readAll(file, limitByteCount: Keychain.maxDataByteCount)
-            defer { SecretBytes.wipe(&bytes) }
-            return SecretBytes(copying: bytes)
-        case (nil, .some(let b64)):
-            guard let d = Data(base64Encoded: b64) else { throw CLIError.dataError("--data-base64 is not valid base64") }
-            var bytes = Array(d)
-            defer { SecretBytes.wipe(&bytes) }
-            return SecretBytes(copying: bytes)
-        case (nil, nil):
-            if required { throw CLIError.usage("missing secret data", hint: "give --data-file FILE (- for standard input) or --data-base64 B") }
-            return nil
-        }
+    /// Secret data from `--data-file F` (`-` = standard input), at most `Keychain.maxDataByteCount`
+    /// bytes. There is no option taking the secret itself: argv is visible to other users (`ps`).
+    static func data(file: String) throws -> SecretBytes {
+        var bytes = try InputReader.readAll(file, limitByteCount: Keychain.maxDataByteCount)
+        defer { SecretBytes.wipe(&bytes) }
+        return SecretBytes(copying: bytes)
     }
 
     /// A passcode from `--passcode-file F` (first line; `-` = stdin), or `nil`.
-    static func passcode(_ a: Arguments) throws -> String? {
-        guard let file = a.value("--passcode-file") else { return nil }
+    static func passcode(file: String?) throws -> String? {
+        guard let file else { return nil }
         var bytes = try InputReader.readAll(file, limitByteCount: 4096)
         defer { SecretBytes.wipe(&bytes) }
         let line = bytes.prefix(while: { $0 != 0x0A && $0 != 0x0D })
@@ -183,10 +134,61 @@ enum KeychainCommands {
 
     /// Attributes as `name: value` lines for people.
     static func text(_ a: ItemAttributes) -> String {
-        var out = "class: \(a.itemClass)\nservice: \(a.service)\naccount: \(a.account)\n"
-        if let l = a.label { out += "label: \(l)\n" }
-        out += "accessGroup: \(a.accessGroup)\naccessibility: \(a.accessibility)\n"
+        // Service, account, label and access group are anyone's text: shown escaped (terminalSafe).
+        let t = Output.terminalSafe
+        var out = "class: \(a.itemClass)\nservice: \(t(a.service))\naccount: \(t(a.account))\n"
+        if let l = a.label { out += "label: \(t(l))\n" }
+        out += "accessGroup: \(t(a.accessGroup))\naccessibility: \(a.accessibility)\n"
         out += "creationDate: \(iso8601(a.creationDate))\nmodificationDate: \(iso8601(a.modificationDate))\n"
         return out
+    }
+}
+
+/// The options every `keychain` subcommand but init and device-state shares: `--keychain DIR`
+/// and the caller (IDENTITY, ``IdentityOptions``).
+struct KeychainCallerOptions: Sendable {
+    /// `--keychain DIR`.
+    let keychain: URL
+    /// The caller's identity options.
+    let identity: IdentityOptions
+
+    init(parsing a: Arguments) throws {
+        keychain = try KeychainCommands.keychainURL(a)
+        identity = IdentityOptions(parsing: a, namedGroupMeaning: "the item's group")
+    }
+
+    /// The identity rules; with `required`, an identity must be given.
+    /// - Throws: `CLIError` 64.
+    func validate(required: Bool = true) throws {
+        try identity.validate()
+        if required, identity.isEmpty {
+            throw CLIError.usage("missing caller identity", hint: "give --entitlements FILE, or --access-group G (repeatable), --app-group G and --application-identifier TEAMID.bundle.id")
+        }
+    }
+
+    /// The caller's entitlements and the access group named next to `--entitlements`, or `nil`
+    /// when no identity was given (only where ``validate(required:)`` allowed that).
+    func resolve() throws -> (Entitlements, String?)? { try keyEntitlements(identity) }
+
+    /// Opens the keychain as the caller (whose identity was validated as required).
+    func open() throws -> (keychain: Keychain, accessGroup: String?) {
+        guard let (entitlements, group) = try resolve() else { throw CLIError.usage("missing caller identity") }
+        return (try KeychainCommands.open(keychain, as: entitlements), group)
+    }
+}
+
+/// The item an item subcommand works on (get, update, delete): `--class`, `--service`, `--account`.
+struct KeychainItemOptions: Sendable {
+    let itemClass: ItemClass, service: String, account: String
+
+    init(parsing a: Arguments) throws {
+        itemClass = try KeychainCommands.itemClass(a)
+        service = try a.required("--service", "S")
+        account = try a.required("--account", "A")
+    }
+
+    /// The query for this item in `accessGroup` (`nil`: every group of the caller).
+    func query(accessGroup: String?) -> ItemQuery {
+        ItemQuery(itemClass: itemClass, service: service, account: account, accessGroup: accessGroup)
     }
 }

@@ -4,7 +4,7 @@ import PushSealWire
 import PushSealKeychain
 
 /// `push-keys keychain delete`: SecItemDelete.
-struct KeychainDeleteCommand: Command {
+struct KeychainDeleteCommand: OptionsCommand {
     let path = ["keychain", "delete"]
     let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
         .value("--service", "S", "kSecAttrService (required)"),
@@ -21,12 +21,19 @@ struct KeychainDeleteCommand: Command {
         notes: KeychainCommands.identityNote + "\n\nPrints nothing on success (with --json: {\"deleted\": N})."
     )
 
-    func run(_ context: CommandContext) throws -> ExitCode {
-        let a = context.arguments
-        try a.expectPositionals(max: 0)
-        guard let (entitlements, query) = try KeychainCommands.identifiedQuery(a) else { return .usage }
-        let kc = try KeychainCommands.open(a, as: entitlements)
-        let n = try KeychainCommands.mapping { try kc.delete(query) }
+    struct Options: CommandOptions {
+        let caller: KeychainCallerOptions, item: KeychainItemOptions
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            caller = try KeychainCallerOptions(parsing: a)
+            item = try KeychainItemOptions(parsing: a)
+        }
+        func validate() throws { try caller.validate() }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let (kc, group) = try o.caller.open()
+        let n = try KeychainCommands.mapping { try kc.delete(o.item.query(accessGroup: group)) }
         if context.json { Output.printJSON(["deleted": .integer(Int64(n))]) }
         return .success
     }

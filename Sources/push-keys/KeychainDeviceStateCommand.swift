@@ -1,10 +1,11 @@
+import Foundation
 import PushSealJSON
 import PushSealCLI
 import PushSealWire
 import PushSealKeychain
 
 /// `push-keys keychain device-state`: print or set the emulated device's lock state.
-struct KeychainDeviceStateCommand: Command {
+struct KeychainDeviceStateCommand: OptionsCommand {
     let path = ["keychain", "device-state"]
     let options: [OptionSpec] = [
         KeychainCommands.keychainOption,
@@ -28,18 +29,26 @@ struct KeychainDeviceStateCommand: Command {
             """
     )
 
-    func run(_ context: CommandContext) throws -> ExitCode {
-        let a = context.arguments
-        try a.expectPositionals(max: 1)
-        var target: DeviceState?
-        if let word = a.positionals.first {
-            guard let s = DeviceState(rawValue: word) else {
-                throw CLIError.usage("unknown device state \(quoted(word))", hint: "use unlocked, locked or beforeFirstUnlock")
+    struct Options: CommandOptions {
+        /// The state to set, `nil` to print the current one.
+        let target: DeviceState?, keychain: URL, passcodeFile: String?
+        init(parsing a: Arguments) throws {
+            let word = try Positionals(a, max: 1).first
+            target = try word.map { w in
+                guard let s = DeviceState(rawValue: w) else {
+                    throw CLIError.usage("unknown device state \(quoted(w))", hint: "use unlocked, locked or beforeFirstUnlock")
+                }
+                return s
             }
-            target = s
+            keychain = try KeychainCommands.keychainURL(a)
+            passcodeFile = a.value("--passcode-file")
         }
-        let passcode = try KeychainCommands.passcode(a)
-        let kc = try KeychainCommands.open(a, as: Entitlements())
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let target = o.target
+        let passcode = try KeychainCommands.passcode(file: o.passcodeFile)
+        let kc = try KeychainCommands.open(o.keychain, as: Entitlements())
         let state = try KeychainCommands.mapping { () throws -> DeviceState in
             if let target { try kc.setDeviceState(target, passcode: passcode) }
             return try kc.deviceState

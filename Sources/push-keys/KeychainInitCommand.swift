@@ -9,7 +9,7 @@ import PushSealWire
 import PushSealKeychain
 
 /// `push-keys keychain init`: creates an emulated device keychain.
-struct KeychainInitCommand: Command {
+struct KeychainInitCommand: OptionsCommand {
     let path = ["keychain", "init"]
     let options: [OptionSpec] = [
         KeychainCommands.keychainOption,
@@ -28,11 +28,18 @@ struct KeychainInitCommand: Command {
         notes: "DIR must not exist or be empty. Prints nothing on success (with --json: {\"keychain\", \"deviceState\", \"passcodeSet\"})."
     )
 
-    func run(_ context: CommandContext) throws -> ExitCode {
-        let a = context.arguments
-        try a.expectPositionals(max: 0)
-        let url = try KeychainCommands.keychainURL(a)
-        let passcode = try KeychainCommands.passcode(a)
+    struct Options: CommandOptions {
+        let keychain: URL, passcodeFile: String?
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            keychain = try KeychainCommands.keychainURL(a)
+            passcodeFile = a.value("--passcode-file")
+        }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let url = o.keychain
+        let passcode = try KeychainCommands.passcode(file: o.passcodeFile)
         try KeychainCommands.mapping { try Keychain.create(at: url, passcode: passcode) }
         if context.json {
             Output.printJSON(["keychain": .string(url.path), "deviceState": .string(DeviceState.unlocked.rawValue), "passcodeSet": .bool(passcode != nil)])

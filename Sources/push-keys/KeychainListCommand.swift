@@ -4,7 +4,7 @@ import PushSealWire
 import PushSealKeychain
 
 /// `push-keys keychain list`: attributes of items (never secrets).
-struct KeychainListCommand: Command {
+struct KeychainListCommand: OptionsCommand {
     let path = ["keychain", "list"]
     let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
         .value("--service", "S", "only items with this kSecAttrService"),
@@ -27,28 +27,37 @@ struct KeychainListCommand: Command {
             """
     )
 
-    func run(_ context: CommandContext) throws -> ExitCode {
-        let a = context.arguments
-        try a.expectPositionals(max: 0)
-        let identity = try KeychainCommands.identity(a, required: false)
-        let cls = try KeychainCommands.itemClass(a)
+    struct Options: CommandOptions {
+        let caller: KeychainCallerOptions, itemClass: ItemClass, service: String?
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            caller = try KeychainCallerOptions(parsing: a)
+            itemClass = try KeychainCommands.itemClass(a)
+            service = a.value("--service")
+        }
+        func validate() throws { try caller.validate(required: false) }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let cls = o.itemClass
         var items: [ItemAttributes] = []
-        if let (entitlements, group) = identity {
-            let kc = try KeychainCommands.open(a, as: entitlements)
-            items = try list(kc, ItemQuery(itemClass: cls, service: a.value("--service"), accessGroup: group))
+        if let (entitlements, group) = try o.caller.resolve() {
+            let kc = try KeychainCommands.open(o.caller.keychain, as: entitlements)
+            items = try list(kc, ItemQuery(itemClass: cls, service: o.service, accessGroup: group))
         } else {
-            let probe = try KeychainCommands.open(a, as: Entitlements())
+            let probe = try KeychainCommands.open(o.caller.keychain, as: Entitlements())
             let groups = try KeychainCommands.mapping { try probe.storedAccessGroups() }
             if !groups.isEmpty {
-                let kc = try KeychainCommands.open(a, as: Entitlements(keychainAccessGroups: groups))
-                items = try list(kc, ItemQuery(itemClass: cls, service: a.value("--service")))
+                let kc = try KeychainCommands.open(o.caller.keychain, as: Entitlements(keychainAccessGroups: groups))
+                items = try list(kc, ItemQuery(itemClass: cls, service: o.service))
             }
         }
         if context.json {
             Output.printJSON(["items": .array(items.map { .object(KeychainCommands.json($0)) })])
         } else {
             Output.stdout(items.map { i in
-                [i.accessGroup, i.itemClass.rawValue, i.service, i.account, i.accessibility.rawValue, i.label ?? ""].joined(separator: "\t") + "\n"
+                // Anyone's text, shown escaped: one line per item whatever the names hold.
+                [i.accessGroup, i.itemClass.rawValue, i.service, i.account, i.accessibility.rawValue, i.label ?? ""].map(Output.terminalSafe).joined(separator: "\t") + "\n"
             }.joined())
         }
         return .success

@@ -4,7 +4,7 @@ import PushSealWire
 import PushSealKeychain
 
 /// `push-keys keychain update`: SecItemUpdate.
-struct KeychainUpdateCommand: Command {
+struct KeychainUpdateCommand: OptionsCommand {
     let path = ["keychain", "update"]
     let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
         .value("--service", "S", "kSecAttrService of the item (required)"),
@@ -16,34 +16,45 @@ struct KeychainUpdateCommand: Command {
         .value("--new-account", "A", "new kSecAttrAccount"),
         .value("--new-access-group", "G", "move the item to access group G (the caller must be entitled to it)"),
         .value("--data-file", "F", "new secret data from file F (- for standard input)"),
-        .value("--data-base64", "B", "new secret data as standard base64"),
     ]
     let help = HelpText(
         overview: "change a keychain item (SecItemUpdate); bumps its modification date; a change that collides with another item fails with errSecDuplicateItem (-25299) and changes nothing",
-        usage: ["push-keys keychain update --keychain DIR IDENTITY --service S --account A [--class C] [--label L] [--accessibility A] [--new-service S] [--new-account A] [--new-access-group G] [--data-file F | --data-base64 B] [--json]"],
+        usage: ["push-keys keychain update --keychain DIR IDENTITY --service S --account A [--class C] [--label L] [--accessibility A] [--new-service S] [--new-account A] [--new-access-group G] [--data-file F] [--json]"],
         examples: [
             "push-keys keychain update --keychain device-kc --entitlements app.json --service push --account alice --data-file new-key.bin",
             "push-keys keychain update --keychain device-kc --entitlements app.json --service push --account alice --accessibility afterFirstUnlockThisDeviceOnly",
         ],
         exitCodes: KeychainCommands.exitCodes(
             keychainError: "errSecItemNotFound -25300, errSecDuplicateItem -25299, errSecMissingEntitlement -34018",
-            dataError: "bad --data-base64, data over \(Keychain.maxDataByteCount) bytes, a malformed entitlements file",
+            dataError: "data over \(Keychain.maxDataByteCount) bytes, a malformed entitlements file",
             noInput: "the entitlements or --data-file file missing", readsSecrets: true),
         notes: KeychainCommands.identityNote + "\n\nPrints nothing on success (with --json: {\"updated\": N})."
     )
 
-    func run(_ context: CommandContext) throws -> ExitCode {
-        let a = context.arguments
-        try a.expectPositionals(max: 0)
-        guard let (entitlements, query) = try KeychainCommands.identifiedQuery(a) else { return .usage }
-        let changes = ItemChanges(service: a.value("--new-service"), account: a.value("--new-account"),
-                                  label: a.value("--label").map { .some($0) }, accessGroup: a.value("--new-access-group"),
-                                  accessibility: try KeychainCommands.accessibility(a), data: try KeychainCommands.data(a, required: false))
-        if changes.service == nil, changes.account == nil, changes.label == nil, changes.accessGroup == nil, changes.accessibility == nil, changes.data == nil {
-            throw CLIError.usage("nothing to update", hint: "give --label, --accessibility, --new-service, --new-account, --new-access-group, --data-file or --data-base64")
+    struct Options: CommandOptions {
+        let caller: KeychainCallerOptions, item: KeychainItemOptions
+        let newService: String?, newAccount: String?, label: String?, newAccessGroup: String?, accessibility: Accessibility?, dataFile: String?
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            caller = try KeychainCallerOptions(parsing: a)
+            item = try KeychainItemOptions(parsing: a)
+            (newService, newAccount, label, newAccessGroup) = (a.value("--new-service"), a.value("--new-account"), a.value("--label"), a.value("--new-access-group"))
+            accessibility = try KeychainCommands.accessibility(a)
+            dataFile = a.value("--data-file")
         }
-        let kc = try KeychainCommands.open(a, as: entitlements)
-        let n = try KeychainCommands.mapping { try kc.update(query, with: changes) }
+        func validate() throws {
+            try caller.validate()
+            if newService == nil, newAccount == nil, label == nil, newAccessGroup == nil, accessibility == nil, dataFile == nil {
+                throw CLIError.usage("nothing to update", hint: "give --label, --accessibility, --new-service, --new-account, --new-access-group or --data-file")
+            }
+        }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let changes = ItemChanges(service: o.newService, account: o.newAccount, label: o.label.map { .some($0) }, accessGroup: o.newAccessGroup,
+                                  accessibility: o.accessibility, data: try o.dataFile.map(KeychainCommands.data(file:)))
+        let (kc, group) = try o.caller.open()
+        let n = try KeychainCommands.mapping { try kc.update(o.item.query(accessGroup: group), with: changes) }
         if context.json { Output.printJSON(["updated": .integer(Int64(n))]) }
         return .success
     }

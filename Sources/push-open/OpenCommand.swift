@@ -14,7 +14,7 @@ import PushSealKeychain
 /// `push-open`: runs one payload through the emulated host and the decrypting service
 /// extension, reading the key from an emulated device keychain as the extension's identity,
 /// and prints one JSON object describing what the user sees.
-struct OpenCommand: Command {
+struct OpenCommand: OptionsCommand {
     let path: [String] = []
 
     let options: [OptionSpec] = [
@@ -67,22 +67,40 @@ struct OpenCommand: Command {
         jsonHelp: "report errors of the command itself as one {\"error\": {\"code\", \"message\"}} object on stdout (the result is JSON already)"
     )
 
-    func run(_ context: CommandContext) throws -> ExitCode {
-        let a = context.arguments
-        try a.expectPositionals(max: 1)
-        let keychainPath = try a.required("--keychain", "DIR")
-        let appID = try a.required("--app-id", "APP")
-        // The device keyset's naming rule, as push-seal and push-keys check it: a usage error, not
-        // a fallback for every payload.
-        do { try KeyID.validateAppID(appID) } catch let e as KeysError { throw CLIError.usage(e.reason) }
-        let budget = try budgetSeconds(a)
-        let now = try a.integer("--now")
-        if let now {
-            do { try KeyStore.checkTime(now, named: "--now") } catch let e as KeysError { throw CLIError.usage(e.reason) }
+    struct Options: CommandOptions {
+        let payloadFile: String?, keychainPath: String, appID: String, budget: Double, now: Int64?, identity: IdentityOptions
+        let locale: String?, allowInsecureLoopback: Bool, replayGuard: Bool, verbose: Bool
+        init(parsing a: Arguments) throws {
+            payloadFile = try Positionals(a, max: 1).first
+            keychainPath = try KeystoreOptions(parsing: a).keychainPath
+            appID = try a.required("--app-id", "APP")
+            budget = try OpenCommand.budgetSeconds(a)
+            now = try a.integer("--now")
+            identity = IdentityOptions(parsing: a, namedGroupMeaning: "the group the key is read from")
+            locale = a.value("--locale")
+            allowInsecureLoopback = a.has("--allow-insecure-loopback")
+            replayGuard = !a.has("--no-replay-guard")
+            verbose = a.has("--verbose")
         }
-        let (entitlements, keyGroup) = try identity(a)
+        func validate() throws {
+            // The device keyset's naming rule, as push-seal and push-keys check it: a usage error,
+            // not a fallback for every payload.
+            do { try KeyID.validateAppID(appID) } catch let e as KeysError { throw CLIError.usage(e.reason) }
+            if let now {
+                do { try KeyStore.checkTime(now, named: "--now") } catch let e as KeysError { throw CLIError.usage(e.reason) }
+            }
+            try identity.validate()
+            if identity.isEmpty {
+                throw CLIError.usage("missing the extension's identity", hint: "give --entitlements FILE, or --access-group G (repeatable) and --app-group G")
+            }
+        }
+    }
 
-        let input = try InputReader.readAll(a.positionals.first, limitByteCount: 1 << 20)
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let (keychainPath, appID, budget, now) = (o.keychainPath, o.appID, o.budget, o.now)
+        let (entitlements, keyGroup) = try Self.entitlements(o.identity)
+
+        let input = try InputReader.readAll(o.payloadFile, limitByteCount: 1 << 20)
         let payload: JSONValue
         do {
             payload = try JSONReader.parse(input)
@@ -108,10 +126,10 @@ struct OpenCommand: Command {
         }
         let provider = KeychainKeyProvider(keychain: keychain, accessGroup: keyGroup, appID: appID, now: clock)
         let configuration = DecryptingServiceConfiguration(
-            appID: appID, keyProvider: provider, opener: WireFormatOpener(registry: .standard), locale: a.value("--locale"), containerDirectory: container,
-            allowInsecureLoopback: a.has("--allow-insecure-loopback"),
-            replayCapacity: a.has("--no-replay-guard") ? 0 : ReplayGuard.defaultCapacity, now: clock)
-        let logger: any DiagnosticLogger = a.has("--verbose") ? VerboseLogger() : NullLogger()
+            appID: appID, keyProvider: provider, opener: WireFormatOpener(registry: .standard), locale: o.locale, containerDirectory: container,
+            allowInsecureLoopback: o.allowInsecureLoopback,
+            replayCapacity: o.replayGuard ? ReplayGuard.defaultCapacity : 0, now: clock)
+        let logger: any DiagnosticLogger = o.verbose ? VerboseLogger() : NullLogger()
         let host = ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: DecryptingServiceExtension.factory(configuration))
         let result = host.run(UNNotificationRequest(identifier: "push-open", apnsPayload: payload))
 
@@ -123,7 +141,7 @@ struct OpenCommand: Command {
         }
     }
 
-    private func budgetSeconds(_ a: Arguments) throws -> Double {
+    static func budgetSeconds(_ a: Arguments) throws -> Double {
         guard let text = a.value("--budget") else { return ExtensionHost.defaultBudgetSeconds }
         guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
             throw CLIError.usage("--budget needs a number of seconds between 0 and 3600, got \(quoted(text))")
@@ -133,26 +151,14 @@ struct OpenCommand: Command {
 
     /// The extension's entitlements, and the access group it names when reading its key (`nil`:
     /// search every group of the identity).
-    private func identity(_ a: Arguments) throws -> (Entitlements, String?) {
-        let groups = a.values("--access-group"), appGroups = a.values("--app-group")
-        for g in groups + appGroups where g.isEmpty { throw CLIError.usage("an access group cannot be empty") }
-        if let file = a.value("--entitlements") {
-            if !appGroups.isEmpty {
-                throw CLIError.usage("--app-group cannot be combined with --entitlements", hint: "put application-groups in the entitlements file")
-            }
-            if groups.count > 1 { throw CLIError.usage("with --entitlements, give at most one --access-group (the group the key is read from)") }
-            do {
-                return (try Entitlements.load(from: URL(fileURLWithPath: file)), groups.first)
-            } catch let e as KeychainError {
-                if e.code == .keychainMissing { throw CLIError(code: "inputMissing", "no such file: \(file)", exitCode: .noInput) }
-                if e.code == .decode { throw CLIError.dataError(e.reason) }
-                throw Self.cliError(e)
-            }
-        }
-        guard !groups.isEmpty || !appGroups.isEmpty else {
+    /// - Throws: `CLIError` 64 when no identity was given, 66/65 for a missing or malformed file.
+    static func entitlements(_ identity: IdentityOptions) throws -> (Entitlements, String?) {
+        let resolved = try identity.resolve(load: { try Entitlements.load(from: URL(fileURLWithPath: $0)) },
+                                            make: { Entitlements(applicationIdentifier: $0, keychainAccessGroups: $1, applicationGroups: $2) })
+        guard let resolved else {
             throw CLIError.usage("missing the extension's identity", hint: "give --entitlements FILE, or --access-group G (repeatable) and --app-group G")
         }
-        return (Entitlements(keychainAccessGroups: groups, applicationGroups: appGroups), nil)
+        return (resolved.entitlements, resolved.accessGroup)
     }
 
     /// Keychain errors of the command itself (opening the keychain): sysexits codes.

@@ -5,7 +5,7 @@ import PushSealCLI
 import PushSealSender
 
 /// `push-seal batch`: JSON Lines in, JSON Lines out, streaming, every core, order preserved.
-struct BatchCommand: Command {
+struct BatchCommand: OptionsCommand {
     /// Longest accepted input line, in bytes (1 MiB); longer lines fail alone.
     static let maxLineByteCount = 1 << 20
     /// Lines per chunk handed to the workers.
@@ -37,25 +37,35 @@ struct BatchCommand: Command {
         jsonHelp: "report an error that stops the batch as one {\"error\": {…}} line on stdout (a failed line is always reported in the output)"
     )
 
-    func run(_ context: CommandContext) throws -> ExitCode {
-        let a = context.arguments
-        try a.expectPositionals(max: 1)
-        try requireInUsageOrder(a, [("--app-id", "APP"), ("--keychain", "DIR")], helpCommand: "push-seal batch --help")
-        let sealer = try SealOptionSpecs.sealer(a)
-        let jobs = try a.integer("--jobs").map { j -> Int in
-            guard j >= 1, j <= 256 else { throw CLIError.usage("--jobs needs 1 to 256, got \(j)") }
-            return Int(j)
+    struct Options: CommandOptions {
+        /// LINES.jsonl, `nil` or `-` for standard input.
+        let input: String?
+        let seal: SealOptionGroup
+        /// `--jobs N`, `nil` for every core.
+        let jobs: Int64?
+        init(parsing a: Arguments) throws {
+            input = try Positionals(a, max: 1).first
+            try requireInUsageOrder(a, [("--app-id", "APP"), ("--keychain", "DIR")], helpCommand: "push-seal batch --help")
+            seal = try SealOptionGroup(parsing: a)
+            jobs = try a.integer("--jobs")
         }
-        let batch = BatchSealer(sealer: sealer, concurrency: jobs)
+        func validate() throws {
+            try seal.validate()
+            if let j = jobs, !(1...256).contains(j) { throw CLIError.usage("--jobs needs 1 to 256, got \(j)") }
+        }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let batch = BatchSealer(sealer: try o.seal.sealer(), concurrency: o.jobs.map { Int($0) })
         var input = FileDescriptor.standardInput
-        if let p = a.positionals.first, p != "-" {
+        if let p = o.input, p != "-" {
             do {
                 input = try FileDescriptor.open(p, .readOnly)
             } catch let e as SystemError {
                 throw InputReader.openError(p, errno: e.errno)
             }
         }
-        try Self.refuseDirectory(input, name: a.positionals.first.flatMap { $0 == "-" ? nil : $0 } ?? "standard input")
+        try Self.refuseDirectory(input, name: o.input.flatMap { $0 == "-" ? nil : $0 } ?? "standard input")
         var reader = LineReader(input: input, maxLineByteCount: BatchCommand.maxLineByteCount)
         let progress = Output.isTerminal(2)
         var total = 0
@@ -106,11 +116,10 @@ struct BatchCommand: Command {
             // (a locked or unreadable keychain fails every line alike: say what to do once).
             let codes = failuresByCode.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
             let summary = codes.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
-            Output.stderr("push-seal: error: \(failed) of \(total) lines failed (\(summary); see their error lines)\n")
-            if let hint = codes.lazy.compactMap({ SealExit.hint(forFailureCode: $0.key) }).first {
-                Output.stderr("hint: \(Output.terminalSafe(hint))\n")
-            }
-            return SealExit.someLinesFailed
+            var error = CLIError(code: "linesFailed", "\(failed) of \(total) lines failed (\(summary); see their error lines)",
+                                 hint: codes.lazy.compactMap({ SealExit.hint(forFailureCode: $0.key) }).first, exitCode: SealExit.someLinesFailed)
+            error.reportsInJSON = false  // every failed line already carries its error in the output
+            throw error
         }
         return .success
     }

@@ -3,14 +3,22 @@ import PushSealCLI
 import PushSealWire
 import PushSealSender
 
-/// `push-seal [options] [NOTIFICATION.json | -]`: seal one notification, print the payload.
-struct SealCommand: Command {
-    let path: [String] = []
+/// `push-seal seal [options] [NOTIFICATION.json | -]`: seal one notification, print the payload.
+/// `push-seal [options] …` without the word is the same command (``isAlias``), so
+/// `push-seal seal batch` seals a file named `batch`.
+struct SealCommand: OptionsCommand {
+    let path: [String]
+    /// The bare `push-seal [options] …` form: not listed twice in the command list.
+    var isAlias: Bool { path.isEmpty }
+
+    /// The command as `push-seal seal` (`alias: false`) or as the bare default form.
+    init(alias: Bool = false) { path = alias ? [] : ["seal"] }
+
     let options: [OptionSpec] = SealOptionSpecs.keys + [
         .value("--recipient", "R", "the recipient (one app installation) whose primary key seals the notification (required)"),
-        .value("--title", "TEXT", "notification title (overrides the file's)"),
-        .value("--subtitle", "TEXT", "notification subtitle (overrides the file's)"),
-        .value("--body", "TEXT", "notification body (overrides the file's)"),
+        .value("--title", "TEXT", "notification title (overrides the file's; visible to other users of this machine in the process list: prefer the file or stdin)"),
+        .value("--subtitle", "TEXT", "notification subtitle (overrides the file's; visible to other users, as --title)"),
+        .value("--body", "TEXT", "notification body (overrides the file's; visible to other users, as --title)"),
         .value("--media-url", "URL", "attach the media at URL, not encrypted (overrides the file's media; for encrypted media put the descriptor of 'push-seal media' in the file's \"media\")"),
         .value("--id", "ID", "notification id, for the device's replay guard (overrides the file's)"),
         .flag("--with-headers", "print {\"headers\": {…}, \"payload\": {…}} instead of the payload alone"),
@@ -19,17 +27,23 @@ struct SealCommand: Command {
     let help = HelpText(
         overview: "seal one notification for one recipient and print the APNs payload JSON (compact, at most 4096 bytes); 'push-seal batch' seals many, 'push-seal media' encrypts an image or other media file",
         usage: [
+            "push-seal seal --app-id APP --recipient R --keychain DIR [options] [NOTIFICATION.json | -]",
             "push-seal --app-id APP --recipient R --keychain DIR [options] [NOTIFICATION.json | -]",
             "push-seal batch --app-id APP --keychain DIR [options] [LINES.jsonl | -]",
-            "push-seal media FILE --out BLOB [--url URL] [--type MIME] [--force]",
+            "push-seal media FILE --out BLOB [--url URL] [--type MIME] [--descriptor-out FILE] [--force]",
         ],
         examples: [
-            "push-seal --app-id com.example.app --recipient alice --keychain server-kc --title 'Ana' --body 'Dinner at 8?'",
-            "push-seal --app-id com.example.app --recipient alice --keychain server-kc --with-headers note.json",
+            "push-seal seal --app-id com.example.app --recipient alice --keychain server-kc --with-headers note.json",
+            "printf '%s' '{\"title\":\"Ana\",\"body\":\"Dinner at 8?\"}' | push-seal seal --app-id com.example.app --recipient alice --keychain server-kc -",
             "cat note.json | push-seal --app-id com.example.app --recipient alice --keychain server-kc --fit -",
+            "push-seal seal --app-id com.example.app --recipient alice --keychain server-kc batch   # seals the file named batch",
         ],
         exitCodes: SealExit.sealHelpLines,
         notes: """
+        SEAL: 'push-seal seal' is the command; 'push-seal' without it is the same command (the documented alias, kept for scripts). Give a file named batch or media as 'push-seal seal batch' (or ./batch).
+
+        ARGV: --title, --subtitle, --body and every other argument are visible to other users of this machine (ps, /proc/PID/cmdline): put message text in NOTIFICATION.json or on standard input (-), not in options.
+
         NOTIFICATION.json: {"title", "subtitle", "body", "media": {"url", "type", "sha256", "key"}, "localizations": {"fr": {"title", "body"}}, "data": {…}, "iat", "exp" | "ttl", "id"} (times in seconds; exp and iat since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z, exp not before iat; iat defaults to now and a ttl must keep exp within that bound). Without a file, --title or --body alone make the notification.
 
         The payload always carries aps.alert (the fallback title and body, in clear) and "mutable-content":1 so iOS runs the Notification Service Extension. Everything else is sealed with AES-256-GCM into encrypted_data. Lengths are UTF-8 bytes.
@@ -37,34 +51,51 @@ struct SealCommand: Command {
         jsonHelp: "report errors as one {\"error\": {\"code\", \"message\"}} object on stdout (the payload is JSON already)"
     )
 
-    func run(_ context: CommandContext) throws -> ExitCode {
-        let a = context.arguments
-        try a.expectPositionals(max: 1)
-        try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal --help")
-        let recipient = try a.required("--recipient", "R")
-        try checkKeysetNames(recipient: recipient)
-        let textOptions = ["--title", "--subtitle", "--body", "--media-url", "--id"]
+    struct Options: CommandOptions {
+        /// NOTIFICATION.json (`-`: standard input), or `nil` when the text options make it.
+        let file: String?
+        let recipient: String
+        let seal: SealOptionGroup
+        let title: String?, subtitle: String?, body: String?, id: String?, mediaURL: String?
+        let withHeaders: Bool
+        init(parsing a: Arguments) throws {
+            file = try Positionals(a, max: 1).first
+            try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal --help")
+            recipient = try a.required("--recipient", "R")
+            seal = try SealOptionGroup(parsing: a)
+            (title, subtitle, body, id, mediaURL) = (a.value("--title"), a.value("--subtitle"), a.value("--body"), a.value("--id"), a.value("--media-url"))
+            withHeaders = a.has("--with-headers")
+        }
+        func validate() throws {
+            try checkKeysetNames(recipient: recipient)
+            if file == nil, [title, subtitle, body, id, mediaURL].allSatisfy({ $0 == nil }) {
+                throw CLIError.usage("no notification", hint: "give NOTIFICATION.json, - for standard input, or --title and --body")
+            }
+            try seal.validate()
+        }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let recipient = o.recipient
         var request: SealRequest
-        if let path = a.positionals.first {
+        if let path = o.file {
             let bytes = try InputReader.readAll(path, limitByteCount: 1 << 20)
             request = try mappingSenderErrors { try SealRequest(jsonBytes: bytes) }
-        } else if textOptions.contains(where: a.has) {
-            request = SealRequest(Notification())
         } else {
-            throw CLIError.usage("no notification", hint: "give NOTIFICATION.json, - for standard input, or --title and --body")
+            request = SealRequest(Notification())
         }
-        if let t = a.value("--title") { request.notification.title = t }
-        if let t = a.value("--subtitle") { request.notification.subtitle = t }
-        if let t = a.value("--body") { request.notification.body = t }
-        if let t = a.value("--id") { request.notification.id = t }
-        if let u = a.value("--media-url") { request.notification.media = MediaDescriptor(url: u) }
+        if let t = o.title { request.notification.title = t }
+        if let t = o.subtitle { request.notification.subtitle = t }
+        if let t = o.body { request.notification.body = t }
+        if let t = o.id { request.notification.id = t }
+        if let u = o.mediaURL { request.notification.media = MediaDescriptor(url: u) }
 
-        let sealer = try SealOptionSpecs.sealer(a)
+        let sealer = try o.seal.sealer()
         // seal(_:for:) checks the notification by the JSON form's rules, so --media-url and
         // the other flags are refused exactly as the same members in NOTIFICATION.json.
         let sealed = try mappingSenderErrors { try sealer.seal(request, for: recipient) }
         for change in sealed.changes { context.warn("fit: \(change)") }
-        if a.has("--with-headers") {
+        if o.withHeaders {
             var w = PayloadWriter(capacity: sealed.payload.count + 256)
             w.raw("{\"headers\":")
             sealed.headers.write(to: &w)

@@ -48,14 +48,14 @@ enum SealExit {
 
     /// Exit-code help lines of `push-seal media`.
     static let mediaHelpLines = [
-        "0   success: the descriptor is on stdout, the blob in BLOB",
+        "0   success: the descriptor is on stdout (or in --descriptor-out FILE), the blob in BLOB",
         internalErrorLine,
-        "64  usage error (unknown option, missing FILE or --out, --url not an absolute https:// or http:// URL, --type not a MIME type type/subtype, an argument that is not UTF-8)",
+        "64  usage error (unknown option, missing FILE or --out, --url not an absolute https:// or http:// URL, --type not a MIME type type/subtype, no --descriptor-out while stdout is a terminal or a regular file that is not 0600, an argument that is not UTF-8)",
         "65  FILE is empty or larger than 64 MiB",
         "66  FILE missing (or a directory)",
-        "73  BLOB cannot be created (it exists: add --force)",
-        "74  I/O error (reading FILE, writing BLOB or standard output)",
-        "77  permission denied reading FILE or writing BLOB",
+        "73  BLOB cannot be created (it exists: add --force; or it is a symbolic link), or the --descriptor-out FILE exists or cannot be created",
+        "74  I/O error (reading FILE, writing BLOB, the descriptor or standard output)",
+        "77  permission denied reading FILE or writing BLOB or the descriptor",
     ]
 
     /// Exit 1 as PushSealCLI's `Tool` uses it (and a failed seal).
@@ -81,7 +81,7 @@ func requireInUsageOrder(_ a: Arguments, _ options: [(name: String, valueName: S
     }
 }
 
-/// Options shared by the single seal and `batch`.
+/// Option specs shared by the single seal and `batch` (parsed by ``SealOptionGroup``).
 enum SealOptionSpecs {
     static let keys: [OptionSpec] = [
         .value("--app-id", "APP", "the app's bundle identifier (APNs topic), bound into the AAD (required)"),
@@ -103,11 +103,25 @@ enum SealOptionSpecs {
         .flag("--no-padding", "do not pad the plaintext to its Padmé length (padding hides the exact text length from APNs)"),
     ]
 
-    /// Builds the sealer from the parsed options (the key provider of ``keyProvider(_:)``).
-    static func sealer(_ a: Arguments) throws -> NotificationSealer {
-        let appID = try a.required("--app-id", "APP")
-        try checkKeysetNames(appID: appID)
-        let keys = try keyProvider(a)
+}
+
+/// The seal option group of the single seal and `batch`: `--app-id`, the keystore
+/// (``KeystoreOptions``, `--keychain DIR`) and the payload options (``SealOptionSpecs/payload``)
+/// as the sender's `SealOptions`. A new payload option is one spec and one line here.
+struct SealOptionGroup: Sendable {
+    /// `--app-id APP`.
+    let appID: String
+    /// `--keychain DIR`.
+    let keystore: KeystoreOptions
+    /// The payload options (fallback alert, APNs headers and aps fields, `--fit`, padding).
+    let options: SealOptions
+
+    /// Reads the group; `--app-id` and `--keychain` must be present (the command checks them
+    /// first, in its USAGE order).
+    /// - Throws: `CLIError` 64 for a malformed number or duration.
+    init(parsing a: Arguments) throws {
+        appID = try a.required("--app-id", "APP")
+        keystore = try KeystoreOptions(parsing: a)
         var options = SealOptions()
         options.fallback = FallbackAlert(title: a.value("--fallback-title") ?? FallbackAlert.defaultTitle,
                                          body: a.value("--fallback-body") ?? FallbackAlert.defaultBody)
@@ -122,13 +136,20 @@ enum SealOptionSpecs {
                                 })
         options.fit = a.has("--fit")
         options.padding = !a.has("--no-padding")
-        return try mappingSenderErrors { try NotificationSealer(appID: appID, keys: keys, options: options) }
+        self.options = options
     }
 
-    /// The server keychain of `--keychain DIR`; every seal counts against the primary key's limit.
-    static func keyProvider(_ a: Arguments) throws -> any SealingKeyProvider {
-        let dir = try a.required("--keychain", "DIR")
-        return try mappingSenderErrors { try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: dir)) }
+    /// The app id's naming rule (FORMAT.md §3.2), before any keychain is read.
+    /// - Throws: `CLIError` 64.
+    func validate() throws {
+        try checkKeysetNames(appID: appID)
+    }
+
+    /// Opens the server keychain (every seal counts against the primary key's limit) and
+    /// builds the sealer; the sender refuses a bad APNs option here (64).
+    func sealer() throws -> NotificationSealer {
+        let keys = try mappingSenderErrors { try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: keystore.keychainPath)) }
+        return try mappingSenderErrors { try NotificationSealer(appID: appID, keys: keys, options: options) }
     }
 }
 

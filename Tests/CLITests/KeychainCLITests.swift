@@ -54,6 +54,14 @@ import Testing
         return dir
     }
 
+    /// Writes the bytes of standard base64 `b64` to a new file in `dir`; returns its path, for
+    /// `--data-file` (secrets never travel on argv).
+    static func dataFile(_ b64: String, in dir: URL) throws -> String {
+        let url = dir.appendingPathComponent("data-\(UUID().uuidString).bin")
+        try #require(Data(base64Encoded: b64)).write(to: url)
+        return url.path
+    }
+
     static func json(_ s: String) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(s.utf8))) as? [String: Any] ?? [:]
     }
@@ -77,7 +85,7 @@ import Testing
     @Test func addGetRoundTripAndDuplicate() throws {
         let dir = try Self.setUp()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let add = ["keychain", "add", "--keychain", "kc", "--entitlements", "app.json", "--service", "push", "--account", "alice", "--data-base64", "c2VjcmV0LWtleQ=="]
+        let add = ["keychain", "add", "--keychain", "kc", "--entitlements", "app.json", "--service", "push", "--account", "alice", "--data-file", try Self.dataFile("c2VjcmV0LWtleQ==", in: dir)]
         let r1 = try Self.run(add + ["--json"], in: dir)
         #expect(r1.status == 0, "\(r1.stderr)")
         let item = Self.json(r1.stdout)["item"] as? [String: Any]
@@ -111,7 +119,7 @@ import Testing
         let dir = try Self.setUp()
         defer { try? FileManager.default.removeItem(at: dir) }
         let r = try Self.run(["keychain", "add", "--keychain", "kc", "--entitlements", "app.json", "--access-group", "T.com.example.app",
-                              "--service", "push", "--account", "a", "--data-base64", "AA=="], in: dir)
+                              "--service", "push", "--account", "a", "--data-file", try Self.dataFile("AA==", in: dir)], in: dir)
         #expect(r.status == 0, "\(r.stderr)")
         let missing = try Self.run(["keychain", "get", "--keychain", "kc", "--entitlements", "ext.json", "--access-group", "T.com.example.app",
                                     "--service", "push", "--account", "a", "--json"], in: dir)
@@ -129,7 +137,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         for (account, acc) in [("wu", "whenUnlocked"), ("afu", "afterFirstUnlockThisDeviceOnly")] {
             let r = try Self.run(["keychain", "add", "--keychain", "kc", "--entitlements", "app.json", "--service", "push", "--account", account,
-                                  "--accessibility", acc, "--data-base64", "AA=="], in: dir)
+                                  "--accessibility", acc, "--data-file", try Self.dataFile("AA==", in: dir)], in: dir)
             #expect(r.status == 0, "\(r.stderr)")
         }
         let locked = try Self.run(["keychain", "device-state", "--keychain", "kc", "locked"], in: dir)
@@ -171,7 +179,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         for account in ["a", "b"] {
             #expect(try Self.run(["keychain", "add", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", account,
-                                  "--label", "L-\(account)", "--data-base64", "c2VjcmV0LXZhbHVl"], in: dir).status == 0)
+                                  "--label", "L-\(account)", "--data-file", try Self.dataFile("c2VjcmV0LXZhbHVl", in: dir)], in: dir).status == 0)
         }
         let list = try Self.run(["keychain", "list", "--keychain", "kc"], in: dir)
         #expect(list.status == 0)
@@ -180,7 +188,7 @@ import Testing
         #expect((Self.json(listJSON.stdout)["items"] as? [Any])?.count == 2)
         #expect(!listJSON.stdout.contains("c2VjcmV0LXZhbHVl") && !listJSON.stdout.contains("secret-value"))
         let upd = try Self.run(["keychain", "update", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", "a",
-                                "--label", "new", "--data-base64", "AQ==", "--json"], in: dir)
+                                "--label", "new", "--data-file", try Self.dataFile("AQ==", in: dir), "--json"], in: dir)
         #expect(Self.json(upd.stdout)["updated"] as? Int == 1)
         let got = try Self.run(["keychain", "get", "--keychain", "kc", "--access-group", "T.shared", "--service", "push", "--account", "a", "--reveal", "--json"], in: dir)
         let item = Self.json(got.stdout)["item"] as? [String: Any]
@@ -203,7 +211,7 @@ import Testing
             ["keychain", "get", "--service", "s", "--account", "a", "--access-group", "T.shared"],  // no --keychain
             ["keychain", "get", "--keychain", "kc", "--service", "s", "--account", "a"],  // no identity
             ["keychain", "add", "--keychain", "kc", "--access-group", "G", "--service", "s", "--account", "a"],  // no data
-            ["keychain", "add", "--keychain", "kc", "--access-group", "G", "--service", "s", "--account", "a", "--data-base64", "AA==", "--accessibility", "always"],
+            ["keychain", "add", "--keychain", "kc", "--access-group", "G", "--service", "s", "--account", "a", "--data-file", try Self.dataFile("AA==", in: dir), "--accessibility", "always"],
             ["keychain", "device-state", "--keychain", "kc", "asleep"],
             ["keychain", "list", "--keychain", "kc", "--bogus"],
             ["keychain", "update", "--keychain", "kc", "--access-group", "G", "--service", "s", "--account", "a"],  // nothing to update
@@ -214,12 +222,13 @@ import Testing
             #expect(r.stderr.hasPrefix("push-keys: error: "))
             #expect(r.stdout.isEmpty)
         }
-        let bad64 = try Self.run(["keychain", "add", "--keychain", "kc", "--access-group", "G", "--service", "s", "--account", "a", "--data-base64", "@@@"], in: dir)
-        #expect(bad64.status == 65)
+        // Secrets never on argv: --data-base64 is gone (issue 12, F13); the data comes from a file or stdin.
+        let argvSecret = try Self.run(["keychain", "add", "--keychain", "kc", "--access-group", "G", "--service", "s", "--account", "a", "--data-base64", "AA=="], in: dir)
+        #expect(argvSecret.status == 64 && argvSecret.stderr.contains("unknown option --data-base64"), "\(argvSecret.stderr)")
         let missing = try Self.run(["keychain", "list", "--keychain", "nope", "--json"], in: dir)
         #expect(missing.status == 66)
         #expect((Self.json(missing.stdout)["error"] as? [String: Any])?["code"] as? String == "keychainMissing")
-        #expect(try Self.run(["keychain", "add", "--keychain", "kc", "--access-group", "T.shared", "--service", "s", "--account", "a", "--data-base64", "AA=="], in: dir).status == 0)
+        #expect(try Self.run(["keychain", "add", "--keychain", "kc", "--access-group", "T.shared", "--service", "s", "--account", "a", "--data-file", try Self.dataFile("AA==", in: dir)], in: dir).status == 0)
         let items = dir.appendingPathComponent("kc/items")
         let file = items.appendingPathComponent(try FileManager.default.contentsOfDirectory(atPath: items.path)[0])
         var bytes = try Data(contentsOf: file)
@@ -240,7 +249,7 @@ import Testing
         let dir = try Self.setUp()
         defer { try? FileManager.default.removeItem(at: dir) }
         let add = try Self.run(["keychain", "add", "--keychain", "kc", "--application-identifier", "T.com.example.app", "--service", "push",
-                                "--account", "a", "--data-base64", "AA==", "--json"], in: dir)
+                                "--account", "a", "--data-file", try Self.dataFile("AA==", in: dir), "--json"], in: dir)
         #expect(add.status == 0, "\(add.stderr)")
         #expect((Self.json(add.stdout)["item"] as? [String: Any])?["accessGroup"] as? String == "T.com.example.app")
         // The app (whose entitlements carry that application-identifier) finds it; its extension does not.
@@ -264,9 +273,9 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let expected: [String: [String]] = [
             "init": ["--keychain", "--passcode-file"],
-            "add": ["--keychain", "--entitlements", "--access-group", "--app-group", "--application-identifier", "--service", "--account", "--label", "--accessibility", "--class", "--data-file", "--data-base64"],
+            "add": ["--keychain", "--entitlements", "--access-group", "--app-group", "--application-identifier", "--service", "--account", "--label", "--accessibility", "--class", "--data-file"],
             "get": ["--keychain", "--entitlements", "--access-group", "--app-group", "--application-identifier", "--service", "--account", "--class", "--reveal"],
-            "update": ["--keychain", "--entitlements", "--access-group", "--application-identifier", "--service", "--account", "--label", "--accessibility", "--new-service", "--new-account", "--new-access-group", "--data-file", "--data-base64"],
+            "update": ["--keychain", "--entitlements", "--access-group", "--application-identifier", "--service", "--account", "--label", "--accessibility", "--new-service", "--new-account", "--new-access-group", "--data-file"],
             "delete": ["--keychain", "--entitlements", "--access-group", "--application-identifier", "--service", "--account", "--class"],
             "list": ["--keychain", "--entitlements", "--access-group", "--application-identifier", "--service", "--class"],
             "device-state": ["--keychain", "--passcode-file"],

@@ -155,7 +155,7 @@ private let noDevFull = Comment(rawValue: "/dev/full is not available on this sy
         // The value itself is never echoed (it may be a key): a secret with one bad byte.
         let secret = Array("U0VDUkVULUtFWS1CWVRFUw==".utf8) + [0xFF]
         let leak = try RawToolRun.run("push-keys", args(["keychain", "add", "--keychain", device, "--access-group", "T.shared", "--service", "s",
-                                                          "--account", "a", "--data-base64"], then: secret) + [Array("--json".utf8)])
+                                                          "--account", "a", "--label"], then: secret) + [Array("--json".utf8)])
         #expect(leak.status == 64, "\(leak.err)")
         #expect(!leak.err.contains("U0VDUkVU") && !leak.out.contains("U0VDUkVU"), "the secret argument was echoed: \(leak.err) \(leak.out)")
         #expect(leak.err.contains("byte 0xFF at byte offset 24 of 25"), "\(leak.err)")

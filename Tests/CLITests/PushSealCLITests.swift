@@ -264,7 +264,7 @@ import Testing
 
     @Test func helpListsExitCodes() throws {
         guard Self.binary != nil else { return }
-        for args in [["--help"], ["batch", "--help"], ["media", "--help"]] {
+        for args in [["--help"], ["seal", "--help"], ["batch", "--help"], ["media", "--help"]] {
             let r = try run(args)
             #expect(r.status == 0)
             for section in ["OVERVIEW:", "USAGE:", "OPTIONS:", "EXAMPLES:", "EXIT CODES:"] { #expect(r.out.contains(section)) }
@@ -275,10 +275,17 @@ import Testing
         #expect(!r.out.contains("--key-table"))
         #expect(r.out.contains("New message"))
         // The top-level USAGE shows every option of media.
-        #expect(r.out.contains("\n  push-seal media FILE --out BLOB [--url URL] [--type MIME] [--force]\n"))
+        #expect(r.out.contains("\n  push-seal media FILE --out BLOB [--url URL] [--type MIME] [--descriptor-out FILE] [--force]\n"))
+        // The single seal is 'push-seal seal'; the bare form stays, documented as the alias.
+        #expect(r.out.contains("\n  push-seal seal --app-id APP --recipient R --keychain DIR [options] [NOTIFICATION.json | -]\n"))
+        #expect(r.out.contains("\n  push-seal --app-id APP --recipient R --keychain DIR [options] [NOTIFICATION.json | -]\n"))
+        // Message text on argv is visible to other users: the help says so and shows stdin.
+        #expect(r.out.contains("visible to other users"))
+        #expect(r.out.contains("| push-seal seal --app-id com.example.app --recipient alice --keychain server-kc -\n"))
         // Each command lists exactly the exit codes it can return (1: PushSealCLI's internal error).
         let expected: [[String]: [Int]] = [
             ["--help"]: [0, 1, 3, 4, 64, 65, 66, 67, 74, 77],
+            ["seal", "--help"]: [0, 1, 3, 4, 64, 65, 66, 67, 74, 77],
             ["batch", "--help"]: [0, 1, 2, 64, 66, 74, 77],
             ["media", "--help"]: [0, 1, 64, 65, 66, 73, 74, 77],
         ]

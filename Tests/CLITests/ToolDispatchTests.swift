@@ -14,6 +14,24 @@ private struct Probe: Command {
     }
 }
 
+/// A typed command: its options parse, then validate, and run sees only what validated.
+private struct TypedProbe: OptionsCommand {
+    let path = ["typed"]
+    var options: [OptionSpec] { [.value("--count", "N", "a count"), .flag("--loud", "loud")] }
+    var help: HelpText { HelpText(overview: "typed probe", usage: ["probe typed --count N"]) }
+    struct Options: CommandOptions {
+        let count: Int64, loud: Bool
+        init(parsing a: Arguments) throws {
+            guard let count = try a.integer("--count") else { throw CLIError.usage("missing --count N") }
+            (self.count, loud) = (count, a.has("--loud"))
+        }
+        func validate() throws {
+            if count > 9 { throw CLIError(code: "tooMany", "--count at most 9", exitCode: .dataError) }
+        }
+    }
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode { ExitCode(Int32(20 + o.count + (o.loud ? 100 : 0))) }
+}
+
 @Suite struct ToolDispatchTests {
     let tool = Tool(name: "probe", overview: "test tool", commands: [Probe(path: ["group", "a"]), Probe(path: ["group", "b"]), Probe(path: ["solo"])], printer: .silent)
 
@@ -42,6 +60,28 @@ private struct Probe: Command {
         #expect(sink.out == "probe \(PushSealVersion.current) (PushSeal, wire format v1)\n")
         #expect(t.run(["solo", "--name", "bad"]) == .dataError)
         #expect(sink.err.contains("probe: error: bad name"))
+    }
+
+    @Test func typedOptionsParseThenValidateBeforeRun() {
+        let t = Tool(name: "probe", overview: "o", commands: [TypedProbe()], printer: .silent)
+        #expect(t.run(["typed", "--count", "3"]) == ExitCode(23))
+        #expect(t.run(["typed", "--count", "3", "--loud"]) == ExitCode(123))
+        #expect(t.run(["typed"]) == .usage)  // parse: missing
+        #expect(t.run(["typed", "--count", "x"]) == .usage)  // parse: not an integer
+        #expect(t.run(["typed", "--count", "12"]) == .dataError)  // validate, before run
+    }
+
+    @Test func flagsGivenAsOptionValuesAreValues() {
+        let sink = Sink()
+        let t = Tool(name: "probe", overview: "o", commands: [Probe(path: ["solo"])], printer: Printer(out: { sink.out += $0 }, err: { sink.err += $0 }))
+        // "--json" and "--help" as the value of --name are a name: the command runs, and its
+        // error is reported as text, not as a JSON object.
+        #expect(t.run(["solo", "--name", "--help"]) == ExitCode(11))
+        #expect(sink.out.isEmpty)
+        #expect(t.run(["solo", "--name", "bad", "--name", "--json"]) == .usage)
+        #expect(sink.out.isEmpty && sink.err.contains("given more than once"))
+        #expect(t.run(["solo", "--name", "bad", "--json"]) == .dataError)
+        #expect(sink.out.contains("\"code\":\"badInput\""))
     }
 
     @Test func errorsMapToTheirExitCodes() {

@@ -1,0 +1,116 @@
+import PushSealSystem
+
+/// The caller identity option group, one parser for every tool that opens a keychain as someone
+/// (push-keys keychain …, push-keys key commands, push-open): `--entitlements FILE` with at most
+/// one `--access-group G` naming the group to use, or the identity by its parts,
+/// `--access-group G…` (in order), `--app-group G…` and (where offered)
+/// `--application-identifier ID`.
+///
+/// ``prefix`` gives the same group another spelling (`--device-entitlements` … of
+/// `push-keys rotate`). The group holds the values only; a tool turns them into its
+/// entitlements with ``resolve(load:make:)``, so this module needs no keychain.
+public struct IdentityOptions: Sendable, Equatable {
+    /// The prefix after `--` of every option name, e.g. `device-` (empty by default).
+    public let prefix: String
+    /// `--entitlements FILE`, when given.
+    public let entitlementsFile: String?
+    /// Every `--access-group G`, in order.
+    public let accessGroups: [String]
+    /// Every `--app-group G`, in order.
+    public let appGroups: [String]
+    /// `--application-identifier ID`, when given (only where the command offers it).
+    public let applicationIdentifier: String?
+    /// What an access group named next to `--entitlements` selects, for the error text, e.g.
+    /// `the item's group`.
+    public let namedGroupMeaning: String
+
+    /// `true` when no identity option was given.
+    public var isEmpty: Bool { entitlementsFile == nil && accessGroups.isEmpty && appGroups.isEmpty && applicationIdentifier == nil }
+
+    /// Reads the group from `arguments`.
+    /// - Parameters:
+    ///   - prefix: e.g. `device-` for `--device-entitlements`.
+    ///   - namedGroupMeaning: what the one access group next to `--entitlements` names.
+    public init(parsing arguments: Arguments, prefix: String = "", namedGroupMeaning: String = "the keysets' group") {
+        self.prefix = prefix
+        self.namedGroupMeaning = namedGroupMeaning
+        entitlementsFile = arguments.value("--\(prefix)entitlements")
+        accessGroups = arguments.values("--\(prefix)access-group")
+        appGroups = arguments.values("--\(prefix)app-group")
+        applicationIdentifier = arguments.value("--\(prefix)application-identifier")
+    }
+
+    /// The shared rules: no empty group or application identifier; with `--entitlements`, no
+    /// `--app-group` or `--application-identifier` and at most one `--access-group`.
+    /// - Throws: `CLIError` (64).
+    public func validate() throws {
+        for g in accessGroups + appGroups where g.isEmpty { throw CLIError.usage("an access group cannot be empty") }
+        if applicationIdentifier == "" { throw CLIError.usage("--\(prefix)application-identifier cannot be empty") }
+        guard entitlementsFile != nil else { return }
+        if !appGroups.isEmpty || applicationIdentifier != nil {
+            let names = ["--\(prefix)app-group"] + (applicationIdentifier != nil ? ["--\(prefix)application-identifier"] : [])
+            throw CLIError.usage("\(names.joined(separator: " and ")) cannot be combined with --\(prefix)entitlements",
+                                 hint: "put \(applicationIdentifier != nil ? "them" : "it") in the entitlements file")
+        }
+        if accessGroups.count > 1 {
+            throw CLIError.usage("with --\(prefix)entitlements, give at most one --\(prefix)access-group (\(namedGroupMeaning))")
+        }
+    }
+
+    /// Turns the group into a tool's entitlements and the access group named next to
+    /// `--entitlements` (`nil` when none), or `nil` when no identity option was given.
+    /// - Parameters:
+    ///   - load: reads an entitlements file (JSON or plist); its keychain errors are mapped
+    ///     here: a missing file is exit 66 `no such file: FILE`, a malformed one 65, any other
+    ///     by ``CLIError/init(keychain:)``.
+    ///   - make: builds entitlements from (application identifier, access groups, App Groups).
+    /// - Throws: `CLIError` as above.
+    public func resolve<E>(load: (String) throws -> E, make: (String?, [String], [String]) -> E) throws -> (entitlements: E, accessGroup: String?)? {
+        if let file = entitlementsFile {
+            do {
+                return (try load(file), accessGroups.first)
+            } catch let e as any StatusCodedError {
+                switch e.code.description {
+                case "keychainMissing": throw CLIError(code: "inputMissing", "no such file: \(file)", exitCode: .noInput)
+                case "decode": throw CLIError.dataError(e.reason)
+                default: throw CLIError(keychain: e)
+                }
+            }
+        }
+        if isEmpty { return nil }
+        return (make(applicationIdentifier, accessGroups, appGroups), nil)
+    }
+}
+
+/// The keystore option group: where a server-side command finds its keysets. Today
+/// `--keychain DIR` (a file keychain); a database-backed store adds its option here, so every
+/// command that opens keysets gets it at once.
+public struct KeystoreOptions: Sendable, Equatable {
+    /// `--keychain DIR`.
+    public let keychainPath: String
+
+    /// Reads the group.
+    /// - Throws: `CLIError` (64) `missing --keychain DIR` (with `hint` when given).
+    public init(parsing arguments: Arguments, hint: String? = nil) throws {
+        guard let dir = arguments.value("--keychain"), !dir.isEmpty else {
+            throw CLIError.usage("missing --keychain DIR", hint: hint)
+        }
+        keychainPath = dir
+    }
+}
+
+/// The keyset option group: which keyset a command works on, `--app-id APP --recipient R`.
+/// The naming rules (FORMAT.md §3.2) are checked by the tool, which owns them.
+public struct KeysetOptions: Sendable, Equatable {
+    /// `--app-id APP`, the app's bundle identifier (APNs topic).
+    public let appID: String
+    /// `--recipient R`, one app installation.
+    public let recipient: String
+
+    /// Reads the group: `--app-id` first, then `--recipient`, as the usage lines name them.
+    /// - Throws: `CLIError` (64) for the first one missing (with `hint` when given).
+    public init(parsing arguments: Arguments, hint: String? = nil) throws {
+        appID = try arguments.required("--app-id", "APP", hint: hint)
+        recipient = try arguments.required("--recipient", "R", hint: hint)
+    }
+}
