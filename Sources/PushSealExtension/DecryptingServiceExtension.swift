@@ -126,8 +126,10 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
                 s.detail = "the extension's time ran out before the media download finished"
             }
         }
-        cancellation.cancel()
+        // Deliver first, then cancel: the cancelled download's own error must not replace the
+        // best attempt's reason between the two (it lost that race now and then on 2 busy cores).
         deliver()
+        cancellation.cancel()
     }
 
     private static let mediaPendingReason = "media:downloading"
