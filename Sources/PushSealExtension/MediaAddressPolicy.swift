@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealSystem
 
 /// Which IP addresses a media download may connect to (F7 of the December review: no
 /// server-side request forgery through the media URL).
@@ -139,27 +135,12 @@ public struct MediaAddressPolicy: Sendable, Hashable {
         if h.hasSuffix(".") { h = h.dropLast() }
         if let percent = h.firstIndex(of: "%") { h = h[..<percent] }
         let text = String(h)
-        if text.contains(":") {
-            var in6 = in6_addr()
-            guard inet_pton(AF_INET6, text, &in6) == 1 else { return nil }
-            return withUnsafeBytes(of: &in6) { Array($0) }
-        }
-        // inet_aton ignores whatever follows a space; a host never has one.
-        guard !text.isEmpty, text.utf8.allSatisfy({ $0 > 0x20 }) else { return nil }
-        var in4 = in_addr()
-        guard inet_aton(text, &in4) != 0 else { return nil }
-        return withUnsafeBytes(of: &in4) { Array($0) }
+        return text.contains(":") ? IPAddress.v6(text) : IPAddress.v4(text)
     }
 
     /// Text for an address (dotted quad, or RFC 5952 IPv6).
     public static func describe(_ bytes: [UInt8]) -> String {
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        let family = bytes.count == 4 ? AF_INET : AF_INET6
-        guard bytes.count == 4 || bytes.count == 16,
-              bytes.withUnsafeBytes({ b in inet_ntop(family, b.baseAddress, &buffer, socklen_t(buffer.count)) }) != nil else {
-            return "an unparsable address"
-        }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        IPAddress.text(bytes) ?? "an unparsable address"
     }
 
     /// Checks one connection (or an IP-literal URL host).

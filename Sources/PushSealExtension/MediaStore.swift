@@ -3,11 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealSystem
 
 /// The media files the extension keeps in the App Group container, and their cleaning (F9 of
 /// the December review: the container no longer accumulates media).
@@ -106,11 +102,13 @@ public struct MediaStore: Sendable {
     /// - Throws: `ExtensionError` `.mediaTransferFailed` when it cannot be created.
     func makeAttachmentDirectory(named name: String) throws -> URL {
         let root = attachmentsDirectory
-        if mkdir(root.path, 0o700) != 0, errno != EEXIST {
+        do {
+            try PrivateFile.makeDirectory(root.path)
+        } catch {
             throw ExtensionError(.mediaTransferFailed, "cannot create the attachment store in the App Group container")
         }
         let dir = root.appendingPathComponent(name)
-        guard mkdir(dir.path, 0o700) == 0 else {
+        guard (try? PrivateFile.makeDirectory(dir.path)) == true else {
             throw ExtensionError(.mediaTransferFailed, "cannot create the attachment directory in the App Group container")
         }
         return dir
@@ -123,7 +121,7 @@ public struct MediaStore: Sendable {
         if parent.deletingLastPathComponent().standardizedFileURL.path == attachmentsDirectory.standardizedFileURL.path {
             remove(parent)
         } else {
-            unlink(fileURL.path)
+            PrivateFile.remove(fileURL.path)
         }
     }
 
@@ -132,15 +130,13 @@ public struct MediaStore: Sendable {
         var remaining = 0
         for name in (try? FileManager.default.contentsOfDirectory(atPath: containerDirectory.path)) ?? [] where Self.isTemporaryName(name) {
             let path = containerDirectory.appendingPathComponent(name).path
-            var status = stat()
-            guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
-            let size = Int(status.st_size)
-            guard now - Double(status.st_mtim.tv_sec) > staleAgeSeconds, let lock = TemporaryFileLock(path: path, wait: false) else {
-                remaining += size
+            guard let status = try? PrivateFile.status(path), status.kind == .regular else { continue }
+            guard now - status.modifiedSeconds > staleAgeSeconds, let lock = TemporaryFileLock(path: path, wait: false) else {
+                remaining += status.byteCount
                 continue
             }
             // Held by nobody and old: its download died. Unlink while holding the lock.
-            unlink(path)
+            PrivateFile.remove(path)
             lock.release()
         }
         return remaining
@@ -157,14 +153,12 @@ public struct MediaStore: Sendable {
         var out: [Entry] = []
         for name in (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [] {
             let dir = root.appendingPathComponent(name)
-            var status = stat()
-            guard lstat(dir.path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { continue }
+            guard let status = try? PrivateFile.status(dir.path), status.kind == .directory else { continue }
             var bytes = 0
             for file in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] {
-                var fileStatus = stat()
-                if lstat(dir.appendingPathComponent(file).path, &fileStatus) == 0 { bytes += Int(fileStatus.st_size) }
+                bytes += (try? PrivateFile.status(dir.appendingPathComponent(file).path))??.byteCount ?? 0
             }
-            out.append(Entry(url: dir, modified: Double(status.st_mtim.tv_sec) + Double(status.st_mtim.tv_nsec) / 1e9, byteCount: bytes))
+            out.append(Entry(url: dir, modified: status.modifiedSeconds, byteCount: bytes))
         }
         return out
     }
@@ -175,30 +169,26 @@ public struct MediaStore: Sendable {
 }
 
 /// An exclusive `flock` on a temporary media file, held while its download uses it, so a
-/// concurrent extension's sweep never removes a live file.
+/// concurrent extension's sweep never removes a live file. The kernel releases it when the
+/// descriptor closes (``release()``, deinit, or the process's death).
 ///
-/// `@unchecked Sendable`: the descriptor is set once and closed once (`release`), by the owner.
+/// `@unchecked Sendable`: the descriptor is opened once and closed once (`release`), by the
+/// download that owns the lock; nothing else touches it.
 final class TemporaryFileLock: @unchecked Sendable {
-    private var fd: Int32
+    private let file: FileDescriptor
 
     /// Opens `path` (no links followed) and locks it; nil when it cannot be opened, or, with
     /// `wait` false, when another holder has it.
     init?(path: String, wait: Bool) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        guard flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0 else {
-            close(fd)
-            return nil
+        guard let file = try? FileDescriptor.open(path, [.readOnly, .noFollow]) else { return nil }
+        if wait {
+            guard (try? file.lockExclusive()) != nil else { return nil }
+        } else {
+            guard (try? file.tryLockExclusive()) == true else { return nil }
         }
-        self.fd = fd
+        self.file = file
     }
 
-    deinit { release() }
-
-    /// Unlocks and closes (once).
-    func release() {
-        guard fd >= 0 else { return }
-        close(fd)
-        fd = -1
-    }
+    /// Unlocks and closes (once; later calls and deinit do nothing more).
+    func release() { file.close() }
 }

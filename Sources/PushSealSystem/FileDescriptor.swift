@@ -180,6 +180,18 @@ public final class FileDescriptor {
         }
     }
 
+    /// Takes an exclusive `flock` if no other holder has one (retrying after `EINTR`).
+    /// - Returns: `true` when this descriptor now holds the lock, `false` when another does.
+    /// - Throws: ``SystemError`` (`lock`) for any other failure.
+    public func tryLockExclusive() throws -> Bool {
+        while flock(rawValue, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            if errno == EWOULDBLOCK { return false }
+            throw SystemError.call("lock", path, errno: errno)
+        }
+        return true
+    }
+
     /// Releases a lock taken with ``lockExclusive()``.
     public func unlock() { _ = flock(rawValue, LOCK_UN) }
 

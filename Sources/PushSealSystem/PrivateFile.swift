@@ -23,6 +23,8 @@ public enum PrivateFile {
         public let owner: UInt32
         /// The size in bytes.
         public let byteCount: Int
+        /// The last modification, in seconds since 1970, UTC (`st_mtim`, with its nanoseconds).
+        public let modifiedSeconds: Double
 
         init(_ st: stat) {
             switch st.st_mode & S_IFMT {
@@ -34,6 +36,7 @@ public enum PrivateFile {
             mode = UInt32(st.st_mode & 0o777)
             owner = UInt32(st.st_uid)
             byteCount = Int(st.st_size)
+            modifiedSeconds = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
         }
     }
 
@@ -212,6 +215,17 @@ public enum PrivateFile {
     /// Removes `path` (`unlink`), ignoring failure: for cleaning up a file this process
     /// created and could not finish.
     public static func remove(_ path: String) { _ = unlink(path) }
+
+    /// Creates the directory `path` with `mode` (default 0700; the umask may only narrow it).
+    /// - Returns: `true` when it was created, `false` when something already existed there
+    ///   (`EEXIST`: check its ``status(_:)`` when that matters).
+    /// - Throws: ``SystemError`` (`mkdir`) for any other failure.
+    @discardableResult
+    public static func makeDirectory(_ path: String, mode: UInt32 = 0o700) throws -> Bool {
+        if mkdir(path, mode_t(mode)) == 0 { return true }
+        if errno == EEXIST { return false }
+        throw SystemError.call("mkdir", path, errno: errno)
+    }
 
     /// The current process id (for unique temp names).
     public static var processID: Int32 { getpid() }

@@ -1,8 +1,5 @@
 import PushSealSystem
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The run's scratch directory (0700, removed at exit): OpenBench's `key.hex` and
 /// `payload-<size>.json`, ProcessBench's keychains, payloads and media.
@@ -259,7 +256,7 @@ struct PeakRSS {
 /// `python3`'s `http.server` on 127.0.0.1 (an ephemeral port), serving `root`, quiet; started
 /// by push-bench and stopped by pid.
 final class LocalHTTPServer {
-    let pid: pid_t
+    let child: ChildProcess
     let port: Int
 
     init?(root: String) {
@@ -272,27 +269,24 @@ final class LocalHTTPServer {
             print(s.server_address[1], flush=True)
             s.serve_forever()
             """
-        var fds: [Int32] = [0, 0]
-        guard makePipe(&fds) else { return nil }
-        let child = spawnChild(["python3", "-c", script, root], stdout: .fd(fds[1]))
-        close(fds[1])
-        defer { close(fds[0]) }
-        guard let child else { return nil }
+        guard let pipe = try? FileDescriptor.makePipe() else { return nil }
+        let spawned = ChildProcess.spawn(["python3", "-c", script, root], stdout: .descriptor(pipe.write.rawValue))
+        pipe.write.close()
+        guard let spawned else { return nil }
         var text: [UInt8] = []
-        var byte: UInt8 = 0
-        while read(fds[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { text.append(byte) }
+        while let byte = try? pipe.read.read(upToCount: 1).first, byte != UInt8(ascii: "\n") { text.append(byte) }
         guard let port = Int(String(decoding: text, as: UTF8.self)) else {
-            kill(child, SIGKILL)
-            _ = reap(child, started: 0)
+            spawned.kill()
+            _ = spawned.wait()
             return nil
         }
-        pid = child
+        child = spawned
         self.port = port
     }
 
     /// Kills the server (SIGKILL: it holds no state worth a clean exit) and reaps it.
     func stop() {
-        kill(pid, SIGKILL)
-        _ = reap(pid, started: 0)
+        child.kill()
+        _ = child.wait()
     }
 }

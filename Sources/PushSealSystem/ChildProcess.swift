@@ -1,0 +1,127 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A child process started with `posix_spawnp` (a bare name is searched in `PATH`), with a
+/// clean signal state (nothing blocked; SIGPIPE, SIGTERM, SIGINT and SIGHUP at their
+/// defaults), reaped with `wait4` for its exit status and peak RSS. For tools that run
+/// other programs and measure them (push-bench); not for anything that handles secrets.
+public struct ChildProcess: Sendable {
+    /// Where one of the child's standard streams goes.
+    public enum Stream: Sendable {
+        /// `/dev/null`.
+        case null
+        /// A file: read for standard input; else created or truncated, 0600.
+        case file(String)
+        /// An open descriptor of the parent's, duplicated onto the stream.
+        case descriptor(Int32)
+    }
+
+    /// How a child ended and what it cost.
+    public struct Exit: Sendable {
+        /// Exit status (0…255), or 128 + the signal number when a signal killed it; 127 when
+        /// it could not start.
+        public let status: Int32
+        /// Wall clock from the spawn to the reap, nanoseconds (monotonic clock).
+        public let wallNanoseconds: UInt64
+        /// Peak resident set size (`ru_maxrss`), KiB on Linux. Linux carries the parent's
+        /// high-water mark before `exec` into it, so small children read high.
+        public let maxRSSKiB: Int
+
+        /// Creates a result (`status` 127 with zero costs: a child that never started).
+        public init(status: Int32, wallNanoseconds: UInt64 = 0, maxRSSKiB: Int = 0) {
+            self.status = status
+            self.wallNanoseconds = wallNanoseconds
+            self.maxRSSKiB = maxRSSKiB
+        }
+    }
+
+    /// The child's process id.
+    public let pid: Int32
+    /// ``monotonicNanoseconds()`` just before the spawn.
+    public let startedNanoseconds: UInt64
+
+    /// Starts `argv` (its first element is the program) with the given streams.
+    /// - Returns: the child, or `nil` when it could not be started (`posix_spawnp` failed).
+    public static func spawn(_ argv: [String], stdin: Stream = .null, stdout: Stream = .null,
+                             stderr: Stream = .null) -> ChildProcess? {
+        guard let program = argv.first else { return nil }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for (stream, target) in [(stdin, Int32(0)), (stdout, 1), (stderr, 2)] {
+            switch stream {
+            case .null:
+                posix_spawn_file_actions_addopen(&actions, target, "/dev/null", target == 0 ? O_RDONLY : O_WRONLY, 0)
+            case .file(let path):
+                posix_spawn_file_actions_addopen(&actions, target, path, target == 0 ? O_RDONLY : (O_WRONLY | O_CREAT | O_TRUNC), 0o600)
+            case .descriptor(let fd):
+                posix_spawn_file_actions_adddup2(&actions, fd, target)
+            }
+        }
+        // The parent may run with signals blocked (a test runner's Process does that) and
+        // SIGPIPE ignored; a child must see the defaults.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { for p in cArguments { free(p) } }
+        let started = monotonicNanoseconds()
+        var pid: pid_t = 0
+        guard posix_spawnp(&pid, program, &actions, &attributes, &cArguments, environ) == 0 else { return nil }
+        return ChildProcess(pid: pid, startedNanoseconds: started)
+    }
+
+    /// Starts `argv` and waits for it; an ``Exit`` with status 127 when it could not start.
+    public static func run(_ argv: [String], stdin: Stream = .null, stdout: Stream = .null,
+                           stderr: Stream = .null) -> Exit {
+        guard let child = spawn(argv, stdin: stdin, stdout: stdout, stderr: stderr) else { return Exit(status: 127) }
+        return child.wait()
+    }
+
+    /// Waits for the child to end (`wait4`, retried after `EINTR`).
+    /// - Parameter since: the start of the wall time reported (default: the spawn), in
+    ///   ``monotonicNanoseconds()``.
+    public func wait(since: UInt64? = nil) -> Exit {
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0, errno == EINTR {}
+        let wall = monotonicNanoseconds() - (since ?? startedNanoseconds)
+        let signal = status & 0x7f
+        let code = signal == 0 ? (status >> 8) & 0xff : 128 + signal
+        return Exit(status: code, wallNanoseconds: wall, maxRSSKiB: Int(usage.ru_maxrss))
+    }
+
+    /// Sends SIGKILL (for a helper that holds no state worth a clean exit); reap it with
+    /// ``wait(since:)``.
+    public func kill() { sendKill(pid) }
+}
+
+/// `kill(pid, SIGKILL)` (outside the type, whose `kill()` would shadow libc's).
+private func sendKill(_ pid: pid_t) { _ = kill(pid, SIGKILL) }
+
+extension FileDescriptor {
+    /// A pipe, both ends close-on-exec (a child gets an end only through
+    /// ``ChildProcess/Stream/descriptor(_:)``, which dups it).
+    /// - Returns: the read end and the write end, each closed when released.
+    /// - Throws: ``SystemError`` (`pipe`).
+    public static func makePipe() throws -> (read: FileDescriptor, write: FileDescriptor) {
+        var fds: [Int32] = [0, 0]
+        // pipe2 is not in Glibc's Swift overlay: pipe, then FD_CLOEXEC on both ends. Callers
+        // spawn from one thread, so no child can inherit an end between the calls.
+        guard pipe(&fds) == 0 else { throw SystemError.call("pipe", "a pipe", errno: errno) }
+        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        return (FileDescriptor(adopting: fds[0], path: "a pipe"), FileDescriptor(adopting: fds[1], path: "a pipe"))
+    }
+}
