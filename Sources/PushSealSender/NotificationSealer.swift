@@ -109,8 +109,9 @@ public struct NotificationSealer: Sendable {
     ///   - recipient: the recipient's name for the key provider.
     /// - Throws: `SenderError` `.invalidJSON` and everything ``seal(_:for:)`` throws.
     public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedNotification {
-        let scanned = Notification.scan(notificationJSON, extraInteger: "ttl")
-        if var scanned {
+        // `if var … =` moves the scanned value (a `let` then `if var` would copy it, retaining
+        // every member once more).
+        if var scanned = Notification.scan(notificationJSON, extraInteger: "ttl") {
             try SealRequest.checkTTL(exp: scanned.notification.exp, ttlSeconds: scanned.extra)
             return try seal(&scanned.notification, ttlSeconds: scanned.extra, for: recipient)
         }
@@ -247,30 +248,32 @@ public struct NotificationSealer: Sendable {
 
         /// Writes the tail at `out` (room for ``count`` bytes) and returns the bytes written.
         func write(to out: UnsafeMutableRawPointer) -> Int {
-            var at = 0
-            func put(_ s: StaticString) {
-                (out + at).copyMemory(from: s.utf8Start, byteCount: s.utf8CodeUnitCount)
-                at += s.utf8CodeUnitCount
-            }
-            func put(_ s: String) {
-                var s = s
-                s.withUTF8 { u in
-                    if let b = u.baseAddress { (out + at).copyMemory(from: b, byteCount: u.count) }
-                    at += u.count
-                }
-            }
-            put("\",\"key_id\":\"")
-            put(keyID)
-            put("\",\"enc_alg\":\"")
-            put(algorithm)
+            var at = Self.put("\",\"key_id\":\"", out, 0)
+            at = Self.put(keyID, out, at)
+            at = Self.put("\",\"enc_alg\":\"", out, at)
+            at = Self.put(algorithm, out, at)
             for f in headerFields {
-                put("\",\"")
-                put(f.name)
-                put("\":\"")
-                put(f.value)
+                at = Self.put("\",\"", out, at)
+                at = Self.put(f.name, out, at)
+                at = Self.put("\":\"", out, at)
+                at = Self.put(f.value, out, at)
             }
-            put("\"}")
-            return at
+            return Self.put("\"}", out, at)
+        }
+
+        // Plain static functions with the offset passed through (not nested functions that
+        // capture it, which cost a dynamic exclusivity check per call).
+        private static func put(_ s: StaticString, _ out: UnsafeMutableRawPointer, _ at: Int) -> Int {
+            (out + at).copyMemory(from: s.utf8Start, byteCount: s.utf8CodeUnitCount)
+            return at + s.utf8CodeUnitCount
+        }
+
+        private static func put(_ s: String, _ out: UnsafeMutableRawPointer, _ at: Int) -> Int {
+            var s = s
+            return s.withUTF8 { u in
+                if let b = u.baseAddress { (out + at).copyMemory(from: b, byteCount: u.count) }
+                return at + u.count
+            }
         }
     }
 

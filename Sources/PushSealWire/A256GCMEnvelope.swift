@@ -41,35 +41,33 @@ public struct A256GCMEnvelope: EnvelopeAlgorithm {
     }
 
     static func withAAD<R>(keyID: String, appID: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        let version = WireFormat.version, algorithm = WireFormat.algorithm
-        func slowPath() throws -> R { try aad(algorithm: algorithm, keyID: keyID, appID: appID).withUnsafeBytes(body) }
+        let prefix = aadPrefix
         var k = keyID, a = appID
         return try k.withUTF8 { kb in
             try a.withUTF8 { ab in
-                let count = version.utf8.count + algorithm.utf8.count + kb.count + ab.count + 3
+                let count = prefix.utf8CodeUnitCount + kb.count + 1 + ab.count
                 return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buf in
-                    guard let base = buf.baseAddress else { return try slowPath() }
-                    var p = base
-                    func put(_ bytes: UnsafeRawBufferPointer) {
-                        guard let b = bytes.baseAddress else { return }
-                        p.copyMemory(from: b, byteCount: bytes.count)
-                        p += bytes.count
+                    guard let base = buf.baseAddress else {
+                        return try aad(algorithm: WireFormat.algorithm, keyID: keyID, appID: appID).withUnsafeBytes(body)
                     }
-                    let bar = WireFormat.aadSeparator
-                    version.utf8.withContiguousStorageIfAvailable { put(UnsafeRawBufferPointer($0)) }
-                    p.storeBytes(of: bar, as: UInt8.self); p += 1
-                    algorithm.utf8.withContiguousStorageIfAvailable { put(UnsafeRawBufferPointer($0)) }
-                    p.storeBytes(of: bar, as: UInt8.self); p += 1
-                    put(UnsafeRawBufferPointer(kb))
-                    p.storeBytes(of: bar, as: UInt8.self); p += 1
-                    put(UnsafeRawBufferPointer(ab))
-                    // Only if a constant were not contiguous UTF-8 (never for native literals).
-                    guard p - base == count else { return try slowPath() }
+                    // Plain stores at computed offsets (no nested function capturing a cursor,
+                    // which would box it on the heap at every seal and open).
+                    base.copyMemory(from: prefix.utf8Start, byteCount: prefix.utf8CodeUnitCount)
+                    var at = prefix.utf8CodeUnitCount
+                    if let b = kb.baseAddress { (base + at).copyMemory(from: b, byteCount: kb.count) }
+                    at += kb.count
+                    (base + at).storeBytes(of: WireFormat.aadSeparator, as: UInt8.self)
+                    at += 1
+                    if let b = ab.baseAddress { (base + at).copyMemory(from: b, byteCount: ab.count) }
                     return try body(UnsafeRawBufferPointer(buf))
                 }
             }
         }
     }
+
+    /// `pushseal:v1|A256GCM|`: ``WireFormat/version``, ``WireFormat/algorithm`` and their
+    /// separators as one literal (a test holds it to those constants).
+    static var aadPrefix: StaticString { "pushseal:v1|A256GCM|" }
 
     /// Seals with a fresh random nonce.
     /// - Throws: `FormatError` `.invalidKey` (not 32 bytes); `CryptoError` `.internalFailure`,

@@ -38,44 +38,49 @@ extension Notification {
         var n = Notification()
         if let source = s.source { n.source = source }
         var extra: Int64?
+        guard (try? scanMembers(&s, into: &n, extra: &extra, extraInteger: extraInteger)) == true else { return nil }
+        return (n, extra)
+    }
+
+    /// The members of ``scan(_:extraInteger:)``, read into `n` and `extra`.
+    /// - Returns: `false` to take the tree decoder.
+    /// - Throws: the scanner's errors (also: take the tree decoder).
+    private static func scanMembers(_ s: inout JSONReader.Scanner, into n: inout Notification, extra: inout Int64?,
+                                    extraInteger: StaticString?) throws -> Bool {
         var seen = 0
-        do {
-            guard try s.peekKind() == .object else { return nil }
-            try s.beginObject()
-            while let key = try s.nextKey() {
-                guard !key.hasEscapes, let member = scannedMember(s.rawBytes(key), extraInteger: extraInteger) else { return nil }
-                guard seen & (1 << member) == 0 else { return nil }
-                seen |= 1 << member
+        guard try s.peekKind() == .object else { return false }
+        try s.beginObject()
+        while let key = try s.nextKey() {
+            guard !key.hasEscapes, let member = scannedMember(s.rawBytes(key), extraInteger: extraInteger) else { return false }
+            guard seen & (1 << member) == 0 else { return false }
+            seen |= 1 << member
+            switch member {
+            case 0, 1, 2, 9:
+                guard try s.peekKind() == .string else { return false }
+                let span = try s.readString()
+                let text: NotificationText = s.source != nil ? NotificationText(span) : .string(s.string(span))
                 switch member {
-                case 0, 1, 2, 9:
-                    guard try s.peekKind() == .string else { return nil }
-                    let span = try s.readString()
-                    let text: NotificationText = s.source != nil ? NotificationText(span) : .string(s.string(span))
-                    switch member {
-                    case 0: n.titleText = text
-                    case 1: n.subtitleText = text
-                    case 2: n.bodyText = text
-                    default: n.idText = text
-                    }
-                case 6, 7, 8:
-                    guard try s.peekKind() == .number, case .integer(let t) = try s.readNumber(), t >= 0 else { return nil }
-                    switch member {
-                    case 6: n.iat = t
-                    case 7: n.exp = t
-                    default: extra = t
-                    }
-                case 3: n.media = try sendingMedia(s.readValue())
-                case 4: n.localizations = try sendingLocalizations(s.readValue())
-                default:
-                    guard case .object(let d) = try s.readValue() else { return nil }
-                    n.data = d
+                case 0: n.titleText = text
+                case 1: n.subtitleText = text
+                case 2: n.bodyText = text
+                default: n.idText = text
                 }
+            case 6, 7, 8:
+                guard try s.peekKind() == .number, case .integer(let t) = try s.readNumber(), t >= 0 else { return false }
+                switch member {
+                case 6: n.iat = t
+                case 7: n.exp = t
+                default: extra = t
+                }
+            case 3: n.media = try sendingMedia(s.readValue())
+            case 4: n.localizations = try sendingLocalizations(s.readValue())
+            default:
+                guard case .object(let d) = try s.readValue() else { return false }
+                n.data = d
             }
-            try checkTimes(iat: n.iat, exp: n.exp)
-            return (n, extra)
-        } catch {
-            return nil
         }
+        try checkTimes(iat: n.iat, exp: n.exp)
+        return true
     }
 
     /// Scans a whole input holding one notification object (see ``scan(_:extraInteger:)``);

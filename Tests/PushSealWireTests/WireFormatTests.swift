@@ -13,6 +13,14 @@ struct WireFormatConstantsTests {
         #expect(WireTestSupport.hexString(aad) == "707573687365616c3a76317c4132353647434d7c6b317c636f6d2e6578616d706c652e617070")
     }
 
+    @Test func stackAADMatchesTheArrayAADAndTheConstants() throws {
+        #expect(A256GCMEnvelope.aadPrefix.description == WireFormat.version + "|" + WireFormat.algorithm + "|")
+        for (keyID, appID) in [("k1", "com.example.app"), (String(repeating: "K", count: 64), "a"), ("x-_9", String(repeating: "b", count: 255))] {
+            let stack = try A256GCMEnvelope.withAAD(keyID: keyID, appID: appID) { Array($0) }
+            #expect(stack == WireFormat.aad(algorithm: WireFormat.algorithm, keyID: keyID, appID: appID))
+        }
+    }
+
     @Test func keyIDRules() {
         #expect(WireFormat.isValidKeyID("k1"))
         #expect(WireFormat.isValidKeyID("Key_2026-01"))
