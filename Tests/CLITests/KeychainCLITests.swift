@@ -1,3 +1,4 @@
+import PushSealTestSupport
 import Foundation
 import Testing
 
@@ -9,34 +10,13 @@ import Testing
         var stderr: String
     }
 
-    static var binary: URL {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var url = URL(fileURLWithPath: exe)
-        while url.path != "/" {
-            url.deleteLastPathComponent()
-            let candidate = url.appendingPathComponent("push-keys")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        }
-        return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("push-keys")
-    }
+    static var binary: URL { builtTool("push-keys") ?? URL(fileURLWithPath: "push-keys") }
 
     /// Runs push-keys with `args` in `cwd`, feeding `stdin`.
     static func run(_ args: [String], in cwd: URL, stdin: String? = nil) throws -> Result {
         #expect(FileManager.default.isExecutableFile(atPath: binary.path), "push-keys is not built at \(binary.path): run `swift build --build-tests`")
-        let p = Process()
-        p.executableURL = binary
-        p.arguments = args
-        p.currentDirectoryURL = cwd
-        let out = Pipe(), err = Pipe(), inp = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = inp
-        try p.run()
-        if let stdin { inp.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try inp.fileHandleForWriting.close()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        let r = try runTool(binary, args, cwd: cwd, stdin: Data((stdin ?? "").utf8))
+        return Result(status: r.status, stdout: r.stdout, stderr: r.stderr)
     }
 
     /// A scratch directory with `app.json` and `ext.json` entitlements and an initialized keychain `kc`.

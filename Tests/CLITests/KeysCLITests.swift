@@ -1,3 +1,4 @@
+import PushSealTestSupport
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
@@ -46,25 +47,8 @@ enum KeysCLI {
     }
 
     static func run(_ exe: String, _ args: [String], env: [String: String] = [:], stdin: [UInt8]? = nil, cwd: URL? = nil) throws -> Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = args
-        var e = ProcessInfo.processInfo.environment
-        for (k, v) in env { e[k] = v }
-        p.environment = e
-        if let cwd { p.currentDirectoryURL = cwd }
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = input
-        try p.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin)) }
-        try input.fileHandleForWriting.close()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let r = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, signaled: p.terminationReason == .uncaughtSignal,
-                      stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: r, as: UTF8.self))
+        let r = try runTool(URL(fileURLWithPath: exe), args, cwd: cwd, environment: env, stdin: Data(stdin ?? []))
+        return Result(status: r.status, signaled: r.signaled, stdout: r.stdout, stderr: r.stderr)
     }
 
     static func keys(_ args: [String], env: [String: String] = [:], stdin: [UInt8]? = nil) throws -> Result {

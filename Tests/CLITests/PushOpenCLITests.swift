@@ -19,34 +19,13 @@ struct PushOpenCLITests {
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any] ?? [:] }
     }
 
-    static func binary(_ name: String) -> URL {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var url = URL(fileURLWithPath: exe)
-        while url.path != "/" {
-            url.deleteLastPathComponent()
-            let candidate = url.appendingPathComponent(name)
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        }
-        return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(name)
-    }
+    static func binary(_ name: String) -> URL { builtTool(name) ?? URL(fileURLWithPath: name) }
 
     static func run(_ tool: String, _ args: [String], in cwd: URL, stdin: Data? = nil) throws -> Result {
         let bin = binary(tool)
         try #require(FileManager.default.isExecutableFile(atPath: bin.path), "\(tool) is not built at \(bin.path): run `swift build --build-tests`")
-        let p = Process()
-        p.executableURL = bin
-        p.arguments = args
-        p.currentDirectoryURL = cwd
-        let out = Pipe(), err = Pipe(), inp = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = inp
-        try p.run()
-        if let stdin { inp.fileHandleForWriting.write(stdin) }
-        try inp.fileHandleForWriting.close()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        let r = try runTool(bin, args, cwd: cwd, stdin: stdin ?? Data())
+        return Result(status: r.status, stdout: r.stdout, stderr: r.stderr)
     }
 
     /// A scratch directory with a device keychain `dev` holding the cases' key under `k1`

@@ -1,18 +1,11 @@
+import PushSealTestSupport
 import Foundation
 import Testing
 @testable import PushSealAPNs
 
 /// Runs the built `push-send` (next to this test bundle in .build/debug).
 enum PushSend {
-    static var executable: String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var url = URL(fileURLWithPath: exe)
-        while url.path != "/" {
-            url.deleteLastPathComponent()
-            if FileManager.default.fileExists(atPath: url.appendingPathComponent("push-send").path) { return url.appendingPathComponent("push-send").path }
-        }
-        return "push-send"
-    }
+    static var executable: String { builtTool("push-send")?.path ?? "push-send" }
 
     struct Result {
         let status: Int32
@@ -27,27 +20,8 @@ enum PushSend {
     }
 
     static func run(_ arguments: [String], stdin: String = "") throws -> Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = arguments
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = input
-        try p.run()
-        input.fileHandleForWriting.write(Data(stdin.utf8))
-        try input.fileHandleForWriting.close()
-        let stderrData = DataBox()
-        let group = DispatchGroup()
-        group.enter()
-        DispatchQueue.global().async {
-            stderrData.set(err.fileHandleForReading.readDataToEndOfFile())
-            group.leave()
-        }
-        let stdoutData = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: String(decoding: stdoutData, as: UTF8.self), stderr: String(decoding: stderrData.get(), as: UTF8.self))
+        let r = try runTool(URL(fileURLWithPath: executable), arguments, stdin: Data(stdin.utf8))
+        return Result(status: r.status, stdout: r.stdout, stderr: r.stderr)
     }
 
     /// One batch line as push-seal batch writes it, plus a device token.
@@ -58,14 +32,6 @@ enum PushSend {
     static func outcomes(_ text: String) throws -> [[String: Any]] {
         try text.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
     }
-}
-
-/// Bytes handed from a reader thread.
-final class DataBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    func set(_ d: Data) { lock.withLock { data = d } }
-    func get() -> Data { lock.withLock { data } }
 }
 
 @Suite("push-send against the mock APNs", .serialized)
