@@ -6,24 +6,9 @@ import Testing
 
 /// Runs the built `push-seal` binary and checks stdout, stderr and exit codes.
 @Suite struct PushSealCLITests {
-    static let binary: URL? = {
-        // The push-seal built beside this test bundle first (so `--scratch-path .build/asan`
-        // tests its own sanitized build, not a stale .build/debug), then the usual places.
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var beside = URL(fileURLWithPath: exe)
-        while beside.path != "/" {
-            beside.deleteLastPathComponent()
-            let url = beside.appendingPathComponent("push-seal")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        var dir = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { dir.deleteLastPathComponent() }
-        for config in ["debug", "release"] {
-            let url = dir.appendingPathComponent(".build/\(config)/push-seal")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        return nil
-    }()
+    /// The push-seal built beside this test bundle (so `--scratch-path .build/asan` tests its
+    /// own sanitized build), else `.build/debug` or `.build/release`.
+    static let binary: URL? = builtTool("push-seal")
 
     struct Run { var status: Int32; var out: String; var err: String; var outBytes: Data }
 
