@@ -10,10 +10,11 @@ cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
 scratch=${PUSH_OPEN_PRODUCT_SCRATCH:-.build/product-push-open}
 "$SWIFT" build --product push-open --scratch-path "$scratch"
+# --show-bin-path prints an absolute path.
 bin="$("$SWIFT" build --product push-open --scratch-path "$scratch" --show-bin-path)/push-open"
 # Nothing but push-open's own graph: no media library or other product beside it.
 if ls "$(dirname "$bin")"/*.so >/dev/null 2>&1; then
     echo "check-push-open-product: error: shared libraries beside push-open: $(ls "$(dirname "$bin")"/*.so)" >&2
     exit 1
 fi
-PUSHSEAL_TEST_PUSH_OPEN="$PWD/$bin" "$SWIFT" test --skip-build --filter PushOpenMediaCLITests
+PUSHSEAL_TEST_PUSH_OPEN="$bin" "$SWIFT" test --skip-build --filter PushOpenMediaCLITests
