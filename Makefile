@@ -27,9 +27,12 @@ release: deps
 demo: release
 	@python3 scripts/demo.py
 
+# Then push-open built alone (`--product push-open`, its own scratch path) against the media
+# CLI tests: its media path must need nothing but its own product.
 test: deps shared-check
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	SWIFT=$(SWIFT) scripts/check-push-open-product.sh
 
 # Builds like `release`, with the build log on stderr: stdout is the benchmark alone, so
 # `make bench BENCH_ARGS=--markdown > bench.md` is paste-ready for README's Benchmark section.
@@ -47,15 +50,13 @@ fuzz: deps
 # only leaks inside the Swift toolchain and libcurl, each with its reason; TSan needs none.
 # Any report fails the run. TSan's exit code is moved from 66 to 99 so that a report in a spawned
 # CLI can never pass for a sysexits code (66 is "input missing") in a CLI test.
-# TSan builds link with --export-dynamic: the executables carry the TSan runtime, and the media
-# fetcher library that push-open dlopens needs its __tsan_* symbols (else media:mediaFetcherUnavailable).
 sanitize: deps shared-check
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp \
 		$(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan
-	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan -Xlinker --export-dynamic
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
 	TSAN_OPTIONS=exitcode=99 \
-		$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan -Xlinker --export-dynamic
+		$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan
 
 clean:
 	rm -rf .build .demo

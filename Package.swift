@@ -5,7 +5,8 @@
 //   Sender / Extension know keys only through the provider protocols in Wire; KeyProviders holds the keychain adapters.
 //   Keys -> Keychain / Wire -> JSON / Crypto -> System -> libc
 //   PushSealCLI -> JSON / System; Crypto -> OpenSSL, libsodium; Wire -> libsodium, CPushSealSIMD; JSON -> CPushSealSIMD
-//   Extension ⇢ MediaFetch (dlopen at run time only) -> System, libcurl
+//   Extension -> MediaFetch -> System, CCurlLazy (libcurl.so.4 by dlopen on the first fetch; never linked)
+//   APNs -> Crypto / JSON / System, CCurl (libcurl linked)
 import PackageDescription
 
 let package = Package(
@@ -21,10 +22,8 @@ let package = Package(
         .library(name: "PushSealSender", targets: ["PushSealSender"]),
         .library(name: "PushSealExtension", targets: ["PushSealExtension"]),
         .library(name: "PushSealKeyProviders", targets: ["PushSealKeyProviders"]),
-        // The extension's media network side (libcurl's C API, no Foundation), loaded with dlopen
-        // only when a notification has media, so push-open does not link libcurl at startup.
         .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
-        .library(name: "PushSealMediaFetch", type: .dynamic, targets: ["PushSealMediaFetch"]),
+        .library(name: "PushSealMediaFetch", targets: ["PushSealMediaFetch"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
@@ -37,9 +36,15 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
-        // Our one C target: two byte loops (Wire's base64, JSON's string scan, used by the sender
-        // and the receiver) vectorized for x86-64 with a run-time CPU check; public data only.
+        // Our C targets. CPushSealSIMD: two byte loops (Wire's base64, JSON's string scan, used by
+        // the sender and the receiver) vectorized for x86-64 with a run-time CPU check; public data only.
         .target(name: "CPushSealSIMD"),
+        // CCurlLazy: libcurl for the media fetcher without linking it. <curl/curl.h> for types and
+        // constants; libcurl.so.4 is loaded with dlopen on the first fetch (pthread_once) and
+        // called through dlsym'd entry points, so a notification without media never maps libcurl
+        // and its ~30 libraries (~5 MiB of RSS, ~30 ms at every start of push-open). The typed
+        // wrappers are CCurl's (Sources/CCurl/pushseal_curl_calls.h, one copy for both).
+        .target(name: "CCurlLazy", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
 
         // Foundation layer: no Foundation, no C library but libc.
         // PushSealSystem: file descriptors with the private-file rules, Locked, the detached
@@ -54,21 +59,18 @@ let package = Package(
         .target(name: "PushSealKeychain", dependencies: ["PushSealSystem", "PushSealJSON", "PushSealCrypto"]),
         .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealJSON", "PushSealSystem", "CSodium"]),
         .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
-        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
+        .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealMediaFetch", "PushSealJSON", "PushSealSystem"]),
         // The keychain-backed key providers (SealingKeyProvider, NotificationKeyProvider) and the keys' fallback reasons.
         .target(name: "PushSealKeyProviders", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealJSON", "PushSealSystem"]),
         // CLI support (arguments, help, output, errors): System and JSON only.
         .target(name: "PushSealCLI", dependencies: ["PushSealSystem", "PushSealJSON"]),
-        .target(name: "PushSealMediaFetch", dependencies: ["CCurl", "PushSealSystem"]),
+        // The extension's media network side: libcurl's C API through CCurlLazy, no Foundation.
+        .target(name: "PushSealMediaFetch", dependencies: ["CCurlLazy", "PushSealSystem"]),
         // The APNs provider client: HTTP/2 on libcurl (nghttp2), ES256 provider tokens, retries.
         .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CCurl"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
-        // push-open's media path needs libPushSealMediaFetch.so at run time (dlopen, next to the
-        // executable). It cannot be a dependency here: SwiftPM links a target dependency into the
-        // executable, which would map libcurl at every start. `swift build` (all products) or
-        // `swift build --product PushSealMediaFetch` builds it (`make build` runs the former).
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
@@ -105,7 +107,8 @@ let package = Package(
 //   what it re-exports on purpose (`public import`);
 // - MemberImportVisibility makes every file import the modules whose members it uses, so the
 //   `dependencies:` above are the real graph (no member is reached through another import).
-for target in package.targets where target.type != .system && target.name != "CPushSealSIMD" {
+let cTargets: Set<String> = ["CPushSealSIMD", "CCurlLazy"]
+for target in package.targets where target.type != .system && !cTargets.contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))

@@ -52,8 +52,9 @@ extension ErrorCode<ExtensionError> {
     public static var mediaDecryptionFailed: Self { Self("mediaDecryptionFailed") }
     /// The media descriptor is malformed (bad `sha256` hex, bad `key`).
     public static var mediaInvalidDescriptor: Self { Self("mediaInvalidDescriptor") }
-    /// The network side of media downloads (`libPushSealMediaFetch.so`, loaded on first
-    /// use) is missing or not loadable; the notification shows without its media.
+    /// The network side of media downloads is missing or not loadable: libcurl
+    /// (`libcurl.so.4`, loaded with dlopen on the first download) is not installed or unusable
+    /// (the reason gives dlerror's text); the notification shows without its media.
     public static var mediaFetcherUnavailable: Self { Self("mediaFetcherUnavailable") }
     /// The key provider could not give the key (the reason carries e.g. OSStatus -25308).
     public static var keyUnavailable: Self { Self("keyUnavailable") }

@@ -6,6 +6,7 @@ public import Foundation
 import Dispatch
 public import PushSealCrypto
 public import PushSealWire
+public import PushSealMediaFetch
 import PushSealSystem
 
 /// What ``MediaDownloader`` fetches: a notification's `media` (`{url, type?, sha256?, key?}`)
@@ -102,8 +103,8 @@ public final class DownloadCancellation: Sendable {
 ///   with `allowedLoopbackPorts` only those ports.
 /// - Time: one timeout for the whole request (redirects included), enforced by a timer that
 ///   cancels the transfer, so a slow drip cannot outlast the budget.
-/// - Size: the body is streamed to a file chunk by chunk from the fetcher (libcurl in
-///   `libPushSealMediaFetch.so`, loaded only when a notification has media);
+/// - Size: the body is streamed to a file chunk by chunk from the fetcher (PushSealMediaFetch's
+///   ``CurlMediaFetcher``: libcurl, loaded only when a notification has media);
 ///   the transfer is cancelled as soon as the byte count passes the limit for its type —
 ///   known from the magic bytes once 12 bytes arrived, before that from `Content-Type` or the
 ///   descriptor's `type`, else the largest limit (50 MiB); a `Content-Length` over the limit
@@ -126,9 +127,6 @@ public final class DownloadCancellation: Sendable {
 public struct MediaDownloader: Sendable {
     /// Most redirects followed (3).
     public static let maxRedirectCount = 3
-    /// How many fetcher callbacks may wait before the network side waits (64; the libcurl
-    /// fetcher delivers one chunk at a time, so this is an upper bound for other fetchers).
-    static let maxPendingCallbackCount = 64
     /// After a timeout, how long to wait for the fetcher to confirm the cancellation (100 ms).
     static let cancellationGraceMilliseconds = 100
 
@@ -156,10 +154,10 @@ public struct MediaDownloader: Sendable {
     ///   - store: the container's media store (default: ``MediaStore`` of `containerDirectory`
     ///     with its default cap and ages).
     ///   - logger: diagnostics sink.
-    ///   - fetcher: the network side (default: ``DynamicMediaFetcher``, the libcurl-based
-    ///     library loaded on first use).
+    ///   - fetcher: the network side (default: PushSealMediaFetch's `CurlMediaFetcher`, whose
+    ///     libcurl is loaded on the first download).
     public init(containerDirectory: URL, allowInsecureLoopback: Bool = false, allowedLoopbackPorts: Set<Int>? = nil,
-                store: MediaStore? = nil, logger: any DiagnosticLogger = NullLogger(), fetcher: any MediaFetching = DynamicMediaFetcher()) {
+                store: MediaStore? = nil, logger: any DiagnosticLogger = NullLogger(), fetcher: any MediaFetching = CurlMediaFetcher()) {
         self.fetcher = fetcher
         self.store = store ?? MediaStore(containerDirectory: containerDirectory)
         self.containerDirectory = containerDirectory
@@ -277,8 +275,10 @@ public struct MediaDownloader: Sendable {
                                 hashing: expectedDigest != nil, plainHTTP: url.scheme?.lowercased() == "http")
         let task: any MediaFetchTask
         do {
-            task = try fetcher.start(url: url.absoluteString, timeoutSeconds: timeoutSeconds,
-                                     maxPendingCallbacks: Self.maxPendingCallbackCount, events: transfer)
+            task = try fetcher.start(url: url.absoluteString, timeoutSeconds: timeoutSeconds, events: transfer)
+        } catch let error as MediaFetchError {
+            transfer.closeFile()
+            throw ExtensionError(error.code == .libcurlUnavailable ? .mediaFetcherUnavailable : .mediaURLRefused, error.reason)
         } catch {
             transfer.closeFile()
             throw error

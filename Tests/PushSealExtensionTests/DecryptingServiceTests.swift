@@ -1,3 +1,4 @@
+import PushSealTestSupport
 import PushSealSystem
 import PushSealJSON
 import Foundation

@@ -1,3 +1,4 @@
+import PushSealTestSupport
 import Foundation
 import PushSealCrypto
 import Testing

@@ -1,3 +1,4 @@
+import PushSealTestSupport
 import Foundation
 import PushSealCrypto
 import Testing
@@ -91,6 +92,12 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
     }
 }
 
+/// A fetcher whose start always throws `error`.
+private struct FailingFetcher: MediaFetching {
+    let error: MediaFetchError
+    func start(url: String, timeoutSeconds: Double, events: any MediaFetchEvents) throws -> any MediaFetchTask { throw error }
+}
+
 /// Streaming of media: the libcurl fetcher's callbacks and the chunked opening of sealed media.
 @Suite(.serialized) struct MediaStreamingTests {
     /// Backpressure: while the data callback holds the first chunk, nothing else arrives (no
@@ -109,8 +116,8 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         try writeFile(body, named: name, in: s.filesDirectory)
         let gate = DispatchSemaphore(value: 0)
         let events = RecordingEvents(gate: gate)
-        let task = try DynamicMediaFetcher().start(url: s.url("/files/\(name)?ct=image/jpeg"), timeoutSeconds: 10,
-                                                   maxPendingCallbacks: 64, events: events)
+        let task = try CurlMediaFetcher().start(url: s.url("/files/\(name)?ct=image/jpeg"), timeoutSeconds: 10,
+                                                   events: events)
         defer { task.finish() }
         try #require(events.firstChunk.wait(timeout: .now() + 20) == .success, "no chunk arrived within 20 s")
         #expect(events.done.wait(timeout: .now() + 0.3) == .timedOut, "the transfer completed while the first chunk was held")
@@ -128,7 +135,7 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
     @Test func redirectHopsAreOfferedAsAbsoluteURLs() throws {
         let s = try server()
         let events = RecordingEvents()
-        let task = try DynamicMediaFetcher().start(url: s.url("/hop/7"), timeoutSeconds: 10, maxPendingCallbacks: 64, events: events)
+        let task = try CurlMediaFetcher().start(url: s.url("/hop/7"), timeoutSeconds: 10, events: events)
         defer { task.finish() }
         #expect(events.done.wait(timeout: .now() + 10) == .success)
         #expect(events.events == [.redirect(s.url("/hop/8")), .redirect(s.url("/hop/9")),
@@ -140,7 +147,7 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
     @Test func refusedRedirectEndsWithTheRedirectResponse() throws {
         let s = try server()
         let events = RecordingEvents(followRedirects: false)
-        let task = try DynamicMediaFetcher().start(url: s.url("/redirect"), timeoutSeconds: 10, maxPendingCallbacks: 64, events: events)
+        let task = try CurlMediaFetcher().start(url: s.url("/redirect"), timeoutSeconds: 10, events: events)
         defer { task.finish() }
         #expect(events.done.wait(timeout: .now() + 10) == .success)
         #expect(events.events == [.redirect(s.url("/photo")), .response(302, nil, 0), .complete(.finished(status: 302))])
@@ -152,7 +159,7 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         let s = try server()
         let events = RecordingEvents()
         let stall = s.markedStallURL()
-        let task = try DynamicMediaFetcher().start(url: stall.url, timeoutSeconds: 30, maxPendingCallbacks: 64, events: events)
+        let task = try CurlMediaFetcher().start(url: stall.url, timeoutSeconds: 30, events: events)
         defer { task.finish() }
         try #require(s.waitForRequest(stall.name), "the request did not reach the server within 20 s")
         task.cancel()
@@ -163,7 +170,7 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
     /// A connection refused is a failure with NSURLError's "cannot connect" code (-1004).
     @Test func refusedConnectionFails() throws {
         let events = RecordingEvents()
-        let task = try DynamicMediaFetcher().start(url: "http://127.0.0.1:1/a.png", timeoutSeconds: 10, maxPendingCallbacks: 64, events: events)
+        let task = try CurlMediaFetcher().start(url: "http://127.0.0.1:1/a.png", timeoutSeconds: 10, events: events)
         defer { task.finish() }
         #expect(events.done.wait(timeout: .now() + 10) == .success)
         #expect(events.events == [.complete(.failed(code: -1004))])
@@ -175,7 +182,7 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
     @Test func connectionsAreOfferedWithTheResolvedAddress() throws {
         let s = try server()
         let allowed = RecordingEvents()
-        let ok = try DynamicMediaFetcher().start(url: s.url("/photo"), timeoutSeconds: 10, maxPendingCallbacks: 64, events: allowed)
+        let ok = try CurlMediaFetcher().start(url: s.url("/photo"), timeoutSeconds: 10, events: allowed)
         defer { ok.finish() }
         #expect(allowed.done.wait(timeout: .now() + 10) == .success)
         #expect(allowed.connects.map(\.0) == [[127, 0, 0, 1]] && allowed.connects.map(\.1) == [s.port])
@@ -183,7 +190,7 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
 
         let refused = RecordingEvents(allowConnect: false)
         // A name, resolved by libcurl: the callback sees the loopback address it resolved to.
-        let no = try DynamicMediaFetcher().start(url: "http://localhost:\(s.port)/photo", timeoutSeconds: 10, maxPendingCallbacks: 64, events: refused)
+        let no = try CurlMediaFetcher().start(url: "http://localhost:\(s.port)/photo", timeoutSeconds: 10, events: refused)
         defer { no.finish() }
         #expect(refused.done.wait(timeout: .now() + 10) == .success)
         #expect(!refused.connects.isEmpty)
@@ -195,9 +202,29 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
     /// Only http(s) URLs start; anything else is refused before any callback.
     @Test(arguments: ["ftp://127.0.0.1/a.png", "file:///etc/passwd", "not a url", ""])
     func nonHTTPURLsAreRefused(_ url: String) throws {
-        #expect(throws: ExtensionError(.mediaURLRefused, "")) {
-            try DynamicMediaFetcher().start(url: url, timeoutSeconds: 1, maxPendingCallbacks: 64, events: RecordingEvents())
+        #expect(throws: MediaFetchError(.urlRefused, "")) {
+            try CurlMediaFetcher().start(url: url, timeoutSeconds: 1, events: RecordingEvents())
         }
+    }
+
+    /// The fetcher's start errors become the downloader's stable codes: libcurl missing is
+    /// `mediaFetcherUnavailable` (with the loader's reason), an unparsable URL `mediaURLRefused`;
+    /// no partial file is left either way.
+    @Test(arguments: [(MediaFetchError.Code.libcurlUnavailable, ExtensionError.Code.mediaFetcherUnavailable),
+                      (.urlRefused, .mediaURLRefused)])
+    func fetcherStartErrorsMapToStableCodes(_ thrown: MediaFetchError.Code, _ expected: ExtensionError.Code) throws {
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true,
+                                fetcher: FailingFetcher(error: MediaFetchError(thrown, "libcurl.so.4: cannot open shared object file")))
+        do {
+            _ = try d.download(MediaDownload(url: "http://127.0.0.1:9/a.png"), timeoutSeconds: 5)
+            Issue.record("the download did not fail")
+        } catch let error as ExtensionError {
+            #expect(error.code == expected)
+            #expect(error.reason.contains("libcurl.so.4"))
+        }
+        #expect(filesIn(dir).allSatisfy { filesIn(dir.appendingPathComponent($0)).isEmpty })
     }
 
     /// Header parsing of the fetcher (status line, names in any case, values trimmed).

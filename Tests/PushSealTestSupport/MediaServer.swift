@@ -1,8 +1,9 @@
-import Foundation
+public import Foundation
 
 /// A local HTTP server (Python's http.server) for the media tests, started once per test
 /// process. It binds 127.0.0.1 port 0, prints the port, and exits when its stdin closes
-/// (when the test process ends).
+/// (when the test process ends). Used by the extension's media tests and the push-open CLI
+/// media tests.
 ///
 /// Routes:
 /// - `/photo` — a PNG with `Content-Type: image/png` and no file name extension
@@ -16,13 +17,16 @@ import Foundation
 /// - `/drip` — 200 `image/png`, then one byte every 100 ms
 /// - `/files/NAME?ct=TYPE` — a file from the directory given at start, with that Content-Type
 /// - `/cat.jpg` — a small JPEG
-final class MediaServer: Sendable {
-    let port: Int
-    let filesDirectory: URL
+public final class MediaServer: Sendable {
+    /// The TCP port on 127.0.0.1.
+    public let port: Int
+    /// The directory `/files/NAME` serves from (and `/stall?seen=` marks in).
+    public let filesDirectory: URL
     private let process: Process
     private let stdin: Pipe
 
-    static let shared: MediaServer? = try? MediaServer()
+    /// The process's server, started on first use; nil when python3 cannot start it.
+    public static let shared: MediaServer? = try? MediaServer()
 
     static let script = #"""
 import http.server, socketserver, sys, threading, time, os, urllib.parse
@@ -138,11 +142,11 @@ os._exit(0)
     }
 
     /// `http://127.0.0.1:PORT<path>`.
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
     /// A fresh `/stall` URL that marks its arrival: ``waitForRequest(_:timeoutSeconds:)`` with
     /// the returned name returns once the server has read the request.
-    func markedStallURL() -> (url: String, name: String) {
+    public func markedStallURL() -> (url: String, name: String) {
         let name = "seen-\(UUID().uuidString)"
         return (url("/stall?seen=\(name)"), name)
     }
@@ -151,7 +155,7 @@ os._exit(0)
     /// (its marker file appears), checking every 10 ms.
     /// - Parameter timeoutSeconds: how long at most (a failure, not a verdict).
     /// - Returns: true once the request arrived, false on timeout.
-    func waitForRequest(_ name: String, timeoutSeconds: Double = 20) -> Bool {
+    public func waitForRequest(_ name: String, timeoutSeconds: Double = 20) -> Bool {
         let marker = filesDirectory.appendingPathComponent(name).path
         let deadline = ContinuousClock.now + .milliseconds(Int(timeoutSeconds * 1000))
         while !FileManager.default.fileExists(atPath: marker) {

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# push-open built alone (`swift build --product push-open`, in a scratch path of its own, so
+# nothing else of the package is built beside it) downloads and attaches media: the media
+# fetcher is an ordinary dependency of push-open, and libcurl is loaded by dlopen on the first
+# download (CCurlLazy), never needed at build or link time of push-open's own product.
+# Runs PushOpenMediaCLITests against that binary (the test bundle must be built already:
+# `make test` runs `swift build --build-tests` first). Exit status: that of `swift test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SWIFT=${SWIFT:-swift}
+scratch=${PUSH_OPEN_PRODUCT_SCRATCH:-.build/product-push-open}
+"$SWIFT" build --product push-open --scratch-path "$scratch"
+# --show-bin-path prints an absolute path.
+bin="$("$SWIFT" build --product push-open --scratch-path "$scratch" --show-bin-path)/push-open"
+# Nothing but push-open's own graph: no media library or other product beside it.
+if ls "$(dirname "$bin")"/*.so >/dev/null 2>&1; then
+    echo "check-push-open-product: error: shared libraries beside push-open: $(ls "$(dirname "$bin")"/*.so)" >&2
+    exit 1
+fi
+PUSHSEAL_TEST_PUSH_OPEN="$bin" "$SWIFT" test --skip-build --filter PushOpenMediaCLITests
