@@ -1,4 +1,5 @@
-import PushSealFormat
+import PushSealJSON
+import PushSealWire
 
 extension UNMutableNotificationContent {
     /// The `userInfo` key under which a decrypted notification carries its sealed `data`.

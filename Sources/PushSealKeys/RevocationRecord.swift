@@ -1,4 +1,6 @@
-import PushSealFormat
+import PushSealJSON
+import PushSealWire
+import PushSealSystem
 
 /// A revocation record (security review F4): tells a device that key ids of an app are revoked,
 /// so a stolen key stops opening (and forging) on the device too, not only on the server.
@@ -44,7 +46,7 @@ public struct RevocationRecord: Sendable, Hashable {
         let value: JSONValue
         do {
             value = try JSONReader.parse(bytes, limits: JSONReader.Limits(maxByteCount: 1 << 20, maxDepth: 4))
-        } catch let e as FormatError {
+        } catch let e as JSONError {
             throw KeysError(.malformedRecord, "revocation record: not valid JSON (\(e.code.name))")
         }
         guard case .object(let o) = value else { throw KeysError(.malformedRecord, "revocation record: not a JSON object") }

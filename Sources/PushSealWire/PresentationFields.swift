@@ -1,3 +1,5 @@
+public import PushSealJSON
+
 /// The sealed presentation fields: the plaintext member `aps` (FORMAT.md §5, security review
 /// F3), an object with APNs' own names `thread-id`, `category`, `interruption-level`, `sound`.
 /// When a plaintext has one, the receiver takes these from it alone (an absent member means

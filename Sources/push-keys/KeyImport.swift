@@ -78,11 +78,11 @@ struct KeyImportCommand: OptionsCommand {
     /// disabled in this keychain, so the device stops opening (and trusting) messages under it.
     private func importRevocation(_ bytes: [UInt8], _ o: Options, _ c: CommandContext, now: Int64, accessibility acc: Accessibility) throws -> ExitCode {
         let record = try keyMapErrors { try RevocationRecord(json: bytes) }
-        let store = try o.store.open(create: false, accessibility: acc)
+        let store = try o.store.openKeychain(create: false, accessibility: acc)
         let result = try keyMapErrors { try store.importRevocation(record, expectedAppID: o.expectedAppID, now: now) }
         if c.json {
-            keyPrintJSON(.object([("disabled", .array(result.disabled.map { d -> KeyJSON in .object([("recipient", .string(d.recipient)), ("keyId", .string(d.keyID))]) })),
-                                  ("unknownKeyIds", .array(result.unknownKeyIDs.map { .string($0) }))]))
+            let disabled = result.disabled.map { d -> JSONValue in .object(JSONObject([("recipient", .string(d.recipient)), ("keyId", .string(d.keyID))])) }
+            keyPrintJSON(.object(JSONObject([("disabled", .array(disabled)), ("unknownKeyIds", .array(result.unknownKeyIDs.map { .string($0) }))])))
         } else {
             let changed = result.disabled.map { "\($0.recipient)/\($0.keyID)" }
             Output.stdout("\(record.appID): \(changed.isEmpty ? "no key changed" : "disabled " + changed.joined(separator: " "))\n")

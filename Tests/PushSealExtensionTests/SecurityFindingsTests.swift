@@ -1,6 +1,8 @@
+import PushSealSystem
+import PushSealJSON
 import Foundation
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 import PushSealKeychain
 import Testing
 @testable import PushSealExtension

@@ -1,3 +1,5 @@
+import PushSealSystem
+import PushSealJSON
 import Foundation
 import PushSealCrypto
 import PushSealKeychain

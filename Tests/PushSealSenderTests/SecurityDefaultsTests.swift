@@ -1,7 +1,9 @@
+import PushSealSystem
+import PushSealJSON
 import Foundation
 import Testing
 import PushSealCrypto
-import PushSealFormat
+import PushSealWire
 @testable import PushSealSender
 
 /// Issue 12, security review F2 and "ttl 0": what the sender seals by default.
