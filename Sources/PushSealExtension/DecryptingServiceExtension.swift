@@ -24,7 +24,8 @@ public struct DecryptingServiceConfiguration: Sendable {
     public var containerDirectory: URL?
     /// Allow plain http media from loopback hosts (tests, `--allow-insecure-loopback`).
     public var allowInsecureLoopback: Bool
-    /// Remember this many notification ids against replays (0 turns the guard off).
+    /// The replay guard's capacity in ids (``ReplayGuard``; 0 turns the guard off). The guard
+    /// needs ``containerDirectory``: without one there is none.
     public var replayCapacity: Int
     /// The wall clock, seconds since 1970 UTC, for `exp`.
     public var now: @Sendable () -> Int64
@@ -37,7 +38,7 @@ public struct DecryptingServiceConfiguration: Sendable {
     ///   - locale: the device locale, or `nil`.
     ///   - containerDirectory: the App Group container, or `nil`.
     ///   - allowInsecureLoopback: permit `http://127.0.0.1…` media.
-    ///   - replayCapacity: ids remembered (default 1,000; 0 = off).
+    ///   - replayCapacity: ids remembered at most (default 5,000; 0 = off).
     ///   - now: Unix seconds now (default: the system clock).
     public init(appID: String, keyProvider: any NotificationKeyProvider, opener: any NotificationPayloadOpener = WireFormatOpener(),
                 locale: String? = nil, containerDirectory: URL? = nil, allowInsecureLoopback: Bool = false,
@@ -60,7 +61,9 @@ public struct DecryptingServiceConfiguration: Sendable {
 /// `keyLookup` (envelope checked and key id read from the payload, key from the provider),
 /// `open` (authenticate and decrypt with the configured app id), `check` (`exp` against the
 /// clock — only after authentication — and the replay guard), `localize` (title, subtitle, body
-/// for the locale; `data` merged into `userInfo`, `aps` never overwritten), then `download` and
+/// for the locale; `userInfo` becomes the delivered `aps` and the sealed `data` under `pushseal`,
+/// nothing else; thread, category, interruption level and sound from the sealed `aps`, or the
+/// delivered ones made harmless), then `download` and
 /// `attach` for media.
 ///
 /// The best attempt content is updated after each stage; the expiry call cancels the download
@@ -177,6 +180,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         var start = ContinuousClock.now
         let envelope: SealedPayload
         let key: SecretBytes
+        let retiredAt: Int64?
         do {
             envelope = try configuration.opener.envelope(in: request.payload)
         } catch {
@@ -187,7 +191,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         }
         let keyID = envelope.keyID
         do {
-            key = try configuration.keyProvider.key(for: keyID)
+            (key, retiredAt) = try configuration.keyProvider.keyAndRetirement(for: keyID)
             log("keyLookup", "ok", since: start, [("keyID", keyID)])
         } catch {
             let reason = FallbackReason.key(error)
@@ -209,6 +213,12 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         }
 
         start = ContinuousClock.now
+        if let retiredAt, (plaintext.iat ?? Int64.max) > retiredAt {
+            // A retired key still opens what was sealed before its retirement, never later (F4).
+            log("check", "keyRetired", since: start, [("keyID", keyID), ("retiredAt", String(retiredAt))])
+            fallBack(FallbackReason.keyRetired, "key \(keyID) was retired at \(retiredAt); the message's iat is later or absent")
+            return nil
+        }
         if let exp = plaintext.exp {
             let now = configuration.now()
             if now >= exp {
@@ -217,17 +227,28 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
                 return nil
             }
         }
-        if let id = plaintext.id, configuration.replayCapacity > 0, let container = configuration.containerDirectory {
+        if configuration.replayCapacity > 0, let container = configuration.containerDirectory {
+            let verdict: ReplayGuard.Verdict
             do {
-                let fresh = try ReplayGuard(containerDirectory: container, capacity: configuration.replayCapacity).checkAndRecord(id)
-                if !fresh {
-                    log("check", "replayed", since: start)
-                    fallBack(FallbackReason.replayed, "this notification id was already shown on this device")
-                    return nil
-                }
+                verdict = try ReplayGuard(containerDirectory: container, capacity: configuration.replayCapacity)
+                    .check(id: plaintext.id, iat: plaintext.iat, exp: plaintext.exp, now: configuration.now())
             } catch {
-                // Fail open: a broken cache must not hide a genuine notification.
-                log("check", "replayCacheFailed", since: start, [("reason", Self.describe(error))])
+                // Fail closed (security review F2): a guard that cannot vouch shows nothing as authentic.
+                log("check", "replayGuardUnavailable", since: start, [("reason", Self.describe(error))])
+                fallBack(FallbackReason.replayGuardUnavailable, "the replay guard's store cannot be used: \(Self.describe(error))")
+                return nil
+            }
+            switch verdict {
+            case .replayed:
+                log("check", "replayed", since: start)
+                fallBack(FallbackReason.replayed, "this notification id was already shown on this device")
+                return nil
+            case .tooOld:
+                log("check", "replayTooOld", since: start)
+                fallBack(FallbackReason.replayTooOld, "the notification is older than the replay guard can vouch for (exp, or iat + \(ReplayGuard.maxAgeSeconds) s, passed)")
+                return nil
+            case .fresh, .unchecked:
+                break
             }
         }
         log("check", "ok", since: start, [("hasExp", String(plaintext.exp != nil)), ("hasID", String(plaintext.id != nil))])
@@ -243,11 +264,8 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
             fallBack(FallbackReason.blankContent, "decrypted title, subtitle and body are all empty")
             return nil
         }
-        if let data = plaintext.data {
-            for member in data where member.key != "aps" {
-                content.userInfo[member.key] = member.value
-            }
-        }
+        content.setSealedUserInfo(plaintext.data, payload: request.payload)
+        content.applyPresentation(plaintext.aps)
         log("localize", "ok", since: start, [("locale", texts.locale ?? "default"),
                                               ("dataMemberCount", String(plaintext.data?.count ?? 0))])
         if plaintext.media != nil {

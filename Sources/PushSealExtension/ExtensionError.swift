@@ -66,6 +66,6 @@ extension ErrorCode<ExtensionError> {
     public static var replayed: Self { Self("replayed") }
     /// The decrypted title, subtitle and body are all empty: showing it would be blank.
     public static var emptyContent: Self { Self("emptyContent") }
-    /// The replay cache could not be read or written.
+    /// The replay guard's store could not be locked, read, parsed or written.
     public static var replayCacheFailed: Self { Self("replayCacheFailed") }
 }

@@ -12,6 +12,14 @@ public enum FallbackReason {
     public static let expired = "expired"
     /// The plaintext's `id` was shown recently (replay guard).
     public static let replayed = "replayed"
+    /// The key is `decryptOnly` (retired) and the message's sealed `iat` is after its
+    /// `retiredAt`, or absent (docs/keychain.md; security review F4).
+    public static let keyRetired = "keys:keyRetired"
+    /// The message is older than the replay guard can vouch for: its `exp` (or `iat` + 30 days)
+    /// has passed, or it runs out before ids the guard had to drop early.
+    public static let replayTooOld = "replayTooOld"
+    /// The replay guard's store cannot be locked, read, parsed or written: fail closed.
+    public static let replayGuardUnavailable = "replayGuardUnavailable"
     /// Decrypted title, subtitle and body are all empty for the device locale.
     public static let blankContent = "blankContent"
     /// The expiry call came while media was still downloading.

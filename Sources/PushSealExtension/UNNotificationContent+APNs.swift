@@ -5,7 +5,7 @@ extension UNNotificationContent {
     /// Builds the content iOS shows for an APNs payload (Apple, "Generating a remote
     /// notification"): `aps.alert` as a string (the body) or an object with `title`,
     /// `subtitle`, `body`; `aps.badge` (integer); `aps.sound` (a name, or an object with `name`,
-    /// `critical`, `volume`); `aps.thread-id`; `aps.category`; every other top-level member goes
+    /// `critical`, `volume`); `aps.thread-id`; `aps.category`; `aps.interruption-level`; every other top-level member goes
     /// into `userInfo` in payload order. Members of the wrong JSON type are ignored, as iOS
     /// ignores them. Localization keys (`loc-key`, `title-loc-key`) are not resolved.
     /// - Parameter payload: the APNs payload; anything but an object gives empty content.
@@ -40,6 +40,9 @@ extension UNNotificationContent {
             }
             f.threadIdentifier = aps["thread-id"]?.stringValue ?? ""
             f.categoryIdentifier = aps["category"]?.stringValue ?? ""
+            if let level = aps["interruption-level"]?.stringValue.flatMap(UNNotificationInterruptionLevel.init(rawValue:)) {
+                f.interruptionLevel = level
+            }
         }
         for member in root where member.key != "aps" {
             f.userInfo[member.key] = member.value

@@ -25,6 +25,18 @@ public struct UNNotificationSound: Sendable, Hashable {
     public static let `default` = UNNotificationSound(name: "default")
 }
 
+/// As `UNNotificationInterruptionLevel`: how strongly a notification interrupts (iOS 15).
+public enum UNNotificationInterruptionLevel: String, Sendable, Hashable {
+    /// Added to the list without lighting the screen or a sound.
+    case passive
+    /// The default: shown, with sound, respecting Focus.
+    case active
+    /// Breaks through Focus (needs the time-sensitive capability).
+    case timeSensitive = "time-sensitive"
+    /// Always shown and heard, even muted (needs Apple's critical alerts entitlement).
+    case critical
+}
+
 /// The fields shared by ``UNNotificationContent`` and ``UNMutableNotificationContent``.
 struct ContentFields: Sendable, Hashable {
     var title = ""
@@ -34,6 +46,7 @@ struct ContentFields: Sendable, Hashable {
     var sound: UNNotificationSound? = nil
     var threadIdentifier = ""
     var categoryIdentifier = ""
+    var interruptionLevel = UNNotificationInterruptionLevel.active
     var userInfo = JSONObject()
     var attachments: [UNNotificationAttachment] = []
 }
@@ -68,7 +81,10 @@ public struct UNNotificationContent: Sendable, Hashable {
     public var threadIdentifier: String { fields.threadIdentifier }
     /// The actionable category (`aps.category`). Empty when absent.
     public var categoryIdentifier: String { fields.categoryIdentifier }
-    /// Custom data: the payload's top-level members other than `aps`, in payload order.
+    /// How strongly the notification interrupts (`aps.interruption-level`; `active` when absent).
+    public var interruptionLevel: UNNotificationInterruptionLevel { fields.interruptionLevel }
+    /// Custom data: as delivered, the payload's top-level members other than `aps`, in payload
+    /// order; after a successful open, `aps` and the sealed `data` under `pushseal` only.
     public var userInfo: JSONObject { fields.userInfo }
     /// Media shown with the notification.
     public var attachments: [UNNotificationAttachment] { fields.attachments }
@@ -103,6 +119,8 @@ public struct UNMutableNotificationContent: Sendable, Hashable {
     public var threadIdentifier: String { get { fields.threadIdentifier } set { fields.threadIdentifier = newValue } }
     /// The actionable category. Empty when absent.
     public var categoryIdentifier: String { get { fields.categoryIdentifier } set { fields.categoryIdentifier = newValue } }
+    /// How strongly the notification interrupts.
+    public var interruptionLevel: UNNotificationInterruptionLevel { get { fields.interruptionLevel } set { fields.interruptionLevel = newValue } }
     /// Custom data, in order.
     public var userInfo: JSONObject { get { fields.userInfo } set { fields.userInfo = newValue } }
     /// Media shown with the notification.

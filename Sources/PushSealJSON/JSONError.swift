@@ -20,6 +20,15 @@ public struct JSONError: CodedError {
         self.code = code
         self.reason = reason
     }
+
+    /// The byte offset (0-based, into the input) the reason names (`… at byte offset N …`), or
+    /// `nil` when it names none. Lets a wrapper keep the position while dropping the reason's
+    /// quoted input (a decrypted plaintext's member name, security review F15).
+    public var byteOffset: Int? {
+        guard let r = reason.firstRange(of: "byte offset ") else { return nil }
+        let digits = reason[r.upperBound...].prefix { $0.isASCII && $0.isNumber }
+        return Int(digits)
+    }
 }
 
 extension ErrorCode<JSONError> {

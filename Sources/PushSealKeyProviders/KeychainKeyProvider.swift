@@ -46,4 +46,10 @@ public struct KeychainKeyProvider: NotificationKeyProvider {
     public func key(for keyID: String) throws -> SecretBytes {
         try keyring.key(for: keyID, appID: appID, now: now())
     }
+
+    /// The key and, for a `decryptOnly` key, its `retiredAt` (``DeviceKeyring/lookup(_:appID:now:)``).
+    /// - Throws: as ``key(for:)``.
+    public func keyAndRetirement(for keyID: String) throws -> (key: SecretBytes, retiredAt: Int64?) {
+        try keyring.lookup(keyID, appID: appID, now: now())
+    }
 }

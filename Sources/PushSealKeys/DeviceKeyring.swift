@@ -48,6 +48,17 @@ public final class DeviceKeyring: Sendable {
     ///   `.interactionNotAllowed` (-25308, a `whenUnlocked` keyset while locked),
     ///   `.missingEntitlement` (-34018, ``accessGroup`` not in the identity's groups).
     public func key(for keyID: String, appID: String, now: Int64 = Int64(Date().timeIntervalSince1970)) throws -> SecretBytes {
+        try lookup(keyID, appID: appID, now: now).key
+    }
+
+    /// The key for `keyID` and, for a `decryptOnly` key, its `retiredAt`: the receiver refuses a
+    /// message whose sealed `iat` is after it (docs/keychain.md, "Device key items"; security
+    /// review F4), since a retired key still opens but must not vouch for new messages.
+    /// - Parameters: as ``key(for:appID:now:)``.
+    /// - Returns: the key and `retiredAt` (seconds since 1970 UTC; `nil` for a pending or
+    ///   primary key, or a decryptOnly key without one).
+    /// - Throws: as ``key(for:appID:now:)``.
+    public func lookup(_ keyID: String, appID: String, now: Int64 = Int64(Date().timeIntervalSince1970)) throws -> (key: SecretBytes, retiredAt: Int64?) {
         try KeyID.validate(keyID)
         try KeyID.validateAppID(appID)
         try KeyStore.checkTime(now)
@@ -71,7 +82,7 @@ public final class DeviceKeyring: Sendable {
                 throw KeysError(.keyExpired, "key \(keyID) of \(appID) is past its grace window (notAfter \(k.info.notAfter ?? 0))")
             case .pending, .primary, .decryptOnly:
                 guard let secret = k.secret else { throw KeysError(.corruptKeyset, "key \(keyID) of \(appID) has no key bytes") }
-                return secret
+                return (secret, k.info.status == .decryptOnly ? k.info.retiredAt : nil)
             }
         }
         throw KeysError(.unknownKey, "no key \(keyID) in the keysets of \(appID): not provisioned, or the server sealed with another app id's keyset (check push-seal --app-id)")

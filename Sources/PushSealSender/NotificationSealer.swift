@@ -156,11 +156,17 @@ public struct NotificationSealer: Sendable {
         }
         let now = clock()
         if n.iat == nil { n.iat = now }
+        if n.id == nil, options.generatesIDs { n.id = Self.generatedID() }
+        // apns-expiration: exp, or 0 for a TTL of 0 (APNs: deliver now or never), whose sealed
+        // exp is iat + 60 s so it is not born expired (docs/FORMAT.md §5, docs/cli.md).
+        var apnsExpiration = n.exp
         if let ttl = ttlSeconds ?? (n.exp == nil ? options.defaultTTLSeconds : nil) {
-            guard let e = SealRequest.expiry(now: now, ttlSeconds: ttl) else {
+            let sealedTTL = ttl == 0 ? SealOptions.immediateTTLSeconds : ttl
+            guard let e = SealRequest.expiry(now: now, ttlSeconds: sealedTTL) else {
                 throw SenderError(.invalidNotification, SealRequest.ttlTooLarge(ttl))
             }
             n.exp = e
+            apnsExpiration = ttl == 0 ? 0 : e
         }
         try SenderError.fromNotificationRules { try Notification.checkTimes(iat: n.iat, exp: n.exp) }
 
@@ -227,8 +233,17 @@ public struct NotificationSealer: Sendable {
             payload = try fitted.0.withUnsafeBytes { try sealPayload($0) }
         }
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
-                                  expiration: n.exp, collapseID: options.collapseID)
+                                  expiration: apnsExpiration, collapseID: options.collapseID)
         return SealedNotification(payload: payload, headers: headers, keyID: sealingKey.keyID, changes: changes)
+    }
+
+    /// A fresh notification id: ``SealOptions/generatedIDByteCount`` random bytes as unpadded
+    /// base64url (22 characters).
+    static func generatedID() -> String {
+        var s = WireBase64.encode(SecureRandom.bytes(SealOptions.generatedIDByteCount))
+        s = s.replacing("+", with: "-").replacing("/", with: "_")
+        while s.hasSuffix("=") { s.removeLast() }
+        return s
     }
 
     /// The payload after the base64 box: `","key_id":"<keyID>","enc_alg":"<name>"`, then

@@ -67,8 +67,25 @@ public struct SealOptions: Sendable, Hashable {
     public var priority: Int
     /// `apns-collapse-id`, at most 64 bytes; `nil` for none.
     public var collapseID: String?
-    /// A time to live in seconds for notifications that give neither `exp` nor `ttl`.
+    /// The default ``defaultTTLSeconds``: 30 days (2,592,000 s), the keys' grace window, so a
+    /// notification never outlives the key that opens it and the device's replay guard can
+    /// forget its id (security review F2).
+    public static let standardTTLSeconds: Int64 = 30 * 24 * 60 * 60
+    /// The sealed lifetime of a notification sent with a TTL of 0 (`apns-expiration: 0`, APNs'
+    /// "deliver now or never"): `exp` = `iat` + 60 seconds, so it is not born expired and still
+    /// shows when APNs delivers it at once.
+    public static let immediateTTLSeconds: Int64 = 60
+    /// Bytes of randomness in a generated notification `id` (16, written as 22 characters of
+    /// unpadded base64url).
+    public static let generatedIDByteCount = 16
+
+    /// A time to live in seconds for notifications that give neither `exp` nor `ttl`
+    /// (default ``standardTTLSeconds``; `nil` seals no `exp` and sends no `apns-expiration`:
+    /// `push-seal --no-expiry`). 0 means APNs' "now or never" (see ``immediateTTLSeconds``).
     public var defaultTTLSeconds: Int64?
+    /// Give every notification without an `id` a random one (``generatedIDByteCount`` bytes,
+    /// base64url), so the device's replay guard recognises a repeat. Default on.
+    public var generatesIDs: Bool
     /// Pad the plaintext to its Padmé length (hides the length in buckets). Default on.
     public var padding: Bool
     /// Fit an over-budget payload: drop padding, then media, then shorten the body at a
@@ -77,12 +94,14 @@ public struct SealOptions: Sendable, Hashable {
 
     /// Creates options; checked by ``NotificationSealer/init(appID:keys:options:clock:)``.
     public init(fallback: FallbackAlert = .standard, aps: APSFields = APSFields(), priority: Int = 10,
-                collapseID: String? = nil, defaultTTLSeconds: Int64? = nil, padding: Bool = true, fit: Bool = false) {
+                collapseID: String? = nil, defaultTTLSeconds: Int64? = SealOptions.standardTTLSeconds, generatesIDs: Bool = true,
+                padding: Bool = true, fit: Bool = false) {
         self.fallback = fallback
         self.aps = aps
         self.priority = priority
         self.collapseID = collapseID
         self.defaultTTLSeconds = defaultTTLSeconds
+        self.generatesIDs = generatesIDs
         self.padding = padding
         self.fit = fit
     }
@@ -97,7 +116,8 @@ public struct APNsHeaders: Sendable, Hashable {
     public let topic: String
     /// `apns-priority`: 10 or 5.
     public let priority: Int
-    /// `apns-expiration`: seconds since 1970 UTC; `nil` omits the header (APNs' storage policy).
+    /// `apns-expiration`: seconds since 1970 UTC, or 0 (a TTL of 0: deliver now or never);
+    /// `nil` omits the header (APNs' storage policy).
     public let expiration: Int64?
     /// `apns-collapse-id`, at most 64 bytes; `nil` omits the header.
     public let collapseID: String?

@@ -75,7 +75,8 @@ extension Notification {
             case 3: n.media = try sendingMedia(s.readValue())
             case 4: n.localizations = try sendingLocalizations(s.readValue())
             default:
-                guard case .object(let d) = try s.readValue() else { return false }
+                guard case .object(let d) = try s.readValue(),
+                      !d.contains(where: { reservedDataNames.contains($0.key) }) else { return false }
                 n.data = d
             }
         }

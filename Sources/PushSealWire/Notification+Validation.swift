@@ -10,7 +10,13 @@ internal import Foundation
 // whose reason names the member.
 extension Notification {
     /// The members of the sending form, in the order reasons list them.
-    public static let memberNames = ["title", "subtitle", "body", "media", "localizations", "data", "iat", "exp", "id"]
+    public static let memberNames = ["title", "subtitle", "body", "media", "localizations", "data", "aps", "iat", "exp", "id"]
+
+    /// Names a sender may not use at the top level of `data` (issue 12): the payload's own
+    /// members (`aps`, `encrypted_data`, `key_id`, `enc_alg`, v2's `sender_key_id`) and the
+    /// `userInfo` key the device puts the sealed `data` under (`pushseal`), so no sealed member
+    /// can be mistaken for, or overwrite, an envelope field.
+    public static let reservedDataNames = ["aps", "encrypted_data", "key_id", "enc_alg", "sender_key_id", "pushseal"]
 
     /// Reads the JSON form a sender is given: an object with `title`, `subtitle`, `body`
     /// (strings), `media` (`{url, type?, sha256?, key?}`), `localizations` (object of locale →
@@ -42,6 +48,7 @@ extension Notification {
             case "iat": iat = try Self.sendingTime(m.value, "iat")
             case "exp": exp = try Self.sendingTime(m.value, "exp")
             case "data": data = try Self.sendingData(m.value)
+            case "aps": aps = try Self.sendingPresentation(m.value)
             case "media": media = try Self.sendingMedia(m.value)
             case "localizations": localizations = try Self.sendingLocalizations(m.value)
             default:
@@ -70,6 +77,7 @@ extension Notification {
             _ = try Self.invalidPlaintext { try LocalizedContent(json: l.content.jsonValue(), path: "localizations.\(l.locale)") }
         }
         if let data { _ = try Self.sendingData(.object(data)) }
+        if let aps { _ = try Self.sendingPresentation(aps.jsonValue()) }
         for (name, t) in [("iat", iat), ("exp", exp)] {
             if let t { _ = try Self.sendingTime(.integer(t), name) }
         }
@@ -184,6 +192,26 @@ extension Notification {
         }
     }
 
+    /// Reads the sealed `aps` (``PresentationFields``) by the receiver's rules plus the sender's:
+    /// unknown members refused, non-empty strings.
+    static func sendingPresentation(_ v: JSONValue) throws -> PresentationFields {
+        guard case .object(let o) = v else { throw sendingWrongType("aps", "an object", v) }
+        let known = ["thread-id", "category", "interruption-level", "sound"]
+        for m in o where !known.contains(m.key) {
+            throw FormatError(.invalidPlaintext, "unknown member aps.\(excerpt(m.key)) (known: \(known.joined(separator: ", ")); alert, badge and mutable-content stay in the clear aps)")
+        }
+        if case .object(let so)? = o["sound"] {
+            for m in so where !["name", "critical", "volume"].contains(m.key) {
+                throw FormatError(.invalidPlaintext, "unknown member aps.sound.\(excerpt(m.key)) (known: name, critical, volume)")
+            }
+        }
+        let fields = try invalidPlaintext { try PresentationFields(json: v) }
+        for (name, value) in [("thread-id", fields.threadID), ("category", fields.category)] where value?.isEmpty == true {
+            throw FormatError(.invalidPlaintext, "aps.\(name) must not be empty")
+        }
+        return fields
+    }
+
     /// Reads `localizations` by the receiver's rules (locale tags, `LocalizedContent(json:path:)`:
     /// title, subtitle, body strings, one non-empty); other members of a locale are refused.
     static func sendingLocalizations(_ v: JSONValue) throws -> [(locale: String, content: LocalizedContent)] {
@@ -210,6 +238,9 @@ extension Notification {
     /// one), with finite numbers only. A value parsed from JSON always passes the last two.
     static func sendingData(_ v: JSONValue) throws -> JSONObject {
         guard case .object(let d) = v else { throw sendingWrongType("data", "an object", v) }
+        for m in d where reservedDataNames.contains(m.key) {
+            throw FormatError(.invalidPlaintext, "data.\(m.key) is a reserved name (\(reservedDataNames.joined(separator: ", "))): the app reads sealed data from userInfo[\"pushseal\"], so rename the member")
+        }
         try checkData(v, depth: 1)
         return d
     }

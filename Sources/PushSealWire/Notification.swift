@@ -41,8 +41,12 @@ public struct Notification: Sendable, Equatable {
     /// Per-locale variants, in document order: `(locale, content)` with a BCP 47 tag such as
     /// `fr` or `pt-BR`. Locales are unique.
     public var localizations: [(locale: String, content: LocalizedContent)] = []
-    /// App data merged into the notification's `userInfo`; `nil` when absent.
+    /// App data; on a device it reaches the app as `userInfo["pushseal"]` (kept apart from
+    /// the payload's unsealed members); `nil` when absent.
     public var data: JSONObject?
+    /// Sealed presentation fields (the plaintext's `aps`: thread-id, category,
+    /// interruption-level, sound); `nil` when absent.
+    public var aps: PresentationFields?
     /// Issued at: seconds since 1970-01-01 UTC; `nil` when absent.
     public var iat: Int64?
     /// Expires at: seconds since 1970-01-01 UTC; a receiver shows original content after it.
@@ -57,13 +61,14 @@ public struct Notification: Sendable, Equatable {
     /// it to encode into something a receiver accepts (checked by ``validate()``).
     public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, media: MediaDescriptor? = nil,
                 localizations: [(locale: String, content: LocalizedContent)] = [], data: JSONObject? = nil,
-                iat: Int64? = nil, exp: Int64? = nil, id: String? = nil) {
+                aps: PresentationFields? = nil, iat: Int64? = nil, exp: Int64? = nil, id: String? = nil) {
         self.title = title
         self.subtitle = subtitle
         self.body = body
         self.media = media
         self.localizations = localizations
         self.data = data
+        self.aps = aps
         self.iat = iat
         self.exp = exp
         self.id = id
@@ -73,7 +78,7 @@ public struct Notification: Sendable, Equatable {
         lhs.title == rhs.title && lhs.subtitle == rhs.subtitle && lhs.body == rhs.body && lhs.media == rhs.media
             && lhs.localizations.count == rhs.localizations.count
             && zip(lhs.localizations, rhs.localizations).allSatisfy { $0.locale == $1.locale && $0.content == $1.content }
-            && lhs.data == rhs.data && lhs.iat == rhs.iat && lhs.exp == rhs.exp && lhs.id == rhs.id
+            && lhs.data == rhs.data && lhs.aps == rhs.aps && lhs.iat == rhs.iat && lhs.exp == rhs.exp && lhs.id == rhs.id
     }
 
     // MARK: Decoding
@@ -81,14 +86,18 @@ public struct Notification: Sendable, Equatable {
     /// Decodes opened plaintext bytes: UTF-8 JSON, an object, trailing spaces allowed.
     /// - Parameter bytes: the opened (possibly padded) plaintext.
     /// - Throws: `FormatError` `.invalidPlaintext` naming the problem (not UTF-8, not JSON,
-    ///   not an object, or a member of the wrong type or shape).
+    ///   not an object, or a member of the wrong type or shape); a JSON error gives its code
+    ///   and byte offset only, never the text it found.
     public init(jsonBytes bytes: [UInt8]) throws {
         let value: JSONValue
         do {
             value = try JSONReader.parse(bytes)
         } catch let error as JSONError {
+            // Code and offset only: the reader's reason may quote plaintext (a duplicate member's
+            // name), and errors never carry plaintext (security review F15, FORMAT.md §8).
             let what = error.code == .invalidUTF8 ? "is not UTF-8" : "is not valid JSON"
-            throw FormatError(.invalidPlaintext, "the plaintext \(what) (\(error.code.name): \(error.reason))")
+            let at = error.byteOffset.map { " at byte offset \($0)" } ?? ""
+            throw FormatError(.invalidPlaintext, "the plaintext \(what) (\(error.code.name)\(at))")
         }
         try self.init(json: value)
     }
@@ -107,10 +116,11 @@ public struct Notification: Sendable, Equatable {
         localizations = []
         if let l = try Self.optional(o, "localizations", path: "") {
             guard case .object(let lo) = l else { throw Self.wrongType("localizations", "object", l) }
-            for m in lo.members {
+            for (position, m) in lo.members.enumerated() {
                 let locale = m.key
                 guard WireFormat.isValidLocale(locale) else {
-                    throw FormatError(.invalidPlaintext, "localizations: \(WireFormat.describe(locale)) is not a locale tag (1-35 of A-Z a-z 0-9 - _)")
+                    // The position, not the tag: a decrypted tag is plaintext (security review F15).
+                    throw FormatError(.invalidPlaintext, "localizations: member \(position + 1) is not a locale tag (1-35 of A-Z a-z 0-9 - _)")
                 }
                 localizations.append((locale: locale, content: try LocalizedContent(json: m.value, path: "localizations.\(locale)")))
             }
@@ -121,6 +131,7 @@ public struct Notification: Sendable, Equatable {
         } else {
             data = nil
         }
+        aps = try Self.optional(o, "aps", path: "").map { try PresentationFields(json: $0) }
         iat = try Self.time(o, "iat")
         exp = try Self.time(o, "exp")
         if let i = try Self.optional(o, "id", path: "") {
@@ -168,7 +179,7 @@ public struct Notification: Sendable, Equatable {
     // MARK: Encoding
 
     /// The plaintext as a JSON value: ``encoded(padding:)`` read back (members in the order
-    /// title, subtitle, body, media, localizations, data, iat, exp, id; absent ones omitted).
+    /// title, subtitle, body, media, localizations, data, aps, iat, exp, id; absent ones omitted).
     /// - Throws: `FormatError` `.nonFiniteNumber`.
     public func jsonValue() throws -> JSONValue {
         try JSONReader.parse(try encoded(padding: false))
@@ -199,6 +210,7 @@ public struct Notification: Sendable, Equatable {
         }
         if media != nil { n += 256 }
         if let data { n += 64 * data.count }
+        if aps != nil { n += 160 }
         return n + n / 8
     }
 }

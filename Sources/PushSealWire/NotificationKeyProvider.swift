@@ -16,4 +16,17 @@ public protocol NotificationKeyProvider: Sendable {
     /// - Returns: the key; the service drops it when done (it wipes itself).
     /// - Throws: any error whose description explains why (no key bytes in it); see above.
     func key(for keyID: String) throws -> SecretBytes
+
+    /// The key for `keyID` and, when it is retired (`decryptOnly`), its `retiredAt` in seconds
+    /// since 1970 UTC: the service then refuses a message whose sealed `iat` is after it, or
+    /// that has no `iat` (`keys:keyRetired`). The default calls ``key(for:)`` (never retired).
+    /// - Throws: as ``key(for:)``.
+    func keyAndRetirement(for keyID: String) throws -> (key: SecretBytes, retiredAt: Int64?)
+}
+
+extension NotificationKeyProvider {
+    /// ``key(for:)``, never retired.
+    public func keyAndRetirement(for keyID: String) throws -> (key: SecretBytes, retiredAt: Int64?) {
+        (try key(for: keyID), nil)
+    }
 }

@@ -4,7 +4,7 @@ public import PushSealCrypto
 internal import CPushSealSIMD
 
 /// The one writer of the plaintext layout (FORMAT.md §5): compact UTF-8 JSON, members in the
-/// order title, subtitle, body, media, localizations, data, iat, exp, id, absent ones omitted;
+/// order title, subtitle, body, media, localizations, data, aps, iat, exp, id, absent ones omitted;
 /// minimal escapes (`"`, `\`, control characters below U+0020 only; never `\/`; every other
 /// scalar as raw UTF-8); integers in decimal; doubles in Swift's shortest round-trip form.
 ///
@@ -73,6 +73,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
             sink.append(UInt8(ascii: "}"))
         }
         if let d = notification.data { key("data", &self); try object(d) }
+        if let a = notification.aps, case .object(let o) = a.jsonValue() { key("aps", &self); try object(o) }
         if let t = notification.iat { key("iat", &self); integer(t) }
         if let t = notification.exp { key("exp", &self); integer(t) }
         if let t = notification.idText { key("id", &self); text(t, in: notification.source) }

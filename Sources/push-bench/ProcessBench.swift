@@ -122,14 +122,15 @@ struct ProcessBench {
     // MARK: cold start
 
     private func coldStart(tools: Tools, keychain: String, openArgs: [String], dir: URL) throws {
-        // A 1 KB notification without an id (push-open's replay guard would refuse a second open).
+        // A 1 KB notification; push-seal gives it an id, so every spawn opens it with
+        // --no-replay-guard (the guard would refuse the second open as replayed).
         let head = "{\"title\":\"Dinner plans\",\"body\":\""
         let note = head + String(repeating: "x", count: 1024 - head.utf8.count - 2) + "\"}"
         let notePath = dir.appendingPathComponent("note-1024.json").path
         let payloadPath = dir.appendingPathComponent("open-1024.payload.json").path
         try write(note, to: notePath)
         try check([tools.pushSeal, "--app-id", Self.appID, "--recipient", "alice", "--keychain", keychain, notePath], stdout: payloadPath)
-        var commands: [(impl: String, argv: [String])] = [("pushseal", openArgs + [payloadPath])]
+        var commands: [(impl: String, argv: [String])] = [("pushseal", openArgs + ["--no-replay-guard", payloadPath])]
         let peerPayload = dir.appendingPathComponent("payload-1024.json").path
         for peer in Peer.all {
             guard let script = peer.script("open_peer") else { continue }
@@ -200,7 +201,7 @@ struct ProcessBench {
         try check([tools.pushSeal, "--app-id", Self.appID, "--recipient", "alice", "--keychain", dir.appendingPathComponent("server-kc").path, notePath],
                   stdout: payloadPath)
         Output.shared.progress("cold start with a \(settings.imageBytes)-byte image: \(settings.spawns) spawns")
-        try spawnSeries([("pushseal", openArgs + [payloadPath])], op: "coldstart-image", size: settings.imageBytes, dir: dir)
+        try spawnSeries([("pushseal", openArgs + ["--no-replay-guard", payloadPath])], op: "coldstart-image", size: settings.imageBytes, dir: dir)
     }
 
     // MARK: helpers

@@ -12,7 +12,7 @@ struct KeyImportCommand: OptionsCommand {
         .value("--app-id", "APP", "refuse a record for another app id"),
         KeyOptions.grace("grace window of a local primary superseded by the record's newer one"), KeyOptions.now]
     let help = HelpText(
-        overview: "import a JSON key record (from a file or stdin) into a server or device keychain; idempotent and all-or-nothing: any error changes nothing",
+        overview: "import a JSON key record, or a revocation record, (from a file or stdin) into a server or device keychain; idempotent and all-or-nothing: any error changes nothing",
         usage: ["push-keys import --keychain DIR [IDENTITY] [--app-id APP] [--accessibility A] [--grace DURATION] [--audit-log FILE] [--now UNIX] [FILE | -] [--json]"],
         examples: [
             "push-keys import --keychain device-kc --entitlements app.json alice.key.json   # server generated, device imports",
@@ -27,6 +27,7 @@ struct KeyImportCommand: OptionsCommand {
             ioError: "reading FILE, the keychain, its lock file or the audit log",
             noPermission: "FILE not readable"),
         notes: KeyOptions.notes([
+            "A revocation record, {\"format\":\"pushseal-revocation\",\"version\":1,\"appId\",\"keyIds\":[…],\"revokedAt\"}, disables every listed key id in every keyset of the app (retiredAt = revokedAt, key bytes dropped): a device then shows the fallback for messages under those keys (keyDisabled). It holds no key bytes; deliver it over a channel that does not rely on the revoked key.",
             "A key record holds key bytes: when FILE (or a regular file on standard input) is readable by group or others, a warning on stderr says so (the import goes on); chmod 600 it, or delete it once imported.",
             "FILE, - or none reads the record from standard input. A new keyset is created when the keychain has none for the record's app id and recipient; otherwise keys are added and statuses only move forward. When the record's primary is newer than the local one, the local primary becomes decryptOnly for --grace.",
         ], audited: true))
@@ -47,8 +48,12 @@ struct KeyImportCommand: OptionsCommand {
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
         let (acc, now, grace) = (o.accessibility, o.now, o.grace)
         keyWarnIfLockedOut(acc, c)
-        warnIfExposed(o.file, c)
         var bytes = try InputReader.readAll(o.file, limitByteCount: 1 << 20)
+        if RevocationRecord.isRevocationRecord(bytes) {
+            defer { SecretBytes.wipe(&bytes) }
+            return try importRevocation(bytes, o, c, now: now, accessibility: acc)
+        }
+        warnIfExposed(o.file, c)
         let record: KeyRecord
         do {
             defer { SecretBytes.wipe(&bytes) }
@@ -65,6 +70,23 @@ struct KeyImportCommand: OptionsCommand {
                                   ("keyset", KeyJSON.keyset(result.keyset))])))
         } else {
             Output.stdout("\(record.appID) \(record.recipient): \(result.changedKeyIDs.isEmpty ? "already up to date" : "imported " + result.changedKeyIDs.joined(separator: " "))\n")
+        }
+        return .success
+    }
+
+    /// A revocation record (security review F4): every listed key id of the app becomes
+    /// disabled in this keychain, so the device stops opening (and trusting) messages under it.
+    private func importRevocation(_ bytes: [UInt8], _ o: Options, _ c: CommandContext, now: Int64, accessibility acc: Accessibility) throws -> ExitCode {
+        let record = try keyMapErrors { try RevocationRecord(json: bytes) }
+        let store = try o.store.openKeychain(create: false, accessibility: acc)
+        let result = try keyMapErrors { try store.importRevocation(record, expectedAppID: o.expectedAppID, now: now) }
+        if c.json {
+            let disabled = result.disabled.map { d -> JSONValue in .object(JSONObject([("recipient", .string(d.recipient)), ("keyId", .string(d.keyID))])) }
+            keyPrintJSON(.object(JSONObject([("disabled", .array(disabled)), ("unknownKeyIds", .array(result.unknownKeyIDs.map { .string($0) }))])))
+        } else {
+            let changed = result.disabled.map { "\($0.recipient)/\($0.keyID)" }
+            Output.stdout("\(record.appID): \(changed.isEmpty ? "no key changed" : "disabled " + changed.joined(separator: " "))\n")
+            if !result.unknownKeyIDs.isEmpty { c.warn("not in this keychain: \(result.unknownKeyIDs.joined(separator: " "))") }
         }
         return .success
     }

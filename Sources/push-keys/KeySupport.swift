@@ -112,6 +112,12 @@ struct KeyStoreOptions: CommandOptions {
     /// before calling it: with `create`, it creates the keychain.
     /// - Parameter create: create the keychain directory when it does not exist (generate, import).
     func open(create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> any ServerKeyStore {
+        try openKeychain(create: create, accessibility: accessibility)
+    }
+
+    /// Opens the file keychain itself (``KeyStore``), for what only a keychain does: a device's
+    /// import of a revocation record. Same rules as ``open(create:accessibility:)``.
+    func openKeychain(create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> KeyStore {
         let url = URL(fileURLWithPath: keystore.keychainPath)
         let (entitlements, group) = try keyEntitlements(identity) ?? (KeyStore.serverIdentity, nil)
         return try keyMapErrors {

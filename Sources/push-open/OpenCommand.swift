@@ -62,7 +62,7 @@ struct OpenCommand: OptionsCommand {
         notes: """
             OUTPUT: {"outcome", "reason", "detail", "title", "subtitle", "body", "attachments": [{"identifier", "url", "type", "byteCount"}], "userInfo", "elapsedMs"}; title, subtitle, body and userInfo are null when nothing is shown (a background push). The displayed texts are never error text: every failure shows the alert exactly as sent.
 
-            REPLAY GUARD: as on a device, a notification id is shown once: opening the same payload again gives outcome original, reason replayed. The ids are remembered (the last \(ReplayGuard.defaultCapacity)) in the App Group container, DIR/app-groups/GROUP/\(ReplayGuard.fileName), GROUP being the identity's first application group; delete that file, or pass --no-replay-guard, to try a payload again.
+            REPLAY GUARD: as on a device, a notification id is shown once: opening the same payload again gives outcome original, reason replayed. An id is kept until the notification's exp (else iat + 30 days); a notification past that is refused (reason replayTooOld), and so is every notification while the guard's store cannot be read or written (reason replayGuardUnavailable: fail closed). The store (at most \(ReplayGuard.defaultCapacity) ids, 0600) is in the App Group container, DIR/app-groups/GROUP/\(ReplayGuard.fileName), GROUP being the identity's first application group; delete that file, or pass --no-replay-guard, to try a payload again.
             """,
         jsonHelp: "report errors of the command itself as one {\"error\": {\"code\", \"message\"}} object on stdout (the result is JSON already)"
     )

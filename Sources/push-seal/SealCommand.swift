@@ -2,6 +2,7 @@ import Foundation
 import PushSealCLI
 import PushSealWire
 import PushSealSender
+import PushSealSystem
 
 /// `push-seal seal [options] [NOTIFICATION.json | -]`: seal one notification, print the payload.
 /// `push-seal [options] …` without the word is the same command (``isAlias``), so
@@ -19,8 +20,9 @@ struct SealCommand: OptionsCommand {
         .value("--title", "TEXT", "notification title (overrides the file's; visible to other users of this machine in the process list: prefer the file or stdin)"),
         .value("--subtitle", "TEXT", "notification subtitle (overrides the file's; visible to other users, as --title)"),
         .value("--body", "TEXT", "notification body (overrides the file's; visible to other users, as --title)"),
-        .value("--media-url", "URL", "attach the media at URL, not encrypted (overrides the file's media; for encrypted media put the descriptor of 'push-seal media' in the file's \"media\")"),
-        .value("--id", "ID", "notification id, for the device's replay guard (overrides the file's)"),
+        .value("--media-url", "URL", "attach the media at URL, not encrypted (overrides the file's media; needs --media-sha256; for encrypted media put the descriptor of 'push-seal media' in the file's \"media\")"),
+        .value("--media-sha256", "HEX", "SHA-256 of the file at --media-url (64 hex digits, e.g. from sha256sum): the device drops media that does not match, so the CDN cannot swap it"),
+        .value("--id", "ID", "notification id, for the device's replay guard (overrides the file's; default: a random one, 16 bytes in base64url)"),
         .flag("--with-headers", "print {\"headers\": {…}, \"payload\": {…}} instead of the payload alone"),
     ] + SealOptionSpecs.payload
 
@@ -44,7 +46,7 @@ struct SealCommand: OptionsCommand {
 
         ARGV: --title, --subtitle, --body and every other argument are visible to other users of this machine (ps, /proc/PID/cmdline): put message text in NOTIFICATION.json or on standard input (-), not in options.
 
-        NOTIFICATION.json: {"title", "subtitle", "body", "media": {"url", "type", "sha256", "key"}, "localizations": {"fr": {"title", "body"}}, "data": {…}, "iat", "exp" | "ttl", "id"} (times in seconds; exp and iat since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z, exp not before iat; iat defaults to now and a ttl must keep exp within that bound). Without a file, --title or --body alone make the notification.
+        NOTIFICATION.json: {"title", "subtitle", "body", "media": {"url", "type", "sha256", "key"}, "localizations": {"fr": {"title", "body"}}, "data": {…}, "iat", "exp" | "ttl", "id"} (times in seconds; exp and iat since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z, exp not before iat; iat defaults to now and a ttl must keep exp within that bound; without exp or ttl, --ttl applies: 30 days unless given). A notification without an id gets a random one (16 bytes, base64url), so the device's replay guard recognises a repeat. A ttl of 0 means what apns-expiration 0 means (deliver now or never): the header is 0 and the sealed exp is iat + 60 s. Without a file, --title or --body alone make the notification.
 
         The payload always carries aps.alert (the fallback title and body, in clear) and "mutable-content":1 so iOS runs the Notification Service Extension. Everything else is sealed with AES-256-GCM into encrypted_data. Lengths are UTF-8 bytes.
         """,
@@ -57,6 +59,8 @@ struct SealCommand: OptionsCommand {
         let recipient: String
         let seal: SealOptionGroup
         let title: String?, subtitle: String?, body: String?, id: String?, mediaURL: String?
+        /// `--media-sha256 HEX`: the digest of the file at `--media-url` (security review F8).
+        let mediaSHA256: String?
         let withHeaders: Bool
         init(parsing a: Arguments) throws {
             file = try Positionals(a, max: 1).first
@@ -64,12 +68,26 @@ struct SealCommand: OptionsCommand {
             recipient = try a.required("--recipient", "R")
             seal = try SealOptionGroup(parsing: a)
             (title, subtitle, body, id, mediaURL) = (a.value("--title"), a.value("--subtitle"), a.value("--body"), a.value("--id"), a.value("--media-url"))
+            mediaSHA256 = a.value("--media-sha256")
             withHeaders = a.has("--with-headers")
         }
         func validate() throws {
             try checkKeysetNames(recipient: recipient)
             if file == nil, [title, subtitle, body, id, mediaURL].allSatisfy({ $0 == nil }) {
                 throw CLIError.usage("no notification", hint: "give NOTIFICATION.json, - for standard input, or --title and --body")
+            }
+            if mediaSHA256 != nil, mediaURL == nil {
+                throw CLIError.usage("--media-sha256 needs --media-url", hint: "give the URL of the file the digest is of")
+            }
+            if mediaURL != nil {
+                // Security review F8: plain media without a digest could be swapped by the CDN.
+                guard let hex = mediaSHA256 else {
+                    throw CLIError.usage("--media-url needs --media-sha256 (the device checks it; without it the CDN can swap the media)",
+                                         hint: "sha256sum FILE gives the digest; or seal an encrypted copy: push-seal media FILE --out BLOB --url URL")
+                }
+                guard let digest = Hex.decode(hex), digest.count == 32 else {
+                    throw CLIError.usage("--media-sha256 needs 64 hexadecimal digits, got \(hex.utf8.count) characters")
+                }
             }
             try seal.validate()
         }
@@ -88,7 +106,9 @@ struct SealCommand: OptionsCommand {
         if let t = o.subtitle { request.notification.subtitle = t }
         if let t = o.body { request.notification.body = t }
         if let t = o.id { request.notification.id = t }
-        if let u = o.mediaURL { request.notification.media = MediaDescriptor(url: u) }
+        if let u = o.mediaURL, let digest = o.mediaSHA256.flatMap(Hex.decode) {  // validate() checked both
+            request.notification.media = MediaDescriptor(url: u, sha256: digest)
+        }
 
         let sealer = try o.seal.sealer()
         // seal(_:for:) checks the notification by the JSON form's rules, so --media-url and

@@ -90,7 +90,8 @@ enum SealOptionSpecs {
     static let payload: [OptionSpec] = [
         .value("--fallback-title", "TEXT", "clear-text alert title (default \"\(FallbackAlert.defaultTitle)\")"),
         .value("--fallback-body", "TEXT", "clear-text alert body (default \"\(FallbackAlert.defaultBody)\")"),
-        .duration("--ttl", "expiry for notifications without their own exp or ttl, from now: sets exp (checked on the device) and apns-expiration; exp must not pass 9999-12-31T23:59:59Z"),
+        .duration("--ttl", "expiry for notifications without their own exp or ttl, from now (default 30d, the keys' grace window): sets exp (checked on the device) and apns-expiration; 0 is APNs' \"deliver now or never\" (apns-expiration 0, sealed exp = iat + 60 s); exp must not pass 9999-12-31T23:59:59Z"),
+        .flag("--no-expiry", "seal no exp and send no apns-expiration for notifications without their own exp or ttl (the device's replay guard then keeps their id for 30 days after iat and refuses them after that)"),
         .value("--priority", "N", "apns-priority: 10 (default) or 5"),
         .value("--collapse-id", "ID", "apns-collapse-id (at most 64 bytes)"),
         .value("--sound", "NAME", "aps.sound, in clear"),
@@ -125,7 +126,12 @@ struct SealOptionGroup: Sendable {
         var options = SealOptions()
         options.fallback = FallbackAlert(title: a.value("--fallback-title") ?? FallbackAlert.defaultTitle,
                                          body: a.value("--fallback-body") ?? FallbackAlert.defaultBody)
-        options.defaultTTLSeconds = try a.duration("--ttl")
+        if a.has("--no-expiry") {
+            guard !a.has("--ttl") else { throw CLIError.usage("give either --ttl or --no-expiry, not both") }
+            options.defaultTTLSeconds = nil
+        } else if let ttl = try a.duration("--ttl") {
+            options.defaultTTLSeconds = ttl
+        }
         if let p = try a.integer("--priority") { options.priority = Int(truncatingIfNeeded: p) }
         options.collapseID = a.value("--collapse-id")
         options.aps = APSFields(sound: a.value("--sound"), badge: try a.integer("--badge"), threadID: a.value("--thread-id"),

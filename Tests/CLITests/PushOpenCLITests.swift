@@ -64,7 +64,9 @@ struct PushOpenCLITests {
         #expect(j["body"] as? String == plain?["body"] as? String)
         #expect(j["subtitle"] as? String == "")
         #expect((j["attachments"] as? [Any])?.isEmpty == true)
-        #expect((j["userInfo"] as? [String: Any])?["key_id"] as? String == "k1")
+        // Security review F3: the sealed data under pushseal and the delivered aps, no envelope field.
+        let userInfo = j["userInfo"] as? [String: Any]
+        #expect(userInfo?["key_id"] == nil && userInfo?["pushseal"] is [String: Any] && userInfo?["aps"] is [String: Any])
         #expect(j["elapsedMs"] is NSNumber)
         #expect(r.stderr.isEmpty)
     }
@@ -133,9 +135,11 @@ struct PushOpenCLITests {
         let now = ["--now", "1796000100"]
         let first = try Self.run("push-open", Self.base + now + [payload], in: dir)
         #expect(first.status == 0 && first.json["outcome"] as? String == "decrypted", "\(first.stdout)\(first.stderr)")
-        // The cache is where --help says: DIR/app-groups/<first application group>/pushseal-replay-cache.txt.
-        let cache = dir.appendingPathComponent("dev/app-groups/group.x/pushseal-replay-cache.txt")
-        #expect(try String(contentsOf: cache, encoding: .utf8) == "otp-1\n")
+        // The cache is where --help says: DIR/app-groups/<first application group>/pushseal-replay-guard.json.
+        let cache = dir.appendingPathComponent("dev/app-groups/group.x/pushseal-replay-guard.json")
+        // Ids are stored as digests (never as sent), with the time they are kept until.
+        let stored = try String(contentsOf: cache, encoding: .utf8)
+        #expect(stored.hasPrefix("{\"format\":\"pushseal-replay-guard\",\"version\":1,") && !stored.contains("otp-1"), "\(stored)")
         let again = try Self.run("push-open", Self.base + now + [payload], in: dir)
         #expect(again.status == 1 && again.json["outcome"] as? String == "original" && again.json["reason"] as? String == "replayed")
         // --no-replay-guard: the same payload opens again, as often as wanted, and the cache is left alone.
@@ -143,10 +147,10 @@ struct PushOpenCLITests {
             let off = try Self.run("push-open", Self.base + now + ["--no-replay-guard", payload], in: dir)
             #expect(off.status == 0 && off.json["outcome"] as? String == "decrypted", "\(off.stdout)")
         }
-        #expect(try String(contentsOf: cache, encoding: .utf8) == "otp-1\n")
+        #expect(try String(contentsOf: cache, encoding: .utf8) == stored)
         // The help names the flag and the cache's place.
         let help = try Self.run("push-open", ["--help"], in: dir)
-        #expect(help.stdout.contains("--no-replay-guard") && help.stdout.contains("DIR/app-groups/GROUP/pushseal-replay-cache.txt"))
+        #expect(help.stdout.contains("--no-replay-guard") && help.stdout.contains("DIR/app-groups/GROUP/pushseal-replay-guard.json"))
     }
 
     @Test func commandErrorsUseSysexitsCodes() throws {

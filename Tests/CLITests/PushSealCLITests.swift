@@ -279,7 +279,7 @@ import Testing
         }
         // --ttl says which units it accepts.
         let ttl = r.out.components(separatedBy: "\n  --ttl DURATION")[1].components(separatedBy: "\n  --")[0]
-        #expect(ttl.contains("s, m, h, d or w"))
+        #expect(ttl.split(whereSeparator: \.isWhitespace).joined(separator: " ").contains("s, m, h, d or w"))
     }
 
     /// The codes of a help's EXIT CODES section, in order.

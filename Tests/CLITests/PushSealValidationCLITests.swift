@@ -15,7 +15,7 @@ import Testing
         guard PushSealCLITests.binary != nil else { return }
         let s = try Scratch()
         for url in ["not a url", "", "ftp://x/y", "javascript:alert(1)", "file:///etc/passwd"] {
-            let flag = try cli.run(s.keyArgs + ["--recipient", "alice", "--title", "T", "--media-url", url])
+            let flag = try cli.run(s.keyArgs + ["--recipient", "alice", "--title", "T", "--media-url", url, "--media-sha256", Self.digest])
             var w = Data("{\"title\":\"T\",\"media\":{\"url\":".utf8)
             w += try JSONSerialization.data(withJSONObject: url, options: .fragmentsAllowed)
             w += Data("}}".utf8)
@@ -26,8 +26,23 @@ import Testing
                 #expect(r.out.isEmpty)
             }
         }
-        let good = try cli.run(s.keyArgs + ["--recipient", "alice", "--title", "T", "--media-url", "https://cdn.example.com/a.jpg"])
+        let good = try cli.run(s.keyArgs + ["--recipient", "alice", "--title", "T", "--media-url", "https://cdn.example.com/a.jpg", "--media-sha256", Self.digest])
         #expect(good.status == 0, "\(good.err)")
+    }
+
+    static let digest = String(repeating: "ab", count: 32)
+
+    @Test("F8: --media-url without --media-sha256 is a usage error with a hint; with it the sealed media carries the digest")
+    func plainMediaNeedsADigest() throws {
+        guard PushSealCLITests.binary != nil else { return }
+        let s = try Scratch()
+        let bare = try cli.run(s.keyArgs + ["--recipient", "alice", "--title", "T", "--media-url", "https://cdn.example.com/a.jpg"])
+        #expect(bare.status == 64 && bare.out.isEmpty, "\(bare.err)")
+        #expect(bare.err.hasPrefix("push-seal: error: --media-url needs --media-sha256") && bare.err.contains("\nhint: sha256sum FILE"), "\(bare.err)")
+        let short = try cli.run(s.keyArgs + ["--recipient", "alice", "--title", "T", "--media-url", "https://cdn.example.com/a.jpg", "--media-sha256", "abc"])
+        #expect(short.status == 64, "\(short.err)")
+        let orphan = try cli.run(s.keyArgs + ["--recipient", "alice", "--title", "T", "--media-sha256", Self.digest])
+        #expect(orphan.status == 64, "\(orphan.err)")
     }
 
     @Test func malformedAppIDAndRecipientAreUsageErrorsNamingTheRule() throws {

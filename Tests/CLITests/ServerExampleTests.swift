@@ -91,7 +91,8 @@ import Testing
         #expect(opened.result["title"] as? String == "Ana")
         #expect(opened.result["subtitle"] as? String == "Dinner on Friday")
         #expect(opened.result["body"] as? String == "Table for four at 8 — shall I book it? 🍝")
-        let userInfo = opened.result["userInfo"] as? [String: Any] ?? [:]
+        // The sealed data reaches the app under userInfo["pushseal"] (security review F3).
+        let userInfo = (opened.result["userInfo"] as? [String: Any])?["pushseal"] as? [String: Any] ?? [:]
         #expect(userInfo["conversationID"] as? String == "conversation-42" && userInfo["messageID"] as? Int == 1234)
 
         // Every seal is counted against the key: the stored counter moved (a block is reserved).

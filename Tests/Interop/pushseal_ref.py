@@ -210,6 +210,30 @@ def check_plaintext(o):
     i = _opt(o, "id")
     if i is not None and not isinstance(i, str):
         raise FormatError("invalidPlaintext", "id: expected a string")
+    a = _opt(o, "aps")
+    if a is not None:
+        if not isinstance(a, dict):
+            raise FormatError("invalidPlaintext", "aps: expected an object")
+        for k in ("thread-id", "category", "interruption-level"):
+            v = _opt(a, k)
+            if v is not None and not isinstance(v, str):
+                raise FormatError("invalidPlaintext", f"aps.{k}: expected a string")
+        lvl = _opt(a, "interruption-level")
+        if lvl is not None and lvl not in ("passive", "active", "time-sensitive", "critical"):
+            raise FormatError("invalidPlaintext", "aps.interruption-level")
+        s = _opt(a, "sound")
+        if s is not None and not isinstance(s, str):
+            if not isinstance(s, dict):
+                raise FormatError("invalidPlaintext", "aps.sound: expected a string or an object")
+            n = _opt(s, "name")
+            if n is not None and not isinstance(n, str):
+                raise FormatError("invalidPlaintext", "aps.sound.name")
+            c = _opt(s, "critical")
+            if c is not None and not (_is_int(c) and c in (0, 1)):
+                raise FormatError("invalidPlaintext", "aps.sound.critical")
+            vol = _opt(s, "volume")
+            if vol is not None and not (isinstance(vol, (int, float)) and not isinstance(vol, bool) and 0 <= vol <= 1):
+                raise FormatError("invalidPlaintext", "aps.sound.volume")
     return o
 
 

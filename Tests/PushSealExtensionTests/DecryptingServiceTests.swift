@@ -55,9 +55,12 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
                            "iat": .integer(1_796_000_000)])
         #expect(r.outcome == .decrypted)
         #expect((r.content?.title, r.content?.subtitle, r.content?.body) == ("Ana", "Chat", "Dinner at 8? 🍝"))
-        #expect(r.content?.userInfo["thread"] == "t-9")
-        #expect(r.content?.userInfo["aps"] == nil)
-        #expect(r.content?.userInfo["key_id"] == "k1")
+        // Security review F3: the sealed data under pushseal, the delivered aps, nothing else.
+        guard case .object(let sealed)? = r.content?.userInfo["pushseal"] else { Issue.record("no pushseal"); return }
+        #expect(sealed.count == 2 && sealed["thread"] == "t-9" && sealed["aps"] == "no")
+        #expect(r.content?.userInfo["thread"] == nil)
+        if case .object(let aps)? = r.content?.userInfo["aps"] { #expect(aps["mutable-content"] == .integer(1)) } else { Issue.record("no aps") }
+        #expect(r.content?.userInfo["key_id"] == nil)
         f.expectExactlyOneDelivery()
         for stage in ["keyLookup", "open", "check", "localize"] {
             #expect(f.logger.lines.contains { $0.hasPrefix("stage=\(stage) event=ok durationMs=") })
@@ -125,6 +128,19 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
         let plaintext: JSONObject = ["title": "Bank", "body": "Code 482913", "exp": .integer(1_800_000_000)]
         expectOriginal(try f.run(plaintext, host: f.host(now: 1_800_000_000)), reason: "expired")
         #expect(try f.run(plaintext, host: f.host(now: 1_799_999_999)).outcome == .decrypted)
+    }
+
+    @Test("F2: a message past its exp-or-30-days window is replayTooOld; an unusable guard store is replayGuardUnavailable (fail closed)")
+    func replayGuardRefusals() throws {
+        let f = try Fixture()
+        defer { f.cleanUp() }
+        let now: Int64 = 1_800_000_000
+        let stale: JSONObject = ["title": "Bank", "id": "old-1", "iat": .integer(now - ReplayGuard.maxAgeSeconds)]
+        expectOriginal(try f.run(stale), reason: "replayTooOld")
+        let store = f.container.appendingPathComponent(ReplayGuard.fileName)
+        try Data("{".utf8).write(to: store)
+        chmod(store.path, 0o600)
+        expectOriginal(try f.run(["title": "Bank", "id": "new-1", "iat": .integer(now)]), reason: "replayGuardUnavailable")
     }
 
     @Test func replayedIDGivesOriginal() throws {
@@ -283,20 +299,67 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
 }
 
 @Suite struct ReplayGuardTests {
-    @Test func repeatsAreCaughtAndTheCacheIsBounded() throws {
+    static let now: Int64 = 1_800_000_000
+
+    @Test("F2: ids are kept until their exp (else iat + 30 days); later the message is replayTooOld, never fresh again")
+    func boundedByTime() throws {
         let dir = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let guard1 = ReplayGuard(containerDirectory: dir, capacity: 3)
-        #expect(try guard1.checkAndRecord("a"))
-        #expect(try !guard1.checkAndRecord("a"))
-        for id in ["b", "c", "d"] { #expect(try guard1.checkAndRecord(id)) }
-        #expect(try guard1.rememberedIDs() == ["b", "c", "d"])
-        // Persisted: a new guard over the same container remembers; "a" was evicted.
-        let guard2 = ReplayGuard(containerDirectory: dir, capacity: 3)
-        #expect(try !guard2.checkAndRecord("d"))
-        #expect(try guard2.checkAndRecord("a"))
-        #expect(try guard2.checkAndRecord("x\ny"))
-        #expect(try !guard2.checkAndRecord("x\ny"))
+        let g = ReplayGuard(containerDirectory: dir, capacity: 3)
+        let now = Self.now
+        #expect(try g.check(id: "a", iat: now, exp: now + 100, now: now) == .fresh)
+        #expect(try g.check(id: "a", iat: now, exp: now + 100, now: now + 99) == .replayed)
+        // After exp the guard no longer vouches: refused, not accepted as new.
+        #expect(try g.check(id: "a", iat: now, exp: now + 100, now: now + 100) == .tooOld)
+        // Without exp: iat + 30 days.
+        #expect(try g.check(id: "b", iat: now, exp: nil, now: now) == .fresh)
+        #expect(try g.check(id: "b", iat: now, exp: nil, now: now + ReplayGuard.maxAgeSeconds - 1) == .replayed)
+        #expect(try g.check(id: "b", iat: now, exp: nil, now: now + ReplayGuard.maxAgeSeconds) == .tooOld)
+        #expect(try g.check(id: "old", iat: now - ReplayGuard.maxAgeSeconds, exp: nil, now: now) == .tooOld)
+        #expect(try g.check(id: nil, iat: nil, exp: nil, now: now) == .unchecked)
+        // Persisted: a new guard over the same container remembers.
+        #expect(try ReplayGuard(containerDirectory: dir).check(id: "b", iat: now, exp: nil, now: now + 1) == .replayed)
+    }
+
+    @Test("F2: a flood of newer ids never makes an old one acceptable again (the old guard forgot after 1,000)")
+    func floodDoesNotReopen() throws {
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let g = ReplayGuard(containerDirectory: dir, capacity: 3)
+        let now = Self.now
+        #expect(try g.check(id: "victim", iat: now, exp: now + 1_000, now: now) == .fresh)
+        for i in 0..<5 { #expect(try g.check(id: "new-\(i)", iat: now, exp: now + 10_000 + Int64(i), now: now) == .fresh) }
+        #expect(try g.rememberedCount() == 3)
+        #expect(try g.check(id: "victim", iat: now, exp: now + 1_000, now: now + 1) == .tooOld)
+        // A message that outlives what was dropped is still judged by its id.
+        #expect(try g.check(id: "new-4", iat: now, exp: now + 10_004, now: now + 1) == .replayed)
+        // Dropped early: new-0 ran out first, so it and everything running out by then is refused.
+        #expect(try g.check(id: "new-0", iat: now, exp: now + 10_000, now: now + 1) == .tooOld)
+    }
+
+    @Test("F2/F16: the store is 0600, a damaged store or a link fails closed, reset vouches only from then on")
+    func failsClosed() throws {
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let g = ReplayGuard(containerDirectory: dir)
+        let now = Self.now
+        #expect(try g.check(id: "a", iat: now, exp: nil, now: now) == .fresh)
+        let attributes = try FileManager.default.attributesOfItem(atPath: g.fileURL.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        try Data("not json".utf8).write(to: g.fileURL)
+        chmod(g.fileURL.path, 0o600)
+        #expect(throws: ExtensionError(.replayCacheFailed, "")) { try g.check(id: "b", iat: now, exp: nil, now: now) }
+        try FileManager.default.removeItem(at: g.fileURL)
+        let elsewhere = dir.appendingPathComponent("elsewhere.json")
+        try Data(ReplayGuard.serialize(ReplayGuard.Store())).write(to: elsewhere)
+        chmod(elsewhere.path, 0o600)
+        try FileManager.default.createSymbolicLink(at: g.fileURL, withDestinationURL: elsewhere)
+        #expect(throws: ExtensionError(.replayCacheFailed, "")) { try g.check(id: "b", iat: now, exp: nil, now: now) }
+        try FileManager.default.removeItem(at: g.fileURL)
+        try g.reset(now: now)
+        #expect(try g.check(id: "c", iat: now - 1, exp: nil, now: now) == .tooOld)
+        #expect(try g.check(id: "c", iat: nil, exp: nil, now: now) == .tooOld)
+        #expect(try g.check(id: "c", iat: now, exp: nil, now: now) == .fresh)
     }
 }
 

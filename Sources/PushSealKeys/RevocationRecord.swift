@@ -1,0 +1,127 @@
+import PushSealJSON
+import PushSealWire
+import PushSealSystem
+
+/// A revocation record (security review F4): tells a device that key ids of an app are revoked,
+/// so a stolen key stops opening (and forging) on the device too, not only on the server.
+///
+/// JSON (the iOS reference's `PushSealDeviceKeys.importRevocation(recordJSON:appID:)` reads the
+/// same): `{"format":"pushseal-revocation","version":1,"appId":"com.example.app",
+/// "keyIds":["…"],"revokedAt":1796000000}` — `appId` a bundle identifier, `keyIds` 1 to 1,000
+/// key ids (A-Z a-z 0-9 _ -, 1-64 characters), `revokedAt` Unix seconds (UTC). Unknown members
+/// are refused. It holds no key bytes, so it may travel over any authenticated channel that
+/// does not depend on the revoked key.
+public struct RevocationRecord: Sendable, Hashable {
+    /// The record's `format` value.
+    public static let format = "pushseal-revocation"
+    /// Most key ids one record lists.
+    public static let maxKeyIDCount = 1000
+
+    /// The app's bundle identifier.
+    public var appID: String
+    /// The revoked key ids, in record order, without repeats.
+    public var keyIDs: [String]
+    /// When they were revoked, seconds since 1970 UTC.
+    public var revokedAt: Int64
+
+    /// Creates a record.
+    public init(appID: String, keyIDs: [String], revokedAt: Int64) {
+        self.appID = appID
+        self.keyIDs = keyIDs
+        self.revokedAt = revokedAt
+    }
+
+    /// Whether `bytes` look like a revocation record (a JSON object whose `format` is
+    /// `pushseal-revocation`), so `push-keys import` can tell it from a key record.
+    public static func isRevocationRecord(_ bytes: [UInt8]) -> Bool {
+        guard case .object(let o)? = try? JSONReader.parse(bytes) else { return false }
+        return o["format"]?.stringValue == format
+    }
+
+    /// Reads a record.
+    /// - Throws: `KeysError` `.malformedRecord` naming the member (wrong type, unknown member,
+    ///   wrong format or version, no key ids or more than ``maxKeyIDCount``), `.invalidName`
+    ///   (an app id or key id that breaks the naming rules), `.timeOutOfRange` (`revokedAt`).
+    public init(json bytes: [UInt8]) throws {
+        let value: JSONValue
+        do {
+            value = try JSONReader.parse(bytes, limits: JSONReader.Limits(maxByteCount: 1 << 20, maxDepth: 4))
+        } catch let e as JSONError {
+            throw KeysError(.malformedRecord, "revocation record: not valid JSON (\(e.code.name))")
+        }
+        guard case .object(let o) = value else { throw KeysError(.malformedRecord, "revocation record: not a JSON object") }
+        for m in o where !["format", "version", "appId", "keyIds", "revokedAt"].contains(m.key) {
+            throw KeysError(.malformedRecord, "revocation record: unknown member \(Notification.excerpt(m.key)) (known: format, version, appId, keyIds, revokedAt)")
+        }
+        guard o["format"]?.stringValue == Self.format else { throw KeysError(.malformedRecord, "revocation record: format must be \"\(Self.format)\"") }
+        guard o["version"]?.integerValue == 1 else { throw KeysError(.malformedRecord, "revocation record: version must be 1") }
+        guard let appID = o["appId"]?.stringValue else { throw KeysError(.malformedRecord, "revocation record: appId must be a string") }
+        try KeyID.validateAppID(appID)
+        guard case .array(let ids)? = o["keyIds"], !ids.isEmpty, ids.count <= Self.maxKeyIDCount else {
+            throw KeysError(.malformedRecord, "revocation record: keyIds must be an array of 1 to \(Self.maxKeyIDCount) key ids")
+        }
+        var keyIDs: [String] = []
+        for v in ids {
+            guard let id = v.stringValue else { throw KeysError(.malformedRecord, "revocation record: keyIds must hold strings") }
+            try KeyID.validate(id)
+            if !keyIDs.contains(id) { keyIDs.append(id) }
+        }
+        guard let revokedAt = o["revokedAt"]?.integerValue else {
+            throw KeysError(.malformedRecord, "revocation record: revokedAt must be an integer (seconds since 1970 UTC)")
+        }
+        try KeyStore.checkTime(revokedAt)
+        self.init(appID: appID, keyIDs: keyIDs, revokedAt: revokedAt)
+    }
+}
+
+extension KeyStore {
+    /// What ``importRevocation(_:expectedAppID:now:)`` changed.
+    public struct RevocationResult: Sendable {
+        /// `(recipient, key id)` of every key now disabled (it was not before), in keyset order.
+        public var disabled: [(recipient: String, keyID: String)]
+        /// Key ids of the record found in no keyset of the app. A key imported later is not
+        /// revoked by an earlier record: import the record again after it.
+        public var unknownKeyIDs: [String]
+    }
+
+    /// Applies a revocation record to every keyset of its app in this keychain: each listed key
+    /// (pending, primary or decryptOnly) becomes `disabled` with `retiredAt` = the earlier of
+    /// its own and `revokedAt`, and its bytes are dropped (a disabled key never opens).
+    /// Idempotent; audited as `revoke` events with `"source":"revocationRecord"`.
+    /// - Parameters:
+    ///   - record: the record.
+    ///   - expectedAppID: refuse a record for another app id (`push-keys import --app-id`).
+    ///   - now: Unix seconds, for the audit.
+    /// - Returns: what changed.
+    /// - Throws: `KeysError` `.wrongAppID`, `.timeOutOfRange`; `KeychainError`.
+    public func importRevocation(_ record: RevocationRecord, expectedAppID: String? = nil, now: Int64 = KeyStore.now()) throws -> RevocationResult {
+        try Self.checkTime(now)
+        if let expectedAppID, expectedAppID != record.appID {
+            throw KeysError(.wrongAppID, "the revocation record is for app id \(record.appID), not \(expectedAppID)")
+        }
+        var result = RevocationResult(disabled: [], unknownKeyIDs: [])
+        var seen = Set<String>()
+        for info in try keysets() where info.appID == record.appID {
+            _ = try mutate(appID: info.appID, recipient: info.recipient) { ks, _ in
+                var events: [AuditEvent] = []
+                for i in ks.keys.indices where record.keyIDs.contains(ks.keys[i].info.keyID) {
+                    let id = ks.keys[i].info.keyID
+                    seen.insert(id)
+                    let s = ks.keys[i].info.status
+                    guard s != .disabled, s != .destroyed else { continue }
+                    ks.keys[i].info.status = .disabled
+                    ks.keys[i].info.retiredAt = min(ks.keys[i].info.retiredAt ?? record.revokedAt, record.revokedAt)
+                    ks.keys[i].info.notAfter = nil
+                    ks.keys[i].secret = nil
+                    if ks.rotation?.keyID == id { ks.rotation = nil }
+                    result.disabled.append((info.recipient, id))
+                    events.append(AuditEvent(event: "revoke", time: now, members: [("keyId", .string(id)), ("previousStatus", .string(s.rawValue)),
+                                                                                  ("source", .string("revocationRecord"))]))
+                }
+                return events
+            }
+        }
+        result.unknownKeyIDs = record.keyIDs.filter { !seen.contains($0) }
+        return result
+    }
+}
