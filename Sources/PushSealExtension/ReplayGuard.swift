@@ -3,6 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
+import PushSealCrypto
 import PushSealSystem
 
 /// Remembers the most recent notification `id`s so a replayed payload falls back to the
@@ -57,18 +58,29 @@ public final class ReplayGuard: Sendable {
         try lock.withLock { _ in try load() }
     }
 
+    /// Largest cache file read (16 MiB).
+    static let maxFileByteCount = 16 << 20
+
+    // Read and written by PushSealSystem's private-file rules, as the keychain's files (F16): read
+    // only if a regular file owned by the caller, mode 0600, never through a symbolic link;
+    // written as a new 0600 file (`O_EXCL | O_NOFOLLOW`) in the same directory, synced, renamed over.
     private func load() throws -> [String] {
-        guard FileManager.default.fileExists(atPath: fileURL.path) else { return [] }
-        guard let data = FileManager.default.contents(atPath: fileURL.path) else {
+        let bytes: [UInt8]?
+        do {
+            bytes = try PrivateFile.read(fileURL.path, maxByteCount: Self.maxFileByteCount)
+        } catch {
             throw ExtensionError(.replayCacheFailed, "cannot read the replay cache")
         }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        guard let bytes else { return [] }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
     }
 
     private func store(_ ids: [String]) throws {
         let text = ids.joined(separator: "\n") + "\n"
         do {
-            try Data(text.utf8).write(to: fileURL, options: .atomic)
+            let directory = fileURL.deletingLastPathComponent().path
+            let name = ".tmp-\(ProcessInfo.processInfo.processIdentifier)-\(Hex.encode(SecureRandom.bytes(8)))"
+            try PrivateFile.replaceAtomically(Array(text.utf8), at: fileURL.path, directory: directory, uniqueName: name)
         } catch {
             throw ExtensionError(.replayCacheFailed, "cannot write the replay cache")
         }

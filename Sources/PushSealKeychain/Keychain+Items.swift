@@ -36,7 +36,7 @@ extension Keychain {
     @discardableResult
     public func add(_ itemClass: ItemClass = .genericPassword, service: String, account: String, label: String? = nil,
                     accessGroup: String? = nil, accessibility: Accessibility = .default, data: SecretBytes) throws -> ItemAttributes {
-        try validate(service: service, account: account, label: label)
+        try validate(service: service, account: account, label: label, accessGroup: accessGroup)
         guard data.byteCount <= Self.maxDataByteCount else {
             throw KeychainError(.param, "secret data is \(data.byteCount) bytes, more than \(Self.maxDataByteCount)")
         }
@@ -73,11 +73,22 @@ extension Keychain {
     /// - Returns: one item for `.one`, every match for `.all`; never empty (no match throws).
     /// - Throws: `KeychainError` `.itemNotFound` (-25300), `.missingEntitlement` (-34018, a group
     ///   the caller lacks), `.interactionNotAllowed` (-25308, data of an item not readable in this
-    ///   device state), `.authFailed`, `.param`, `.corrupt` (damaged file: never skipped), `.io`.
+    ///   device state), `.authFailed`, `.param`, `.corrupt` (damaged file of a searched group: never
+    ///   skipped; one whose header names another group is skipped, see the `skipped:` form), `.io`.
     public func copyMatching(_ query: ItemQuery, limit: MatchLimit = .one, returning: ReturnOptions = .attributes) throws -> [KeychainItem] {
-        let matches = try findMatches(query, firstOnly: limit == .one)
+        var skipped: [KeychainError] = []
+        return try copyMatching(query, limit: limit, returning: returning, skipped: &skipped)
+    }
+
+    /// ``copyMatching(_:limit:returning:)``, reporting what a scan skipped: damaged item files
+    /// whose header names an access group the query does not search (one `.corrupt` error each,
+    /// naming the file). A damaged file of a searched group still throws.
+    /// - Throws: as ``copyMatching(_:limit:returning:)``.
+    public func copyMatching(_ query: ItemQuery, limit: MatchLimit = .one, returning: ReturnOptions = .attributes,
+                             skipped: inout [KeychainError]) throws -> [KeychainItem] {
+        let matches = try findMatches(query, firstOnly: limit == .one, skipped: &skipped)
         guard !matches.isEmpty else { throw notFound(query) }
-        let state: StateRecord? = returning.contains(.data) ? try readState() : nil
+        let state: Session? = returning.contains(.data) ? try readState() : nil
         return try matches.map { match in
             var data: SecretBytes?
             if let state {
@@ -113,8 +124,8 @@ extension Keychain {
     ///   `.interactionNotAllowed` (-25308), `.authFailed`, `.param`, `.corrupt`, `.io`.
     @discardableResult
     public func update(_ query: ItemQuery, with changes: ItemChanges) throws -> Int {
+        try validate(service: changes.service ?? "-", account: changes.account ?? "-", label: changes.label ?? nil, accessGroup: changes.accessGroup)
         if let g = changes.accessGroup { _ = try groupForWrite(g) }
-        try validate(service: changes.service ?? "-", account: changes.account ?? "-", label: changes.label ?? nil)
         if let d = changes.data, d.byteCount > Self.maxDataByteCount {
             throw KeychainError(.param, "secret data is \(d.byteCount) bytes, more than \(Self.maxDataByteCount)")
         }
@@ -210,12 +221,22 @@ extension Keychain {
             guard let first = accessGroups.first else {
                 throw KeychainError(.missingEntitlement, "the caller has no keychain access group")
             }
+            try validate(service: "-", account: "-", label: nil, accessGroup: first)
             return first
         }
         return try groupsForQuery(group)[0]
     }
 
-    func validate(service: String, account: String, label: String?) throws {
+    /// Checks attribute lengths before anything is written: every string the item header keeps
+    /// with a 16-bit length (service, account, label, access group) is at most
+    /// ``maxAttributeByteCount`` bytes (F10: a longer group once wrote an unreadable item).
+    func validate(service: String, account: String, label: String?, accessGroup: String? = nil) throws {
+        if let accessGroup {
+            guard !accessGroup.isEmpty else { throw KeychainError(.param, "access group must not be empty") }
+            guard accessGroup.utf8.count <= Self.maxAttributeByteCount else {
+                throw KeychainError(.param, "access group is longer than \(Self.maxAttributeByteCount) bytes")
+            }
+        }
         for (name, value) in [("service", service), ("account", account)] {
             guard !value.isEmpty else { throw KeychainError(.param, "\(name) must not be empty") }
             guard value.utf8.count <= Self.maxAttributeByteCount else { throw KeychainError(.param, "\(name) is longer than \(Self.maxAttributeByteCount) bytes") }
@@ -236,6 +257,26 @@ extension Keychain {
     }
 
     func findMatches(_ query: ItemQuery, firstOnly: Bool) throws -> [Match] {
+        var skipped: [KeychainError] = []
+        return try findMatches(query, firstOnly: firstOnly, skipped: &skipped)
+    }
+
+    /// A scan's read of one item file: a damaged file whose header names an access group outside
+    /// `groups` is skipped and reported in `skipped` (it cannot be the caller's item, and one
+    /// such file must not break every lookup: F10); any other damage throws.
+    func readItemForScan(named name: String, groups: [String: Int], skipped: inout [KeychainError]) throws -> Match? {
+        do {
+            return try readItem(named: name)
+        } catch let e as KeychainError where e.code == .corrupt {
+            let path = paths.item(name)
+            guard let bytes = try? Posix.readFile(path, maxByteCount: ItemRecord.maxFileByteCount),
+                  let claimed = ItemRecord.claimedAccessGroup(bytes), groups[claimed] == nil else { throw e }
+            skipped.append(KeychainError(.corrupt, "skipped \(e.reason) (an item of another access group)"))
+            return nil
+        }
+    }
+
+    func findMatches(_ query: ItemQuery, firstOnly: Bool, skipped: inout [KeychainError]) throws -> [Match] {
         let groups = try groupsForQuery(query.accessGroup)
         func labelMatches(_ m: Match) -> Bool { query.label == nil || m.parsed.record.attributes.label == query.label }
         if let service = query.service, let account = query.account {
@@ -252,7 +293,7 @@ extension Keychain {
         let rank = Dictionary(groups.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         var out: [Match] = []
         for name in try Posix.list(paths.items) where name.hasSuffix(".item") {
-            guard let m = try readItem(named: name) else { continue }  // deleted meanwhile
+            guard let m = try readItemForScan(named: name, groups: rank, skipped: &skipped) else { continue }  // deleted meanwhile, or skipped
             let a = m.parsed.record.attributes
             guard a.itemClass == query.itemClass, rank[a.accessGroup] != nil, labelMatches(m) else { continue }
             if let s = query.service, s != a.service { continue }

@@ -106,6 +106,30 @@ enum Posix {
 
     static func isDirectory(_ st: PrivateFile.Status) -> Bool { st.kind == .directory }
 
+    /// Refuses a keychain whose parent directories someone else could change, as ssh's
+    /// `StrictModes` does (F21): each directory above `path` (links followed, as the kernel does)
+    /// must be owned by the caller or root, and not group- or world-writable unless it has the
+    /// sticky bit (`/tmp`). Otherwise another user could swap the keychain between two opens.
+    /// - Throws: `.insecurePermissions` naming the directory, with a `chmod` suggestion; `.io`.
+    static func checkParents(of path: String) throws {
+        var dir = path
+        while let slash = dir.lastIndex(of: "/") {
+            dir = slash == dir.startIndex ? "/" : String(dir[..<slash])
+            var st = stat()
+            guard stat(dir, &st) == 0 else { throw ioError("stat", dir) }
+            if st.st_uid != 0 && st.st_uid != geteuid() {
+                throw KeychainError(.insecurePermissions, "\(dir), a parent of the keychain, is owned by another user (uid \(st.st_uid))",
+                                    suggestion: "keep the keychain below directories owned by you or root (as ssh's StrictModes asks)")
+            }
+            if st.st_mode & 0o022 != 0, st.st_mode & S_ISVTX == 0 {
+                throw KeychainError(.insecurePermissions,
+                    "\(dir), a parent of the keychain, is writable by group or others (mode \(String(st.st_mode & 0o7777, radix: 8))) without the sticky bit",
+                    suggestion: "chmod go-w \(shellQuoted(dir))  # or move the keychain: others could replace it (as ssh's StrictModes refuses)")
+            }
+            if dir == "/" { break }
+        }
+    }
+
     /// Checks that `path` is a 0700-style directory owned by us.
     /// - Returns: `false` when it does not exist.
     static func checkDirectory(_ path: String) throws -> Bool {

@@ -74,6 +74,16 @@ enum KeychainCommands {
         do { return try Keychain(opening: url, as: entitlements) } catch let e as KeychainError { throw cliError(e) }
     }
 
+    /// The path a device secret location stands for, for messages and `--json`.
+    static func deviceSecretPath(_ location: DeviceSecretLocation, keychain url: URL) -> String {
+        let root = url.standardizedFileURL.path
+        switch location {
+        case .insideDirectory: return root + "/device-secret"
+        case .besideDirectory: return root + ".secret"
+        case .file(let path): return path
+        }
+    }
+
     static func itemClass(_ a: Arguments) throws -> ItemClass {
         guard let v = a.value("--class") else { return .genericPassword }
         guard let c = ItemClass(rawValue: v) else { throw CLIError.usage("unknown --class \(quoted(v))", hint: "use genericPassword or key") }

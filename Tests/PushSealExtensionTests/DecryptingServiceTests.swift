@@ -297,6 +297,28 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
         #expect(try guard2.checkAndRecord("x\ny"))
         #expect(try !guard2.checkAndRecord("x\ny"))
     }
+
+    // F16: the cache follows the keychain's private-file rules: 0600, no links followed.
+    @Test func theCacheIsPrivateAndNeverReadThroughALink() throws {
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let guard1 = ReplayGuard(containerDirectory: dir)
+        #expect(try guard1.checkAndRecord("a"))
+        let attributes = try FileManager.default.attributesOfItem(atPath: guard1.fileURL.path)
+        #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o600)
+        // A planted link is refused (fails closed to the caller), not read through.
+        let elsewhere = dir.appendingPathComponent("elsewhere.txt")
+        try Data("a\n".utf8).write(to: elsewhere)
+        chmod(elsewhere.path, 0o600)
+        try FileManager.default.removeItem(at: guard1.fileURL)
+        try FileManager.default.createSymbolicLink(at: guard1.fileURL, withDestinationURL: elsewhere)
+        #expect(throws: ExtensionError.self) { try guard1.checkAndRecord("b") }
+        // A cache others can read is refused too.
+        try FileManager.default.removeItem(at: guard1.fileURL)
+        try Data("a\n".utf8).write(to: guard1.fileURL)
+        chmod(guard1.fileURL.path, 0o644)
+        #expect(throws: ExtensionError.self) { try guard1.checkAndRecord("b") }
+    }
 }
 
 /// An injected opener whose plaintext has no text at all (the codec never gives one).
