@@ -40,6 +40,8 @@ public final class Keychain: @unchecked Sendable {
     public let isPasscodeSet: Bool
 
     let paths: KeychainPaths
+    /// The directories opened once; every file operation goes through them (F21).
+    let directories: KeychainDirectories
     let accessGroups: [String]
     private let deviceSecret: SecretBytes
     private let metadataKey: SecretBytes
@@ -121,12 +123,18 @@ public final class Keychain: @unchecked Sendable {
             }
             guard chmod(paths.root, 0o700) == 0 else { throw Posix.ioError("chmod", paths.root) }
         }
-        for d in [paths.items, paths.temp, paths.appGroups] { try Posix.makeDirectory(d) }
+        guard let root = try Posix.openDirectory(paths.root) else { throw Posix.ioError("open", paths.root, ENOENT) }
+        let temp = try Posix.makeDirectory(KeychainDirectories.tempName, in: root)
+        for d in [KeychainDirectories.itemsName, KeychainDirectories.appGroupsName] { _ = try Posix.makeDirectory(d, in: root) }
 
         let deviceSecret = SecretBytes(randomByteCount: KeyWrap.deviceSecretByteCount)
         var secretCopy = deviceSecret.copyBytes()
         defer { SecretBytes.wipe(&secretCopy) }
-        try Posix.createExclusive(secretPath, secretCopy)
+        if location == .insideDirectory {
+            try Posix.createExclusive("device-secret", in: root, secretCopy)
+        } else {
+            try Posix.createExclusive(secretPath, secretCopy)
+        }
 
         let deviceKEK = try KeyWrap.kek(deviceSecret, "device-kek")
         let metadataKey = SecretBytes(randomByteCount: 32)
@@ -147,14 +155,14 @@ public final class Keychain: @unchecked Sendable {
             state.boxC = try KeyWrap.wrap(classC, with: try KeyWrap.sessionKEK(deviceSecret: deviceSecret, unlockKey: unlock.classC ?? classC, "C"), name: "session")
             var bytes = unlock.encode()
             defer { SecretBytes.wipe(&bytes) }
-            try Posix.createExclusive(paths.unlockKeys, bytes)
+            try Posix.createExclusive("unlock-keys", in: root, bytes)
         } else {
             meta.wrappedAfterFirstUnlockKey = try KeyWrap.wrap(classC, with: deviceKEK, name: "afterFirstUnlock")
             meta.wrappedWhenUnlockedKey = try KeyWrap.wrap(classA, with: deviceKEK, name: "whenUnlocked")
         }
-        try Posix.createExclusive(paths.state, try state.encode(metadataKey: metadataKey))
+        try Posix.createExclusive("device-state", in: root, try state.encode(metadataKey: metadataKey))
         // keychain.meta last: its presence marks a complete keychain.
-        try Posix.writeAtomically(try meta.encode(), to: paths.meta, directory: paths.root, tempDirectory: paths.temp)
+        try Posix.writeAtomically(try meta.encode(), named: "keychain.meta", in: root, temp: temp)
     }
 
     /// Opens an existing keychain as `entitlements`.
@@ -180,8 +188,10 @@ public final class Keychain: @unchecked Sendable {
         guard Posix.isDirectory(st) else { throw KeychainError(.keychainMissing, "\(paths.root) is not a directory") }
         try Posix.checkOwnership(st, paths.root)
         try Posix.checkParents(of: paths.root)
-        guard let metaBytes = try Posix.readFile(paths.meta, maxByteCount: 64 << 10) else {
-            if try Posix.list(paths.root).isEmpty { throw KeychainError(.keychainMissing, "\(paths.root) is not a keychain (empty directory)") }
+        // From here on, the root is reached only through this descriptor (F21).
+        guard let root = try Posix.openDirectory(paths.root) else { throw KeychainError(.keychainMissing, "no keychain at \(paths.root)") }
+        guard let metaBytes = try Posix.readFile("keychain.meta", in: root, maxByteCount: 64 << 10) else {
+            if try Posix.names(in: root).isEmpty { throw KeychainError(.keychainMissing, "\(paths.root) is not a keychain (empty directory)") }
             throw KeychainError(.keychainMissing, "\(paths.root) is not a keychain (no keychain.meta)")
         }
         let meta = try KeychainMeta.decode(metaBytes, path: paths.meta)
@@ -196,7 +206,9 @@ public final class Keychain: @unchecked Sendable {
         }
         let secretRead: [UInt8]?
         do {
-            secretRead = try Posix.readFile(secretPath, maxByteCount: 1024)
+            secretRead = secretPath == paths.deviceSecret
+                ? try Posix.readFile("device-secret", in: root, maxByteCount: 1024)
+                : try Posix.readFile(secretPath, maxByteCount: 1024)
         } catch let e as KeychainError where e.code == .symbolicLink && secretPath != paths.deviceSecret {
             throw KeychainError(.symbolicLink, "the device secret \(secretPath) is a symbolic link: refused, never followed", suggestion: e.suggestion)
         }
@@ -208,12 +220,16 @@ public final class Keychain: @unchecked Sendable {
         guard secretBytes.count == KeyWrap.deviceSecretByteCount else {
             throw KeychainError(.corrupt, "\(secretPath) is \(secretBytes.count) bytes, expected \(KeyWrap.deviceSecretByteCount)")
         }
-        for d in [paths.items, paths.temp, paths.appGroups] {
-            guard try Posix.checkDirectory(d) else { throw KeychainError(.corrupt, "\(d) is missing") }
+        func subdirectory(_ name: String) throws -> PrivateDirectory {
+            guard let d = try Posix.openDirectory(name, in: root) else { throw KeychainError(.corrupt, "\(root.child(name)) is missing") }
+            return d
         }
+        let directories = KeychainDirectories(root: root, items: try subdirectory(KeychainDirectories.itemsName),
+                                              temp: try subdirectory(KeychainDirectories.tempName),
+                                              appGroups: try subdirectory(KeychainDirectories.appGroupsName))
         // The writers' lock file is opened only by writers; check it at every open, as item files are read.
-        try Posix.checkPrivateFile(paths.lock)
-        try Posix.checkPrivateFile(paths.unlockKeys)
+        try Posix.checkPrivateFile(".lock", in: root)
+        try Posix.checkPrivateFile("unlock-keys", in: root)
         let deviceSecret = SecretBytes(copying: secretBytes)
         let deviceKEK = try KeyWrap.kek(deviceSecret, "device-kek")
         let wrongSecret = KeychainError(.corrupt,
@@ -235,6 +251,7 @@ public final class Keychain: @unchecked Sendable {
         self.entitlements = entitlements
         self.accessGroups = entitlements.accessGroups
         self.paths = paths
+        self.directories = directories
         self.meta = meta
         self.isPasscodeSet = meta.passcode != nil
         self.deviceSecret = deviceSecret
@@ -281,7 +298,7 @@ public final class Keychain: @unchecked Sendable {
 
     /// ``setDeviceState(_:passcode:)`` at `now` (Unix seconds; tests give the clock).
     func setDeviceState(_ state: DeviceState, passcode: String?, now: Int64) throws {
-        try Posix.withExclusiveLock(paths.lock) {
+        try Posix.withExclusiveLock(".lock", in: directories.root) {
             let record = try readRecord()
             let current = try session(record)
             guard let p = meta.passcode else {
@@ -308,7 +325,7 @@ public final class Keychain: @unchecked Sendable {
                     var counted = record
                     counted.failedAttempts = failed &+ 1
                     counted.lastFailure = now
-                    try Posix.writeAtomically(try counted.encode(metadataKey: metadataKey), to: paths.state, directory: paths.root, tempDirectory: paths.temp)
+                    try Posix.writeAtomically(try counted.encode(metadataKey: metadataKey), named: "device-state", in: directories.root, temp: directories.temp)
                     let next = Self.passcodeDelaySeconds(afterFailures: counted.failedAttempts)
                     throw KeychainError(.authFailed, "wrong passcode (\(counted.failedAttempts) in a row\(next > 0 ? "; the next try is allowed in \(next) seconds" : ""))")
                 }
@@ -346,11 +363,11 @@ public final class Keychain: @unchecked Sendable {
         if let unlockKeys {
             var bytes = unlockKeys.encode()
             defer { SecretBytes.wipe(&bytes) }
-            try Posix.writeAtomically(bytes, to: paths.unlockKeys, directory: paths.root, tempDirectory: paths.temp)
-        } else if unlink(paths.unlockKeys) != 0, errno != ENOENT {
-            throw Posix.ioError("remove", paths.unlockKeys)
+            try Posix.writeAtomically(bytes, named: "unlock-keys", in: directories.root, temp: directories.temp)
+        } else {
+            try Posix.remove("unlock-keys", in: directories.root)
         }
-        try Posix.writeAtomically(try record.encode(metadataKey: metadataKey), to: paths.state, directory: paths.root, tempDirectory: paths.temp)
+        try Posix.writeAtomically(try record.encode(metadataKey: metadataKey), named: "device-state", in: directories.root, temp: directories.temp)
         cacheLock.lock()
         sessionCache.removeAll()
         cacheLock.unlock()
@@ -367,7 +384,7 @@ public final class Keychain: @unchecked Sendable {
 
     /// The device state as stored (sealed under the metadata key).
     func readRecord() throws -> StateRecord {
-        guard let bytes = try Posix.readFile(paths.state, maxByteCount: 4096) else {
+        guard let bytes = try Posix.readFile("device-state", in: directories.root, maxByteCount: 4096) else {
             throw KeychainError(.corrupt, "\(paths.state) is missing")
         }
         return try StateRecord.decode(bytes, path: paths.state, metadataKey: metadataKey)
@@ -389,7 +406,7 @@ public final class Keychain: @unchecked Sendable {
             return Session(state: record.state, classA: whenUnlockedKey, classC: afterFirstUnlockKey, unlockKeys: nil)
         }
         var keys: UnlockKeys?
-        if record.boxA != nil || record.boxC != nil, let bytes = try Posix.readFile(paths.unlockKeys, maxByteCount: 256) {
+        if record.boxA != nil || record.boxC != nil, let bytes = try Posix.readFile("unlock-keys", in: directories.root, maxByteCount: 256) {
             keys = try UnlockKeys.decode(bytes, path: paths.unlockKeys)
         }
         let classA = try openBox(record.boxA, keys?.classA, "A")
@@ -452,9 +469,8 @@ public final class Keychain: @unchecked Sendable {
             throw KeychainError(.missingEntitlement, "the caller is not entitled to application group \(group)")
         }
         try Self.validateGroupName(group)
-        let path = paths.appGroups + "/" + group
-        try Posix.makeDirectory(path)
-        return URL(fileURLWithPath: path, isDirectory: true)
+        let container = try Posix.makeDirectory(group, in: directories.appGroups)
+        return URL(fileURLWithPath: container.path, isDirectory: true)
     }
 
     static func validateGroupName(_ group: String) throws {

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import PushSealCrypto
 import PushSealJSON
+import PushSealSystem
 
 /// Paths inside a keychain directory.
 struct KeychainPaths: Sendable {
@@ -21,6 +22,21 @@ struct KeychainPaths: Sendable {
     var temp: String { root + "/tmp" }
     var appGroups: String { root + "/app-groups" }
     func item(_ name: String) -> String { items + "/" + name }
+}
+
+/// A keychain's directories, each opened once (`O_DIRECTORY | O_NOFOLLOW`) and checked when the
+/// keychain is opened; every file operation afterwards goes through these descriptors
+/// (`openat`, `renameat`, `unlinkat`), so a directory swapped for a link, or renamed away and
+/// replaced, is never followed (review F21).
+struct KeychainDirectories: Sendable {
+    let root: PrivateDirectory
+    let items: PrivateDirectory
+    let temp: PrivateDirectory
+    let appGroups: PrivateDirectory
+
+    static let itemsName = "items"
+    static let tempName = "tmp"
+    static let appGroupsName = "app-groups"
 }
 
 /// Argon2id parameters for the passcode (libsodium `crypto_pwhash`, Argon2id v1.3).

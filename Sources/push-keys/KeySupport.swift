@@ -58,7 +58,7 @@ enum KeyOptions {
                 .joined(separator: ", ") + ")",
             "65  bad input data: " + ((dataError.map { [$0] } ?? []) + ["a damaged keyset or keychain file", "a malformed entitlements file"])
                 .joined(separator: "; "),
-            "66  " + (createsKeychain ? "DIR exists but holds no keychain" : "no keychain at DIR") + (noInput.map { "; " + $0 } ?? "")
+            "66  " + (createsKeychain ? "DIR exists but holds no keychain" : "no keychain at DIR") + ", or its device secret not found" + (noInput.map { "; " + $0 } ?? "")
                 + "; an entitlements file missing",
         ]
         if let cannotCreate { lines.append("73  " + cannotCreate) }

@@ -49,7 +49,7 @@ enum KeychainCommands {
         let damaged = opensKeychain ? ["a damaged keychain file"] : []
         let bad = (dataError.map { [$0] } ?? []) + damaged
         if !bad.isEmpty { lines.append("65  bad input data: " + bad.joined(separator: "; ")) }
-        let missing = (opensKeychain ? ["no keychain at DIR"] : []) + (noInput.map { [$0] } ?? [])
+        let missing = (opensKeychain ? ["no keychain at DIR, or its device secret not where keychain.meta or PUSHSEAL_DEVICE_SECRET_FILE says"] : []) + (noInput.map { [$0] } ?? [])
         if !missing.isEmpty { lines.append("66  " + missing.joined(separator: "; ")) }
         if let cannotCreate { lines.append("73  \(cannotCreate)") }
         lines.append("74  I/O error (the keychain, or writing standard output)" + (opensKeychain ? ", or a symbolic link inside the keychain" : ""))
