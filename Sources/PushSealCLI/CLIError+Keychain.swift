@@ -8,10 +8,12 @@ extension CLIError {
     /// | keychain code | exit | hint |
     /// |---|---|---|
     /// | `keychainMissing` | 66 | `create one with 'push-keys keychain init --keychain DIR'` |
+    /// | `deviceSecretMissing` | 66 | the error's suggestion |
     /// | `alreadyExists` | 73 | |
     /// | `insecurePermissions` | 77 | the error's suggestion, else ``KeychainHint/permissions`` |
     /// | `interactionNotAllowed` (-25308) | 77 | ``KeychainHint/unlock`` |
     /// | `missingEntitlement` (-34018) | 1 | add the group to the caller's groups |
+    /// | `passcodeBackoff` | 1 | the error's suggestion (the reason says how long to wait) |
     /// | `corrupt`, `decode` (-26275) | 65 | |
     /// | `io`, `symbolicLink` | 74 | |
     /// | any other | 1 | |
@@ -27,12 +29,14 @@ extension CLIError {
         var hint: String?
         switch error.code.description {
         case "keychainMissing": exit = .noInput; hint = "create one with 'push-keys keychain init --keychain DIR'"
+        case "deviceSecretMissing": exit = .noInput
         case "alreadyExists": exit = .cannotCreate
         case "insecurePermissions": exit = .noPermission; hint = KeychainHint.permissions
         case "interactionNotAllowed": exit = .noPermission; hint = KeychainHint.unlock
         case "missingEntitlement": exit = .failure; hint = "add the group to the caller's keychain-access-groups or application-groups"
         case "corrupt", "decode": exit = .dataError
         case "io", "symbolicLink": exit = .ioError
+        case "passcodeBackoff": exit = .failure
         default: exit = .failure
         }
         let name = error.code.description

@@ -85,7 +85,7 @@ public struct KeychainSealingKeys: SealingKeyProvider {
         }
         if let e = error as? KeychainError {
             switch e.code {
-            case .keychainMissing: return SealingKeyError(.keyStoreMissing, e.description, suggestion: e.suggestion)
+            case .keychainMissing, .deviceSecretMissing: return SealingKeyError(.keyStoreMissing, e.description, suggestion: e.suggestion)
             case .insecurePermissions: return SealingKeyError(.keyStoreInsecure, e.description, suggestion: e.suggestion)
             case .interactionNotAllowed:
                 return SealingKeyError(.keyStoreLocked, "keyset \(who) cannot be read in the keychain's device state: \(e.description)",

@@ -109,6 +109,10 @@ public struct Entitlements: Sendable, Hashable {
         }
         e.keychainAccessGroups = try strings("keychain-access-groups") ?? []
         e.applicationGroups = try (strings("com.apple.security.application-groups") ?? []) + (strings("application-groups") ?? [])
+        // Every group is an item attribute (kept with a 16-bit length): the keychain's limit.
+        for g in e.accessGroups where g.utf8.count > ItemRecord.maxStringByteCount {
+            throw KeychainError(.decode, "\(source): an access group or application identifier is longer than \(ItemRecord.maxStringByteCount) bytes")
+        }
         return e
     }
 }

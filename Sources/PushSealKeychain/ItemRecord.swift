@@ -112,6 +112,17 @@ struct ItemRecord {
         }
     }
 
+    /// The access group a (possibly damaged) item file's header names, read without
+    /// authentication; `nil` when the header is too damaged to say. Only for deciding that a
+    /// damaged file is not the caller's (a scan skips it): never trusted for access.
+    static func claimedAccessGroup(_ bytes: [UInt8]) -> String? {
+        let start = magic.count + 4 + 16
+        guard bytes.count >= start + 2, Array(bytes[0..<magic.count]) == magic else { return nil }
+        let n = Int(bytes[start]) << 8 | Int(bytes[start + 1])
+        guard bytes.count >= start + 2 + n else { return nil }
+        return String(validating: bytes[(start + 2)..<(start + 2 + n)], as: UTF8.self)
+    }
+
     /// A decoded, header-authenticated file; the secret box is kept sealed until asked for.
     struct Parsed {
         var record: ItemRecord

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import PushSealSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -11,8 +12,11 @@ import Darwin
 
 /// Where one item's file and the device state live, resolved once from a fully specified query
 /// (class, service, account, access group) so that ``Keychain/itemVersion(at:)`` costs two
-/// `lstat` calls and no hashing.
+/// `fstatat` calls and no hashing.
 public struct ItemLocation: Sendable, Hashable {
+    /// The item file's name in `items/` (reached through the keychain's open directory, F21).
+    let itemName: String
+    /// Paths for messages.
     let itemPath: String
     let statePath: String
 }
@@ -59,20 +63,20 @@ extension Keychain {
         try validate(service: service, account: account, label: nil)
         _ = try groupsForQuery(group)
         let name = ItemRecord.fileName(itemClass: query.itemClass, accessGroup: group, service: service, account: account)
-        return ItemLocation(itemPath: paths.item(name), statePath: paths.state)
+        return ItemLocation(itemName: name, itemPath: paths.item(name), statePath: paths.state)
     }
 
     /// The current change token of the item at `location`, or `nil` when it does not exist.
-    /// Reads no file contents and takes no lock: two `lstat` calls.
+    /// Reads no file contents and takes no lock: two `fstatat` calls below the open directories.
     /// - Throws: `KeychainError` `.corrupt` (the device state is missing), `.io`.
     public func itemVersion(at location: ItemLocation) throws -> ItemVersion? {
         var item = stat()
-        guard lstat(location.itemPath, &item) == 0 else {
+        guard fstatat(directories.items.descriptor, location.itemName, &item, AT_SYMLINK_NOFOLLOW) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return nil }
             throw Posix.ioError("stat", location.itemPath)
         }
         var state = stat()
-        guard lstat(location.statePath, &state) == 0 else {
+        guard fstatat(directories.root.descriptor, "device-state", &state, AT_SYMLINK_NOFOLLOW) == 0 else {
             if errno == ENOENT { throw KeychainError(.corrupt, "\(location.statePath) is missing") }
             throw Posix.ioError("stat", location.statePath)
         }

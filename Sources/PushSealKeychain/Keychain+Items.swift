@@ -36,7 +36,7 @@ extension Keychain {
     @discardableResult
     public func add(_ itemClass: ItemClass = .genericPassword, service: String, account: String, label: String? = nil,
                     accessGroup: String? = nil, accessibility: Accessibility = .default, data: SecretBytes) throws -> ItemAttributes {
-        try validate(service: service, account: account, label: label)
+        try validate(service: service, account: account, label: label, accessGroup: accessGroup)
         guard data.byteCount <= Self.maxDataByteCount else {
             throw KeychainError(.param, "secret data is \(data.byteCount) bytes, more than \(Self.maxDataByteCount)")
         }
@@ -47,13 +47,12 @@ extension Keychain {
                                                            accessGroup: group, accessibility: accessibility,
                                                            creationDate: now, modificationDate: now))
         let bytes = try record.encode(secret: data, metadataKey: metadataKeyForRecords, classKey: classKey)
-        let path = paths.item(record.fileName)
-        try Posix.withExclusiveLock(paths.lock) {
-            try Posix.removeAll(in: paths.temp)
-            if try Posix.status(path) != nil {
+        let name = record.fileName
+        try withWriterLock {
+            if try Posix.status(name, in: directories.items) != nil {
                 throw KeychainError(.duplicateItem, "an item with service \"\(service)\" and account \"\(account)\" already exists in access group \(group)")
             }
-            try Posix.writeAtomically(bytes, to: path, directory: paths.items, tempDirectory: paths.temp)
+            try Posix.writeAtomically(bytes, named: name, in: directories.items, temp: directories.temp)
         }
         return ItemAttributes(itemClass: itemClass, service: service, account: account, label: label, accessGroup: group,
                               accessibility: accessibility, creationDate: now, modificationDate: now)
@@ -73,11 +72,22 @@ extension Keychain {
     /// - Returns: one item for `.one`, every match for `.all`; never empty (no match throws).
     /// - Throws: `KeychainError` `.itemNotFound` (-25300), `.missingEntitlement` (-34018, a group
     ///   the caller lacks), `.interactionNotAllowed` (-25308, data of an item not readable in this
-    ///   device state), `.authFailed`, `.param`, `.corrupt` (damaged file: never skipped), `.io`.
+    ///   device state), `.authFailed`, `.param`, `.corrupt` (damaged file of a searched group: never
+    ///   skipped; one whose header names another group is skipped, see the `skipped:` form), `.io`.
     public func copyMatching(_ query: ItemQuery, limit: MatchLimit = .one, returning: ReturnOptions = .attributes) throws -> [KeychainItem] {
-        let matches = try findMatches(query, firstOnly: limit == .one)
+        var skipped: [KeychainError] = []
+        return try copyMatching(query, limit: limit, returning: returning, skipped: &skipped)
+    }
+
+    /// ``copyMatching(_:limit:returning:)``, reporting what a scan skipped: damaged item files
+    /// whose header names an access group the query does not search (one `.corrupt` error each,
+    /// naming the file). A damaged file of a searched group still throws.
+    /// - Throws: as ``copyMatching(_:limit:returning:)``.
+    public func copyMatching(_ query: ItemQuery, limit: MatchLimit = .one, returning: ReturnOptions = .attributes,
+                             skipped: inout [KeychainError]) throws -> [KeychainItem] {
+        let matches = try findMatches(query, firstOnly: limit == .one, skipped: &skipped)
         guard !matches.isEmpty else { throw notFound(query) }
-        let state: StateRecord? = returning.contains(.data) ? try readState() : nil
+        let state: Session? = returning.contains(.data) ? try readState() : nil
         return try matches.map { match in
             var data: SecretBytes?
             if let state {
@@ -113,21 +123,20 @@ extension Keychain {
     ///   `.interactionNotAllowed` (-25308), `.authFailed`, `.param`, `.corrupt`, `.io`.
     @discardableResult
     public func update(_ query: ItemQuery, with changes: ItemChanges) throws -> Int {
+        try validate(service: changes.service ?? "-", account: changes.account ?? "-", label: changes.label ?? nil, accessGroup: changes.accessGroup)
         if let g = changes.accessGroup { _ = try groupForWrite(g) }
-        try validate(service: changes.service ?? "-", account: changes.account ?? "-", label: changes.label ?? nil)
         if let d = changes.data, d.byteCount > Self.maxDataByteCount {
             throw KeychainError(.param, "secret data is \(d.byteCount) bytes, more than \(Self.maxDataByteCount)")
         }
         _ = try groupsForQuery(query.accessGroup)
-        return try Posix.withExclusiveLock(paths.lock) {
-            try Posix.removeAll(in: paths.temp)
+        return try withWriterLock {
             let matches = try findMatches(query, firstOnly: false)
             guard !matches.isEmpty else { throw notFound(query) }
             let state = try readState()
             let now = ItemRecord.now()
-            var plans: [(oldPath: String, newPath: String, bytes: [UInt8])] = []
+            var plans: [(oldName: String, newName: String, bytes: [UInt8])] = []
             var newNames = Set<String>()
-            let oldNames = Set(matches.map { URL(fileURLWithPath: $0.path).lastPathComponent })
+            let oldNames = Set(matches.map(\.name))
             for match in matches {
                 let old = match.parsed.record.attributes
                 let oldKey = try classKey(for: old.accessibility, state: state)
@@ -145,18 +154,17 @@ extension Keychain {
                 guard newNames.insert(newName).inserted else {
                     throw KeychainError(.duplicateItem, "the update would give two items the same service, account and access group")
                 }
-                let newPath = paths.item(newName)
-                if newPath != match.path, !oldNames.contains(newName), try Posix.status(newPath) != nil {
+                if newName != match.name, !oldNames.contains(newName), try Posix.status(newName, in: directories.items) != nil {
                     throw KeychainError(.duplicateItem, "an item with service \"\(new.service)\" and account \"\(new.account)\" already exists in access group \(new.accessGroup)")
                 }
-                plans.append((match.path, newPath, try record.encode(secret: secret, metadataKey: metadataKeyForRecords, classKey: newKey)))
+                plans.append((match.name, newName, try record.encode(secret: secret, metadataKey: metadataKeyForRecords, classKey: newKey)))
             }
             for plan in plans {
-                try Posix.writeAtomically(plan.bytes, to: plan.newPath, directory: paths.items, tempDirectory: paths.temp)
+                try Posix.writeAtomically(plan.bytes, named: plan.newName, in: directories.items, temp: directories.temp)
             }
-            let removed = Set(plans.map(\.oldPath)).subtracting(plans.map(\.newPath))
-            for path in removed where unlink(path) != 0 && errno != ENOENT { throw Posix.ioError("remove", path) }
-            if !removed.isEmpty { try Posix.fsyncPath(paths.items) }
+            let removed = Set(plans.map(\.oldName)).subtracting(plans.map(\.newName))
+            for name in removed { try Posix.remove(name, in: directories.items) }
+            if !removed.isEmpty { try Posix.synchronize(directories.items) }
             return plans.count
         }
     }
@@ -170,12 +178,11 @@ extension Keychain {
     @discardableResult
     public func delete(_ query: ItemQuery) throws -> Int {
         _ = try groupsForQuery(query.accessGroup)
-        return try Posix.withExclusiveLock(paths.lock) {
-            try Posix.removeAll(in: paths.temp)
+        return try withWriterLock {
             let matches = try findMatches(query, firstOnly: false)
             guard !matches.isEmpty else { throw notFound(query) }
-            for m in matches where unlink(m.path) != 0 && errno != ENOENT { throw Posix.ioError("remove", m.path) }
-            try Posix.fsyncPath(paths.items)
+            for m in matches { try Posix.remove(m.name, in: directories.items) }
+            try Posix.synchronize(directories.items)
             return matches.count
         }
     }
@@ -183,8 +190,20 @@ extension Keychain {
     // MARK: Internals
 
     struct Match {
+        /// The item file's name in `items/`.
+        var name: String
+        /// Its path, for messages.
         var path: String
         var parsed: ItemRecord.Parsed
+    }
+
+    /// Runs `body` as the keychain's one writer: holding the `flock` on `.lock`, after removing
+    /// the temp files killed writers left in `tmp/`.
+    func withWriterLock<R>(_ body: () throws -> R) throws -> R {
+        try Posix.withExclusiveLock(".lock", in: directories.root) {
+            try Posix.removeAll(in: directories.temp)
+            return try body()
+        }
     }
 
     func notFound(_ q: ItemQuery) -> KeychainError {
@@ -210,12 +229,22 @@ extension Keychain {
             guard let first = accessGroups.first else {
                 throw KeychainError(.missingEntitlement, "the caller has no keychain access group")
             }
+            try validate(service: "-", account: "-", label: nil, accessGroup: first)
             return first
         }
         return try groupsForQuery(group)[0]
     }
 
-    func validate(service: String, account: String, label: String?) throws {
+    /// Checks attribute lengths before anything is written: every string the item header keeps
+    /// with a 16-bit length (service, account, label, access group) is at most
+    /// ``maxAttributeByteCount`` bytes (F10: a longer group once wrote an unreadable item).
+    func validate(service: String, account: String, label: String?, accessGroup: String? = nil) throws {
+        if let accessGroup {
+            guard !accessGroup.isEmpty else { throw KeychainError(.param, "access group must not be empty") }
+            guard accessGroup.utf8.count <= Self.maxAttributeByteCount else {
+                throw KeychainError(.param, "access group is longer than \(Self.maxAttributeByteCount) bytes")
+            }
+        }
         for (name, value) in [("service", service), ("account", account)] {
             guard !value.isEmpty else { throw KeychainError(.param, "\(name) must not be empty") }
             guard value.utf8.count <= Self.maxAttributeByteCount else { throw KeychainError(.param, "\(name) is longer than \(Self.maxAttributeByteCount) bytes") }
@@ -227,15 +256,34 @@ extension Keychain {
     /// of the primary key inside it (catches files swapped or renamed on disk).
     func readItem(named name: String) throws -> Match? {
         let path = paths.item(name)
-        guard let bytes = try Posix.readFile(path, maxByteCount: ItemRecord.maxFileByteCount) else { return nil }
+        guard let bytes = try Posix.readFile(name, in: directories.items, maxByteCount: ItemRecord.maxFileByteCount) else { return nil }
         let parsed = try ItemRecord.parse(bytes, path: path, metadataKey: metadataKeyForRecords)
         guard parsed.record.fileName == name else {
             throw KeychainError(.corrupt, "keychain item file \(path) holds another item's attributes (file moved or swapped)")
         }
-        return Match(path: path, parsed: parsed)
+        return Match(name: name, path: path, parsed: parsed)
     }
 
     func findMatches(_ query: ItemQuery, firstOnly: Bool) throws -> [Match] {
+        var skipped: [KeychainError] = []
+        return try findMatches(query, firstOnly: firstOnly, skipped: &skipped)
+    }
+
+    /// A scan's read of one item file: a damaged file whose header names an access group outside
+    /// `groups` is skipped and reported in `skipped` (it cannot be the caller's item, and one
+    /// such file must not break every lookup: F10); any other damage throws.
+    func readItemForScan(named name: String, groups: [String: Int], skipped: inout [KeychainError]) throws -> Match? {
+        do {
+            return try readItem(named: name)
+        } catch let e as KeychainError where e.code == .corrupt {
+            guard let bytes = try? Posix.readFile(name, in: directories.items, maxByteCount: ItemRecord.maxFileByteCount),
+                  let claimed = ItemRecord.claimedAccessGroup(bytes), groups[claimed] == nil else { throw e }
+            skipped.append(KeychainError(.corrupt, "skipped \(e.reason) (an item of another access group)"))
+            return nil
+        }
+    }
+
+    func findMatches(_ query: ItemQuery, firstOnly: Bool, skipped: inout [KeychainError]) throws -> [Match] {
         let groups = try groupsForQuery(query.accessGroup)
         func labelMatches(_ m: Match) -> Bool { query.label == nil || m.parsed.record.attributes.label == query.label }
         if let service = query.service, let account = query.account {
@@ -251,8 +299,8 @@ extension Keychain {
         }
         let rank = Dictionary(groups.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         var out: [Match] = []
-        for name in try Posix.list(paths.items) where name.hasSuffix(".item") {
-            guard let m = try readItem(named: name) else { continue }  // deleted meanwhile
+        for name in try Posix.names(in: directories.items) where name.hasSuffix(".item") {
+            guard let m = try readItemForScan(named: name, groups: rank, skipped: &skipped) else { continue }  // deleted meanwhile, or skipped
             let a = m.parsed.record.attributes
             guard a.itemClass == query.itemClass, rank[a.accessGroup] != nil, labelMatches(m) else { continue }
             if let s = query.service, s != a.service { continue }
@@ -277,7 +325,7 @@ extension Keychain {
     /// - Throws: `KeychainError` `.corrupt` (a damaged item file), `.io`.
     public func storedAccessGroups() throws -> [String] {
         var groups = Set<String>()
-        for name in try Posix.list(paths.items) where name.hasSuffix(".item") {
+        for name in try Posix.names(in: directories.items) where name.hasSuffix(".item") {
             if let m = try readItem(named: name) { groups.insert(m.parsed.record.attributes.accessGroup) }
         }
         return groups.sorted()

@@ -11,7 +11,7 @@ extension Keychain {
     ///   `chmod 600 PATH` that fixes it), `.corrupt` (not a regular file), `.param` (a name that is
     ///   not one path component), `.io`.
     package func checkPrivateFile(named name: String) throws {
-        try Posix.checkPrivateFile(try privatePath(name))
+        try Posix.checkPrivateFile(try checkedName(name), in: directories.root)
     }
 
     /// Opens a file another module keeps in the keychain directory (created 0600 with
@@ -24,7 +24,7 @@ extension Keychain {
     /// - Returns: the open file (closed when released).
     /// - Throws: as ``checkPrivateFile(named:)``.
     package func openPrivateFile(named name: String, options: FileDescriptor.Options, what: String) throws -> FileDescriptor {
-        try Posix.openPrivateFile(try privatePath(name), options: options, what: what)
+        try Posix.openPrivateFile(try checkedName(name), in: directories.root, options: options, what: what)
     }
 
     /// Runs `body` holding an exclusive `flock` on the file `name` in the keychain directory
@@ -33,13 +33,13 @@ extension Keychain {
     /// - Throws: as ``checkPrivateFile(named:)``; `KeychainError` `.io` when the lock fails;
     ///   what `body` throws.
     package func withExclusiveLock<R>(named name: String, _ body: () throws -> R) throws -> R {
-        try Posix.withExclusiveLock(try privatePath(name), body)
+        try Posix.withExclusiveLock(try checkedName(name), in: directories.root, body)
     }
 
-    private func privatePath(_ name: String) throws -> String {
+    private func checkedName(_ name: String) throws -> String {
         guard !name.isEmpty, name != ".", name != "..", !name.contains("/") else {
             throw KeychainError(.param, "\"\(name)\" is not a file name inside the keychain")
         }
-        return paths.root + "/" + name
+        return name
     }
 }

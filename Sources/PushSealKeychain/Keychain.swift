@@ -15,8 +15,9 @@ import PushSealSystem
 /// Notification Service Extension).
 ///
 /// A keychain is a directory (mode 0700, files 0600, owned by the caller):
-/// `keychain.meta` (wrapped class keys, passcode parameters), `device-secret` (32 random bytes),
-/// `device-state` (lock state), `items/` (one file per item, named by a hash of its primary key),
+/// `keychain.meta` (wrapped class keys, passcode parameters, where the device secret lives),
+/// `device-secret` (32 random bytes; or outside the directory, see ``DeviceSecretLocation``),
+/// `device-state` (lock state, passcode attempt counter), `unlock-keys` (per-unlock keys, with a passcode), `items/` (one file per item, named by a hash of its primary key),
 /// `tmp/` (temp files of atomic writes), `app-groups/<group>/` (App Group containers) and `.lock`.
 ///
 /// Operations mirror `SecItemAdd`, `SecItemCopyMatching`, `SecItemUpdate` and `SecItemDelete`,
@@ -29,7 +30,7 @@ import PushSealSystem
 /// fsync, rename, fsync of the directory. Readers take no lock.
 ///
 /// Sendable: all stored properties are immutable except the session-key cache, which is guarded
-/// by `cacheLock`.
+/// by `cacheLock` (safe to share across threads, hence `@unchecked`).
 public final class Keychain: @unchecked Sendable {
     /// The keychain directory.
     public let url: URL
@@ -39,18 +40,41 @@ public final class Keychain: @unchecked Sendable {
     public let isPasscodeSet: Bool
 
     let paths: KeychainPaths
+    /// The directories opened once; every file operation goes through them (F21).
+    let directories: KeychainDirectories
     let accessGroups: [String]
     private let deviceSecret: SecretBytes
     private let metadataKey: SecretBytes
     /// The metadata key (authenticates item headers and the device state; never leaves the module).
     var metadataKeyForRecords: SecretBytes { metadataKey }
-    private let afterFirstUnlockKey: SecretBytes
+    /// Class C key when it is wrapped by the device secret (no passcode, or a version 1 keychain).
+    private let afterFirstUnlockKey: SecretBytes?
     /// Class A key when no passcode is set (wrapped by the device secret alone).
     private let whenUnlockedKey: SecretBytes?
-    private let sessionKEK: SecretBytes
     private let meta: KeychainMeta
     private let cacheLock = PosixLock()
-    private var sessionCache: (box: [UInt8], key: SecretBytes)?
+    /// Class keys opened from the device state's boxes, by (box, per-unlock key).
+    private var sessionCache: [(box: [UInt8], unlockKey: SecretBytes, key: SecretBytes)] = []
+
+    /// The environment variable naming a device secret file that overrides the place
+    /// `keychain.meta` records (an absolute path).
+    public static let deviceSecretFileVariable = "PUSHSEAL_DEVICE_SECRET_FILE"
+
+    /// Wrong passcodes allowed before the back-off starts (as on iOS: 5).
+    public static let freePasscodeAttempts: UInt32 = 5
+
+    /// Seconds to wait before the next passcode attempt after `failed` wrong ones in a row:
+    /// 0 for the first ``freePasscodeAttempts``, then 1 min, 5 min, 15 min, and 1 hour from the
+    /// ninth on (the iPhone's schedule, without the optional wipe).
+    public static func passcodeDelaySeconds(afterFailures failed: UInt32) -> Int64 {
+        switch failed {
+        case 0..<freePasscodeAttempts: 0
+        case freePasscodeAttempts: 60
+        case freePasscodeAttempts + 1: 300
+        case freePasscodeAttempts + 2: 900
+        default: 3600
+        }
+    }
 
     // MARK: Create and open
 
@@ -58,21 +82,38 @@ public final class Keychain: @unchecked Sendable {
     /// `unlocked` state.
     /// - Parameters:
     ///   - url: the directory; created with its parents if absent; if present it must be empty.
-    ///   - passcode: the emulated device passcode, or `nil` for none. With one, the class A
-    ///     (`WhenUnlocked`) key is wrapped by device secret ‖ Argon2id(passcode).
+    ///   - passcode: the emulated device passcode, or `nil` for none. With one, both class keys
+    ///     (`WhenUnlocked` and `AfterFirstUnlock`) are wrapped by device secret ‖ Argon2id(passcode)
+    ///     only, so before first unlock nothing in the files opens an item.
     ///   - passcodeParameters: Argon2id cost (default libsodium "interactive", 2 passes, 64 MiB).
+    ///   - deviceSecret: where the 32-byte device secret goes (default inside the directory, the
+    ///     emulated device's layout); `.besideDirectory` or `.file(path)` keep it out of the
+    ///     directory, so a copy of the directory alone reads nothing. Created `O_EXCL`, 0600.
     /// - Throws: `KeychainError` `.alreadyExists` (`url` is already a keychain, a non-empty
-    ///   directory, or a file),
-    ///   `.insecurePermissions`, `.io`, `.param` (parameters out of range).
-    public static func create(at url: URL, passcode: String? = nil, passcodeParameters: PasscodeParameters = .interactive) throws {
+    ///   directory, or a file; or the device secret file exists),
+    ///   `.insecurePermissions`, `.io`, `.param` (parameters out of range, a relative secret path).
+    public static func create(at url: URL, passcode: String? = nil, passcodeParameters: PasscodeParameters = .interactive,
+                              deviceSecret location: DeviceSecretLocation = .insideDirectory) throws {
         let paths = KeychainPaths(root: url.standardizedFileURL.path)
-        if let st = try Posix.status(paths.root) {
+        if case .file(let path) = location, !path.hasPrefix("/") {
+            throw KeychainError(.param, "the device secret path \(path) is not absolute")
+        }
+        let secretPath = location.path(paths)
+        let existing = try Posix.status(paths.root)
+        if existing != nil { try Posix.checkParents(of: paths.root) }
+        if let st = existing {
             if Posix.isSymbolicLink(st) { throw Posix.symbolicLinkError(paths.root, .alreadyExists) }
             guard Posix.isDirectory(st) else { throw KeychainError(.alreadyExists, "\(paths.root) exists and is not a directory") }
             let entries = try Posix.list(paths.root)
             if entries.contains("keychain.meta") { throw KeychainError(.alreadyExists, "\(paths.root) is already a keychain") }
             guard entries.isEmpty else { throw KeychainError(.alreadyExists, "\(paths.root) is not empty") }
             guard st.owner == UInt32(geteuid()) else { throw KeychainError(.insecurePermissions, "\(paths.root) is owned by another user") }
+        }
+        if location != .insideDirectory, try Posix.status(secretPath) != nil {
+            throw KeychainError(.alreadyExists, "\(secretPath) already exists (a device secret of another keychain?)",
+                                suggestion: "choose another place for the device secret, or remove \(Posix.shellQuoted(secretPath)) if it is unused")
+        }
+        if existing != nil {
             guard chmod(paths.root, 0o700) == 0 else { throw Posix.ioError("chmod", paths.root) }
         } else {
             do {
@@ -82,33 +123,46 @@ public final class Keychain: @unchecked Sendable {
             }
             guard chmod(paths.root, 0o700) == 0 else { throw Posix.ioError("chmod", paths.root) }
         }
-        for d in [paths.items, paths.temp, paths.appGroups] { try Posix.makeDirectory(d) }
+        guard let root = try Posix.openDirectory(paths.root) else { throw Posix.ioError("open", paths.root, ENOENT) }
+        let temp = try Posix.makeDirectory(KeychainDirectories.tempName, in: root)
+        for d in [KeychainDirectories.itemsName, KeychainDirectories.appGroupsName] { _ = try Posix.makeDirectory(d, in: root) }
 
         let deviceSecret = SecretBytes(randomByteCount: KeyWrap.deviceSecretByteCount)
         var secretCopy = deviceSecret.copyBytes()
         defer { SecretBytes.wipe(&secretCopy) }
-        try Posix.createExclusive(paths.deviceSecret, secretCopy)
+        if location == .insideDirectory {
+            try Posix.createExclusive("device-secret", in: root, secretCopy)
+        } else {
+            try Posix.createExclusive(secretPath, secretCopy)
+        }
 
         let deviceKEK = try KeyWrap.kek(deviceSecret, "device-kek")
         let metadataKey = SecretBytes(randomByteCount: 32)
         let classC = SecretBytes(randomByteCount: 32)
         let classA = SecretBytes(randomByteCount: 32)
         var meta = KeychainMeta(wrappedMetadataKey: try KeyWrap.wrap(metadataKey, with: deviceKEK, name: "metadata"),
-                                wrappedAfterFirstUnlockKey: try KeyWrap.wrap(classC, with: deviceKEK, name: "afterFirstUnlock"),
-                                wrappedWhenUnlockedKey: nil, passcode: nil)
-        var state = StateRecord(state: .unlocked, sessionBox: nil)
+                                wrappedAfterFirstUnlockKey: nil, wrappedWhenUnlockedKey: nil, passcode: nil, deviceSecret: location)
+        var state = StateRecord(state: .unlocked, boxA: nil, boxC: nil)
         if let passcode {
             let salt = SecureRandom.bytes(Argon2id.saltByteCount)
             let kek = try KeyWrap.passcodeKEK(passcode: passcode, salt: salt, parameters: passcodeParameters, deviceSecret: deviceSecret)
             meta.passcode = .init(salt: salt, parameters: passcodeParameters,
-                                  wrappedWhenUnlockedKey: try KeyWrap.wrap(classA, with: kek, name: KeyWrap.passcodeName(passcodeParameters)))
-            state.sessionBox = try KeyWrap.wrap(classA, with: try KeyWrap.kek(deviceSecret, "session-kek"), name: "session")
+                                  wrappedWhenUnlockedKey: try KeyWrap.wrap(classA, with: kek, name: KeyWrap.passcodeName(passcodeParameters)),
+                                  wrappedAfterFirstUnlockKey: try KeyWrap.wrap(classC, with: kek, name: KeyWrap.passcodeNameC(passcodeParameters)))
+            let unlock = UnlockKeys(classA: SecretBytes(randomByteCount: UnlockKeys.keyByteCount),
+                                    classC: SecretBytes(randomByteCount: UnlockKeys.keyByteCount))
+            state.boxA = try KeyWrap.wrap(classA, with: try KeyWrap.sessionKEK(deviceSecret: deviceSecret, unlockKey: unlock.classA ?? classA, "A"), name: "session")
+            state.boxC = try KeyWrap.wrap(classC, with: try KeyWrap.sessionKEK(deviceSecret: deviceSecret, unlockKey: unlock.classC ?? classC, "C"), name: "session")
+            var bytes = unlock.encode()
+            defer { SecretBytes.wipe(&bytes) }
+            try Posix.createExclusive("unlock-keys", in: root, bytes)
         } else {
+            meta.wrappedAfterFirstUnlockKey = try KeyWrap.wrap(classC, with: deviceKEK, name: "afterFirstUnlock")
             meta.wrappedWhenUnlockedKey = try KeyWrap.wrap(classA, with: deviceKEK, name: "whenUnlocked")
         }
-        try Posix.createExclusive(paths.state, try state.encode(metadataKey: metadataKey))
+        try Posix.createExclusive("device-state", in: root, try state.encode(metadataKey: metadataKey))
         // keychain.meta last: its presence marks a complete keychain.
-        try Posix.writeAtomically(try meta.encode(), to: paths.meta, directory: paths.root, tempDirectory: paths.temp)
+        try Posix.writeAtomically(try meta.encode(), named: "keychain.meta", in: root, temp: temp)
     }
 
     /// Opens an existing keychain as `entitlements`.
@@ -118,39 +172,75 @@ public final class Keychain: @unchecked Sendable {
     /// - Parameters:
     ///   - url: the keychain directory.
     ///   - entitlements: the caller's identity.
+    ///   - deviceSecretFile: the device secret's absolute path, overriding the environment
+    ///     variable ``deviceSecretFileVariable`` and the place `keychain.meta` records; `nil` for
+    ///     those.
     /// - Throws: `KeychainError` `.keychainMissing` (no directory or no `keychain.meta`; `url`
-    ///   itself a symbolic link), `.symbolicLink` (a link inside the keychain), `.insecurePermissions`,
-    ///   `.corrupt` (damaged files, wrong device secret), `.io`.
-    public init(opening url: URL, as entitlements: Entitlements) throws {
+    ///   itself a symbolic link), `.insecurePermissions` (also: a parent directory others can
+    ///   write without the sticky bit, or owned by another user but root), `.deviceSecretMissing` (the device secret is not where it was
+    ///   looked for: a copied directory without its secret), `.symbolicLink` (a link inside the
+    ///   keychain, or the secret file a link), `.insecurePermissions`, `.corrupt` (damaged files,
+    ///   wrong device secret), `.io`.
+    public init(opening url: URL, as entitlements: Entitlements, deviceSecretFile: String? = nil) throws {
         let paths = KeychainPaths(root: url.standardizedFileURL.path)
         guard let st = try Posix.status(paths.root) else { throw KeychainError(.keychainMissing, "no keychain at \(paths.root)") }
         if Posix.isSymbolicLink(st) { throw Posix.symbolicLinkError(paths.root, .keychainMissing) }
         guard Posix.isDirectory(st) else { throw KeychainError(.keychainMissing, "\(paths.root) is not a directory") }
         try Posix.checkOwnership(st, paths.root)
-        guard let metaBytes = try Posix.readFile(paths.meta, maxByteCount: 64 << 10) else {
-            if try Posix.list(paths.root).isEmpty { throw KeychainError(.keychainMissing, "\(paths.root) is not a keychain (empty directory)") }
+        try Posix.checkParents(of: paths.root)
+        // From here on, the root is reached only through this descriptor (F21).
+        guard let root = try Posix.openDirectory(paths.root) else { throw KeychainError(.keychainMissing, "no keychain at \(paths.root)") }
+        guard let metaBytes = try Posix.readFile("keychain.meta", in: root, maxByteCount: 64 << 10) else {
+            if try Posix.names(in: root).isEmpty { throw KeychainError(.keychainMissing, "\(paths.root) is not a keychain (empty directory)") }
             throw KeychainError(.keychainMissing, "\(paths.root) is not a keychain (no keychain.meta)")
         }
         let meta = try KeychainMeta.decode(metaBytes, path: paths.meta)
-        guard var secretBytes = try Posix.readFile(paths.deviceSecret, maxByteCount: 1024) else {
-            throw KeychainError(.corrupt, "\(paths.deviceSecret) is missing")
+        var secretPath = meta.deviceSecret.path(paths)
+        var source = "keychain.meta"
+        if let override = deviceSecretFile ?? ProcessInfo.processInfo.environment[Self.deviceSecretFileVariable], !override.isEmpty {
+            guard override.hasPrefix("/") else {
+                throw KeychainError(.param, "the device secret path \(override) is not absolute")
+            }
+            secretPath = override
+            source = deviceSecretFile == nil ? Self.deviceSecretFileVariable : "the caller"
+        }
+        let secretRead: [UInt8]?
+        do {
+            secretRead = secretPath == paths.deviceSecret
+                ? try Posix.readFile("device-secret", in: root, maxByteCount: 1024)
+                : try Posix.readFile(secretPath, maxByteCount: 1024)
+        } catch let e as KeychainError where e.code == .symbolicLink && secretPath != paths.deviceSecret {
+            throw KeychainError(.symbolicLink, "the device secret \(secretPath) is a symbolic link: refused, never followed", suggestion: e.suggestion)
+        }
+        guard var secretBytes = secretRead else {
+            throw KeychainError(.deviceSecretMissing, "the device secret of \(paths.root) is not at \(secretPath) (as \(source) says)",
+                                suggestion: "give its path with \(Self.deviceSecretFileVariable)=FILE; a keychain directory copied without its device secret cannot be read")
         }
         defer { SecretBytes.wipe(&secretBytes) }
         guard secretBytes.count == KeyWrap.deviceSecretByteCount else {
-            throw KeychainError(.corrupt, "\(paths.deviceSecret) is \(secretBytes.count) bytes, expected \(KeyWrap.deviceSecretByteCount)")
+            throw KeychainError(.corrupt, "\(secretPath) is \(secretBytes.count) bytes, expected \(KeyWrap.deviceSecretByteCount)")
         }
-        for d in [paths.items, paths.temp, paths.appGroups] {
-            guard try Posix.checkDirectory(d) else { throw KeychainError(.corrupt, "\(d) is missing") }
+        func subdirectory(_ name: String) throws -> PrivateDirectory {
+            guard let d = try Posix.openDirectory(name, in: root) else { throw KeychainError(.corrupt, "\(root.child(name)) is missing") }
+            return d
         }
+        let directories = KeychainDirectories(root: root, items: try subdirectory(KeychainDirectories.itemsName),
+                                              temp: try subdirectory(KeychainDirectories.tempName),
+                                              appGroups: try subdirectory(KeychainDirectories.appGroupsName))
         // The writers' lock file is opened only by writers; check it at every open, as item files are read.
-        try Posix.checkPrivateFile(paths.lock)
+        try Posix.checkPrivateFile(".lock", in: root)
+        try Posix.checkPrivateFile("unlock-keys", in: root)
         let deviceSecret = SecretBytes(copying: secretBytes)
         let deviceKEK = try KeyWrap.kek(deviceSecret, "device-kek")
         let wrongSecret = KeychainError(.corrupt,
-            "the device secret does not unwrap the class keys of \(paths.meta) (wrong or replaced device-secret, or a modified keychain.meta)")
-        guard let metadataKey = KeyWrap.unwrap(meta.wrappedMetadataKey, with: deviceKEK, name: "metadata"),
-              let classC = KeyWrap.unwrap(meta.wrappedAfterFirstUnlockKey, with: deviceKEK, name: "afterFirstUnlock")
-        else { throw wrongSecret }
+            "the device secret does not unwrap the class keys of \(paths.meta) (wrong or replaced device secret \(secretPath), or a modified keychain.meta)")
+        guard let metadataKey = KeyWrap.unwrap(meta.wrappedMetadataKey, with: deviceKEK, name: "metadata") else { throw wrongSecret }
+        if let c = meta.wrappedAfterFirstUnlockKey {
+            guard let classC = KeyWrap.unwrap(c, with: deviceKEK, name: "afterFirstUnlock") else { throw wrongSecret }
+            afterFirstUnlockKey = classC
+        } else {
+            afterFirstUnlockKey = nil
+        }
         if let w = meta.wrappedWhenUnlockedKey {
             guard let classA = KeyWrap.unwrap(w, with: deviceKEK, name: "whenUnlocked") else { throw wrongSecret }
             whenUnlockedKey = classA
@@ -161,56 +251,126 @@ public final class Keychain: @unchecked Sendable {
         self.entitlements = entitlements
         self.accessGroups = entitlements.accessGroups
         self.paths = paths
+        self.directories = directories
         self.meta = meta
         self.isPasscodeSet = meta.passcode != nil
         self.deviceSecret = deviceSecret
         self.metadataKey = metadataKey
-        self.afterFirstUnlockKey = classC
-        self.sessionKEK = try KeyWrap.kek(deviceSecret, "session-kek")
         // Fail now, not on the first read, when the state file is damaged.
         _ = try readState()
     }
 
+    /// Where this keychain's device secret lives, as `keychain.meta` records it.
+    public var deviceSecretLocation: DeviceSecretLocation { meta.deviceSecret }
+
     // MARK: Device state
 
     /// The emulated device's lock state, read from disk on every call (another process may
-    /// have locked the device).
+    /// have locked the device). With a passcode, a state whose class keys do not open with the
+    /// current per-unlock keys (a `device-state` put back from an old copy) reads as the state
+    /// those keys allow: `locked`, or `beforeFirstUnlock`.
     /// - Throws: `KeychainError` `.corrupt`, `.io`.
     public var deviceState: DeviceState {
         get throws { try readState().state }
+    }
+
+    /// Wrong passcodes in a row since the last right one (kept in `device-state`, sealed).
+    /// - Throws: `KeychainError` `.corrupt`, `.io`.
+    public var failedPasscodeAttempts: Int {
+        get throws { Int(try readRecord().failedAttempts) }
     }
 
     /// Sets the lock state (all identities see it; it is the device's, not the caller's).
     ///
     /// With a passcode set, entering `unlocked`, or going from `beforeFirstUnlock` to `locked`,
     /// needs the passcode (this runs Argon2id once). Without a passcode `passcode` is ignored.
+    /// Each wrong passcode is counted in `device-state`; after ``freePasscodeAttempts`` wrong ones
+    /// in a row, attempts must wait ``passcodeDelaySeconds(afterFailures:)`` after the last one.
     /// - Parameters:
     ///   - state: the new state.
     ///   - passcode: the device passcode when one is needed.
-    /// - Throws: `KeychainError` `.authFailed` (-25293) for a wrong or missing passcode, `.corrupt`, `.io`.
+    /// - Throws: `KeychainError` `.authFailed` (-25293) for a wrong or missing passcode,
+    ///   `.passcodeBackoff` (too many wrong ones: the reason says how long to wait; the passcode
+    ///   was not tried), `.corrupt`, `.io`.
     public func setDeviceState(_ state: DeviceState, passcode: String? = nil) throws {
-        try Posix.withExclusiveLock(paths.lock) {
-            let current = try readState()
-            var next = StateRecord(state: state, sessionBox: nil)
-            if let p = meta.passcode {
-                let needsPasscode = state == .unlocked || (state == .locked && current.state == .beforeFirstUnlock)
-                if needsPasscode {
-                    guard let passcode else {
-                        throw KeychainError(.authFailed, "the device has a passcode: give it to unlock")
-                    }
-                    let kek = try KeyWrap.passcodeKEK(passcode: passcode, salt: p.salt, parameters: p.parameters, deviceSecret: deviceSecret)
-                    guard let classA = KeyWrap.unwrap(p.wrappedWhenUnlockedKey, with: kek, name: KeyWrap.passcodeName(p.parameters)) else {
-                        throw KeychainError(.authFailed, "wrong passcode")
-                    }
-                    if state == .unlocked {
-                        next.sessionBox = try KeyWrap.wrap(classA, with: sessionKEK, name: "session")
-                    }
-                } else if state == .locked, current.state == .locked {
-                    next.sessionBox = nil
-                }
+        try setDeviceState(state, passcode: passcode, now: Int64(Date().timeIntervalSince1970))
+    }
+
+    /// ``setDeviceState(_:passcode:)`` at `now` (Unix seconds; tests give the clock).
+    func setDeviceState(_ state: DeviceState, passcode: String?, now: Int64) throws {
+        try Posix.withExclusiveLock(".lock", in: directories.root) {
+            let record = try readRecord()
+            let current = try session(record)
+            guard let p = meta.passcode else {
+                try writeState(StateRecord(state: state, boxA: nil, boxC: nil), unlockKeys: nil)
+                return
             }
-            try Posix.writeAtomically(try next.encode(metadataKey: metadataKey), to: paths.state, directory: paths.root, tempDirectory: paths.temp)
+            let needsPasscode = state == .unlocked || (state == .locked && current.state == .beforeFirstUnlock)
+            var classA: SecretBytes?
+            var classC = current.classC
+            var failed = record.failedAttempts
+            var lastFailure = record.lastFailure
+            if needsPasscode {
+                guard let passcode else {
+                    throw KeychainError(.authFailed, "the device has a passcode: give it to unlock")
+                }
+                let wait = Self.passcodeDelaySeconds(afterFailures: failed)
+                if wait > 0, now < lastFailure + wait {
+                    throw KeychainError(.passcodeBackoff,
+                        "\(failed) wrong passcodes in a row: try again in \(lastFailure + wait - now) seconds",
+                        suggestion: "wait, then give the passcode again; each further wrong one makes the wait longer (up to an hour)")
+                }
+                let kek = try KeyWrap.passcodeKEK(passcode: passcode, salt: p.salt, parameters: p.parameters, deviceSecret: deviceSecret)
+                guard let a = KeyWrap.unwrap(p.wrappedWhenUnlockedKey, with: kek, name: KeyWrap.passcodeName(p.parameters)) else {
+                    var counted = record
+                    counted.failedAttempts = failed &+ 1
+                    counted.lastFailure = now
+                    try Posix.writeAtomically(try counted.encode(metadataKey: metadataKey), named: "device-state", in: directories.root, temp: directories.temp)
+                    let next = Self.passcodeDelaySeconds(afterFailures: counted.failedAttempts)
+                    throw KeychainError(.authFailed, "wrong passcode (\(counted.failedAttempts) in a row\(next > 0 ? "; the next try is allowed in \(next) seconds" : ""))")
+                }
+                classA = a
+                if let boxC = p.wrappedAfterFirstUnlockKey {
+                    guard let c = KeyWrap.unwrap(boxC, with: kek, name: KeyWrap.passcodeNameC(p.parameters)) else {
+                        throw KeychainError(.corrupt, "\(paths.meta) is damaged: the afterFirstUnlock key does not open with the passcode that opens the whenUnlocked key")
+                    }
+                    if classC == nil { classC = c }
+                }
+                failed = 0
+                lastFailure = 0
+            }
+            var next = StateRecord(state: state, boxA: nil, boxC: nil, failedAttempts: failed, lastFailure: lastFailure)
+            var unlock = UnlockKeys()
+            if state != .beforeFirstUnlock, meta.classCNeedsPasscode, let classC {
+                // Class C stays under the same per-boot key from first unlock to the next reboot.
+                let kept = current.state == .beforeFirstUnlock ? nil : current.unlockKeys?.classC
+                let keyC = kept ?? SecretBytes(randomByteCount: UnlockKeys.keyByteCount)
+                unlock.classC = keyC
+                next.boxC = try KeyWrap.wrap(classC, with: try KeyWrap.sessionKEK(deviceSecret: deviceSecret, unlockKey: keyC, "C"), name: "session")
+            }
+            if state == .unlocked, let classA {
+                let keyA = SecretBytes(randomByteCount: UnlockKeys.keyByteCount)
+                unlock.classA = keyA
+                next.boxA = try KeyWrap.wrap(classA, with: try KeyWrap.sessionKEK(deviceSecret: deviceSecret, unlockKey: keyA, "A"), name: "session")
+            }
+            try writeState(next, unlockKeys: (unlock.classA == nil && unlock.classC == nil) ? nil : unlock)
         }
+    }
+
+    /// Writes the per-unlock keys (or removes them: `nil`), then the state record. The keys of a
+    /// replaced or removed file are gone, so every box under them is dead.
+    private func writeState(_ record: StateRecord, unlockKeys: UnlockKeys?) throws {
+        if let unlockKeys {
+            var bytes = unlockKeys.encode()
+            defer { SecretBytes.wipe(&bytes) }
+            try Posix.writeAtomically(bytes, named: "unlock-keys", in: directories.root, temp: directories.temp)
+        } else {
+            try Posix.remove("unlock-keys", in: directories.root)
+        }
+        try Posix.writeAtomically(try record.encode(metadataKey: metadataKey), named: "device-state", in: directories.root, temp: directories.temp)
+        cacheLock.lock()
+        sessionCache.removeAll()
+        cacheLock.unlock()
     }
 
     /// Locks the device (`locked`); `WhenUnlocked` items become unreadable (-25308).
@@ -222,17 +382,60 @@ public final class Keychain: @unchecked Sendable {
     /// - Throws: `KeychainError` `.authFailed` for a wrong or missing passcode; as ``setDeviceState(_:passcode:)``.
     public func unlock(passcode: String? = nil) throws { try setDeviceState(.unlocked, passcode: passcode) }
 
-    func readState() throws -> StateRecord {
-        guard let bytes = try Posix.readFile(paths.state, maxByteCount: 4096) else {
+    /// The device state as stored (sealed under the metadata key).
+    func readRecord() throws -> StateRecord {
+        guard let bytes = try Posix.readFile("device-state", in: directories.root, maxByteCount: 4096) else {
             throw KeychainError(.corrupt, "\(paths.state) is missing")
         }
         return try StateRecord.decode(bytes, path: paths.state, metadataKey: metadataKey)
     }
 
+    /// The device state in effect and the class keys it makes readable.
+    struct Session {
+        var state: DeviceState
+        var classA: SecretBytes?
+        var classC: SecretBytes?
+        var unlockKeys: UnlockKeys?
+    }
+
+    /// The state in effect: the stored one, lowered to what the per-unlock keys open.
+    func readState() throws -> Session { try session(try readRecord()) }
+
+    func session(_ record: StateRecord) throws -> Session {
+        guard isPasscodeSet else {
+            return Session(state: record.state, classA: whenUnlockedKey, classC: afterFirstUnlockKey, unlockKeys: nil)
+        }
+        var keys: UnlockKeys?
+        if record.boxA != nil || record.boxC != nil, let bytes = try Posix.readFile("unlock-keys", in: directories.root, maxByteCount: 256) {
+            keys = try UnlockKeys.decode(bytes, path: paths.unlockKeys)
+        }
+        let classA = try openBox(record.boxA, keys?.classA, "A")
+        let classC = meta.classCNeedsPasscode ? try openBox(record.boxC, keys?.classC, "C") : afterFirstUnlockKey
+        var state = record.state
+        if state == .unlocked, classA == nil { state = .locked }
+        if state == .locked, meta.classCNeedsPasscode, classC == nil { state = .beforeFirstUnlock }
+        return Session(state: state, classA: state == .unlocked ? classA : nil, classC: state == .beforeFirstUnlock ? nil : classC, unlockKeys: keys)
+    }
+
+    /// The class key in a device-state box, or `nil` when there is no box or it does not open
+    /// with the per-unlock key (an old box put back, or the key destroyed).
+    private func openBox(_ box: [UInt8]?, _ unlockKey: SecretBytes?, _ label: String) throws -> SecretBytes? {
+        guard let box, let unlockKey else { return nil }
+        cacheLock.lock()
+        defer { cacheLock.unlock() }
+        if let hit = sessionCache.first(where: { $0.box == box && $0.unlockKey == unlockKey }) { return hit.key }
+        guard let key = KeyWrap.unwrap(box, with: try KeyWrap.sessionKEK(deviceSecret: deviceSecret, unlockKey: unlockKey, label), name: "session") else {
+            return nil
+        }
+        if sessionCache.count >= 4 { sessionCache.removeFirst() }
+        sessionCache.append((box, unlockKey, key))
+        return key
+    }
+
     /// The key sealing items of `accessibility`, if the device state allows it.
     /// - Throws: `.interactionNotAllowed` (-25308), `.authFailed` (no passcode for
     ///   WhenPasscodeSet), `.corrupt`.
-    func classKey(for accessibility: Accessibility, state: StateRecord) throws -> SecretBytes {
+    func classKey(for accessibility: Accessibility, state: Session) throws -> SecretBytes {
         if accessibility == .whenPasscodeSetThisDeviceOnly, !isPasscodeSet {
             throw KeychainError(.authFailed, "whenPasscodeSetThisDeviceOnly items need a device passcode, and this device has none")
         }
@@ -240,23 +443,11 @@ public final class Keychain: @unchecked Sendable {
             throw KeychainError(.interactionNotAllowed,
                 "\(Self.article(accessibility.rawValue)) \(accessibility) item is not accessible while the device is \(state.state == .locked ? "locked" : "before first unlock")")
         }
-        switch accessibility.protectionClass {
-        case .afterFirstUnlock:
-            return afterFirstUnlockKey
-        case .whenUnlocked:
-            if let whenUnlockedKey { return whenUnlockedKey }
-            guard let box = state.sessionBox else {
-                throw KeychainError(.interactionNotAllowed, "the device is not unlocked with its passcode")
-            }
-            return try cacheLock.withLock {
-                if let cached = sessionCache, cached.box == box { return cached.key }
-                guard let key = KeyWrap.unwrap(box, with: sessionKEK, name: "session") else {
-                    throw KeychainError(.corrupt, "\(paths.state) holds a session key that does not authenticate")
-                }
-                sessionCache = (box, key)
-                return key
-            }
+        let key: SecretBytes? = accessibility.protectionClass == .afterFirstUnlock ? state.classC : state.classA
+        guard let key else {
+            throw KeychainError(.interactionNotAllowed, "the device is not unlocked with its passcode")
         }
+        return key
     }
 
     /// `a` or `an` for a word (by its first letter: the accessibility names are read as spelled).
@@ -278,9 +469,8 @@ public final class Keychain: @unchecked Sendable {
             throw KeychainError(.missingEntitlement, "the caller is not entitled to application group \(group)")
         }
         try Self.validateGroupName(group)
-        let path = paths.appGroups + "/" + group
-        try Posix.makeDirectory(path)
-        return URL(fileURLWithPath: path, isDirectory: true)
+        let container = try Posix.makeDirectory(group, in: directories.appGroups)
+        return URL(fileURLWithPath: container.path, isDirectory: true)
     }
 
     static func validateGroupName(_ group: String) throws {

@@ -82,6 +82,13 @@ extension ErrorCode<KeychainError> {
     /// links inside a keychain are refused, never followed. The keychain directory itself given
     /// as a link is `.keychainMissing` (open) or `.alreadyExists` (create). No OSStatus.
     public static var symbolicLink: Self { Self("symbolicLink") }
+    /// The keychain's device secret is not where `keychain.meta` (or
+    /// `PUSHSEAL_DEVICE_SECRET_FILE`) says it is — e.g. a keychain directory copied without
+    /// its secret. Nothing in the keychain can be read without it. No OSStatus.
+    public static var deviceSecretMissing: Self { Self("deviceSecretMissing") }
+    /// Too many wrong passcodes in a row: the next attempt must wait (the reason says how
+    /// long); the passcode given was not tried. No OSStatus.
+    public static var passcodeBackoff: Self { Self("passcodeBackoff") }
 
     /// The Keychain Services OSStatus number (Security/SecBase.h), or `nil` for store errors.
     public var osStatus: Int32? { keychainStatuses[name]?.number }

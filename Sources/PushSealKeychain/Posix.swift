@@ -106,14 +106,28 @@ enum Posix {
 
     static func isDirectory(_ st: PrivateFile.Status) -> Bool { st.kind == .directory }
 
-    /// Checks that `path` is a 0700-style directory owned by us.
-    /// - Returns: `false` when it does not exist.
-    static func checkDirectory(_ path: String) throws -> Bool {
-        guard let st = try status(path) else { return false }
-        if isSymbolicLink(st) { throw linkInsideError(path) }
-        guard isDirectory(st) else { throw KeychainError(.corrupt, "\(path) is not a directory") }
-        try checkOwnership(st, path)
-        return true
+    /// Refuses a keychain whose parent directories someone else could change, as ssh's
+    /// `StrictModes` does (F21): each directory above `path` (links followed, as the kernel does)
+    /// must be owned by the caller or root, and not group- or world-writable unless it has the
+    /// sticky bit (`/tmp`). Otherwise another user could swap the keychain between two opens.
+    /// - Throws: `.insecurePermissions` naming the directory, with a `chmod` suggestion; `.io`.
+    static func checkParents(of path: String) throws {
+        var dir = path
+        while let slash = dir.lastIndex(of: "/") {
+            dir = slash == dir.startIndex ? "/" : String(dir[..<slash])
+            var st = stat()
+            guard stat(dir, &st) == 0 else { throw ioError("stat", dir) }
+            if st.st_uid != 0 && st.st_uid != geteuid() {
+                throw KeychainError(.insecurePermissions, "\(dir), a parent of the keychain, is owned by another user (uid \(st.st_uid))",
+                                    suggestion: "keep the keychain below directories owned by you or root (as ssh's StrictModes asks)")
+            }
+            if st.st_mode & 0o022 != 0, st.st_mode & S_ISVTX == 0 {
+                throw KeychainError(.insecurePermissions,
+                    "\(dir), a parent of the keychain, is writable by group or others (mode \(String(st.st_mode & 0o7777, radix: 8))) without the sticky bit",
+                    suggestion: "chmod go-w \(shellQuoted(dir))  # or move the keychain: others could replace it (as ssh's StrictModes refuses)")
+            }
+            if dir == "/" { break }
+        }
     }
 
     /// Reads a whole regular file after checking owner and mode.
@@ -124,100 +138,98 @@ enum Posix {
         try mapped { try PrivateFile.read(path, maxByteCount: maxByteCount) }
     }
 
-    static func fsyncPath(_ path: String) throws {
-        try mapped { try PrivateFile.synchronizeDirectory(path) }
-    }
-
     /// Creates `path` with `bytes`, mode 0600, failing if it exists (`O_EXCL`), then fsyncs it.
     static func createExclusive(_ path: String, _ bytes: [UInt8]) throws {
         try mapped { try PrivateFile.createExclusive(path, bytes) }
     }
 
-    /// Atomic, durable replace: unique temp file in `tempDirectory` (same file system), write,
-    /// fsync, rename over `path`, fsync the directory of `path`.
-    static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String, tempDirectory: String) throws {
-        let name = ".tmp-\(getpid())-\(Hex.encode(SecureRandom.bytes(8)))"
-        try mapped { try PrivateFile.replaceAtomically(bytes, at: path, directory: directory, tempDirectory: tempDirectory, uniqueName: name) }
+    /// Names in `directory` (not `.`/`..`), by path (before it is opened as the keychain's root).
+    static func list(_ directory: String) throws -> [String] {
+        do {
+            return try PrivateDirectory.names(atPath: directory)
+        } catch let e as SystemError where e.code == .notFound {
+            throw KeychainError(.corrupt, "\(directory) is missing")
+        } catch let e as SystemError {
+            throw keychainError(e)
+        }
+    }
+
+    // MARK: Below an open directory (F21: openat, never a path walk)
+
+    /// Opens the directory `path` (not a link) by the rules: owned by the caller, 0700.
+    /// - Returns: `nil` when it does not exist.
+    /// - Throws: `.symbolicLink`, `.corrupt` (not a directory), `.insecurePermissions`, `.io`.
+    static func openDirectory(_ path: String) throws -> PrivateDirectory? {
+        try mapped(isDirectory: true) { try PrivateDirectory.open(path) }
+    }
+
+    /// Opens the subdirectory `name` of `directory` as ``openDirectory(_:)``.
+    static func openDirectory(_ name: String, in directory: PrivateDirectory) throws -> PrivateDirectory? {
+        try mapped(isDirectory: true) { try directory.openDirectory(name) }
+    }
+
+    /// Creates (0700) or opens the subdirectory `name` of `directory`, checked as ``openDirectory(_:)``.
+    static func makeDirectory(_ name: String, in directory: PrivateDirectory) throws -> PrivateDirectory {
+        try mapped(isDirectory: true) { try directory.makeDirectory(name) }
+    }
+
+    /// `fstatat` of `name` in `directory` (a link reported as a link), `nil` when absent.
+    static func status(_ name: String, in directory: PrivateDirectory) throws -> PrivateFile.Status? {
+        try mapped { try directory.status(name) }
+    }
+
+    /// Reads the whole private file `name` of `directory`; `nil` when absent. Throws `.symbolicLink`, `.insecurePermissions`, `.corrupt`, `.io`.
+    static func readFile(_ name: String, in directory: PrivateDirectory, maxByteCount: Int) throws -> [UInt8]? {
+        try mapped { try directory.read(name, maxByteCount: maxByteCount) }
+    }
+
+    /// Creates `name` in `directory` with `bytes`, 0600, `O_EXCL`, synced.
+    static func createExclusive(_ name: String, in directory: PrivateDirectory, _ bytes: [UInt8]) throws {
+        try mapped { try directory.createExclusive(name, bytes) }
+    }
+
+    /// Atomic, durable replace of `name` in `directory` through a unique temp file in `temp`.
+    static func writeAtomically(_ bytes: [UInt8], named name: String, in directory: PrivateDirectory, temp: PrivateDirectory) throws {
+        let unique = ".tmp-\(getpid())-\(Hex.encode(SecureRandom.bytes(8)))"
+        try mapped { try directory.replaceAtomically(bytes, named: name, tempDirectory: temp, uniqueName: unique) }
+    }
+
+    /// Removes `name` from `directory` (nothing when absent).
+    static func remove(_ name: String, in directory: PrivateDirectory) throws {
+        try mapped { _ = try directory.remove(name) }
     }
 
     /// Removes every entry of `directory` (left-over temp files of killed writers). Call only
     /// while holding the writer lock: then no live writer owns one.
-    static func removeAll(in directory: String) throws {
-        guard let d = opendir(directory) else { throw ioError("open", directory) }
-        defer { closedir(d) }
-        while let entry = readdir(d) {
-            let name = entryName(entry)
-            if name == "." || name == ".." { continue }
-            unlink("\(directory)/\(name)")
-        }
+    static func removeAll(in directory: PrivateDirectory) throws {
+        for name in try names(in: directory) { try? directory.remove(name) }
     }
 
-    /// The name of one `readdir` entry, read in place.
-    ///
-    /// glibc's entries are variable-length (`d_reclen` bytes, the name padded only to 8 bytes),
-    /// so the last entry of a buffer can be shorter than `MemoryLayout<dirent>.size`: copying
-    /// `entry.pointee.d_name` (a 256-byte tuple) reads past the allocation (found by ASan).
-    /// Taking the field's address through the pointer does not copy; the name is NUL-terminated.
-    static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> String {
-        withUnsafeMutablePointer(to: &entry.pointee.d_name) { tuple in
-            // A homogeneous tuple of CChar is bound to CChar, so this assumes nothing new.
-            String(cString: UnsafeRawPointer(tuple).assumingMemoryBound(to: CChar.self))
-        }
+    /// The names in `directory` (not `.`/`..`).
+    static func names(in directory: PrivateDirectory) throws -> [String] {
+        try mapped { try directory.names() }
     }
 
-    /// Names in `directory` (not `.`/`..`).
-    static func list(_ directory: String) throws -> [String] {
-        guard let d = opendir(directory) else {
-            if errno == ENOENT { throw KeychainError(.corrupt, "\(directory) is missing") }
-            throw ioError("open", directory)
-        }
-        defer { closedir(d) }
-        var names: [String] = []
-        while let entry = readdir(d) {
-            let name = entryName(entry)
-            if name == "." || name == ".." { continue }
-            names.append(name)
-        }
-        return names
+    /// Flushes `directory` to storage.
+    static func synchronize(_ directory: PrivateDirectory) throws {
+        try mapped { try directory.synchronize() }
     }
 
-    static func makeDirectory(_ path: String) throws {
-        if mkdir(path, 0o700) != 0 {
-            if errno == EEXIST {
-                guard try checkDirectory(path) else { throw ioError("create", path) }
-                return
-            }
-            throw ioError("create directory", path)
-        }
-        // mkdir is subject to the umask; make the mode exact.
-        guard chmod(path, 0o700) == 0 else { throw ioError("chmod", path) }
+    /// Checks the file `name` of `directory`, when present, by the rules of item files: not a link, a regular file, owned by the caller, 0600.
+    static func checkPrivateFile(_ name: String, in directory: PrivateDirectory) throws {
+        try mapped { if let st = try directory.status(name) { try PrivateFile.check(st, directory.child(name)) } }
     }
 
-    /// Checks a file of the keychain that may be absent (a lock file, the audit log) by the
-    /// rules of item files: not a link, a regular file, owned by the caller, 0600.
-    /// - Throws: `.symbolicLink`, `.corrupt` (not a regular file), `.insecurePermissions`, `.io`.
-    static func checkPrivateFile(_ path: String) throws {
-        try mapped { try PrivateFile.checkIfPresent(path) }
+    /// Opens the file `name` of `directory` under the rules of ``checkPrivateFile(_:in:)``, checked before the open and on the open descriptor.
+    static func openPrivateFile(_ name: String, in directory: PrivateDirectory, options: FileDescriptor.Options, what: String) throws -> FileDescriptor {
+        try mapped { try directory.open(name, options, what: what) }
     }
 
-    /// Opens a file of the keychain (created 0600 with `.create`) under the rules of
-    /// ``checkPrivateFile(_:)``, checked before the open (a FIFO would block it) and again on
-    /// the open descriptor (the file may have been replaced in between).
-    /// - Parameters:
-    ///   - path: the file.
-    ///   - options: open options; `O_CLOEXEC | O_NOFOLLOW` are added.
-    ///   - what: the file's role in messages, e.g. `lock file`.
-    /// - Returns: the open descriptor (closed when released).
-    /// - Throws: as ``checkPrivateFile(_:)``.
-    static func openPrivateFile(_ path: String, options: FileDescriptor.Options, what: String) throws -> FileDescriptor {
-        try mapped { try PrivateFile.open(path, options, what: what) }
-    }
-
-    /// Runs `body` holding an exclusive `flock` on `lockPath` (created 0600 if absent; refused
-    /// when it is a link, not a regular file, or group- or world-accessible). The kernel
+    /// Runs `body` holding an exclusive `flock` on the file `name` of `directory` (created 0600),
+    /// refused when it is a link, not a regular file, or group- or world-accessible. The kernel
     /// releases the lock when the holder exits or is killed, so a dead holder never blocks.
-    static func withExclusiveLock<R>(_ lockPath: String, _ body: () throws -> R) throws -> R {
-        let file = try openPrivateFile(lockPath, options: [.readWrite, .create], what: "lock file")
+    static func withExclusiveLock<R>(_ name: String, in directory: PrivateDirectory, _ body: () throws -> R) throws -> R {
+        let file = try openPrivateFile(name, in: directory, options: [.readWrite, .create], what: "lock file")
         do { try file.lockExclusive() } catch let e as SystemError { throw keychainError(e) }
         defer { file.unlock() }
         return try body()

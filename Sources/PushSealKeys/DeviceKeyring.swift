@@ -42,7 +42,8 @@ public final class DeviceKeyring: Sendable {
     ///     key's `notAfter`.
     /// - Returns: the key (pending, primary, or decryptOnly within its grace window).
     /// - Throws: `KeysError` `.unknownKey` (no such key id in the app's keyset), `.keyDestroyed`,
-    ///   `.keyDisabled`, `.keyExpired`, `.invalidName`, `.corruptKeyset`, `.timeOutOfRange`
+    ///   `.keyDisabled`, `.keyExpired`, `.invalidName`, `.corruptKeyset`, `.keysetRolledBack` (an
+    ///   old keyset item put back), `.timeOutOfRange`
     ///   (`now` out of range; checked before the keychain is read); the keychain's own
     ///   `KeychainError` unchanged: `.itemNotFound` (-25300, no keyset for this app in reach),
     ///   `.interactionNotAllowed` (-25308, a `whenUnlocked` keyset while locked),
@@ -72,6 +73,7 @@ public final class DeviceKeyring: Sendable {
                 return try Keyset.decode(bytes)
             }
             guard let i = ks.index(of: keyID) else { continue }
+            try KeyStore.checkGeneration(ks, keychain: keychain, accessGroup: item.attributes.accessGroup)
             let k = ks.keys[i]
             switch k.info.status {
             case .destroyed:

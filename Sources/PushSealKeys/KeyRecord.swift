@@ -330,3 +330,20 @@ extension KeyStore {
         return ImportResult(keyset: ks.info(accessGroup: accessGroup), created: created, changedKeyIDs: changed)
     }
 }
+
+extension KeyRecord {
+    /// One key, one sealing store (F11): refuses a record whose `primary` key has already sealed
+    /// (seal count > 0) and is not yet in `existing`, the keyset of the sealing (server) store it
+    /// is about to be imported into. Two stores sealing with one key each count only their own
+    /// seals, so neither counter bounds the key's real use (2^32, random 96-bit nonces).
+    /// A device store imports used primaries as a matter of course: do not call it there.
+    /// - Parameter existing: the target store's keyset for the record's app id and recipient,
+    ///   or `nil` when it has none.
+    /// - Throws: `KeysError` `.sealCountInUse`.
+    public func checkOneSealingStore(existing: KeysetInfo?) throws {
+        for k in keys where k.info.status == .primary && k.info.sealCount > 0 && existing?.keys.contains(where: { $0.keyID == k.info.keyID }) != true {
+            throw KeysError(.sealCountInUse,
+                "the record's primary key \(k.info.keyID) has already sealed \(k.info.sealCount) times in another store: each store counts only its own seals toward the 2^32 limit")
+        }
+    }
+}

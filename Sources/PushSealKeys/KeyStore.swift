@@ -85,6 +85,34 @@ public final class KeyStore: Sendable {
 
     var keychainPath: String { keychain.url.path }
 
+    /// The keychain service of the generation counters of an app's keysets:
+    /// `pushseal.keyset-generation:<appID>` (account: the recipient; 8 bytes, big-endian), written
+    /// after each save of the keyset item.
+    public static func generationService(appID: String) -> String { "pushseal.keyset-generation:" + appID }
+
+    /// The stored generation counter of a keyset (0 when none: a keyset of before 0.2.0).
+    static func storedGeneration(_ keychain: Keychain, accessGroup: String, appID: String, recipient: String) throws -> UInt64 {
+        let data: SecretBytes
+        do {
+            data = try keychain.copyData(ItemQuery(itemClass: .genericPassword, service: generationService(appID: appID), account: recipient,
+                                                   accessGroup: accessGroup))
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            return 0
+        }
+        let bytes = data.copyBytes()
+        guard bytes.count == 8 else { throw KeysError(.corruptKeyset, "the generation counter of keyset \(appID)/\(recipient) is malformed") }
+        return bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    }
+
+    /// Refuses a keyset older than its stored generation counter (an old item put back).
+    static func checkGeneration(_ ks: Keyset, keychain: Keychain, accessGroup: String) throws {
+        let stored = try storedGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
+        guard ks.generation >= stored else {
+            throw KeysError(.keysetRolledBack,
+                "keyset \(ks.appID)/\(ks.recipient) is generation \(ks.generation), older than the \(stored) the store has seen: an old copy of its item was put back (restored from a backup?); refused, as it could bring back a revoked key or a lower seal count")
+        }
+    }
+
     // MARK: Reading
 
     /// The keyset of (app id, recipient), without key bytes.
@@ -138,10 +166,29 @@ public final class KeyStore: Sendable {
         guard ks.appID == appID, ks.recipient == recipient else {
             throw KeysError(.corruptKeyset, "keyset item for \(appID)/\(recipient) holds another keyset (\(ks.appID)/\(ks.recipient))")
         }
+        try Self.checkGeneration(ks, keychain: keychain, accessGroup: accessGroup)
         return ks
     }
 
+    /// Saves `ks` as the next generation: the keyset item first, then its counter (a crash in
+    /// between leaves the counter behind, which the check accepts).
     func save(_ ks: Keyset, isNew: Bool) throws {
+        var ks = ks
+        let stored = try Self.storedGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
+        ks.generation = max(ks.generation, stored) &+ 1
+        try saveItem(ks, isNew: isNew)
+        var g: [UInt8] = []
+        for shift in stride(from: 56, through: 0, by: -8) { g.append(UInt8(truncatingIfNeeded: ks.generation >> UInt64(shift))) }
+        let query = ItemQuery(itemClass: .genericPassword, service: Self.generationService(appID: ks.appID), account: ks.recipient, accessGroup: accessGroup)
+        do {
+            try keychain.update(query, with: ItemChanges(data: SecretBytes(copying: g)))
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            try keychain.add(.genericPassword, service: Self.generationService(appID: ks.appID), account: ks.recipient,
+                             label: "PushSeal keyset generation", accessGroup: accessGroup, accessibility: accessibility, data: SecretBytes(copying: g))
+        }
+    }
+
+    func saveItem(_ ks: Keyset, isNew: Bool) throws {
         var bytes = ks.encode()
         let data = SecretBytes(copying: bytes)
         SecretBytes.wipe(&bytes)
@@ -326,7 +373,8 @@ public final class KeyStore: Sendable {
     }
 
     /// Destroys every `decryptOnly` key past its `notAfter` (bytes zeroed and removed; a
-    /// tombstone remains). Idempotent.
+    /// tombstone remains), and the bytes of every `disabled` (revoked) key at once (it stays
+    /// `disabled`, without bytes). Idempotent.
     /// - Parameter now: Unix seconds, 0 to ``maxTimeSeconds`` (default: the current time).
     /// - Returns: the keys destroyed now.
     /// - Throws: `KeysError` `.corruptKeyset`, `.timeOutOfRange`; `KeychainError`.
@@ -334,9 +382,14 @@ public final class KeyStore: Sendable {
     public func prune(now: Int64 = KeyStore.now()) throws -> [PrunedKey] {
         try Self.checkTime(now)
         var out: [PrunedKey] = []
-        for candidate in try loadAll() where candidate.keys.contains(where: { Self.isPrunable($0.info, now) }) {
+        for candidate in try loadAll() where candidate.keys.contains(where: { Self.isPrunable($0.info, now) || Self.hasRevokedBytes($0) }) {
             try mutate(appID: candidate.appID, recipient: candidate.recipient) { ks, _ in
                 var events: [AuditEvent] = []
+                for i in ks.keys.indices where Self.hasRevokedBytes(ks.keys[i]) {
+                    ks.keys[i].secret = nil  // SecretBytes zeroes its buffer when released
+                    out.append(PrunedKey(appID: ks.appID, recipient: ks.recipient, keyID: ks.keys[i].info.keyID))
+                    events.append(AuditEvent(event: "prune", time: now, members: [("keyId", .string(ks.keys[i].info.keyID)), ("status", .string("disabled"))]))
+                }
                 for i in ks.keys.indices where Self.isPrunable(ks.keys[i].info, now) {
                     ks.keys[i].info.status = .destroyed
                     ks.keys[i].info.retiredAt = now
@@ -353,6 +406,11 @@ public final class KeyStore: Sendable {
     static func isPrunable(_ k: KeyInfo, _ now: Int64) -> Bool {
         k.status == .decryptOnly && (k.notAfter ?? Int64.max) <= now
     }
+
+    /// A `disabled` (revoked) key that still has bytes: a revoked key never seals or opens again
+    /// (statuses only move forward), so prune zeroes and drops its bytes at once, at the first
+    /// prune after the revoke; it stays `disabled`, so a device still says "revoked" (F20).
+    static func hasRevokedBytes(_ k: ManagedKey) -> Bool { k.info.status == .disabled && k.secret != nil }
 
     /// A keyset due for rotation.
     public struct DueKeyset: Sendable, Hashable {

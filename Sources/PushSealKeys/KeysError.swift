@@ -55,6 +55,13 @@ extension ErrorCode<KeysError> {
     public static var invalidName: Self { Self("invalidName") }
     /// A keyset item that does not decode (damaged or written by another program).
     public static var corruptKeyset: Self { Self("corruptKeyset") }
+    /// A keyset item older than the store's generation counter for it: an old copy of the
+    /// item was put back (a partial restore, or someone who can write the keychain). Refused:
+    /// it could bring back a revoked key or a lower seal count (F5).
+    public static var keysetRolledBack: Self { Self("keysetRolledBack") }
+    /// An import into a sealing (server) store of a primary key that has already sealed
+    /// elsewhere (seal count > 0): the per-store counter would under-count the key (F11).
+    public static var sealCountInUse: Self { Self("sealCountInUse") }
     /// The identity has no access group it shares with its extension (no
     /// `keychain-access-groups` and no application group).
     public static var noSharedAccessGroup: Self { Self("noSharedAccessGroup") }

@@ -9,14 +9,17 @@ struct ManagedKey {
 
 /// A keyset as stored in one keychain item (internal model).
 ///
-/// Item data, format version 1 (binary, big-endian; read on the sender's hot path, so no JSON):
+/// Item data, format version 2 (binary, big-endian; read on the sender's hot path, so no JSON):
 /// ```
-/// "PSKS" | version 1 | appID (u16 len ‖ UTF-8) | recipient (u16 len ‖ UTF-8)
+/// "PSKS" | version 2 | generation (u64) | appID (u16 len ‖ UTF-8) | recipient (u16 len ‖ UTF-8)
 /// rotation: 0 | 1 (added) | 2 (promoted), then if non-zero: keyID (u8 len ‖ ASCII), grace seconds (i64)
 /// key count (u16), then per key:
 ///   keyID (u8 len ‖ ASCII) | status tag (u8) | createdAt (i64) | promotedAt, retiredAt, notAfter (i64, -1 = none)
 ///   sealCount (u64) | key byte count (u8: 0 or 32) ‖ key bytes
 /// ```
+/// Version 1 (before 0.2.0) has no generation (read as 0). The generation grows by one at every
+/// save and is checked against the store's counter item (``KeyStore/generationService(appID:)``),
+/// so an old item put back is refused (F5).
 struct Keyset {
     enum RotationPhase: UInt8 { case added = 1, promoted = 2 }
     struct Rotation {
@@ -29,6 +32,8 @@ struct Keyset {
     var recipient: String
     var keys: [ManagedKey]
     var rotation: Rotation?
+    /// Bumped at every save; 0 for a version 1 item.
+    var generation: UInt64 = 0
 
     static let magic: [UInt8] = Array("PSKS".utf8)
 
@@ -43,7 +48,8 @@ struct Keyset {
 
     func encode() -> [UInt8] {
         var out = Self.magic
-        out.append(1)
+        out.append(2)
+        Self.putInt64(&out, Int64(bitPattern: generation))
         Self.putString16(&out, appID)
         Self.putString16(&out, recipient)
         if let r = rotation {
@@ -75,7 +81,10 @@ struct Keyset {
 
     static func decode(_ bytes: [UInt8]) throws -> Keyset {
         var r = Reader(bytes: bytes)
-        guard try r.take(4) == Array(magic[...]), try r.byte() == 1 else { throw Reader.bad }
+        guard try r.take(4) == Array(magic[...]) else { throw Reader.bad }
+        let version = try r.byte()
+        guard version == 1 || version == 2 else { throw Reader.bad }
+        let generation = version == 2 ? UInt64(bitPattern: try r.int64()) : 0
         let appID = try r.string16()
         let recipient = try r.string16()
         var rotation: Rotation?
@@ -106,7 +115,7 @@ struct Keyset {
                                                  retiredAt: retired, notAfter: notAfter, sealCount: seals), secret: secret))
         }
         guard r.offset == bytes.count else { throw Reader.bad }
-        return Keyset(appID: appID, recipient: recipient, keys: keys, rotation: rotation)
+        return Keyset(appID: appID, recipient: recipient, keys: keys, rotation: rotation, generation: generation)
     }
 
     static func putString16(_ out: inout [UInt8], _ s: String) {

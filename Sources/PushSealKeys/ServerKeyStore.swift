@@ -114,7 +114,8 @@ public protocol ServerKeyStore: AnyObject, Sendable {
     @discardableResult
     func revoke(appID: String, recipient: String, keyID: String, now: Int64) throws -> KeyInfo
 
-    /// Destroys every `decryptOnly` key past its `notAfter` (bytes removed, a tombstone stays).
+    /// Destroys every `decryptOnly` key past its `notAfter` (bytes removed, a tombstone stays),
+    /// and drops the bytes of every `disabled` (revoked) key at once.
     /// - Returns: the keys destroyed by this call.
     /// - Throws: `KeysError` `.corruptKeyset`, `.timeOutOfRange`; the store's errors.
     @discardableResult

@@ -7,7 +7,7 @@ import Darwin
 // The C calls under names FileDescriptor's own methods do not shadow.
 private func systemRead(_ fd: Int32, _ p: UnsafeMutableRawPointer?, _ n: Int) -> Int { read(fd, p, n) }
 private func systemWrite(_ fd: Int32, _ p: UnsafeRawPointer?, _ n: Int) -> Int { write(fd, p, n) }
-private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }
+private func systemOpen(at directory: Int32, _ name: String, _ flags: Int32, _ mode: mode_t) -> Int32 { openat(directory, name, flags, mode) }
 private func systemClose(_ fd: Int32) -> Int32 { close(fd) }
 
 /// An open POSIX file descriptor: the one place PushSeal reads, writes, syncs and locks files.
@@ -85,7 +85,15 @@ public final class FileDescriptor {
     ///   - exactMode: `fchmod` a file created here to `mode`.
     /// - Throws: ``SystemError`` from ``SystemError/call(_:_:errno:)`` (`open`).
     public static func open(_ path: String, _ options: Options, mode: UInt32 = 0o600, exactMode: Bool = false) throws -> FileDescriptor {
-        let fd = systemOpen(path, options.rawValue | O_CLOEXEC, mode_t(mode))
+        try open(at: AT_FDCWD, path, path: path, options, mode: mode, exactMode: exactMode)
+    }
+
+    /// Opens `name` relative to the open directory `directory` (`openat`; `AT_FDCWD` for a
+    /// plain path), with `options` plus `O_CLOEXEC`; as ``open(_:_:mode:exactMode:)``.
+    /// - Parameter path: the file's path in messages.
+    static func open(at directory: Int32, _ name: String, path: String, _ options: Options, mode: UInt32 = 0o600,
+                     exactMode: Bool = false) throws -> FileDescriptor {
+        let fd = systemOpen(at: directory, name, options.rawValue | O_CLOEXEC, mode_t(mode))
         guard fd >= 0 else { throw SystemError.call("open", path, errno: errno) }
         let file = FileDescriptor(adopting: fd, path: path)
         if exactMode, options.contains(.create) { _ = fchmod(fd, mode_t(mode)) }

@@ -43,8 +43,14 @@ public enum PrivateFile {
     /// `lstat(path)` (a link is reported as a link), or `nil` when the path does not exist.
     /// - Throws: ``SystemError`` (`stat`).
     public static func status(_ path: String) throws -> Status? {
+        try status(at: AT_FDCWD, path, path: path)
+    }
+
+    /// ``status(_:)`` of `name` relative to the open directory `directory` (`fstatat` with
+    /// `AT_SYMLINK_NOFOLLOW`).
+    static func status(at directory: Int32, _ name: String, path: String) throws -> Status? {
         var st = stat()
-        if lstat(path, &st) == 0 { return Status(st) }
+        if fstatat(directory, name, &st, AT_SYMLINK_NOFOLLOW) == 0 { return Status(st) }
         if errno == ENOENT || errno == ENOTDIR { return nil }
         throw SystemError.call("stat", path, errno: errno)
     }
@@ -101,10 +107,17 @@ public enum PrivateFile {
     ///   - what: the file's role in messages, e.g. `lock file` (`cannot open lock file PATH: …`).
     /// - Throws: as ``check(_:_:)``; ``SystemError`` from the `open` (`.symbolicLink` for `ELOOP`).
     public static func open(_ path: String, _ options: FileDescriptor.Options, what: String = "") throws -> FileDescriptor {
-        try checkIfPresent(path)
+        try open(at: AT_FDCWD, path, path: path, options, what: what)
+    }
+
+    /// ``open(_:_:what:)`` of `name` relative to the open directory `directory` (`AT_FDCWD`:
+    /// a plain path); `path` names it in messages.
+    static func open(at directory: Int32, _ name: String, path: String, _ options: FileDescriptor.Options,
+                     what: String = "") throws -> FileDescriptor {
+        if let st = try status(at: directory, name, path: path) { try check(st, path) }
         let file: FileDescriptor
         do {
-            file = try FileDescriptor.open(path, options.union(.noFollow))
+            file = try FileDescriptor.open(at: directory, name, path: path, options.union(.noFollow))
         } catch let e as SystemError {
             throw SystemError.call(what.isEmpty ? "open" : "open \(what)", path, errno: e.errno)
         }
@@ -121,9 +134,14 @@ public enum PrivateFile {
     ///   `.tooLarge` (`PATH is N bytes, more than the M allowed`, or `PATH grew while being read`),
     ///   or from `open`/`read`.
     public static func read(_ path: String, maxByteCount: Int) throws -> [UInt8]? {
+        try read(at: AT_FDCWD, path, path: path, maxByteCount: maxByteCount)
+    }
+
+    /// ``read(_:maxByteCount:)`` of `name` relative to the open directory `directory`.
+    static func read(at directory: Int32, _ name: String, path: String, maxByteCount: Int) throws -> [UInt8]? {
         let file: FileDescriptor
         do {
-            file = try FileDescriptor.open(path, [.readOnly, .noFollow, .nonBlocking])
+            file = try FileDescriptor.open(at: directory, name, path: path, [.readOnly, .noFollow, .nonBlocking])
         } catch let e as SystemError where e.code == .notFound && e.errno == ENOENT {
             return nil
         }
@@ -151,9 +169,14 @@ public enum PrivateFile {
     /// - Throws: ``SystemError`` `.alreadyExists` (`PATH already exists`); from `open`
     ///   (operation `create`), `write`, `fsync`.
     public static func createExclusive(_ path: String, _ bytes: [UInt8], mode: UInt32 = 0o600) throws {
+        try createExclusive(at: AT_FDCWD, path, path: path, bytes, mode: mode)
+    }
+
+    /// ``createExclusive(_:_:mode:)`` of `name` relative to the open directory `directory`.
+    static func createExclusive(at directory: Int32, _ name: String, path: String, _ bytes: [UInt8], mode: UInt32 = 0o600) throws {
         let file: FileDescriptor
         do {
-            file = try FileDescriptor.open(path, [.writeOnly, .create, .exclusive, .noFollow], mode: mode)
+            file = try FileDescriptor.open(at: directory, name, path: path, [.writeOnly, .create, .exclusive, .noFollow], mode: mode)
         } catch let e as SystemError {
             if e.code == .alreadyExists { throw SystemError(.alreadyExists, "\(path) already exists", path: path, errno: e.errno, operation: "create") }
             throw SystemError.call("create", path, errno: e.errno)
@@ -165,7 +188,7 @@ public enum PrivateFile {
         } catch {
             // A half-written private file helps nobody: remove it, report the write.
             file.close()
-            unlink(path)
+            unlinkat(directory, name, 0)
             throw error
         }
     }

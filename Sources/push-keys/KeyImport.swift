@@ -10,17 +10,18 @@ struct KeyImportCommand: OptionsCommand {
     let path = ["import"]
     let options = [KeyOptions.keychainCreated] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.accessibility,
         .value("--app-id", "APP", "refuse a record for another app id"),
+        .flag("--accept-seal-count", "into a server keychain: accept a primary key that has already sealed in another store (its seal count is not 0); see keys.md, one key, one sealing store"),
         KeyOptions.grace("grace window of a local primary superseded by the record's newer one"), KeyOptions.now]
     let help = HelpText(
         overview: "import a JSON key record, or a revocation record, (from a file or stdin) into a server or device keychain; idempotent and all-or-nothing: any error changes nothing",
-        usage: ["push-keys import --keychain DIR [IDENTITY] [--app-id APP] [--accessibility A] [--grace DURATION] [--audit-log FILE] [--now UNIX] [FILE | -] [--json]"],
+        usage: ["push-keys import --keychain DIR [IDENTITY] [--app-id APP] [--accept-seal-count] [--accessibility A] [--grace DURATION] [--audit-log FILE] [--now UNIX] [FILE | -] [--json]"],
         examples: [
             "push-keys import --keychain device-kc --entitlements app.json alice.key.json   # server generated, device imports",
             "push-keys import --keychain server-kc --app-id com.example.app device.key.json   # device generated, server imports",
         ],
         exitCodes: KeyOptions.exitCodes(
             usage: ["an unknown --accessibility", "a malformed --app-id", "a bad --grace or --now", "more than one FILE"],
-            dataError: "a malformed or truncated key record or one over 1 MiB, a record for another app id (--app-id, or the identity's application-identifier), a key id already in the keyset with other key bytes",
+            dataError: "a malformed or truncated key record or one over 1 MiB, a record for another app id (--app-id, or the identity's application-identifier), a key id already in the keyset with other key bytes, a primary that has already sealed elsewhere into a server keychain (without --accept-seal-count)",
             noInput: "FILE missing",
             createsKeychain: true,
             cannotCreate: "DIR could not be created as a new keychain",
@@ -29,14 +30,18 @@ struct KeyImportCommand: OptionsCommand {
         notes: KeyOptions.notes([
             "A revocation record, {\"format\":\"pushseal-revocation\",\"version\":1,\"appId\",\"keyIds\":[…],\"revokedAt\"}, disables every listed key id in every keyset of the app (retiredAt = revokedAt, key bytes dropped): a device then shows the fallback for messages under those keys (keyDisabled). It holds no key bytes; deliver it over a channel that does not rely on the revoked key.",
             "A key record holds key bytes: when FILE (or a regular file on standard input) is readable by group or others, a warning on stderr says so (the import goes on); chmod 600 it, or delete it once imported.",
+            "Into a server keychain (no IDENTITY), a primary key new to it whose seal count is not 0 is refused: it is sealing in another store, and each store counts only its own seals toward the 2^32 limit. --accept-seal-count imports it anyway (when the other store has stopped sealing with it).",
             "FILE, - or none reads the record from standard input. A new keyset is created when the keychain has none for the record's app id and recipient; otherwise keys are added and statuses only move forward. When the record's primary is newer than the local one, the local primary becomes decryptOnly for --grace.",
         ], audited: true))
 
     struct Options: CommandOptions {
         let file: String?, store: KeyStoreOptions, accessibility: Accessibility, expectedAppID: String?, now: Int64, grace: Int64
+        /// `--accept-seal-count`: a server keychain takes a primary that has sealed elsewhere (F11).
+        let acceptSealCount: Bool
         init(parsing a: Arguments) throws {
             file = try Positionals(a, max: 1).first
             store = try KeyStoreOptions(parsing: a)
+            acceptSealCount = a.has("--accept-seal-count")
             accessibility = try keyAccessibility(a)
             expectedAppID = try keyAppID(a)
             now = try keyNow(a)
@@ -64,7 +69,14 @@ struct KeyImportCommand: OptionsCommand {
             }
         }
         let store = try o.store.open(create: true, accessibility: acc)
-        let result = try keyMapErrors { try store.importRecord(record, expectedAppID: o.expectedAppID, graceSeconds: grace, now: now) }
+        let result = try keyMapErrors {
+            if o.store.identity.isEmpty, !o.acceptSealCount {
+                var existing: KeysetInfo?
+                do { existing = try store.keyset(appID: record.appID, recipient: record.recipient) } catch let e as KeysError where e.code == .unknownKeyset {}
+                try record.checkOneSealingStore(existing: existing)
+            }
+            return try store.importRecord(record, expectedAppID: o.expectedAppID, graceSeconds: grace, now: now)
+        }
         if c.json {
             keyPrintJSON(.object(JSONObject([("created", .bool(result.created)), ("changedKeyIds", .array(result.changedKeyIDs.map { .string($0) })),
                                   ("keyset", KeyJSON.keyset(result.keyset))])))

@@ -58,7 +58,7 @@ enum KeyOptions {
                 .joined(separator: ", ") + ")",
             "65  bad input data: " + ((dataError.map { [$0] } ?? []) + ["a damaged keyset or keychain file", "a malformed entitlements file"])
                 .joined(separator: "; "),
-            "66  " + (createsKeychain ? "DIR exists but holds no keychain" : "no keychain at DIR") + (noInput.map { "; " + $0 } ?? "")
+            "66  " + (createsKeychain ? "DIR exists but holds no keychain" : "no keychain at DIR") + ", or its device secret not found" + (noInput.map { "; " + $0 } ?? "")
                 + "; an entitlements file missing",
         ]
         if let cannotCreate { lines.append("73  " + cannotCreate) }
@@ -122,7 +122,10 @@ struct KeyStoreOptions: CommandOptions {
         let (entitlements, group) = try keyEntitlements(identity) ?? (KeyStore.serverIdentity, nil)
         return try keyMapErrors {
             if create, !FileManager.default.fileExists(atPath: url.path) {
-                try Keychain.create(at: url)
+                // A server keychain made on the fly: its device secret beside it (DIR.secret), not inside.
+                // PUSHSEAL_DEVICE_SECRET_FILE, when set, names the place instead.
+                let env = ProcessInfo.processInfo.environment[Keychain.deviceSecretFileVariable] ?? ""
+                try Keychain.create(at: url, deviceSecret: env.hasPrefix("/") ? .file(env) : .besideDirectory)
             }
             return try KeyStore(keychain: try Keychain(opening: url, as: entitlements), accessGroup: group,
                                 accessibility: accessibility, audit: audit)
@@ -195,7 +198,8 @@ func keyMapErrors<R>(_ body: () throws -> R) throws -> R {
             exit = .noInput
             if e.code == .unknownKeyset { hint = "run 'push-keys list --keychain DIR' to see the keysets, or 'push-keys generate' to create one" }
         case .keysetExists: exit = .cannotCreate
-        case .malformedRecord, .wrongAppID, .duplicateKeyID, .corruptKeyset: exit = .dataError
+        case .malformedRecord, .wrongAppID, .duplicateKeyID, .corruptKeyset, .keysetRolledBack: exit = .dataError
+        case .sealCountInUse: exit = .dataError; hint = "seal with the key in one store only; if the other store has stopped sealing with it for good, import again with --accept-seal-count (keys.md: one key, one sealing store)"
         case .invalidName, .noSharedAccessGroup, .timeOutOfRange: exit = .usage
         case .io: exit = .ioError
         case .noPrimaryKey: exit = .failure; hint = "run 'push-keys rotate' to give the keyset a new primary key"

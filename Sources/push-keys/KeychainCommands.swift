@@ -49,7 +49,7 @@ enum KeychainCommands {
         let damaged = opensKeychain ? ["a damaged keychain file"] : []
         let bad = (dataError.map { [$0] } ?? []) + damaged
         if !bad.isEmpty { lines.append("65  bad input data: " + bad.joined(separator: "; ")) }
-        let missing = (opensKeychain ? ["no keychain at DIR"] : []) + (noInput.map { [$0] } ?? [])
+        let missing = (opensKeychain ? ["no keychain at DIR, or its device secret not where keychain.meta or PUSHSEAL_DEVICE_SECRET_FILE says"] : []) + (noInput.map { [$0] } ?? [])
         if !missing.isEmpty { lines.append("66  " + missing.joined(separator: "; ")) }
         if let cannotCreate { lines.append("73  \(cannotCreate)") }
         lines.append("74  I/O error (the keychain, or writing standard output)" + (opensKeychain ? ", or a symbolic link inside the keychain" : ""))
@@ -72,6 +72,16 @@ enum KeychainCommands {
 
     static func open(_ url: URL, as entitlements: Entitlements) throws -> Keychain {
         do { return try Keychain(opening: url, as: entitlements) } catch let e as KeychainError { throw cliError(e) }
+    }
+
+    /// The path a device secret location stands for, for messages and `--json`.
+    static func deviceSecretPath(_ location: DeviceSecretLocation, keychain url: URL) -> String {
+        let root = url.standardizedFileURL.path
+        switch location {
+        case .insideDirectory: return root + "/device-secret"
+        case .besideDirectory: return root + ".secret"
+        case .file(let path): return path
+        }
     }
 
     static func itemClass(_ a: Arguments) throws -> ItemClass {

@@ -22,6 +22,7 @@ import Testing
             (.insecurePermissions, .noPermission, "insecurePermissions"), (.corrupt, .dataError, "corrupt"),
             (.io, .ioError, "ioError"), (.symbolicLink, .ioError, "symbolicLink"),
             (.itemNotFound, .failure, "errSecItemNotFound"), (.decode, .dataError, "errSecDecode"),
+            (.deviceSecretMissing, .noInput, "deviceSecretMissing"), (.passcodeBackoff, .failure, "passcodeBackoff"),
         ]
         for (code, exit, name) in cases {
             let e = CLIError(keychain: KeychainError(code, "reason"))

@@ -149,7 +149,11 @@ import Darwin
         let app = dir.appendingPathComponent("app.json").path
         let name = ["--app-id", Self.app, "--recipient", r]
         let payload = try KeysCLI.run(Self.tool("push-seal"), ["--keychain", srv] + name + ["--title", "t"]).stdout
-        let item = try #require(FileManager.default.contentsOfDirectory(atPath: srv + "/items").first { $0.hasSuffix(".item") })
+        // The keyset item (not its generation counter): every run below reads it. Headers are clear text.
+        let item = try #require(FileManager.default.contentsOfDirectory(atPath: srv + "/items").first { name in
+            name.hasSuffix(".item") && ((try? String(decoding: Data(contentsOf: URL(fileURLWithPath: srv + "/items/" + name)), as: UTF8.self))?
+                .contains(KeyStore.service(appID: Self.app)) ?? false)
+        })
         let runs: [(what: String, run: () throws -> KeysCLI.Result)] = [
             ("push-keys list", { try KeysCLI.keys(["list", "--keychain", srv]) }),
             ("push-keys export", { try KeysCLI.keys(["export", "--keychain", srv] + name) }),

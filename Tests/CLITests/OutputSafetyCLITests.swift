@@ -209,7 +209,7 @@ private let noDevFull = Comment(rawValue: "/dev/full is not available on this sy
         let s = try Scratch()
         let items = s.keychain.appendingPathComponent("items")
         let itemPaths = try FileManager.default.contentsOfDirectory(atPath: items.path).map { items.appendingPathComponent($0).path }
-        #expect(itemPaths.count == 4)
+        #expect(itemPaths.count == 8)  // 4 keysets, each with its generation counter item
         for p in itemPaths { try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: p) }
         let seal = try RawToolRun.run("push-seal", s.keyArgs + ["--recipient", "alice", "--title", "T"])
         let list = try RawToolRun.run("push-keys", ["list", "--keychain", s.keychain.path])

@@ -361,6 +361,30 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
         #expect(try g.check(id: "c", iat: nil, exp: nil, now: now) == .tooOld)
         #expect(try g.check(id: "c", iat: now, exp: nil, now: now) == .fresh)
     }
+
+    // F16: the cache follows the keychain's private-file rules: 0600, no links followed.
+    @Test func theCacheIsPrivateAndNeverReadThroughALink() throws {
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let guard1 = ReplayGuard(containerDirectory: dir)
+        let now: Int64 = 1_700_000_000
+        #expect(try guard1.check(id: "a", iat: now, exp: now + 60, now: now) == .fresh)
+        let attributes = try FileManager.default.attributesOfItem(atPath: guard1.fileURL.path)
+        #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o600)
+        // A planted link is refused (fails closed to the caller), not read through.
+        let stored = try Data(contentsOf: guard1.fileURL)
+        let elsewhere = dir.appendingPathComponent("elsewhere.json")
+        try stored.write(to: elsewhere)
+        chmod(elsewhere.path, 0o600)
+        try FileManager.default.removeItem(at: guard1.fileURL)
+        try FileManager.default.createSymbolicLink(at: guard1.fileURL, withDestinationURL: elsewhere)
+        #expect(throws: ExtensionError.self) { try guard1.check(id: "b", iat: now, exp: now + 60, now: now) }
+        // A store others can read is refused too.
+        try FileManager.default.removeItem(at: guard1.fileURL)
+        try stored.write(to: guard1.fileURL)
+        chmod(guard1.fileURL.path, 0o644)
+        #expect(throws: ExtensionError.self) { try guard1.check(id: "b", iat: now, exp: now + 60, now: now) }
+    }
 }
 
 /// An injected opener whose plaintext has no text at all (the codec never gives one).
