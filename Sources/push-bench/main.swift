@@ -98,6 +98,7 @@ let sections: [any BenchSection] = [
     HPKEBench(settings: settings),
     SenderBench(settings: settings),
     OpenBench(settings: settings),
+    V2Bench(settings: settings),
 ]
 
 let measurer = Measurer(settings: settings)
