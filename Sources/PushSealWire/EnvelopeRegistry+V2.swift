@@ -23,15 +23,22 @@ extension EnvelopeRegistry {
     /// This table plus both version 2 entries configured for opening on an app that pinned
     /// `pinnedSenders` (FORMAT.md §V.7 step 2): none pinned — base mode opens, auth mode is
     /// `.unknownSenderKey`; some pinned — base mode is `.downgradeRefused`, auth mode opens for
-    /// a pinned `sender_key_id` (several at once during a sender key rotation).
+    /// a pinned `sender_key_id` (several at once during a sender key rotation). Both entries
+    /// share one `X25519.PrivateKeyCache`: a device key is imported once per key id for as
+    /// long as the table lives.
     public func addingV2(openingWithPinnedSenders pinnedSenders: [PinnedSenderKey]) throws -> EnvelopeRegistry {
-        try adding(HPKEBaseEnvelope(pinnedSenders: pinnedSenders)).adding(HPKEAuthEnvelope(pinnedSenders: pinnedSenders))
+        let cache = X25519.PrivateKeyCache()
+        return try adding(HPKEBaseEnvelope(pinnedSenders: pinnedSenders, keyCache: cache))
+            .adding(HPKEAuthEnvelope(pinnedSenders: pinnedSenders, keyCache: cache))
     }
 
     /// ``standard`` (v1) plus version 2 for opening with `pinnedSenders`: what an extension
-    /// that holds version 2 device keys passes to `WireFormatOpener(registry:)`.
+    /// that holds version 2 device keys passes to `WireFormatOpener(registry:)`. Both v2
+    /// entries share one `X25519.PrivateKeyCache` (a device key is imported once per key id
+    /// while the table lives; the keys are released, and zeroed, with it).
     public static func opening(pinnedSenders: [PinnedSenderKey]) -> EnvelopeRegistry {
-        EnvelopeRegistry(uncheckedEntries: standard.algorithms + [HPKEBaseEnvelope(pinnedSenders: pinnedSenders),
-                                                                   HPKEAuthEnvelope(pinnedSenders: pinnedSenders)])
+        let cache = X25519.PrivateKeyCache()
+        return EnvelopeRegistry(uncheckedEntries: standard.algorithms + [HPKEBaseEnvelope(pinnedSenders: pinnedSenders, keyCache: cache),
+                                                                          HPKEAuthEnvelope(pinnedSenders: pinnedSenders, keyCache: cache)])
     }
 }

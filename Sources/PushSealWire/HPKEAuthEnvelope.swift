@@ -22,6 +22,8 @@ public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
     private let senderKey: X25519.PrivateKey?
     /// The sender keys this app pinned, by sender key id (opening).
     public let pinnedSenders: [PinnedSenderKey]
+    /// Where opening keeps imported device keys by key id (`nil`: imported at every open).
+    public let keyCache: X25519.PrivateKeyCache?
 
     /// For sealing, as the sender `senderKeyID`.
     /// - Parameters:
@@ -35,15 +37,21 @@ public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
         self.senderKey = senderKey
         self.senderKeyID = senderKeyID
         pinnedSenders = []
+        keyCache = nil
     }
 
     /// For opening on an app that pinned `pinnedSenders` (empty: every auth-mode payload is
     /// refused with `.unknownSenderKey`, FORMAT.md §V.7 step 2). Several keys may be pinned at
     /// once (a sender key rotation); the first entry of a repeated id wins.
-    public init(pinnedSenders: [PinnedSenderKey]) {
+    /// - Parameters:
+    ///   - pinnedSenders: the sender keys this app pinned (may be empty).
+    ///   - keyCache: where imported device keys are kept between opens (shared with the
+    ///     ``HPKEBaseEnvelope`` of the same registry), or `nil`.
+    public init(pinnedSenders: [PinnedSenderKey], keyCache: X25519.PrivateKeyCache? = nil) {
         senderKey = nil
         senderKeyID = nil
         self.pinnedSenders = pinnedSenders
+        self.keyCache = keyCache
     }
 
     /// `HPKE-AUTH-X25519-A256GCM`.
@@ -113,7 +121,7 @@ public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
     /// - Throws: `FormatError` `.invalidKey`, `.invalidEnc`, `.truncatedBox`, `.unknownSenderKey`,
     ///   `.zeroSharedSecret`, `.authenticationFailed`; `CryptoError` `.internalFailure`.
     public func open(_ box: [UInt8], key: SecretBytes, context: EnvelopeContext) throws -> [UInt8] {
-        let recipient = try HPKEEnvelopeSupport.privateKey(key, algorithm: name)
+        let recipient = try HPKEEnvelopeSupport.privateKey(key, keyID: context.keyID, cache: keyCache, algorithm: name)
         try HPKEEnvelopeSupport.checkLength(box.count)
         let sender = try sender(context.headerValues)
         return try withBinding(context) { info in

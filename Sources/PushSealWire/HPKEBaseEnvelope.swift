@@ -17,14 +17,25 @@ public struct HPKEBaseEnvelope: EnvelopeAlgorithm {
 
     /// True when the app pinned at least one sender key: base mode is then refused.
     public let refusesBaseMode: Bool
+    /// Where opening keeps imported device keys by key id (`nil`: imported at every open).
+    public let keyCache: X25519.PrivateKeyCache?
 
-    /// For sealing, or for opening on an app that pinned no sender key.
-    public init() { refusesBaseMode = false }
+    /// For sealing, or for opening on an app that pinned no sender key (no key cache).
+    public init() {
+        refusesBaseMode = false
+        keyCache = nil
+    }
 
     /// For opening on an app whose pinned sender keys are `pinnedSenders`: refuses base mode
     /// (`.downgradeRefused`) when the list is not empty.
-    /// - Parameter pinnedSenders: the sender keys this app pinned (may be empty).
-    public init(pinnedSenders: [PinnedSenderKey]) { refusesBaseMode = !pinnedSenders.isEmpty }
+    /// - Parameters:
+    ///   - pinnedSenders: the sender keys this app pinned (may be empty).
+    ///   - keyCache: where imported device keys are kept between opens (shared with the
+    ///     ``HPKEAuthEnvelope`` of the same registry), or `nil`.
+    public init(pinnedSenders: [PinnedSenderKey], keyCache: X25519.PrivateKeyCache? = nil) {
+        refusesBaseMode = !pinnedSenders.isEmpty
+        self.keyCache = keyCache
+    }
 
     /// `HPKE-BASE-X25519-A256GCM`.
     public var name: String { Self.algorithmName }
@@ -66,7 +77,7 @@ public struct HPKEBaseEnvelope: EnvelopeAlgorithm {
     /// - Throws: `FormatError` `.invalidKey`, `.invalidEnc`, `.truncatedBox`, `.downgradeRefused`,
     ///   `.zeroSharedSecret`, `.authenticationFailed`; `CryptoError` `.internalFailure`.
     public func open(_ box: [UInt8], key: SecretBytes, context: EnvelopeContext) throws -> [UInt8] {
-        let recipient = try HPKEEnvelopeSupport.privateKey(key, algorithm: name)
+        let recipient = try HPKEEnvelopeSupport.privateKey(key, keyID: context.keyID, cache: keyCache, algorithm: name)
         try admit(boxByteCount: box.count, headerValues: context.headerValues)
         return try withBinding(context) { info in
             try HPKEEnvelopeSupport.mapped(context) { try box.withUnsafeBytes { try HPKE.open($0, with: recipient, info: info) } }
@@ -114,10 +125,12 @@ enum HPKEEnvelopeSupport {
         return try key.withUnsafeBytes { try X25519.PublicKey(rawBytes: $0) }
     }
 
-    /// The device private key from an opening key's bytes.
-    static func privateKey(_ key: SecretBytes, algorithm: String) throws -> X25519.PrivateKey {
+    /// The device private key from an opening key's bytes: from `cache` when it holds the same
+    /// bytes for `keyID`, else imported (and kept there).
+    static func privateKey(_ key: SecretBytes, keyID: String, cache: X25519.PrivateKeyCache?, algorithm: String) throws -> X25519.PrivateKey {
         guard key.byteCount == X25519.privateKeyByteCount else { throw wrongKey(key, algorithm: algorithm) }
-        return try X25519.PrivateKey(rawRepresentation: key)
+        guard let cache else { return try X25519.PrivateKey(rawRepresentation: key) }
+        return try cache.privateKey(for: keyID, rawRepresentation: key)
     }
 
     /// Runs an HPKE call, turning the core's codes into the wire format's (FORMAT.md §V.8).

@@ -42,17 +42,22 @@ struct V2Bench: BenchSection {
         let v1 = try NotificationSealer(appID: Self.appID, keys: InMemorySealingKeys([(Self.appID, "alice", SealingKey(keyID: "key-1", key: v1Key))]),
                                         registry: OpenBench.registry)
         let raw = try RawX25519(peer: device.publicKey.rawRepresentation)
+        let keyCache = X25519.PrivateKeyCache()
 
         func fullOpen(_ o: WireFormatOpener, _ payload: [UInt8]) throws -> Notification {
             try o.open(try o.envelope(in: try JSONReader.parse(payload)), with: privateKey, appID: Self.appID)
         }
         // The floors again inside this section (interleaved with the v2 rows, so a changing
-        // machine load hits both), and the device key import every open pays (X25519 derives
-        // the public key from the private one: one fixed-base scalar multiplication).
+        // machine load hits both), and the device key import an uncached open pays (X25519 derives
+        // the public key from the private one: one fixed-base scalar multiplication) against
+        // the cached import the v2 opener uses (X25519.PrivateKeyCache: a 32-byte compare).
         var all: [BenchCase] = [
             BenchCase(impl: "openssl-raw", op: "v2-x25519-floor", size: 0) { try raw.keygenAndDerive(derives: 1) },
             BenchCase(impl: "openssl-raw", op: "v2-x25519-floor-auth", size: 0) { try raw.keygenAndDerive(derives: 2) },
             BenchCase(impl: "pushseal", op: "x25519-import", size: 0) { consume(try X25519.PrivateKey(rawRepresentation: privateKey)) },
+            BenchCase(impl: "pushseal", op: "x25519-cached-import", size: 0) {
+                consume(try keyCache.privateKey(for: "key-1", rawRepresentation: privateKey))
+            },
         ]
         for size in Self.sizes {
             let input = SenderBench.notification(size: size)
@@ -85,7 +90,10 @@ struct V2Bench: BenchSection {
     }
 
     func comparisons() -> [Comparison] {
-        var list: [Comparison] = []
+        var list: [Comparison] = [
+            Comparison(label: "device key import / cached import", numerator: SeriesKey(impl: "pushseal", op: "x25519-import", size: 0),
+                       denominator: SeriesKey(impl: "pushseal", op: "x25519-cached-import", size: 0)),
+        ]
         for size in Self.sizes {
             for (op, floor) in [("v2-fullseal", "v2-x25519-floor"), ("v2-auth-fullseal", "v2-x25519-floor-auth")] {
                 list.append(Comparison(label: "\(op) \(size) B raw \(floor) / pushseal", numerator: SeriesKey(impl: "openssl-raw", op: floor, size: 0),

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import PushSealCrypto
 import PushSealJSON
+import PushSealSystem
 import PushSealWire
 import PushSealSender
 import PushSealExtension
@@ -164,6 +165,34 @@ import PushSealExtension
         }
         #expect(Self.open(.object(byOld), device: device, pinned: [try new.pin]).reason == "unknownSenderKey")
         #expect(Self.open(.object(byNew), device: device, pinned: [try new.pin]).outcome == .decrypted)
+    }
+
+    /// One extension configuration (one opener, so one device key cache) across a device key
+    /// replaced under the same key id: the new key opens what is sealed to it, the old key's
+    /// payloads no longer open, and nothing opens with a stale cached key.
+    @Test func aDeviceKeyReplacedUnderItsKeyIDIsNotServedFromTheCache() throws {
+        final class ReplaceableKeys: NotificationKeyProvider {
+            let current: Locked<X25519.PrivateKey>
+            init(_ key: X25519.PrivateKey) { current = Locked(key) }
+            func key(for keyID: String) throws -> SecretBytes {
+                SecretBytes(copying: current.withLock { $0 }.rawRepresentation.copyBytes())
+            }
+        }
+        let old = try X25519.PrivateKey(), new = try X25519.PrivateKey(), s = try Self.sender("snd-1")
+        let keys = ReplaceableKeys(old)
+        let config = DecryptingServiceConfiguration(appID: Self.appID, keyProvider: keys,
+                                                    opener: WireFormatOpener(registry: .opening(pinnedSenders: [try s.pin])))
+        func open(_ o: JSONObject) -> ExtensionHost.Result {
+            ExtensionHost(budgetSeconds: 5, makeExtension: DecryptingServiceExtension.factory(config))
+                .run(UNNotificationRequest(identifier: "rotate", apnsPayload: .object(o)))
+        }
+        let toOld = try Self.sealed(try Self.sealer(to: old, sender: s)), toNew = try Self.sealed(try Self.sealer(to: new, sender: s))
+        #expect(open(toOld).outcome == .decrypted)
+        #expect(open(toOld).outcome == .decrypted)  // the second open uses the cached import
+        #expect(open(toNew).reason == "authenticationFailed")
+        keys.current.withLock { $0 = new }
+        #expect(open(toNew).outcome == .decrypted)
+        #expect(open(toOld).reason == "authenticationFailed")
     }
 
     @Test func anEntryConfiguredForOpeningCannotSeal() throws {
