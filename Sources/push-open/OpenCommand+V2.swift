@@ -6,7 +6,7 @@ import Foundation
 import PushSealCLI
 import PushSealCrypto
 import PushSealExtension
-import PushSealSystem
+import PushSealKeys
 import PushSealWire
 
 /// Interim version 2 key source for `push-open` (until the device keychain layout of
@@ -74,49 +74,12 @@ extension OpenCommand {
     /// Reads the 32-byte private key from a private file (regular, the user's, no group or
     /// other bits; PushSealSystem's `PrivateFile` rules).
     static func readDeviceKey(_ path: String) throws -> SecretBytes {
-        var data: [UInt8]
-        do {
-            guard let bytes = try PrivateFile.read(path, maxByteCount: 1024) else {
-                throw CLIError(code: "inputMissing", "no such file: \(path)", exitCode: .noInput)
-            }
-            data = bytes
-        } catch let e as SystemError {
-            switch e.code {
-            case .insecureMode, .wrongOwner:
-                throw CLIError(code: "insecurePermissions", e.reason, hint: "chmod 600 \(path)", exitCode: .noPermission)
-            case .permissionDenied: throw CLIError(code: "permissionDenied", "permission denied: \(path)", exitCode: .noPermission)
-            case .tooLarge, .notRegularFile, .symbolicLink:
-                throw CLIError(code: "invalidKey", "\(path) is not a device key file: \(e.reason)", exitCode: .dataError)
-            default: throw CLIError(code: "ioError", e.reason, exitCode: .ioError)
-            }
-        }
+        var data = try InputReader.readPrivateFile(path, limitByteCount: 1024, what: "device key file")
         defer { SecretBytes.wipe(&data) }
-        while let last = data.last, last == 0x0A || last == 0x0D || last == 0x20 { data.removeLast() }
-        var raw: [UInt8] = []
-        defer { SecretBytes.wipe(&raw) }
-        if data.count == 2 * X25519.privateKeyByteCount, let bytes = hexBytes(data) {
-            raw = bytes
-        } else if let bytes = try? data.withUnsafeBytes({ try WireBase64.decodeSecret($0) }) {
-            raw = bytes
-        }
-        guard raw.count == X25519.privateKeyByteCount else {
+        guard let key = DeviceKeyItem.privateKey(fromText: data) else {
             throw CLIError(code: "invalidKey", "\(path) does not hold a 32-byte key as 64 hex digits or base64", exitCode: .dataError)
         }
-        return SecretBytes(copying: raw)
-    }
-
-    /// Hex digits to bytes without an intermediate String (the text is a secret); nil on a
-    /// non-digit, with the partial output wiped.
-    private static func hexBytes(_ text: [UInt8]) -> [UInt8]? {
-        var out: [UInt8] = []
-        out.reserveCapacity(text.count / 2)
-        var i = 0
-        while i + 1 < text.count {
-            guard let h = Hex.value(ofDigit: text[i]), let l = Hex.value(ofDigit: text[i + 1]) else { SecretBytes.wipe(&out); return nil }
-            out.append(h << 4 | l)
-            i += 2
-        }
-        return out
+        return key
     }
 }
 
