@@ -91,7 +91,7 @@ struct V2Bench: BenchSection {
 
     func comparisons() -> [Comparison] {
         var list: [Comparison] = [
-            Comparison(label: "device key import / cached import", numerator: SeriesKey(impl: "pushseal", op: "x25519-import", size: 0),
+            Comparison(label: "device key import uncached / pushseal cached", numerator: SeriesKey(impl: "pushseal", op: "x25519-import", size: 0),
                        denominator: SeriesKey(impl: "pushseal", op: "x25519-cached-import", size: 0)),
         ]
         for size in Self.sizes {
