@@ -71,7 +71,7 @@ let package = Package(
 
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
-        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.

@@ -37,6 +37,33 @@ public enum InputReader {
         }
     }
 
+    /// Reads a whole private file holding a secret (a key file): a regular file of the user's,
+    /// no group or other permission bits, not a symbolic link (PushSealSystem's `PrivateFile`
+    /// rules), at most `limitByteCount` bytes. Wipe the returned bytes when done.
+    /// - Parameters:
+    ///   - path: the file (never standard input: its permissions cannot be checked).
+    ///   - limitByteCount: the most bytes accepted.
+    ///   - what: the file's role in messages, e.g. `device key file`.
+    /// - Throws: `CLIError` 66 `inputMissing`; 77 `insecurePermissions` (hint `chmod 600`) or
+    ///   `permissionDenied`; 65 `invalidKey` (not a regular file, a link, too large); 74 `ioError`.
+    public static func readPrivateFile(_ path: String, limitByteCount: Int, what: String) throws -> [UInt8] {
+        do {
+            guard let bytes = try PrivateFile.read(path, maxByteCount: limitByteCount) else {
+                throw CLIError(code: "inputMissing", "no such file: \(path)", exitCode: .noInput)
+            }
+            return bytes
+        } catch let e as SystemError {
+            switch e.code {
+            case .insecureMode, .wrongOwner:
+                throw CLIError(code: "insecurePermissions", e.reason, hint: "chmod 600 \(path)", exitCode: .noPermission)
+            case .permissionDenied: throw CLIError(code: "permissionDenied", "permission denied: \(path)", exitCode: .noPermission)
+            case .tooLarge, .notRegularFile, .symbolicLink:
+                throw CLIError(code: "invalidKey", "\(path) is not a \(what): \(e.reason)", exitCode: .dataError)
+            default: throw CLIError(code: "ioError", e.reason, exitCode: .ioError)
+            }
+        }
+    }
+
     /// Maps an `open(2)` errno to a CLI error for `name`.
     public static func openError(_ name: String, errno e: Int32) -> CLIError {
         switch SystemError.call("open", name, errno: e).code {

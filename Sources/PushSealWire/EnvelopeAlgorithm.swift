@@ -46,6 +46,16 @@ public protocol EnvelopeAlgorithm: Sendable {
     /// The fewest bytes a box holds (an empty plaintext): 28 for `A256GCM`
     /// (12-byte nonce, 16-byte tag).
     var minimumBoxByteCount: Int { get }
+    /// Receiver checks on an envelope just read, before any key lookup: the box length and
+    /// the entry's own policy on its header values (v2: sender pinning). Called by
+    /// ``SealedPayload`` after the base64, as the last reading step (FORMAT.md §3, §V.3, §V.7
+    /// step 2). The default refuses a box shorter than ``minimumBoxByteCount``.
+    /// - Parameters:
+    ///   - boxByteCount: the decoded `encrypted_data` length, at least 1.
+    ///   - headerValues: the checked values of ``headerFieldNames``.
+    /// - Throws: `FormatError` `.truncatedBox` (default); an entry's own codes (v2:
+    ///   `.invalidEnc`, `.truncatedBox`, `.downgradeRefused`, `.unknownSenderKey`).
+    func admit(boxByteCount: Int, headerValues: [String]) throws
     /// The box's byte count for a plaintext of `plaintextByteCount` bytes.
     func boxByteCount(plaintextByteCount: Int) -> Int
     /// The header values to seal with (``headerFieldNames`` order) for `keyID` and `appID`;
@@ -67,6 +77,13 @@ public protocol EnvelopeAlgorithm: Sendable {
 extension EnvelopeAlgorithm {
     /// No header fields of its own.
     public var headerFieldNames: [String] { [] }
+    /// Refuses a box shorter than ``minimumBoxByteCount`` (`FormatError` `.truncatedBox`).
+    public func admit(boxByteCount: Int, headerValues: [String]) throws {
+        guard boxByteCount >= minimumBoxByteCount else {
+            throw FormatError(.truncatedBox, "\(WireFormat.encryptedDataField) decodes to \(boxByteCount) bytes; an \(name) box is at least \(minimumBoxByteCount)",
+                              field: WireFormat.encryptedDataField)
+        }
+    }
     /// No header values of its own.
     public func sealingHeaderValues(keyID: String, appID: String) throws -> [String] { [] }
 }

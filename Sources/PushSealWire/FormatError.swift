@@ -80,11 +80,27 @@ extension ErrorCode<FormatError> {
     /// a character outside both alphabets, both alphabets mixed, wrong padding, a length that
     /// is not a whole number of bytes, or non-zero leftover bits.
     public static var invalidBase64: Self { Self("invalidBase64") }
-    /// The decoded box is shorter than nonce plus tag (28 bytes).
+    /// The decoded box is shorter than the algorithm's smallest box (A256GCM: nonce plus tag,
+    /// 28 bytes; v2: enc plus tag, 48 bytes).
     public static var truncatedBox: Self { Self("truncatedBox") }
     /// The box did not authenticate: wrong key, wrong key id or app id in the AAD, or any
     /// modified bit of nonce, ciphertext or tag (AES-GCM cannot tell these apart, on purpose).
     public static var authenticationFailed: Self { Self("authenticationFailed") }
+
+    // MARK: Wire format version 2 codes (docs/FORMAT.md §V.8)
+
+    /// A version 2 box is shorter than its 32-byte `enc` (a truncated payload or another
+    /// layout); from `CryptoError` `.invalidPublicKey` of the HPKE core.
+    public static var invalidEnc: Self { Self("invalidEnc") }
+    /// X25519 of the device key with `enc` (or with a pinned sender key) gave the all-zero
+    /// value: a low-order point (RFC 9180 §7.1.4); from `CryptoError` `.zeroSharedSecret`.
+    public static var zeroSharedSecret: Self { Self("zeroSharedSecret") }
+    /// A base-mode (`HPKE-BASE-X25519-A256GCM`) payload for an app that pinned a sender key.
+    public static var downgradeRefused: Self { Self("downgradeRefused") }
+    /// An auth-mode payload whose `sender_key_id` is not pinned for the app (or the app
+    /// pinned no sender key at all).
+    public static var unknownSenderKey: Self { Self("unknownSenderKey") }
+
     /// The key given to open or seal is not 32 bytes.
     public static var invalidKey: Self { Self("invalidKey") }
     /// The opened plaintext is not a UTF-8 JSON object of the documented shape; the reason

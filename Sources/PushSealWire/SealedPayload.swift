@@ -4,10 +4,12 @@ public import PushSealCrypto
 /// The sealed part of an APNs payload, read and checked once (FORMAT.md §3, §8): the decoded
 /// box, the key id to look the key up by, the algorithm and its header values.
 ///
-/// Reading checks, in this order, each field's presence, type and emptiness, then `enc_alg`
-/// (it must name an entry of the registry), then the algorithm's own header fields, then
-/// `key_id`, then the base64 and the box length, and reports the first problem with a distinct
-/// `FormatError` code (the field in ``FormatError/field``). Opening hands the box to the
+/// Reading checks, in this order (FORMAT.md §3, §V.3): presence and type of `encrypted_data`,
+/// `key_id`, `enc_alg`, then of the named entry's own header fields; emptiness of the three,
+/// then of the header fields; `enc_alg` (it must name an entry of the registry); `key_id`'s
+/// value, then the header values'; the base64; then the entry's receiver checks (box length,
+/// v2 sender policy: ``EnvelopeAlgorithm/admit(boxByteCount:headerValues:)``). The first
+/// problem decides the `FormatError` code (the field in ``FormatError/field``). Opening hands the box to the
 /// algorithm, which verifies it over its AAD or `info` and the receiver's app id.
 ///
 /// Every failure, including a failed tag, is a `FormatError`: a receiver shows the original
@@ -47,49 +49,49 @@ public struct SealedPayload: Sendable, Hashable {
         let data = try Self.stringField(payload, WireFormat.encryptedDataField)
         let keyID = try Self.stringField(payload, WireFormat.keyIDField)
         let algorithm = try Self.stringField(payload, WireFormat.algorithmField)
-        let entry = try Self.entry(algorithm, in: registry, encryptedData: data, keyID: keyID)
-        let names = entry.headerFieldNames
+        // Presence and type of the named entry's own fields come before any emptiness check
+        // (FORMAT.md §V.3 step 2); an unknown enc_alg has none.
+        let entry = registry.algorithm(named: algorithm)
+        let names = entry?.headerFieldNames ?? []
         let values = names.isEmpty ? [] : try names.map { try Self.stringField(payload, $0) }
-        try self.init(encryptedData: data, keyID: keyID, entry: entry, headerValues: values)
+        try self.init(encryptedData: data, keyID: keyID, algorithm: algorithm, entry: entry, headerValues: values, registry: registry)
     }
 
     /// Checks and decodes field values taken out of a payload by other means.
-    /// - Throws: as ``init(payload:registry:)-(JSONValue,_)``, less `.missingField` and `.wrongFieldType`.
+    /// - Throws: as ``init(payload:registry:)-(JSONValue,_)``, less `.wrongFieldType`;
+    ///   `.missingField` when `headerValues` does not give every header field of the entry.
     public init(encryptedData: String, keyID: String, algorithm: String, headerValues: [String] = [],
                 registry: EnvelopeRegistry = .standard) throws {
-        let entry = try Self.entry(algorithm, in: registry, encryptedData: encryptedData, keyID: keyID)
-        guard headerValues.count == entry.headerFieldNames.count else {
+        let entry = registry.algorithm(named: algorithm)
+        if let entry, headerValues.count != entry.headerFieldNames.count {
             throw FormatError(.missingField, "\(algorithm) needs the fields \(entry.headerFieldNames.joined(separator: ", "))",
                               field: entry.headerFieldNames.dropFirst(headerValues.count).first)
         }
-        try self.init(encryptedData: encryptedData, keyID: keyID, entry: entry, headerValues: headerValues)
+        try self.init(encryptedData: encryptedData, keyID: keyID, algorithm: algorithm, entry: entry,
+                      headerValues: entry == nil ? [] : headerValues, registry: registry)
     }
 
-    /// Emptiness of the fields in reading order (`encrypted_data`, `key_id`, `enc_alg`), then the entry.
-    private static func entry(_ algorithm: String, in registry: EnvelopeRegistry,
-                              encryptedData: String, keyID: String) throws -> any EnvelopeAlgorithm {
+    /// Reading steps after presence and type (FORMAT.md §3, §V.3): emptiness of the three
+    /// fields then of the header fields, `enc_alg`'s value, `key_id`'s value then the header
+    /// values', the base64, then the entry's ``EnvelopeAlgorithm/admit(boxByteCount:headerValues:)``.
+    private init(encryptedData: String, keyID: String, algorithm: String, entry: (any EnvelopeAlgorithm)?,
+                 headerValues: [String], registry: EnvelopeRegistry) throws {
         func empty(_ name: String) -> FormatError { FormatError(.emptyField, "\(name) is empty", field: name) }
         if encryptedData.isEmpty { throw empty(WireFormat.encryptedDataField) }
         if keyID.isEmpty { throw empty(WireFormat.keyIDField) }
         if algorithm.isEmpty { throw empty(WireFormat.algorithmField) }
-        guard let entry = registry.algorithm(named: algorithm) else {
+        guard let entry else {
             throw FormatError(.unknownAlgorithm, "\(WireFormat.algorithmField) \(WireFormat.describe(algorithm)) is not supported (known: \(registry.names.joined(separator: ", ")))",
                               field: WireFormat.algorithmField)
         }
-        return entry
-    }
-
-    private init(encryptedData: String, keyID: String, entry: any EnvelopeAlgorithm, headerValues: [String]) throws {
-        for (name, value) in zip(entry.headerFieldNames, headerValues) {
-            guard !value.isEmpty else { throw FormatError(.emptyField, "\(name) is empty", field: name) }
-            guard WireFormat.isValidKeyID(value) else {
-                throw FormatError(.invalidKeyID, "\(name) is 1-64 characters of A-Z a-z 0-9 _ -, got \(WireFormat.describe(value))", field: name)
-            }
-        }
+        for (name, value) in zip(entry.headerFieldNames, headerValues) where value.isEmpty { throw empty(name) }
         do {
             try WireFormat.validateKeyID(keyID)
         } catch let e as FormatError {
             throw FormatError(e.code, e.reason, field: WireFormat.keyIDField)
+        }
+        for (name, value) in zip(entry.headerFieldNames, headerValues) where !WireFormat.isValidKeyID(value) {
+            throw FormatError(.invalidKeyID, "\(name) is 1-64 characters of A-Z a-z 0-9 _ -, got \(WireFormat.describe(value))", field: name)
         }
         let bytes: [UInt8]
         do {
@@ -100,10 +102,7 @@ public struct SealedPayload: Sendable, Hashable {
         if bytes.isEmpty {
             throw FormatError(.emptyField, "\(WireFormat.encryptedDataField) holds only whitespace", field: WireFormat.encryptedDataField)
         }
-        guard bytes.count >= entry.minimumBoxByteCount else {
-            throw FormatError(.truncatedBox, "\(WireFormat.encryptedDataField) decodes to \(bytes.count) bytes; an \(entry.name) box is at least \(entry.minimumBoxByteCount)",
-                              field: WireFormat.encryptedDataField)
-        }
+        try entry.admit(boxByteCount: bytes.count, headerValues: headerValues)
         box = bytes
         self.keyID = keyID
         self.algorithm = entry.name

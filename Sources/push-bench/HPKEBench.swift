@@ -58,19 +58,10 @@ struct HPKEBench: BenchSection {
                 },
             ]
         }
-        var scaled = settings
-        scaled.iterations = max(1, settings.iterations / 4)
-        scaled.warmupIterations = max(1, settings.warmupIterations / 4)
         // pyhpke (pure-Python HKDF) takes about 0.6 ms an operation: a twentieth of the iterations.
-        var peerSettings = settings
-        peerSettings.iterations = max(1, settings.iterations / 20)
-        peerSettings.warmupIterations = max(1, settings.warmupIterations / 20)
+        let peerSettings = settings.dividingIterations(by: 20)
         if let python = Peer.all.first(where: { $0.name == "python" }) { python.run("hpke_peer", peerSettings.peerArguments) }
-        let measurer = Measurer(settings: scaled)
-        try measurer.run(all)
-        for (key, values) in measurer.samples {
-            for value in values { PeerResults.shared.add(key, value) }
-        }
+        try Measurer.runAsOwnSection(all, settings: settings.dividingIterations(by: 4))
         return []
     }
 

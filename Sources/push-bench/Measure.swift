@@ -22,6 +22,15 @@ struct BenchSettings {
     static let selfTest = BenchSettings(name: "self-test", iterations: 200, warmupIterations: 20, repetitions: 1,
                                         spawns: 2, batchLines: 500, batchRuns: 1, imageBytes: 256 * 1024)
 
+    /// These settings with `iterations` and `warmupIterations` divided by `divisor` (at least 1
+    /// each), for sections whose operations cost far more than an AES-GCM seal (HPKE).
+    func dividingIterations(by divisor: Int) -> BenchSettings {
+        var s = self
+        s.iterations = max(1, iterations / divisor)
+        s.warmupIterations = max(1, warmupIterations / divisor)
+        return s
+    }
+
     /// True for the full settings (`make bench` without `--quick`/`--self-test`/`--batch-lines`):
     /// only such runs may be compared with each other and with README's table.
     var isFull: Bool {
@@ -127,6 +136,16 @@ protocol BenchSection {
 
 /// Times cases and keeps ns-per-operation samples.
 final class Measurer {
+    /// Times `cases` with a measurer of its own (`settings`) and hands the samples to the report
+    /// like a peer's (``PeerResults``): for a section that runs fewer iterations than the rest.
+    static func runAsOwnSection(_ cases: [BenchCase], settings: BenchSettings) throws {
+        let measurer = Measurer(settings: settings)
+        try measurer.run(cases)
+        for (key, values) in measurer.samples {
+            for value in values { PeerResults.shared.add(key, value) }
+        }
+    }
+
     let settings: BenchSettings
     private(set) var samples: [SeriesKey: [Double]] = [:]
 

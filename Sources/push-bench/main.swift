@@ -11,6 +11,7 @@ let usage = """
               print one Markdown table with ratios
 
     USAGE: push-bench [--quick | --self-test] [--markdown] [--batch-lines N]
+           push-bench [--quick | --self-test] --section NAME...
            push-bench media URL [--key BASE64] [--sha256 HEX]
            push-bench --version
 
@@ -24,6 +25,9 @@ let usage = """
       --markdown         print only the Markdown report (no RESULT or '#' lines), ready to
                          paste into README.md's Benchmark section
       --batch-lines N    lines per batch run (default 1,000,000; also PUSH_BENCH_BATCH_LINES)
+      --section NAME     time only this section's rows (repeatable): crypto, hpke, sender, open,
+                         v2; prints its RESULT lines and its ratios ('#' lines), without the
+                         whole-process rows and without the Markdown report
       --version          print the version (PushSeal's, one for every tool)
       -h, --help         show this help
 
@@ -38,6 +42,7 @@ let usage = """
       make bench
       make bench BENCH_ARGS=--markdown > bench.md
       .build/release/push-bench --quick | grep '^RESULT'
+      .build/release/push-bench --section v2
 
     EXIT CODES:
       0 ok, 64 usage, 70 a measured operation failed
@@ -59,6 +64,8 @@ ProcessControl.ignoreBrokenPipe()
 var settings = BenchSettings.full
 var markdownOnly = false
 var batchLines = ProcessInfo.processInfo.environment["PUSH_BENCH_BATCH_LINES"].flatMap { Int($0) }
+var onlySections: [String] = []
+let sectionNames = ["crypto", "hpke", "sender", "open", "v2"]
 var arguments = Array(CommandLine.arguments.dropFirst())
 while !arguments.isEmpty {
     let argument = arguments.removeFirst()
@@ -73,6 +80,13 @@ while !arguments.isEmpty {
         }
         arguments.removeFirst()
         batchLines = value
+    case "--section":
+        guard let value = arguments.first, sectionNames.contains(value) else {
+            writeStandardError("push-bench: error: --section needs one of \(sectionNames.joined(separator: ", "))\nhint: push-bench --section v2\n")
+            ProcessControl.exit(64)
+        }
+        arguments.removeFirst()
+        onlySections.append(value)
     case "-h", "--help":
         print(usage)
         ProcessControl.exit(0)
@@ -93,12 +107,14 @@ Output.shared.progress("push-bench (\(settings.name)): \(machine.cores) cores, \
                        + "other runnable threads \(format(machine.otherAtStart, decimals: 1))")
 if let note = settings.notComparableNote { Output.shared.progress(note) }
 
-let sections: [any BenchSection] = [
-    CryptoBench(),
-    HPKEBench(settings: settings),
-    SenderBench(settings: settings),
-    OpenBench(settings: settings),
+let allSections: [(name: String, section: any BenchSection)] = [
+    ("crypto", CryptoBench()),
+    ("hpke", HPKEBench(settings: settings)),
+    ("sender", SenderBench(settings: settings)),
+    ("open", OpenBench(settings: settings)),
+    ("v2", V2Bench(settings: settings)),
 ]
+let sections = allSections.filter { onlySections.isEmpty || onlySections.contains($0.name) }.map(\.section)
 
 let measurer = Measurer(settings: settings)
 do {
@@ -108,7 +124,7 @@ do {
     }
     // Sampled again here, while push-bench runs one thread: the whole-process rows use every core.
     machine.otherBeforeProcesses = Machine.otherRunnableThreads()
-    try ProcessBench(settings: settings).run()
+    if onlySections.isEmpty { try ProcessBench(settings: settings).run() }
 } catch {
     BenchDirectory.shared.remove()
     fail("\(error)", code: 70)
@@ -131,4 +147,9 @@ if !markdownOnly {
     if let note = settings.notComparableNote { print("# \(note)") }
     print("")
 }
-print(report.markdown())
+if onlySections.isEmpty {
+    print(report.markdown())
+} else {
+    print("# --section \(onlySections.joined(separator: " ")): no whole-process rows and no report; load average at the end "
+          + machine.loadAtEnd.map { format($0, decimals: 2) }.joined(separator: ", "))
+}

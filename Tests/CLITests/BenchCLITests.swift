@@ -102,6 +102,23 @@ struct BenchCLITests {
         #expect(r.stdout.contains("**Reduced run (self-test settings"), "a reduced run is marked as not comparable")
     }
 
+    /// `--section v2`: that section's rows and ratios only (every v2 op, the cached device key
+    /// import), no whole-process rows and no report; an unknown section is a usage error.
+    @Test func sectionRunsOnlyThatSection() throws {
+        let r = try KeysCLI.run(Self.bench, ["--self-test", "--section", "v2"], cwd: KeysCLI.repo)
+        #expect(r.status == 0, "\(r.stderr)")
+        let results = r.stdout.split(separator: "\n").filter { $0.hasPrefix("RESULT ") }
+        #expect(results.allSatisfy(Self.isWellFormed))
+        for op in ["v2-fullseal", "v2-auth-fullseal", "v2-fullopen", "v2-auth-fullopen", "x25519-import", "x25519-cached-import"] {
+            #expect(results.contains { $0.contains(" op=\(op) ") }, "no \(op) figure")
+        }
+        #expect(!results.contains { $0.contains(" op=seal ") || $0.contains(" op=batch") }, "a row of another section")
+        #expect(!r.stdout.contains("## Benchmark"))
+        let bad = try KeysCLI.run(Self.bench, ["--section", "everything"])
+        #expect(bad.status == 64)
+        #expect(bad.stderr.hasPrefix("push-bench: error: --section"))
+    }
+
     @Test func unknownOptionIsAUsageError() throws {
         let r = try KeysCLI.run(Self.bench, ["--fastest"])
         #expect(r.status == 64)

@@ -13,7 +13,18 @@ public struct PythonResult: Sendable {
 /// Runs `python3 -c script arguments…` (found on `PATH`), with `input` on its stdin.
 /// - Returns: status and output, or `nil` when python3 cannot be started.
 public func runPython(_ script: String, _ arguments: [String] = [], input: Data? = nil) -> PythonResult? {
-    guard let r = try? runTool(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script] + arguments, stdin: input ?? Data()) else {
+    runPython3(["-c", script] + arguments, input: input)
+}
+
+/// Runs `python3 file arguments…` (a script file such as Tests/Interop/pushseal_ref.py), with
+/// `input` on its stdin.
+/// - Returns: status and output, or `nil` when python3 cannot be started.
+public func runPython(file: URL, _ arguments: [String] = [], input: Data? = nil) -> PythonResult? {
+    runPython3([file.path] + arguments, input: input)
+}
+
+private func runPython3(_ arguments: [String], input: Data?) -> PythonResult? {
+    guard let r = try? runTool(URL(fileURLWithPath: "/usr/bin/env"), ["python3"] + arguments, stdin: input ?? Data()) else {
         return nil
     }
     return PythonResult(status: r.status, output: r.stdout, errors: r.stderr)

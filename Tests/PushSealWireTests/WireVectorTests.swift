@@ -36,16 +36,17 @@ struct WireVector: CustomStringConvertible, Sendable {
         return WireVector(name: name, headers: headers, payload: Array(bytes[(split + 2)...]))
     }
 
-    /// What a receiver holding `key` under `key-id` for app `app-id` gets: `open` or `error <code>`.
-    /// A payload naming a key id the receiver does not hold is `error unknownKeyID` (FORMAT.md §8).
-    func run() throws -> (outcome: String, plaintext: [UInt8]?) {
-        guard let keyHex = headers["key"], let keyBytes = WireTestSupport.hex(keyHex), let keyID = headers["key-id"],
+    /// What a receiver holding `key` (v2: `device-key`) under `key-id` for app `app-id` gets,
+    /// reading with `registry`: `open` or `error <code>`. A payload naming a key id the
+    /// receiver does not hold is `error unknownKeyID` (FORMAT.md §8).
+    func run(keyHeader: String = "key", registry: EnvelopeRegistry = .standard) throws -> (outcome: String, plaintext: [UInt8]?) {
+        guard let keyHex = headers[keyHeader], let keyBytes = WireTestSupport.hex(keyHex), let keyID = headers["key-id"],
               let appID = headers["app-id"] else {
             return ("malformed vector header", nil)
         }
         let key = SecretBytes(copying: keyBytes)
         do {
-            let sealed = try SealedPayload(payload: try JSONReader.parse(payload))
+            let sealed = try SealedPayload(payload: try JSONReader.parse(payload), registry: registry)
             guard sealed.keyID == keyID else { return ("error unknownKeyID", nil) }
             let raw = try sealed.openBytes(with: key, appID: appID)
             _ = try Notification(jsonBytes: raw)

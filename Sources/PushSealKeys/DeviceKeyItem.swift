@@ -1,0 +1,125 @@
+public import PushSealCrypto
+public import PushSealKeychain
+public import PushSealJSON
+import PushSealWire
+import PushSealSystem
+
+/// A version 2 device key in a device keychain, in the one layout of docs/keychain.md "Device
+/// key items": a generic-password item, service `pushseal.key:<appID>`, account = key id, label
+/// `PushSeal v2 key`, accessibility `afterFirstUnlockThisDeviceOnly`, data = a 59-byte key
+/// record of kind 2 (the X25519 private key), in the access group the app shares with its
+/// Notification Service Extension. Its public half goes to the app's server as the
+/// registration record `pushseal-device-key` (FORMAT.md §V.6).
+public enum DeviceKeyItem {
+    /// `kSecAttrLabel` of a v2 device key item: `PushSeal v2 key`.
+    public static let v2Label = "PushSeal v2 key"
+    /// `kSecAttrAccessible` of every device key item: `afterFirstUnlockThisDeviceOnly`.
+    public static let accessibility = Accessibility.afterFirstUnlockThisDeviceOnly
+    /// Characters of a generated key id (FORMAT.md §V.6): 16 (96 bits).
+    public static let generatedKeyIDLength = 16
+
+    /// `kSecAttrService` of the app's push key items: `pushseal.key:<appID>`.
+    public static func service(appID: String) -> String { "pushseal.key:" + appID }
+
+    /// The key id PushSeal's generators give a public key (FORMAT.md §V.6): the first 16
+    /// characters of the unpadded base64url of SHA-256(public key). An opaque label to readers.
+    /// - Throws: `CryptoError` `.internalFailure`.
+    public static func keyID(for publicKey: X25519.PublicKey) throws -> String {
+        let digest = try SHA256Hasher.hash(publicKey.rawRepresentation)
+        let url = WireBase64.encode(digest).map { c -> Character in c == "+" ? "-" : c == "/" ? "_" : c }
+        return String(url.prefix(generatedKeyIDLength))
+    }
+
+    /// The 59-byte key record of a device key item (docs/keychain.md), integers big-endian:
+    /// layout version 1, kind, status (1 pending, 2 primary, 3 decryptOnly, 4 disabled),
+    /// createdAt, retiredAt (-1: not retired), notAfter (-1: none), 32 key bytes.
+    /// - Parameters:
+    ///   - kind: 1 v1 AES-256-GCM key, 2 v2 X25519 private key, 3 pinned sender public key.
+    ///   - status: any but `.destroyed` (a destroyed key's item is deleted).
+    ///   - createdAt, retiredAt, notAfter: Unix seconds (UTC); nil for -1.
+    ///   - key: exactly 32 bytes.
+    /// - Throws: `KeysError` `.invalidState` (a destroyed status or a key not 32 bytes).
+    public static func record(kind: UInt8, status: KeyStatus, createdAt: Int64, retiredAt: Int64? = nil, notAfter: Int64? = nil,
+                              key: SecretBytes) throws -> SecretBytes {
+        guard status != .destroyed, key.byteCount == 32, (1...3).contains(kind) else {
+            throw KeysError(.invalidState, "a device key record holds kind 1-3, a status other than destroyed and 32 key bytes")
+        }
+        var bytes: [UInt8] = [1, kind, status.storageTag]
+        for value in [createdAt, retiredAt ?? -1, notAfter ?? -1] {
+            withUnsafeBytes(of: value.bigEndian) { bytes += $0 }
+        }
+        key.withUnsafeBytes { bytes += $0 }
+        defer { SecretBytes.wipe(&bytes) }
+        return SecretBytes(copying: bytes)
+    }
+
+    /// The registration record of a device public key (FORMAT.md §V.6), members in this order:
+    /// `{"format":"pushseal-device-key","version":2,"appId","keyId","publicKey","createdAt"}`,
+    /// `publicKey` the standard padded base64 of the 32 bytes, `createdAt` Unix seconds. Public data.
+    public static func registrationRecord(appID: String, keyID: String, publicKey: X25519.PublicKey, createdAt: Int64) -> JSONObject {
+        JSONObject([("format", .string("pushseal-device-key")), ("version", .integer(2)), ("appId", .string(appID)),
+                    ("keyId", .string(keyID)), ("publicKey", .string(WireBase64.encode(publicKey.rawRepresentation))),
+                    ("createdAt", .integer(createdAt))])
+    }
+
+    /// Stores `key` as the app's primary v2 device key (kind 2, status primary, created `now`).
+    /// Refuses when the app already has a v2 device key in that group: a second primary key
+    /// would leave the server two registrations to choose from (replacing one is a rotation).
+    /// - Parameters:
+    ///   - key: the device private key.
+    ///   - keyID: the key id (1–64 of `A-Z a-z 0-9 _ -`).
+    ///   - appID: the app's bundle identifier.
+    ///   - keychain: the device keychain, opened as the app (or its extension).
+    ///   - accessGroup: the group to store in; nil: the identity's first access group.
+    ///   - now: Unix seconds (UTC), the record's `createdAt`.
+    /// - Returns: the stored item's attributes.
+    /// - Throws: `KeysError` `.invalidName` (key id), `.keysetExists` (the app has a v2 device
+    ///   key); `KeychainError` (-34018, -25299, -25308, …).
+    @discardableResult
+    public static func store(_ key: X25519.PrivateKey, keyID: String, appID: String, in keychain: Keychain, accessGroup: String?,
+                             now: Int64) throws -> ItemAttributes {
+        try KeyID.validate(keyID)
+        try KeyID.validateAppID(appID)
+        let service = service(appID: appID)
+        do {
+            let existing = try keychain.copyMatching(ItemQuery(service: service, accessGroup: accessGroup, label: v2Label), limit: .all)
+            let ids = existing.map(\.attributes.account).joined(separator: ", ")
+            throw KeysError(.keysetExists, "\(appID) already has a v2 device key (\(ids))")
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            // none yet
+        }
+        let record = try record(kind: 2, status: .primary, createdAt: now, key: key.rawRepresentation)
+        return try keychain.add(.genericPassword, service: service, account: keyID, label: v2Label, accessGroup: accessGroup,
+                                accessibility: accessibility, data: record)
+    }
+}
+
+extension DeviceKeyItem {
+    /// Reads a 32-byte X25519 private key written as text: 64 hex digits (either case) or
+    /// base64 of 32 bytes (FORMAT.md §4 reading rules), trailing spaces and line ends ignored.
+    /// For key files (`push-keys device import`, `push-open --v2-device-key-file`).
+    /// - Parameter text: the file's bytes (a secret: the caller wipes its copy).
+    /// - Returns: the 32 bytes, or nil when the text is neither form.
+    public static func privateKey(fromText text: [UInt8]) -> SecretBytes? {
+        var end = text.count
+        while end > 0, [0x0A, 0x0D, 0x20, 0x09].contains(text[end - 1]) { end -= 1 }
+        var raw: [UInt8] = []
+        defer { SecretBytes.wipe(&raw) }
+        text.withUnsafeBytes { all in
+            let t = UnsafeRawBufferPointer(rebasing: all[..<end])
+            if t.count == 2 * X25519.privateKeyByteCount {
+                var i = 0
+                while i + 1 < t.count, let h = Hex.value(ofDigit: t[i]), let l = Hex.value(ofDigit: t[i + 1]) {
+                    raw.append(h << 4 | l)
+                    i += 2
+                }
+                if raw.count == X25519.privateKeyByteCount { return }
+                SecretBytes.wipe(&raw)
+                raw = []
+            }
+            if let bytes = try? WireBase64.decodeSecret(t) { raw = bytes }
+        }
+        return raw.count == X25519.privateKeyByteCount ? SecretBytes(copying: raw) : nil
+    }
+
+}

@@ -1,0 +1,69 @@
+public import PushSealCrypto
+import PushSealJSON
+
+/// A sender public key an app pinned (FORMAT.md §V.6, `pushseal-sender-key`): the key an
+/// auth-mode payload with this `sender_key_id` must be authenticated by. Public data.
+public struct PinnedSenderKey: Sendable, Hashable {
+    /// The sender key id, 1–64 of `A-Z a-z 0-9 _ -` (an opaque label).
+    public let keyID: String
+    /// The sender's 32-byte X25519 public key.
+    public let publicKey: X25519.PublicKey
+
+    /// Pins `publicKey` under `keyID`. The key is not checked here (a key side that imports
+    /// sender key records refuses low-order points with `X25519.PublicKey.validate()`); a
+    /// low-order pinned key makes every open fail with `.zeroSharedSecret`.
+    /// - Throws: `FormatError` `.invalidKeyID`.
+    public init(keyID: String, publicKey: X25519.PublicKey) throws {
+        guard WireFormat.isValidKeyID(keyID) else {
+            throw FormatError(.invalidKeyID, "a sender key id is 1-64 characters of A-Z a-z 0-9 _ -, got \(WireFormat.describe(keyID))")
+        }
+        self.keyID = keyID
+        self.publicKey = publicKey
+    }
+
+    /// Reads a sender key record (FORMAT.md §V.6):
+    /// `{"format":"pushseal-sender-key","version":2,"appId":…,"senderKeyId":…,"publicKey":<padded base64 of 32 bytes>}`;
+    /// unknown members are ignored. Interim reader for `push-open --pinned-sender` and tests;
+    /// the device key side (`push-keys device pin-sender`) owns the stored form.
+    /// - Parameters:
+    ///   - record: the record's JSON text, UTF-8.
+    ///   - appID: the app pinning it; the record's `appId` must equal it.
+    /// - Throws: `FormatError` `.invalidJSON` and the reader's codes; `.missingField` /
+    ///   `.wrongFieldType` (a member absent or of another type, in `field`); `.invalidKey` (wrong
+    ///   `format`, `version`, `appId`, or a `publicKey` that is not base64 of 32 bytes);
+    ///   `.invalidKeyID`.
+    public init(record: [UInt8], appID: String) throws {
+        let parsed: JSONValue
+        do {
+            parsed = try JSONReader.parse(record)
+        } catch let e as JSONError {
+            throw FormatError(e)
+        }
+        guard case .object(let o) = parsed else {
+            throw FormatError(.invalidKey, "a sender key record is a JSON object")
+        }
+        func string(_ name: String) throws -> String {
+            guard let v = o[name] else { throw FormatError(.missingField, "the sender key record has no \(name)", field: name) }
+            guard case .string(let s) = v else { throw FormatError(.wrongFieldType, "\(name) must be a string", field: name) }
+            return s
+        }
+        guard try string("format") == "pushseal-sender-key" else {
+            throw FormatError(.invalidKey, "format is not pushseal-sender-key")
+        }
+        guard o["version"]?.integerValue == 2 else { throw FormatError(.invalidKey, "version is not 2") }
+        guard try string("appId") == appID else {
+            throw FormatError(.invalidKey, "the sender key record is for another app id (expected \(WireFormat.describe(appID)))")
+        }
+        let id = try string("senderKeyId")
+        let raw: [UInt8]
+        do {
+            raw = try WireBase64.decode(try string("publicKey"))
+        } catch let e as FormatError where e.code == .invalidBase64 {
+            throw FormatError(.invalidKey, "publicKey is not base64: \(e.reason)")
+        }
+        guard raw.count == X25519.publicKeyByteCount else {
+            throw FormatError(.invalidKey, "publicKey is \(raw.count) bytes, not 32")
+        }
+        try self.init(keyID: id, publicKey: try X25519.PublicKey(rawRepresentation: raw))
+    }
+}

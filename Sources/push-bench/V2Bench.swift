@@ -1,0 +1,109 @@
+import PushSealCrypto
+import PushSealJSON
+import PushSealWire
+import PushSealSender
+import PushSealExtension
+
+/// Wire format v2 (FORMAT.md §V), the whole job as v1's SenderBench / OpenBench time it:
+/// `v2-fullseal` / `v2-auth-fullseal` (notification JSON in, APNs payload out, through
+/// `NotificationSealer` with the HPKE entries of `EnvelopeRegistry.addingV2`) and `v2-fullopen`
+/// / `v2-auth-fullopen` (payload bytes in, `Notification` out, through the extension's opener
+/// with `EnvelopeRegistry.opening(pinnedSenders:)`) at 256 B / 1 KB / 2 KB of input JSON
+/// (SenderBench's inputs).
+///
+/// Ratios (as everywhere in the report: the other figure's time over PushSeal's, so the
+/// issue 13 target "v2 open at most 1.2x one DH plus the v1 open" is a ratio of at least 0.83):
+/// full seal against the raw X25519 floor of HPKEBench, measured again here
+/// (`v2-x25519-floor`, auth `v2-x25519-floor-auth`: what no v2 seal can beat), and full open against one DH plus the v1
+/// full open of the same notification (`dh+v1-fullopen`, auth `dh2+v1-fullopen`: the same
+/// job with the DHs it cannot avoid), measured here in one case each. Like HPKEBench, a
+/// quarter of the settings' iterations (its own `Measurer`; samples handed to the report).
+struct V2Bench: BenchSection {
+    let settings: BenchSettings
+    let title = "wire format v2 (HPKE: full seal and full open)"
+    static let sizes = SenderBench.sizes
+    static let appID = SenderBench.appID
+
+    func cases() throws -> [BenchCase] {
+        let device = try X25519.PrivateKey(), sender = try X25519.PrivateKey()
+        let pinned = [try PinnedSenderKey(keyID: "sender-1", publicKey: sender.publicKey)]
+        let sealRegistry = try EnvelopeRegistry.standard.addingV2(sealingWithSenderKey: sender, senderKeyID: "sender-1")
+        let opener = WireFormatOpener(registry: .opening(pinnedSenders: pinned))
+        let publicKey = SecretBytes(copying: device.publicKey.rawRepresentation)
+        let privateKey = SecretBytes(copying: device.rawRepresentation.copyBytes())
+        func sealer(_ algorithm: String) throws -> NotificationSealer {
+            let keys = InMemorySealingKeys([(Self.appID, "alice", SealingKey(keyID: "key-1", key: publicKey, algorithm: algorithm))])
+            return try NotificationSealer(appID: Self.appID, keys: keys, registry: sealRegistry)
+        }
+        let base = try sealer(HPKEBaseEnvelope.algorithmName), auth = try sealer(HPKEAuthEnvelope.algorithmName)
+        let baseOpener = WireFormatOpener(registry: .opening(pinnedSenders: []))
+        // The v1 job and a raw DH, for the open denominator.
+        let v1Key = SecretBytes(randomByteCount: AES256GCM.keyByteCount)
+        let v1 = try NotificationSealer(appID: Self.appID, keys: InMemorySealingKeys([(Self.appID, "alice", SealingKey(keyID: "key-1", key: v1Key))]),
+                                        registry: OpenBench.registry)
+        let raw = try RawX25519(peer: device.publicKey.rawRepresentation)
+        let keyCache = X25519.PrivateKeyCache()
+
+        func fullOpen(_ o: WireFormatOpener, _ payload: [UInt8]) throws -> Notification {
+            try o.open(try o.envelope(in: try JSONReader.parse(payload)), with: privateKey, appID: Self.appID)
+        }
+        // The floors again inside this section (interleaved with the v2 rows, so a changing
+        // machine load hits both), and the device key import an uncached open pays (X25519 derives
+        // the public key from the private one: one fixed-base scalar multiplication) against
+        // the cached import the v2 opener uses (X25519.PrivateKeyCache: a 32-byte compare).
+        var all: [BenchCase] = [
+            BenchCase(impl: "openssl-raw", op: "v2-x25519-floor", size: 0) { try raw.keygenAndDerive(derives: 1) },
+            BenchCase(impl: "openssl-raw", op: "v2-x25519-floor-auth", size: 0) { try raw.keygenAndDerive(derives: 2) },
+            BenchCase(impl: "pushseal", op: "x25519-import", size: 0) { consume(try X25519.PrivateKey(rawRepresentation: privateKey)) },
+            BenchCase(impl: "pushseal", op: "x25519-cached-import", size: 0) {
+                consume(try keyCache.privateKey(for: "key-1", rawRepresentation: privateKey))
+            },
+        ]
+        for size in Self.sizes {
+            let input = SenderBench.notification(size: size)
+            let basePayload = try base.seal(notificationJSON: input, for: "alice").payload
+            let authPayload = try auth.seal(notificationJSON: input, for: "alice").payload
+            let v1Payload = try v1.seal(notificationJSON: input, for: "alice").payload
+            for p in [basePayload, authPayload] where p.count > SealOptions.maxPayloadByteCount {
+                throw BenchError("v2 bench payload of \(size) B over budget")
+            }
+            guard try fullOpen(baseOpener, basePayload).title == "Dinner plans", try fullOpen(opener, authPayload).title == "Dinner plans" else {
+                throw BenchError("v2 bench payload of \(size) B does not open to its title")
+            }
+            all += [
+                BenchCase(impl: "pushseal", op: "v2-fullseal", size: size) { consume(try base.seal(notificationJSON: input, for: "alice")) },
+                BenchCase(impl: "pushseal", op: "v2-auth-fullseal", size: size) { consume(try auth.seal(notificationJSON: input, for: "alice")) },
+                BenchCase(impl: "pushseal", op: "v2-fullopen", size: size) { consume(try fullOpen(baseOpener, basePayload)) },
+                BenchCase(impl: "pushseal", op: "v2-auth-fullopen", size: size) { consume(try fullOpen(opener, authPayload)) },
+                BenchCase(impl: "pushseal", op: "dh+v1-fullopen", size: size) {
+                    try raw.derive(count: 1)
+                    consume(try OpenBench.fullOpen(v1Payload, key: v1Key))
+                },
+                BenchCase(impl: "pushseal", op: "dh2+v1-fullopen", size: size) {
+                    try raw.derive(count: 2)
+                    consume(try OpenBench.fullOpen(v1Payload, key: v1Key))
+                },
+            ]
+        }
+        try Measurer.runAsOwnSection(all, settings: settings.dividingIterations(by: 4))
+        return []
+    }
+
+    func comparisons() -> [Comparison] {
+        var list: [Comparison] = [
+            Comparison(label: "device key import uncached / pushseal cached", numerator: SeriesKey(impl: "pushseal", op: "x25519-import", size: 0),
+                       denominator: SeriesKey(impl: "pushseal", op: "x25519-cached-import", size: 0)),
+        ]
+        for size in Self.sizes {
+            for (op, floor) in [("v2-fullseal", "v2-x25519-floor"), ("v2-auth-fullseal", "v2-x25519-floor-auth")] {
+                list.append(Comparison(label: "\(op) \(size) B raw \(floor) / pushseal", numerator: SeriesKey(impl: "openssl-raw", op: floor, size: 0),
+                                       denominator: SeriesKey(impl: "pushseal", op: op, size: size)))
+            }
+            for (op, floor) in [("v2-fullopen", "dh+v1-fullopen"), ("v2-auth-fullopen", "dh2+v1-fullopen")] {
+                list.append(Comparison(label: "\(op) \(size) B \(floor) / pushseal", numerator: SeriesKey(impl: "pushseal", op: floor, size: size),
+                                       denominator: SeriesKey(impl: "pushseal", op: op, size: size)))
+            }
+        }
+        return list
+    }
+}
