@@ -72,7 +72,7 @@ struct OpenCommand: OptionsCommand {
         let locale: String?, allowInsecureLoopback: Bool, replayGuard: Bool, verbose: Bool
         init(parsing a: Arguments) throws {
             payloadFile = try Positionals(a, max: 1).first
-            keychainPath = try KeystoreOptions(parsing: a).keychainPath
+            keychainPath = try KeystoreOptions.keychainDirectory(parsing: a)
             appID = try a.required("--app-id", "APP")
             budget = try OpenCommand.budgetSeconds(a)
             now = try a.integer("--now")
