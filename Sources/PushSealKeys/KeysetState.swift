@@ -104,3 +104,15 @@ public struct KeysetChange: Sendable {
         return line
     }
 }
+
+extension KeysetState {
+    /// The audit changes of copying this keyset into a store that does not hold it yet (one
+    /// `import` per key, as ``KeysetStateStore/copyIn(_:now:)`` writes them): for a store that
+    /// inserts many new keysets at once (`PostgresKeyStore.bulkCopyIn`).
+    /// - Parameter now: Unix seconds of the copy.
+    /// - Throws: `KeysError` `.duplicateKeyID` (the state holds one key id twice with other bytes).
+    public func changesOfCopyingIntoEmptyStore(now: Int64) throws -> [KeysetChange] {
+        var empty = Keyset(appID: appID, recipient: recipient, keys: [], rotation: nil)
+        return try KeyStore.copyKeys(&empty, from: keyset, now: now).map { KeysetChange(event: $0) }
+    }
+}

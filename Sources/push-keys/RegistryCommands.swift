@@ -103,26 +103,45 @@ struct RegistryMigrateCommand: OptionsCommand {
 
 struct RegistryImportCommand: OptionsCommand {
     let path = ["registry", "import"]
-    let options = [RegistryCommands.registry, RegistryOptions.kekFile, RegistryCommands.keychain, KeyOptions.now]
+    let options = [RegistryCommands.registry, RegistryOptions.kekFile, RegistryCommands.keychain, KeyOptions.now,
+                   .value("--batch-size", "N", "keysets a transaction, 1 to 10000 (default \(PostgresKeyStore.defaultBulkBatchSize))")]
     let help = HelpText(
-        overview: "copy every server keyset of a file keychain into the registry as it is: keys, statuses, times, seal counters and unfinished rotations; idempotent (a keyset already there gets the keys it lacks)",
-        usage: ["push-keys registry import --keychain DIR [--registry URI] [--kek-file F] [--now UNIX] [--json]"],
+        overview: "copy every server keyset of a file keychain into the registry as it is: keys, statuses, times, seal counters and unfinished rotations; in batches (one transaction each: keysets the registry lacks are bulk-inserted), resumable and idempotent (a keyset already there gets the keys it lacks)",
+        usage: ["push-keys registry import --keychain DIR [--registry URI] [--kek-file F] [--now UNIX] [--batch-size N] [--json]"],
         examples: ["push-keys registry import --keychain /srv/keys --registry postgresql:///pushseal --kek-file /etc/pushseal/kek"],
         exitCodes: RegistryCommands.exitCodes(["66  no keychain at DIR", "65  a key id already in the registry with other key bytes (nothing of that keyset changed)",
                                                "77  the keychain or the KEK file is not private (0700/0600, yours), or the KEK is not the registry's"]),
-        notes: "Text output: APP RECIPIENT per keyset that changed. Audited in the registry as import lines.")
+        notes: "Text output: APP RECIPIENT per keyset that changed. Audited in the registry as import lines. Each batch of N keysets commits on its own: an import that stops half way (a lost connection, exit 69 or 75, a kill) keeps the batches committed, and running it again skips them and carries on.")
 
-    func run(_ o: RegistryCommands.TransferOptions, _ c: CommandContext) throws -> ExitCode {
-        let now = o.now
-        let source = try RegistryCommands.keychainStore(o.keychainPath, create: false)
-        let registry = try o.registry.open()
-        var changed: [KeysetInfo] = []
-        let sets = try keyMapErrors { try source.keysets() }
-        for ks in sets {
-            guard let state = try keyMapErrors({ try source.state(appID: ks.appID, recipient: ks.recipient) }) else { continue }
-            if try keyMapErrors({ try registry.copyIn(state, now: now) }) { changed.append(ks) }
+    struct Options: CommandOptions {
+        let transfer: RegistryCommands.TransferOptions, batchSize: Int
+        init(parsing a: Arguments) throws {
+            transfer = try RegistryCommands.TransferOptions(parsing: a)
+            let n = try a.integer("--batch-size") ?? Int64(PostgresKeyStore.defaultBulkBatchSize)
+            guard (1...10_000).contains(n) else { throw CLIError.usage("--batch-size needs an integer from 1 to 10000, got \(n)") }
+            batchSize = Int(n)
         }
-        RegistryCommands.printTransfer(c, keysets: sets.count, changed: changed.map { ($0.appID, $0.recipient) })
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let now = o.transfer.now
+        let source = try RegistryCommands.keychainStore(o.transfer.keychainPath, create: false)
+        let registry = try o.transfer.registry.open()
+        let sets = try keyMapErrors { try source.keysets() }
+        // Read lazily: one batch of key bytes in memory at a time.
+        var readError: (any Error)?
+        let states = sets.lazy.compactMap { ks -> KeysetState? in
+            guard readError == nil else { return nil }
+            do {
+                return try source.state(appID: ks.appID, recipient: ks.recipient)
+            } catch {
+                readError = error
+                return nil
+            }
+        }
+        let result = try keyMapErrors { try registry.bulkCopyIn(states, now: now, batchSize: o.batchSize) }
+        if let readError { _ = try keyMapErrors { throw readError } }
+        RegistryCommands.printTransfer(c, keysets: result.keysets, changed: result.changed)
         return .success
     }
 }
