@@ -11,7 +11,7 @@ export PUSHSEAL_SHARED := $(SHARED)
 shared-check:
 	@test -d "$(SHARED)/vectors" -a -d "$(SHARED)/cases" || { echo "make: error: the test vectors are not at $(SHARED) (need vectors/ and cases/)" >&2; echo "hint: make test SHARED=/path/to/shared  (or set PUSHSEAL_SHARED)" >&2; exit 66; }
 
-.PHONY: shared-check all deps build release demo test bench fuzz sanitize clean
+.PHONY: shared-check all deps build release demo demo-postgres test bench fuzz sanitize clean
 
 all: build
 
@@ -27,6 +27,11 @@ release: deps
 demo: release
 	@python3 scripts/demo.py
 
+# Two sender processes sharing one PostgreSQL registry while the keyset rotates, on a throwaway
+# PostgreSQL started and stopped by the script (scripts/pg-throwaway.sh, as the tests do).
+demo-postgres: release
+	@scripts/demo-postgres.sh
+
 test: deps shared-check
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
@@ -38,6 +43,7 @@ bench:
 	@$(SWIFT) build -c release >&2
 	@.build/release/push-bench $(BENCH_ARGS)
 	@scripts/bench-apns.sh $(BENCH_APNS_ARGS)
+	@scripts/bench-registry.sh $(BENCH_REGISTRY_ARGS)
 
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS)
