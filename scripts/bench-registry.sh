@@ -34,7 +34,8 @@ pg_throwaway_start
 APP=com.example.app
 now() { python3 -c 'import time; print(time.monotonic())'; }
 
-# N keysets in a file keychain (two generators at once, one per core).
+# N keysets in a file keychain (two generators at once, one per core; the keychain made first).
+"$bin/push-keys" keychain init --keychain "$work/kc" >/dev/null
 seq 0 $((recipients - 1)) | xargs -P 2 -I{} "$bin/push-keys" generate --keychain "$work/kc" --app-id "$APP" --recipient "r{}" >/dev/null
 "$bin/push-keys" registry new-kek --out "$work/kek"
 "$bin/push-keys" registry migrate --registry "$PG_CONNINFO" >/dev/null
