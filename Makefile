@@ -11,7 +11,7 @@ export PUSHSEAL_SHARED := $(SHARED)
 shared-check:
 	@test -d "$(SHARED)/vectors" -a -d "$(SHARED)/cases" || { echo "make: error: the test vectors are not at $(SHARED) (need vectors/ and cases/)" >&2; echo "hint: make test SHARED=/path/to/shared  (or set PUSHSEAL_SHARED)" >&2; exit 66; }
 
-.PHONY: shared-check all deps build release demo test bench fuzz sanitize clean
+.PHONY: shared-check all deps build release demo demo-postgres test bench fuzz sanitize clean
 
 all: build
 
@@ -27,7 +27,12 @@ release: deps
 demo: release
 	@python3 scripts/demo.py
 
-# Then push-open built alone (`--product push-open`, its own scratch path) against the media
+# Two sender processes sharing one PostgreSQL registry while the keyset rotates, on a throwaway
+# PostgreSQL started and stopped by the script (scripts/pg-throwaway.sh, as the tests do).
+demo-postgres: release
+	@scripts/demo-postgres.sh
+
+# The whole suite, then push-open built alone (`--product push-open`, its own scratch path) against the media
 # CLI tests: its media path must need nothing but its own product.
 test: deps shared-check
 	$(SWIFT) build --build-tests
@@ -41,6 +46,7 @@ bench:
 	@$(SWIFT) build -c release >&2
 	@.build/release/push-bench $(BENCH_ARGS)
 	@scripts/bench-apns.sh $(BENCH_APNS_ARGS)
+	@scripts/bench-registry.sh $(BENCH_REGISTRY_ARGS)
 
 fuzz: deps
 	@scripts/fuzz.sh $(FUZZ_SECONDS)

@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "PushSealSender", targets: ["PushSealSender"]),
         .library(name: "PushSealExtension", targets: ["PushSealExtension"]),
         .library(name: "PushSealKeyProviders", targets: ["PushSealKeyProviders"]),
+        .library(name: "PushSealRegistry", targets: ["PushSealRegistry"]),
         .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", targets: ["PushSealMediaFetch"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
@@ -31,10 +32,11 @@ let package = Package(
         .executable(name: "push-bench", targets: ["push-bench"]),
     ],
     targets: [
-        // System libraries (Debian: libssl-dev, libsodium-dev, libcurl4-openssl-dev).
+        // System libraries (Debian: libssl-dev, libsodium-dev, libcurl4-openssl-dev, libpq-dev).
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
 
         // Our C targets. CPushSealSIMD: two byte loops (Wire's base64, JSON's string scan, used by
         // the sender and the receiver) vectorized for x86-64 with a run-time CPU check; public data only.
@@ -68,14 +70,20 @@ let package = Package(
         .target(name: "PushSealMediaFetch", dependencies: ["CCurlLazy", "PushSealSystem"]),
         // The APNs provider client: HTTP/2 on libcurl (nghttp2), ES256 provider tokens, retries.
         .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CCurl"]),
+        // The PostgreSQL server store (issue 15): libpq, keys wrapped under a key-encryption key.
+        .target(name: "PushSealRegistry", dependencies: ["CLibPQ", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealSystem"]),
+        // The one place --registry/--kek-file become a store (push-keys, push-seal; not push-open, which never links libpq).
+        .target(name: "PushSealRegistryCLI", dependencies: ["PushSealCLI", "PushSealRegistry", "PushSealSystem"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
-        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
-        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
+        // Test helper for PushSealRegistryTests: sealing processes on one PostgreSQL registry; not a product.
+        .executableTarget(name: "registry-stress", dependencies: ["PushSealRegistry", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealWire", "PushSealSystem"]),
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
         .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON"],
                           path: "Examples/server/SealFromLibrary"),
@@ -93,6 +101,7 @@ let package = Package(
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealRegistryTests", dependencies: ["PushSealRegistry", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),

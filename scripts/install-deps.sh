@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what PushSeal needs on a fresh Debian machine that has the Swift toolchain:
-# the C libraries (libssl-dev, libsodium-dev, libcurl4-openssl-dev, pkg-config), shellcheck (the
+# the C libraries (libssl-dev, libsodium-dev, libcurl4-openssl-dev, libpq-dev, pkg-config), Debian's
+# PostgreSQL server (`postgresql`: the registry tests start a throwaway one), shellcheck (the
 # tests lint scripts/gen-cli-docs.sh with it) and Python's `cryptography` and `pyhpke` (used by the
 # interop tests and the benchmark's peers). Idempotent; quiet when all is there.
 set -euo pipefail
@@ -10,6 +11,8 @@ command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 pkg-config --exists libcrypto 2>/dev/null || need_apt+=(libssl-dev)
 pkg-config --exists libsodium 2>/dev/null || need_apt+=(libsodium-dev)
 pkg-config --exists libcurl 2>/dev/null || need_apt+=(libcurl4-openssl-dev)
+pkg-config --exists libpq 2>/dev/null || need_apt+=(libpq-dev)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-pip)
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
 # The mock APNs (Tests/MockAPNs, Node 20's built-in http2) and its benchmark ceiling (h2load).
@@ -46,4 +49,11 @@ if ! python3 -c 'import aioapns' >/dev/null 2>&1; then
   echo "install-deps: installing Python aioapns" >&2
   python3 -m pip install --quiet aioapns 2>/dev/null \
     || python3 -m pip install --quiet --break-system-packages aioapns
+fi
+
+# PostgreSQL refuses to run as root, and CI runs as root: the registry tests start their
+# throwaway server as this unprivileged system user (no login shell, no home).
+if [ "$(id -u)" -eq 0 ] && ! id pushseal-test >/dev/null 2>&1; then
+  echo "install-deps: creating system user pushseal-test (runs the tests' PostgreSQL)" >&2
+  useradd --system --no-create-home --shell /usr/sbin/nologin pushseal-test
 fi

@@ -82,20 +82,98 @@ public struct IdentityOptions: Sendable, Equatable {
     }
 }
 
-/// The keystore option group: where a server-side command finds its keysets. Today
-/// `--keychain DIR` (a file keychain); a database-backed store adds its option here, so every
-/// command that opens keysets gets it at once.
+/// The keystore option group: where a server-side command finds its keysets: `--keychain DIR`
+/// (a file keychain) or, where the command takes a server store, `--registry URI` with
+/// `--kek-file F` (a PostgreSQL registry, issue 15; ``RegistryLocation``). Every command that
+/// opens keysets through this group gets both at once; the tool turns a registry location into
+/// a store (push-keys and push-seal through PushSealRegistryCLI), so this module needs no libpq.
 public struct KeystoreOptions: Sendable, Equatable {
-    /// `--keychain DIR`.
-    public let keychainPath: String
+    /// `--keychain DIR`; `nil` when a registry is selected.
+    public let keychainPath: String?
+    /// The registry of `--registry` (or `PUSHSEAL_REGISTRY` without `--keychain`); `nil` for the keychain.
+    public let registry: RegistryLocation?
 
     /// Reads the group.
+    /// - Parameters:
+    ///   - hint: the `hint:` line of the missing-option error.
+    ///   - allowingRegistry: `true` where a server store may be a registry (`--registry`,
+    ///     `--kek-file`, `PUSHSEAL_REGISTRY`, `PUSHSEAL_KEK_FILE`); `false` (the default) reads
+    ///     `--keychain DIR` only.
+    /// - Throws: `CLIError` (64) `missing --keychain DIR` (with `hint` when given), or
+    ///   `give --keychain DIR or --registry URI, not both`.
+    public init(parsing arguments: Arguments, hint: String? = nil, allowingRegistry: Bool = false) throws {
+        if allowingRegistry, let registry = try RegistryLocation(parsing: arguments) {
+            guard !arguments.has("--keychain") else { throw CLIError.usage("give --keychain DIR or --registry URI, not both") }
+            self.registry = registry
+            keychainPath = nil
+        } else {
+            registry = nil
+            keychainPath = try Self.keychainDirectory(parsing: arguments, hint: hint)
+        }
+    }
+
+    /// `--keychain DIR` alone, for a command that only ever opens a file keychain.
     /// - Throws: `CLIError` (64) `missing --keychain DIR` (with `hint` when given).
-    public init(parsing arguments: Arguments, hint: String? = nil) throws {
+    public static func keychainDirectory(parsing arguments: Arguments, hint: String? = nil) throws -> String {
         guard let dir = arguments.value("--keychain"), !dir.isEmpty else {
             throw CLIError.usage("missing --keychain DIR", hint: hint)
         }
-        keychainPath = dir
+        return dir
+    }
+}
+
+/// Where a PostgreSQL registry is (issue 15): `--registry URI` (any libpq connection URI or
+/// key=value string; `PUSHSEAL_REGISTRY` when the option and `--keychain` are absent) and the
+/// key-encryption key file `--kek-file F` (`PUSHSEAL_KEK_FILE` when absent). Values only:
+/// the file is read and the database opened by the tool.
+public struct RegistryLocation: Sendable, Equatable {
+    /// `PUSHSEAL_REGISTRY`: the connection string used when neither `--registry` nor `--keychain` is given.
+    public static let environmentVariable = "PUSHSEAL_REGISTRY"
+    /// `PUSHSEAL_KEK_FILE`: the KEK file used when `--kek-file` is absent.
+    public static let kekEnvironmentVariable = "PUSHSEAL_KEK_FILE"
+
+    /// The libpq connection string (URI or key=value).
+    public let connectionString: String
+    /// The KEK file path, `nil` when neither `--kek-file` nor `PUSHSEAL_KEK_FILE` gives one.
+    public let kekFile: String?
+
+    /// Builds a location from its values.
+    public init(connectionString: String, kekFile: String?) {
+        self.connectionString = connectionString
+        self.kekFile = kekFile
+    }
+
+    /// Reads `--registry` (else `PUSHSEAL_REGISTRY` when `--keychain` is absent) and `--kek-file`
+    /// (else `PUSHSEAL_KEK_FILE`); `nil` when no registry is selected.
+    /// - Parameter kekOption: the KEK option's name (`--kek-file`; the environment applies to it only).
+    /// - Throws: `CLIError` (64) for an empty `--registry` or `--kek-file`.
+    public init?(parsing arguments: Arguments, kekOption: String = "--kek-file") throws {
+        let connectionString: String
+        if let r = arguments.value("--registry") {
+            guard !r.isEmpty else { throw CLIError.usage("--registry cannot be empty") }
+            connectionString = r
+        } else if !arguments.has("--keychain"), let r = Self.environment(Self.environmentVariable) {
+            connectionString = r
+        } else {
+            return nil
+        }
+        self.init(connectionString: connectionString, kekFile: try Self.kekFile(parsing: arguments, option: kekOption))
+    }
+
+    /// The KEK file of `option`, else (for `--kek-file`) `PUSHSEAL_KEK_FILE`, else `nil`.
+    /// - Throws: `CLIError` (64) for an empty value.
+    public static func kekFile(parsing arguments: Arguments, option: String = "--kek-file") throws -> String? {
+        if let f = arguments.value(option) {
+            guard !f.isEmpty else { throw CLIError.usage("\(option) cannot be empty") }
+            return f
+        }
+        return option == "--kek-file" ? environment(kekEnvironmentVariable) : nil
+    }
+
+    /// A non-empty environment variable.
+    static func environment(_ name: String) -> String? {
+        guard let v = Environment.value(name), !v.isEmpty else { return nil }
+        return v
     }
 }
 

@@ -455,21 +455,8 @@ public final class KeyStore: Sendable {
         try Self.checkDuration(rotationPeriodSeconds, named: "rotationPeriodSeconds")
         var out: [DueKeyset] = []
         for ks in try loadAll() {
-            var reasons: [String] = []
-            let p = ks.primaryIndex.map { ks.keys[$0].info }
-            var age: Int64?
-            if let p {
-                let a = Self.age(at: now, since: p.promotedAt ?? p.createdAt)
-                age = a
-                if a >= rotationPeriodSeconds { reasons.append("age") }
-                if p.sealCount >= sealThreshold { reasons.append("seals") }
-            } else {
-                reasons.append("noPrimary")
-            }
-            if ks.rotation != nil { reasons.append("unfinishedRotation") }
-            if !reasons.isEmpty {
-                out.append(DueKeyset(appID: ks.appID, recipient: ks.recipient, keyID: p?.keyID, ageSeconds: age,
-                                     sealCount: p?.sealCount ?? 0, reasons: reasons))
+            if let entry = Self.dueEntry(ks, now: now, rotationPeriodSeconds: rotationPeriodSeconds, sealThreshold: sealThreshold) {
+                out.append(entry)
             }
         }
         return out

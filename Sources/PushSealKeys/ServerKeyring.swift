@@ -149,8 +149,23 @@ public final class ServerKeyring: @unchecked Sendable {
         if let hit = try fastPath(slot) { return hit }
         refillLock.lock()
         defer { refillLock.unlock() }
-        return try slowPath(slot)
+        // A rotation by another process between reading the primary and reserving its seals
+        // makes the reservation refuse (`.noPrimaryKey` from reserveSeals): read again, a few times.
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try slowPath(slot)
+            } catch is ReservationRaced where attempt < 4 {
+                continue
+            } catch let e as ReservationRaced {
+                throw e.error
+            }
+        }
     }
+
+    /// A reservation refused because the primary changed after it was read (retried).
+    private struct ReservationRaced: Error { let error: KeysError }
 
     /// A seal from memory when the cached keyset is fresh and its block has room; else `nil`.
     private func fastPath(_ slot: Slot) throws -> (keyID: String, key: SecretBytes)? {
@@ -229,6 +244,9 @@ public final class ServerKeyring: @unchecked Sendable {
         let r: SealReservation
         do {
             r = try store.reserveSeals(appID: appID, recipient: recipient, keyID: keyID, count: blockSize)
+        } catch let e as KeysError where e.code == .noPrimaryKey {
+            drop()
+            throw ReservationRaced(error: e)
         } catch {
             drop()
             throw error

@@ -33,3 +33,13 @@ public func unixTimeSeconds() -> Int64 {
 public var activeProcessorCount: Int {
     max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 }
+
+/// Blocks the calling thread for `seconds` (`nanosleep`, resumed after a signal), e.g. a
+/// reconnect back-off. Not a way to wait for an event: wait on the event itself.
+/// - Parameter seconds: the pause, at least 0 (a negative value returns at once).
+public func pauseThread(seconds: Double) {
+    guard seconds > 0 else { return }
+    var ts = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - Double(Int(seconds))) * 1e9))
+    var rest = timespec()
+    while nanosleep(&ts, &rest) != 0 && errno == EINTR { ts = rest }
+}

@@ -6,6 +6,8 @@ import Foundation
 import PushSealCLI
 import PushSealKeychain
 import PushSealKeys
+import PushSealRegistry
+import PushSealRegistryCLI
 
 /// Options, exit codes and notes shared by the key-lifecycle commands.
 enum KeyOptions {
@@ -30,7 +32,9 @@ enum KeyOptions {
     static let badNow = "a --now that is not an integer from 0 to 253402300799 (9999-12-31T23:59:59Z)"
     /// The usage-error clause of `--grace`.
     static let badGrace = "a --grace that is not a duration or takes now + grace past 9999-12-31T23:59:59Z"
-    static let identity = [entitlements, accessGroup, appGroup]
+    /// The identity options, and the registry's (`--registry`, `--kek-file`: every command that
+    /// takes the identity opens the server store through ``KeyStoreOptions/open(create:accessibility:)``).
+    static let identity = [entitlements, accessGroup, appGroup] + RegistryOptions.all
     /// The options of a command that changes keysets (and so writes audit lines).
     static let changing = [keychain] + identity + [auditLog]
     /// The options of a read-only command: nothing is audited.
@@ -65,7 +69,7 @@ enum KeyOptions {
         lines.append("74  I/O error (\(ioError); writing standard output), or a symbolic link inside the keychain")
         lines.append("77  permission denied, or the keychain is not 0700 (files 0600) or not yours" + (noPermission.map { "; " + $0 } ?? "")
             + "; or the keychain's device state does not allow reading the keysets (" + KeychainCommands.lockedCause + ")")
-        return lines
+        return RegistryOptions.exitCodeLines(merging: lines)
     }
 
     /// The IDENTITY paragraph of the notes (the usage lines' `[IDENTITY]`).
@@ -74,19 +78,22 @@ enum KeyOptions {
     /// The AUDIT paragraph of the notes, for commands that change keysets.
     static let auditNote = "AUDIT: every state change appends one JSON line (key ids only, never key bytes) to DIR/keys-audit.log (0600), or to --audit-log FILE, or to stderr with --audit-log -."
 
-    /// Help notes: the command's own paragraphs, then IDENTITY and (for commands that change
-    /// keysets) AUDIT, one line per paragraph, separated by blank lines.
+    /// The REGISTRY paragraph of the notes.
+    static let registryNote = "REGISTRY: --registry URI (or $PUSHSEAL_REGISTRY without --keychain) uses a PostgreSQL registry instead of the keychain directory, e.g. --registry postgresql:///pushseal?host=/run/postgresql --kek-file /etc/pushseal/kek; the identity options do not apply there. Key bytes are wrapped under the key-encryption key of --kek-file F (or $PUSHSEAL_KEK_FILE), needed by every command that reads or writes key bytes; audit lines go to the registry's pushseal_audit table. See docs/registry.md."
+
+    /// Help notes: the command's own paragraphs, then IDENTITY, (for commands that change
+    /// keysets) AUDIT and REGISTRY, one line per paragraph, separated by blank lines.
     static func notes(_ paragraphs: [String] = [], audited: Bool) -> String {
-        (paragraphs + [identityNote] + (audited ? [auditNote] : [])).joined(separator: "\n\n")
+        (paragraphs + [identityNote] + (audited ? [auditNote] : []) + [registryNote]).joined(separator: "\n\n")
     }
 }
 
 /// The store option group of the key commands: where the keysets are (``KeystoreOptions``,
 /// `--keychain DIR`), who opens them (``IdentityOptions``; none: the server identity, access
-/// group pushseal.server) and where audit lines go (`--audit-log`). A second kind of store adds
-/// its options to ``KeystoreOptions`` and its opening to ``open(create:accessibility:)``.
+/// group pushseal.server) and where audit lines go (`--audit-log`); or a PostgreSQL registry
+/// (`--registry URI --kek-file F`, ``KeystoreOptions/registry``), opened by ``open(create:accessibility:)``.
 struct KeyStoreOptions: CommandOptions {
-    /// `--keychain DIR`.
+    /// `--keychain DIR`, or `--registry URI` with `--kek-file F`.
     let keystore: KeystoreOptions
     /// `--entitlements`, `--access-group`, `--app-group`.
     let identity: IdentityOptions
@@ -94,7 +101,7 @@ struct KeyStoreOptions: CommandOptions {
     let auditLog: String?
 
     init(parsing a: Arguments) throws {
-        keystore = try KeystoreOptions(parsing: a)
+        keystore = try KeystoreOptions(parsing: a, allowingRegistry: true)
         identity = IdentityOptions(parsing: a)
         auditLog = a.value("--audit-log")
     }
@@ -107,18 +114,22 @@ struct KeyStoreOptions: CommandOptions {
         return v == "-" ? .standardError : .file(v)
     }
 
-    /// Opens the key store as the identity options say: the file keychain, seen (as every key
-    /// command sees its store) through the `ServerKeyStore` protocol. Validate every option
-    /// before calling it: with `create`, it creates the keychain.
+    /// Opens the key store as the options say: the registry of `--registry`, else the file
+    /// keychain as the identity options say, seen (as every key command sees its store) through
+    /// the `ServerKeyStore` protocol. Validate every option before calling it: with `create`, it
+    /// creates the keychain.
     /// - Parameter create: create the keychain directory when it does not exist (generate, import).
     func open(create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> any ServerKeyStore {
-        try openKeychain(create: create, accessibility: accessibility)
+        if let registry = keystore.registry { return try registry.open() }
+        return try openKeychain(create: create, accessibility: accessibility)
     }
 
     /// Opens the file keychain itself (``KeyStore``), for what only a keychain does: a device's
     /// import of a revocation record. Same rules as ``open(create:accessibility:)``.
+    /// - Throws: a usage error when `--registry` was given instead of `--keychain`.
     func openKeychain(create: Bool = false, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly) throws -> KeyStore {
-        let url = URL(fileURLWithPath: keystore.keychainPath)
+        guard let path = keystore.keychainPath else { throw CLIError.usage("missing --keychain DIR") }
+        let url = URL(fileURLWithPath: path)
         let (entitlements, group) = try keyEntitlements(identity) ?? (KeyStore.serverIdentity, nil)
         return try keyMapErrors {
             if create, !FileManager.default.fileExists(atPath: url.path) {
@@ -190,6 +201,8 @@ func keyMapErrors<R>(_ body: () throws -> R) throws -> R {
         return try body()
     } catch let e as CLIError {
         throw e
+    } catch let e as RegistryError {
+        throw RegistryOptions.cliError(e)
     } catch let e as KeysError {
         let exit: ExitCode
         var hint: String?

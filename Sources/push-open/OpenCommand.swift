@@ -77,7 +77,7 @@ struct OpenCommand: OptionsCommand {
         let v2: OpenCommand.V2KeyOptions
         init(parsing a: Arguments) throws {
             payloadFile = try Positionals(a, max: 1).first
-            keychainPath = try KeystoreOptions(parsing: a).keychainPath
+            keychainPath = try KeystoreOptions.keychainDirectory(parsing: a)
             appID = try a.required("--app-id", "APP")
             budget = try OpenCommand.budgetSeconds(a)
             now = try a.integer("--now")

@@ -5,6 +5,7 @@ import PushSealCrypto
 import PushSealWire
 import PushSealKeyProviders
 import PushSealKeys
+import PushSealRegistryCLI
 import PushSealSender
 
 /// The wire module's `Notification` (Foundation, imported too, has its own `Notification`).
@@ -33,7 +34,7 @@ enum SealExit {
         "67  unknown recipient, or the recipient's primary key is destroyed or disabled",
         "74  I/O error (reading the input or writing standard output), or a damaged keychain",
         "77  permission denied, the keychain is group- or world-accessible (it must be 0700), or its device state does not allow reading the keyset (errSecInteractionNotAllowed -25308, e.g. beforeFirstUnlock: unlock it)",
-    ]
+    ].withRegistry(lostMidRun: "74 (keyStoreUnreadable)")
 
     /// Exit-code help lines of `push-seal batch`: failures of single lines are in the output.
     static let batchHelpLines = [
@@ -44,7 +45,7 @@ enum SealExit {
         "66  LINES.jsonl missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
         "74  I/O error reading the input or writing the output, or a damaged keychain",
         "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
-    ]
+    ].withRegistry(lostMidRun: "the line's error keyStoreUnreadable (exit 2)")
 
     /// Exit-code help lines of `push-seal media`.
     static let mediaHelpLines = [
@@ -76,7 +77,9 @@ extension SealCommand {
 ///   - helpCommand: the help to point at, e.g. `push-seal --help`.
 /// - Throws: `CLIError` 64 `missing NAME VALUE` with `hint: see 'HELP'`.
 func requireInUsageOrder(_ a: Arguments, _ options: [(name: String, valueName: String)], helpCommand: String) throws {
-    for o in options where (a.value(o.name) ?? "").isEmpty {
+    // With --registry (or $PUSHSEAL_REGISTRY), --keychain is not needed.
+    let registry = ((try? RegistryLocation(parsing: a)) ?? nil) != nil
+    for o in options where (a.value(o.name) ?? "").isEmpty && !(registry && o.name == "--keychain") {
         throw CLIError.usage("missing \(o.name) \(o.valueName)", hint: "see '\(helpCommand)'")
     }
 }
@@ -85,8 +88,8 @@ func requireInUsageOrder(_ a: Arguments, _ options: [(name: String, valueName: S
 enum SealOptionSpecs {
     static let keys: [OptionSpec] = [
         .value("--app-id", "APP", "the app's bundle identifier (APNs topic), bound into the AAD (required)"),
-        .value("--keychain", "DIR", "the server keychain holding the recipients' keysets (required; push-keys generate makes one)"),
-    ]
+        .value("--keychain", "DIR", "the server keychain holding the recipients' keysets (required unless --registry; push-keys generate makes one)"),
+    ] + RegistryOptions.all
     static let payload: [OptionSpec] = [
         .value("--fallback-title", "TEXT", "clear-text alert title (default \"\(FallbackAlert.defaultTitle)\")"),
         .value("--fallback-body", "TEXT", "clear-text alert body (default \"\(FallbackAlert.defaultBody)\")"),
@@ -112,7 +115,7 @@ enum SealOptionSpecs {
 struct SealOptionGroup: Sendable {
     /// `--app-id APP`.
     let appID: String
-    /// `--keychain DIR`.
+    /// `--keychain DIR`, or `--registry URI` with `--kek-file F`.
     let keystore: KeystoreOptions
     /// The payload options (fallback alert, APNs headers and aps fields, `--fit`, padding).
     let options: SealOptions
@@ -122,7 +125,7 @@ struct SealOptionGroup: Sendable {
     /// - Throws: `CLIError` 64 for a malformed number or duration.
     init(parsing a: Arguments) throws {
         appID = try a.required("--app-id", "APP")
-        keystore = try KeystoreOptions(parsing: a)
+        keystore = try KeystoreOptions(parsing: a, allowingRegistry: true)
         var options = SealOptions()
         options.fallback = FallbackAlert(title: a.value("--fallback-title") ?? FallbackAlert.defaultTitle,
                                          body: a.value("--fallback-body") ?? FallbackAlert.defaultBody)
@@ -151,10 +154,19 @@ struct SealOptionGroup: Sendable {
         try checkKeysetNames(appID: appID)
     }
 
-    /// Opens the server keychain (every seal counts against the primary key's limit) and
-    /// builds the sealer; the sender refuses a bad APNs option here (64).
+    /// Opens the server store (the keychain of `--keychain DIR` or the registry of
+    /// `--registry URI`; every seal counts against the primary key's limit) and builds the
+    /// sealer; the sender refuses a bad APNs option here (64).
+    /// - Throws: `CLIError` (registry errors with the codes of `RegistryLocation.open()`).
     func sealer() throws -> NotificationSealer {
-        let keys = try mappingSenderErrors { try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: keystore.keychainPath)) }
+        let keys: KeychainSealingKeys
+        if let registry = keystore.registry {
+            keys = KeychainSealingKeys(store: try registry.open())
+        } else if let path = keystore.keychainPath {
+            keys = try mappingSenderErrors { try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: path)) }
+        } else {
+            throw CLIError.usage("missing --keychain DIR")
+        }
         return try mappingSenderErrors { try NotificationSealer(appID: appID, keys: keys, options: options) }
     }
 }
@@ -180,6 +192,23 @@ func checkKeysetNames(appID: String? = nil, recipient: String? = nil) throws {
         if let recipient { try KeyID.validateRecipient(recipient) }
     } catch let e as KeysError {
         throw cliError(SenderError(.invalidOption, e.reason))
+    }
+}
+
+extension [String] {
+    /// Exit-code help lines (in numeric order, 77 present) with a registry's (`--registry`):
+    /// 69 before the first code above it, the KEK's causes added to 77, 78 after it.
+    /// - Parameter lostMidRun: what a seal fails with when the database is lost later.
+    func withRegistry(lostMidRun: String) -> [String] {
+        var lines: [String] = []
+        for line in self {
+            let code = Int(line.prefix(3).trimmingCharacters(in: .whitespaces)) ?? 0
+            if code > 69, !lines.contains(where: { $0.hasPrefix("69 ") }) {
+                lines.append("69  with --registry: the database cannot be reached when the command starts (refused, no socket, authentication failed); lost later for more than 30 s, a seal fails with \(lostMidRun)")
+            }
+            lines.append(code == 77 ? line + "; with --registry: the --kek-file (or $PUSHSEAL_KEK_FILE) is not private (0600, yours, not a link) or not 32 bytes, or not the registry's key-encryption key" : line)
+        }
+        return lines + ["78  with --registry: the registry's schema is older than this build (run push-keys registry migrate) or newer (refused)"]
     }
 }
 

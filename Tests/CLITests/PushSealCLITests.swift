@@ -269,9 +269,9 @@ import Testing
         #expect(r.out.contains("| push-seal seal --app-id com.example.app --recipient alice --keychain server-kc -\n"))
         // Each command lists exactly the exit codes it can return (1: PushSealCLI's internal error).
         let expected: [[String]: [Int]] = [
-            ["--help"]: [0, 1, 3, 4, 64, 65, 66, 67, 74, 77],
-            ["seal", "--help"]: [0, 1, 3, 4, 64, 65, 66, 67, 74, 77],
-            ["batch", "--help"]: [0, 1, 2, 64, 66, 74, 77],
+            ["--help"]: [0, 1, 3, 4, 64, 65, 66, 67, 69, 74, 77, 78],
+            ["seal", "--help"]: [0, 1, 3, 4, 64, 65, 66, 67, 69, 74, 77, 78],
+            ["batch", "--help"]: [0, 1, 2, 64, 66, 69, 74, 77, 78],
             ["media", "--help"]: [0, 1, 64, 65, 66, 73, 74, 77],
         ]
         for (args, codes) in expected {

@@ -1,0 +1,150 @@
+/// The registry's tables and their migrations (docs/registry.md "Schema").
+///
+/// Migrations are applied in order by ``migrate(_:)`` in one transaction holding a transaction
+/// advisory lock (``advisoryLockKey``), so two processes migrating at once apply each step once;
+/// each applied version is a row of `pushseal_schema_version`. A store opens only a database at
+/// exactly ``currentVersion``: older is `.schemaTooOld` ("run push-keys registry migrate"), newer
+/// `.schemaTooNew` (refused: this build does not know its tables).
+public enum RegistrySchema {
+    /// The schema version this build reads and writes.
+    public static let currentVersion = 2
+    /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
+    public static let advisoryLockKey: Int64 = 0x5053_4D47
+
+    /// Migration `n` is `migrations[n - 1]`: a description and its statements.
+    static let migrations: [(String, [String])] = [
+        ("v1 keysets, keys (wrapped), KEK check, audit", [
+            """
+            CREATE TABLE pushseal_kek (
+              id smallint PRIMARY KEY CHECK (id = 1),
+              check_box bytea NOT NULL,
+              created_at bigint NOT NULL)
+            """,
+            """
+            CREATE TABLE pushseal_keysets (
+              app_id text NOT NULL,
+              recipient text NOT NULL,
+              version bigint NOT NULL DEFAULT 1,
+              changed_xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+              rotation_key_id text,
+              rotation_grace_seconds bigint,
+              rotation_promoted boolean,
+              PRIMARY KEY (app_id, recipient),
+              CHECK ((rotation_key_id IS NULL) = (rotation_grace_seconds IS NULL)
+                     AND (rotation_key_id IS NULL) = (rotation_promoted IS NULL)))
+            """,
+            "CREATE INDEX pushseal_keysets_changed ON pushseal_keysets (changed_xid)",
+            """
+            CREATE TABLE pushseal_keys (
+              app_id text NOT NULL,
+              recipient text NOT NULL,
+              key_id text NOT NULL,
+              position integer NOT NULL,
+              status text NOT NULL CHECK (status IN ('pending', 'primary', 'decryptOnly', 'disabled', 'destroyed')),
+              created_at bigint NOT NULL,
+              promoted_at bigint,
+              retired_at bigint,
+              not_after bigint,
+              seal_count bigint NOT NULL DEFAULT 0 CHECK (seal_count BETWEEN 0 AND 4294967296),
+              seal_reserved_from bigint,
+              wrapped_key bytea CHECK (wrapped_key IS NULL OR length(wrapped_key) = 60),
+              PRIMARY KEY (app_id, recipient, key_id),
+              FOREIGN KEY (app_id, recipient) REFERENCES pushseal_keysets ON DELETE CASCADE)
+            """,
+            "CREATE UNIQUE INDEX pushseal_keys_one_primary ON pushseal_keys (app_id, recipient) WHERE status = 'primary'",
+            """
+            CREATE TABLE pushseal_audit (
+              id bigserial PRIMARY KEY,
+              time bigint NOT NULL,
+              event text NOT NULL,
+              app_id text NOT NULL,
+              recipient text NOT NULL,
+              key_id text,
+              line text NOT NULL)
+            """,
+        ]),
+        ("v2 registrations and sender keys, device tokens (tables only; issues 13 and 14)", [
+            """
+            CREATE TABLE pushseal_registrations (
+              app_id text NOT NULL,
+              recipient text NOT NULL,
+              key_id text NOT NULL,
+              kem_id integer NOT NULL,
+              public_key bytea NOT NULL,
+              created_at bigint NOT NULL,
+              superseded_at bigint,
+              PRIMARY KEY (app_id, recipient, key_id))
+            """,
+            """
+            CREATE TABLE pushseal_sender_keys (
+              app_id text NOT NULL,
+              key_id text NOT NULL,
+              status text NOT NULL,
+              created_at bigint NOT NULL,
+              wrapped_private_key bytea NOT NULL,
+              PRIMARY KEY (app_id, key_id))
+            """,
+            """
+            CREATE TABLE pushseal_device_tokens (
+              app_id text NOT NULL,
+              recipient text NOT NULL,
+              token text NOT NULL,
+              environment text NOT NULL CHECK (environment IN ('development', 'production')),
+              registered_at bigint NOT NULL,
+              invalidated_at bigint,
+              PRIMARY KEY (app_id, recipient, token))
+            """,
+        ]),
+    ]
+
+    /// Applies every missing migration. Idempotent; safe from several processes at once.
+    /// - Returns: the versions applied by this call (empty when the schema was current).
+    /// - Throws: `RegistryError` `.schemaTooNew` (nothing changed), `.query`, `.unavailable`.
+    static func migrate(_ pool: ConnectionPool) throws -> [Int] {
+        try pool.transaction { c in
+            try c.exec("SELECT pg_advisory_xact_lock($1)", [.int(advisoryLockKey)])
+            try c.exec("""
+                CREATE TABLE IF NOT EXISTS pushseal_schema_version (
+                  version integer PRIMARY KEY,
+                  description text NOT NULL,
+                  applied_at timestamptz NOT NULL DEFAULT now())
+                """)
+            let have = try c.exec("SELECT coalesce(max(version), 0) FROM pushseal_schema_version").int(0, 0) ?? 0
+            guard have <= Int64(currentVersion) else { throw tooNew(Int(have)) }
+            var applied: [Int] = []
+            for n in stride(from: Int(have) + 1, through: currentVersion, by: 1) {
+                let (description, statements) = migrations[n - 1]
+                for s in statements { try c.exec(s) }
+                try c.exec("INSERT INTO pushseal_schema_version (version, description) VALUES ($1, $2)", [.int(Int64(n)), .text(description)])
+                applied.append(n)
+            }
+            return applied
+        }
+    }
+
+    /// The database's schema version: 0 without the version table.
+    static func version(_ c: PGConnection) throws -> Int {
+        do {
+            return Int(try c.exec("SELECT coalesce(max(version), 0) FROM pushseal_schema_version").int(0, 0) ?? 0)
+        } catch let e as RegistryError where e.sqlState == "42P01" {
+            return 0
+        }
+    }
+
+    /// Refuses a database whose schema is not ``currentVersion``.
+    /// - Throws: `RegistryError` `.schemaTooOld`, `.schemaTooNew`.
+    static func check(_ c: PGConnection) throws {
+        let v = try version(c)
+        if v < currentVersion {
+            throw RegistryError(.schemaTooOld, v == 0
+                ? "the registry \(c.target) has no PushSeal schema: run push-keys registry migrate"
+                : "the registry \(c.target) has schema version \(v), this build needs \(currentVersion): run push-keys registry migrate")
+        }
+        if v > currentVersion { throw tooNew(v) }
+    }
+
+    static func tooNew(_ v: Int) -> RegistryError {
+        RegistryError(.schemaTooNew,
+            "the registry has schema version \(v), newer than this build's \(currentVersion): refused (upgrade PushSeal; never downgrade a migrated registry)")
+    }
+}

@@ -1,0 +1,92 @@
+public import PushSealCLI
+public import PushSealRegistry
+import PushSealSystem
+
+/// The one place a server-side command turns a ``PushSealCLI/RegistryLocation`` (`--registry URI`
+/// / `--kek-file F`, or `PUSHSEAL_REGISTRY` / `PUSHSEAL_KEK_FILE`, parsed by `KeystoreOptions`)
+/// into a server key store (PostgreSQL, issue 15), and registry errors into exit codes.
+/// `--keychain DIR` and `--registry` exclude each other; the environment variable is used only
+/// when neither option is given.
+public enum RegistryOptions {
+    /// `--registry URI`.
+    public static let registry = OptionSpec.value("--registry", "URI",
+        "a PostgreSQL registry instead of --keychain: any libpq connection URI or string, e.g. postgresql:///pushseal?host=/run/postgresql (default: $PUSHSEAL_REGISTRY when --keychain is absent)")
+    /// `--kek-file F`.
+    public static let kekFile = OptionSpec.value("--kek-file", "F",
+        "with a registry: the key-encryption key file (32 bytes or 64 hex digits, 0600, yours, not a link; default: $PUSHSEAL_KEK_FILE)")
+    /// Both options.
+    public static let all = [registry, kekFile]
+
+    /// 69 (EX_UNAVAILABLE): the registry cannot be reached.
+    public static let unavailable = ExitCode(69)
+    /// 75 (EX_TEMPFAIL): the connection was lost while committing; run the command again.
+    public static let tempFail = ExitCode(75)
+    /// 78 (EX_CONFIG): the registry's schema is older (run `push-keys registry migrate`) or newer than this build.
+    public static let config = ExitCode(78)
+
+    /// Help lines for the registry's exit codes (after a command's own).
+    public static let exitCodeLines = [
+        "69  with --registry: the database cannot be reached when the command starts (refused, no socket, authentication failed), or is lost for more than 30 s later",
+        "75  with --registry: the connection was lost while a change was committing (it may or may not be stored): run the command again",
+        "78  with --registry: the registry's schema is older than this build (run push-keys registry migrate) or newer (refused)",
+    ]
+
+    /// A command's exit-code help lines with ``exitCodeLines`` merged in, in numeric order
+    /// (lines of one code keep their order).
+    /// - Parameter lines: the command's own lines, each starting with its code (`"74  …"`).
+    public static func exitCodeLines(merging lines: [String]) -> [String] {
+        func code(_ line: String) -> Int { Int(line.prefix { $0 != " " }) ?? 0 }
+        return (lines + exitCodeLines).enumerated()
+            .sorted { (code($0.element), $0.offset) < (code($1.element), $1.offset) }
+            .map(\.element)
+    }
+
+    /// The KEK of a file (`--kek-file`, `PUSHSEAL_KEK_FILE`), `nil` for no file.
+    /// - Throws: `CLIError` (77) for a file that is missing, a link, not 0600 or not 32 bytes.
+    public static func kek(file path: String?) throws -> KeyEncryptionKey? {
+        guard let path else { return nil }
+        return try mapping { try KeyEncryptionKey(file: path) }
+    }
+
+    /// Runs `body`, turning a `RegistryError` into ``cliError(_:)``.
+    public static func mapping<R>(_ body: () throws -> R) throws -> R {
+        do {
+            return try body()
+        } catch let e as RegistryError {
+            throw cliError(e)
+        }
+    }
+
+    /// The CLI error of a registry error: `unavailable` 69; `schemaTooOld`/`schemaTooNew` 78;
+    /// `outcomeUnknown` 75; `kekFile`/`wrongKEK` 77; `kekRequired`/`invalidConnectionString` 64;
+    /// `corrupt` 65; `query` 1.
+    public static func cliError(_ e: RegistryError) -> CLIError {
+        var hint: String?
+        let exit: ExitCode
+        switch e.code {
+        case .unavailable:
+            exit = unavailable
+            hint = "check that PostgreSQL runs and the connection string (--registry or $PUSHSEAL_REGISTRY; PG* variables, ~/.pgpass) is right"
+        case .schemaTooOld: exit = config; hint = "push-keys registry migrate --registry URI"
+        case .schemaTooNew: exit = config
+        case .outcomeUnknown: exit = tempFail
+        case .kekFile, .wrongKEK: exit = .noPermission
+        case .kekRequired, .invalidConnectionString: exit = .usage
+        case .corrupt: exit = .dataError
+        default: exit = .failure
+        }
+        var details: [(key: String, value: String)] = []
+        if let s = e.sqlState { details.append(("sqlState", s)) }
+        return CLIError(code: e.code.name, e.reason, hint: hint, exitCode: exit, details: details)
+    }
+}
+
+extension RegistryLocation {
+    /// Opens the registry: checks the schema version and, when a KEK file is given, reads it
+    /// (0600, yours, not a link, 32 bytes or 64 hex digits) and checks that it is the registry's.
+    /// - Throws: `CLIError` with the codes of ``RegistryOptions/cliError(_:)``.
+    public func open() throws -> PostgresKeyStore {
+        let kek = try RegistryOptions.kek(file: kekFile)
+        return try RegistryOptions.mapping { try PostgresKeyStore(connectionString: connectionString, kek: kek) }
+    }
+}

@@ -1,0 +1,237 @@
+// `push-keys registry …`: the PostgreSQL registry's own commands (issue 15): migrate the schema,
+// move keysets between a file keychain and the registry, rewrap under a new KEK, make a KEK.
+import Foundation
+import PushSealCLI
+import PushSealJSON
+import PushSealCrypto
+import PushSealKeychain
+import PushSealKeys
+import PushSealRegistry
+import PushSealRegistryCLI
+import PushSealSystem
+
+enum RegistryCommands {
+    static let all: [any Command] = [RegistryMigrateCommand(), RegistryImportCommand(), RegistryExportCommand(), RegistryRewrapCommand(), RegistryNewKEKCommand()]
+
+    static let registry = OptionSpec.value("--registry", "URI", "the registry: any libpq connection URI or string (default: $PUSHSEAL_REGISTRY)")
+    static let keychain = OptionSpec.value("--keychain", "DIR", "the server keychain directory (required)")
+
+    static func exitCodes(_ extra: [String] = []) -> [String] {
+        RegistryOptions.exitCodeLines(merging: ["0   success", "1   a statement failed (SQLSTATE on stderr, sqlState in --json), or an internal error",
+         "64  usage error (unknown option, missing argument, no --registry and no $PUSHSEAL_REGISTRY, a malformed connection string)"]
+            + extra)
+    }
+
+    /// The registry of `--registry` (else `$PUSHSEAL_REGISTRY`) and `kekOption` (`--kek-file`,
+    /// else `$PUSHSEAL_KEK_FILE`), required by every registry command. `--keychain` here is the
+    /// file keychain on the other side (import, export), so it does not exclude `--registry`.
+    /// - Throws: `CLIError` 64 `missing --registry URI`.
+    static func location(_ a: Arguments, kekOption: String = "--kek-file") throws -> RegistryLocation {
+        let kekFile = try RegistryLocation.kekFile(parsing: a, option: kekOption)
+        if let r = a.value("--registry") {
+            guard !r.isEmpty else { throw CLIError.usage("--registry cannot be empty") }
+            return RegistryLocation(connectionString: r, kekFile: kekFile)
+        }
+        if let r = Environment.value(RegistryLocation.environmentVariable), !r.isEmpty {
+            return RegistryLocation(connectionString: r, kekFile: kekFile)
+        }
+        throw CLIError.usage("missing --registry URI", hint: "or set $\(RegistryLocation.environmentVariable)")
+    }
+
+    /// The file keychain of `--keychain DIR` as the server (created with `create`).
+    static func keychainStore(_ path: String, create: Bool) throws -> KeyStore {
+        let url = URL(fileURLWithPath: path)
+        return try keyMapErrors {
+            if create, !FileManager.default.fileExists(atPath: url.path) { try Keychain.create(at: url) }
+            return try KeyStore(keychain: try Keychain(opening: url, as: KeyStore.serverIdentity))
+        }
+    }
+
+    /// The output of import and export: `APP<TAB>RECIPIENT` per keyset that changed, or with
+    /// `--json` `{"keysets": N, "changed": [{"appId", "recipient"}…]}`.
+    static func printTransfer(_ c: CommandContext, keysets: Int, changed: [(appID: String, recipient: String)]) {
+        if c.json {
+            keyPrintJSON(obj([("keysets", .integer(Int64(keysets))), ("changed", .array(changed.map { obj([("appId", .string($0.appID)), ("recipient", .string($0.recipient))]) }))]))
+        } else {
+            Output.stdout(changed.map { "\($0.appID)\t\($0.recipient)\n" }.joined())
+        }
+    }
+
+    /// The options of import and export: both stores and `--now`.
+    struct TransferOptions: CommandOptions {
+        let registry: RegistryLocation, keychainPath: String, now: Int64
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            keychainPath = try KeystoreOptions.keychainDirectory(parsing: a)
+            registry = try RegistryCommands.location(a)
+            now = try keyNow(a)
+        }
+    }
+}
+
+struct RegistryMigrateCommand: OptionsCommand {
+    let path = ["registry", "migrate"]
+    let options = [RegistryCommands.registry]
+    let help = HelpText(
+        overview: "create or upgrade the registry's schema (tables, indexes, the schema_version row); idempotent, and safe to run from two processes at once (a transaction advisory lock)",
+        usage: ["push-keys registry migrate [--registry URI] [--json]"],
+        examples: ["push-keys registry migrate --registry postgresql:///pushseal?host=/run/postgresql",
+                   "PUSHSEAL_REGISTRY='host=db.internal dbname=pushseal sslmode=verify-full' push-keys registry migrate"],
+        exitCodes: RegistryCommands.exitCodes(),
+        notes: "Text output: one line per version applied (\"applied 1 ...\"), or \"schema is current (version N)\". --json: {\"applied\":[1,2],\"version\":2}. A database migrated by a newer PushSeal is refused (78) and left unchanged.")
+
+    struct Options: CommandOptions {
+        let registry: RegistryLocation
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            registry = try RegistryCommands.location(a)
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let applied = try RegistryOptions.mapping { try PostgresKeyStore.migrate(connectionString: o.registry.connectionString) }
+        if c.json {
+            keyPrintJSON(obj([("applied", .array(applied.map { .integer(Int64($0)) })), ("version", .integer(Int64(RegistrySchema.currentVersion)))]))
+        } else if applied.isEmpty {
+            Output.stdout("schema is current (version \(RegistrySchema.currentVersion))\n")
+        } else {
+            Output.stdout(applied.map { "applied \($0)\n" }.joined())
+        }
+        return .success
+    }
+}
+
+struct RegistryImportCommand: OptionsCommand {
+    let path = ["registry", "import"]
+    let options = [RegistryCommands.registry, RegistryOptions.kekFile, RegistryCommands.keychain, KeyOptions.now,
+                   .value("--batch-size", "N", "keysets a transaction, 1 to 10000 (default \(PostgresKeyStore.defaultBulkBatchSize))")]
+    let help = HelpText(
+        overview: "copy every server keyset of a file keychain into the registry as it is: keys, statuses, times, seal counters and unfinished rotations; in batches (one transaction each: keysets the registry lacks are bulk-inserted), resumable and idempotent (a keyset already there gets the keys it lacks)",
+        usage: ["push-keys registry import --keychain DIR [--registry URI] [--kek-file F] [--now UNIX] [--batch-size N] [--json]"],
+        examples: ["push-keys registry import --keychain /srv/keys --registry postgresql:///pushseal --kek-file /etc/pushseal/kek"],
+        exitCodes: RegistryCommands.exitCodes(["66  no keychain at DIR", "65  a key id already in the registry with other key bytes (nothing of that keyset changed)",
+                                               "77  the keychain or the KEK file is not private (0700/0600, yours), or the KEK is not the registry's"]),
+        notes: "Text output: APP RECIPIENT per keyset that changed. Audited in the registry as import lines. Each batch of N keysets commits on its own: an import that stops half way (a lost connection, exit 69 or 75, a kill) keeps the batches committed, and running it again skips them and carries on.")
+
+    struct Options: CommandOptions {
+        let transfer: RegistryCommands.TransferOptions, batchSize: Int
+        init(parsing a: Arguments) throws {
+            transfer = try RegistryCommands.TransferOptions(parsing: a)
+            let n = try a.integer("--batch-size") ?? Int64(PostgresKeyStore.defaultBulkBatchSize)
+            guard (1...10_000).contains(n) else { throw CLIError.usage("--batch-size needs an integer from 1 to 10000, got \(n)") }
+            batchSize = Int(n)
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let now = o.transfer.now
+        let source = try RegistryCommands.keychainStore(o.transfer.keychainPath, create: false)
+        let registry = try o.transfer.registry.open()
+        let sets = try keyMapErrors { try source.keysets() }
+        // Read lazily: one batch of key bytes in memory at a time.
+        var readError: (any Error)?
+        let states = sets.lazy.compactMap { ks -> KeysetState? in
+            guard readError == nil else { return nil }
+            do {
+                return try source.state(appID: ks.appID, recipient: ks.recipient)
+            } catch {
+                readError = error
+                return nil
+            }
+        }
+        let result = try keyMapErrors { try registry.bulkCopyIn(states, now: now, batchSize: o.batchSize) }
+        if let readError { _ = try keyMapErrors { throw readError } }
+        RegistryCommands.printTransfer(c, keysets: result.keysets, changed: result.changed)
+        return .success
+    }
+}
+
+struct RegistryExportCommand: OptionsCommand {
+    let path = ["registry", "export"]
+    let options = [RegistryCommands.registry, RegistryOptions.kekFile, RegistryCommands.keychain, KeyOptions.now]
+    let help = HelpText(
+        overview: "copy every keyset of the registry into a server file keychain as it is (keys, statuses, times, seal counters); creates DIR when it does not exist; idempotent",
+        usage: ["push-keys registry export --keychain DIR [--registry URI] [--kek-file F] [--now UNIX] [--json]"],
+        examples: ["push-keys registry export --keychain /srv/keys-from-db --registry postgresql:///pushseal --kek-file /etc/pushseal/kek"],
+        exitCodes: RegistryCommands.exitCodes(["65  a key id already in the keychain with other key bytes", "73  DIR could not be created as a keychain",
+                                               "77  the keychain or the KEK file is not private (0700/0600, yours), or the KEK is not the registry's"]),
+        notes: "Text output: APP RECIPIENT per keyset that changed. Audited in DIR/keys-audit.log as import lines.")
+
+    func run(_ o: RegistryCommands.TransferOptions, _ c: CommandContext) throws -> ExitCode {
+        let now = o.now
+        let registry = try o.registry.open()
+        let states = try keyMapErrors { try registry.loadAllStatesWithKeyBytes() }
+        let target = try RegistryCommands.keychainStore(o.keychainPath, create: true)
+        var changed: [KeysetState] = []
+        for s in states where try keyMapErrors({ try target.copyIn(s, now: now) }) { changed.append(s) }
+        RegistryCommands.printTransfer(c, keysets: states.count, changed: changed.map { ($0.appID, $0.recipient) })
+        return .success
+    }
+}
+
+struct RegistryRewrapCommand: OptionsCommand {
+    let path = ["registry", "rewrap"]
+    let options = [RegistryCommands.registry, .value("--kek-file", "OLD", "the current key-encryption key file (required)"),
+                   .value("--new-kek-file", "NEW", "the new key-encryption key file (required; push-keys registry new-kek makes one)")]
+    let help = HelpText(
+        overview: "rewrap every stored key under a new key-encryption key, in one transaction, and make it the registry's KEK; the key bytes do not change, so running senders keep sealing (restart them with the new --kek-file)",
+        usage: ["push-keys registry rewrap --kek-file OLD --new-kek-file NEW [--registry URI] [--json]"],
+        examples: ["push-keys registry new-kek --out /etc/pushseal/kek.new && push-keys registry rewrap --kek-file /etc/pushseal/kek --new-kek-file /etc/pushseal/kek.new"],
+        exitCodes: RegistryCommands.exitCodes(["77  a KEK file is not private (0600, yours, not a link) or not 32 bytes, or OLD is not the registry's KEK (nothing changed)"]),
+        notes: "Text output: the number of keys rewrapped. Audited as a rewrap line.")
+
+    struct Options: CommandOptions {
+        let registry: RegistryLocation, newKEKFile: String
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            _ = try a.required("--kek-file", "OLD")
+            newKEKFile = try a.required("--new-kek-file", "NEW")
+            registry = try RegistryCommands.location(a)
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        guard let new = try RegistryOptions.kek(file: o.newKEKFile) else { throw CLIError.usage("missing --new-kek-file NEW") }
+        let registry = try o.registry.open()
+        let n = try RegistryOptions.mapping { try registry.rewrap(to: new) }
+        if c.json { keyPrintJSON(obj([("rewrapped", .integer(Int64(n)))])) } else { Output.stdout("\(n)\n") }
+        return .success
+    }
+}
+
+struct RegistryNewKEKCommand: OptionsCommand {
+    let path = ["registry", "new-kek"]
+    let options = [OptionSpec.value("--out", "FILE", "the new key-encryption key file (required; created 0600, never overwritten)")]
+    let help = HelpText(
+        overview: "write a new random key-encryption key (32 bytes as 64 hex digits) to a new 0600 file",
+        usage: ["push-keys registry new-kek --out FILE [--json]"],
+        examples: ["push-keys registry new-kek --out /etc/pushseal/kek"],
+        exitCodes: ["0   success", "64  usage error (unknown option, missing argument)", "73  FILE exists (never overwritten)", "74  I/O error writing FILE"],
+        notes: "The key never goes to stdout. Keep the file out of database backups: a dump of the registry opens nothing without it.")
+
+    struct Options: CommandOptions {
+        let out: String
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            out = try a.required("--out", "FILE")
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let path = o.out
+        var line = KeyEncryptionKey.generate().hexLine()
+        defer { SecretBytes.wipe(&line) }
+        do {
+            try PrivateFile.createExclusive(path, line)
+        } catch let e as SystemError {
+            let exists = e.code == .alreadyExists
+            throw CLIError(code: exists ? "exists" : "io", exists ? "\(path) exists (a key-encryption key file is never overwritten)" : "cannot write \(path): \(e.reason)",
+                           exitCode: exists ? .cannotCreate : .ioError)
+        }
+        if c.json { keyPrintJSON(obj([("path", .string(path))])) }
+        return .success
+    }
+}
+
+/// A JSON object from members in order (the registry commands' `--json` output).
+private func obj(_ members: [(String, JSONValue)]) -> JSONValue { .object(JSONObject(members.map { (key: $0.0, value: $0.1) })) }

@@ -1,0 +1,1 @@
+../PushSealKeysTests/ServerKeyStoreContract.swift
