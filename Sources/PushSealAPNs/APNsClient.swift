@@ -1,10 +1,6 @@
 import Dispatch
 internal import CCurl
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealSystem
 
 /// An APNs provider client: HTTP/2 over TLS 1.2+ on libcurl (with nghttp2), one multi handle
 /// multiplexing every notification over a bounded pool of connections to one endpoint with one
@@ -17,8 +13,10 @@ import Darwin
 ///   one connection per request, and `CURLMOPT_MAX_HOST_CONNECTIONS` bounds the pool.
 /// - Retries: ``APNsRetryPolicy`` (docs/apns.md has the table). A stream refused by APNs
 ///   (`REFUSED_STREAM`, or above a GOAWAY's last stream id) was not processed: libcurl resends it
-///   on a new connection itself. A request that may have reached APNs is resent only when it has
-///   a collapse id.
+///   on a new connection itself (``Statistics/refusedStreamsResent``). libcurl 7.88 would also
+///   resend, unseen, a request whose connection died before the answer; the client refuses that
+///   rewind, so such a request is one APNs may have delivered. A request that may have reached
+///   APNs is resent only when it has a collapse id.
 /// - Reconnects after a failed connection attempt back off from
 ///   ``Configuration/reconnectBaseDelaySeconds`` (1 s) doubling to
 ///   ``Configuration/reconnectMaxDelaySeconds`` (60 s).
@@ -70,6 +68,10 @@ public final class APNsClient: Sendable {
         public var finished = 0
         /// Requests sent (attempts), retries included.
         public var requests = 0
+        /// Requests libcurl resent by itself on a new connection because APNs refused their
+        /// stream (`REFUSED_STREAM`, or above a GOAWAY's last stream id): not processed by APNs,
+        /// so not in ``requests`` nor in an outcome's attempts.
+        public var refusedStreamsResent = 0
         /// Connections libcurl opened (`CURLINFO_NUM_CONNECTS` summed).
         public var connectionsOpened = 0
         /// `BadDeviceToken` answers the burst guard did not turn into invalidations.
@@ -96,8 +98,12 @@ public final class APNsClient: Sendable {
                 onOutcome: @escaping @Sendable (APNsOutcome) -> Void,
                 onInvalidation: @escaping @Sendable (APNsInvalidation) -> Void = { _ in },
                 afterOutcomes: @escaping @Sendable () -> Void = {}) throws {
-        if let ca = configuration.endpoint.caFile, access(ca, R_OK) != 0 {
-            throw APNsError(.badEndpoint, "cannot read the CA file '\(ca.suffix(120))': \(String(cString: strerror(errno)))")
+        if let ca = configuration.endpoint.caFile {
+            do {
+                _ = try FileDescriptor.open(ca, .readOnly)
+            } catch let e as SystemError {
+                throw APNsError(.badEndpoint, "cannot read the CA file '\(ca.suffix(120))': \(errnoText(e.errno))")
+            }
         }
         guard apnsCurlGlobalInit == CURLE_OK, pushseal_curl_has_http2() != 0 else {
             throw APNsError(.transportUnavailable, "libcurl has no HTTP/2 support (Debian: libcurl4-openssl-dev is built with nghttp2)")
@@ -112,26 +118,15 @@ public final class APNsClient: Sendable {
         }, onInvalidation: onInvalidation, afterOutcomes: afterOutcomes)
         let engine = self.engine
         let done = self.done
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        let box = Unmanaged.passRetained(APNsThreadBody { engine.run(); done.signal() })
-        var thread = pthread_t()
-        // The transfer thread takes no signals (they stay with the caller's threads): block
-        // them all while it is created, then restore this thread's mask.
-        var all = sigset_t(), previous = sigset_t()
-        sigfillset(&all)
-        pthread_sigmask(SIG_BLOCK, &all, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        let rc = pthread_create(&thread, &attributes, { raw in
-            guard let raw else { return nil }
-            Unmanaged<APNsThreadBody>.fromOpaque(raw).takeRetainedValue().run()
-            return nil
-        }, box.toOpaque())
-        pthread_attr_destroy(&attributes)
-        if rc != 0 {
-            box.release()
-            throw APNsError(.transportUnavailable, "cannot start the transfer thread: \(String(cString: strerror(rc)))")
+        // The transfer thread takes no signals (they stay with the caller's threads).
+        let started = withAllSignalsBlocked {
+            startDetachedThread {
+                engine.run()
+                done.signal()
+            }
+        }
+        guard started else {
+            throw APNsError(.transportUnavailable, "cannot start the transfer thread")
         }
     }
 
@@ -153,12 +148,6 @@ public final class APNsClient: Sendable {
 
     /// The counters so far.
     public var statistics: Statistics { engine.statistics }
-}
-
-/// A closure for a new pthread. `@unchecked Sendable` is safe: `run` is called once, on the new thread.
-final class APNsThreadBody: @unchecked Sendable {
-    let run: () -> Void
-    init(_ run: @escaping () -> Void) { self.run = run }
 }
 
 /// `curl_global_init`, once per process.

@@ -1,3 +1,5 @@
+import PushSealSystem
+
 /// The two clocks the APNs client reads: a monotonic one for ages, delays and latency, and the
 /// wall clock for a provider token's `iat`. Injectable, so tests can age tokens by hours.
 public protocol APNsClock: Sendable {
@@ -11,6 +13,6 @@ public protocol APNsClock: Sendable {
 public struct SystemAPNsClock: APNsClock {
     /// Creates the system clock.
     public init() {}
-    public func monotonicNanoseconds() -> UInt64 { APNsText.monotonicNanoseconds() }
-    public func wallSeconds() -> Int64 { APNsText.wallSeconds() }
+    public func monotonicNanoseconds() -> UInt64 { PushSealSystem.monotonicNanoseconds() }
+    public func wallSeconds() -> Int64 { unixTimeSeconds() }
 }

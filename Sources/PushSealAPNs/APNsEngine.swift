@@ -1,10 +1,6 @@
 internal import CCurl
 import PushSealJSON
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealSystem
 
 /// The transfer thread of an ``APNsClient``: one libcurl multi handle, the queue of new
 /// notifications, the retries waiting for their time, and the outcome bookkeeping.
@@ -25,7 +21,7 @@ final class APNsEngine: @unchecked Sendable {
     let onOutcome: @Sendable (APNsOutcome) -> Void
     let onInvalidation: @Sendable (APNsInvalidation) -> Void
     let afterOutcomes: @Sendable () -> Void
-    let shared = APNsLocked(Shared())
+    let shared = Locked(Shared())
     let multi: UnsafeMutableRawPointer
     private let baseURL: String
 
@@ -42,6 +38,7 @@ final class APNsEngine: @unchecked Sendable {
     private var authorization: (generation: Int, header: String) = (0, "")
     private var counters = APNsClient.Statistics()
     private var lastUpkeep: UInt64 = 0
+    private let reports = APNsConnectionReports()
 
     init(configuration: APNsClient.Configuration, tokens: ProviderTokenCache,
          onOutcome: @escaping @Sendable (APNsOutcome) -> Void, onInvalidation: @escaping @Sendable (APNsInvalidation) -> Void,
@@ -124,6 +121,7 @@ final class APNsEngine: @unchecked Sendable {
             let finished = shared.withLock { s -> Bool in
                 s.statistics.finished = snapshot.finished
                 s.statistics.requests = snapshot.requests
+                s.statistics.refusedStreamsResent = snapshot.refusedStreamsResent
                 s.statistics.connectionsOpened = snapshot.connectionsOpened
                 s.statistics.suppressedInvalidations = snapshot.suppressedInvalidations
                 s.statistics.badDeviceTokenBurst = snapshot.badDeviceTokenBurst
@@ -166,7 +164,7 @@ final class APNsEngine: @unchecked Sendable {
     /// A transfer from the free list, or a new one with the fixed options set.
     private func transfer() -> APNsTransfer? {
         if let t = free.popLast() { return t }
-        guard let t = APNsTransfer(configuration: configuration) else { return nil }
+        guard let t = APNsTransfer(configuration: configuration, reports: reports) else { return nil }
         all.append(t)
         return t
     }
@@ -230,6 +228,9 @@ final class APNsEngine: @unchecked Sendable {
         var uploaded: curl_off_t = 0
         _ = pushseal_curl_getinfo_off_t(easy, CURLINFO_SIZE_UPLOAD_T, &uploaded)
         let connection = port > 0 ? port : nil
+        // Resends libcurl made by itself (of refused streams only, see APNsTransfer) are not
+        // attempts: APNs did not process the refused stream. Counted on their own.
+        counters.refusedStreamsResent += t.silentResends
 
         let result: APNsRetryPolicy.Result
         var reason: String?
@@ -243,7 +244,9 @@ final class APNsEngine: @unchecked Sendable {
             result = .answered(status: status, reason: reason, retryAfterSeconds: t.retryAfter)
         } else {
             let (why, retryable, connectFailure) = APNsEngine.classify(code)
-            let maybeSent = uploaded >= t.notification.payload.count && !connectFailure
+            // A refused rewind: the request went out on a connection that then died
+            // (CURLINFO_SIZE_UPLOAD_T restarts at 0 for libcurl's resend, so it cannot say).
+            let maybeSent = (uploaded >= t.notification.payload.count || t.rewind == .refused) && !connectFailure
             if connectFailure {
                 consecutiveConnectFailures += 1
                 let exponent = min(consecutiveConnectFailures - 1, 16)
@@ -292,6 +295,9 @@ final class APNsEngine: @unchecked Sendable {
             return ("connectionFailed", true, true)
         case CURLE_OPERATION_TIMEDOUT:
             return ("timeout", true, false)
+        case CURLE_SEND_FAIL_REWIND, CURLE_ABORTED_BY_CALLBACK:
+            // A resend libcurl wanted to make by itself and the transfer refused (APNsTransfer).
+            return ("connectionLost", true, false)
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_OUT_OF_MEMORY, CURLE_FAILED_INIT:
             return ("transportUnavailable", false, false)
         default:

@@ -1,10 +1,6 @@
 public import PushSealCrypto
 import PushSealJSON
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import PushSealSystem
 
 /// An APNs provider key: the `.p8` signing key Apple issued, its 10-character key id and the
 /// team id it belongs to.
@@ -51,28 +47,25 @@ extension ProviderKey {
     /// The bytes of a key file (at most 16 KiB).
     /// - Throws: `APNsError` `.badProviderKey` naming the file and the system's reason.
     static func readKeyFile(_ path: String) throws -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw APNsError(.badProviderKey, "cannot read the .p8 key file '\(path.suffix(120))': \(String(cString: strerror(errno)).lowercased())")
+        func failure(_ e: SystemError) -> APNsError {
+            APNsError(.badProviderKey, "cannot read the .p8 key file '\(path.suffix(120))': \(errnoText(e.errno).lowercased())")
         }
-        defer { close(fd) }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        defer { SecretBytes.wipe(&chunk) }
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let reason = String(cString: strerror(errno)).lowercased()
-                SecretBytes.wipe(&out)
-                throw APNsError(.badProviderKey, "cannot read the .p8 key file '\(path.suffix(120))': \(reason)")
-            }
-            if n == 0 { break }
-            out.append(contentsOf: chunk.prefix(n))
-            if out.count > maxKeyFileByteCount {
-                SecretBytes.wipe(&out)
-                throw APNsError(.badProviderKey, "'\(path.suffix(120))' is over 16 KiB: not an APNs .p8 key")
-            }
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, .readOnly)
+        } catch let e as SystemError {
+            throw failure(e)
+        }
+        // One buffer, filled in place (no chunk copies of the key left behind), wiped by the caller.
+        var out: [UInt8]
+        do {
+            out = try file.read(upToCount: maxKeyFileByteCount + 1)
+        } catch let e as SystemError {
+            throw failure(e)
+        }
+        if out.count > maxKeyFileByteCount {
+            SecretBytes.wipe(&out)
+            throw APNsError(.badProviderKey, "'\(path.suffix(120))' is over 16 KiB: not an APNs .p8 key")
         }
         return out
     }
@@ -150,7 +143,7 @@ public final class ProviderTokenCache: Sendable {
     /// default, within 20…55 minutes.
     public let refreshAfterSeconds: Int64
     private let clock: any APNsClock
-    private let state = APNsLocked<(token: ProviderToken?, mints: Int)>((nil, 0))
+    private let state = Locked<(token: ProviderToken?, mints: Int)>((nil, 0))
 
     /// Creates an empty cache; the first ``current()`` mints.
     /// - Parameters:

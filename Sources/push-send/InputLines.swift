@@ -1,21 +1,19 @@
 import PushSealCLI
-#if canImport(Glibc)
-import Glibc
-#endif
+import PushSealSystem
 
 /// Reads `\n`-terminated lines (a trailing `\r` dropped) from a file descriptor, 64 KiB at a
 /// time; a line over ``maxLineByteCount`` comes back empty with `overlong` set, its bytes skipped.
 /// A read interrupted by a signal returns `nil` when `stop()` says so (SIGINT/SIGTERM).
 struct InputLines {
     static let maxLineByteCount = 1 << 20
-    let fd: Int32
+    let file: FileDescriptor
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
     private var start = 0
     private var end = 0
     private var eof = false
     private(set) var lineNumber = 0
 
-    init(fd: Int32) { self.fd = fd }
+    init(file: FileDescriptor) { self.file = file }
 
     /// The next line, or `nil` at the end of input (or when `stop()` is true after a signal).
     /// - Throws: `CLIError` 74 on a read error.
@@ -27,11 +25,13 @@ struct InputLines {
             if start == end {
                 if stop() { return nil } // a partial line was not read in full: it is not sent
                 if eof { break }
-                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw CLIError(code: "ioError", "cannot read the input: \(Output.errorText(errno))", exitCode: .ioError)
+                let read: Int?
+                do {
+                    read = try buffer.withUnsafeMutableBytes { try file.readUnlessInterrupted(into: $0) }
+                } catch let e as SystemError {
+                    throw CLIError(code: "ioError", "cannot read the input: \(Output.errorText(e.errno))", exitCode: .ioError)
                 }
+                guard let n = read else { continue } // a signal: look at stop() again
                 if n == 0 { eof = true; break }
                 start = 0
                 end = n

@@ -2,9 +2,6 @@ import PushSealJSON
 import PushSealSystem
 import PushSealAPNs
 import PushSealCLI
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Where outcome lines go (standard output or the `--outcomes` file, appended), with the
 /// counts for the summary. Thread-safe: the client's thread and the reading thread both add.
@@ -18,19 +15,20 @@ final class OutcomeLog: @unchecked Sendable {
         var total = 0
     }
 
-    private let fd: Int32
-    private let invalidationsFD: Int32?
+    private let file: FileDescriptor
+    private let invalidationsFile: FileDescriptor?
     private var pending: [UInt8] = []
     private var pendingInvalidations: [UInt8] = []
     private var counts = Counts()
-    private var writeErrno: Int32?
-    private let lock = Lock()
+    /// Why the first failed write failed (`strerror` text), if one did.
+    private var writeFailure: String?
+    private let lock = PosixLock()
     private let progress: Bool
     private var lastProgress: UInt64 = 0
 
-    init(fd: Int32, invalidationsFD: Int32?, progress: Bool) {
-        self.fd = fd
-        self.invalidationsFD = invalidationsFD
+    init(file: FileDescriptor, invalidationsFile: FileDescriptor?, progress: Bool) {
+        self.file = file
+        self.invalidationsFile = invalidationsFile
         self.progress = progress
     }
 
@@ -46,7 +44,7 @@ final class OutcomeLog: @unchecked Sendable {
         if let c = o.connection { w += ",\"connection\":\(c)" }
         let micros = o.latencyNanoseconds / 1000
         w += ",\"latencyMs\":\(micros / 1000).\(String(micros % 1000 + 1000).dropFirst())}\n"
-        lock.locked {
+        lock.withLock {
             pending.append(contentsOf: w.utf8)
             count(o.kind.rawValue, status: o.status, reason: o.reason)
             counts.latency.add(nanoseconds: o.latencyNanoseconds)
@@ -57,7 +55,7 @@ final class OutcomeLog: @unchecked Sendable {
     func addInvalid(line: Int, deviceToken: String, code: String, message: String) {
         let w = "{\"line\":\(line),\"deviceToken\":\(Output.json(.string(deviceToken))),\"outcome\":\"failed\",\"reason\":\(Output.json(.string(code))),"
             + "\"error\":{\"code\":\(Output.json(.string(code))),\"message\":\(Output.json(.string(message)))},\"attempts\":0}\n"
-        lock.locked {
+        lock.withLock {
             pending.append(contentsOf: w.utf8)
             count("invalid", status: nil, reason: code)
             if pending.count > 1 << 16 { flushLocked() }
@@ -66,16 +64,16 @@ final class OutcomeLog: @unchecked Sendable {
 
     /// Records a token to delete (the `--invalidations` file).
     func addInvalidation(_ i: APNsInvalidation) {
-        guard invalidationsFD != nil else { return }
+        guard invalidationsFile != nil else { return }
         var w = "{\"line\":\(i.tag),\"deviceToken\":\(Output.json(.string(i.deviceToken))),\"reason\":\(Output.json(.string(i.reason)))"
         if let t = i.timestampMilliseconds { w += ",\"timestamp\":\(t)" }
         w += "}\n"
-        lock.locked { pendingInvalidations.append(contentsOf: w.utf8) }
+        lock.withLock { pendingInvalidations.append(contentsOf: w.utf8) }
     }
 
     /// Writes what is pending (one `write(2)` per file); shows progress on a terminal.
     func flush() {
-        lock.locked {
+        lock.withLock {
             flushLocked()
             if progress {
                 let now = monotonicNanoseconds()
@@ -88,17 +86,29 @@ final class OutcomeLog: @unchecked Sendable {
     }
 
     private func flushLocked() {
-        if writeErrno == nil, !pending.isEmpty, let e = writeAll(fd, pending) { writeErrno = e }
+        if !pending.isEmpty { write(pending, to: file) }
         pending.removeAll(keepingCapacity: true)
-        if let ifd = invalidationsFD, writeErrno == nil, !pendingInvalidations.isEmpty, let e = writeAll(ifd, pendingInvalidations) { writeErrno = e }
+        if let i = invalidationsFile, !pendingInvalidations.isEmpty { write(pendingInvalidations, to: i) }
         pendingInvalidations.removeAll(keepingCapacity: true)
     }
 
-    /// The first failed write's errno, if any.
-    var failedWriteErrno: Int32? { lock.locked { writeErrno } }
+    /// One `write(2)` (more after a short write) unless an earlier one failed; keeps why.
+    private func write(_ bytes: [UInt8], to target: FileDescriptor) {
+        guard writeFailure == nil else { return }
+        do {
+            try target.writeAll(bytes)
+        } catch let e as SystemError {
+            writeFailure = errnoText(e.errno)
+        } catch {
+            writeFailure = "\(error)"
+        }
+    }
+
+    /// Why the first failed write failed, if one did.
+    var failedWrite: String? { lock.withLock { writeFailure } }
 
     /// The counts so far.
-    var snapshot: Counts { lock.locked { counts } }
+    var snapshot: Counts { lock.withLock { counts } }
 
     private func count(_ outcome: String, status: Int?, reason: String?) {
         counts.total += 1
@@ -107,33 +117,31 @@ final class OutcomeLog: @unchecked Sendable {
     }
 }
 
-/// `write(2)` until all is written; the errno of a failure.
-func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
-    var done = 0
-    while done < bytes.count {
-        let n = bytes.withUnsafeBytes { b -> Int in
-            guard let base = b.baseAddress else { return 0 }
-            return write(fd, base + done, b.count - done)
-        }
-        if n < 0 {
-            if errno == EINTR { continue }
-            return errno
-        }
-        done += n
-    }
-    return nil
-}
-
 /// Latency percentiles in bounded memory: buckets 1% wide from 1 µs to 1000 s.
 struct LatencyHistogram {
-    private static let growth = 1.01
+    /// The upper edge of each bucket in microseconds: 1.01^(i+1).
+    private static let edges: [Double] = {
+        var out: [Double] = []
+        out.reserveCapacity(2100)
+        var edge = 1.01
+        for _ in 0..<2100 {
+            out.append(edge)
+            edge *= 1.01
+        }
+        return out
+    }()
     private var buckets = [Int](repeating: 0, count: 2100)
     private(set) var count = 0
 
     mutating func add(nanoseconds: UInt64) {
         let micros = max(1, Double(nanoseconds) / 1000)
-        let i = min(buckets.count - 1, Int(log(micros) / log(Self.growth)))
-        buckets[i] += 1
+        // The first bucket whose upper edge is above `micros` (binary search).
+        var lo = 0, hi = Self.edges.count - 1
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if Self.edges[mid] > micros { hi = mid } else { lo = mid + 1 }
+        }
+        buckets[lo] += 1
         count += 1
     }
 
@@ -144,32 +152,8 @@ struct LatencyHistogram {
         var seen = 0
         for (i, n) in buckets.enumerated() {
             seen += n
-            if seen >= target { return pow(Self.growth, Double(i + 1)) / 1000 }
+            if seen >= target { return Self.edges[i] / 1000 }
         }
         return nil
     }
-}
-
-/// A `pthread_mutex_t` lock for push-send's two threads.
-///
-/// `@unchecked Sendable` is safe: the mutex is the synchronization itself.
-final class Lock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    init() { pthread_mutex_init(mutex, nil) }
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-    func locked<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds.
-func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }

@@ -2,9 +2,6 @@ import PushSealSystem
 import PushSealAPNs
 import PushSealCLI
 import PushSealJSON
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Exit codes of push-send beyond the common ones.
 enum SendExit {
@@ -15,9 +12,6 @@ enum SendExit {
     /// 130: stopped by SIGINT or SIGTERM after finishing the lines read (`stopped after line N`).
     static let interrupted = ExitCode(130)
 }
-
-/// Set by SIGINT/SIGTERM; read between lines.
-nonisolated(unsafe) var stopRequested: sig_atomic_t = 0
 
 /// `push-send`: the whole tool is this one command.
 struct SendCommand: Command {
@@ -108,7 +102,8 @@ struct SendCommand: Command {
         do {
             key = try ProviderKey(p8Path: p8, keyID: keyID, teamID: teamID)
         } catch let e as APNsError {
-            let missing = access(p8, F_OK) != 0
+            let missing: Bool
+            do { missing = try PrivateFile.status(followingLinks: p8) == nil } catch { missing = false }
             throw CLIError(code: e.code.name, e.reason, hint: missing ? "download the key from developer.apple.com (Certificates, Identifiers & Profiles, Keys) and give its path" : "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id",
                            exitCode: missing ? .noInput : (e.reason.contains("cannot read") ? .noInput : .dataError))
         }
@@ -121,11 +116,9 @@ struct SendCommand: Command {
         }
 
         let resumed = try a.value("--resume").map(Self.readResume) ?? []
-        let outFD = try a.value("--outcomes").map { try Self.openAppend($0, what: "outcome") } ?? 1
-        defer { if outFD != 1 { close(outFD) } }
-        let invalidationsFD = try a.value("--invalidations").map { try Self.openAppend($0, what: "invalidation") }
-        defer { if let i = invalidationsFD { close(i) } }
-        let log = OutcomeLog(fd: outFD, invalidationsFD: invalidationsFD, progress: Output.isTerminal(2))
+        let outcomesFile = try a.value("--outcomes").map { try Self.openAppend($0, what: "outcome") } ?? .standardOutput
+        let invalidationsFile = try a.value("--invalidations").map { try Self.openAppend($0, what: "invalidation") }
+        let log = OutcomeLog(file: outcomesFile, invalidationsFile: invalidationsFile, progress: Output.isTerminal(2))
 
         let client: APNsClient
         do {
@@ -134,25 +127,25 @@ struct SendCommand: Command {
         } catch let e as APNsError {
             throw CLIError(code: e.code.name, e.reason, exitCode: e.code == .badEndpoint ? .noInput : .failure)
         }
-        Self.installStopHandlers()
+        StopSignals.install()
         var lastLine = 0
         var stopped = false
         if let single {
             try? client.send(single, tag: 1)
             lastLine = 1
         } else {
-            var fd: Int32 = 0
+            var input = FileDescriptor.standardInput
             if let p = a.positionals.first, p != "-" {
-                fd = open(p, O_RDONLY | O_CLOEXEC)
-                if fd < 0 {
+                do {
+                    input = try FileDescriptor.open(p, .readOnly)
+                } catch let e as SystemError {
                     client.finish()
-                    throw InputReader.openError(p, errno: errno)
+                    throw InputReader.openError(p, errno: e.errno)
                 }
             }
-            defer { if fd != 0 { close(fd) } }
-            var reader = InputLines(fd: fd)
+            var reader = InputLines(file: input)
             do {
-                while let (bytes, overlong) = try reader.next(stop: { stopRequested != 0 }) {
+                while let (bytes, overlong) = try reader.next(stop: { StopSignals.requested }) {
                     let physical = reader.lineNumber
                     lastLine = physical
                     if overlong {
@@ -172,20 +165,20 @@ struct SendCommand: Command {
                         if resumed.contains(line) { continue }
                         log.addInvalid(line: line, deviceToken: token, code: code, message: message)
                     }
-                    if stopRequested != 0 { break }
+                    if StopSignals.requested { break }
                 }
             } catch {
                 client.finish()
                 log.flush()
                 throw error
             }
-            stopped = stopRequested != 0
+            stopped = StopSignals.requested
         }
         client.finish()
         log.flush()
         if Output.isTerminal(2) { Output.stderr("\n") }
-        if let e = log.failedWriteErrno {
-            throw CLIError(code: "ioError", "cannot write the outcomes: \(Output.errorText(e))", exitCode: .ioError)
+        if let why = log.failedWrite {
+            throw CLIError(code: "ioError", "cannot write the outcomes: \(why)", exitCode: .ioError)
         }
         let counts = log.snapshot
         let statistics = client.statistics
@@ -207,8 +200,12 @@ struct SendCommand: Command {
             if a.has("--environment") || a.has("--port") {
                 throw CLIError.usage("--host replaces --environment and --port", hint: "give either --host HOST:PORT (with --ca-file) or --environment")
             }
-            if let ca = a.value("--ca-file"), access(ca, R_OK) != 0 {
-                throw CLIError(code: "noInput", "cannot read the CA file \(quoted(ca)): \(Output.errorText(errno))", exitCode: .noInput)
+            if let ca = a.value("--ca-file") {
+                do {
+                    _ = try FileDescriptor.open(ca, .readOnly)
+                } catch let e as SystemError {
+                    throw CLIError(code: "noInput", "cannot read the CA file \(quoted(ca)): \(Output.errorText(e.errno))", exitCode: .noInput)
+                }
             }
             do {
                 return try APNsEndpoint(hostAndPort: host, caFile: a.value("--ca-file"))
@@ -267,33 +264,18 @@ struct SendCommand: Command {
     }
 
     /// Opens `path` for appending (created 0600); a partial last line is ended first.
-    static func openAppend(_ path: String, what: String) throws -> Int32 {
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw CLIError(code: "cannotCreate", "cannot open the \(what) file \(quoted(path)): \(Output.errorText(errno))", exitCode: .cannotCreate)
+    static func openAppend(_ path: String, what: String) throws -> FileDescriptor {
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path, [.writeOnly, .create, .append], mode: 0o600)
+        } catch let e as SystemError {
+            throw CLIError(code: "cannotCreate", "cannot open the \(what) file \(quoted(path)): \(Output.errorText(e.errno))", exitCode: .cannotCreate)
         }
-        var st = stat()
-        if fstat(fd, &st) == 0, st.st_size > 0 {
-            var last: UInt8 = 0
-            if pread(fd, &last, 1, st.st_size - 1) == 1, last != 0x0A { _ = writeAll(fd, [0x0A]) }
+        if let size = try? PrivateFile.status(of: file).byteCount, size > 0,
+           let last = try? file.byte(atOffset: size - 1), last != 0x0A {
+            try? file.writeAll([0x0A])
         }
-        return fd
-    }
-
-    /// SIGINT and SIGTERM set ``stopRequested`` (no SA_RESTART: a blocked read returns EINTR).
-    static func installStopHandlers() {
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in stopRequested = 1 }
-        sigemptyset(&action.sa_mask)
-        action.sa_flags = 0
-        sigaction(SIGINT, &action, nil)
-        sigaction(SIGTERM, &action, nil)
-        // A parent may pass them down blocked (a thread pool's mask): take them on this thread.
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGINT)
-        sigaddset(&set, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        return file
     }
 
     private func bounded(_ a: Arguments, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {

@@ -1,8 +1,6 @@
 import PushSealAPNs
 import PushSealCLI
-#if canImport(Glibc)
-import Glibc
-#endif
+import PushSealSystem
 
 /// The end-of-run summary: text for stderr, Prometheus text for `--metrics`.
 enum Summary {
@@ -18,7 +16,7 @@ enum Summary {
         var out = "push-send: \(c.total) notifications: " + (parts.isEmpty ? "none" : parts.joined(separator: ", ")) + "\n"
         let p50 = c.latency.quantile(0.5).map { format($0) } ?? "-"
         let p99 = c.latency.quantile(0.99).map { format($0) } ?? "-"
-        out += "push-send: latency p50 \(p50) ms, p99 \(p99) ms; \(s.requests) requests, \(s.connectionsOpened) connections opened, \(mints) provider token\(mints == 1 ? "" : "s") minted\n"
+        out += "push-send: latency p50 \(p50) ms, p99 \(p99) ms; \(s.requests) requests\(s.refusedStreamsResent > 0 ? " (and \(s.refusedStreamsResent) refused streams resent)" : ""), \(s.connectionsOpened) connections opened, \(mints) provider token\(mints == 1 ? "" : "s") minted\n"
         if s.badDeviceTokenBurst || s.suppressedInvalidations > 0 {
             out += "push-send: warning: \(s.suppressedInvalidations) BadDeviceToken answers were not turned into invalidations"
                 + (s.badDeviceTokenBurst ? " (they came in a burst)" : "") + "\nhint: check --environment (development tokens fail in production) and the topic\n"
@@ -50,19 +48,19 @@ enum Summary {
         }
         t += "pushsend_latency_seconds_count \(c.latency.count)\n"
         t += "# HELP pushsend_requests_total HTTP/2 requests sent, retries included.\n# TYPE pushsend_requests_total counter\npushsend_requests_total \(s.requests)\n"
+        t += "# HELP pushsend_refused_streams_resent_total Requests resent because APNs refused their stream (not processed; not in requests).\n# TYPE pushsend_refused_streams_resent_total counter\npushsend_refused_streams_resent_total \(s.refusedStreamsResent)\n"
         t += "# HELP pushsend_connections_opened_total Connections opened.\n# TYPE pushsend_connections_opened_total counter\npushsend_connections_opened_total \(s.connectionsOpened)\n"
         t += "# HELP pushsend_provider_tokens_minted_total Provider tokens (JWTs) minted.\n# TYPE pushsend_provider_tokens_minted_total counter\npushsend_provider_tokens_minted_total \(mints)\n"
         t += "# HELP pushsend_invalidations_suppressed_total BadDeviceToken answers not turned into invalidations.\n# TYPE pushsend_invalidations_suppressed_total counter\npushsend_invalidations_suppressed_total \(s.suppressedInvalidations)\n"
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw CLIError(code: "cannotCreate", "cannot create the metrics file \(quoted(path)): \(Output.errorText(errno))", exitCode: .cannotCreate)
-        }
-        let e = writeAll(fd, Array(t.utf8))
-        close(fd)
-        if let e { throw CLIError(code: "ioError", "cannot write the metrics file \(quoted(path)): \(Output.errorText(e))", exitCode: .ioError) }
-        guard rename(temporary, path) == 0 else {
-            throw CLIError(code: "cannotCreate", "cannot create the metrics file \(quoted(path)): \(Output.errorText(errno))", exitCode: .cannotCreate)
+        // Atomically (a scraper never reads half a file), through a 0600 temporary file beside it.
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        do {
+            try PrivateFile.replaceAtomically(Array(t.utf8), at: path, directory: directory,
+                                              uniqueName: ".\(name).\(PrivateFile.processID).tmp")
+        } catch let e as SystemError {
+            throw CLIError(code: "cannotCreate", "cannot create the metrics file \(quoted(path)): \(Output.errorText(e.errno))", exitCode: .cannotCreate)
         }
     }
 }

@@ -20,7 +20,12 @@
 //   initialStreams: 1, maxStreams: 1000 SETTINGS_MAX_CONCURRENT_STREAMS before/after a valid token
 //   tokenUpdateSeconds: 1200            a newer provider token on one connection sooner: 429 TooManyProviderTokenUpdates
 //   faults: {seed, rate500, rate503, rate429, rate410, refusedRate, goawayAfter, goawayReason,
-//            streamLimits: [[afterRequests, limit]], delayMs}
+//            streamLimits: [[afterRequests, limit]], delayMs, dropAfter, dropKind}
+//     dropAfter: N    once: the first N valid requests that arrive on connections that have
+//                     answered one are held unanswered (recorded as accepted, "unanswered": true:
+//                     APNs may have delivered them), and when the Nth has arrived in full every
+//                     connection holding one is dropped, before any of them is answered;
+//                     dropKind "reset" (TCP RST, the default) or "close" (session.destroy())
 import http2 from 'node:http2';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -140,7 +145,13 @@ function validate(h, token, body, session) {
 let answered = 0;
 let sessionCount = 0;
 let goawaySent = false;
+let dropDone = false;
+let heldCount = 0;
+const holding = new Set();  // the connections holding requests for dropAfter
 const sessions = new Set();
+// The raw TCP socket of each connection by its remote port (a reset needs it: the http2 session
+// only exposes a proxy of the TLS socket).
+const rawSockets = new Map();
 
 function setLimit(session, limit) {
   if (session.destroyed || session.closed) return;
@@ -155,8 +166,18 @@ const server = http2.createSecureServer({
   settings: { maxConcurrentStreams: initialStreams, initialWindowSize: 1 << 20 }, peerMaxConcurrentStreams: 2000,
   maxSessionMemory: 512,  // MB: 1000 streams of 1 KB bodies exceed Node's default of 10 (it then refuses streams)
 });
+server.on('connection', (raw) => {
+  const key = raw.remotePort;
+  rawSockets.set(key, raw);
+  raw.on('close', () => { if (rawSockets.get(key) === raw) rawSockets.delete(key); });
+});
+function drop(session) {
+  const raw = rawSockets.get(session.socket?.remotePort);
+  if ((faults.dropKind ?? 'reset') === 'reset' && raw) raw.resetAndDestroy(); else session.destroy();
+}
 server.on('session', (session) => {
   session.id = ++sessionCount;
+  session.answered = 0;
   session.currentLimit = initialStreams;
   session.tokenValid = false;
   session.tokens = new Map();
@@ -200,6 +221,14 @@ server.on('stream', (stream, h) => {
       else if (r < (edge += faults.rate429 ?? 0)) answer = [429, 'TooManyRequests'];
       else if (r < (edge += faults.rate410 ?? 0)) { unregistered.set(token, Date.now() - 1000); answer = [410, 'Unregistered', Date.now() - 1000]; }
     }
+    if (!answer && faults.dropAfter && !dropDone && session.answered > 0) {
+      // Taken (APNs may deliver it) but never answered: the connection drops first.
+      record?.write(JSON.stringify({ ...base, status: 200, reason: null, unanswered: true, bytes: body.length }) + '\n');
+      heldCount += 1;
+      holding.add(session);
+      if (heldCount >= faults.dropAfter) { dropDone = true; for (const s of holding) drop(s); }
+      return;
+    }
     const auth = answer && (answer[1].endsWith('ProviderToken') || answer[1] === 'TooManyProviderTokenUpdates');
     if (!answer || !auth) { if (!session.tokenValid) { session.tokenValid = true; setLimit(session, limitFor(session)); } }
     else if (answer[0] === 403) { session.tokenValid = false; setLimit(session, limitFor(session)); }
@@ -222,6 +251,7 @@ server.on('stream', (stream, h) => {
         stream.respond(headers, { endStream: true });
       }
       answered += 1;
+      session.answered += 1;
       for (const [after, limit] of faults.streamLimits ?? []) {
         if (answered === after) { streamLimitOverride = limit; for (const s of sessions) setLimit(s, limitFor(s)); }
       }

@@ -180,6 +180,40 @@ struct APNsClientRetryTests {
         #expect(acceptedByToken.count == accepted.count && acceptedByToken.values.allSatisfy { $0 == 1 }, "none accepted twice by the mock")
     }
 
+    @Test("a connection dropped after APNs took 20 requests, before any answer (TCP reset, then FIN): none is accepted twice unless its outcome says attempts > 1",
+          arguments: ["reset", "close"])
+    func droppedConnection(kind: String) throws {
+        // libcurl 7.88 resent such a request by itself and reported attempts 1 (docs/apns.md).
+        // Odd notifications carry a collapse id: the client may resend those, and must count it.
+        let mock = try MockAPNs(["faults": ["dropAfter": 20, "dropKind": kind]])
+        let (c, _) = try sendAll((1...80).map { notification($0, collapseID: $0 % 2 == 1 ? "c-\($0)" : nil) }, to: mock)
+        mock.stop()
+        #expect(c.outcomes.count == 80 && Set(c.outcomes.map(\.tag)).count == 80, "one outcome per notification")
+        let records = try mock.records()
+        let held = Set(records.filter { $0["unanswered"] as? Bool == true }.compactMap { $0["token"] as? String })
+        #expect(held.count == 20, "the mock took 20 requests and dropped the connection before answering them")
+        var acceptedByToken: [String: Int] = [:]
+        for r in records where r["status"] as? Int == 200 { acceptedByToken[r["token"] as? String ?? "", default: 0] += 1 }
+        let outcome = Dictionary(uniqueKeysWithValues: c.outcomes.map { ($0.deviceToken, $0) })
+        for (t, n) in acceptedByToken where n > 1 {
+            #expect((outcome[t]?.attempts ?? 0) > 1, "\(t) accepted \(n) times by the mock, reported with attempts \(outcome[t]?.attempts ?? 0): \(records.filter { $0["token"] as? String == t })")
+        }
+        // Without a collapse id a request the mock took is never sent again: failed, may have been delivered.
+        for t in held {
+            let o = try #require(outcome[t])
+            let collapsed = (Int(t.suffix(8), radix: 16) ?? 0) % 2 == 1
+            if collapsed {
+                #expect(o.kind == .accepted && o.attempts >= 2, "\(t): \(o.kind) \(o.reason ?? "") attempts \(o.attempts)")
+            } else {
+                #expect(o.kind == .failed && o.reason == "mayHaveBeenDelivered" && o.attempts == 1, "\(t): \(o.kind) \(o.reason ?? "") attempts \(o.attempts)")
+                #expect(acceptedByToken[t] == 1)
+            }
+        }
+        // Whatever the mock never took ends accepted, or failed as possibly delivered: never lost.
+        #expect(c.outcomes.allSatisfy { $0.kind == .accepted || ($0.kind == .failed && $0.reason == "mayHaveBeenDelivered") },
+                "\(Set(c.outcomes.map { "\($0.kind) \($0.reason ?? "")" }))")
+    }
+
     @Test("a request that may have reached APNs is not resent without a collapse id; with one it is")
     func maybeDelivered() throws {
         let slow: [[String: Any]] = [["delayMs": 3000]]

@@ -1,50 +1,5 @@
-// Small utilities PushSealAPNs needs before the foundation modules (PushSealSystem) land:
-// a lock, the monotonic clock, hex and base64url. Kept in this one file so it can be replaced.
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// A value guarded by a `pthread_mutex_t`.
-///
-/// `@unchecked Sendable` is safe: `value` is only reached inside ``withLock(_:)``, under the mutex.
-final class APNsLocked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-
-    init(_ value: Value) {
-        self.value = value
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
-    }
-}
-
+/// Text helpers of the APNs client: device-token hex, base64url (JWT) and `apns-id` UUIDs.
 enum APNsText {
-    /// `CLOCK_MONOTONIC` in nanoseconds.
-    static func monotonicNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    }
-
-    /// Seconds since 1970, UTC (`CLOCK_REALTIME`).
-    static func wallSeconds() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec)
-    }
-
     /// `true` when `text` is a non-empty, even-length run of hex digits (either case).
     static func isHex(_ text: String) -> Bool {
         var count = 0
