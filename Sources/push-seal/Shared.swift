@@ -40,10 +40,11 @@ enum SealExit {
         "0   success: every line was sealed",
         internalErrorLine,
         "2   at least one line failed (its output line says why); every other line was sealed and written",
-        "64  usage error (unknown option, missing argument, an invalid APNs option, an --app-id that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z, --jobs not 1 to 256, an argument that is not UTF-8)",
+        "64  usage error (unknown option, missing argument, an invalid APNs option, an --app-id that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z, --jobs not 1 to 256, a --first-line that is not an integer of at least 1, an argument that is not UTF-8)",
         "66  LINES.jsonl missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
         "74  I/O error reading the input or writing the output, or a damaged keychain",
         "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
+        "130 stopped by SIGINT or SIGTERM: the lines read were sealed and written, stderr says 'stopped after line N'",
     ]
 
     /// Exit-code help lines of `push-seal media`.

@@ -271,7 +271,7 @@ import Testing
         let expected: [[String]: [Int]] = [
             ["--help"]: [0, 1, 3, 4, 64, 65, 66, 67, 74, 77],
             ["seal", "--help"]: [0, 1, 3, 4, 64, 65, 66, 67, 74, 77],
-            ["batch", "--help"]: [0, 1, 2, 64, 66, 74, 77],
+            ["batch", "--help"]: [0, 1, 2, 64, 66, 74, 77, 130],
             ["media", "--help"]: [0, 1, 64, 65, 66, 73, 74, 77],
         ]
         for (args, codes) in expected {
