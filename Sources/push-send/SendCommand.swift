@@ -16,9 +16,6 @@ enum SendExit {
     static let interrupted = ExitCode(130)
 }
 
-/// Set by SIGINT/SIGTERM; read between lines.
-nonisolated(unsafe) var stopRequested: sig_atomic_t = 0
-
 /// `push-send`: the whole tool is this one command.
 struct SendCommand: Command {
     let path: [String] = []
@@ -134,7 +131,13 @@ struct SendCommand: Command {
         } catch let e as APNsError {
             throw CLIError(code: e.code.name, e.reason, exitCode: e.code == .badEndpoint ? .noInput : .failure)
         }
-        Self.installStopHandlers()
+        // SIGINT/SIGTERM set StopSignals.isRequested (no SA_RESTART: a blocked read returns EINTR).
+        do {
+            try StopSignals.install()
+        } catch let e as SystemError {
+            client.finish()
+            throw CLIError(code: "ioError", "cannot set up the stop signals: \(Output.errorText(e.errno))", exitCode: .ioError)
+        }
         var lastLine = 0
         var stopped = false
         if let single {
@@ -152,7 +155,7 @@ struct SendCommand: Command {
             defer { if fd != 0 { close(fd) } }
             var reader = InputLines(fd: fd)
             do {
-                while let (bytes, overlong) = try reader.next(stop: { stopRequested != 0 }) {
+                while let (bytes, overlong) = try reader.next(stop: { StopSignals.isRequested }) {
                     let physical = reader.lineNumber
                     lastLine = physical
                     if overlong {
@@ -172,14 +175,14 @@ struct SendCommand: Command {
                         if resumed.contains(line) { continue }
                         log.addInvalid(line: line, deviceToken: token, code: code, message: message)
                     }
-                    if stopRequested != 0 { break }
+                    if StopSignals.isRequested { break }
                 }
             } catch {
                 client.finish()
                 log.flush()
                 throw error
             }
-            stopped = stopRequested != 0
+            stopped = StopSignals.isRequested
         }
         client.finish()
         log.flush()
@@ -278,22 +281,6 @@ struct SendCommand: Command {
             if pread(fd, &last, 1, st.st_size - 1) == 1, last != 0x0A { _ = writeAll(fd, [0x0A]) }
         }
         return fd
-    }
-
-    /// SIGINT and SIGTERM set ``stopRequested`` (no SA_RESTART: a blocked read returns EINTR).
-    static func installStopHandlers() {
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in stopRequested = 1 }
-        sigemptyset(&action.sa_mask)
-        action.sa_flags = 0
-        sigaction(SIGINT, &action, nil)
-        sigaction(SIGTERM, &action, nil)
-        // A parent may pass them down blocked (a thread pool's mask): take them on this thread.
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGINT)
-        sigaddset(&set, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
     private func bounded(_ a: Arguments, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {
