@@ -161,7 +161,7 @@ struct Report {
                    + "their OpenSSL-raw column is the X25519 floor (seal: one keygen + one DH, auth two DHs; open: one DH, auth two), "
                    + "so OpenSSL raw / PushSeal below 1 is the overhead over the unavoidable curve work (1 = none). The Python column of the HPKE rows "
                    + "is `pyhpke` (`Benchmarks/peers/hpke_peer.py`).")
-        out.append("- Batch: `push-seal batch` with a real server keychain (each recipient's keyset checked once per 2,048-line chunk, every seal counted), "
+        out.append("- Batch: `push-seal batch` with a real server keychain (each recipient's keyset checked once per chunk of at most 2,048 lines, every seal counted), "
                    + "all cores, 1 KB lines on a pipe, output discarded; the peers run `seal_peer --batch` with a fixed key "
                    + "(no keychain), one process per core. The in-process row is SenderBench's 64-line chunk through `BatchSealer` on every core, for scale. \(s.batchLines == 1_000_000 ? "" : "**Reduced input** (\(grouped(s.batchLines)) lines); the full 1,000,000-line input: `make bench BENCH_ARGS='--batch-lines 1000000'`.")")
         out.append("- Cold start = spawn to exit, wall clock; the peers' `open_peer --once FILE` includes the interpreter's start (the interpreter's own executable, as `sys.executable`/`process.execPath` name it: no pyenv or nvm shim). "

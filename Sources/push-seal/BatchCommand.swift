@@ -12,10 +12,14 @@ struct BatchCommand: OptionsCommand {
     static let chunkLineCount = BatchSealer.revalidationLineCount
     /// Input bytes per chunk at most (bounds memory with long lines).
     static let chunkByteCount = 8 << 20
+    /// 130: stopped by SIGINT or SIGTERM after writing the lines read (`stopped after line N`),
+    /// as push-send.
+    static let interrupted = ExitCode(130)
 
     let path = ["batch"]
     let options: [OptionSpec] = SealOptionSpecs.keys + SealOptionSpecs.payload + [
         .value("--jobs", "N", "worker threads (default: every core)"),
+        .value("--first-line", "N", "the line number of the first input line (default 1), an integer of at least 1: after 'stopped after line N', rerun on the rest of the input with --first-line N+1"),
     ]
     let help = HelpText(
         overview: "seal a stream of notifications: one {\"recipient\", \"notification\"} per input line, one {\"recipient\", \"line\", \"payload\", \"headers\"} or {\"recipient\", \"line\", \"error\"} per output line, in input order (\"line\": the 1-based input line number)",
@@ -23,6 +27,7 @@ struct BatchCommand: OptionsCommand {
         examples: [
             "push-seal batch --app-id com.example.app --keychain server-kc sends.jsonl > payloads.jsonl",
             "producer | push-seal batch --app-id com.example.app --keychain server-kc --fit - | apns-uploader",
+            "tail -n +5001 sends.jsonl | push-seal batch --app-id com.example.app --keychain server-kc --first-line 5001 - >> payloads.jsonl",
         ],
         exitCodes: SealExit.batchHelpLines,
         notes: """
@@ -30,9 +35,11 @@ struct BatchCommand: OptionsCommand {
 
         Lines end in \\n or \\r\\n. An empty or whitespace-only line is skipped: it gets no output line, but it counts in the line numbers. A line longer than \(maxLineByteCount) bytes (not counting its line ending) fails alone, with the error code lineTooLong.
 
-        Memory stays flat for any input length (lines of at most \(maxLineByteCount) bytes, chunks of \(chunkLineCount) lines; one chunk is read, one sealed and one written at a time). A progress line goes to stderr only when stderr is a terminal.
+        Lines are sealed in chunks of at most \(chunkLineCount) lines; a chunk ends early when no more input is ready and the chunk before it is sealed (a quiet producer on a pipe), so a line is sealed and its output line written as soon as it arrives instead of waiting for \(chunkLineCount) lines or the end of the input. Output is unbuffered: each chunk is in the pipe or file when the next one is written. Memory stays flat for any input length (lines of at most \(maxLineByteCount) bytes; one chunk is read, one sealed and one written at a time). A progress line goes to stderr only when stderr is a terminal.
 
-        Key checks: each recipient's keyset in the keychain is checked for changes at its first seal in each chunk of \(chunkLineCount) lines (not at every seal), so a rotation, revoke or lock made meanwhile by push-keys is seen from the next chunk on at the latest. Seals are counted in durable blocks that grow while a key seals fast (at most 65,536): the stored count is an upper bound, never too low (see docs/keys.md).
+        Stopping: SIGINT or SIGTERM stops the reading; the complete lines already read are sealed and written, stderr says 'push-seal: stopped after line N', and the exit code is 130 (even when some lines failed). Every line up to N has exactly one output line and none after N has any (a partial last line is dropped), so a rerun on the rest of the input with --first-line N+1 keeps the line numbers of the outputs matching the input.
+
+        Key checks: each recipient's keyset in the keychain is checked for changes at its first seal in each chunk (at most \(chunkLineCount) lines, fewer when input pauses; not at every seal), so a rotation, revoke or lock made meanwhile by push-keys is seen from the next chunk on at the latest. Seals are counted in durable blocks that grow while a key seals fast (at most 65,536): the stored count is an upper bound, never too low (see docs/keys.md).
         """,
         jsonHelp: "report an error that stops the batch as one {\"error\": {…}} line on stdout (a failed line is always reported in the output)"
     )
@@ -43,15 +50,29 @@ struct BatchCommand: OptionsCommand {
         let seal: SealOptionGroup
         /// `--jobs N`, `nil` for every core.
         let jobs: Int64?
+        /// `--first-line N`: the number of the first input line, `nil` for 1.
+        let firstLine: Int64?
         init(parsing a: Arguments) throws {
             input = try Positionals(a, max: 1).first
             try requireInUsageOrder(a, [("--app-id", "APP"), ("--keychain", "DIR")], helpCommand: "push-seal batch --help")
             seal = try SealOptionGroup(parsing: a)
             jobs = try a.integer("--jobs")
+            if let v = a.value("--first-line") {
+                guard let f = Int64(v) else {
+                    throw CLIError.usage("--first-line needs an integer of at least 1, got \(quoted(v))", hint: BatchCommand.firstLineHint)
+                }
+                firstLine = f
+            } else {
+                firstLine = nil
+            }
         }
         func validate() throws {
             try seal.validate()
             if let j = jobs, !(1...256).contains(j) { throw CLIError.usage("--jobs needs 1 to 256, got \(j)") }
+            // Line numbers count up from here, so the largest leaves room for 2^62 lines.
+            if let f = firstLine, !(1...(Int64(1) << 62)).contains(f) {
+                throw CLIError.usage("--first-line needs an integer of at least 1, got \(f)", hint: BatchCommand.firstLineHint)
+            }
         }
     }
 
@@ -66,14 +87,26 @@ struct BatchCommand: OptionsCommand {
             }
         }
         try Self.refuseDirectory(input, name: o.input.flatMap { $0 == "-" ? nil : $0 } ?? "standard input")
-        var reader = LineReader(input: input, maxLineByteCount: BatchCommand.maxLineByteCount)
+        var reader = LineReader(input: input, maxLineByteCount: BatchCommand.maxLineByteCount, firstLineNumber: Int(o.firstLine ?? 1))
+        try Self.installStopSignals()
         let progress = Output.isTerminal(2)
         var total = 0
         var failed = 0
         var failuresByCode: [String: Int] = [:]
         var done = false
+        var stopped = false
         // Pipeline: chunk N is sealed on the workers while chunk N+1 is read and chunk N-1
-        // written here; at most three chunks are alive at once, so memory stays flat.
+        // written here; at most three chunks are alive at once, so memory stays flat. A chunk
+        // ends early when no more input is ready and the workers are done with the one before
+        // (`sealed` wakes the reader then): with a quiet producer a line is sealed and written
+        // at once; with fast input chunks grow up to the limit. The reader blocks for input
+        // only with no chunk in flight and none begun, so every line read is written first.
+        let sealed: WakeUpPipe
+        do {
+            sealed = try WakeUpPipe()
+        } catch let e as SystemError {
+            throw CLIError(code: "ioError", "cannot make a pipe: \(errnoText(e.errno))", exitCode: .ioError)
+        }
         var inFlight: (group: DispatchGroup, result: ChunkResult, count: Int)?
         defer { inFlight?.group.wait() }
         while true {
@@ -81,16 +114,30 @@ struct BatchCommand: OptionsCommand {
             if !done {
                 lines.reserveCapacity(BatchCommand.chunkLineCount)
                 var bytes = 0
-                while lines.count < BatchCommand.chunkLineCount && bytes < BatchCommand.chunkByteCount {
-                    guard let line = try reader.next() else { done = true; break }
-                    if line.isBlank { continue } // no output line, but it keeps its line number
-                    bytes += line.bytes.count
-                    lines.append(line)
+                reading: while lines.count < BatchCommand.chunkLineCount && bytes < BatchCommand.chunkByteCount {
+                    // Block only with nothing to seal or write; while a chunk is sealed, wait for
+                    // input until it is done; with idle workers, take only what is ready now.
+                    let waiting: LineReader.Waiting = inFlight != nil ? .untilWoken(sealed) : lines.isEmpty ? .block : .never
+                    switch try reader.next(waiting) {
+                    case .line(let line):
+                        if line.isBlank { continue } // no output line, but it keeps its line number
+                        bytes += line.bytes.count
+                        lines.append(line)
+                    case .notReady:
+                        break reading
+                    case .end:
+                        done = true
+                        break reading
+                    case .stopped:
+                        (done, stopped) = (true, true)
+                        break reading
+                    }
                 }
             }
             var finished: (chunk: BatchSealer.Chunk, count: Int)?
             if let f = inFlight {
                 f.group.wait()
+                sealed.drain() // its one wake-up byte, written before the task ended
                 finished = (f.result.chunk, f.count)
                 inFlight = nil
             }
@@ -98,10 +145,14 @@ struct BatchCommand: OptionsCommand {
                 let group = DispatchGroup()
                 let result = ChunkResult()
                 let chunkLines = lines
-                DispatchQueue.global().async(group: group) { result.chunk = batch.seal(chunkLines) }
+                DispatchQueue.global().async(group: group) {
+                    result.chunk = batch.seal(chunkLines)
+                    sealed.wake()
+                }
                 inFlight = (group, result, lines.count)
             }
             if let (chunk, count) = finished {
+                // Unbuffered: the chunk is in the pipe or file when this returns.
                 try Output.writeStandardOutput(chunk.output)
                 total += count
                 failed += chunk.failureCount
@@ -111,6 +162,13 @@ struct BatchCommand: OptionsCommand {
             if inFlight == nil && done { break }
         }
         if progress { Output.stderr("\n") }
+        if stopped {
+            // Every line up to N has its output line and none after it: a rerun with the rest
+            // of the input and --first-line N+1 continues the numbering.
+            if failed > 0 { Output.stderr("push-seal: \(failed) of \(total) lines failed (see their error lines)\n") }
+            Output.stderr("push-seal: stopped after line \(reader.lineNumber)\n")
+            return Self.interrupted
+        }
         if failed > 0 {
             // The codes, most frequent first, and the hint of the most frequent code that has one
             // (a locked or unreadable keychain fails every line alike: say what to do once).
@@ -122,6 +180,19 @@ struct BatchCommand: OptionsCommand {
             throw error
         }
         return .success
+    }
+
+    /// The hint of a bad `--first-line`.
+    static let firstLineHint = "line numbers start at 1; after 'push-seal: stopped after line N', rerun on the rest of the input with --first-line N+1"
+
+    /// Turns SIGINT and SIGTERM into a clean stop (``StopSignals``).
+    /// - Throws: `CLIError` 74 when the self-pipe cannot be made.
+    static func installStopSignals() throws {
+        do {
+            try StopSignals.install()
+        } catch let e as SystemError {
+            throw CLIError(code: "ioError", "cannot set up the stop signals: \(errnoText(e.errno))", exitCode: .ioError)
+        }
     }
 
     /// Refuses a directory as input before streaming, as `InputReader.readAll` does for the

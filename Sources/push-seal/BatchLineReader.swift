@@ -6,33 +6,83 @@ import PushSealSender
 /// by its length and its bytes are skipped, never buffered. The limit and the reported length
 /// do not count the line ending, `\n` or `\r\n`. Reads 64 KiB at a time and finds newlines
 /// with `memchr` (``Memory/firstIndex(of:in:)``).
+///
+/// It never blocks unasked: ``next(_:)`` answers ``Next/notReady`` when the next line would
+/// need a read that has no data yet (a quiet pipe) and the caller did not ask to wait, or its
+/// wake-up pipe was woken first, so a caller can seal and write what it has. A stop request (``StopSignals``) is honoured before each read:
+/// the complete lines already read still come out, a partial line is dropped.
 struct LineReader {
+    /// How ``next(_:)`` may wait for input.
+    enum Waiting {
+        /// Block until input arrives (or a stop).
+        case block
+        /// Never wait: answer ``Next/notReady`` when no input is ready now.
+        case never
+        /// Wait for input until `pipe` is woken (then ``Next/notReady``); the caller drains it.
+        case untilWoken(WakeUpPipe)
+    }
+
+    /// What ``next(_:)`` found.
+    enum Next {
+        /// The next line.
+        case line(BatchSealer.Line)
+        /// The end of the input.
+        case end
+        /// The next line needs input that is not there yet (not when blocking).
+        case notReady
+        /// SIGINT or SIGTERM arrived; no more input is read (a partial line is not returned).
+        case stopped
+    }
+
     let input: FileDescriptor
     let maxLineByteCount: Int
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
     private var start = 0
     private var end = 0
     private var eof = false
-    private(set) var lineNumber = 0
+    /// The number of the last complete line returned (the first line is `firstLineNumber`).
+    private(set) var lineNumber: Int
+    // The line being read, kept across a ``Next/notReady``: its bytes so far, its length
+    // (counting skipped bytes of an overlong line), its last byte, and whether it is overlong.
+    private var line: [UInt8] = []
+    private var length = 0
+    private var lastByte: UInt8 = 0
+    private var overlong = false
 
-    init(input: FileDescriptor, maxLineByteCount: Int) {
+    /// - Parameter firstLineNumber: the number of the first line (`--first-line`, default 1).
+    init(input: FileDescriptor, maxLineByteCount: Int, firstLineNumber: Int = 1) {
         self.input = input
         self.maxLineByteCount = maxLineByteCount
+        self.lineNumber = firstLineNumber - 1
     }
 
-    /// The next line (without `\n`, and without a trailing `\r`), or `nil` at the end.
+    /// The next line (without `\n`, and without a trailing `\r`), the end, or why there is none.
+    /// - Parameter waiting: whether to wait when no input is ready (a read that would block
+    ///   is never made otherwise).
     /// - Throws: `CLIError` 74 on a read error.
-    mutating func next() throws -> BatchSealer.Line? {
-        var line: [UInt8] = []
-        var length = 0
-        var lastByte: UInt8 = 0
-        // Up to one byte over the limit is kept: it may be the `\r` of a `\r\n` ending.
-        var overlong = false
+    mutating func next(_ waiting: Waiting) throws -> Next {
         while true {
             if start == end {
                 if eof { break }
+                if StopSignals.isRequested { return .stopped }
                 let n: Int
                 do {
+                    if try !input.isReadable(timeoutMilliseconds: 0) {
+                        switch waiting {
+                        case .never: return .notReady
+                        case .block:
+                            switch try StopSignals.wait(for: input) {
+                            case .stopped: return .stopped
+                            case .readable, .woken: break
+                            }
+                        case .untilWoken(let wake):
+                            switch try StopSignals.wait(for: input, wake: wake) {
+                            case .stopped: return .stopped
+                            case .woken: return .notReady
+                            case .readable: break
+                            }
+                        }
+                    }
                     n = try buffer.withUnsafeMutableBytes { try input.read(into: $0) }
                 } catch let e as SystemError {
                     throw CLIError(code: "ioError", "cannot read the input: \(errnoText(e.errno))", exitCode: .ioError)
@@ -49,6 +99,7 @@ struct LineReader {
             let piece = stop - start
             length += piece
             if piece > 0 { lastByte = buffer[stop - 1] }
+            // Up to one byte over the limit is kept: it may be the `\r` of a `\r\n` ending.
             if !overlong {
                 if length > maxLineByteCount + 1 {
                     overlong = true
@@ -62,24 +113,26 @@ struct LineReader {
             }
             if let newline {
                 start = newline + 1
-                lineNumber += 1
-                return finish(line, length: length, lastByte: lastByte, overlong: overlong)
+                return .line(finish())
             }
             start = end
         }
-        if length == 0 && line.isEmpty && !overlong { return nil }
-        lineNumber += 1
-        return finish(line, length: length, lastByte: lastByte, overlong: overlong)
+        if length == 0 && line.isEmpty && !overlong { return .end }
+        return .line(finish())
     }
 
-    /// The line without its trailing `\r`; over the limit (measured without the `\r`), a line
-    /// with no bytes and its length.
-    private func finish(_ line: [UInt8], length: Int, lastByte: UInt8, overlong: Bool) -> BatchSealer.Line {
+    /// The line read so far, numbered, without its trailing `\r`; over the limit (measured
+    /// without the `\r`), a line with no bytes and its length. Resets the line state.
+    private mutating func finish() -> BatchSealer.Line {
+        lineNumber += 1
         let contentLength = length > 0 && lastByte == 0x0D ? length - 1 : length
-        if overlong || contentLength > maxLineByteCount {
+        var l: [UInt8] = []
+        swap(&l, &line)
+        let wasOverlong = overlong
+        (length, lastByte, overlong) = (0, 0, false)
+        if wasOverlong || contentLength > maxLineByteCount {
             return BatchSealer.Line(number: lineNumber, bytes: [], overlongByteCount: contentLength)
         }
-        var l = line
         if l.last == 0x0D { l.removeLast() }
         return BatchSealer.Line(number: lineNumber, bytes: l)
     }

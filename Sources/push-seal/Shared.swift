@@ -41,10 +41,11 @@ enum SealExit {
         "0   success: every line was sealed",
         internalErrorLine,
         "2   at least one line failed (its output line says why); every other line was sealed and written",
-        "64  usage error (unknown option, missing argument, an invalid APNs option, an --app-id that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z, --jobs not 1 to 256, an argument that is not UTF-8)",
+        "64  usage error (unknown option, missing argument, an invalid APNs option, an --app-id that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z, --jobs not 1 to 256, a --first-line that is not an integer of at least 1, an argument that is not UTF-8)",
         "66  LINES.jsonl missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
         "74  I/O error reading the input or writing the output, or a damaged keychain",
         "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
+        "130 stopped by SIGINT or SIGTERM: the lines read were sealed and written, stderr says 'stopped after line N'",
     ].withRegistry(lostMidRun: "the line's error keyStoreUnreadable (exit 2)")
 
     /// Exit-code help lines of `push-seal media`.
@@ -200,15 +201,19 @@ extension [String] {
     /// 69 before the first code above it, the KEK's causes added to 77, 78 after it.
     /// - Parameter lostMidRun: what a seal fails with when the database is lost later.
     func withRegistry(lostMidRun: String) -> [String] {
+        let unreachable = "69  with --registry: the database cannot be reached when the command starts (refused, no socket, authentication failed); lost later for more than 30 s, a seal fails with \(lostMidRun)"
+        let schema = "78  with --registry: the registry's schema is older than this build (run push-keys registry migrate) or newer (refused)"
         var lines: [String] = []
+        // 69 and 78 go in numeric order among the tool's own lines.
         for line in self {
             let code = Int(line.prefix(3).trimmingCharacters(in: .whitespaces)) ?? 0
-            if code > 69, !lines.contains(where: { $0.hasPrefix("69 ") }) {
-                lines.append("69  with --registry: the database cannot be reached when the command starts (refused, no socket, authentication failed); lost later for more than 30 s, a seal fails with \(lostMidRun)")
-            }
+            if code > 69, !lines.contains(unreachable) { lines.append(unreachable) }
+            if code > 78, !lines.contains(schema) { lines.append(schema) }
             lines.append(code == 77 ? line + "; with --registry: the --kek-file (or $PUSHSEAL_KEK_FILE) is not private (0600, yours, not a link) or not 32 bytes, or not the registry's key-encryption key" : line)
         }
-        return lines + ["78  with --registry: the registry's schema is older than this build (run push-keys registry migrate) or newer (refused)"]
+        if !lines.contains(unreachable) { lines.append(unreachable) }
+        if !lines.contains(schema) { lines.append(schema) }
+        return lines
     }
 }
 

@@ -127,7 +127,13 @@ struct SendCommand: Command {
         } catch let e as APNsError {
             throw CLIError(code: e.code.name, e.reason, exitCode: e.code == .badEndpoint ? .noInput : .failure)
         }
-        StopSignals.install()
+        // SIGINT/SIGTERM set StopSignals.isRequested (no SA_RESTART: a blocked read returns EINTR).
+        do {
+            try StopSignals.install()
+        } catch let e as SystemError {
+            client.finish()
+            throw CLIError(code: "ioError", "cannot set up the stop signals: \(Output.errorText(e.errno))", exitCode: .ioError)
+        }
         var lastLine = 0
         var stopped = false
         if let single {
@@ -145,7 +151,7 @@ struct SendCommand: Command {
             }
             var reader = InputLines(file: input)
             do {
-                while let (bytes, overlong) = try reader.next(stop: { StopSignals.requested }) {
+                while let (bytes, overlong) = try reader.next(stop: { StopSignals.isRequested }) {
                     let physical = reader.lineNumber
                     lastLine = physical
                     if overlong {
@@ -165,14 +171,14 @@ struct SendCommand: Command {
                         if resumed.contains(line) { continue }
                         log.addInvalid(line: line, deviceToken: token, code: code, message: message)
                     }
-                    if StopSignals.requested { break }
+                    if StopSignals.isRequested { break }
                 }
             } catch {
                 client.finish()
                 log.flush()
                 throw error
             }
-            stopped = StopSignals.requested
+            stopped = StopSignals.isRequested
         }
         client.finish()
         log.flush()
