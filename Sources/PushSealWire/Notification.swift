@@ -122,7 +122,8 @@ public struct Notification: Sendable, Equatable {
                     // The position, not the tag: a decrypted tag is plaintext (security review F15).
                     throw FormatError(.invalidPlaintext, "localizations: member \(position + 1) is not a locale tag (1-35 of A-Z a-z 0-9 - _)")
                 }
-                localizations.append((locale: locale, content: try LocalizedContent(json: m.value, path: "localizations.\(locale)")))
+                // Named by position too when the tag is valid: error text never quotes plaintext.
+                localizations.append((locale: locale, content: try LocalizedContent(json: m.value, path: "localizations[\(position + 1)]")))
             }
         }
         if let d = try Self.optional(o, "data", path: "") {

@@ -184,9 +184,9 @@ struct NotificationTests {
         (#"{"body":"b","media":{"url":"https://x/y","key":"AAAA"}}"#, "media.key: expected base64 of 32 bytes, got 3"),
         (#"{"body":"b","media":{"url":"https://x/y","key":"A!"}}"#, "media.key: base64"),
         (#"{"body":"b","localizations":[]}"#, "localizations: expected an object"),
-        (#"{"body":"b","localizations":{"fr":"x"}}"#, "localizations.fr: expected an object"),
-        (#"{"body":"b","localizations":{"fr":{}}}"#, "localizations.fr: needs a non-empty"),
-        (#"{"body":"b","localizations":{"fr":{"title":2}}}"#, "localizations.fr.title: expected a string"),
+        (#"{"body":"b","localizations":{"fr":"x"}}"#, "localizations[1]: expected an object"),
+        (#"{"body":"b","localizations":{"fr":{}}}"#, "localizations[1]: needs a non-empty"),
+        (#"{"body":"b","localizations":{"fr":{"title":2}}}"#, "localizations[1].title: expected a string"),
         (#"{"body":"b","localizations":{"f r":{"title":"x"}}}"#, "is not a locale tag"),
         (#"{"body":"b""#, "not valid JSON"),
         (#"{"body":"b","body":"c"}"#, "not valid JSON"),
@@ -194,6 +194,10 @@ struct NotificationTests {
     func rejectsWithAReasonNamingTheMember(_ json: String, _ expected: String) {
         let r = reason(json)
         #expect(r?.contains(expected) == true, "\(json) -> \(r ?? "accepted")")
+        // F15: a locale tag from a decrypted plaintext is named by its position, never quoted.
+        if json.contains("localizations") {
+            #expect(r?.contains(".fr") == false && r?.contains("\"fr\"") == false && r?.contains(" fr") == false, "\(r ?? "")")
+        }
     }
 
     @Test func notUTF8IsInvalidPlaintext() {
