@@ -62,6 +62,30 @@ import Testing
         #expect(other.status == 73 && other.stderr.contains("/other is not empty"), "\(other.stderr)")
     }
 
+    /// F10 of the December review (poc06): an unrelated identity adding an item with an access
+    /// group over 65,535 bytes wrote an item whose header length wrapped, and every later scan by
+    /// service (the extension's key lookup) failed with `corrupt`. Now the add is refused and the
+    /// app's own item stays readable.
+    @Test func anOversizedAccessGroupNeverBreaksAnotherIdentitysLookup() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let data = try Self.dataFile("c2VjcmV0LWtleQ==", in: dir)
+        let add = try Self.run(["keychain", "add", "--keychain", "kc", "--entitlements", "app.json", "--service", "push", "--account", "alice", "--data-file", data], in: dir)
+        #expect(add.status == 0, "\(add.stderr)")
+        let huge = "T." + String(repeating: "g", count: 65_600)
+        try "{\"application-identifier\": \"U.com.evil.app\", \"keychain-access-groups\": [\"\(huge)\"]}"
+            .write(to: dir.appendingPathComponent("evil.json"), atomically: true, encoding: .utf8)
+        let evil = try Self.run(["keychain", "add", "--keychain", "kc", "--entitlements", "evil.json", "--access-group", huge, "--service", "push", "--account", "mallory", "--data-file", data], in: dir)
+        #expect(evil.status != 0, "an item with a 65,602-byte access group was written")
+        let get = try Self.run(["keychain", "get", "--keychain", "kc", "--entitlements", "ext.json", "--service", "push", "--account", "alice"], in: dir)
+        #expect(get.status == 0, "the app's own item no longer reads: \(get.stderr)")
+        #expect(get.stdout.contains("account: alice"))
+        // The scan the review reproduced: v1 failed it with 65 (item file damaged: truncated).
+        let list = try Self.run(["keychain", "list", "--keychain", "kc", "--entitlements", "app.json"], in: dir)
+        #expect(list.status == 0, "the app's scan fails: \(list.stderr)")
+        #expect(list.stdout.contains("alice"))
+    }
+
     @Test func addGetRoundTripAndDuplicate() throws {
         let dir = try Self.setUp()
         defer { try? FileManager.default.removeItem(at: dir) }
