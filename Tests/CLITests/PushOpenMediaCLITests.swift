@@ -62,6 +62,30 @@ struct PushOpenMediaCLITests {
         try Self.expectAttached(r, json)
     }
 
+    /// F9 of the December review: what an extension killed mid-download left in the App Group
+    /// container (`.<uuid>.download`, `.<uuid>.opening`, older than the 30 s budget and held by
+    /// nobody) is swept by the next download, and the attachment lands in a directory of its own
+    /// under `Attachments/`, not loose in the container.
+    @Test func aDownloadSweepsWhatAKilledExtensionLeftBehind() throws {
+        let server = try #require(MediaServer.shared, "python3 is needed to run the local media server")
+        let dir = try PushOpenCLITests.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let container = dir.appendingPathComponent("dev/app-groups/group.x")
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let stale = [".0A1B2C3D-download-left.download", ".0A1B2C3D-download-left.opening"].map { container.appendingPathComponent($0) }
+        for url in stale {
+            try Data(repeating: 0x41, count: 4096).write(to: url)
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600), .posixPermissions: 0o600],
+                                                  ofItemAtPath: url.path)
+        }
+        let (r, json) = try Self.open(Self.pushOpen, try Self.mediaPayload(port: server.port, in: dir), in: dir)
+        try Self.expectAttached(r, json)
+        for url in stale { #expect(!FileManager.default.fileExists(atPath: url.path), "\(url.lastPathComponent) was not swept") }
+        let attachment = try #require((json["attachments"] as? [[String: Any]])?.first?["url"] as? String)
+        #expect(URL(fileURLWithPath: attachment).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent == "Attachments",
+                "the attachment is not in a directory of its own under Attachments/: \(attachment)")
+    }
+
     /// push-open needs nothing from its build directory at run time: copied alone into an empty
     /// directory it still downloads and attaches the media (the media fetcher used to be a
     /// library beside the executable, and push-open alone showed `media:mediaFetcherUnavailable`).
