@@ -178,6 +178,31 @@ import Testing
         #expect(ok.stdout == "unlocked\n")
     }
 
+    /// F5 of the December review: a `device-state` file copied while the device was unlocked and
+    /// put back after it locked must unlock nothing (v1 read every WhenUnlocked item again). The
+    /// unlock key is fresh per unlock and destroyed on lock.
+    @Test func aDeviceStatePutBackAfterLockUnlocksNothing() throws {
+        let dir = try Self.setUp(passcode: "123456")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let unlock = try Self.run(["keychain", "device-state", "--keychain", "kc", "unlocked", "--passcode-file", "-"], in: dir, stdin: "123456\n")
+        #expect(unlock.status == 0, "\(unlock.stderr)")
+        let data = try Self.dataFile("c2VjcmV0LWtleQ==", in: dir)
+        let add = try Self.run(["keychain", "add", "--keychain", "kc", "--entitlements", "app.json", "--service", "push", "--account", "alice", "--data-file", data], in: dir)
+        #expect(add.status == 0, "\(add.stderr)")
+        let reveal = ["keychain", "get", "--keychain", "kc", "--entitlements", "app.json", "--service", "push", "--account", "alice", "--reveal", "--json"]
+        #expect(try Self.run(reveal, in: dir).status == 0)
+        let state = dir.appendingPathComponent("kc/device-state")
+        let snapshot = try Data(contentsOf: state)
+        #expect(try Self.run(["keychain", "device-state", "--keychain", "kc", "locked"], in: dir).status == 0)
+        // Put the unlocked device's state back, as a copy or an old backup would.
+        try FileManager.default.removeItem(at: state)
+        try snapshot.write(to: state)
+        chmod(state.path, 0o600)
+        let after = try Self.run(reveal, in: dir)
+        #expect(after.status != 0, "the put-back device-state unlocked the keychain again")
+        #expect(!after.stdout.contains("c2VjcmV0LWtleQ=="))
+    }
+
     @Test func listUpdateDeleteNeverPrintSecrets() throws {
         let dir = try Self.setUp()
         defer { try? FileManager.default.removeItem(at: dir) }
