@@ -19,10 +19,11 @@ struct PushOpenMediaCLITests {
 
     /// n12 (a photo at `http://127.0.0.1:PORT/cat.jpg`) resealed with the server's port and the
     /// key `setUp` imports as `k1`; returns the payload file's name in `dir`.
-    static func mediaPayload(port: Int, in dir: URL) throws -> String {
+    static func mediaPayload(port: Int, url: String? = nil, in dir: URL) throws -> String {
         let cases = try requireSharedData("cases")
-        let plain = try String(contentsOf: cases.appendingPathComponent("notifications/n12.plain.json"), encoding: .utf8)
-            .replacingOccurrences(of: "PORT", with: String(port))
+        var plain = try String(contentsOf: cases.appendingPathComponent("notifications/n12.plain.json"), encoding: .utf8)
+        if let url { plain = plain.replacingOccurrences(of: "http://127.0.0.1:PORT/cat.jpg", with: url) }
+        plain = plain.replacingOccurrences(of: "PORT", with: String(port))
         let sealed = try WireFormat.seal(encodedPlaintext: Array(plain.utf8), key: SecretBytes(copying: Array(0..<32)),
                                          keyID: "k1", appID: "com.example.app")
         let original = try Data(contentsOf: cases.appendingPathComponent("notifications/n12.payload.json"))
@@ -84,6 +85,22 @@ struct PushOpenMediaCLITests {
         let attachment = try #require((json["attachments"] as? [[String: Any]])?.first?["url"] as? String)
         #expect(URL(fileURLWithPath: attachment).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent == "Attachments",
                 "the attachment is not in a directory of its own under Attachments/: \(attachment)")
+    }
+
+    /// F7 of the December review: without the test flag, a media URL whose name resolves to the
+    /// local host (here `localhost`, as DNS rebinding would arrange) is refused on the address
+    /// the socket would connect to, before any request; the text is shown without the media.
+    @Test func aNameThatResolvesToLoopbackIsRefusedWithoutTheTestFlag() throws {
+        let server = try #require(MediaServer.shared, "python3 is needed to run the local media server")
+        let dir = try PushOpenCLITests.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let payload = try Self.mediaPayload(port: server.port, url: "https://localhost:PORT/cat.jpg", in: dir)
+        let r = try KeysCLI.run(Self.pushOpen, PushOpenCLITests.base + ["--no-replay-guard", payload], cwd: dir)
+        let json = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any] ?? [:]
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(json["title"] as? String == "Photo from Ana")
+        #expect((json["attachments"] as? [[String: Any]] ?? []).isEmpty)
+        #expect("\(json["detail"] ?? "")".contains("loopback"), "not refused as loopback: \(json["reason"] ?? "") \(json["detail"] ?? "")")
     }
 
     /// push-open needs nothing from its build directory at run time: copied alone into an empty
