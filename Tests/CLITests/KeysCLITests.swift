@@ -170,6 +170,35 @@ enum KeysCLI {
         #expect(!audit.contains(keyB64))
     }
 
+    /// F5 of the December review: a keyset item from before a rotation, put back in place of the
+    /// current one (a restored backup, a copied file), is refused (v1 silently served the old
+    /// primary again, with its old seal count).
+    @Test func aKeysetItemPutBackAfterARotationIsRefused() throws {
+        let dir = try KeysCLI.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let srv = dir.appendingPathComponent("srv").path
+        #expect(try KeysCLI.keys(["generate", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", "alice"]).status == 0)
+        let items = URL(fileURLWithPath: srv).appendingPathComponent("items")
+        func snapshot() throws -> [String: Data] {
+            var out: [String: Data] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: items.path) { out[name] = try Data(contentsOf: items.appendingPathComponent(name)) }
+            return out
+        }
+        let before = try snapshot()
+        let rotate = try KeysCLI.keys(["rotate", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", "alice"])
+        #expect(rotate.status == 0, "\(rotate.stderr)")
+        let after = try snapshot()
+        // The keyset item is the largest file the rotation changed (a generation counter, if any, is smaller).
+        let changed = before.filter { after[$0.key] != nil && after[$0.key] != $0.value }
+        let keyset = try #require(changed.max { $0.value.count < $1.value.count })
+        try keyset.value.write(to: items.appendingPathComponent(keyset.key))
+        chmod(items.appendingPathComponent(keyset.key).path, 0o600)
+        let list = try KeysCLI.keys(["list", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", "alice", "--json"])
+        #expect(list.status == 65, "the put-back keyset item was served: \(list.stdout) \(list.stderr)")
+        #expect(list.stdout.contains("keysetRolledBack") || list.stderr.contains("keysetRolledBack") || list.stdout.contains("rolled back") || list.stderr.contains("rolled back"),
+                "\(list.stdout) \(list.stderr)")
+    }
+
     @Test func wrongInputsByCLI() throws {
         let dir = try KeysCLI.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
