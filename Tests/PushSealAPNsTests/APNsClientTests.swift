@@ -151,10 +151,19 @@ struct APNsClientRetryTests {
         let (c, _) = try sendAll((1...200).map { notification($0) }, to: mock)
         mock.stop()
         #expect(c.outcomes.count == 200)
-        #expect(c.outcomes.allSatisfy { $0.kind == .accepted }, "\(c.outcomes.filter { $0.kind != .accepted }.map { "\($0.kind) \($0.reason ?? "")" })")
         let records = try mock.records()
         let answered = answeredCount(records)
-        #expect(answered.count == 200 && answered.values.allSatisfy { $0 == 1 }, "each token answered exactly once")
+        #expect(answered.values.allSatisfy { $0 == 1 }, "a token answered twice: a resend the client did not know of")
+        // Accepted, each once; the only other outcome allowed is the conservative one for a
+        // notification the mock never answered: under load libcurl's text may not prove that a
+        // stream was refused, and then the client says failed/mayHaveBeenDelivered rather than
+        // risk a silent resend (docs/apns.md, "No silent resends"). Seen once in a loaded CI run.
+        for o in c.outcomes where o.kind != .accepted {
+            #expect(o.kind == .failed && o.reason == "mayHaveBeenDelivered" && answered[o.deviceToken] == nil,
+                    "\(o.kind) \(o.reason ?? "") for a token the mock answered \(answered[o.deviceToken] ?? 0) times")
+        }
+        #expect(answered.count == c.outcomes.filter { $0.kind == .accepted }.count)
+        #expect(c.outcomes.filter { $0.kind != .accepted }.count <= 20, "a tenth or more ended unaccepted")
         let refused = records.filter { $0["refused"] as? String == "stream" }.compactMap { $0["token"] as? String }
         #expect(Set(refused) == Set((1...5).map { token($0) }))
         #expect(Set(records.compactMap { $0["session"] as? Int }).count >= 2, "the GOAWAY moved the rest to a new connection")
