@@ -44,6 +44,13 @@ if ! python3 -c 'import pyhpke' >/dev/null 2>&1; then
     || python3 -m pip install --quiet --break-system-packages pyhpke
 fi
 
+# pywebpush: the benchmark's Web Push peer beside the v2 full seal (Benchmarks/peers/webpush_peer.py).
+if ! python3 -c 'import pywebpush' >/dev/null 2>&1; then
+  echo "install-deps: installing Python pywebpush" >&2
+  python3 -m pip install --quiet pywebpush 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages pywebpush
+fi
+
 # aioapns: the benchmark's peer for push-send (scripts/bench-apns.sh).
 if ! python3 -c 'import aioapns' >/dev/null 2>&1; then
   echo "install-deps: installing Python aioapns" >&2

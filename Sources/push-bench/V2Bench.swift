@@ -16,7 +16,9 @@ import PushSealExtension
 /// full seal against the raw X25519 floor of HPKEBench, measured again here
 /// (`v2-x25519-floor`, auth `v2-x25519-floor-auth`: what no v2 seal can beat), and full open against one DH plus the v1
 /// full open of the same notification (`dh+v1-fullopen`, auth `dh2+v1-fullopen`: the same
-/// job with the DHs it cannot avoid), measured here in one case each. Like HPKEBench, a
+/// job with the DHs it cannot avoid), measured here in one case each. Beside them, the Web Push
+/// encryption of the same notification JSON by Python `pywebpush` (`Benchmarks/peers/
+/// webpush_peer.py`, RFC 8291 `aes128gcm`), the target being a ratio of at least 1.5. Like HPKEBench, a
 /// quarter of the settings' iterations (its own `Measurer`; samples handed to the report).
 struct V2Bench: BenchSection {
     let settings: BenchSettings
@@ -85,6 +87,11 @@ struct V2Bench: BenchSection {
                 },
             ]
         }
+        // pywebpush (RFC 8291: one P-256 key generation and ECDH per message) takes a few
+        // hundred µs a message: a twentieth of the iterations, like the pyhpke peer.
+        if let python = Peer.all.first(where: { $0.name == "python" }) {
+            python.run("webpush_peer", settings.dividingIterations(by: 20).peerArguments)
+        }
         try Measurer.runAsOwnSection(all, settings: settings.dividingIterations(by: 4))
         return []
     }
@@ -97,6 +104,11 @@ struct V2Bench: BenchSection {
         for size in Self.sizes {
             for (op, floor) in [("v2-fullseal", "v2-x25519-floor"), ("v2-auth-fullseal", "v2-x25519-floor-auth")] {
                 list.append(Comparison(label: "\(op) \(size) B raw \(floor) / pushseal", numerator: SeriesKey(impl: "openssl-raw", op: floor, size: 0),
+                                       denominator: SeriesKey(impl: "pushseal", op: op, size: size)))
+            }
+            for op in ["v2-fullseal", "v2-auth-fullseal"] {
+                list.append(Comparison(label: "\(op) \(size) B pywebpush webpush-seal / pushseal",
+                                       numerator: SeriesKey(impl: "pywebpush", op: "webpush-seal", size: size),
                                        denominator: SeriesKey(impl: "pushseal", op: op, size: size)))
             }
             for (op, floor) in [("v2-fullopen", "dh+v1-fullopen"), ("v2-auth-fullopen", "dh2+v1-fullopen")] {
