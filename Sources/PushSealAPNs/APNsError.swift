@@ -2,23 +2,10 @@ public import PushSealSystem
 
 /// An error from PushSealAPNs: a notification that cannot be sent as given, a provider key
 /// that cannot sign, or a client that cannot start. Compare by ``code``.
-public struct APNsError: CodedError {
-    /// The stable codes of this domain (constants below).
-    public typealias Code = ErrorCode<APNsError>
-    /// `apns`.
-    public static let domain = "apns"
+public typealias APNsError = DomainError<APNsErrorDomain>
 
-    /// The stable code; equality and hashing use it alone.
-    public let code: Code
-    /// A human explanation, lower case, without secrets.
-    public let reason: String
-
-    /// Creates an error with a stable `code` and a human `reason` (no secrets).
-    public init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-}
+/// The domain of ``APNsError``: `name` is `apns`.
+public enum APNsErrorDomain: ErrorDomain { public static let name = "apns" }
 
 extension ErrorCode<APNsError> {
     /// The device token is not an even number of hex digits (any length is accepted).
@@ -45,3 +32,7 @@ extension ErrorCode<APNsError> {
     /// libcurl could not be set up (no HTTP/2 support, or an allocation failed).
     public static var transportUnavailable: Self { Self("transportUnavailable") }
 }
+
+// Re-exported so that code importing only this module reads the error's `code`, `reason` and
+// `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
+@_exported public import struct PushSealSystem.DomainError

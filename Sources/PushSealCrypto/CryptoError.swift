@@ -4,22 +4,10 @@ public import PushSealSystem
 ///
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
 /// will not. Reasons never contain key bytes or plaintext.
-public struct CryptoError: CodedError {
-    /// The stable codes of this domain (constants below).
-    public typealias Code = ErrorCode<CryptoError>
-    /// `crypto`.
-    public static let domain = "crypto"
-    /// The stable code; equality and hashing use it alone.
-    public let code: Code
-    /// A human explanation, without secrets.
-    public let reason: String
+public typealias CryptoError = DomainError<CryptoErrorDomain>
 
-    /// Creates an error with a stable `code` and a human `reason` (no secrets).
-    public init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-}
+/// The domain of ``CryptoError``: `name` is `crypto`.
+public enum CryptoErrorDomain: ErrorDomain { public static let name = "crypto" }
 
 extension ErrorCode<CryptoError> {
     /// The tag did not verify: wrong key, wrong AAD, or modified nonce, ciphertext or tag.
@@ -46,3 +34,7 @@ extension ErrorCode<CryptoError> {
     /// The system random generator or a C library call failed unexpectedly.
     public static var internalFailure: Self { Self("internalFailure") }
 }
+
+// Re-exported so that code importing only this module reads the error's `code`, `reason` and
+// `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
+@_exported public import struct PushSealSystem.DomainError

@@ -4,23 +4,10 @@ public import PushSealSystem
 ///
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
 /// will not. Reasons never contain key bytes, plaintext or ciphertext.
-public struct ExtensionError: CodedError {
-    /// The stable codes of this domain (constants below).
-    public typealias Code = ErrorCode<ExtensionError>
-    /// `extension`.
-    public static let domain = "extension"
+public typealias ExtensionError = DomainError<ExtensionErrorDomain>
 
-    /// The stable code; equality and hashing use it alone.
-    public let code: Code
-    /// A human explanation, without secrets.
-    public let reason: String
-
-    /// Creates an error with a stable `code` and a human `reason` (no secrets).
-    public init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-}
+/// The domain of ``ExtensionError``: `name` is `extension`.
+public enum ExtensionErrorDomain: ErrorDomain { public static let name = "extension" }
 
 extension ErrorCode<ExtensionError> {
     /// Like `UNError.Code.attachmentInvalidURL`: not a file URL, or no regular file there.
@@ -69,3 +56,7 @@ extension ErrorCode<ExtensionError> {
     /// The replay guard's store could not be locked, read, parsed or written.
     public static var replayCacheFailed: Self { Self("replayCacheFailed") }
 }
+
+// Re-exported so that code importing only this module reads the error's `code`, `reason` and
+// `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
+@_exported public import struct PushSealSystem.DomainError

@@ -5,31 +5,10 @@ public import PushSealSystem
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
 /// will not. Reasons say what was wrong and at which byte offset, never more of the input
 /// than the offending character.
-public struct JSONError: CodedError {
-    /// The stable codes of this domain.
-    public typealias Code = ErrorCode<JSONError>
-    /// `json`.
-    public static let domain = "json"
-    /// The stable code; equality and hashing use it alone.
-    public let code: Code
-    /// A human explanation, without secrets.
-    public let reason: String
+public typealias JSONError = DomainError<JSONErrorDomain>
 
-    /// Creates an error with a stable `code` and a human `reason` (no secrets).
-    public init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-
-    /// The byte offset (0-based, into the input) the reason names (`… at byte offset N …`), or
-    /// `nil` when it names none. Lets a wrapper keep the position while dropping the reason's
-    /// quoted input (a decrypted plaintext's member name, security review F15).
-    public var byteOffset: Int? {
-        guard let r = reason.firstRange(of: "byte offset ") else { return nil }
-        let digits = reason[r.upperBound...].prefix { $0.isASCII && $0.isNumber }
-        return Int(digits)
-    }
-}
+/// The domain of ``JSONError``: `name` is `json`.
+public enum JSONErrorDomain: ErrorDomain { public static let name = "json" }
 
 extension ErrorCode<JSONError> {
     /// The input is not JSON as RFC 8259 defines it: a syntax error, trailing bytes, a
@@ -51,3 +30,18 @@ extension ErrorCode<JSONError> {
     /// The writer was asked to write an infinite or NaN `Double`, which JSON cannot express.
     public static var nonFiniteNumber: Self { Self("nonFiniteNumber") }
 }
+
+extension JSONError {
+    /// The byte offset (0-based, into the input) the reason names (`… at byte offset N …`), or
+    /// `nil` when it names none. Lets a wrapper keep the position while dropping the reason's
+    /// quoted input (a decrypted plaintext's member name, security review F15).
+    public var byteOffset: Int? {
+        guard let r = reason.firstRange(of: "byte offset ") else { return nil }
+        let digits = reason[r.upperBound...].prefix { $0.isASCII && $0.isNumber }
+        return Int(digits)
+    }
+}
+
+// Re-exported so that code importing only this module reads the error's `code`, `reason` and
+// `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
+@_exported public import struct PushSealSystem.DomainError

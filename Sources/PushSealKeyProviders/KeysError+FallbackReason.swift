@@ -4,7 +4,7 @@ public import PushSealKeys
 
 // The fallback reason tokens of key failures (docs/fallback.md), on the keys side.
 
-extension KeysError: FallbackReasonProviding {
+extension KeysErrorDomain: FallbackReasonDomain {
     /// The code's name: `unknownKey`, `keyDestroyed`, `keyDisabled`, `keyExpired`, …
-    public var fallbackReason: String { code.name }
+    public static func fallbackReason(of error: KeysError) -> String { error.code.name }
 }

@@ -9,40 +9,27 @@ public import PushSealSystem
 ///
 /// Compare errors by ``code``; the human ``reason`` may change, codes will not. Reasons never
 /// contain secret data or key bytes. No error is ever turned into "not found".
-public struct KeychainError: StatusCodedError {
-    /// The stable codes of this domain (constants below), each with the OSStatus it stands
-    /// for, if any (``ErrorCode/osStatus``).
-    public typealias Code = ErrorCode<KeychainError>
+public typealias KeychainError = DomainError<KeychainErrorDomain>
+
+/// The domain of ``KeychainError``: `keychain`; its codes stand for OSStatus numbers
+/// (``StatusErrorDomain``), so a keychain error is a `StatusCodedError`: `osStatus` (e.g.
+/// -25308, `nil` for store errors), `statusName` (`errSecInteractionNotAllowed`) and
+/// `suggestion`, e.g. `chmod 600 /kc/items/….item` for a group-readable item file (paths
+/// shell-quoted when needed), which the tools print as their `hint:` line.
+public enum KeychainErrorDomain: StatusErrorDomain {
     /// `keychain`.
-    public static let domain = "keychain"
+    public static let name = "keychain"
 
-    /// The stable code; equality and hashing use it alone.
-    public let code: Code
-    /// A human explanation, lower case, without secrets.
-    public let reason: String
-    /// What the user can do about it, when the store knows exactly, e.g.
-    /// `chmod 600 /kc/items/….item` for a group-readable item file (paths shell-quoted when
-    /// needed); `nil` otherwise. The tools print it as their `hint:` line.
-    public let suggestion: String?
-
-    /// Creates an error with a stable `code`, a human `reason` (no secrets) and, when the fix is
-    /// known exactly, a `suggestion`.
-    public init(_ code: Code, _ reason: String, suggestion: String? = nil) {
-        self.code = code
-        self.reason = reason
-        self.suggestion = suggestion
+    /// The OSStatus number and Apple name `code` stands for, or `nil` for store errors.
+    public static func status(of code: ErrorCode<KeychainError>) -> (number: Int32, name: String)? {
+        keychainStatuses[code.name]
     }
-
-    /// The OSStatus number (e.g. -25308), or `nil` for store errors.
-    public var osStatus: Int32? { code.osStatus }
-    /// Apple's name for ``osStatus`` (e.g. `errSecInteractionNotAllowed`), or `nil`.
-    public var statusName: String? { code.statusName }
 
     /// `reason`, followed by `: errSecX (N)` when an OSStatus exists, e.g.
     /// `item is not accessible while the device is locked: errSecInteractionNotAllowed (-25308)`.
-    public var description: String {
-        if let osStatus, let statusName { return "\(reason): \(statusName) (\(osStatus))" }
-        return reason
+    public static func describe(_ error: KeychainError) -> String {
+        if let osStatus = error.osStatus, let statusName = error.statusName { return "\(error.reason): \(statusName) (\(osStatus))" }
+        return error.reason
     }
 }
 
@@ -106,3 +93,7 @@ private let keychainStatuses: [String: (number: Int32, name: String)] = [
     "decode": (-26275, "errSecDecode"),
     "authFailed": (-25293, "errSecAuthFailed"),
 ]
+
+// Re-exported so that code importing only this module reads the error's `code`, `reason` and
+// `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
+@_exported public import struct PushSealSystem.DomainError

@@ -6,26 +6,10 @@ public import PushSealSystem
 /// `errSecInteractionNotAllowed` (-25308), `errSecMissingEntitlement` (-34018) or
 /// `errSecItemNotFound` (-25300)) are not wrapped: they are thrown as the keychain's own
 /// `KeychainError`, so a caller can never mistake a locked device for an unknown key.
-public struct KeysError: CodedError {
-    /// The stable codes of this domain (constants below).
-    public typealias Code = ErrorCode<KeysError>
-    /// `keys`.
-    public static let domain = "keys"
+public typealias KeysError = DomainError<KeysErrorDomain>
 
-    /// The stable code; equality and hashing use it alone.
-    public let code: Code
-    /// A human explanation: lower case, without key bytes.
-    public let reason: String
-
-    /// Creates an error with a stable `code` and a human `reason` (no secrets).
-    public init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-
-    /// `reason`.
-    public var description: String { reason }
-}
+/// The domain of ``KeysError``: `name` is `keys`.
+public enum KeysErrorDomain: ErrorDomain { public static let name = "keys" }
 
 extension ErrorCode<KeysError> {
     /// The keyset exists but holds no key with this key id (never seen on this side).
@@ -76,3 +60,12 @@ extension ErrorCode<KeysError> {
     /// changed: the check comes before any write.
     public static var timeOutOfRange: Self { Self("timeOutOfRange") }
 }
+
+extension KeysErrorDomain {
+    /// The reason alone: key errors are read by people in the tools' output.
+    public static func describe(_ error: KeysError) -> String { error.reason }
+}
+
+// Re-exported so that code importing only this module reads the error's `code`, `reason` and
+// `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
+@_exported public import struct PushSealSystem.DomainError

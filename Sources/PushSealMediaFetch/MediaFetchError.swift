@@ -4,23 +4,10 @@ public import PushSealSystem
 /// How a started fetch ends is a ``MediaFetchCompletion``, never an error.
 ///
 /// Compare errors by ``code``; the human ``reason`` may change between releases.
-public struct MediaFetchError: CodedError {
-    /// The stable codes of this domain (constants below).
-    public typealias Code = ErrorCode<MediaFetchError>
-    /// `mediaFetch`.
-    public static let domain = "mediaFetch"
+public typealias MediaFetchError = DomainError<MediaFetchErrorDomain>
 
-    /// The stable code; equality and hashing use it alone.
-    public let code: Code
-    /// A human explanation (a URL's text is never included: it may carry a token).
-    public let reason: String
-
-    /// Creates an error with a stable `code` and a human `reason`.
-    public init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-}
+/// The domain of ``MediaFetchError``: `name` is `mediaFetch`.
+public enum MediaFetchErrorDomain: ErrorDomain { public static let name = "mediaFetch" }
 
 extension ErrorCode<MediaFetchError> {
     /// libcurl (`libcurl.so.4`, loaded on the first fetch) is missing or not usable: dlopen
@@ -29,3 +16,7 @@ extension ErrorCode<MediaFetchError> {
     /// The URL does not parse as an absolute http(s) URL (libcurl's URL parser).
     public static var urlRefused: Self { Self("urlRefused") }
 }
+
+// Re-exported so that code importing only this module reads the error's `code`, `reason` and
+// `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
+@_exported public import struct PushSealSystem.DomainError

@@ -5,26 +5,10 @@ public import PushSealCrypto
 ///
 /// Compare by ``code``. Reasons name the database (never a password), SQLSTATEs, app ids,
 /// recipients and key ids — never key bytes or the KEK.
-public struct RegistryError: CodedError {
-    /// The error domain: `registry`.
-    public static let domain = "registry"
-    /// The stable codes of this domain (constants below).
-    public typealias Code = ErrorCode<RegistryError>
+public typealias RegistryError = DomainError<RegistryErrorDomain>
 
-    /// The stable code; equality and hashing use it alone.
-    public let code: Code
-    /// A human explanation: lower case, without secrets.
-    public let reason: String
-    /// The SQLSTATE of a failed statement (five characters, e.g. `23505`), or `nil`.
-    public let sqlState: String?
-
-    /// Creates an error.
-    public init(_ code: Code, _ reason: String, sqlState: String? = nil) {
-        self.code = code
-        self.reason = reason
-        self.sqlState = sqlState
-    }
-}
+/// The domain of ``RegistryError``: `name` is `registry`; `Detail`: The SQLSTATE of a failed statement (``RegistryError/sqlState``).
+public enum RegistryErrorDomain: ErrorDomain { public static let name = "registry"; public typealias Detail = String? }
 
 extension ErrorCode<RegistryError> {
     /// The database cannot be reached (refused, no such socket, authentication failed,
@@ -61,3 +45,17 @@ extension ErrorCode<RegistryError> {
     /// A connection string that libpq cannot parse.
     public static var invalidConnectionString: Self { Self("invalidConnectionString") }
 }
+
+extension RegistryError {
+    /// The SQLSTATE of a failed statement (five characters, e.g. `23505`), or `nil`.
+    public var sqlState: String? { detail }
+
+    /// Creates an error (`reason` without secrets) with the failed statement's `sqlState`.
+    public init(_ code: Code, _ reason: String, sqlState: String? = nil) {
+        self.init(code, reason, detail: sqlState)
+    }
+}
+
+// Re-exported so that code importing only this module reads the error's `code`, `reason` and
+// `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
+@_exported public import struct PushSealSystem.DomainError

@@ -5,33 +5,10 @@ public import PushSealWire
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
 /// will not. Reasons never contain key bytes or notification text beyond a short excerpt of
 /// what was wrong.
-public struct SenderError: CodedError {
-    /// The stable codes of this domain (constants below).
-    public typealias Code = ErrorCode<SenderError>
-    /// `sender`.
-    public static let domain = "sender"
+public typealias SenderError = DomainError<SenderErrorDomain>
 
-    /// The stable code; equality and hashing use it alone.
-    public let code: Code
-    /// A human explanation: lower case, no full stop, no secrets.
-    public let reason: String
-    /// What the user can do about it, when known exactly (e.g. the key store's
-    /// `chmod 600 PATH` for a group-readable file, from the key provider); `nil` otherwise.
-    public let suggestion: String?
-    /// The size in bytes that broke the 4096-byte APNs budget: the whole payload for
-    /// `.payloadTooLarge`, the clear part alone for `.clearPartTooLarge`; `nil` for other codes.
-    /// Read the number here, never out of ``reason``.
-    public let payloadByteCount: Int?
-
-    /// Creates an error with a stable `code`, a human `reason` (no secrets), when the fix is
-    /// known exactly a `suggestion`, and for the budget errors the `payloadByteCount` in bytes.
-    public init(_ code: Code, _ reason: String, suggestion: String? = nil, payloadByteCount: Int? = nil) {
-        self.code = code
-        self.reason = reason
-        self.suggestion = suggestion
-        self.payloadByteCount = payloadByteCount
-    }
-}
+/// The domain of ``SenderError``: `name` is `sender`; `Detail`: The size in bytes that broke the 4096-byte APNs budget (``SenderError/payloadByteCount``).
+public enum SenderErrorDomain: ErrorDomain { public static let name = "sender"; public typealias Detail = Int? }
 
 extension SealingKeyError: SenderErrorConvertible {
     /// The sender error of the same code name (`invalidName` becomes `invalidOption`: an app
@@ -90,3 +67,20 @@ extension ErrorCode<SenderError> {
     /// A media file could not be encrypted (empty, or too large).
     public static var invalidMedia: Self { Self("invalidMedia") }
 }
+
+extension SenderError {
+    /// The size in bytes that broke the 4096-byte APNs budget: the whole payload for
+    /// `.payloadTooLarge`, the clear part alone for `.clearPartTooLarge`; `nil` for other codes.
+    /// Read the number here, never out of ``reason``.
+    public var payloadByteCount: Int? { detail }
+
+    /// Creates an error with a stable `code`, a human `reason` (no secrets), when the fix is
+    /// known exactly a `suggestion`, and for the budget errors the `payloadByteCount` in bytes.
+    public init(_ code: Code, _ reason: String, suggestion: String? = nil, payloadByteCount: Int? = nil) {
+        self.init(code, reason, suggestion: suggestion, detail: payloadByteCount)
+    }
+}
+
+// Re-exported so that code importing only this module reads the error's `code`, `reason` and
+// `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
+@_exported public import struct PushSealSystem.DomainError

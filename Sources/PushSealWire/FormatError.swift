@@ -5,37 +5,10 @@ public import PushSealJSON
 /// Compare errors by ``code``: the human ``reason`` may change between releases, the codes
 /// will not. Reasons name what was wrong and where (a byte offset), never key bytes or
 /// plaintext beyond the offending character.
-public struct FormatError: CodedError {
-    /// The stable codes of this domain (constants below).
-    public typealias Code = ErrorCode<FormatError>
-    /// `format`.
-    public static let domain = "format"
+public typealias FormatError = DomainError<FormatErrorDomain>
 
-    /// The stable code; equality and hashing use it alone.
-    public let code: Code
-    /// A human explanation, without secrets.
-    public let reason: String
-    /// The payload field an envelope error is about (`encrypted_data`, `key_id`, `enc_alg`, or
-    /// an algorithm's own header field such as `sender_key_id`), or `nil`. Set for
-    /// `.missingField`, `.wrongFieldType`, `.emptyField`, so a receiver can report
-    /// `missingField:key_id` without reading the payload again. Not compared by `==`.
-    public let field: String?
-
-    /// Creates an error with a stable `code`, a human `reason` (no secrets) and, for an
-    /// envelope field, the field's name.
-    public init(_ code: Code, _ reason: String, field: String? = nil) {
-        self.code = code
-        self.reason = reason
-        self.field = field
-    }
-
-    /// The wire format's error for a JSON failure: the same code name (`invalidJSON`,
-    /// `invalidUTF8`, `nestingTooDeep`, `duplicateKey`, `inputTooLarge`, `nonFiniteNumber`)
-    /// and reason.
-    public init(_ json: JSONError) {
-        self.init(Code(json.code.name), json.reason)
-    }
-}
+/// The domain of ``FormatError``: `name` is `format`; `Detail`: The payload field an envelope error is about (``FormatError/field``).
+public enum FormatErrorDomain: ErrorDomain { public static let name = "format"; public typealias Detail = String? }
 
 extension ErrorCode<FormatError> {
     // MARK: JSON codes (JSONReader, JSONWriter)
@@ -107,3 +80,28 @@ extension ErrorCode<FormatError> {
     /// names the member and the problem (e.g. `media.sha256: expected 64 hex digits`).
     public static var invalidPlaintext: Self { Self("invalidPlaintext") }
 }
+
+extension FormatError {
+    /// The payload field an envelope error is about (`encrypted_data`, `key_id`, `enc_alg`, or
+    /// an algorithm's own header field such as `sender_key_id`), or `nil`. Set for
+    /// `.missingField`, `.wrongFieldType`, `.emptyField`, so a receiver can report
+    /// `missingField:key_id` without reading the payload again. Not compared by `==`.
+    public var field: String? { detail }
+
+    /// Creates an error with a stable `code`, a human `reason` (no secrets) and, for an
+    /// envelope field, the field's name.
+    public init(_ code: Code, _ reason: String, field: String? = nil) {
+        self.init(code, reason, detail: field)
+    }
+
+    /// The wire format's error for a JSON failure: the same code name (`invalidJSON`,
+    /// `invalidUTF8`, `nestingTooDeep`, `duplicateKey`, `inputTooLarge`, `nonFiniteNumber`)
+    /// and reason.
+    public init(_ json: JSONError) {
+        self.init(Code(json.code.name), json.reason)
+    }
+}
+
+// Re-exported so that code importing only this module reads the error's `code`, `reason` and
+// `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
+@_exported public import struct PushSealSystem.DomainError

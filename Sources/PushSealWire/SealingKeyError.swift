@@ -4,27 +4,10 @@ public import PushSealSystem
 ///
 /// Compare by ``code``; the codes have the names of the sender's (`SenderError`) codes they
 /// are reported as. Reasons name app ids, recipients and key ids, never key bytes.
-public struct SealingKeyError: CodedError {
-    /// The stable codes of this domain (constants below).
-    public typealias Code = ErrorCode<SealingKeyError>
-    /// `sealingKey`.
-    public static let domain = "sealingKey"
+public typealias SealingKeyError = DomainError<SealingKeyErrorDomain>
 
-    /// The stable code; equality and hashing use it alone.
-    public let code: Code
-    /// A human explanation: lower case, no key bytes.
-    public let reason: String
-    /// What the user can do about it, when known exactly (e.g. `chmod 700 DIR`); else `nil`.
-    public let suggestion: String?
-
-    /// Creates an error with a stable `code`, a human `reason` (no secrets) and, when the fix
-    /// is known exactly, a `suggestion`.
-    public init(_ code: Code, _ reason: String, suggestion: String? = nil) {
-        self.code = code
-        self.reason = reason
-        self.suggestion = suggestion
-    }
-}
+/// The domain of ``SealingKeyError``: `name` is `sealingKey`.
+public enum SealingKeyErrorDomain: ErrorDomain { public static let name = "sealingKey" }
 
 extension ErrorCode<SealingKeyError> {
     /// The key store knows no such recipient (for this app).
@@ -47,3 +30,7 @@ extension ErrorCode<SealingKeyError> {
     /// The key store could not be read (damaged, an I/O error, another store failure).
     public static var keyStoreUnreadable: Self { Self("keyStoreUnreadable") }
 }
+
+// Re-exported so that code importing only this module reads the error's `code`, `reason` and
+// `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
+@_exported public import struct PushSealSystem.DomainError
