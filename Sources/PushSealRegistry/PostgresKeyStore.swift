@@ -157,6 +157,20 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         return try states(rows, withBytes: false).sorted { ($0.appID, $0.recipient) < ($1.appID, $1.recipient) }
     }
 
+    /// The keysets with a `decryptOnly` key whose `notAfter` is at or before `now`, or a
+    /// `disabled` key whose wrapped bytes are still stored (what ``prune(now:)`` changes),
+    /// metadata only, sorted: one query, so a prune of a large registry touches only those.
+    public func loadStatesToPrune(now: Int64) throws -> [KeysetState] {
+        let rows = try pool.run { c in
+            try c.exec(Self.stateQuery + """
+                 WHERE EXISTS (SELECT 1 FROM pushseal_keys p WHERE p.app_id = s.app_id AND p.recipient = s.recipient
+                   AND ((p.status = 'decryptOnly' AND p.not_after <= $1) OR (p.status = 'disabled' AND p.wrapped_key IS NOT NULL)))
+                ORDER BY s.app_id, s.recipient, k.position
+                """, [.int(now)])
+        }
+        return try states(rows, withBytes: false).sorted { ($0.appID, $0.recipient) < ($1.appID, $1.recipient) }
+    }
+
     /// Every keyset with its key bytes (`push-keys registry export`).
     /// - Throws: `RegistryError` `.kekRequired`, `.wrongKEK`, `.corrupt`, `.unavailable`.
     public func loadAllStatesWithKeyBytes() throws -> [KeysetState] {
