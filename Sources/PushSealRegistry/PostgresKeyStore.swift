@@ -297,6 +297,11 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
             try c.exec("SELECT version FROM pushseal_keysets WHERE app_id = $1 AND recipient = $2", [.text(appID), .text(recipient)])
         }
         guard !rows.rows.isEmpty, let version = try rows.int(0, 0) else { return nil }
+        return watch(appID: appID, recipient: recipient, version: version)
+    }
+
+    /// A watch of a keyset read at `version` (noted as the latest seen when it is newer).
+    func watch(appID: String, recipient: String, version: Int64) -> Watch {
         let slot = Slot(appID: appID, recipient: recipient)
         lock.lock()
         defer { lock.unlock() }
@@ -341,7 +346,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         }
     }
 
-    private func refreshIfDue(force: Bool) throws {
+    func refreshIfDue(force: Bool) throws {
         let now = monotonicNanoseconds()
         lock.lock()
         let due = force || refreshFailed || seenXmin == nil || now &- lastRefresh >= Self.changePollIntervalNanoseconds
