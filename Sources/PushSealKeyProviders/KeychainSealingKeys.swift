@@ -49,6 +49,16 @@ public struct KeychainSealingKeys: SealingKeyProvider {
         keyring.beginBatchChunk()
     }
 
+    /// `true` when the store reads and reserves in bulk (a ``BulkSealingKeyStore``, the
+    /// PostgreSQL registry); `false` for the file keychain.
+    public var loadsBatchRecipientsInBulk: Bool { keyring.store is any BulkSealingKeyStore }
+
+    /// Starts a batch chunk and loads its recipients' keys in bulk
+    /// (``ServerKeyring/beginBatchChunk(appID:recipients:)``).
+    public func beginBatch(appID: String, recipients: [String]) {
+        keyring.beginBatchChunk(appID: appID, recipients: recipients)
+    }
+
     /// The primary key of (`appID`, `recipient`), counting one seal.
     /// - Throws: ``SealingKeyError`` `.invalidName` (an app id or recipient that breaks the naming
     ///   rules of ``KeyID``), `.unknownRecipient` (no keyset),

@@ -263,17 +263,7 @@ extension KeyStore {
     ///     without bytes).
     /// - Throws: `KeysError` `.unknownKeyset`, `.unknownKey`, `.invalidName`; `KeychainError`.
     public func exportRecord(appID: String, recipient: String, keyID: String? = nil) throws -> KeyRecord {
-        try KeyID.validateAppID(appID)
-        try KeyID.validateRecipient(recipient)
-        if let keyID { try KeyID.validate(keyID) }
-        guard let ks = try load(appID: appID, recipient: recipient) else { throw unknownKeyset(appID, recipient) }
-        var keys = ks.keys
-        if let keyID {
-            keys = keys.filter { $0.info.keyID == keyID }
-            guard !keys.isEmpty else { throw KeysError(.unknownKey, "keyset \(appID)/\(recipient) has no key \(keyID)") }
-        }
-        for i in keys.indices where !keys[i].info.status.canOpen { keys[i].secret = nil }
-        return KeyRecord(appID: appID, recipient: recipient, keys: keys)
+        try transitions.exportRecord(appID: appID, recipient: recipient, keyID: keyID)
     }
 
     /// What ``importRecord(_:expectedAppID:graceSeconds:now:)`` did.
@@ -309,25 +299,8 @@ extension KeyStore {
     @discardableResult
     public func importRecord(_ record: KeyRecord, expectedAppID: String? = nil, graceSeconds: Int64 = KeyStore.defaultGraceSeconds,
                              now: Int64 = KeyStore.now()) throws -> ImportResult {
-        _ = try Self.time(now, plus: graceSeconds, named: "graceSeconds")
-        if let expectedAppID, expectedAppID != record.appID {
-            throw KeysError(.wrongAppID, "the record is for app id \(record.appID), not \(expectedAppID)")
-        }
-        if let appIdentifier = keychain.entitlements.applicationIdentifier, let dot = appIdentifier.firstIndex(of: ".") {
-            let bundle = String(appIdentifier[appIdentifier.index(after: dot)...])
-            guard bundle == record.appID || bundle.hasPrefix(record.appID + ".") else {
-                throw KeysError(.wrongAppID, "the record is for app id \(record.appID), but this keychain identity is \(appIdentifier)")
-            }
-        }
-        var created = false
-        var changed: [String] = []
-        let ks = try mutate(appID: record.appID, recipient: record.recipient, allowCreate: true) { ks, isNew in
-            created = isNew
-            let events = try Self.merge(&ks, incoming: record.keys, now: now, graceSeconds: graceSeconds, event: "import")
-            for e in events { for m in e.members where m.0 == "keyId" { if case .string(let id) = m.1 { changed.append(id) } } }
-            return events
-        }
-        return ImportResult(keyset: ks.info(accessGroup: accessGroup), created: created, changedKeyIDs: changed)
+        try transitions.importRecord(record, expectedAppID: expectedAppID, applicationIdentifier: keychain.entitlements.applicationIdentifier,
+                                     graceSeconds: graceSeconds, now: now)
     }
 }
 

@@ -76,76 +76,14 @@ extension KeyStore {
     @discardableResult
     public func rotate(appID: String, recipient: String, graceSeconds: Int64 = KeyStore.defaultGraceSeconds, device: KeyStore? = nil,
                        promote: Bool = true, now: Int64 = KeyStore.now(), afterStep: (RotationStep) -> Void = { _ in }) throws -> RotationResult {
-        try KeyID.validateAppID(appID)
-        try KeyID.validateRecipient(recipient)
-        _ = try Self.time(now, plus: graceSeconds, named: "graceSeconds")
         if let device, device.keychain.url.standardizedFileURL.path == keychain.url.standardizedFileURL.path {
+            try KeyID.validateAppID(appID)
+            try KeyID.validateRecipient(recipient)
+            _ = try Self.time(now, plus: graceSeconds, named: "graceSeconds")
             throw KeysError(.invalidState, "the device keychain and the server keychain are the same directory")
         }
-        // 1. Add (or resume).
-        var resumed = false
-        var ks = try mutate(appID: appID, recipient: recipient) { ks, _ in
-            if let r = ks.rotation, let i = ks.index(of: r.keyID), ks.keys[i].info.status == .pending || ks.keys[i].info.status == .primary {
-                // A journal written before grace windows were checked may hold one that cannot
-                // be added to now: refuse here, before the device or the promotion is touched.
-                if promote, r.phase != .promoted, (try? Self.time(now, plus: r.graceSeconds, named: "graceSeconds")) == nil {
-                    throw KeysError(.invalidState,
-                        "the interrupted rotation to key \(r.keyID) of \(appID)/\(recipient) was started with a grace of \(r.graceSeconds) seconds, which takes notAfter past \(Self.maxTimeText): finish it with push-keys promote --key-id \(r.keyID) --grace DURATION")
-                }
-                resumed = true
-                return []
-            }
-            let id = KeyID.generate(avoiding: Set(ks.keys.map(\.info.keyID)))
-            ks.keys.append(ManagedKey(info: KeyInfo(keyID: id, status: .pending, createdAt: now),
-                                      secret: SecretBytes(randomByteCount: AES256GCM.keyByteCount)))
-            ks.rotation = Keyset.Rotation(keyID: id, graceSeconds: graceSeconds, phase: .added)
-            return [AuditEvent(event: "add", time: now, members: [("keyId", .string(id)), ("status", .string("pending"))])]
-        }
-        guard let rotation = ks.rotation else { throw KeysError(.invalidState, "rotation journal missing after add") }
-        let newID = rotation.keyID
-        afterStep(.added)
-
-        // 2. Install on the device.
-        if let device {
-            try device.sync(from: ks, now: now, event: "install")
-            afterStep(.installed)
-        }
-        guard promote else {
-            return RotationResult(keyID: newID, previousKeyID: ks.primaryIndex.map { ks.keys[$0].info.keyID }, notAfter: nil,
-                                  promoted: false, deviceUpdated: device != nil, resumed: resumed)
-        }
-
-        // 3. Promote on the server.
-        var previous: String?
-        ks = try mutate(appID: appID, recipient: recipient) { ks, _ in
-            guard var r = ks.rotation, r.keyID == newID else { return [] }
-            if r.phase == .promoted { return [] }
-            previous = ks.primaryIndex.map { ks.keys[$0].info.keyID }
-            var events = try Self.promote(&ks, keyID: newID, graceSeconds: r.graceSeconds, now: now)
-            r.phase = .promoted
-            ks.rotation = r
-            events.append(AuditEvent(event: "rotationPromoted", time: now, members: [("keyId", .string(newID))]))
-            return events
-        }
-        afterStep(.promoted)
-
-        // 4. Mirror on the device.
-        if let device {
-            try device.sync(from: ks, now: now, event: "sync")
-            afterStep(.devicePromoted)
-        }
-
-        // 5. Finish.
-        ks = try mutate(appID: appID, recipient: recipient) { ks, _ in
-            guard ks.rotation?.keyID == newID else { return [] }
-            ks.rotation = nil
-            return [AuditEvent(event: "rotationFinished", time: now, members: [("keyId", .string(newID))])]
-        }
-        afterStep(.finished)
-        let old = previous.flatMap { p in ks.keys.first { $0.info.keyID == p } }?.info
-            ?? ks.keys.filter { $0.info.status == .decryptOnly }.max { ($0.info.retiredAt ?? 0) < ($1.info.retiredAt ?? 0) }?.info
-        return RotationResult(keyID: newID, previousKeyID: old?.keyID, notAfter: old?.notAfter, promoted: true,
-                              deviceUpdated: device != nil, resumed: resumed)
+        return try transitions.rotate(appID: appID, recipient: recipient, graceSeconds: graceSeconds, device: device, promote: promote,
+                                      now: now, afterStep: afterStep)
     }
 
     /// Makes this (device) keyset mirror `source`: adds keys it lacks, moves statuses forward.

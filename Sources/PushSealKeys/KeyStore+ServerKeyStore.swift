@@ -29,10 +29,7 @@ extension KeyStore: ServerKeyStore {
             try KeyID.validateRecipient(recipient)
             throw unknownKeyset(appID, recipient)
         }
-        guard let p = ks.primaryIndex, let key = ks.keys[p].secret else {
-            throw KeysError(.noPrimaryKey, "keyset \(appID)/\(recipient) has no primary key (revoked?): run push-keys rotate")
-        }
-        return SealingKey(keyID: ks.keys[p].info.keyID, key: key)
+        return try KeysetTransitions<KeyStore>.sealingPrimary(of: ks)
     }
 
     /// Raises the primary's stored counter under the keysets' lock (one durable keychain

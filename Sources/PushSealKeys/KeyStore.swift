@@ -119,16 +119,13 @@ public final class KeyStore: Sendable {
     /// - Throws: `KeysError` `.unknownKeyset`, `.invalidName`, `.corruptKeyset`; `KeychainError`
     ///   (e.g. -25308 while locked for a `whenUnlocked` item).
     public func keyset(appID: String, recipient: String) throws -> KeysetInfo {
-        try KeyID.validateAppID(appID)
-        try KeyID.validateRecipient(recipient)
-        guard let ks = try load(appID: appID, recipient: recipient) else { throw unknownKeyset(appID, recipient) }
-        return ks.info(accessGroup: accessGroup)
+        try transitions.keyset(appID: appID, recipient: recipient)
     }
 
     /// Every keyset in ``accessGroup``, sorted by app id then recipient (no key bytes).
     /// - Throws: `KeysError` `.corruptKeyset`; `KeychainError`.
     public func keysets() throws -> [KeysetInfo] {
-        try loadAll().map { $0.info(accessGroup: accessGroup) }
+        try transitions.keysets()
     }
 
     func loadAll() throws -> [Keyset] {
@@ -234,6 +231,10 @@ public final class KeyStore: Sendable {
         }
     }
 
+    /// This keychain's keyset transitions (generate, rotate, promote, revoke, prune, …): the
+    /// state machine every server store shares, over ``mutate(appID:recipient:allowCreate:_:)``.
+    var transitions: KeysetTransitions<KeyStore> { KeysetTransitions(store: self) }
+
     struct AuditEvent {
         var event: String
         var time: Int64
@@ -270,16 +271,7 @@ public final class KeyStore: Sendable {
     /// - Throws: `KeysError` `.keysetExists`, `.invalidName`, `.timeOutOfRange`; `KeychainError`.
     @discardableResult
     public func generate(appID: String, recipient: String, now: Int64 = KeyStore.now()) throws -> KeyInfo {
-        try KeyID.validateAppID(appID)
-        try KeyID.validateRecipient(recipient)
-        try Self.checkTime(now)
-        let ks = try mutate(appID: appID, recipient: recipient, allowCreate: true) { ks, isNew in
-            guard isNew else { throw KeysError(.keysetExists, "app id \(appID) and recipient \(recipient) already have a keyset") }
-            let info = KeyInfo(keyID: KeyID.generate(), status: .primary, createdAt: now, promotedAt: now)
-            ks.keys.append(ManagedKey(info: info, secret: SecretBytes(randomByteCount: AES256GCM.keyByteCount)))
-            return [AuditEvent(event: "generate", time: now, members: [("keyId", .string(info.keyID)), ("status", .string("primary"))])]
-        }
-        return ks.keys[0].info
+        try transitions.generate(appID: appID, recipient: recipient, now: now)
     }
 
     /// Makes `keyID` the primary; the previous primary becomes `decryptOnly` until
@@ -294,17 +286,7 @@ public final class KeyStore: Sendable {
     @discardableResult
     public func promote(appID: String, recipient: String, keyID: String, graceSeconds: Int64 = KeyStore.defaultGraceSeconds,
                         now: Int64 = KeyStore.now()) throws -> KeysetInfo {
-        try KeyID.validate(keyID)
-        try KeyID.validateAppID(appID)
-        _ = try Self.time(now, plus: graceSeconds, named: "graceSeconds")
-        return try mutate(appID: appID, recipient: recipient) { ks, _ in
-            var events = try Self.promote(&ks, keyID: keyID, graceSeconds: graceSeconds, now: now)
-            if ks.rotation?.keyID == keyID {
-                ks.rotation = nil
-                events.append(AuditEvent(event: "rotationFinished", time: now, members: [("keyId", .string(keyID))]))
-            }
-            return events
-        }.info(accessGroup: accessGroup)
+        try transitions.promote(appID: appID, recipient: recipient, keyID: keyID, graceSeconds: graceSeconds, now: now)
     }
 
     /// Promotes `keyID` inside `ks` (see the public `promote`); throws `.timeOutOfRange` before
@@ -339,20 +321,7 @@ public final class KeyStore: Sendable {
     /// - Throws: `KeysError` `.unknownKeyset`, `.unknownKey`, `.invalidName`, `.timeOutOfRange`; `KeychainError`.
     @discardableResult
     public func revoke(appID: String, recipient: String, keyID: String, now: Int64 = KeyStore.now()) throws -> KeyInfo {
-        try KeyID.validate(keyID)
-        try KeyID.validateAppID(appID)
-        try Self.checkTime(now)
-        let ks = try mutate(appID: appID, recipient: recipient) { ks, _ in
-            guard let i = ks.index(of: keyID) else { throw KeysError(.unknownKey, "keyset \(appID)/\(recipient) has no key \(keyID)") }
-            let s = ks.keys[i].info.status
-            guard s != .disabled, s != .destroyed else { return [] }
-            ks.keys[i].info.status = .disabled
-            ks.keys[i].info.retiredAt = now
-            ks.keys[i].info.notAfter = nil
-            if ks.rotation?.keyID == keyID { ks.rotation = nil }
-            return [AuditEvent(event: "revoke", time: now, members: [("keyId", .string(keyID)), ("previousStatus", .string(s.rawValue))])]
-        }
-        return ks.keys.first { $0.info.keyID == keyID }?.info ?? KeyInfo(keyID: keyID, status: .disabled, createdAt: now)
+        try transitions.revoke(appID: appID, recipient: recipient, keyID: keyID, now: now)
     }
 
     /// A key destroyed by ``prune(now:)``.
@@ -380,27 +349,7 @@ public final class KeyStore: Sendable {
     /// - Throws: `KeysError` `.corruptKeyset`, `.timeOutOfRange`; `KeychainError`.
     @discardableResult
     public func prune(now: Int64 = KeyStore.now()) throws -> [PrunedKey] {
-        try Self.checkTime(now)
-        var out: [PrunedKey] = []
-        for candidate in try loadAll() where candidate.keys.contains(where: { Self.isPrunable($0.info, now) || Self.hasRevokedBytes($0) }) {
-            try mutate(appID: candidate.appID, recipient: candidate.recipient) { ks, _ in
-                var events: [AuditEvent] = []
-                for i in ks.keys.indices where Self.hasRevokedBytes(ks.keys[i]) {
-                    ks.keys[i].secret = nil  // SecretBytes zeroes its buffer when released
-                    out.append(PrunedKey(appID: ks.appID, recipient: ks.recipient, keyID: ks.keys[i].info.keyID))
-                    events.append(AuditEvent(event: "prune", time: now, members: [("keyId", .string(ks.keys[i].info.keyID)), ("status", .string("disabled"))]))
-                }
-                for i in ks.keys.indices where Self.isPrunable(ks.keys[i].info, now) {
-                    ks.keys[i].info.status = .destroyed
-                    ks.keys[i].info.retiredAt = now
-                    ks.keys[i].secret = nil
-                    out.append(PrunedKey(appID: ks.appID, recipient: ks.recipient, keyID: ks.keys[i].info.keyID))
-                    events.append(AuditEvent(event: "prune", time: now, members: [("keyId", .string(ks.keys[i].info.keyID))]))
-                }
-                return events
-            }
-        }
-        return out
+        try transitions.prune(now: now)
     }
 
     static func isPrunable(_ k: KeyInfo, _ now: Int64) -> Bool {
@@ -451,15 +400,7 @@ public final class KeyStore: Sendable {
     ///   range); `KeychainError`.
     public func due(now: Int64 = KeyStore.now(), rotationPeriodSeconds: Int64 = KeyStore.defaultRotationPeriodSeconds,
                     sealThreshold: UInt64 = KeyStore.dueSealThreshold) throws -> [DueKeyset] {
-        try Self.checkTime(now)
-        try Self.checkDuration(rotationPeriodSeconds, named: "rotationPeriodSeconds")
-        var out: [DueKeyset] = []
-        for ks in try loadAll() {
-            if let entry = Self.dueEntry(ks, now: now, rotationPeriodSeconds: rotationPeriodSeconds, sealThreshold: sealThreshold) {
-                out.append(entry)
-            }
-        }
-        return out
+        try transitions.due(now: now, rotationPeriodSeconds: rotationPeriodSeconds, sealThreshold: sealThreshold)
     }
 
     /// Sets a key's seal counter (tests and repairs only; audited).
@@ -470,5 +411,15 @@ public final class KeyStore: Sendable {
             ks.keys[i].info.sealCount = count
             return [AuditEvent(event: "setSealCount", time: now, members: [("keyId", .string(keyID)), ("sealCount", .integer(Int64(count)))])]
         }
+    }
+}
+
+/// The file keychain under the shared keyset state machine: `mutate` holds `flock` on
+/// ``KeyStore/lockFileName`` and replaces the keyset item atomically.
+extension KeyStore: KeysetTransacting {
+    var keysetAccessGroup: String { accessGroup }
+
+    func pruneCandidates(now: Int64) throws -> [Keyset] {
+        try loadAll().filter { $0.keys.contains { Self.isPrunable($0.info, now) || Self.hasRevokedBytes($0) } }
     }
 }

@@ -71,12 +71,12 @@ public final class ServerKeyring: @unchecked Sendable {
     /// reservations still count in blocks).
     public let revalidationIntervalNanoseconds: UInt64
 
-    private struct Slot: Hashable {
+    fileprivate struct Slot: Hashable {
         var appID: String
         var recipient: String
     }
 
-    private struct Entry {
+    fileprivate struct Entry {
         /// The watch taken just before the last full read.
         var watch: any KeysetWatch
         /// Changes whenever `watch` is replaced (a full read), so a fast path that checked an
@@ -98,11 +98,11 @@ public final class ServerKeyring: @unchecked Sendable {
         var reservedAt: UInt64 = 0
     }
 
-    private let lock = PosixLock()
-    private let refillLock = PosixLock()
-    private var entries: [Slot: Entry] = [:]
+    fileprivate let lock = PosixLock()
+    fileprivate let refillLock = PosixLock()
+    fileprivate var entries: [Slot: Entry] = [:]
     /// The current batch chunk (guarded by `lock`); 0 until ``beginBatchChunk()`` is first called.
-    private var chunk: UInt64 = 0
+    fileprivate var chunk: UInt64 = 0
     /// The last entry generation handed out (guarded by `lock`).
     private var generations: UInt64 = 0
 
@@ -260,8 +260,68 @@ public final class ServerKeyring: @unchecked Sendable {
     }
 
     /// A fresh entry generation; call holding `lock`.
-    private func nextGeneration() -> UInt64 {
+    fileprivate func nextGeneration() -> UInt64 {
         generations &+= 1
         return generations
+    }
+}
+
+extension ServerKeyring {
+    /// ``beginBatchChunk()`` for a chunk naming `recipients` of `appID`: with a
+    /// ``BulkSealingKeyStore`` it then loads, in one read, every recipient not cached or whose
+    /// cache is older than ``revalidationIntervalNanoseconds``, and reserves their blocks in one
+    /// reservation, so the chunk's seals come from memory (no round trip per recipient). The
+    /// staleness bound is the one above ("Batch chunks"): what is loaded here counts as checked
+    /// in this chunk, is re-read after 1 s, and a change by another process is seen from the
+    /// next chunk on. Loading errors are left to the seals (each then reads alone and reports
+    /// its own error). With another store: ``beginBatchChunk()`` alone.
+    public func beginBatchChunk(appID: String, recipients: [String]) {
+        beginBatchChunk()
+        guard let bulk = store as? any BulkSealingKeyStore, !recipients.isEmpty else { return }
+        refillLock.lock()
+        defer { refillLock.unlock() }
+        let start = Self.monotonicNanoseconds()
+        lock.lock()
+        let current = chunk
+        let need = recipients.filter { r in
+            guard let e = entries[Slot(appID: appID, recipient: r)] else { return true }
+            return e.used >= e.limit || start &- e.readAt >= revalidationIntervalNanoseconds
+        }
+        lock.unlock()
+        guard !need.isEmpty, let loaded = try? bulk.sealingPrimaries(appID: appID, recipients: need) else { return }
+        let readAt = Self.monotonicNanoseconds()
+        var blocks: [(recipient: String, keyID: String, count: UInt64)] = []
+        var sizes: [String: UInt64] = [:]
+        lock.lock()
+        for r in need {
+            guard let l = loaded[r] else { continue }
+            let slot = Slot(appID: appID, recipient: r)
+            if var e = entries[slot], e.keyID == l.key.keyID, e.used < e.limit {
+                // Same primary, block not used up: the reservation stands.
+                e.watch = l.watch
+                e.generation = nextGeneration()
+                e.readAt = readAt
+                e.key = l.key.key
+                e.checkedInChunk = current
+                entries[slot] = e
+                continue
+            }
+            var size = Self.reservationBlockSize
+            if let e = entries[slot], e.keyID == l.key.keyID, readAt &- e.reservedAt < 1_000_000_000 {
+                size = min(e.blockSize * 2, Self.maxBatchReservationBlockSize)
+            }
+            sizes[r] = size
+            blocks.append((r, l.key.keyID, size))
+        }
+        lock.unlock()
+        guard !blocks.isEmpty, let granted = try? bulk.reserveSeals(appID: appID, blocks: blocks) else { return }
+        lock.lock()
+        for (r, g) in granted {
+            guard let l = loaded[r], let size = sizes[r] else { continue }
+            entries[Slot(appID: appID, recipient: r)] = Entry(watch: l.watch, generation: nextGeneration(), readAt: readAt, keyID: l.key.keyID, key: l.key.key,
+                                                              used: g.previousCount, limit: g.reservedCount, checkedInChunk: current,
+                                                              blockSize: size, reservedAt: readAt)
+        }
+        lock.unlock()
     }
 }

@@ -15,6 +15,9 @@ final class ConnectionPool: @unchecked Sendable {
     let maxIdle = 8
     private let lock = PosixLock()
     private var idle: [PGConnection] = []
+    /// How many times ``run(retryUnknownOutcome:maxWaitSeconds:_:)`` has run a body (each one
+    /// or more statements, each a round trip): tests count a batch's database work with it.
+    let bodyRuns = Locked(0)
 
     /// First back-off step and its bound, seconds.
     static let firstBackoffSeconds = 0.1
@@ -62,6 +65,7 @@ final class ConnectionPool: @unchecked Sendable {
             do {
                 let c = try take() ?? PGConnection(conninfo)
                 do {
+                    bodyRuns.withLock { $0 += 1 }
                     let r = try body(c)
                     giveBack(c)
                     return r

@@ -157,6 +157,20 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         return try states(rows, withBytes: false).sorted { ($0.appID, $0.recipient) < ($1.appID, $1.recipient) }
     }
 
+    /// The keysets with a `decryptOnly` key whose `notAfter` is at or before `now`, or a
+    /// `disabled` key whose wrapped bytes are still stored (what ``prune(now:)`` changes),
+    /// metadata only, sorted: one query, so a prune of a large registry touches only those.
+    public func loadStatesToPrune(now: Int64) throws -> [KeysetState] {
+        let rows = try pool.run { c in
+            try c.exec(Self.stateQuery + """
+                 WHERE EXISTS (SELECT 1 FROM pushseal_keys p WHERE p.app_id = s.app_id AND p.recipient = s.recipient
+                   AND ((p.status = 'decryptOnly' AND p.not_after <= $1) OR (p.status = 'disabled' AND p.wrapped_key IS NOT NULL)))
+                ORDER BY s.app_id, s.recipient, k.position
+                """, [.int(now)])
+        }
+        return try states(rows, withBytes: false).sorted { ($0.appID, $0.recipient) < ($1.appID, $1.recipient) }
+    }
+
     /// Every keyset with its key bytes (`push-keys registry export`).
     /// - Throws: `RegistryError` `.kekRequired`, `.wrongKEK`, `.corrupt`, `.unavailable`.
     public func loadAllStatesWithKeyBytes() throws -> [KeysetState] {
@@ -283,6 +297,11 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
             try c.exec("SELECT version FROM pushseal_keysets WHERE app_id = $1 AND recipient = $2", [.text(appID), .text(recipient)])
         }
         guard !rows.rows.isEmpty, let version = try rows.int(0, 0) else { return nil }
+        return watch(appID: appID, recipient: recipient, version: version)
+    }
+
+    /// A watch of a keyset read at `version` (noted as the latest seen when it is newer).
+    func watch(appID: String, recipient: String, version: Int64) -> Watch {
         let slot = Slot(appID: appID, recipient: recipient)
         lock.lock()
         defer { lock.unlock() }
@@ -327,7 +346,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         }
     }
 
-    private func refreshIfDue(force: Bool) throws {
+    func refreshIfDue(force: Bool) throws {
         let now = monotonicNanoseconds()
         lock.lock()
         let due = force || refreshFailed || seenXmin == nil || now &- lastRefresh >= Self.changePollIntervalNanoseconds

@@ -85,7 +85,11 @@ public struct BatchSealer: Sendable {
         var runStart = 0
         while runStart < lines.count {
             let runEnd = min(runStart + Self.revalidationLineCount, lines.count)
-            sealer.keys.beginBatch()
+            if sealer.keys.loadsBatchRecipientsInBulk {
+                sealer.keys.beginBatch(appID: sealer.appID, recipients: Self.recipients(lines[runStart..<runEnd]))
+            } else {
+                sealer.keys.beginBatch()
+            }
             let count = runEnd - runStart
             let tasks = (count + Self.linesPerTask - 1) / Self.linesPerTask
             if concurrency == 1 || tasks == 1 {
@@ -114,6 +118,25 @@ public struct BatchSealer: Sendable {
         out.reserveCapacity(total)
         for r in results { out.append(contentsOf: r.bytes) }
         return Chunk(output: out, failureCount: failures, failuresByCode: byCode)
+    }
+
+    /// The recipients the lines name, each once in first-seen order, read quickly: a line's
+    /// `recipient` when it is the object's first member (a plain non-empty string); other lines
+    /// are left out (their seal looks the key up alone).
+    static func recipients(_ lines: ArraySlice<Line>) -> [String] {
+        var seen = Set<String>()
+        var out: [String] = []
+        for line in lines where line.overlongByteCount == nil && !line.bytes.isEmpty && line.bytes.count <= lineLimits.maxByteCount {
+            let r: String?? = try? JSONReader.Scanner.scanning(line.bytes, limits: lineLimits) { s -> String? in
+                guard try s.peekKind() == .object else { return nil }
+                try s.beginObject()
+                guard let key = try s.nextKey(), !key.hasEscapes, s.rawEquals(key, "recipient"), try s.peekKind() == .string else { return nil }
+                let r = s.string(try s.readString())
+                return r.isEmpty ? nil : r
+            }
+            if let r = r ?? nil, seen.insert(r).inserted { out.append(r) }
+        }
+        return out
     }
 
     /// The bounds for one input line: 2 MiB, nesting depth 64.

@@ -46,9 +46,27 @@ public protocol SealingKeyProvider: Sendable {
     /// each recipient's key once per chunk from then on instead of at every seal. The default
     /// does nothing.
     func beginBatch()
+
+    /// `true` when the provider loads a chunk's recipients' keys in bulk: the batch sealer then
+    /// calls ``beginBatch(appID:recipients:)`` with the chunk's recipients instead of
+    /// ``beginBatch()``. Default `false`.
+    var loadsBatchRecipientsInBulk: Bool { get }
+
+    /// ``beginBatch()`` for a chunk whose lines name `recipients` (each once, in first-seen
+    /// order; a line whose recipient could not be read quickly is not in it): a provider may
+    /// load all their keys at once here (a database: one query, not one per recipient). Errors
+    /// are not reported here: a recipient that did not load is looked up at its seal, which then
+    /// reports the error. The default calls ``beginBatch()``.
+    func beginBatch(appID: String, recipients: [String])
 }
 
 extension SealingKeyProvider {
     /// Does nothing: a provider without a cache needs no batch hook.
     public func beginBatch() {}
+
+    /// `false`: no bulk loading.
+    public var loadsBatchRecipientsInBulk: Bool { false }
+
+    /// Calls ``beginBatch()``.
+    public func beginBatch(appID: String, recipients: [String]) { beginBatch() }
 }

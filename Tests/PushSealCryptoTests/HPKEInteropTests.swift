@@ -8,19 +8,6 @@ import PushSealTestSupport
 /// `cryptography.hazmat.primitives.hpke` (base mode, empty AAD — all its API offers).
 @Suite("HPKE interop (pyhpke, cryptography)")
 struct HPKEInteropTests {
-    /// A seeded generator (SplitMix64), so a failure can be replayed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
-    }
-
     /// One random case: keys derived from seeded IKM (RFC 9180 DeriveKeyPair), random info,
     /// AAD and plaintext.
     struct Case {
@@ -34,7 +21,7 @@ struct HPKEInteropTests {
         let plaintext: [UInt8]
         var psk: HPKE.PresharedKey? { pskKey.isEmpty ? nil : try? HPKE.PresharedKey(key: SecretBytes(copying: pskKey), id: pskID) }
 
-        init(_ rng: inout SplitMix, mode: HPKE.Mode, aad allowAAD: Bool = true) throws {
+        init(_ rng: inout SeededGenerator, mode: HPKE.Mode, aad allowAAD: Bool = true) throws {
             self.mode = mode
             recipient = try HPKE.deriveKeyPair(inputKeyMaterial: SecretBytes(copying: rng.bytes(32)))
             let hasSender = mode == .auth || mode == .authPSK, hasPSK = mode == .psk || mode == .authPSK
@@ -158,7 +145,7 @@ struct HPKEInteropTests {
             Issue.record("python3 with pyhpke is missing: run scripts/install-deps.sh (pip install pyhpke)")
             return
         }
-        var rng = SplitMix(state: 0x9180 + UInt64(mode.rawValue))
+        var rng = SeededGenerator(seed: 0x9180 + UInt64(mode.rawValue))
         let cases = try (0..<50).map { _ in try Case(&rng, mode: mode) }
         try Self.bothDirections(cases, script: Self.pyhpkeScript, name: "pyhpke")
     }
@@ -167,7 +154,7 @@ struct HPKEInteropTests {
           .enabled(if: hasCryptographyHPKE,
                    "the installed Python cryptography has no hazmat.primitives.hpke (it arrived in a later release): cross-check skipped"))
     func cryptographyHPKE() throws {
-        var rng = SplitMix(state: 0x5EA1)
+        var rng = SeededGenerator(seed: 0x5EA1)
         let cases = try (0..<100).map { _ in try Case(&rng, mode: .base, aad: false) }
         try Self.bothDirections(cases, script: Self.cryptographyScript, name: "cryptography hpke")
     }

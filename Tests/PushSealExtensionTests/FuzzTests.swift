@@ -24,21 +24,6 @@ import Testing
     static let appID = "com.example.app"
     static let iterationCount = 10_000
 
-    /// SplitMix64: small, fast, reproducible.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { n <= 1 ? 0 : Int(next() % UInt64(n)) }
-        mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-        mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-    }
-
     static let key = SecretBytes(copying: Array(0..<32))
 
     static let plaintexts: [JSONObject] = [
@@ -68,7 +53,7 @@ import Testing
     static let interestingBytes: [UInt8] = Array("\"\\{}[]:,0-9e.ntf =+/_".utf8) + [0, 0x0A, 0x7F, 0x80, 0xC3, 0xFF]
 
     /// Byte-level mutations of JSON text.
-    static func mutateBytes(_ bytes: inout [UInt8], _ g: inout Generator) {
+    static func mutateBytes(_ bytes: inout [UInt8], _ g: inout SeededGenerator) {
         let count = 1 + g.below(4)
         for _ in 0..<count {
             switch g.below(9) {
@@ -108,7 +93,7 @@ import Testing
     }
 
     /// A random JSON value of another type, possibly huge or deep.
-    static func randomValue(_ g: inout Generator) -> JSONValue {
+    static func randomValue(_ g: inout SeededGenerator) -> JSONValue {
         switch g.below(10) {
         case 0: return .null
         case 1: return .bool(g.chance(50))
@@ -127,7 +112,7 @@ import Testing
     }
 
     /// Field-level mutations of a payload object (top level, `aps`, `aps.alert`).
-    static func mutateFields(_ payload: inout JSONObject, _ g: inout Generator) {
+    static func mutateFields(_ payload: inout JSONObject, _ g: inout SeededGenerator) {
         let count = 1 + g.below(3)
         for _ in 0..<count {
             let field = g.pick(["encrypted_data", "key_id", "enc_alg", "aps", "aps.alert", "aps.mutable-content", "aps.alert.title",
@@ -158,7 +143,7 @@ import Testing
     }
 
     /// One mutated payload, as the bytes APNs would deliver.
-    static func mutatedPayload(_ g: inout Generator) throws -> [UInt8] {
+    static func mutatedPayload(_ g: inout SeededGenerator) throws -> [UInt8] {
         let plaintext = g.pick(plaintexts)
         switch g.below(6) {
         case 0:
@@ -217,7 +202,7 @@ import Testing
 
     /// Runs one iteration; returns a failure description or `nil`.
     static func runOne(seed: UInt64, iteration: Int, host: ExtensionHost, tally: inout Tally) -> String? {
-        var g = Generator(state: seed &+ UInt64(iteration))
+        var g = SeededGenerator(seed: seed &+ UInt64(iteration))
         let bytes: [UInt8]
         do {
             bytes = try mutatedPayload(&g)
@@ -282,4 +267,9 @@ import Testing
         #expect(tally.notInvoked > 0, "seed \(seed): \(tally)")
         #expect(tally.parseRejected > 0, "seed \(seed): \(tally)")
     }
+}
+
+extension SeededGenerator {
+    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
+    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
 }

@@ -135,7 +135,7 @@ enum ServerKeyStoreContract {
         #expect(throws: KeysError(.unknownKey, "")) { try store.revoke(appID: appID, recipient: "alice", keyID: "noSuchKey", now: now) }
     }
 
-    /// Prune destroys only keys past their grace; due names age, seals, no primary, unfinished rotations.
+    /// Prune destroys only keys past their grace and drops revoked keys' bytes; due names age, seals, no primary, unfinished rotations.
     static func pruneAndDue(_ make: () throws -> any ServerKeyStore) throws {
         let store = try make()
         let first = try store.generate(appID: appID, recipient: "alice", now: now)
@@ -159,6 +159,10 @@ enum ServerKeyStoreContract {
         #expect(due.first { $0.recipient == "alice" }?.reasons == ["noPrimary"])
         #expect(due.first { $0.recipient == "alice" }?.keyID == nil)
         #expect(due.first { $0.recipient == "bob" }?.reasons == ["unfinishedRotation"])
+        // A revoked key's bytes go at the next prune (F20); the key stays disabled; once.
+        #expect(try store.prune(now: now) == [KeyStore.PrunedKey(appID: appID, recipient: "alice", keyID: second.keyID)])
+        #expect(try store.prune(now: now).isEmpty)
+        #expect(try store.key(appID: appID, recipient: "alice", keyID: second.keyID).status == .disabled)
     }
 
     /// A keyset exported from one store imports into another with the same keys; importing again changes nothing.

@@ -1,0 +1,81 @@
+import PushSealCrypto
+import PushSealKeys
+import PushSealWire
+@testable import PushSealRegistry
+import Testing
+
+/// The batch path's bulk loading (issue 15, "loaded in bulk for a batch"): a chunk's recipients
+/// cost a few database round trips in all, not a few each, with the same keys, counters and
+/// audit lines as one recipient at a time, and the same staleness bound.
+@Suite struct RegistryBulkSealingTests {
+    static let app = "com.example.app"
+    static let now: Int64 = 1_800_000_000
+
+    @Test func aChunkLoadsItsRecipientsKeysInBulk() throws {
+        let (store, _) = try Registry.store()
+        // Names that need quoting in an array literal, and plain ones.
+        let recipients = ["r\"quote", "r\\backslash", "r,comma", "r space", "r{brace}"] + (0..<195).map { "r\($0)" }
+        var primaries: [String: String] = [:]
+        for r in recipients { primaries[r] = try store.generate(appID: Self.app, recipient: r, now: Self.now).keyID }
+        let keyring = ServerKeyring(store: store)
+        let before = store.poolBodyRuns
+        keyring.beginBatchChunk(appID: Self.app, recipients: recipients + ["nobody", "a/b"])
+        for r in recipients {
+            let (keyID, key) = try keyring.primaryKeyForSealing(appID: Self.app, recipient: r)
+            #expect(keyID == primaries[r])
+            #expect(key == (try store.sealingPrimary(appID: Self.app, recipient: r)).key)
+        }
+        let bulkRuns = store.poolBodyRuns - before - recipients.count  // the sealingPrimary checks above: one each
+        #expect(bulkRuns <= 4, "\(bulkRuns) round trips for a chunk of \(recipients.count) recipients")
+        // Counted as one recipient at a time would: one block each, audited.
+        for r in recipients { #expect(try store.keyset(appID: Self.app, recipient: r).primary?.sealCount == ServerKeyring.reservationBlockSize) }
+        let reserved = try store.auditLines().filter { $0.contains("\"event\":\"reserveSeals\"") }
+        #expect(reserved.count == recipients.count)
+        #expect(reserved.contains { $0.contains("\"recipient\":\"r\\\"quote\"") && $0.hasSuffix("\"sealCount\":\(ServerKeyring.reservationBlockSize)}") })
+        // What did not load reports its own error at its seal.
+        #expect(throws: KeysError(.unknownKeyset, "")) { try keyring.primaryKeyForSealing(appID: Self.app, recipient: "nobody") }
+        #expect(throws: KeysError(.invalidName, "")) { try keyring.primaryKeyForSealing(appID: Self.app, recipient: "a/b") }
+    }
+
+    @Test func aRotationByAnotherProcessIsSeenAtTheNextChunk() throws {
+        let kek = KeyEncryptionKey.generate()
+        let (store, cs) = try Registry.store(kek: kek)
+        let other = try PostgresKeyStore(connectionString: cs, kek: kek, reconnectWaitSeconds: 10)
+        let recipients = ["alice", "bob", "carol"]
+        for r in recipients { try store.generate(appID: Self.app, recipient: r, now: Self.now) }
+        let keyring = ServerKeyring(store: store)
+        keyring.beginBatchChunk(appID: Self.app, recipients: recipients)
+        let first = try keyring.primaryKeyForSealing(appID: Self.app, recipient: "alice").keyID
+        let rotated = try other.rotate(appID: Self.app, recipient: "alice", graceSeconds: 60, device: nil, promote: true, now: Self.now, afterStep: { _ in })
+        #expect(rotated.keyID != first)
+        keyring.beginBatchChunk(appID: Self.app, recipients: recipients)
+        #expect(try keyring.primaryKeyForSealing(appID: Self.app, recipient: "alice").keyID == rotated.keyID)
+        #expect(try keyring.primaryKeyForSealing(appID: Self.app, recipient: "bob").keyID == (try store.sealingPrimary(appID: Self.app, recipient: "bob")).keyID)
+        // A revoke is seen likewise: no seal with a revoked key after the next chunk starts.
+        _ = try other.revoke(appID: Self.app, recipient: "bob", keyID: try other.sealingPrimary(appID: Self.app, recipient: "bob").keyID, now: Self.now)
+        keyring.beginBatchChunk(appID: Self.app, recipients: recipients)
+        #expect(throws: KeysError(.noPrimaryKey, "")) { try keyring.primaryKeyForSealing(appID: Self.app, recipient: "bob") }
+    }
+
+    @Test func bulkReservationsNeverUnderCountAcrossStores() throws {
+        let kek = KeyEncryptionKey.generate()
+        let (store, cs) = try Registry.store(kek: kek)
+        let other = try PostgresKeyStore(connectionString: cs, kek: kek, reconnectWaitSeconds: 10)
+        let recipients = (0..<50).map { "r\($0)" }
+        for r in recipients { try store.generate(appID: Self.app, recipient: r, now: Self.now) }
+        let loaded = try store.sealingPrimaries(appID: Self.app, recipients: recipients)
+        let blocks = recipients.map { (recipient: $0, keyID: loaded[$0]?.key.keyID ?? "", count: UInt64(100)) }
+        let a = try store.reserveSeals(appID: Self.app, blocks: blocks)
+        let b = try other.reserveSeals(appID: Self.app, blocks: blocks.reversed())
+        for r in recipients {
+            let (x, y) = (try #require(a[r]), try #require(b[r]))
+            // Disjoint ranges, and the counter covers both.
+            #expect(x.reservedCount <= y.previousCount || y.reservedCount <= x.previousCount)
+            #expect(try store.keyset(appID: Self.app, recipient: r).primary?.sealCount == 200)
+        }
+        // A key that is no longer the primary gets nothing.
+        let r0 = try store.rotate(appID: Self.app, recipient: "r0", graceSeconds: 60, device: nil, promote: true, now: Self.now, afterStep: { _ in })
+        #expect(r0.keyID != loaded["r0"]?.key.keyID)
+        #expect(try store.reserveSeals(appID: Self.app, blocks: [blocks[0]])["r0"] == nil)
+    }
+}
