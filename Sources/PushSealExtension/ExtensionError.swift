@@ -69,3 +69,8 @@ extension ErrorCode<ExtensionError> {
     /// The replay guard's store could not be locked, read, parsed or written.
     public static var replayCacheFailed: Self { Self("replayCacheFailed") }
 }
+
+extension ErrorCode<ExtensionError> {
+    /// A `Localizable.strings` file that does not parse (``LocalizableStrings/init(bytes:)``).
+    public static var invalidStrings: Self { Self("invalidStrings") }
+}
