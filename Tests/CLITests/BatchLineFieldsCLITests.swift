@@ -9,7 +9,7 @@ import Testing
 struct BatchLineFieldsCLITests {
     typealias Open = PushOpenCLITests
 
-    static let batch = ["batch", "--app-id", "com.example.app", "--keychain", "srv", "--badge", "7", "--sound", "flag.caf", "--thread-id", "flag-thread"]
+    static let batch = ["batch", "--app-id", "com.example.app", "--keychain", "srv", "--badge", "7", "--sound", "flag.caf", "--thread-id", "flag-thread", "--target-content-id", "flag-target"]
 
     static func lines(_ stdout: String) throws -> [[String: Any]] {
         try stdout.split(separator: "\n").map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
@@ -46,6 +46,7 @@ struct BatchLineFieldsCLITests {
         #expect(d1["outcome"] as? String == "decrypted" && d1["title"] as? String == "Ana", "\(d1)")
         #expect(d1["badge"] as? Int == 7 && (d1["sound"] as? [String: Any])?["name"] as? String == "flag.caf")
         #expect(d1["threadIdentifier"] as? String == "flag-thread" && d1["categoryIdentifier"] as? String == "")
+        #expect(d1["targetContentIdentifier"] as? String == "flag-target" && d1["filterCriteria"] is NSNull)
 
         // Line 2, decrypted: its own badge and clear fields; the sealed aps decides thread,
         // category, level and the critical sound.
