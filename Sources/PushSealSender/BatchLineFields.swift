@@ -36,7 +36,7 @@ struct BatchLineFields: Sendable {
                 if case .null = value { return true }
                 throw SenderError(.invalidNotification, "deviceToken must be a string of hex digits, got \(value.typeName)")
             }
-            guard let bytes = Hex.decode(t), !bytes.isEmpty else {
+            guard !t.utf8.isEmpty, t.utf8.count % 2 == 0, t.utf8.allSatisfy({ Hex.value(ofDigit: $0) != nil }) else {
                 throw SenderError(.invalidNotification, "deviceToken must be hex digits of even length, got \(t.utf8.count) characters")
             }
             deviceToken = t

@@ -186,7 +186,7 @@ public struct BatchSealer: Sendable {
             var recipient: String?
             var scanned: (notification: Notification, extra: Int64?)?
             var fields = BatchLineFields()
-            var seen: Set<String> = []
+            var seen: [String] = []  // at most three names: a small array, no hashing
             while let key = try s.nextKey() {
                 if recipient == nil, !key.hasEscapes, s.rawEquals(key, "recipient") {
                     guard try s.peekKind() == .string else { return nil }
@@ -196,8 +196,11 @@ public struct BatchSealer: Sendable {
                 } else if scanned == nil, !key.hasEscapes, s.rawEquals(key, "notification") {
                     guard let n = Notification.scan(&s, extraInteger: "ttl") else { return nil }
                     scanned = n
-                } else if !key.hasEscapes, let name = Self.lineFieldName(s, key), seen.insert(name).inserted {
-                    guard try fields.take(name, try s.readValue()) else { return nil }
+                } else if !key.hasEscapes, let name = Self.lineFieldName(s, key), !seen.contains(name) {
+                    seen.append(name)
+                    // A token is a string: read it without a JSON value.
+                    let value: JSONValue = try name == "deviceToken" && s.peekKind() == .string ? .string(s.string(s.readString())) : s.readValue()
+                    guard try fields.take(name, value) else { return nil }
                 } else {
                     return nil
                 }
