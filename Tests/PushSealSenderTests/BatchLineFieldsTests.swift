@@ -76,6 +76,7 @@ import Testing
         (#""deviceToken":"xyz""#, "invalidNotification"),
         (#""deviceToken":"abc""#, "invalidNotification"),
         (#""deviceToken":12"#, "invalidNotification"),
+        (#""aps":{"alert":{"title":"t","body":"\#(String(repeating: "b", count: 5000))"}}"#, "clearPartTooLarge"),
     ])
     func aBadFieldFailsItsLineAloneInOrder(_ field: String, _ code: String) throws {
         let good = #"{"recipient":"alice","notification":{"title":"t"}}"#
