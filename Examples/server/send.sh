@@ -44,6 +44,6 @@ tokens = json.load(open(sys.argv[1])) if sys.argv[1] else {}
 for raw in sys.stdin:
     line = json.loads(raw)
     r = line.get("recipient", "")
-    line["deviceToken"] = tokens.get(r) or hashlib.sha256(r.encode()).hexdigest()
+    line["deviceToken"] = line.get("deviceToken") or tokens.get(r) or hashlib.sha256(r.encode()).hexdigest()
     print(json.dumps(line, separators=(",", ":")))
 ' "${DEVICE_TOKENS:-}" | "$push_send" --p8 "$P8" --key-id "$KEY_ID" --team-id "$TEAM_ID" "${target[@]}" -

@@ -57,6 +57,11 @@ extension ErrorCode<ExtensionError> {
     public static var replayCacheFailed: Self { Self("replayCacheFailed") }
 }
 
+extension ErrorCode<ExtensionError> {
+    /// A `Localizable.strings` file that does not parse (``LocalizableStrings/init(bytes:)``).
+    public static var invalidStrings: Self { Self("invalidStrings") }
+}
+
 // Re-exported so that code importing only this module reads the error's `code`, `reason` and
 // `suggestion` (their declarations live in PushSealSystem; MemberImportVisibility).
 @_exported public import struct PushSealSystem.DomainError

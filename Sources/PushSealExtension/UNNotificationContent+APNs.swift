@@ -6,10 +6,16 @@ extension UNNotificationContent {
     /// notification"): `aps.alert` as a string (the body) or an object with `title`,
     /// `subtitle`, `body`; `aps.badge` (integer); `aps.sound` (a name, or an object with `name`,
     /// `critical`, `volume`); `aps.thread-id`; `aps.category`; `aps.interruption-level`; every other top-level member goes
-    /// into `userInfo` in payload order. Members of the wrong JSON type are ignored, as iOS
-    /// ignores them. Localization keys (`loc-key`, `title-loc-key`) are not resolved.
-    /// - Parameter payload: the APNs payload; anything but an object gives empty content.
-    public init(apnsPayload payload: JSONValue) {
+    /// into `userInfo` in payload order; `aps.relevance-score`, `aps.target-content-id`,
+    /// `aps.filter-criteria`. Members of the wrong JSON type are ignored, as iOS ignores them.
+    /// A localized alert (`title-loc-key`, `subtitle-loc-key`, `loc-key`, with their `-args`)
+    /// is looked up in `strings` and formatted (``LocalizableStrings/text(key:args:)``): a key
+    /// wins over the plain member beside it; a key the table lacks shows as the key itself, as
+    /// on iOS, so a localized alert without its table names its keys instead of showing blank.
+    /// - Parameters:
+    ///   - payload: the APNs payload; anything but an object gives empty content.
+    ///   - strings: the app's `Localizable.strings` for the device's language (default: none).
+    public init(apnsPayload payload: JSONValue, strings: LocalizableStrings = LocalizableStrings()) {
         var f = ContentFields()
         guard case .object(let root) = payload else { self.init(fields: f); return }
         if case .object(let aps)? = root["aps"] {
@@ -17,9 +23,22 @@ extension UNNotificationContent {
             case .string(let body)?:
                 f.body = body
             case .object(let alert)?:
-                f.title = alert["title"]?.stringValue ?? ""
-                f.subtitle = alert["subtitle"]?.stringValue ?? ""
-                f.body = alert["body"]?.stringValue ?? ""
+                func text(_ plain: String, _ key: String) -> String {
+                    guard let k = alert[key]?.stringValue, !k.isEmpty else { return alert[plain]?.stringValue ?? "" }
+                    let args: [String] = if case .array(let a)? = alert[key.replacing("-key", with: "-args")] {
+                        a.map { $0.stringValue ?? "" }
+                    } else {
+                        []
+                    }
+                    return strings.text(key: k, args: args)
+                }
+                f.title = text("title", "title-loc-key")
+                f.subtitle = text("subtitle", "subtitle-loc-key")
+                f.body = text("body", "loc-key")
+                if f.title.isEmpty && f.subtitle.isEmpty && f.body.isEmpty {
+                    // A table's empty string: never a blank alert, name the key.
+                    f.body = ["loc-key", "title-loc-key", "subtitle-loc-key"].lazy.compactMap { alert[$0]?.stringValue }.first { !$0.isEmpty } ?? ""
+                }
             default:
                 break
             }
@@ -43,6 +62,13 @@ extension UNNotificationContent {
             if let level = aps["interruption-level"]?.stringValue.flatMap(UNNotificationInterruptionLevel.init(rawValue:)) {
                 f.interruptionLevel = level
             }
+            switch aps["relevance-score"] {
+            case .number(let r)?: f.relevanceScore = r
+            case .integer(let r)?: f.relevanceScore = Double(r)
+            default: break
+            }
+            f.targetContentIdentifier = aps["target-content-id"]?.stringValue
+            f.filterCriteria = aps["filter-criteria"]?.stringValue
         }
         for member in root where member.key != "aps" {
             f.userInfo[member.key] = member.value

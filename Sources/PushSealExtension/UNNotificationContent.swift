@@ -47,6 +47,9 @@ struct ContentFields: Sendable, Hashable {
     var threadIdentifier = ""
     var categoryIdentifier = ""
     var interruptionLevel = UNNotificationInterruptionLevel.active
+    var relevanceScore: Double? = nil
+    var targetContentIdentifier: String? = nil
+    var filterCriteria: String? = nil
     var userInfo = JSONObject()
     var attachments: [UNNotificationAttachment] = []
 }
@@ -83,6 +86,12 @@ public struct UNNotificationContent: Sendable, Hashable {
     public var categoryIdentifier: String { fields.categoryIdentifier }
     /// How strongly the notification interrupts (`aps.interruption-level`; `active` when absent).
     public var interruptionLevel: UNNotificationInterruptionLevel { fields.interruptionLevel }
+    /// The summary's relevance, 0…1 (`aps.relevance-score`); `nil` when absent.
+    public var relevanceScore: Double? { fields.relevanceScore }
+    /// The content the notification brings forward (`aps.target-content-id`); `nil` when absent.
+    public var targetContentIdentifier: String? { fields.targetContentIdentifier }
+    /// The Focus filter it matches (`aps.filter-criteria`); `nil` when absent.
+    public var filterCriteria: String? { fields.filterCriteria }
     /// Custom data: as delivered, the payload's top-level members other than `aps`, in payload
     /// order; after a successful open, `aps` and the sealed `data` under `pushseal` only.
     public var userInfo: JSONObject { fields.userInfo }

@@ -5,7 +5,9 @@ import PushSealWire
 
 /// Seals JSON Lines in chunks on every core, keeping input order.
 ///
-/// Input line: `{"recipient": "…", "notification": {…}}`. Output line, one per input line in
+/// Input line: `{"recipient": "…", "notification": {…}}`, optionally with `deviceToken`, `aps`
+/// and `collapseId` (``BatchLineFields``: the line's own clear fields, the sealer's options as
+/// defaults). Output line, one per input line in
 /// the same order (blank lines, ``Line/isBlank``, are the caller's to skip): `{"recipient":…,"line":N,"payload":{…},"headers":{…}}` (plus `"changes":[…]`
 /// when the fit ladder changed something) or `{"recipient":…|null,"line":N,"error":{"code":…,"message":…}}`;
 /// `N` is the 1-based input line number, so outputs of a repeated recipient can be matched to their inputs.
@@ -155,6 +157,7 @@ public struct BatchSealer: Sendable {
     /// ``sealLine(_:)`` with the error code of a failed line (`nil` when it was sealed).
     func sealLineReportingCode(_ line: Line) -> (bytes: [UInt8], failureCode: String?) {
         var recipient: String?
+        var fields = BatchLineFields()
         do {
             if let n = line.overlongByteCount {
                 throw SenderError(.lineTooLong, "the line is \(n) bytes, longer than the limit")
@@ -164,13 +167,17 @@ public struct BatchSealer: Sendable {
                 : (try? JSONReader.Scanner.scanning(line.bytes, limits: Self.lineLimits) { Self.scanLine(&$0) }) ?? nil
             if var scanned {
                 recipient = scanned.recipient
+                fields = scanned.fields
                 try SealRequest.checkTTL(exp: scanned.notification.exp, ttlSeconds: scanned.ttl)
-                let sealed = try sealer.seal(&scanned.notification, ttlSeconds: scanned.ttl, for: scanned.recipient)
-                return (Self.output(recipient: scanned.recipient, line: line.number, sealed: sealed), nil)
+                let clear = try sealer.clearPart(overriding: fields)
+                let sealed = try sealer.seal(&scanned.notification, ttlSeconds: scanned.ttl, for: scanned.recipient, clear: clear)
+                return (Self.output(recipient: scanned.recipient, line: line.number, deviceToken: fields.deviceToken, sealed: sealed), nil)
             }
-            let (r, n) = try Self.treeLine(line.bytes, recipient: &recipient)
+            let (r, n) = try Self.treeLine(line.bytes, recipient: &recipient, fields: &fields)
             var request = try SealRequest(json: n)
-            return (Self.output(recipient: r, line: line.number, sealed: try sealer.seal(&request.notification, ttlSeconds: request.ttlSeconds, for: r)), nil)
+            let clear = try sealer.clearPart(overriding: fields)
+            let sealed = try sealer.seal(&request.notification, ttlSeconds: request.ttlSeconds, for: r, clear: clear)
+            return (Self.output(recipient: r, line: line.number, deviceToken: fields.deviceToken, sealed: sealed), nil)
         } catch {
             let (code, message) = BatchSealer.describe(error)
             var w = PayloadWriter(capacity: 256)
@@ -178,6 +185,10 @@ public struct BatchSealer: Sendable {
             if let recipient { w.string(recipient) } else { w.raw("null") }
             w.raw(",\"line\":")
             w.integer(Int64(line.number))
+            if let token = fields.deviceToken {
+                w.raw(",\"deviceToken\":")
+                w.string(token)
+            }
             w.raw(",\"error\":{\"code\":")
             w.string(code)
             w.raw(",\"message\":")
@@ -187,15 +198,18 @@ public struct BatchSealer: Sendable {
         }
     }
 
-    /// The scan path of one line: `{"recipient": "…", "notification": {…}}` with exactly those
-    /// two members, the notification read by the wire module's scanner (`Notification.scan`);
-    /// returns the recipient, notification and `ttl`, or `nil` to take the tree path.
-    static func scanLine(_ s: inout JSONReader.Scanner) -> (recipient: String, notification: Notification, ttl: Int64?)? {
+    /// The scan path of one line: `{"recipient": "…", "notification": {…}}` with those two
+    /// members and optionally the ``BatchLineFields`` ones, the notification read by the wire
+    /// module's scanner (`Notification.scan`); returns the recipient, notification, `ttl` and
+    /// the line's own fields, or `nil` to take the tree path (which gives the precise error).
+    static func scanLine(_ s: inout JSONReader.Scanner) -> (recipient: String, notification: Notification, ttl: Int64?, fields: BatchLineFields)? {
         do {
             guard try s.peekKind() == .object else { return nil }
             try s.beginObject()
             var recipient: String?
             var scanned: (notification: Notification, extra: Int64?)?
+            var fields = BatchLineFields()
+            var seen: [String] = []  // at most three names: a small array, no hashing
             while let key = try s.nextKey() {
                 if recipient == nil, !key.hasEscapes, s.rawEquals(key, "recipient") {
                     guard try s.peekKind() == .string else { return nil }
@@ -205,16 +219,29 @@ public struct BatchSealer: Sendable {
                 } else if scanned == nil, !key.hasEscapes, s.rawEquals(key, "notification") {
                     guard let n = Notification.scan(&s, extraInteger: "ttl") else { return nil }
                     scanned = n
+                } else if !key.hasEscapes, let name = Self.lineFieldName(s, key), !seen.contains(name) {
+                    seen.append(name)
+                    // A token is a string: read it without a JSON value.
+                    let value: JSONValue = try name == "deviceToken" && s.peekKind() == .string ? .string(s.string(s.readString())) : s.readValue()
+                    guard try fields.take(name, value) else { return nil }
                 } else {
                     return nil
                 }
             }
             try s.finish()
             guard let recipient, let scanned else { return nil }
-            return (recipient, scanned.notification, scanned.extra)
+            return (recipient, scanned.notification, scanned.extra, fields)
         } catch {
             return nil
         }
+    }
+
+    /// The ``BatchLineFields`` member `key` names, `nil` for another name.
+    static func lineFieldName(_ s: JSONReader.Scanner, _ key: JSONReader.StringSpan) -> String? {
+        if s.rawEquals(key, "deviceToken") { return "deviceToken" }
+        if s.rawEquals(key, "aps") { return "aps" }
+        if s.rawEquals(key, "collapseId") { return "collapseId" }
+        return nil
     }
 
     /// The tree path of one line: parse and check the members (the notification is read by
@@ -222,12 +249,15 @@ public struct BatchSealer: Sendable {
     /// - Throws: `SenderError` `.invalidJSON`, `.invalidNotification`.
     static func treeLine(_ bytes: [UInt8]) throws -> (recipient: String, notification: JSONValue) {
         var recipient: String?
-        return try treeLine(bytes, recipient: &recipient)
+        var fields = BatchLineFields()
+        return try treeLine(bytes, recipient: &recipient, fields: &fields)
     }
 
     /// ``treeLine(_:)``, setting `recipient` as soon as the line is an object with a non-empty
-    /// string `recipient`, before its other members are checked: an error line then names it.
-    static func treeLine(_ bytes: [UInt8], recipient: inout String?) throws -> (recipient: String, notification: JSONValue) {
+    /// string `recipient`, before its other members are checked: an error line then names it;
+    /// `fields` gets the line's ``BatchLineFields`` members (a valid device token first, so an
+    /// error line carries it too).
+    static func treeLine(_ bytes: [UInt8], recipient: inout String?, fields: inout BatchLineFields) throws -> (recipient: String, notification: JSONValue) {
         let value: JSONValue
         do {
             value = try JSONReader.parse(bytes, limits: lineLimits)
@@ -238,8 +268,11 @@ public struct BatchSealer: Sendable {
             throw SenderError(.invalidNotification, "a line must be an object {recipient, notification}, got \(value.typeName)")
         }
         if case .string(let r)? = o["recipient"], !r.isEmpty { recipient = r }
+        if let t = o["deviceToken"] { _ = try fields.take("deviceToken", t) }
         for m in o where m.key != "recipient" && m.key != "notification" {
-            throw SenderError(.invalidNotification, "unknown member \(Notification.excerpt(m.key)) (known: recipient, notification)")
+            guard try fields.take(m.key, m.value) else {
+                throw SenderError(.invalidNotification, "unknown member \(Notification.excerpt(m.key)) (known: \((["recipient", "notification"] + BatchLineFields.memberNames).joined(separator: ", ")))")
+            }
         }
         guard case .string(let r)? = o["recipient"], !r.isEmpty else {
             throw SenderError(.invalidNotification, "the line needs a non-empty string recipient")
@@ -248,14 +281,18 @@ public struct BatchSealer: Sendable {
         return (r, n)
     }
 
-    /// `{"recipient":…,"line":N,"payload":{…},"headers":{…}[,"changes":[…]]}` and a newline
-    /// (`N`: the 1-based input line number).
-    static func output(recipient: String, line: Int, sealed: SealedNotification) -> [UInt8] {
+    /// `{"recipient":…,"line":N[,"deviceToken":…],"payload":{…},"headers":{…}[,"changes":[…]]}`
+    /// and a newline (`N`: the 1-based input line number; the device token as the line gave it).
+    static func output(recipient: String, line: Int, deviceToken: String? = nil, sealed: SealedNotification) -> [UInt8] {
         var w = PayloadWriter(capacity: sealed.payload.count + recipient.utf8.count + 256)
         w.raw("{\"recipient\":")
         w.string(recipient)
         w.raw(",\"line\":")
         w.integer(Int64(line))
+        if let deviceToken {
+            w.raw(",\"deviceToken\":")
+            w.string(deviceToken)
+        }
         w.raw(",\"payload\":")
         w.bytes.append(contentsOf: sealed.payload)
         w.raw(",\"headers\":")

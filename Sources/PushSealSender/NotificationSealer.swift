@@ -26,8 +26,9 @@ public struct NotificationSealer: Sendable {
     /// Where the recipients' primary keys come from (``BatchSealer`` calls its `beginBatch()`).
     let keys: any SealingKeyProvider
     private let clock: @Sendable () -> Int64
-    /// `{"aps":{…},"encrypted_data":"` — the same for every payload of this sealer.
-    private let prefix: [UInt8]
+    /// The clear part of every payload of this sealer (`{"aps":{…},"encrypted_data":"` and the
+    /// collapse id) unless a seal is given its own.
+    public let clear: ClearPart
 
     /// The system clock in whole seconds since 1970 UTC (`CLOCK_REALTIME_COARSE`: whole seconds
     /// need no finer clock, and it is the cheapest read).
@@ -50,16 +51,8 @@ public struct NotificationSealer: Sendable {
         guard WireFormat.isValidAppID(appID) else {
             throw SenderError(.invalidOption, "app id \(Notification.excerpt(appID)) is not 1-255 bytes of printable ASCII other than |")
         }
-        guard !options.fallback.title.isEmpty, !options.fallback.body.isEmpty else {
-            throw SenderError(.emptyFallbackAlert, "the fallback alert needs a non-empty title and body, or iOS never runs the extension")
-        }
         guard options.priority == 10 || options.priority == 5 else {
             throw SenderError(.invalidOption, "apns-priority must be 10 or 5, got \(options.priority)")
-        }
-        if let c = options.collapseID {
-            guard !c.isEmpty, c.utf8.count <= SealOptions.maxCollapseIDByteCount else {
-                throw SenderError(.invalidOption, "apns-collapse-id must be 1 to \(SealOptions.maxCollapseIDByteCount) bytes, got \(c.utf8.count)")
-            }
         }
         if let t = options.defaultTTLSeconds {
             guard t >= 0 else { throw SenderError(.invalidOption, "the ttl must not be negative") }
@@ -67,31 +60,7 @@ public struct NotificationSealer: Sendable {
                 throw SenderError(.invalidOption, SealRequest.ttlTooLarge(t))
             }
         }
-        let aps = options.aps
-        if let b = aps.badge, b < 0 { throw SenderError(.invalidOption, "badge must be 0 or more, got \(b)") }
-        if let l = aps.interruptionLevel, !APSFields.interruptionLevels.contains(l) {
-            throw SenderError(.invalidOption, "interruption-level must be one of \(APSFields.interruptionLevels.joined(separator: ", ")), got '\(l)'")
-        }
-        if let r = aps.relevanceScore, !(r >= 0 && r <= 1) {
-            throw SenderError(.invalidOption, "relevance-score must be between 0 and 1, got \(r)")
-        }
-        for (name, value) in [("sound", aps.sound), ("thread-id", aps.threadID), ("category", aps.category)] {
-            if let value, value.isEmpty { throw SenderError(.invalidOption, "\(name) must not be empty") }
-        }
-        var w = PayloadWriter(capacity: 256)
-        w.raw("{\"aps\":{\"alert\":{\"title\":")
-        w.string(options.fallback.title)
-        w.raw(",\"body\":")
-        w.string(options.fallback.body)
-        w.raw("},\"mutable-content\":1")
-        if let s = aps.sound { w.raw(",\"sound\":"); w.string(s) }
-        if let b = aps.badge { w.raw(",\"badge\":"); w.integer(b) }
-        if let t = aps.threadID { w.raw(",\"thread-id\":"); w.string(t) }
-        if let c = aps.category { w.raw(",\"category\":"); w.string(c) }
-        if let l = aps.interruptionLevel { w.raw(",\"interruption-level\":"); w.string(l) }
-        if let r = aps.relevanceScore { w.raw(",\"relevance-score\":"); try w.number(r) }
-        w.raw("},\"encrypted_data\":\"")
-        self.prefix = w.bytes
+        self.clear = try ClearPart(fallback: options.fallback, aps: options.aps, collapseID: options.collapseID)
         self.registry = registry
         self.appID = appID
         self.options = options
@@ -149,7 +118,10 @@ public struct NotificationSealer: Sendable {
     /// The seal job shared by every way in: checks, times, key, plaintext, budget, seal, payload.
     /// `n` is the caller's, filled in place (`iat`, `exp` are set here; not copied, so its
     /// members are not retained again); its members were checked by the sending rules.
-    func seal(_ n: inout Notification, ttlSeconds: Int64?, for recipient: String) throws -> SealedNotification {
+    /// `clear`: the payload's clear part, `nil` for the sealer's own (``clear``).
+    func seal(_ n: inout Notification, ttlSeconds: Int64?, for recipient: String, clear: ClearPart? = nil) throws -> SealedNotification {
+        let clear = clear ?? self.clear
+        let prefix = clear.prefix
         guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
         guard n.hasVisibleText else {
             throw SenderError(.emptyNotification, "the notification needs a non-empty title, subtitle or body")
@@ -228,12 +200,12 @@ public struct NotificationSealer: Sendable {
             payload = quick
         } else {
             var plain = try Self.encoded(n)
-            let fitted = try fittedPlaintext(&plain, n, size: size)
+            let fitted = try fittedPlaintext(&plain, n, clear: clear, size: size)
             changes = fitted.1
             payload = try fitted.0.withUnsafeBytes { try sealPayload($0) }
         }
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
-                                  expiration: apnsExpiration, collapseID: options.collapseID)
+                                  expiration: apnsExpiration, collapseID: clear.collapseID)
         return SealedNotification(payload: payload, headers: headers, keyID: sealingKey.keyID, changes: changes)
     }
 
@@ -319,7 +291,7 @@ public struct NotificationSealer: Sendable {
 
     /// The plaintext bytes to seal (`written`, padded), or fitted down the ladder when asked.
     /// `written` is taken over (padded in place, without a copy).
-    private func fittedPlaintext(_ written: inout [UInt8], _ n: Notification, size: (Int) -> Int) throws -> ([UInt8], [FitChange]) {
+    private func fittedPlaintext(_ written: inout [UInt8], _ n: Notification, clear: ClearPart, size: (Int) -> Int) throws -> ([UInt8], [FitChange]) {
         let limit = SealOptions.maxPayloadByteCount
         var plain: [UInt8] = []
         swap(&plain, &written)
@@ -329,7 +301,7 @@ public struct NotificationSealer: Sendable {
             return (plain, [])
         }
         let clearByteCount = size(0)
-        guard clearByteCount <= limit else { throw clearPartTooLarge(clearByteCount) }
+        guard clearByteCount <= limit else { throw clear.tooLarge(clearByteCount) }
         guard options.fit else {
             throw SenderError(.payloadTooLarge, "the payload is \(size(paddedCount)) bytes, APNs allows \(limit)",
                               payloadByteCount: size(paddedCount))
@@ -388,22 +360,5 @@ public struct NotificationSealer: Sendable {
         e.sink.reserveCapacity(3072)
         try encode(n, &e)
         return e.sink
-    }
-
-    /// The error for a payload whose clear part (`aps` with the fallback alert, the sealed
-    /// fields' names, `key_id`, an empty box) is over the budget by itself: no sealed content
-    /// fits, and no fitting helps. Names the largest clear member.
-    private func clearPartTooLarge(_ clearByteCount: Int) -> SenderError {
-        let aps = options.aps
-        let members: [(name: String, value: String?)] = [
-            ("the fallback title", options.fallback.title), ("the fallback body", options.fallback.body),
-            ("aps.sound", aps.sound), ("aps.thread-id", aps.threadID), ("aps.category", aps.category),
-        ]
-        var reason = "the clear part of the payload (aps with the fallback alert, key_id and the sealed fields) is \(clearByteCount) bytes "
-            + "before any sealed content, APNs allows \(SealOptions.maxPayloadByteCount)"
-        if let largest = members.compactMap({ m in m.value.map { (name: m.name, byteCount: $0.utf8.count) } }).max(by: { $0.byteCount < $1.byteCount }) {
-            reason += ": \(largest.name) alone is \(largest.byteCount) bytes"
-        }
-        return SenderError(.clearPartTooLarge, reason, payloadByteCount: clearByteCount)
     }
 }

@@ -1,6 +1,14 @@
+public import PushSealWire
+
 /// The alert APNs and the lock screen see when the extension does not run or cannot open the
 /// payload. It must be harmless (it travels in clear) and non-empty: without a title and body
 /// iOS never runs the Notification Service Extension.
+///
+/// Plain (`title`, `subtitle`, `body`) or localized (Apple's `title-loc-key`,
+/// `title-loc-args`, `subtitle-loc-key`, `subtitle-loc-args`, `loc-key`, `loc-args`: the
+/// device looks the keys up in the app's `Localizable.strings` and puts the arguments into the
+/// `%@` and `%1$@` of the string it finds). A title is `title` or `title-loc-key`, a body `body`
+/// or `loc-key`; both must be non-empty (checked by ``ClearPart``).
 public struct FallbackAlert: Sendable, Hashable {
     /// The default fallback title, `New message`.
     public static let defaultTitle = "New message"
@@ -9,26 +17,57 @@ public struct FallbackAlert: Sendable, Hashable {
     /// The default alert: "New message" / "Open the app to read it".
     public static let standard = FallbackAlert(title: defaultTitle, body: defaultBody)
 
-    /// The clear-text title (non-empty).
+    /// The clear-text title; empty for none (then ``titleLocKey`` names it).
     public var title: String
-    /// The clear-text body (non-empty).
+    /// The clear-text body; empty for none (then ``locKey`` names it).
     public var body: String
+    /// `subtitle`, in clear; `nil` for none.
+    public var subtitle: String?
+    /// `title-loc-key`: the key of the title in the app's `Localizable.strings`; `nil` for none.
+    public var titleLocKey: String?
+    /// `title-loc-args`: the strings for the `%@` / `%n$@` of the title's format; `nil` for none.
+    public var titleLocArgs: [String]?
+    /// `subtitle-loc-key`: the key of the subtitle; `nil` for none.
+    public var subtitleLocKey: String?
+    /// `subtitle-loc-args`: the strings for the subtitle's format; `nil` for none.
+    public var subtitleLocArgs: [String]?
+    /// `loc-key`: the key of the body; `nil` for none.
+    public var locKey: String?
+    /// `loc-args`: the strings for the body's format; `nil` for none.
+    public var locArgs: [String]?
 
-    /// Creates a fallback alert; checked by ``NotificationSealer/init(appID:keys:options:clock:)``.
-    public init(title: String = FallbackAlert.defaultTitle, body: String = FallbackAlert.defaultBody) {
+    /// Creates a fallback alert; checked by ``ClearPart`` (and so by
+    /// ``NotificationSealer/init(appID:keys:options:clock:registry:)``).
+    public init(title: String = FallbackAlert.defaultTitle, body: String = FallbackAlert.defaultBody, subtitle: String? = nil,
+                titleLocKey: String? = nil, titleLocArgs: [String]? = nil, subtitleLocKey: String? = nil,
+                subtitleLocArgs: [String]? = nil, locKey: String? = nil, locArgs: [String]? = nil) {
         self.title = title
         self.body = body
+        self.subtitle = subtitle
+        self.titleLocKey = titleLocKey
+        self.titleLocArgs = titleLocArgs
+        self.subtitleLocKey = subtitleLocKey
+        self.subtitleLocArgs = subtitleLocArgs
+        self.locKey = locKey
+        self.locArgs = locArgs
     }
 }
 
 /// The `aps` members passed through in clear (Apple, "Generating a remote notification",
-/// table of `aps` keys). All optional.
+/// table of `aps` keys). All optional; checked by ``ClearPart``.
 public struct APSFields: Sendable, Hashable {
     /// The interruption levels iOS knows.
     public static let interruptionLevels = ["passive", "active", "time-sensitive", "critical"]
 
-    /// `sound`: a sound file name in the app bundle, or `default`.
-    public var sound: String?
+    /// `sound` as a name: a sound file name in the app bundle, or `default` (`nil` for none,
+    /// or when ``soundValue`` is a critical alert sound).
+    public var sound: String? {
+        get { if case .named(let name)? = soundValue { name } else { nil } }
+        set { soundValue = newValue.map(PresentationFields.Sound.named) }
+    }
+    /// `sound`: a name, or a critical alert sound (`{"critical": 1, "name", "volume"}`, the
+    /// sealed `aps`'s shape: PushSealWire's `PresentationFields.Sound`); `nil` for none.
+    public var soundValue: PresentationFields.Sound?
     /// `badge`: the number on the app icon, >= 0 (0 removes the badge).
     public var badge: Int64?
     /// `thread-id`: groups notifications.
@@ -39,16 +78,23 @@ public struct APSFields: Sendable, Hashable {
     public var interruptionLevel: String?
     /// `relevance-score`: 0...1, for the notification summary.
     public var relevanceScore: Double?
+    /// `target-content-id`: the window or content the notification brings forward.
+    public var targetContentID: String?
+    /// `filter-criteria`: the Focus filter the notification matches.
+    public var filterCriteria: String?
 
     /// Creates the fields.
     public init(sound: String? = nil, badge: Int64? = nil, threadID: String? = nil, category: String? = nil,
-                interruptionLevel: String? = nil, relevanceScore: Double? = nil) {
-        self.sound = sound
+                interruptionLevel: String? = nil, relevanceScore: Double? = nil, targetContentID: String? = nil,
+                filterCriteria: String? = nil) {
+        self.soundValue = sound.map(PresentationFields.Sound.named)
         self.badge = badge
         self.threadID = threadID
         self.category = category
         self.interruptionLevel = interruptionLevel
         self.relevanceScore = relevanceScore
+        self.targetContentID = targetContentID
+        self.filterCriteria = filterCriteria
     }
 }
 

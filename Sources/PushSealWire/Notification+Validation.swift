@@ -193,8 +193,10 @@ extension Notification {
     }
 
     /// Reads the sealed `aps` (``PresentationFields``) by the receiver's rules plus the sender's:
-    /// unknown members refused, non-empty strings.
-    static func sendingPresentation(_ v: JSONValue) throws -> PresentationFields {
+    /// unknown members refused, non-empty strings. Also the rule for the same members in a
+    /// sender's clear `aps` (a `push-seal batch` line's `aps`).
+    /// - Throws: `FormatError` `.invalidPlaintext` naming the member (`aps.sound.volume: …`).
+    public static func sendingPresentation(_ v: JSONValue) throws -> PresentationFields {
         guard case .object(let o) = v else { throw sendingWrongType("aps", "an object", v) }
         let known = ["thread-id", "category", "interruption-level", "sound"]
         for m in o where !known.contains(m.key) {

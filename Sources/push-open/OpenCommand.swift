@@ -23,7 +23,8 @@ struct OpenCommand: OptionsCommand {
         .value("--entitlements", "FILE", "the extension's identity: JSON or plist with keychain-access-groups and application-groups"),
         .value("--access-group", "G", "without --entitlements: a keychain access group of the extension (repeat it for more, in order); with --entitlements: at most one, the group the key is read from (default: every group of the identity)", repeatable: true),
         .value("--app-group", "G", "without --entitlements: an App Group of the extension (repeat it for more; the first is the media and replay container)", repeatable: true),
-        .value("--locale", "L", "the device locale, e.g. pt-BR (default: the notification's default texts)"),
+        .value("--locale", "L", "the device locale, e.g. pt-BR: picks the sealed localization and the --strings table (default: the notification's default texts)"),
+        OpenCommand.stringsOption,
         .value("--budget", "SECONDS", "the extension's time budget in seconds, up to 3600, e.g. 30 or 2.5 (default 30)"),
         .value("--now", "UNIX", "the device clock for exp and key grace windows, seconds since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: now)"),
         .flag("--no-replay-guard", "for trying a payload repeatedly: do not check or record its id in the replay cache (the guard is on by default, as on a device)"),
@@ -55,13 +56,15 @@ struct OpenCommand: OptionsCommand {
             "1   original content shown (a fallback: see reason), with the result object on stdout; without one, an internal or keychain error (stderr says which)",
             "2   extension not invoked (no alert, or mutable-content is not the integer 1), with the result object on stdout",
             "64  usage error (unknown option, missing argument, no identity, an --app-id that is not a bundle identifier (A-Z a-z 0-9 . -), --budget out of range, a --now that is not an integer from 0 to 253402300799, an argument that is not UTF-8)",
-            "65  the payload is not JSON or is over 1 MiB; a damaged keychain or entitlements file",
-            "66  payload file, entitlements file or keychain missing",
+            "65  the payload is not JSON or is over 1 MiB, or it is push-seal's {headers, payload} wrapper or a batch error line (pass the payload member); a damaged keychain or entitlements file; a --strings file that does not parse (invalidStrings, with its line)",
+            "66  payload file, entitlements file or keychain missing; no Localizable.strings under --strings DIR for the locale",
             "74  I/O error (reading the input, the keychain, or writing standard output), or a symbolic link inside the keychain",
             "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
         ],
         notes: """
-            OUTPUT: {"outcome", "reason", "detail", "title", "subtitle", "body", "attachments": [{"identifier", "url", "type", "byteCount"}], "userInfo", "elapsedMs"}; title, subtitle, body and userInfo are null when nothing is shown (a background push). The displayed texts are never error text: every failure shows the alert exactly as sent.
+            OUTPUT: {"outcome", "reason", "detail", "title", "subtitle", "body", "attachments": [{"identifier", "url", "type", "byteCount"}], "userInfo", "badge", "sound": {"name", "critical", "volume"}, "threadIdentifier", "categoryIdentifier", "interruptionLevel", "relevanceScore", "targetContentIdentifier", "filterCriteria", "elapsedMs"}; title, subtitle, body, userInfo and the presentation members are null when nothing is shown (a background push). The displayed texts are never error text: every failure shows the alert exactly as sent. After a successful open, thread, category, interruption level and sound are the sealed aps's; without one the clear category is dropped, the level is at most active and a critical sound plays as the default sound (docs/FORMAT.md §5).
+
+            LOCALIZED FALLBACK: a fallback alert with title-loc-key, subtitle-loc-key or loc-key (and their -args) is shown as iOS shows it: the key's string from the app's Localizable.strings (--strings DIR, the table for --locale) with the args in its %@ and %1$@ (%% is %; a specifier without its argument stays as written, extra arguments are left out); a key the table lacks, or every key without --strings, shows as the key itself, never as a blank alert. The file: "key" = "value"; lines, /* */ and // comments, the usual backslash escapes and \\U escapes, UTF-8 or UTF-16 with its byte order mark.
 
             VERSION 2 (interim): until push-keys stores device key pairs in the keychain, a wire format v2 (HPKE) payload opens with --v2-device-key-file FILE --v2-key-id ID (the device private key, a 0600 file; never on the command line), and with each --pinned-sender RECORD the app pinned; other key ids still come from the keychain. Without these options push-open opens version 1 only (a v2 payload: reason unknownAlgorithm).
 
@@ -72,7 +75,7 @@ struct OpenCommand: OptionsCommand {
 
     struct Options: CommandOptions {
         let payloadFile: String?, keychainPath: String, appID: String, budget: Double, now: Int64?, identity: IdentityOptions
-        let locale: String?, allowInsecureLoopback: Bool, replayGuard: Bool, verbose: Bool
+        let locale: String?, strings: String?, allowInsecureLoopback: Bool, replayGuard: Bool, verbose: Bool
         /// The interim version 2 key source (``OpenCommand/V2KeyOptions``).
         let v2: OpenCommand.V2KeyOptions
         init(parsing a: Arguments) throws {
@@ -83,6 +86,7 @@ struct OpenCommand: OptionsCommand {
             now = try a.integer("--now")
             identity = IdentityOptions(parsing: a, namedGroupMeaning: "the group the key is read from")
             locale = a.value("--locale")
+            strings = a.value("--strings")
             allowInsecureLoopback = a.has("--allow-insecure-loopback")
             replayGuard = !a.has("--no-replay-guard")
             verbose = a.has("--verbose")
@@ -114,6 +118,8 @@ struct OpenCommand: OptionsCommand {
         } catch let e as JSONError {
             throw CLIError(code: "notJSON", "the payload is not JSON: \(e.reason)", exitCode: .dataError)
         }
+        try Self.refuseWrapper(payload)
+        let strings = try Self.loadStrings(o.strings, locale: o.locale)
 
         let keychain: Keychain
         do {
@@ -139,7 +145,7 @@ struct OpenCommand: OptionsCommand {
             replayCapacity: o.replayGuard ? ReplayGuard.defaultCapacity : 0, now: clock)
         let logger: any DiagnosticLogger = o.verbose ? VerboseLogger() : NullLogger()
         let host = ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: DecryptingServiceExtension.factory(configuration))
-        let result = host.run(UNNotificationRequest(identifier: "push-open", apnsPayload: payload))
+        let result = host.run(UNNotificationRequest(identifier: "push-open", content: UNNotificationContent(apnsPayload: payload, strings: strings), payload: payload))
 
         Output.printJSON(Self.json(result))
         switch result.outcome {
@@ -194,6 +200,7 @@ struct OpenCommand: OptionsCommand {
             o["attachments"] = .array([])
             o["userInfo"] = .null
         }
+        presentationJSON(r.content, into: &o)
         o["elapsedMs"] = .number((r.elapsedMilliseconds * 1000).rounded() / 1000)
         return o
     }

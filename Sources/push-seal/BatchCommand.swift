@@ -22,7 +22,7 @@ struct BatchCommand: OptionsCommand {
         .value("--first-line", "N", "the line number of the first input line (default 1), an integer of at least 1: after 'stopped after line N', rerun on the rest of the input with --first-line N+1"),
     ]
     let help = HelpText(
-        overview: "seal a stream of notifications: one {\"recipient\", \"notification\"} per input line, one {\"recipient\", \"line\", \"payload\", \"headers\"} or {\"recipient\", \"line\", \"error\"} per output line, in input order (\"line\": the 1-based input line number)",
+        overview: "seal a stream of notifications: one {\"recipient\", \"notification\"} per input line (optionally with \"deviceToken\", \"aps\", \"collapseId\"), one {\"recipient\", \"line\", \"deviceToken\", \"payload\", \"headers\"} or {\"recipient\", \"line\", \"deviceToken\", \"error\"} per output line, in input order (\"line\": the 1-based input line number; \"deviceToken\" only when the line gave one)",
         usage: ["push-seal batch --app-id APP --keychain DIR [options] [LINES.jsonl | -]"],
         examples: [
             "push-seal batch --app-id com.example.app --keychain server-kc sends.jsonl > payloads.jsonl",
@@ -31,7 +31,9 @@ struct BatchCommand: OptionsCommand {
         ],
         exitCodes: SealExit.batchHelpLines,
         notes: """
-        A bad line never stops the batch: its output line carries the error ({"code", "message"}) and the exit code is 2. "notification" has the shape of push-seal's NOTIFICATION.json (see 'push-seal --help').
+        A bad line never stops the batch: its output line carries the error ({"code", "message"}) and the exit code is 2. "notification" has the shape of push-seal's NOTIFICATION.json (see 'push-seal --help'); it is what is sealed, its "aps" too (the sealed thread-id, category, interruption-level, sound the device trusts, docs/FORMAT.md §5).
+
+        A LINE'S OWN FIELDS, each optional (null or absent: the command line's option is the default): "deviceToken" (hex digits of even length, copied to the output line and its error line for push-send); "collapseId" (apns-collapse-id, as --collapse-id); "aps", in clear, with APNs' names: "alert" (the line's whole fallback alert instead of --fallback-title/--fallback-body: "title", "subtitle", "body", or localized "title-loc-key", "title-loc-args", "subtitle-loc-key", "subtitle-loc-args", "loc-key", "loc-args" (arrays of strings); it needs a title or title-loc-key and a body or loc-key), "badge", "sound" (a name, or {"critical": 1, "name", "volume": 0 to 1}), "thread-id", "category", "interruption-level", "relevance-score", "target-content-id", "filter-criteria". They follow the rules of the options (--badge, --sound, …) and of the sealed aps; a bad one fails that line alone (invalidNotification, or emptyFallbackAlert). The clear aps is not authenticated: after a successful open the device takes thread-id, category, interruption level and sound from the notification's sealed "aps" (without one it drops the category, keeps the level at most active and plays a critical sound as the default sound).
 
         Lines end in \\n or \\r\\n. An empty or whitespace-only line is skipped: it gets no output line, but it counts in the line numbers. A line longer than \(maxLineByteCount) bytes (not counting its line ending) fails alone, with the error code lineTooLong.
 

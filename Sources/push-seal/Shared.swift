@@ -104,6 +104,8 @@ enum SealOptionSpecs {
         .value("--category", "ID", "aps.category, in clear"),
         .value("--interruption-level", "LEVEL", "aps.interruption-level: passive, active, time-sensitive, critical"),
         .value("--relevance-score", "X", "aps.relevance-score, 0 to 1"),
+        .value("--target-content-id", "ID", "aps.target-content-id, in clear"),
+        .value("--filter-criteria", "ID", "aps.filter-criteria, in clear"),
         .flag("--fit", "over budget: drop padding, then media, then shorten the body with an ellipsis"),
         .flag("--no-padding", "do not pad the plaintext to its Padmé length (padding hides the exact text length from APNs)"),
     ]
@@ -143,7 +145,7 @@ struct SealOptionGroup: Sendable {
                                 relevanceScore: try a.value("--relevance-score").map { v in
                                     guard let d = Double(v) else { throw CLIError.usage("--relevance-score needs a number from 0 to 1, got \(quoted(v))") }
                                     return d
-                                })
+                                }, targetContentID: a.value("--target-content-id"), filterCriteria: a.value("--filter-criteria"))
         options.fit = a.has("--fit")
         options.padding = !a.has("--no-padding")
         self.options = options

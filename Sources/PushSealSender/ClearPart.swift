@@ -1,0 +1,126 @@
+import PushSealWire
+
+/// The clear part of a payload: `aps` with the fallback alert, `mutable-content` and the
+/// pass-through fields, written once as the bytes before `encrypted_data`, and the
+/// `apns-collapse-id` that goes with it. The sealer builds one from its options; a batch line
+/// that sets its own fields gets its own (``NotificationSealer/clearPart(overriding:)``),
+/// checked by exactly the same rules.
+public struct ClearPart: Sendable {
+    /// The fallback alert.
+    public let fallback: FallbackAlert
+    /// The pass-through `aps` fields.
+    public let aps: APSFields
+    /// `apns-collapse-id`; `nil` for none.
+    public let collapseID: String?
+    /// `{"aps":{…},"encrypted_data":"`.
+    let prefix: [UInt8]
+
+    /// Checks the fields and writes the prefix.
+    /// - Throws: `SenderError` `.emptyFallbackAlert` (no title or `title-loc-key`, or no body
+    ///   or `loc-key`), `.invalidOption` (a collapse id not 1 to 64 bytes, a negative badge, an
+    ///   unknown interruption level, a relevance score outside 0...1, an empty string field, a
+    ///   critical sound's volume outside 0...1, loc-args without their loc-key).
+    public init(fallback: FallbackAlert, aps: APSFields, collapseID: String?) throws {
+        let f = fallback
+        guard !f.title.isEmpty || !(f.titleLocKey ?? "").isEmpty, !f.body.isEmpty || !(f.locKey ?? "").isEmpty else {
+            throw SenderError(.emptyFallbackAlert, "the fallback alert needs a non-empty title and body (or title-loc-key and loc-key), or iOS never runs the extension")
+        }
+        for (name, value) in [("subtitle", f.subtitle), ("title-loc-key", f.titleLocKey), ("subtitle-loc-key", f.subtitleLocKey), ("loc-key", f.locKey)] {
+            if let value, value.isEmpty { throw SenderError(.invalidOption, "the fallback \(name) must not be empty") }
+        }
+        for (name, args, key) in [("title-loc-args", f.titleLocArgs, f.titleLocKey), ("subtitle-loc-args", f.subtitleLocArgs, f.subtitleLocKey),
+                                  ("loc-args", f.locArgs, f.locKey)] where args != nil && key == nil {
+            throw SenderError(.invalidOption, "the fallback \(name) needs its \(name.replacing("-args", with: "-key"))")
+        }
+        if let c = collapseID {
+            guard !c.isEmpty, c.utf8.count <= SealOptions.maxCollapseIDByteCount else {
+                throw SenderError(.invalidOption, "apns-collapse-id must be 1 to \(SealOptions.maxCollapseIDByteCount) bytes, got \(c.utf8.count)")
+            }
+        }
+        if let b = aps.badge, b < 0 { throw SenderError(.invalidOption, "badge must be 0 or more, got \(b)") }
+        if let l = aps.interruptionLevel, !APSFields.interruptionLevels.contains(l) {
+            throw SenderError(.invalidOption, "interruption-level must be one of \(APSFields.interruptionLevels.joined(separator: ", ")), got '\(l)'")
+        }
+        if let r = aps.relevanceScore, !(r >= 0 && r <= 1) {
+            throw SenderError(.invalidOption, "relevance-score must be between 0 and 1, got \(r)")
+        }
+        var soundName: String?
+        switch aps.soundValue {
+        case .named(let name)?: soundName = name
+        case .critical(let name, let volume)?:
+            soundName = name
+            guard volume >= 0 && volume <= 1 else { throw SenderError(.invalidOption, "sound.volume must be between 0 and 1, got \(volume)") }
+        case nil: break
+        }
+        for (name, value) in [("sound", soundName), ("thread-id", aps.threadID), ("category", aps.category),
+                              ("target-content-id", aps.targetContentID), ("filter-criteria", aps.filterCriteria)] {
+            if let value, value.isEmpty { throw SenderError(.invalidOption, "\(name) must not be empty") }
+        }
+        var w = PayloadWriter(capacity: 256)
+        w.raw("{\"aps\":{\"alert\":{")
+        var first = true
+        func member(_ name: StaticString) {
+            if !first { w.byte(UInt8(ascii: ",")) }
+            first = false
+            w.raw(name)
+        }
+        func args(_ name: StaticString, _ values: [String]?) {
+            guard let values else { return }
+            member(name)
+            w.byte(UInt8(ascii: "["))
+            for (i, v) in values.enumerated() {
+                if i > 0 { w.byte(UInt8(ascii: ",")) }
+                w.string(v)
+            }
+            w.byte(UInt8(ascii: "]"))
+        }
+        if !f.title.isEmpty { member("\"title\":"); w.string(f.title) }
+        if !f.body.isEmpty { member("\"body\":"); w.string(f.body) }
+        if let s = f.subtitle { member("\"subtitle\":"); w.string(s) }
+        if let k = f.titleLocKey { member("\"title-loc-key\":"); w.string(k) }
+        args("\"title-loc-args\":", f.titleLocArgs)
+        if let k = f.subtitleLocKey { member("\"subtitle-loc-key\":"); w.string(k) }
+        args("\"subtitle-loc-args\":", f.subtitleLocArgs)
+        if let k = f.locKey { member("\"loc-key\":"); w.string(k) }
+        args("\"loc-args\":", f.locArgs)
+        w.raw("},\"mutable-content\":1")
+        switch aps.soundValue {
+        case .named(let s)?: w.raw(",\"sound\":"); w.string(s)
+        case .critical(let name, let volume)?:
+            w.raw(",\"sound\":{\"critical\":1,\"name\":"); w.string(name); w.raw(",\"volume\":"); try w.number(volume); w.raw("}")
+        case nil: break
+        }
+        if let b = aps.badge { w.raw(",\"badge\":"); w.integer(b) }
+        if let t = aps.threadID { w.raw(",\"thread-id\":"); w.string(t) }
+        if let c = aps.category { w.raw(",\"category\":"); w.string(c) }
+        if let l = aps.interruptionLevel { w.raw(",\"interruption-level\":"); w.string(l) }
+        if let r = aps.relevanceScore { w.raw(",\"relevance-score\":"); try w.number(r) }
+        if let t = aps.targetContentID { w.raw(",\"target-content-id\":"); w.string(t) }
+        if let c = aps.filterCriteria { w.raw(",\"filter-criteria\":"); w.string(c) }
+        w.raw("},\"encrypted_data\":\"")
+        self.prefix = w.bytes
+        self.fallback = fallback
+        self.aps = aps
+        self.collapseID = collapseID
+    }
+
+    /// The error for a payload whose clear part (`aps` with the fallback alert, the sealed
+    /// fields' names, `key_id`, an empty box) is over the budget by itself: no sealed content
+    /// fits, and no fitting helps. Names the largest clear member.
+    func tooLarge(_ clearByteCount: Int) -> SenderError {
+        let f = fallback
+        let members: [(name: String, value: String?)] = [
+            ("the fallback title", f.title), ("the fallback body", f.body), ("the fallback subtitle", f.subtitle),
+            ("the fallback title-loc-key", f.titleLocKey), ("the fallback loc-key", f.locKey),
+            ("the fallback loc-args", f.locArgs?.joined()), ("the fallback title-loc-args", f.titleLocArgs?.joined()),
+            ("aps.sound", aps.sound), ("aps.thread-id", aps.threadID), ("aps.category", aps.category),
+            ("aps.target-content-id", aps.targetContentID), ("aps.filter-criteria", aps.filterCriteria),
+        ]
+        var reason = "the clear part of the payload (aps with the fallback alert, key_id and the sealed fields) is \(clearByteCount) bytes "
+            + "before any sealed content, APNs allows \(SealOptions.maxPayloadByteCount)"
+        if let largest = members.compactMap({ m in m.value.map { (name: m.name, byteCount: $0.utf8.count) } }).max(by: { $0.byteCount < $1.byteCount }) {
+            reason += ": \(largest.name) alone is \(largest.byteCount) bytes"
+        }
+        return SenderError(.clearPartTooLarge, reason, payloadByteCount: clearByteCount)
+    }
+}
