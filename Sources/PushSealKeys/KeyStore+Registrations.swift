@@ -1,5 +1,4 @@
 public import PushSealCrypto
-import PushSealJSON
 public import PushSealKeychain
 
 /// The file keychain as a ``RegistrationStore``. Two more kinds of generic-password item in the
@@ -19,7 +18,7 @@ extension KeyStore: RegistrationStore {
     // MARK: Registrations
 
     /// Imports `registration` for `recipient` under the keysets' lock; audited as `register`
-    /// (`keyId`, `status` primary, `previousKeyId` when one is superseded).
+    /// (`keyId`, `status` primary, `createdAt`, `previousKeyId` when one is superseded).
     /// - Throws: `KeysError` `.duplicateKeyID`, `.staleRegistration`, `.invalidName`,
     ///   `.timeOutOfRange`; `KeychainError`.
     @discardableResult
@@ -27,38 +26,16 @@ extension KeyStore: RegistrationStore {
         -> (info: RegistrationInfo, added: Bool) {
         try KeyID.validateRecipient(recipient)
         try Self.checkTime(now)
-        let appID = registration.appID
         var added = false
-        let list = try mutateList(.registrations, appID: appID, owner: recipient, allowCreate: true) { list in
-            let raw = registration.publicKey.rawRepresentation
-            if let same = list.entries.first(where: { $0.keyID == registration.keyID }) {
-                guard same.publicKey == raw else {
-                    throw KeysError(.duplicateKeyID, "recipient \(recipient) of \(appID) already has a registration \(registration.keyID) with another public key")
-                }
-                return []
-            }
-            if let i = list.entries.lastIndex(where: { $0.status == .primary }) {
-                guard registration.createdAt >= list.entries[i].createdAt else {
-                    throw KeysError(.staleRegistration,
-                        "registration \(registration.keyID) was created at \(registration.createdAt), before the current registration \(list.entries[i].keyID) (\(list.entries[i].createdAt)): refused, the newest registration is sealed to")
-                }
-            }
-            var members: [(key: String, value: JSONValue)] = [("keyId", .string(registration.keyID)), ("status", .string("primary")),
-                                                              ("createdAt", .integer(registration.createdAt))]
-            for i in list.entries.indices where list.entries[i].status == .primary {
-                list.entries[i].status = .decryptOnly
-                list.entries[i].retiredAt = now
-                members.append(("previousKeyId", .string(list.entries[i].keyID)))
-            }
-            list.entries.append(V2KeyList.Entry(keyID: registration.keyID, status: .primary, createdAt: registration.createdAt,
-                                                registeredAt: now, publicKey: raw))
-            added = true
-            return [AuditEvent(event: "register", time: now, members: members)]
+        let list = try mutateList(.registrations, appID: registration.appID, owner: recipient, allowCreate: true) { list in
+            let changes = try list.register(registration, now: now)
+            added = !changes.isEmpty
+            return changes
         }
-        guard let entry = list.entries.first(where: { $0.keyID == registration.keyID }) else {
+        guard let info = try list.registrationSet().registrations.first(where: { $0.keyID == registration.keyID }) else {
             throw KeysError(.invalidState, "registration \(registration.keyID) was not stored")
         }
-        return (try Self.registrationInfo(entry), added)
+        return (info, added)
     }
 
     /// The registrations of (app id, recipient), oldest first.
@@ -69,7 +46,7 @@ extension KeyStore: RegistrationStore {
         guard let list = try loadList(.registrations, appID: appID, owner: recipient) else {
             throw KeysError(.unknownRegistration, "recipient \(recipient) of \(appID) has no v2 registration in \(storeDescription)")
         }
-        return try Self.registrationSet(list)
+        return try list.registrationSet()
     }
 
     /// Every recipient's registrations in ``accessGroup``, sorted by app id then recipient.
@@ -85,7 +62,7 @@ extension KeyStore: RegistrationStore {
         var out: [RegistrationSet] = []
         for item in items where item.attributes.service.hasPrefix(prefix) {
             let appID = String(item.attributes.service.dropFirst(prefix.count))
-            if let list = try loadList(.registrations, appID: appID, owner: item.attributes.account) { out.append(try Self.registrationSet(list)) }
+            if let list = try loadList(.registrations, appID: appID, owner: item.attributes.account) { out.append(try list.registrationSet()) }
         }
         return out.sorted { ($0.appID, $0.recipient) < ($1.appID, $1.recipient) }
     }
@@ -97,18 +74,11 @@ extension KeyStore: RegistrationStore {
         try KeyID.validate(keyID)
         try KeyID.validateRecipient(recipient)
         try Self.checkTime(now)
-        let list = try mutateList(.registrations, appID: appID, owner: recipient) { list in
-            guard let i = list.entries.firstIndex(where: { $0.keyID == keyID }) else {
-                throw KeysError(.unknownKey, "recipient \(recipient) of \(appID) has no registration \(keyID)")
-            }
-            let previous = list.entries[i].status
-            guard previous != .disabled else { return [] }
-            list.entries[i].status = .disabled
-            list.entries[i].retiredAt = now
-            return [AuditEvent(event: "revokeRegistration", time: now, members: [("keyId", .string(keyID)), ("previousStatus", .string(previous.rawValue))])]
+        let list = try mutateList(.registrations, appID: appID, owner: recipient) { try $0.revokeRegistration(keyID: keyID, now: now) }
+        guard let info = try list.registrationSet().registrations.first(where: { $0.keyID == keyID }) else {
+            throw KeysError(.unknownKey, "no registration \(keyID)")
         }
-        guard let entry = list.entries.first(where: { $0.keyID == keyID }) else { throw KeysError(.unknownKey, "no registration \(keyID)") }
-        return try Self.registrationInfo(entry)
+        return info
     }
 
     /// A watch over the registration item's change token; `nil` without one.
@@ -130,15 +100,9 @@ extension KeyStore: RegistrationStore {
     public func generateSenderKey(appID: String, now: Int64 = KeyStore.now()) throws -> SenderKeyInfo {
         try KeyID.validateAppID(appID)
         try Self.checkTime(now)
-        let key = try X25519.PrivateKey()
-        let keyID = try DeviceKeyItem.keyID(for: key.publicKey)
-        try mutateList(.senderKeys, appID: appID, owner: Self.senderKeyAccount, allowCreate: true) { list in
-            guard list.entries.isEmpty else {
-                throw KeysError(.keysetExists, "\(appID) already has a sender key: rotate it (push-keys sender rotate)")
-            }
-            list.entries.append(V2KeyList.Entry(keyID: keyID, status: .primary, createdAt: now, registeredAt: now,
-                                                publicKey: key.publicKey.rawRepresentation, secret: key.rawRepresentation))
-            return [AuditEvent(event: "senderGenerate", time: now, members: [("keyId", .string(keyID)), ("status", .string("primary"))])]
+        let (key, keyID) = try V2KeyList.newSenderKey()
+        try mutateList(.senderKeys, appID: appID, owner: Self.senderKeyAccount, allowCreate: true) {
+            try $0.generateSenderKey(key, keyID: keyID, now: now)
         }
         return SenderKeyInfo(appID: appID, keyID: keyID, publicKey: key.publicKey, status: .primary, createdAt: now)
     }
@@ -151,29 +115,9 @@ extension KeyStore: RegistrationStore {
     public func rotateSenderKey(appID: String, graceSeconds: Int64 = KeyStore.defaultGraceSeconds, now: Int64 = KeyStore.now()) throws -> SenderKeyInfo {
         try KeyID.validateAppID(appID)
         let notAfter = try Self.time(now, plus: graceSeconds, named: "graceSeconds")
-        let key = try X25519.PrivateKey()
-        let keyID = try DeviceKeyItem.keyID(for: key.publicKey)
-        try mutateList(.senderKeys, appID: appID, owner: Self.senderKeyAccount) { list in
-            guard !list.entries.contains(where: { $0.keyID == keyID }) else {
-                throw KeysError(.duplicateKeyID, "sender key id \(keyID) exists already: rotate again")
-            }
-            var events: [AuditEvent] = []
-            for i in list.entries.indices where list.entries[i].status == .decryptOnly && (list.entries[i].notAfter ?? Int64.max) <= now {
-                list.entries[i].status = .destroyed
-                list.entries[i].retiredAt = now
-                list.entries[i].secret = nil  // SecretBytes zeroes its buffer when released
-                events.append(AuditEvent(event: "senderPrune", time: now, members: [("keyId", .string(list.entries[i].keyID))]))
-            }
-            var members: [(key: String, value: JSONValue)] = [("keyId", .string(keyID))]
-            for i in list.entries.indices where list.entries[i].status == .primary {
-                list.entries[i].status = .decryptOnly
-                list.entries[i].retiredAt = now
-                list.entries[i].notAfter = notAfter
-                members += [("previousKeyId", .string(list.entries[i].keyID)), ("notAfter", .integer(notAfter))]
-            }
-            list.entries.append(V2KeyList.Entry(keyID: keyID, status: .primary, createdAt: now, registeredAt: now,
-                                                publicKey: key.publicKey.rawRepresentation, secret: key.rawRepresentation))
-            return events + [AuditEvent(event: "senderRotate", time: now, members: members)]
+        let (key, keyID) = try V2KeyList.newSenderKey()
+        try mutateList(.senderKeys, appID: appID, owner: Self.senderKeyAccount) {
+            try $0.rotateSenderKey(to: key, keyID: keyID, notAfter: notAfter, now: now)
         }
         return SenderKeyInfo(appID: appID, keyID: keyID, publicKey: key.publicKey, status: .primary, createdAt: now)
     }
@@ -182,25 +126,14 @@ extension KeyStore: RegistrationStore {
     /// - Throws: `KeysError` `.invalidName`, `.corruptKeyset`; `KeychainError`, `CryptoError`.
     public func senderKeys(appID: String) throws -> [SenderKeyInfo] {
         try KeyID.validateAppID(appID)
-        guard let list = try loadList(.senderKeys, appID: appID, owner: Self.senderKeyAccount) else { return [] }
-        return try list.entries.map { e in
-            SenderKeyInfo(appID: appID, keyID: e.keyID, publicKey: try X25519.PublicKey(rawRepresentation: e.publicKey),
-                          status: e.status, createdAt: e.createdAt, retiredAt: e.retiredAt, notAfter: e.notAfter)
-        }
+        return try loadList(.senderKeys, appID: appID, owner: Self.senderKeyAccount)?.senderKeyInfos() ?? []
     }
 
     /// The primary sender key and its private half; `nil` when the app has none.
     /// - Throws: `KeysError` `.invalidName`, `.corruptKeyset`; `KeychainError`, `CryptoError`.
     public func sealingSenderKey(appID: String) throws -> (keyID: String, key: X25519.PrivateKey)? {
         try KeyID.validateAppID(appID)
-        guard let list = try loadList(.senderKeys, appID: appID, owner: Self.senderKeyAccount),
-              let p = list.entries.last(where: { $0.status == .primary }) else { return nil }
-        guard let raw = p.secret else { throw KeysError(.corruptKeyset, "the primary sender key \(p.keyID) of \(appID) has no private key") }
-        let key = try X25519.PrivateKey(rawRepresentation: raw)
-        guard key.publicKey.rawRepresentation == p.publicKey else {
-            throw KeysError(.corruptKeyset, "the primary sender key \(p.keyID) of \(appID) does not match its public key")
-        }
-        return (p.keyID, key)
+        return try loadList(.senderKeys, appID: appID, owner: Self.senderKeyAccount)?.primarySenderKey()
     }
 
     // MARK: Items
@@ -235,7 +168,7 @@ extension KeyStore: RegistrationStore {
     /// the audit destination opened.
     @discardableResult
     func mutateList(_ kind: V2KeyList.Kind, appID: String, owner: String, allowCreate: Bool = false,
-                    _ body: (inout V2KeyList) throws -> [AuditEvent]) throws -> V2KeyList {
+                    _ body: (inout V2KeyList) throws -> [KeysetChange]) throws -> V2KeyList {
         try KeyID.validateAppID(appID)
         return try withLock {
             let existing = try loadList(kind, appID: appID, owner: owner)
@@ -258,17 +191,8 @@ extension KeyStore: RegistrationStore {
             } else {
                 try keychain.update(listQuery(kind, appID: appID, owner: owner), with: ItemChanges(data: data))
             }
-            for e in events { try writeAudit(e, appID: appID, recipient: owner, to: sink) }
+            for e in events { try writeAudit(e.event, appID: appID, recipient: owner, to: sink) }
             return list
         }
-    }
-
-    static func registrationInfo(_ e: V2KeyList.Entry) throws -> RegistrationInfo {
-        RegistrationInfo(keyID: e.keyID, publicKey: try X25519.PublicKey(rawRepresentation: e.publicKey), status: e.status,
-                                createdAt: e.createdAt, registeredAt: e.registeredAt, supersededAt: e.retiredAt)
-    }
-
-    static func registrationSet(_ list: V2KeyList) throws -> RegistrationSet {
-        RegistrationSet(appID: list.appID, recipient: list.owner, registrations: try list.entries.map(registrationInfo))
     }
 }

@@ -1,4 +1,5 @@
-import PushSealCrypto
+public import PushSealCrypto
+import PushSealJSON
 
 /// The stored form of a list of version 2 keys in one keychain item: a recipient's
 /// registrations (public keys) or an app's sender keys (private keys). Binary, integers
@@ -15,29 +16,64 @@ import PushSealCrypto
 /// The item's data is encrypted at rest by the keychain like every item; a sender entry's
 /// private key is a secret (held in `SecretBytes`, the encoding wiped after use), dropped when
 /// the key is destroyed (its public key stays, for the history).
-struct V2KeyList {
+///
+/// The rules of ``RegistrationStore`` live here as mutating methods returning the audit changes
+/// (``KeysetChange``), so every store (the file keychain, PostgreSQL) applies the same ones to
+/// the list it loaded under its lock and saves the result with the changes.
+public struct V2KeyList: Sendable {
     /// Which list: registrations (public keys) or sender keys (private keys).
-    enum Kind: UInt8 { case registrations = 1, senderKeys = 2 }
+    public enum Kind: UInt8, Sendable { case registrations = 1, senderKeys = 2 }
 
-    struct Entry {
-        var keyID: String
-        var status: KeyStatus
-        var createdAt: Int64
+    /// One key of the list (the ``RegistrationInfo`` / ``SenderKeyInfo`` fields, plus a sender's private key).
+    public struct Entry: Sendable {
+        /// The key id.
+        public var keyID: String
+        /// `primary`, `decryptOnly`, `disabled`, `destroyed` (sender keys).
+        public var status: KeyStatus
+        /// Unix seconds (UTC): the record's `createdAt` (registrations), when made (sender keys).
+        public var createdAt: Int64
         /// Registrations: when the store imported it; sender keys: equal to `createdAt`.
-        var registeredAt: Int64
-        var retiredAt: Int64?
-        var notAfter: Int64?
+        public var registeredAt: Int64
+        /// When superseded, revoked or rotated out: Unix seconds (UTC), or `nil`.
+        public var retiredAt: Int64?
+        /// A rotated-out sender key's end of grace: Unix seconds (UTC), or `nil`.
+        public var notAfter: Int64?
         /// The 32-byte public key (a registration's, or a sender key's).
-        var publicKey: [UInt8]
+        public var publicKey: [UInt8]
         /// A sender key's 32-byte private key; `nil` for registrations and destroyed sender keys.
-        var secret: SecretBytes? = nil
+        public var secret: SecretBytes? = nil
+
+        /// Creates an entry (a store that keeps entries as rows).
+        public init(keyID: String, status: KeyStatus, createdAt: Int64, registeredAt: Int64, retiredAt: Int64? = nil, notAfter: Int64? = nil,
+                    publicKey: [UInt8], secret: SecretBytes? = nil) {
+            self.keyID = keyID
+            self.status = status
+            self.createdAt = createdAt
+            self.registeredAt = registeredAt
+            self.retiredAt = retiredAt
+            self.notAfter = notAfter
+            self.publicKey = publicKey
+            self.secret = secret
+        }
     }
 
     static let magic: [UInt8] = Array("PSV2".utf8)
-    let kind: Kind
-    let appID: String
-    let owner: String
-    var entries: [Entry]
+    /// Registrations or sender keys.
+    public let kind: Kind
+    /// The app id.
+    public let appID: String
+    /// The recipient (registrations), `-` (sender keys).
+    public let owner: String
+    /// The keys, oldest first.
+    public var entries: [Entry]
+
+    /// Creates a list (empty for a new recipient or app).
+    public init(kind: Kind, appID: String, owner: String, entries: [Entry] = []) {
+        self.kind = kind
+        self.appID = appID
+        self.owner = owner
+        self.entries = entries
+    }
 
     /// The encoded bytes (wipe them after use: a sender list holds private keys).
     func encode() -> [UInt8] {

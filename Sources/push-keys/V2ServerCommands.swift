@@ -8,17 +8,16 @@ import PushSealWire
 /// The server side of version 2 (FORMAT.md §V): `push-keys register` imports a device's
 /// registration record, `push-keys registrations` lists them, `push-keys sender generate /
 /// export / rotate` make, publish and rotate the app's sender key. They work on a server
-/// keychain (``KeyStore`` is a ``RegistrationStore``).
+/// keychain or the PostgreSQL registry (both are ``RegistrationStore``s).
 enum V2ServerCommands {
     static let all: [any Command] = [RegisterCommand(), RegistrationsCommand(), SenderGenerateCommand(), SenderExportCommand(),
                                      SenderRotateCommand()]
 
     /// The store of the options, as a registration store.
-    /// - Throws: `CLIError` 64 for a store without v2 registrations (the PostgreSQL registry).
+    /// - Throws: `CLIError` 64 for a store without v2 registrations (none in this build).
     static func open(_ options: KeyStoreOptions) throws -> any RegistrationStore {
         guard let store = try options.open() as? any RegistrationStore else {
-            throw CLIError.usage("this store holds no v2 registrations or sender keys: give a server keychain (--keychain DIR)",
-                                 hint: "the PostgreSQL registry holds v1 keysets only in this build")
+            throw CLIError.usage("this store holds no v2 registrations or sender keys: give a server keychain (--keychain DIR) or a registry (--registry URI)")
         }
         return store
     }
@@ -47,11 +46,11 @@ enum V2ServerCommands {
                             ("record", .object(k.record))]))
     }
 
-    static let storeNote = "STORE: a server keychain (--keychain DIR; no IDENTITY: the server identity, access group pushseal.server). Registrations are items of service pushseal.registrations:APP (account = recipient), sender keys one item of service pushseal.sender-keys:APP; the sender private keys are secrets of the keychain (encrypted at rest with its device secret) and never printed."
+    static let storeNote = "STORE: a server keychain (--keychain DIR; no IDENTITY: the server identity, access group pushseal.server): registrations are items of service pushseal.registrations:APP (account = recipient), sender keys one item of service pushseal.sender-keys:APP, the sender private keys secrets of the keychain (encrypted at rest with its device secret). Or a registry (--registry URI, schema version 3): tables pushseal_registrations and pushseal_sender_keys, the sender private keys wrapped under the --kek-file key. Never printed."
 
     static func exitCodes(usage: [String] = [], dataError: String? = nil, noInput: String? = nil, cannotCreate: String? = nil,
                           ioError: String = "the keychain, its lock file or the audit log") -> [String] {
-        KeyOptions.exitCodes(usage: usage + ["--registry (a store without v2 registrations)"], dataError: dataError, noInput: noInput,
+        KeyOptions.exitCodes(usage: usage, dataError: dataError, noInput: noInput,
                              cannotCreate: cannotCreate, ioError: ioError)
     }
 }

@@ -194,4 +194,27 @@ import Testing
         #expect((sets?.first?["registrations"] as? [Any])?.count == 1)
         #expect(try Self.run("push-keys", ["registrations", "--keychain", "kc", "--app-id", Self.app, "--recipient", "nobody"], in: dir).status == 66)
     }
+
+    /// Examples/server's library import (`seal-server-example --register RECORD`): the record
+    /// is registered, the notification sealed v2 in auth mode, and push-open opens it.
+    @Test func serverExampleRegistersAndSealsV2() throws {
+        let dir = try Self.setUp(sender: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let example = KeysCLI.buildDirectory.appendingPathComponent("seal-server-example").path
+        let r = try KeysCLI.run(example, ["--keychain", dir.appendingPathComponent("kc").path, "--app-id", Self.app, "--recipient", "carol",
+                                          "--register", dir.appendingPathComponent("registration.json").path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("registered \(Self.deviceKeyID) for \(Self.app)/carol"))
+        let payload = try #require(r.stdout.split(separator: "\n").last.map(String.init))
+        #expect(payload.contains("\"enc_alg\":\"HPKE-AUTH-X25519-A256GCM\""))
+        let opened = try Self.pushOpen(payload, in: dir, pinned: ["sender.json"])
+        #expect(opened.status == 0 && opened.json["title"] as? String == "Ana", "\(opened.stdout) \(opened.stderr)")
+        // A record for another app is refused (65), nothing registered.
+        let other = dir.appendingPathComponent("other.json")
+        try Data(try String(contentsOf: dir.appendingPathComponent("registration.json"), encoding: .utf8)
+            .replacingOccurrences(of: Self.app, with: "com.example.other").utf8).write(to: other)
+        let refused = try KeysCLI.run(example, ["--keychain", dir.appendingPathComponent("kc").path, "--app-id", Self.app, "--recipient", "dave",
+                                                "--register", other.path])
+        #expect(refused.status == 65 && refused.stderr.contains("registration refused (wrongAppID)"))
+    }
 }

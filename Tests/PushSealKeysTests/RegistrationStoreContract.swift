@@ -1,7 +1,6 @@
 import Foundation
 import PushSealCrypto
 import PushSealJSON
-import PushSealKeychain
 import PushSealKeys
 import PushSealWire
 import Testing
