@@ -10,41 +10,19 @@ public import PushSealKeys
 /// `version` it bumps, in the transaction that rewrites the list's rows and inserts its audit
 /// lines; the rules are ``V2KeyList``'s, as for the file keychain. A registration watch reads
 /// that version (one round trip per check: `RegistrationSealingKeys` checks once per batch chunk).
-extension PostgresKeyStore: RegistrationStore {
+extension PostgresKeyStore: V2KeyListStore {
     /// The owner of an app's sender key list, in `pushseal_v2_lists` and in the KEK's AAD.
     static let senderOwner = "/sender"
+    /// `/sender`.
+    public var senderKeyOwner: String { Self.senderOwner }
+
+    /// ``loadList(_:_:appID:owner:withSecrets:forUpdate:)`` on a pooled connection.
+    /// - Throws: `RegistryError` (`.kekRequired`, `.wrongKEK` with `withSecrets`, `.corrupt`, `.unavailable`).
+    public func loadV2List(_ kind: V2KeyList.Kind, appID: String, owner: String, withSecrets: Bool) throws -> V2KeyList? {
+        try pool.run { c in try loadList(c, kind, appID: appID, owner: owner, withSecrets: withSecrets) }
+    }
 
     // MARK: Registrations
-
-    /// Imports `registration` for `recipient` (one transaction).
-    /// - Throws: `KeysError` `.duplicateKeyID`, `.staleRegistration`, `.invalidName`, `.timeOutOfRange`; `RegistryError`.
-    @discardableResult
-    public func register(_ registration: DeviceRegistration, recipient: String, now: Int64) throws -> (info: RegistrationInfo, added: Bool) {
-        try KeyID.validateRecipient(recipient)
-        try KeyStore.checkTime(now)
-        var added = false
-        let list = try changeList(.registrations, appID: registration.appID, owner: recipient, allowCreate: true) { list in
-            let changes = try list.register(registration, now: now)
-            added = !changes.isEmpty
-            return changes
-        }
-        guard let info = try list.registrationSet().registrations.first(where: { $0.keyID == registration.keyID }) else {
-            throw KeysError(.invalidState, "registration \(registration.keyID) was not stored")
-        }
-        return (info, added)
-    }
-
-    /// The registrations of (app id, recipient), oldest first.
-    /// - Throws: `KeysError` `.unknownRegistration`, `.invalidName`; `RegistryError`.
-    public func registrations(appID: String, recipient: String) throws -> RegistrationSet {
-        try KeyID.validateAppID(appID)
-        try KeyID.validateRecipient(recipient)
-        let list = try pool.run { c in try loadList(c, .registrations, appID: appID, owner: recipient) }
-        guard !list.entries.isEmpty else {
-            throw KeysError(.unknownRegistration, "recipient \(recipient) of \(appID) has no v2 registration in \(storeDescription)")
-        }
-        return try list.registrationSet()
-    }
 
     /// Every recipient's registrations, sorted by app id then recipient.
     /// - Throws: `RegistryError`.
@@ -56,20 +34,6 @@ extension PostgresKeyStore: RegistrationStore {
             guard let app = row[0], let recipient = row[1] else { return nil }
             return try registrations(appID: app, recipient: recipient)
         }
-    }
-
-    /// Revokes one registration (status `disabled`).
-    /// - Throws: `KeysError` `.unknownRegistration`, `.unknownKey`, `.invalidName`, `.timeOutOfRange`; `RegistryError`.
-    @discardableResult
-    public func revokeRegistration(appID: String, recipient: String, keyID: String, now: Int64) throws -> RegistrationInfo {
-        try KeyID.validate(keyID)
-        try KeyID.validateRecipient(recipient)
-        try KeyStore.checkTime(now)
-        let list = try changeList(.registrations, appID: appID, owner: recipient) { try $0.revokeRegistration(keyID: keyID, now: now) }
-        guard let info = try list.registrationSet().registrations.first(where: { $0.keyID == keyID }) else {
-            throw KeysError(.unknownKey, "no registration \(keyID)")
-        }
-        return info
     }
 
     /// A watch over the list's version; `nil` without registrations. One round trip per check.
@@ -94,46 +58,6 @@ extension PostgresKeyStore: RegistrationStore {
             try c.exec("SELECT version FROM pushseal_v2_lists WHERE app_id = $1 AND owner = $2", [.text(appID), .text(owner)])
         }
         return rows.rows.isEmpty ? nil : try rows.int(0, 0)
-    }
-
-    // MARK: Sender keys
-
-    /// Makes the app's first sender key (private key wrapped under the KEK).
-    /// - Throws: `KeysError` `.keysetExists`, `.invalidName`, `.timeOutOfRange`; `RegistryError` (`.kekRequired`), `CryptoError`.
-    @discardableResult
-    public func generateSenderKey(appID: String, now: Int64) throws -> SenderKeyInfo {
-        try KeyID.validateAppID(appID)
-        try KeyStore.checkTime(now)
-        _ = try requireKEK()
-        let (key, keyID) = try V2KeyList.newSenderKey()
-        try changeList(.senderKeys, appID: appID, owner: Self.senderOwner, allowCreate: true) { try $0.generateSenderKey(key, keyID: keyID, now: now) }
-        return SenderKeyInfo(appID: appID, keyID: keyID, publicKey: key.publicKey, status: .primary, createdAt: now)
-    }
-
-    /// A new primary sender key; the former one `decryptOnly` until `now + graceSeconds`.
-    /// - Throws: `KeysError` `.unknownKeyset`, `.invalidName`, `.timeOutOfRange`; `RegistryError`, `CryptoError`.
-    @discardableResult
-    public func rotateSenderKey(appID: String, graceSeconds: Int64, now: Int64) throws -> SenderKeyInfo {
-        try KeyID.validateAppID(appID)
-        let notAfter = try KeyStore.time(now, plus: graceSeconds, named: "graceSeconds")
-        _ = try requireKEK()
-        let (key, keyID) = try V2KeyList.newSenderKey()
-        try changeList(.senderKeys, appID: appID, owner: Self.senderOwner) { try $0.rotateSenderKey(to: key, keyID: keyID, notAfter: notAfter, now: now) }
-        return SenderKeyInfo(appID: appID, keyID: keyID, publicKey: key.publicKey, status: .primary, createdAt: now)
-    }
-
-    /// The app's sender keys, public halves only (no KEK needed).
-    /// - Throws: `KeysError` `.invalidName`; `RegistryError`.
-    public func senderKeys(appID: String) throws -> [SenderKeyInfo] {
-        try KeyID.validateAppID(appID)
-        return try pool.run { c in try loadList(c, .senderKeys, appID: appID, owner: Self.senderOwner, withSecrets: false) }.senderKeyInfos()
-    }
-
-    /// The primary sender key, unwrapped; `nil` without one.
-    /// - Throws: `KeysError` `.invalidName`, `.corruptKeyset`; `RegistryError` (`.kekRequired`, `.wrongKEK`).
-    public func sealingSenderKey(appID: String) throws -> (keyID: String, key: X25519.PrivateKey)? {
-        try KeyID.validateAppID(appID)
-        return try pool.run { c in try loadList(c, .senderKeys, appID: appID, owner: Self.senderOwner, withSecrets: true) }.primarySenderKey()
     }
 
     // MARK: Rows
@@ -181,20 +105,18 @@ extension PostgresKeyStore: RegistrationStore {
     /// One transaction: lock the list's row (creating it), load, apply `body`, rewrite the rows,
     /// bump the version, insert the audit lines (`INSERT … ON CONFLICT DO NOTHING` then
     /// `FOR UPDATE`: two first changes of one list at once are serialized too).
+    /// - Throws: `KeysError` `.unknownRegistration` / `.unknownKeyset` (no list, not `allowCreate`);
+    ///   `RegistryError` (`.kekRequired` for sender keys without a KEK).
     @discardableResult
-    func changeList(_ kind: V2KeyList.Kind, appID: String, owner: String, allowCreate: Bool = false,
-                    _ body: (inout V2KeyList) throws -> [KeysetChange]) throws -> V2KeyList {
+    public func changeV2List(_ kind: V2KeyList.Kind, appID: String, owner: String, allowCreate: Bool,
+                             _ body: (inout V2KeyList) throws -> [KeysetChange]) throws -> V2KeyList {
         try KeyID.validateAppID(appID)
         let names: [PGValue?] = [.text(appID), .text(owner)]
         return try pool.transaction { c in
             try c.exec("INSERT INTO pushseal_v2_lists (app_id, owner) VALUES ($1, $2) ON CONFLICT DO NOTHING", names)
             try c.exec("SELECT version FROM pushseal_v2_lists WHERE app_id = $1 AND owner = $2 FOR UPDATE", names)
             var list = try loadList(c, kind, appID: appID, owner: owner, withSecrets: kind == .senderKeys, forUpdate: true)
-            if list.entries.isEmpty, !allowCreate {
-                throw kind == .registrations
-                    ? KeysError(.unknownRegistration, "recipient \(owner) of \(appID) has no v2 registration in \(storeDescription)")
-                    : KeysError(.unknownKeyset, "\(appID) has no sender key in \(storeDescription): generate one (push-keys sender generate)")
-            }
+            if list.entries.isEmpty, !allowCreate { throw V2KeyList.missing(kind, appID: appID, owner: owner, in: storeDescription) }
             let changes = try body(&list)
             guard !changes.isEmpty else { return list }
             try saveList(c, list)
