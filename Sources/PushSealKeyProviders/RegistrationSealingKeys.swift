@@ -28,6 +28,9 @@ public enum SealFormatPolicy: String, Sendable, CaseIterable {
 /// new registration or a revocation by another process is seen as a v1 rotation is (see
 /// ``ServerKeyring``). The sender key is read once, when the provider is made: a rotation of it
 /// is seen by the next `push-seal` run (the former key stays published for its grace window).
+/// A store that says the app has no registrations at all
+/// (``RegistrationStore/mayHaveRegistrations(appID:)``, one query on the registry) is not asked
+/// per recipient until it says otherwise (asked when made and at each batch chunk).
 ///
 /// Sendable (checked by hand): the cache and chunk counter are guarded by `lock`; everything
 /// else is immutable.
@@ -61,6 +64,9 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
     private let lock = PosixLock()
     private var cache: [Slot: Entry] = [:]
     private var chunk: UInt64 = 0
+    /// The store's ``RegistrationStore/mayHaveRegistrations(appID:)`` for this provider's app,
+    /// asked when made and at each batch chunk (guarded by `lock`).
+    private var appMayHaveRegistrations = true
     /// A cached registration is read again after this long: 1 s, in nanoseconds.
     static let revalidationNanoseconds: UInt64 = 1_000_000_000
 
@@ -91,6 +97,7 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
             }
         }
         senderKeyID = sender?.keyID
+        appMayHaveRegistrations = (try? registrations?.mayHaveRegistrations(appID: appID)) ?? true
         do {
             registry = try EnvelopeRegistry.standard.addingV2(sealingWithSenderKey: sender?.key, senderKeyID: sender?.keyID)
         } catch {
@@ -107,8 +114,10 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
     /// Starts a batch chunk (for both versions).
     public func beginBatch() {
         v1.beginBatch()
+        let may = (try? registrations?.mayHaveRegistrations(appID: appID)) ?? true
         lock.lock()
         chunk &+= 1
+        appMayHaveRegistrations = may
         lock.unlock()
     }
 
@@ -160,7 +169,9 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
         lock.lock()
         let current = chunk
         let cached = cache[slot]
+        let may = appMayHaveRegistrations || appID != self.appID
         lock.unlock()
+        guard may else { return nil }
         if let e = cached, now &- e.readAt < Self.revalidationNanoseconds {
             if current != 0, e.chunk == current { return e.key }
             if try e.watch?.isCurrent() ?? (try registrations.watchRegistrations(appID: appID, recipient: recipient) == nil) {

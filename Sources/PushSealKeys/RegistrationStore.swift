@@ -59,6 +59,12 @@ public protocol RegistrationStore: ServerKeyStore {
     /// - Throws: `KeysError` `.invalidName`; the store's errors.
     func watchRegistrations(appID: String, recipient: String) throws -> (any KeysetWatch)?
 
+    /// A cheap hint for a sender: `false` only when no recipient of `appID` has a registration
+    /// (a sender then skips the per-recipient lookups; it asks again at each batch chunk).
+    /// Default: `true` (the file keychain's per-recipient watch is two `lstat` calls anyway).
+    /// - Throws: the store's errors.
+    func mayHaveRegistrations(appID: String) throws -> Bool
+
     // MARK: Sender keys
 
     /// Makes the app's first sender key (primary).
@@ -85,6 +91,9 @@ public protocol RegistrationStore: ServerKeyStore {
 }
 
 extension RegistrationStore {
+    /// `true`: look each recipient up.
+    public func mayHaveRegistrations(appID: String) throws -> Bool { true }
+
     /// The registration to seal to: the current (primary) one of (app id, recipient).
     /// - Throws: `KeysError` `.unknownRegistration` (none), `.noPrimaryKey` (the current one was
     ///   revoked), `.invalidName`; the store's errors.

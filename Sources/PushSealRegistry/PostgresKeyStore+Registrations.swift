@@ -36,6 +36,16 @@ extension PostgresKeyStore: V2KeyListStore {
         }
     }
 
+    /// Whether any recipient of `appID` has a registration: one `SELECT EXISTS`, so a batch of
+    /// v1 recipients costs no per-recipient round trip for v2 (asked once per batch chunk).
+    /// - Throws: `RegistryError`.
+    public func mayHaveRegistrations(appID: String) throws -> Bool {
+        let rows = try pool.run { c in
+            try c.exec("SELECT EXISTS (SELECT 1 FROM pushseal_registrations WHERE app_id = $1)", [.text(appID)])
+        }
+        return rows.rows.first?.first == "t"
+    }
+
     /// A watch over the list's version; `nil` without registrations. One round trip per check.
     /// - Throws: `KeysError` `.invalidName`; `RegistryError`.
     public func watchRegistrations(appID: String, recipient: String) throws -> (any KeysetWatch)? {

@@ -38,6 +38,7 @@ enum RegistrationStoreContract {
         #expect(throws: KeysError(.unknownRegistration, "")) { try store.registrations(appID: appID, recipient: "alice") }
         let r1 = try registration(now - 100)
         let first = try store.register(r1, recipient: "alice", now: now)
+        #expect(try store.mayHaveRegistrations(appID: appID), "a store never says no registrations for an app that has one")
         #expect(first.added && first.info.status == .primary && first.info.keyID == r1.keyID && first.info.publicKey == r1.publicKey)
         #expect(first.info.createdAt == now - 100 && first.info.registeredAt == now && first.info.supersededAt == nil)
         let again = try store.register(r1, recipient: "alice", now: now + 5)

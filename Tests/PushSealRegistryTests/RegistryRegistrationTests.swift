@@ -21,6 +21,16 @@ import Testing
         #expect(made >= 1)
     }
 
+    /// The hint that spares a batch of v1 recipients a round trip each: no until the first registration.
+    @Test func mayHaveRegistrationsIsOneQueryPerApp() throws {
+        let (store, _) = try Registry.store()
+        #expect(try !store.mayHaveRegistrations(appID: Self.app))
+        let key = try X25519.PrivateKey()
+        try store.register(try DeviceRegistration(appID: Self.app, keyID: "k1", publicKey: key.publicKey, createdAt: Self.now), recipient: "alice", now: Self.now)
+        #expect(try store.mayHaveRegistrations(appID: Self.app))
+        #expect(try !store.mayHaveRegistrations(appID: "com.example.other"))
+    }
+
     @Test func senderPrivateKeysAreWrappedAndRewrapped() throws {
         let old = KeyEncryptionKey.generate(), new = KeyEncryptionKey.generate()
         let (store, cs) = try Registry.store(kek: old)
