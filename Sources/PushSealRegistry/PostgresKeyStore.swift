@@ -442,7 +442,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
 
     // MARK: Maintenance
 
-    /// Rewraps every stored key under `newKEK` in one transaction and makes it the registry's KEK
+    /// Rewraps every stored key (v1 keys and v2 sender keys) under `newKEK` in one transaction and makes it the registry's KEK
     /// (`push-keys registry rewrap`). The key bytes themselves do not change, so caches stay valid.
     /// - Returns: the number of keys rewrapped.
     /// - Throws: `RegistryError` `.kekRequired`, `.wrongKEK` (a key does not open under the current KEK:
@@ -459,10 +459,11 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
                 try c.exec("UPDATE pushseal_keys SET wrapped_key = $4 WHERE app_id = $1 AND recipient = $2 AND key_id = $3",
                            [.text(a), .text(b), .text(id), .bytes(try newKEK.wrap(secret, appID: a, recipient: b, keyID: id))])
             }
+            let senderKeyCount = try rewrapSenderKeys(c, from: old, to: newKEK)
             try c.exec("UPDATE pushseal_kek SET check_box = $1, created_at = $2 WHERE id = 1", [.bytes(try newKEK.checkBox()), .int(KeyStore.now())])
             try c.exec("INSERT INTO pushseal_audit (time, event, app_id, recipient, key_id, line) VALUES ($1, 'rewrap', '', '', NULL, $2)",
-                       [.int(KeyStore.now()), .text("{\"time\":\(KeyStore.now()),\"event\":\"rewrap\",\"registry\":\(KeysetChange.jsonString(storeDescription)),\"keyCount\":\(rows.rows.count)}")])
-            return rows.rows.count
+                       [.int(KeyStore.now()), .text("{\"time\":\(KeyStore.now()),\"event\":\"rewrap\",\"registry\":\(KeysetChange.jsonString(storeDescription)),\"keyCount\":\(rows.rows.count + senderKeyCount)}")])
+            return rows.rows.count + senderKeyCount
         }
     }
 

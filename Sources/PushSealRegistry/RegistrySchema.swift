@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 2
+    public static let currentVersion = 3
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -93,6 +93,33 @@ public enum RegistrySchema {
               registered_at bigint NOT NULL,
               invalidated_at bigint,
               PRIMARY KEY (app_id, recipient, token))
+            """,
+        ]),
+        ("v2 registration history and sender key rotation (issue 13)", [
+            """
+            ALTER TABLE pushseal_registrations
+              ADD COLUMN position integer NOT NULL DEFAULT 0,
+              ADD COLUMN status text NOT NULL DEFAULT 'primary' CHECK (status IN ('primary', 'decryptOnly', 'disabled')),
+              ADD COLUMN registered_at bigint NOT NULL DEFAULT 0,
+              ADD CONSTRAINT pushseal_registrations_key CHECK (length(public_key) = 32)
+            """,
+            "CREATE UNIQUE INDEX pushseal_registrations_one_primary ON pushseal_registrations (app_id, recipient) WHERE status = 'primary'",
+            """
+            ALTER TABLE pushseal_sender_keys
+              ADD COLUMN position integer NOT NULL DEFAULT 0,
+              ADD COLUMN public_key bytea NOT NULL CHECK (length(public_key) = 32),
+              ADD COLUMN retired_at bigint,
+              ADD COLUMN not_after bigint,
+              ALTER COLUMN wrapped_private_key DROP NOT NULL,
+              ADD CONSTRAINT pushseal_sender_keys_status CHECK (status IN ('primary', 'decryptOnly', 'destroyed')),
+              ADD CONSTRAINT pushseal_sender_keys_wrapped CHECK (wrapped_private_key IS NULL OR length(wrapped_private_key) = 60)
+            """,
+            """
+            CREATE TABLE pushseal_v2_lists (
+              app_id text NOT NULL,
+              owner text NOT NULL,
+              version bigint NOT NULL DEFAULT 1,
+              PRIMARY KEY (app_id, owner))
             """,
         ]),
     ]

@@ -31,6 +31,9 @@ final class BenchDirectory: @unchecked Sendable {
 }
 
 /// Whole processes, PushSeal's CLIs next to the peers doing the same job:
+/// - `op=batch-v2` (impl `pushseal`): the same `push-seal batch` for a recipient with a v2
+///   registration (made by `push-keys device generate` and `register`), the app with a sender
+///   key: HPKE auth mode, both cores as v1 (the sealer is the same).
 /// - `op=batch` (ns of wall time per payload, all cores) and `op=batch-rss` (peak RSS, `kb=`):
 ///   `push-seal batch` with a real server keychain (made by `push-keys generate`) fed
 ///   `batchLines` 1 KB JSON Lines on a pipe, output discarded; the peers run
@@ -79,6 +82,11 @@ struct ProcessBench {
         try check([tools.pushKeys, "keychain", "init", "--keychain", deviceKC])
         try check([tools.pushKeys, "import", "--keychain", deviceKC, "--entitlements", appEnts, "--app-id", Self.appID, record])
         try? FileManager.default.removeItem(atPath: record)
+        // Version 2: bob's app makes its key pair and registers it; the app has a sender key (auth mode).
+        let registration = dir.appendingPathComponent("bob.registration.json").path
+        try check([tools.pushKeys, "device", "generate", "--keychain", deviceKC, "--entitlements", appEnts, "--app-id", Self.appID], stdout: registration)
+        try check([tools.pushKeys, "register", "--keychain", serverKC, "--recipient", "bob", registration])
+        try check([tools.pushKeys, "sender", "generate", "--keychain", serverKC, "--app-id", Self.appID])
 
         try batch(tools: tools, keychain: serverKC, dir: dir)
         let openArgs = [tools.pushOpen, "--keychain", deviceKC, "--app-id", Self.appID, "--entitlements", extEnts, "--allow-insecure-loopback"]
@@ -93,28 +101,32 @@ struct ProcessBench {
         let line = Array("{\"recipient\":\"alice\",\"notification\":".utf8) + SenderBench.notification(size: 1024) + Array("}\n".utf8)
         let cores = activeProcessorCount
         let shares = (0..<cores).map { lines / cores + ($0 < lines % cores ? 1 : 0) }
-        var jobs: [(impl: String, commands: [[String]], shares: [Int])] = [
-            ("pushseal", [[tools.pushSeal, "batch", "--app-id", Self.appID, "--keychain", keychain, "-"]], [lines]),
+        let v2Line = Array("{\"recipient\":\"bob\",\"notification\":".utf8) + SenderBench.notification(size: 1024) + Array("}\n".utf8)
+        let pushSeal = [tools.pushSeal, "batch", "--app-id", Self.appID, "--keychain", keychain, "-"]
+        var jobs: [(impl: String, op: String, line: [UInt8], commands: [[String]], shares: [Int])] = [
+            ("pushseal", "batch", line, [pushSeal], [lines]),
+            // The same batch to a v2 registration (HPKE auth mode): `op=batch-v2`.
+            ("pushseal", "batch-v2", v2Line, [pushSeal], [lines]),
         ]
         let keyHex = dir.appendingPathComponent("key.hex").path
         for peer in Peer.all {
             guard let script = peer.script("seal_peer") else { continue }
-            jobs.append((peer.name, Array(repeating: [peer.interpreter, script, "--batch", keyHex], count: cores), shares))
+            jobs.append((peer.name, "batch", line, Array(repeating: [peer.interpreter, script, "--batch", keyHex], count: cores), shares))
         }
         Output.shared.progress("batch: \(lines) lines of 1 KB per run, \(settings.batchRuns) runs")
         for rep in 0..<settings.batchRuns {
             for job in jobs {
                 let meters = job.commands.indices.map { PeakRSS(dir: dir, name: "rss-\($0)") }
                 let commands = zip(job.commands, meters).map { command, meter in meter?.wrap(command) ?? command }
-                let r = runFed(commands, line: line, lines: job.shares)
+                let r = runFed(commands, line: job.line, lines: job.shares)
                 guard r.status == 0 else {
                     if job.impl == "pushseal" { throw BenchError("push-seal batch exited \(r.status)") }
                     Output.shared.skip("\(job.impl) batch failed (exit status \(r.status))")
                     continue
                 }
-                record(job.impl, "batch", 1024, rep: rep, n: lines, ns: Double(r.wallNanoseconds) / Double(lines))
+                record(job.impl, job.op, 1024, rep: rep, n: lines, ns: Double(r.wallNanoseconds) / Double(lines))
                 let peaks = meters.compactMap { $0?.read() }
-                if peaks.count == meters.count, let kb = peaks.max() { record(job.impl, "batch-rss", 1024, rep: rep, n: lines, kb: kb) }
+                if job.op == "batch", peaks.count == meters.count, let kb = peaks.max() { record(job.impl, "batch-rss", 1024, rep: rep, n: lines, kb: kb) }
             }
         }
     }

@@ -234,6 +234,8 @@ struct Report {
         let lines = settings.batchLines
         rows.append(Row(label: "batch `push-seal batch`, 1 KB lines, \(machine.cores) cores", unit: "payloads/s", op: "batch", size: 1024,
                         convert: { 1e9 / $0 }, decimals: 0, perSecond: true))
+        rows.append(Row(label: "batch `push-seal batch` v2 (HPKE auth mode, a registration), 1 KB lines, \(machine.cores) cores", unit: "payloads/s",
+                        op: "batch-v2", size: 1024, convert: { 1e9 / $0 }, decimals: 0, perSecond: true))
         rows.append(Row(label: "batch in process (`BatchSealer`, fixed key, no I/O)", unit: "payloads/s", op: "batch64", size: 1024,
                         convert: { 64e9 / $0 }, decimals: 0, perSecond: true))
         rows.append(Row(label: "batch peak RSS, \(grouped(lines))-line input", unit: "MiB", op: "batch-rss", size: 1024, convert: mib, decimals: 1))

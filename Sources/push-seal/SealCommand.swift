@@ -48,7 +48,7 @@ struct SealCommand: OptionsCommand {
 
         NOTIFICATION.json: {"title", "subtitle", "body", "media": {"url", "type", "sha256", "key"}, "localizations": {"fr": {"title", "body"}}, "data": {…}, "iat", "exp" | "ttl", "id"} (times in seconds; exp and iat since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z, exp not before iat; iat defaults to now and a ttl must keep exp within that bound; without exp or ttl, --ttl applies: 30 days unless given). A notification without an id gets a random one (16 bytes, base64url), so the device's replay guard recognises a repeat. A ttl of 0 means what apns-expiration 0 means (deliver now or never): the header is 0 and the sealed exp is iat + 60 s. Without a file, --title or --body alone make the notification.
 
-        The payload always carries aps.alert (the fallback title and body, in clear) and "mutable-content":1 so iOS runs the Notification Service Extension. Everything else is sealed with AES-256-GCM into encrypted_data. Lengths are UTF-8 bytes.
+        The payload always carries aps.alert (the fallback title and body, in clear) and "mutable-content":1 so iOS runs the Notification Service Extension. Everything else is sealed into encrypted_data: for a recipient with a v2 registration (push-keys register) with HPKE to the device's public key (enc_alg HPKE-AUTH-X25519-A256GCM when the app has a sender key, push-keys sender generate; else HPKE-BASE-X25519-A256GCM), for one with a keyset with AES-256-GCM (A256GCM); --format v1|v2 seals only that version. Lengths are UTF-8 bytes.
         """,
         jsonHelp: "report errors as one {\"error\": {\"code\", \"message\"}} object on stdout (the payload is JSON already)"
     )

@@ -31,7 +31,7 @@ enum SealExit {
         "64  usage error (unknown option, missing argument, no notification, an invalid APNs option such as --priority 7, an empty fallback title or body, an --app-id or --recipient that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z)",
         "65  bad notification: not UTF-8, not JSON, wrong JSON types, over 1 MiB, empty title and body, a member a device would reject (media.url not an absolute http(s) URL, a bad locale tag), or a time out of range; an argument that is not UTF-8",
         "66  NOTIFICATION.json missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
-        "67  unknown recipient, or the recipient's primary key is destroyed or disabled",
+        "67  unknown recipient (no keyset and no v2 registration; with --format, none of that version), or the recipient's primary key is destroyed or disabled, or its v2 registration revoked",
         "74  I/O error (reading the input or writing standard output), or a damaged keychain",
         "77  permission denied, the keychain is group- or world-accessible (it must be 0700), or its device state does not allow reading the keyset (errSecInteractionNotAllowed -25308, e.g. beforeFirstUnlock: unlock it)",
     ].withRegistry(lostMidRun: "74 (keyStoreUnreadable)")
@@ -89,7 +89,8 @@ func requireInUsageOrder(_ a: Arguments, _ options: [(name: String, valueName: S
 enum SealOptionSpecs {
     static let keys: [OptionSpec] = [
         .value("--app-id", "APP", "the app's bundle identifier (APNs topic), bound into the AAD (required)"),
-        .value("--keychain", "DIR", "the server keychain holding the recipients' keysets (required unless --registry; push-keys generate makes one)"),
+        .value("--keychain", "DIR", "the server keychain holding the recipients' keysets and v2 registrations (required unless --registry; push-keys generate makes one)"),
+        .value("--format", "V", "v1 or v2: seal only that wire format (default: v2 for a recipient with a v2 registration, v1 for one with a keyset; v2 is auth mode when the app has a sender key)"),
     ] + RegistryOptions.all
     static let payload: [OptionSpec] = [
         .value("--fallback-title", "TEXT", "clear-text alert title (default \"\(FallbackAlert.defaultTitle)\")"),
@@ -122,6 +123,8 @@ struct SealOptionGroup: Sendable {
     let keystore: KeystoreOptions
     /// The payload options (fallback alert, APNs headers and aps fields, `--fit`, padding).
     let options: SealOptions
+    /// `--format v1|v2`, `.automatic` without it.
+    let format: SealFormatPolicy
 
     /// Reads the group; `--app-id` and `--keychain` must be present (the command checks them
     /// first, in its USAGE order).
@@ -129,6 +132,7 @@ struct SealOptionGroup: Sendable {
     init(parsing a: Arguments) throws {
         appID = try a.required("--app-id", "APP")
         keystore = try KeystoreOptions(parsing: a, allowingRegistry: true)
+        format = try sealFormat(a)
         var options = SealOptions()
         options.fallback = FallbackAlert(title: a.value("--fallback-title") ?? FallbackAlert.defaultTitle,
                                          body: a.value("--fallback-body") ?? FallbackAlert.defaultBody)
@@ -170,7 +174,8 @@ struct SealOptionGroup: Sendable {
         } else {
             throw CLIError.usage("missing --keychain DIR")
         }
-        return try mappingSenderErrors { try NotificationSealer(appID: appID, keys: keys, options: options) }
+        let both = try mappingSenderErrors { try RegistrationSealingKeys(keys: keys, appID: appID, policy: format) }
+        return try mappingSenderErrors { try NotificationSealer(appID: appID, keys: both, options: options, registry: both.registry) }
     }
 }
 
@@ -240,7 +245,7 @@ func cliError(_ e: SenderError) -> CLIError {
     case .clearPartTooLarge:
         return CLIError(code: e.code.name, e.reason, hint: "shorten what travels in clear: --fallback-title, --fallback-body, --sound, --thread-id, --category (--fit shortens only the sealed body)", exitCode: SealExit.tooLarge)
     case .unknownRecipient:
-        return CLIError(code: e.code.name, e.reason, hint: "list the keysets with: push-keys list --keychain DIR", exitCode: SealExit.unknownRecipient)
+        return CLIError(code: e.code.name, e.reason, hint: "list the keysets with: push-keys list --keychain DIR (v2 registrations: push-keys registrations --keychain DIR)", exitCode: SealExit.unknownRecipient)
     case .keyUnavailable:
         return CLIError(code: e.code.name, e.reason, hint: "give the keyset a new primary key: push-keys rotate --keychain DIR --app-id APP --recipient R", exitCode: SealExit.unknownRecipient)
     case .sealLimitReached:

@@ -16,6 +16,7 @@ import PushSealJSON
 import Foundation
 import PushSealWire
 import PushSealKeyProviders
+import PushSealKeys
 import PushSealSender
 
 /// The wire module's `Notification` (Foundation, imported too, has its own `Notification`).
@@ -29,8 +30,9 @@ func fail(_ message: String, hint: String? = nil, code: Int32) -> Never {
 
 // MARK: Arguments (kept minimal: a real server reads these from its configuration).
 
-let usage = "seal-server-example --keychain DIR [--app-id APP] [--recipient R] [--device-token HEX]"
+let usage = "seal-server-example --keychain DIR [--app-id APP] [--recipient R] [--device-token HEX] [--register RECORD]"
 var keychainPath: String?
+var registrationPath: String?
 var appID = "com.example.app"
 var recipient = "alice"
 var deviceToken = "DEVICE_TOKEN"
@@ -46,6 +48,7 @@ while let option = rest.popFirst() {
     case "--app-id": appID = value
     case "--recipient": recipient = value
     case "--device-token": deviceToken = value
+    case "--register": registrationPath = value
     default: fail("unknown option '\(option)'", hint: usage, code: 64)
     }
 }
@@ -55,15 +58,42 @@ guard let keychainPath else { fail("missing --keychain DIR", hint: usage, code: 
 // KeychainSealingKeys (PushSealKeyProviders) reads the recipient's keyset at every seal (so a rotation by `push-keys`
 // in another process is seen at the next seal) and counts the seal against the key's 2^32 limit.
 
-let keys: KeychainSealingKeys
+let v1Keys: KeychainSealingKeys
 do {
-    keys = try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: keychainPath))
+    v1Keys = try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: keychainPath))
 } catch let e as SealingKeyError where e.code == .keyStoreMissing {
     fail("no keychain at \(keychainPath)", hint: "push-keys generate --keychain \(keychainPath) --app-id \(appID) --recipient \(recipient)", code: 66)
 } catch let e as SealingKeyError where e.code == .keyStoreInsecure {
     fail(e.reason, hint: "chmod 700 the keychain directory", code: 77)
 } catch {
     fail("cannot open the keychain at \(keychainPath): \(error)", code: 1)
+}
+
+// MARK: 1b. Version 2 (optional): `--register RECORD` imports a device's registration record, as
+// the endpoint of your app's API would (Registration.swift), before sealing. A recipient with a
+// registration is then sealed v2 (HPKE; auth mode when the app has a sender key, made with
+// `push-keys sender generate`), one with a keyset v1: RegistrationSealingKeys picks per recipient.
+
+if let registrationPath, let store = v1Keys.keyring.store as? any RegistrationStore {
+    guard let body = FileManager.default.contents(atPath: registrationPath) else { fail("cannot read \(registrationPath)", code: 66) }
+    do {
+        switch try importRegistration([UInt8](body), recipient: recipient, appID: appID, into: store) {
+        case .registered(let keyID, let replaced):
+            FileHandle.standardError.write(Data("registered \(keyID) for \(appID)/\(recipient)\(replaced.map { " (replaces \($0))" } ?? "")\n".utf8))
+        case .alreadyRegistered(let keyID):
+            FileHandle.standardError.write(Data("already registered \(keyID) for \(appID)/\(recipient)\n".utf8))
+        case .refused(let code, let reason):
+            fail("registration refused (\(code)): \(reason)", code: 65)
+        }
+    } catch {
+        fail("cannot store the registration: \(error)", code: 1)
+    }
+}
+let keys: RegistrationSealingKeys
+do {
+    keys = try RegistrationSealingKeys(keys: v1Keys, appID: appID)
+} catch {
+    fail("cannot read the app's sender key: \(error)", code: 1)
 }
 
 // Everything in SealOptions travels in clear: the fallback alert (shown if the extension
@@ -77,7 +107,7 @@ let options = SealOptions(
 )
 let sealer: NotificationSealer
 do {
-    sealer = try NotificationSealer(appID: appID, keys: keys, options: options)
+    sealer = try NotificationSealer(appID: appID, keys: keys, options: options, registry: keys.registry)
 } catch {
     fail("\(error)", code: 64)
 }
@@ -101,7 +131,7 @@ let sealed: SealedNotification
 do {
     sealed = try sealer.seal(notification, for: recipient)
 } catch let e as SenderError where e.code == .unknownRecipient {
-    fail("no keyset for \(appID)/\(recipient) in \(keychainPath)", hint: "push-keys generate --keychain \(keychainPath) --app-id \(appID) --recipient \(recipient)", code: 67)
+    fail("no keyset or registration for \(appID)/\(recipient) in \(keychainPath)", hint: "push-keys generate --keychain \(keychainPath) --app-id \(appID) --recipient \(recipient)", code: 67)
 } catch let e as SenderError where e.code == .keyUnavailable {
     fail(e.reason, hint: "push-keys rotate --keychain \(keychainPath) --app-id \(appID) --recipient \(recipient)", code: 67)
 } catch let e as SenderError where e.code == .sealLimitReached {

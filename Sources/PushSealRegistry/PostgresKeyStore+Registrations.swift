@@ -1,0 +1,185 @@
+public import PushSealCrypto
+import PushSealSystem
+public import PushSealKeys
+
+/// The registry as a ``RegistrationStore`` (schema version 3): registrations are rows of
+/// `pushseal_registrations`, sender keys rows of `pushseal_sender_keys` (the private key wrapped
+/// under the ``KeyEncryptionKey`` with AAD binding the app id, the owner `/sender` — no recipient
+/// can be named so — and the key id). Each list (a recipient's registrations, an app's sender
+/// keys) has a row in `pushseal_v2_lists` that every change locks (`FOR UPDATE`) and whose
+/// `version` it bumps, in the transaction that rewrites the list's rows and inserts its audit
+/// lines; the rules are ``V2KeyList``'s, as for the file keychain. A registration watch reads
+/// that version (one round trip per check: `RegistrationSealingKeys` checks once per batch chunk).
+extension PostgresKeyStore: V2KeyListStore {
+    /// The owner of an app's sender key list, in `pushseal_v2_lists` and in the KEK's AAD.
+    static let senderOwner = "/sender"
+    /// `/sender`.
+    public var senderKeyOwner: String { Self.senderOwner }
+
+    /// ``loadList(_:_:appID:owner:withSecrets:forUpdate:)`` on a pooled connection.
+    /// - Throws: `RegistryError` (`.kekRequired`, `.wrongKEK` with `withSecrets`, `.corrupt`, `.unavailable`).
+    public func loadV2List(_ kind: V2KeyList.Kind, appID: String, owner: String, withSecrets: Bool) throws -> V2KeyList? {
+        try pool.run { c in try loadList(c, kind, appID: appID, owner: owner, withSecrets: withSecrets) }
+    }
+
+    // MARK: Registrations
+
+    /// Every recipient's registrations, sorted by app id then recipient.
+    /// - Throws: `RegistryError`.
+    public func allRegistrations() throws -> [RegistrationSet] {
+        let rows = try pool.run { c in
+            try c.exec("SELECT DISTINCT app_id, recipient FROM pushseal_registrations ORDER BY app_id, recipient")
+        }
+        return try rows.rows.compactMap { row in
+            guard let app = row[0], let recipient = row[1] else { return nil }
+            return try registrations(appID: app, recipient: recipient)
+        }
+    }
+
+    /// Whether any recipient of `appID` has a registration: one `SELECT EXISTS`, so a batch of
+    /// v1 recipients costs no per-recipient round trip for v2 (asked once per batch chunk).
+    /// - Throws: `RegistryError`.
+    public func mayHaveRegistrations(appID: String) throws -> Bool {
+        let rows = try pool.run { c in
+            try c.exec("SELECT EXISTS (SELECT 1 FROM pushseal_registrations WHERE app_id = $1)", [.text(appID)])
+        }
+        return rows.rows.first?.first == "t"
+    }
+
+    /// A watch over the list's version; `nil` without registrations. One round trip per check.
+    /// - Throws: `KeysError` `.invalidName`; `RegistryError`.
+    public func watchRegistrations(appID: String, recipient: String) throws -> (any KeysetWatch)? {
+        try KeyID.validateAppID(appID)
+        try KeyID.validateRecipient(recipient)
+        guard let version = try listVersion(appID: appID, owner: recipient) else { return nil }
+        return ListWatch(store: self, appID: appID, owner: recipient, version: version)
+    }
+
+    struct ListWatch: KeysetWatch {
+        let store: PostgresKeyStore
+        let appID: String
+        let owner: String
+        let version: Int64
+        func isCurrent() throws -> Bool { try store.listVersion(appID: appID, owner: owner) == version }
+    }
+
+    func listVersion(appID: String, owner: String) throws -> Int64? {
+        let rows = try pool.run { c in
+            try c.exec("SELECT version FROM pushseal_v2_lists WHERE app_id = $1 AND owner = $2", [.text(appID), .text(owner)])
+        }
+        return rows.rows.isEmpty ? nil : try rows.int(0, 0)
+    }
+
+    // MARK: Rows
+
+    /// Loads a list (empty when absent); sender private keys unwrapped when `withSecrets`.
+    func loadList(_ c: PGConnection, _ kind: V2KeyList.Kind, appID: String, owner: String, withSecrets: Bool = false,
+                  forUpdate: Bool = false) throws -> V2KeyList {
+        let lock = forUpdate ? " FOR UPDATE" : ""
+        let names: [PGValue?] = [.text(appID), .text(owner)]
+        var entries: [V2KeyList.Entry] = []
+        if kind == .registrations {
+            let rows = try c.exec("""
+                SELECT key_id, status, created_at, registered_at, superseded_at, public_key FROM pushseal_registrations
+                WHERE app_id = $1 AND recipient = $2 ORDER BY position\(lock)
+                """, names)
+            for r in rows.rows.indices {
+                guard let id = rows.rows[r][0], let status = rows.rows[r][1].flatMap(KeyStatus.init(rawValue:)), let created = try rows.int(r, 2),
+                      let registered = try rows.int(r, 3), let key = try rows.bytes(r, 5) else {
+                    throw RegistryError(.corrupt, "a registration row of \(appID)/\(owner) does not decode")
+                }
+                entries.append(V2KeyList.Entry(keyID: id, status: status, createdAt: created, registeredAt: registered,
+                                               retiredAt: try rows.int(r, 4), publicKey: key))
+            }
+        } else {
+            let rows = try c.exec("""
+                SELECT key_id, status, created_at, retired_at, not_after, public_key, wrapped_private_key FROM pushseal_sender_keys
+                WHERE app_id = $1 ORDER BY position\(lock)
+                """, [.text(appID)])
+            for r in rows.rows.indices {
+                guard let id = rows.rows[r][0], let status = rows.rows[r][1].flatMap(KeyStatus.init(rawValue:)), let created = try rows.int(r, 2),
+                      let key = try rows.bytes(r, 5) else {
+                    throw RegistryError(.corrupt, "a sender key row of \(appID) does not decode")
+                }
+                var secret: SecretBytes?
+                if withSecrets, let wrapped = try rows.bytes(r, 6) {
+                    secret = try requireKEK().unwrap(wrapped, appID: appID, recipient: Self.senderOwner, keyID: id)
+                }
+                entries.append(V2KeyList.Entry(keyID: id, status: status, createdAt: created, registeredAt: created, retiredAt: try rows.int(r, 3),
+                                               notAfter: try rows.int(r, 4), publicKey: key, secret: secret))
+            }
+        }
+        return V2KeyList(kind: kind, appID: appID, owner: owner, entries: entries)
+    }
+
+    /// One transaction: lock the list's row (creating it), load, apply `body`, rewrite the rows,
+    /// bump the version, insert the audit lines (`INSERT … ON CONFLICT DO NOTHING` then
+    /// `FOR UPDATE`: two first changes of one list at once are serialized too).
+    /// - Throws: `KeysError` `.unknownRegistration` / `.unknownKeyset` (no list, not `allowCreate`);
+    ///   `RegistryError` (`.kekRequired` for sender keys without a KEK).
+    @discardableResult
+    public func changeV2List(_ kind: V2KeyList.Kind, appID: String, owner: String, allowCreate: Bool,
+                             _ body: (inout V2KeyList) throws -> [KeysetChange]) throws -> V2KeyList {
+        try KeyID.validateAppID(appID)
+        let names: [PGValue?] = [.text(appID), .text(owner)]
+        return try pool.transaction { c in
+            try c.exec("INSERT INTO pushseal_v2_lists (app_id, owner) VALUES ($1, $2) ON CONFLICT DO NOTHING", names)
+            try c.exec("SELECT version FROM pushseal_v2_lists WHERE app_id = $1 AND owner = $2 FOR UPDATE", names)
+            var list = try loadList(c, kind, appID: appID, owner: owner, withSecrets: kind == .senderKeys, forUpdate: true)
+            if list.entries.isEmpty, !allowCreate { throw V2KeyList.missing(kind, appID: appID, owner: owner, in: storeDescription) }
+            let changes = try body(&list)
+            guard !changes.isEmpty else { return list }
+            try saveList(c, list)
+            try c.exec("UPDATE pushseal_v2_lists SET version = version + 1 WHERE app_id = $1 AND owner = $2", names)
+            let auditRecipient = kind == .registrations ? owner : KeyStore.senderKeyAccount
+            for ch in changes {
+                let line = ch.auditLine(locationName: Self.auditLocationName, locationValue: storeDescription, appID: appID, recipient: auditRecipient)
+                try c.exec("INSERT INTO pushseal_audit (time, event, app_id, recipient, key_id, line) VALUES ($1, $2, $3, $4, $5, $6)",
+                           [.int(ch.time), .text(ch.name), .text(appID), .text(auditRecipient), ch.keyID.map { .text($0) },
+                            .text(String(decoding: line.dropLast(), as: UTF8.self))])
+            }
+            return list
+        }
+    }
+
+    /// Rewrites the list's rows (delete, insert: a list is a few rows).
+    private func saveList(_ c: PGConnection, _ list: V2KeyList) throws {
+        if list.kind == .registrations {
+            try c.exec("DELETE FROM pushseal_registrations WHERE app_id = $1 AND recipient = $2", [.text(list.appID), .text(list.owner)])
+            // The primary last, so the one-primary index never sees two.
+            for (i, e) in list.entries.enumerated() where e.status != .primary { try insertRegistration(c, list, i, e) }
+            for (i, e) in list.entries.enumerated() where e.status == .primary { try insertRegistration(c, list, i, e) }
+        } else {
+            try c.exec("DELETE FROM pushseal_sender_keys WHERE app_id = $1", [.text(list.appID)])
+            for (i, e) in list.entries.enumerated() {
+                let wrapped: PGValue? = try e.secret.map { .bytes(try requireKEK().wrap($0, appID: list.appID, recipient: Self.senderOwner, keyID: e.keyID)) }
+                try c.exec("""
+                    INSERT INTO pushseal_sender_keys (app_id, key_id, position, status, created_at, retired_at, not_after, public_key, wrapped_private_key)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                    """, [.text(list.appID), .text(e.keyID), .int(Int64(i)), .text(e.status.rawValue), .int(e.createdAt),
+                          e.retiredAt.map { .int($0) }, e.notAfter.map { .int($0) }, .bytes(e.publicKey), wrapped])
+            }
+        }
+    }
+
+    private func insertRegistration(_ c: PGConnection, _ list: V2KeyList, _ i: Int, _ e: V2KeyList.Entry) throws {
+        try c.exec("""
+            INSERT INTO pushseal_registrations (app_id, recipient, key_id, kem_id, public_key, created_at, superseded_at, position, status, registered_at)
+            VALUES ($1, $2, $3, 32, $4, $5, $6, $7, $8, $9)
+            """, [.text(list.appID), .text(list.owner), .text(e.keyID), .bytes(e.publicKey), .int(e.createdAt), e.retiredAt.map { .int($0) },
+                  .int(Int64(i)), .text(e.status.rawValue), .int(e.registeredAt)])
+    }
+
+    /// Rewraps every sender private key under `newKEK` inside ``rewrap(to:)``'s transaction.
+    /// - Returns: the number of keys rewrapped.
+    func rewrapSenderKeys(_ c: PGConnection, from old: KeyEncryptionKey, to newKEK: KeyEncryptionKey) throws -> Int {
+        let rows = try c.exec("SELECT app_id, key_id, wrapped_private_key FROM pushseal_sender_keys WHERE wrapped_private_key IS NOT NULL FOR UPDATE")
+        for r in rows.rows.indices {
+            guard let a = rows.rows[r][0], let id = rows.rows[r][1], let w = try rows.bytes(r, 2) else { continue }
+            let secret = try old.unwrap(w, appID: a, recipient: Self.senderOwner, keyID: id)
+            try c.exec("UPDATE pushseal_sender_keys SET wrapped_private_key = $3 WHERE app_id = $1 AND key_id = $2",
+                       [.text(a), .text(id), .bytes(try newKEK.wrap(secret, appID: a, recipient: Self.senderOwner, keyID: id))])
+        }
+        return rows.rows.count
+    }
+}

@@ -1,0 +1,1 @@
+../PushSealKeysTests/RegistrationStoreContract.swift
