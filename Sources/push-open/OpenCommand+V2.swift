@@ -6,6 +6,7 @@ import Foundation
 import PushSealCLI
 import PushSealCrypto
 import PushSealExtension
+import PushSealKeyProviders
 import PushSealKeys
 import PushSealWire
 
@@ -51,15 +52,18 @@ extension OpenCommand {
         }
     }
 
-    /// The opener's registry and the key provider, with the interim v2 source when asked for.
+    /// The opener and the key provider: by default both from the device keychain (v1 and v2
+    /// keys, pinned sender keys: docs/keychain.md "Device key items"); with the interim options,
+    /// the sender policy from `--pinned-sender` and the `--v2-key-id` key from its file.
     /// - Throws: `CLIError` 65 (a bad sender record or key file), 66 (missing), 77 (a key file
     ///   readable by group or others, or not the user's), 74.
-    static func v2Configuration(_ o: V2KeyOptions, appID: String, keychain provider: any NotificationKeyProvider) throws
-        -> (registry: EnvelopeRegistry, keys: any NotificationKeyProvider) {
-        guard !o.isEmpty else { return (.standard, provider) }
+    static func v2Configuration(_ o: V2KeyOptions, appID: String, keychain provider: KeychainKeyProvider) throws
+        -> (opener: WireFormatOpener, keys: any NotificationKeyProvider) {
+        guard !o.isEmpty else { return (WireFormatOpener(pinnedSenderKeys: provider), provider) }
         let pins = try o.pinnedSenders.map { try pinnedSender($0, appID: appID) }
-        guard let file = o.deviceKeyFile, let keyID = o.keyID else { return (.opening(pinnedSenders: pins), provider) }
-        return (.opening(pinnedSenders: pins), V2FileKeyProvider(keyID: keyID, key: try readDeviceKey(file), fallback: provider))
+        let opener = WireFormatOpener(registry: .opening(pinnedSenders: pins))
+        guard let file = o.deviceKeyFile, let keyID = o.keyID else { return (opener, provider) }
+        return (opener, V2FileKeyProvider(keyID: keyID, key: try readDeviceKey(file), fallback: provider))
     }
 
     static func pinnedSender(_ argument: String, appID: String) throws -> PinnedSenderKey {

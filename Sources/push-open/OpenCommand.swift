@@ -63,7 +63,7 @@ struct OpenCommand: OptionsCommand {
         notes: """
             OUTPUT: {"outcome", "reason", "detail", "title", "subtitle", "body", "attachments": [{"identifier", "url", "type", "byteCount"}], "userInfo", "elapsedMs"}; title, subtitle, body and userInfo are null when nothing is shown (a background push). The displayed texts are never error text: every failure shows the alert exactly as sent.
 
-            VERSION 2 (interim): until push-keys stores device key pairs in the keychain, a wire format v2 (HPKE) payload opens with --v2-device-key-file FILE --v2-key-id ID (the device private key, a 0600 file; never on the command line), and with each --pinned-sender RECORD the app pinned; other key ids still come from the keychain. Without these options push-open opens version 1 only (a v2 payload: reason unknownAlgorithm).
+            VERSION 2: a wire format v2 (HPKE) payload opens with the app's v2 device key under its key_id and the sender keys the app pinned, read from the keychain as the extension's identity (docs/keychain.md "Device key items": push-keys device generate / import / pin-sender write them); once any sender key is pinned a base-mode payload is refused (downgradeRefused). Interim, for the v2 vectors: --v2-device-key-file FILE --v2-key-id ID (a 0600 file; never on the command line) and --pinned-sender RECORD replace the keychain's v2 keys and pins.
 
             REPLAY GUARD: as on a device, a notification id is shown once: opening the same payload again gives outcome original, reason replayed. An id is kept until the notification's exp (else iat + 30 days); a notification past that is refused (reason replayTooOld), and so is every notification while the guard's store cannot be read or written (reason replayGuardUnavailable: fail closed). The store (at most \(ReplayGuard.defaultCapacity) ids, 0600) is in the App Group container, DIR/app-groups/GROUP/\(ReplayGuard.fileName), GROUP being the identity's first application group; delete that file, or pass --no-replay-guard, to try a payload again.
             """,
@@ -131,10 +131,10 @@ struct OpenCommand: OptionsCommand {
         } else {
             clock = { Int64(Date().timeIntervalSince1970) }
         }
-        let (registry, provider) = try Self.v2Configuration(
+        let (opener, provider) = try Self.v2Configuration(
             o.v2, appID: appID, keychain: KeychainKeyProvider(keychain: keychain, accessGroup: keyGroup, appID: appID, now: clock))
         let configuration = DecryptingServiceConfiguration(
-            appID: appID, keyProvider: provider, opener: WireFormatOpener(registry: registry), locale: o.locale, containerDirectory: container,
+            appID: appID, keyProvider: provider, opener: opener, locale: o.locale, containerDirectory: container,
             allowInsecureLoopback: o.allowInsecureLoopback,
             replayCapacity: o.replayGuard ? ReplayGuard.defaultCapacity : 0, now: clock)
         let logger: any DiagnosticLogger = o.verbose ? VerboseLogger() : NullLogger()
