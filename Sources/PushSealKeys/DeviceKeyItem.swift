@@ -89,7 +89,7 @@ public enum DeviceKeyItem {
 extension DeviceKeyItem {
     /// Reads a 32-byte X25519 private key written as text: 64 hex digits (either case) or
     /// base64 of 32 bytes (FORMAT.md §4 reading rules), trailing spaces and line ends ignored.
-    /// For key files (`push-keys device import`, `push-open --v2-device-key-file`).
+    /// For key files (`push-keys device import`).
     /// - Parameter text: the file's bytes (a secret: the caller wipes its copy).
     /// - Returns: the 32 bytes, or nil when the text is neither form.
     public static func privateKey(fromText text: [UInt8]) -> SecretBytes? {
