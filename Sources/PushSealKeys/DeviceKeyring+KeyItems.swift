@@ -54,6 +54,12 @@ extension DeviceKeyring {
         guard let record = try record(kind, keyID: keyID, appID: appID) else {
             throw KeysError(.unknownKey, "no \(kind.label) \(keyID) for \(appID) in the device keychain (service \(kind.service(appID: appID))): not provisioned, pruned, or sealed for another app id")
         }
+        return try usableKey(record, keyID: keyID, appID: appID, now: now)
+    }
+
+    /// ``usableKey(_:keyID:appID:now:)`` for a record already read.
+    func usableKey(_ record: DeviceKeyRecord, keyID: String, appID: String, now: Int64) throws -> (key: SecretBytes, retiredAt: Int64?) {
+        let kind = record.kind
         let retiredAt = try record.checkUsable(now: now, what: "\(kind.label) \(keyID) of \(appID)")
         if kind == .v2DeviceKey {
             // X25519 takes any 32 bytes as a private key; an all-zero one is what a revoke leaves.

@@ -10,14 +10,16 @@ struct KeyImportCommand: OptionsCommand {
     let path = ["import"]
     let options = [KeyOptions.keychainCreated] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.accessibility,
         .value("--app-id", "APP", "refuse a record for another app id"),
+        .flag("--device-items", "into a device keychain (IDENTITY required): write one kind 1 item per key in the one device layout (docs/keychain.md \"Device key items\", as the iOS reference does) instead of a keyset item; such items have no rollback check (docs/keychain.md \"Rollback of items\")"),
         .flag("--accept-seal-count", "into a server keychain: accept a primary key that has already sealed in another store (its seal count is not 0); see keys.md, one key, one sealing store"),
         KeyOptions.grace("grace window of a local primary superseded by the record's newer one"), KeyOptions.now]
     let help = HelpText(
         overview: "import a JSON key record, or a revocation record, (from a file or stdin) into a server or device keychain; idempotent and all-or-nothing: any error changes nothing",
-        usage: ["push-keys import --keychain DIR [IDENTITY] [--app-id APP] [--accept-seal-count] [--accessibility A] [--grace DURATION] [--audit-log FILE] [--now UNIX] [FILE | -] [--json]"],
+        usage: ["push-keys import --keychain DIR [IDENTITY] [--app-id APP] [--device-items] [--accept-seal-count] [--accessibility A] [--grace DURATION] [--audit-log FILE] [--now UNIX] [FILE | -] [--json]"],
         examples: [
             "push-keys import --keychain device-kc --entitlements app.json alice.key.json   # server generated, device imports",
             "push-keys import --keychain server-kc --app-id com.example.app device.key.json   # device generated, server imports",
+            "push-keys import --keychain device-kc --entitlements app.json --device-items alice.key.json   # one kind 1 item per key, as on iOS",
         ],
         exitCodes: KeyOptions.exitCodes(
             usage: ["an unknown --accessibility", "a malformed --app-id", "a bad --grace or --now", "more than one FILE"],
@@ -36,18 +38,29 @@ struct KeyImportCommand: OptionsCommand {
 
     struct Options: CommandOptions {
         let file: String?, store: KeyStoreOptions, accessibility: Accessibility, expectedAppID: String?, now: Int64, grace: Int64
+        /// `--device-items`: kind 1 device key items instead of a keyset.
+        let deviceItems: Bool
         /// `--accept-seal-count`: a server keychain takes a primary that has sealed elsewhere (F11).
         let acceptSealCount: Bool
         init(parsing a: Arguments) throws {
             file = try Positionals(a, max: 1).first
             store = try KeyStoreOptions(parsing: a)
             acceptSealCount = a.has("--accept-seal-count")
+            deviceItems = a.has("--device-items")
             accessibility = try keyAccessibility(a)
             expectedAppID = try keyAppID(a)
             now = try keyNow(a)
             grace = try keyGrace(a, now: now)
         }
-        func validate() throws { try store.validate() }
+        func validate() throws {
+            try store.validate()
+            guard deviceItems else { return }
+            if store.identity.isEmpty { throw CLIError.usage("--device-items needs the device identity", hint: "add --entitlements FILE (the app's entitlements)") }
+            if store.keystore.registry != nil { throw CLIError.usage("--device-items writes a device keychain, not a --registry") }
+            if accessibility != DeviceKeyItem.accessibility {
+                throw CLIError.usage("--device-items stores every key \(DeviceKeyItem.accessibility.rawValue) (docs/keychain.md \"Device key items\"); drop --accessibility")
+            }
+        }
     }
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
@@ -68,6 +81,7 @@ struct KeyImportCommand: OptionsCommand {
                 }
             }
         }
+        if o.deviceItems { return try importItems(record, o, c) }
         let store = try o.store.open(create: true, accessibility: acc)
         let result = try keyMapErrors {
             if o.store.identity.isEmpty, !o.acceptSealCount {
@@ -82,6 +96,21 @@ struct KeyImportCommand: OptionsCommand {
                                   ("keyset", KeyJSON.keyset(result.keyset))])))
         } else {
             Output.stdout("\(record.appID) \(record.recipient): \(result.changedKeyIDs.isEmpty ? "already up to date" : "imported " + result.changedKeyIDs.joined(separator: " "))\n")
+        }
+        return .success
+    }
+
+    /// `--device-items`: the record's keys as kind 1 device key items (``DeviceKeyItem/importV1``).
+    private func importItems(_ record: KeyRecord, _ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let store = try o.store.openKeychain(create: true, accessibility: DeviceKeyItem.accessibility)
+        let changed = try keyMapErrors {
+            try DeviceKeyItem.importV1(record, expectedAppID: o.expectedAppID, in: store.keychain, accessGroup: store.accessGroup)
+        }
+        if c.json {
+            keyPrintJSON(.object(JSONObject([("appId", .string(record.appID)), ("recipient", .string(record.recipient)),
+                                             ("changedKeyIds", .array(changed.map { .string($0) })), ("layout", .string("deviceItems"))])))
+        } else {
+            Output.stdout("\(record.appID) \(record.recipient): \(changed.isEmpty ? "already up to date" : "imported " + changed.joined(separator: " "))\n")
         }
         return .success
     }

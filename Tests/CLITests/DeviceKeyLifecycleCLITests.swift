@@ -169,4 +169,32 @@ import PushSealWire
         #expect(try Self.device("pin-sender", [], now: Self.t0, in: dir).status == 64)
         #expect(try Self.device("list", ["--json"], now: Self.t0, in: dir).json["keys"] as? [[String: Any]] != nil)
     }
+
+    @Test func importDeviceItemsWritesKindOneItemsThatPushOpenReads() throws {
+        let dir = try Self.setUp()
+        defer { dir.remove() }
+        let key = #"{"keyId":"k1","status":"primary","createdAt":1700000000,"promotedAt":1700000000,"sealCount":0,"key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}"#
+        let disabled = #"{"keyId":"k1","status":"disabled","createdAt":1700000000,"retiredAt":1700000500,"sealCount":0}"#
+        func record(_ entry: String) -> Data {
+            Data(#"{"format":"pushseal-key-record","version":1,"appId":"com.example.app","recipient":"device","keys":[\#(entry)]}"#.utf8)
+        }
+        let imported = try Self.keys(["import", "--keychain", "kc"] + Self.identity + ["--device-items", "--json", "-"], in: dir, stdin: record(key))
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.json["changedKeyIds"] as? [String] == ["k1"])
+        #expect(imported.json["layout"] as? String == "deviceItems")
+        let listed = try Self.device("list", now: Self.t0, in: dir)
+        #expect(listed.stdout.hasPrefix("v1 k1 primary 2023-"), "\(listed.stdout)")
+        #expect(!listed.stdout.contains("AAECAwQF"))
+        let keychainList = try Self.keys(["keychain", "list", "--keychain", "kc"], in: dir)
+        #expect(keychainList.stdout.contains("pushseal.key:com.example.app\tk1\tafterFirstUnlockThisDeviceOnly\tPushSeal v1 key"), "\(keychainList.stdout)")
+        #expect(!keychainList.stdout.contains("pushseal.keyset:"))
+        let payload = try Data(contentsOf: URL(fileURLWithPath: PushOpenCLITests.casePath("notifications/n08.payload.json")))
+        let opened = try Self.open(payload, now: Self.t0, in: dir)
+        #expect(opened.json["outcome"] as? String == "decrypted", "\(opened.stdout) \(opened.stderr)")
+        #expect(try Self.keys(["import", "--keychain", "kc"] + Self.identity + ["--device-items", "-"], in: dir, stdin: record(disabled)).status == 0)
+        #expect(try Self.open(payload, now: Self.t0, in: dir).json["reason"] as? String == "keyDisabled")
+        // Statuses only move forward: the primary record again changes nothing.
+        #expect(try Self.keys(["import", "--keychain", "kc"] + Self.identity + ["--device-items", "-"], in: dir, stdin: record(key)).stdout.contains("already up to date"))
+        #expect(try Self.keys(["import", "--keychain", "kc", "--device-items", "-"], in: dir, stdin: record(key)).status == 64)
+    }
 }
