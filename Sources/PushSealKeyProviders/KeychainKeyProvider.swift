@@ -10,7 +10,10 @@ public import PushSealKeychain
 public import PushSealKeys
 
 /// The real key provider: reads the key for a payload's key id from the device keychain as the
-/// extension's identity (its entitlements), through PushSealKeys' ``DeviceKeyring``.
+/// extension's identity (its entitlements), through PushSealKeys' ``DeviceKeyring``
+/// (docs/keychain.md "Device key items"). For version 2, give the same provider to the opener
+/// as its sender policy: `DecryptingServiceConfiguration(appID:keyProvider: p, opener:
+/// WireFormatOpener(pinnedSenderKeys: p))` (the default opener opens version 1 only).
 ///
 /// Failures keep their identity so the fallback reason tells them apart (PushSealExtension's
 /// `FallbackReason.key(_:)`, through ``FallbackReasonProviding``): `unknownKey`, `keyDestroyed`, `keyDisabled`, `keyExpired`
