@@ -50,7 +50,10 @@ extension DeviceKeyItem {
                 var publicKey: X25519.PublicKey?
                 switch record.kind {
                 case .v1Key: publicKey = nil
-                case .v2DeviceKey: publicKey = (try? X25519.PrivateKey(rawRepresentation: record.key))?.publicKey
+                case .v2DeviceKey:
+                    // A revoked key's bytes are zeros: it has no public key any more.
+                    let held = record.key.copyBytes().contains { $0 != 0 }
+                    publicKey = held ? (try? X25519.PrivateKey(rawRepresentation: record.key))?.publicKey : nil
                 case .senderKey: publicKey = try? X25519.PublicKey(rawRepresentation: record.key.copyBytes())
                 }
                 entries.append(Entry(kind: record.kind, keyID: a.account, status: record.status, createdAt: record.createdAt,

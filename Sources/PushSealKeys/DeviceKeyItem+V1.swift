@@ -74,3 +74,33 @@ extension DeviceKeyItem {
         return plan.map(\.keyID)
     }
 }
+
+extension DeviceKeyItem {
+    /// Applies a revocation record (security review F4) to the app's device key items, as the
+    /// iOS reference's `importRevocation`: every listed key id's item of any kind (v1 key, v2
+    /// device key, pinned sender key) becomes `disabled` with `retiredAt` = the earlier of its
+    /// own and `revokedAt`; v1 and v2 key bytes are replaced by zeros (they never open again).
+    /// Idempotent: an item already disabled no later than `revokedAt` is left alone.
+    /// - Returns: the (kind, key id) of every item changed.
+    /// - Throws: `KeysError` `.invalidName`, `.corruptKey` (a listed item is damaged: nothing
+    ///   after it changed); `KeychainError`.
+    @discardableResult
+    public static func revoke(_ record: RevocationRecord, in keychain: Keychain, accessGroup: String?) throws -> [(kind: DeviceKeyKind, keyID: String)] {
+        let keyring = DeviceKeyring(keychain: keychain, accessGroup: accessGroup)
+        var changed: [(kind: DeviceKeyKind, keyID: String)] = []
+        for keyID in record.keyIDs {
+            for kind in DeviceKeyKind.allCases {
+                guard var held = try keyring.record(kind, keyID: keyID, appID: record.appID) else { continue }
+                let retiredAt = min(held.retiredAt ?? record.revokedAt, record.revokedAt)
+                if held.status == .disabled, held.retiredAt == retiredAt { continue }
+                held.status = .disabled
+                held.retiredAt = retiredAt
+                if kind != .senderKey { held.key = SecretBytes(copying: [UInt8](repeating: 0, count: DeviceKeyRecord.keyByteCount)) }
+                try keychain.update(ItemQuery(service: kind.service(appID: record.appID), account: keyID, accessGroup: accessGroup),
+                                    with: ItemChanges(data: try held.encoded()))
+                changed.append((kind, keyID))
+            }
+        }
+        return changed
+    }
+}

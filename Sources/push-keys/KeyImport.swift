@@ -30,7 +30,7 @@ struct KeyImportCommand: OptionsCommand {
             ioError: "reading FILE, the keychain, its lock file or the audit log",
             noPermission: "FILE not readable"),
         notes: KeyOptions.notes([
-            "A revocation record, {\"format\":\"pushseal-revocation\",\"version\":1,\"appId\",\"keyIds\":[…],\"revokedAt\"}, disables every listed key id in every keyset of the app (retiredAt = revokedAt, key bytes dropped): a device then shows the fallback for messages under those keys (keyDisabled). It holds no key bytes; deliver it over a channel that does not rely on the revoked key.",
+            "A revocation record, {\"format\":\"pushseal-revocation\",\"version\":1,\"appId\",\"keyIds\":[…],\"revokedAt\"}, disables every listed key id in every keyset of the app and every device key item of it (v1 and v2 keys, pinned sender keys; --json: disabledItems [{kind, keyId}]) (retiredAt = revokedAt, key bytes dropped): a device then shows the fallback for messages under those keys (keyDisabled). It holds no key bytes; deliver it over a channel that does not rely on the revoked key.",
             "A key record holds key bytes: when FILE (or a regular file on standard input) is readable by group or others, a warning on stderr says so (the import goes on); chmod 600 it, or delete it once imported.",
             "Into a server keychain (no IDENTITY), a primary key new to it whose seal count is not 0 is refused: it is sealing in another store, and each store counts only its own seals toward the 2^32 limit. --accept-seal-count imports it anyway (when the other store has stopped sealing with it).",
             "FILE, - or none reads the record from standard input. A new keyset is created when the keychain has none for the record's app id and recipient; otherwise keys are added and statuses only move forward. When the record's primary is newer than the local one, the local primary becomes decryptOnly for --grace.",
@@ -121,13 +121,21 @@ struct KeyImportCommand: OptionsCommand {
         let record = try keyMapErrors { try RevocationRecord(json: bytes) }
         let store = try o.store.openKeychain(create: false, accessibility: acc)
         let result = try keyMapErrors { try store.importRevocation(record, expectedAppID: o.expectedAppID, now: now) }
+        // The device key items of docs/keychain.md "Device key items" (v1, v2 and pinned sender keys) too.
+        let items = try keyMapErrors { try DeviceKeyItem.revoke(record, in: store.keychain, accessGroup: store.accessGroup) }
+        let itemIDs = try keyMapErrors {
+            try DeviceKeyItem.list(appID: record.appID, in: store.keychain, accessGroup: store.accessGroup).map(\.keyID)
+        }
+        let unknown = result.unknownKeyIDs.filter { !itemIDs.contains($0) }
         if c.json {
             let disabled = result.disabled.map { d -> JSONValue in .object(JSONObject([("recipient", .string(d.recipient)), ("keyId", .string(d.keyID))])) }
-            keyPrintJSON(.object(JSONObject([("disabled", .array(disabled)), ("unknownKeyIds", .array(result.unknownKeyIDs.map { .string($0) }))])))
+            let disabledItems = items.map { d -> JSONValue in .object(JSONObject([("kind", .string(d.kind.name)), ("keyId", .string(d.keyID))])) }
+            keyPrintJSON(.object(JSONObject([("disabled", .array(disabled)), ("disabledItems", .array(disabledItems)),
+                                             ("unknownKeyIds", .array(unknown.map { .string($0) }))])))
         } else {
-            let changed = result.disabled.map { "\($0.recipient)/\($0.keyID)" }
+            let changed = result.disabled.map { "\($0.recipient)/\($0.keyID)" } + items.map { "\($0.kind.name):\($0.keyID)" }
             Output.stdout("\(record.appID): \(changed.isEmpty ? "no key changed" : "disabled " + changed.joined(separator: " "))\n")
-            if !result.unknownKeyIDs.isEmpty { c.warn("not in this keychain: \(result.unknownKeyIDs.joined(separator: " "))") }
+            if !unknown.isEmpty { c.warn("not in this keychain: \(unknown.joined(separator: " "))") }
         }
         return .success
     }

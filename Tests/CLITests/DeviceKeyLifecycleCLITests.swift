@@ -197,4 +197,31 @@ import PushSealWire
         #expect(try Self.keys(["import", "--keychain", "kc"] + Self.identity + ["--device-items", "-"], in: dir, stdin: record(key)).stdout.contains("already up to date"))
         #expect(try Self.keys(["import", "--keychain", "kc", "--device-items", "-"], in: dir, stdin: record(key)).status == 64)
     }
+
+    @Test func aRevocationRecordDisablesDeviceKeysAndPinnedSenderKeys() throws {
+        let dir = try Self.setUp()
+        defer { dir.remove() }
+        let registration = try Self.device("generate", now: Self.t0, in: dir).json
+        let keyID = try #require(registration["keyId"] as? String)
+        func revoke(_ ids: [String]) throws -> PushOpenCLITests.Result {
+            let text = #"{"format":"pushseal-revocation","version":1,"appId":"\#(Self.app)","keyIds":[\#(ids.map { "\"\($0)\"" }.joined(separator: ","))],"revokedAt":\#(Self.t0 + 5)}"#
+            return try Self.keys(["import", "--keychain", "kc"] + Self.identity + ["--json", "-"], in: dir, stdin: Data(text.utf8))
+        }
+        let r = try revoke([keyID])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect((r.json["disabledItems"] as? [[String: Any]])?.first?["keyId"] as? String == keyID, "\(r.stdout)")
+        #expect(r.json["unknownKeyIds"] as? [String] == [])
+        #expect(try Self.open(try Self.seal(to: registration, iat: Self.t0), now: Self.t0 + 10, in: dir).json["reason"] as? String == "keyDisabled")
+        let listed = try Self.device("list", ["--json"], now: Self.t0, in: dir)
+        let row = try #require((listed.json["keys"] as? [[String: Any]])?.first)
+        #expect(row["status"] as? String == "disabled" && row["publicKey"] is NSNull, "\(listed.stdout)")
+        // A revoked pinned sender key authenticates nothing.
+        let rotated = try #require(try Self.device("rotate", ["--json"], now: Self.t0 + 20, in: dir).json["registration"] as? [String: Any])
+        let sender = try Sender("snd-1")
+        #expect(try Self.device("pin-sender", ["-"], now: Self.t0, in: dir, stdin: Data(sender.record().utf8)).status == 0)
+        #expect(try Self.open(try Self.seal(to: rotated, by: sender, iat: Self.t0), now: Self.t0 + 30, in: dir).json["outcome"] as? String == "decrypted")
+        #expect(try revoke(["snd-1"]).status == 0)
+        #expect(try Self.open(try Self.seal(to: rotated, by: sender, iat: Self.t0), now: Self.t0 + 30, in: dir).json["reason"] as? String == "keyDisabled")
+        #expect(try Self.open(try Self.seal(to: rotated, iat: Self.t0), now: Self.t0 + 30, in: dir).json["reason"] as? String == "downgradeRefused")
+    }
 }
