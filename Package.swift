@@ -96,7 +96,7 @@ let package = Package(
         .testTarget(name: "PushSealSystemTests", dependencies: ["PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealJSONTests", dependencies: ["PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealWireTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealKeychain", "CPushSealSIMD", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealWireTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealKeychain", "PushSealKeys", "CPushSealSIMD", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),

@@ -191,7 +191,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         }
         let keyID = envelope.keyID
         do {
-            (key, retiredAt) = try configuration.keyProvider.keyAndRetirement(for: keyID)
+            (key, retiredAt) = try configuration.keyProvider.keyAndRetirement(for: envelope)
             log("keyLookup", "ok", since: start, [("keyID", keyID)])
         } catch {
             let reason = FallbackReason.key(error)

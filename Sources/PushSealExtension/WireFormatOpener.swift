@@ -13,18 +13,58 @@ public import PushSealWire
 public struct WireFormatOpener: NotificationPayloadOpener {
     /// The algorithms accepted by `enc_alg`.
     public let registry: EnvelopeRegistry
+    /// Where the app's pinned sender keys are read for each version 2 payload, or nil (the
+    /// registry's own sender policy applies).
+    public let pinnedSenderKeys: (any PinnedSenderKeySource)?
 
     /// Creates the opener (stateless).
     /// - Parameter registry: the algorithms accepted (default `EnvelopeRegistry.standard`: `A256GCM`).
     public init(registry: EnvelopeRegistry = .standard) {
         self.registry = registry
+        pinnedSenderKeys = nil
     }
 
-    /// The payload's sealed part, after checking every envelope field.
+    /// An opener for versions 1 and 2 whose sender policy (FORMAT.md §V.7 step 2) is read from
+    /// `source` for each version 2 payload, as it stands when the payload arrives: the device
+    /// keychain's pinned sender keys (docs/keychain.md "Device key items", kind 3). Version 1
+    /// payloads never read it.
+    /// - Parameter source: e.g. PushSealKeyProviders' `KeychainKeyProvider`.
+    public init(pinnedSenderKeys source: any PinnedSenderKeySource) {
+        registry = .opening(pinnedSenders: [])
+        pinnedSenderKeys = source
+    }
+
+    /// The payload's sealed part, after checking every envelope field; with a
+    /// ``pinnedSenderKeys`` source, a version 2 envelope is then held to the app's pinned
+    /// sender keys: base mode is refused once any is pinned, auth mode needs its
+    /// `sender_key_id` pinned and usable (read only after every field checked out).
     /// - Throws: `FormatError` `.missingField`, `.wrongFieldType`, `.emptyField` (with
-    ///   `field`), `.unknownAlgorithm`, `.invalidKeyID`, `.invalidBase64`, `.truncatedBox`.
+    ///   `field`), `.unknownAlgorithm`, `.invalidKeyID`, `.invalidBase64`, `.truncatedBox`,
+    ///   `.invalidEnc`, `.downgradeRefused`, `.unknownSenderKey`; the source's errors.
     public func envelope(in payload: JSONValue) throws -> SealedPayload {
-        try SealedPayload(payload: payload, registry: registry)
+        guard let source = pinnedSenderKeys else { return try SealedPayload(payload: payload, registry: registry) }
+        // Every field check first, with no sender pinned: base mode passes, auth mode stops at
+        // its last step (the sender policy) with `.unknownSenderKey`.
+        let unpinned: SealedPayload?
+        do {
+            unpinned = try SealedPayload(payload: payload, registry: registry)
+        } catch let e as FormatError where e.code == .unknownSenderKey {
+            unpinned = nil
+        }
+        if let unpinned, !(unpinned.envelope is HPKEBaseEnvelope) { return unpinned }
+        let pinnedIDs = try source.pinnedSenderKeyIDs()
+        if let unpinned {
+            guard pinnedIDs.isEmpty else {
+                throw FormatError(.downgradeRefused, "a base-mode (\(HPKEBaseEnvelope.algorithmName)) payload for an app that pinned a sender key (\(pinnedIDs.joined(separator: ", ")))")
+            }
+            return unpinned
+        }
+        let senderKeyID = payload[HPKEAuthEnvelope.senderKeyIDField]?.stringValue ?? ""
+        guard pinnedIDs.contains(senderKeyID) else {
+            throw FormatError(.unknownSenderKey, "\(HPKEAuthEnvelope.senderKeyIDField) \"\(senderKeyID.prefix(64))\" is not pinned for this app",
+                              field: HPKEAuthEnvelope.senderKeyIDField)
+        }
+        return try SealedPayload(payload: payload, registry: .opening(pinnedSenders: [try source.pinnedSenderKey(senderKeyID)]))
     }
 
     /// Authenticates, decrypts and decodes the envelope.

@@ -10,7 +10,10 @@ public import PushSealKeychain
 public import PushSealKeys
 
 /// The real key provider: reads the key for a payload's key id from the device keychain as the
-/// extension's identity (its entitlements), through PushSealKeys' ``DeviceKeyring``.
+/// extension's identity (its entitlements), through PushSealKeys' ``DeviceKeyring``
+/// (docs/keychain.md "Device key items"). For version 2, give the same provider to the opener
+/// as its sender policy: `DecryptingServiceConfiguration(appID:keyProvider: p, opener:
+/// WireFormatOpener(pinnedSenderKeys: p))` (the default opener opens version 1 only).
 ///
 /// Failures keep their identity so the fallback reason tells them apart (PushSealExtension's
 /// `FallbackReason.key(_:)`, through ``FallbackReasonProviding``): `unknownKey`, `keyDestroyed`, `keyDisabled`, `keyExpired`
@@ -51,5 +54,40 @@ public struct KeychainKeyProvider: NotificationKeyProvider {
     /// - Throws: as ``key(for:)``.
     public func keyAndRetirement(for keyID: String) throws -> (key: SecretBytes, retiredAt: Int64?) {
         try keyring.lookup(keyID, appID: appID, now: now())
+    }
+
+    /// The key for an envelope by its version (docs/keychain.md "Device key items"): a version
+    /// 2 (HPKE) envelope reads the kind 2 item under its key id — and, in auth mode, the
+    /// pinned sender key's status again, `retiredAt` being the earlier of the two — every other
+    /// envelope ``keyAndRetirement(for:)-(String)`` (version 1 keys).
+    /// - Throws: as ``key(for:)``; `KeysError` `.corruptKey` (a damaged item or an all-zero key).
+    public func keyAndRetirement(for envelope: SealedPayload) throws -> (key: SecretBytes, retiredAt: Int64?) {
+        guard envelope.envelope is HPKEBaseEnvelope || envelope.envelope is HPKEAuthEnvelope else {
+            return try keyAndRetirement(for: envelope.keyID)
+        }
+        let time = now()
+        var senderRetiredAt: Int64?
+        if envelope.envelope is HPKEAuthEnvelope, let senderKeyID = envelope.headerValues.first {
+            senderRetiredAt = try keyring.usableKey(.senderKey, keyID: senderKeyID, appID: appID, now: time).retiredAt
+        }
+        let (key, retiredAt) = try keyring.usableKey(.v2DeviceKey, keyID: envelope.keyID, appID: appID, now: time)
+        let earliest = [retiredAt, senderRetiredAt].compactMap { $0 }.min()
+        return (key, earliest)
+    }
+}
+
+/// The app's pinned sender keys, for `WireFormatOpener(pinnedSenderKeys:)`: the kind 3 items
+/// of the device keychain (``DeviceKeyring/pinnedSenderKeyIDs(appID:)``), read for each version 2 payload.
+extension KeychainKeyProvider: PinnedSenderKeySource {
+    /// Every pinned sender key id of ``appID`` (attributes only).
+    /// - Throws: `KeychainError` (-34018, `.corrupt`, …).
+    public func pinnedSenderKeyIDs() throws -> [String] {
+        try keyring.pinnedSenderKeyIDs(appID: appID)
+    }
+
+    /// The pinned sender key `keyID`, if its status lets it authenticate now.
+    /// - Throws: `KeysError` `.unknownKey`, `.corruptKey`, `.keyDisabled`, `.keyExpired`; `KeychainError`.
+    public func pinnedSenderKey(_ keyID: String) throws -> PinnedSenderKey {
+        try PinnedSenderKey(keyID: keyID, publicKey: keyring.pinnedSenderKey(keyID, appID: appID, now: now()).publicKey)
     }
 }

@@ -1,7 +1,7 @@
 public import PushSealCrypto
 public import PushSealKeychain
 public import PushSealJSON
-import PushSealWire
+public import PushSealWire
 import PushSealSystem
 
 /// A version 2 device key in a device keychain, in the one layout of docs/keychain.md "Device
@@ -12,14 +12,14 @@ import PushSealSystem
 /// registration record `pushseal-device-key` (FORMAT.md §V.6).
 public enum DeviceKeyItem {
     /// `kSecAttrLabel` of a v2 device key item: `PushSeal v2 key`.
-    public static let v2Label = "PushSeal v2 key"
+    public static let v2Label = DeviceKeyKind.v2DeviceKey.label
     /// `kSecAttrAccessible` of every device key item: `afterFirstUnlockThisDeviceOnly`.
     public static let accessibility = Accessibility.afterFirstUnlockThisDeviceOnly
     /// Characters of a generated key id (FORMAT.md §V.6): 16 (96 bits).
     public static let generatedKeyIDLength = 16
 
     /// `kSecAttrService` of the app's push key items: `pushseal.key:<appID>`.
-    public static func service(appID: String) -> String { "pushseal.key:" + appID }
+    public static func service(appID: String) -> String { DeviceKeyKind.v2DeviceKey.service(appID: appID) }
 
     /// The key id PushSeal's generators give a public key (FORMAT.md §V.6): the first 16
     /// characters of the unpadded base64url of SHA-256(public key). An opaque label to readers.
@@ -30,27 +30,19 @@ public enum DeviceKeyItem {
         return String(url.prefix(generatedKeyIDLength))
     }
 
-    /// The 59-byte key record of a device key item (docs/keychain.md), integers big-endian:
-    /// layout version 1, kind, status (1 pending, 2 primary, 3 decryptOnly, 4 disabled),
-    /// createdAt, retiredAt (-1: not retired), notAfter (-1: none), 32 key bytes.
+    /// The 59-byte key record of a device key item (docs/keychain.md; ``DeviceKeyRecord``).
     /// - Parameters:
     ///   - kind: 1 v1 AES-256-GCM key, 2 v2 X25519 private key, 3 pinned sender public key.
     ///   - status: any but `.destroyed` (a destroyed key's item is deleted).
     ///   - createdAt, retiredAt, notAfter: Unix seconds (UTC); nil for -1.
     ///   - key: exactly 32 bytes.
-    /// - Throws: `KeysError` `.invalidState` (a destroyed status or a key not 32 bytes).
+    /// - Throws: `KeysError` `.invalidState` (a destroyed status, a key not 32 bytes, another kind).
     public static func record(kind: UInt8, status: KeyStatus, createdAt: Int64, retiredAt: Int64? = nil, notAfter: Int64? = nil,
                               key: SecretBytes) throws -> SecretBytes {
-        guard status != .destroyed, key.byteCount == 32, (1...3).contains(kind) else {
-            throw KeysError(.invalidState, "a device key record holds kind 1-3, a status other than destroyed and 32 key bytes")
+        guard let kind = DeviceKeyKind(rawValue: kind) else {
+            throw KeysError(.invalidState, "a device key record holds kind 1-3")
         }
-        var bytes: [UInt8] = [1, kind, status.storageTag]
-        for value in [createdAt, retiredAt ?? -1, notAfter ?? -1] {
-            withUnsafeBytes(of: value.bigEndian) { bytes += $0 }
-        }
-        key.withUnsafeBytes { bytes += $0 }
-        defer { SecretBytes.wipe(&bytes) }
-        return SecretBytes(copying: bytes)
+        return try DeviceKeyRecord(kind: kind, status: status, createdAt: createdAt, retiredAt: retiredAt, notAfter: notAfter, key: key).encoded()
     }
 
     /// The registration record of a device public key (FORMAT.md §V.6), members in this order:
@@ -97,7 +89,7 @@ public enum DeviceKeyItem {
 extension DeviceKeyItem {
     /// Reads a 32-byte X25519 private key written as text: 64 hex digits (either case) or
     /// base64 of 32 bytes (FORMAT.md §4 reading rules), trailing spaces and line ends ignored.
-    /// For key files (`push-keys device import`, `push-open --v2-device-key-file`).
+    /// For key files (`push-keys device import`).
     /// - Parameter text: the file's bytes (a secret: the caller wipes its copy).
     /// - Returns: the 32 bytes, or nil when the text is neither form.
     public static func privateKey(fromText text: [UInt8]) -> SecretBytes? {
@@ -122,4 +114,52 @@ extension DeviceKeyItem {
         return raw.count == X25519.privateKeyByteCount ? SecretBytes(copying: raw) : nil
     }
 
+}
+
+extension DeviceKeyItem {
+    /// `kSecAttrLabel` of a pinned sender key item: `PushSeal sender key`.
+    public static let senderLabel = DeviceKeyKind.senderKey.label
+
+    /// Pins a sender public key for `appID` (FORMAT.md §V.6, §V.7 step 2): a kind 3 item,
+    /// status primary, service `pushseal.sender:<appID>`, account = the sender key id. Several
+    /// may be pinned at once (a sender key rotation: pin the new one before the server
+    /// switches). Pinning the same key again changes nothing.
+    /// - Parameters:
+    ///   - sender: the sender key id and public key (from a `pushseal-sender-key` record).
+    ///   - appID: the app's bundle identifier (the record's `appId` is checked by its reader).
+    ///   - keychain: the device keychain, opened as the app.
+    ///   - accessGroup: the group; nil: the identity's first.
+    ///   - now: Unix seconds (UTC), the record's `createdAt`.
+    /// - Returns: the item's attributes, and whether it was added (false: already pinned).
+    /// - Throws: `KeysError` `.lowOrderPoint`, `.duplicateKeyID` (the id pinned with other
+    ///   bytes), `.corruptKey` (the item there is damaged), `.invalidName`; `KeychainError`.
+    @discardableResult
+    public static func pinSender(_ sender: PinnedSenderKey, appID: String, in keychain: Keychain, accessGroup: String?,
+                                 now: Int64) throws -> (item: ItemAttributes, added: Bool) {
+        try KeyID.validate(sender.keyID)
+        try KeyID.validateAppID(appID)
+        do {
+            try sender.publicKey.validate()
+        } catch let e as CryptoError where e.code == .zeroSharedSecret {
+            throw KeysError(.lowOrderPoint, "sender key \(sender.keyID) is a low-order X25519 point: it would authenticate nothing")
+        }
+        let service = DeviceKeyKind.senderKey.service(appID: appID)
+        let query = ItemQuery(service: service, account: sender.keyID, accessGroup: accessGroup)
+        do {
+            let held = try keychain.copyMatching(query, returning: [.attributes, .data])
+            if let item = held.first, let data = item.data {
+                let record = try DeviceKeyRecord(decoding: data)
+                guard record.kind == .senderKey, record.key.copyBytes() == sender.publicKey.rawRepresentation else {
+                    throw KeysError(.duplicateKeyID, "sender key \(sender.keyID) of \(appID) is already pinned with other key bytes")
+                }
+                return (item.attributes, false)
+            }
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            // not pinned yet
+        }
+        let record = try DeviceKeyRecord(kind: .senderKey, status: .primary, createdAt: now,
+                                         key: SecretBytes(copying: sender.publicKey.rawRepresentation)).encoded()
+        return (try keychain.add(.genericPassword, service: service, account: sender.keyID, label: senderLabel, accessGroup: accessGroup,
+                                 accessibility: accessibility, data: record), true)
+    }
 }

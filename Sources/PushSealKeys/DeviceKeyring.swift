@@ -9,9 +9,12 @@ public import PushSealKeychain
 /// The Notification Service Extension's view of a device keychain: the key for a payload's
 /// `key_id`.
 ///
-/// Opened as the extension's identity (its entitlements), it reads the app's keyset items
-/// (service `pushseal.keyset:<appID>`) from the access group the app shares with it. The lookup
-/// is by key id inside the keyset; no key is ever tried.
+/// Opened as the extension's identity (its entitlements), it reads the app's key items from the
+/// access group the app shares with it, in the one layout of docs/keychain.md "Device key
+/// items" (`DeviceKeyring+KeyItems.swift`: kind 1 and 2 under `pushseal.key:<appID>`, kind 3
+/// under `pushseal.sender:<appID>`); for a v1 key id without a kind 1 item it falls back to the
+/// app's keyset items (service `pushseal.keyset:<appID>`, the legacy device form). The lookup is
+/// by key id; no key is ever tried.
 ///
 /// Sendable: all stored properties are immutable.
 public final class DeviceKeyring: Sendable {
@@ -41,7 +44,8 @@ public final class DeviceKeyring: Sendable {
     ///   - now: Unix seconds, 0 to ``KeyStore/maxTimeSeconds``, compared with a `decryptOnly`
     ///     key's `notAfter`.
     /// - Returns: the key (pending, primary, or decryptOnly within its grace window).
-    /// - Throws: `KeysError` `.unknownKey` (no such key id in the app's keyset), `.keyDestroyed`,
+    /// - Throws: `KeysError` `.unknownKey` (no kind 1 item and no such key id in the app's
+    ///   keysets), `.corruptKey` (a damaged kind 1 item), `.keyDestroyed`,
     ///   `.keyDisabled`, `.keyExpired`, `.invalidName`, `.corruptKeyset`, `.keysetRolledBack` (an
     ///   old keyset item put back), `.timeOutOfRange`
     ///   (`now` out of range; checked before the keychain is read); the keychain's own
@@ -63,6 +67,17 @@ public final class DeviceKeyring: Sendable {
         try KeyID.validate(keyID)
         try KeyID.validateAppID(appID)
         try KeyStore.checkTime(now)
+        // The one device layout first (docs/keychain.md "Device key items"): a kind 1 item under
+        // the key id decides, whatever its status (never a fall-through to an older keyset).
+        if let item = try record(.v1Key, keyID: keyID, appID: appID) {
+            return try usableKey(item, keyID: keyID, appID: appID, now: now)
+        }
+        return try legacyKeysetLookup(keyID, appID: appID, now: now)
+    }
+
+    /// The legacy device form: keyset items `pushseal.keyset:<appID>` (what `push-keys import`
+    /// writes into a device keychain), with their generation check (F5).
+    private func legacyKeysetLookup(_ keyID: String, appID: String, now: Int64) throws -> (key: SecretBytes, retiredAt: Int64?) {
         let items = try keychain.copyMatching(ItemQuery(itemClass: .genericPassword, service: KeyStore.service(appID: appID), accessGroup: accessGroup),
                                               limit: .all, returning: .data)
         for item in items {

@@ -39,6 +39,13 @@ extension ErrorCode<KeysError> {
     public static var invalidName: Self { Self("invalidName") }
     /// A keyset item that does not decode (damaged or written by another program).
     public static var corruptKeyset: Self { Self("corruptKeyset") }
+    /// A device key item (docs/keychain.md "Device key items") whose 59-byte key record breaks
+    /// the layout (length, layout version, kind, status), or whose key bytes are not a usable
+    /// key of its kind: the reader never guesses (fallback `corruptKey`).
+    public static var corruptKey: Self { Self("corruptKey") }
+    /// An X25519 public key of low order (RFC 7748 §6.1, RFC 9180 §7.1.4): every shared secret
+    /// with it is all zero, so it authenticates nothing (a sender key record to pin).
+    public static var lowOrderPoint: Self { Self("lowOrderPoint") }
     /// A keyset item older than the store's generation counter for it: an old copy of the
     /// item was put back (a partial restore, or someone who can write the keychain). Refused:
     /// it could bring back a revoked key or a lower seal count (F5).

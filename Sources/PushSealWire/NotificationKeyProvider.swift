@@ -22,11 +22,26 @@ public protocol NotificationKeyProvider: Sendable {
     /// that has no `iat` (`keys:keyRetired`). The default calls ``key(for:)`` (never retired).
     /// - Throws: as ``key(for:)``.
     func keyAndRetirement(for keyID: String) throws -> (key: SecretBytes, retiredAt: Int64?)
+
+    /// The key for a payload's envelope and its retirement, as ``keyAndRetirement(for:)-(String)``
+    /// but knowing the version: a keychain holding both kinds reads a version 1 key for an
+    /// `A256GCM` envelope and a version 2 device private key for an HPKE one (docs/keychain.md
+    /// "Device key items"); in auth mode `retiredAt` is the earlier of the device key's and
+    /// the pinned sender key's. What the decrypting service calls. The default calls
+    /// ``keyAndRetirement(for:)-(String)`` with the envelope's key id.
+    /// - Parameter envelope: the envelope just read (its `keyID`, `envelope`, `headerValues`).
+    /// - Throws: as ``key(for:)``.
+    func keyAndRetirement(for envelope: SealedPayload) throws -> (key: SecretBytes, retiredAt: Int64?)
 }
 
 extension NotificationKeyProvider {
     /// ``key(for:)``, never retired.
     public func keyAndRetirement(for keyID: String) throws -> (key: SecretBytes, retiredAt: Int64?) {
         (try key(for: keyID), nil)
+    }
+
+    /// ``keyAndRetirement(for:)-(String)`` for the envelope's key id.
+    public func keyAndRetirement(for envelope: SealedPayload) throws -> (key: SecretBytes, retiredAt: Int64?) {
+        try keyAndRetirement(for: envelope.keyID)
     }
 }

@@ -23,8 +23,8 @@ public struct PinnedSenderKey: Sendable, Hashable {
 
     /// Reads a sender key record (FORMAT.md §V.6):
     /// `{"format":"pushseal-sender-key","version":2,"appId":…,"senderKeyId":…,"publicKey":<padded base64 of 32 bytes>}`;
-    /// unknown members are ignored. Interim reader for `push-open --pinned-sender` and tests;
-    /// the device key side (`push-keys device pin-sender`) owns the stored form.
+    /// unknown members are ignored. The reader of `push-keys device pin-sender`, which stores the key
+    /// as a kind 3 device key item (docs/keychain.md "Device key items").
     /// - Parameters:
     ///   - record: the record's JSON text, UTF-8.
     ///   - appID: the app pinning it; the record's `appId` must equal it.

@@ -13,7 +13,7 @@ import PushSealKeys
 /// (docs/keychain.md "Device key items"), printing the registration record the app uploads to
 /// its server (FORMAT.md §V.6 `pushseal-device-key`).
 enum DeviceCommands {
-    static let all: [any Command] = [DeviceGenerateCommand(), DeviceImportCommand()]
+    static let all: [any Command] = [DeviceGenerateCommand(), DeviceImportCommand()] + DeviceLifecycleCommands.all
 
     static let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
         .value("--app-id", "APP", "the app's bundle identifier (required): the item's service is pushseal.key:APP"),
@@ -65,7 +65,7 @@ enum DeviceCommands {
                     try DeviceKeyItem.store(key, keyID: keyID, appID: appID, in: kc, accessGroup: group, now: createdAt)
                 }
             } catch let e as CLIError where e.code == "keysetExists" {
-                throw CLIError(code: e.code, e.message, hint: "one v2 device key per app and access group: a new key is a rotation (not available yet); 'push-keys keychain list --keychain DIR' shows it", exitCode: .cannotCreate)
+                throw CLIError(code: e.code, e.message, hint: "one v2 device key per app and access group: a new key is a rotation ('push-keys device rotate'); 'push-keys device list' shows the keys", exitCode: .cannotCreate)
             }
             let record = DeviceKeyItem.registrationRecord(appID: appID, keyID: keyID, publicKey: key.publicKey, createdAt: createdAt)
             if context.json {

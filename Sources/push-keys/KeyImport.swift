@@ -10,14 +10,16 @@ struct KeyImportCommand: OptionsCommand {
     let path = ["import"]
     let options = [KeyOptions.keychainCreated] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.accessibility,
         .value("--app-id", "APP", "refuse a record for another app id"),
+        .flag("--device-items", "into a device keychain (IDENTITY required): write one kind 1 item per key in the one device layout (docs/keychain.md \"Device key items\", as the iOS reference does) instead of a keyset item; such items have no rollback check (docs/keychain.md \"Rollback of items\")"),
         .flag("--accept-seal-count", "into a server keychain: accept a primary key that has already sealed in another store (its seal count is not 0); see keys.md, one key, one sealing store"),
         KeyOptions.grace("grace window of a local primary superseded by the record's newer one"), KeyOptions.now]
     let help = HelpText(
         overview: "import a JSON key record, or a revocation record, (from a file or stdin) into a server or device keychain; idempotent and all-or-nothing: any error changes nothing",
-        usage: ["push-keys import --keychain DIR [IDENTITY] [--app-id APP] [--accept-seal-count] [--accessibility A] [--grace DURATION] [--audit-log FILE] [--now UNIX] [FILE | -] [--json]"],
+        usage: ["push-keys import --keychain DIR [IDENTITY] [--app-id APP] [--device-items] [--accept-seal-count] [--accessibility A] [--grace DURATION] [--audit-log FILE] [--now UNIX] [FILE | -] [--json]"],
         examples: [
             "push-keys import --keychain device-kc --entitlements app.json alice.key.json   # server generated, device imports",
             "push-keys import --keychain server-kc --app-id com.example.app device.key.json   # device generated, server imports",
+            "push-keys import --keychain device-kc --entitlements app.json --device-items alice.key.json   # one kind 1 item per key, as on iOS",
         ],
         exitCodes: KeyOptions.exitCodes(
             usage: ["an unknown --accessibility", "a malformed --app-id", "a bad --grace or --now", "more than one FILE"],
@@ -28,7 +30,7 @@ struct KeyImportCommand: OptionsCommand {
             ioError: "reading FILE, the keychain, its lock file or the audit log",
             noPermission: "FILE not readable"),
         notes: KeyOptions.notes([
-            "A revocation record, {\"format\":\"pushseal-revocation\",\"version\":1,\"appId\",\"keyIds\":[…],\"revokedAt\"}, disables every listed key id in every keyset of the app (retiredAt = revokedAt, key bytes dropped): a device then shows the fallback for messages under those keys (keyDisabled). It holds no key bytes; deliver it over a channel that does not rely on the revoked key.",
+            "A revocation record, {\"format\":\"pushseal-revocation\",\"version\":1,\"appId\",\"keyIds\":[…],\"revokedAt\"}, disables every listed key id in every keyset of the app and every device key item of it (v1 and v2 keys, pinned sender keys; --json: disabledItems [{kind, keyId}]) (retiredAt = revokedAt, key bytes dropped): a device then shows the fallback for messages under those keys (keyDisabled). It holds no key bytes; deliver it over a channel that does not rely on the revoked key.",
             "A key record holds key bytes: when FILE (or a regular file on standard input) is readable by group or others, a warning on stderr says so (the import goes on); chmod 600 it, or delete it once imported.",
             "Into a server keychain (no IDENTITY), a primary key new to it whose seal count is not 0 is refused: it is sealing in another store, and each store counts only its own seals toward the 2^32 limit. --accept-seal-count imports it anyway (when the other store has stopped sealing with it).",
             "FILE, - or none reads the record from standard input. A new keyset is created when the keychain has none for the record's app id and recipient; otherwise keys are added and statuses only move forward. When the record's primary is newer than the local one, the local primary becomes decryptOnly for --grace.",
@@ -36,18 +38,29 @@ struct KeyImportCommand: OptionsCommand {
 
     struct Options: CommandOptions {
         let file: String?, store: KeyStoreOptions, accessibility: Accessibility, expectedAppID: String?, now: Int64, grace: Int64
+        /// `--device-items`: kind 1 device key items instead of a keyset.
+        let deviceItems: Bool
         /// `--accept-seal-count`: a server keychain takes a primary that has sealed elsewhere (F11).
         let acceptSealCount: Bool
         init(parsing a: Arguments) throws {
             file = try Positionals(a, max: 1).first
             store = try KeyStoreOptions(parsing: a)
             acceptSealCount = a.has("--accept-seal-count")
+            deviceItems = a.has("--device-items")
             accessibility = try keyAccessibility(a)
             expectedAppID = try keyAppID(a)
             now = try keyNow(a)
             grace = try keyGrace(a, now: now)
         }
-        func validate() throws { try store.validate() }
+        func validate() throws {
+            try store.validate()
+            guard deviceItems else { return }
+            if store.identity.isEmpty { throw CLIError.usage("--device-items needs the device identity", hint: "add --entitlements FILE (the app's entitlements)") }
+            if store.keystore.registry != nil { throw CLIError.usage("--device-items writes a device keychain, not a --registry") }
+            if accessibility != DeviceKeyItem.accessibility {
+                throw CLIError.usage("--device-items stores every key \(DeviceKeyItem.accessibility.rawValue) (docs/keychain.md \"Device key items\"); drop --accessibility")
+            }
+        }
     }
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
@@ -68,6 +81,7 @@ struct KeyImportCommand: OptionsCommand {
                 }
             }
         }
+        if o.deviceItems { return try importItems(record, o, c) }
         let store = try o.store.open(create: true, accessibility: acc)
         let result = try keyMapErrors {
             if o.store.identity.isEmpty, !o.acceptSealCount {
@@ -86,19 +100,42 @@ struct KeyImportCommand: OptionsCommand {
         return .success
     }
 
+    /// `--device-items`: the record's keys as kind 1 device key items (``DeviceKeyItem/importV1``).
+    private func importItems(_ record: KeyRecord, _ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let store = try o.store.openKeychain(create: true, accessibility: DeviceKeyItem.accessibility)
+        let changed = try keyMapErrors {
+            try DeviceKeyItem.importV1(record, expectedAppID: o.expectedAppID, in: store.keychain, accessGroup: store.accessGroup)
+        }
+        if c.json {
+            keyPrintJSON(.object(JSONObject([("appId", .string(record.appID)), ("recipient", .string(record.recipient)),
+                                             ("changedKeyIds", .array(changed.map { .string($0) })), ("layout", .string("deviceItems"))])))
+        } else {
+            Output.stdout("\(record.appID) \(record.recipient): \(changed.isEmpty ? "already up to date" : "imported " + changed.joined(separator: " "))\n")
+        }
+        return .success
+    }
+
     /// A revocation record (security review F4): every listed key id of the app becomes
     /// disabled in this keychain, so the device stops opening (and trusting) messages under it.
     private func importRevocation(_ bytes: [UInt8], _ o: Options, _ c: CommandContext, now: Int64, accessibility acc: Accessibility) throws -> ExitCode {
         let record = try keyMapErrors { try RevocationRecord(json: bytes) }
         let store = try o.store.openKeychain(create: false, accessibility: acc)
         let result = try keyMapErrors { try store.importRevocation(record, expectedAppID: o.expectedAppID, now: now) }
+        // The device key items of docs/keychain.md "Device key items" (v1, v2 and pinned sender keys) too.
+        let items = try keyMapErrors { try DeviceKeyItem.revoke(record, in: store.keychain, accessGroup: store.accessGroup) }
+        let itemIDs = try keyMapErrors {
+            try DeviceKeyItem.list(appID: record.appID, in: store.keychain, accessGroup: store.accessGroup).map(\.keyID)
+        }
+        let unknown = result.unknownKeyIDs.filter { !itemIDs.contains($0) }
         if c.json {
             let disabled = result.disabled.map { d -> JSONValue in .object(JSONObject([("recipient", .string(d.recipient)), ("keyId", .string(d.keyID))])) }
-            keyPrintJSON(.object(JSONObject([("disabled", .array(disabled)), ("unknownKeyIds", .array(result.unknownKeyIDs.map { .string($0) }))])))
+            let disabledItems = items.map { d -> JSONValue in .object(JSONObject([("kind", .string(d.kind.name)), ("keyId", .string(d.keyID))])) }
+            keyPrintJSON(.object(JSONObject([("disabled", .array(disabled)), ("disabledItems", .array(disabledItems)),
+                                             ("unknownKeyIds", .array(unknown.map { .string($0) }))])))
         } else {
-            let changed = result.disabled.map { "\($0.recipient)/\($0.keyID)" }
+            let changed = result.disabled.map { "\($0.recipient)/\($0.keyID)" } + items.map { "\($0.kind.name):\($0.keyID)" }
             Output.stdout("\(record.appID): \(changed.isEmpty ? "no key changed" : "disabled " + changed.joined(separator: " "))\n")
-            if !result.unknownKeyIDs.isEmpty { c.warn("not in this keychain: \(result.unknownKeyIDs.joined(separator: " "))") }
+            if !unknown.isEmpty { c.warn("not in this keychain: \(unknown.joined(separator: " "))") }
         }
         return .success
     }

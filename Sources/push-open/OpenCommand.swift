@@ -30,7 +30,7 @@ struct OpenCommand: OptionsCommand {
         .flag("--no-replay-guard", "for trying a payload repeatedly: do not check or record its id in the replay cache (the guard is on by default, as on a device)"),
         .flag("--allow-insecure-loopback", "allow plain http media from 127.0.0.1, ::1 and localhost (tests)"),
         .flag("--verbose", "print the diagnostic lines (stages, durations, sizes; never plaintext) on stderr"),
-    ] + OpenCommand.v2Options
+    ]
 
     let help = HelpText(
         overview: """
@@ -49,7 +49,6 @@ struct OpenCommand: OptionsCommand {
             "push-open --keychain device-kc --app-id com.example.app --entitlements ext.json payload.json",
             "push-seal ... | push-open --keychain device-kc --app-id com.example.app --access-group TEAMID.shared --app-group group.com.example -",
             "push-open --keychain device-kc --app-id com.example.app --entitlements ext.json --locale pt-BR --now 1796000000 payload.json",
-            "push-open --keychain device-kc --app-id com.example.app --entitlements ext.json --v2-device-key-file device.key --v2-key-id 7t2IPaCpRRWT3Ao4 --pinned-sender sender.json payload.json",
         ],
         exitCodes: [
             "0   decrypted (with or without its media): the result object is on stdout",
@@ -66,7 +65,7 @@ struct OpenCommand: OptionsCommand {
 
             LOCALIZED FALLBACK: a fallback alert with title-loc-key, subtitle-loc-key or loc-key (and their -args) is shown as iOS shows it: the key's string from the app's Localizable.strings (--strings DIR, the table for --locale) with the args in its %@ and %1$@ (%% is %; a specifier without its argument stays as written, extra arguments are left out); a key the table lacks, or every key without --strings, shows as the key itself, never as a blank alert. The file: "key" = "value"; lines, /* */ and // comments, the usual backslash escapes and \\U escapes, UTF-8 or UTF-16 with its byte order mark.
 
-            VERSION 2 (interim): until push-keys stores device key pairs in the keychain, a wire format v2 (HPKE) payload opens with --v2-device-key-file FILE --v2-key-id ID (the device private key, a 0600 file; never on the command line), and with each --pinned-sender RECORD the app pinned; other key ids still come from the keychain. Without these options push-open opens version 1 only (a v2 payload: reason unknownAlgorithm).
+            VERSION 2: a wire format v2 (HPKE) payload opens with the app's v2 device key under its key_id and the sender keys the app pinned, read from the keychain as the extension's identity (docs/keychain.md "Device key items": push-keys device generate / import / rotate / pin-sender write them); once any sender key is pinned a base-mode payload is refused (downgradeRefused). A v1 payload reads only v1 keys, a v2 payload only v2 device keys.
 
             REPLAY GUARD: as on a device, a notification id is shown once: opening the same payload again gives outcome original, reason replayed. An id is kept until the notification's exp (else iat + 30 days); a notification past that is refused (reason replayTooOld), and so is every notification while the guard's store cannot be read or written (reason replayGuardUnavailable: fail closed). The store (at most \(ReplayGuard.defaultCapacity) ids, 0600) is in the App Group container, DIR/app-groups/GROUP/\(ReplayGuard.fileName), GROUP being the identity's first application group; delete that file, or pass --no-replay-guard, to try a payload again.
             """,
@@ -76,8 +75,6 @@ struct OpenCommand: OptionsCommand {
     struct Options: CommandOptions {
         let payloadFile: String?, keychainPath: String, appID: String, budget: Double, now: Int64?, identity: IdentityOptions
         let locale: String?, strings: String?, allowInsecureLoopback: Bool, replayGuard: Bool, verbose: Bool
-        /// The interim version 2 key source (``OpenCommand/V2KeyOptions``).
-        let v2: OpenCommand.V2KeyOptions
         init(parsing a: Arguments) throws {
             payloadFile = try Positionals(a, max: 1).first
             keychainPath = try KeystoreOptions.keychainDirectory(parsing: a)
@@ -90,7 +87,6 @@ struct OpenCommand: OptionsCommand {
             allowInsecureLoopback = a.has("--allow-insecure-loopback")
             replayGuard = !a.has("--no-replay-guard")
             verbose = a.has("--verbose")
-            v2 = try OpenCommand.V2KeyOptions(parsing: a)
         }
         func validate() throws {
             // The device keyset's naming rule, as push-seal and push-keys check it: a usage error,
@@ -100,7 +96,6 @@ struct OpenCommand: OptionsCommand {
                 do { try KeyStore.checkTime(now, named: "--now") } catch let e as KeysError { throw CLIError.usage(e.reason) }
             }
             try identity.validate()
-            try v2.validate()
             if identity.isEmpty {
                 throw CLIError.usage("missing the extension's identity", hint: "give --entitlements FILE, or --access-group G (repeatable) and --app-group G")
             }
@@ -137,10 +132,10 @@ struct OpenCommand: OptionsCommand {
         } else {
             clock = { Int64(Date().timeIntervalSince1970) }
         }
-        let (registry, provider) = try Self.v2Configuration(
-            o.v2, appID: appID, keychain: KeychainKeyProvider(keychain: keychain, accessGroup: keyGroup, appID: appID, now: clock))
+        // Keys and pinned sender keys from the keychain (docs/keychain.md "Device key items").
+        let provider = KeychainKeyProvider(keychain: keychain, accessGroup: keyGroup, appID: appID, now: clock)
         let configuration = DecryptingServiceConfiguration(
-            appID: appID, keyProvider: provider, opener: WireFormatOpener(registry: registry), locale: o.locale, containerDirectory: container,
+            appID: appID, keyProvider: provider, opener: WireFormatOpener(pinnedSenderKeys: provider), locale: o.locale, containerDirectory: container,
             allowInsecureLoopback: o.allowInsecureLoopback,
             replayCapacity: o.replayGuard ? ReplayGuard.defaultCapacity : 0, now: clock)
         let logger: any DiagnosticLogger = o.verbose ? VerboseLogger() : NullLogger()

@@ -1,12 +1,14 @@
 import Foundation
 import Testing
 
-/// `push-open`'s interim version 2 key source (`--v2-device-key-file`, `--v2-key-id`,
-/// `--pinned-sender`) on Tests/Vectors/v2 payloads (FORMAT.md §V.11 keys).
+/// `push-open` on Tests/Vectors/v2 payloads (FORMAT.md §V.11 keys), the keys provisioned as an
+/// app does: the device key by `push-keys device import`, the sender key by `device pin-sender`,
+/// both read back from the keychain by the real extension.
 @Suite(.serialized) struct PushOpenV2CLITests {
     static let vectors = KeysCLI.repo.appendingPathComponent("Tests/Vectors/v2")
     static let deviceKeyHex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
     static let record = #"{"format":"pushseal-sender-key","version":2,"appId":"com.example.app","senderKeyId":"oCiYEAMutBcnTuvE","publicKey":"NYBy1jZYgNGu6jKa35EhODhR7SGijjt16WXQ0s0WYlQ="}"#
+    static let identity = ["--access-group", "T.shared"]
 
     /// The payload part of a vector file (after the first blank line).
     static func payload(_ name: String) throws -> Data {
@@ -15,51 +17,55 @@ import Testing
         return Data(text[range.upperBound...].utf8)
     }
 
-    static func setUp(mode: Int = 0o600) throws -> URL {
+    /// A device keychain `dev` holding the vectors' device key (imported from a 0600 file).
+    static func setUp() throws -> URL {
         let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("pushseal-open-v2-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         #expect(try PushOpenCLITests.run("push-keys", ["keychain", "init", "--keychain", "dev"], in: dir).status == 0)
         let key = dir.appendingPathComponent("device.key")
         try Data((deviceKeyHex + "\n").utf8).write(to: key)
-        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: key.path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key.path)
+        let imported = try PushOpenCLITests.run("push-keys", ["device", "import", "--keychain", "dev"] + identity
+            + ["--app-id", "com.example.app", "--key-file", "device.key", "--key-id", "7t2IPaCpRRWT3Ao4"], in: dir)
+        #expect(imported.status == 0, "\(imported.stderr)")
         try Data(record.utf8).write(to: dir.appendingPathComponent("sender.json"))
         return dir
     }
 
-    static func open(_ vector: String, in dir: URL, _ extra: [String]) throws -> PushOpenCLITests.Result {
-        try PushOpenCLITests.run("push-open", ["--keychain", "dev", "--app-id", "com.example.app", "--access-group", "T.shared",
-                                               "--no-replay-guard"] + extra + ["-"], in: dir, stdin: try payload(vector))
+    static func pin(in dir: URL) throws {
+        let r = try PushOpenCLITests.run("push-keys", ["device", "pin-sender", "--keychain", "dev"] + identity + ["--app-id", "com.example.app", "sender.json"], in: dir)
+        #expect(r.status == 0, "\(r.stderr)")
     }
 
-    static let v2Key = ["--v2-device-key-file", "device.key", "--v2-key-id", "7t2IPaCpRRWT3Ao4"]
+    static func open(_ vector: String, in dir: URL, _ extra: [String] = []) throws -> PushOpenCLITests.Result {
+        try PushOpenCLITests.run("push-open", ["--keychain", "dev", "--app-id", "com.example.app"] + identity
+                                 + ["--no-replay-guard"] + extra + ["-"], in: dir, stdin: try payload(vector))
+    }
 
     @Test func opensAuthAndBaseAndRefusesTheDowngrade() throws {
         let dir = try Self.setUp()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let auth = try Self.open("ok-auth.vector", in: dir, Self.v2Key + ["--pinned-sender", "sender.json"])
+        let base = try Self.open("ok-base.vector", in: dir)
+        #expect(base.status == 0, "\(base.stdout) \(base.stderr)")
+        let unpinned = try Self.open("ok-auth.vector", in: dir)
+        #expect(unpinned.json["reason"] as? String == "unknownSenderKey")
+        try Self.pin(in: dir)
+        let auth = try Self.open("ok-auth.vector", in: dir)
         #expect(auth.status == 0, "\(auth.stdout) \(auth.stderr)")
         #expect(auth.json["title"] as? String == "Lunch?")
         #expect(!auth.stdout.contains(Self.deviceKeyHex) && !auth.stderr.contains(Self.deviceKeyHex))
-        let base = try Self.open("ok-base.vector", in: dir, Self.v2Key)
-        #expect(base.status == 0, "\(base.stdout) \(base.stderr)")
-        let downgrade = try Self.open("ok-base.vector", in: dir, Self.v2Key + ["--pinned-sender", Self.record])
+        let downgrade = try Self.open("ok-base.vector", in: dir)
         #expect(downgrade.status == 1)
         #expect(downgrade.json["reason"] as? String == "downgradeRefused")
-        let unpinned = try Self.open("ok-auth.vector", in: dir, Self.v2Key)
-        #expect(unpinned.json["reason"] as? String == "unknownSenderKey")
-        // Without the v2 options push-open stays version 1 only.
-        let v1 = try Self.open("ok-auth.vector", in: dir, [])
-        #expect(v1.json["reason"] as? String == "unknownAlgorithm")
+        #expect(try Self.open("unknown-sender-key.vector", in: dir).json["reason"] as? String == "unknownSenderKey")
     }
 
-    @Test func refusesAnOpenKeyFileAndBadArguments() throws {
-        let dir = try Self.setUp(mode: 0o644)
+    @Test func theInterimKeyOptionsAreGone() throws {
+        let dir = try Self.setUp()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let open = try Self.open("ok-base.vector", in: dir, Self.v2Key)
-        #expect(open.status == 77)
-        #expect(open.stderr.hasPrefix("push-open: error: "))
-        #expect(!open.stderr.contains(Self.deviceKeyHex))
-        #expect(try Self.open("ok-base.vector", in: dir, ["--v2-device-key-file", "device.key"]).status == 64)
-        #expect(try Self.open("ok-base.vector", in: dir, ["--pinned-sender", #"{"format":"x"}"#]).status == 65)
+        for option in [["--v2-device-key-file", "device.key"], ["--v2-key-id", "7t2IPaCpRRWT3Ao4"], ["--pinned-sender", "sender.json"]] {
+            let r = try Self.open("ok-base.vector", in: dir, option)
+            #expect(r.status == 64, "\(option): \(r.stderr)")
+        }
     }
 }

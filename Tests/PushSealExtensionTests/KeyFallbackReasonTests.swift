@@ -22,6 +22,7 @@ import Testing
             (KeysError(.keyDestroyed, "k"), "keyDestroyed"),
             (KeysError(.keyDisabled, "k"), "keyDisabled"),
             (KeysError(.keyExpired, "k"), "keyExpired"),
+            (KeysError(.corruptKey, "k"), "corruptKey"),
             (PlainError(), "keyUnavailable"),
         ]
         for (error, token) in cases {

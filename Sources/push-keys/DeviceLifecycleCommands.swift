@@ -1,0 +1,244 @@
+import PushSealCLI
+import PushSealCrypto
+import PushSealJSON
+import PushSealKeychain
+import PushSealKeys
+import PushSealSystem
+import PushSealWire
+
+/// `push-keys device rotate` / `prune` / `pin-sender` / `list`: the rest of the device key's
+/// life in the one layout (docs/keychain.md "Device key items").
+enum DeviceLifecycleCommands {
+    static let all: [any Command] = [DeviceRotateCommand(), DevicePruneCommand(), DevicePinSenderCommand(), DeviceListCommand()]
+
+    /// The options every device command has: the keychain, the app's identity, `--app-id`, `--now`.
+    static let base: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
+        .value("--app-id", "APP", "the app's bundle identifier (required): items pushseal.key:APP and pushseal.sender:APP"),
+        .value("--now", "UNIX", "the device clock, seconds since 1970 UTC (default: now)"),
+    ]
+
+    /// Keychain, identity, app id and time, parsed and checked.
+    struct Base: Sendable {
+        let caller: KeychainCallerOptions, appID: String, now: Int64
+
+        init(parsing a: Arguments) throws {
+            caller = try KeychainCallerOptions(parsing: a)
+            appID = try a.required("--app-id", "APP")
+            now = try keyNow(a)
+        }
+
+        /// - Throws: `CLIError` 64.
+        func validate() throws {
+            try caller.validate()
+            try keyUsageErrors { try KeyID.validateAppID(appID) }
+        }
+    }
+
+    static func exitCodes(dataError: String? = nil, noInput: String? = nil, cannotCreate: String? = nil) -> [String] {
+        KeychainCommands.exitCodes(keychainError: "errSecMissingEntitlement -34018",
+                                   usage: ["no identity", "an --app-id, --key-id, --grace or --now that breaks its rule"],
+                                   dataError: dataError, noInput: noInput, cannotCreate: cannotCreate, readsSecrets: true)
+    }
+
+    /// Prints the command's result: one JSON object with --json, else the text lines.
+    static func output(_ context: CommandContext, json: () -> JSONObject, text: () -> String) -> ExitCode {
+        if context.json { keyPrintJSON(.object(json())) } else { Output.stdout(text()) }
+        return .success
+    }
+
+    /// One item as `device list` shows it (no secret: a v2 key shows its public key).
+    static func json(_ e: DeviceKeyItem.Entry) -> JSONValue {
+        .object(JSONObject([("kind", .string(e.kind.name)), ("keyId", .string(e.keyID)),
+                            ("status", e.damaged ? .string("damaged") : e.status.map { .string($0.rawValue) } ?? .null),
+                            ("createdAt", KeyJSON.opt(e.createdAt)), ("retiredAt", KeyJSON.opt(e.retiredAt)), ("notAfter", KeyJSON.opt(e.notAfter)),
+                            ("publicKey", e.publicKey.map { .string(WireBase64.encode($0.rawRepresentation)) } ?? .null),
+                            ("accessGroup", .string(e.accessGroup))]))
+    }
+}
+
+/// `push-keys device rotate`: a new v2 key pair, older ones decryptOnly for the grace window.
+struct DeviceRotateCommand: OptionsCommand {
+    let path = ["device", "rotate"]
+    let options: [OptionSpec] = DeviceLifecycleCommands.base + [
+        .value("--key-id", "ID", "the new key's id (default: the first 16 characters of base64url(SHA-256(public key)), FORMAT.md §V.6)"),
+        KeyOptions.grace("grace window of the older v2 keys: they open messages sealed before the rotation until now + grace"),
+    ]
+    let help = HelpText(
+        overview: "rotate the app's v2 (HPKE) device key on the device: make a new key pair (primary), turn every older pending or primary v2 key decryptOnly (retiredAt now, notAfter now + grace), and print the new registration record for the app to upload",
+        usage: ["push-keys device rotate --keychain DIR IDENTITY --app-id APP [--key-id ID] [--grace DURATION] [--now UNIX] [--json]"],
+        examples: [
+            "push-keys device rotate --keychain device-kc --entitlements app.json --app-id com.example.app > registration.json",
+            "push-keys device rotate --keychain device-kc --entitlements app.json --app-id com.example.app --grace 14d --json",
+        ],
+        exitCodes: DeviceLifecycleCommands.exitCodes(dataError: "an older v2 device key item is damaged (corruptKey; nothing changed); the key id already held (duplicateKeyID)",
+                                                     noInput: "the entitlements file missing"),
+        notes: KeychainCommands.identityNote + "\n\n" + """
+            OUTPUT: the new registration record, one JSON line (as device generate); with --json: {"registration": record, "item": attributes, "retired": [key ids]}. A message sealed to an older key before the rotation opens until notAfter; one sealed after it falls back (keys:keyRetired). Run 'push-keys device prune' after the grace window to delete the old private keys. The iOS reference does the same in two steps (makeDeviceKey as pending, promote once the server accepted the record: Examples/iOS/PushSealDeviceKeys.swift).
+            """
+    )
+
+    struct Options: CommandOptions {
+        let base: DeviceLifecycleCommands.Base, keyID: String?, grace: Int64
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            base = try DeviceLifecycleCommands.Base(parsing: a)
+            keyID = a.value("--key-id")
+            grace = try keyGrace(a, now: base.now)
+        }
+        func validate() throws {
+            try base.validate()
+            if let keyID { try keyUsageErrors { try KeyID.validate(keyID) } }
+        }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let (kc, group) = try o.base.caller.open()
+        let key = try X25519.PrivateKey()
+        let keyID = try o.keyID ?? DeviceKeyItem.keyID(for: key.publicKey)
+        let (item, retired) = try keyMapErrors {
+            try DeviceKeyItem.rotate(to: key, keyID: keyID, appID: o.base.appID, in: kc, accessGroup: group, now: o.base.now, graceSeconds: o.grace)
+        }
+        let record = DeviceKeyItem.registrationRecord(appID: o.base.appID, keyID: keyID, publicKey: key.publicKey, createdAt: o.base.now)
+        return DeviceLifecycleCommands.output(context, json: {
+            JSONObject([("registration", .object(record)), ("item", .object(KeychainCommands.json(item))), ("retired", .array(retired.map { .string($0) }))])
+        }, text: { Output.json(.object(record)) + "\n" })
+    }
+}
+
+/// `push-keys device prune`: deletes device keys past their grace window.
+struct DevicePruneCommand: OptionsCommand {
+    let path = ["device", "prune"]
+    let options: [OptionSpec] = DeviceLifecycleCommands.base + [
+        KeyOptions.grace("for a disabled key without notAfter: deleted once retiredAt + grace has passed"),
+    ]
+    let help = HelpText(
+        overview: "delete the app's v1 and v2 device key items whose grace window is over (decryptOnly or disabled with notAfter at or before now; disabled without notAfter retired at least a grace ago); pinned sender keys are kept",
+        usage: ["push-keys device prune --keychain DIR IDENTITY --app-id APP [--grace DURATION] [--now UNIX] [--json]"],
+        examples: [
+            "push-keys device prune --keychain device-kc --entitlements app.json --app-id com.example.app",
+            "push-keys device prune --keychain device-kc --entitlements app.json --app-id com.example.app --now 1800000000 --json",
+        ],
+        exitCodes: DeviceLifecycleCommands.exitCodes(noInput: "the entitlements file missing"),
+        notes: KeychainCommands.identityNote + "\n\n" + """
+            OUTPUT: each deleted key id on its own line (nothing when none); with --json: {"appId", "pruned": [key ids]}. A message for a pruned key falls back with unknownKey.
+            """
+    )
+
+    struct Options: CommandOptions {
+        let base: DeviceLifecycleCommands.Base, grace: Int64
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            base = try DeviceLifecycleCommands.Base(parsing: a)
+            grace = try keyGrace(a, now: base.now)
+        }
+        func validate() throws { try base.validate() }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let (kc, group) = try o.base.caller.open()
+        let pruned = try keyMapErrors {
+            try DeviceKeyItem.prune(appID: o.base.appID, in: kc, accessGroup: group, now: o.base.now, graceSeconds: o.grace)
+        }
+        return DeviceLifecycleCommands.output(context, json: { JSONObject([("appId", .string(o.base.appID)), ("pruned", .array(pruned.map { .string($0) }))]) },
+                                              text: { pruned.map { $0 + "\n" }.joined() })
+    }
+}
+
+/// `push-keys device pin-sender RECORD`: pins a sender public key for the app.
+struct DevicePinSenderCommand: OptionsCommand {
+    let path = ["device", "pin-sender"]
+    let options: [OptionSpec] = DeviceLifecycleCommands.base
+    let help = HelpText(
+        overview: "pin a sender public key for the app from its pushseal-sender-key record (FORMAT.md §V.6): auth-mode payloads by it open, and once any sender key is pinned a base-mode payload is refused (downgradeRefused); pin the new key before a sender key rotation, several may be pinned",
+        usage: ["push-keys device pin-sender --keychain DIR IDENTITY --app-id APP [--now UNIX] [--json] RECORD"],
+        examples: [
+            "push-keys device pin-sender --keychain device-kc --entitlements app.json --app-id com.example.app sender.json",
+            "push-keys sender export ... | push-keys device pin-sender --keychain device-kc --entitlements app.json --app-id com.example.app -",
+        ],
+        exitCodes: DeviceLifecycleCommands.exitCodes(
+            dataError: "RECORD is not a pushseal-sender-key record of version 2, is for another app id (wrongAppID), has a publicKey that is not base64 of 32 bytes or is a low-order point (lowOrderPoint), or its senderKeyId is pinned with other key bytes (duplicateKeyID)",
+            noInput: "the entitlements file or RECORD missing"),
+        notes: KeychainCommands.identityNote + "\n\n" + """
+            RECORD: a file, or - for standard input: {"format":"pushseal-sender-key","version":2,"appId","senderKeyId","publicKey"} (public data). The pin is a keychain item (service pushseal.sender:APP, account = sender key id, label "\(DeviceKeyItem.senderLabel)", a 59-byte key record of kind 3, status primary; docs/keychain.md "Device key items"). Pinning the same record again changes nothing.
+
+            OUTPUT: the sender key id; with --json: {"appId", "senderKeyId", "added" (false: already pinned), "item": attributes}.
+            """
+    )
+
+    struct Options: CommandOptions {
+        let base: DeviceLifecycleCommands.Base, record: String
+        init(parsing a: Arguments) throws {
+            let positionals = try Positionals(a, max: 1)
+            guard let record = positionals.first else {
+                throw CLIError.usage("missing the sender key record", hint: "give RECORD, a pushseal-sender-key file, or - for standard input")
+            }
+            self.record = record
+            base = try DeviceLifecycleCommands.Base(parsing: a)
+        }
+        func validate() throws { try base.validate() }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let bytes = try InputReader.readAll(o.record == "-" ? nil : o.record, limitByteCount: 64 << 10)
+        // A record for another app is refused as such before anything else is read from it.
+        if case .object(let object)? = try? JSONReader.parse(bytes), let app = object["appId"]?.stringValue, app != o.base.appID {
+            throw CLIError(code: KeysError.Code.wrongAppID.name, "\(o.record) is a sender key record for another app id, not \(o.base.appID)",
+                           exitCode: .dataError)
+        }
+        let sender: PinnedSenderKey
+        do {
+            sender = try PinnedSenderKey(record: bytes, appID: o.base.appID)
+        } catch let e as FormatError {
+            throw CLIError(code: KeysError.Code.malformedRecord.name, "\(o.record): \(e.reason)", exitCode: .dataError)
+        }
+        let (kc, group) = try o.base.caller.open()
+        let (item, added) = try keyMapErrors {
+            try DeviceKeyItem.pinSender(sender, appID: o.base.appID, in: kc, accessGroup: group, now: o.base.now)
+        }
+        return DeviceLifecycleCommands.output(context, json: {
+            JSONObject([("appId", .string(o.base.appID)), ("senderKeyId", .string(sender.keyID)), ("added", .bool(added)),
+                        ("item", .object(KeychainCommands.json(item)))])
+        }, text: { sender.keyID + "\n" })
+    }
+}
+
+/// `push-keys device list`: the app's device key items, without secrets.
+struct DeviceListCommand: OptionsCommand {
+    let path = ["device", "list"]
+    let options: [OptionSpec] = DeviceLifecycleCommands.base
+    let help = HelpText(
+        overview: "list the app's device key items (v1 keys, v2 device keys, pinned sender keys) with status and dates, never a secret: v2 device keys and sender keys show their public key",
+        usage: ["push-keys device list --keychain DIR IDENTITY --app-id APP [--json]"],
+        examples: [
+            "push-keys device list --keychain device-kc --entitlements app.json --app-id com.example.app",
+            "push-keys device list --keychain device-kc --access-group TEAMID.com.example.shared --app-id com.example.app --json",
+        ],
+        exitCodes: DeviceLifecycleCommands.exitCodes(noInput: "the entitlements file missing"),
+        notes: KeychainCommands.identityNote + "\n\n" + """
+            OUTPUT: one line per item: KIND KEY_ID STATUS createdAt retiredAt notAfter PUBLIC_KEY (KIND v1, v2 or sender; times ISO 8601 UTC, - when unset; status damaged for a record that breaks the layout); with --json: {"appId", "keys": [{"kind", "keyId", "status", "createdAt", "retiredAt", "notAfter", "publicKey", "accessGroup"}]}.
+            """
+    )
+
+    struct Options: CommandOptions {
+        let base: DeviceLifecycleCommands.Base
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            base = try DeviceLifecycleCommands.Base(parsing: a)
+        }
+        func validate() throws { try base.validate() }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let (kc, group) = try o.base.caller.open()
+        let entries = try keyMapErrors { try DeviceKeyItem.list(appID: o.base.appID, in: kc, accessGroup: group) }
+        return DeviceLifecycleCommands.output(context, json: {
+            JSONObject([("appId", .string(o.base.appID)), ("keys", .array(entries.map(DeviceLifecycleCommands.json)))])
+        }, text: {
+            entries.map { e in
+                let status = e.damaged ? "damaged" : e.status?.rawValue ?? "-"
+                let key = e.publicKey.map { WireBase64.encode($0.rawRepresentation) } ?? "-"
+                return [e.kind.name, e.keyID, status, keyTime(e.createdAt), keyTime(e.retiredAt), keyTime(e.notAfter), key].joined(separator: " ") + "\n"
+            }.joined()
+        })
+    }
+}
