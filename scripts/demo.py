@@ -6,7 +6,9 @@ Run by `make demo` after a release build. Everything lives in a fresh temporary 
 the app's and its Notification Service Extension's entitlements, a key provisioned from the
 server to the phone, a local HTTP server for the encrypted image. Each example notification in
 Examples/notifications/ is sealed with `push-seal` and opened with `push-open` as the
-extension. Then a key rotation with a message in flight, and the locked-phone mistake.
+extension. Then a key rotation with a message in flight, the locked-phone mistake, and public-key
+mode (v2): the app registers its own key, the server seals in HPKE auth mode, a stolen copy of
+the server store opens nothing, and a forged base-mode payload is refused.
 
 Exit status 0 only if every step gave the expected result.
 """
@@ -219,6 +221,7 @@ def main():
 
         rotation_demo(tools, work, server_kc, device_kc, app_ents, ext_ents)
         locked_phone_demo(tools, work, app_ents, ext_ents)
+        v2_demo(tools, work, app_ents, ext_ents)
     finally:
         if server:
             server.shutdown()
@@ -311,6 +314,70 @@ def locked_phone_demo(tools, work, app_ents, ext_ents):
     r = open_payload(tools, device_kc2, ext_ents, payload)
     expect(r.get("outcome") == "decrypted", f"with AfterFirstUnlockThisDeviceOnly the locked phone decrypts (got {r.get('outcome')}, {r.get('reason')})")
     print(f"   after the fix, phone still locked: {r.get('outcome')} — \"{r.get('title')}\"")
+
+
+
+def v2_demo(tools, work, app_ents, ext_ents):
+    print()
+    print("6. Public-key mode (wire format v2, HPKE): the app registers; the server never holds a key that opens.")
+    phone = work / "iphone3"
+    server_kc = work / "server3"
+    run([tools["push-keys"], "keychain", "init", "--keychain", str(phone)])
+    run([tools["push-keys"], "keychain", "init", "--keychain", str(server_kc)])
+    code, registration, err, _ = run([tools["push-keys"], "device", "generate", "--keychain", str(phone), "--entitlements", str(app_ents),
+                                      "--app-id", APP_ID])
+    reg = json.loads(registration) if code == 0 and registration.strip().startswith("{") else {}
+    expect(reg.get("format") == "pushseal-device-key", f"device generate prints a registration record (got exit {code}: {err.strip()})")
+    print(f"   the app made its key pair on the phone (key id {reg.get('keyId')}); the private key never leaves its keychain item")
+    reg_path = work / "carol.registration.json"
+    reg_path.write_text(registration, encoding="utf-8")
+    code, sender_record, err, _ = run([tools["push-keys"], "sender", "generate", "--keychain", str(server_kc), "--app-id", APP_ID])
+    expect(code == 0 and "pushseal-sender-key" in sender_record, f"sender generate prints the sender key record (got exit {code}: {err.strip()})")
+    sender_path = work / "sender-key.json"
+    sender_path.write_text(sender_record, encoding="utf-8")
+    code, _, err, _ = run([tools["push-keys"], "register", "--keychain", str(server_kc), "--recipient", "carol", "--app-id", APP_ID, str(reg_path)])
+    expect(code == 0, f"the server imports the registration (got exit {code}: {err.strip()})")
+    code, _, err, _ = run([tools["push-keys"], "device", "pin-sender", "--keychain", str(phone), "--entitlements", str(app_ents),
+                           "--app-id", APP_ID, str(sender_path)])
+    expect(code == 0, f"the app pins the server's sender key (got exit {code}: {err.strip()})")
+    print("   the app uploaded its registration record (public) and pinned the server's sender key record (public)")
+    note = work / "v2.json"
+    note.write_text(json.dumps({"title": "Your transfer arrived", "body": "EUR 1,250.00 from Dana"}), encoding="utf-8")
+    code, payload_text, err, _ = run([tools["push-seal"], "--app-id", APP_ID, "--recipient", "carol", "--keychain", str(server_kc), str(note)])
+    payload = json.loads(payload_text) if code == 0 else {}
+    expect(payload.get("enc_alg") == "HPKE-AUTH-X25519-A256GCM", f"the server seals in auth mode (got {payload.get('enc_alg')}: {err.strip()})")
+    v2_payload = work / "v2.payload.json"
+    v2_payload.write_text(payload_text, encoding="utf-8")
+    r = open_payload(tools, phone, ext_ents, v2_payload)
+    expect(r.get("outcome") == "decrypted" and r.get("title") == "Your transfer arrived", f"the phone opens the v2 payload (got {r.get('outcome')}, {r.get('reason')})")
+    print(f"   push-seal: {payload.get('enc_alg')}, {len(payload_text.encode())} bytes; the phone: {r.get('outcome')} — \"{r.get('title')}\"")
+
+    stolen = work / "stolen-server-store"
+    # The worst case: the thief has the store and the secret that protects it.
+    shutil.copytree(server_kc, stolen)
+    shutil.copy(Path(str(server_kc) + ".secret"), Path(str(stolen) + ".secret"))
+    code, listed, _, _ = run([tools["push-keys"], "registrations", "--keychain", str(stolen), "--json"])
+    expect(code == 0 and reg.get("publicKey", "?") in listed, "the stolen store holds carol's public key")
+    r = open_payload(tools, stolen, ext_ents, v2_payload)
+    expect(r.get("outcome") == "original", f"a stolen copy of the server store opens nothing (got {r.get('outcome')}, {r.get('reason')})")
+    print(f"   a stolen copy of the server store and its secret, used as the phone's keychain: {r.get('outcome')} ({r.get('reason')}):")
+    print("   it holds carol's public key and the sender key, nothing that opens a payload sealed to her (the")
+    print("   sender key would let the thief sign new notifications: rotate it after a theft, SECURITY.md)")
+
+    forger = work / "forger-store"
+    run([tools["push-keys"], "keychain", "init", "--keychain", str(forger)])
+    run([tools["push-keys"], "register", "--keychain", str(forger), "--recipient", "carol", "--app-id", APP_ID, str(reg_path)])
+    forged_note = work / "forged.json"
+    forged_note.write_text(json.dumps({"title": "Security alert", "body": "Call +1 555 0100 now"}), encoding="utf-8")
+    code, forged_text, err, _ = run([tools["push-seal"], "--app-id", APP_ID, "--recipient", "carol", "--keychain", str(forger), str(forged_note)])
+    forged = json.loads(forged_text) if code == 0 else {}
+    expect(forged.get("enc_alg") == "HPKE-BASE-X25519-A256GCM", f"anyone with the public registration can seal in base mode (got {forged.get('enc_alg')}: {err.strip()})")
+    forged_path = work / "forged.payload.json"
+    forged_path.write_text(forged_text, encoding="utf-8")
+    r = open_payload(tools, phone, ext_ents, forged_path)
+    expect(r.get("outcome") == "original" and "downgrade" in str(r.get("reason", "")).lower(),
+           f"a forged base-mode payload is refused on a phone that pinned the sender key (got {r.get('outcome')}, {r.get('reason')})")
+    print(f"   a forged base-mode payload (sealed to the public registration by someone else): {r.get('outcome')}, reason {r.get('reason')}")
 
 
 if __name__ == "__main__":
