@@ -25,10 +25,6 @@ static inline CURLcode pushseal_curl_setopt_read_function(CURL *handle, curl_rea
 static inline CURLcode pushseal_curl_setopt_seek_function(CURL *handle, curl_seek_callback function) {
     return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, function);
 }
-/// CURLOPT_DEBUGFUNCTION (with CURLOPT_VERBOSE): libcurl's informational text for one transfer.
-static inline CURLcode pushseal_curl_setopt_debug_function(CURL *handle, curl_debug_callback function) {
-    return curl_easy_setopt(handle, CURLOPT_DEBUGFUNCTION, function);
-}
 /// CURLOPT_PREREQFUNCTION: called each time libcurl is about to send the request (its own
 /// resends included), after the connection is set up.
 static inline CURLcode pushseal_curl_setopt_prereq_function(CURL *handle, curl_prereq_callback function) {

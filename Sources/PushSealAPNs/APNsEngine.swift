@@ -31,6 +31,16 @@ final class APNsEngine: @unchecked Sendable {
     private var all: [APNsTransfer] = []
     private var active = 0
     private var delayed: [(due: UInt64, transfer: APNsTransfer)] = []
+    /// Transfers ready to start, in order, waiting for room in ``admitted`` (from `readyHead` on).
+    private var ready: [APNsTransfer] = []
+    private var readyHead = 0
+    /// Transfers the pool is known to take at once. APNs allows one stream on a new connection
+    /// until a valid provider token (and again after a rejected one), so this is 1 at the start,
+    /// after a token rejection and after a connection failed, and unbounded after any other
+    /// answer (the server's SETTINGS with the larger limit come before that answer). Handing
+    /// libcurl more would over-commit a new connection (refused streams) or make it open the
+    /// spare connection for the overflow.
+    private var admitted = 1
     private var invalidationGuard = InvalidationGuard()
     private var random = SplitMix64()
     private var consecutiveConnectFailures = 0
@@ -38,7 +48,6 @@ final class APNsEngine: @unchecked Sendable {
     private var authorization: (generation: Int, header: String) = (0, "")
     private var counters = APNsClient.Statistics()
     private var lastUpkeep: UInt64 = 0
-    private let reports = APNsConnectionReports()
 
     init(configuration: APNsClient.Configuration, tokens: ProviderTokenCache,
          onOutcome: @escaping @Sendable (APNsOutcome) -> Void, onInvalidation: @escaping @Sendable (APNsInvalidation) -> Void,
@@ -99,12 +108,13 @@ final class APNsEngine: @unchecked Sendable {
                     continue
                 }
                 t.load(item.notification, tag: item.tag, submittedAt: item.submittedAt, apnsID: item.notification.apnsID ?? APNsText.uuid(using: &random))
-                if now < connectBlockedUntil { schedule(t, at: connectBlockedUntil) } else { start(t) }
+                if now < connectBlockedUntil { schedule(t, at: connectBlockedUntil) } else { ready.append(t) }
             }
             while let first = delayed.first, first.due <= now, now >= connectBlockedUntil {
                 delayed.removeFirst()
-                start(first.transfer)
+                ready.append(first.transfer)
             }
+            startReady()
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             var delivered = false
@@ -117,7 +127,7 @@ final class APNsEngine: @unchecked Sendable {
             now = configuration.clock.monotonicNanoseconds()
             upkeep(now)
             let snapshot = counters
-            let idle = active == 0 && delayed.isEmpty
+            let idle = active == 0 && delayed.isEmpty && readyHead == ready.count
             let finished = shared.withLock { s -> Bool in
                 s.statistics.finished = snapshot.finished
                 s.statistics.requests = snapshot.requests
@@ -128,6 +138,7 @@ final class APNsEngine: @unchecked Sendable {
                 return closing && idle && s.queue.isEmpty
             }
             if finished { break }
+            startReady()
             var timeout: Int32 = 1000
             if let first = delayed.first {
                 let due = max(first.due, connectBlockedUntil)
@@ -147,7 +158,10 @@ final class APNsEngine: @unchecked Sendable {
         counters.suppressedInvalidations = invalidationGuard.suppressedCount
         let final = counters
         shared.withLock { $0.statistics.suppressedInvalidations = final.suppressedInvalidations }
-        for t in all { curl_easy_cleanup(t.easy) }
+        for t in all {
+            APNsStreamCloses.unregister(t.easy)
+            curl_easy_cleanup(t.easy)
+        }
         free = []
         all = []
         curl_multi_cleanup(multi)
@@ -164,7 +178,7 @@ final class APNsEngine: @unchecked Sendable {
     /// A transfer from the free list, or a new one with the fixed options set.
     private func transfer() -> APNsTransfer? {
         if let t = free.popLast() { return t }
-        guard let t = APNsTransfer(configuration: configuration, reports: reports) else { return nil }
+        guard let t = APNsTransfer(configuration: configuration) else { return nil }
         all.append(t)
         return t
     }
@@ -184,6 +198,22 @@ final class APNsEngine: @unchecked Sendable {
             if delayed[mid].due <= due { lo = mid + 1 } else { hi = mid }
         }
         delayed.insert((due, t), at: lo)
+    }
+
+    /// Starts ready transfers while the pool has room for them (``admitted``).
+    private func startReady() {
+        while active < admitted, readyHead < ready.count {
+            let t = ready[readyHead]
+            readyHead += 1
+            start(t)
+        }
+        if readyHead == ready.count {
+            ready.removeAll(keepingCapacity: true)
+            readyHead = 0
+        } else if readyHead > 4096 {
+            ready.removeFirst(readyHead)
+            readyHead = 0
+        }
     }
 
     /// Sends one attempt of `t`.
@@ -241,12 +271,17 @@ final class APNsEngine: @unchecked Sendable {
                 reason = o["reason"]?.stringValue
                 timestamp = o["timestamp"]?.integerValue
             }
+            // A rejected provider token puts the connection back to one stream.
+            let tokenRejected = status == 403 || (status == 429 && reason == "TooManyProviderTokenUpdates")
+            admitted = tokenRejected ? 1 : Int.max
             result = .answered(status: status, reason: reason, retryAfterSeconds: t.retryAfter)
         } else {
             let (why, retryable, connectFailure) = APNsEngine.classify(code)
             // A refused rewind: the request went out on a connection that then died
             // (CURLINFO_SIZE_UPLOAD_T restarts at 0 for libcurl's resend, so it cannot say).
             let maybeSent = (uploaded >= t.notification.payload.count || t.rewind == .refused) && !connectFailure
+            // The next connection starts at one stream.
+            admitted = 1
             if connectFailure {
                 consecutiveConnectFailures += 1
                 let exponent = min(consecutiveConnectFailures - 1, 16)
