@@ -345,7 +345,10 @@ final class APNsEngine: @unchecked Sendable {
             let (why, retryable, connectFailure) = APNsEngine.classify(code)
             // A refused rewind: the request went out on a connection that then died
             // (CURLINFO_SIZE_UPLOAD_T restarts at 0 for libcurl's resend, so it cannot say).
-            let maybeSent = (uploaded >= t.notification.payload.count || t.rewind == .refused) && !connectFailure
+            // Not when the last issue's stream was refused (libcurl gave up after its own resends
+            // of a refused stream, "tried 5 times"): APNs processed none of them.
+            let lastRefused = t.rewind == .none && APNsStreamCloses.refused(t.easy)
+            let maybeSent = (uploaded >= t.notification.payload.count || t.rewind == .refused) && !connectFailure && !lastRefused
             // The next connection starts at one stream.
             admitted = 1
             if connectFailure {
