@@ -6,7 +6,7 @@
 //   Keys -> Keychain / Wire -> JSON / Crypto -> System -> libc
 //   PushSealCLI -> JSON / System; Crypto -> OpenSSL, libsodium; Wire -> libsodium, CPushSealSIMD; JSON -> CPushSealSIMD
 //   Extension -> MediaFetch -> System, CCurlLazy (libcurl.so.4 by dlopen on the first fetch; never linked)
-//   APNs -> Crypto / JSON / System, CCurl (libcurl linked)
+//   APNs -> Crypto / JSON / System, CCurl (libcurl linked), CNghttp2Hooks (libcurl's nghttp2 calls interposed)
 import PackageDescription
 
 let package = Package(
@@ -47,6 +47,10 @@ let package = Package(
         // and its ~30 libraries (~5 MiB of RSS, ~30 ms at every start of push-open). The typed
         // wrappers are CCurl's (Sources/CCurl/pushseal_curl_calls.h, one copy for both).
         .target(name: "CCurlLazy", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        // CNghttp2Hooks: two of libnghttp2's entry points interposed for libcurl 7.88 (stream close
+        // codes for PushSealAPNs' resend decision; no RST_STREAM for closed streams), each
+        // forwarding to libnghttp2's own through dlsym(RTLD_NEXT). Linked only where libcurl is.
+        .target(name: "CNghttp2Hooks", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
 
         // Foundation layer: no Foundation, no C library but libc.
         // PushSealSystem: file descriptors with the private-file rules, Locked, the detached
@@ -69,7 +73,7 @@ let package = Package(
         // The extension's media network side: libcurl's C API through CCurlLazy, no Foundation.
         .target(name: "PushSealMediaFetch", dependencies: ["CCurlLazy", "PushSealSystem"]),
         // The APNs provider client: HTTP/2 on libcurl (nghttp2), ES256 provider tokens, retries.
-        .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CCurl"]),
+        .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CCurl", "CNghttp2Hooks"]),
         // The PostgreSQL server store (issue 15): libpq, keys wrapped under a key-encryption key.
         .target(name: "PushSealRegistry", dependencies: ["CLibPQ", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealSystem"]),
         // The one place --registry/--kek-file become a store (push-keys, push-seal; not push-open, which never links libpq).
@@ -116,7 +120,7 @@ let package = Package(
 //   what it re-exports on purpose (`public import`);
 // - MemberImportVisibility makes every file import the modules whose members it uses, so the
 //   `dependencies:` above are the real graph (no member is reached through another import).
-let cTargets: Set<String> = ["CPushSealSIMD", "CCurlLazy"]
+let cTargets: Set<String> = ["CPushSealSIMD", "CCurlLazy", "CNghttp2Hooks"]
 for target in package.targets where target.type != .system && !cTargets.contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))

@@ -25,14 +25,24 @@ static inline CURLcode pushseal_curl_setopt_read_function(CURL *handle, curl_rea
 static inline CURLcode pushseal_curl_setopt_seek_function(CURL *handle, curl_seek_callback function) {
     return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, function);
 }
-/// CURLOPT_DEBUGFUNCTION (with CURLOPT_VERBOSE): libcurl's informational text for one transfer.
-static inline CURLcode pushseal_curl_setopt_debug_function(CURL *handle, curl_debug_callback function) {
-    return curl_easy_setopt(handle, CURLOPT_DEBUGFUNCTION, function);
-}
 /// CURLOPT_PREREQFUNCTION: called each time libcurl is about to send the request (its own
 /// resends included), after the connection is set up.
 static inline CURLcode pushseal_curl_setopt_prereq_function(CURL *handle, curl_prereq_callback function) {
     return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, function);
+}
+
+/// CURLMOPT_SOCKETFUNCTION: libcurl names each socket to wait on and for what (the
+/// curl_multi_socket_action API).
+static inline CURLMcode pushseal_curl_multi_setopt_socket_function(CURLM *multi, curl_socket_callback function) {
+    return curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, function);
+}
+/// CURLMOPT_TIMERFUNCTION: libcurl asks for curl_multi_socket_action(CURL_SOCKET_TIMEOUT) after a delay.
+static inline CURLMcode pushseal_curl_multi_setopt_timer_function(CURLM *multi, curl_multi_timer_callback function) {
+    return curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, function);
+}
+/// A multi option taking a pointer (CURLMOPT_SOCKETDATA, CURLMOPT_TIMERDATA).
+static inline CURLMcode pushseal_curl_multi_setopt_pointer(CURLM *multi, CURLMoption option, void *value) {
+    return curl_multi_setopt(multi, option, value);
 }
 
 #endif

@@ -2,12 +2,15 @@ internal import CCurl
 import PushSealJSON
 import PushSealSystem
 
-/// The transfer thread of an ``APNsClient``: one libcurl multi handle, the queue of new
-/// notifications, the retries waiting for their time, and the outcome bookkeeping.
+/// The transfer thread of an ``APNsClient``: one libcurl multi handle driven by
+/// `curl_multi_socket_action` (the thread polls the sockets libcurl names, so a wake-up costs
+/// one `poll` over them, not one per transfer as `curl_multi_perform`/`curl_multi_poll` do in
+/// libcurl 7.88), the queue of new notifications, the retries waiting for their time, and the
+/// outcome bookkeeping.
 ///
-/// `@unchecked Sendable` is safe: everything but ``shared`` (behind its lock) and ``multi`` (only
-/// `curl_multi_wakeup`, which libcurl documents as callable from any thread, is used off the
-/// transfer thread) is touched by the transfer thread alone, inside ``run()``.
+/// `@unchecked Sendable` is safe: everything but ``shared`` (behind its lock) and ``wakeUp`` (a
+/// `Sendable` pipe) is touched by the transfer thread alone, inside ``run()`` and the libcurl
+/// callbacks it runs.
 final class APNsEngine: @unchecked Sendable {
     struct Shared {
         var queue: [(notification: APNsNotification, tag: Int, submittedAt: UInt64)] = []
@@ -24,6 +27,8 @@ final class APNsEngine: @unchecked Sendable {
     let shared = Locked(Shared())
     let multi: UnsafeMutableRawPointer
     private let baseURL: String
+    /// Written by ``submit(_:tag:at:)`` and ``close()`` to wake the thread from its poll.
+    private let wakeUp: WakeUpPipe
 
     // Transfer thread only.
     private var free: [APNsTransfer] = []
@@ -31,6 +36,16 @@ final class APNsEngine: @unchecked Sendable {
     private var all: [APNsTransfer] = []
     private var active = 0
     private var delayed: [(due: UInt64, transfer: APNsTransfer)] = []
+    /// Transfers ready to start, in order, waiting for room in ``admitted`` (from `readyHead` on).
+    private var ready: [APNsTransfer] = []
+    private var readyHead = 0
+    /// Transfers the pool is known to take at once. APNs allows one stream on a new connection
+    /// until a valid provider token (and again after a rejected one), so this is 1 at the start,
+    /// after a token rejection and after a connection failed, and unbounded after any other
+    /// answer (the server's SETTINGS with the larger limit come before that answer). Handing
+    /// libcurl more would over-commit a new connection (refused streams) or make it open the
+    /// spare connection for the overflow.
+    private var admitted = 1
     private var invalidationGuard = InvalidationGuard()
     private var random = SplitMix64()
     private var consecutiveConnectFailures = 0
@@ -38,11 +53,21 @@ final class APNsEngine: @unchecked Sendable {
     private var authorization: (generation: Int, header: String) = (0, "")
     private var counters = APNsClient.Statistics()
     private var lastUpkeep: UInt64 = 0
-    private let reports = APNsConnectionReports()
+    /// The sockets libcurl wants waited on (`CURLMOPT_SOCKETFUNCTION`): descriptor → `CURL_POLL_*`.
+    private var sockets: [Int32: Int32] = [:]
+    /// When libcurl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` (`CURLMOPT_TIMERFUNCTION`;
+    /// monotonic nanoseconds), or `nil`.
+    private var timerDue: UInt64?
+    private let pollSet = PollSet()
 
     init(configuration: APNsClient.Configuration, tokens: ProviderTokenCache,
          onOutcome: @escaping @Sendable (APNsOutcome) -> Void, onInvalidation: @escaping @Sendable (APNsInvalidation) -> Void,
          afterOutcomes: @escaping @Sendable () -> Void) throws {
+        do {
+            wakeUp = try WakeUpPipe()
+        } catch {
+            throw APNsError(.transportUnavailable, "cannot make the transfer thread's wake-up pipe")
+        }
         guard let multi = curl_multi_init() else { throw APNsError(.transportUnavailable, "curl_multi_init failed") }
         self.configuration = configuration
         self.tokens = tokens
@@ -58,9 +83,68 @@ final class APNsEngine: @unchecked Sendable {
         ok = ok && pushseal_curl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, pool + 1) == CURLM_OK
         ok = ok && pushseal_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, pool + 1) == CURLM_OK
         ok = ok && pushseal_curl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, configuration.maxConcurrentStreams)) == CURLM_OK
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        ok = ok && pushseal_curl_multi_setopt_socket_function(multi) { _, socket, what, me, _ in
+            guard let me else { return 0 }
+            Unmanaged<APNsEngine>.fromOpaque(me).takeUnretainedValue().socketWanted(socket, what)
+            return 0
+        } == CURLM_OK
+        ok = ok && pushseal_curl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me) == CURLM_OK
+        ok = ok && pushseal_curl_multi_setopt_timer_function(multi) { _, milliseconds, me in
+            guard let me else { return 0 }
+            Unmanaged<APNsEngine>.fromOpaque(me).takeUnretainedValue().timerWanted(milliseconds: milliseconds)
+            return 0
+        } == CURLM_OK
+        ok = ok && pushseal_curl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me) == CURLM_OK
         guard ok else {
             curl_multi_cleanup(multi)
             throw APNsError(.transportUnavailable, "libcurl refused the HTTP/2 multiplexing options")
+        }
+    }
+
+    /// `CURLMOPT_SOCKETFUNCTION`: wait on `socket` for `what` (`CURL_POLL_IN`, `_OUT`, `_INOUT`), or no more (`CURL_POLL_REMOVE`).
+    private func socketWanted(_ socket: Int32, _ what: Int32) {
+        if what == CURL_POLL_REMOVE { sockets.removeValue(forKey: socket) } else { sockets[socket] = what }
+    }
+
+    /// `CURLMOPT_TIMERFUNCTION`: call `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` in
+    /// `milliseconds` (0: at once), or never (-1).
+    private func timerWanted(milliseconds: Int) {
+        timerDue = milliseconds < 0 ? nil : configuration.clock.monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000
+    }
+
+    /// Runs libcurl's timeouts when due, then takes the finished transfers. Returns `true` when
+    /// an outcome was delivered.
+    private func drive(_ now: UInt64) -> Bool {
+        var running: Int32 = 0
+        if let due = timerDue, due <= now {
+            timerDue = nil
+            curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
+        }
+        var delivered = false
+        var left: Int32 = 0
+        while let message = curl_multi_info_read(multi, &left) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            if complete(easy, pushseal_curl_msg_result(message)) { delivered = true }
+        }
+        return delivered
+    }
+
+    /// Waits up to `timeout` ms for the sockets libcurl named or a wake-up, and hands libcurl
+    /// what became ready.
+    private func waitAndAct(timeout: Int32) {
+        pollSet.removeAll()
+        pollSet.add(wakeUp.readEnd, read: true, write: false)
+        for (socket, what) in sockets {
+            pollSet.add(socket, read: what == CURL_POLL_IN || what == CURL_POLL_INOUT, write: what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+        }
+        guard ((try? pollSet.wait(timeoutMilliseconds: timeout)) ?? 0) > 0 else { return }
+        if pollSet.readiness(at: 0).readable || pollSet.readiness(at: 0).failed { wakeUp.drain() }
+        var running: Int32 = 0
+        for i in 1..<pollSet.count {
+            let r = pollSet.readiness(at: i)
+            let events = (r.readable ? CURL_CSELECT_IN : 0) | (r.writable ? CURL_CSELECT_OUT : 0) | (r.failed ? CURL_CSELECT_ERR : 0)
+            if events != 0 { curl_multi_socket_action(multi, pollSet.descriptor(at: i), Int32(events), &running) }
         }
     }
 
@@ -73,13 +157,13 @@ final class APNsEngine: @unchecked Sendable {
             s.sleeping = false
             return wake
         }
-        if wake { curl_multi_wakeup(multi) }
+        if wake { wakeUp.wake() }
     }
 
     /// Asks the thread to end once everything queued has an outcome (any thread).
     func close() {
         shared.withLock { $0.closing = true }
-        curl_multi_wakeup(multi)
+        wakeUp.wake()
     }
 
     var statistics: APNsClient.Statistics { shared.withLock { $0.statistics } }
@@ -99,25 +183,18 @@ final class APNsEngine: @unchecked Sendable {
                     continue
                 }
                 t.load(item.notification, tag: item.tag, submittedAt: item.submittedAt, apnsID: item.notification.apnsID ?? APNsText.uuid(using: &random))
-                if now < connectBlockedUntil { schedule(t, at: connectBlockedUntil) } else { start(t) }
+                if now < connectBlockedUntil { schedule(t, at: connectBlockedUntil) } else { ready.append(t) }
             }
             while let first = delayed.first, first.due <= now, now >= connectBlockedUntil {
                 delayed.removeFirst()
-                start(first.transfer)
+                ready.append(first.transfer)
             }
-            var running: Int32 = 0
-            curl_multi_perform(multi, &running)
-            var delivered = false
-            var left: Int32 = 0
-            while let message = curl_multi_info_read(multi, &left) {
-                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-                if complete(easy, pushseal_curl_msg_result(message)) { delivered = true }
-            }
-            if delivered { afterOutcomes() }
+            startReady()
+            if drive(configuration.clock.monotonicNanoseconds()) { afterOutcomes() }
             now = configuration.clock.monotonicNanoseconds()
             upkeep(now)
             let snapshot = counters
-            let idle = active == 0 && delayed.isEmpty
+            let idle = active == 0 && delayed.isEmpty && readyHead == ready.count
             let finished = shared.withLock { s -> Bool in
                 s.statistics.finished = snapshot.finished
                 s.statistics.requests = snapshot.requests
@@ -128,26 +205,29 @@ final class APNsEngine: @unchecked Sendable {
                 return closing && idle && s.queue.isEmpty
             }
             if finished { break }
+            startReady()
             var timeout: Int32 = 1000
             if let first = delayed.first {
                 let due = max(first.due, connectBlockedUntil)
                 timeout = due <= now ? 0 : Int32(min((due - now) / 1_000_000 + 1, 1000))
             }
+            if let due = timerDue { timeout = min(timeout, due <= now ? 0 : Int32(min((due - now) / 1_000_000 + 1, 1000))) }
             let sleep = shared.withLock { s -> Bool in
                 guard s.queue.isEmpty && !(s.closing && !closing) else { return false }
                 s.sleeping = true
                 return true
             }
-            if sleep {
-                curl_multi_poll(multi, nil, 0, timeout, nil)
-                shared.withLock { $0.sleeping = false }
-            }
+            waitAndAct(timeout: sleep ? timeout : 0)
+            if sleep { shared.withLock { $0.sleeping = false } }
         }
         invalidationGuard.finish()
         counters.suppressedInvalidations = invalidationGuard.suppressedCount
         let final = counters
         shared.withLock { $0.statistics.suppressedInvalidations = final.suppressedInvalidations }
-        for t in all { curl_easy_cleanup(t.easy) }
+        for t in all {
+            APNsStreamCloses.unregister(t.easy)
+            curl_easy_cleanup(t.easy)
+        }
         free = []
         all = []
         curl_multi_cleanup(multi)
@@ -164,7 +244,7 @@ final class APNsEngine: @unchecked Sendable {
     /// A transfer from the free list, or a new one with the fixed options set.
     private func transfer() -> APNsTransfer? {
         if let t = free.popLast() { return t }
-        guard let t = APNsTransfer(configuration: configuration, reports: reports) else { return nil }
+        guard let t = APNsTransfer(configuration: configuration) else { return nil }
         all.append(t)
         return t
     }
@@ -184,6 +264,22 @@ final class APNsEngine: @unchecked Sendable {
             if delayed[mid].due <= due { lo = mid + 1 } else { hi = mid }
         }
         delayed.insert((due, t), at: lo)
+    }
+
+    /// Starts ready transfers while the pool has room for them (``admitted``).
+    private func startReady() {
+        while active < admitted, readyHead < ready.count {
+            let t = ready[readyHead]
+            readyHead += 1
+            start(t)
+        }
+        if readyHead == ready.count {
+            ready.removeAll(keepingCapacity: true)
+            readyHead = 0
+        } else if readyHead > 4096 {
+            ready.removeFirst(readyHead)
+            readyHead = 0
+        }
     }
 
     /// Sends one attempt of `t`.
@@ -241,12 +337,20 @@ final class APNsEngine: @unchecked Sendable {
                 reason = o["reason"]?.stringValue
                 timestamp = o["timestamp"]?.integerValue
             }
+            // A rejected provider token puts the connection back to one stream.
+            let tokenRejected = status == 403 || (status == 429 && reason == "TooManyProviderTokenUpdates")
+            admitted = tokenRejected ? 1 : Int.max
             result = .answered(status: status, reason: reason, retryAfterSeconds: t.retryAfter)
         } else {
             let (why, retryable, connectFailure) = APNsEngine.classify(code)
             // A refused rewind: the request went out on a connection that then died
             // (CURLINFO_SIZE_UPLOAD_T restarts at 0 for libcurl's resend, so it cannot say).
-            let maybeSent = (uploaded >= t.notification.payload.count || t.rewind == .refused) && !connectFailure
+            // Not when the last issue's stream was refused (libcurl gave up after its own resends
+            // of a refused stream, "tried 5 times"): APNs processed none of them.
+            let lastRefused = t.rewind == .none && APNsStreamCloses.refused(t.easy)
+            let maybeSent = (uploaded >= t.notification.payload.count || t.rewind == .refused) && !connectFailure && !lastRefused
+            // The next connection starts at one stream.
+            admitted = 1
             if connectFailure {
                 consecutiveConnectFailures += 1
                 let exponent = min(consecutiveConnectFailures - 1, 16)

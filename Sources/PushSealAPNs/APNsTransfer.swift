@@ -10,15 +10,11 @@ internal import CCurl
 /// or above a GOAWAY's last stream id). Only the second is safe: APNs did not process a refused
 /// stream, but may have delivered one whose connection died. So the body is given through
 /// `CURLOPT_READFUNCTION`, and the rewind libcurl needs before its resend
-/// (`CURLOPT_SEEKFUNCTION`) is allowed only when libcurl's own text for this transfer shows a
-/// refusal: between `Using Stream ID: N` and `Connection died, retrying a fresh connect` it
-/// reported no error, and no other transfer on the same connection reported one since this
-/// request went out (``APNsConnectionReports``: the stream that reads a connection's end of
-/// file may get no error text of its own, the other streams on it get `HTTP/2 stream N was not
-/// closed cleanly before end of the underlying stream`; a reset gives `Recv failure`). Refused,
-/// the transfer ends in `CURLE_SEND_FAIL_REWIND` and the engine applies the retry policy
-/// (``RewindOutcome/refused``: may have been delivered). The resends libcurl does make are
-/// counted (``silentResends``).
+/// (`CURLOPT_SEEKFUNCTION`) is allowed only when nghttp2 closed this issue's stream with
+/// `REFUSED_STREAM` (``APNsStreamCloses``, from CNghttp2Hooks; no text of libcurl's is read).
+/// Refused, the transfer ends in `CURLE_SEND_FAIL_REWIND` and the engine applies the retry
+/// policy (``RewindOutcome/refused``: may have been delivered). The resends libcurl does make
+/// are counted (``silentResends``).
 final class APNsTransfer {
     /// Longest response body kept, in bytes (APNs' error bodies are well under).
     static let maxBodyByteCount = 4096
@@ -33,27 +29,14 @@ final class APNsTransfer {
     var tokenRefreshed = false
     var newConnection = false
     private var headers: UnsafeMutablePointer<curl_slist>?
-    /// Errors reported per connection by every transfer of the client.
-    private let reports: APNsConnectionReports
-    /// The local port of the connection the current issue went out on (its identity), and when.
-    private var issuePort = 0
-    private var issuedAt: UInt64 = 0
-    /// libcurl said `Using Stream ID` for the current issue.
-    private var streamOpen = false
-    // The body as libcurl takes it, and what libcurl said about this attempt.
+    // The body as libcurl takes it, and how this attempt's issues went.
     /// Bytes of the payload given to libcurl so far in this issue of the request.
     private var readOffset = 0
     /// Times libcurl is about to send this attempt (`CURLOPT_PREREQFUNCTION`).
     private var issues = 0
-    /// libcurl's text since this issue's `Using Stream ID` showed nothing but notices.
-    private var issueClean = true
-    /// libcurl announced a resend of its own (`Connection died, retrying a fresh connect`).
-    private var resendAnnounced = false
-    /// That resend was judged safe (a refused stream) when it was announced.
-    private var resendSafe = false
-    /// The body was rewound for an announced safe resend.
+    /// The body was rewound for a resend of a refused stream.
     private var rewoundForResend = false
-    /// Resends libcurl made by itself in this attempt (refused streams): counted as attempts.
+    /// Resends libcurl made by itself in this attempt (refused streams): not attempts, APNs did not process them.
     private(set) var silentResends = 0
     /// How this attempt's rewind requests ended.
     private(set) var rewind = RewindOutcome.none
@@ -64,8 +47,9 @@ final class APNsTransfer {
         case none
         /// Refused: the request was sent on a connection that died; APNs may have it.
         case refused
-        /// libcurl wanted to resend a body it had taken without rewinding it: stopped before
-        /// sending (CURL_PREREQFUNC_ABORT); nothing of this issue reached APNs.
+        /// libcurl wanted to resend a body it had taken without rewinding it, and the stream was
+        /// not refused: stopped before sending (CURL_PREREQFUNC_ABORT); libcurl had written none
+        /// of the body (else it would have asked for the rewind), so APNs cannot have processed it.
         case abortedUnrewound
     }
     // The answer.
@@ -75,10 +59,10 @@ final class APNsTransfer {
 
     /// A new easy handle with the options that never change; `nil` when `curl_easy_init` fails
     /// (out of memory).
-    init?(configuration: APNsClient.Configuration, reports: APNsConnectionReports) {
+    init?(configuration: APNsClient.Configuration) {
         guard let e = curl_easy_init() else { return nil }
         easy = e
-        self.reports = reports
+        APNsStreamCloses.register(e)
         let me = Unmanaged.passUnretained(self).toOpaque()
         _ = pushseal_curl_setopt_long(e, CURLOPT_NOSIGNAL, 1)
         _ = pushseal_curl_setopt_pointer(e, CURLOPT_PROTOCOLS_STR, "https")
@@ -126,20 +110,11 @@ final class APNsTransfer {
             return Unmanaged<APNsTransfer>.fromOpaque(me).takeUnretainedValue().seekBody(offset: Int64(offset), origin: origin)
         }
         _ = pushseal_curl_setopt_pointer(e, CURLOPT_SEEKDATA, me)
-        _ = pushseal_curl_setopt_prereq_function(e) { me, _, _, _, localPort in
+        _ = pushseal_curl_setopt_prereq_function(e) { me, _, _, _, _ in
             guard let me else { return Int32(CURL_PREREQFUNC_ABORT) }
-            return Unmanaged<APNsTransfer>.fromOpaque(me).takeUnretainedValue().aboutToSend(localPort: Int(localPort))
+            return Unmanaged<APNsTransfer>.fromOpaque(me).takeUnretainedValue().aboutToSend()
         }
         _ = pushseal_curl_setopt_pointer(e, CURLOPT_PREREQDATA, me)
-        // The informational text is how libcurl 7.88 tells a refused stream from a dead
-        // connection (no API says it); only CURLINFO_TEXT is looked at.
-        _ = pushseal_curl_setopt_long(e, CURLOPT_VERBOSE, 1)
-        _ = pushseal_curl_setopt_debug_function(e) { _, kind, text, count, me in
-            guard kind == CURLINFO_TEXT, let text, let me else { return 0 }
-            Unmanaged<APNsTransfer>.fromOpaque(me).takeUnretainedValue().libcurlSaid(UnsafeRawBufferPointer(start: text, count: count))
-            return 0
-        }
-        _ = pushseal_curl_setopt_pointer(e, CURLOPT_DEBUGDATA, me)
     }
 
     /// Takes a new notification (a reused transfer starts from scratch).
@@ -167,14 +142,14 @@ final class APNsTransfer {
         return copied
     }
 
-    /// `CURLOPT_SEEKFUNCTION`: libcurl rewinds before it resends by itself. Allowed only for a
-    /// resend announced as safe (a refused stream); anything else is `CURL_SEEKFUNC_CANTSEEK`,
-    /// which ends the transfer with `CURLE_SEND_FAIL_REWIND`.
+    /// `CURLOPT_SEEKFUNCTION`: libcurl rewinds before it resends by itself. Allowed only when this
+    /// issue's stream was refused (`REFUSED_STREAM`: not processed); anything else is
+    /// `CURL_SEEKFUNC_CANTSEEK`, which ends the transfer with `CURLE_SEND_FAIL_REWIND`.
     private func seekBody(offset: Int64, origin: Int32) -> Int32 {
         // origin 0 is SEEK_SET.
         guard offset == 0, origin == 0 else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
         if readOffset == 0 { return Int32(CURL_SEEKFUNC_OK) }
-        guard resendAnnounced, resendSafe, !reports.failed(port: issuePort, since: issuedAt) else {
+        guard APNsStreamCloses.refused(easy) else {
             rewind = .refused
             return Int32(CURL_SEEKFUNC_CANTSEEK)
         }
@@ -184,56 +159,24 @@ final class APNsTransfer {
     }
 
     /// `CURLOPT_PREREQFUNCTION`: libcurl is about to send the request (again).
-    private func aboutToSend(localPort: Int) -> Int32 {
+    private func aboutToSend() -> Int32 {
         issues += 1
-        issuePort = localPort
-        issuedAt = reports.tick()
-        streamOpen = false
         if issues > 1 {
-            // A resend libcurl does by itself: count it; never send a body it took without a rewind.
+            // A resend libcurl does by itself. A body libcurl took but wrote none of (no rewind
+            // was asked) is given again from its start when the stream was refused; otherwise
+            // the resend is stopped and the engine decides.
             if readOffset > 0 && !rewoundForResend {
-                rewind = .abortedUnrewound
-                return Int32(CURL_PREREQFUNC_ABORT)
+                guard APNsStreamCloses.refused(easy) else {
+                    rewind = .abortedUnrewound
+                    return Int32(CURL_PREREQFUNC_ABORT)
+                }
+                readOffset = 0
             }
             silentResends += 1
         }
-        issueClean = true
-        resendAnnounced = false
-        resendSafe = false
+        APNsStreamCloses.clear(easy)
         rewoundForResend = false
         return Int32(CURL_PREREQFUNC_OK)
-    }
-
-    /// One line of libcurl's informational text for this transfer (CURLINFO_TEXT).
-    private func libcurlSaid(_ text: UnsafeRawBufferPointer) {
-        if APNsTransfer.starts(text, "Using Stream ID") {
-            // The request's headers are out: what libcurl says from here on is about this issue.
-            issueClean = true
-            streamOpen = true
-        } else if APNsTransfer.starts(text, "Connection died, retrying") {
-            if !resendAnnounced {
-                resendAnnounced = true
-                resendSafe = issueClean
-                if !issueClean { reports.recordFailure(port: issuePort) }
-            }
-        } else if streamOpen && !resendAnnounced && !APNsTransfer.isConnectionNotice(text) {
-            issueClean = false
-            reports.recordFailure(port: issuePort)
-        }
-    }
-
-    /// Texts that say nothing about whether this request died: the body is all sent, and notices
-    /// about the shared connection (another stream's GOAWAY, a new stream limit, TLS session tickets).
-    private static func isConnectionNotice(_ text: UnsafeRawBufferPointer) -> Bool {
-        starts(text, "We are completely uploaded and fine") || starts(text, "recveived GOAWAY") || starts(text, "received GOAWAY")
-            || starts(text, "Connection state changed") || starts(text, "TLSv1") || starts(text, "Found bundle")
-            || starts(text, "Multiplexed connection found") || starts(text, "Re-using existing connection")
-            || starts(text, "Connection #") || starts(text, "old SSL session") || starts(text, "Closing connection")
-    }
-
-    private static func starts(_ bytes: UnsafeRawBufferPointer, _ prefix: StaticString) -> Bool {
-        let p = UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
-        return bytes.count >= p.count && zip(bytes, p).allSatisfy { $0 == $1 }
     }
 
     /// Sets this attempt's URL, headers and body. `false` if libcurl refused an option.
@@ -243,10 +186,6 @@ final class APNsTransfer {
         retryAfter = nil
         readOffset = 0
         issues = 0
-        streamOpen = false
-        issueClean = true
-        resendAnnounced = false
-        resendSafe = false
         rewoundForResend = false
         silentResends = 0
         rewind = .none
@@ -298,33 +237,5 @@ final class APNsTransfer {
         let t = UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
         for (a, b) in zip(bytes, t) where (a | 0x20) != b && a != b { return false }
         return true
-    }
-}
-
-/// What the transfers of one client saw go wrong, per connection (by its local port): a
-/// request may be resent by libcurl only if its connection reported no error after it went out.
-/// Used on the transfer thread only. Events are ordered by a counter, not a clock.
-final class APNsConnectionReports {
-    private var counter: UInt64 = 0
-    /// Local port → the counter value of its last reported error.
-    private var lastFailure: [Int: UInt64] = [:]
-
-    /// The next event number.
-    func tick() -> UInt64 {
-        counter += 1
-        return counter
-    }
-
-    /// A transfer on the connection with local port `port` reported an error.
-    func recordFailure(port: Int) {
-        guard port > 0 else { return }
-        if lastFailure.count > 4096 { lastFailure.removeAll() }
-        lastFailure[port] = tick()
-    }
-
-    /// Whether the connection reported an error after event `since`.
-    func failed(port: Int, since: UInt64) -> Bool {
-        guard let at = lastFailure[port] else { return false }
-        return at > since
     }
 }

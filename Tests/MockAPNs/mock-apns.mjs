@@ -16,7 +16,8 @@
 //   expiredTokens: {TOKEN: ms}          410 ExpiredToken with this timestamp
 //   badTokens: [TOKEN]                  400 BadDeviceToken (token of another environment)
 //   script: {TOKEN: [{status, reason, retryAfter, refuse, delayMs}]}  answers per attempt, then 200
-//   record: PATH                        one JSON line per stream (answered or refused)
+//   record: PATH                        one JSON line per stream (answered or refused), written
+//                                       before the answer is sent (a client that has an answer finds its line)
 //   initialStreams: 1, maxStreams: 1000 SETTINGS_MAX_CONCURRENT_STREAMS before/after a valid token
 //   tokenUpdateSeconds: 1200            a newer provider token on one connection sooner: 429 TooManyProviderTokenUpdates
 //   faults: {seed, rate500, rate503, rate429, rate410, refusedRate, goawayAfter, goawayReason,
@@ -65,7 +66,10 @@ const initialStreams = config.initialStreams ?? 1;
 const maxStreams = config.maxStreams ?? 1000;
 const tokenUpdateMs = (config.tokenUpdateSeconds ?? 1200) * 1000;
 let streamLimitOverride = null;
-const record = config.record ? fs.createWriteStream(config.record, { flags: 'a' }) : null;
+// Written synchronously: a line is in the file before its answer goes out, so a test that read
+// the file after a client got (or lost) answers sees every request answered so far.
+const recordFd = config.record ? fs.openSync(config.record, 'a') : null;
+const record = recordFd === null ? null : { write: (line) => fs.writeSync(recordFd, line), end: () => fs.closeSync(recordFd) };
 
 // Deterministic fault draws (mulberry32).
 let seed = (faults.seed ?? 1) >>> 0;

@@ -2,7 +2,7 @@ import Foundation
 import PushSealSystem
 import Testing
 
-/// `FileDescriptor.isReadable(timeoutMilliseconds:)`, `WakeUpPipe` and `StopSignals.wait(for:wake:)`
+/// `FileDescriptor.isReadable(timeoutMilliseconds:)`, `WakeUpPipe`, `PollSet` and `StopSignals.wait(for:wake:)`
 /// (what push-seal batch uses to end a chunk when input pauses). The stop signals themselves are
 /// tested through the push-seal binary (CLITests' BatchPipelineCLITests): installing them here
 /// would change how the test runner itself takes Ctrl-C.
@@ -40,5 +40,29 @@ import Testing
         #expect(try StopSignals.wait(for: input, wake: wake) == .woken)
         wake.drain()
         #expect(!StopSignals.isRequested)
+    }
+
+    @Test func aPollSetReportsEachDescriptorOnItsOwn() throws {
+        let quiet = try WakeUpPipe(), woken = try WakeUpPipe()
+        let empty = Pipe()
+        let writable = empty.fileHandleForWriting.fileDescriptor
+        let set = PollSet()
+        set.add(quiet.readEnd, read: true, write: false)
+        set.add(woken.readEnd, read: true, write: false)
+        set.add(writable, read: false, write: true)
+        #expect(set.count == 3)
+        // Only the empty pipe's write end is ready.
+        #expect(try set.wait(timeoutMilliseconds: 0) == 1)
+        #expect(set.readiness(at: 0) == (false, false, false) && set.readiness(at: 1) == (false, false, false))
+        #expect(set.readiness(at: 2).writable && set.descriptor(at: 2) == writable)
+        // Woken from another thread while the set waits without a limit.
+        Thread.detachNewThread { woken.wake() }
+        set.removeAll()
+        set.add(quiet.readEnd, read: true, write: false)
+        set.add(woken.readEnd, read: true, write: false)
+        #expect(try set.wait(timeoutMilliseconds: -1) == 1)
+        #expect(!set.readiness(at: 0).readable && set.readiness(at: 1).readable)
+        woken.drain()
+        #expect(try set.wait(timeoutMilliseconds: 0) == 0)
     }
 }
