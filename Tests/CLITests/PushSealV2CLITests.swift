@@ -5,7 +5,7 @@ import Testing
 /// The server side of version 2 end to end through the tools: the app's registration record
 /// (`push-keys device import`) registered on the server (`push-keys register`), a sender key
 /// (`push-keys sender generate / export / rotate`), `push-seal` sealing v2 (auth or base mode)
-/// or v1 per recipient, opened by `push-open` (interim `--v2-device-key-file`, `--pinned-sender`)
+/// or v1 per recipient, opened by `push-open` (the device key and pins read from its keychain)
 /// and by the independent Python reference (`Tests/Interop/pushseal_ref.py` `open_payload_v2`).
 @Suite(.serialized) struct PushSealV2CLITests {
     static let app = "com.example.app"
@@ -48,10 +48,20 @@ import Testing
         try run("push-seal", ["--app-id", app, "--recipient", recipient, "--keychain", "kc"] + extra + ["note.json"], in: dir)
     }
 
+    /// Opens `payload` with push-open on a phone that holds the §V.9 device key and pinned
+    /// exactly the sender key records `pinned` (files in `dir`): a fresh device keychain each
+    /// time, provisioned as the app does (`device import`, `device pin-sender`).
     static func pushOpen(_ payload: String, in dir: URL, pinned: [String]) throws -> PushOpenCLITests.Result {
-        try run("push-open", ["--keychain", "dev", "--app-id", app, "--access-group", "T.shared", "--no-replay-guard",
-                              "--v2-device-key-file", "device.key", "--v2-key-id", deviceKeyID]
-                    + pinned.flatMap { ["--pinned-sender", $0] } + ["-"], in: dir, stdin: payload)
+        let phone = "phone-\(UUID().uuidString.prefix(8))"
+        let identity = ["--keychain", phone, "--access-group", "T.shared", "--app-id", app]
+        #expect(try run("push-keys", ["keychain", "init", "--keychain", phone], in: dir).status == 0)
+        let made = try run("push-keys", ["device", "import"] + identity + ["--key-file", "device.key", "--now", "1796000000"], in: dir)
+        #expect(made.status == 0, "\(made.stderr)")
+        for record in pinned {
+            let pin = try run("push-keys", ["device", "pin-sender"] + identity + [record], in: dir)
+            #expect(pin.status == 0, "\(pin.stderr)")
+        }
+        return try run("push-open", identity + ["--no-replay-guard", "-"], in: dir, stdin: payload)
     }
 
     /// Opens each payload line with the Python reference; prints `title|body` per line.
