@@ -41,7 +41,7 @@ enum PushSealConfig {
     }
 }
 
-/// Why opening stopped: a stable code of FORMAT.md §8 / §V.8, `keys:*` of docs/keychain.md,
+/// Why opening stopped: a stable code of FORMAT.md §8 / §V.8, the key codes of docs/keychain.md (`corruptKey`, `keyExpired`, `keyDisabled`, `keys:keyRetired`),
 /// `keychain:<OSStatus>`, `expired`, or a replay guard outcome. Only the code is ever logged.
 struct Refusal: Error {
     let code: String
@@ -191,7 +191,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
             if let code = record.refusal(now: now) { throw Refusal(code) }
             return record
         case .notFound, .otherKind: throw Refusal(notFound)
-        case .damaged: throw Refusal("keys:corruptKey")
+        case .damaged: throw Refusal("corruptKey")
         // -25308: the item was stored WhenUnlocked and the phone is locked; -34018: missing
         // entitlement (keychain-access-groups); see README.md.
         case .failed(let status): throw Refusal("keychain:\(status)")
@@ -236,12 +236,12 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         // Step 3: the device private key (kind 2) by key id.
         let deviceRecord = try Self.usableKey(.v2DeviceKey, keyID: keyID, appID: appID, now: now, notFound: "unknownKeyID")
         guard let privateKey = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: deviceRecord.keyBytes) else {
-            throw Refusal("keys:corruptKey")
+            throw Refusal("corruptKey")
         }
         let senderKey: Curve25519.KeyAgreement.PublicKey?
         if let senderRecord {
             guard let key = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: senderRecord.keyBytes) else {
-                throw Refusal("keys:corruptKey")
+                throw Refusal("corruptKey")
             }
             senderKey = key
         } else {

@@ -114,7 +114,7 @@ struct PushSealKeyRecord {
     }
 
     /// Decodes 59 bytes; `nil` for another length, layout version, kind or status (damaged:
-    /// the reader shows the original content, `keys:corruptKey`, and never guesses).
+    /// the reader shows the original content, `corruptKey`, and never guesses).
     init?(decoding data: Data) {
         let bytes = [UInt8](data)
         guard bytes.count == PushSealKeyLayout.recordByteCount,
@@ -156,8 +156,8 @@ struct PushSealKeyRecord {
     func refusal(now: Int64) -> String? {
         switch status {
         case .pending, .primary: return nil
-        case .decryptOnly: return notAfter == PushSealKeyLayout.noTime || now < notAfter ? nil : "keys:keyExpired"
-        case .disabled: return "keys:keyDisabled"
+        case .decryptOnly: return notAfter == PushSealKeyLayout.noTime || now < notAfter ? nil : "keyExpired"
+        case .disabled: return "keyDisabled"
         }
     }
 
@@ -195,7 +195,7 @@ enum PushSealDeviceKeys {
         /// An item of another kind under this service and account (v1 and v2 device keys share
         /// a service): a v1 payload looks only at kind 1, a v2 payload only at kind 2.
         case otherKind
-        /// The item exists but its record breaks the layout (`keys:corruptKey`).
+        /// The item exists but its record breaks the layout (`corruptKey`).
         case damaged
         /// SecItemCopyMatching failed: -25308 locked with a WhenUnlocked item, -34018 missing
         /// entitlement, …

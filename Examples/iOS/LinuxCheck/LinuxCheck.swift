@@ -83,10 +83,10 @@ import Foundation
         bad = bytes
         bad[0] = 2
         check(PushSealKeyRecord(decoding: bad) == nil, "layout version 2 decodes")
-        check(record.refusal(now: 1_795_999_999) == nil && record.refusal(now: 1_796_000_000) == "keys:keyExpired", "grace window")
+        check(record.refusal(now: 1_795_999_999) == nil && record.refusal(now: 1_796_000_000) == "keyExpired", "grace window")
         let retired = PushSealKeyRecord(kind: .v1Key, status: .decryptOnly, createdAt: 0, retiredAt: 100, keyBytes: Data(count: 32))
         check(retired.refusal(iat: 100) == nil && retired.refusal(iat: 101) == "keys:keyRetired", "retiredAt rule")
-        check(PushSealKeyRecord(kind: .v1Key, status: .disabled, createdAt: 0, keyBytes: Data(count: 32)).refusal(now: 0) == "keys:keyDisabled", "disabled")
+        check(PushSealKeyRecord(kind: .v1Key, status: .disabled, createdAt: 0, keyBytes: Data(count: 32)).refusal(now: 0) == "keyDisabled", "disabled")
     }
 
     static func lifecycle() throws {
