@@ -12,6 +12,10 @@
 //   registry-stress lock-stop CONNINFO KEKFILE APP R
 //     opens a change of the keyset (its rows locked FOR UPDATE, the transaction open), prints
 //     "locked" and blocks forever: a test SIGKILLs it mid-transaction.
+//   registry-stress bulk-load CONNINFO KEKFILE APP N
+//     (the benchmark, scripts/bench-registry.sh) creates N keysets "r0" ... "r(N-1)" of APP, one
+//     primary key of 32 random bytes each, through PostgresKeyStore.bulkCopyIn (the path of
+//     `push-keys registry import`, 500 keysets a transaction), and prints "N SECONDS".
 // Exit 0 on success; on an error prints it to stderr and exits 1.
 import PushSealCrypto
 import PushSealKeys
@@ -53,8 +57,26 @@ if args.count == 6, args[1] == "lock-stop" {
         fail("\(error)")
     }
 }
+if args.count == 6, args[1] == "bulk-load", let n = Int(args[5]), n >= 0 {
+    do {
+        let store = try PostgresKeyStore(connectionString: args[2], kek: try KeyEncryptionKey(file: args[3]), reconnectWaitSeconds: 30)
+        let now = KeyStore.now()
+        let app = args[4]
+        let states = (0..<n).lazy.map { i in
+            KeysetState(appID: app, recipient: "r\(i)",
+                        keys: [(KeyInfo(keyID: KeyID.generate(), status: .primary, createdAt: now, promotedAt: now), SecretBytes(randomByteCount: AES256GCM.keyByteCount))],
+                        rotation: nil)
+        }
+        let start = monotonicSeconds()
+        let result = try store.bulkCopyIn(states, now: now)
+        emit(1, "\(result.created) \(monotonicSeconds() - start)\n")
+        ProcessControl.exit(0)
+    } catch {
+        fail("\(error)")
+    }
+}
 guard args.count >= 7, args[1] == "seal", let count = Int(args[5]) else {
-    fail("usage: registry-stress seal CONNINFO KEKFILE APP COUNT R... | rotate-stop CONNINFO KEKFILE APP R STEP | lock-stop CONNINFO KEKFILE APP R")
+    fail("usage: registry-stress seal CONNINFO KEKFILE APP COUNT R... | rotate-stop CONNINFO KEKFILE APP R STEP | lock-stop CONNINFO KEKFILE APP R | bulk-load CONNINFO KEKFILE APP N")
 }
 /// One whole line per write(2): nothing buffered that a SIGKILL could lose after the seal.
 func emit(_ fd: Int32, _ s: String) {
