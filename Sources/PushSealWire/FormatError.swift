@@ -11,26 +11,21 @@ public typealias FormatError = DomainError<FormatErrorDomain>
 public enum FormatErrorDomain: ErrorDomain { public static let name = "format"; public typealias Detail = String? }
 
 extension ErrorCode<FormatError> {
-    // MARK: JSON codes (JSONReader, JSONWriter)
+    // MARK: JSON codes (JSONReader, JSONWriter): JSONError's codes under the same names, as
+    // ``FormatError/init(_:)`` maps them; their meaning is documented on JSONError's.
 
-    /// The input is not JSON as RFC 8259 defines it: a syntax error, trailing bytes, a
-    /// leading zero, `NaN`/`Infinity`, a control character or unpaired surrogate escape in
-    /// a string, a byte order mark, or a number outside the range of `Double`. The reason
-    /// says what and at which byte offset.
-    public static var invalidJSON: Self { Self("invalidJSON") }
-    /// The input (or a string handed to the writer) is not well-formed UTF-8 (Unicode
-    /// Table 3-7): overlong forms, UTF-8-encoded surrogates, bytes above F4, truncated or
-    /// stray continuation bytes.
-    public static var invalidUTF8: Self { Self("invalidUTF8") }
-    /// Arrays and objects nest deeper than ``JSONReader/Limits/maxDepth``.
-    public static var nestingTooDeep: Self { Self("nestingTooDeep") }
-    /// One object has the same key twice (keys compared as Swift strings, i.e. up to
-    /// Unicode canonical equivalence). Rejected because readers disagree on which one wins.
-    public static var duplicateKey: Self { Self("duplicateKey") }
-    /// The input is longer than ``JSONReader/Limits/maxByteCount``.
-    public static var inputTooLarge: Self { Self("inputTooLarge") }
-    /// The writer was asked to write an infinite or NaN `Double`, which JSON cannot express.
-    public static var nonFiniteNumber: Self { Self("nonFiniteNumber") }
+    /// JSONError's `invalidJSON`: not JSON as RFC 8259 defines it (the reason says where).
+    public static var invalidJSON: Self { Self(JSONError.Code.invalidJSON.name) }
+    /// JSONError's `invalidUTF8`: not well-formed UTF-8.
+    public static var invalidUTF8: Self { Self(JSONError.Code.invalidUTF8.name) }
+    /// JSONError's `nestingTooDeep`.
+    public static var nestingTooDeep: Self { Self(JSONError.Code.nestingTooDeep.name) }
+    /// JSONError's `duplicateKey`: one object has the same key twice.
+    public static var duplicateKey: Self { Self(JSONError.Code.duplicateKey.name) }
+    /// JSONError's `inputTooLarge`.
+    public static var inputTooLarge: Self { Self(JSONError.Code.inputTooLarge.name) }
+    /// JSONError's `nonFiniteNumber`: an infinite or NaN number to write.
+    public static var nonFiniteNumber: Self { Self(JSONError.Code.nonFiniteNumber.name) }
 
     // MARK: Wire format codes
     // (codec of the APNs payload fields, base64, plaintext; docs/FORMAT.md §8)
