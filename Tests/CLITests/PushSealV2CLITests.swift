@@ -132,6 +132,19 @@ import Testing
         #expect(bad.status == 64 && bad.stderr.hasPrefix("push-seal: error: --format needs v1 or v2"))
     }
 
+    /// Before first unlock the app's sender key cannot be read: 77, and the error names the sender key (not "keyset APP/?").
+    @Test func lockedKeychainNamesTheSenderKey() throws {
+        let dir = try Self.setUp(sender: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try Self.run("push-keys", ["keychain", "device-state", "--keychain", "kc", "beforeFirstUnlock"], in: dir).status == 0)
+        let locked = try Self.seal("alice", in: dir)
+        #expect(locked.status == 77 && locked.stdout.isEmpty)
+        #expect(locked.stderr.hasPrefix("push-seal: error: the sender key of app \(Self.app) cannot be read in the keychain's device state: "), "\(locked.stderr)")
+        #expect(locked.stderr.contains("\nhint: unlock the keychain: "))
+        #expect(try Self.run("push-keys", ["keychain", "device-state", "--keychain", "kc", "unlocked"], in: dir).status == 0)
+        #expect(try Self.seal("alice", in: dir).json["sender_key_id"] as? String != nil)
+    }
+
     @Test func batchMixesV1AndV2LineByLine() throws {
         let dir = try Self.setUp(sender: true)
         defer { try? FileManager.default.removeItem(at: dir) }
