@@ -207,12 +207,11 @@ struct DevicePinSenderCommand: OptionsCommand {
 }
 
 extension DevicePinSenderCommand {
-    /// The hint for an input of several JSON lines that each parse (`push-keys sender export
-    /// --all` prints one record per line, and pin-sender pins one record per run); nil otherwise.
+    /// The hint for an input of several JSON lines (`push-keys sender export --all` prints one
+    /// record per line, and pin-sender pins one record per run); nil otherwise.
     static func severalRecordsHint(_ bytes: [UInt8]) -> String? {
-        let lines = bytes.split(separator: UInt8(ascii: "\n")).filter { $0.contains { !" \t\r".utf8.contains($0) } }
-        guard lines.count > 1, lines.allSatisfy({ (try? JSONReader.parse(Array($0))) != nil }) else { return nil }
-        return "RECORD holds \(lines.count) JSON lines (push-keys sender export --all prints one record per line): pin one record per run, e.g. push-keys sender export ... --all | while IFS= read -r r; do printf '%s\\n' \"$r\" | push-keys device pin-sender ... -; done"
+        guard let count = InputReader.jsonLineCount(bytes) else { return nil }
+        return "RECORD holds \(count) JSON lines (push-keys sender export --all prints one record per line): pin one record per run, e.g. push-keys sender export ... --all | while IFS= read -r r; do printf '%s\\n' \"$r\" | push-keys device pin-sender ... -; done"
     }
 }
 
