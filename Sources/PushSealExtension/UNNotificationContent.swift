@@ -52,6 +52,9 @@ struct ContentFields: Sendable, Hashable {
     var filterCriteria: String? = nil
     var userInfo = JSONObject()
     var attachments: [UNNotificationAttachment] = []
+
+    /// Title, subtitle and body all empty or white space only: nothing readable to show.
+    var isBlank: Bool { [title, subtitle, body].allSatisfy { $0.allSatisfy(\.isWhitespace) } }
 }
 
 /// An emulated `UNNotificationContent`: what a notification shows. Immutable; take a
@@ -98,8 +101,9 @@ public struct UNNotificationContent: Sendable, Hashable {
     /// Media shown with the notification.
     public var attachments: [UNNotificationAttachment] { fields.attachments }
 
-    /// True when title, subtitle and body are all empty: iOS would show nothing readable.
-    public var isBlank: Bool { fields.title.isEmpty && fields.subtitle.isEmpty && fields.body.isEmpty }
+    /// True when title, subtitle and body are all empty or white space only (`Character.isWhitespace`:
+    /// spaces, tabs, line breaks, no-break spaces): iOS would show nothing readable.
+    public var isBlank: Bool { fields.isBlank }
 
     /// A mutable copy, as `mutableCopy() as? UNMutableNotificationContent` on iOS.
     public func mutableCopy() -> UNMutableNotificationContent { UNMutableNotificationContent(fields: fields) }
@@ -135,8 +139,8 @@ public struct UNMutableNotificationContent: Sendable, Hashable {
     /// Media shown with the notification.
     public var attachments: [UNNotificationAttachment] { get { fields.attachments } set { fields.attachments = newValue } }
 
-    /// True when title, subtitle and body are all empty.
-    public var isBlank: Bool { fields.title.isEmpty && fields.subtitle.isEmpty && fields.body.isEmpty }
+    /// True when title, subtitle and body are all empty or white space only (as ``UNNotificationContent/isBlank``).
+    public var isBlank: Bool { fields.isBlank }
 }
 
 /// An emulated `UNNotificationRequest`: a notification's identifier and content, plus (an
