@@ -53,8 +53,10 @@ struct ContentFields: Sendable, Hashable {
     var userInfo = JSONObject()
     var attachments: [UNNotificationAttachment] = []
 
-    /// Title, subtitle and body all empty or white space only: nothing readable to show.
-    var isBlank: Bool { [title, subtitle, body].allSatisfy { $0.allSatisfy(\.isWhitespace) } }
+    /// Title, subtitle and body all empty or white space only (`Character.isWhitespace`: spaces,
+    /// tabs, line breaks, no-break spaces): nothing readable. What the extension refuses to show
+    /// from a decrypted or localized text; an alert as sent is shown as sent (iOS's own rule).
+    var hasNoReadableText: Bool { [title, subtitle, body].allSatisfy { $0.allSatisfy(\.isWhitespace) } }
 }
 
 /// An emulated `UNNotificationContent`: what a notification shows. Immutable; take a
@@ -101,9 +103,8 @@ public struct UNNotificationContent: Sendable, Hashable {
     /// Media shown with the notification.
     public var attachments: [UNNotificationAttachment] { fields.attachments }
 
-    /// True when title, subtitle and body are all empty or white space only (`Character.isWhitespace`:
-    /// spaces, tabs, line breaks, no-break spaces): iOS would show nothing readable.
-    public var isBlank: Bool { fields.isBlank }
+    /// True when title, subtitle and body are all empty: iOS would show nothing readable.
+    public var isBlank: Bool { fields.title.isEmpty && fields.subtitle.isEmpty && fields.body.isEmpty }
 
     /// A mutable copy, as `mutableCopy() as? UNMutableNotificationContent` on iOS.
     public func mutableCopy() -> UNMutableNotificationContent { UNMutableNotificationContent(fields: fields) }
@@ -139,8 +140,8 @@ public struct UNMutableNotificationContent: Sendable, Hashable {
     /// Media shown with the notification.
     public var attachments: [UNNotificationAttachment] { get { fields.attachments } set { fields.attachments = newValue } }
 
-    /// True when title, subtitle and body are all empty or white space only (as ``UNNotificationContent/isBlank``).
-    public var isBlank: Bool { fields.isBlank }
+    /// True when title, subtitle and body are all empty.
+    public var isBlank: Bool { fields.title.isEmpty && fields.subtitle.isEmpty && fields.body.isEmpty }
 }
 
 /// An emulated `UNNotificationRequest`: a notification's identifier and content, plus (an
