@@ -94,7 +94,8 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         content.title = text.title ?? ""
         content.subtitle = text.subtitle ?? ""
         content.body = text.body ?? ""
-        guard !(content.title.isEmpty && content.subtitle.isEmpty && content.body.isEmpty) else { return deliver() }
+        // Nothing readable (empty or white space only): the original alert, never a blank notification.
+        guard ![content.title, content.subtitle, content.body].allSatisfy({ $0.allSatisfy(\.isWhitespace) }) else { return deliver() }
         Self.applyPresentation(plaintext.aps, delivered: request.content.userInfo["aps"] as? [String: Any], to: content)
         content.userInfo = Self.sealedUserInfo(plaintext, delivered: request.content.userInfo)
         lock.withLock { bestAttemptContent = content }  // the expiry path now shows decrypted text

@@ -259,9 +259,9 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         content.title = texts.title ?? ""
         content.subtitle = texts.subtitle ?? ""
         content.body = texts.body ?? ""
-        if content.isBlank {
+        if content.fields.hasNoReadableText {
             log("localize", "blank", since: start)
-            fallBack(FallbackReason.blankContent, "decrypted title, subtitle and body are all empty")
+            fallBack(FallbackReason.blankContent, "decrypted title, subtitle and body are all empty or white space")
             return nil
         }
         content.setSealedUserInfo(plaintext.data, payload: request.payload)

@@ -35,9 +35,9 @@ extension UNNotificationContent {
                 f.title = text("title", "title-loc-key")
                 f.subtitle = text("subtitle", "subtitle-loc-key")
                 f.body = text("body", "loc-key")
-                if f.title.isEmpty && f.subtitle.isEmpty && f.body.isEmpty {
-                    // A table's empty string: never a blank alert, name the key.
-                    f.body = ["loc-key", "title-loc-key", "subtitle-loc-key"].lazy.compactMap { alert[$0]?.stringValue }.first { !$0.isEmpty } ?? ""
+                if f.hasNoReadableText, let key = ["loc-key", "title-loc-key", "subtitle-loc-key"].lazy.compactMap({ alert[$0]?.stringValue }).first(where: { !$0.isEmpty }) {
+                    // A table's empty (or white-space) string: never a blank alert, name the key.
+                    f.body = key
                 }
             default:
                 break

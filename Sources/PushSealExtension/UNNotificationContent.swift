@@ -52,6 +52,11 @@ struct ContentFields: Sendable, Hashable {
     var filterCriteria: String? = nil
     var userInfo = JSONObject()
     var attachments: [UNNotificationAttachment] = []
+
+    /// Title, subtitle and body all empty or white space only (`Character.isWhitespace`: spaces,
+    /// tabs, line breaks, no-break spaces): nothing readable. What the extension refuses to show
+    /// from a decrypted or localized text; an alert as sent is shown as sent (iOS's own rule).
+    var hasNoReadableText: Bool { [title, subtitle, body].allSatisfy { $0.allSatisfy(\.isWhitespace) } }
 }
 
 /// An emulated `UNNotificationContent`: what a notification shows. Immutable; take a

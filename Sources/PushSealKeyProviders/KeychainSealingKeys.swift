@@ -78,6 +78,8 @@ public struct KeychainSealingKeys: SealingKeyProvider {
     /// Maps the key store's errors onto the provider codes (reasons never hold key bytes).
     static func sealingKeyError(_ error: any Error, appID: String?, recipient: String?, keyring: ServerKeyring? = nil) -> SealingKeyError {
         let who = "\(appID ?? "?")/\(recipient ?? "?")"
+        // What was being read: a recipient's keyset, else (RegistrationSealingKeys' start) the app's sender key.
+        let subject = recipient != nil ? "keyset \(who)" : appID.map { "the sender key of app \($0)" } ?? "the keychain"
         if let e = error as? SealingKeyError { return e }
         if let e = error as? KeysError {
             switch e.code {
@@ -90,7 +92,7 @@ public struct KeychainSealingKeys: SealingKeyProvider {
             case .sealLimitReached:
                 return SealingKeyError(.sealLimitReached, e.reason)
             default:
-                return SealingKeyError(.keyStoreUnreadable, "keyset \(who): \(e.reason)")
+                return SealingKeyError(.keyStoreUnreadable, "\(subject): \(e.reason)")
             }
         }
         if let e = error as? KeychainError {
@@ -98,7 +100,7 @@ public struct KeychainSealingKeys: SealingKeyProvider {
             case .keychainMissing, .deviceSecretMissing: return SealingKeyError(.keyStoreMissing, e.description, suggestion: e.suggestion)
             case .insecurePermissions: return SealingKeyError(.keyStoreInsecure, e.description, suggestion: e.suggestion)
             case .interactionNotAllowed:
-                return SealingKeyError(.keyStoreLocked, "keyset \(who) cannot be read in the keychain's device state: \(e.description)",
+                return SealingKeyError(.keyStoreLocked, "\(subject) cannot be read in the keychain's device state: \(e.description)",
                                    suggestion: e.suggestion)
             default: return SealingKeyError(.keyStoreUnreadable, e.description, suggestion: e.suggestion)
             }

@@ -199,7 +199,8 @@ public final class Keychain: @unchecked Sendable {
         var source = "keychain.meta"
         if let override = deviceSecretFile ?? ProcessInfo.processInfo.environment[Self.deviceSecretFileVariable], !override.isEmpty {
             guard override.hasPrefix("/") else {
-                throw KeychainError(.param, "the device secret path \(override) is not absolute")
+                throw KeychainError(.param, "the device secret path \(override) is not absolute",
+                                    suggestion: "give an absolute path, e.g. \(Self.deviceSecretFileVariable)=\"$PWD/\(override)\"")
             }
             secretPath = override
             source = deviceSecretFile == nil ? Self.deviceSecretFileVariable : "the caller"

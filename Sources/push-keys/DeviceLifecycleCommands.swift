@@ -34,9 +34,10 @@ enum DeviceLifecycleCommands {
         }
     }
 
-    static func exitCodes(dataError: String? = nil, noInput: String? = nil, cannotCreate: String? = nil) -> [String] {
+    /// `checked`: the command's options with rules, as the usage line names them ("an --app-id or --now").
+    static func exitCodes(checked: String, dataError: String? = nil, noInput: String? = nil, cannotCreate: String? = nil) -> [String] {
         KeychainCommands.exitCodes(keychainError: "errSecMissingEntitlement -34018",
-                                   usage: ["no identity", "an --app-id, --key-id, --grace or --now that breaks its rule"],
+                                   usage: ["no identity", "\(checked) that breaks its rule"],
                                    dataError: dataError, noInput: noInput, cannotCreate: cannotCreate, readsSecrets: true)
     }
 
@@ -70,7 +71,7 @@ struct DeviceRotateCommand: OptionsCommand {
             "push-keys device rotate --keychain device-kc --entitlements app.json --app-id com.example.app > registration.json",
             "push-keys device rotate --keychain device-kc --entitlements app.json --app-id com.example.app --grace 14d --json",
         ],
-        exitCodes: DeviceLifecycleCommands.exitCodes(dataError: "an older v2 device key item is damaged (corruptKey; nothing changed); the key id already held (duplicateKeyID)",
+        exitCodes: DeviceLifecycleCommands.exitCodes(checked: "an --app-id, --key-id, --grace or --now", dataError: "an older v2 device key item is damaged (corruptKey; nothing changed); the key id already held (duplicateKeyID)",
                                                      noInput: "the entitlements file missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
             OUTPUT: the new registration record, one JSON line (as device generate); with --json: {"registration": record, "item": attributes, "retired": [key ids]}. A message sealed to an older key before the rotation opens until notAfter; one sealed after it falls back (keys:keyRetired). Run 'push-keys device prune' after the grace window to delete the old private keys. The iOS reference does the same in two steps (makeDeviceKey as pending, promote once the server accepted the record: Examples/iOS/PushSealDeviceKeys.swift).
@@ -118,7 +119,7 @@ struct DevicePruneCommand: OptionsCommand {
             "push-keys device prune --keychain device-kc --entitlements app.json --app-id com.example.app",
             "push-keys device prune --keychain device-kc --entitlements app.json --app-id com.example.app --now 1800000000 --json",
         ],
-        exitCodes: DeviceLifecycleCommands.exitCodes(noInput: "the entitlements file missing"),
+        exitCodes: DeviceLifecycleCommands.exitCodes(checked: "an --app-id, --grace or --now", noInput: "the entitlements file missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
             OUTPUT: each deleted key id on its own line (nothing when none); with --json: {"appId", "pruned": [key ids]}. A message for a pruned key falls back with unknownKey.
             """
@@ -156,10 +157,11 @@ struct DevicePinSenderCommand: OptionsCommand {
             "push-keys sender export ... | push-keys device pin-sender --keychain device-kc --entitlements app.json --app-id com.example.app -",
         ],
         exitCodes: DeviceLifecycleCommands.exitCodes(
+            checked: "an --app-id or --now",
             dataError: "RECORD is not a pushseal-sender-key record of version 2, is for another app id (wrongAppID), has a publicKey that is not base64 of 32 bytes or is a low-order point (lowOrderPoint), or its senderKeyId is pinned with other key bytes (duplicateKeyID)",
             noInput: "the entitlements file or RECORD missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
-            RECORD: a file, or - for standard input: {"format":"pushseal-sender-key","version":2,"appId","senderKeyId","publicKey"} (public data). The pin is a keychain item (service pushseal.sender:APP, account = sender key id, label "\(DeviceKeyItem.senderLabel)", a 59-byte key record of kind 3, status primary; docs/keychain.md "Device key items"). Pinning the same record again changes nothing.
+            RECORD: a file, or - for standard input: one {"format":"pushseal-sender-key","version":2,"appId","senderKeyId","publicKey"} (public data); push-keys sender export --all prints one record per line: pin each in its own run. The pin is a keychain item (service pushseal.sender:APP, account = sender key id, label "\(DeviceKeyItem.senderLabel)", a 59-byte key record of kind 3, status primary; docs/keychain.md "Device key items"). Pinning the same record again changes nothing.
 
             OUTPUT: the sender key id; with --json: {"appId", "senderKeyId", "added" (false: already pinned), "item": attributes}.
             """
@@ -180,16 +182,18 @@ struct DevicePinSenderCommand: OptionsCommand {
 
     func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
         let bytes = try InputReader.readAll(o.record == "-" ? nil : o.record, limitByteCount: 64 << 10)
+        let name = o.record == "-" ? "standard input" : o.record
         // A record for another app is refused as such before anything else is read from it.
         if case .object(let object)? = try? JSONReader.parse(bytes), let app = object["appId"]?.stringValue, app != o.base.appID {
-            throw CLIError(code: KeysError.Code.wrongAppID.name, "\(o.record) is a sender key record for another app id, not \(o.base.appID)",
+            throw CLIError(code: KeysError.Code.wrongAppID.name, "\(name) is a sender key record for another app id, not \(o.base.appID)",
                            exitCode: .dataError)
         }
         let sender: PinnedSenderKey
         do {
             sender = try PinnedSenderKey(record: bytes, appID: o.base.appID)
         } catch let e as FormatError {
-            throw CLIError(code: KeysError.Code.malformedRecord.name, "\(o.record): \(e.reason)", exitCode: .dataError)
+            throw CLIError(code: KeysError.Code.malformedRecord.name, "\(name): \(e.reason)",
+                           hint: Self.severalRecordsHint(bytes), exitCode: .dataError)
         }
         let (kc, group) = try o.base.caller.open()
         let (item, added) = try keyMapErrors {
@@ -199,6 +203,15 @@ struct DevicePinSenderCommand: OptionsCommand {
             JSONObject([("appId", .string(o.base.appID)), ("senderKeyId", .string(sender.keyID)), ("added", .bool(added)),
                         ("item", .object(KeychainCommands.json(item)))])
         }, text: { sender.keyID + "\n" })
+    }
+}
+
+extension DevicePinSenderCommand {
+    /// The hint for an input of several JSON lines (`push-keys sender export --all` prints one
+    /// record per line, and pin-sender pins one record per run); nil otherwise.
+    static func severalRecordsHint(_ bytes: [UInt8]) -> String? {
+        guard let count = InputReader.jsonLineCount(bytes) else { return nil }
+        return "RECORD holds \(count) JSON lines (push-keys sender export --all prints one record per line): pin one record per run, e.g. push-keys sender export ... --all | while IFS= read -r r; do printf '%s\\n' \"$r\" | push-keys device pin-sender ... -; done"
     }
 }
 
@@ -213,7 +226,7 @@ struct DeviceListCommand: OptionsCommand {
             "push-keys device list --keychain device-kc --entitlements app.json --app-id com.example.app",
             "push-keys device list --keychain device-kc --access-group TEAMID.com.example.shared --app-id com.example.app --json",
         ],
-        exitCodes: DeviceLifecycleCommands.exitCodes(noInput: "the entitlements file missing"),
+        exitCodes: DeviceLifecycleCommands.exitCodes(checked: "an --app-id or --now", noInput: "the entitlements file missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
             OUTPUT: one line per item: KIND KEY_ID STATUS createdAt retiredAt notAfter PUBLIC_KEY (KIND v1, v2 or sender; times ISO 8601 UTC, - when unset; status damaged for a record that breaks the layout); with --json: {"appId", "keys": [{"kind", "keyId", "status", "createdAt", "retiredAt", "notAfter", "publicKey", "accessGroup"}]}.
             """

@@ -99,7 +99,14 @@ struct RegisterCommand: OptionsCommand {
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
         let bytes = try InputReader.readAll(o.file, limitByteCount: 64 << 10)
-        let registration = try V2ServerCommands.mapErrors { try DeviceRegistration(record: bytes, expectedAppID: o.expectedAppID) }
+        let registration: DeviceRegistration
+        do {
+            registration = try V2ServerCommands.mapErrors { try DeviceRegistration(record: bytes, expectedAppID: o.expectedAppID) }
+        } catch let e as CLIError where [KeysError.Code.invalidName.name, KeysError.Code.timeOutOfRange.name].contains(e.code) {
+            // A bad keyId, appId or createdAt inside the record is bad input data (65, malformedRecord), not a usage error:
+            // the command line was right, the uploaded record was not.
+            throw CLIError(code: KeysError.Code.malformedRecord.name, "the registration record: \(e.message)", hint: e.hint, exitCode: .dataError)
+        }
         let store = try V2ServerCommands.open(o.store)
         let (info, added) = try V2ServerCommands.mapErrors { try store.register(registration, recipient: o.recipient, now: o.now) }
         if c.json {

@@ -111,7 +111,11 @@ struct OpenCommand: OptionsCommand {
         do {
             payload = try JSONReader.parse(input)
         } catch let e as JSONError {
-            throw CLIError(code: "notJSON", "the payload is not JSON: \(e.reason)", exitCode: .dataError)
+            // Several JSON lines (a push-seal batch output file): say how to pass one payload.
+            let hint = InputReader.jsonLineCount(input).map {
+                "push-open opens one payload; the input holds \($0) JSON lines (push-seal batch output?): pass one line's payload member, e.g. sed -n 1p FILE | jq -c .payload | push-open … -"
+            }
+            throw CLIError(code: "notJSON", "the payload is not JSON: \(e.reason)", hint: hint, exitCode: .dataError)
         }
         try Self.refuseWrapper(payload)
         let strings = try Self.loadStrings(o.strings, locale: o.locale)

@@ -96,5 +96,14 @@ struct BatchLineFieldsCLITests {
                                 stdin: Data(#"{"recipient":"device","notification":{"title":"x"},"aps":{"badge":-1}}"#.utf8))
         let e = try Open.run("push-open", Open.base + ["-"], in: dir, stdin: Data(line.stdout.utf8))
         #expect(e.status == 65 && e.stderr.contains("batch error line"), "\(e.stderr)")
+        // A whole batch output (several JSON lines): 65 with a hint to pass one line's payload; a truncated payload gets none.
+        let two = try Open.run("push-seal", ["batch", "--app-id", "com.example.app", "--keychain", "srv", "-"], in: dir,
+                               stdin: Data((#"{"recipient":"device","notification":{"title":"x"}}"# + "\n" + #"{"recipient":"device","notification":{"title":"y"}}"# + "\n").utf8))
+        try #require(two.status == 0, "\(two.stderr)")
+        let several = try Open.run("push-open", Open.base + ["-"], in: dir, stdin: Data(two.stdout.utf8))
+        #expect(several.status == 65 && several.stdout.isEmpty)
+        #expect(several.stderr.contains("\nhint: push-open opens one payload; the input holds 2 JSON lines"), "\(several.stderr)")
+        let truncated = try Open.run("push-open", Open.base + ["-"], in: dir, stdin: Data(wrapped.stdout.utf8.prefix(40)))
+        #expect(truncated.status == 65 && truncated.stderr.hasPrefix("push-open: error: the payload is not JSON: ") && !truncated.stderr.contains("hint:"))
     }
 }

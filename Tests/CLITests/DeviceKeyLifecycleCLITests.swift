@@ -159,7 +159,13 @@ import PushSealWire
         #expect(lowOrder.status == 65, "\(lowOrder.stderr)")
         #expect(lowOrder.stderr.contains("low-order"))
         #expect(try pin(#"{"format":"pushseal-device-key","version":2}"#).status == 65)
-        #expect(try pin("not json").status == 65)
+        let notJSON = try pin("not json")
+        #expect(notJSON.status == 65 && !notJSON.stderr.contains("hint:"))
+        // Several records, as `push-keys sender export --all` prints them: refused, with a hint to pin them one per run.
+        let several = try pin(try Sender("snd-a").record() + "\n" + (try Sender("snd-b").record()) + "\n")
+        #expect(several.status == 65)
+        #expect(several.stderr.hasPrefix("push-keys: error: standard input: "), "\(several.stderr)")
+        #expect(several.stderr.contains("\nhint: RECORD holds 2 JSON lines"), "\(several.stderr)")
         #expect(try pin(sender.record(publicKey: [1, 2, 3])).status == 65)
         #expect(try pin(sender.record()).status == 0)
         // The same sender key id with other bytes.

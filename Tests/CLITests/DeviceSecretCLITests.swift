@@ -39,5 +39,9 @@ import Testing
         let found = try KeysCLI.keys(["keychain", "list", "--keychain", beside],
                                      env: ["PUSHSEAL_DEVICE_SECRET_FILE": dir.appendingPathComponent("moved.secret").path])
         #expect(found.status == 0, "\(found.stderr)")
+        // A relative path in the variable is refused, with a hint to make it absolute.
+        let relative = try KeysCLI.keys(["keychain", "list", "--keychain", beside], env: ["PUSHSEAL_DEVICE_SECRET_FILE": "moved.secret"])
+        #expect(relative.status != 0 && relative.stderr.hasPrefix("push-keys: error: the device secret path moved.secret is not absolute"), "\(relative.stderr)")
+        #expect(relative.stderr.contains("\nhint: give an absolute path, e.g. PUSHSEAL_DEVICE_SECRET_FILE=\"$PWD/moved.secret\""), "\(relative.stderr)")
     }
 }

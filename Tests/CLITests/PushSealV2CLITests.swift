@@ -132,6 +132,19 @@ import Testing
         #expect(bad.status == 64 && bad.stderr.hasPrefix("push-seal: error: --format needs v1 or v2"))
     }
 
+    /// Before first unlock the app's sender key cannot be read: 77, and the error names the sender key (not "keyset APP/?").
+    @Test func lockedKeychainNamesTheSenderKey() throws {
+        let dir = try Self.setUp(sender: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try Self.run("push-keys", ["keychain", "device-state", "--keychain", "kc", "beforeFirstUnlock"], in: dir).status == 0)
+        let locked = try Self.seal("alice", in: dir)
+        #expect(locked.status == 77 && locked.stdout.isEmpty)
+        #expect(locked.stderr.hasPrefix("push-seal: error: the sender key of app \(Self.app) cannot be read in the keychain's device state: "), "\(locked.stderr)")
+        #expect(locked.stderr.contains("\nhint: unlock the keychain: "))
+        #expect(try Self.run("push-keys", ["keychain", "device-state", "--keychain", "kc", "unlocked"], in: dir).status == 0)
+        #expect(try Self.seal("alice", in: dir).json["sender_key_id"] as? String != nil)
+    }
+
     @Test func batchMixesV1AndV2LineByLine() throws {
         let dir = try Self.setUp(sender: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -198,6 +211,16 @@ import Testing
         let clash = good.replacingOccurrences(of: "j0DFrbaPJWJK5bIU6nZ6bslNgp09e14a0bpvPiE4KF8=", with: "NYBy1jZYgNGu6jKa35EhODhR7SGijjt16WXQ0s0WYlQ=")
         #expect(try register(clash).status == 65)
         #expect(try register("{}").status == 65)
+        // A bad keyId, createdAt or appId inside the record is bad data (65 malformedRecord), not a usage error (64).
+        for (field, value) in [("keyId", #""bad id!""#), ("createdAt", "-5"), ("createdAt", "99999999999999"), ("appId", #""bad app!""#)] {
+            let edited = try #require(try JSONSerialization.jsonObject(with: Data(good.utf8)) as? [String: Any])
+            var record = edited
+            record[field] = try JSONSerialization.jsonObject(with: Data(value.utf8), options: .fragmentsAllowed)
+            let text = try #require(String(data: try JSONSerialization.data(withJSONObject: record), encoding: .utf8))
+            let refused = try register(text, ["--json"])
+            #expect(refused.status == 65, "\(field) \(value): \(refused.stdout)")
+            #expect((refused.json["error"] as? [String: Any])?["code"] as? String == "malformedRecord", "\(field) \(value)")
+        }
         let list = try Self.run("push-keys", ["registrations", "--keychain", "kc", "--app-id", Self.app, "--recipient", "alice", "--json"], in: dir)
         let sets = list.json["registrations"] as? [[String: Any]]
         #expect(list.status == 0 && sets?.first?["current"] as? String == Self.deviceKeyID)

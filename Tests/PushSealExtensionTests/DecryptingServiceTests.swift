@@ -162,6 +162,9 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
                                                     opener: BlankOpener(), containerDirectory: f.container)
         let host = ExtensionHost(budgetSeconds: 2, makeExtension: DecryptingServiceExtension.factory(config))
         expectOriginal(try f.run(["title": "x"], host: host), reason: "blankContent")
+        // Texts of white space only (which the codec lets through): nothing readable, so the original alert.
+        expectOriginal(try f.run(["title": " ", "subtitle": "\t", "body": "\u{00A0}\n"]), reason: "blankContent")
+        #expect(try f.run(["title": " ", "body": "x"]).outcome == .decrypted)
     }
 
     @Test func injectedErrorsWithoutAKnownTypeStillFallBack() throws {

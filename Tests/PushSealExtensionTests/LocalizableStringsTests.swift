@@ -93,6 +93,9 @@ import Testing
         // A table whose string is empty: the key, not a blank alert.
         let empty = UNNotificationContent(apnsPayload: Self.payload(["loc-key": .string("EMPTY")]), strings: table)
         #expect(empty.body == "EMPTY" && !empty.isBlank)
+        let spaces = UNNotificationContent(apnsPayload: Self.payload(["title-loc-key": .string("SPACES"), "loc-key": .string("EMPTY")]),
+                                           strings: try LocalizableStrings(bytes: Array(#""SPACES" = "  \n"; "EMPTY" = "";"#.utf8)))
+        #expect(spaces.body == "EMPTY" && !spaces.isBlank, "\(spaces.title) / \(spaces.body)")
         // A plain alert is unchanged.
         let plain = UNNotificationContent(apnsPayload: Self.payload(["title": .string("T"), "body": .string("B")]), strings: table)
         #expect(plain.title == "T" && plain.body == "B")
