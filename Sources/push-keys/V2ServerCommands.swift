@@ -137,10 +137,7 @@ struct RegistrationsCommand: OptionsCommand {
     typealias Options = KeyListCommand.Options
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
-        if let recipient = o.recipient {
-            guard o.appID != nil else { throw CLIError.usage("--recipient needs --app-id") }
-            try keyUsageErrors { try KeyID.validateRecipient(recipient) }
-        }
+        try o.checkRecipientLookup()
         let store = try V2ServerCommands.open(o.store)
         let sets = try V2ServerCommands.mapErrors { () -> [RegistrationSet] in
             if let app = o.appID, let r = o.recipient { return [try store.registrations(appID: app, recipient: r)] }
