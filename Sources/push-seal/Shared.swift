@@ -165,7 +165,11 @@ struct SealOptionGroup: Sendable {
     /// `--registry URI`; every seal counts against the primary key's limit) and builds the
     /// sealer; the sender refuses a bad APNs option here (64).
     /// - Throws: `CLIError` (registry errors with the codes of `RegistryLocation.open()`).
-    func sealer() throws -> NotificationSealer {
+    func sealer() throws -> NotificationSealer { try sealerAndStore().sealer }
+
+    /// ``sealer()`` and the server store it seals from (for `batch --device-tokens`).
+    /// - Throws: as ``sealer()``.
+    func sealerAndStore() throws -> (sealer: NotificationSealer, store: any ServerKeyStore) {
         let keys: KeychainSealingKeys
         if let registry = keystore.registry {
             keys = KeychainSealingKeys(store: try registry.open())
@@ -175,7 +179,7 @@ struct SealOptionGroup: Sendable {
             throw CLIError.usage("missing --keychain DIR")
         }
         let both = try mappingSenderErrors { try RegistrationSealingKeys(keys: keys, appID: appID, policy: format) }
-        return try mappingSenderErrors { try NotificationSealer(appID: appID, keys: both, options: options, registry: both.registry) }
+        return (try mappingSenderErrors { try NotificationSealer(appID: appID, keys: both, options: options, registry: both.registry) }, keys.keyring.store)
     }
 }
 
