@@ -234,7 +234,7 @@ extension SealExit {
     /// remedy depends on the line, such as `invalidJSON`), for `push-seal batch`'s summary.
     static func hint(forFailureCode name: String) -> String? {
         let codes: [SenderError.Code] = [.keyStoreLocked, .keyStoreInsecure, .keyStoreMissing, .keyStoreUnreadable, .unknownRecipient,
-                                         .keyUnavailable, .sealLimitReached, .payloadTooLarge, .clearPartTooLarge]
+                                         .noDeviceToken, .keyUnavailable, .sealLimitReached, .payloadTooLarge, .clearPartTooLarge]
         guard let code = codes.first(where: { $0.name == name }) else { return nil }
         return cliError(SenderError(code, "")).hint
     }
@@ -250,6 +250,8 @@ func cliError(_ e: SenderError) -> CLIError {
         return CLIError(code: e.code.name, e.reason, hint: "shorten what travels in clear: --fallback-title, --fallback-body, --sound, --thread-id, --category (--fit shortens only the sealed body)", exitCode: SealExit.tooLarge)
     case .unknownRecipient:
         return CLIError(code: e.code.name, e.reason, hint: "list the keysets with: push-keys list --keychain DIR (v2 registrations: push-keys registrations --keychain DIR)", exitCode: SealExit.unknownRecipient)
+    case .noDeviceToken:
+        return CLIError(code: e.code.name, e.reason, hint: "store the app's token: push-keys token add --keychain DIR --app-id APP --recipient R --environment production TOKEN (list them: push-keys token list)", exitCode: SealExit.unknownRecipient)
     case .keyUnavailable:
         return CLIError(code: e.code.name, e.reason, hint: "give the keyset a new primary key: push-keys rotate --keychain DIR --app-id APP --recipient R", exitCode: SealExit.unknownRecipient)
     case .sealLimitReached:

@@ -85,4 +85,41 @@ import Testing
         #expect(try RegistryCLITests.run([keys, "token", "list"] + s).stdout.contains("dd44"), "a refused file changes nothing")
         #expect(try RegistryCLITests.run([keys, "token", "invalidate"] + s + ["--app-id", Self.app, "--outcomes", dir.appendingPathComponent("none").path]).status == 66)
     }
+
+    /// `push-seal batch --device-tokens` on the registry: each line gets its recipient's token of
+    /// the environment asked for; a recipient without one gets a noDeviceToken line (exit 2, with the hint).
+    @Test func batchLooksTokensUpInTheRegistry() throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let keys = RegistryCLITests.tool("push-keys"), seal = RegistryCLITests.tool("push-seal")
+        let cs = try PostgresServer.sharedServer().createDatabase()
+        let kek = dir.appendingPathComponent("kek").path
+        let env = ["PUSHSEAL_REGISTRY": cs, "PUSHSEAL_KEK_FILE": kek]
+        #expect(try RegistryCLITests.run([keys, "registry", "migrate"], env: env).status == 0)
+        #expect(try RegistryCLITests.run([keys, "registry", "new-kek", "--out", kek]).status == 0)
+        for r in ["alice", "bob"] {
+            #expect(try RegistryCLITests.run([keys, "generate", "--app-id", Self.app, "--recipient", r], env: env).status == 0)
+        }
+        for (env2, token) in [("production", "a1a1"), ("development", "d1d1")] {
+            #expect(try RegistryCLITests.run([keys, "token", "add", "--app-id", Self.app, "--recipient", "alice", "--environment", env2, token], env: env).status == 0)
+        }
+        let input = dir.appendingPathComponent("in.jsonl").path
+        FileManager.default.createFile(atPath: input, contents: Data("""
+            {"recipient":"alice","notification":{"title":"a"}}
+            {"recipient":"bob","notification":{"title":"b"}}
+
+            """.utf8))
+        func lines(_ out: String) -> [[String: Any]] { out.split(separator: "\n").map { Self.json(String($0)) } }
+        let prod = try RegistryCLITests.run([seal, "batch", "--app-id", Self.app, "--device-tokens"], env: env, input: input)
+        #expect(prod.status == 2 && prod.stderr.contains("hint: store the app's token: push-keys token add"), "\(prod.stderr)")
+        let out = lines(prod.stdout)
+        #expect(out.map { $0["line"] as? Int } == [1, 2])
+        #expect(out[0]["deviceToken"] as? String == "a1a1" && out[0]["payload"] != nil)
+        #expect((out[1]["error"] as? [String: Any])?["code"] as? String == "noDeviceToken")
+        let dev = try RegistryCLITests.run([seal, "batch", "--app-id", Self.app, "--device-tokens", "--environment", "development"], env: env, input: input)
+        #expect(lines(dev.stdout).first?["deviceToken"] as? String == "d1d1")
+        #expect(try RegistryCLITests.run([seal, "batch", "--app-id", Self.app, "--environment", "development"], env: env, input: input).status == 64,
+                "--environment without --device-tokens")
+        #expect(try RegistryCLITests.run([seal, "batch", "--app-id", Self.app, "--device-tokens", "--environment", "staging"], env: env, input: input).status == 64)
+    }
 }
