@@ -20,10 +20,7 @@ extension PostgresKeyStore: BulkSealingKeyStore {
         try refreshIfDue(force: false)
         let names = recipients.filter { (try? KeyID.validateRecipient($0)) != nil }
         var out: [String: (watch: any KeysetWatch, key: SealingKey)] = [:]
-        var start = 0
-        while start < names.count {
-            let part = names[start..<min(start + Self.bulkRecipientsPerStatement, names.count)]
-            start += part.count
+        try Self.inStatementParts(names) { part in
             let rows = try pool.run { c in
                 try c.exec("""
                     SELECT s.recipient, s.version, k.key_id, k.wrapped_key FROM pushseal_keysets s
@@ -55,10 +52,7 @@ extension PostgresKeyStore: BulkSealingKeyStore {
         let valid = blocks.filter { (try? KeyID.validateRecipient($0.recipient)) != nil && KeyID.isValid($0.keyID) }
             .sorted { $0.recipient < $1.recipient }
         var out: [String: SealReservation] = [:]
-        var start = 0
-        while start < valid.count {
-            let part = valid[start..<min(start + Self.bulkRecipientsPerStatement, valid.count)]
-            start += part.count
+        try Self.inStatementParts(valid) { part in
             let prefixes = part.map {
                 String(decoding: KeysetChange.reserveSealsLinePrefix(time: time, locationName: Self.auditLocationName, locationValue: storeDescription,
                                                                      appID: appID, recipient: $0.recipient, keyID: $0.keyID), as: UTF8.self)
@@ -93,6 +87,16 @@ extension PostgresKeyStore: BulkSealingKeyStore {
     }
 
     /// A PostgreSQL array literal of `items` (`{"a","b\"c"}`), each element quoted with `\` and `"` escaped.
+    /// Runs `body` on consecutive parts of `items` of at most ``bulkRecipientsPerStatement``.
+    static func inStatementParts<T>(_ items: [T], _ body: (ArraySlice<T>) throws -> Void) rethrows {
+        var start = 0
+        while start < items.count {
+            let part = items[start..<min(start + bulkRecipientsPerStatement, items.count)]
+            start += part.count
+            try body(part)
+        }
+    }
+
     static func arrayLiteral<C: Collection>(_ items: C) -> String where C.Element == String {
         var s = "{"
         for (i, item) in items.enumerated() {

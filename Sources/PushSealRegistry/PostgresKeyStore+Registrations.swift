@@ -2,7 +2,7 @@ public import PushSealCrypto
 import PushSealSystem
 public import PushSealKeys
 
-/// The registry as a ``RegistrationStore`` (schema version 3): registrations are rows of
+/// The registry as a ``RegistrationStore`` (schema version 3 and later): registrations are rows of
 /// `pushseal_registrations`, sender keys rows of `pushseal_sender_keys` (the private key wrapped
 /// under the ``KeyEncryptionKey`` with AAD binding the app id, the owner `/sender` — no recipient
 /// can be named so — and the key id). Each list (a recipient's registrations, an app's sender

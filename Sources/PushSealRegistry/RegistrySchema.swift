@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 3
+    public static let currentVersion = 4
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -121,6 +121,16 @@ public enum RegistrySchema {
               version bigint NOT NULL DEFAULT 1,
               PRIMARY KEY (app_id, owner))
             """,
+        ]),
+        ("device tokens in use: one per (app id, recipient, environment), one recipient per (app id, token), registered_at in ms (issue 15)", [
+            "ALTER TABLE pushseal_device_tokens DROP COLUMN invalidated_at",
+            """
+            ALTER TABLE pushseal_device_tokens
+              ADD CONSTRAINT pushseal_device_tokens_token CHECK (token ~ '^([0-9a-f]{2}){1,128}$'),
+              ADD CONSTRAINT pushseal_device_tokens_time CHECK (registered_at >= 0)
+            """,
+            "CREATE UNIQUE INDEX pushseal_device_tokens_one_owner ON pushseal_device_tokens (app_id, token)",
+            "CREATE UNIQUE INDEX pushseal_device_tokens_one_per_environment ON pushseal_device_tokens (app_id, recipient, environment)",
         ]),
     ]
 

@@ -58,6 +58,8 @@ public struct BatchSealer: Sendable {
     private let sealer: NotificationSealer
     /// Worker threads per chunk (at least 1).
     public let concurrency: Int
+    /// Where a line without its own `deviceToken` gets one (`nil`: lines keep what they give).
+    public let deviceTokens: (any DeviceTokenSource)?
     /// Lines per revalidation chunk: 2,048. ``seal(_:)`` calls the key provider's
     /// `beginBatch()` (``SealingKeyProvider``) before every run of at most this many lines; a
     /// caching provider (PushSealKeyProviders' `KeychainSealingKeys`) then checks each
@@ -73,9 +75,13 @@ public struct BatchSealer: Sendable {
     ///   - sealer: the configured sealer (app id, keys, options); its key provider's
     ///     `beginBatch()` is called before each run of ``revalidationLineCount`` lines.
     ///   - concurrency: worker threads; defaults to the active processor count.
-    public init(sealer: NotificationSealer, concurrency: Int? = nil) {
+    ///   - deviceTokens: looked up once per run of ``revalidationLineCount`` lines for the lines
+    ///     that give no `deviceToken`; a line whose recipient has none fails (`noDeviceToken`)
+    ///     without being sealed. Each input line still has exactly one output line.
+    public init(sealer: NotificationSealer, concurrency: Int? = nil, deviceTokens: (any DeviceTokenSource)? = nil) {
         self.sealer = sealer
         self.concurrency = max(1, concurrency ?? activeProcessorCount)
+        self.deviceTokens = deviceTokens
     }
 
     /// Seals `lines` in parallel and returns their output lines in order.
@@ -87,15 +93,18 @@ public struct BatchSealer: Sendable {
         var runStart = 0
         while runStart < lines.count {
             let runEnd = min(runStart + Self.revalidationLineCount, lines.count)
+            let bulk = sealer.keys.loadsBatchRecipientsInBulk || deviceTokens != nil
+            let recipients = bulk ? Self.recipients(lines[runStart..<runEnd]) : []
             if sealer.keys.loadsBatchRecipientsInBulk {
-                sealer.keys.beginBatch(appID: sealer.appID, recipients: Self.recipients(lines[runStart..<runEnd]))
+                sealer.keys.beginBatch(appID: sealer.appID, recipients: recipients)
             } else {
                 sealer.keys.beginBatch()
             }
+            let tokens = deviceTokens.map { ChunkDeviceTokens(source: $0, appID: sealer.appID, recipients: recipients) }
             let count = runEnd - runStart
             let tasks = (count + Self.linesPerTask - 1) / Self.linesPerTask
             if concurrency == 1 || tasks == 1 {
-                for i in runStart..<runEnd { slots.buffer[i] = sealLineReportingCode(lines[i]) }
+                for i in runStart..<runEnd { slots.buffer[i] = sealLineReportingCode(lines[i], tokens: tokens) }
             } else {
                 let base = runStart
                 let next = Locked(0)
@@ -103,7 +112,7 @@ public struct BatchSealer: Sendable {
                     while let t = next.takeIndex(below: tasks) {
                         let start = base + t * Self.linesPerTask
                         let end = min(start + Self.linesPerTask, runEnd)
-                        for i in start..<end { slots.buffer[i] = sealLineReportingCode(lines[i]) }
+                        for i in start..<end { slots.buffer[i] = sealLineReportingCode(lines[i], tokens: tokens) }
                     }
                 }
             }
@@ -155,7 +164,7 @@ public struct BatchSealer: Sendable {
     }
 
     /// ``sealLine(_:)`` with the error code of a failed line (`nil` when it was sealed).
-    func sealLineReportingCode(_ line: Line) -> (bytes: [UInt8], failureCode: String?) {
+    func sealLineReportingCode(_ line: Line, tokens: ChunkDeviceTokens? = nil) -> (bytes: [UInt8], failureCode: String?) {
         var recipient: String?
         var fields = BatchLineFields()
         do {
@@ -168,12 +177,14 @@ public struct BatchSealer: Sendable {
             if var scanned {
                 recipient = scanned.recipient
                 fields = scanned.fields
+                if fields.deviceToken == nil, let tokens { fields.deviceToken = try tokens.token(for: scanned.recipient) }
                 try SealRequest.checkTTL(exp: scanned.notification.exp, ttlSeconds: scanned.ttl)
                 let clear = try sealer.clearPart(overriding: fields)
                 let sealed = try sealer.seal(&scanned.notification, ttlSeconds: scanned.ttl, for: scanned.recipient, clear: clear)
                 return (Self.output(recipient: scanned.recipient, line: line.number, deviceToken: fields.deviceToken, sealed: sealed), nil)
             }
             let (r, n) = try Self.treeLine(line.bytes, recipient: &recipient, fields: &fields)
+            if fields.deviceToken == nil, let tokens { fields.deviceToken = try tokens.token(for: r) }
             var request = try SealRequest(json: n)
             let clear = try sealer.clearPart(overriding: fields)
             let sealed = try sealer.seal(&request.notification, ttlSeconds: request.ttlSeconds, for: r, clear: clear)

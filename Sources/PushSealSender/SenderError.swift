@@ -25,6 +25,12 @@ extension ErrorCode<SenderError> {
     /// A batch input line is longer than the reader's limit (``BatchSealer/Line/overlongByteCount``);
     /// its bytes were dropped unread.
     public static var lineTooLong: Self { Self("lineTooLong") }
+    /// `push-seal batch --device-tokens`: the line gives no `deviceToken` and the store has none
+    /// for its recipient in the environment asked for. The line is not sealed.
+    public static var noDeviceToken: Self { Self("noDeviceToken") }
+    /// `push-seal batch --device-tokens`: the store could not be asked for the chunk's tokens
+    /// (e.g. the registry unreachable); the chunk's lines that need one fail, none is sealed.
+    public static var deviceTokenLookupFailed: Self { Self("deviceTokenLookupFailed") }
     /// The notification has a member of the wrong JSON type, an unknown member, a value a
     /// receiver would reject (a `media.url` that is not an absolute http(s) URL, a bad
     /// locale tag), or a time out of range (a negative `ttl`, `iat` or `exp` after

@@ -29,6 +29,14 @@ public func unixTimeSeconds() -> Int64 {
     return Int64(time(nil))
 }
 
+/// Milliseconds since 1970-01-01 00:00:00 UTC on the wall clock (`CLOCK_REALTIME`): the unit
+/// of APNs' 410 `timestamp` and of a device token's `registeredAt`.
+public func unixTimeMilliseconds() -> Int64 {
+    var t = timespec()
+    if clock_gettime(CLOCK_REALTIME, &t) == 0 { return Int64(t.tv_sec) * 1000 + Int64(t.tv_nsec) / 1_000_000 }
+    return Int64(time(nil)) * 1000
+}
+
 /// The number of processors online (`sysconf(_SC_NPROCESSORS_ONLN)`), at least 1.
 public var activeProcessorCount: Int {
     max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))

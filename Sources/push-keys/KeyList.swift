@@ -27,6 +27,15 @@ struct KeyListCommand: OptionsCommand {
             recipient = a.value("--recipient")
         }
         func validate() throws { try store.validate() }
+
+        /// For the listings that look one recipient up (registrations, tokens): `--recipient` needs
+        /// `--app-id` and a well-formed name.
+        /// - Throws: `CLIError` 64.
+        func checkRecipientLookup() throws {
+            guard let recipient else { return }
+            guard appID != nil else { throw CLIError.usage("--recipient needs --app-id") }
+            try keyUsageErrors { try KeyID.validateRecipient(recipient) }
+        }
     }
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {

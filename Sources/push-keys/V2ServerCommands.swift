@@ -46,7 +46,7 @@ enum V2ServerCommands {
                             ("record", .object(k.record))]))
     }
 
-    static let storeNote = "STORE: a server keychain (--keychain DIR; no IDENTITY: the server identity, access group pushseal.server): registrations are items of service pushseal.registrations:APP (account = recipient), sender keys one item of service pushseal.sender-keys:APP, the sender private keys secrets of the keychain (encrypted at rest with its device secret). Or a registry (--registry URI, schema version 3): tables pushseal_registrations and pushseal_sender_keys, the sender private keys wrapped under the --kek-file key. Never printed."
+    static let storeNote = "STORE: a server keychain (--keychain DIR; no IDENTITY: the server identity, access group pushseal.server): registrations are items of service pushseal.registrations:APP (account = recipient), sender keys one item of service pushseal.sender-keys:APP, the sender private keys secrets of the keychain (encrypted at rest with its device secret). Or a registry (--registry URI, schema version 3 or later): tables pushseal_registrations and pushseal_sender_keys, the sender private keys wrapped under the --kek-file key. Never printed."
 
     static func exitCodes(usage: [String] = [], dataError: String? = nil, noInput: String? = nil, cannotCreate: String? = nil,
                           ioError: String = "the keychain, its lock file or the audit log") -> [String] {
@@ -144,10 +144,7 @@ struct RegistrationsCommand: OptionsCommand {
     typealias Options = KeyListCommand.Options
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
-        if let recipient = o.recipient {
-            guard o.appID != nil else { throw CLIError.usage("--recipient needs --app-id") }
-            try keyUsageErrors { try KeyID.validateRecipient(recipient) }
-        }
+        try o.checkRecipientLookup()
         let store = try V2ServerCommands.open(o.store)
         let sets = try V2ServerCommands.mapErrors { () -> [RegistrationSet] in
             if let app = o.appID, let r = o.recipient { return [try store.registrations(appID: app, recipient: r)] }

@@ -2,6 +2,7 @@ import PushSealSystem
 import Dispatch
 import Foundation
 import PushSealCLI
+import PushSealKeys
 import PushSealSender
 
 /// `push-seal batch`: JSON Lines in, JSON Lines out, streaming, every core, order preserved.
@@ -19,6 +20,8 @@ struct BatchCommand: OptionsCommand {
     let path = ["batch"]
     let options: [OptionSpec] = SealOptionSpecs.keys + SealOptionSpecs.payload + [
         .value("--jobs", "N", "worker threads (default: every core)"),
+        .flag("--device-tokens", "a line without its own \"deviceToken\" gets its recipient's token from the store (push-keys token add), looked up in bulk per chunk; a recipient without one fails that line (noDeviceToken)"),
+        .value("--environment", "E", "with --device-tokens: the tokens of production (default) or development, as push-send --environment"),
         .value("--first-line", "N", "the line number of the first input line (default 1), an integer of at least 1: after 'stopped after line N', rerun on the rest of the input with --first-line N+1"),
     ]
     let help = HelpText(
@@ -27,6 +30,7 @@ struct BatchCommand: OptionsCommand {
         examples: [
             "push-seal batch --app-id com.example.app --keychain server-kc sends.jsonl > payloads.jsonl",
             "producer | push-seal batch --app-id com.example.app --keychain server-kc --fit - | apns-uploader",
+            "push-seal batch --app-id com.example.app --registry postgresql:///pushseal --kek-file kek --device-tokens sends.jsonl | push-send --p8 AuthKey.p8 --key-id K --team-id T > outcomes.jsonl",
             "tail -n +5001 sends.jsonl | push-seal batch --app-id com.example.app --keychain server-kc --first-line 5001 - >> payloads.jsonl",
         ],
         exitCodes: SealExit.batchHelpLines,
@@ -34,6 +38,8 @@ struct BatchCommand: OptionsCommand {
         A bad line never stops the batch: its output line carries the error ({"code", "message"}) and the exit code is 2. "notification" has the shape of push-seal's NOTIFICATION.json (see 'push-seal --help'); it is what is sealed, its "aps" too (the sealed thread-id, category, interruption-level, sound the device trusts, docs/FORMAT.md §5).
 
         A LINE'S OWN FIELDS, each optional (null or absent: the command line's option is the default): "deviceToken" (hex digits of even length, copied to the output line and its error line for push-send); "collapseId" (apns-collapse-id, as --collapse-id); "aps", in clear, with APNs' names: "alert" (the line's whole fallback alert instead of --fallback-title/--fallback-body: "title", "subtitle", "body", or localized "title-loc-key", "title-loc-args", "subtitle-loc-key", "subtitle-loc-args", "loc-key", "loc-args" (arrays of strings); it needs a title or title-loc-key and a body or loc-key), "badge", "sound" (a name, or {"critical": 1, "name", "volume": 0 to 1}), "thread-id", "category", "interruption-level", "relevance-score", "target-content-id", "filter-criteria". They follow the rules of the options (--badge, --sound, …) and of the sealed aps; a bad one fails that line alone (invalidNotification, or emptyFallbackAlert). The clear aps is not authenticated: after a successful open the device takes thread-id, category, interruption level and sound from the notification's sealed "aps" (without one it drops the category, keeps the level at most active and plays a critical sound as the default sound).
+
+        DEVICE TOKENS (--device-tokens [--environment production|development]): a line without its own "deviceToken" gets its recipient's token of that environment from the store (push-keys token add: a recipient, one app installation, has at most one per environment), looked up in bulk once per chunk (the registry: one query per chunk), so push-send can be handed push-seal's output as is. It is still one output line per input line, with the input's "line" number (never a line fanned out, so outcomes match input lines one to one): a recipient without a token gets an error line, code noDeviceToken, and is not sealed; a store that cannot be asked fails the chunk's lines with deviceTokenLookupFailed. A line's own "deviceToken" wins. Dead tokens: push-send's unregistered outcomes go to push-keys token invalidate.
 
         Lines end in \\n or \\r\\n. An empty or whitespace-only line is skipped: it gets no output line, but it counts in the line numbers. A line longer than \(maxLineByteCount) bytes (not counting its line ending) fails alone, with the error code lineTooLong.
 
@@ -54,11 +60,19 @@ struct BatchCommand: OptionsCommand {
         let jobs: Int64?
         /// `--first-line N`: the number of the first input line, `nil` for 1.
         let firstLine: Int64?
+        /// `--device-tokens [--environment E]`: the environment whose tokens lines get, `nil` without the flag.
+        let deviceTokens: DeviceTokenEnvironment?
         init(parsing a: Arguments) throws {
             input = try Positionals(a, max: 1).first
             try requireInUsageOrder(a, [("--app-id", "APP"), ("--keychain", "DIR")], helpCommand: "push-seal batch --help")
             seal = try SealOptionGroup(parsing: a)
             jobs = try a.integer("--jobs")
+            let environment = try a.value("--environment").map { v in
+                guard let e = DeviceTokenEnvironment(rawValue: v) else { throw CLIError.usage("--environment must be production or development, got \(quoted(v))") }
+                return e
+            }
+            if environment != nil, !a.has("--device-tokens") { throw CLIError.usage("--environment goes with --device-tokens") }
+            deviceTokens = a.has("--device-tokens") ? environment ?? .production : nil
             if let v = a.value("--first-line") {
                 guard let f = Int64(v) else {
                     throw CLIError.usage("--first-line needs an integer of at least 1, got \(quoted(v))", hint: BatchCommand.firstLineHint)
@@ -79,7 +93,15 @@ struct BatchCommand: OptionsCommand {
     }
 
     func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
-        let batch = BatchSealer(sealer: try o.seal.sealer(), concurrency: o.jobs.map { Int($0) })
+        let (sealer, store) = try o.seal.sealerAndStore()
+        var tokens: StoreDeviceTokens?
+        if let environment = o.deviceTokens {
+            guard let tokenStore = store as? any DeviceTokenStore else {
+                throw CLIError.usage("--device-tokens needs a store with device tokens (a server keychain or a registry)")
+            }
+            tokens = StoreDeviceTokens(store: tokenStore, environment: environment)
+        }
+        let batch = BatchSealer(sealer: sealer, concurrency: o.jobs.map { Int($0) }, deviceTokens: tokens)
         var input = FileDescriptor.standardInput
         if let p = o.input, p != "-" {
             do {
@@ -217,5 +239,17 @@ struct BatchCommand: OptionsCommand {
     /// the task's `DispatchGroup` was waited on.
     final class ChunkResult: @unchecked Sendable {
         var chunk = BatchSealer.Chunk(output: [], failureCount: 0)
+    }
+}
+
+/// A server store's tokens of one environment as the batch's ``DeviceTokenSource``.
+struct StoreDeviceTokens: DeviceTokenSource {
+    let store: any DeviceTokenStore
+    let environment: DeviceTokenEnvironment
+
+    /// One bulk lookup (the registry: one query per 4,096 recipients).
+    /// - Throws: the store's errors (each needing line fails with `deviceTokenLookupFailed`).
+    func deviceTokens(appID: String, recipients: [String]) throws -> [String: String] {
+        try store.deviceTokens(appID: appID, recipients: recipients, environment: environment).mapValues(\.token)
     }
 }

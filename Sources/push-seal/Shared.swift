@@ -165,7 +165,11 @@ struct SealOptionGroup: Sendable {
     /// `--registry URI`; every seal counts against the primary key's limit) and builds the
     /// sealer; the sender refuses a bad APNs option here (64).
     /// - Throws: `CLIError` (registry errors with the codes of `RegistryLocation.open()`).
-    func sealer() throws -> NotificationSealer {
+    func sealer() throws -> NotificationSealer { try sealerAndStore().sealer }
+
+    /// ``sealer()`` and the server store it seals from (for `batch --device-tokens`).
+    /// - Throws: as ``sealer()``.
+    func sealerAndStore() throws -> (sealer: NotificationSealer, store: any ServerKeyStore) {
         let keys: KeychainSealingKeys
         if let registry = keystore.registry {
             keys = KeychainSealingKeys(store: try registry.open())
@@ -175,7 +179,7 @@ struct SealOptionGroup: Sendable {
             throw CLIError.usage("missing --keychain DIR")
         }
         let both = try mappingSenderErrors { try RegistrationSealingKeys(keys: keys, appID: appID, policy: format) }
-        return try mappingSenderErrors { try NotificationSealer(appID: appID, keys: both, options: options, registry: both.registry) }
+        return (try mappingSenderErrors { try NotificationSealer(appID: appID, keys: both, options: options, registry: both.registry) }, keys.keyring.store)
     }
 }
 
@@ -230,7 +234,7 @@ extension SealExit {
     /// remedy depends on the line, such as `invalidJSON`), for `push-seal batch`'s summary.
     static func hint(forFailureCode name: String) -> String? {
         let codes: [SenderError.Code] = [.keyStoreLocked, .keyStoreInsecure, .keyStoreMissing, .keyStoreUnreadable, .unknownRecipient,
-                                         .keyUnavailable, .sealLimitReached, .payloadTooLarge, .clearPartTooLarge]
+                                         .noDeviceToken, .keyUnavailable, .sealLimitReached, .payloadTooLarge, .clearPartTooLarge]
         guard let code = codes.first(where: { $0.name == name }) else { return nil }
         return cliError(SenderError(code, "")).hint
     }
@@ -246,6 +250,8 @@ func cliError(_ e: SenderError) -> CLIError {
         return CLIError(code: e.code.name, e.reason, hint: "shorten what travels in clear: --fallback-title, --fallback-body, --sound, --thread-id, --category (--fit shortens only the sealed body)", exitCode: SealExit.tooLarge)
     case .unknownRecipient:
         return CLIError(code: e.code.name, e.reason, hint: "list the keysets with: push-keys list --keychain DIR (v2 registrations: push-keys registrations --keychain DIR)", exitCode: SealExit.unknownRecipient)
+    case .noDeviceToken:
+        return CLIError(code: e.code.name, e.reason, hint: "store the app's token: push-keys token add --keychain DIR --app-id APP --recipient R --environment production TOKEN (list them: push-keys token list)", exitCode: SealExit.unknownRecipient)
     case .keyUnavailable:
         return CLIError(code: e.code.name, e.reason, hint: "give the keyset a new primary key: push-keys rotate --keychain DIR --app-id APP --recipient R", exitCode: SealExit.unknownRecipient)
     case .sealLimitReached:

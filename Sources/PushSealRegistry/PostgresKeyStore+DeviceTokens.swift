@@ -1,0 +1,118 @@
+public import PushSealKeys
+
+/// The registry as a ``DeviceTokenStore`` (schema version 4): each token a row of
+/// `pushseal_device_tokens` (app id, recipient, token, environment, `registered_at` in
+/// milliseconds), unique per (app id, token) and per (app id, recipient, environment), so two
+/// processes adding at once never leave a token with two owners. An add is one transaction
+/// (delete what it replaces, insert), retried when a concurrent add of the same token or
+/// recipient made it break a unique index (SQLSTATE 23505); a chunk's lookup is one query per
+/// 4,096 recipients; a 410 is one `DELETE … WHERE registered_at < $timestamp`.
+extension PostgresKeyStore: DeviceTokenStore {
+    /// Attempts of an add that lost a race on a unique index.
+    static let deviceTokenAddAttempts = 3
+
+    /// Adds (or replaces) the token of (app id, recipient, environment) in one transaction.
+    /// - Throws: `KeysError` `.invalidDeviceToken`, `.invalidName`, `.timeOutOfRange`; `RegistryError`.
+    @discardableResult
+    public func addDeviceToken(_ token: String, appID: String, recipient: String, environment: DeviceTokenEnvironment,
+                               registeredAtMs: Int64) throws -> [DeviceToken] {
+        let token = try DeviceToken.checkAdd(token, appID: appID, recipient: recipient, registeredAtMs: registeredAtMs)
+        let added = DeviceToken(appID: appID, recipient: recipient, token: token, environment: environment, registeredAtMs: registeredAtMs)
+        var attempt = 1
+        while true {
+            do {
+                let removed = try pool.transaction { c in
+                    let rows = try c.exec("""
+                        DELETE FROM pushseal_device_tokens WHERE app_id = $1 AND (token = $2 OR (recipient = $3 AND environment = $4))
+                        RETURNING recipient, token, environment, registered_at
+                        """, [.text(appID), .text(token), .text(recipient), .text(environment.rawValue)])
+                    try c.exec("INSERT INTO pushseal_device_tokens (app_id, recipient, token, environment, registered_at) VALUES ($1, $2, $3, $4, $5)",
+                               [.text(appID), .text(recipient), .text(token), .text(environment.rawValue), .int(registeredAtMs)])
+                    return try tokens(rows, appID: appID)
+                }
+                return removed.filter { !$0.isSameRegistration(as: added) }
+            } catch let e as RegistryError where e.sqlState == "23505" && attempt < Self.deviceTokenAddAttempts {
+                attempt += 1
+            }
+        }
+    }
+
+    /// The tokens of (app id, recipient), production first.
+    /// - Throws: `KeysError` `.invalidName`; `RegistryError`.
+    public func deviceTokens(appID: String, recipient: String) throws -> [DeviceToken] {
+        try KeyID.validateAppID(appID)
+        try KeyID.validateRecipient(recipient)
+        let rows = try pool.run { c in
+            try c.exec("SELECT recipient, token, environment, registered_at FROM pushseal_device_tokens WHERE app_id = $1 AND recipient = $2",
+                       [.text(appID), .text(recipient)])
+        }
+        return try tokens(rows, appID: appID).sorted { $0.environment < $1.environment }
+    }
+
+    /// Every token of `appID` (or of every app), sorted by app id, recipient, environment.
+    /// - Throws: `KeysError` `.invalidName`; `RegistryError`.
+    public func allDeviceTokens(appID: String?) throws -> [DeviceToken] {
+        if let appID { try KeyID.validateAppID(appID) }
+        let rows = try pool.run { c in
+            try c.exec("""
+                SELECT recipient, token, environment, registered_at, app_id FROM pushseal_device_tokens
+                WHERE $1::text IS NULL OR app_id = $1 ORDER BY app_id, recipient, environment
+                """, [appID.map { .text($0) }])
+        }
+        return try rows.rows.indices.map { r in
+            guard let app = rows.rows[r][4] else { throw RegistryError(.corrupt, "a device token row does not decode") }
+            return try token(rows, r, appID: app)
+        }.sorted { ($0.appID, $0.recipient, $0.environment.rawValue) < ($1.appID, $1.recipient, $1.environment.rawValue) }
+    }
+
+    /// Each named recipient's token for `environment`: one query per 4,096 recipients.
+    /// - Throws: `KeysError` `.invalidName` (the app id); `RegistryError`.
+    public func deviceTokens(appID: String, recipients: [String], environment: DeviceTokenEnvironment) throws -> [String: DeviceToken] {
+        try KeyID.validateAppID(appID)
+        let names = Array(Set(recipients.filter { (try? KeyID.validateRecipient($0)) != nil }))
+        var out: [String: DeviceToken] = [:]
+        try Self.inStatementParts(names) { part in
+            let rows = try pool.run { c in
+                try c.exec("""
+                    SELECT recipient, token, environment, registered_at FROM pushseal_device_tokens
+                    WHERE app_id = $1 AND environment = $2 AND recipient = ANY($3::text[])
+                    """, [.text(appID), .text(environment.rawValue), .text(Self.arrayLiteral(part))])
+            }
+            for t in try tokens(rows, appID: appID) { out[t.recipient] = t }
+        }
+        return out
+    }
+
+    /// Applies the 410s in one transaction: per token a `DELETE … WHERE registered_at < $ts`,
+    /// and when it removed nothing, a look whether the token is there (kept) or not (unknown).
+    /// - Throws: `KeysError` `.invalidName`, `.invalidDeviceToken`, `.timeOutOfRange`; `RegistryError`.
+    public func invalidateDeviceTokens(_ unregistrations: [(token: String, unregisteredAtMs: Int64)], appID: String) throws -> [DeviceTokenInvalidation] {
+        try KeyID.validateAppID(appID)
+        let checked = try DeviceToken.checkUnregistrations(unregistrations)
+        return try pool.transaction { c in
+            try checked.map { u in
+                let names: [PGValue?] = [.text(appID), .text(u.token)]
+                let deleted = try c.exec("DELETE FROM pushseal_device_tokens WHERE app_id = $1 AND token = $2 AND registered_at < $3 RETURNING 1",
+                                         names + [.int(u.unregisteredAtMs)])
+                if !deleted.rows.isEmpty { return .invalidated }
+                let there = try c.exec("SELECT 1 FROM pushseal_device_tokens WHERE app_id = $1 AND token = $2", names)
+                return there.rows.isEmpty ? .unknown : .keptReregistered
+            }
+        }
+    }
+
+    // MARK: Rows
+
+    /// Rows of (recipient, token, environment, registered_at).
+    private func tokens(_ rows: PGRows, appID: String) throws -> [DeviceToken] {
+        try rows.rows.indices.map { try token(rows, $0, appID: appID) }
+    }
+
+    private func token(_ rows: PGRows, _ r: Int, appID: String) throws -> DeviceToken {
+        guard let recipient = rows.rows[r][0], let token = rows.rows[r][1], let env = rows.rows[r][2].flatMap(DeviceTokenEnvironment.init(rawValue:)),
+              let at = try rows.int(r, 3) else {
+            throw RegistryError(.corrupt, "a device token row of \(appID) does not decode")
+        }
+        return DeviceToken(appID: appID, recipient: recipient, token: token, environment: env, registeredAtMs: at)
+    }
+}

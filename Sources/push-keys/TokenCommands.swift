@@ -1,0 +1,247 @@
+import PushSealCLI
+import PushSealJSON
+import PushSealKeys
+import PushSealSystem
+
+/// `push-keys token add / list / invalidate`: the APNs device tokens of a server store (a server
+/// keychain or the registry, both ``DeviceTokenStore``s), looked up by `push-seal batch
+/// --device-tokens` and cleaned up from `push-send`'s outcome lines.
+enum TokenCommands {
+    static let all: [any Command] = [TokenAddCommand(), TokenListCommand(), TokenInvalidateCommand()]
+
+    /// The store of the options, as a device token store.
+    /// - Throws: `CLIError` 64 for a store without device tokens.
+    static func open(_ options: KeyStoreOptions) throws -> any DeviceTokenStore {
+        guard let store = try options.open() as? any DeviceTokenStore else {
+            throw CLIError.usage("this store holds no device tokens: give a server keychain (--keychain DIR) or a registry (--registry URI)")
+        }
+        return store
+    }
+
+    /// ``keyMapErrors(_:)`` with `invalidDeviceToken` as `exit` (64 for an argument, 65 for input data).
+    static func mapErrors<R>(badToken exit: ExitCode, _ body: () throws -> R) throws -> R {
+        do {
+            return try keyMapErrors(body)
+        } catch let e as CLIError where e.code == KeysError.Code.invalidDeviceToken.name {
+            throw CLIError(code: e.code, e.message, hint: e.hint, exitCode: exit)
+        }
+    }
+
+    static func json(_ t: DeviceToken) -> JSONValue {
+        .object(JSONObject([("appId", .string(t.appID)), ("recipient", .string(t.recipient)), ("environment", .string(t.environment.rawValue)),
+                            ("token", .string(t.token)), ("registeredAt", .integer(t.registeredAtMs))]))
+    }
+
+    static let environment = OptionSpec.value("--environment", "E", "production or development: the APNs environment the token is from (the app's aps-environment entitlement) (required)")
+
+    /// `--environment E`.
+    /// - Throws: `CLIError` 64 for another value.
+    static func environment(_ a: Arguments, required: Bool) throws -> DeviceTokenEnvironment? {
+        guard let v = required ? try a.required("--environment", "E") : a.value("--environment") else { return nil }
+        guard let e = DeviceTokenEnvironment(rawValue: v) else { throw CLIError.usage("--environment must be production or development, got \(quoted(v))") }
+        return e
+    }
+
+    static let storeNote = "STORE: a server keychain (--keychain DIR; no IDENTITY: the server identity, access group pushseal.server): one item per recipient, service pushseal.device-tokens:APP, account = recipient. Or a registry (--registry URI, schema version 4): table pushseal_device_tokens. A recipient (one app installation) has at most one token per environment, and a token one recipient per app. Token changes are not audited (a token is no key material). No key-encryption key is needed (a --kek-file given is still checked). See docs/keys.md \"Device tokens\"."
+
+    static func exitCodes(usage: [String], dataError: String? = nil, noInput: String? = nil, ioError: String = "the keychain or its lock file") -> [String] {
+        KeyOptions.exitCodes(usage: usage, dataError: dataError, noInput: noInput, ioError: ioError)
+    }
+}
+
+/// `push-keys token add --app-id APP --recipient R --environment E TOKEN`.
+struct TokenAddCommand: OptionsCommand {
+    let path = ["token", "add"]
+    let options = KeyOptions.reading + [
+        KeyOptions.appID, KeyOptions.recipient, TokenCommands.environment,
+        .value("--registered-at", "MS", "when the app registered the token, in milliseconds since 1970 UTC (default: the clock); a 410 older than this keeps it"),
+    ]
+    let help = HelpText(
+        overview: "store the APNs device token the app registered for a recipient (replacing the recipient's former token of that environment), for push-seal batch --device-tokens",
+        usage: ["push-keys token add --keychain DIR --app-id APP --recipient R --environment production|development [--registered-at MS] TOKEN [--json]"],
+        examples: [
+            "push-keys token add --keychain server-kc --app-id com.example.app --recipient alice-iphone --environment production 740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad",
+            "push-keys token add --registry postgresql:///pushseal --app-id com.example.app --recipient alice-iphone --environment development \"$TOKEN\" --json",
+        ],
+        exitCodes: TokenCommands.exitCodes(usage: ["a bad --app-id, --recipient, --environment or --registered-at", "a TOKEN that is not 2 to 256 hex digits of even length (invalidDeviceToken)", "TOKEN missing or more than one"]),
+        notes: KeyOptions.notes([
+            "TOKEN: the device token as hex (what the app's didRegisterForRemoteNotificationsWithDeviceToken gives, hex-encoded), any even length; stored in lower case. The server decides the recipient: never take it from the app's request alone.",
+            "REPLACES: the recipient's former token of the same environment, and the same token held by another recipient of the app (the installation changed hands). Adding the same token again only updates registeredAt (a re-registration: a later 410 older than it keeps the token).",
+            "Text output: 'APP R E: added TOKEN' plus 'replaced TOKEN (R)' per token removed. --json: {\"added\": {appId, recipient, environment, token, registeredAt}, \"replaced\": [...]}.",
+            TokenCommands.storeNote,
+        ], audited: false))
+
+    struct Options: CommandOptions {
+        let store: KeyStoreOptions, appID: String, recipient: String, environment: DeviceTokenEnvironment, token: String, registeredAtMs: Int64
+        init(parsing a: Arguments) throws {
+            let positionals = try Positionals(a, max: 1)
+            guard let t = positionals.first else { throw CLIError.usage("give the device TOKEN (hex digits)") }
+            token = t
+            store = try KeyStoreOptions(parsing: a)
+            appID = try a.required("--app-id", "APP")
+            recipient = try a.required("--recipient", "R")
+            environment = try TokenCommands.environment(a, required: true) ?? .production
+            registeredAtMs = try a.integer("--registered-at") ?? unixTimeMilliseconds()
+        }
+        func validate() throws {
+            try store.validate()
+            _ = try TokenCommands.mapErrors(badToken: .usage) {
+                try keyUsageErrors { try DeviceToken.checkAdd(token, appID: appID, recipient: recipient, registeredAtMs: registeredAtMs) }
+            }
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let store = try TokenCommands.open(o.store)
+        let replaced = try TokenCommands.mapErrors(badToken: .usage) {
+            try store.addDeviceToken(o.token, appID: o.appID, recipient: o.recipient, environment: o.environment, registeredAtMs: o.registeredAtMs)
+        }
+        let added = DeviceToken(appID: o.appID, recipient: o.recipient, token: o.token.lowercased(), environment: o.environment, registeredAtMs: o.registeredAtMs)
+        if c.json {
+            keyPrintJSON(.object(JSONObject([("added", TokenCommands.json(added)), ("replaced", .array(replaced.map(TokenCommands.json)))])))
+        } else {
+            var out = "\(o.appID) \(o.recipient) \(o.environment.rawValue): added \(added.token)\n"
+            for r in replaced { out += "  replaced \(r.token) (\(r.recipient) \(r.environment.rawValue))\n" }
+            Output.stdout(out)
+        }
+        return .success
+    }
+}
+
+/// `push-keys token list`: the stored device tokens (public data).
+struct TokenListCommand: OptionsCommand {
+    let path = ["token", "list"]
+    let options = KeyOptions.reading + [
+        .value("--app-id", "APP", "only this app's tokens"),
+        .value("--recipient", "R", "only this recipient's (with --app-id)"),
+    ]
+    let help = HelpText(
+        overview: "list the APNs device tokens of a server keychain or registry, with their environments and registration times",
+        usage: ["push-keys token list --keychain DIR [--app-id APP [--recipient R]] [--json]"],
+        examples: [
+            "push-keys token list --keychain server-kc",
+            "push-keys token list --registry postgresql:///pushseal --app-id com.example.app --recipient alice-iphone --json",
+        ],
+        exitCodes: TokenCommands.exitCodes(usage: ["a bad --app-id or --recipient", "--recipient without --app-id"]),
+        notes: KeyOptions.notes([
+            "Text output: one line per token, 'APP R ENVIRONMENT TOKEN registeredAt' (registeredAt in ms since 1970 UTC), sorted by app id, recipient, environment (production first). --json: {\"tokens\": [{appId, recipient, environment, token, registeredAt}]}.",
+            TokenCommands.storeNote,
+        ], audited: false))
+
+    /// The options of `push-keys list` (`--app-id`, `--recipient`).
+    typealias Options = KeyListCommand.Options
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        try o.checkRecipientLookup()
+        let store = try TokenCommands.open(o.store)
+        let tokens = try keyMapErrors { () -> [DeviceToken] in
+            if let app = o.appID, let r = o.recipient { return try store.deviceTokens(appID: app, recipient: r) }
+            return try store.allDeviceTokens(appID: o.appID)
+        }
+        if c.json {
+            keyPrintJSON(.object(JSONObject([("tokens", .array(tokens.map(TokenCommands.json)))])))
+        } else {
+            Output.stdout(tokens.map { "\($0.appID) \($0.recipient) \($0.environment.rawValue) \($0.token) \($0.registeredAtMs)\n" }.joined())
+        }
+        return .success
+    }
+}
+
+/// `push-keys token invalidate --app-id APP --outcomes FILE|-`: apply push-send's 410s.
+struct TokenInvalidateCommand: OptionsCommand {
+    let path = ["token", "invalidate"]
+    let options = KeyOptions.reading + [
+        KeyOptions.appID,
+        .value("--outcomes", "FILE", "push-send's outcome lines (its stdout or --outcomes file); - for standard input (required)"),
+    ]
+    let help = HelpText(
+        overview: "remove the device tokens APNs answered 410 for (push-send's \"unregistered\" outcome lines), each only if it was registered before the 410's timestamp",
+        usage: ["push-keys token invalidate --keychain DIR --app-id APP --outcomes FILE|- [--json]"],
+        examples: [
+            "push-seal batch --keychain server-kc --app-id com.example.app --device-tokens < in.jsonl | push-send --p8 AuthKey.p8 --key-id K --team-id T > outcomes.jsonl",
+            "push-keys token invalidate --keychain server-kc --app-id com.example.app --outcomes outcomes.jsonl",
+            "push-send ... | push-keys token invalidate --registry postgresql:///pushseal --app-id com.example.app --outcomes - --json",
+        ],
+        exitCodes: TokenCommands.exitCodes(usage: ["a bad --app-id", "--outcomes missing"],
+                                           dataError: "an outcome line that is not a JSON object (but a partial last line, which is skipped), or an unregistered line whose deviceToken is not hex (invalidDeviceToken) or whose timestamp is not milliseconds from 1970 to 9999: nothing is changed",
+                                           noInput: "the --outcomes FILE missing",
+                                           ioError: "reading --outcomes, the keychain or its lock file"),
+        notes: KeyOptions.notes([
+            "INPUT: push-send's outcome lines {\"line\", \"deviceToken\", \"outcome\", ..., \"timestamp\"} (at most 1 GiB). Only \"outcome\": \"unregistered\" lines are applied; a line without a \"timestamp\" is counted as noTimestamp and changes nothing (APNs' 410 always has one); other outcomes and blank lines are ignored. Every line is read and checked before the store changes.",
+            "RULE: a token is removed only if its registeredAt is before the 410's timestamp (ms since 1970 UTC); registered at or after it, it is kept (keptReregistered: the app registered it again after APNs saw it dead). A token not in the store for APP is unknown (never added, or removed already: running the same outcomes twice removes nothing more).",
+            "Text output: 'invalidated N, kept (re-registered) K, unknown U, no timestamp T'. --json: {\"invalidated\", \"keptReregistered\", \"unknown\", \"noTimestamp\", \"tokens\": [{\"line\", \"deviceToken\", \"timestamp\", \"result\": \"invalidated\" | \"keptReregistered\" | \"unknown\"}]}.",
+            TokenCommands.storeNote,
+        ], audited: false))
+
+    /// The most outcome bytes read: 1 GiB (about 5 million outcome lines).
+    static let outcomesLimitByteCount = 1 << 30
+
+    struct Options: CommandOptions {
+        let store: KeyStoreOptions, appID: String, outcomes: String
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            store = try KeyStoreOptions(parsing: a)
+            appID = try a.required("--app-id", "APP")
+            outcomes = try a.required("--outcomes", "FILE")
+        }
+        func validate() throws {
+            try store.validate()
+            try keyUsageErrors { try KeyID.validateAppID(appID) }
+        }
+    }
+
+    /// One applicable 410 from the outcome lines.
+    struct Unregistered {
+        var line: Int64?
+        var token: String
+        var timestamp: Int64
+    }
+
+    /// The `unregistered` lines of push-send's outcomes, and how many had no timestamp.
+    /// - Throws: `CLIError` 65 for a line that is not a JSON object (but a partial last line).
+    static func parse(_ bytes: [UInt8]) throws -> (items: [Unregistered], noTimestamp: Int) {
+        var items: [Unregistered] = []
+        var noTimestamp = 0
+        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        // A partial last line (push-send killed mid-write) is skipped, as push-send --resume does.
+        if bytes.last != UInt8(ascii: "\n") { lines.removeLast() }
+        for (i, raw) in lines.enumerated() where !raw.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) {
+            let o: JSONObject
+            do {
+                guard case .object(let obj) = try JSONReader.parse(Array(raw)) else { throw CLIError(code: "invalidOutcome", "", exitCode: .dataError) }
+                o = obj
+            } catch {
+                throw CLIError(code: "invalidOutcome", "outcome line \(i + 1) is not a JSON object", hint: "give push-send's outcome lines (its standard output or --outcomes file)", exitCode: .dataError)
+            }
+            guard o["outcome"]?.stringValue == "unregistered" else { continue }
+            guard let token = o["deviceToken"]?.stringValue else {
+                throw CLIError(code: "invalidOutcome", "outcome line \(i + 1) is unregistered without a deviceToken string", exitCode: .dataError)
+            }
+            guard let ts = o["timestamp"]?.integerValue else { noTimestamp += 1; continue }
+            items.append(Unregistered(line: o["line"]?.integerValue, token: token, timestamp: ts))
+        }
+        return (items, noTimestamp)
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let (items, noTimestamp) = try Self.parse(try InputReader.readAll(o.outcomes, limitByteCount: Self.outcomesLimitByteCount))
+        let pairs = items.map { (token: $0.token, unregisteredAtMs: $0.timestamp) }
+        _ = try TokenCommands.mapErrors(badToken: .dataError) {
+            try keyMapErrors { try DeviceToken.checkUnregistrations(pairs) }
+        }
+        let store = try TokenCommands.open(o.store)
+        let results = try TokenCommands.mapErrors(badToken: .dataError) { try store.invalidateDeviceTokens(pairs, appID: o.appID) }
+        let count = { (r: DeviceTokenInvalidation) in Int64(results.filter { $0 == r }.count) }
+        if c.json {
+            let tokens: [JSONValue] = zip(items, results).map { u, r in
+                .object(JSONObject([("line", u.line.map { .integer($0) } ?? .null), ("deviceToken", .string(u.token)),
+                                    ("timestamp", .integer(u.timestamp)), ("result", .string(r.rawValue))]))
+            }
+            keyPrintJSON(.object(JSONObject([("invalidated", .integer(count(.invalidated))), ("keptReregistered", .integer(count(.keptReregistered))),
+                                             ("unknown", .integer(count(.unknown))), ("noTimestamp", .integer(Int64(noTimestamp))), ("tokens", .array(tokens))])))
+        } else {
+            Output.stdout("invalidated \(count(.invalidated)), kept (re-registered) \(count(.keptReregistered)), unknown \(count(.unknown)), no timestamp \(noTimestamp)\n")
+        }
+        return .success
+    }
+}

@@ -1,0 +1,1 @@
+../PushSealKeysTests/DeviceTokenStoreContract.swift

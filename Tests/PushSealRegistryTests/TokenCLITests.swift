@@ -1,0 +1,125 @@
+import Foundation
+import PushSealRegistry
+import Testing
+
+/// `push-keys token add / list / invalidate` through the built tool, on a server keychain and on
+/// the registry (the same commands, the same answers), with their exit codes.
+@Suite struct TokenCLITests {
+    static let app = "com.example.app"
+
+    /// The store arguments of `store` ("keychain" or "registry"), made fresh in `dir`.
+    static func storeArguments(_ store: String, in dir: URL) throws -> [String] {
+        let keys = RegistryCLITests.tool("push-keys")
+        if store == "keychain" {
+            let kc = dir.appendingPathComponent("kc").path
+            #expect(try RegistryCLITests.run([keys, "keychain", "init", "--keychain", kc]).status == 0)
+            return ["--keychain", kc]
+        }
+        let cs = try PostgresServer.sharedServer().createDatabase()
+        #expect(try RegistryCLITests.run([keys, "registry", "migrate", "--registry", cs]).status == 0)
+        return ["--registry", cs]
+    }
+
+    static func scratch() throws -> URL {
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("pushseal-tokencli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return dir
+    }
+
+    static func json(_ s: String) -> [String: Any] { (try? JSONSerialization.jsonObject(with: Data(s.utf8))) as? [String: Any] ?? [:] }
+
+    @Test(arguments: ["keychain", "registry"])
+    func addListInvalidate(_ store: String) throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let keys = RegistryCLITests.tool("push-keys")
+        let s = try Self.storeArguments(store, in: dir)
+        func add(_ r: String, _ env: String, _ token: String, at ms: Int64) throws -> (status: Int32, stdout: String, stderr: String) {
+            try RegistryCLITests.run([keys, "token", "add"] + s + ["--app-id", Self.app, "--recipient", r, "--environment", env, "--registered-at", String(ms), token])
+        }
+        #expect(try add("alice", "production", "AA11", at: 1_000).stdout == "com.example.app alice production: added aa11\n")
+        let replaced = try RegistryCLITests.run([keys, "token", "add"] + s + ["--app-id", Self.app, "--recipient", "alice", "--environment", "production",
+                                                                               "--registered-at", "2000", "bb22", "--json"])
+        #expect(replaced.status == 0)
+        #expect((Self.json(replaced.stdout)["replaced"] as? [[String: Any]])?.map { $0["token"] as? String } == ["aa11"])
+        #expect(try add("bob", "development", "cc33", at: 5_000).status == 0)
+        #expect(try add("carol", "production", "dd44", at: 1_000).status == 0)
+        let list = try RegistryCLITests.run([keys, "token", "list"] + s)
+        #expect(list.stdout == "com.example.app alice production bb22 2000\ncom.example.app bob development cc33 5000\ncom.example.app carol production dd44 1000\n")
+        let one = try RegistryCLITests.run([keys, "token", "list"] + s + ["--app-id", Self.app, "--recipient", "bob", "--json"])
+        #expect((Self.json(one.stdout)["tokens"] as? [[String: Any]])?.first?["registeredAt"] as? Int == 5_000)
+
+        // push-send's outcome lines: bb22 dead since 3000 (registered 2000: removed), cc33 dead
+        // since 3000 but registered again at 5000 (kept), ee55 unknown, an accepted line and a
+        // partial last line ignored.
+        let outcomes = dir.appendingPathComponent("outcomes.jsonl")
+        try Data("""
+            {"line":1,"deviceToken":"bb22","outcome":"unregistered","status":410,"reason":"Unregistered","timestamp":3000,"attempts":1}
+            {"line":2,"deviceToken":"cc33","outcome":"unregistered","status":410,"reason":"Unregistered","timestamp":3000,"attempts":1}
+            {"line":3,"deviceToken":"dd44","outcome":"accepted","status":200,"attempts":1}
+
+            {"line":4,"deviceToken":"ee55","outcome":"unregistered","status":410,"reason":"Unregistered","timestamp":3000,"attempts":1}
+            {"line":5,"deviceToken":"dd44","outcome":"unre
+            """.utf8).write(to: outcomes)
+        let applied = try RegistryCLITests.run([keys, "token", "invalidate"] + s + ["--app-id", Self.app, "--outcomes", outcomes.path, "--json"])
+        #expect(applied.status == 0, "\(applied.stderr)")
+        let j = Self.json(applied.stdout)
+        #expect(j["invalidated"] as? Int == 1 && j["keptReregistered"] as? Int == 1 && j["unknown"] as? Int == 1 && j["noTimestamp"] as? Int == 0)
+        #expect((j["tokens"] as? [[String: Any]])?.map { $0["result"] as? String } == ["invalidated", "keptReregistered", "unknown"])
+        #expect(try RegistryCLITests.run([keys, "token", "list"] + s).stdout
+                == "com.example.app bob development cc33 5000\ncom.example.app carol production dd44 1000\n")
+        // The same outcomes again: nothing more removed.
+        #expect(try RegistryCLITests.run([keys, "token", "invalidate"] + s + ["--app-id", Self.app, "--outcomes", outcomes.path]).stdout
+                == "invalidated 0, kept (re-registered) 1, unknown 2, no timestamp 0\n")
+
+        // Exit codes: bad token / environment 64, malformed outcomes 65 (nothing changed), missing file 66.
+        #expect(try add("alice", "production", "abc", at: 1).status == 64)
+        #expect(try add("alice", "staging", "abcd", at: 1).status == 64)
+        #expect(try add("bad/name", "production", "abcd", at: 1).status == 64)
+        let bad = dir.appendingPathComponent("bad.jsonl")
+        try Data("{\"line\":1,\"deviceToken\":\"dd44\",\"outcome\":\"unregistered\",\"timestamp\":9000}\nnot json\n".utf8).write(to: bad)
+        let refused = try RegistryCLITests.run([keys, "token", "invalidate"] + s + ["--app-id", Self.app, "--outcomes", bad.path])
+        #expect(refused.status == 65 && refused.stderr.hasPrefix("push-keys: error: outcome line 2 is not a JSON object"))
+        try Data("{\"line\":1,\"deviceToken\":\"dd44\",\"outcome\":\"unregistered\",\"timestamp\":9000}\n{\"deviceToken\":\"xyz\",\"outcome\":\"unregistered\",\"timestamp\":1}\n".utf8).write(to: bad)
+        #expect(try RegistryCLITests.run([keys, "token", "invalidate"] + s + ["--app-id", Self.app, "--outcomes", bad.path]).status == 65)
+        #expect(try RegistryCLITests.run([keys, "token", "list"] + s).stdout.contains("dd44"), "a refused file changes nothing")
+        #expect(try RegistryCLITests.run([keys, "token", "invalidate"] + s + ["--app-id", Self.app, "--outcomes", dir.appendingPathComponent("none").path]).status == 66)
+    }
+
+    /// `push-seal batch --device-tokens` on the registry: each line gets its recipient's token of
+    /// the environment asked for; a recipient without one gets a noDeviceToken line (exit 2, with the hint).
+    @Test func batchLooksTokensUpInTheRegistry() throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let keys = RegistryCLITests.tool("push-keys"), seal = RegistryCLITests.tool("push-seal")
+        let cs = try PostgresServer.sharedServer().createDatabase()
+        let kek = dir.appendingPathComponent("kek").path
+        let env = ["PUSHSEAL_REGISTRY": cs, "PUSHSEAL_KEK_FILE": kek]
+        #expect(try RegistryCLITests.run([keys, "registry", "migrate"], env: env).status == 0)
+        #expect(try RegistryCLITests.run([keys, "registry", "new-kek", "--out", kek]).status == 0)
+        for r in ["alice", "bob"] {
+            #expect(try RegistryCLITests.run([keys, "generate", "--app-id", Self.app, "--recipient", r], env: env).status == 0)
+        }
+        for (env2, token) in [("production", "a1a1"), ("development", "d1d1")] {
+            #expect(try RegistryCLITests.run([keys, "token", "add", "--app-id", Self.app, "--recipient", "alice", "--environment", env2, token], env: env).status == 0)
+        }
+        let input = dir.appendingPathComponent("in.jsonl").path
+        FileManager.default.createFile(atPath: input, contents: Data("""
+            {"recipient":"alice","notification":{"title":"a"}}
+            {"recipient":"bob","notification":{"title":"b"}}
+
+            """.utf8))
+        func lines(_ out: String) -> [[String: Any]] { out.split(separator: "\n").map { Self.json(String($0)) } }
+        let prod = try RegistryCLITests.run([seal, "batch", "--app-id", Self.app, "--device-tokens"], env: env, input: input)
+        #expect(prod.status == 2 && prod.stderr.contains("hint: store the app's token: push-keys token add"), "\(prod.stderr)")
+        let out = lines(prod.stdout)
+        #expect(out.map { $0["line"] as? Int } == [1, 2])
+        #expect(out[0]["deviceToken"] as? String == "a1a1" && out[0]["payload"] != nil)
+        #expect((out[1]["error"] as? [String: Any])?["code"] as? String == "noDeviceToken")
+        let dev = try RegistryCLITests.run([seal, "batch", "--app-id", Self.app, "--device-tokens", "--environment", "development"], env: env, input: input)
+        #expect(lines(dev.stdout).first?["deviceToken"] as? String == "d1d1")
+        #expect(try RegistryCLITests.run([seal, "batch", "--app-id", Self.app, "--environment", "development"], env: env, input: input).status == 64,
+                "--environment without --device-tokens")
+        #expect(try RegistryCLITests.run([seal, "batch", "--app-id", Self.app, "--device-tokens", "--environment", "staging"], env: env, input: input).status == 64)
+    }
+}
