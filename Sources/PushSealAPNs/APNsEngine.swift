@@ -282,6 +282,10 @@ final class APNsEngine: @unchecked Sendable {
         }
     }
 
+    /// How many times a notification whose streams libcurl gave up on (all refused) is queued
+    /// again without counting an attempt: 5.
+    static let maxRefusedRequeues = 5
+
     /// Sends one attempt of `t`.
     private func start(_ t: APNsTransfer) {
         let token: ProviderToken
@@ -360,6 +364,19 @@ final class APNsEngine: @unchecked Sendable {
             }
             result = .transportFailed(reason: why, maybeSent: maybeSent, retryable: retryable)
             reason = why
+        }
+        // libcurl gave up on a stream the server kept refusing (its own resends, "tried 5
+        // times"): APNs processed none of them, so this is not an attempt (docs/apns.md, the
+        // retry table): queue it again on a new connection, a bounded number of times.
+        if code != CURLE_OK, APNsStreamCloses.refused(t.easy), t.rewind == .none, t.refusedRequeues < Self.maxRefusedRequeues {
+            t.refusedRequeues += 1
+            t.attempt -= 1
+            counters.requests -= 1
+            counters.refusedStreamsResent += 1
+            t.newConnection = true
+            let now = configuration.clock.monotonicNanoseconds()
+            schedule(t, at: max(now + UInt64(configuration.retry.backoff(t.refusedRequeues, random.unit()) * 1e9), connectBlockedUntil))
+            return false
         }
         let decision = configuration.retry.decide(after: result, attempt: t.attempt, hasCollapseID: t.notification.collapseID != nil,
                                                   tokenRefreshed: t.tokenRefreshed, jitter: random.unit())

@@ -38,6 +38,10 @@ final class APNsTransfer {
     private var rewoundForResend = false
     /// Resends libcurl made by itself in this attempt (refused streams): not attempts, APNs did not process them.
     private(set) var silentResends = 0
+    /// Times this notification was queued again because libcurl gave up on refused streams
+    /// (every issue refused: APNs processed none); not attempts, at most
+    /// ``APNsEngine/maxRefusedRequeues``.
+    var refusedRequeues = 0
     /// How this attempt's rewind requests ended.
     private(set) var rewind = RewindOutcome.none
 
