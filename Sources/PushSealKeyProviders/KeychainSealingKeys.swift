@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
 public import Foundation
+#endif
 public import PushSealWire
 public import PushSealKeychain
 public import PushSealKeys

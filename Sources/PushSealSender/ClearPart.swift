@@ -5,15 +5,34 @@ import PushSealWire
 /// `apns-collapse-id` that goes with it. The sealer builds one from its options; a batch line
 /// that sets its own fields gets its own (``NotificationSealer/clearPart(overriding:)``),
 /// checked by exactly the same rules.
+///
+/// The members live in one immutable box, so the copy every seal makes (the sealer's own clear
+/// part, or a line's) is one retain, not one per string of the alert and `aps` fields.
 public struct ClearPart: Sendable {
     /// The fallback alert.
-    public let fallback: FallbackAlert
+    public var fallback: FallbackAlert { storage.fallback }
     /// The pass-through `aps` fields.
-    public let aps: APSFields
+    public var aps: APSFields { storage.aps }
     /// `apns-collapse-id`; `nil` for none.
-    public let collapseID: String?
+    public var collapseID: String? { storage.collapseID }
     /// `{"aps":{…},"encrypted_data":"`.
-    let prefix: [UInt8]
+    var prefix: [UInt8] { storage.prefix }
+
+    /// Immutable after `init` (every member a `let` of a Sendable type), so sharing it between
+    /// threads is safe.
+    private final class Storage: Sendable {
+        let fallback: FallbackAlert
+        let aps: APSFields
+        let collapseID: String?
+        let prefix: [UInt8]
+        init(fallback: FallbackAlert, aps: APSFields, collapseID: String?, prefix: [UInt8]) {
+            self.fallback = fallback
+            self.aps = aps
+            self.collapseID = collapseID
+            self.prefix = prefix
+        }
+    }
+    private let storage: Storage
 
     /// Checks the fields and writes the prefix.
     /// - Throws: `SenderError` `.emptyFallbackAlert` (no title or `title-loc-key`, or no body
@@ -98,10 +117,7 @@ public struct ClearPart: Sendable {
         if let t = aps.targetContentID { w.raw(",\"target-content-id\":"); w.string(t) }
         if let c = aps.filterCriteria { w.raw(",\"filter-criteria\":"); w.string(c) }
         w.raw("},\"encrypted_data\":\"")
-        self.prefix = w.bytes
-        self.fallback = fallback
-        self.aps = aps
-        self.collapseID = collapseID
+        self.storage = Storage(fallback: fallback, aps: aps, collapseID: collapseID, prefix: w.bytes)
     }
 
     /// The error for a payload whose clear part (`aps` with the fallback alert, the sealed

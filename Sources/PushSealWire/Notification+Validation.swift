@@ -1,6 +1,10 @@
 public import PushSealJSON
 import PushSealSystem
+#if canImport(FoundationEssentials)
+internal import FoundationEssentials
+#else
 internal import Foundation
+#endif
 
 // The sender's rules for a notification, one function per rule, shared by every way in: the
 // JSON form a sender reads (`init(sendingJSON:extraMember:)`), the scanner

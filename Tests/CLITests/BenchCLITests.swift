@@ -41,7 +41,7 @@ struct BenchCLITests {
             let f = line.split(separator: " ")
             return f.count > 2 ? "\(f[1]) \(f[2])" : nil
         })
-        for op in ["seal", "fullseal", "open", "fullopen", "batch", "coldstart", "coldstart-image"] {
+        for op in ["seal", "fullseal", "coreseal", "open", "fullopen", "batch", "coldstart", "coldstart-image"] {
             #expect(series.contains("impl=pushseal op=\(op)"), "no pushseal \(op) figure")
         }
         #expect(series.contains("impl=openssl-raw op=seal"))
