@@ -155,12 +155,8 @@ extension HPKE {
         guard enc.count == encByteCount, let encBase = enc.baseAddress else {
             throw CryptoError(.invalidPublicKey, "an HPKE enc is \(encByteCount) bytes, got \(enc.count)")
         }
-        guard let pkE = EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nil, encBase.assumingMemoryBound(to: UInt8.self), encByteCount) else {
-            ERR_clear_error()
-            throw CryptoError(.internalFailure, "OpenSSL could not import an X25519 public key")
-        }
-        defer { EVP_PKEY_free(pkE) }
-        try X25519.derive(recipient.pkey, peer: pkE, into: scratch.dh)
+        // DH(skR, pkE) on one of skR's kept derive contexts: enc is not imported as a new key.
+        try recipient.derive(rawPeer: enc, into: scratch.dh)
         let senderPublic = pair?.senderPublicKey ?? sender
         if let pair {
             pair.copyStaticSecret(into: scratch.dh + X25519.sharedSecretByteCount)
