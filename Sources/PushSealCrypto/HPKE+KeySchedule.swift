@@ -107,8 +107,13 @@ extension HPKE {
     /// `Encap` / `AuthEncap` (RFC 9180 §4.1) then `KeySchedule<ROLE>` (§5.1): writes the 32-byte
     /// enc to `enc` and the schedule's secrets into `scratch`. The ephemeral key is `ephemeral`
     /// (vectors) or a fresh one that lives only inside OpenSSL (freed, and so cleansed, here).
-    static func setupSender(recipient: X25519.PublicKey, info: UnsafeRawBufferPointer, sender: X25519.PrivateKey?, psk: PresharedKey?,
-                            ephemeral: X25519.PrivateKey?, enc: UnsafeMutableRawPointer, scratch: Scratch, exporter: Bool) throws {
+    ///
+    /// The auth modes take either `sender` (the second DH, DH(skS, pkR), is computed here) or
+    /// `pair` (its ``AuthPair/staticSecret`` is that DH, computed once; `recipient` must be
+    /// the pair's recipient): the bytes that result are the same.
+    static func setupSender(recipient: X25519.PublicKey, info: UnsafeRawBufferPointer, sender: X25519.PrivateKey?, pair: AuthPair? = nil,
+                            psk: PresharedKey?, ephemeral: X25519.PrivateKey?, enc: UnsafeMutableRawPointer, scratch: Scratch,
+                            exporter: Bool) throws {
         let generated: OpaquePointer? = ephemeral == nil ? X25519.generate() : nil
         defer { if let generated { EVP_PKEY_free(generated) } }
         guard let skE = ephemeral?.pkey ?? generated else {
@@ -121,41 +126,53 @@ extension HPKE {
             throw CryptoError(.internalFailure, "OpenSSL could not export an X25519 public key")
         }
         try X25519.derive(skE, peer: recipient.pkey, into: scratch.dh)
-        if let sender { try X25519.derive(sender.pkey, peer: recipient.pkey, into: scratch.dh + X25519.sharedSecretByteCount) }
+        let senderPublic: X25519.PublicKey?
+        if let pair {
+            pair.copyStaticSecret(into: scratch.dh + X25519.sharedSecretByteCount)
+            senderPublic = pair.senderPublicKey
+        } else if let sender {
+            try X25519.derive(sender.pkey, peer: recipient.pkey, into: scratch.dh + X25519.sharedSecretByteCount)
+            senderPublic = sender.publicKey
+        } else {
+            senderPublic = nil
+        }
         scratch.kemContext.copyMemory(from: enc, byteCount: encByteCount)
         recipient.rawRepresentation.withUnsafeBytes { (scratch.kemContext + encByteCount).copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(enc), byteCount: $0.count) }
-        if let sender {
-            sender.publicKey.rawRepresentation.withUnsafeBytes {
+        if let senderPublic {
+            senderPublic.rawRepresentation.withUnsafeBytes {
                 (scratch.kemContext + 2 * encByteCount).copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(enc), byteCount: $0.count)
             }
         }
-        try schedule(hasSender: sender != nil, info: info, psk: psk, scratch: scratch, exporter: exporter)
+        try schedule(hasSender: senderPublic != nil, info: info, psk: psk, scratch: scratch, exporter: exporter)
     }
 
     /// `Decap` / `AuthDecap` (RFC 9180 §4.1) then `KeySchedule<ROLE>` (§5.1), secrets into `scratch`.
+    /// The auth modes take either `sender` (DH(skR, pkS) is computed here) or `pair` (its
+    /// static secret, for `recipient`'s public key: checked by the caller).
     /// - Throws: `.invalidPublicKey` (enc not 32 bytes), `.zeroSharedSecret`, `.internalFailure`.
     static func setupRecipient(enc: UnsafeRawBufferPointer, recipient: X25519.PrivateKey, info: UnsafeRawBufferPointer,
-                               sender: X25519.PublicKey?, psk: PresharedKey?, scratch: Scratch, exporter: Bool) throws {
+                               sender: X25519.PublicKey?, pair: AuthPair? = nil, psk: PresharedKey?, scratch: Scratch, exporter: Bool) throws {
         guard enc.count == encByteCount, let encBase = enc.baseAddress else {
             throw CryptoError(.invalidPublicKey, "an HPKE enc is \(encByteCount) bytes, got \(enc.count)")
         }
-        guard let pkE = EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nil, encBase.assumingMemoryBound(to: UInt8.self), encByteCount) else {
-            ERR_clear_error()
-            throw CryptoError(.internalFailure, "OpenSSL could not import an X25519 public key")
+        // DH(skR, pkE) on one of skR's kept derive contexts: enc is not imported as a new key.
+        try recipient.derive(rawPeer: enc, into: scratch.dh)
+        let senderPublic = pair?.senderPublicKey ?? sender
+        if let pair {
+            pair.copyStaticSecret(into: scratch.dh + X25519.sharedSecretByteCount)
+        } else if let sender {
+            try X25519.derive(recipient.pkey, peer: sender.pkey, into: scratch.dh + X25519.sharedSecretByteCount)
         }
-        defer { EVP_PKEY_free(pkE) }
-        try X25519.derive(recipient.pkey, peer: pkE, into: scratch.dh)
-        if let sender { try X25519.derive(recipient.pkey, peer: sender.pkey, into: scratch.dh + X25519.sharedSecretByteCount) }
         scratch.kemContext.copyMemory(from: encBase, byteCount: encByteCount)
         recipient.publicKey.rawRepresentation.withUnsafeBytes {
             (scratch.kemContext + encByteCount).copyMemory(from: $0.baseAddress ?? encBase, byteCount: $0.count)
         }
-        if let sender {
-            sender.rawRepresentation.withUnsafeBytes {
+        if let senderPublic {
+            senderPublic.rawRepresentation.withUnsafeBytes {
                 (scratch.kemContext + 2 * encByteCount).copyMemory(from: $0.baseAddress ?? encBase, byteCount: $0.count)
             }
         }
-        try schedule(hasSender: sender != nil, info: info, psk: psk, scratch: scratch, exporter: exporter)
+        try schedule(hasSender: senderPublic != nil, info: info, psk: psk, scratch: scratch, exporter: exporter)
     }
 
     /// `ExtractAndExpand(dh, kem_context)` (RFC 9180 §4.1) and `KeySchedule` (§5.1) on the DH
@@ -269,32 +286,32 @@ extension HPKE {
     }
 
     /// Sender setup into a ``Context`` (vectors, exports); `ephemeral` fixes skE for vectors.
-    static func setupSender(recipient: X25519.PublicKey, info: [UInt8], sender: X25519.PrivateKey?, psk: PresharedKey?,
+    static func setupSender(recipient: X25519.PublicKey, info: [UInt8], sender: X25519.PrivateKey?, pair: AuthPair? = nil, psk: PresharedKey?,
                             ephemeral: X25519.PrivateKey?) throws -> (enc: [UInt8], context: Context) {
         var enc = [UInt8](repeating: 0, count: encByteCount)
         let context = try Scratch.with { scratch in
             try info.withUnsafeBytes { i in
                 try enc.withUnsafeMutableBytes { e in
                     guard let eBase = e.baseAddress else { throw CryptoError(.internalFailure, "no enc buffer") }
-                    try setupSender(recipient: recipient, info: i, sender: sender, psk: psk, ephemeral: ephemeral,
+                    try setupSender(recipient: recipient, info: i, sender: sender, pair: pair, psk: psk, ephemeral: ephemeral,
                                     enc: eBase, scratch: scratch, exporter: true)
                 }
             }
-            return Context(mode: Mode(hasSenderKey: sender != nil, hasPSK: psk != nil), scratch: scratch)
+            return Context(mode: Mode(hasSenderKey: sender != nil || pair != nil, hasPSK: psk != nil), scratch: scratch)
         }
         return (enc, context)
     }
 
     /// Recipient setup into a ``Context`` (vectors, exports).
-    static func setupRecipient(enc: [UInt8], recipient: X25519.PrivateKey, info: [UInt8], sender: X25519.PublicKey?,
+    static func setupRecipient(enc: [UInt8], recipient: X25519.PrivateKey, info: [UInt8], sender: X25519.PublicKey?, pair: AuthPair? = nil,
                                psk: PresharedKey?) throws -> Context {
         try Scratch.with { scratch in
             try enc.withUnsafeBytes { e in
                 try info.withUnsafeBytes { i in
-                    try setupRecipient(enc: e, recipient: recipient, info: i, sender: sender, psk: psk, scratch: scratch, exporter: true)
+                    try setupRecipient(enc: e, recipient: recipient, info: i, sender: sender, pair: pair, psk: psk, scratch: scratch, exporter: true)
                 }
             }
-            return Context(mode: Mode(hasSenderKey: sender != nil, hasPSK: psk != nil), scratch: scratch)
+            return Context(mode: Mode(hasSenderKey: sender != nil || pair != nil, hasPSK: psk != nil), scratch: scratch)
         }
     }
 }

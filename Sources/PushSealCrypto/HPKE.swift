@@ -118,7 +118,7 @@ public enum HPKE {
     /// Seal with a caller's ephemeral key: known-answer tests only (the RFC 9180 vectors fix
     /// `skEm`). Never public — reusing an ephemeral key reuses the AEAD key and nonce.
     static func seal(_ plaintext: [UInt8], to recipient: X25519.PublicKey, info: [UInt8], authenticating aad: [UInt8],
-                     sender: X25519.PrivateKey?, psk: PresharedKey?, ephemeral: X25519.PrivateKey?) throws -> [UInt8] {
+                     sender: X25519.PrivateKey?, pair: AuthPair? = nil, psk: PresharedKey?, ephemeral: X25519.PrivateKey?) throws -> [UInt8] {
         let total = plaintext.count + overheadByteCount
         var failure: (any Error)?
         let message = [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
@@ -127,7 +127,7 @@ public enum HPKE {
                 _ = try plaintext.withUnsafeBytes { p in
                     try info.withUnsafeBytes { i in
                         try aad.withUnsafeBytes { a in
-                            try seal(p, to: recipient, info: i, authenticating: a, sender: sender, psk: psk, ephemeral: ephemeral,
+                            try seal(p, to: recipient, info: i, authenticating: a, sender: sender, pair: pair, psk: psk, ephemeral: ephemeral,
                                      into: UnsafeMutableRawBufferPointer(out))
                         }
                     }
@@ -140,15 +140,17 @@ public enum HPKE {
         return message
     }
 
+    /// The one seal every entry point runs: `pair` (auth modes with the static secret computed
+    /// once) takes the place of `sender`, and `recipient` is then the pair's recipient.
     static func seal(_ plaintext: UnsafeRawBufferPointer, to recipient: X25519.PublicKey, info: UnsafeRawBufferPointer,
-                     authenticating aad: UnsafeRawBufferPointer, sender: X25519.PrivateKey?, psk: PresharedKey?,
+                     authenticating aad: UnsafeRawBufferPointer, sender: X25519.PrivateKey?, pair: AuthPair? = nil, psk: PresharedKey?,
                      ephemeral: X25519.PrivateKey?, into output: UnsafeMutableRawBufferPointer) throws -> Int {
         let total = plaintext.count + overheadByteCount
         guard output.count >= total, let base = output.baseAddress else {
             throw CryptoError(.invalidParameter, "sealing \(plaintext.count) bytes needs \(total) bytes of output, got \(output.count)")
         }
         return try Scratch.with { scratch in
-            try setupSender(recipient: recipient, info: info, sender: sender, psk: psk, ephemeral: ephemeral,
+            try setupSender(recipient: recipient, info: info, sender: sender, pair: pair, psk: psk, ephemeral: ephemeral,
                             enc: base, scratch: scratch, exporter: false)
             let sealed = CipherContext.run(encrypt: true, key: scratch.key, nonce: scratch.baseNonce, aad: aad, input: plaintext,
                                            output: base + encByteCount, tag: base + encByteCount + plaintext.count)
@@ -191,6 +193,14 @@ public enum HPKE {
     public static func open(_ message: UnsafeRawBufferPointer, with recipient: X25519.PrivateKey, info: UnsafeRawBufferPointer,
                             authenticating aad: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
                             sender: X25519.PublicKey? = nil, psk: PresharedKey? = nil) throws -> [UInt8] {
+        try open(message, with: recipient, info: info, authenticating: aad, sender: sender, pair: nil, psk: psk)
+    }
+
+    /// The one open every entry point runs: `pair` (auth modes with the static secret computed
+    /// once, for `recipient`'s public key: checked by the caller) takes the place of `sender`.
+    static func open(_ message: UnsafeRawBufferPointer, with recipient: X25519.PrivateKey, info: UnsafeRawBufferPointer,
+                     authenticating aad: UnsafeRawBufferPointer, sender: X25519.PublicKey?, pair: AuthPair?,
+                     psk: PresharedKey?) throws -> [UInt8] {
         guard message.count >= encByteCount, let base = message.baseAddress else {
             throw CryptoError(.invalidPublicKey, "an HPKE message starts with a \(encByteCount)-byte enc, got \(message.count) bytes")
         }
@@ -200,7 +210,7 @@ public enum HPKE {
         let ciphertextCount = message.count - overheadByteCount
         return try Scratch.with { scratch in
             try setupRecipient(enc: UnsafeRawBufferPointer(start: base, count: encByteCount), recipient: recipient, info: info,
-                               sender: sender, psk: psk, scratch: scratch, exporter: false)
+                               sender: sender, pair: pair, psk: psk, scratch: scratch, exporter: false)
             var ok = false
             // Capacity of at least one byte so the buffer always has an address, even for an empty message.
             var plaintext = [UInt8](unsafeUninitializedCapacity: max(ciphertextCount, 1)) { out, initialized in

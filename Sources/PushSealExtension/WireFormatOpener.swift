@@ -16,12 +16,22 @@ public struct WireFormatOpener: NotificationPayloadOpener {
     /// Where the app's pinned sender keys are read for each version 2 payload, or nil (the
     /// registry's own sender policy applies).
     public let pinnedSenderKeys: (any PinnedSenderKeySource)?
+    /// With a ``pinnedSenderKeys`` source: the device keys imported so far, by key id, shared
+    /// by the table each version 2 payload is opened with (so a device key is imported once,
+    /// not at every payload).
+    let keyCache: X25519.PrivateKeyCache?
+    /// With a ``pinnedSenderKeys`` source: the auth-mode static-static DH per (pinned sender
+    /// key, device key) (`HPKE.AuthPairCache`), shared the same way; pairs of a sender key no
+    /// longer pinned are dropped when the next version 2 payload reads the pinned list.
+    let pairCache: HPKE.AuthPairCache?
 
     /// Creates the opener (stateless).
     /// - Parameter registry: the algorithms accepted (default `EnvelopeRegistry.standard`: `A256GCM`).
     public init(registry: EnvelopeRegistry = .standard) {
         self.registry = registry
         pinnedSenderKeys = nil
+        keyCache = nil
+        pairCache = nil
     }
 
     /// An opener for versions 1 and 2 whose sender policy (FORMAT.md §V.7 step 2) is read from
@@ -30,8 +40,11 @@ public struct WireFormatOpener: NotificationPayloadOpener {
     /// payloads never read it.
     /// - Parameter source: e.g. PushSealKeyProviders' `KeychainKeyProvider`.
     public init(pinnedSenderKeys source: any PinnedSenderKeySource) {
-        registry = .opening(pinnedSenders: [])
+        let keys = X25519.PrivateKeyCache(), pairs = HPKE.AuthPairCache(capacity: EnvelopeRegistry.openingPairCapacity)
+        registry = .opening(pinnedSenders: [], keyCache: keys, pairCache: pairs)
         pinnedSenderKeys = source
+        keyCache = keys
+        pairCache = pairs
     }
 
     /// The payload's sealed part, after checking every envelope field; with a
@@ -53,6 +66,7 @@ public struct WireFormatOpener: NotificationPayloadOpener {
         }
         if let unpinned, !(unpinned.envelope is HPKEBaseEnvelope) { return unpinned }
         let pinnedIDs = try source.pinnedSenderKeyIDs()
+        pairCache?.retainOnly(senderKeyIDs: pinnedIDs)
         if let unpinned {
             guard pinnedIDs.isEmpty else {
                 throw FormatError(.downgradeRefused, "a base-mode (\(HPKEBaseEnvelope.algorithmName)) payload for an app that pinned a sender key (\(pinnedIDs.joined(separator: ", ")))")
@@ -64,7 +78,15 @@ public struct WireFormatOpener: NotificationPayloadOpener {
             throw FormatError(.unknownSenderKey, "\(HPKEAuthEnvelope.senderKeyIDField) \"\(senderKeyID.prefix(64))\" is not pinned for this app",
                               field: HPKEAuthEnvelope.senderKeyIDField)
         }
-        return try SealedPayload(payload: payload, registry: .opening(pinnedSenders: [try source.pinnedSenderKey(senderKeyID)]))
+        let pinned: PinnedSenderKey
+        do {
+            pinned = try source.pinnedSenderKey(senderKeyID)
+        } catch {
+            pairCache?.removeAll(senderKeyID: senderKeyID)  // revoked, past its grace, damaged: its pairs go
+            throw error
+        }
+        guard let keyCache, let pairCache else { return try SealedPayload(payload: payload, registry: .opening(pinnedSenders: [pinned])) }
+        return try SealedPayload(payload: payload, registry: .opening(pinnedSenders: [pinned], keyCache: keyCache, pairCache: pairCache))
     }
 
     /// Authenticates, decrypts and decodes the envelope.

@@ -32,6 +32,13 @@ public enum SealFormatPolicy: String, Sendable, CaseIterable {
 /// (``RegistrationStore/mayHaveRegistrations(appID:)``, one query on the registry) is not asked
 /// per recipient until it says otherwise (asked when made and at each batch chunk).
 ///
+/// **Key caches.** ``registry``'s v2 entries keep each registration's imported public key and,
+/// in auth mode, its `HPKE.AuthPair` (the static-static DH with the sender key) by key id,
+/// checked against the key bytes at every seal (SECURITY.md "Version 2 key caches"). When a
+/// recipient's registration is read again and is no longer the one cached (replaced, revoked,
+/// gone), the entries of the former key id are dropped (and the pair's secret zeroed) here;
+/// the sender key, read once, lives as long as the provider, and so does ``pairCache``.
+///
 /// Sendable (checked by hand): the cache and chunk counter are guarded by `lock`; everything
 /// else is immutable.
 public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Sendable {
@@ -47,6 +54,10 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
     public let senderKeyID: String?
     /// ``EnvelopeRegistry/standard`` plus both v2 entries, configured with the sender key.
     public let registry: EnvelopeRegistry
+    /// The auth entry's static-static DH per registration (`HPKE.AuthPairCache`).
+    public let pairCache = HPKE.AuthPairCache()
+    /// The base entry's imported registration keys.
+    let publicKeyCache = X25519.PublicKeyCache()
 
     private struct Slot: Hashable {
         var appID: String
@@ -99,7 +110,8 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
         senderKeyID = sender?.keyID
         appMayHaveRegistrations = (try? registrations?.mayHaveRegistrations(appID: appID)) ?? true
         do {
-            registry = try EnvelopeRegistry.standard.addingV2(sealingWithSenderKey: sender?.key, senderKeyID: sender?.keyID)
+            registry = try EnvelopeRegistry.standard.addingV2(sealingWithSenderKey: sender?.key, senderKeyID: sender?.keyID,
+                                                              pairCache: pairCache, publicKeyCache: publicKeyCache)
         } catch {
             throw SealingKeyError(.keyStoreUnreadable, "the sender key of \(appID) cannot seal: \(error)")
         }
@@ -189,11 +201,23 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
                 key = (r.keyID, SecretBytes(copying: r.publicKey.rawRepresentation))
             } catch let e as KeysError where e.code == .unknownRegistration {
                 key = nil
+            } catch {
+                // Revoked (`.noPrimaryKey`) or unreadable now: nothing is sealed to the cached one.
+                if let former = cached?.key { forget(former.keyID) }
+                throw error
             }
         }
         lock.lock()
-        cache[slot] = Entry(watch: watch, readAt: now, chunk: current, key: key)
+        let former = cache.updateValue(Entry(watch: watch, readAt: now, chunk: current, key: key), forKey: slot)?.key
         lock.unlock()
+        // The former registration is no longer the one sealed to: its cached key and pair go.
+        if let former, !(key.map { $0.keyID == former.keyID && $0.publicKey == former.publicKey } ?? false) { forget(former.keyID) }
         return key
+    }
+
+    /// Drops the v2 entries' cached key and auth pair of the registration `keyID`.
+    private func forget(_ keyID: String) {
+        pairCache.removeAll(recipientKeyID: keyID)
+        publicKeyCache.remove(keyID: keyID)
     }
 }

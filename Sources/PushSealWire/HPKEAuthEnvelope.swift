@@ -11,6 +11,13 @@ public import PushSealCrypto
 /// (``init(pinnedSenders:)``: the sender public keys this app pinned) it opens with the
 /// device's 32-byte private key and refuses a `sender_key_id` that is not pinned
 /// (`.unknownSenderKey`, before any key lookup).
+///
+/// Both roles keep the static-static half of the auth-mode DH per pair of keys in an
+/// `HPKE.AuthPairCache` (``pairCache``): sealing per (sender key, registration key id),
+/// opening per (pinned sender key, device key id), each entry checked against both public keys
+/// at every use. A message then costs one X25519 operation besides the ephemeral key, as in
+/// base mode; its bytes are those of the uncached computation (SECURITY.md "Version 2 key
+/// caches").
 public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
     /// `HPKE-AUTH-X25519-A256GCM`.
     public static let algorithmName = "HPKE-AUTH-X25519-A256GCM"
@@ -24,13 +31,19 @@ public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
     public let pinnedSenders: [PinnedSenderKey]
     /// Where opening keeps imported device keys by key id (`nil`: imported at every open).
     public let keyCache: X25519.PrivateKeyCache?
+    /// Where both roles keep the static-static DH per (sender key id, device key id), checked
+    /// against both public keys at each use (`nil`: computed at every message).
+    public let pairCache: HPKE.AuthPairCache?
 
     /// For sealing, as the sender `senderKeyID`.
     /// - Parameters:
     ///   - senderKey: the sender's static X25519 private key (a secret of the server store).
     ///   - senderKeyID: 1–64 of `A-Z a-z 0-9 _ -`.
+    ///   - pairCache: where the static-static DH per registration is kept (default: a new
+    ///     cache of `HPKE.AuthPairCache.defaultCapacity` pairs, living as long as this entry and
+    ///     its copies); `nil` computes it at every seal.
     /// - Throws: `FormatError` `.invalidKeyID`.
-    public init(senderKey: X25519.PrivateKey, senderKeyID: String) throws {
+    public init(senderKey: X25519.PrivateKey, senderKeyID: String, pairCache: HPKE.AuthPairCache? = HPKE.AuthPairCache()) throws {
         guard WireFormat.isValidKeyID(senderKeyID) else {
             throw FormatError(.invalidKeyID, "a sender key id is 1-64 characters of A-Z a-z 0-9 _ -, got \(WireFormat.describe(senderKeyID))")
         }
@@ -38,6 +51,7 @@ public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
         self.senderKeyID = senderKeyID
         pinnedSenders = []
         keyCache = nil
+        self.pairCache = pairCache
     }
 
     /// For opening on an app that pinned `pinnedSenders` (empty: every auth-mode payload is
@@ -47,11 +61,14 @@ public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
     ///   - pinnedSenders: the sender keys this app pinned (may be empty).
     ///   - keyCache: where imported device keys are kept between opens (shared with the
     ///     ``HPKEBaseEnvelope`` of the same registry), or `nil`.
-    public init(pinnedSenders: [PinnedSenderKey], keyCache: X25519.PrivateKeyCache? = nil) {
+    ///   - pairCache: where the static-static DH per (pinned sender key, device key) is kept
+    ///     between opens, or `nil` (computed at every open).
+    public init(pinnedSenders: [PinnedSenderKey], keyCache: X25519.PrivateKeyCache? = nil, pairCache: HPKE.AuthPairCache? = nil) {
         senderKey = nil
         senderKeyID = nil
         self.pinnedSenders = pinnedSenders
         self.keyCache = keyCache
+        self.pairCache = pairCache
     }
 
     /// `HPKE-AUTH-X25519-A256GCM`.
@@ -109,10 +126,21 @@ public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
     ///   `.internalFailure`.
     public func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext,
                      into box: UnsafeMutableRawBufferPointer) throws -> Int {
-        guard let senderKey else { throw Self.noSenderKey() }
-        let recipient = try HPKEEnvelopeSupport.publicKey(key, algorithm: name)
+        guard let senderKey, let senderKeyID else { throw Self.noSenderKey() }
+        guard let pairCache else {
+            let recipient = try HPKEEnvelopeSupport.publicKey(key, algorithm: name)
+            return try withBinding(context) { info in
+                try HPKEEnvelopeSupport.mapped(context) { try HPKE.seal(plaintext, to: recipient, info: info, sender: senderKey, into: box) }
+            }
+        }
+        guard key.byteCount == X25519.publicKeyByteCount else { throw HPKEEnvelopeSupport.wrongKey(key, algorithm: name) }
         return try withBinding(context) { info in
-            try HPKEEnvelopeSupport.mapped(context) { try HPKE.seal(plaintext, to: recipient, info: info, sender: senderKey, into: box) }
+            try HPKEEnvelopeSupport.mapped(context) {
+                let pair = try key.withUnsafeBytes {
+                    try pairCache.pair(sender: senderKey, senderKeyID: senderKeyID, recipientPublicKey: $0, recipientKeyID: context.keyID)
+                }
+                return try HPKE.seal(plaintext, for: pair, info: info, into: box)
+            }
         }
     }
 
@@ -126,7 +154,11 @@ public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
         let sender = try sender(context.headerValues)
         return try withBinding(context) { info in
             try HPKEEnvelopeSupport.mapped(context) {
-                try box.withUnsafeBytes { try HPKE.open($0, with: recipient, info: info, sender: sender) }
+                guard let pairCache, let senderKeyID = context.headerValues.first else {
+                    return try box.withUnsafeBytes { try HPKE.open($0, with: recipient, info: info, sender: sender) }
+                }
+                let pair = try pairCache.pair(recipient: recipient, recipientKeyID: context.keyID, sender: sender, senderKeyID: senderKeyID)
+                return try box.withUnsafeBytes { try HPKE.open($0, with: recipient, from: pair, info: info) }
             }
         }
     }

@@ -19,11 +19,17 @@ public struct HPKEBaseEnvelope: EnvelopeAlgorithm {
     public let refusesBaseMode: Bool
     /// Where opening keeps imported device keys by key id (`nil`: imported at every open).
     public let keyCache: X25519.PrivateKeyCache?
+    /// Where sealing keeps imported device public keys by key id (`nil`: imported at every seal).
+    public let publicKeyCache: X25519.PublicKeyCache?
 
     /// For sealing, or for opening on an app that pinned no sender key (no key cache).
-    public init() {
+    /// - Parameter publicKeyCache: where sealing keeps imported registration keys by key id
+    ///   (default: a new cache of `X25519.PublicKeyCache.defaultCapacity` keys); `nil` imports
+    ///   the key at every seal.
+    public init(publicKeyCache: X25519.PublicKeyCache? = X25519.PublicKeyCache()) {
         refusesBaseMode = false
         keyCache = nil
+        self.publicKeyCache = publicKeyCache
     }
 
     /// For opening on an app whose pinned sender keys are `pinnedSenders`: refuses base mode
@@ -35,6 +41,7 @@ public struct HPKEBaseEnvelope: EnvelopeAlgorithm {
     public init(pinnedSenders: [PinnedSenderKey], keyCache: X25519.PrivateKeyCache? = nil) {
         refusesBaseMode = !pinnedSenders.isEmpty
         self.keyCache = keyCache
+        publicKeyCache = nil
     }
 
     /// `HPKE-BASE-X25519-A256GCM`.
@@ -66,7 +73,7 @@ public struct HPKEBaseEnvelope: EnvelopeAlgorithm {
     ///   public key); `CryptoError` `.invalidParameter` (box too small), `.internalFailure`.
     public func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext,
                      into box: UnsafeMutableRawBufferPointer) throws -> Int {
-        let recipient = try HPKEEnvelopeSupport.publicKey(key, algorithm: name)
+        let recipient = try HPKEEnvelopeSupport.publicKey(key, keyID: context.keyID, cache: publicKeyCache, algorithm: name)
         return try withBinding(context) { info in
             try HPKEEnvelopeSupport.mapped(context) { try HPKE.seal(plaintext, to: recipient, info: info, into: box) }
         }
@@ -119,10 +126,13 @@ enum HPKEEnvelopeSupport {
         FormatError(.invalidKey, "an \(algorithm) key is \(X25519.publicKeyByteCount) bytes, got \(key.byteCount)")
     }
 
-    /// The device public key from a sealing key's bytes.
-    static func publicKey(_ key: SecretBytes, algorithm: String) throws -> X25519.PublicKey {
+    /// The device public key from a sealing key's bytes: from `cache` when it holds the same
+    /// bytes for `keyID`, else imported (and kept there when there is a cache).
+    static func publicKey(_ key: SecretBytes, keyID: String = "", cache: X25519.PublicKeyCache? = nil,
+                          algorithm: String) throws -> X25519.PublicKey {
         guard key.byteCount == X25519.publicKeyByteCount else { throw wrongKey(key, algorithm: algorithm) }
-        return try key.withUnsafeBytes { try X25519.PublicKey(rawBytes: $0) }
+        guard let cache else { return try key.withUnsafeBytes { try X25519.PublicKey(rawBytes: $0) } }
+        return try key.withUnsafeBytes { try cache.publicKey(for: keyID, rawBytes: $0) }
     }
 
     /// The device private key from an opening key's bytes: from `cache` when it holds the same

@@ -138,9 +138,10 @@ protocol BenchSection {
 final class Measurer {
     /// Times `cases` with a measurer of its own (`settings`) and hands the samples to the report
     /// like a peer's (``PeerResults``): for a section that runs fewer iterations than the rest.
-    static func runAsOwnSection(_ cases: [BenchCase], settings: BenchSettings) throws {
+    /// `slices` as in ``run(_:slices:)``.
+    static func runAsOwnSection(_ cases: [BenchCase], settings: BenchSettings, slices: Int = 1) throws {
         let measurer = Measurer(settings: settings)
-        try measurer.run(cases)
+        try measurer.run(cases, slices: slices)
         for (key, values) in measurer.samples {
             for value in values { PeerResults.shared.add(key, value) }
         }
@@ -154,17 +155,30 @@ final class Measurer {
     /// Runs every case `repetitions` times, interleaving cases within each repetition so that
     /// slow drifts of a shared machine hit all implementations alike. Prints one `RESULT` line
     /// per repetition: `RESULT impl=… op=… size=… rep=… n=… ns=…`.
-    func run(_ cases: [BenchCase]) throws {
+    ///
+    /// With `slices` above 1 a repetition is cut into that many rounds of `iterations / slices`
+    /// operations per case, the cases taking turns round by round and each case's time summed
+    /// over its rounds: every case of a repetition then spans the same stretch of time, so load
+    /// that comes and goes within it (other builds on a shared machine) hits them all alike —
+    /// for sections whose ratios matter more than their absolute times (HPKE against its floor).
+    func run(_ cases: [BenchCase], slices: Int = 1) throws {
         for c in cases {
             for _ in 0..<settings.warmupIterations { try c.body() }
         }
+        let rounds = max(1, min(slices, settings.iterations))
+        let perRound = max(1, settings.iterations / rounds)
         for rep in 0..<settings.repetitions {
-            for c in cases {
-                let n = settings.iterations
-                let start = monotonicNanoseconds()
-                for _ in 0..<n { try c.body() }
-                let elapsed = monotonicNanoseconds() - start
-                let ns = Double(elapsed) / Double(n)
+            var elapsed = [UInt64](repeating: 0, count: cases.count)
+            for _ in 0..<rounds {
+                for (i, c) in cases.enumerated() {
+                    let start = monotonicNanoseconds()
+                    for _ in 0..<perRound { try c.body() }
+                    elapsed[i] += monotonicNanoseconds() - start
+                }
+            }
+            let n = perRound * rounds
+            for (i, c) in cases.enumerated() {
+                let ns = Double(elapsed[i]) / Double(n)
                 samples[SeriesKey(impl: c.impl, op: c.op, size: c.size), default: []].append(ns)
                 Output.shared.result("RESULT impl=\(c.impl) op=\(c.op) size=\(c.size) rep=\(rep) n=\(n) ns=\(format(ns, decimals: 1))")
             }

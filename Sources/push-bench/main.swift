@@ -112,7 +112,7 @@ let allSections: [(name: String, section: any BenchSection)] = [
     ("hpke", HPKEBench(settings: settings)),
     ("sender", SenderBench(settings: settings)),
     ("open", OpenBench(settings: settings)),
-    ("v2", V2Bench(settings: settings)),
+    ("v2", V2Bench(settings: settings, runsPyhpke: !(onlySections.isEmpty || onlySections.contains("hpke")))),
 ]
 let sections = allSections.filter { onlySections.isEmpty || onlySections.contains($0.name) }.map(\.section)
 

@@ -112,17 +112,26 @@ struct HPKEInteropTests {
     }
 
     /// Swift seals `cases`, Python (`script`) opens every one; then Python seals, Swift opens.
+    /// The auth modes go both ways twice: with the sender key (two DHs) and through an
+    /// `HPKE.AuthPairCache` (the static-static DH computed once per pair of keys).
     static func bothDirections(_ cases: [Case], script: String, name: String) throws {
         // Swift → Python.
         var lines: [[String]] = []
-        for c in cases {
+        let sealingPairs = HPKE.AuthPairCache(), openingPairs = HPKE.AuthPairCache()
+        for (i, c) in cases.enumerated() {
             let sealed = try HPKE.seal(c.plaintext, to: c.recipient.publicKey, info: c.info, authenticating: c.aad, sender: c.sender, psk: c.psk)
             lines.append(c.fields() + [hexString(sealed)])
+            if let sender = c.sender {
+                let pair = try c.recipient.publicKey.rawRepresentation.withUnsafeBytes {
+                    try sealingPairs.pair(sender: sender, senderKeyID: "s\(i)", recipientPublicKey: $0, recipientKeyID: "r\(i)")
+                }
+                lines.append(c.fields() + [hexString(try HPKE.seal(c.plaintext, for: pair, info: c.info, authenticating: c.aad, psk: c.psk))])
+            }
         }
         let sealedFile = try write(lines)
         defer { try? FileManager.default.removeItem(at: sealedFile) }
         let opened = try #require(runPythonOutput(script, ["open", sealedFile.path]), "\(name) failed to run")
-        #expect(opened == "\(cases.count) 0", "\(name) opening Swift's messages: <count> <failures>")
+        #expect(opened == "\(lines.count) 0", "\(name) opening Swift's messages: <count> <failures>")
 
         // Python → Swift.
         let jobs = try write(cases.map { $0.fields() })
@@ -135,6 +144,10 @@ struct HPKEInteropTests {
             #expect(sealed.count == c.plaintext.count + HPKE.overheadByteCount)
             let plaintext = try HPKE.open(sealed, with: c.recipient, info: c.info, authenticating: c.aad, sender: c.sender?.publicKey, psk: c.psk)
             #expect(plaintext == c.plaintext, "mode \(c.mode)")
+            if let sender = c.sender?.publicKey {
+                let pair = try openingPairs.pair(recipient: c.recipient, recipientKeyID: "r", sender: sender, senderKeyID: "s")
+                #expect(try HPKE.open(sealed, with: c.recipient, from: pair, info: c.info, authenticating: c.aad, psk: c.psk) == c.plaintext)
+            }
         }
     }
 

@@ -23,6 +23,23 @@ struct XdhTestFile: Decodable {
 
 @Suite("X25519")
 struct X25519Tests {
+    /// `PrivateKey.derive(rawPeer:into:)`, the derive HPKE open runs on `enc`.
+    static func pooledDerive(_ key: X25519.PrivateKey, _ publicHex: String) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0xAA, count: 32)
+        try hex(publicHex).withUnsafeBytes { peer in
+            try out.withUnsafeMutableBytes { o in
+                guard let base = o.baseAddress else { return }
+                do {
+                    try key.derive(rawPeer: peer, into: base)
+                } catch {
+                    #expect(o.allSatisfy { $0 == 0 }, "a failed derive leaves zeros")
+                    throw error
+                }
+            }
+        }
+        return out
+    }
+
     /// Every case of the file drives `X25519.PrivateKey.sharedSecret(with:)`:
     /// - `valid`: the shared secret equals `shared`.
     /// - `acceptable` (all carry flags such as `Twist`, `LowOrderPublic`, `NonCanonicalPublic`):
@@ -54,11 +71,14 @@ struct X25519Tests {
                     #expect(test.result == "acceptable", "tcId \(test.tcId): a valid zero result we would refuse")
                     let code = cryptoErrorCode { _ = try privateKey.sharedSecret(with: peer) }
                     #expect(code == .zeroSharedSecret, "tcId \(test.tcId) \(test.comment)")
+                    #expect(cryptoErrorCode { _ = try Self.pooledDerive(privateKey, test.public) } == .zeroSharedSecret, "tcId \(test.tcId): pooled")
                     #expect(openSSLErrorQueueIsEmpty(), "tcId \(test.tcId)")
                     refused += 1
                 } else {
                     let shared = try privateKey.sharedSecret(with: peer)
                     #expect(shared.copyBytes() == expected, "tcId \(test.tcId) \(test.comment)")
+                    // The open path's derive (a kept context, the peer written into a kept key object).
+                    #expect(try Self.pooledDerive(privateKey, test.public) == expected, "tcId \(test.tcId): pooled")
                     matched += 1
                 }
             case "invalid":

@@ -94,6 +94,56 @@ import Testing
         #expect(throws: SealingKeyError(.keyUnavailable, "")) { try keys.primaryKey(appID: Self.appID, recipient: "alice") }
     }
 
+    /// The auth pair of a registration (static-static DH with the sender key) is cached per
+    /// key id; when the recipient registers a new key, the former key id's pair is dropped and
+    /// seals go to the new key only; a revocation drops it too.
+    @Test func aNewRegistrationDropsTheFormerCachedPair() throws {
+        let s = try Scratch()
+        let first = try Self.register(s.store, "alice", createdAt: 1_800_000_000)
+        let sender = try s.store.generateSenderKey(appID: Self.appID)
+        let pinned = [try PinnedSenderKey(keyID: sender.keyID, publicKey: sender.publicKey)]
+        let keys = try RegistrationSealingKeys(store: s.store, appID: Self.appID)
+        let sealer = try NotificationSealer(appID: Self.appID, keys: keys, registry: keys.registry)
+        for i in 0..<3 {
+            let sealed = try sealer.seal(notificationJSON: Self.note("one \(i)"), for: "alice")
+            #expect(try Self.open(sealed.payload, device: first.key, pinned: pinned).body == "one \(i)")
+        }
+        #expect(keys.pairCache.count == 1)
+        let second = try Self.register(s.store, "alice", createdAt: 1_800_000_100)
+        let sealed = try sealer.seal(notificationJSON: Self.note("two"), for: "alice")
+        #expect(sealed.keyID == second.keyID)
+        #expect(try Self.open(sealed.payload, device: second.key, pinned: pinned).body == "two")
+        #expect(throws: FormatError(.authenticationFailed, "")) { try Self.open(sealed.payload, device: first.key, pinned: pinned) }
+        #expect(keys.pairCache.count == 1)  // the new registration's pair only: the former one was dropped
+        try s.store.revokeRegistration(appID: Self.appID, recipient: "alice", keyID: second.keyID, now: 1_800_000_200)
+        #expect(throws: SealingKeyError(.keyUnavailable, "")) { try keys.primaryKey(appID: Self.appID, recipient: "alice") }
+        #expect(keys.pairCache.count == 0)
+    }
+
+    /// A rotated sender key: the next provider (the next `push-seal` run) seals as the new key;
+    /// its payload authenticates with the new pinned key only, never the former's cached pair.
+    @Test func aRotatedSenderKeySealsAsTheNewKey() throws {
+        let s = try Scratch()
+        let alice = try Self.register(s.store, "alice")
+        let old = try s.store.generateSenderKey(appID: Self.appID)
+        let before = try RegistrationSealingKeys(store: s.store, appID: Self.appID)
+        let oldPayload = try NotificationSealer(appID: Self.appID, keys: before, registry: before.registry)
+            .seal(notificationJSON: Self.note("old"), for: "alice").payload
+        let new = try s.store.rotateSenderKey(appID: Self.appID)
+        #expect(new.keyID != old.keyID)
+        let after = try RegistrationSealingKeys(store: s.store, appID: Self.appID)
+        #expect(after.senderKeyID == new.keyID)
+        let payload = try NotificationSealer(appID: Self.appID, keys: after, registry: after.registry).seal(notificationJSON: Self.note("new"), for: "alice").payload
+        let newPin = try PinnedSenderKey(keyID: new.keyID, publicKey: new.publicKey), oldPin = try PinnedSenderKey(keyID: old.keyID, publicKey: old.publicKey)
+        #expect(try Self.open(payload, device: alice.key, pinned: [newPin]).body == "new")
+        #expect(throws: FormatError(.unknownSenderKey, "")) { try Self.open(payload, device: alice.key, pinned: [oldPin]) }
+        // The same key id pinned with the former key's bytes does not authenticate it either.
+        #expect(throws: FormatError(.authenticationFailed, "")) {
+            try Self.open(payload, device: alice.key, pinned: [try PinnedSenderKey(keyID: new.keyID, publicKey: old.publicKey)])
+        }
+        #expect(try Self.open(oldPayload, device: alice.key, pinned: [oldPin, newPin]).body == "old")
+    }
+
     /// `BatchSealer` with two workers: every line sealed for its recipient's version, in order.
     @Test func batchSealsBothVersionsInParallel() throws {
         let s = try Scratch()
