@@ -59,6 +59,73 @@ extension Keychain {
     }
 }
 
+/// One new generic-password item of ``Keychain/addItems(_:)``.
+public struct NewItem: Sendable {
+    /// `kSecAttrService`, 1 ... 4096 UTF-8 bytes.
+    public var service: String
+    /// `kSecAttrAccount`, 1 ... 4096 UTF-8 bytes.
+    public var account: String
+    /// `kSecAttrLabel`, optional.
+    public var label: String?
+    /// `kSecAttrAccessGroup` (one of the caller's groups).
+    public var accessGroup: String
+    /// `kSecAttrAccessible`.
+    public var accessibility: Accessibility
+    /// `kSecValueData`, 0 ... 1 MiB.
+    public var data: SecretBytes
+
+    /// Creates a new item's description.
+    public init(service: String, account: String, label: String?, accessGroup: String, accessibility: Accessibility, data: SecretBytes) {
+        self.service = service
+        self.account = account
+        self.label = label
+        self.accessGroup = accessGroup
+        self.accessibility = accessibility
+        self.data = data
+    }
+}
+
+extension Keychain {
+    /// Adds several generic-password items as one durable step (a store copying many keysets in,
+    /// `push-keys registry export`): as many ``add(_:service:account:label:accessGroup:accessibility:data:)``
+    /// calls, but every item file is written first, the file system flushed once, then the renames
+    /// and one sync of `items/`.
+    /// - Throws: `KeychainError` `.duplicateItem` (-25299, an item exists already, or one is named
+    ///   twice: nothing changed), `.missingEntitlement` (-34018), `.interactionNotAllowed`
+    ///   (-25308), `.param` (-50), `.corrupt`, `.io` (then the items before the failing one may be added).
+    public func addItems(_ items: [NewItem]) throws {
+        guard !items.isEmpty else { return }
+        var names = Set<String>()
+        for i in items {
+            try validate(service: i.service, account: i.account, label: i.label, accessGroup: i.accessGroup)
+            guard i.data.byteCount <= Self.maxDataByteCount else {
+                throw KeychainError(.param, "secret data is \(i.data.byteCount) bytes, more than \(Self.maxDataByteCount)")
+            }
+            _ = try groupForWrite(i.accessGroup)
+            guard names.insert(ItemRecord.fileName(itemClass: .genericPassword, accessGroup: i.accessGroup, service: i.service, account: i.account)).inserted else {
+                throw KeychainError(.duplicateItem, "a batch add names the item \(i.service)/\(i.account) twice")
+            }
+        }
+        let state = try readState()
+        let now = ItemRecord.now()
+        let prefix = ".tmp-\(getpid())-\(Hex.encode(SecureRandom.bytes(8)))-"
+        var files: [PrivateFileReplacement] = []
+        files.reserveCapacity(items.count)
+        for (n, i) in items.enumerated() {
+            let record = ItemRecord(attributes: ItemAttributes(itemClass: .genericPassword, service: i.service, account: i.account, label: i.label,
+                                                               accessGroup: i.accessGroup, accessibility: i.accessibility, creationDate: now, modificationDate: now))
+            let bytes = try record.encode(secret: i.data, metadataKey: metadataKeyForRecords, classKey: try classKey(for: i.accessibility, state: state))
+            files.append(PrivateFileReplacement(name: record.fileName, bytes: bytes, uniqueName: prefix + String(n)))
+        }
+        try withWriterLock {
+            for f in files where try Posix.status(f.name, in: directories.items) != nil {
+                throw KeychainError(.duplicateItem, "an item of the batch already exists (\(paths.item(f.name)))")
+            }
+            try Posix.mapped { try directories.items.replaceAtomically(files, tempDirectory: directories.temp) }
+        }
+    }
+}
+
 extension ItemVersion {
     /// Whether both tokens saw the same device-state file (no lock, unlock or passcode change in
     /// between): a cache that accounts for its own write of an item compares the rest itself.

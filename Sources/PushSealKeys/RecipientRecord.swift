@@ -161,6 +161,66 @@ extension KeyStore {
         return changed
     }
 
+    /// Copies many records from another store (`push-keys registry export`, in batches): the
+    /// keysets this keychain lacks are added together under one hold of the keysets' lock —
+    /// every keyset item written, one flush of the file system, the renames, one directory sync
+    /// (``Keychain/addItems(_:)``), then their generation counters alike, audited `import` per
+    /// key as ``copyIn(_:now:)`` — instead of one durable write each; the rest of each record
+    /// (and every keyset already here) is copied as ``copyIn(_:now:)`` of a record does.
+    /// - Returns: per record, whether something changed.
+    /// - Throws: as ``copyIn(_:now:)`` of a record; `KeychainError` `.duplicateItem` when
+    ///   another writer added one of the keysets meanwhile (run it again).
+    public func bulkCopyIn(_ records: [RecipientRecord], now: Int64) throws -> [Bool] {
+        try KeyStore.checkTime(now)
+        var added = Set<Int>()
+        try withLock {
+            var fresh: [(index: Int, keyset: Keyset, events: [AuditEvent])] = []
+            for (i, r) in records.enumerated() {
+                guard let s = r.keyset else { continue }
+                try KeyID.validateAppID(s.appID)
+                try KeyID.validateRecipient(s.recipient)
+                guard try load(appID: s.appID, recipient: s.recipient) == nil else { continue }
+                var ks = Keyset(appID: s.appID, recipient: s.recipient, keys: [], rotation: nil)
+                let events = try Self.copyKeys(&ks, from: s.keyset, now: now)
+                try Self.checkInvariants(ks)
+                if !events.isEmpty { fresh.append((i, ks, events)) }
+            }
+            guard !fresh.isEmpty else { return }
+            let sink = try audit.open(keychain: keychain)
+            var items: [NewItem] = [], counterAdds: [NewItem] = []
+            var counterUpdates: [(query: ItemQuery, data: SecretBytes)] = []
+            for f in fresh {
+                var ks = f.keyset
+                let stored = try Self.storedGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
+                ks.generation = max(ks.generation, stored) &+ 1
+                var bytes = ks.encode()
+                items.append(NewItem(service: Self.service(appID: ks.appID), account: ks.recipient, label: "PushSeal keyset", accessGroup: accessGroup,
+                                     accessibility: accessibility, data: SecretBytes(copying: bytes)))
+                SecretBytes.wipe(&bytes)
+                if stored == 0 {
+                    counterAdds.append(NewItem(service: Self.generationService(appID: ks.appID), account: ks.recipient, label: "PushSeal keyset generation",
+                                               accessGroup: accessGroup, accessibility: accessibility, data: Self.generationBytes(ks.generation)))
+                } else {
+                    counterUpdates.append((generationQuery(ks), Self.generationBytes(ks.generation)))
+                }
+            }
+            try keychain.addItems(items)
+            try keychain.updateData(counterUpdates)
+            try keychain.addItems(counterAdds)
+            for f in fresh {
+                for e in f.events { try writeAudit(e, appID: f.keyset.appID, recipient: f.keyset.recipient, to: sink) }
+                added.insert(f.index)
+            }
+        }
+        return try records.enumerated().map { i, r in
+            guard added.contains(i) else { return try copyIn(r, now: now) }
+            var rest = r
+            rest.keyset = nil
+            _ = try copyIn(rest, now: now)
+            return true
+        }
+    }
+
     /// Merges an app's sender key list from another store (private keys included), as one
     /// atomic, audited change of the app's sender key item.
     /// - Returns: `true` when something changed.

@@ -153,7 +153,7 @@ struct RegistryExportCommand: OptionsCommand {
         examples: ["push-keys registry export --keychain /srv/keys-from-db --registry postgresql:///pushseal --kek-file /etc/pushseal/kek"],
         exitCodes: RegistryCommands.exitCodes(["65  a key id already in the keychain with other key bytes", "73  DIR could not be created as a keychain",
                                                "77  the keychain or the KEK file is not private (0700/0600, yours), or the KEK is not the registry's"]),
-        notes: RegistryCommands.transferNote + "\n\nAudited in DIR/keys-audit.log (import, importRegistration, importSenderKey, addDeviceToken lines). Each keyset, registration list, sender key list and token is one atomic change of the keychain (a keychain has no transactions across items); an export that stops half way completes when run again.")
+        notes: RegistryCommands.transferNote + "\n\nAudited in DIR/keys-audit.log (import, importRegistration, importSenderKey, addDeviceToken lines). Written in batches of \(PostgresKeyStore.defaultBulkBatchSize) recipients: the keysets the keychain lacks with one flush of the file system per batch. Each keyset, registration list, sender key list and token is one atomic change of the keychain (a keychain has no transactions across items); an export that stops half way completes when run again.")
 
     func run(_ o: RegistryCommands.TransferOptions, _ c: CommandContext) throws -> ExitCode {
         let now = o.now
@@ -165,10 +165,18 @@ struct RegistryExportCommand: OptionsCommand {
         for list in senders where try keyMapErrors({ try target.copyInSenderKeys(list, now: now) }) { senderChanged.append(list.appID) }
         var changed: [(appID: String, recipient: String)] = []
         var keysets = 0
+        var batch: [RecipientRecord] = []
+        func flush() throws {
+            for (r, did) in zip(batch, try keyMapErrors({ try target.bulkCopyIn(batch, now: now) })) where did { changed.append((r.appID, r.recipient)) }
+            batch.removeAll(keepingCapacity: true)
+        }
+        // In batches: the keysets the keychain lacks are written with one flush per batch.
         for r in records {
             if r.keyset != nil { keysets += 1 }
-            if try keyMapErrors({ try target.copyIn(r, now: now) }) { changed.append((r.appID, r.recipient)) }
+            batch.append(r)
+            if batch.count >= PostgresKeyStore.defaultBulkBatchSize { try flush() }
         }
+        try flush()
         if let readError = records.error { _ = try keyMapErrors { throw readError } }
         RegistryCommands.printTransfer(c, recipients: records.names.count, keysets: keysets, senderKeys: senderChanged, changed: changed)
         return .success

@@ -47,6 +47,27 @@ import Testing
         #expect(audit.components(separatedBy: "\"event\":\"reserveSeals\"").count - 1 == 3 * Self.recipients.count - 1)
     }
 
+    /// `Keychain.addItems` and `updateData`: all checked before anything is written.
+    @Test func batchWritesCheckEverythingFirst() throws {
+        let f = try KeysFixture()
+        defer { f.cleanup() }
+        let kc = f.server.keychain
+        let group = f.server.accessGroup
+        func item(_ a: String, _ byte: UInt8) -> NewItem {
+            NewItem(service: "test.batch", account: a, label: nil, accessGroup: group, accessibility: .afterFirstUnlockThisDeviceOnly, data: SecretBytes(copying: [byte]))
+        }
+        func query(_ a: String) -> ItemQuery { ItemQuery(itemClass: .genericPassword, service: "test.batch", account: a, accessGroup: group) }
+        try kc.addItems([item("a", 1), item("b", 2)])
+        #expect(try kc.copyData(query("b")).copyBytes() == [2])
+        let before = try KeysFixture.items(f.serverDir)
+        expectOSStatus(-25299) { try kc.addItems([item("c", 3), item("a", 9)]) }
+        expectOSStatus(-25300) { try kc.updateData([(query("a"), SecretBytes(copying: [7])), (query("zz"), SecretBytes(copying: [8]))]) }
+        #expect(try KeysFixture.items(f.serverDir) == before, "a refused batch writes nothing")
+        try kc.updateData([(query("a"), SecretBytes(copying: [7])), (query("b"), SecretBytes(copying: [8]))])
+        #expect(try kc.copyData(query("a")).copyBytes() == [7] && kc.copyData(query("b")).copyBytes() == [8])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: f.serverDir.path + "/tmp").isEmpty, "no temp file left")
+    }
+
     @Test func aBatchKeyringHandsOutFromChunkReservations() throws {
         let f = try KeysFixture()
         defer { f.cleanup() }
