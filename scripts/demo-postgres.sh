@@ -6,7 +6,11 @@
 #   2. sender A and sender B (two push-seal batch processes) seal LINES notifications each for
 #      alice at the same time, while push-keys rotate (registry + device keychain) runs;
 #   3. checks: every line sealed, the registry's seal counters ≥ the seals made, and push-open
-#      (the extension, on the iPhone keychain) decrypts the first and last payload of each sender.
+#      (the extension, on the iPhone keychain) decrypts the first and last payload of each sender;
+#   4. the device token loop on the registry: tokens in the registry (push-keys token add),
+#      push-seal batch --device-tokens | push-send against the mock APNs (Tests/MockAPNs, on
+#      loopback), which answers 410 for two tokens; push-keys token invalidate on the outcomes
+#      removes the one registered before the 410 and keeps the one registered again after it.
 # Usage: scripts/demo-postgres.sh [--bin DIR] [--lines N]   (default .build/release, 10000 lines: several batch chunks of 2,048, so the rotation lands inside)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,14 +23,15 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: $0 [--bin DIR] [--lines N]" >&2; exit 64 ;;
   esac
 done
-for t in push-seal push-keys push-open; do
+for t in push-seal push-keys push-open push-send; do
   [[ -x $bin/$t ]] || { echo "demo-postgres: error: $bin/$t is not built" >&2; echo "hint: swift build -c release" >&2; exit 66; }
 done
 # shellcheck source=scripts/pg-throwaway.sh disable=SC1091
 source "$root/scripts/pg-throwaway.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/pushseal-demo-pg.XXXXXX")
 chmod 700 "$work"
-cleanup() { pg_throwaway_stop; rm -rf "$work"; }
+mock_pid=
+cleanup() { if [[ -n $mock_pid ]]; then kill "$mock_pid" 2>/dev/null; wait "$mock_pid" 2>/dev/null || true; fi; pg_throwaway_stop; rm -rf "$work"; }
 trap cleanup EXIT
 fail() { echo "demo-postgres: error: $*" >&2; exit 1; }
 APP=com.example.app TEAM=ABCDE12345 R=alice
@@ -97,5 +102,47 @@ for s in A B; do
     echo "   push-open, sender $s's $tag payload on the iPhone: $outcome"
   done
 done
+
+echo "4. the device token loop on the registry (push-seal batch --device-tokens | push-send | push-keys token invalidate):"
+for t in node openssl; do command -v "$t" >/dev/null || fail "$t is needed for the mock APNs (scripts/install-deps.sh)"; done
+A=$(printf 'a1%.0s' {1..32}) B=$(printf 'b2%.0s' {1..32}) C=$(printf 'c3%.0s' {1..32})
+t0=1800000000000 dead=1800000003000
+"$bin/push-keys" generate --app-id "$APP" --recipient bob >/dev/null
+"$bin/push-keys" generate --app-id "$APP" --recipient carol >/dev/null
+for rt in "$R:$A" "bob:$B" "carol:$C"; do
+  "$bin/push-keys" token add --app-id "$APP" --recipient "${rt%%:*}" --environment production --registered-at "$t0" "${rt#*:}" >/dev/null
+done
+echo "   tokens stored for alice, bob and carol (registered at $t0 ms)"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/AuthKey.p8" 2>/dev/null
+printf '{"keys":[{"keyId":"ABC123DEFG","teamId":"TEAM123456","p8":"%s"}],"topics":["%s"],"unregistered":{"%s":%s,"%s":%s}}\n' \
+  "$work/AuthKey.p8" "$APP" "$B" "$dead" "$C" "$dead" > "$work/mock.json"
+node "$root/Tests/MockAPNs/mock-apns.mjs" --config "$work/mock.json" --detached < /dev/null > "$work/mock.out" 2> "$work/mock.err" &
+mock_pid=$!
+while ! grep -q '^listening' "$work/mock.out" 2>/dev/null; do
+  kill -0 "$mock_pid" 2>/dev/null || fail "the mock APNs did not start: $(cat "$work/mock.err")"
+  sleep 0.05
+done
+read -r _ port ca < "$work/mock.out"
+for r in "$R" bob carol; do printf '{"recipient":"%s","notification":{"title":"Hello %s","body":"from the registry"}}\n' "$r" "$r"; done > "$work/in-tokens.jsonl"
+set +e
+"$bin/push-seal" batch --app-id "$APP" --device-tokens "$work/in-tokens.jsonl" 2> "$work/err-tokens" \
+  | "$bin/push-send" --p8 "$work/AuthKey.p8" --key-id ABC123DEFG --team-id TEAM123456 --host "127.0.0.1:$port" --ca-file "$ca" > "$work/outcomes.jsonl" 2> "$work/err-send"
+sent=$?
+set -e
+[[ $sent -eq 2 ]] || fail "push-send exited $sent, not 2 (two 410s): $(tail -3 "$work/err-send")"
+python3 - "$work/outcomes.jsonl" <<'PY'
+import json, sys
+for o in map(json.loads, open(sys.argv[1])):
+    print(f"   push-send line {o['line']}: {o['outcome']} {o.get('status', '')} {o.get('reason', '')}".rstrip() + (f" (410 timestamp {o['timestamp']} ms)" if "timestamp" in o else ""))
+PY
+"$bin/push-keys" token add --app-id "$APP" --recipient carol --environment production --registered-at $((dead + 500)) "$C" >/dev/null
+echo "   carol's app registers its token again at $((dead + 500)) ms, after the 410"
+applied=$("$bin/push-keys" token invalidate --app-id "$APP" --outcomes "$work/outcomes.jsonl")
+echo "   push-keys token invalidate: $applied"
+[[ $applied == "invalidated 1, kept (re-registered) 1, unknown 0, no timestamp 0" ]] || fail "unexpected invalidation: $applied"
+left=$("$bin/push-keys" token list --app-id "$APP" | cut -d' ' -f2 | tr '\n' ' ')
+[[ $left == "$R carol " ]] || fail "tokens left: $left"
+echo "   tokens left in the registry: $left(bob's, dead before it was registered again, is gone; the audit table has the lines)"
+
 echo
-echo "Done: two processes, one registry, a rotation in the middle, nothing lost; the server is stopped and $work removed."
+echo "Done: two processes, one registry, a rotation in the middle, nothing lost; dead tokens cleaned up from push-send's 410s; the server and the mock are stopped and $work removed."

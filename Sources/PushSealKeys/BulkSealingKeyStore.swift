@@ -1,9 +1,10 @@
 public import PushSealWire
 
 /// A ``ServerKeyStore`` that reads many recipients' primaries and reserves their seals in bulk,
-/// so a batch chunk costs a few round trips rather than a few per recipient (a database store:
-/// `PostgresKeyStore`). ``ServerKeyring/beginBatchChunk(appID:recipients:)`` uses it; a store
-/// that is not one (the file keychain) is read one recipient at a time, at each seal, as before.
+/// so a batch chunk costs a few round trips rather than a few per recipient (`PostgresKeyStore`),
+/// or one flush of the file system rather than one per recipient (the file keychain, ``KeyStore``).
+/// ``ServerKeyring/beginBatchChunk(appID:recipients:)`` uses it; a store that is not one is read
+/// one recipient at a time, at each seal.
 public protocol BulkSealingKeyStore: ServerKeyStore {
     /// The primary (key id and 32 bytes) and a change watch of each keyset of `appID` named in
     /// `recipients`, read together (the watch and the key from one consistent view).

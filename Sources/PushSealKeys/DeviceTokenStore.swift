@@ -1,4 +1,5 @@
 public import PushSealSystem
+import PushSealJSON
 
 /// A server key store that also holds each recipient's APNs device tokens (issue 15, "Device
 /// tokens per recipient"), so `push-seal batch` can look a recipient's token up and `push-send`'s
@@ -22,8 +23,10 @@ public import PushSealSystem
 ///
 /// **Changes** are atomic per token and serialized with every other token change (the file
 /// keychain: the keysets' lock; PostgreSQL: one transaction each, unique indexes on (app id,
-/// token) and (app id, recipient, environment)). Token changes are not audited: a token is not
-/// key material, and `push-send` outcome files are the record of invalidations.
+/// token) and (app id, recipient, environment)). Every change is audited like a key change, in
+/// the same trail (`keys-audit.log`, the registry's `pushseal_audit`), in the same atomic step:
+/// `addDeviceToken` per token added (or re-registered), `removeDeviceToken` per token removed
+/// (`reason` `replaced`, `movedToRecipient` or `unregistered`), see ``KeysetChange/deviceTokenAdded(_:time:)``.
 public protocol DeviceTokenStore: ServerKeyStore {
     /// Adds (or replaces) the token of (app id, recipient, environment).
     /// - Parameters:
@@ -167,4 +170,61 @@ public enum DeviceTokenInvalidation: String, Sendable, Hashable {
 extension ErrorCode<KeysError> {
     /// A device token that is not 2 to 256 hex digits of even length.
     public static var invalidDeviceToken: Self { Self("invalidDeviceToken") }
+}
+
+extension KeysetChange {
+    /// The audit change of adding (or re-registering) a token: event `addDeviceToken`, members
+    /// `environment`, `token`, `registeredAt` (ms); its `recipient` is the token's.
+    /// - Parameter time: Unix seconds of the change.
+    public static func deviceTokenAdded(_ t: DeviceToken, time: Int64) -> KeysetChange {
+        KeysetChange(event: KeyStore.AuditEvent(event: "addDeviceToken", time: time, members: tokenMembers(t)))
+    }
+
+    /// The audit change of removing a token: event `removeDeviceToken`, members `environment`,
+    /// `token`, `registeredAt` (ms), `reason` and, for a 410, `unregisteredAt` (its timestamp, ms),
+    /// or for a token taken over, `byRecipient`; its `recipient` is the one that held the token.
+    /// - Parameters:
+    ///   - reason: why (``DeviceTokenRemoval``).
+    ///   - time: Unix seconds of the change.
+    public static func deviceTokenRemoved(_ t: DeviceToken, reason: DeviceTokenRemoval, time: Int64) -> KeysetChange {
+        var members = tokenMembers(t) + [("reason", .string(reason.name))]
+        switch reason {
+        case .unregistered(let ms): members.append(("unregisteredAt", .integer(ms)))
+        case .movedToRecipient(let r): members.append(("byRecipient", .string(r)))
+        case .replaced: break
+        }
+        return KeysetChange(event: KeyStore.AuditEvent(event: "removeDeviceToken", time: time, members: members))
+    }
+
+    /// The audit changes of an add that removed `removed` (the result of
+    /// ``DeviceTokenStore/addDeviceToken(_:appID:recipient:environment:registeredAtMs:)``) and
+    /// stored `added`: the removals first, each with the recipient that held the token.
+    /// - Parameter time: Unix seconds of the change.
+    public static func deviceTokenAdd(_ added: DeviceToken, removed: [DeviceToken], time: Int64) -> [(recipient: String, change: KeysetChange)] {
+        removed.map { ($0.recipient, deviceTokenRemoved($0, reason: $0.recipient == added.recipient ? .replaced : .movedToRecipient(added.recipient), time: time)) }
+            + [(added.recipient, deviceTokenAdded(added, time: time))]
+    }
+
+    private static func tokenMembers(_ t: DeviceToken) -> [(key: String, value: JSONValue)] {
+        [("environment", .string(t.environment.rawValue)), ("token", .string(t.token)), ("registeredAt", .integer(t.registeredAtMs))]
+    }
+}
+
+/// Why a stored device token was removed (the `reason` of its `removeDeviceToken` audit line).
+public enum DeviceTokenRemoval: Sendable, Hashable {
+    /// The recipient registered another token for the environment.
+    case replaced
+    /// Another recipient of the app (named) registered the same token: the installation changed hands.
+    case movedToRecipient(String)
+    /// An APNs 410 whose timestamp (ms since 1970, UTC) is after the token's `registeredAt`.
+    case unregistered(Int64)
+
+    /// `replaced`, `movedToRecipient`, `unregistered`.
+    public var name: String {
+        switch self {
+        case .replaced: "replaced"
+        case .movedToRecipient: "movedToRecipient"
+        case .unregistered: "unregistered"
+        }
+    }
 }

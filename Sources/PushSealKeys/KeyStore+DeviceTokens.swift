@@ -6,7 +6,8 @@ import PushSealSystem
 /// The file keychain as a ``DeviceTokenStore``: one generic-password item per (app id,
 /// recipient) in the keysets' access group, service `pushseal.device-tokens:<appID>`, account
 /// `<recipient>`, whose data is `{"tokens":[{"environment","registeredAt","token"}]}` (at most
-/// one per environment), changed under the keysets' lock (`keys.lock`). Adding a token and
+/// one per environment), changed under the keysets' lock (`keys.lock`) and audited to
+/// `keys-audit.log` (`addDeviceToken`, `removeDeviceToken`). Adding a token and
 /// invalidating read every token item of the app (one file each): the embedded store is for one
 /// machine and thousands of recipients; the registry is the one for millions.
 extension KeyStore: DeviceTokenStore {
@@ -20,6 +21,7 @@ extension KeyStore: DeviceTokenStore {
                                registeredAtMs: Int64) throws -> [DeviceToken] {
         let token = try DeviceToken.checkAdd(token, appID: appID, recipient: recipient, registeredAtMs: registeredAtMs)
         return try withLock {
+            let sink = try audit.open(keychain: keychain)
             var all = try loadTokenItems(appID: appID)
             var removed: [DeviceToken] = []
             for (owner, tokens) in all {
@@ -31,7 +33,11 @@ extension KeyStore: DeviceTokenStore {
             }
             let added = DeviceToken(appID: appID, recipient: recipient, token: token, environment: environment, registeredAtMs: registeredAtMs)
             try saveTokenItem(appID: appID, recipient: recipient, (all[recipient] ?? []) + [added], exists: all[recipient] != nil)
-            return removed.filter { !$0.isSameRegistration(as: added) }
+            let replaced = removed.filter { !$0.isSameRegistration(as: added) }
+            for (owner, change) in KeysetChange.deviceTokenAdd(added, removed: replaced, time: KeyStore.now()) {
+                try writeAudit(change.event, appID: appID, recipient: owner, to: sink)
+            }
+            return replaced
         }
     }
 
@@ -73,8 +79,10 @@ extension KeyStore: DeviceTokenStore {
         try KeyID.validateAppID(appID)
         let checked = try DeviceToken.checkUnregistrations(unregistrations)
         return try withLock {
+            let sink = try audit.open(keychain: keychain)
             var all = try loadTokenItems(appID: appID)
             var owners: [String: String] = [:]
+            var removed: [(DeviceToken, Int64)] = []
             for (owner, tokens) in all { for t in tokens { owners[t.token] = owner } }
             var changed = Set<String>()
             let results = checked.map { u -> DeviceTokenInvalidation in
@@ -83,9 +91,14 @@ extension KeyStore: DeviceTokenStore {
                 all[owner]?.removeAll { $0.token == u.token }
                 owners[u.token] = nil
                 changed.insert(owner)
+                removed.append((stored, u.unregisteredAtMs))
                 return .invalidated
             }
             for owner in changed.sorted() { try saveTokenItem(appID: appID, recipient: owner, all[owner] ?? [], exists: true) }
+            let time = KeyStore.now()
+            for (t, ms) in removed {
+                try writeAudit(KeysetChange.deviceTokenRemoved(t, reason: .unregistered(ms), time: time).event, appID: appID, recipient: t.recipient, to: sink)
+            }
             return results
         }
     }

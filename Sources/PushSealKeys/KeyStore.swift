@@ -18,7 +18,8 @@ public import PushSealKeychain
 /// keychain directory (read-modify-write is serialized across processes), and is written to the
 /// audit trail (``KeyAudit``). Lookups are by app id, recipient and key id — never by trying keys.
 ///
-/// Sendable: all stored properties are immutable (`Keychain` is itself Sendable).
+/// Sendable: all stored properties are immutable (`Keychain` is itself Sendable) but
+/// `ownReservations`, which is `Locked`.
 public final class KeyStore: Sendable {
     /// The keychain the keysets live in.
     public let keychain: Keychain
@@ -29,6 +30,8 @@ public final class KeyStore: Sendable {
     public let accessibility: Accessibility
     /// Where audit lines go.
     public let audit: KeyAudit
+    /// This store's own batch reservation writes, per keyset item (``reserveSeals(appID:blocks:)``).
+    let ownReservations = Locked<[ItemLocation: OwnWrite]>([:])
 
     /// The identity `push-keys` uses for a server keychain when no identity option is given:
     /// access group `pushseal.server`.
@@ -174,14 +177,11 @@ public final class KeyStore: Sendable {
         let stored = try Self.storedGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
         ks.generation = max(ks.generation, stored) &+ 1
         try saveItem(ks, isNew: isNew)
-        var g: [UInt8] = []
-        for shift in stride(from: 56, through: 0, by: -8) { g.append(UInt8(truncatingIfNeeded: ks.generation >> UInt64(shift))) }
-        let query = ItemQuery(itemClass: .genericPassword, service: Self.generationService(appID: ks.appID), account: ks.recipient, accessGroup: accessGroup)
         do {
-            try keychain.update(query, with: ItemChanges(data: SecretBytes(copying: g)))
+            try keychain.update(generationQuery(ks), with: ItemChanges(data: Self.generationBytes(ks.generation)))
         } catch let e as KeychainError where e.code == .itemNotFound {
             try keychain.add(.genericPassword, service: Self.generationService(appID: ks.appID), account: ks.recipient,
-                             label: "PushSeal keyset generation", accessGroup: accessGroup, accessibility: accessibility, data: SecretBytes(copying: g))
+                             label: "PushSeal keyset generation", accessGroup: accessGroup, accessibility: accessibility, data: Self.generationBytes(ks.generation))
         }
     }
 

@@ -121,7 +121,7 @@ extension KeysetStateStore {
     }
 
     /// Copies a keyset as it is, seal counters and statuses included (`push-keys registry
-    /// import`/`export` between stores), creating it or replacing its keys. Audited as
+    /// import`/`export` between stores; a counter is never lowered), creating it or replacing its keys. Audited as
     /// `import` per key whose state changed. Idempotent.
     /// - Throws: `KeysError` `.duplicateKeyID` (a key id already present with other bytes), `.invalidName`; the store's errors.
     @discardableResult
@@ -178,11 +178,13 @@ extension KeyStore {
     /// Makes `ks` hold `source`'s keys and rotation as they are; the events to audit.
     static func copyKeys(_ ks: inout Keyset, from source: Keyset, now: Int64) throws -> [AuditEvent] {
         var events: [AuditEvent] = []
-        for k in source.keys {
+        for var k in source.keys {
             if let i = ks.index(of: k.info.keyID) {
                 if let a = ks.keys[i].secret, let b = k.secret, a != b {
                     throw KeysError(.duplicateKeyID, "key id \(k.info.keyID) is already in keyset \(ks.appID)/\(ks.recipient) with different key bytes")
                 }
+                // A copy never lowers a seal counter (the target may have sealed since).
+                k.info.sealCount = max(k.info.sealCount, ks.keys[i].info.sealCount)
                 guard ks.keys[i].info != k.info || (ks.keys[i].secret == nil) != (k.secret == nil) else { continue }
                 ks.keys[i] = k
             } else {

@@ -6,7 +6,8 @@ public import PushSealKeys
 /// processes adding at once never leave a token with two owners. An add is one transaction
 /// (delete what it replaces, insert), retried when a concurrent add of the same token or
 /// recipient made it break a unique index (SQLSTATE 23505); a chunk's lookup is one query per
-/// 4,096 recipients; a 410 is one `DELETE … WHERE registered_at < $timestamp`.
+/// 4,096 recipients; a 410 is one `DELETE … WHERE registered_at < $timestamp`. Every change
+/// inserts its audit rows (`addDeviceToken`, `removeDeviceToken`) in its transaction.
 extension PostgresKeyStore: DeviceTokenStore {
     /// Attempts of an add that lost a race on a unique index.
     static let deviceTokenAddAttempts = 3
@@ -21,20 +22,28 @@ extension PostgresKeyStore: DeviceTokenStore {
         var attempt = 1
         while true {
             do {
-                let removed = try pool.transaction { c in
-                    let rows = try c.exec("""
-                        DELETE FROM pushseal_device_tokens WHERE app_id = $1 AND (token = $2 OR (recipient = $3 AND environment = $4))
-                        RETURNING recipient, token, environment, registered_at
-                        """, [.text(appID), .text(token), .text(recipient), .text(environment.rawValue)])
-                    try c.exec("INSERT INTO pushseal_device_tokens (app_id, recipient, token, environment, registered_at) VALUES ($1, $2, $3, $4, $5)",
-                               [.text(appID), .text(recipient), .text(token), .text(environment.rawValue), .int(registeredAtMs)])
-                    return try tokens(rows, appID: appID)
-                }
-                return removed.filter { !$0.isSameRegistration(as: added) }
+                return try pool.transaction { c in try addDeviceToken(c, added) }
             } catch let e as RegistryError where e.sqlState == "23505" && attempt < Self.deviceTokenAddAttempts {
                 attempt += 1
             }
         }
+    }
+
+    /// The body of an add on `c`, inside the caller's transaction: removes what `added`
+    /// replaces, inserts it, audits both.
+    /// - Returns: the tokens replaced (not `added`'s own earlier registration).
+    func addDeviceToken(_ c: PGConnection, _ added: DeviceToken) throws -> [DeviceToken] {
+        let rows = try c.exec("""
+            DELETE FROM pushseal_device_tokens WHERE app_id = $1 AND (token = $2 OR (recipient = $3 AND environment = $4))
+            RETURNING recipient, token, environment, registered_at
+            """, [.text(added.appID), .text(added.token), .text(added.recipient), .text(added.environment.rawValue)])
+        try c.exec("INSERT INTO pushseal_device_tokens (app_id, recipient, token, environment, registered_at) VALUES ($1, $2, $3, $4, $5)",
+                   [.text(added.appID), .text(added.recipient), .text(added.token), .text(added.environment.rawValue), .int(added.registeredAtMs)])
+        let replaced = try deviceTokenRows(rows, appID: added.appID).filter { !$0.isSameRegistration(as: added) }
+        for (owner, change) in KeysetChange.deviceTokenAdd(added, removed: replaced, time: KeyStore.now()) {
+            try insertAudit(c, change, appID: added.appID, recipient: owner)
+        }
+        return replaced
     }
 
     /// The tokens of (app id, recipient), production first.
@@ -46,7 +55,7 @@ extension PostgresKeyStore: DeviceTokenStore {
             try c.exec("SELECT recipient, token, environment, registered_at FROM pushseal_device_tokens WHERE app_id = $1 AND recipient = $2",
                        [.text(appID), .text(recipient)])
         }
-        return try tokens(rows, appID: appID).sorted { $0.environment < $1.environment }
+        return try deviceTokenRows(rows, appID: appID).sorted { $0.environment < $1.environment }
     }
 
     /// Every token of `appID` (or of every app), sorted by app id, recipient, environment.
@@ -78,7 +87,7 @@ extension PostgresKeyStore: DeviceTokenStore {
                     WHERE app_id = $1 AND environment = $2 AND recipient = ANY($3::text[])
                     """, [.text(appID), .text(environment.rawValue), .text(Self.arrayLiteral(part))])
             }
-            for t in try tokens(rows, appID: appID) { out[t.recipient] = t }
+            for t in try deviceTokenRows(rows, appID: appID) { out[t.recipient] = t }
         }
         return out
     }
@@ -89,12 +98,16 @@ extension PostgresKeyStore: DeviceTokenStore {
     public func invalidateDeviceTokens(_ unregistrations: [(token: String, unregisteredAtMs: Int64)], appID: String) throws -> [DeviceTokenInvalidation] {
         try KeyID.validateAppID(appID)
         let checked = try DeviceToken.checkUnregistrations(unregistrations)
+        let time = KeyStore.now()
         return try pool.transaction { c in
             try checked.map { u in
                 let names: [PGValue?] = [.text(appID), .text(u.token)]
-                let deleted = try c.exec("DELETE FROM pushseal_device_tokens WHERE app_id = $1 AND token = $2 AND registered_at < $3 RETURNING 1",
+                let deleted = try c.exec("DELETE FROM pushseal_device_tokens WHERE app_id = $1 AND token = $2 AND registered_at < $3 RETURNING recipient, token, environment, registered_at",
                                          names + [.int(u.unregisteredAtMs)])
-                if !deleted.rows.isEmpty { return .invalidated }
+                if let t = try deviceTokenRows(deleted, appID: appID).first {
+                    try insertAudit(c, KeysetChange.deviceTokenRemoved(t, reason: .unregistered(u.unregisteredAtMs), time: time), appID: appID, recipient: t.recipient)
+                    return .invalidated
+                }
                 let there = try c.exec("SELECT 1 FROM pushseal_device_tokens WHERE app_id = $1 AND token = $2", names)
                 return there.rows.isEmpty ? .unknown : .keptReregistered
             }
@@ -104,7 +117,7 @@ extension PostgresKeyStore: DeviceTokenStore {
     // MARK: Rows
 
     /// Rows of (recipient, token, environment, registered_at).
-    private func tokens(_ rows: PGRows, appID: String) throws -> [DeviceToken] {
+    func deviceTokenRows(_ rows: PGRows, appID: String) throws -> [DeviceToken] {
         try rows.rows.indices.map { try token(rows, $0, appID: appID) }
     }
 

@@ -121,25 +121,24 @@ extension PostgresKeyStore: V2KeyListStore {
     public func changeV2List(_ kind: V2KeyList.Kind, appID: String, owner: String, allowCreate: Bool,
                              _ body: (inout V2KeyList) throws -> [KeysetChange]) throws -> V2KeyList {
         try KeyID.validateAppID(appID)
+        return try pool.transaction { c in try changeV2List(c, kind, appID: appID, owner: owner, allowCreate: allowCreate, body) }
+    }
+
+    /// The body of ``changeV2List(_:appID:owner:allowCreate:_:)`` on `c`, inside the caller's transaction.
+    func changeV2List(_ c: PGConnection, _ kind: V2KeyList.Kind, appID: String, owner: String, allowCreate: Bool,
+                      _ body: (inout V2KeyList) throws -> [KeysetChange]) throws -> V2KeyList {
         let names: [PGValue?] = [.text(appID), .text(owner)]
-        return try pool.transaction { c in
-            try c.exec("INSERT INTO pushseal_v2_lists (app_id, owner) VALUES ($1, $2) ON CONFLICT DO NOTHING", names)
-            try c.exec("SELECT version FROM pushseal_v2_lists WHERE app_id = $1 AND owner = $2 FOR UPDATE", names)
-            var list = try loadList(c, kind, appID: appID, owner: owner, withSecrets: kind == .senderKeys, forUpdate: true)
-            if list.entries.isEmpty, !allowCreate { throw V2KeyList.missing(kind, appID: appID, owner: owner, in: storeDescription) }
-            let changes = try body(&list)
-            guard !changes.isEmpty else { return list }
-            try saveList(c, list)
-            try c.exec("UPDATE pushseal_v2_lists SET version = version + 1 WHERE app_id = $1 AND owner = $2", names)
-            let auditRecipient = kind == .registrations ? owner : KeyStore.senderKeyAccount
-            for ch in changes {
-                let line = ch.auditLine(locationName: Self.auditLocationName, locationValue: storeDescription, appID: appID, recipient: auditRecipient)
-                try c.exec("INSERT INTO pushseal_audit (time, event, app_id, recipient, key_id, line) VALUES ($1, $2, $3, $4, $5, $6)",
-                           [.int(ch.time), .text(ch.name), .text(appID), .text(auditRecipient), ch.keyID.map { .text($0) },
-                            .text(String(decoding: line.dropLast(), as: UTF8.self))])
-            }
-            return list
-        }
+        try c.exec("INSERT INTO pushseal_v2_lists (app_id, owner) VALUES ($1, $2) ON CONFLICT DO NOTHING", names)
+        try c.exec("SELECT version FROM pushseal_v2_lists WHERE app_id = $1 AND owner = $2 FOR UPDATE", names)
+        var list = try loadList(c, kind, appID: appID, owner: owner, withSecrets: kind == .senderKeys, forUpdate: true)
+        if list.entries.isEmpty, !allowCreate { throw V2KeyList.missing(kind, appID: appID, owner: owner, in: storeDescription) }
+        let changes = try body(&list)
+        guard !changes.isEmpty else { return list }
+        try saveList(c, list)
+        try c.exec("UPDATE pushseal_v2_lists SET version = version + 1 WHERE app_id = $1 AND owner = $2", names)
+        let auditRecipient = kind == .registrations ? owner : KeyStore.senderKeyAccount
+        for ch in changes { try insertAudit(c, ch, appID: appID, recipient: auditRecipient) }
+        return list
     }
 
     /// Rewrites the list's rows (delete, insert: a list is a few rows).

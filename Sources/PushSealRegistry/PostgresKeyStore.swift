@@ -201,36 +201,46 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
 
     private func transactOnce(appID: String, recipient: String, allowCreate: Bool,
                               _ body: (inout KeysetState, Bool) throws -> [KeysetChange]) throws -> KeysetState {
-        let names: [PGValue?] = [.text(appID), .text(recipient)]
-        let (state, version) = try pool.transaction { c -> (KeysetState, Int64) in
-            let head = try c.exec("""
-                SELECT app_id, recipient, rotation_key_id, rotation_grace_seconds, rotation_promoted, version
-                FROM pushseal_keysets WHERE app_id = $1 AND recipient = $2 FOR UPDATE
-                """, names)
-            let isNew = head.rows.isEmpty
-            var old = KeysetState(appID: appID, recipient: recipient, keys: [], rotation: nil)
-            if !isNew {
-                let keys = try c.exec("SELECT \(Self.keyColumns) FROM pushseal_keys k WHERE k.app_id = $1 AND k.recipient = $2 ORDER BY k.position FOR UPDATE", names)
-                old = KeysetState(appID: appID, recipient: recipient,
-                                  keys: try keys.rows.indices.map { try key(keys, $0, from: 0, appID: appID, recipient: recipient, withBytes: true) },
-                                  rotation: try Self.rotation(head, 0, from: 2))
-            } else if !allowCreate {
-                throw unknown(appID, recipient)
-            }
-            var new = old
-            let changes = try body(&new, isNew)
-            guard !changes.isEmpty else { return (new, head.rows.isEmpty ? 0 : try head.int(0, 5) ?? 0) }
-            let version = try save(c, old: old, new: new, isNew: isNew)
-            for ch in changes {
-                let line = ch.auditLine(locationName: Self.auditLocationName, locationValue: storeDescription, appID: appID, recipient: recipient)
-                try c.exec("INSERT INTO pushseal_audit (time, event, app_id, recipient, key_id, line) VALUES ($1, $2, $3, $4, $5, $6)",
-                           [.int(ch.time), .text(ch.name), .text(appID), .text(recipient), ch.keyID.map { .text($0) },
-                            .text(String(decoding: line.dropLast(), as: UTF8.self))])
-            }
-            return (new, version)
-        }
+        let (state, version, _) = try pool.transaction { c in try transact(c, appID: appID, recipient: recipient, allowCreate: allowCreate, body) }
         noteOwnChange(appID: appID, recipient: recipient, version: version)
         return state
+    }
+
+    /// The body of ``transact(appID:recipient:allowCreate:_:)`` on `c`, inside the caller's
+    /// transaction (the caller notes the change with ``noteOwnChange(appID:recipient:version:)``
+    /// after the commit).
+    /// - Returns: the state after `body`, the keyset's version, and whether anything changed.
+    func transact(_ c: PGConnection, appID: String, recipient: String, allowCreate: Bool,
+                  _ body: (inout KeysetState, Bool) throws -> [KeysetChange]) throws -> (KeysetState, Int64, Bool) {
+        let names: [PGValue?] = [.text(appID), .text(recipient)]
+        let head = try c.exec("""
+            SELECT app_id, recipient, rotation_key_id, rotation_grace_seconds, rotation_promoted, version
+            FROM pushseal_keysets WHERE app_id = $1 AND recipient = $2 FOR UPDATE
+            """, names)
+        let isNew = head.rows.isEmpty
+        var old = KeysetState(appID: appID, recipient: recipient, keys: [], rotation: nil)
+        if !isNew {
+            let keys = try c.exec("SELECT \(Self.keyColumns) FROM pushseal_keys k WHERE k.app_id = $1 AND k.recipient = $2 ORDER BY k.position FOR UPDATE", names)
+            old = KeysetState(appID: appID, recipient: recipient,
+                              keys: try keys.rows.indices.map { try key(keys, $0, from: 0, appID: appID, recipient: recipient, withBytes: true) },
+                              rotation: try Self.rotation(head, 0, from: 2))
+        } else if !allowCreate {
+            throw unknown(appID, recipient)
+        }
+        var new = old
+        let changes = try body(&new, isNew)
+        guard !changes.isEmpty else { return (new, head.rows.isEmpty ? 0 : try head.int(0, 5) ?? 0, false) }
+        let version = try save(c, old: old, new: new, isNew: isNew)
+        for ch in changes { try insertAudit(c, ch, appID: appID, recipient: recipient) }
+        return (new, version, true)
+    }
+
+    /// Inserts the audit row of `change` (its line as in `keys-audit.log`, with `"registry"`).
+    func insertAudit(_ c: PGConnection, _ change: KeysetChange, appID: String, recipient: String) throws {
+        let line = change.auditLine(locationName: Self.auditLocationName, locationValue: storeDescription, appID: appID, recipient: recipient)
+        try c.exec("INSERT INTO pushseal_audit (time, event, app_id, recipient, key_id, line) VALUES ($1, $2, $3, $4, $5, $6)",
+                   [.int(change.time), .text(change.name), .text(appID), .text(recipient), change.keyID.map { .text($0) },
+                    .text(String(decoding: line.dropLast(), as: UTF8.self))])
     }
 
     /// Writes the difference between `old` and `new`; returns the keyset's new version.
@@ -326,7 +336,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         return known[slot] == w.version && (epochs[slot] ?? 0) == w.epoch
     }
 
-    private func noteOwnChange(appID: String, recipient: String, version: Int64) {
+    func noteOwnChange(appID: String, recipient: String, version: Int64) {
         let slot = Slot(appID: appID, recipient: recipient)
         lock.lock()
         if (known[slot] ?? Int64.min) < version { known[slot] = version }

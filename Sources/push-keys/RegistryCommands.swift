@@ -1,5 +1,5 @@
 // `push-keys registry …`: the PostgreSQL registry's own commands (issue 15): migrate the schema,
-// move keysets between a file keychain and the registry, rewrap under a new KEK, make a KEK.
+// move everything between a file keychain and the registry, rewrap under a new KEK, make a KEK.
 import Foundation
 import PushSealCLI
 import PushSealJSON
@@ -47,15 +47,20 @@ enum RegistryCommands {
         }
     }
 
-    /// The output of import and export: `APP<TAB>RECIPIENT` per keyset that changed, or with
-    /// `--json` `{"keysets": N, "changed": [{"appId", "recipient"}…]}`.
-    static func printTransfer(_ c: CommandContext, keysets: Int, changed: [(appID: String, recipient: String)]) {
+    /// The output of import and export: `APP<TAB>(sender keys)` per app whose sender keys
+    /// changed, then `APP<TAB>RECIPIENT` per recipient that changed; or with `--json`
+    /// `{"recipients": N, "keysets": K, "senderKeys": [APP…], "changed": [{"appId", "recipient"}…]}`.
+    static func printTransfer(_ c: CommandContext, recipients: Int, keysets: Int, senderKeys: [String], changed: [(appID: String, recipient: String)]) {
         if c.json {
-            keyPrintJSON(obj([("keysets", .integer(Int64(keysets))), ("changed", .array(changed.map { obj([("appId", .string($0.appID)), ("recipient", .string($0.recipient))]) }))]))
+            keyPrintJSON(obj([("recipients", .integer(Int64(recipients))), ("keysets", .integer(Int64(keysets))), ("senderKeys", .array(senderKeys.map { .string($0) })),
+                              ("changed", .array(changed.map { obj([("appId", .string($0.appID)), ("recipient", .string($0.recipient))]) }))]))
         } else {
-            Output.stdout(changed.map { "\($0.appID)\t\($0.recipient)\n" }.joined())
+            Output.stdout(senderKeys.map { "\($0)\t(sender keys)\n" }.joined() + changed.map { "\($0.appID)\t\($0.recipient)\n" }.joined())
         }
     }
+
+    /// The transfer notes shared by import and export.
+    static let transferNote = "WHAT MOVES, per recipient: the v1 keyset (keys, statuses, times, seal counters, an unfinished rotation), the v2 registrations (every key with its status and times) and the device tokens (environment, registeredAt); per app: the v2 sender keys (private halves unwrapped in memory only and wrapped again under the target's protection: the KEK in the registry, the keychain's encryption in a keychain; never written in clear). A seal counter is never lowered (the larger of the two stays), a device token replaces the target's only when registered later, a key id present on both sides with other key bytes is refused (65). Idempotent: running it again changes nothing. Text output: APP<TAB>(sender keys) per app whose sender keys changed, then APP<TAB>RECIPIENT per recipient that changed. --json: {\"recipients\": N, \"keysets\": K, \"senderKeys\": [APP], \"changed\": [{\"appId\", \"recipient\"}]}."
 
     /// The options of import and export: both stores and `--now`.
     struct TransferOptions: CommandOptions {
@@ -104,14 +109,14 @@ struct RegistryMigrateCommand: OptionsCommand {
 struct RegistryImportCommand: OptionsCommand {
     let path = ["registry", "import"]
     let options = [RegistryCommands.registry, RegistryOptions.kekFile, RegistryCommands.keychain, KeyOptions.now,
-                   .value("--batch-size", "N", "keysets a transaction, 1 to 10000 (default \(PostgresKeyStore.defaultBulkBatchSize))")]
+                   .value("--batch-size", "N", "recipients a transaction, 1 to 10000 (default \(PostgresKeyStore.defaultBulkBatchSize))")]
     let help = HelpText(
-        overview: "copy every server keyset of a file keychain into the registry as it is: keys, statuses, times, seal counters and unfinished rotations; in batches (one transaction each: keysets the registry lacks are bulk-inserted), resumable and idempotent (a keyset already there gets the keys it lacks)",
+        overview: "copy everything a server file keychain holds into the registry as it is: v1 keysets (keys, statuses, times, seal counters, unfinished rotations), v2 registrations and sender keys, device tokens; in batches of recipients (one transaction each: keysets the registry lacks are bulk-inserted), resumable and idempotent",
         usage: ["push-keys registry import --keychain DIR [--registry URI] [--kek-file F] [--now UNIX] [--batch-size N] [--json]"],
         examples: ["push-keys registry import --keychain /srv/keys --registry postgresql:///pushseal --kek-file /etc/pushseal/kek"],
         exitCodes: RegistryCommands.exitCodes(["66  no keychain at DIR", "65  a key id already in the registry with other key bytes (nothing of that keyset changed)",
                                                "77  the keychain or the KEK file is not private (0700/0600, yours), or the KEK is not the registry's"]),
-        notes: "Text output: APP RECIPIENT per keyset that changed. Audited in the registry as import lines. Each batch of N keysets commits on its own: an import that stops half way (a lost connection, exit 69 or 75, a kill) keeps the batches committed, and running it again skips them and carries on.")
+        notes: RegistryCommands.transferNote + "\n\nAudited in the registry (import, importRegistration, importSenderKey, addDeviceToken lines). The sender keys go first, one transaction per app; then each batch of N recipients commits on its own, so a recipient is all in or all out: an import that stops half way (a lost connection, exit 69 or 75, a kill) keeps the batches committed, and running it again finds them there and carries on.")
 
     struct Options: CommandOptions {
         let transfer: RegistryCommands.TransferOptions, batchSize: Int
@@ -127,21 +132,14 @@ struct RegistryImportCommand: OptionsCommand {
         let now = o.transfer.now
         let source = try RegistryCommands.keychainStore(o.transfer.keychainPath, create: false)
         let registry = try o.transfer.registry.open()
-        let sets = try keyMapErrors { try source.keysets() }
         // Read lazily: one batch of key bytes in memory at a time.
-        var readError: (any Error)?
-        let states = sets.lazy.compactMap { ks -> KeysetState? in
-            guard readError == nil else { return nil }
-            do {
-                return try source.state(appID: ks.appID, recipient: ks.recipient)
-            } catch {
-                readError = error
-                return nil
-            }
-        }
-        let result = try keyMapErrors { try registry.bulkCopyIn(states, now: now, batchSize: o.batchSize) }
-        if let readError { _ = try keyMapErrors { throw readError } }
-        RegistryCommands.printTransfer(c, keysets: result.keysets, changed: result.changed)
+        let records = try keyMapErrors { try source.recipientRecords() }
+        let senders = try keyMapErrors { try source.allSenderKeyLists() }
+        var senderChanged: [String] = []
+        for list in senders where try keyMapErrors({ try registry.copyInSenderKeys(list, now: now) }) { senderChanged.append(list.appID) }
+        let result = try keyMapErrors { try registry.bulkCopyIn(records: records, now: now, batchSize: o.batchSize) }
+        if let readError = records.error { _ = try keyMapErrors { throw readError } }
+        RegistryCommands.printTransfer(c, recipients: result.recipients, keysets: result.keysets, senderKeys: senderChanged, changed: result.changed)
         return .success
     }
 }
@@ -150,21 +148,37 @@ struct RegistryExportCommand: OptionsCommand {
     let path = ["registry", "export"]
     let options = [RegistryCommands.registry, RegistryOptions.kekFile, RegistryCommands.keychain, KeyOptions.now]
     let help = HelpText(
-        overview: "copy every keyset of the registry into a server file keychain as it is (keys, statuses, times, seal counters); creates DIR when it does not exist; idempotent",
+        overview: "copy everything the registry holds into a server file keychain as it is: v1 keysets (keys, statuses, times, seal counters), v2 registrations and sender keys, device tokens; creates DIR when it does not exist; idempotent",
         usage: ["push-keys registry export --keychain DIR [--registry URI] [--kek-file F] [--now UNIX] [--json]"],
         examples: ["push-keys registry export --keychain /srv/keys-from-db --registry postgresql:///pushseal --kek-file /etc/pushseal/kek"],
         exitCodes: RegistryCommands.exitCodes(["65  a key id already in the keychain with other key bytes", "73  DIR could not be created as a keychain",
                                                "77  the keychain or the KEK file is not private (0700/0600, yours), or the KEK is not the registry's"]),
-        notes: "Text output: APP RECIPIENT per keyset that changed. Audited in DIR/keys-audit.log as import lines.")
+        notes: RegistryCommands.transferNote + "\n\nAudited in DIR/keys-audit.log (import, importRegistration, importSenderKey, addDeviceToken lines). Written in batches of \(PostgresKeyStore.defaultBulkBatchSize) recipients: the keysets the keychain lacks with one flush of the file system per batch. Each keyset, registration list, sender key list and token is one atomic change of the keychain (a keychain has no transactions across items); an export that stops half way completes when run again.")
 
     func run(_ o: RegistryCommands.TransferOptions, _ c: CommandContext) throws -> ExitCode {
         let now = o.now
         let registry = try o.registry.open()
-        let states = try keyMapErrors { try registry.loadAllStatesWithKeyBytes() }
+        let records = try keyMapErrors { try registry.recipientRecords() }
+        let senders = try keyMapErrors { try registry.allSenderKeyLists() }
         let target = try RegistryCommands.keychainStore(o.keychainPath, create: true)
-        var changed: [KeysetState] = []
-        for s in states where try keyMapErrors({ try target.copyIn(s, now: now) }) { changed.append(s) }
-        RegistryCommands.printTransfer(c, keysets: states.count, changed: changed.map { ($0.appID, $0.recipient) })
+        var senderChanged: [String] = []
+        for list in senders where try keyMapErrors({ try target.copyInSenderKeys(list, now: now) }) { senderChanged.append(list.appID) }
+        var changed: [(appID: String, recipient: String)] = []
+        var keysets = 0
+        var batch: [RecipientRecord] = []
+        func flush() throws {
+            for (r, did) in zip(batch, try keyMapErrors({ try target.bulkCopyIn(batch, now: now) })) where did { changed.append((r.appID, r.recipient)) }
+            batch.removeAll(keepingCapacity: true)
+        }
+        // In batches: the keysets the keychain lacks are written with one flush per batch.
+        for r in records {
+            if r.keyset != nil { keysets += 1 }
+            batch.append(r)
+            if batch.count >= PostgresKeyStore.defaultBulkBatchSize { try flush() }
+        }
+        try flush()
+        if let readError = records.error { _ = try keyMapErrors { throw readError } }
+        RegistryCommands.printTransfer(c, recipients: records.names.count, keysets: keysets, senderKeys: senderChanged, changed: changed)
         return .success
     }
 }

@@ -42,7 +42,7 @@ enum TokenCommands {
         return e
     }
 
-    static let storeNote = "STORE: a server keychain (--keychain DIR; no IDENTITY: the server identity, access group pushseal.server): one item per recipient, service pushseal.device-tokens:APP, account = recipient. Or a registry (--registry URI, schema version 4): table pushseal_device_tokens. A recipient (one app installation) has at most one token per environment, and a token one recipient per app. Token changes are not audited (a token is no key material). No key-encryption key is needed (a --kek-file given is still checked). See docs/keys.md \"Device tokens\"."
+    static let storeNote = "STORE: a server keychain (--keychain DIR; no IDENTITY: the server identity, access group pushseal.server): one item per recipient, service pushseal.device-tokens:APP, account = recipient. Or a registry (--registry URI, schema version 4): table pushseal_device_tokens. A recipient (one app installation) has at most one token per environment, and a token one recipient per app. Audited like key changes (addDeviceToken, removeDeviceToken lines with the token, environment, registeredAt and the reason). No key-encryption key is needed (a --kek-file given is still checked). See docs/keys.md \"Device tokens\"."
 
     static func exitCodes(usage: [String], dataError: String? = nil, noInput: String? = nil, ioError: String = "the keychain or its lock file") -> [String] {
         KeyOptions.exitCodes(usage: usage, dataError: dataError, noInput: noInput, ioError: ioError)
@@ -52,7 +52,7 @@ enum TokenCommands {
 /// `push-keys token add --app-id APP --recipient R --environment E TOKEN`.
 struct TokenAddCommand: OptionsCommand {
     let path = ["token", "add"]
-    let options = KeyOptions.reading + [
+    let options = KeyOptions.changing + [
         KeyOptions.appID, KeyOptions.recipient, TokenCommands.environment,
         .value("--registered-at", "MS", "when the app registered the token, in milliseconds since 1970 UTC (default: the clock); a 410 older than this keeps it"),
     ]
@@ -69,7 +69,7 @@ struct TokenAddCommand: OptionsCommand {
             "REPLACES: the recipient's former token of the same environment, and the same token held by another recipient of the app (the installation changed hands). Adding the same token again only updates registeredAt (a re-registration: a later 410 older than it keeps the token).",
             "Text output: 'APP R E: added TOKEN' plus 'replaced TOKEN (R)' per token removed. --json: {\"added\": {appId, recipient, environment, token, registeredAt}, \"replaced\": [...]}.",
             TokenCommands.storeNote,
-        ], audited: false))
+        ], audited: true))
 
     struct Options: CommandOptions {
         let store: KeyStoreOptions, appID: String, recipient: String, environment: DeviceTokenEnvironment, token: String, registeredAtMs: Int64
@@ -150,7 +150,7 @@ struct TokenListCommand: OptionsCommand {
 /// `push-keys token invalidate --app-id APP --outcomes FILE|-`: apply push-send's 410s.
 struct TokenInvalidateCommand: OptionsCommand {
     let path = ["token", "invalidate"]
-    let options = KeyOptions.reading + [
+    let options = KeyOptions.changing + [
         KeyOptions.appID,
         .value("--outcomes", "FILE", "push-send's outcome lines (its stdout or --outcomes file); - for standard input (required)"),
     ]
@@ -171,7 +171,7 @@ struct TokenInvalidateCommand: OptionsCommand {
             "RULE: a token is removed only if its registeredAt is before the 410's timestamp (ms since 1970 UTC); registered at or after it, it is kept (keptReregistered: the app registered it again after APNs saw it dead). A token not in the store for APP is unknown (never added, or removed already: running the same outcomes twice removes nothing more).",
             "Text output: 'invalidated N, kept (re-registered) K, unknown U, no timestamp T'. --json: {\"invalidated\", \"keptReregistered\", \"unknown\", \"noTimestamp\", \"tokens\": [{\"line\", \"deviceToken\", \"timestamp\", \"result\": \"invalidated\" | \"keptReregistered\" | \"unknown\"}]}.",
             TokenCommands.storeNote,
-        ], audited: false))
+        ], audited: true))
 
     /// The most outcome bytes read: 1 GiB (about 5 million outcome lines).
     static let outcomesLimitByteCount = 1 << 30

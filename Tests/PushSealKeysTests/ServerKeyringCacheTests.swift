@@ -33,6 +33,23 @@ import Testing
         return p.terminationStatus
     }
 
+    /// `push-seal batch` on the keychain at `keychain`, reading stdin from the returned input
+    /// pipe and writing to the output pipe (SIGPIPE ignored: a writer may still be writing when
+    /// the child is killed).
+    static func startBatch(keychain: URL) throws -> (Process, input: Pipe, output: Pipe) {
+        let dir = try #require(Self.buildDirectory, "push-seal must be built")
+        signal(SIGPIPE, SIG_IGN)
+        let p = Process()
+        p.executableURL = dir.appendingPathComponent("push-seal")
+        p.arguments = ["batch", "--app-id", KeysFixture.appID, "--keychain", keychain.path, "-"]
+        let input = Pipe(), output = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        return (p, input, output)
+    }
+
     func storedCount(_ store: KeyStore, _ recipient: String) throws -> UInt64 {
         try store.keyset(appID: KeysFixture.appID, recipient: recipient).primary?.sealCount ?? 0
     }
@@ -247,19 +264,10 @@ import Testing
     }
 
     @Test func counterNeverUnderCountsAfterSIGKILLOfPushSealBatch() throws {
-        let dir = try #require(Self.buildDirectory, "push-seal must be built")
         let f = try KeysFixture()
         defer { f.cleanup() }
         try f.server.generate(appID: KeysFixture.appID, recipient: alice)
-        signal(SIGPIPE, SIG_IGN)  // the writer may still be writing when the child dies
-        let p = Process()
-        p.executableURL = dir.appendingPathComponent("push-seal")
-        p.arguments = ["batch", "--app-id", KeysFixture.appID, "--keychain", f.serverDir.path, "-"]
-        let input = Pipe(), output = Pipe()
-        p.standardInput = input
-        p.standardOutput = output
-        p.standardError = FileHandle.nullDevice
-        try p.run()
+        let (p, input, output) = try Self.startBatch(keychain: f.serverDir)
         let line = Array("{\"recipient\":\"\(alice)\",\"notification\":{\"title\":\"t\",\"body\":\"b\"}}\n".utf8)
         let writer = Thread {
             let chunk = Data(Array(repeating: line, count: 100).flatMap { $0 })

@@ -1,8 +1,4 @@
-import PushSealWire
-import PushSealSystem
 import Foundation
-import PushSealCrypto
-import PushSealRegistry
 
 /// A throwaway PostgreSQL for the tests: `initdb` into a temporary directory, a Unix socket in
 /// that directory (no TCP listener at all), started and stopped with `pg_ctl`. PostgreSQL refuses
@@ -11,6 +7,9 @@ import PushSealRegistry
 ///
 /// Stopped when the test process exits (`atexit`), and by a watchdog process that stops it if the
 /// test process dies without exiting normally (a crash, SIGKILL), so no server is left running.
+///
+/// Foundation only: PushSealAPNsTests uses the same file (a symlink) for the device token loop
+/// on the registry; the registry fixtures are in RegistryFixtures.swift.
 final class PostgresServer: @unchecked Sendable {
     // @unchecked: every property is immutable after init; stop() is idempotent through `stopped`,
     // guarded by `lock`.
@@ -143,41 +142,6 @@ final class PostgresServer: @unchecked Sendable {
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ d: String) { description = d }
-}
-
-/// Fixtures for registry tests.
-enum Registry {
-    /// A fresh KEK file (0600) in a fresh directory; returns its path.
-    static func kekFile(_ kek: KeyEncryptionKey = .generate()) throws -> String {
-        let d = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("pushseal-kek-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let path = d.appendingPathComponent("kek").path
-        var line = kek.hexLine()
-        defer { SecretBytes.wipe(&line) }
-        guard FileManager.default.createFile(atPath: path, contents: Data(line), attributes: [.posixPermissions: 0o600]) else {
-            throw TestFailure("cannot write \(path)")
-        }
-        return path
-    }
-
-    /// A migrated, empty registry database in the shared server and a store on it.
-    static func store(kek: KeyEncryptionKey = .generate()) throws -> (PostgresKeyStore, String) {
-        let server = try PostgresServer.sharedServer()
-        let cs = try server.createDatabase()
-        _ = try PostgresKeyStore.migrate(connectionString: cs)
-        return (try PostgresKeyStore(connectionString: cs, kek: kek, reconnectWaitSeconds: 10), cs)
-    }
-
-    /// The build directory holding the package's executables.
-    static var buildDirectory: URL {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var url = URL(fileURLWithPath: exe)
-        while url.path != "/" {
-            url.deleteLastPathComponent()
-            if FileManager.default.fileExists(atPath: url.appendingPathComponent("registry-stress").path) { return url }
-        }
-        return URL(fileURLWithPath: exe).deletingLastPathComponent()
-    }
 }
 
 /// Runs `argv` (posix_spawn, waitpid: no Foundation run loop), stdin from /dev/null, stdout

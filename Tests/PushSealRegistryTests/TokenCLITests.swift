@@ -84,6 +84,28 @@ import Testing
         #expect(try RegistryCLITests.run([keys, "token", "invalidate"] + s + ["--app-id", Self.app, "--outcomes", bad.path]).status == 65)
         #expect(try RegistryCLITests.run([keys, "token", "list"] + s).stdout.contains("dd44"), "a refused file changes nothing")
         #expect(try RegistryCLITests.run([keys, "token", "invalidate"] + s + ["--app-id", Self.app, "--outcomes", dir.appendingPathComponent("none").path]).status == 66)
+
+        // Audited like key changes, in the store's own trail: each add, each removal with its reason.
+        let audit = try Self.auditLines(s, in: dir).filter { ($0["event"] as? String)?.contains("DeviceToken") == true }
+        let summary = audit.map { a in
+            ["event", "recipient", "token", "reason", "unregisteredAt"].map { k in a[k].map { "\($0)" } ?? "-" }.joined(separator: " ")
+        }
+        #expect(summary == ["addDeviceToken alice aa11 - -", "removeDeviceToken alice aa11 replaced -", "addDeviceToken alice bb22 - -",
+                            "addDeviceToken bob cc33 - -", "addDeviceToken carol dd44 - -", "removeDeviceToken alice bb22 unregistered 3000"])
+        #expect(audit.allSatisfy { $0["appId"] as? String == Self.app && $0["environment"] != nil && $0["registeredAt"] is Int && $0["time"] is Int })
+        #expect(audit.allSatisfy { $0[store] is String }, "the location member: keychain or registry")
+    }
+
+    /// The audit lines of the store of `storeArguments` (the keychain's keys-audit.log, the
+    /// registry's pushseal_audit table), as JSON objects, oldest first.
+    static func auditLines(_ storeArguments: [String], in dir: URL) throws -> [[String: Any]] {
+        let text: String
+        if storeArguments.first == "--keychain" {
+            text = try String(contentsOfFile: storeArguments[1] + "/keys-audit.log", encoding: .utf8)
+        } else {
+            text = try PostgresServer.sharedServer().psql(storeArguments[1], "SELECT line FROM pushseal_audit ORDER BY id")
+        }
+        return text.split(separator: "\n").map { Self.json(String($0)) }
     }
 
     /// `push-seal batch --device-tokens` on the registry: each line gets its recipient's token of

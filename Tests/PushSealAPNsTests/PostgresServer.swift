@@ -1,0 +1,1 @@
+../PushSealRegistryTests/PostgresServer.swift
