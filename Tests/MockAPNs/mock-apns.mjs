@@ -255,8 +255,9 @@ function requestEnded(stream, h) {
   const base = record && { t: Date.now(), session: session.id, stream: stream.id, token, apnsId: h['apns-id'] ?? null,
     collapseId: h['apns-collapse-id'] ?? null };
   if (stream.id > session.lastStreamAllowed) {  // above the GOAWAY's last stream id: not processed
+    // Sending the GOAWAY made nghttp2 close these streams itself (REFUSED_STREAM); resetting
+    // one again from here corrupted Node 20's heap (abort "corrupted size vs. prev_size").
     record?.write(recordLine(base, ',"refused":"goaway"'));
-    stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
     return;
   }
   if (stream.id > session.maxProcessed) session.maxProcessed = stream.id;
