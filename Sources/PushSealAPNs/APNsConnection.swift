@@ -475,6 +475,12 @@ final class APNsConnection {
         if !wasOpen { close() }
     }
 
+    /// Calls `body` with every request bound here (waiting, then on a stream).
+    func forEachBound(_ body: (APNsRequest) -> Void) {
+        for r in pending.elements { body(r) }
+        for r in streams.values { body(r) }
+    }
+
     /// Cancels `r`'s attempt (its timeout): a stream is reset (`CANCEL`), a request still
     /// waiting here is taken back. Returns whether its END_STREAM had gone out, or `nil` when
     /// it is not on this connection.

@@ -40,8 +40,10 @@ final class APNsEngine: @unchecked Sendable {
     private var resend: [APNsRequest] = []
     /// Retries waiting for their time, sorted by due time.
     private var delayed: [(due: UInt64, request: APNsRequest)] = []
-    /// Attempts by deadline (one timeout for all: binding order is deadline order).
-    private var timeouts = APNsQueue<(deadline: UInt64, request: APNsRequest, serial: Int)>()
+    /// The earliest deadline of an attempt bound to a connection (monotonic ns), or `UInt64.max`:
+    /// when the bound requests are next looked through for expired ones. (A queue of every
+    /// attempt's deadline would keep each finished request alive for the whole timeout.)
+    private var nextDeadline = UInt64.max
     /// Requests bound to a connection.
     private var bound = 0
     private var invalidationGuard = InvalidationGuard()
@@ -160,7 +162,11 @@ final class APNsEngine: @unchecked Sendable {
         while connections.contains(where: { $0.state != .closed }), now < t0 + Self.closingWaitNanoseconds {
             waitAndHandle(timeout: 50)
         }
-        for c in connections { c.close() }
+        for c in connections {
+            c.close()
+            for (r, _) in c.ended { r.connection = nil }  // none are left once idle; no cycle either way
+            c.ended = []
+        }
         connections = []
         invalidationGuard.finish()
         counters.suppressedInvalidations = invalidationGuard.suppressedCount
@@ -184,7 +190,7 @@ final class APNsEngine: @unchecked Sendable {
         var due = t + 1_000_000_000
         if let first = delayed.first { due = min(due, max(first.due, connectBlockedUntil)) }
         if (!resend.isEmpty || !ready.isEmpty) && connectBlockedUntil > t { due = min(due, connectBlockedUntil) }
-        if let first = timeouts.first { due = min(due, first.deadline) }
+        due = min(due, nextDeadline)
         for c in connections where c.state == .connecting || c.state == .handshaking || (c.state == .open && !c.settingsReceived) {
             due = min(due, c.openedAt + connectTimeoutNanoseconds)
         }
@@ -276,9 +282,8 @@ final class APNsEngine: @unchecked Sendable {
         r.tokenGeneration = token.generation
         r.authorization = authorization.bytes
         r.resetAttempt()
-        r.attemptSerial += 1
         r.deadline = t + timeoutNanoseconds
-        timeouts.append((r.deadline, r, r.attemptSerial))
+        nextDeadline = min(nextDeadline, r.deadline)
         bound += 1
         return true
     }
@@ -329,11 +334,19 @@ final class APNsEngine: @unchecked Sendable {
 
     /// Times out the attempts whose deadline passed.
     private func expireTimeouts(_ t: UInt64) {
-        while let first = timeouts.first, first.deadline <= t {
-            _ = timeouts.popFirst()
-            let (_, r, serial) = first
-            guard r.attemptSerial == serial, let c = r.connection, let sent = c.cancel(r) else { continue }
-            complete(r, .timedOut(sent: sent), connectionSerial: c.serial, port: c.localPort)
+        if t >= nextDeadline {
+            // O(bound), once per deadline reached: every attempt has the same timeout.
+            var expired: [(APNsRequest, APNsConnection)] = []
+            nextDeadline = UInt64.max
+            for c in connections {
+                c.forEachBound { r in
+                    if r.deadline <= t { expired.append((r, c)) } else { nextDeadline = min(nextDeadline, r.deadline) }
+                }
+            }
+            for (r, c) in expired {
+                guard let sent = c.cancel(r) else { continue }
+                complete(r, .timedOut(sent: sent), connectionSerial: c.serial, port: c.localPort)
+            }
         }
         // Connections that did not open in time.
         for c in connections where (c.state == .connecting || c.state == .handshaking || (c.state == .open && !c.settingsReceived))
@@ -378,7 +391,6 @@ final class APNsEngine: @unchecked Sendable {
     private func complete(_ r: APNsRequest, _ end: APNsConnection.End, connectionSerial: Int, port: Int?) {
         bound -= 1
         r.connection = nil
-        r.attemptSerial += 1  // its timeout entry is stale now
         r.lastConnectionSerial = connectionSerial
         if let port { r.lastConnectionPort = port }
         let result: APNsRetryPolicy.Result

@@ -30,8 +30,6 @@ final class APNsRequest {
     var refusedResends = 0
 
     // The current attempt, on one connection.
-    /// Increases with every attempt bound to a connection (a stale timeout entry does not match).
-    var attemptSerial = 0
     /// When the current attempt times out (monotonic nanoseconds).
     var deadline: UInt64 = 0
     /// The HTTP/2 stream id, 0 until submitted.
