@@ -58,7 +58,9 @@ int pushseal_tls_handshake(pushseal_tls_connection *connection);
 /// Reads up to `size` bytes: the count (> 0), or a WANT code, PUSHSEAL_TLS_CLOSED or an error.
 ssize_t pushseal_tls_read(pushseal_tls_connection *connection, void *buffer, size_t size);
 /// Writes up to `size` bytes: the count (> 0), or a WANT code or an error. Give the same bytes
-/// again after a WANT code (OpenSSL's rule).
+/// again after a WANT code (OpenSSL's rule). A write to a connection the peer reset raises
+/// SIGPIPE: call it from a thread that blocks SIGPIPE (PushSealAPNs' transfer thread blocks
+/// every signal), which then only sees EPIPE.
 ssize_t pushseal_tls_write(pushseal_tls_connection *connection, const void *buffer, size_t size);
 /// Sends TLS close_notify (once, best effort) and ends the sending side of the TCP connection
 /// (shutdown SHUT_WR): the peer sees an orderly close and answers with its own.
