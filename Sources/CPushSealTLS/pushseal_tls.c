@@ -72,17 +72,23 @@ int pushseal_tcp_connect(const char *host, int port) {
     hints.ai_flags = AI_ADDRCONFIG;
     struct addrinfo *found = NULL;
     if (getaddrinfo(host, service, &hints, &found) != 0 || found == NULL) return -EHOSTUNREACH;
-    int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) { int e = errno; freeaddrinfo(found); return -e; }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-    int r;
-    do { r = connect(fd, found->ai_addr, found->ai_addrlen); } while (r < 0 && errno == EINTR);
-    int e = errno;
+    // The first address whose connect starts (an unroutable IPv6 address fails at once with
+    // ENETUNREACH: the next one is tried).
+    int e = EHOSTUNREACH;
+    for (struct addrinfo *a = found; a != NULL; a = a->ai_next) {
+        int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) { e = errno; continue; }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+        int r;
+        do { r = connect(fd, a->ai_addr, a->ai_addrlen); } while (r < 0 && errno == EINTR);
+        if (r == 0 || errno == EINPROGRESS) { freeaddrinfo(found); return fd; }
+        e = errno;
+        close(fd);
+    }
     freeaddrinfo(found);
-    if (r < 0 && e != EINPROGRESS) { close(fd); return -e; }
-    return fd;
+    return -e;
 }
 
 int pushseal_tcp_connect_result(int fd) {

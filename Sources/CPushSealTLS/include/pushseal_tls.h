@@ -37,7 +37,7 @@ pushseal_tls_context *pushseal_tls_context_new(const char *ca_file, char *error,
 void pushseal_tls_context_free(pushseal_tls_context *context);
 
 /// Starts a non-blocking TCP connection to `host`:`port` (name or IP literal; the first
-/// address getaddrinfo gives), TCP_NODELAY and keep-alive on. Returns the socket, or -errno
+/// address getaddrinfo gives whose connect starts), TCP_NODELAY and keep-alive on. Returns the socket, or -errno
 /// (-EAI_* values are mapped to -EHOSTUNREACH). The connection completes when the socket is
 /// writable: then call pushseal_tcp_connect_result.
 int pushseal_tcp_connect(const char *host, int port);
