@@ -277,6 +277,34 @@ struct APNsClientRetryTests {
         #expect(collected.outcomes.allSatisfy { $0.kind == .failed && $0.reason == "connectionFailed" && $0.attempts == 3 })
     }
 
+    @Test("a server whose certificate another CA signed: failed tlsVerificationFailed after one attempt, nothing reaches it")
+    func untrustedServer() throws {
+        let mock = try MockAPNs()
+        // A CA of our own that did not sign the mock's certificate.
+        let otherCA = mock.directory.appendingPathComponent("other-ca.pem").path
+        try TestKey.write(to: mock.directory.appendingPathComponent("other-ca.key").path)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["openssl", "req", "-x509", "-key", mock.directory.appendingPathComponent("other-ca.key").path,
+                       "-subj", "/CN=Another CA", "-days", "1", "-out", otherCA]
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        var configuration = APNsClient.Configuration(endpoint: try APNsEndpoint(hostAndPort: "127.0.0.1:\(mock.port)", caFile: otherCA))
+        configuration.reconnectBaseDelaySeconds = 0.01
+        let collected = Collected()
+        let cache = ProviderTokenCache(key: try ProviderKey(p8Path: mock.p8Path, keyID: MockAPNs.keyID, teamID: MockAPNs.teamID))
+        let client = try APNsClient(configuration: configuration, tokens: cache, onOutcome: { collected.add($0) })
+        for i in 1...5 { try client.send(notification(i), tag: i) }
+        client.finish()
+        mock.stop()
+        #expect(collected.outcomes.count == 5)
+        #expect(collected.outcomes.allSatisfy { $0.kind == .failed && $0.reason == "tlsVerificationFailed" && $0.attempts == 1 },
+                "\(collected.outcomes.map { "\($0.kind) \($0.reason ?? "") ×\($0.attempts)" })")
+        #expect(try mock.records().isEmpty)
+    }
+
     @Test("a BadDeviceToken burst (development tokens sent to production) invalidates nothing")
     func badDeviceTokenBurst() throws {
         let bad = (1...30).map { token($0) }
