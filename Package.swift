@@ -6,7 +6,7 @@
 //   Keys -> Keychain / Wire -> JSON / Crypto -> System -> libc
 //   PushSealCLI -> JSON / System; Crypto -> OpenSSL, libsodium; Wire -> libsodium, CPushSealSIMD; JSON -> CPushSealSIMD
 //   Extension -> MediaFetch -> System, CCurlLazy (libcurl.so.4 by dlopen on the first fetch; never linked)
-//   APNs -> Crypto / JSON / System, CCurl (libcurl linked), CNghttp2Hooks (libcurl's nghttp2 calls interposed)
+//   APNs -> Crypto / JSON / System, CNghttp2 (libnghttp2), CPushSealTLS -> COpenSSLTLS (libssl)
 import PackageDescription
 
 let package = Package(
@@ -32,11 +32,13 @@ let package = Package(
         .executable(name: "push-bench", targets: ["push-bench"]),
     ],
     targets: [
-        // System libraries (Debian: libssl-dev, libsodium-dev, libcurl4-openssl-dev, libpq-dev).
+        // System libraries (Debian: libssl-dev, libsodium-dev, libpq-dev; libcurl4-openssl-dev for CCurlLazy's <curl/curl.h>).
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
+        // The APNs client's HTTP/2 (Debian libnghttp2-dev) and TLS (libssl from libssl-dev).
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]),
+        .systemLibrary(name: "COpenSSLTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
 
         // Our C targets. CPushSealSIMD: two byte loops (Wire's base64, JSON's string scan, used by
         // the sender and the receiver) vectorized for x86-64 with a run-time CPU check; public data only.
@@ -45,12 +47,11 @@ let package = Package(
         // constants; libcurl.so.4 is loaded with dlopen on the first fetch (pthread_once) and
         // called through dlsym'd entry points, so a notification without media never maps libcurl
         // and its ~30 libraries (~5 MiB of RSS, ~30 ms at every start of push-open). The typed
-        // wrappers are CCurl's (Sources/CCurl/pushseal_curl_calls.h, one copy for both).
+        // wrappers are in Sources/CCurlLazy/pushseal_curl_calls.h.
         .target(name: "CCurlLazy", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
-        // CNghttp2Hooks: two of libnghttp2's entry points interposed for libcurl 7.88 (stream close
-        // codes for PushSealAPNs' resend decision; no RST_STREAM for closed streams), each
-        // forwarding to libnghttp2's own through dlsym(RTLD_NEXT). Linked only where libcurl is.
-        .target(name: "CNghttp2Hooks", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        // CPushSealTLS: a non-blocking TCP connection with OpenSSL TLS on it (TLS 1.2+, ALPN h2,
+        // peer verified, SNI and host name checked) for PushSealAPNs' HTTP/2 connections.
+        .target(name: "CPushSealTLS", dependencies: ["COpenSSLTLS"]),
 
         // Foundation layer: no Foundation, no C library but libc.
         // PushSealSystem: file descriptors with the private-file rules, Locked, the detached
@@ -72,8 +73,8 @@ let package = Package(
         .target(name: "PushSealCLI", dependencies: ["PushSealSystem", "PushSealJSON"]),
         // The extension's media network side: libcurl's C API through CCurlLazy, no Foundation.
         .target(name: "PushSealMediaFetch", dependencies: ["CCurlLazy", "PushSealSystem"]),
-        // The APNs provider client: HTTP/2 on libcurl (nghttp2), ES256 provider tokens, retries.
-        .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CCurl", "CNghttp2Hooks"]),
+        // The APNs provider client: HTTP/2 on libnghttp2 over OpenSSL TLS, ES256 provider tokens, retries.
+        .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CNghttp2", "CPushSealTLS"]),
         // The PostgreSQL server store (issue 15): libpq, keys wrapped under a key-encryption key.
         .target(name: "PushSealRegistry", dependencies: ["CLibPQ", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealSystem"]),
         // The one place --registry/--kek-file become a store (push-keys, push-seal; not push-open, which never links libpq).
@@ -120,7 +121,7 @@ let package = Package(
 //   what it re-exports on purpose (`public import`);
 // - MemberImportVisibility makes every file import the modules whose members it uses, so the
 //   `dependencies:` above are the real graph (no member is reached through another import).
-let cTargets: Set<String> = ["CPushSealSIMD", "CCurlLazy", "CNghttp2Hooks"]
+let cTargets: Set<String> = ["CPushSealSIMD", "CCurlLazy", "CPushSealTLS"]
 for target in package.targets where target.type != .system && !cTargets.contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what PushSeal needs on a fresh Debian machine that has the Swift toolchain:
-# the C libraries (libssl-dev, libsodium-dev, libcurl4-openssl-dev, libpq-dev, pkg-config), Debian's
+# the C libraries (libssl-dev, libsodium-dev, libcurl4-openssl-dev, libnghttp2-dev, libpq-dev, pkg-config), Debian's
 # PostgreSQL server (`postgresql`: the registry tests start a throwaway one), shellcheck (the
 # tests lint scripts/gen-cli-docs.sh with it) and Python's `cryptography` and `pyhpke` (used by the
 # interop tests and the benchmark's peers). Idempotent; quiet when all is there.
@@ -11,6 +11,7 @@ command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 pkg-config --exists libcrypto 2>/dev/null || need_apt+=(libssl-dev)
 pkg-config --exists libsodium 2>/dev/null || need_apt+=(libsodium-dev)
 pkg-config --exists libcurl 2>/dev/null || need_apt+=(libcurl4-openssl-dev)
+pkg-config --exists libnghttp2 2>/dev/null || need_apt+=(libnghttp2-dev)
 pkg-config --exists libpq 2>/dev/null || need_apt+=(libpq-dev)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-pip)

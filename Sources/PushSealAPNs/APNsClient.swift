@@ -1,25 +1,30 @@
 import Dispatch
-internal import CCurl
 import PushSealSystem
 
-/// An APNs provider client: HTTP/2 over TLS 1.2+ on libcurl (with nghttp2), one multi handle
-/// multiplexing every notification over a bounded pool of connections to one endpoint with one
-/// provider key (the pool is per (environment, team, key): make one client for each).
+/// An APNs provider client: HTTP/2 (libnghttp2) over TLS 1.2+ (OpenSSL, ALPN `h2`, the peer
+/// verified against the system's CA store or the endpoint's CA file, SNI and host name
+/// checked), multiplexing every notification over a bounded pool of connections to one
+/// endpoint with one provider key (the pool is per (environment, team, key): make one client
+/// for each). One transfer thread runs the pool: one `poll` over its non-blocking sockets and a
+/// wake-up pipe for new notifications.
 ///
-/// - Streams: libcurl follows the `SETTINGS_MAX_CONCURRENT_STREAMS` APNs announces (1 until the
-///   first valid provider token, 1000 after, and 1 again after a rejected token; nghttp2 holds
-///   the streams beyond it), capped by ``Configuration/maxConcurrentStreams``;
-///   `CURLOPT_PIPEWAIT` makes a burst wait for the connection being set up instead of opening
-///   one connection per request, and `CURLMOPT_MAX_HOST_CONNECTIONS` bounds the pool.
+/// - Streams: a connection submits nothing before the server's first SETTINGS, then keeps its
+///   open streams under the `SETTINGS_MAX_CONCURRENT_STREAMS` APNs announces, followed live (1
+///   until the first valid provider token, 1000 after, and 1 again after a rejected token),
+///   capped by ``Configuration/maxConcurrentStreams``; the rest wait in the connection's local
+///   queue. A burst never opens more than ``Configuration/maxConnections`` connections.
 /// - Retries: ``APNsRetryPolicy`` (docs/apns.md has the table). A stream refused by APNs
-///   (`REFUSED_STREAM`, or above a GOAWAY's last stream id) was not processed: libcurl resends it
-///   on a new connection itself (``Statistics/refusedStreamsResent``). libcurl 7.88 would also
-///   resend, unseen, a request whose connection died before the answer; the client refuses that
-///   rewind, so such a request is one APNs may have delivered. A request that may have reached
-///   APNs is resent only when it has a collapse id.
-/// - Reconnects after a failed connection attempt back off from
-///   ``Configuration/reconnectBaseDelaySeconds`` (1 s) doubling to
-///   ``Configuration/reconnectMaxDelaySeconds`` (60 s).
+///   (`REFUSED_STREAM`, or above a GOAWAY's last stream id) was not processed: it is resent
+///   without counting an attempt (``Statistics/refusedStreamsResent``). A request whose
+///   connection died after its last frame went out may have been delivered: it is resent only
+///   when it has a collapse id.
+/// - Connections: PING after ``Configuration/upkeepIntervalSeconds`` idle (closed when the PING
+///   is not answered within the request timeout), closed after
+///   ``Configuration/connectionIdleLimitSeconds`` idle, retired (no new streams) after
+///   ``Configuration/connectionLifetimeSeconds``. Reconnects after a failed connection attempt
+///   back off from ``Configuration/reconnectBaseDelaySeconds`` (1 s) doubling to
+///   ``Configuration/reconnectMaxDelaySeconds`` (60 s). ``finish()`` ends each connection with
+///   GOAWAY(NO_ERROR) once every notification has its outcome.
 ///
 /// Outcomes arrive on the client's transfer thread, one per notification given to ``send(_:tag:)``,
 /// through the handler passed to ``init(configuration:tokens:onOutcome:onInvalidation:afterOutcomes:)``.
@@ -46,12 +51,11 @@ public final class APNsClient: Sendable {
         public var reconnectBaseDelaySeconds = 1.0
         /// Longest delay between connection attempts, in seconds (60).
         public var reconnectMaxDelaySeconds = 60.0
-        /// An idle connection is closed after this many seconds (`CURLOPT_MAXAGE_CONN`; 3600,
-        /// libcurl's default is 118).
+        /// A connection without streams is closed after this many seconds (3600).
         public var connectionIdleLimitSeconds = 3600
-        /// A connection is not reused after this many seconds (`CURLOPT_MAXLIFETIME_CONN`; 86400).
+        /// A connection takes no new streams after this many seconds (86400).
         public var connectionLifetimeSeconds = 86400
-        /// Upkeep (HTTP/2 PING) interval for idle connections, in seconds (`CURLOPT_UPKEEP_INTERVAL_MS`; 60).
+        /// An HTTP/2 PING goes on a connection without streams this many seconds idle (60).
         public var upkeepIntervalSeconds = 60
         /// The clocks (latency, delays; the token cache has its own).
         public var clock: any APNsClock = SystemAPNsClock()
@@ -68,11 +72,11 @@ public final class APNsClient: Sendable {
         public var finished = 0
         /// Requests sent (attempts), retries included.
         public var requests = 0
-        /// Requests libcurl resent by itself on a new connection because APNs refused their
-        /// stream (`REFUSED_STREAM`, or above a GOAWAY's last stream id): not processed by APNs,
-        /// so not in ``requests`` nor in an outcome's attempts.
+        /// Requests resent because APNs refused their stream (`REFUSED_STREAM`, or above a
+        /// GOAWAY's last stream id): not processed by APNs, so not in ``requests`` nor in an
+        /// outcome's attempts.
         public var refusedStreamsResent = 0
-        /// Connections libcurl opened (`CURLINFO_NUM_CONNECTS` summed).
+        /// Connections opened (TLS handshake done, HTTP/2 agreed).
         public var connectionsOpened = 0
         /// `BadDeviceToken` answers the burst guard did not turn into invalidations.
         public var suppressedInvalidations = 0
@@ -92,8 +96,8 @@ public final class APNsClient: Sendable {
     ///   - onInvalidation: called for each token to delete (410, or a `BadDeviceToken` the
     ///     ``InvalidationGuard`` let through), on the transfer thread.
     ///   - afterOutcomes: called on the transfer thread after each group of outcomes (flush point).
-    /// - Throws: `APNsError` `.transportUnavailable` when libcurl lacks HTTP/2 or cannot start;
-    ///   `.badEndpoint` when the CA file cannot be read.
+    /// - Throws: `APNsError` `.transportUnavailable` when TLS or the thread cannot be set up;
+    ///   `.badEndpoint` when the CA file cannot be read or holds no certificate.
     public init(configuration: Configuration, tokens: ProviderTokenCache,
                 onOutcome: @escaping @Sendable (APNsOutcome) -> Void,
                 onInvalidation: @escaping @Sendable (APNsInvalidation) -> Void = { _ in },
@@ -104,9 +108,6 @@ public final class APNsClient: Sendable {
             } catch let e as SystemError {
                 throw APNsError(.badEndpoint, "cannot read the CA file '\(ca.suffix(120))': \(errnoText(e.errno))")
             }
-        }
-        guard apnsCurlGlobalInit == CURLE_OK, pushseal_curl_has_http2() != 0 else {
-            throw APNsError(.transportUnavailable, "libcurl has no HTTP/2 support (Debian: libcurl4-openssl-dev is built with nghttp2)")
         }
         self.configuration = configuration
         self.tokens = tokens
@@ -149,6 +150,3 @@ public final class APNsClient: Sendable {
     /// The counters so far.
     public var statistics: Statistics { engine.statistics }
 }
-
-/// `curl_global_init`, once per process.
-let apnsCurlGlobalInit: CURLcode = pushseal_curl_global_init()

@@ -29,7 +29,7 @@ extension ErrorCode<APNsError> {
     public static var badProviderKey: Self { Self("badProviderKey") }
     /// The endpoint is not `host:port`, or the CA file is missing.
     public static var badEndpoint: Self { Self("badEndpoint") }
-    /// libcurl could not be set up (no HTTP/2 support, or an allocation failed).
+    /// TLS (OpenSSL) or the transfer thread could not be set up.
     public static var transportUnavailable: Self { Self("transportUnavailable") }
 }
 

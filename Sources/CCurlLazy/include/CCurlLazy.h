@@ -5,8 +5,8 @@
 // <curl/curl.h> gives the types and constants only; nothing here links libcurl. Call
 // pushseal_lazy_curl_load() first: it loads the library and resolves the entry points in the
 // list below, once per process; then every pushseal_lazy_curl_* function calls libcurl through
-// that table. The typed setopt/getinfo wrappers are the ones CCurl (linked libcurl, for
-// PushSealAPNs) has, from the same pushseal_curl_calls.h, named pushseal_lazy_curl_<name>.
+// that table. The typed setopt/getinfo wrappers come from pushseal_curl_calls.h, named
+// pushseal_lazy_curl_<name>.
 #ifndef PUSHSEAL_CCURL_LAZY_H
 #define PUSHSEAL_CCURL_LAZY_H
 #include <curl/curl.h>
@@ -85,7 +85,7 @@ PUSHSEAL_LAZY_CURL_FUNCTIONS(PUSHSEAL_LAZY_CURL_WRAP, PUSHSEAL_LAZY_CURL_VOID_WR
 // The typed wrappers (pushseal_lazy_curl_setopt_long, …), calling through the table.
 #define PUSHSEAL_CURL_WRAPPER(name) pushseal_lazy_curl_##name
 #define PUSHSEAL_CURL_CALL(function) (pushseal_lazy_curl_table.function)
-#include "../../CCurl/pushseal_curl_calls.h"
+#include "../pushseal_curl_calls.h"
 #undef PUSHSEAL_CURL_WRAPPER
 #undef PUSHSEAL_CURL_CALL
 

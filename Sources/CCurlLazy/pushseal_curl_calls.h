@@ -1,7 +1,7 @@
-// The typed wrappers over libcurl's C API, written once for its two users:
-// - CCurl (shim.h): libcurl linked at build time, each call direct (PushSealAPNs);
-// - CCurlLazy (CCurlLazy.h): libcurl loaded with dlopen on first use, each call through the
-//   table of resolved entry points (PushSealMediaFetch).
+// The typed wrappers over libcurl's C API for CCurlLazy (CCurlLazy.h): libcurl loaded with
+// dlopen on first use, each call through the table of resolved entry points
+// (PushSealMediaFetch). (PushSealAPNs linked libcurl with the same wrappers until it moved to
+// libnghttp2; the macros below keep the wrappers independent of how libcurl is reached.)
 // curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic, which Swift cannot
 // call: each wrapper passes its argument with the type libcurl expects for the option (a call
 // through a variadic function pointer of the right type is the same call in C).
