@@ -21,6 +21,19 @@ extension DeviceKeyItem {
         return try DeviceKeyManifest(decoding: data)
     }
 
+    /// The app ids that have a key manifest in reach (attributes only), sorted: the apps whose
+    /// device key items `push-keys prune` looks at.
+    /// - Throws: `KeychainError` (-34018, `.corrupt`, …).
+    public static func appIDsWithManifest(in keychain: Keychain, accessGroup: String?) throws -> [String] {
+        do {
+            return try keychain.copyMatching(ItemQuery(accessGroup: accessGroup), limit: .all).map(\.attributes)
+                .filter { $0.account == DeviceKeyManifest.account && $0.service.hasPrefix(DeviceKeyManifest.servicePrefix) }
+                .map { String($0.service.dropFirst(DeviceKeyManifest.servicePrefix.count)) }.sorted()
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            return []
+        }
+    }
+
     /// Writes (`data` non-nil: adds or replaces) or deletes (`data` nil) the item `keyID` of
     /// `kind`, bracketed by the manifest. The item there now must be one the manifest vouches
     /// for (a rolled-back item is never blessed by a later write); the first write of an app

@@ -1,6 +1,7 @@
 public import PushSealCrypto
 import PushSealKeychain
 import PushSealSystem
+import PushSealWire
 
 /// Reading the one device key layout (docs/keychain.md "Device key items"): one item per key,
 /// service `pushseal.key:<appID>` (kinds 1 and 2) or `pushseal.sender:<appID>` (kind 3),
@@ -112,10 +113,18 @@ extension DeviceKeyring {
 
     /// The pinned sender public key `keyID` of `appID`, after the reader rules of its status.
     /// - Returns: the key and, for a decryptOnly one, its `retiredAt`.
-    /// - Throws: `KeysError` `.unknownKey`, `.corruptKey` (a record that breaks the layout, or
-    ///   a low-order point), `.keyDisabled`, `.keyExpired`; `KeychainError`.
+    /// - Throws: `FormatError` `.unknownSenderKey` (no item); `KeysError` `.corruptKey` (a record
+    ///   that breaks the layout, or a low-order point), `.keyDisabled`, `.keyExpired`,
+    ///   `.keyRolledBack`; `KeychainError`.
     public func pinnedSenderKey(_ keyID: String, appID: String, now: Int64) throws -> (publicKey: X25519.PublicKey, retiredAt: Int64?) {
-        let (bytes, retiredAt) = try usableKey(.senderKey, keyID: keyID, appID: appID, now: now)
+        try KeyStore.checkTime(now)
+        // A pin the key manifest lists whose item is gone (deleted around the toolkit): still
+        // pinned for the downgrade check, but nothing to authenticate with.
+        guard let record = try record(.senderKey, keyID: keyID, appID: appID) else {
+            throw FormatError(.unknownSenderKey, "sender key \(keyID) is pinned in the key manifest of \(appID) but its item is missing: pin it again",
+                              field: HPKEAuthEnvelope.senderKeyIDField)
+        }
+        let (bytes, retiredAt) = try usableKey(record, keyID: keyID, appID: appID, now: now)
         do {
             let key = try X25519.PublicKey(rawRepresentation: bytes.copyBytes())
             try key.validate()

@@ -29,6 +29,10 @@ public final class KeyStore: Sendable {
     public let accessibility: Accessibility
     /// Where audit lines go.
     public let audit: KeyAudit
+    /// `true` for a device key store that keeps v1 keys as device key items (docs/keychain.md
+    /// "Device key items"): a rotation that installs on it writes kind 1 items (converting a
+    /// legacy keyset of the recipient first), not a keyset item. Default `false` (keysets).
+    public let writesDeviceKeyItems: Bool
 
     /// The identity `push-keys` uses for a server keychain when no identity option is given:
     /// access group `pushseal.server`.
@@ -53,13 +57,14 @@ public final class KeyStore: Sendable {
     ///     application identifier, which its extension could not read.
     ///   - accessibility: for new keyset items.
     ///   - audit: the audit destination (default `keys-audit.log` in the keychain directory).
+    ///   - deviceKeyItems: a device store that keeps v1 keys as device key items (``writesDeviceKeyItems``).
     /// - Throws: `KeysError` `.noSharedAccessGroup`; `KeychainError` `.missingEntitlement` (-34018)
     ///   for a group the identity lacks; `.symbolicLink`, `.insecurePermissions` (with a
     ///   `chmod 600 PATH` suggestion) or `.corrupt` when ``lockFileName`` or
     ///   ``KeyAudit/fileName`` in the keychain directory is a link, not 0600 or not a regular file
     ///   (checked like item files).
     public init(keychain: Keychain, accessGroup: String? = nil, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly,
-                audit: KeyAudit = .keychainFile) throws {
+                audit: KeyAudit = .keychainFile, deviceKeyItems: Bool = false) throws {
         let e = keychain.entitlements
         if let accessGroup {
             guard e.accessGroups.contains(accessGroup) else {
@@ -78,6 +83,7 @@ public final class KeyStore: Sendable {
         self.keychain = keychain
         self.accessibility = accessibility
         self.audit = audit
+        writesDeviceKeyItems = deviceKeyItems
     }
 
     /// The keychain service of an app's keyset items: `pushseal.keyset:<appID>`.
