@@ -24,6 +24,9 @@ extension DeviceKeyItem {
         public var damaged: Bool
         /// The item's access group.
         public var accessGroup: String
+        /// The app's key manifest does not vouch for the item (docs/keychain.md "The key
+        /// manifest": an older copy put back, or no manifest): it does not open, `keyRolledBack`.
+        public var rolledBack = false
         /// For a v1 key still held in a legacy keyset item (`pushseal.keyset:<appID>`, not yet
         /// converted): the keyset's recipient; nil for a key item.
         public var keysetRecipient: String? = nil
@@ -35,6 +38,12 @@ extension DeviceKeyItem {
     public static func list(appID: String, in keychain: Keychain, accessGroup: String?) throws -> [Entry] {
         try KeyID.validateAppID(appID)
         var entries: [Entry] = []
+        // A damaged manifest vouches for nothing: every item is then listed as rolled back.
+        let manifest = try? self.manifest(appID: appID, in: keychain, accessGroup: accessGroup)
+        func vouched(_ kind: DeviceKeyKind, _ account: String, _ data: SecretBytes?) -> Bool {
+            guard let data, let entry = manifest?.entry(kind, keyID: account), let digest = try? DeviceKeyManifest.digest(of: data) else { return false }
+            return entry.accepts(digest)
+        }
         for service in [DeviceKeyKind.v1Key.service(appID: appID), DeviceKeyKind.senderKey.service(appID: appID)] {
             let items: [KeychainItem]
             do {
@@ -46,8 +55,9 @@ extension DeviceKeyItem {
                 let a = item.attributes
                 let fallbackKind: DeviceKeyKind = service.hasPrefix(DeviceKeyKind.senderKey.servicePrefix) ? .senderKey
                     : a.label == DeviceKeyKind.v2DeviceKey.label ? .v2DeviceKey : .v1Key
+                let rolledBack = !vouched(fallbackKind, a.account, item.data)
                 guard let data = item.data, let record = try? DeviceKeyRecord(decoding: data) else {
-                    entries.append(Entry(kind: fallbackKind, keyID: a.account, damaged: true, accessGroup: a.accessGroup))
+                    entries.append(Entry(kind: fallbackKind, keyID: a.account, damaged: true, accessGroup: a.accessGroup, rolledBack: rolledBack))
                     continue
                 }
                 var publicKey: X25519.PublicKey?
@@ -61,7 +71,7 @@ extension DeviceKeyItem {
                 }
                 entries.append(Entry(kind: record.kind, keyID: a.account, status: record.status, createdAt: record.createdAt,
                                      retiredAt: record.retiredAt, notAfter: record.notAfter, publicKey: publicKey, damaged: false,
-                                     accessGroup: a.accessGroup))
+                                     accessGroup: a.accessGroup, rolledBack: rolledBack))
             }
         }
         entries += try legacyKeysetEntries(appID: appID, in: keychain, accessGroup: accessGroup, except: Set(entries.map(\.keyID)))

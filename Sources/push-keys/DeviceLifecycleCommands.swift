@@ -53,7 +53,8 @@ enum DeviceLifecycleCommands {
                             ("status", e.damaged ? .string("damaged") : e.status.map { .string($0.rawValue) } ?? .null),
                             ("createdAt", KeyJSON.opt(e.createdAt)), ("retiredAt", KeyJSON.opt(e.retiredAt)), ("notAfter", KeyJSON.opt(e.notAfter)),
                             ("publicKey", e.publicKey.map { .string(WireBase64.encode($0.rawRepresentation)) } ?? .null),
-                            ("accessGroup", .string(e.accessGroup)), ("keyset", e.keysetRecipient.map { .string($0) } ?? .null)]))
+                            ("accessGroup", .string(e.accessGroup)), ("keyset", e.keysetRecipient.map { .string($0) } ?? .null),
+                            ("rolledBack", .bool(e.rolledBack))]))
     }
 }
 
@@ -249,7 +250,7 @@ struct DeviceListCommand: OptionsCommand {
         ],
         exitCodes: DeviceLifecycleCommands.exitCodes(checked: "an --app-id or --now", noInput: "the entitlements file missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
-            OUTPUT: one line per item: KIND KEY_ID STATUS createdAt retiredAt notAfter PUBLIC_KEY (KIND v1, v2 or sender; times ISO 8601 UTC, - when unset; status damaged for a record that breaks the layout); with --json: {"appId", "keys": [{"kind", "keyId", "status", "createdAt", "retiredAt", "notAfter", "publicKey", "accessGroup", "keyset"}]}.
+            OUTPUT: one line per item: KIND KEY_ID STATUS createdAt retiredAt notAfter PUBLIC_KEY (KIND v1, v2 or sender; times ISO 8601 UTC, - when unset; status rolledBack for an item the app's key manifest does not vouch for, an older copy put back, which does not open (docs/keychain.md "The key manifest"), damaged for a record that breaks the layout); with --json: {"appId", "keys": [{"kind", "keyId", "status", "createdAt", "retiredAt", "notAfter", "publicKey", "accessGroup", "keyset", "rolledBack"}]} ("status" is the record's own).
 
             LEGACY KEYSETS: v1 keys still held in a keyset item of the app (pushseal.keyset:APP, written by push-keys import before 0.3.0, not yet converted) are listed too, as v1 lines ending in keyset:RECIPIENT ("keyset": the recipient; null for key items); a key id with a key item shows the item only (it decides). push-keys import of the keyset's next record converts it into key items (docs/keychain.md "Legacy keyset items").
             """
@@ -271,7 +272,7 @@ struct DeviceListCommand: OptionsCommand {
             JSONObject([("appId", .string(o.base.appID)), ("keys", .array(entries.map(DeviceLifecycleCommands.json)))])
         }, text: {
             entries.map { e in
-                let status = e.damaged ? "damaged" : e.status?.rawValue ?? "-"
+                let status = e.rolledBack ? "rolledBack" : e.damaged ? "damaged" : e.status?.rawValue ?? "-"
                 let key = e.publicKey.map { WireBase64.encode($0.rawRepresentation) } ?? "-"
                 let keyset = e.keysetRecipient.map { ["keyset:" + $0] } ?? []
                 return ([e.kind.name, e.keyID, status, keyTime(e.createdAt), keyTime(e.retiredAt), keyTime(e.notAfter), key] + keyset)

@@ -62,11 +62,15 @@ import Testing
         for name in files {
             try Self.putBack(name, from: before, in: d)
             #expect(try reason(d, payload) == "keyRolledBack", "\(name) put back")
+            // device list names it, without opening anything.
+            let listed = try DeviceKeyItem.list(appID: casesAppID, in: try d.app, accessGroup: sharedGroup)
+            #expect(listed.first { $0.kind == .v2DeviceKey }?.rolledBack == true && listed.first { $0.kind == .senderKey }?.rolledBack == false, "\(listed)")
             let r = try d.open(.object(payload))
             #expect(r.detail.contains("key manifest"), "\(r.detail)")
             try Self.putBack(name, from: after, in: d)
         }
         #expect(try reason(d, payload) == "keyDisabled")
+        #expect(try DeviceKeyItem.list(appID: casesAppID, in: try d.app, accessGroup: sharedGroup).allSatisfy { !$0.rolledBack })
         // A later write never blesses a rolled-back item: the app's next write is refused too.
         for name in files { try Self.putBack(name, from: before, in: d) }
         try Self.putBack(try #require(files.first), from: after, in: d)
