@@ -4,7 +4,9 @@
 # Usage: Keys/provision-device.sh DEVICE_KEYCHAIN RECORD_FILE TEAM_ID BUNDLE_ID
 #   Writes DEVICE_KEYCHAIN.entitlements/app.json and ext.json (the app and its Notification
 #   Service Extension, sharing keychain access group TEAM_ID.BUNDLE_ID.shared and App Group
-#   group.BUNDLE_ID), imports RECORD_FILE as the app, then checks that the extension sees the keyset.
+#   group.BUNDLE_ID), imports RECORD_FILE as the app (one kind 1 key item per key, the layout of
+#   docs/keychain.md "Device key items" that Examples/iOS reads), then checks that the extension
+#   sees the keys.
 # Env: PUSH_KEYS (the push-keys binary; default: push-keys on PATH).
 # Output (stdout), one "name: value" line each, then the command to run next (push-keys import's
 # own line goes to stderr):
@@ -37,8 +39,8 @@ printf '{"application-identifier":"%s","keychain-access-groups":["%s"],"applicat
 
 # The import's own line ("APP RECIPIENT: imported KEY_ID") goes to stderr: stdout is the summary below.
 "$push_keys" import --keychain "$device" --entitlements "$ents/app.json" --app-id "$bundle" "$record" >&2
-if ! "$push_keys" list --keychain "$device" --entitlements "$ents/ext.json" --app-id "$bundle" | grep -q .; then
-  echo "$0: error: the extension identity cannot see the imported keyset" >&2
+if ! "$push_keys" device list --keychain "$device" --entitlements "$ents/ext.json" --app-id "$bundle" | grep -q '^v1 '; then
+  echo "$0: error: the extension identity cannot see the imported keys" >&2
   exit 1
 fi
 echo "app entitlements: $ents/app.json"

@@ -277,9 +277,9 @@ def rotation_demo(tools, work, server_kc, device_kc, app_ents, ext_ents):
             argv += ["--entitlements", str(ents)]
         run(argv)
     r3 = open_payload(tools, device_kc, ext_ents, in_flight)
-    expect(r3.get("outcome") == "original" and "destroyed" in str(r3.get("reason", "")).lower(),
-           f"after prune the old message falls back with 'key destroyed' (got {r3.get('outcome')}, {r3.get('reason')})")
-    print(f"   31 days later, push-keys prune destroys {old_kid}; the old message now shows the fallback, reason: {r3.get('reason')}")
+    expect(r3.get("outcome") == "original" and r3.get("reason") == "unknownKey",
+           f"after prune the old message falls back with 'unknownKey' (got {r3.get('outcome')}, {r3.get('reason')})")
+    print(f"   31 days later, push-keys prune deletes {old_kid}'s key item; the old message now shows the fallback, reason: {r3.get('reason')}")
     print()
 
 
@@ -291,8 +291,10 @@ def locked_phone_demo(tools, work, app_ents, ext_ents):
     record = work / "bob.keyrecord.json"
     run([tools["push-keys"], "export", "--keychain", str(server_kc), "--app-id", APP_ID, "--recipient", RECIPIENT, "--out", str(record)])
     run([tools["push-keys"], "keychain", "init", "--keychain", str(device_kc)])
+    # Device key items are always afterFirstUnlockThisDeviceOnly; the legacy keyset form still
+    # takes another accessibility, which is how this mistake is made (docs/keychain.md).
     code, _, err, _ = run([tools["push-keys"], "import", "--keychain", str(device_kc), "--entitlements", str(app_ents),
-                           "--app-id", APP_ID, "--accessibility", "whenUnlocked", str(record)])
+                           "--app-id", APP_ID, "--accessibility", "whenUnlocked", "--legacy-keyset", str(record)])
     warned = "warning" in err
     expect(warned, "push-keys warns when asked for whenUnlocked")
     payload, _ = seal_text(tools, work, server_kc, "locked", "Your lab results are ready", "Open the app to view them.")

@@ -193,6 +193,8 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
             return record
         case .notFound, .otherKind: throw Refusal(notFound)
         case .damaged: throw Refusal("corruptKey")
+        // docs/keychain.md "The key manifest": an item the manifest does not vouch for.
+        case .rolledBack: throw Refusal("keyRolledBack")
         // -25308: the item was stored WhenUnlocked and the phone is locked; -34018: missing
         // entitlement (keychain-access-groups); see README.md.
         case .failed(let status): throw Refusal("keychain:\(status)")
@@ -223,6 +225,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         let pinned: [String]
         switch PushSealDeviceKeys.pinnedSenderKeyIDs(appID: appID) {
         case .success(let ids): pinned = ids
+        case .failure(let failure) where failure.code == "keyRolledBack" || failure.code == "corruptKey": throw Refusal(failure.code)
         case .failure(let failure): throw Refusal("keychain:\(failure.status ?? errSecParam)")
         }
         var senderRecord: PushSealKeyRecord?

@@ -173,6 +173,101 @@ extension UInt64 {
     fileprivate var toInt64: Int64 { Int64(bitPattern: self) }
 }
 
+/// The app's key manifest (docs/keychain.md "The key manifest"): the rollback guard of the key
+/// items. One item per app: service `pushseal.manifest:<appID>`, account `manifest`, label
+/// `PushSeal key manifest`, same access group and accessibility as the key items. It lists every
+/// key item with the SHA-256 of the record the item must hold; a key item it does not vouch for
+/// (an older copy put back, a pruned key or removed pin restored) never opens: `keyRolledBack`.
+enum PushSealKeyManifestLayout {
+    static let servicePrefix = "pushseal.manifest:"
+    static let account = "manifest"
+    static let label = "PushSeal key manifest"
+    static let layoutVersion: UInt8 = 1
+    static let versionOffset = 0
+    static let generationOffset = 1
+    static let entryCountOffset = 9
+    static let entriesOffset = 11
+    static let digestByteCount = 32
+    static let maxEntryCount = 4096
+
+    static func service(appID: String) -> String { servicePrefix + appID }
+}
+
+/// The manifest's bytes (big-endian): version(1) ‖ generation(8, ≥ 1) ‖ entry count(2) ‖ entries
+/// sorted by (kind, key id bytes), each kind(1) ‖ key id length(1) ‖ key id ‖ digest(32) ‖
+/// previous digest(32); 32 zero bytes = none (a digest: the item is being deleted; a previous
+/// digest: no write in progress).
+struct PushSealKeyManifest: Equatable {
+    struct Entry: Equatable {
+        var kind: PushSealKeyKind
+        var keyID: String
+        /// SHA-256 of the record the item holds; nil while the item is being deleted.
+        var digest: Data?
+        /// SHA-256 of the record before the write in progress; nil when none.
+        var previousDigest: Data?
+
+        func accepts(_ digest: Data) -> Bool { digest == self.digest || digest == previousDigest }
+    }
+
+    var generation: UInt64 = 0
+    var entries: [Entry] = []
+
+    static func digest(_ data: Data) -> Data { Data(SHA256.hash(data: data)) }
+
+    /// The entry of the item `keyID` under `kind`'s service (kinds 1 and 2 share one).
+    func entry(_ kind: PushSealKeyKind, keyID: String) -> Entry? {
+        entries.first { $0.keyID == keyID && $0.kind.servicePrefix == kind.servicePrefix }
+    }
+
+    private static func ordered(_ a: Entry, _ b: Entry) -> Bool {
+        a.kind.rawValue != b.kind.rawValue ? a.kind.rawValue < b.kind.rawValue
+            : Array(a.keyID.utf8).lexicographicallyPrecedes(Array(b.keyID.utf8))
+    }
+
+    init() {}
+
+    /// `nil` for bytes that break the layout (damaged: nothing opens, `corruptKey`).
+    init?(decoding data: Data) {
+        let bytes = [UInt8](data)
+        typealias L = PushSealKeyManifestLayout
+        guard bytes.count >= L.entriesOffset, bytes[L.versionOffset] == L.layoutVersion else { return nil }
+        func uint(_ offset: Int, _ count: Int) -> UInt64 { bytes[offset..<offset + count].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+        generation = uint(L.generationOffset, 8)
+        let count = Int(uint(L.entryCountOffset, 2))
+        guard generation >= 1, count <= L.maxEntryCount else { return nil }
+        let zero = Data(count: L.digestByteCount)
+        var at = L.entriesOffset
+        for _ in 0..<count {
+            guard at + 2 <= bytes.count, let kind = PushSealKeyKind(rawValue: bytes[at]) else { return nil }
+            let length = Int(bytes[at + 1])
+            let end = at + 2 + length + 2 * L.digestByteCount
+            guard end <= bytes.count else { return nil }
+            let keyID = String(decoding: bytes[at + 2..<at + 2 + length], as: UTF8.self)
+            guard PushSealWire.isValidKeyID(keyID), keyID.utf8.count == length else { return nil }
+            let digest = Data(bytes[at + 2 + length..<end - L.digestByteCount]), previous = Data(bytes[end - L.digestByteCount..<end])
+            let entry = Entry(kind: kind, keyID: keyID, digest: digest == zero ? nil : digest, previousDigest: previous == zero ? nil : previous)
+            guard entry.digest != nil || entry.previousDigest != nil else { return nil }
+            if let last = entries.last, !Self.ordered(last, entry) { return nil }
+            entries.append(entry)
+            at = end
+        }
+        guard at == bytes.count else { return nil }
+    }
+
+    func encoded() -> Data {
+        typealias L = PushSealKeyManifestLayout
+        let sorted = entries.sorted(by: Self.ordered)
+        var out: [UInt8] = [L.layoutVersion]
+        for i in 0..<8 { out.append(UInt8(truncatingIfNeeded: generation >> (56 - 8 * UInt64(i)))) }
+        out += [UInt8(truncatingIfNeeded: sorted.count >> 8), UInt8(truncatingIfNeeded: sorted.count)]
+        let zero = Data(count: L.digestByteCount)
+        for e in sorted {
+            out += [e.kind.rawValue, UInt8(e.keyID.utf8.count)] + Array(e.keyID.utf8) + [UInt8](e.digest ?? zero) + [UInt8](e.previousDigest ?? zero)
+        }
+        return Data(out)
+    }
+}
+
 /// The key items of one app in the shared keychain access group.
 enum PushSealDeviceKeys {
     /// Info.plist key of both targets: the keychain access group they share (the app's first
@@ -195,8 +290,12 @@ enum PushSealDeviceKeys {
         /// An item of another kind under this service and account (v1 and v2 device keys share
         /// a service): a v1 payload looks only at kind 1, a v2 payload only at kind 2.
         case otherKind
-        /// The item exists but its record breaks the layout (`corruptKey`).
+        /// The item exists but its record breaks the layout, or the app's key manifest is
+        /// damaged (`corruptKey`).
         case damaged
+        /// The item exists but the app's key manifest does not vouch for it: an older copy put
+        /// back, a pruned key or a removed pin restored, no manifest at all (`keyRolledBack`).
+        case rolledBack
         /// SecItemCopyMatching failed: -25308 locked with a WhenUnlocked item, -34018 missing
         /// entitlement, …
         case failed(OSStatus)
@@ -227,8 +326,55 @@ enum PushSealDeviceKeys {
         let status = SecItemCopyMatching(query as CFDictionary, &result)
         if status == errSecItemNotFound { return .notFound }
         guard status == errSecSuccess else { return .failed(status) }
-        guard let data = result as? Data, let record = PushSealKeyRecord(decoding: data) else { return .damaged }
+        guard let data = result as? Data else { return .damaged }
+        // The rollback guard first: the manifest must list this item with this record's digest.
+        switch manifest(appID: appID) {
+        case .failure(let failure): return failure.code == "corruptKey" ? .damaged : .failed(failure.status ?? errSecParam)
+        case .success(nil): return .rolledBack
+        case .success(let manifest?):
+            guard let entry = manifest.entry(kind, keyID: keyID), entry.accepts(PushSealKeyManifest.digest(data)) else { return .rolledBack }
+        }
+        guard let record = PushSealKeyRecord(decoding: data) else { return .damaged }
         return record.kind == kind ? .found(record) : .otherKind
+    }
+
+    private static func manifestQuery(appID: String) -> [String: Any]? {
+        guard let group = accessGroup() else { return nil }
+        return [kSecClass as String: kSecClassGenericPassword,
+                kSecAttrService as String: PushSealKeyManifestLayout.service(appID: appID),
+                kSecAttrAccount as String: PushSealKeyManifestLayout.account,
+                kSecAttrAccessGroup as String: group]
+    }
+
+    /// The app's key manifest; `nil` when it has none (never provisioned); `corruptKey` when damaged.
+    static func manifest(appID: String) -> Result<PushSealKeyManifest?, Failure> {
+        guard var query = manifestQuery(appID: appID) else { return .failure(Failure("notConfigured")) }
+        query[kSecReturnData as String] = true
+        query[kSecMatchLimit as String] = kSecMatchLimitOne
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        if status == errSecItemNotFound { return .success(nil) }
+        guard status == errSecSuccess else { return .failure(Failure("keychain", status: status)) }
+        guard let data = result as? Data, let manifest = PushSealKeyManifest(decoding: data) else { return .failure(Failure("corruptKey")) }
+        return .success(manifest)
+    }
+
+    /// Writes the manifest with its generation one higher (adds the item for the first one).
+    private static func save(_ manifest: inout PushSealKeyManifest, appID: String) throws {
+        guard var query = manifestQuery(appID: appID) else { throw Failure("notConfigured") }
+        let first = manifest.generation == 0
+        manifest.generation += 1
+        let data = manifest.encoded()
+        let status: OSStatus
+        if first {
+            query[kSecValueData as String] = data
+            query[kSecAttrLabel as String] = PushSealKeyManifestLayout.label
+            query[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+            status = SecItemAdd(query as CFDictionary, nil)
+        } else {
+            status = SecItemUpdate(query as CFDictionary, [kSecValueData as String: data] as CFDictionary)
+        }
+        guard status == errSecSuccess else { throw Failure("keychain", status: status) }
     }
 
     /// The accounts (key ids) of every item of `kind` for `appID`, attributes only (works in
@@ -248,38 +394,92 @@ enum PushSealDeviceKeys {
 
     /// The sender key ids pinned for `appID` (kind 3 items, whatever their status): a non-empty
     /// list turns on the downgrade check of FORMAT.md §V.7 step 2.
+    /// The manifest's kind 3 entries count too: a pin item deleted behind the app's back keeps
+    /// the downgrade check on; pin items without a manifest are `keyRolledBack`.
     static func pinnedSenderKeyIDs(appID: String) -> Result<[String], Failure> {
-        keyIDs(.senderKey, appID: appID)
+        let items: [String]
+        switch keyIDs(.senderKey, appID: appID) {
+        case .success(let ids): items = ids
+        case .failure(let failure): return .failure(failure)
+        }
+        switch manifest(appID: appID) {
+        case .failure(let failure): return .failure(failure)
+        case .success(nil): return items.isEmpty ? .success([]) : .failure(Failure("keyRolledBack"))
+        case .success(let manifest?):
+            return .success(Array(Set(items + manifest.entries.filter { $0.kind == .senderKey }.map(\.keyID))).sorted())
+        }
     }
 
     // MARK: Writing (app)
 
     /// Adds the item, or replaces its data and label when it exists. New items get
     /// `kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`: readable while the phone is locked
-    /// (when most notifications arrive), never in a backup or on another device.
+    /// (when most notifications arrive), never in a backup or on another device. Written under
+    /// the key manifest (`write`).
     static func store(_ record: PushSealKeyRecord, keyID: String, appID: String) throws {
         guard PushSealWire.isValidKeyID(keyID), PushSealWire.isValidAppID(appID) else { throw Failure("invalidName") }
         guard record.keyBytes.count == PushSealKeyLayout.keyByteCount else { throw Failure("invalidKey") }
-        guard var query = baseQuery(kind: record.kind, appID: appID, account: keyID) else { throw Failure("notConfigured") }
         // v1 and v2 device keys share a service: never overwrite a key of the other kind.
         if case .otherKind = lookup(record.kind, keyID: keyID, appID: appID) { throw Failure("duplicateKeyID") }
-        let data = record.encoded()
-        let update: [String: Any] = [kSecValueData as String: data, kSecAttrLabel as String: record.kind.label]
-        var status = SecItemUpdate(query as CFDictionary, update as CFDictionary)
-        if status == errSecItemNotFound {
-            query[kSecValueData as String] = data
-            query[kSecAttrLabel as String] = record.kind.label
-            query[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
-            status = SecItemAdd(query as CFDictionary, nil)
-        }
-        guard status == errSecSuccess else { throw Failure("keychain", status: status) }
+        try write(record.kind, keyID: keyID, appID: appID, data: record.encoded())
     }
 
-    /// Deletes the item (a destroyed key: its item no longer exists).
+    /// Deletes the item (a destroyed key: its item no longer exists), under the key manifest.
     static func delete(_ kind: PushSealKeyKind, keyID: String, appID: String) throws {
-        guard let query = baseQuery(kind: kind, appID: appID, account: keyID) else { throw Failure("notConfigured") }
-        let status = SecItemDelete(query as CFDictionary)
+        try write(kind, keyID: keyID, appID: appID, data: nil)
+    }
+
+    /// One item's change under the key manifest, in three writes: the manifest accepting both
+    /// the old and the new record, the item, the manifest with the new record alone. A reader
+    /// alongside, or a crash in between, finds the item in an accepted state. The item there
+    /// now must be one the manifest vouches for (a rolled-back item is never blessed), and the
+    /// first write of an app without a manifest needs it to have no key items.
+    private static func write(_ kind: PushSealKeyKind, keyID: String, appID: String, data: Data?) throws {
+        guard var query = baseQuery(kind: kind, appID: appID, account: keyID) else { throw Failure("notConfigured") }
+        var manifest: PushSealKeyManifest
+        switch Self.manifest(appID: appID) {
+        case .failure(let failure): throw failure
+        case .success(let held?): manifest = held
+        case .success(nil):
+            for k in [PushSealKeyKind.v1Key, .senderKey] where !(try keyIDs(k, appID: appID).get()).isEmpty { throw Failure("keyRolledBack") }
+            manifest = PushSealKeyManifest()
+        }
+        var read = query
+        read[kSecReturnData as String] = true
+        read[kSecMatchLimit as String] = kSecMatchLimitOne
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(read as CFDictionary, &result)
         guard status == errSecSuccess || status == errSecItemNotFound else { throw Failure("keychain", status: status) }
+        let current = status == errSecSuccess ? (result as? Data).map(PushSealKeyManifest.digest) ?? Data() : nil
+        let index = manifest.entries.firstIndex { $0.keyID == keyID && $0.kind.servicePrefix == kind.servicePrefix }
+        if let current, index.map({ manifest.entries[$0].accepts(current) }) != true { throw Failure("keyRolledBack") }
+        let new = data.map(PushSealKeyManifest.digest)
+        if current == nil, new == nil {
+            if let index { manifest.entries.remove(at: index); try save(&manifest, appID: appID) }
+            return
+        }
+        let entry = PushSealKeyManifest.Entry(kind: kind, keyID: keyID, digest: new, previousDigest: current)
+        if let index { manifest.entries[index] = entry } else { manifest.entries.append(entry) }
+        try save(&manifest, appID: appID)
+        var itemStatus: OSStatus
+        if let data {
+            let update: [String: Any] = [kSecValueData as String: data, kSecAttrLabel as String: kind.label]
+            itemStatus = SecItemUpdate(query as CFDictionary, update as CFDictionary)
+            if itemStatus == errSecItemNotFound {
+                query[kSecValueData as String] = data
+                query[kSecAttrLabel as String] = kind.label
+                query[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+                itemStatus = SecItemAdd(query as CFDictionary, nil)
+            }
+        } else {
+            itemStatus = SecItemDelete(query as CFDictionary)
+            if itemStatus == errSecItemNotFound { itemStatus = errSecSuccess }
+        }
+        guard itemStatus == errSecSuccess else { throw Failure("keychain", status: itemStatus) }
+        if let at = manifest.entries.firstIndex(where: { $0.keyID == keyID && $0.kind.servicePrefix == kind.servicePrefix }) {
+            if new == nil { manifest.entries.remove(at: at) } else { manifest.entries[at].previousDigest = nil }
+        }
+        try save(&manifest, appID: appID)
     }
 
     /// Reads a record the app is about to change; a missing item is `nil`, anything else throws.
@@ -289,6 +489,7 @@ enum PushSealDeviceKeys {
         case .notFound: return nil
         case .otherKind: throw Failure("duplicateKeyID")  // never overwrite a key of another kind
         case .damaged: throw Failure("corruptKey")
+        case .rolledBack: throw Failure("keyRolledBack")
         case .failed(let status): throw Failure("keychain", status: status)
         }
     }
@@ -299,6 +500,7 @@ enum PushSealDeviceKeys {
             case .found(let record): return (keyID, record)
             case .notFound, .otherKind: return nil  // gone meanwhile, or the other version's key
             case .damaged: throw Failure("corruptKey")
+            case .rolledBack: throw Failure("keyRolledBack")
             case .failed(let status): throw Failure("keychain", status: status)
             }
         }
@@ -524,6 +726,7 @@ enum PushSealDeviceKeys {
                 case .found(let record): held = record
                 case .notFound, .otherKind: continue  // pruned, or found under its own kind
                 case .damaged: throw Failure("corruptKey")
+                case .rolledBack: throw Failure("keyRolledBack")
                 case .failed(let status): throw Failure("keychain", status: status)
                 }
                 held.status = .disabled

@@ -174,6 +174,23 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         return String(describing: error)
     }
 
+    /// The detail of an envelope failure, one per cause: a malformed envelope, the sender
+    /// policy (`downgradeRefused`: a base-mode payload once a sender key is pinned;
+    /// `unknownSenderKey`: a sender key id the app has not pinned), or the pinned sender keys
+    /// not readable (a keychain or key error of the pin items).
+    static func envelopeDetail(_ error: any Error) -> String {
+        let why = describe(error)
+        guard let e = error as? FormatError else { return "the app's pinned sender keys could not be read: \(why)" }
+        switch e.code {
+        case .downgradeRefused:
+            return "refused a base-mode payload: the app pinned a sender key, so only auth-mode payloads by a pinned sender open (downgrade check): \(why)"
+        case .unknownSenderKey:
+            return "the payload's sender key is not pinned for this app (pin it with push-keys device pin-sender): \(why)"
+        default:
+            return "the payload's envelope is malformed: \(why)"
+        }
+    }
+
     /// Key lookup, open, checks and localization. Returns the plaintext when the best attempt
     /// is now decrypted content, `nil` when it stays the original (reason set).
     private func decrypt(_ request: UNNotificationRequest) -> Notification? {
@@ -186,7 +203,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
         } catch {
             let reason = FallbackReason.envelope(error)
             log("keyLookup", "failed", since: start, [("reason", reason)])
-            fallBack(reason, "the payload's envelope is malformed: \(Self.describe(error))")
+            fallBack(reason, Self.envelopeDetail(error))
             return nil
         }
         let keyID = envelope.keyID

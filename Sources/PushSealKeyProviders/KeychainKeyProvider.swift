@@ -86,7 +86,8 @@ extension KeychainKeyProvider: PinnedSenderKeySource {
     }
 
     /// The pinned sender key `keyID`, if its status lets it authenticate now.
-    /// - Throws: `KeysError` `.unknownKey`, `.corruptKey`, `.keyDisabled`, `.keyExpired`; `KeychainError`.
+    /// - Throws: `FormatError` `.unknownSenderKey` (a pin whose item is missing); `KeysError`
+    ///   `.corruptKey`, `.keyDisabled`, `.keyExpired`, `.keyRolledBack`; `KeychainError`.
     public func pinnedSenderKey(_ keyID: String) throws -> PinnedSenderKey {
         try PinnedSenderKey(keyID: keyID, publicKey: keyring.pinnedSenderKey(keyID, appID: appID, now: now()).publicKey)
     }

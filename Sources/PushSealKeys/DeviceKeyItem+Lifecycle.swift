@@ -24,6 +24,12 @@ extension DeviceKeyItem {
         public var damaged: Bool
         /// The item's access group.
         public var accessGroup: String
+        /// The app's key manifest does not vouch for the item (docs/keychain.md "The key
+        /// manifest": an older copy put back, or no manifest): it does not open, `keyRolledBack`.
+        public var rolledBack = false
+        /// For a v1 key still held in a legacy keyset item (`pushseal.keyset:<appID>`, not yet
+        /// converted): the keyset's recipient; nil for a key item.
+        public var keysetRecipient: String? = nil
     }
 
     /// Every device key item of `appID` (kinds 1, 2 and 3), by kind then key id; reads item data
@@ -32,6 +38,12 @@ extension DeviceKeyItem {
     public static func list(appID: String, in keychain: Keychain, accessGroup: String?) throws -> [Entry] {
         try KeyID.validateAppID(appID)
         var entries: [Entry] = []
+        // A damaged manifest vouches for nothing: every item is then listed as rolled back.
+        let manifest = try? self.manifest(appID: appID, in: keychain, accessGroup: accessGroup)
+        func vouched(_ kind: DeviceKeyKind, _ account: String, _ data: SecretBytes?) -> Bool {
+            guard let data, let entry = manifest?.entry(kind, keyID: account), let digest = try? DeviceKeyManifest.digest(of: data) else { return false }
+            return entry.accepts(digest)
+        }
         for service in [DeviceKeyKind.v1Key.service(appID: appID), DeviceKeyKind.senderKey.service(appID: appID)] {
             let items: [KeychainItem]
             do {
@@ -43,8 +55,9 @@ extension DeviceKeyItem {
                 let a = item.attributes
                 let fallbackKind: DeviceKeyKind = service.hasPrefix(DeviceKeyKind.senderKey.servicePrefix) ? .senderKey
                     : a.label == DeviceKeyKind.v2DeviceKey.label ? .v2DeviceKey : .v1Key
+                let rolledBack = !vouched(fallbackKind, a.account, item.data)
                 guard let data = item.data, let record = try? DeviceKeyRecord(decoding: data) else {
-                    entries.append(Entry(kind: fallbackKind, keyID: a.account, damaged: true, accessGroup: a.accessGroup))
+                    entries.append(Entry(kind: fallbackKind, keyID: a.account, damaged: true, accessGroup: a.accessGroup, rolledBack: rolledBack))
                     continue
                 }
                 var publicKey: X25519.PublicKey?
@@ -58,10 +71,41 @@ extension DeviceKeyItem {
                 }
                 entries.append(Entry(kind: record.kind, keyID: a.account, status: record.status, createdAt: record.createdAt,
                                      retiredAt: record.retiredAt, notAfter: record.notAfter, publicKey: publicKey, damaged: false,
-                                     accessGroup: a.accessGroup))
+                                     accessGroup: a.accessGroup, rolledBack: rolledBack))
             }
         }
+        entries += try legacyKeysetEntries(appID: appID, in: keychain, accessGroup: accessGroup, except: Set(entries.map(\.keyID)))
         return entries.sorted { ($0.kind.rawValue, $0.keyID) < ($1.kind.rawValue, $1.keyID) }
+    }
+
+    /// The v1 keys of the app's legacy keyset items whose key id has no key item (a kind 1 item
+    /// decides for its key id), as entries with ``Entry/keysetRecipient``; a keyset that does
+    /// not decode is one damaged entry named after its recipient.
+    static func legacyKeysetEntries(appID: String, in keychain: Keychain, accessGroup: String?, except: Set<String>) throws -> [Entry] {
+        let items: [KeychainItem]
+        do {
+            items = try keychain.copyMatching(ItemQuery(service: KeyStore.service(appID: appID), accessGroup: accessGroup), limit: .all,
+                                              returning: [.attributes, .data])
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            return []
+        }
+        var entries: [Entry] = []
+        for item in items {
+            let a = item.attributes
+            guard let data = item.data, let ks = try? data.withUnsafeBytes({ raw -> Keyset in
+                var bytes = Array(raw)
+                defer { SecretBytes.wipe(&bytes) }
+                return try Keyset.decode(bytes)
+            }) else {
+                entries.append(Entry(kind: .v1Key, keyID: a.account, damaged: true, accessGroup: a.accessGroup, keysetRecipient: a.account))
+                continue
+            }
+            for k in ks.keys where !except.contains(k.info.keyID) {
+                entries.append(Entry(kind: .v1Key, keyID: k.info.keyID, status: k.info.status, createdAt: k.info.createdAt, retiredAt: k.info.retiredAt,
+                                     notAfter: k.info.notAfter, damaged: false, accessGroup: a.accessGroup, keysetRecipient: ks.recipient))
+            }
+        }
+        return entries
     }
 
     /// Rotates the app's v2 device key on the device: a new key pair becomes primary, and every
@@ -84,7 +128,6 @@ extension DeviceKeyItem {
         try KeyID.validate(keyID)
         try KeyID.validateAppID(appID)
         let notAfter = try KeyStore.time(now, plus: graceSeconds, named: "the grace window")
-        let service = service(appID: appID)
         let keyring = DeviceKeyring(keychain: keychain, accessGroup: accessGroup)
         var current: [(String, DeviceKeyRecord)] = []
         for entry in try list(appID: appID, in: keychain, accessGroup: accessGroup) where entry.kind != .senderKey {
@@ -97,13 +140,13 @@ extension DeviceKeyItem {
         }
         // The new key first: a crash before the old ones are retired leaves two usable keys, never none.
         let new = try DeviceKeyRecord(kind: .v2DeviceKey, status: .primary, createdAt: now, key: key.rawRepresentation).encoded()
-        let item = try keychain.add(.genericPassword, service: service, account: keyID, label: v2Label, accessGroup: accessGroup,
-                                    accessibility: accessibility, data: new)
+        let item = try written(try writeItem(.v2DeviceKey, keyID: keyID, appID: appID, data: new, in: keychain, accessGroup: accessGroup,
+                                             mustBeNew: true))
         for (oldID, var record) in current {
             record.status = .decryptOnly
             record.retiredAt = now
             record.notAfter = notAfter
-            try keychain.update(ItemQuery(service: service, account: oldID, accessGroup: item.accessGroup), with: ItemChanges(data: try record.encoded()))
+            try writeItem(.v2DeviceKey, keyID: oldID, appID: appID, data: try record.encoded(), in: keychain, accessGroup: item.accessGroup)
         }
         return (item, current.map(\.0))
     }
@@ -117,11 +160,12 @@ extension DeviceKeyItem {
     public static func prune(appID: String, in keychain: Keychain, accessGroup: String?, now: Int64,
                              graceSeconds: Int64 = KeyStore.defaultGraceSeconds) throws -> [String] {
         var pruned: [String] = []
-        for entry in try list(appID: appID, in: keychain, accessGroup: accessGroup) where entry.kind != .senderKey && !entry.damaged {
+        for entry in try list(appID: appID, in: keychain, accessGroup: accessGroup)
+        where entry.kind != .senderKey && !entry.damaged && entry.keysetRecipient == nil {
             guard let status = entry.status, status == .decryptOnly || status == .disabled else { continue }
             let end = entry.notAfter ?? entry.retiredAt.map { $0 &+ graceSeconds } ?? Int64.max
             guard end <= now else { continue }
-            try keychain.delete(ItemQuery(service: entry.kind.service(appID: appID), account: entry.keyID, accessGroup: entry.accessGroup))
+            try writeItem(entry.kind, keyID: entry.keyID, appID: appID, data: nil, in: keychain, accessGroup: entry.accessGroup)
             pruned.append(entry.keyID)
         }
         return pruned

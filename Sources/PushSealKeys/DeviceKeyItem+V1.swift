@@ -26,7 +26,6 @@ extension DeviceKeyItem {
             throw KeysError(.wrongAppID, "the key record is for \(appID), not \(expectedAppID)")
         }
         let keyring = DeviceKeyring(keychain: keychain, accessGroup: accessGroup)
-        let service = DeviceKeyKind.v1Key.service(appID: appID)
         var plan: [(keyID: String, record: DeviceKeyRecord?, held: Bool)] = []
         for key in record.keys {
             let info = key.info
@@ -58,18 +57,7 @@ extension DeviceKeyItem {
             plan.append((info.keyID, new, held != nil))
         }
         for step in plan {
-            let query = ItemQuery(service: service, account: step.keyID, accessGroup: accessGroup)
-            guard let new = step.record else {
-                try keychain.delete(query)
-                continue
-            }
-            let data = try new.encoded()
-            if step.held {
-                try keychain.update(query, with: ItemChanges(data: data))
-            } else {
-                try keychain.add(.genericPassword, service: service, account: step.keyID, label: DeviceKeyKind.v1Key.label,
-                                 accessGroup: accessGroup, accessibility: accessibility, data: data)
-            }
+            try writeItem(.v1Key, keyID: step.keyID, appID: appID, data: try step.record?.encoded(), in: keychain, accessGroup: accessGroup)
         }
         return plan.map(\.keyID)
     }
@@ -96,11 +84,67 @@ extension DeviceKeyItem {
                 held.status = .disabled
                 held.retiredAt = retiredAt
                 if kind != .senderKey { held.key = SecretBytes(copying: [UInt8](repeating: 0, count: DeviceKeyRecord.keyByteCount)) }
-                try keychain.update(ItemQuery(service: kind.service(appID: record.appID), account: keyID, accessGroup: accessGroup),
-                                    with: ItemChanges(data: try held.encoded()))
+                try writeItem(kind, keyID: keyID, appID: record.appID, data: try held.encoded(), in: keychain, accessGroup: accessGroup)
                 changed.append((kind, keyID))
             }
         }
         return changed
+    }
+}
+
+extension DeviceKeyItem {
+    /// Converts the app's legacy keyset items in a device keychain (service
+    /// `pushseal.keyset:<appID>`, what `push-keys import` wrote before 0.3.0) into kind 1 items:
+    /// each keyset is read with its generation check (an old copy put back is refused,
+    /// `keysetRolledBack`, and converts nothing), its keys are imported as by
+    /// ``importV1(_:expectedAppID:in:accessGroup:)``, then its generation counter is set to
+    /// the largest value (any keyset item put back later is refused) and the keyset item is
+    /// deleted. A crash in between leaves both forms, and the kind 1 items decide; running it
+    /// again finishes the job.
+    /// - Parameters:
+    ///   - appID: the app's bundle identifier.
+    ///   - recipient: one keyset, or nil for every keyset of the app.
+    ///   - store: the device's key store (its keychain and access group).
+    /// - Returns: the key ids written or deleted as items.
+    /// - Throws: `KeysError` `.keysetRolledBack`, `.corruptKeyset`, `.duplicateKeyID` (a kind 1
+    ///   item with other bytes), `.keyRolledBack`; `KeychainError`.
+    @discardableResult
+    public static func convertKeysets(appID: String, recipient: String? = nil, in store: KeyStore) throws -> [String] {
+        try KeyID.validateAppID(appID)
+        var changed: [String] = []
+        let infos: [KeysetInfo]
+        do {
+            infos = try store.keysets().filter { $0.appID == appID && (recipient == nil || $0.recipient == recipient) }
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            return []
+        }
+        for info in infos {
+            let record = try store.exportRecord(appID: appID, recipient: info.recipient)
+            changed += try importV1(record, in: store.keychain, accessGroup: info.accessGroup)
+            try store.retireKeysetItem(appID: appID, recipient: info.recipient)
+        }
+        return changed
+    }
+}
+
+extension KeyStore {
+    /// After a keyset was converted to device key items: its generation counter becomes
+    /// `UInt64.max` (every keyset item put back is then older: `keysetRolledBack`) and the
+    /// keyset item is deleted.
+    /// - Throws: `KeychainError`.
+    func retireKeysetItem(appID: String, recipient: String) throws {
+        let tombstone = SecretBytes(copying: [UInt8](repeating: 0xFF, count: 8))
+        let counter = ItemQuery(itemClass: .genericPassword, service: Self.generationService(appID: appID), account: recipient, accessGroup: accessGroup)
+        do {
+            try keychain.update(counter, with: ItemChanges(data: tombstone))
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            try keychain.add(.genericPassword, service: Self.generationService(appID: appID), account: recipient,
+                             label: "PushSeal keyset generation", accessGroup: accessGroup, accessibility: accessibility, data: tombstone)
+        }
+        do {
+            try keychain.delete(ItemQuery(itemClass: .genericPassword, service: Self.service(appID: appID), account: recipient, accessGroup: accessGroup))
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            // already deleted (a second run after a crash)
+        }
     }
 }

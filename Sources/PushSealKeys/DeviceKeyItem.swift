@@ -81,8 +81,7 @@ public enum DeviceKeyItem {
             // none yet
         }
         let record = try record(kind: 2, status: .primary, createdAt: now, key: key.rawRepresentation)
-        return try keychain.add(.genericPassword, service: service, account: keyID, label: v2Label, accessGroup: accessGroup,
-                                accessibility: accessibility, data: record)
+        return try written(try writeItem(.v2DeviceKey, keyID: keyID, appID: appID, data: record, in: keychain, accessGroup: accessGroup, mustBeNew: true))
     }
 }
 
@@ -159,7 +158,63 @@ extension DeviceKeyItem {
         }
         let record = try DeviceKeyRecord(kind: .senderKey, status: .primary, createdAt: now,
                                          key: SecretBytes(copying: sender.publicKey.rawRepresentation)).encoded()
-        return (try keychain.add(.genericPassword, service: service, account: sender.keyID, label: senderLabel, accessGroup: accessGroup,
-                                 accessibility: accessibility, data: record), true)
+        return (try written(try writeItem(.senderKey, keyID: sender.keyID, appID: appID, data: record, in: keychain, accessGroup: accessGroup,
+                                          mustBeNew: true)), true)
+    }
+}
+
+extension DeviceKeyItem {
+    /// Pins several sender public keys for `appID` all-or-nothing (`push-keys device pin-sender`
+    /// with several records): every key is checked first (key id, low-order point, the same id
+    /// twice with other bytes, an id pinned with other bytes); then each new one is pinned as
+    /// by ``pinSender(_:appID:in:accessGroup:now:)``, and if a write fails the pins this call
+    /// added are removed again.
+    /// - Returns: per distinct sender key id, in input order: the item's attributes and whether
+    ///   it was added (false: already pinned).
+    /// - Throws: as ``pinSender(_:appID:in:accessGroup:now:)``; nothing is left pinned by a failed call.
+    public static func pinSenders(_ senders: [PinnedSenderKey], appID: String, in keychain: Keychain, accessGroup: String?,
+                                  now: Int64) throws -> [(keyID: String, item: ItemAttributes, added: Bool)] {
+        try KeyID.validateAppID(appID)
+        var distinct: [PinnedSenderKey] = []
+        let keyring = DeviceKeyring(keychain: keychain, accessGroup: accessGroup)
+        for sender in senders {
+            try KeyID.validate(sender.keyID)
+            if let seen = distinct.first(where: { $0.keyID == sender.keyID }) {
+                guard seen.publicKey.rawRepresentation == sender.publicKey.rawRepresentation else {
+                    throw KeysError(.duplicateKeyID, "sender key \(sender.keyID) is given twice with other key bytes; nothing pinned")
+                }
+                continue
+            }
+            do {
+                try sender.publicKey.validate()
+            } catch let e as CryptoError where e.code == .zeroSharedSecret {
+                throw KeysError(.lowOrderPoint, "sender key \(sender.keyID) is a low-order X25519 point: it would authenticate nothing; nothing pinned")
+            }
+            if let held = try keyring.record(.senderKey, keyID: sender.keyID, appID: appID),
+               held.key.copyBytes() != sender.publicKey.rawRepresentation {
+                throw KeysError(.duplicateKeyID, "sender key \(sender.keyID) of \(appID) is already pinned with other key bytes; nothing pinned")
+            }
+            distinct.append(sender)
+        }
+        var done: [(keyID: String, item: ItemAttributes, added: Bool)] = []
+        do {
+            for sender in distinct {
+                let (item, added) = try pinSender(sender, appID: appID, in: keychain, accessGroup: accessGroup, now: now)
+                done.append((sender.keyID, item, added))
+            }
+        } catch {
+            for pin in done where pin.added {
+                _ = try? writeItem(.senderKey, keyID: pin.keyID, appID: appID, data: nil, in: keychain, accessGroup: pin.item.accessGroup)
+            }
+            throw error
+        }
+        return done
+    }
+
+    /// The attributes ``writeItem(_:keyID:appID:data:in:accessGroup:mustBeNew:)`` returns for a write.
+    /// - Throws: `KeysError` `.invalidState` when there are none (never for a write with data).
+    static func written(_ attributes: ItemAttributes?) throws -> ItemAttributes {
+        guard let attributes else { throw KeysError(.invalidState, "a key item write returned no item") }
+        return attributes
     }
 }

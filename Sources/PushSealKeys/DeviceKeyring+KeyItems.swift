@@ -1,6 +1,7 @@
 public import PushSealCrypto
 import PushSealKeychain
 import PushSealSystem
+import PushSealWire
 
 /// Reading the one device key layout (docs/keychain.md "Device key items"): one item per key,
 /// service `pushseal.key:<appID>` (kinds 1 and 2) or `pushseal.sender:<appID>` (kind 3),
@@ -25,6 +26,7 @@ extension DeviceKeyring {
         } catch let e as KeychainError where e.code == .itemNotFound {
             return nil
         }
+        try checkManifest(kind, keyID: keyID, appID: appID, data: data)
         let record: DeviceKeyRecord
         do {
             record = try DeviceKeyRecord(decoding: data)
@@ -37,6 +39,22 @@ extension DeviceKeyring {
             throw KeysError(.corruptKey, "the item \(keyID) under \(kind.service(appID: appID)) holds a record of kind \(record.kind.rawValue)")
         }
         return nil
+    }
+
+    /// The rollback guard (docs/keychain.md "The key manifest"): the item's data must be a
+    /// state the app's key manifest lists for it.
+    /// - Throws: `KeysError` `.keyRolledBack` (no manifest, no entry, another digest),
+    ///   `.corruptKey` (a damaged manifest); `KeychainError`.
+    func checkManifest(_ kind: DeviceKeyKind, keyID: String, appID: String, data: SecretBytes) throws {
+        guard let manifest = try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: accessGroup) else {
+            throw KeysError(.keyRolledBack, "\(appID) has no key manifest, so its key item \(keyID) is not vouched for (written around the toolkit, by an older 0.3.0-dev, or the manifest was removed): re-provision the device")
+        }
+        guard let entry = manifest.entry(kind, keyID: keyID) else {
+            throw KeysError(.keyRolledBack, "the key item \(keyID) of \(appID) is not in its key manifest (generation \(manifest.generation)): a pruned key or removed pin put back, or an item written around the toolkit")
+        }
+        guard entry.accepts(try DeviceKeyManifest.digest(of: data)) else {
+            throw KeysError(.keyRolledBack, "the key item \(keyID) of \(appID) is not the state its key manifest (generation \(manifest.generation)) lists: an older copy was put back")
+        }
     }
 
     /// The key of the `kind` item under `keyID` after the reader rules (docs/keychain.md): it
@@ -70,25 +88,43 @@ extension DeviceKeyring {
         return (record.key, retiredAt)
     }
 
-    /// The key ids of every sender key pinned for `appID` (kind 3 items, whatever their
-    /// status), sorted; reads attributes only (works in every device state).
-    /// - Throws: `KeysError` `.invalidName`; `KeychainError` (-34018, `.corrupt`, …).
+    /// The key ids of every sender key pinned for `appID`, sorted: the kind 3 entries of the
+    /// app's key manifest (whatever their status) together with every kind 3 item there — so a
+    /// pin item deleted around the toolkit still counts (the downgrade check stays on) and a pin
+    /// item put back without its entry is refused when it is read (`keyRolledBack`).
+    /// - Throws: `KeysError` `.invalidName`, `.keyRolledBack` (pin items but no manifest),
+    ///   `.corruptKey` (a damaged manifest); `KeychainError` (-25308 before first unlock,
+    ///   -34018, `.corrupt`, …).
     public func pinnedSenderKeyIDs(appID: String) throws -> [String] {
         try KeyID.validateAppID(appID)
+        var items: [String] = []
         do {
-            return try keychain.copyMatching(ItemQuery(service: DeviceKeyKind.senderKey.service(appID: appID), accessGroup: accessGroup),
-                                             limit: .all).map(\.attributes.account).sorted()
+            items = try keychain.copyMatching(ItemQuery(service: DeviceKeyKind.senderKey.service(appID: appID), accessGroup: accessGroup),
+                                              limit: .all).map(\.attributes.account)
         } catch let e as KeychainError where e.code == .itemNotFound {
-            return []
+            items = []
         }
+        let manifest = try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: accessGroup)
+        if manifest == nil, let first = items.first {
+            throw KeysError(.keyRolledBack, "\(appID) has a pinned sender key item (\(first)) but no key manifest: re-provision the device")
+        }
+        return Set(items + (manifest?.senderKeyIDs ?? [])).sorted()
     }
 
     /// The pinned sender public key `keyID` of `appID`, after the reader rules of its status.
     /// - Returns: the key and, for a decryptOnly one, its `retiredAt`.
-    /// - Throws: `KeysError` `.unknownKey`, `.corruptKey` (a record that breaks the layout, or
-    ///   a low-order point), `.keyDisabled`, `.keyExpired`; `KeychainError`.
+    /// - Throws: `FormatError` `.unknownSenderKey` (no item); `KeysError` `.corruptKey` (a record
+    ///   that breaks the layout, or a low-order point), `.keyDisabled`, `.keyExpired`,
+    ///   `.keyRolledBack`; `KeychainError`.
     public func pinnedSenderKey(_ keyID: String, appID: String, now: Int64) throws -> (publicKey: X25519.PublicKey, retiredAt: Int64?) {
-        let (bytes, retiredAt) = try usableKey(.senderKey, keyID: keyID, appID: appID, now: now)
+        try KeyStore.checkTime(now)
+        // A pin the key manifest lists whose item is gone (deleted around the toolkit): still
+        // pinned for the downgrade check, but nothing to authenticate with.
+        guard let record = try record(.senderKey, keyID: keyID, appID: appID) else {
+            throw FormatError(.unknownSenderKey, "sender key \(keyID) is pinned in the key manifest of \(appID) but its item is missing: pin it again",
+                              field: HPKEAuthEnvelope.senderKeyIDField)
+        }
+        let (bytes, retiredAt) = try usableKey(record, keyID: keyID, appID: appID, now: now)
         do {
             let key = try X25519.PublicKey(rawRepresentation: bytes.copyBytes())
             try key.validate()

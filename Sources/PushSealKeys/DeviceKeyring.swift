@@ -78,8 +78,16 @@ public final class DeviceKeyring: Sendable {
     /// The legacy device form: keyset items `pushseal.keyset:<appID>` (what `push-keys import`
     /// writes into a device keychain), with their generation check (F5).
     private func legacyKeysetLookup(_ keyID: String, appID: String, now: Int64) throws -> (key: SecretBytes, retiredAt: Int64?) {
-        let items = try keychain.copyMatching(ItemQuery(itemClass: .genericPassword, service: KeyStore.service(appID: appID), accessGroup: accessGroup),
+        let items: [KeychainItem]
+        do {
+            items = try keychain.copyMatching(ItemQuery(itemClass: .genericPassword, service: KeyStore.service(appID: appID), accessGroup: accessGroup),
                                               limit: .all, returning: .data)
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            // No keyset: a device provisioned in the item layout (it has a key manifest) lacks
+            // this key; one with nothing at all is not provisioned (-25300, as before).
+            guard try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: accessGroup) != nil else { throw e }
+            items = []
+        }
         for item in items {
             guard let data = item.data else { continue }
             let ks = try data.withUnsafeBytes { raw -> Keyset in

@@ -320,3 +320,18 @@ extension KeyRecord {
         }
     }
 }
+
+extension KeyRecord {
+    /// Refuses a record for another app than the keychain identity's: the bundle id of
+    /// `applicationIdentifier` (`TEAMID.bundle.id`) must be the record's app id or start with it
+    /// and a dot (an extension, `bundle.id.Extension`).
+    /// - Parameter applicationIdentifier: the identity's application-identifier; nil: nothing to check.
+    /// - Throws: `KeysError` `.wrongAppID`.
+    public func checkApplicationIdentifier(_ applicationIdentifier: String?) throws {
+        guard let applicationIdentifier, let dot = applicationIdentifier.firstIndex(of: ".") else { return }
+        let bundle = String(applicationIdentifier[applicationIdentifier.index(after: dot)...])
+        guard bundle == appID || bundle.hasPrefix(appID + ".") else {
+            throw KeysError(.wrongAppID, "the record is for app id \(appID), but this keychain identity is \(applicationIdentifier)")
+        }
+    }
+}

@@ -87,7 +87,17 @@ extension KeyStore {
     }
 
     /// Makes this (device) keyset mirror `source`: adds keys it lacks, moves statuses forward.
+    /// A store that ``writesDeviceKeyItems`` mirrors it as kind 1 device key items instead
+    /// (``DeviceKeyItem/importV1(_:expectedAppID:in:accessGroup:)``, after converting a legacy
+    /// keyset of the recipient).
     func sync(from source: Keyset, now: Int64, event: String) throws {
+        if writesDeviceKeyItems {
+            var keys = source.keys
+            for i in keys.indices where !keys[i].info.status.canOpen { keys[i].secret = nil }
+            try DeviceKeyItem.convertKeysets(appID: source.appID, recipient: source.recipient, in: self)
+            try DeviceKeyItem.importV1(KeyRecord(appID: source.appID, recipient: source.recipient, keys: keys), in: keychain, accessGroup: accessGroup)
+            return
+        }
         try mutate(appID: source.appID, recipient: source.recipient, allowCreate: true) { ks, _ in
             try Self.merge(&ks, incoming: source.keys, now: now, graceSeconds: source.rotation?.graceSeconds ?? Self.defaultGraceSeconds, event: event)
         }

@@ -32,6 +32,10 @@ public final class KeyStore: Sendable {
     public let audit: KeyAudit
     /// This store's own batch reservation writes, per keyset item (``reserveSeals(appID:blocks:)``).
     let ownReservations = Locked<[ItemLocation: OwnWrite]>([:])
+    /// `true` for a device key store that keeps v1 keys as device key items (docs/keychain.md
+    /// "Device key items"): a rotation that installs on it writes kind 1 items (converting a
+    /// legacy keyset of the recipient first), not a keyset item. Default `false` (keysets).
+    public let writesDeviceKeyItems: Bool
 
     /// The identity `push-keys` uses for a server keychain when no identity option is given:
     /// access group `pushseal.server`.
@@ -56,13 +60,14 @@ public final class KeyStore: Sendable {
     ///     application identifier, which its extension could not read.
     ///   - accessibility: for new keyset items.
     ///   - audit: the audit destination (default `keys-audit.log` in the keychain directory).
+    ///   - deviceKeyItems: a device store that keeps v1 keys as device key items (``writesDeviceKeyItems``).
     /// - Throws: `KeysError` `.noSharedAccessGroup`; `KeychainError` `.missingEntitlement` (-34018)
     ///   for a group the identity lacks; `.symbolicLink`, `.insecurePermissions` (with a
     ///   `chmod 600 PATH` suggestion) or `.corrupt` when ``lockFileName`` or
     ///   ``KeyAudit/fileName`` in the keychain directory is a link, not 0600 or not a regular file
     ///   (checked like item files).
     public init(keychain: Keychain, accessGroup: String? = nil, accessibility: Accessibility = .afterFirstUnlockThisDeviceOnly,
-                audit: KeyAudit = .keychainFile) throws {
+                audit: KeyAudit = .keychainFile, deviceKeyItems: Bool = false) throws {
         let e = keychain.entitlements
         if let accessGroup {
             guard e.accessGroups.contains(accessGroup) else {
@@ -81,6 +86,7 @@ public final class KeyStore: Sendable {
         self.keychain = keychain
         self.accessibility = accessibility
         self.audit = audit
+        writesDeviceKeyItems = deviceKeyItems
     }
 
     /// The keychain service of an app's keyset items: `pushseal.keyset:<appID>`.

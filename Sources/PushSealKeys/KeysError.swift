@@ -50,6 +50,11 @@ extension ErrorCode<KeysError> {
     /// item was put back (a partial restore, or someone who can write the keychain). Refused:
     /// it could bring back a revoked key or a lower seal count (F5).
     public static var keysetRolledBack: Self { Self("keysetRolledBack") }
+    /// A device key item the app's key manifest does not vouch for (docs/keychain.md "The key
+    /// manifest"): an older copy of the item put back (a key before its revoke or retirement), a
+    /// pruned key or a removed pin restored, an item written around the toolkit, or key items
+    /// without a manifest. Refused, never opened (fallback `keyRolledBack`; F5).
+    public static var keyRolledBack: Self { Self("keyRolledBack") }
     /// An import into a sealing (server) store of a primary key that has already sealed
     /// elsewhere (seal count > 0): the per-store counter would under-count the key (F11).
     public static var sealCountInUse: Self { Self("sealCountInUse") }

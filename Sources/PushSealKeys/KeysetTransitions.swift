@@ -169,12 +169,7 @@ struct KeysetTransitions<Store: KeysetTransacting> {
         if let expectedAppID, expectedAppID != record.appID {
             throw KeysError(.wrongAppID, "the record is for app id \(record.appID), not \(expectedAppID)")
         }
-        if let applicationIdentifier, let dot = applicationIdentifier.firstIndex(of: ".") {
-            let bundle = String(applicationIdentifier[applicationIdentifier.index(after: dot)...])
-            guard bundle == record.appID || bundle.hasPrefix(record.appID + ".") else {
-                throw KeysError(.wrongAppID, "the record is for app id \(record.appID), but this keychain identity is \(applicationIdentifier)")
-            }
-        }
+        try record.checkApplicationIdentifier(applicationIdentifier)
         var created = false
         var changed: [String] = []
         let ks = try store.mutate(appID: record.appID, recipient: record.recipient, allowCreate: true) { ks, isNew in

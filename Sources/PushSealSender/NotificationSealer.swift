@@ -123,8 +123,12 @@ public struct NotificationSealer: Sendable {
         let clear = clear ?? self.clear
         let prefix = clear.prefix
         guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
+        // The receiver's rule: title, subtitle and body all empty or white space is blankContent.
         guard n.hasVisibleText else {
-            throw SenderError(.emptyNotification, "the notification needs a non-empty title, subtitle or body")
+            throw SenderError(.emptyNotification, "the notification needs a title, subtitle or body that is not empty or white space only")
+        }
+        if let locale = n.blankLocale {
+            throw SenderError(.emptyNotification, "localizations.\(locale): its title, subtitle and body (with the default's for missing ones) are empty or white space only")
         }
         let now = clock()
         if n.iat == nil { n.iat = now }

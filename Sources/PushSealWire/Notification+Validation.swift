@@ -103,9 +103,23 @@ extension Notification {
         }
     }
 
-    /// `true` when title, subtitle or body is a non-empty string.
+    /// `true` when title, subtitle or body holds a character that is not white space — the
+    /// receiver's rule (a content whose title, subtitle and body are all empty or white space
+    /// only, `Character.isWhitespace`, falls back with `blankContent`).
     public var hasVisibleText: Bool {
-        !(titleText?.isEmpty ?? true) || !(subtitleText?.isEmpty ?? true) || !(bodyText?.isEmpty ?? true)
+        Self.isVisible(title, subtitle, body)
+    }
+
+    /// The first locale tag of ``localizations`` whose content, with the default's text for its
+    /// missing fields (as the receiver merges them), is empty or white space only; `nil` when
+    /// every locale would show text.
+    public var blankLocale: String? {
+        localizations.first { !Self.isVisible($0.content.title ?? title, $0.content.subtitle ?? subtitle, $0.content.body ?? body) }?.locale
+    }
+
+    /// `true` when one of the texts holds a character that is not white space.
+    static func isVisible(_ texts: String?...) -> Bool {
+        texts.contains { $0?.contains { !$0.isWhitespace } ?? false }
     }
 
     /// A short, quoted excerpt of `s` for a reason.

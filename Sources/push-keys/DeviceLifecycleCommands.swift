@@ -53,7 +53,8 @@ enum DeviceLifecycleCommands {
                             ("status", e.damaged ? .string("damaged") : e.status.map { .string($0.rawValue) } ?? .null),
                             ("createdAt", KeyJSON.opt(e.createdAt)), ("retiredAt", KeyJSON.opt(e.retiredAt)), ("notAfter", KeyJSON.opt(e.notAfter)),
                             ("publicKey", e.publicKey.map { .string(WireBase64.encode($0.rawRepresentation)) } ?? .null),
-                            ("accessGroup", .string(e.accessGroup))]))
+                            ("accessGroup", .string(e.accessGroup)), ("keyset", e.keysetRecipient.map { .string($0) } ?? .null),
+                            ("rolledBack", .bool(e.rolledBack))]))
     }
 }
 
@@ -145,73 +146,94 @@ struct DevicePruneCommand: OptionsCommand {
     }
 }
 
-/// `push-keys device pin-sender RECORD`: pins a sender public key for the app.
+/// `push-keys device pin-sender RECORD...`: pins sender public keys for the app, all or none.
 struct DevicePinSenderCommand: OptionsCommand {
     let path = ["device", "pin-sender"]
     let options: [OptionSpec] = DeviceLifecycleCommands.base
+    /// The most RECORD arguments, and the most records in all.
+    static let maxRecordCount = 64
     let help = HelpText(
-        overview: "pin a sender public key for the app from its pushseal-sender-key record (FORMAT.md §V.6): auth-mode payloads by it open, and once any sender key is pinned a base-mode payload is refused (downgradeRefused); pin the new key before a sender key rotation, several may be pinned",
-        usage: ["push-keys device pin-sender --keychain DIR IDENTITY --app-id APP [--now UNIX] [--json] RECORD"],
+        overview: "pin sender public keys for the app from their pushseal-sender-key records (FORMAT.md §V.6), all or none: auth-mode payloads by them open, and once any sender key is pinned a base-mode payload is refused (downgradeRefused); pin the new key before a sender key rotation, several may be pinned",
+        usage: ["push-keys device pin-sender --keychain DIR IDENTITY --app-id APP [--now UNIX] [--json] RECORD..."],
         examples: [
             "push-keys device pin-sender --keychain device-kc --entitlements app.json --app-id com.example.app sender.json",
-            "push-keys sender export ... | push-keys device pin-sender --keychain device-kc --entitlements app.json --app-id com.example.app -",
+            "push-keys device pin-sender --keychain device-kc --entitlements app.json --app-id com.example.app old-sender.json new-sender.json",
+            "push-keys sender export ... --all | push-keys device pin-sender --keychain device-kc --entitlements app.json --app-id com.example.app -",
         ],
         exitCodes: DeviceLifecycleCommands.exitCodes(
-            checked: "an --app-id or --now",
-            dataError: "RECORD is not a pushseal-sender-key record of version 2, is for another app id (wrongAppID), has a publicKey that is not base64 of 32 bytes or is a low-order point (lowOrderPoint), or its senderKeyId is pinned with other key bytes (duplicateKeyID)",
-            noInput: "the entitlements file or RECORD missing"),
+            checked: "an --app-id or --now, no RECORD, - given twice, more than \(maxRecordCount) records",
+            dataError: "a RECORD (or one of its lines) is not a pushseal-sender-key record of version 2, is for another app id (wrongAppID), has a publicKey that is not base64 of 32 bytes or is a low-order point (lowOrderPoint), or names a senderKeyId pinned (or given twice) with other key bytes (duplicateKeyID); nothing is pinned then",
+            noInput: "the entitlements file or a RECORD file missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
-            RECORD: a file, or - for standard input: one {"format":"pushseal-sender-key","version":2,"appId","senderKeyId","publicKey"} (public data); push-keys sender export --all prints one record per line: pin each in its own run. The pin is a keychain item (service pushseal.sender:APP, account = sender key id, label "\(DeviceKeyItem.senderLabel)", a 59-byte key record of kind 3, status primary; docs/keychain.md "Device key items"). Pinning the same record again changes nothing.
+            RECORD: a file, or - for standard input (at most once), holding one {"format":"pushseal-sender-key","version":2,"appId","senderKeyId","publicKey"} (public data) or several, one per line (as push-keys sender export --all prints them; blank lines skipped). All or none: every record is checked before anything is written, and pins added by a run that then fails are removed again. Each pin is a keychain item (service pushseal.sender:APP, account = sender key id, label "\(DeviceKeyItem.senderLabel)", a 59-byte key record of kind 3, status primary; docs/keychain.md "Device key items"), written under the app's key manifest. Pinning the same record again changes nothing.
 
-            OUTPUT: the sender key id; with --json: {"appId", "senderKeyId", "added" (false: already pinned), "item": attributes}.
+            OUTPUT: the sender key ids, one per line; with --json: {"appId", "pins": [{"senderKeyId", "added" (false: already pinned), "item": attributes}]} and, with one record, its "senderKeyId", "added" and "item" at the top level too.
             """
     )
 
     struct Options: CommandOptions {
-        let base: DeviceLifecycleCommands.Base, record: String
+        let base: DeviceLifecycleCommands.Base, records: [String]
         init(parsing a: Arguments) throws {
-            let positionals = try Positionals(a, max: 1)
-            guard let record = positionals.first else {
+            let positionals = try Positionals(a, max: DevicePinSenderCommand.maxRecordCount)
+            records = positionals.values
+            guard !records.isEmpty else {
                 throw CLIError.usage("missing the sender key record", hint: "give RECORD, a pushseal-sender-key file, or - for standard input")
             }
-            self.record = record
             base = try DeviceLifecycleCommands.Base(parsing: a)
         }
-        func validate() throws { try base.validate() }
+        func validate() throws {
+            try base.validate()
+            if records.filter({ $0 == "-" }).count > 1 { throw CLIError.usage("- (standard input) given more than once") }
+        }
     }
 
     func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
-        let bytes = try InputReader.readAll(o.record == "-" ? nil : o.record, limitByteCount: 64 << 10)
-        let name = o.record == "-" ? "standard input" : o.record
-        // A record for another app is refused as such before anything else is read from it.
-        if case .object(let object)? = try? JSONReader.parse(bytes), let app = object["appId"]?.stringValue, app != o.base.appID {
-            throw CLIError(code: KeysError.Code.wrongAppID.name, "\(name) is a sender key record for another app id, not \(o.base.appID)",
-                           exitCode: .dataError)
-        }
-        let sender: PinnedSenderKey
-        do {
-            sender = try PinnedSenderKey(record: bytes, appID: o.base.appID)
-        } catch let e as FormatError {
-            throw CLIError(code: KeysError.Code.malformedRecord.name, "\(name): \(e.reason)",
-                           hint: Self.severalRecordsHint(bytes), exitCode: .dataError)
+        var senders: [PinnedSenderKey] = []
+        for source in o.records {
+            let bytes = try InputReader.readAll(source == "-" ? nil : source, limitByteCount: 64 << 10)
+            let name = source == "-" ? "standard input" : source
+            for (line, record) in Self.records(in: bytes) {
+                senders.append(try Self.sender(record, named: line.map { "\(name) line \($0)" } ?? name, appID: o.base.appID))
+                if senders.count > Self.maxRecordCount {
+                    throw CLIError.usage("more than \(Self.maxRecordCount) sender key records")
+                }
+            }
         }
         let (kc, group) = try o.base.caller.open()
-        let (item, added) = try keyMapErrors {
-            try DeviceKeyItem.pinSender(sender, appID: o.base.appID, in: kc, accessGroup: group, now: o.base.now)
-        }
+        let pins = try keyMapErrors { try DeviceKeyItem.pinSenders(senders, appID: o.base.appID, in: kc, accessGroup: group, now: o.base.now) }
         return DeviceLifecycleCommands.output(context, json: {
-            JSONObject([("appId", .string(o.base.appID)), ("senderKeyId", .string(sender.keyID)), ("added", .bool(added)),
-                        ("item", .object(KeychainCommands.json(item)))])
-        }, text: { sender.keyID + "\n" })
+            let list = pins.map { p -> JSONValue in
+                .object(JSONObject([("senderKeyId", .string(p.keyID)), ("added", .bool(p.added)), ("item", .object(KeychainCommands.json(p.item)))]))
+            }
+            var members: [(key: String, value: JSONValue)] = [("appId", .string(o.base.appID))]
+            if pins.count == 1, let p = pins.first {
+                members += [("senderKeyId", .string(p.keyID)), ("added", .bool(p.added)), ("item", .object(KeychainCommands.json(p.item)))]
+            }
+            return JSONObject(members + [("pins", .array(list))])
+        }, text: { pins.map { $0.keyID + "\n" }.joined() })
     }
-}
 
-extension DevicePinSenderCommand {
-    /// The hint for an input of several JSON lines (`push-keys sender export --all` prints one
-    /// record per line, and pin-sender pins one record per run); nil otherwise.
-    static func severalRecordsHint(_ bytes: [UInt8]) -> String? {
-        guard let count = InputReader.jsonLineCount(bytes) else { return nil }
-        return "RECORD holds \(count) JSON lines (push-keys sender export --all prints one record per line): pin one record per run, e.g. push-keys sender export ... --all | while IFS= read -r r; do printf '%s\\n' \"$r\" | push-keys device pin-sender ... -; done"
+    /// The records of one input: the whole input when it is one JSON value, else one per
+    /// non-blank line (with its 1-based line number).
+    static func records(in bytes: [UInt8]) -> [(line: Int?, bytes: [UInt8])] {
+        if (try? JSONReader.parse(bytes)) != nil || InputReader.jsonLineCount(bytes) == nil { return [(nil, bytes)] }
+        let blank: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r")]
+        return bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated()
+            .filter { $0.element.contains { !blank.contains($0) } }
+            .map { (line: $0.offset + 1, bytes: Array($0.element)) }
+    }
+
+    /// One record, checked: another app id is refused as such before anything else is read from it.
+    static func sender(_ bytes: [UInt8], named name: String, appID: String) throws -> PinnedSenderKey {
+        if case .object(let object)? = try? JSONReader.parse(bytes), let app = object["appId"]?.stringValue, app != appID {
+            throw CLIError(code: KeysError.Code.wrongAppID.name, "\(name) is a sender key record for another app id, not \(appID); nothing pinned",
+                           exitCode: .dataError)
+        }
+        do {
+            return try PinnedSenderKey(record: bytes, appID: appID)
+        } catch let e as FormatError {
+            throw CLIError(code: KeysError.Code.malformedRecord.name, "\(name): \(e.reason); nothing pinned", exitCode: .dataError)
+        }
     }
 }
 
@@ -228,7 +250,9 @@ struct DeviceListCommand: OptionsCommand {
         ],
         exitCodes: DeviceLifecycleCommands.exitCodes(checked: "an --app-id or --now", noInput: "the entitlements file missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
-            OUTPUT: one line per item: KIND KEY_ID STATUS createdAt retiredAt notAfter PUBLIC_KEY (KIND v1, v2 or sender; times ISO 8601 UTC, - when unset; status damaged for a record that breaks the layout); with --json: {"appId", "keys": [{"kind", "keyId", "status", "createdAt", "retiredAt", "notAfter", "publicKey", "accessGroup"}]}.
+            OUTPUT: one line per item: KIND KEY_ID STATUS createdAt retiredAt notAfter PUBLIC_KEY (KIND v1, v2 or sender; times ISO 8601 UTC, - when unset; status rolledBack for an item the app's key manifest does not vouch for, an older copy put back, which does not open (docs/keychain.md "The key manifest"), damaged for a record that breaks the layout); with --json: {"appId", "keys": [{"kind", "keyId", "status", "createdAt", "retiredAt", "notAfter", "publicKey", "accessGroup", "keyset", "rolledBack"}]} ("status" is the record's own).
+
+            LEGACY KEYSETS: v1 keys still held in a keyset item of the app (pushseal.keyset:APP, written by push-keys import before 0.3.0, not yet converted) are listed too, as v1 lines ending in keyset:RECIPIENT ("keyset": the recipient; null for key items); a key id with a key item shows the item only (it decides). push-keys import of the keyset's next record converts it into key items (docs/keychain.md "Legacy keyset items").
             """
     )
 
@@ -248,9 +272,11 @@ struct DeviceListCommand: OptionsCommand {
             JSONObject([("appId", .string(o.base.appID)), ("keys", .array(entries.map(DeviceLifecycleCommands.json)))])
         }, text: {
             entries.map { e in
-                let status = e.damaged ? "damaged" : e.status?.rawValue ?? "-"
+                let status = e.rolledBack ? "rolledBack" : e.damaged ? "damaged" : e.status?.rawValue ?? "-"
                 let key = e.publicKey.map { WireBase64.encode($0.rawRepresentation) } ?? "-"
-                return [e.kind.name, e.keyID, status, keyTime(e.createdAt), keyTime(e.retiredAt), keyTime(e.notAfter), key].joined(separator: " ") + "\n"
+                let keyset = e.keysetRecipient.map { ["keyset:" + $0] } ?? []
+                return ([e.kind.name, e.keyID, status, keyTime(e.createdAt), keyTime(e.retiredAt), keyTime(e.notAfter), key] + keyset)
+                    .joined(separator: " ") + "\n"
             }.joined()
         })
     }

@@ -10,16 +10,16 @@ struct KeyImportCommand: OptionsCommand {
     let path = ["import"]
     let options = [KeyOptions.keychainCreated] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.accessibility,
         .value("--app-id", "APP", "refuse a record for another app id"),
-        .flag("--device-items", "into a device keychain (IDENTITY required): write one kind 1 item per key in the one device layout (docs/keychain.md \"Device key items\", as the iOS reference does) instead of a keyset item; such items have no rollback check (docs/keychain.md \"Rollback of items\")"),
+        .flag("--device-items", "the default into a device keychain (IDENTITY given), kept for scripts: one kind 1 item per key in the one device layout (docs/keychain.md \"Device key items\", as the iOS reference writes them), under the app's key manifest"),
+        .flag("--legacy-keyset", "into a device keychain: write the legacy keyset item (pushseal.keyset:APP) instead of key items, as before 0.3.0 (the iOS reference cannot read it; for tests of the legacy reader and of the conversion)"),
         .flag("--accept-seal-count", "into a server keychain: accept a primary key that has already sealed in another store (its seal count is not 0); see keys.md, one key, one sealing store"),
         KeyOptions.grace("grace window of a local primary superseded by the record's newer one"), KeyOptions.now]
     let help = HelpText(
         overview: "import a JSON key record, or a revocation record, (from a file or stdin) into a server or device keychain; idempotent and all-or-nothing: any error changes nothing",
-        usage: ["push-keys import --keychain DIR [IDENTITY] [--app-id APP] [--device-items] [--accept-seal-count] [--accessibility A] [--grace DURATION] [--audit-log FILE] [--now UNIX] [FILE | -] [--json]"],
+        usage: ["push-keys import --keychain DIR [IDENTITY] [--app-id APP] [--legacy-keyset] [--accept-seal-count] [--accessibility A] [--grace DURATION] [--audit-log FILE] [--now UNIX] [FILE | -] [--json]"],
         examples: [
-            "push-keys import --keychain device-kc --entitlements app.json alice.key.json   # server generated, device imports",
+            "push-keys import --keychain device-kc --entitlements app.json alice.key.json   # server generated, device imports: one kind 1 item per key, as on iOS",
             "push-keys import --keychain server-kc --app-id com.example.app device.key.json   # device generated, server imports",
-            "push-keys import --keychain device-kc --entitlements app.json --device-items alice.key.json   # one kind 1 item per key, as on iOS",
         ],
         exitCodes: KeyOptions.exitCodes(
             usage: ["an unknown --accessibility", "a malformed --app-id", "a bad --grace or --now", "more than one FILE"],
@@ -33,20 +33,24 @@ struct KeyImportCommand: OptionsCommand {
             "A revocation record, {\"format\":\"pushseal-revocation\",\"version\":1,\"appId\",\"keyIds\":[…],\"revokedAt\"}, disables every listed key id in every keyset of the app and every device key item of it (v1 and v2 keys, pinned sender keys; --json: disabledItems [{kind, keyId}]) (retiredAt = revokedAt, key bytes dropped): a device then shows the fallback for messages under those keys (keyDisabled). It holds no key bytes; deliver it over a channel that does not rely on the revoked key.",
             "A key record holds key bytes: when FILE (or a regular file on standard input) is readable by group or others, a warning on stderr says so (the import goes on); chmod 600 it, or delete it once imported.",
             "Into a server keychain (no IDENTITY), a primary key new to it whose seal count is not 0 is refused: it is sealing in another store, and each store counts only its own seals toward the 2^32 limit. --accept-seal-count imports it anyway (when the other store has stopped sealing with it).",
-            "FILE, - or none reads the record from standard input. A new keyset is created when the keychain has none for the record's app id and recipient; otherwise keys are added and statuses only move forward. When the record's primary is newer than the local one, the local primary becomes decryptOnly for --grace.",
+            "FILE, - or none reads the record from standard input. Into a server keychain (or with --legacy-keyset): a new keyset is created when the keychain has none for the record's app id and recipient; otherwise keys are added and statuses only move forward. When the record's primary is newer than the local one, the local primary becomes decryptOnly for --grace.",
+            "Into a device keychain (IDENTITY given): each key becomes a kind 1 key item (service pushseal.key:APP, account = key id, label \"PushSeal v1 key\", accessibility afterFirstUnlockThisDeviceOnly; docs/keychain.md \"Device key items\"), written under the app's key manifest (the rollback guard); statuses only move forward, a destroyed key's item is deleted, a disabled key keeps no bytes. A legacy keyset item of the same app id and recipient (written before 0.3.0) is converted first: its keys become key items, its generation counter is closed and the item is deleted (--json: convertedKeysetKeyIds). --json: {\"appId\", \"recipient\", \"changedKeyIds\", \"convertedKeysetKeyIds\", \"layout\": \"deviceItems\"}.",
         ], audited: true))
 
     struct Options: CommandOptions {
         let file: String?, store: KeyStoreOptions, accessibility: Accessibility, expectedAppID: String?, now: Int64, grace: Int64
-        /// `--device-items`: kind 1 device key items instead of a keyset.
+        /// Kind 1 device key items instead of a keyset: a device identity without `--legacy-keyset`.
         let deviceItems: Bool
+        /// `--legacy-keyset`: a keyset item into a device keychain, as before 0.3.0.
+        let legacyKeyset: Bool
         /// `--accept-seal-count`: a server keychain takes a primary that has sealed elsewhere (F11).
         let acceptSealCount: Bool
         init(parsing a: Arguments) throws {
             file = try Positionals(a, max: 1).first
             store = try KeyStoreOptions(parsing: a)
             acceptSealCount = a.has("--accept-seal-count")
-            deviceItems = a.has("--device-items")
+            legacyKeyset = a.has("--legacy-keyset")
+            deviceItems = a.has("--device-items") || (!store.identity.isEmpty && store.keystore.registry == nil && !legacyKeyset)
             accessibility = try keyAccessibility(a)
             expectedAppID = try keyAppID(a)
             now = try keyNow(a)
@@ -54,11 +58,15 @@ struct KeyImportCommand: OptionsCommand {
         }
         func validate() throws {
             try store.validate()
+            if legacyKeyset, store.identity.isEmpty {
+                throw CLIError.usage("--legacy-keyset writes a device keychain", hint: "add --entitlements FILE (the app's entitlements)")
+            }
             guard deviceItems else { return }
+            if legacyKeyset { throw CLIError.usage("--device-items and --legacy-keyset exclude each other") }
             if store.identity.isEmpty { throw CLIError.usage("--device-items needs the device identity", hint: "add --entitlements FILE (the app's entitlements)") }
             if store.keystore.registry != nil { throw CLIError.usage("--device-items writes a device keychain, not a --registry") }
             if accessibility != DeviceKeyItem.accessibility {
-                throw CLIError.usage("--device-items stores every key \(DeviceKeyItem.accessibility.rawValue) (docs/keychain.md \"Device key items\"); drop --accessibility")
+                throw CLIError.usage("device key items are all \(DeviceKeyItem.accessibility.rawValue) (docs/keychain.md \"Device key items\"); drop --accessibility (or add --legacy-keyset for a keyset item)")
             }
         }
     }
@@ -100,15 +108,22 @@ struct KeyImportCommand: OptionsCommand {
         return .success
     }
 
-    /// `--device-items`: the record's keys as kind 1 device key items (``DeviceKeyItem/importV1``).
+    /// Into a device keychain: the record's keys as kind 1 device key items
+    /// (``DeviceKeyItem/importV1``), after converting a legacy keyset of the same recipient.
     private func importItems(_ record: KeyRecord, _ o: Options, _ c: CommandContext) throws -> ExitCode {
         let store = try o.store.openKeychain(create: true, accessibility: DeviceKeyItem.accessibility)
-        let changed = try keyMapErrors {
-            try DeviceKeyItem.importV1(record, expectedAppID: o.expectedAppID, in: store.keychain, accessGroup: store.accessGroup)
+        let (converted, changed) = try keyMapErrors {
+            if let expected = o.expectedAppID, expected != record.appID {
+                throw KeysError(.wrongAppID, "the key record is for \(record.appID), not \(expected)")
+            }
+            try record.checkApplicationIdentifier(store.keychain.entitlements.applicationIdentifier)
+            let converted = try DeviceKeyItem.convertKeysets(appID: record.appID, recipient: record.recipient, in: store)
+            return (converted, try DeviceKeyItem.importV1(record, in: store.keychain, accessGroup: store.accessGroup))
         }
         if c.json {
             keyPrintJSON(.object(JSONObject([("appId", .string(record.appID)), ("recipient", .string(record.recipient)),
-                                             ("changedKeyIds", .array(changed.map { .string($0) })), ("layout", .string("deviceItems"))])))
+                                             ("changedKeyIds", .array(changed.map { .string($0) })),
+                                             ("convertedKeysetKeyIds", .array(converted.map { .string($0) })), ("layout", .string("deviceItems"))])))
         } else {
             Output.stdout("\(record.appID) \(record.recipient): \(changed.isEmpty ? "already up to date" : "imported " + changed.joined(separator: " "))\n")
         }

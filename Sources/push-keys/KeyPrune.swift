@@ -11,7 +11,8 @@ struct KeyPruneCommand: OptionsCommand {
         usage: ["push-keys prune --keychain DIR [IDENTITY] [--audit-log FILE] [--now UNIX] [--json]"],
         examples: ["push-keys prune --keychain server-kc", "push-keys prune --keychain device-kc --entitlements app.json --now 1767225600"],
         exitCodes: KeyOptions.exitCodes(usage: [KeyOptions.badNow]),
-        notes: KeyOptions.notes(["Text output: APP RECIPIENT KEY_ID per destroyed key (tab-separated)."], audited: true))
+        notes: KeyOptions.notes(["Text output: APP RECIPIENT KEY_ID per destroyed key (tab-separated).",
+                                 "With IDENTITY (a device keychain), the device key items of every app with a key manifest in the identity's group are pruned too, as push-keys device prune does with its default grace (docs/keychain.md \"Device key items\"): one line APP - KEY_ID per deleted item (--json: \"deletedItems\": [{\"appId\", \"keyId\"}])."], audited: true))
 
     struct Options: CommandOptions {
         let store: KeyStoreOptions, now: Int64
@@ -27,10 +28,23 @@ struct KeyPruneCommand: OptionsCommand {
         let now = o.now
         let store = try o.store.open()
         let pruned = try keyMapErrors { try store.prune(now: now) }
+        var items: [(appID: String, keyID: String)] = []
+        if !o.store.identity.isEmpty, o.store.keystore.registry == nil {
+            let device = try o.store.openKeychain()
+            items = try keyMapErrors {
+                try DeviceKeyItem.appIDsWithManifest(in: device.keychain, accessGroup: device.accessGroup).flatMap { app in
+                    try DeviceKeyItem.prune(appID: app, in: device.keychain, accessGroup: device.accessGroup, now: now).map { (app, $0) }
+                }
+            }
+        }
         if c.json {
-            keyPrintJSON(.object(JSONObject([("destroyed", .array(pruned.map { .object(JSONObject([("appId", .string($0.appID)), ("recipient", .string($0.recipient)), ("keyId", .string($0.keyID))])) }))])))
+            var members: [(key: String, value: JSONValue)] = [("destroyed", .array(pruned.map { .object(JSONObject([("appId", .string($0.appID)), ("recipient", .string($0.recipient)), ("keyId", .string($0.keyID))])) }))]
+            if !o.store.identity.isEmpty {
+                members.append(("deletedItems", .array(items.map { .object(JSONObject([("appId", .string($0.appID)), ("keyId", .string($0.keyID))])) })))
+            }
+            keyPrintJSON(.object(JSONObject(members)))
         } else {
-            Output.stdout(pruned.map { "\($0.appID)\t\($0.recipient)\t\($0.keyID)\n" }.joined())
+            Output.stdout(pruned.map { "\($0.appID)\t\($0.recipient)\t\($0.keyID)\n" }.joined() + items.map { "\($0.appID)\t-\t\($0.keyID)\n" }.joined())
         }
         return .success
     }

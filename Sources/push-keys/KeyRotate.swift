@@ -9,7 +9,7 @@ struct KeyRotateCommand: OptionsCommand {
     let path = ["rotate"]
     let options = [KeyOptions.serverKeychain] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.appID, KeyOptions.recipient,
         KeyOptions.grace("grace window of the old primary: it opens messages until now + grace"),
-        .value("--device-keychain", "DIR", "also install the new key in this device keychain before promoting"),
+        .value("--device-keychain", "DIR", "also install the new key in this device keychain before promoting, as kind 1 device key items (docs/keychain.md \"Device key items\"; a legacy keyset of the recipient there is converted first)"),
         .value("--device-entitlements", "FILE", "device identity: the app's entitlements JSON or plist"),
         .value("--device-access-group", "G", "without --device-entitlements: a keychain-access-groups entry of the device identity; with it: the device keysets' access group (at most one)", repeatable: true),
         .value("--device-app-group", "G", "without --device-entitlements: an application group of the device identity", repeatable: true),
@@ -73,7 +73,7 @@ struct KeyRotateCommand: OptionsCommand {
         if let dir = o.deviceKeychain, let (entitlements, group) = deviceIdentity {
             device = try keyMapErrors {
                 try KeyStore(keychain: try Keychain(opening: URL(fileURLWithPath: dir), as: entitlements), accessGroup: group,
-                             audit: o.store.audit)
+                             audit: o.store.audit, deviceKeyItems: true)
             }
         }
         // Test hook, read only by debug builds (a release binary never looks at the variable):

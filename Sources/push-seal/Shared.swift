@@ -29,7 +29,7 @@ enum SealExit {
         "3   payload over the 4096-byte APNs budget (add --fit), or --fit cannot make it fit, or the clear part alone (fallback alert, --sound, …) is over it",
         "4   the recipient's primary key reached 2^32 seals: rotate the keyset (push-keys rotate)",
         "64  usage error (unknown option, missing argument, no notification, an invalid APNs option such as --priority 7, an empty fallback title or body, an --app-id or --recipient that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z)",
-        "65  bad notification: not UTF-8, not JSON, wrong JSON types, over 1 MiB, empty title and body, a member a device would reject (media.url not an absolute http(s) URL, a bad locale tag), or a time out of range; an argument that is not UTF-8",
+        "65  bad notification: not UTF-8, not JSON, wrong JSON types, over 1 MiB, empty or white-space-only title, subtitle and body, a member a device would reject (media.url not an absolute http(s) URL, a bad locale tag), or a time out of range; an argument that is not UTF-8",
         "66  NOTIFICATION.json missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
         "67  unknown recipient (no keyset and no v2 registration; with --format, none of that version), or the recipient's primary key is destroyed or disabled, or its v2 registration revoked",
         "74  I/O error (reading the input or writing standard output), or a damaged keychain",
@@ -270,7 +270,7 @@ func cliError(_ e: SenderError) -> CLIError {
     case .sealFailed:
         return CLIError(code: e.code.name, e.reason, exitCode: .failure)
     case .emptyNotification:
-        return CLIError(code: e.code.name, e.reason, hint: "give --title or --body, or a title or body in the notification", exitCode: .dataError)
+        return CLIError(code: e.code.name, e.reason, hint: "give --title or --body, or a title or body in the notification, with a character that is not white space (a device would show nothing: blankContent)", exitCode: .dataError)
     default:
         return CLIError(code: e.code.name, e.reason, exitCode: .dataError)
     }

@@ -167,7 +167,7 @@ struct DeviceAcceptsCLITests {
         let revocation = #"{"format":"pushseal-revocation","version":1,"appId":"com.example.app","keyIds":["k1"],"revokedAt":\#(retiredAt + 1_800)}"#
         let revoked = try Open.run("push-keys", ["import", "--keychain", "dev", "--access-group", "T.shared", "--app-group", "group.x",
                                                  "--now", String(retiredAt + 1_800), "-"], in: dir, stdin: Data(revocation.utf8))
-        #expect(revoked.status == 0 && revoked.stdout.contains("disabled device/k1"), "\(revoked.stdout)\(revoked.stderr)")
+        #expect(revoked.status == 0 && revoked.stdout.contains("disabled v1:k1"), "\(revoked.stdout)\(revoked.stderr)")
         let r = try Open.run("push-open", Open.base + now + [before], in: dir)
         #expect(r.status == 1 && r.json["reason"] as? String == "keyDisabled", "\(r.stdout)")
     }

@@ -161,11 +161,11 @@ import PushSealWire
         #expect(try pin(#"{"format":"pushseal-device-key","version":2}"#).status == 65)
         let notJSON = try pin("not json")
         #expect(notJSON.status == 65 && !notJSON.stderr.contains("hint:"))
-        // Several records, as `push-keys sender export --all` prints them: refused, with a hint to pin them one per run.
-        let several = try pin(try Sender("snd-a").record() + "\n" + (try Sender("snd-b").record()) + "\n")
+        // Several records with one bad line: refused, naming the line, and nothing is pinned.
+        let several = try pin(try Sender("snd-a").record() + "\n" + (try Sender("snd-b").record(publicKey: [1, 2])) + "\n")
         #expect(several.status == 65)
-        #expect(several.stderr.hasPrefix("push-keys: error: standard input: "), "\(several.stderr)")
-        #expect(several.stderr.contains("\nhint: RECORD holds 2 JSON lines"), "\(several.stderr)")
+        #expect(several.stderr.hasPrefix("push-keys: error: standard input line 2: "), "\(several.stderr)")
+        #expect(several.stderr.contains("nothing pinned"), "\(several.stderr)")
         #expect(try pin(sender.record(publicKey: [1, 2, 3])).status == 65)
         #expect(try pin(sender.record()).status == 0)
         // The same sender key id with other bytes.
@@ -174,6 +174,52 @@ import PushSealWire
         #expect(changed.stderr.contains("other key bytes"))
         #expect(try Self.device("pin-sender", [], now: Self.t0, in: dir).status == 64)
         #expect(try Self.device("list", ["--json"], now: Self.t0, in: dir).json["keys"] as? [[String: Any]] != nil)
+    }
+
+    @Test func pinSenderTakesSeveralRecordsAllOrNothing() throws {
+        let dir = try Self.setUp()
+        defer { dir.remove() }
+        let a = try Sender("snd-a"), b = try Sender("snd-b"), c = try Sender("snd-c"), d = try Sender("snd-d")
+        try Data((a.record() + "\n").utf8).write(to: dir.url.appendingPathComponent("a.json"))
+        // A file of JSON lines, as `push-keys sender export --all` prints them (blank lines skipped).
+        try Data((b.record() + "\n\n" + c.record() + "\n").utf8).write(to: dir.url.appendingPathComponent("bc.jsonl"))
+        func pinned() throws -> [String] {
+            let keys = try Self.device("list", ["--json"], now: Self.t0, in: dir).json["keys"] as? [[String: Any]] ?? []
+            return keys.filter { $0["kind"] as? String == "sender" }.compactMap { $0["keyId"] as? String }.sorted()
+        }
+        // One bad record among good ones (another app, a low-order key, an id given twice with
+        // other bytes, an id pinned with other bytes): exit 65 and nothing pinned.
+        let bad: [(String, String)] = [(try Sender("snd-x").record(appID: "com.example.other"), "another app id"),
+                                       (d.record(publicKey: [UInt8](repeating: 0, count: 32)), "low-order"),
+                                       (try Sender("snd-a").record(), "given twice with other key bytes")]
+        for (record, message) in bad {
+            let r = try Self.device("pin-sender", ["a.json", "bc.jsonl", "-"], now: Self.t0, in: dir, stdin: Data(record.utf8))
+            #expect(r.status == 65, "\(r.stderr)")
+            #expect(r.stderr.contains(message), "\(r.stderr)")
+            #expect(try pinned().isEmpty)
+        }
+        let dash = try Self.device("pin-sender", ["-", "-"], now: Self.t0, in: dir, stdin: Data())
+        #expect(dash.status == 64, "\(dash.stderr)")
+        // All good: every key pinned, in input order; the same run again adds nothing.
+        let ok = try Self.device("pin-sender", ["a.json", "bc.jsonl", "-", "--json"], now: Self.t0, in: dir, stdin: Data(d.record().utf8))
+        #expect(ok.status == 0, "\(ok.stderr)")
+        let pins = ok.json["pins"] as? [[String: Any]] ?? []
+        #expect(pins.compactMap { $0["senderKeyId"] as? String } == ["snd-a", "snd-b", "snd-c", "snd-d"])
+        #expect(pins.allSatisfy { $0["added"] as? Bool == true })
+        #expect(try pinned() == ["snd-a", "snd-b", "snd-c", "snd-d"])
+        let again = try Self.device("pin-sender", ["bc.jsonl", "a.json"], now: Self.t0, in: dir)
+        #expect(again.status == 0 && again.stdout == "snd-b\nsnd-c\nsnd-a\n", "\(again.stdout) \(again.stderr)")
+        // An id pinned with other bytes, next to a new one: refused, the new one not pinned.
+        let e = try Sender("snd-e")
+        let clash = try Self.device("pin-sender", ["-"], now: Self.t0, in: dir, stdin: Data((e.record() + "\n" + (try Sender("snd-b").record())).utf8))
+        #expect(clash.status == 65 && clash.stderr.contains("other key bytes"), "\(clash.stderr)")
+        #expect(try pinned() == ["snd-a", "snd-b", "snd-c", "snd-d"])
+        // Every pin works: auth mode by each opens.
+        let registration = try Self.device("generate", now: Self.t0, in: dir).json
+        for sender in [a, b, c, d] {
+            let opened = try Self.open(try Self.seal(to: registration, by: sender, iat: Self.t0), now: Self.t0 + 1, in: dir)
+            #expect(opened.json["outcome"] as? String == "decrypted", "\(sender.id): \(opened.stdout)")
+        }
     }
 
     @Test func importDeviceItemsWritesKindOneItemsThatPushOpenReads() throws {

@@ -80,6 +80,13 @@ enum KeysCLI {
         return keyID
     }
 
+    /// The device's v1 key items (what `rotate --device-keychain` installs): the primary's key id and every key id, sorted.
+    static func deviceKeys(_ device: URL) throws -> (primary: String?, ids: [String]) {
+        let entries = try DeviceKeyItem.list(appID: appID, in: try Keychain(opening: device, as: app), accessGroup: nil).filter { $0.kind == .v1Key }
+        #expect(entries.allSatisfy { $0.keysetRecipient == nil && !$0.damaged }, "\(entries)")
+        return (entries.first { $0.status == .primary }?.keyID, entries.map(\.keyID).sorted())
+    }
+
     /// Both keysets consistent: the server has one primary (or a journal), the device can open
     /// with every key the server could seal or open with, with the same bytes.
     static func checkConsistent(server: URL, device: URL, recipient: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -117,10 +124,11 @@ enum KeysCLI {
         let again = try KeysCLI.keys(["export", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", r, "--out", out])
         #expect(again.status == 73 && again.stderr.hasPrefix("push-keys: error: ") && again.stderr.contains("hint:"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == original)
-        // Device imports (warns for whenUnlocked; default has no warning).
+        // Device imports: kind 1 device key items (no warning by default).
         let imp = try KeysCLI.keys(["import", "--keychain", dev, "--entitlements", app, out, "--json"])
         #expect(imp.status == 0 && imp.stderr.isEmpty, "\(imp.stderr)")
-        #expect(KeysCLI.json(imp.stdout)["created"] as? Bool == true)
+        #expect(KeysCLI.json(imp.stdout)["layout"] as? String == "deviceItems")
+        #expect(KeysCLI.json(imp.stdout)["changedKeyIds"] as? [String] == [first])
         // Rotate with the device; old key stays openable; new key opens at once.
         let rot = try KeysCLI.keys(["rotate", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", r, "--grace", "1d",
                                     "--device-keychain", dev, "--device-entitlements", app, "--json", "--now", "1767225700"])
@@ -131,11 +139,11 @@ enum KeysCLI {
         #expect(try KeysCLI.sealAndOpen(server: URL(fileURLWithPath: srv), device: URL(fileURLWithPath: dev), recipient: r) == newID)
         let ext = try DeviceKeyring(keychainAt: URL(fileURLWithPath: dev), as: KeysCLI.ext)
         #expect(try ext.key(for: first, appID: KeysCLI.appID, now: 1_767_225_800).byteCount == 32)
-        // list shows ids and statuses, never key bytes.
-        let list = try KeysCLI.keys(["list", "--keychain", dev, "--entitlements", app])
-        #expect(list.stdout.contains("\(first)\tdecryptOnly") && list.stdout.contains("\(newID)\tprimary"))
+        // device list shows ids and statuses, never key bytes (the rotation wrote key items too).
+        let list = try KeysCLI.keys(["device", "list", "--keychain", dev, "--entitlements", app, "--app-id", KeysCLI.appID])
+        #expect(list.stdout.contains("v1 \(first) decryptOnly ") && list.stdout.contains("v1 \(newID) primary "), "\(list.stdout)")
         // Piped: no header line, no warning.
-        #expect(list.stdout.hasPrefix(KeysCLI.appID + "\t") && list.stderr.isEmpty, "\(list.stdout)\(list.stderr)")
+        #expect(list.stdout.hasPrefix("v1 ") && list.stderr.isEmpty, "\(list.stdout)\(list.stderr)")
         // A device keychain listed without an identity: nothing on stdout, exit 0, and a warning saying why.
         let bare = try KeysCLI.keys(["list", "--keychain", dev])
         #expect(bare.status == 0 && bare.stdout.isEmpty)
@@ -156,13 +164,14 @@ enum KeysCLI {
             let p = try KeysCLI.keys(["prune", "--keychain", kc, "--now", String(1_767_225_700 + 86_400)] + extra)
             #expect(p.status == 0 && p.stdout.contains(first), "\(p.stderr)")
         }
-        #expect(throws: KeysError(.keyDestroyed, "")) { try ext.key(for: first, appID: KeysCLI.appID) }
+        // A pruned device key item is deleted: its key id is unknown.
+        #expect(throws: KeysError(.unknownKey, "")) { try ext.key(for: first, appID: KeysCLI.appID) }
         #expect(throws: KeysError(.unknownKey, "")) { try ext.key(for: "neverSeen", appID: KeysCLI.appID) }
         // due: the new primary is due 30 days after promotion.
         let due = try KeysCLI.keys(["due", "--keychain", srv, "--now", String(1_767_225_700 + 31 * 86_400)])
         #expect(due.stdout.hasPrefix("\(KeysCLI.appID)\t\(r)\t\(newID)\t\(31 * 86_400)\t"))
         // revoke warns about in-flight messages.
-        let rev = try KeysCLI.keys(["revoke", "--keychain", dev, "--entitlements", app, "--app-id", KeysCLI.appID, "--recipient", r, "--key-id", newID])
+        let rev = try KeysCLI.keys(["revoke", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", r, "--key-id", newID])
         #expect(rev.status == 0 && rev.stderr.contains("in flight"))
         // The audit log has lines for every change and no key bytes.
         let audit = try String(contentsOfFile: srv + "/keys-audit.log", encoding: .utf8)
@@ -218,7 +227,7 @@ enum KeysCLI {
         let other = try KeysCLI.keys(["import", "--keychain", dev, "--entitlements", app, "-"],
                                      stdin: Array(rec.replacingOccurrences(of: KeysCLI.appID, with: "com.example.other").utf8))
         #expect(other.status == 65 && other.stderr.contains("app id"))
-        let accDance = try KeysCLI.keys(["import", "--keychain", dev, "--entitlements", app, "--accessibility", "whenUnlocked", "-"],
+        let accDance = try KeysCLI.keys(["import", "--keychain", dev, "--entitlements", app, "--accessibility", "whenUnlocked", "--legacy-keyset", "-"],
                                         stdin: Array(rec.replacingOccurrences(of: KeysCLI.appID, with: "com.example.other").utf8))
         #expect(accDance.stderr.contains("warning:") && accDance.stderr.contains("-25308"))
         let after = try FileManager.default.contentsOfDirectory(atPath: dev + "/items").sorted()
@@ -252,10 +261,10 @@ enum KeysCLI {
         #expect((KeysCLI.json(rerun.stdout)["resumed"] as? Bool) == (step != .finished))
         try KeysCLI.checkConsistent(server: srv, device: dev, recipient: r)
         let s = try KeyStore(keychain: try Keychain(opening: srv, as: KeyStore.serverIdentity), audit: .none).keyset(appID: KeysCLI.appID, recipient: r)
-        let d = try KeyStore(keychain: try Keychain(opening: dev, as: KeysCLI.app), audit: .none).keyset(appID: KeysCLI.appID, recipient: r)
+        let d = try KeysCLI.deviceKeys(dev)
         #expect(s.rotationKeyID == nil && s.keys.count == (step == .finished ? 3 : 2))
-        #expect(s.primary?.keyID == d.primary?.keyID)
-        #expect(s.keys.map(\.keyID) == d.keys.map(\.keyID))
+        #expect(s.primary?.keyID == d.primary)
+        #expect(s.keys.map(\.keyID).sorted() == d.ids)
     }
 
     /// SIGKILL `rotate` at 100 random times; after each kill both keysets are consistent.
@@ -287,9 +296,9 @@ enum KeysCLI {
         #expect(done.status == 0, "\(done.stderr)")
         try KeysCLI.checkConsistent(server: srv, device: dev, recipient: r)
         let s = try KeyStore(keychain: try Keychain(opening: srv, as: KeyStore.serverIdentity), audit: .none).keyset(appID: KeysCLI.appID, recipient: r)
-        let d = try KeyStore(keychain: try Keychain(opening: dev, as: KeysCLI.app), audit: .none).keyset(appID: KeysCLI.appID, recipient: r)
-        #expect(s.rotationKeyID == nil && s.primary?.keyID == d.primary?.keyID)
-        #expect(Set(s.keys.map(\.keyID)).isSubset(of: Set(d.keys.map(\.keyID))))
+        let d = try KeysCLI.deviceKeys(dev)
+        #expect(s.rotationKeyID == nil && s.primary?.keyID == d.primary)
+        #expect(Set(s.keys.map(\.keyID)).isSubset(of: Set(d.ids)))
         print("keys: rotate killed \(kills) of 100 times mid-run; \(s.keys.count) keys after the final rerun")
     }
 }

@@ -36,7 +36,9 @@ struct PushOpenCLITests {
         #expect(try run("push-keys", ["keychain", "init", "--keychain", "dev"], in: dir).status == 0)
         let record = #"{"format":"pushseal-key-record","version":1,"appId":"com.example.app","recipient":"device","keys":[{"keyId":"k1","status":"primary","createdAt":1700000000,"promotedAt":1700000000,"sealCount":0,"key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}]}"#
         let imported = try run("push-keys", ["import", "--keychain", "dev", "--access-group", "T.shared", "--app-group", "group.x",
-                                             "--accessibility", accessibility, "-"], in: dir, stdin: Data(record.utf8))
+                                             "--accessibility", accessibility, "-"]
+                                             // Key items are always afterFirstUnlockThisDeviceOnly: another one is a legacy keyset.
+                                             + (accessibility == "afterFirstUnlockThisDeviceOnly" ? [] : ["--legacy-keyset"]), in: dir, stdin: Data(record.utf8))
         #expect(imported.status == 0, "\(imported.stderr)")
         try #"{"keychain-access-groups": ["T.shared"], "application-groups": ["group.x"]}"#
             .write(to: dir.appendingPathComponent("ext.json"), atomically: true, encoding: .utf8)

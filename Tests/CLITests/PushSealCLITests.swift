@@ -121,6 +121,38 @@ import Testing
         #expect(f.err.contains("push-seal: warning: fit: shortened the body"))
     }
 
+    @Test func whiteSpaceOnlyTextIsRefusedAsAnEmptyOneIs() throws {
+        guard Self.binary != nil else { return }
+        let s = try Scratch()
+        // The receiver's rule (blankContent): title, subtitle and body all empty or white space.
+        try s.write("spaces.json", Data(#"{"title":"   ","subtitle":"\u00a0","body":"\t\n"}"#.utf8))
+        try s.write("locale.json", Data(#"{"title":"Hi","localizations":{"fr":{"title":" "},"de":{"title":"Hallo"}}}"#.utf8))
+        try s.write("ok.json", Data(#"{"title":" ","body":" x "}"#.utf8))
+        let cases: [([String], String)] = [
+            (["--title", "  ", "--body", "\t"], "not empty or white space only"),
+            (["--title", "\u{2003}"], "not empty or white space only"),
+            ([s.path("spaces.json")], "not empty or white space only"),
+            ([s.path("locale.json")], "localizations.fr:"),
+        ]
+        for (args, message) in cases {
+            let r = try run(s.keyArgs + ["--recipient", "alice"] + args)
+            #expect(r.status == 65, "\(args): \(r.err)")
+            #expect(r.err.hasPrefix("push-seal: error: "), "\(r.err)")
+            #expect(r.err.contains(message), "\(r.err)")
+            #expect(r.err.contains("hint: give --title or --body"), "\(r.err)")
+            #expect(r.out.isEmpty)
+        }
+        // One visible character anywhere is enough; the text is sealed as given.
+        #expect(try run(s.keyArgs + ["--recipient", "alice", s.path("ok.json")]).status == 0)
+        // In a batch, such a line fails alone with the same code.
+        try s.write("lines.jsonl", Data("{\"recipient\":\"alice\",\"notification\":{\"title\":\" \"}}\n{\"recipient\":\"alice\",\"notification\":{\"title\":\"t\"}}\n".utf8))
+        let b = try run(["batch"] + s.keyArgs + [s.path("lines.jsonl")])
+        let lines = b.out.split(separator: "\n")
+        #expect(lines.count == 2, "\(b.out) \(b.err)")
+        #expect(lines.first?.contains("emptyNotification") == true, "\(b.out)")
+        #expect(lines.last?.contains("encrypted_data") == true, "\(b.out)")
+    }
+
     @Test func badInputGivesTheDocumentedExitCodes() throws {
         guard Self.binary != nil else { return }
         let s = try Scratch()
@@ -129,7 +161,7 @@ import Testing
         try s.write("latin1.json", Data([0x7B, 0x22, 0x74, 0x69, 0x74, 0x6C, 0x65, 0x22, 0x3A, 0x22, 0xE9, 0x22, 0x7D]))
         try s.write("huge.json", Data(("{\"title\":\"" + String(repeating: "a", count: 10 << 20) + "\"}").utf8))
         let cases: [([String], Int32, String)] = [
-            (["--recipient", "alice", s.path("empty.json")], 65, "non-empty title"),
+            (["--recipient", "alice", s.path("empty.json")], 65, "not empty or white space only"),
             (["--recipient", "alice", s.path("types.json")], 65, "title must be a string, got array"),
             (["--recipient", "alice", s.path("latin1.json")], 65, "UTF-8"),
             (["--recipient", "alice", s.path("huge.json")], 65, "larger than"),

@@ -3,7 +3,7 @@ import PushSealCrypto
 import PushSealJSON
 import PushSealKeyProviders
 import PushSealKeychain
-import PushSealKeys
+@testable import PushSealKeys
 import PushSealSender
 import PushSealWire
 import PushSealTestSupport
@@ -35,10 +35,10 @@ import Testing
             try DeviceKeyItem.pinSender(try sender.pin, appID: casesAppID, in: try app, accessGroup: sharedGroup, now: DeviceKeyItemsTests.now)
         }
 
-        /// Rewrites the item `keyID` of `kind` with a record (as a damaged or changed key).
+        /// Rewrites the item `keyID` of `kind` with a record (as a damaged or changed key),
+        /// through the app's key manifest as every writer does (docs/keychain.md "The key manifest").
         func rewrite(_ kind: DeviceKeyKind, _ keyID: String, data: SecretBytes) throws {
-            try (try app).update(ItemQuery(service: kind.service(appID: casesAppID), account: keyID, accessGroup: sharedGroup),
-                                 with: ItemChanges(data: data))
+            try DeviceKeyItem.writeItem(kind, keyID: keyID, appID: casesAppID, data: data, in: try app, accessGroup: sharedGroup)
         }
 
         /// Every run delivered exactly once, none dropped (waits on the watch, not on time).
@@ -109,7 +109,18 @@ import Testing
         let downgrade = try d.open(.object(try d.sealed()))
         #expect(downgrade.outcome == .original)
         #expect(downgrade.reason == "downgradeRefused")
-        #expect(try d.open(.object(try d.sealed(by: try V2EnvelopeSender("other")))).reason == "unknownSenderKey")
+        let unknown = try d.open(.object(try d.sealed(by: try V2EnvelopeSender("other"))))
+        #expect(unknown.reason == "unknownSenderKey")
+        // Each reason has its own detail: neither is called a malformed envelope.
+        #expect(downgrade.detail.hasPrefix("refused a base-mode payload: the app pinned a sender key"), "\(downgrade.detail)")
+        #expect(unknown.detail.hasPrefix("the payload's sender key is not pinned for this app"), "\(unknown.detail)")
+        #expect(unknown.detail.contains("\"other\""), "\(unknown.detail)")
+        for r in [downgrade, unknown] { #expect(!r.detail.contains("malformed"), "\(r.reason): \(r.detail)") }
+        var noKeyID = try d.sealed(by: sender)
+        noKeyID["key_id"] = nil
+        let malformed = try d.open(.object(noKeyID))
+        #expect(malformed.reason == "missingField:key_id")
+        #expect(malformed.detail.hasPrefix("the payload's envelope is malformed: "), "\(malformed.detail)")
         d.expectOneDeliveryPerRun()
     }
 

@@ -118,3 +118,58 @@ extension IOSExampleDriftTests {
         #expect(names == emulated, "keychain.md's reader codes \(names.sorted()) vs the emulation's \(emulated.sorted())")
     }
 }
+
+extension IOSExampleDriftTests {
+    @Test("the key manifest: keychain.md's table, diagram and worked example are the emulation's items and bytes and the example's constants")
+    func manifestLayout() throws {
+        let section = try Self.keychainDoc().section(from: "### The key manifest", to: "### Legacy keyset items")
+        let keys = try Self.deviceKeys()
+        func row(_ attribute: String) throws -> String {
+            let cell = try #require(try section.matches(#"(?m)^\| `\#(attribute)` \| (.+) \|$"#).first, "no \(attribute) row")
+            return try #require(try Self.matches("`([^`]+)`", in: cell).first?[1], "\(attribute): \(cell)")
+        }
+        let service = try row("kSecAttrService"), account = try row("kSecAttrAccount"), label = try row("kSecAttrLabel")
+        let accessible = try row("kSecAttrAccessible")
+        #expect(service == DeviceKeyManifest.service(appID: "<appID>"))
+        #expect(account == DeviceKeyManifest.account && label == DeviceKeyManifest.label)
+        #expect(accessible == DeviceKeyItem.accessibility.rawValue)
+        // The example's constants are the same strings and numbers.
+        for line in ["static let servicePrefix = \"\(DeviceKeyManifest.servicePrefix)\"", "static let account = \"\(account)\"",
+                     "static let label = \"\(label)\"", "static let layoutVersion: UInt8 = \(DeviceKeyManifest.layoutVersion)",
+                     "static let generationOffset = \(DeviceKeyManifest.generationOffset)", "static let entryCountOffset = \(DeviceKeyManifest.entryCountOffset)",
+                     "static let entriesOffset = \(DeviceKeyManifest.entriesOffset)", "static let digestByteCount = \(DeviceKeyManifest.digestByteCount)",
+                     "static let maxEntryCount = \(DeviceKeyManifest.maxEntryCount)"] {
+            #expect(keys.text.contains(line), "the example lacks \(line)")
+        }
+        // The diagram's header offsets are the emulation's.
+        let diagram = try section.section(from: "offset  size  field", to: "```")
+        let header = try Self.matches(#"(?m)^(\d+)\s+(\d+)\s+([A-Za-z ]+?):"#, in: diagram.text).map { ($0[3], Int($0[1]) ?? -1, Int($0[2]) ?? -1) }
+        #expect(header.map(\.0) == ["layout version", "generation", "entry count N"], "\(header)")
+        #expect(header.map(\.1) == [DeviceKeyManifest.versionOffset, DeviceKeyManifest.generationOffset, DeviceKeyManifest.entryCountOffset])
+        #expect(header.map(\.2) == [1, 8, 2])
+        #expect(try diagram.matches(#"(?m)^11\s+"#, group: 0).count == 1 && DeviceKeyManifest.entriesOffset == 11)
+        // The worked example is what the emulation encodes (and decodes back).
+        let hex = try #require(try section.matches("```manifest-example\n([0-9a-f]+)\n").first)
+        let example = DeviceKeyManifest(generation: 3, entries: [
+            DeviceKeyManifest.Entry(kind: .senderKey, keyID: "snd-1", digest: [UInt8](repeating: 0x22, count: 32), previousDigest: [UInt8](repeating: 0x33, count: 32)),
+            DeviceKeyManifest.Entry(kind: .v2DeviceKey, keyID: "dev-1", digest: [UInt8](repeating: 0x11, count: 32)),
+        ])
+        let bytes = try example.encoded().copyBytes()
+        #expect(Hex.encode(bytes) == hex)
+        #expect(try section.matches(#"(\d+) bytes:"#).first == String(bytes.count))
+        #expect(try DeviceKeyManifest(decoding: SecretBytes(copying: bytes)).entries == example.entries.reversed())
+        // The item the emulation's writer makes beside a key item.
+        let dir = try TemporaryDirectory("pushseal-drift-manifest")
+        defer { dir.remove() }
+        try Keychain.create(at: dir.appending("kc"))
+        let kc = try Keychain(opening: dir.appending("kc"), as: Entitlements(keychainAccessGroups: ["T.shared"]))
+        try DeviceKeyItem.store(try X25519.PrivateKey(), keyID: "dev-1", appID: "com.example.app", in: kc, accessGroup: "T.shared", now: 1_796_000_000)
+        let item = try #require(try kc.copyMatching(ItemQuery(service: service.replacingOccurrences(of: "<appID>", with: "com.example.app"), account: account),
+                                                    returning: [.attributes, .data]).first)
+        #expect(item.attributes.itemClass == .genericPassword && item.attributes.label == label)
+        #expect(item.attributes.accessibility.rawValue == accessible && item.attributes.accessGroup == "T.shared")
+        let record = try kc.copyData(ItemQuery(service: DeviceKeyKind.v2DeviceKey.service(appID: "com.example.app"), account: "dev-1"))
+        let data = try #require(item.data).copyBytes()
+        #expect(data == [1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 2, 5] + Array("dev-1".utf8) + (try SHA256Hasher.hash(record.copyBytes())) + [UInt8](repeating: 0, count: 32))
+    }
+}

@@ -470,7 +470,7 @@ struct IOSExampleDriftTests {
         #expect(keys.contains("if let account { query[kSecAttrAccount as String] = account }"))
         #expect(keys.contains("kSecClass as String: kSecClassGenericPassword"))
         #expect(keys.contains("kSecAttrAccessGroup as String: group"))
-        #expect(keys.contains("kSecAttrLabel as String: record.kind.label"))
+        #expect(keys.contains("kSecAttrLabel as String: kind.label"))
         // Exactly one accessibility constant anywhere in the example: keychain.md's.
         let wanted = try #require(layout.columns.first.flatMap { Accessibility(rawValue: $0.accessibility) })
         let all = try Self.allSwift()

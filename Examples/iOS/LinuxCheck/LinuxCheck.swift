@@ -17,6 +17,7 @@ import Foundation
         try vectors(root: root)
         try keyRecord()
         try lifecycle()
+        try manifest(root: root)
         try replayGuard()
         if failures.isEmpty {
             print("LinuxCheck: all checks passed")
@@ -132,6 +133,45 @@ import Foundation
             check(false, "a v2 key id read as a v1 key is not otherKind")
         }
         check((try? PushSealDeviceKeys.pinnedSenderKeyIDs(appID: app).get()) == ["oCiYEAMutBcnTuvE"], "pinned list")
+    }
+
+    /// The key manifest (docs/keychain.md "The key manifest"): the worked example's bytes, and
+    /// an older item or manifest put back does not open.
+    static func manifest(root: String) throws {
+        let doc = try String(contentsOfFile: root + "/docs/keychain.md", encoding: .utf8)
+        let hex = doc.components(separatedBy: "```manifest-example\n").dropFirst().first?.components(separatedBy: "\n").first ?? ""
+        var example = PushSealKeyManifest()
+        example.generation = 3
+        example.entries = [.init(kind: .senderKey, keyID: "snd-1", digest: Data(repeating: 0x22, count: 32), previousDigest: Data(repeating: 0x33, count: 32)),
+                           .init(kind: .v2DeviceKey, keyID: "dev-1", digest: Data(repeating: 0x11, count: 32), previousDigest: nil)]
+        check(PushSealWire.hexString(example.encoded()) == hex && !hex.isEmpty, "the manifest worked example of keychain.md")
+        check(PushSealKeyManifest(decoding: example.encoded())?.entries.map(\.keyID) == ["dev-1", "snd-1"], "the manifest decodes sorted")
+        let app = "com.example.app"
+        fakeKeychain = [:]
+        func code(_ body: () throws -> Any) -> String {
+            do { _ = try body(); return "ok" } catch let f as PushSealDeviceKeys.Failure { return f.code } catch { return "other" }
+        }
+        let first = try PushSealDeviceKeys.makeDeviceKey(appID: app, now: 1000)
+        let saved = fakeKeychain
+        let revocation = #"{"format":"pushseal-revocation","version":1,"appId":"com.example.app","keyIds":["\#(first.keyId)"],"revokedAt":2000}"#
+        _ = try PushSealDeviceKeys.importRevocation(recordJSON: Data(revocation.utf8), appID: app)
+        let itemKey = "pushseal.key:\(app)|\(first.keyId)", manifestKey = "pushseal.manifest:\(app)|manifest"
+        check(fakeKeychain[itemKey] != saved[itemKey] && fakeKeychain[manifestKey] != saved[manifestKey], "a revoke writes the item and the manifest")
+        for key in [itemKey, manifestKey] {
+            let current = fakeKeychain
+            fakeKeychain[key] = saved[key]
+            if case .rolledBack = PushSealDeviceKeys.lookup(.v2DeviceKey, keyID: first.keyId, appID: app) {} else { check(false, "\(key) put back still opens") }
+            check(code { try PushSealDeviceKeys.importRevocation(recordJSON: Data(revocation.utf8), appID: app) } == "keyRolledBack", "a write over \(key) put back")
+            fakeKeychain = current
+        }
+        if case .found(let r) = PushSealDeviceKeys.lookup(.v2DeviceKey, keyID: first.keyId, appID: app) {
+            check(r.status == .disabled, "the revoked key")
+        } else {
+            check(false, "the revoked key is not found")
+        }
+        fakeKeychain[manifestKey] = nil
+        if case .rolledBack = PushSealDeviceKeys.lookup(.v2DeviceKey, keyID: first.keyId, appID: app) {} else { check(false, "an item without a manifest opens") }
+        check(code { try PushSealDeviceKeys.makeDeviceKey(appID: app, now: 3000) } == "keyRolledBack", "a write without a manifest")
     }
 
     static func replayGuard() throws {
