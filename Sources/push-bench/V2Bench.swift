@@ -23,7 +23,8 @@ import PushSealExtension
 /// (`Benchmarks/peers/webpush_peer.py`, RFC 8291 `aes128gcm`) and `pyhpke`'s HPKE seal of a
 /// plaintext of that size (`hpke_peer.py`, core only: no JSON, padding or base64 — a
 /// comparison that favours pyhpke; pyhpke's median over the floor's, from the RESULT lines, is
-/// the most any X25519 HPKE seal can gain on it). `v2-auth-*-uncached` (1 KB) are the auth rows without the pair cache
+/// the most any X25519 HPKE seal can gain on it; with `--section v2` alone, pyhpke runs here,
+/// taking turns with PushSeal as pywebpush does). `v2-auth-*-uncached` (1 KB) are the auth rows without the pair cache
 /// (two DHs a message), for scale. Like HPKEBench, a quarter of the settings' iterations (its
 /// own `Measurer`; samples handed to the report).
 struct V2Bench: BenchSection {
@@ -108,15 +109,21 @@ struct V2Bench: BenchSection {
             }
         }
         // pywebpush (RFC 8291: one P-256 key generation and ECDH per message) takes a few
-        // hundred µs a message: a twentieth of the iterations, like the pyhpke peer.
-        if let python = Peer.all.first(where: { $0.name == "python" }) {
-            python.run("webpush_peer", settings.dividingIterations(by: 20).peerArguments)
-            if runsPyhpke { python.run("hpke_peer", settings.dividingIterations(by: 20).peerArguments) }
+        // hundred µs a message: a twentieth of the iterations, like the pyhpke peer. The peers
+        // and PushSeal take turns, one repetition each (a peer's RESULT lines then all say rep=0),
+        // so that load coming and going on a shared machine hits both sides of those ratios alike.
+        // Within a repetition, rounds of about 50 operations per case (Measurer.run(_:slices:)):
+        // the floors and the v2 rows share every stretch of its time.
+        let python = Peer.all.first(where: { $0.name == "python" })
+        let own = settings.dividingIterations(by: 4), peer = settings.dividingIterations(by: 20).oneRepetition
+        let measurer = Measurer(settings: own)
+        try measurer.warmUp(all)
+        for rep in 0..<own.repetitions {
+            python?.run("webpush_peer", peer.peerArguments)
+            if runsPyhpke { python?.run("hpke_peer", peer.peerArguments) }
+            try measurer.runRepetition(all, index: rep, slices: max(1, own.iterations / 50))
         }
-        // In rounds of about 50 operations per case (see Measurer.run(_:slices:)): the floors and
-        // the v2 rows share every stretch of time of a repetition.
-        let own = settings.dividingIterations(by: 4)
-        try Measurer.runAsOwnSection(all, settings: own, slices: max(1, own.iterations / 50))
+        measurer.handToReport()
         return []
     }
 
