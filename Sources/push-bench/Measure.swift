@@ -48,6 +48,13 @@ struct BenchSettings {
             + "Fewer repetitions give less stable medians, and a smaller batch input changes payloads/s and peak RSS."
     }
 
+    /// These settings with one repetition (a peer run between repetitions of PushSeal's).
+    var oneRepetition: BenchSettings {
+        var s = self
+        s.repetitions = 1
+        return s
+    }
+
     /// The peer scripts' timing options: `--n N --warmup W --reps R`.
     var peerArguments: [String] {
         ["--n", String(iterations), "--warmup", String(warmupIterations), "--reps", String(repetitions)]
@@ -142,7 +149,12 @@ final class Measurer {
     static func runAsOwnSection(_ cases: [BenchCase], settings: BenchSettings, slices: Int = 1) throws {
         let measurer = Measurer(settings: settings)
         try measurer.run(cases, slices: slices)
-        for (key, values) in measurer.samples {
+        measurer.handToReport()
+    }
+
+    /// Hands this measurer's samples to the report like a peer's (``PeerResults``).
+    func handToReport() {
+        for (key, values) in samples {
             for value in values { PeerResults.shared.add(key, value) }
         }
     }
@@ -162,12 +174,23 @@ final class Measurer {
     /// that comes and goes within it (other builds on a shared machine) hits them all alike —
     /// for sections whose ratios matter more than their absolute times (HPKE against its floor).
     func run(_ cases: [BenchCase], slices: Int = 1) throws {
+        try warmUp(cases)
+        for rep in 0..<settings.repetitions { try runRepetition(cases, index: rep, slices: slices) }
+    }
+
+    /// The untimed `warmupIterations` calls of every case (``run(_:slices:)`` begins with them).
+    func warmUp(_ cases: [BenchCase]) throws {
         for c in cases {
             for _ in 0..<settings.warmupIterations { try c.body() }
         }
+    }
+
+    /// Repetition `index` of ``run(_:slices:)`` alone, for a section that runs something else
+    /// (a peer) between repetitions.
+    func runRepetition(_ cases: [BenchCase], index rep: Int, slices: Int = 1) throws {
         let rounds = max(1, min(slices, settings.iterations))
         let perRound = max(1, settings.iterations / rounds)
-        for rep in 0..<settings.repetitions {
+        do {
             var elapsed = [UInt64](repeating: 0, count: cases.count)
             for _ in 0..<rounds {
                 for (i, c) in cases.enumerated() {
