@@ -53,8 +53,8 @@ public struct KeychainSealingKeys: SealingKeyProvider {
         keyring.beginBatchChunk()
     }
 
-    /// `true` when the store reads and reserves in bulk (a ``BulkSealingKeyStore``, the
-    /// PostgreSQL registry); `false` for the file keychain.
+    /// `true` when the store reads and reserves in bulk (a ``BulkSealingKeyStore``: the
+    /// PostgreSQL registry, and the file keychain, which writes a chunk's reservations with one flush).
     public var loadsBatchRecipientsInBulk: Bool { keyring.store is any BulkSealingKeyStore }
 
     /// Starts a batch chunk and loads its recipients' keys in bulk

@@ -126,7 +126,30 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
     /// Starts a batch chunk (for both versions).
     public func beginBatch() {
         v1.beginBatch()
-        let may = (try? registrations?.mayHaveRegistrations(appID: appID)) ?? true
+        noteChunk(mayHaveRegistrations: (try? registrations?.mayHaveRegistrations(appID: appID)) ?? true)
+    }
+
+    /// Whether a chunk's v1 keys load in bulk (``KeychainSealingKeys/loadsBatchRecipientsInBulk``:
+    /// the registry, the file keychain), unless the policy is version 2 only.
+    public var loadsBatchRecipientsInBulk: Bool { policy != .v2 && v1.loadsBatchRecipientsInBulk }
+
+    /// Starts a batch chunk naming `recipients` and loads the v1 keys of those that seal v1 in
+    /// bulk (their seal blocks reserved together: ``ServerKeyring/beginBatchChunk(appID:recipients:)``):
+    /// every recipient when the policy is version 1 or the app has no registration at all;
+    /// otherwise each recipient's registration is looked up first (the lookup its seal would make,
+    /// cached for the chunk), and only those without one load their v1 key, so a recipient sealed
+    /// with v2 reserves no v1 seals.
+    public func beginBatch(appID: String, recipients: [String]) {
+        let may = (try? registrations?.mayHaveRegistrations(appID: self.appID)) ?? true
+        noteChunk(mayHaveRegistrations: may)
+        guard policy != .v2 else { return v1.beginBatch() }
+        func sealsV1(_ r: String) -> Bool {
+            do { return try registration(appID: appID, recipient: r) == nil } catch { return false }
+        }
+        v1.beginBatch(appID: appID, recipients: policy == .v1 || !may ? recipients : recipients.filter(sealsV1))
+    }
+
+    private func noteChunk(mayHaveRegistrations may: Bool) {
         lock.lock()
         chunk &+= 1
         appMayHaveRegistrations = may

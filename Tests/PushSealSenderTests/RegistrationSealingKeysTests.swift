@@ -172,3 +172,32 @@ import Testing
         }
     }
 }
+
+/// A batch chunk's v1 keys load in bulk through ``RegistrationSealingKeys`` (the provider
+/// `push-seal batch` uses): the chunk's blocks are reserved before its first seal when every seal
+/// is v1, and no v1 block is reserved when the policy is v2 only.
+@Suite struct RegistrationSealingKeysBulkTests {
+    @Test func aChunkOfV1RecipientsLoadsInBulk() throws {
+        let s = try RegistrationSealingKeysTests.Scratch()
+        let app = RegistrationSealingKeysTests.appID
+        for r in ["r0", "r1", "r2"] { try s.store.generate(appID: app, recipient: r) }
+        let v1 = KeychainSealingKeys(store: s.store)
+        let automatic = try RegistrationSealingKeys(keys: v1, appID: app, policy: .automatic)
+        #expect(automatic.loadsBatchRecipientsInBulk)
+        #expect(!(try RegistrationSealingKeys(keys: v1, appID: app, policy: .v2)).loadsBatchRecipientsInBulk)
+        automatic.beginBatch(appID: app, recipients: ["r0", "r1", "r2"])
+        for r in ["r0", "r1", "r2"] {
+            #expect(try s.store.keyset(appID: app, recipient: r).primary?.sealCount == ServerKeyring.reservationBlockSize, "reserved before any seal")
+        }
+        #expect(try automatic.primaryKey(appID: app, recipient: "r1").algorithm == WireFormat.algorithm)
+        // A recipient with a registration (sealed v2) reserves no v1 block; one without does.
+        _ = try RegistrationSealingKeysTests.register(s.store, "r9")
+        try s.store.generate(appID: app, recipient: "r9")
+        try s.store.generate(appID: app, recipient: "r3")
+        let mixed = try RegistrationSealingKeys(keys: KeychainSealingKeys(store: s.store), appID: app, policy: .automatic)
+        mixed.beginBatch(appID: app, recipients: ["r3", "r9"])
+        #expect(try s.store.keyset(appID: app, recipient: "r3").primary?.sealCount == ServerKeyring.reservationBlockSize)
+        #expect(try s.store.keyset(appID: app, recipient: "r9").primary?.sealCount == 0)
+        #expect(try mixed.primaryKey(appID: app, recipient: "r9").algorithm != WireFormat.algorithm, "r9 seals v2")
+    }
+}
