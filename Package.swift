@@ -106,7 +106,7 @@ let package = Package(
         .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealRegistryTests", dependencies: ["PushSealRegistry", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealRegistryTests", dependencies: ["PushSealRegistry", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),

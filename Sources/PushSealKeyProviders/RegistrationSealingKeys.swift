@@ -136,17 +136,50 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
     /// Starts a batch chunk naming `recipients` and loads the v1 keys of those that seal v1 in
     /// bulk (their seal blocks reserved together: ``ServerKeyring/beginBatchChunk(appID:recipients:)``):
     /// every recipient when the policy is version 1 or the app has no registration at all;
-    /// otherwise each recipient's registration is looked up first (the lookup its seal would make,
-    /// cached for the chunk), and only those without one load their v1 key, so a recipient sealed
-    /// with v2 reserves no v1 seals.
+    /// otherwise the recipients' registrations are read in bulk first
+    /// (``RegistrationStore/batchRegistrations(appID:recipients:)``: one query per chunk on the
+    /// registry) and cached for the chunk, and only those without one load their v1 key, so a
+    /// recipient sealed with v2 reserves no v1 seals and no seal of the chunk makes a round trip.
     public func beginBatch(appID: String, recipients: [String]) {
         let may = (try? registrations?.mayHaveRegistrations(appID: self.appID)) ?? true
         noteChunk(mayHaveRegistrations: may)
+        if policy != .v1, may || appID != self.appID { prefill(appID: appID, recipients: recipients) }
         guard policy != .v2 else { return v1.beginBatch() }
         func sealsV1(_ r: String) -> Bool {
             do { return try registration(appID: appID, recipient: r) == nil } catch { return false }
         }
         v1.beginBatch(appID: appID, recipients: policy == .v1 || !may ? recipients : recipients.filter(sealsV1))
+    }
+
+    /// Caches the chunk's registrations read in bulk: a recipient with a current registration
+    /// gets it, one without registrations (a valid name the store left out) gets "none", both
+    /// for this chunk; a recipient whose current one was revoked, or that the store could not
+    /// read, is left to its seal's own lookup (which reports the error). A failed bulk read
+    /// caches nothing (every seal then looks its recipient up alone, as before).
+    private func prefill(appID: String, recipients: [String]) {
+        guard let registrations, let found = try? registrations.batchRegistrations(appID: appID, recipients: recipients) else { return }
+        let now = monotonicNanoseconds()
+        var formers: [String] = []
+        lock.lock()
+        let current = chunk
+        for r in recipients {
+            let key: (keyID: String, publicKey: SecretBytes)?
+            let watch: (any KeysetWatch)?
+            if let b = found[r] {
+                guard let reg = b.current else { continue }
+                key = (reg.keyID, SecretBytes(copying: reg.publicKey.rawRepresentation))
+                watch = b.watch
+            } else {
+                guard (try? KeyID.validateRecipient(r)) != nil else { continue }
+                key = nil
+                watch = nil
+            }
+            let former = cache.updateValue(Entry(watch: watch, readAt: now, chunk: current, key: key), forKey: Slot(appID: appID, recipient: r))?.key
+            if let former, !(key.map { $0.keyID == former.keyID && $0.publicKey == former.publicKey } ?? false) { formers.append(former.keyID) }
+        }
+        lock.unlock()
+        // A former registration no longer sealed to: its cached key and pair go.
+        for keyID in formers { forget(keyID) }
     }
 
     private func noteChunk(mayHaveRegistrations may: Bool) {

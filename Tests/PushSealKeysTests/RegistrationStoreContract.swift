@@ -11,7 +11,7 @@ import Testing
 enum RegistrationStoreContract {
     static let appID = "com.example.app"
     static let now: Int64 = 1_800_000_000
-    static let names = ["registerAndHistory", "revokeRegistration", "registrationWatches", "senderKeyLifecycle", "namesAreChecked"]
+    static let names = ["registerAndHistory", "revokeRegistration", "registrationWatches", "senderKeyLifecycle", "namesAreChecked", "batchRegistrations"]
 
     static func run(_ name: String, _ make: () throws -> any RegistrationStore) throws {
         switch name {
@@ -20,8 +20,33 @@ enum RegistrationStoreContract {
         case "registrationWatches": try registrationWatches(make)
         case "senderKeyLifecycle": try senderKeyLifecycle(make)
         case "namesAreChecked": try namesAreChecked(make)
+        case "batchRegistrations": try batchRegistrations(make)
         default: Issue.record("no contract check named \(name)")
         }
+    }
+
+    /// A batch chunk's registrations read at once say what one recipient at a time says: the
+    /// current registration (names that need quoting too), `nil` for a revoked current one,
+    /// nothing for a recipient without registrations or an invalid name; each watch sees a
+    /// later change of its own recipient only.
+    static func batchRegistrations(_ make: () throws -> any RegistrationStore) throws {
+        let store = try make()
+        let registered = ["alice", "r\"quote", "r\\backslash", "r,comma", "r{brace}", "r space"]
+        for r in registered + ["bob"] { try store.register(try registration(now - 100), recipient: r, now: now) }
+        let bobKey = try store.sealingRegistration(appID: appID, recipient: "bob").keyID
+        try store.revokeRegistration(appID: appID, recipient: "bob", keyID: bobKey, now: now)
+        let batch = try store.batchRegistrations(appID: appID, recipients: registered + ["bob", "carol", "a/b"])
+        #expect(Set(batch.keys) == Set(registered + ["bob"]))
+        for r in registered {
+            let current = try #require(batch[r]?.current, "\(r)")
+            #expect(current == (try store.sealingRegistration(appID: appID, recipient: r)))
+            #expect(try batch[r]?.watch.isCurrent() == true)
+        }
+        #expect(batch["bob"].map { $0.current == nil } == true, "a revoked current one reads as nil")
+        try store.register(try registration(now), recipient: "alice", now: now + 1)
+        #expect(try batch["alice"]?.watch.isCurrent() == false)
+        #expect(try batch["r,comma"]?.watch.isCurrent() == true)
+        #expect(throws: KeysError(.invalidName, "")) { try store.batchRegistrations(appID: "a|b", recipients: ["alice"]) }
     }
 
     /// A fresh device registration (a new key pair), created at `createdAt`.

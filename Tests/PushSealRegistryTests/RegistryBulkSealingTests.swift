@@ -1,4 +1,5 @@
 import PushSealCrypto
+import PushSealKeyProviders
 import PushSealKeys
 import PushSealWire
 @testable import PushSealRegistry
@@ -35,6 +36,29 @@ import Testing
         // What did not load reports its own error at its seal.
         #expect(throws: KeysError(.unknownKeyset, "")) { try keyring.primaryKeyForSealing(appID: Self.app, recipient: "nobody") }
         #expect(throws: KeysError(.invalidName, "")) { try keyring.primaryKeyForSealing(appID: Self.app, recipient: "a/b") }
+    }
+
+    /// An app with v2 registrations: `push-seal batch`'s provider reads a chunk's registrations
+    /// in one query, so sealing 150 v2 and 50 v1 recipients costs a few round trips in all, not
+    /// one or two per recipient; each recipient still gets its own version and key.
+    @Test func aChunkOfV2RecipientsCostsNoRoundTripPerSeal() throws {
+        let (store, _) = try Registry.store()
+        let v2 = (0..<150).map { "v2-\($0)" } + ["r\"quote"], v1 = (0..<50).map { "v1-\($0)" }
+        var registered: [String: String] = [:]
+        for r in v2 { registered[r] = try store.register(try RegistrationStoreContract.registration(Self.now), recipient: r, now: Self.now).info.keyID }
+        for r in v1 { try store.generate(appID: Self.app, recipient: r, now: Self.now) }
+        let keys = try RegistrationSealingKeys(store: store, appID: Self.app)
+        let before = store.poolBodyRuns
+        keys.beginBatch(appID: Self.app, recipients: v2 + v1 + ["nobody"])
+        for r in v2 {
+            let key = try keys.primaryKey(appID: Self.app, recipient: r)
+            #expect(key.keyID == registered[r] && key.algorithm == HPKEBaseEnvelope.algorithmName)
+        }
+        for r in v1 { #expect(try keys.primaryKey(appID: Self.app, recipient: r).algorithm == WireFormat.algorithm) }
+        let runs = store.poolBodyRuns - before
+        #expect(runs <= 8, "\(runs) round trips for a chunk of \(v2.count + v1.count) recipients")
+        // Neither version: its own error at its seal.
+        #expect(throws: SealingKeyError(.unknownRecipient, "")) { try keys.primaryKey(appID: Self.app, recipient: "nobody") }
     }
 
     @Test func aRotationByAnotherProcessIsSeenAtTheNextChunk() throws {
