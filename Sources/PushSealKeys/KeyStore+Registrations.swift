@@ -53,6 +53,31 @@ extension KeyStore: V2KeyListStore {
         kind == .registrations ? registrationService(appID: appID) : senderKeyService(appID: appID)
     }
 
+    /// The service of a list item's generation counter (account: the list's owner), as
+    /// ``generationService(appID:)`` is for keysets: `pushseal.registrations-generation:<appID>`
+    /// or `pushseal.sender-keys-generation:<appID>`.
+    static func listGenerationService(_ kind: V2KeyList.Kind, appID: String) -> String {
+        (kind == .registrations ? "pushseal.registrations-generation:" : "pushseal.sender-keys-generation:") + appID
+    }
+
+    func listGenerationQuery(_ kind: V2KeyList.Kind, appID: String, owner: String) -> ItemQuery {
+        ItemQuery(itemClass: .genericPassword, service: Self.listGenerationService(kind, appID: appID), account: owner, accessGroup: accessGroup)
+    }
+
+    /// The stored generation counter of a list item (0 when none: a list of before the counter).
+    /// - Throws: `KeysError` `.corruptKeyset` (not 8 bytes); `KeychainError`.
+    func storedListGeneration(_ kind: V2KeyList.Kind, appID: String, owner: String) throws -> UInt64 {
+        let data: SecretBytes
+        do {
+            data = try keychain.copyData(listGenerationQuery(kind, appID: appID, owner: owner))
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            return 0
+        }
+        let bytes = data.copyBytes()
+        guard bytes.count == 8 else { throw KeysError(.corruptKeyset, "the generation counter of the v2 key item for \(appID)/\(owner) is malformed") }
+        return bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    }
+
     func listQuery(_ kind: V2KeyList.Kind, appID: String, owner: String) -> ItemQuery {
         ItemQuery(itemClass: .genericPassword, service: Self.listService(kind, appID: appID), account: owner, accessGroup: accessGroup)
     }
@@ -73,6 +98,11 @@ extension KeyStore: V2KeyListStore {
         guard list.appID == appID, list.owner == owner else {
             throw KeysError(.corruptKeyset, "the v2 key item for \(appID)/\(owner) holds another one's keys (\(list.appID)/\(list.owner))")
         }
+        let stored = try storedListGeneration(kind, appID: appID, owner: owner)
+        guard list.generation >= stored else {
+            throw KeysError(.keysetRolledBack,
+                "the v2 key item for \(appID)/\(owner) is generation \(list.generation), older than the \(stored) the store has seen: an old copy of it was put back (restored from a backup?); refused, as it could bring back a revoked registration or a rotated-out sender key")
+        }
         return list
     }
 
@@ -90,6 +120,10 @@ extension KeyStore: V2KeyListStore {
             let events = try body(&list)
             guard !events.isEmpty else { return list }
             let sink = try audit.open(keychain: keychain)
+            // The next generation: the item first, then its counter (a crash in between leaves
+            // the counter behind, which the check accepts).
+            let stored = try storedListGeneration(kind, appID: appID, owner: owner)
+            list.generation = max(existing?.generation ?? 0, stored) &+ 1
             var bytes = list.encode()
             let data = SecretBytes(copying: bytes)
             SecretBytes.wipe(&bytes)
@@ -99,6 +133,13 @@ extension KeyStore: V2KeyListStore {
                                  label: label, accessGroup: accessGroup, accessibility: accessibility, data: data)
             } else {
                 try keychain.update(listQuery(kind, appID: appID, owner: owner), with: ItemChanges(data: data))
+            }
+            let counter = Self.generationBytes(list.generation)
+            do {
+                try keychain.update(listGenerationQuery(kind, appID: appID, owner: owner), with: ItemChanges(data: counter))
+            } catch let e as KeychainError where e.code == .itemNotFound {
+                try keychain.add(.genericPassword, service: Self.listGenerationService(kind, appID: appID), account: owner,
+                                 label: "PushSeal v2 key list generation", accessGroup: accessGroup, accessibility: accessibility, data: counter)
             }
             for e in events { try writeAudit(e.event, appID: appID, recipient: owner, to: sink) }
             return list

@@ -6,14 +6,17 @@ import PushSealJSON
 /// big-endian:
 ///
 /// ```
-/// "PSV2" | layout 1 | kind (1 registrations, 2 sender keys) | appID (u8 length, bytes)
-/// | owner (u8 length, bytes: the recipient, "-" for sender keys) | count (u16)
+/// "PSV2" | layout 2 | kind (1 registrations, 2 sender keys) | generation (u64)
+/// | appID (u8 length, bytes) | owner (u8 length, bytes: the recipient, "-" for sender keys) | count (u16)
 /// | count × [ keyID (u8 length, bytes) | status tag (u8) | createdAt | registeredAt
 ///             | retiredAt (-1: none) | notAfter (-1: none) (4 × i64) | public key (32)
 ///             | private key (u8 length 0 or 32, bytes) ]
 /// ```
 ///
-/// The item's data is encrypted at rest by the keychain like every item; a sender entry's
+/// Layout 1 (before the generation) reads as generation 0. The generation grows by one at
+/// every save and is checked against the store's counter item (security review F5, as for
+/// keysets: an older copy of the item put back is refused, so a revoked registration or a
+/// rotated-out sender key does not come back). The item's data is encrypted at rest by the keychain like every item; a sender entry's
 /// private key is a secret (held in `SecretBytes`, the encoding wiped after use), dropped when
 /// the key is destroyed (its public key stays, for the history).
 ///
@@ -66,6 +69,9 @@ public struct V2KeyList: Sendable {
     public let owner: String
     /// The keys, oldest first.
     public var entries: [Entry]
+    /// The save count of the file keychain's item (0: never saved, or layout 1); the registry
+    /// keeps its own `version` instead.
+    public var generation: UInt64 = 0
 
     /// Creates a list (empty for a new recipient or app).
     public init(kind: Kind, appID: String, owner: String, entries: [Entry] = []) {
@@ -77,9 +83,10 @@ public struct V2KeyList: Sendable {
 
     /// The encoded bytes (wipe them after use: a sender list holds private keys).
     func encode() -> [UInt8] {
-        var out = Self.magic + [1, kind.rawValue]
+        var out = Self.magic + [2, kind.rawValue]
         func text(_ s: String) { out.append(UInt8(truncatingIfNeeded: s.utf8.count)); out += s.utf8 }
         func int(_ v: Int64) { withUnsafeBytes(of: v.bigEndian) { out += $0 } }
+        int(Int64(bitPattern: generation))
         text(appID)
         text(owner)
         out += [UInt8(truncatingIfNeeded: entries.count >> 8), UInt8(truncatingIfNeeded: entries.count)]
@@ -114,7 +121,9 @@ public struct V2KeyList: Sendable {
             return s
         }
         func int() throws -> Int64 { Int64(bitPattern: try take(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }) }
-        guard Array(try take(4)) == magic, try take(1).first == 1, try take(1).first == kind.rawValue else { throw corrupt() }
+        guard Array(try take(4)) == magic, let layout = try take(1).first, layout == 1 || layout == 2,
+              try take(1).first == kind.rawValue else { throw corrupt() }
+        let generation = layout == 2 ? UInt64(bitPattern: try int()) : 0
         let appID = try text(), owner = try text()
         let count = try take(2).reduce(0) { $0 << 8 | Int($1) }
         var entries: [Entry] = []
@@ -131,6 +140,8 @@ public struct V2KeyList: Sendable {
                                  publicKey: publicKey, secret: secret))
         }
         guard at == bytes.count else { throw corrupt() }
-        return V2KeyList(kind: kind, appID: appID, owner: owner, entries: entries)
+        var list = V2KeyList(kind: kind, appID: appID, owner: owner, entries: entries)
+        list.generation = generation
+        return list
     }
 }

@@ -40,6 +40,48 @@ import Testing
         expectKeys(.keysetRolledBack) { try ServerKeyring(store: store).primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice) }
     }
 
+    // F5 for version 2 on the file keychain: an old registration item put back (a revoked
+    // registration primary again) or an old sender key item (a rotated-out key the primary
+    // again) is refused; a list item of layout 1 (no generation) still reads while no counter exists.
+    @Test func oldV2ListItemsPutBackAreRefused() throws {
+        let f = try KeysFixture()
+        defer { f.cleanup() }
+        let t0: Int64 = 1_767_225_600
+        let app = KeysFixture.appID
+        let device = try X25519.PrivateKey()
+        let registration = try DeviceRegistration(appID: app, keyID: try DeviceKeyItem.keyID(for: device.publicKey), publicKey: device.publicKey, createdAt: t0)
+        try f.server.register(registration, recipient: alice, now: t0)
+        let first = try f.server.generateSenderKey(appID: app, now: t0)
+        let saved = try KeysFixture.items(f.serverDir)
+        try f.server.revokeRegistration(appID: app, recipient: alice, keyID: registration.keyID, now: t0 + 1)
+        _ = try f.server.rotateSenderKey(appID: app, graceSeconds: 60, now: t0 + 2)
+        let after = try KeysFixture.items(f.serverDir)
+        var putBack: [String] = []
+        for (name, old) in saved where after[name] != nil && after[name] != old {
+            let text = String(decoding: old, as: UTF8.self)
+            // Item headers are clear text: the list items name their services.
+            guard text.contains("pushseal.registrations:") || text.contains("pushseal.sender-keys:") else { continue }
+            let path = f.serverDir.path + "/items/" + name
+            try Data(old).write(to: URL(fileURLWithPath: path))
+            chmod(path, 0o600)
+            putBack.append(name)
+        }
+        #expect(putBack.count == 2)
+        let store = try KeyStore(keychain: try Keychain(opening: f.serverDir, as: KeyStore.serverIdentity))
+        expectKeys(.keysetRolledBack) { try store.sealingRegistration(appID: app, recipient: alice) }
+        expectKeys(.keysetRolledBack) { try store.sealingSenderKey(appID: app) }
+        expectKeys(.keysetRolledBack) { try store.register(try DeviceRegistration(appID: app, keyID: "k2", publicKey: try X25519.PrivateKey().publicKey, createdAt: t0 + 3),
+                                                          recipient: alice, now: t0 + 3) }
+        // Layout 1 (before the generation) decodes as generation 0.
+        var list = try #require(try store.loadV2List(.registrations, appID: app, owner: "bob", withSecrets: false) ?? V2KeyList(kind: .registrations, appID: app, owner: "bob"))
+        list.generation = 7
+        var bytes = list.encode()  // "PSV2" | 2 | kind | generation (8) | …
+        #expect(try V2KeyList.decode(bytes, kind: .registrations).generation == 7)
+        bytes[4] = 1
+        bytes.removeSubrange(6..<14)
+        #expect(try V2KeyList.decode(bytes, kind: .registrations).generation == 0)
+    }
+
     @Test func generationGrowsWithEverySave() throws {
         let f = try KeysFixture()
         defer { f.cleanup() }
