@@ -60,22 +60,11 @@ extension KeyStore: V2KeyListStore {
         (kind == .registrations ? "pushseal.registrations-generation:" : "pushseal.sender-keys-generation:") + appID
     }
 
-    func listGenerationQuery(_ kind: V2KeyList.Kind, appID: String, owner: String) -> ItemQuery {
-        ItemQuery(itemClass: .genericPassword, service: Self.listGenerationService(kind, appID: appID), account: owner, accessGroup: accessGroup)
-    }
-
     /// The stored generation counter of a list item (0 when none: a list of before the counter).
     /// - Throws: `KeysError` `.corruptKeyset` (not 8 bytes); `KeychainError`.
     func storedListGeneration(_ kind: V2KeyList.Kind, appID: String, owner: String) throws -> UInt64 {
-        let data: SecretBytes
-        do {
-            data = try keychain.copyData(listGenerationQuery(kind, appID: appID, owner: owner))
-        } catch let e as KeychainError where e.code == .itemNotFound {
-            return 0
-        }
-        let bytes = data.copyBytes()
-        guard bytes.count == 8 else { throw KeysError(.corruptKeyset, "the generation counter of the v2 key item for \(appID)/\(owner) is malformed") }
-        return bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        try Self.storedCounter(keychain, service: Self.listGenerationService(kind, appID: appID), account: owner, accessGroup: accessGroup,
+                               of: "the v2 key item for \(appID)/\(owner)")
     }
 
     func listQuery(_ kind: V2KeyList.Kind, appID: String, owner: String) -> ItemQuery {
@@ -134,13 +123,7 @@ extension KeyStore: V2KeyListStore {
             } else {
                 try keychain.update(listQuery(kind, appID: appID, owner: owner), with: ItemChanges(data: data))
             }
-            let counter = Self.generationBytes(list.generation)
-            do {
-                try keychain.update(listGenerationQuery(kind, appID: appID, owner: owner), with: ItemChanges(data: counter))
-            } catch let e as KeychainError where e.code == .itemNotFound {
-                try keychain.add(.genericPassword, service: Self.listGenerationService(kind, appID: appID), account: owner,
-                                 label: "PushSeal v2 key list generation", accessGroup: accessGroup, accessibility: accessibility, data: counter)
-            }
+            try writeCounter(service: Self.listGenerationService(kind, appID: appID), account: owner, label: "PushSeal v2 key list generation", list.generation)
             for e in events { try writeAudit(e.event, appID: appID, recipient: owner, to: sink) }
             return list
         }

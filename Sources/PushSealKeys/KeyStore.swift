@@ -101,16 +101,35 @@ public final class KeyStore: Sendable {
 
     /// The stored generation counter of a keyset (0 when none: a keyset of before 0.2.0).
     static func storedGeneration(_ keychain: Keychain, accessGroup: String, appID: String, recipient: String) throws -> UInt64 {
+        try storedCounter(keychain, service: generationService(appID: appID), account: recipient, accessGroup: accessGroup,
+                          of: "keyset \(appID)/\(recipient)")
+    }
+
+    /// A generation counter item's value (8 bytes, big-endian; 0 when there is none), for
+    /// keysets and the v2 key lists alike.
+    /// - Throws: `KeysError` `.corruptKeyset` (not 8 bytes, naming `what`); `KeychainError`.
+    static func storedCounter(_ keychain: Keychain, service: String, account: String, accessGroup: String, of what: String) throws -> UInt64 {
         let data: SecretBytes
         do {
-            data = try keychain.copyData(ItemQuery(itemClass: .genericPassword, service: generationService(appID: appID), account: recipient,
-                                                   accessGroup: accessGroup))
+            data = try keychain.copyData(ItemQuery(itemClass: .genericPassword, service: service, account: account, accessGroup: accessGroup))
         } catch let e as KeychainError where e.code == .itemNotFound {
             return 0
         }
         let bytes = data.copyBytes()
-        guard bytes.count == 8 else { throw KeysError(.corruptKeyset, "the generation counter of keyset \(appID)/\(recipient) is malformed") }
+        guard bytes.count == 8 else { throw KeysError(.corruptKeyset, "the generation counter of \(what) is malformed") }
         return bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    }
+
+    /// Writes a generation counter item, adding it when missing (after the item it counts).
+    /// - Throws: `KeychainError`.
+    func writeCounter(service: String, account: String, label: String, _ generation: UInt64) throws {
+        let data = Self.generationBytes(generation)
+        do {
+            try keychain.update(ItemQuery(itemClass: .genericPassword, service: service, account: account, accessGroup: accessGroup), with: ItemChanges(data: data))
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            try keychain.add(.genericPassword, service: service, account: account, label: label, accessGroup: accessGroup,
+                             accessibility: accessibility, data: data)
+        }
     }
 
     /// Refuses a keyset older than its stored generation counter (an old item put back).
@@ -183,12 +202,7 @@ public final class KeyStore: Sendable {
         let stored = try Self.storedGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
         ks.generation = max(ks.generation, stored) &+ 1
         try saveItem(ks, isNew: isNew)
-        do {
-            try keychain.update(generationQuery(ks), with: ItemChanges(data: Self.generationBytes(ks.generation)))
-        } catch let e as KeychainError where e.code == .itemNotFound {
-            try keychain.add(.genericPassword, service: Self.generationService(appID: ks.appID), account: ks.recipient,
-                             label: "PushSeal keyset generation", accessGroup: accessGroup, accessibility: accessibility, data: Self.generationBytes(ks.generation))
-        }
+        try writeCounter(service: Self.generationService(appID: ks.appID), account: ks.recipient, label: "PushSeal keyset generation", ks.generation)
     }
 
     func saveItem(_ ks: Keyset, isNew: Bool) throws {
