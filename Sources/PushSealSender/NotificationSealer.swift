@@ -78,11 +78,12 @@ public struct NotificationSealer: Sendable {
     ///   - recipient: the recipient's name for the key provider.
     /// - Throws: `SenderError` `.invalidJSON` and everything ``seal(_:for:)`` throws.
     public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedNotification {
-        // `if var … =` moves the scanned value (a `let` then `if var` would copy it, retaining
-        // every member once more).
-        if var scanned = Notification.scan(notificationJSON, extraInteger: "ttl") {
-            try SealRequest.checkTTL(exp: scanned.notification.exp, ttlSeconds: scanned.extra)
-            return try seal(&scanned.notification, ttlSeconds: scanned.extra, for: recipient)
+        // Scanned into this value in place (a returned notification would be copied).
+        var scanned = Notification()
+        var ttl: Int64?
+        if Notification.scan(notificationJSON, into: &scanned, extra: &ttl, extraInteger: "ttl") {
+            try SealRequest.checkTTL(exp: scanned.exp, ttlSeconds: ttl)
+            return try seal(&scanned, ttlSeconds: ttl, for: recipient)
         }
         var request = try SealRequest(jsonBytes: notificationJSON)
         return try seal(&request.notification, ttlSeconds: request.ttlSeconds, for: recipient)
@@ -132,7 +133,7 @@ public struct NotificationSealer: Sendable {
         }
         let now = clock()
         if n.iat == nil { n.iat = now }
-        if n.id == nil, options.generatesIDs { n.id = Self.generatedID() }
+        if options.generatesIDs, !n.hasID { n.id = Self.generatedID() }
         // apns-expiration: exp, or 0 for a TTL of 0 (APNs: deliver now or never), whose sealed
         // exp is iat + 60 s so it is not born expired (docs/FORMAT.md §5, docs/cli.md).
         var apnsExpiration = n.exp
@@ -144,7 +145,8 @@ public struct NotificationSealer: Sendable {
             n.exp = e
             apnsExpiration = ttl == 0 ? 0 : e
         }
-        try SenderError.fromNotificationRules { try Notification.checkTimes(iat: n.iat, exp: n.exp) }
+        let (iat, exp) = (n.iat, n.exp)  // not `n` in the closure: capturing it copies the notification
+        try SenderError.fromNotificationRules { try Notification.checkTimes(iat: iat, exp: exp) }
 
         let sealingKey: SealingKey
         do {
@@ -160,7 +162,8 @@ public struct NotificationSealer: Sendable {
         }
         let context: EnvelopeContext
         do {
-            context = EnvelopeContext(keyID: sealingKey.keyID, appID: appID,
+            // The app id was checked when this sealer was made, the key id just above.
+            context = try EnvelopeContext(checkedKeyID: sealingKey.keyID, appID: appID,
                                       headerValues: try algorithm.sealingHeaderValues(keyID: sealingKey.keyID, appID: appID))
         } catch let e as FormatError {
             throw SenderError(.sealFailed, "could not seal: \(e.code)")
@@ -170,33 +173,32 @@ public struct NotificationSealer: Sendable {
         func size(_ plaintextByteCount: Int) -> Int {
             fixedByteCount + WireBase64.encodedByteCount(algorithm.boxByteCount(plaintextByteCount: plaintextByteCount))
         }
-        // Seals into a stack buffer through the one seal entry point and base64-encodes
-        // straight from it into the payload (no box array).
-        func sealPayload(_ plaintext: UnsafeRawBufferPointer) throws -> [UInt8] {
-            let boxByteCount = algorithm.boxByteCount(plaintextByteCount: plaintext.count)
+        // Seals through the one seal entry point into `boxBuffer` (room for the box) and
+        // base64-encodes straight from it into the payload (no box array).
+        func sealPayload(_ plaintext: UnsafeRawBufferPointer, into boxBuffer: UnsafeMutableRawBufferPointer) throws -> [UInt8] {
             do {
-                return try withUnsafeTemporaryAllocation(byteCount: boxByteCount, alignment: 16) { boxBuffer in
-                    let written = try WireFormat.seal(plaintext, key: sealingKey.key, context: context, algorithm: algorithm, into: boxBuffer)
-                    return Self.payload(prefix: prefix, box: UnsafeRawBufferPointer(rebasing: boxBuffer[0..<written]), tail: tail)
-                }
+                let written = try WireFormat.seal(plaintext, key: sealingKey.key, context: context, algorithm: algorithm, into: boxBuffer)
+                return Self.payload(prefix: prefix, box: UnsafeRawBufferPointer(rebasing: boxBuffer[0..<written]), tail: tail)
             } catch let e as CryptoError {
                 throw SenderError(.sealFailed, "could not seal: \(e.code)")
             } catch let e as FormatError {
                 throw SenderError(e.code == .invalidKey ? .keyUnavailable : .sealFailed, "could not seal: \(e.reason)")
             }
         }
-        // The common case without allocating: the plaintext, padded, in a buffer of the
-        // budget's size (a plaintext that fits the payload is far smaller).
-        let quick = try withUnsafeTemporaryAllocation(byteCount: SealOptions.maxPayloadByteCount, alignment: 16) { buffer -> [UInt8]? in
-            guard let sink = BoundedByteSink(buffer) else { return nil }
-            var e = PlaintextEncoder(into: sink)
-            try Self.encode(n, &e)
-            guard !e.sink.overflowed else { return nil }
-            let padded = options.padding ? Padme.paddedLength(e.sink.count) : e.sink.count
-            guard size(padded) <= SealOptions.maxPayloadByteCount else { return nil }
-            e.sink.appendSpaces(padded - e.sink.count)
-            guard !e.sink.overflowed else { return nil }
-            return try sealPayload(e.sink.written)
+        func sealPayload(_ plaintext: UnsafeRawBufferPointer) throws -> [UInt8] {
+            try withUnsafeTemporaryAllocation(byteCount: algorithm.boxByteCount(plaintextByteCount: plaintext.count), alignment: 16) {
+                try sealPayload(plaintext, into: $0)
+            }
+        }
+        // The common case with one temporary buffer: the plaintext, padded, and its box side by
+        // side; of 1 KiB (on the stack) when the estimate fits, else of the budget's size (a
+        // plaintext that fits the payload is far smaller). One that does not fit after all
+        // takes the slow path below.
+        let plaintextCapacity = n.estimatedByteCount() <= Self.smallPlaintextByteCount ? Self.smallPlaintextByteCount : SealOptions.maxPayloadByteCount
+        let boxCapacity = algorithm.boxByteCount(plaintextByteCount: plaintextCapacity)
+        let quick = try withUnsafePointer(to: &n) { notification in
+            try Self.quickPayload(notification, plaintextCapacity: plaintextCapacity, boxByteCount: boxCapacity,
+                                  padding: options.padding, size: size, seal: sealPayload)
         }
         var changes: [FitChange] = []
         let payload: [UInt8]
@@ -211,6 +213,32 @@ public struct NotificationSealer: Sendable {
         let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
                                   expiration: apnsExpiration, collapseID: clear.collapseID)
         return SealedNotification(payload: payload, headers: headers, keyID: sealingKey.keyID, changes: changes)
+    }
+
+    /// The plaintext capacity of a small notification: with its box (at most 48 bytes more)
+    /// it fits the 1 KiB temporary the standard library puts on the stack
+    /// (`withUnsafeTemporaryAllocation`; a larger one is a heap allocation).
+    static let smallPlaintextByteCount = 480
+
+    /// The payload of `n` sealed with one temporary buffer of `plaintextCapacity` +
+    /// `boxByteCount` bytes: `n` encoded and padded into the first part, `seal` given it and
+    /// the second part; `nil` when the plaintext does not fit the buffer or, padded, the
+    /// payload (`size` gives the payload's byte count for a plaintext's): the caller's slow path.
+    /// `n` comes by pointer: a closure that captures a notification copies it (every member
+    /// retained and released again).
+    private static func quickPayload(_ n: UnsafePointer<Notification>, plaintextCapacity: Int, boxByteCount: Int, padding: Bool, size: (Int) -> Int,
+                                     seal: (UnsafeRawBufferPointer, UnsafeMutableRawBufferPointer) throws -> [UInt8]) throws -> [UInt8]? {
+        try withUnsafeTemporaryAllocation(byteCount: plaintextCapacity + boxByteCount, alignment: 16) { scratch -> [UInt8]? in
+            guard let sink = BoundedByteSink(UnsafeMutableRawBufferPointer(rebasing: scratch[0..<plaintextCapacity])) else { return nil }
+            var e = PlaintextEncoder(into: sink)
+            try encode(n.pointee, &e)
+            guard !e.sink.overflowed else { return nil }
+            let padded = padding ? Padme.paddedLength(e.sink.count) : e.sink.count
+            guard size(padded) <= SealOptions.maxPayloadByteCount else { return nil }
+            e.sink.appendSpaces(padded - e.sink.count)
+            guard !e.sink.overflowed else { return nil }
+            return try seal(e.sink.written, UnsafeMutableRawBufferPointer(rebasing: scratch[plaintextCapacity...]))
+        }
     }
 
     /// A fresh notification id: ``SealOptions/generatedIDByteCount`` random bytes as unpadded
@@ -354,8 +382,13 @@ public struct NotificationSealer: Sendable {
 
     /// Encodes `n` with the wire module's encoder; `nonFiniteNumber` (a NaN in `data` built in
     /// code, refused earlier by validation) becomes `.invalidNotification`.
-    private static func encode<S: ByteSink>(_ n: Notification, _ e: inout PlaintextEncoder<S>) throws {
-        try SenderError.fromNotificationRules { try e.encode(n) }
+    /// (No closure around the call: capturing `n` would copy it.)
+    private static func encode<S: ByteSink>(_ n: borrowing Notification, _ e: inout PlaintextEncoder<S>) throws {
+        do {
+            try e.encode(n)
+        } catch let error as FormatError {
+            throw SenderError(.invalidNotification, error.reason)
+        }
     }
 
     /// `n`'s plaintext in a growable array (no padding).

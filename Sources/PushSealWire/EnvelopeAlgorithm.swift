@@ -13,12 +13,45 @@ public struct EnvelopeContext: Sendable, Hashable {
     /// `[sender_key_id]` for HPKE auth mode).
     public let headerValues: [String]
 
+    /// Whether the key id and app id were checked when the context was made
+    /// (``init(checkedKeyID:appID:headerValues:)``), so the seal entry point does not check them
+    /// again; not part of equality.
+    let identifiersChecked: Bool
+
     /// Creates a context (checked by ``WireFormat/seal(_:key:context:algorithm:into:)`` and
     /// by ``SealedPayload`` when reading).
     public init(keyID: String, appID: String, headerValues: [String] = []) {
         self.keyID = keyID
         self.appID = appID
         self.headerValues = headerValues
+        identifiersChecked = false
+    }
+
+    /// A context for a key id and app id the caller has just checked by
+    /// ``WireFormat/isValidKeyID(_:)`` and ``WireFormat/isValidAppID(_:)`` (the sealer checks
+    /// its app id once when made and each key id it is given), so the seal entry point skips
+    /// those two checks; the header values are still checked there.
+    /// - Throws: `FormatError` `.invalidKeyID`, `.invalidAppID` when they are not valid after all
+    ///   (in debug builds only: a caller's mistake, never input).
+    package init(checkedKeyID keyID: String, appID: String, headerValues: [String]) throws {
+        #if DEBUG
+        try WireFormat.validateKeyID(keyID)
+        try WireFormat.validateAppID(appID)
+        #endif
+        self.keyID = keyID
+        self.appID = appID
+        self.headerValues = headerValues
+        identifiersChecked = true
+    }
+
+    public static func == (lhs: EnvelopeContext, rhs: EnvelopeContext) -> Bool {
+        lhs.keyID == rhs.keyID && lhs.appID == rhs.appID && lhs.headerValues == rhs.headerValues
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(keyID)
+        hasher.combine(appID)
+        hasher.combine(headerValues)
     }
 }
 

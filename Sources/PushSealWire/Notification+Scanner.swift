@@ -36,10 +36,21 @@ extension Notification {
     /// - Returns: the notification and the extra member's value, or `nil` to take the tree decoder.
     public static func scan(_ s: inout JSONReader.Scanner, extraInteger: StaticString? = nil) -> (notification: Notification, extra: Int64?)? {
         var n = Notification()
-        if let source = s.source { n.source = source }
         var extra: Int64?
-        guard (try? scanMembers(&s, into: &n, extra: &extra, extraInteger: extraInteger)) == true else { return nil }
+        guard scan(&s, into: &n, extra: &extra, extraInteger: extraInteger) else { return nil }
         return (n, extra)
+    }
+
+    /// ``scan(_:extraInteger:)`` into the caller's value, without returning (and so copying) a
+    /// notification: the sender's hot path.
+    /// - Parameters:
+    ///   - n: a fresh `Notification()`, filled in; unspecified after `false`.
+    ///   - extra: the extra member's value (`nil` when absent); unspecified after `false`.
+    /// - Returns: `false` to take the tree decoder.
+    public static func scan(_ s: inout JSONReader.Scanner, into n: inout Notification, extra: inout Int64?,
+                            extraInteger: StaticString? = nil) -> Bool {
+        if let source = s.source { n.source = source }
+        return (try? scanMembers(&s, into: &n, extra: &extra, extraInteger: extraInteger)) == true
     }
 
     /// The members of ``scan(_:extraInteger:)``, read into `n` and `extra`.
@@ -99,8 +110,24 @@ extension Notification {
     /// - Returns: `nil` for anything the tree decoder must read, including trailing bytes.
     public static func scan(_ input: [UInt8], limits: JSONReader.Limits = .default,
                             extraInteger: StaticString? = nil) -> (notification: Notification, extra: Int64?)? {
-        guard !input.isEmpty, input.count <= limits.maxByteCount else { return nil }
-        return (try? JSONReader.Scanner.scanning(input, limits: limits) { scanWhole(&$0, extraInteger: extraInteger) }) ?? nil
+        var n = Notification()
+        var extra: Int64?
+        guard scan(input, into: &n, extra: &extra, limits: limits, extraInteger: extraInteger) else { return nil }
+        return (n, extra)
+    }
+
+    /// The span scan of a whole input (``scan(_:limits:extraInteger:)-([UInt8],_,_)``) into the
+    /// caller's value, without returning (and so copying) a notification.
+    /// - Parameters:
+    ///   - n: a fresh `Notification()`, filled in; unspecified after `false`.
+    ///   - extra: the extra member's value (`nil` when absent); unspecified after `false`.
+    /// - Returns: `false` for anything the tree decoder must read, including trailing bytes.
+    public static func scan(_ input: [UInt8], into n: inout Notification, extra: inout Int64?,
+                            limits: JSONReader.Limits = .default, extraInteger: StaticString? = nil) -> Bool {
+        guard !input.isEmpty, input.count <= limits.maxByteCount else { return false }
+        return (try? JSONReader.Scanner.scanning(input, limits: limits) { s in
+            scan(&s, into: &n, extra: &extra, extraInteger: extraInteger) && (try? s.finish()) != nil
+        }) ?? false
     }
 
     private static func scanWhole(_ s: inout JSONReader.Scanner, extraInteger: StaticString?) -> (notification: Notification, extra: Int64?)? {

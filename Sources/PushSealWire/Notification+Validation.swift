@@ -106,8 +106,12 @@ extension Notification {
     /// `true` when title, subtitle or body holds a character that is not white space — the
     /// receiver's rule (a content whose title, subtitle and body are all empty or white space
     /// only, `Character.isWhitespace`, falls back with `blankContent`).
+    ///
+    /// Reads the scanner's spans in place: only a text that starts (after ASCII white space)
+    /// with a non-ASCII byte or an escape is decoded into a `String` and read by `Character`.
     public var hasVisibleText: Bool {
-        Self.isVisible(title, subtitle, body)
+        titleText?.isVisible(in: source) == true || subtitleText?.isVisible(in: source) == true
+            || bodyText?.isVisible(in: source) == true
     }
 
     /// The first locale tag of ``localizations`` whose content, with the default's text for its
@@ -119,8 +123,40 @@ extension Notification {
 
     /// `true` when one of the texts holds a character that is not white space.
     static func isVisible(_ texts: String?...) -> Bool {
-        texts.contains { $0?.contains { !$0.isWhitespace } ?? false }
+        texts.contains { $0.map(isVisible) ?? false }
     }
+
+    /// `true` when `text` holds a character that is not white space (`Character.isWhitespace`).
+    ///
+    /// ASCII first: a printable ASCII byte met before any non-ASCII byte starts a grapheme
+    /// (nothing before it can extend into it: ASCII white space is neither a prepend nor a
+    /// joiner), so the text shows a character; ASCII white space is skipped; the first
+    /// non-ASCII byte hands the whole text to the `Character` rule.
+    static func isVisible(_ text: String) -> Bool {
+        var utf8 = text
+        let verdict = utf8.withUTF8 { asciiVisibility(UnsafeRawBufferPointer($0)) }
+        switch verdict {
+        case .visible: return true
+        case .blank: return false
+        case .undecided: return text.contains { !$0.isWhitespace }
+        }
+    }
+
+    /// What the ASCII prefix of UTF-8 `bytes` tells (see ``isVisible(_:)-(String)``); a
+    /// backslash (an escape in a span) is undecided too.
+    static func asciiVisibility(_ bytes: UnsafeRawBufferPointer) -> ASCIIVisibility {
+        for b in bytes {
+            switch b {
+            case 0x09...0x0D, 0x20: continue
+            case 0x21...0x7E where b != UInt8(ascii: "\\"): return .visible
+            default: return .undecided
+            }
+        }
+        return .blank
+    }
+
+    /// The verdict of ``asciiVisibility(_:)``.
+    enum ASCIIVisibility { case visible, blank, undecided }
 
     /// A short, quoted excerpt of `s` for a reason.
     public static func excerpt(_ s: String) -> String {

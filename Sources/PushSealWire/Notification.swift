@@ -51,11 +51,18 @@ public struct Notification: Sendable, Equatable {
     public var iat: Int64?
     /// Expires at: seconds since 1970-01-01 UTC; a receiver shows original content after it.
     public var exp: Int64?
+    /// Whether ``id`` is set, without building its `String`.
+    package var hasID: Bool { idText != nil }
+
     /// Sender's notification id (e.g. for collapsing); `nil` when absent.
     public var id: String? {
         get { idText.map { $0.string(in: source) } }
         set { idText = newValue.map(NotificationText.string) }
     }
+
+    /// Creates an empty plaintext (no member set), to be filled in; it does not encode into
+    /// something a receiver accepts until a title, subtitle or body is set.
+    public init() {}
 
     /// Creates a plaintext. At least one of `title`, `subtitle`, `body` must be non-empty for
     /// it to encode into something a receiver accepts (checked by ``validate()``).
@@ -202,8 +209,11 @@ public struct Notification: Sendable, Equatable {
         return bytes
     }
 
-    /// A capacity guess that usually holds the padded output without growing.
-    func estimatedByteCount() -> Int {
+    /// A capacity guess in bytes that usually holds the padded output without growing (never
+    /// a bound: callers fall back when the output does not fit).
+    package func estimatedByteCount() -> Int {
+        // Scanned from JSON text: about that text's size (its members are copied as read).
+        if !source.isEmpty { return source.count + source.count / 8 + 96 }
         var n = 160 + (titleText?.byteCount ?? 0) + (subtitleText?.byteCount ?? 0) + (bodyText?.byteCount ?? 0) + (idText?.byteCount ?? 0)
         for l in localizations {
             n += 48 + l.locale.utf8.count + (l.content.title?.utf8.count ?? 0) + (l.content.subtitle?.utf8.count ?? 0)
@@ -245,6 +255,26 @@ enum NotificationText: Sendable {
         switch self {
         case .string(let s): s.utf8.count
         case .span(let start, let end, _, _): end - start
+        }
+    }
+
+    /// Whether the decoded string holds a character that is not white space
+    /// (`Character.isWhitespace`; `source` is the notification's): a span is read in place
+    /// while its bytes are ASCII (see `Notification.isVisible(_:)`).
+    func isVisible(in source: [UInt8]) -> Bool {
+        switch self {
+        case .string(let s):
+            return Notification.isVisible(s)
+        case .span(let start, let end, _, _):
+            let verdict = source.withUnsafeBytes { b -> Notification.ASCIIVisibility in
+                guard start >= 0, start <= end, end <= b.count else { return .undecided }
+                return Notification.asciiVisibility(UnsafeRawBufferPointer(rebasing: b[start..<end]))
+            }
+            switch verdict {
+            case .visible: return true
+            case .blank: return false
+            case .undecided: return string(in: source).contains { !$0.isWhitespace }
+            }
         }
     }
 

@@ -99,8 +99,10 @@ public enum WireFormat {
     public static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext,
                             algorithm: any EnvelopeAlgorithm = A256GCMEnvelope(),
                             into box: UnsafeMutableRawBufferPointer) throws -> Int {
-        try validateKeyID(context.keyID)
-        try validateAppID(context.appID)
+        if !context.identifiersChecked {
+            try validateKeyID(context.keyID)
+            try validateAppID(context.appID)
+        }
         guard context.headerValues.count == algorithm.headerFieldNames.count,
               context.headerValues.allSatisfy(isValidKeyID) else {
             throw FormatError(.invalidKeyID, "\(algorithm.name) needs \(algorithm.headerFieldNames.count) header values of 1-64 characters of A-Z a-z 0-9 _ -")

@@ -47,6 +47,9 @@ import Testing
             if case .read(let n, _) = tree {
                 #expect((try? spans.notification.encoded(padding: false)) == (try? n.encoded(padding: false)),
                         seedNote("\(name): the span scan encodes other bytes than the tree decoder's notification"))
+                // The visibility rule read in place from the spans is the Character rule on the strings.
+                #expect(spans.notification.hasVisibleText == Self.visibleByCharacters(n),
+                        seedNote("\(name): hasVisibleText on the spans differs from the Character rule"))
             }
         }
         return scanned != nil
@@ -136,6 +139,33 @@ import Testing
         }
         // Both sides of the comparison are exercised.
         #expect(scanned > 500 && refused > 200, seedNote("scanned \(scanned), refused \(refused)"))
+    }
+
+    /// The receiver's blankContent rule, spelled out on the decoded strings.
+    static func visibleByCharacters(_ n: Notification) -> Bool {
+        [n.title, n.subtitle, n.body].contains { $0?.contains { !$0.isWhitespace } ?? false }
+    }
+
+    /// `hasVisibleText` (ASCII read in place, the rest by `Character`) against the `Character`
+    /// rule on seeded random texts of white space (ASCII and not), combining marks, CR LF,
+    /// prepend and joiner characters, escapes and letters, as strings and as scanned spans.
+    @Test func visibleTextRuleMatchesTheCharacterRule() throws {
+        var rng = SeededGenerator(seed: testSeed &+ 47)
+        let pieces = [" ", "\t", "\n", "\r\n", "\u{0B}", "\u{0C}", "\u{85}", "\u{A0}", "\u{2028}", "\u{3000}", "\u{200B}",
+                      "\u{0301}", "\u{200D}", "\u{0600}", "\u{1F}", "a", "7", "\\", "\"", "é", "\u{1F600}"]
+        var blank = 0, visible = 0
+        for i in 0..<1500 {
+            let text = (0..<Int.random(in: 0...6, using: &rng)).map { _ in pieces.randomElement(using: &rng) ?? " " }.joined()
+            let expected = text.contains { !$0.isWhitespace }
+            if expected { visible += 1 } else { blank += 1 }
+            #expect(Notification.isVisible(text) == expected, seedNote("text \(i): \(text.unicodeScalars.map { String($0.value, radix: 16) })"))
+            // The same text as the title of scanned JSON (a span, escaped where JSON needs it).
+            let json = Array("{\"title\":".utf8) + ((try? JSONWriter.serialize(.string(text))) ?? []) + Array(",\"body\":\"\"}".utf8)
+            if let scanned = Notification.scan(json) {
+                #expect(scanned.notification.hasVisibleText == expected, seedNote("text \(i) as a span"))
+            }
+        }
+        #expect(blank > 100 && visible > 100, seedNote("blank \(blank), visible \(visible)"))
     }
 
     @Test func memberNamesMapToTheirNumbersAndNothingElseDoes() {
