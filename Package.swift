@@ -40,7 +40,7 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]),
         .systemLibrary(name: "COpenSSLTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
 
-        // Our C targets. CPushSealSIMD: two byte loops (Wire's base64, JSON's string scan, used by
+        // Our C targets. CPushSealSIMD: byte loops (Wire's base64, JSON's string scan, used by
         // the sender and the receiver) vectorized for x86-64 with a run-time CPU check; public data only.
         .target(name: "CPushSealSIMD"),
         // CCurlLazy: libcurl for the media fetcher without linking it. <curl/curl.h> for types and

@@ -10,8 +10,8 @@ import Testing
 @testable import PushSealWire
 
 /// `CPushSealSIMD` at every level this machine has (0 portable, 1 SSSE3/SSE2, 2 AVX2), each
-/// against the portable Swift code and libsodium: the vectorized base64 encoder and the JSON
-/// string scan. Inputs are exact-size arrays, so `make sanitize` (ASan) catches any read past
+/// against the portable Swift code and libsodium: the vectorized base64 encoder and decoder and
+/// the JSON string scan. Inputs are exact-size arrays, so `make sanitize` (ASan) catches any read past
 /// the end.
 @Suite("CPushSealSIMD: vectorized base64 and JSON scan agree with the portable code")
 struct SIMDTests {
@@ -69,6 +69,58 @@ struct SIMDTests {
             let data = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
             #expect(WireBase64.encode(data) == data.withUnsafeBytes { WireBase64.encodeSecret($0) }, "length \(length)")
         }
+    }
+
+    /// Whether the SIMD base64 decoder takes `b` (the standard alphabet only).
+    static func standardDigit(_ b: UInt8) -> Bool {
+        (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || (0x30...0x39).contains(b) || b == 0x2B || b == 0x2F
+    }
+
+    /// Base64 of random bytes (0–600 of them, at four source alignments), now and then with one
+    /// character swapped for another kind (`=`, white space, `-`, `_`, NUL, a byte ≥ 0x80, or a
+    /// digit next to one in the table's ranges): the C decoder consumes whole blocks of 16
+    /// characters of the standard alphabet and stops before the first block holding anything
+    /// else (or with fewer than 16 left), writes exactly 3/4 of what it consumed — the bytes
+    /// libsodium decodes from that prefix — and reports '+' or '/' exactly when the prefix holds one.
+    @Test(arguments: [Int32(0), 1, 2])
+    func base64DecodeAgreesWithLibsodiumAtEveryLength(level: Int32) throws {
+        guard level <= pushseal_simd_level() else { return }
+        var rng = SeededGenerator(seed: 0xB64D_0000 + UInt64(level))
+        let odd: [UInt8] = Array("= \t\r\n-_".utf8) + [0x00, 0x2A, 0x2C, 0x2E, 0x3A, 0x40, 0x5B, 0x60, 0x7B, 0x7F, 0x80, 0xAB, 0xC3, 0xFF]
+        var stoppedEarly = 0, sawSpecials = 0
+        for round in 0..<1200 {
+            let length = Int.random(in: 0...600, using: &rng)
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var text = Array(bytes.withUnsafeBytes { WireBase64.encodeSecret($0) }.utf8)
+            if !text.isEmpty, Int.random(in: 0..<3, using: &rng) == 0 {
+                text[Int.random(in: 0..<text.count, using: &rng)] = odd.randomElement(using: &rng) ?? 0
+            }
+            let offset = round % 4
+            let storage = [UInt8](repeating: 0x41, count: offset) + text
+            var out = [UInt8](repeating: 0xEE, count: text.count + 64)
+            var sawSpecial: Int32 = 0
+            let consumed = storage.withUnsafeBufferPointer { src in
+                out.withUnsafeMutableBufferPointer { dst in
+                    pushseal_base64_decode_prefix_at_level(level, src.baseAddress.map { $0 + offset }, text.count, dst.baseAddress, &sawSpecial)
+                }
+            }
+            let note = "level \(level) round \(round) length \(text.count): consumed \(consumed)"
+            #expect(consumed % 16 == 0 && consumed <= text.count, "\(note)")
+            if level == 0 { #expect(consumed == 0) }
+            #expect(text[0..<consumed].allSatisfy(Self.standardDigit), "\(note): took a character outside the standard alphabet")
+            if level > 0, text.count - consumed >= 16 {
+                #expect(!text[consumed..<(consumed + 16)].allSatisfy(Self.standardDigit), "\(note): stopped before a plain block")
+                stoppedEarly += 1
+            }
+            let written = consumed / 4 * 3
+            #expect(out[written...].allSatisfy { $0 == 0xEE }, "\(note): wrote past \(written)")
+            let expected = try Array(text[0..<consumed]).withUnsafeBytes { try WireBase64.decodeSecret($0) }
+            #expect(Array(out[0..<written]) == expected, "\(note): other bytes than libsodium's")
+            let hasSpecial = text[0..<consumed].contains { $0 == 0x2B || $0 == 0x2F }
+            #expect((sawSpecial != 0) == hasSpecial, "\(note): saw + or / \(sawSpecial)")
+            if hasSpecial { sawSpecials += 1 }
+        }
+        if level > 0 { #expect(stoppedEarly > 50 && sawSpecials > 300, "stopped early \(stoppedEarly), saw + or / \(sawSpecials)") }
     }
 
     /// Whether the JSON string scan must stop at `b`.
@@ -157,6 +209,11 @@ struct SIMDTests {
                     if let d = o.baseAddress { WireBase64.encodeTable(UnsafeRawPointer(src), from: consumed, to: length, into: d, at: consumed / 3 * 4) }
                 }
                 #expect(String(decoding: out[0..<WireBase64.encodedByteCount(length)], as: UTF8.self) == expected, "level \(level) length \(length)")
+                // Base64 text of the same length ending at the guard page: the decoder reads up to it, never past.
+                for k in 0..<length { src[k] = UInt8(ascii: "A") + UInt8(k % 26) }
+                var sawSpecial: Int32 = 0
+                let decoded = out.withUnsafeMutableBufferPointer { pushseal_base64_decode_prefix_at_level(level, src, length, $0.baseAddress, &sawSpecial) }
+                #expect(decoded <= length && (level == 0 || length - decoded < 16), "level \(level) length \(length): decoded \(decoded)")
                 // A text with no flagged byte: the scans run to the very end.
                 for k in 0..<length { src[k] = 0x61 }
                 let stop = pushseal_json_skip_plain_at_level(level, src, 0, length)
