@@ -177,14 +177,15 @@ function checkHeaders(pushType, topic, priority, expiration, collapse) {
   return verdict;
 }
 function checkHeadersOnce(pushType, topic, priority, expiration, collapse) {
-  if (!(pushType in pushTypes)) return [400, 'InvalidPushType'];
+  if (!Object.hasOwn(pushTypes, pushType)) return [400, 'InvalidPushType'];  // not `in`: "constructor" is no push type
   if (!topic) return [400, 'MissingTopic'];
   const suffix = pushTypes[pushType];
   if (!topic.endsWith(suffix) || !topics.has(topic.slice(0, topic.length - suffix.length))) return [400, 'TopicDisallowed'];
   if (priority !== undefined && !['10', '5', '1'].includes(priority)) return [400, 'BadPriority'];
   if (pushType === 'background' && priority !== undefined && priority !== '5') return [400, 'BadPriority'];
   if (expiration !== undefined && !/^\d+$/.test(expiration)) return [400, 'BadExpirationDate'];
-  if (collapse !== undefined && Buffer.byteLength(collapse) > 64) return [400, 'BadCollapseId'];
+  // Node's http2 gives header values one character per byte (latin1): their latin1 length is the byte count.
+  if (collapse !== undefined && Buffer.byteLength(collapse, 'latin1') > 64) return [400, 'BadCollapseId'];
   return null;
 }
 
