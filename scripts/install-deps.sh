@@ -62,6 +62,14 @@ if ! python3 -c 'import aioapns' >/dev/null 2>&1; then
     || python3 -m pip install --quiet --break-system-packages aioapns
 fi
 
+# h2: the raw HTTP/2 sender of the mocks' differential test (Tests/MockAPNs/raw_h2_requests.py);
+# aioapns brings it, this only makes sure.
+if ! python3 -c 'import h2' >/dev/null 2>&1; then
+  echo "install-deps: installing Python h2" >&2
+  python3 -m pip install --quiet h2 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages h2
+fi
+
 # PostgreSQL refuses to run as root, and CI runs as root: the registry tests start their
 # throwaway server as this unprivileged system user (no login shell, no home).
 if [ "$(id -u)" -eq 0 ] && ! id pushseal-test >/dev/null 2>&1; then

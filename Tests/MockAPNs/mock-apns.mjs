@@ -2,6 +2,13 @@
 // ("Sending notification requests to APNs", "Handling notification responses from APNs"), for
 // PushSeal's tests and benchmark. Node 20's built-in http2 (nghttp2), no npm packages.
 //
+// Two mocks share this command line and config: this one (the reference, with every member
+// including the fault scripts: the behaviour and fault tests use it) and native/ (C on
+// libnghttp2 + OpenSSL, ~10 µs of CPU per request against Node's ~90: the benchmark's
+// throughput rows use it; it implements every member below except faults and script, and
+// refuses a config naming them). MockDifferentialTests (Tests/PushSealAPNsTests) sends both the
+// same requests and asserts the same answers and record lines: change both together.
+//
 //   node mock-apns.mjs --config CONFIG.json [--port 0] [--detached]
 //
 // It stops on SIGTERM/SIGINT, or when its standard input ends unless --detached is given.

@@ -38,6 +38,7 @@
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -439,6 +440,8 @@ static const char *header_names[H_COUNT] = {
     ":method", ":path", "authorization", "apns-push-type", "apns-topic", "apns-priority", "apns-expiration", "apns-collapse-id", "apns-id",
 };
 
+static size_t header_name_lengths[H_COUNT];
+
 typedef struct { char *value; size_t length; } header_value;  /* value NULL: absent */
 
 typedef struct stream_data {
@@ -447,6 +450,9 @@ typedef struct stream_data {
     size_t bytes;
     char body[160];
     size_t body_length, body_offset;
+    size_t arena_used;
+    unsigned heap_values;  /* bit i: h[i] has its own allocation */
+    char arena[1024];  /* the header values, when they fit (else each its own allocation) */
 } stream_data;
 
 typedef struct { int key; double iat, seen_at; } session_token;
@@ -753,8 +759,9 @@ static void request_ended(connection *c, stream_data *st) {
 static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user) {
     (void)user;
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-    stream_data *st = calloc(1, sizeof *st);
+    stream_data *st = malloc(sizeof *st);
     if (!st) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    memset(st, 0, offsetof(stream_data, arena));
     st->id = frame->hd.stream_id;
     nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, st);
     return 0;
@@ -767,9 +774,18 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     stream_data *st = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
     if (!st) return 0;
     for (int i = 0; i < H_COUNT; i++) {
-        if (strlen(header_names[i]) != name_length || memcmp(header_names[i], name, name_length) != 0) continue;
+        if (header_name_lengths[i] != name_length || memcmp(header_names[i], name, name_length) != 0) continue;
         if (st->h[i].value) return 0;  /* repeated: the first value counts */
-        st->h[i].value = xstrndup((const char *)value, value_length);
+        if (value_length < sizeof st->arena - st->arena_used) {
+            char *p = st->arena + st->arena_used;
+            memcpy(p, value, value_length);
+            p[value_length] = 0;
+            st->arena_used += value_length + 1;
+            st->h[i].value = p;
+        } else {
+            st->h[i].value = xstrndup((const char *)value, value_length);
+            st->heap_values |= 1u << i;
+        }
         st->h[i].length = value_length;
         return 0;
     }
@@ -794,7 +810,8 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
     (void)error_code; (void)user;
     stream_data *st = nghttp2_session_get_stream_user_data(session, stream_id);
     if (!st) return 0;
-    for (int i = 0; i < H_COUNT; i++) free(st->h[i].value);
+    for (int i = 0; i < H_COUNT; i++)
+        if (st->heap_values & (1u << i)) free(st->h[i].value);
     free(st);
     nghttp2_session_set_stream_user_data(session, stream_id, NULL);
     return 0;
@@ -981,7 +998,10 @@ static void make_certificates(void) {
     if (!tls) die(EX_SOFTWARE, "SSL_CTX_new failed");
     SSL_CTX_set_min_proto_version(tls, TLS1_2_VERSION);
     SSL_CTX_set_options(tls, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
-    SSL_CTX_set_mode(tls, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_mode(tls, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* Read what the socket has in one read(2), not each TLS record's header and body apart. */
+    SSL_CTX_set_read_ahead(tls, 1);
+    SSL_CTX_set_default_read_buffer_len(tls, 1 << 16);
     if (SSL_CTX_use_certificate_file(tls, server_pem, SSL_FILETYPE_PEM) != 1 ||
         SSL_CTX_use_PrivateKey_file(tls, server_key, SSL_FILETYPE_PEM) != 1)
         die(EX_SOFTWARE, "cannot load the server certificate");
@@ -1023,6 +1043,7 @@ int main(int argc, char **argv) {
     }
     if (!config_path) die(EX_USAGE, "--config CONFIG.json is required");
     signal(SIGPIPE, SIG_IGN);
+    for (int i = 0; i < H_COUNT; i++) header_name_lengths[i] = strlen(header_names[i]);
     load_config(config_path);
     make_certificates();
 
