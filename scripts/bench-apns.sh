@@ -111,14 +111,15 @@ echo "|---|---|---|"
 for kind in native node; do
   start_mock "$kind" "$work/ceiling.json"
   before=$(cpu_ticks "$mock_pid")
-  h2=$(h2load -n "$count" -c 1 -m 1000 -d "$work/body.json" -H "authorization: bearer $jwt" -H "apns-topic: $TOPIC" \
-    -H "apns-push-type: alert" "https://127.0.0.1:$PORT/3/device/00aa11bb" 2>&1 || true)
+  h2=$(/usr/bin/time -f "T %e %U %S %M" -o "$work/time.h2load" h2load -n "$count" -c 1 -m 1000 -d "$work/body.json" \
+    -H "authorization: bearer $jwt" -H "apns-topic: $TOPIC" -H "apns-push-type: alert" "https://127.0.0.1:$PORT/3/device/00aa11bb" 2>&1 || true)
   after=$(cpu_ticks "$mock_pid")
+  h2load_cpu=$(awk -v n="$count" '/^T /{printf "%.1f", ($3 + $4) * 1e6 / n}' "$work/time.h2load")
   mock_rps=$(awk '/^finished in/{gsub(",","",$4); print $4}' <<< "$h2")
   h2ok=$(awk '/^status codes:/{print $3}' <<< "$h2")
   stop_mock
   mock_cpu=$(python3 -c "print(round(($after - $before) * 1e6 / $ticks / $count, 1))")
-  echo "| mock ceiling (h2load -c 1 -m 1000, $h2ok × 2xx of $count) | ${kind/node/Node} | ${mock_rps%.*} requests/s, mock CPU $mock_cpu µs/request |"
+  echo "| mock ceiling (h2load -c 1 -m 1000, $h2ok × 2xx of $count) | ${kind/node/Node} | ${mock_rps%.*} requests/s, mock CPU $mock_cpu µs/request (h2load's own: $h2load_cpu µs/request) |"
 done
 
 # 2. push-send, one connection, 1000 in flight.
