@@ -81,7 +81,8 @@ final class MockAPNs: @unchecked Sendable {
         let words = String(decoding: line, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
         guard words.count >= 3, words[0] == "listening", let port = Int(words[1]) else {
             process.terminate()
-            throw MockFailure(description: "mock APNs (\(kind)) did not start (is node 20 installed?): \(String(decoding: line, as: UTF8.self))")
+            let hint = kind == .node ? "is node 20 installed?" : "its error is on stderr; fault scripts need the Node mock"
+            throw MockFailure(description: "mock APNs (\(kind)) did not start (\(hint)): \(String(decoding: line, as: UTF8.self))")
         }
         self.port = port
         caFile = String(words[2])

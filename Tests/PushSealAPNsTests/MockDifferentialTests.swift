@@ -210,6 +210,18 @@ struct MockDifferentialTests {
                 "record lines differ (\(node.records.count) from node, \(native.records.count) from native):\nnode only: \(onlyNode.prefix(5))\nnative only: \(onlyNative.prefix(5))")
     }
 
+    @Test("2,000 notifications through APNsClient to the native mock: all accepted on one connection, no stream refused (its limit of 1 before the first valid token kept), each recorded once")
+    func nativeStreamLimit() throws {
+        let mock = try MockAPNs(kind: .native)
+        let (c, stats) = try sendAll((1...2000).map { notification($0, length: $0 % 3 == 0 ? 100 : 64) }, to: mock) { $0.maxInFlight = 1000 }
+        mock.stop()
+        #expect(c.outcomes.count == 2000 && Set(c.outcomes.map(\.tag)).count == 2000)
+        #expect(c.outcomes.allSatisfy { $0.kind == .accepted && $0.attempts == 1 && $0.apnsUniqueID != nil })
+        #expect(stats.connectionsOpened == 1 && stats.refusedStreamsResent == 0, "\(stats.connectionsOpened) connections, \(stats.refusedStreamsResent) refused")
+        let answered = answeredCount(try mock.answered())
+        #expect(answered.count == 2000 && answered.values.allSatisfy { $0 == 1 })
+    }
+
     @Test("the native mock refuses to start with a config member it does not implement, naming it",
           arguments: ["faults", "script", "dropAfter"])
     func refusesUnimplementedMembers(member: String) throws {
