@@ -39,6 +39,7 @@ final class MockAPNs: @unchecked Sendable {
     /// Whether the native mock is built (tests that need it are enabled only then).
     static var nativeAvailable: Bool { if case .success = nativeBuild { true } else { false } }
 
+    let kind: Kind
     let directory: URL
     let p8Path: String
     let recordPath: String
@@ -49,6 +50,7 @@ final class MockAPNs: @unchecked Sendable {
 
     /// Starts a mock (`kind`: Node by default). `config` is merged over the defaults (one key, one topic, a record file).
     init(_ config: [String: Any] = [:], p8Path existingKey: String? = nil, kind: Kind = .node) throws {
+        self.kind = kind
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("mock-apns-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         p8Path = existingKey ?? directory.appendingPathComponent("AuthKey.p8").path

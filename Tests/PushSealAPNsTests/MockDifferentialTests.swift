@@ -139,11 +139,7 @@ struct MockDifferentialTests {
         let (s, _) = try sendAll([notification(61)], to: mock, tokens: skewed)
         answers.client.append(summary(s))
         // The requests the client refuses to send.
-        let input = try JSONSerialization.data(withJSONObject: rawCases().map(\.request))
-        let script = MockAPNs.mockDirectory.appendingPathComponent("raw_h2_requests.py")
-        let result = try #require(runPython(file: script, [String(mock.port), mock.caFile, p8Path], input: input))
-        #expect(result.status == 0, "raw_h2_requests.py against the \(kind) mock: \(result.errors)")
-        answers.raw = (try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]]) ?? []
+        answers.raw = try sendRaw(rawCases().map(\.request), to: mock, p8Path: p8Path)
         mock.stop()
         // Record lines without what differs between runs: the time, connection and stream numbers, apns-id.
         let text = String(decoding: FileManager.default.contents(atPath: mock.recordPath) ?? Data(), as: UTF8.self)
@@ -152,6 +148,15 @@ struct MockDifferentialTests {
                 .replacingOccurrences(of: #""apnsId":(null|"[^"]*"),"#, with: "", options: .regularExpression)
         }.sorted()
         return answers
+    }
+
+    /// Sends `requests` through Tests/MockAPNs/raw_h2_requests.py and returns its answers (status, body, headers, stream limit).
+    static func sendRaw(_ requests: [[String: Any]], to mock: MockAPNs, p8Path: String) throws -> [[String: Any]] {
+        let input = try JSONSerialization.data(withJSONObject: requests)
+        let script = MockAPNs.mockDirectory.appendingPathComponent("raw_h2_requests.py")
+        let result = try #require(runPython(file: script, [String(mock.port), mock.caFile, p8Path], input: input))
+        #expect(result.status == 0, "raw_h2_requests.py against the \(mock.kind) mock: \(result.errors)")
+        return (try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]]) ?? []
     }
 
     @Test("the same requests (valid, and one for each rejection the native mock implements) get the same status, reason, timestamp, headers and record lines from both mocks")
@@ -220,6 +225,38 @@ struct MockDifferentialTests {
         #expect(stats.connectionsOpened == 1 && stats.refusedStreamsResent == 0, "\(stats.connectionsOpened) connections, \(stats.refusedStreamsResent) refused")
         let answered = answeredCount(try mock.answered())
         #expect(answered.count == 2000 && answered.values.allSatisfy { $0 == 1 })
+    }
+
+    @Test("initialStreams, maxStreams and tokenUpdateSeconds set: the same stream limits and answers from both mocks")
+    func streamAndTokenUpdateSettings() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mock-diff-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let p8 = dir.appendingPathComponent("AuthKey.p8").path
+        try TestKey.write(to: p8)
+        func token(_ ago: Int) -> [String: Any] { ["kid": MockAPNs.keyID, "iss": MockAPNs.teamID, "iatAgo": ago] }
+        let path = "/3/device/" + PushSealAPNsTests.token(70)
+        let requests: [[String: Any]] = [
+            ["connection": 1, "path": path, "headers": ["apns-topic": MockAPNs.topic], "bodyBytes": 10, "token": token(300)],
+            ["connection": 1, "path": path, "headers": ["apns-topic": MockAPNs.topic], "bodyBytes": 10, "authorization": "bearer x.y.z"],
+            // A newer token at once: allowed with tokenUpdateSeconds 0.
+            ["connection": 1, "path": path, "headers": ["apns-topic": MockAPNs.topic], "bodyBytes": 10, "token": token(200)],
+            ["connection": 1, "path": path, "headers": ["apns-topic": MockAPNs.topic], "bodyBytes": 10, "token": token(100)],
+        ]
+        var answers: [MockAPNs.Kind: [[String: Any]]] = [:]
+        for kind in MockAPNs.Kind.allCases {
+            let mock = try MockAPNs(["initialStreams": 3, "maxStreams": 50, "tokenUpdateSeconds": 0], p8Path: p8, kind: kind)
+            answers[kind] = try Self.sendRaw(requests, to: mock, p8Path: p8)
+            mock.stop()
+        }
+        let node = answers[.node] ?? [], native = answers[.native] ?? []
+        #expect(node.compactMap { $0["status"] as? Int } == [200, 403, 200, 200])
+        #expect(node.compactMap { $0["maxConcurrentStreams"] as? Int } == [50, 3, 50, 50])
+        #expect(node.count == 4 && native.count == 4)
+        for (a, b) in zip(node, native) {
+            #expect(a["status"] as? Int == b["status"] as? Int && a["body"] as? String == b["body"] as? String
+                    && a["maxConcurrentStreams"] as? Int == b["maxConcurrentStreams"] as? Int, "node \(a), native \(b)")
+        }
     }
 
     @Test("the native mock refuses to start with a config member it does not implement, naming it",
