@@ -11,7 +11,7 @@ export PUSHSEAL_SHARED := $(SHARED)
 shared-check:
 	@test -d "$(SHARED)/vectors" -a -d "$(SHARED)/cases" || { echo "make: error: the test vectors are not at $(SHARED) (need vectors/ and cases/)" >&2; echo "hint: make test SHARED=/path/to/shared  (or set PUSHSEAL_SHARED)" >&2; exit 66; }
 
-.PHONY: shared-check all deps build release demo demo-postgres test bench fuzz sanitize clean
+.PHONY: shared-check all deps build release demo demo-postgres test bench fuzz sanitize clean mock-native
 
 all: build
 
@@ -32,9 +32,14 @@ demo: release
 demo-postgres: release
 	@scripts/demo-postgres.sh
 
-# The whole suite, then push-open built alone (`--product push-open`, its own scratch path) against the media
+# The native mock APNs (Tests/MockAPNs/native, C on libnghttp2 + OpenSSL) as .build/mock-apns-native:
+# built with the system C compiler, never a SwiftPM product (a mock does not ship with the tools).
+mock-native: deps
+	@scripts/build-mock-apns.sh >/dev/null
+
+# The whole suite (the native mock built first: the differential test needs it), then push-open built alone (`--product push-open`, its own scratch path) against the media
 # CLI tests: its media path must need nothing but its own product.
-test: deps shared-check
+test: deps shared-check mock-native
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	SWIFT=$(SWIFT) scripts/check-push-open-product.sh
@@ -44,6 +49,7 @@ test: deps shared-check
 bench:
 	@scripts/install-deps.sh >&2
 	@$(SWIFT) build -c release >&2
+	@scripts/build-mock-apns.sh >/dev/null
 	@.build/release/push-bench $(BENCH_ARGS)
 	@scripts/bench-apns.sh $(BENCH_APNS_ARGS)
 	@scripts/bench-registry.sh $(BENCH_REGISTRY_ARGS)

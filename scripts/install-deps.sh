@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what PushSeal needs on a fresh Debian machine that has the Swift toolchain:
-# the C libraries (libssl-dev, libsodium-dev, libcurl4-openssl-dev, libnghttp2-dev, libpq-dev, pkg-config), Debian's
+# a C compiler and make (the native mock APNs), the C libraries (libssl-dev, libsodium-dev, libcurl4-openssl-dev, libnghttp2-dev, libpq-dev, pkg-config), Debian's
 # PostgreSQL server (`postgresql`: the registry tests start a throwaway one), shellcheck (the
 # tests lint scripts/gen-cli-docs.sh with it) and Python's `cryptography` and `pyhpke` (used by the
 # interop tests and the benchmark's peers). Idempotent; quiet when all is there.
@@ -16,6 +16,9 @@ pkg-config --exists libpq 2>/dev/null || need_apt+=(libpq-dev)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-pip)
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
+# The native mock APNs (Tests/MockAPNs/native, built by scripts/build-mock-apns.sh with the system C compiler).
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
+command -v make >/dev/null 2>&1 || need_apt+=(make)
 # The mock APNs (Tests/MockAPNs, Node 20's built-in http2) and its benchmark ceiling (h2load).
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v h2load >/dev/null 2>&1 || need_apt+=(nghttp2-client)
@@ -57,6 +60,14 @@ if ! python3 -c 'import aioapns' >/dev/null 2>&1; then
   echo "install-deps: installing Python aioapns" >&2
   python3 -m pip install --quiet aioapns 2>/dev/null \
     || python3 -m pip install --quiet --break-system-packages aioapns
+fi
+
+# h2: the raw HTTP/2 sender of the mocks' differential test (Tests/MockAPNs/raw_h2_requests.py);
+# aioapns brings it, this only makes sure.
+if ! python3 -c 'import h2' >/dev/null 2>&1; then
+  echo "install-deps: installing Python h2" >&2
+  python3 -m pip install --quiet h2 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages h2
 fi
 
 # PostgreSQL refuses to run as root, and CI runs as root: the registry tests start their

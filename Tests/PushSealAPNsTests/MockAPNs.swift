@@ -2,16 +2,44 @@ import Foundation
 import Testing
 @testable import PushSealAPNs
 
-/// The mock APNs (Tests/MockAPNs/mock-apns.mjs on Node's http2) in a child process: started
-/// with a config, waited for until it prints `listening PORT CAFILE`, stopped by ``stop()``
-/// (and by the end of its standard input if the test process dies).
+/// A mock APNs in a child process: started with a config, waited for until it prints
+/// `listening PORT CAFILE`, stopped by ``stop()`` (and by the end of its standard input if the
+/// test process dies). `.node` is Tests/MockAPNs/mock-apns.mjs (Node's http2, every config member
+/// including the fault scripts); `.native` is Tests/MockAPNs/native (C on libnghttp2, the same
+/// answers without fault scripts), built into .build/mock-apns-native by scripts/build-mock-apns.sh.
 final class MockAPNs: @unchecked Sendable {
+    /// Which mock runs.
+    enum Kind: String, Sendable, CaseIterable { case node, native }
+
     static let keyID = "ABC123DEFG"
     static let teamID = "TEAM123456"
     static let topic = "com.example.app"
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("MockAPNs/mock-apns.mjs").path
+    static let mockDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("MockAPNs")
+    static let script = mockDirectory.appendingPathComponent("mock-apns.mjs").path
 
+    /// The native mock's binary, built (or found up to date) once per test run: the path, or why it could not be built.
+    static let nativeBuild: Result<String, MockFailure> = {
+        let root = mockDirectory.deletingLastPathComponent().deletingLastPathComponent()
+        let p = Process()
+        p.executableURL = root.appendingPathComponent("scripts/build-mock-apns.sh")
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        do { try p.run() } catch { return .failure(MockFailure(description: "scripts/build-mock-apns.sh did not run: \(error)")) }
+        let path = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        guard p.terminationStatus == 0, !path.isEmpty else {
+            return .failure(MockFailure(description: "the native mock APNs could not be built (scripts/build-mock-apns.sh): \(errors)"))
+        }
+        return .success(path)
+    }()
+
+    /// Whether the native mock is built (tests that need it are enabled only then).
+    static var nativeAvailable: Bool { if case .success = nativeBuild { true } else { false } }
+
+    let kind: Kind
     let directory: URL
     let p8Path: String
     let recordPath: String
@@ -20,8 +48,9 @@ final class MockAPNs: @unchecked Sendable {
     private let process = Process()
     private let stdin = Pipe()
 
-    /// Starts a mock. `config` is merged over the defaults (one key, one topic, a record file).
-    init(_ config: [String: Any] = [:], p8Path existingKey: String? = nil) throws {
+    /// Starts a mock (`kind`: Node by default). `config` is merged over the defaults (one key, one topic, a record file).
+    init(_ config: [String: Any] = [:], p8Path existingKey: String? = nil, kind: Kind = .node) throws {
+        self.kind = kind
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("mock-apns-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         p8Path = existingKey ?? directory.appendingPathComponent("AuthKey.p8").path
@@ -32,8 +61,14 @@ final class MockAPNs: @unchecked Sendable {
         for (k, v) in config { full[k] = v }
         let configPath = directory.appendingPathComponent("config.json")
         try JSONSerialization.data(withJSONObject: full).write(to: configPath)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["node", Self.script, "--config", configPath.path]
+        switch kind {
+        case .node:
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["node", Self.script, "--config", configPath.path]
+        case .native:
+            process.executableURL = URL(fileURLWithPath: try Self.nativeBuild.get())
+            process.arguments = ["--config", configPath.path]
+        }
         let out = Pipe()
         process.standardOutput = out
         process.standardInput = stdin
@@ -48,7 +83,8 @@ final class MockAPNs: @unchecked Sendable {
         let words = String(decoding: line, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
         guard words.count >= 3, words[0] == "listening", let port = Int(words[1]) else {
             process.terminate()
-            throw MockFailure(description: "mock APNs did not start (is node 20 installed?): \(String(decoding: line, as: UTF8.self))")
+            let hint = kind == .node ? "is node 20 installed?" : "its error is on stderr; fault scripts need the Node mock"
+            throw MockFailure(description: "mock APNs (\(kind)) did not start (\(hint)): \(String(decoding: line, as: UTF8.self))")
         }
         self.port = port
         caFile = String(words[2])
