@@ -26,26 +26,43 @@ final class OutcomeLog: @unchecked Sendable {
     private let progress: Bool
     private var lastProgress: UInt64 = 0
 
+    /// The outcome file is a terminal (looked up once, not per line).
+    private let terminal: Bool
+    /// Reused for each outcome line.
+    private var line = JSONWriter(reservingCapacity: 512)
+
     init(file: FileDescriptor, invalidationsFile: FileDescriptor?, progress: Bool) {
         self.file = file
         self.invalidationsFile = invalidationsFile
         self.progress = progress
+        terminal = file.isTerminal
     }
 
-    /// Records a final outcome from the client.
+    /// Records a final outcome from the client. The line is written by a reused `JSONWriter`
+    /// (no `String` per line); to a terminal it goes through `Output.terminalSafeJSON` as
+    /// every other JSON the tools print.
     func add(_ o: APNsOutcome) {
-        var w = "{\"line\":\(o.tag),\"deviceToken\":\(Output.json(.string(o.deviceToken))),\"outcome\":\"\(o.kind.rawValue)\""
-        if let s = o.status { w += ",\"status\":\(s)" }
-        if let r = o.reason { w += ",\"reason\":\(Output.json(.string(r)))" }
-        w += ",\"apnsId\":\"\(o.apnsID)\""
-        if let u = o.apnsUniqueID { w += ",\"apnsUniqueId\":\(Output.json(.string(u)))" }
-        if let t = o.timestampMilliseconds { w += ",\"timestamp\":\(t)" }
-        w += ",\"attempts\":\(o.attempts)"
-        if let c = o.connection { w += ",\"connection\":\(c)" }
-        let micros = o.latencyNanoseconds / 1000
-        w += ",\"latencyMs\":\(micros / 1000).\(String(micros % 1000 + 1000).dropFirst())}\n"
         lock.withLock {
-            pending.append(contentsOf: w.utf8)
+            line.reset()
+            line.beginObject()
+            line.key("line"); line.integer(o.tag)
+            line.key("deviceToken"); line.string(o.deviceToken)
+            line.key("outcome"); line.string(o.kind.rawValue)
+            if let s = o.status { line.key("status"); line.integer(s) }
+            if let r = o.reason { line.key("reason"); line.string(r) }
+            line.key("apnsId"); line.string(o.apnsID)
+            if let u = o.apnsUniqueID { line.key("apnsUniqueId"); line.string(u) }
+            if let t = o.timestampMilliseconds { line.key("timestamp"); line.integer(t) }
+            line.key("attempts"); line.integer(o.attempts)
+            if let c = o.connection { line.key("connection"); line.integer(c) }
+            line.key("latencyMs"); line.decimal(Int64(clamping: o.latencyNanoseconds / 1000), fractionDigits: 3)
+            line.endObject()
+            if terminal {
+                pending.append(contentsOf: Output.terminalSafeJSON(String(decoding: line.bytes, as: UTF8.self)).utf8)
+            } else {
+                pending.append(contentsOf: line.bytes)
+            }
+            pending.append(UInt8(ascii: "\n"))
             count(o.kind.rawValue, status: o.status, reason: o.reason)
             counts.latency.add(nanoseconds: o.latencyNanoseconds)
         }
