@@ -31,16 +31,20 @@ final class APNsWindow: @unchecked Sendable {
 
     /// Takes a place, waiting while all are taken (any thread).
     func acquire() {
-        while true {
-            lock.lock()
+        while !tryAcquire(registeringWait: true) { wakeUp.wait() }
+    }
+
+    /// Takes a place if one is free (`true`). Else, with `registeringWait`, the caller is
+    /// counted as waiting: the next ``release()`` that frees enough signals it once (a wake-up
+    /// that may come before the caller waits; the semaphore keeps it).
+    func tryAcquire(registeringWait: Bool) -> Bool {
+        lock.withLock {
             if inFlight < capacity {
                 inFlight += 1
-                lock.unlock()
-                return
+                return true
             }
-            waiters += 1
-            lock.unlock()
-            wakeUp.wait()
+            if registeringWait { waiters += 1 }
+            return false
         }
     }
 
@@ -50,8 +54,10 @@ final class APNsWindow: @unchecked Sendable {
 
     /// Gives back the places of the outcomes noted since the last call and wakes the waiting
     /// senders when enough are free (the transfer thread, once per round).
-    func release() {
-        guard unreleased > 0 else { return }
+    /// - Returns: how many waiting senders were woken.
+    @discardableResult
+    func release() -> Int {
+        guard unreleased > 0 else { return 0 }
         let n = unreleased
         unreleased = 0
         lock.lock()
@@ -63,6 +69,7 @@ final class APNsWindow: @unchecked Sendable {
         }
         lock.unlock()
         for _ in 0..<wake { wakeUp.signal() }
+        return wake
     }
 
     /// Notifications in flight (taken and not yet released).

@@ -204,6 +204,15 @@ extension JSONReader {
             return try parser.parseValue()
         }
 
+        /// Checks the next value as ``readValue()`` would (the same errors) without building it,
+        /// and steps over it: for a member kept as raw bytes (from the offset before the call to
+        /// ``offset`` after it).
+        /// - Throws: what ``readValue()`` throws.
+        public mutating func skipValue() throws {
+            parser.skipWhitespace()
+            try parser.skipValue()
+        }
+
         /// Checks that only whitespace follows the document's value.
         /// - Throws: `JSONError` `.invalidJSON`.
         public mutating func finish() throws {

@@ -82,6 +82,17 @@ public struct JSONWriter: Sendable {
         needsComma = false
     }
 
+    /// ``key(_:)`` for a key fixed in the program, copied as it is: for keys that need no
+    /// escaping (no `"`, `\\` or control character — member names such as `deviceToken`).
+    public mutating func key(static key: StaticString) {
+        comma()
+        bytes.append(0x22)
+        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        bytes.append(0x22)
+        bytes.append(0x3A)
+        needsComma = false
+    }
+
     // MARK: Values
 
     /// Writes a string value, escaped as described on ``JSONWriter``.

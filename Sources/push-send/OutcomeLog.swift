@@ -43,24 +43,27 @@ final class OutcomeLog: @unchecked Sendable {
     /// every other JSON the tools print.
     func add(_ o: APNsOutcome) {
         lock.withLock {
-            line.reset()
-            line.beginObject()
-            line.key("line"); line.integer(o.tag)
-            line.key("deviceToken"); line.string(o.deviceToken)
-            line.key("outcome"); line.string(o.kind.rawValue)
-            if let s = o.status { line.key("status"); line.integer(s) }
-            if let r = o.reason { line.key("reason"); line.string(r) }
-            line.key("apnsId"); line.string(o.apnsID)
-            if let u = o.apnsUniqueID { line.key("apnsUniqueId"); line.string(u) }
-            if let t = o.timestampMilliseconds { line.key("timestamp"); line.integer(t) }
-            line.key("attempts"); line.integer(o.attempts)
-            if let c = o.connection { line.key("connection"); line.integer(c) }
-            line.key("latencyMs"); line.decimal(Int64(clamping: o.latencyNanoseconds / 1000), fractionDigits: 3)
-            line.endObject()
+            var w = JSONWriter()
+            swap(&w, &line)
+            defer { swap(&w, &line) }
+            w.reset()
+            w.beginObject()
+            w.key(static: "line"); w.integer(o.tag)
+            w.key(static: "deviceToken"); w.string(o.deviceToken)
+            w.key(static: "outcome"); w.string(o.kind.rawValue)
+            if let s = o.status { w.key(static: "status"); w.integer(s) }
+            if let r = o.reason { w.key(static: "reason"); w.string(r) }
+            w.key(static: "apnsId"); w.string(o.apnsID)
+            if let u = o.apnsUniqueID { w.key(static: "apnsUniqueId"); w.string(u) }
+            if let t = o.timestampMilliseconds { w.key(static: "timestamp"); w.integer(t) }
+            w.key(static: "attempts"); w.integer(o.attempts)
+            if let c = o.connection { w.key(static: "connection"); w.integer(c) }
+            w.key(static: "latencyMs"); w.decimal(Int64(clamping: o.latencyNanoseconds / 1000), fractionDigits: 3)
+            w.endObject()
             if terminal {
-                pending.append(contentsOf: Output.terminalSafeJSON(String(decoding: line.bytes, as: UTF8.self)).utf8)
+                pending.append(contentsOf: Output.terminalSafeJSON(String(decoding: w.bytes, as: UTF8.self)).utf8)
             } else {
-                pending.append(contentsOf: line.bytes)
+                pending.append(contentsOf: w.bytes)
             }
             pending.append(UInt8(ascii: "\n"))
             count(o.kind.rawValue, status: o.status, reason: o.reason)
