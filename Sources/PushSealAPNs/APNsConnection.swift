@@ -106,6 +106,7 @@ final class APNsConnection {
         if let session { nghttp2_session_del(session) }
         if let tls { pushseal_tls_connection_free(tls) } else if fd >= 0 { pushseal_tcp_close(fd) }
         input.deallocate()
+        headers.deallocate()
     }
 
     /// Why a connection could not be made.
@@ -399,9 +400,9 @@ final class APNsConnection {
     /// `apns-id`, different on every request, not indexed) and the payload as DATA.
     private func submit(_ r: APNsRequest, _ session: OpaquePointer) {
         let n = r.notification
-        var h = APNsHeaderBlock()
-        swap(&h, &headers)
-        defer { swap(&h, &headers) }
+        // A copy of the block's pointers and counts, written back at the end (it may have grown).
+        var h = headers
+        defer { headers = h }
         h.reset()
         h.field(":method"); h.append("POST")
         h.field(":scheme"); h.append("https")

@@ -1,4 +1,5 @@
 internal import CNghttp2
+import PushSealSystem
 
 /// The header list of one request, built in reused buffers: the values in one byte buffer,
 /// the names static strings (passed to nghttp2 with `NGHTTP2_NV_FLAG_NO_COPY_NAME`: they live
@@ -7,81 +8,115 @@ internal import CNghttp2
 /// (`NGHTTP2_NV_FLAG_NO_INDEX`): one that differs on every request would only push the others
 /// (the provider token) out of the tables on both sides.
 ///
-/// A struct the ``APNsConnection`` keeps and swaps out while it builds a request (one
-/// exclusive access instead of one per append).
+/// The buffers are allocated memory (an append is a bounds check and a copy, not an array's
+/// uniqueness and capacity checks), owned by the one ``APNsConnection`` that keeps the block:
+/// it takes a copy of the block (its pointers and counts) while it builds a request and writes
+/// it back after (two exclusive accesses instead of one per append), and calls
+/// ``deallocate()`` in its `deinit`. No other copy is kept.
 struct APNsHeaderBlock {
-    private var bytes: [UInt8] = []
-    private var fields: [(name: StaticString, value: Int, valueCount: Int, index: Bool)] = []
-    private var list: [nghttp2_nv] = []
+    private var bytes: UnsafeMutablePointer<UInt8>
+    private var byteCount = 0
+    private var byteCapacity: Int
+    private var list: UnsafeMutablePointer<nghttp2_nv>
+    private var listCount = 0
+    private var listCapacity: Int
+
+    init() {
+        byteCapacity = 1024
+        bytes = .allocate(capacity: byteCapacity)
+        listCapacity = 16
+        list = .allocate(capacity: listCapacity)
+    }
+
+    /// Frees the buffers (the owner's `deinit`); the block is not used after.
+    func deallocate() {
+        bytes.deallocate()
+        list.deallocate()
+    }
 
     /// Empties the block (capacity kept).
     mutating func reset() {
-        bytes.removeAll(keepingCapacity: true)
-        fields.removeAll(keepingCapacity: true)
+        byteCount = 0
+        listCount = 0
     }
 
-    /// Starts the field `name`; append its value with the `append` calls.
+    /// Starts the field `name`; give its value with exactly one `append` call next.
     mutating func field(_ name: StaticString, index: Bool = true) {
-        fields.append((name, bytes.count, 0, index))
+        if listCount == listCapacity {
+            let grown = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: listCapacity * 2)
+            grown.update(from: list, count: listCount)
+            list.deallocate()
+            list = grown
+            listCapacity *= 2
+        }
+        let flags = NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | (index ? 0 : NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+        // The value's offset is kept in `value` until ``withList(_:)`` makes it a pointer.
+        list[listCount] = nghttp2_nv(name: UnsafeMutablePointer(mutating: name.utf8Start), value: nil,
+                                     namelen: name.utf8CodeUnitCount, valuelen: byteCount, flags: UInt8(flags))
+        listCount += 1
+    }
+
+    private mutating func reserve(_ extra: Int) {
+        guard byteCount + extra > byteCapacity else { return }
+        var capacity = byteCapacity * 2
+        while capacity < byteCount + extra { capacity *= 2 }
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+        grown.update(from: bytes, count: byteCount)
+        bytes.deallocate()
+        bytes = grown
+        byteCapacity = capacity
+    }
+
+    private mutating func copy(_ from: UnsafePointer<UInt8>, _ count: Int) {
+        reserve(count)
+        (bytes + byteCount).update(from: from, count: count)
+        byteCount += count
     }
 
     mutating func append(_ value: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
+        copy(value.utf8Start, value.utf8CodeUnitCount)
         closeField()
     }
 
     mutating func append(_ value: [UInt8]) {
-        bytes.append(contentsOf: value)
+        value.withUnsafeBufferPointer { if let base = $0.baseAddress { copy(base, $0.count) } }
         closeField()
     }
 
     mutating func append(_ value: String) {
         var v = value
-        v.withUTF8 { bytes.append(contentsOf: $0) }
+        v.withUTF8 { if let base = $0.baseAddress { copy(base, $0.count) } }
         closeField()
     }
 
     /// `prefix` then `value` (`/3/device/` and the device token).
     mutating func append(_ prefix: StaticString, _ value: String) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
+        copy(prefix.utf8Start, prefix.utf8CodeUnitCount)
         append(value)
     }
 
     /// Appends `value` in decimal.
     mutating func append(_ value: Int64) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var m = value.magnitude
-        let at = bytes.count
-        repeat {
-            bytes.append(0x30 &+ UInt8(truncatingIfNeeded: m % 10))
-            m /= 10
-        } while m > 0
-        bytes[at...].reverse()
+        reserve(DecimalText.maxByteCount)
+        byteCount += DecimalText.write(value, to: bytes + byteCount)
         closeField()
     }
 
+    /// The value's length, now that it is complete (its start was kept in `valuelen`); the
+    /// values lie in field order, so ``withList(_:)`` finds each start from the lengths.
     private mutating func closeField() {
-        let last = fields.count - 1
-        fields[last].valueCount = bytes.count - fields[last].value
+        let last = listCount - 1
+        list[last].valuelen = byteCount - list[last].valuelen
     }
 
     /// Calls `body` with the `nghttp2_nv` list of the fields (pointers valid inside `body` only).
     mutating func withList<R>(_ body: (UnsafeBufferPointer<nghttp2_nv>) -> R) -> R {
-        var list = self.list
-        self.list = []
-        list.removeAll(keepingCapacity: true)
-        let fields = self.fields
-        let r = bytes.withUnsafeMutableBufferPointer { values -> R in
-            guard let base = values.baseAddress else { return list.withUnsafeBufferPointer(body) }
-            for f in fields {
-                let flags = NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | (f.index ? 0 : NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
-                list.append(nghttp2_nv(name: UnsafeMutablePointer(mutating: f.name.utf8Start), value: base + f.value,
-                                       namelen: f.name.utf8CodeUnitCount, valuelen: f.valueCount, flags: UInt8(flags)))
-            }
-            return list.withUnsafeBufferPointer(body)
+        var at = 0
+        for k in 0..<listCount {
+            list[k].value = bytes + at
+            at += list[k].valuelen
         }
-        self.list = list
-        return r
+        return body(UnsafeBufferPointer(start: list, count: listCount))
     }
 
     /// The fields as nghttp2 gets them: name, value and `nghttp2_nv` flags (for checks).

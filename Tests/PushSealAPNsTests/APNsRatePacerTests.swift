@@ -93,6 +93,7 @@ struct APNsRatePacerTests {
     @Test("the request header list: static names, values in order, :path and apns-id not indexed")
     func headerBlock() {
         var h = APNsHeaderBlock()
+        defer { h.deallocate() }
         h.reset()
         h.field(":path", index: false); h.append("/3/device/", "00ff")
         h.field("apns-expiration"); h.append(Int64(0))
@@ -102,5 +103,14 @@ struct APNsRatePacerTests {
         #expect(list.map(\.0) == [":path", "apns-expiration", "apns-priority", "apns-topic"])
         #expect(list.map(\.1) == ["/3/device/00ff", "0", "-105", "com.example.app"])
         #expect(list.map(\.2) == [3, 2, 2, 2], "NO_COPY_NAME on all, NO_INDEX on :path")
+        // Past the first buffers (16 fields, 1 KiB): grown, values intact.
+        h.reset()
+        let long = String(repeating: "ab", count: 700)
+        for k in 0..<40 {
+            h.field("apns-topic")
+            if k % 2 == 0 { h.append(long) } else { h.append(Int64(k)) }
+        }
+        let grown = h.entries()
+        #expect(grown.count == 40 && grown.enumerated().allSatisfy { $0.element.1 == ($0.offset % 2 == 0 ? long : String($0.offset)) })
     }
 }
