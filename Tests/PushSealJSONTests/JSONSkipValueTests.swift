@@ -90,4 +90,29 @@ import Testing
         b.beginObject(); b.key("deviceToken"); b.integer(1); b.key("latencyMs"); b.null(); b.endObject()
         #expect(a.bytes == b.bytes && a.bytes == Array("{\"deviceToken\":1,\"latencyMs\":null}".utf8))
     }
+
+    @Test("skipValue(ifEqualTo:) steps over a repeated object only when the bytes are the same")
+    func skipIfEqual() throws {
+        let headers = Array("{\"apns-topic\":\"t\",\"apns-priority\":\"10\"}".utf8)
+        func run(_ member: String, _ raw: [UInt8]) throws -> (skipped: Bool, end: Int) {
+            let bytes = Array("{\"headers\": \(member),\"b\":1}".utf8)
+            return try bytes.withUnsafeBytes { buffer in
+                var s = try JSONReader.Scanner(buffer)
+                try s.beginObject()
+                _ = try s.nextKey()
+                let skipped = raw.withUnsafeBytes { s.skipValue(ifEqualTo: $0) }
+                if !skipped { try s.skipValue() }
+                let end = s.offset
+                while try s.nextKey() != nil { _ = try s.readValue() }
+                try s.finish()
+                return (skipped, end)
+            }
+        }
+        let same = try run(String(decoding: headers, as: UTF8.self), headers)
+        #expect(same.skipped && same.end == 12 + headers.count)
+        let other = try run("{\"apns-topic\":\"u\",\"apns-priority\":\"10\"}", headers)
+        #expect(!other.skipped && other.end == same.end)
+        #expect(try !run("12", Array("1".utf8)).skipped, "a number is not self-delimiting")
+        #expect(throws: JSONError.self) { try run("{\"apns-topic\":\"t\",\"apns-priority\":\"10\"", headers) }
+    }
 }
