@@ -243,15 +243,19 @@ final class APNsConnection {
 
     // MARK: nghttp2 callbacks (inside nghttp2_session_mem_recv / mem_send, on this thread)
 
+    /// A response header: `:status`, `apns-unique-id` and `retry-after` are kept (the stream
+    /// is looked up only for those).
     private func header(_ streamID: Int32, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
-        guard let r = streams[streamID] else { return }
         if Self.equals(name, ":status") {
+            guard let r = streams[streamID] else { return }
             var n = 0
             for b in value where b >= 0x30 && b <= 0x39 { n = n * 10 + Int(b - 0x30) }
             r.status = n
         } else if Self.equals(name, "apns-unique-id") {
+            guard let r = streams[streamID] else { return }
             r.apnsUniqueID = String(decoding: value, as: UTF8.self)
         } else if Self.equals(name, "retry-after") {
+            guard let r = streams[streamID] else { return }
             r.retryAfter = Double(String(decoding: value, as: UTF8.self))
         }
     }

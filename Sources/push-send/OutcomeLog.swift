@@ -245,7 +245,7 @@ struct PlainLine {
     mutating func string(_ value: String) {
         var v = value
         v.withUTF8 { u in
-            for b in u where b < 0x20 || b > 0x7E || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
+            guard Self.isPlain(u) else {
                 ok = false
                 return
             }
@@ -253,5 +253,30 @@ struct PlainLine {
             if let p = u.baseAddress { copy(p, u.count) }
             raw("\"")
         }
+    }
+
+    /// Every byte in U+0020–U+007E but `"` and `\\` (8 bytes a step: a byte is flagged when
+    /// below 0x20, at or above 0x7F, or equal to one of the two).
+    static func isPlain(_ u: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let p = u.baseAddress else { return true }
+        let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
+        func flagged(_ x: UInt64) -> Bool {
+            let quote = x ^ (ones &* 0x22), backslash = x ^ (ones &* 0x5C)
+            let below = (x &- ones &* 0x20) & ~x
+            let above = (x &+ ones &* 0x01) | x  // 0x7F + 1 and 0x80… set the high bit
+            let zeroQuote = (quote &- ones) & ~quote, zeroBackslash = (backslash &- ones) & ~backslash
+            return (below | above | zeroQuote | zeroBackslash) & high != 0
+        }
+        var i = 0
+        while i + 8 <= u.count {
+            if flagged(UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)) { return false }
+            i += 8
+        }
+        while i < u.count {
+            let b = p[i]
+            if b < 0x20 || b > 0x7E || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
+            i += 1
+        }
+        return true
     }
 }
