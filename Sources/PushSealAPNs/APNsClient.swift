@@ -87,7 +87,7 @@ public final class APNsClient: Sendable {
     let configuration: Configuration
     let tokens: ProviderTokenCache
     private let engine: APNsEngine
-    private let window: DispatchSemaphore
+    private let window: APNsWindow
     private let done = DispatchSemaphore(value: 0)
 
     /// Starts the client's transfer thread (connections open on the first send).
@@ -111,12 +111,16 @@ public final class APNsClient: Sendable {
         }
         self.configuration = configuration
         self.tokens = tokens
-        window = DispatchSemaphore(value: max(1, configuration.maxInFlight))
+        window = APNsWindow(capacity: configuration.maxInFlight)
         let window = self.window
         engine = try APNsEngine(configuration: configuration, tokens: tokens, onOutcome: { outcome in
             onOutcome(outcome)
-            window.signal()
-        }, onInvalidation: onInvalidation, afterOutcomes: afterOutcomes)
+            window.noteFinished()
+        }, onInvalidation: onInvalidation, afterOutcomes: {
+            // The places go back before the caller's flush, so the senders go on meanwhile.
+            window.release()
+            afterOutcomes()
+        })
         let engine = self.engine
         let done = self.done
         // The transfer thread takes no signals (they stay with the caller's threads).
@@ -132,11 +136,12 @@ public final class APNsClient: Sendable {
     }
 
     /// Queues a notification; its outcome comes later through `onOutcome`, tagged with `tag`.
-    /// Waits while ``Configuration/maxInFlight`` notifications have no outcome yet.
+    /// Waits while ``Configuration/maxInFlight`` notifications have no outcome yet (then until
+    /// a batch of places is free: ``APNsWindow``).
     /// - Throws: `APNsError` from ``APNsNotification/validate()``: nothing is sent then.
     public func send(_ notification: APNsNotification, tag: Int) throws {
         try notification.validate()
-        window.wait()
+        window.acquire()
         engine.submit(notification, tag: tag, at: configuration.clock.monotonicNanoseconds())
     }
 

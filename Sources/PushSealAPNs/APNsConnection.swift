@@ -82,9 +82,7 @@ final class APNsConnection {
     private var writeBlocked = false
     private let input: UnsafeMutableRawBufferPointer
     // Reused for building a request's header block.
-    private var headerBytes: [UInt8] = []
-    private var headerSpans: [(name: Int, nameCount: Int, value: Int, valueCount: Int)] = []
-    private var nv: [nghttp2_nv] = []
+    private var headers = APNsHeaderBlock()
 
     static let inputByteCount = 64 * 1024
     static let outputByteCount = 64 * 1024
@@ -108,6 +106,7 @@ final class APNsConnection {
         if let session { nghttp2_session_del(session) }
         if let tls { pushseal_tls_connection_free(tls) } else if fd >= 0 { pushseal_tcp_close(fd) }
         input.deallocate()
+        headers.deallocate()
     }
 
     /// Why a connection could not be made.
@@ -244,15 +243,19 @@ final class APNsConnection {
 
     // MARK: nghttp2 callbacks (inside nghttp2_session_mem_recv / mem_send, on this thread)
 
+    /// A response header: `:status`, `apns-unique-id` and `retry-after` are kept (the stream
+    /// is looked up only for those).
     private func header(_ streamID: Int32, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
-        guard let r = streams[streamID] else { return }
         if Self.equals(name, ":status") {
+            guard let r = streams[streamID] else { return }
             var n = 0
             for b in value where b >= 0x30 && b <= 0x39 { n = n * 10 + Int(b - 0x30) }
             r.status = n
         } else if Self.equals(name, "apns-unique-id") {
+            guard let r = streams[streamID] else { return }
             r.apnsUniqueID = String(decoding: value, as: UTF8.self)
         } else if Self.equals(name, "retry-after") {
+            guard let r = streams[streamID] else { return }
             r.retryAfter = Double(String(decoding: value, as: UTF8.self))
         }
     }
@@ -397,32 +400,26 @@ final class APNsConnection {
         }
     }
 
-    /// `POST /3/device/<token>` with the APNs headers and the payload as DATA.
+    /// `POST /3/device/<token>` with the APNs headers (``APNsHeaderBlock``; `:path` and
+    /// `apns-id`, different on every request, not indexed) and the payload as DATA.
     private func submit(_ r: APNsRequest, _ session: OpaquePointer) {
         let n = r.notification
-        headerBytes.removeAll(keepingCapacity: true)
-        headerSpans.removeAll(keepingCapacity: true)
-        func add(_ name: StaticString, _ value: some Sequence<UInt8>) {
-            let nameAt = headerBytes.count
-            headerBytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-            let valueAt = headerBytes.count
-            headerBytes.append(contentsOf: value)
-            headerSpans.append((nameAt, name.utf8CodeUnitCount, valueAt, headerBytes.count - valueAt))
-        }
-        add(":method", "POST".utf8)
-        add(":scheme", "https".utf8)
-        add(":authority", authority)
-        add(":path", "/3/device/".utf8)
-        headerBytes.append(contentsOf: n.deviceToken.utf8)
-        headerSpans[headerSpans.count - 1].valueCount += n.deviceToken.utf8.count
-        add("authorization", r.authorization)
-        add("apns-push-type", n.pushType.rawValue.utf8)
-        add("apns-topic", n.topic.utf8)
-        add("apns-id", r.apnsID.utf8)
-        if let p = n.priority { add("apns-priority", String(p).utf8) }
-        if let e = n.expiration { add("apns-expiration", String(e).utf8) }
-        if let c = n.collapseID { add("apns-collapse-id", c.utf8) }
-        add("content-type", "application/json".utf8)
+        // A copy of the block's pointers and counts, written back at the end (it may have grown).
+        var h = headers
+        defer { headers = h }
+        h.reset()
+        h.field(":method"); h.append("POST")
+        h.field(":scheme"); h.append("https")
+        h.field(":authority"); h.append(authority)
+        h.field(":path", index: false); h.append("/3/device/", n.deviceToken)
+        h.field("authorization"); h.append(r.authorization)
+        h.field("apns-push-type"); h.append(n.pushType.rawValue)
+        h.field("apns-topic"); h.append(n.topic)
+        h.field("apns-id", index: false); h.append(r.apnsID)
+        if let p = n.priority { h.field("apns-priority"); h.append(Int64(p)) }
+        if let e = n.expiration { h.field("apns-expiration"); h.append(e) }
+        if let c = n.collapseID { h.field("apns-collapse-id"); h.append(c) }
+        h.field("content-type"); h.append("application/json")
         var provider = nghttp2_data_provider()
         provider.source.ptr = Unmanaged.passUnretained(r).toOpaque()
         provider.read_callback = { _, _, buffer, capacity, flags, source, _ in
@@ -438,15 +435,7 @@ final class APNsConnection {
             if r.bodyOffset >= r.notification.payload.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
             return count
         }
-        let id = headerBytes.withUnsafeMutableBufferPointer { bytes -> Int32 in
-            guard let base = bytes.baseAddress else { return -1 }
-            nv.removeAll(keepingCapacity: true)
-            for s in headerSpans {
-                nv.append(nghttp2_nv(name: base + s.name, value: base + s.value, namelen: s.nameCount, valuelen: s.valueCount,
-                                     flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
-            }
-            return nv.withUnsafeBufferPointer { nghttp2_submit_request(session, nil, $0.baseAddress, $0.count, &provider, nil) }
-        }
+        let id = h.withList { nghttp2_submit_request(session, nil, $0.baseAddress, $0.count, &provider, nil) }
         guard id > 0 else {
             // No stream ids left, or the session is going away: nothing was sent.
             ended.append((r, .unsent))

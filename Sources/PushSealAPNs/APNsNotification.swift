@@ -51,7 +51,7 @@ public struct APNsNotification: Sendable {
             throw APNsError(.payloadTooLarge, "the payload is \(payload.count) bytes, over the \(pushType.maxPayloadByteCount)-byte limit of \(pushType.rawValue) notifications")
         }
         if let priority {
-            guard [10, 5, 1].contains(priority) else { throw APNsError(.badPriority, "apns-priority must be 10, 5 or 1, not \(priority)") }
+            guard priority == 10 || priority == 5 || priority == 1 else { throw APNsError(.badPriority, "apns-priority must be 10, 5 or 1, not \(priority)") }
             guard pushType != .background || priority == 5 else {
                 throw APNsError(.badPriority, "background notifications must have apns-priority 5, not \(priority)")
             }
@@ -64,7 +64,11 @@ public struct APNsNotification: Sendable {
             throw APNsError(.badTopic, topic.isEmpty ? "the topic (apns-topic) is empty"
                             : "a \(pushType.rawValue) notification's topic must end with '\(pushType.topicSuffix)'")
         }
-        for value in [topic, collapseID ?? "", apnsID ?? ""] where value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+        func hasControl(_ value: String?) -> Bool {
+            guard var v = value else { return false }
+            return v.withUTF8 { $0.contains { $0 < 0x20 || $0 == 0x7F } }
+        }
+        if hasControl(topic) || hasControl(collapseID) || hasControl(apnsID) {
             throw APNsError(.badTopic, "a header value holds a control character")
         }
         if let apnsID, !APNsNotification.isUUID(apnsID) {

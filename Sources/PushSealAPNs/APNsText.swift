@@ -2,14 +2,17 @@
 enum APNsText {
     /// `true` when `text` is a non-empty, even-length run of hex digits (either case).
     static func isHex(_ text: String) -> Bool {
-        var count = 0
-        for b in text.utf8 {
-            switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): count += 1
-            default: return false
+        var t = text
+        return t.withUTF8 { u in
+            guard !u.isEmpty, u.count % 2 == 0 else { return false }
+            for b in u {
+                switch b {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): continue
+                default: return false
+                }
             }
+            return true
         }
-        return count > 0 && count % 2 == 0
     }
 
     /// base64url without padding (RFC 4648 §5, RFC 7515 §2).
@@ -59,19 +62,27 @@ enum APNsText {
         return bits >= 6 ? nil : out
     }
 
-    /// A random (version 4) UUID in lower case, `8-4-4-4-12` hex digits (RFC 9562 §5.4).
+    /// A random (version 4) UUID in lower case, `8-4-4-4-12` hex digits (RFC 9562 §5.4), from
+    /// two 64-bit draws of `generator`.
     static func uuid<G: RandomNumberGenerator>(using generator: inout G) -> String {
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        bytes[6] = bytes[6] & 0x0F | 0x40
-        bytes[8] = bytes[8] & 0x3F | 0x80
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(36)
-        for (i, b) in bytes.enumerated() {
-            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 15)])
+        let high = generator.next() & 0xFFFF_FFFF_FFFF_0FFF | 0x0000_0000_0000_4000
+        let low = generator.next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000
+        return String(unsafeUninitializedCapacity: 36) { out in
+            let digits: StaticString = "0123456789abcdef"
+            let d = digits.utf8Start
+            var j = 0
+            for i in 0..<16 {
+                if i == 4 || i == 6 || i == 8 || i == 10 {
+                    out[j] = UInt8(ascii: "-")
+                    j += 1
+                }
+                let word = i < 8 ? high : low
+                let b = UInt8(truncatingIfNeeded: word >> UInt64(56 - 8 * (i % 8)))
+                out[j] = d[Int(b >> 4)]
+                out[j + 1] = d[Int(b & 15)]
+                j += 2
+            }
+            return 36
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }

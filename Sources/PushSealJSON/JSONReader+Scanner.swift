@@ -1,3 +1,5 @@
+internal import PushSealSystem
+
 extension JSONReader {
     /// The JSON type of the next value, as ``Scanner/peekKind()`` sees it from its first byte.
     public enum ValueKind: Sendable, Hashable {
@@ -202,6 +204,29 @@ extension JSONReader {
         public mutating func readValue() throws -> JSONValue {
             parser.skipWhitespace()
             return try parser.parseValue()
+        }
+
+        /// Checks the next value as ``readValue()`` would (the same errors) without building it,
+        /// and steps over it: for a member kept as raw bytes (from the offset before the call to
+        /// ``offset`` after it).
+        /// - Throws: what ``readValue()`` throws.
+        public mutating func skipValue() throws {
+            parser.skipWhitespace()
+            try parser.skipValue()
+        }
+
+        /// Steps over the next value when its bytes are exactly `raw`, an object, array or string
+        /// (self-delimiting) that a scanner accepted before at the same nesting depth — the same
+        /// bytes are then the same value, so they are not checked again (a line format that
+        /// repeats a member, such as push-seal batch's `headers`). `false`, nothing consumed,
+        /// when they differ or `raw` is not such a value.
+        public mutating func skipValue(ifEqualTo raw: UnsafeRawBufferPointer) -> Bool {
+            parser.skipWhitespace()
+            guard let r = raw.baseAddress, let first = raw.first, first == Byte.openBrace || first == Byte.openBracket || first == Byte.quote,
+                  parser.end - parser.i >= raw.count,
+                  Memory.equal(parser.p + parser.i, r, count: raw.count) else { return false }
+            parser.i += raw.count
+            return true
         }
 
         /// Checks that only whitespace follows the document's value.

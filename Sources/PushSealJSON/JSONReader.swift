@@ -285,6 +285,24 @@ struct Parser {
         }
     }
 
+    /// After an array element or object member: whitespace, then `,` (and the whitespace after
+    /// it: `true`, another follows) or `closing` (consumed: `false`).
+    /// - Throws: `JSONError` `.invalidJSON` expecting `expected`.
+    @inline(__always)
+    mutating func another(closing: UInt8, _ expected: String) throws -> Bool {
+        skipWhitespace()
+        guard i < end else { throw unexpected(expected) }
+        let b = p[i]
+        i += 1
+        if b == Byte.comma {
+            skipWhitespace()
+            return true
+        }
+        if b == closing { return false }
+        i -= 1
+        throw unexpected(expected)
+    }
+
     mutating func parseArray() throws -> JSONValue {
         try enter()
         i += 1
@@ -297,14 +315,7 @@ struct Parser {
         }
         while true {
             elements.append(try parseValue())
-            skipWhitespace()
-            guard i < end else { throw unexpected("',' or ']'") }
-            let b = p[i]
-            i += 1
-            if b == Byte.comma { skipWhitespace(); continue }
-            if b == Byte.closeBracket { break }
-            i -= 1
-            throw unexpected("',' or ']'")
+            if try !another(closing: Byte.closeBracket, "',' or ']'") { break }
         }
         depth -= 1
         return .array(elements)
@@ -345,17 +356,109 @@ struct Parser {
             } else if members.count > linearKeyCheckLimit {
                 keySet = Set(members.map(\.key))
             }
-            skipWhitespace()
-            guard i < end else { throw unexpected("',' or '}'") }
-            let b = p[i]
-            i += 1
-            if b == Byte.comma { skipWhitespace(); continue }
-            if b == Byte.closeBrace { break }
-            i -= 1
-            throw unexpected("',' or '}'")
+            if try !another(closing: Byte.closeBrace, "',' or '}'") { break }
         }
         depth -= 1
         return .object(JSONObject(uniqueMembers: members))
+    }
+
+    /// Checks the value at `p[i]` as ``parseValue()`` would (the same errors: syntax,
+    /// UTF-8, escapes, nesting, duplicate keys compared as `String`s) without building it:
+    /// string values are scanned, not made. Leaves `i` after the value.
+    mutating func skipValue() throws {
+        guard i < end else { throw unexpected("a JSON value") }
+        switch p[i] {
+        case Byte.quote: _ = try scanString()
+        case Byte.openBrace: try skipObject()
+        case Byte.openBracket:
+            try enter()
+            i += 1
+            skipWhitespace()
+            if i < end, p[i] == Byte.closeBracket {
+                i += 1
+                depth -= 1
+                return
+            }
+            while true {
+                try skipValue()
+                if try !another(closing: Byte.closeBracket, "',' or ']'") { break }
+            }
+            depth -= 1
+        case 0x74: try expectLiteral("true")
+        case 0x66: try expectLiteral("false")
+        case 0x6E: try expectLiteral("null")
+        case Byte.minus, 0x30...0x39: _ = try parseNumber()
+        default: throw unexpected("a JSON value")
+        }
+    }
+
+    /// Keys of one object compared as raw bytes while they are plain ASCII without escapes
+    /// (equal bytes then mean equal `String`s), at most this many; past that, or at the first
+    /// other key, the keys so far become `String`s and the rest are compared as ``parseObject()``
+    /// compares them.
+    private static let rawKeyLimit = 16
+
+    private mutating func skipObject() throws {
+        try enter()
+        i += 1
+        skipWhitespace()
+        if i < end, p[i] == Byte.closeBrace {
+            i += 1
+            depth -= 1
+            return
+        }
+        try withUnsafeTemporaryAllocation(of: (start: Int, count: Int).self, capacity: Self.rawKeyLimit) { raw in
+            var rawCount = 0
+            var keys: [String]?
+            var keySet: Set<String>?
+            while true {
+                guard i < end, p[i] == Byte.quote else { throw unexpected("a string key") }
+                let keyOffset = i
+                let span = try scanString()
+                if keys == nil, rawCount < Self.rawKeyLimit, !span.hasEscapes, isASCII(span.start, span.byteCount) {
+                    for k in 0..<rawCount where raw[k].count == span.byteCount && (span.byteCount == 0 || memoryEqual(raw[k].start, span.start, span.byteCount)) {
+                        throw duplicateKey(String(decoding: UnsafeBufferPointer(start: p + span.start, count: span.byteCount), as: UTF8.self), at: keyOffset)
+                    }
+                    raw[rawCount] = (span.start, span.byteCount)
+                    rawCount += 1
+                } else {
+                    if keys == nil {
+                        keys = (0..<rawCount).map { String(decoding: UnsafeBufferPointer(start: p + raw[$0].start, count: raw[$0].count), as: UTF8.self) }
+                    }
+                    let key = span.hasEscapes ? String(decoding: scratch, as: UTF8.self)
+                        : String(decoding: UnsafeBufferPointer(start: p + span.start, count: span.byteCount), as: UTF8.self)
+                    let duplicate = if let keySet { keySet.contains(key) } else { keys?.contains(key) ?? false }
+                    if duplicate { throw duplicateKey(key, at: keyOffset) }
+                    if keySet != nil {
+                        keySet?.insert(key)
+                    } else {
+                        keys?.append(key)
+                        if let k = keys, k.count > linearKeyCheckLimit { keySet = Set(k) }
+                    }
+                }
+                skipWhitespace()
+                guard i < end, p[i] == Byte.colon else { throw unexpected("':'") }
+                i += 1
+                skipWhitespace()
+                try skipValue()
+                if try !another(closing: Byte.closeBrace, "',' or '}'") { break }
+            }
+        }
+        depth -= 1
+    }
+
+    private func isASCII(_ start: Int, _ count: Int) -> Bool {
+        for k in start..<(start + count) where p[k] >= 0x80 { return false }
+        return true
+    }
+
+    private func memoryEqual(_ a: Int, _ b: Int, _ count: Int) -> Bool {
+        for k in 0..<count where p[a + k] != p[b + k] { return false }
+        return true
+    }
+
+    private func duplicateKey(_ key: String, at offset: Int) -> JSONError {
+        JSONError(.duplicateKey, "duplicate key at byte offset \(offset): an object has the key \"\(key.prefix(64))\" twice")
     }
 
     // MARK: Strings

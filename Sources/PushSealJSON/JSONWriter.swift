@@ -82,6 +82,17 @@ public struct JSONWriter: Sendable {
         needsComma = false
     }
 
+    /// ``key(_:)`` for a key fixed in the program, copied as it is: for keys that need no
+    /// escaping (no `"`, `\\` or control character — member names such as `deviceToken`).
+    public mutating func key(static key: StaticString) {
+        comma()
+        bytes.append(0x22)
+        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        bytes.append(0x22)
+        bytes.append(0x3A)
+        needsComma = false
+    }
+
     // MARK: Values
 
     /// Writes a string value, escaped as described on ``JSONWriter``.
@@ -121,6 +132,31 @@ public struct JSONWriter: Sendable {
     /// Writes an integer in decimal.
     public mutating func integer(_ value: Int) {
         integer(Int64(value))
+    }
+
+    /// Writes `units / 10^fractionDigits` as a decimal number with exactly `fractionDigits`
+    /// digits after the point (`decimal(12345, fractionDigits: 3)` writes `12.345`,
+    /// `decimal(-5, fractionDigits: 2)` writes `-0.05`): fixed-point values such as
+    /// milliseconds kept in microseconds, without a `Double`. `fractionDigits` is clamped to
+    /// 0…18; 0 writes an integer.
+    public mutating func decimal(_ units: Int64, fractionDigits: Int) {
+        let digits = max(0, min(18, fractionDigits))
+        guard digits > 0 else { return integer(units) }
+        comma()
+        if units < 0 { bytes.append(0x2D) }
+        var scale: UInt64 = 1
+        for _ in 0..<digits { scale *= 10 }
+        let m = units.magnitude
+        appendInteger(Int64(m / scale))
+        bytes.append(0x2E)
+        var fraction = m % scale
+        let at = bytes.count
+        bytes.append(contentsOf: repeatElement(0x30, count: digits))
+        for i in stride(from: at + digits - 1, through: at, by: -1) {
+            bytes[i] = 0x30 &+ UInt8(truncatingIfNeeded: fraction % 10)
+            fraction /= 10
+        }
+        needsComma = true
     }
 
     /// Writes a double in its shortest round-trip form (e.g. `0.1`, `1.0`, `1e+100`).

@@ -37,7 +37,10 @@ struct InputLines {
                 end = n
             }
             any = true
-            let newline = buffer[start..<end].firstIndex(of: 0x0A)
+            let (from, to) = (start, end)
+            let newline = buffer.withUnsafeBytes { raw in
+                Memory.firstIndex(of: 0x0A, in: UnsafeRawBufferPointer(rebasing: raw[from..<to])).map { from + $0 }
+            }
             let stopAt = newline ?? end
             if !overlong {
                 if line.count + (stopAt - start) > Self.maxLineByteCount + 1 {

@@ -26,28 +26,79 @@ final class OutcomeLog: @unchecked Sendable {
     private let progress: Bool
     private var lastProgress: UInt64 = 0
 
+    /// The outcome file is a terminal (looked up once, not per line).
+    private let terminal: Bool
+    /// Reused for each outcome line.
+    private var line = JSONWriter(reservingCapacity: 512)
+
     init(file: FileDescriptor, invalidationsFile: FileDescriptor?, progress: Bool) {
         self.file = file
         self.invalidationsFile = invalidationsFile
         self.progress = progress
+        terminal = file.isTerminal
     }
 
-    /// Records a final outcome from the client.
+    /// Records a final outcome from the client. The line is built in a stack buffer when all
+    /// its strings are plain ASCII (``PlainLine``: the common case, hex tokens and UUIDs), else
+    /// by a reused `JSONWriter`; to a terminal it goes through `Output.terminalSafeJSON` as
+    /// every other JSON the tools print. Both give the same bytes for the same outcome.
     func add(_ o: APNsOutcome) {
-        var w = "{\"line\":\(o.tag),\"deviceToken\":\(Output.json(.string(o.deviceToken))),\"outcome\":\"\(o.kind.rawValue)\""
-        if let s = o.status { w += ",\"status\":\(s)" }
-        if let r = o.reason { w += ",\"reason\":\(Output.json(.string(r)))" }
-        w += ",\"apnsId\":\"\(o.apnsID)\""
-        if let u = o.apnsUniqueID { w += ",\"apnsUniqueId\":\(Output.json(.string(u)))" }
-        if let t = o.timestampMilliseconds { w += ",\"timestamp\":\(t)" }
-        w += ",\"attempts\":\(o.attempts)"
-        if let c = o.connection { w += ",\"connection\":\(c)" }
-        let micros = o.latencyNanoseconds / 1000
-        w += ",\"latencyMs\":\(micros / 1000).\(String(micros % 1000 + 1000).dropFirst())}\n"
         lock.withLock {
-            pending.append(contentsOf: w.utf8)
+            if terminal || !appendPlain(o) { appendWritten(o) }
+            pending.append(UInt8(ascii: "\n"))
             count(o.kind.rawValue, status: o.status, reason: o.reason)
             counts.latency.add(nanoseconds: o.latencyNanoseconds)
+        }
+    }
+
+    /// Appends `o`'s line to `pending` if every string in it is plain ASCII; else `false`, nothing written.
+    private func appendPlain(_ o: APNsOutcome) -> Bool {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return false }
+            var l = PlainLine(base: base, capacity: buffer.count)
+            l.raw("{\"line\":"); l.integer(Int64(o.tag))
+            l.raw(",\"deviceToken\":"); l.string(o.deviceToken)
+            l.raw(",\"outcome\":"); l.string(o.kind.rawValue)
+            if let s = o.status { l.raw(",\"status\":"); l.integer(Int64(s)) }
+            if let r = o.reason { l.raw(",\"reason\":"); l.string(r) }
+            l.raw(",\"apnsId\":"); l.string(o.apnsID)
+            if let u = o.apnsUniqueID { l.raw(",\"apnsUniqueId\":"); l.string(u) }
+            if let t = o.timestampMilliseconds { l.raw(",\"timestamp\":"); l.integer(t) }
+            l.raw(",\"attempts\":"); l.integer(Int64(o.attempts))
+            if let c = o.connection { l.raw(",\"connection\":"); l.integer(Int64(c)) }
+            let micros = Int64(clamping: o.latencyNanoseconds / 1000)
+            l.raw(",\"latencyMs\":"); l.integer(micros / 1000); l.raw(".")
+            l.integer(micros % 1000 / 100); l.integer(micros % 100 / 10); l.integer(micros % 10)
+            l.raw("}")
+            guard l.ok else { return false }
+            pending.append(contentsOf: UnsafeBufferPointer(start: base, count: l.count))
+            return true
+        }
+    }
+
+    /// Appends `o`'s line to `pending` by the reused `JSONWriter` (any strings, escaped).
+    private func appendWritten(_ o: APNsOutcome) {
+        var w = JSONWriter()
+        swap(&w, &line)
+        defer { swap(&w, &line) }
+        w.reset()
+        w.beginObject()
+        w.key(static: "line"); w.integer(o.tag)
+        w.key(static: "deviceToken"); w.string(o.deviceToken)
+        w.key(static: "outcome"); w.string(o.kind.rawValue)
+        if let s = o.status { w.key(static: "status"); w.integer(s) }
+        if let r = o.reason { w.key(static: "reason"); w.string(r) }
+        w.key(static: "apnsId"); w.string(o.apnsID)
+        if let u = o.apnsUniqueID { w.key(static: "apnsUniqueId"); w.string(u) }
+        if let t = o.timestampMilliseconds { w.key(static: "timestamp"); w.integer(t) }
+        w.key(static: "attempts"); w.integer(o.attempts)
+        if let c = o.connection { w.key(static: "connection"); w.integer(c) }
+        w.key(static: "latencyMs"); w.decimal(Int64(clamping: o.latencyNanoseconds / 1000), fractionDigits: 3)
+        w.endObject()
+        if terminal {
+            pending.append(contentsOf: Output.terminalSafeJSON(String(decoding: w.bytes, as: UTF8.self)).utf8)
+        } else {
+            pending.append(contentsOf: w.bytes)
         }
     }
 
@@ -155,5 +206,77 @@ struct LatencyHistogram {
             if seen >= target { return Self.edges[i] / 1000 }
         }
         return nil
+    }
+}
+
+/// An outcome line built in a fixed buffer: static pieces, decimal integers, and strings of
+/// plain ASCII (U+0020–U+007E but `"` and `\\`: written as they are, no escape needed). Any
+/// other string, or running out of room, clears ``ok`` (the caller then uses `JSONWriter`).
+struct PlainLine {
+    let base: UnsafeMutablePointer<UInt8>
+    let capacity: Int
+    private(set) var count = 0
+    private(set) var ok = true
+
+    init(base: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        self.base = base
+        self.capacity = capacity
+    }
+
+    private mutating func copy(_ from: UnsafePointer<UInt8>, _ n: Int) {
+        guard ok, count + n <= capacity else {
+            ok = false
+            return
+        }
+        (base + count).update(from: from, count: n)
+        count += n
+    }
+
+    mutating func raw(_ text: StaticString) { copy(text.utf8Start, text.utf8CodeUnitCount) }
+
+    mutating func integer(_ value: Int64) {
+        guard ok, count + DecimalText.maxByteCount <= capacity else {
+            ok = false
+            return
+        }
+        count += DecimalText.write(value, to: base + count)
+    }
+
+    mutating func string(_ value: String) {
+        var v = value
+        v.withUTF8 { u in
+            guard Self.isPlain(u) else {
+                ok = false
+                return
+            }
+            raw("\"")
+            if let p = u.baseAddress { copy(p, u.count) }
+            raw("\"")
+        }
+    }
+
+    /// Every byte in U+0020–U+007E but `"` and `\\` (8 bytes a step: a byte is flagged when
+    /// below 0x20, at or above 0x7F, or equal to one of the two).
+    static func isPlain(_ u: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let p = u.baseAddress else { return true }
+        let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
+        func flagged(_ x: UInt64) -> Bool {
+            let quote = x ^ (ones &* 0x22), backslash = x ^ (ones &* 0x5C)
+            let below = (x &- ones &* 0x20) & ~x
+            let above = (x &+ ones &* 0x01) | x  // 0x7F + 1 and 0x80… set the high bit
+            let zeroQuote = (quote &- ones) & ~quote, zeroBackslash = (backslash &- ones) & ~backslash
+            return (below | above | zeroQuote | zeroBackslash) & high != 0
+        }
+        var i = 0
+        while i + 8 <= u.count {
+            if flagged(UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)) { return false }
+            i += 8
+        }
+        while i < u.count {
+            let b = p[i]
+            if b < 0x20 || b > 0x7E || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
+            i += 1
+        }
+        return true
     }
 }

@@ -21,14 +21,41 @@ enum SendInput {
         var collapseID: String?
     }
 
+    /// The request fields a line's `headers` member (with the defaults) gives.
+    struct HeaderFields {
+        var pushType: APNsPushType
+        var topic: String
+        var priority: Int?
+        var expiration: Int64?
+        var collapseID: String?
+    }
+
+    /// The last `headers` member seen (its raw bytes, `nil` for a line without one) and what it
+    /// gave: push-seal batch writes the same headers on most lines, so they are decoded once.
+    struct HeaderCache {
+        fileprivate var raw: [UInt8]?
+        fileprivate var fields: Result<HeaderFields, SendLineError>?
+
+        init() {}
+    }
+
     /// Parses one line: `{"line"?, "deviceToken", "payload": {…}, "headers": {…}}` (push-seal
     /// batch's output plus a device token), or a batch error line (`"error"`: not sealed).
-    /// The payload is sent as the exact bytes of the line's `payload` member.
+    /// The payload is sent as the exact bytes of the line's `payload` member (checked as JSON,
+    /// not decoded). With `validating` false the notification is not checked here
+    /// (``APNsClient/send(_:tag:)`` checks it and throws the same errors).
     static func parse(_ bytes: [UInt8], physicalLine: Int, defaults: Defaults) -> Parsed {
+        var cache = HeaderCache()
+        return parse(bytes, physicalLine: physicalLine, defaults: defaults, cache: &cache, validating: true)
+    }
+
+    /// ``parse(_:physicalLine:defaults:)`` reusing `cache` from the line before.
+    static func parse(_ bytes: [UInt8], physicalLine: Int, defaults: Defaults, cache: inout HeaderCache, validating: Bool) -> Parsed {
         var line = physicalLine
         var token = defaults.deviceToken ?? ""
         var payload: [UInt8]?
-        var headers: JSONObject?
+        var headersRaw: UnsafeRawBufferPointer?
+        var fields: Result<HeaderFields, SendLineError>?
         var batchError: String?
         do {
             try bytes.withUnsafeBytes { raw in
@@ -38,11 +65,15 @@ enum SendInput {
                     if s.rawEquals(key, "payload") {
                         guard try s.peekKind() == .object else { throw SendLineError(code: "badPayload", message: "\"payload\" is not a JSON object") }
                         let start = s.offset
-                        _ = try s.readValue()
+                        try s.skipValue()
                         payload = Array(raw[start..<s.offset])
                     } else if s.rawEquals(key, "headers") {
-                        guard case .object(let h) = try s.readValue() else { throw SendLineError(code: "badHeaders", message: "\"headers\" is not a JSON object") }
-                        headers = h
+                        guard try s.peekKind() == .object else { throw SendLineError(code: "badHeaders", message: "\"headers\" is not a JSON object") }
+                        let start = s.offset
+                        // The same bytes as the last line's headers: stepped over, not checked again.
+                        let same = cache.raw.map { c in c.withUnsafeBytes { s.skipValue(ifEqualTo: $0) } } ?? false
+                        if !same { try s.skipValue() }
+                        headersRaw = UnsafeRawBufferPointer(rebasing: raw[start..<s.offset])
                     } else if s.rawEquals(key, "deviceToken") {
                         guard try s.peekKind() == .string else { throw SendLineError(code: "badDeviceToken", message: "\"deviceToken\" is not a string") }
                         token = s.string(try s.readString())
@@ -59,6 +90,7 @@ enum SendInput {
                     }
                 }
                 try s.finish()
+                fields = Self.fields(headersRaw, defaults: defaults, cache: &cache)
             }
         } catch let e as SendLineError {
             return .invalid(line: line, deviceToken: token, code: e.code, message: e.message)
@@ -76,14 +108,61 @@ enum SendInput {
         guard !token.isEmpty else {
             return .invalid(line: line, deviceToken: token, code: "missingDeviceToken", message: "the line has no \"deviceToken\" (and no --device-token was given)")
         }
-        switch notification(deviceToken: token, payload: payload, headers: headers, defaults: defaults) {
-        case .success(let n): return .notification(line: line, n)
-        case .failure(let e): return .invalid(line: line, deviceToken: token, code: e.code, message: e.message)
+        switch fields {
+        case .success(let f)?:
+            let n = APNsNotification(deviceToken: token, payload: payload, pushType: f.pushType, topic: f.topic,
+                                     priority: f.priority, expiration: f.expiration, collapseID: f.collapseID)
+            if validating, case .failure(let e) = validated(n) { return .invalid(line: line, deviceToken: token, code: e.code, message: e.message) }
+            return .notification(line: line, n)
+        case .failure(let e)?:
+            return .invalid(line: line, deviceToken: token, code: e.code, message: e.message)
+        case nil:
+            return .invalid(line: line, deviceToken: token, code: "badInput", message: "not a JSON object")
         }
+    }
+
+    /// The fields of a `headers` member given as its raw bytes (`nil`: the line has none), from
+    /// `cache` when they are the same bytes as the last line's.
+    private static func fields(_ raw: UnsafeRawBufferPointer?, defaults: Defaults, cache: inout HeaderCache) -> Result<HeaderFields, SendLineError> {
+        if let cached = cache.fields {
+            let same: Bool = switch (raw, cache.raw) {
+            case (nil, nil): true
+            case (let r?, let c?): r.count == c.count && c.withUnsafeBytes { c in
+                guard let a = r.baseAddress, let b = c.baseAddress else { return r.count == 0 }
+                return Memory.equal(a, b, count: r.count)
+            }
+            default: false
+            }
+            if same { return cached }
+        }
+        var headers: JSONObject?
+        if let raw {
+            // Checked by the scanner already: this parse cannot fail but for the limits.
+            guard case .object(let h)? = try? JSONReader.parse(raw) else {
+                return .failure(SendLineError(code: "badHeaders", message: "\"headers\" is not a JSON object"))
+            }
+            headers = h
+        }
+        let result = fields(headers: headers, defaults: defaults)
+        cache.raw = raw.map { Array($0) }
+        cache.fields = result
+        return result
     }
 
     /// A request from a payload, push-seal's headers and the defaults, validated.
     static func notification(deviceToken: String, payload: [UInt8], headers: JSONObject?, defaults: Defaults) -> Result<APNsNotification, SendLineError> {
+        switch fields(headers: headers, defaults: defaults) {
+        case .success(let f):
+            let n = APNsNotification(deviceToken: deviceToken, payload: payload, pushType: f.pushType, topic: f.topic,
+                                     priority: f.priority, expiration: f.expiration, collapseID: f.collapseID)
+            return validated(n)
+        case .failure(let e):
+            return .failure(e)
+        }
+    }
+
+    /// The request fields from push-seal's headers and the defaults.
+    static func fields(headers: JSONObject?, defaults: Defaults) -> Result<HeaderFields, SendLineError> {
         func header(_ name: String) -> String? { headers?[name]?.stringValue }
         let typeName = header("apns-push-type") ?? defaults.pushType ?? "alert"
         guard let pushType = APNsPushType(rawValue: typeName) else {
@@ -102,8 +181,12 @@ enum SendInput {
             guard let v = Int64(e) else { return .failure(SendLineError(code: "badExpiration", message: "apns-expiration '\(e.prefix(20))' is not an integer")) }
             expiration = v
         }
-        let n = APNsNotification(deviceToken: deviceToken, payload: payload, pushType: pushType, topic: pushType.topic(forBundleID: bundle),
-                                 priority: priority, expiration: expiration, collapseID: header("apns-collapse-id") ?? defaults.collapseID)
+        return .success(HeaderFields(pushType: pushType, topic: pushType.topic(forBundleID: bundle), priority: priority,
+                                     expiration: expiration, collapseID: header("apns-collapse-id") ?? defaults.collapseID))
+    }
+
+    /// `n` when ``APNsNotification/validate()`` accepts it, else its error.
+    static func validated(_ n: APNsNotification) -> Result<APNsNotification, SendLineError> {
         do {
             try n.validate()
         } catch let e as APNsError {

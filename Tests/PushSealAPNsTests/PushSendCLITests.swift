@@ -169,4 +169,24 @@ struct PushSendCLITests {
         mock.stop()
         #expect(try mock.records().isEmpty, "nothing reached the mock")
     }
+
+    @Test("lines with different headers each send their own (headers decoded once per distinct member); --rate paces without losing a line")
+    func headersPerLineAndRate() throws {
+        let mock = try MockAPNs()
+        func line(_ n: Int, priority: String?) -> String {
+            let headers = priority.map { ",\"headers\":{\"apns-push-type\":\"alert\",\"apns-topic\":\"\(MockAPNs.topic)\",\"apns-priority\":\"\($0)\"}" } ?? ""
+            return "{\"line\":\(n),\"payload\":{\"aps\":{\"alert\":\"x\"}}\(headers),\"deviceToken\":\"\(token(n))\"}\n"
+        }
+        // nil: no headers member (the flags' --topic and --priority 1 apply).
+        let priorities: [String?] = ["10", "10", "5", "5", "10", nil, "10", nil, "5"]
+        let input = priorities.enumerated().map { line($0.offset + 1, priority: $0.element) }.joined()
+        let r = try PushSend.run(PushSend.base(mock) + ["--topic", MockAPNs.topic, "--priority", "1", "--rate", "500", "-"], stdin: input)
+        let zero = try PushSend.run(PushSend.base(mock) + ["--rate", "0", "-"])
+        #expect(zero.status == 64 && zero.stderr.contains("--rate needs 1 to 1000000"), "\(zero.stderr)")
+        mock.stop()
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try PushSend.outcomes(r.stdout).count == priorities.count)
+        let sent = Dictionary(try mock.answered().map { ($0["token"] as? String ?? "", $0["priority"] as? String ?? "-") }, uniquingKeysWith: { a, _ in a })
+        for (i, p) in priorities.enumerated() { #expect(sent[token(i + 1)] == (p ?? "1"), "line \(i + 1)") }
+    }
 }
