@@ -191,10 +191,12 @@ public struct NotificationSealer: Sendable {
             }
         }
         // The common case with one temporary buffer: the plaintext, padded, and its box side by
-        // side; of 1 KiB (on the stack) when the estimate fits, else of the budget's size (a
-        // plaintext that fits the payload is far smaller). One that does not fit after all
-        // takes the slow path below.
-        let plaintextCapacity = n.estimatedByteCount() <= Self.smallPlaintextByteCount ? Self.smallPlaintextByteCount : SealOptions.maxPayloadByteCount
+        // side; of 1 KiB (on the stack) when the estimate fits, else sized by the estimate (at
+        // most the budget: a plaintext that fits the payload is far smaller). One that does not
+        // fit after all takes the slow path below.
+        let estimate = n.estimatedByteCount()
+        let plaintextCapacity = estimate <= Self.smallPlaintextByteCount ? Self.smallPlaintextByteCount
+            : min(SealOptions.maxPayloadByteCount, (estimate + 63) & ~63)
         let boxCapacity = algorithm.boxByteCount(plaintextByteCount: plaintextCapacity)
         let quick = try withUnsafePointer(to: &n) { notification in
             try Self.quickPayload(notification, plaintextCapacity: plaintextCapacity, boxByteCount: boxCapacity,
