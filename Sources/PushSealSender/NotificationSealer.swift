@@ -233,7 +233,7 @@ public struct NotificationSealer: Sendable {
         try withUnsafeTemporaryAllocation(byteCount: plaintextCapacity + boxByteCount, alignment: 16) { scratch -> [UInt8]? in
             guard let sink = BoundedByteSink(UnsafeMutableRawBufferPointer(rebasing: scratch[0..<plaintextCapacity])) else { return nil }
             var e = PlaintextEncoder(into: sink)
-            try encode(n.pointee, &e)
+            try encode(n, &e)
             guard !e.sink.overflowed else { return nil }
             let padded = padding ? Padme.paddedLength(e.sink.count) : e.sink.count
             guard size(padded) <= SealOptions.maxPayloadByteCount else { return nil }
@@ -290,8 +290,7 @@ public struct NotificationSealer: Sendable {
         }
 
         private static func put(_ s: String, _ out: UnsafeMutableRawPointer, _ at: Int) -> Int {
-            var s = s
-            return s.withUTF8 { u in
+            s.withContiguousUTF8 { u in
                 if let b = u.baseAddress { (out + at).copyMemory(from: b, byteCount: u.count) }
                 return at + u.count
             }
@@ -388,6 +387,15 @@ public struct NotificationSealer: Sendable {
     private static func encode<S: ByteSink>(_ n: borrowing Notification, _ e: inout PlaintextEncoder<S>) throws {
         do {
             try e.encode(n)
+        } catch let error as FormatError {
+            throw SenderError(.invalidNotification, error.reason)
+        }
+    }
+
+    /// ``encode(_:_:)`` of the notification at `n` (the quick path's: no copy of it).
+    private static func encode<S: ByteSink>(_ n: UnsafePointer<Notification>, _ e: inout PlaintextEncoder<S>) throws {
+        do {
+            try e.encode(pointer: n)
         } catch let error as FormatError {
             throw SenderError(.invalidNotification, error.reason)
         }

@@ -1,4 +1,5 @@
 public import PushSealCrypto
+import PushSealSystem
 
 /// Version 1's algorithm (FORMAT.md §3): `enc_alg` `A256GCM`, AES-256-GCM with a fresh
 /// random 12-byte nonce, box nonce(12) ‖ ciphertext ‖ tag(16), 32-byte key on both sides,
@@ -42,9 +43,8 @@ public struct A256GCMEnvelope: EnvelopeAlgorithm {
 
     static func withAAD<R>(keyID: String, appID: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         let prefix = aadPrefix
-        var k = keyID, a = appID
-        return try k.withUTF8 { kb in
-            try a.withUTF8 { ab in
+        return try keyID.withContiguousUTF8 { kb in
+            try appID.withContiguousUTF8 { ab in
                 let count = prefix.utf8CodeUnitCount + kb.count + 1 + ab.count
                 return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buf in
                     guard let base = buf.baseAddress else {

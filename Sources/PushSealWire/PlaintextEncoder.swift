@@ -26,6 +26,14 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     /// Writes `notification`'s plaintext object (no padding).
     /// - Throws: `FormatError` `.nonFiniteNumber` when `data` holds an infinite or NaN number.
     @inlinable public mutating func encode(_ notification: Notification) throws {
+        try withUnsafePointer(to: notification) { try encode(pointer: $0) }
+    }
+
+    /// ``encode(_:)`` of the notification at `p`, read member by member where it lies: a hot
+    /// caller that holds its notification in a closure passes it this way, as passing the value
+    /// there copies it (every member retained and released again).
+    /// - Throws: `FormatError` `.nonFiniteNumber` when `data` holds an infinite or NaN number.
+    @inlinable public mutating func encode(pointer p: UnsafePointer<Notification>) throws {
         sink.append(UInt8(ascii: "{"))
         var first = true
         func key(_ k: StaticString, _ e: inout PlaintextEncoder) {
@@ -35,10 +43,10 @@ public struct PlaintextEncoder<Sink: ByteSink> {
             e.raw(k)
             e.raw("\":")
         }
-        if let t = notification.titleText { key("title", &self); text(t, in: notification.source) }
-        if let t = notification.subtitleText { key("subtitle", &self); text(t, in: notification.source) }
-        if let t = notification.bodyText { key("body", &self); text(t, in: notification.source) }
-        if let m = notification.media {
+        if let t = p.pointee.titleText { key("title", &self); text(t, in: p.pointee.source) }
+        if let t = p.pointee.subtitleText { key("subtitle", &self); text(t, in: p.pointee.source) }
+        if let t = p.pointee.bodyText { key("body", &self); text(t, in: p.pointee.source) }
+        if let m = p.pointee.media {
             key("media", &self)
             raw("{\"url\":")
             string(m.url)
@@ -47,10 +55,10 @@ public struct PlaintextEncoder<Sink: ByteSink> {
             if let k = m.key { raw(",\"key\":"); string(k.withUnsafeBytes { WireBase64.encodeSecret($0) }) }
             sink.append(UInt8(ascii: "}"))
         }
-        if !notification.localizations.isEmpty {
+        if !p.pointee.localizations.isEmpty {
             key("localizations", &self)
             sink.append(UInt8(ascii: "{"))
-            for (i, l) in notification.localizations.enumerated() {
+            for (i, l) in p.pointee.localizations.enumerated() {
                 if i > 0 { sink.append(UInt8(ascii: ",")) }
                 string(l.locale)
                 sink.append(UInt8(ascii: ":"))
@@ -72,11 +80,11 @@ public struct PlaintextEncoder<Sink: ByteSink> {
             }
             sink.append(UInt8(ascii: "}"))
         }
-        if let d = notification.data { key("data", &self); try object(d) }
-        if let a = notification.aps, case .object(let o) = a.jsonValue() { key("aps", &self); try object(o) }
-        if let t = notification.iat { key("iat", &self); integer(t) }
-        if let t = notification.exp { key("exp", &self); integer(t) }
-        if let t = notification.idText { key("id", &self); text(t, in: notification.source) }
+        if let d = p.pointee.data { key("data", &self); try object(d) }
+        if let a = p.pointee.aps, case .object(let o) = a.jsonValue() { key("aps", &self); try object(o) }
+        if let t = p.pointee.iat { key("iat", &self); integer(t) }
+        if let t = p.pointee.exp { key("exp", &self); integer(t) }
+        if let t = p.pointee.idText { key("id", &self); text(t, in: p.pointee.source) }
         sink.append(UInt8(ascii: "}"))
     }
 
@@ -88,8 +96,11 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     /// Appends `s` as a JSON string literal with quotes.
     @inlinable public mutating func string(_ s: String) {
         sink.append(0x22)
-        var s = s
-        s.withUTF8 { appendEscaped($0) }
+        // In place for a native string (no copy of it, so no retain and release).
+        if s.utf8.withContiguousStorageIfAvailable({ appendEscaped($0) }) == nil {
+            var s = s
+            s.withUTF8 { appendEscaped($0) }
+        }
         sink.append(0x22)
     }
 

@@ -1,5 +1,6 @@
 internal import CPushSealSIMD
 internal import CSodium
+import PushSealSystem
 
 /// Base64 as wire format v1 writes and reads it (FORMAT.md §4).
 ///
@@ -148,8 +149,7 @@ public enum WireBase64 {
     /// - Returns: the decoded bytes (possibly empty when `text` is only whitespace).
     /// - Throws: `FormatError` `.invalidBase64`.
     public static func decode(_ text: String) throws -> [UInt8] {
-        var text = text
-        return try text.withUTF8 { try decode(UnsafeRawBufferPointer($0)) }
+        try text.withContiguousUTF8 { try decode(UnsafeRawBufferPointer($0)) }
     }
 
     /// Table entries: 0–63 a digit of either alphabet, then these markers.

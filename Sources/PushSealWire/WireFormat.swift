@@ -1,5 +1,6 @@
 public import PushSealJSON
 public import PushSealCrypto
+import PushSealSystem
 
 /// Wire format version 1: the constants, the AAD, identifier rules and the seal side
 /// (normative text: docs/FORMAT.md).
@@ -42,8 +43,7 @@ public enum WireFormat {
 
     /// Whether `keyID` is 1–64 characters of `A-Z a-z 0-9 _ -`.
     public static func isValidKeyID(_ keyID: String) -> Bool {
-        var keyID = keyID
-        return keyID.withUTF8 { u in
+        keyID.withContiguousUTF8 { u in
             guard !u.isEmpty, u.count <= maxKeyIDByteCount else { return false }
             for c in u {
                 let letter = (c | 0x20) &- 0x61 < 26  // A-Z, a-z
@@ -65,8 +65,7 @@ public enum WireFormat {
     /// than `|`. Bundle identifiers and APNs topics (`com.example.app`,
     /// `com.example.app.voip`) qualify; `|` is excluded because it separates AAD parts.
     public static func isValidAppID(_ appID: String) -> Bool {
-        var appID = appID
-        return appID.withUTF8 { u in
+        appID.withContiguousUTF8 { u in
             guard !u.isEmpty, u.count <= maxAppIDByteCount else { return false }
             // A plain loop: the seal entry point runs this on every seal.
             for c in u where c < 0x21 || c > 0x7E || c == aadSeparator { return false }
