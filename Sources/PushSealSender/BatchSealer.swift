@@ -166,22 +166,24 @@ public struct BatchSealer: Sendable {
     /// ``sealLine(_:)`` with the error code of a failed line (`nil` when it was sealed).
     func sealLineReportingCode(_ line: Line, tokens: ChunkDeviceTokens? = nil) -> (bytes: [UInt8], failureCode: String?) {
         var recipient: String?
-        var fields = BatchLineFields()
+        var fields = BatchLineFields()  // the tree path's (the scan path keeps its own in `scanned`)
+        var scannedToken: String?       // the scan path's device token, for an error line
         do {
             if let n = line.overlongByteCount {
                 throw SenderError(.lineTooLong, "the line is \(n) bytes, longer than the limit")
             }
             // The scanner holds the line, so the notification's text stays spans of it.
-            let scanned = line.bytes.isEmpty || line.bytes.count > Self.lineLimits.maxByteCount ? nil
+            let maybeScanned = line.bytes.isEmpty || line.bytes.count > Self.lineLimits.maxByteCount ? nil
                 : (try? JSONReader.Scanner.scanning(line.bytes, limits: Self.lineLimits) { Self.scanLine(&$0) }) ?? nil
-            if var scanned {
+            // Moved, not copied (a copy retains every member of the notification and the fields).
+            if var scanned = consume maybeScanned {
                 recipient = scanned.recipient
-                fields = scanned.fields
-                if fields.deviceToken == nil, let tokens { fields.deviceToken = try tokens.token(for: scanned.recipient) }
+                if scanned.fields.deviceToken == nil, let tokens { scanned.fields.deviceToken = try tokens.token(for: scanned.recipient) }
+                scannedToken = scanned.fields.deviceToken
                 try SealRequest.checkTTL(exp: scanned.notification.exp, ttlSeconds: scanned.ttl)
-                let clear = try sealer.clearPart(overriding: fields)
+                let clear = try sealer.clearPart(overriding: scanned.fields)
                 let sealed = try sealer.seal(&scanned.notification, ttlSeconds: scanned.ttl, for: scanned.recipient, clear: clear)
-                return (Self.output(recipient: scanned.recipient, line: line.number, deviceToken: fields.deviceToken, sealed: sealed), nil)
+                return (Self.output(recipient: scanned.recipient, line: line.number, deviceToken: scanned.fields.deviceToken, sealed: sealed), nil)
             }
             let (r, n) = try Self.treeLine(line.bytes, recipient: &recipient, fields: &fields)
             if fields.deviceToken == nil, let tokens { fields.deviceToken = try tokens.token(for: r) }
@@ -196,7 +198,7 @@ public struct BatchSealer: Sendable {
             if let recipient { w.string(recipient) } else { w.raw("null") }
             w.raw(",\"line\":")
             w.integer(Int64(line.number))
-            if let token = fields.deviceToken {
+            if let token = scannedToken ?? fields.deviceToken {
                 w.raw(",\"deviceToken\":")
                 w.string(token)
             }

@@ -176,14 +176,25 @@ public struct APNsHeaders: Sendable, Hashable {
         return out
     }
 
-    /// Writes the headers as one JSON object of strings (`{"apns-push-type":"alert",…}`).
+    /// Writes the headers as one JSON object of strings (`{"apns-push-type":"alert",…}`): the
+    /// bytes of ``fields`` written in order, without building that array (`push-seal batch`
+    /// writes this for every line).
     public func write(to writer: inout PayloadWriter) {
-        writer.byte(UInt8(ascii: "{"))
-        for (i, f) in fields.enumerated() {
-            if i > 0 { writer.byte(UInt8(ascii: ",")) }
-            writer.string(f.name)
-            writer.byte(UInt8(ascii: ":"))
-            writer.string(f.value)
+        writer.raw("{\"apns-push-type\":")
+        writer.string(pushType)
+        writer.raw(",\"apns-topic\":")
+        writer.string(topic)
+        writer.raw(",\"apns-priority\":\"")
+        writer.integer(Int64(priority))
+        writer.byte(UInt8(ascii: "\""))
+        if let expiration {
+            writer.raw(",\"apns-expiration\":\"")
+            writer.integer(expiration)
+            writer.byte(UInt8(ascii: "\""))
+        }
+        if let collapseID {
+            writer.raw(",\"apns-collapse-id\":")
+            writer.string(collapseID)
         }
         writer.byte(UInt8(ascii: "}"))
     }

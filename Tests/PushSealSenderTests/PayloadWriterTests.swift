@@ -6,6 +6,35 @@ import PushSealWire
 @testable import PushSealSender
 
 @Suite struct PayloadWriterTests {
+    /// `APNsHeaders.write(to:)` writes its fields directly: the same JSON object as ``fields``
+    /// serialized in order, for every combination of optional headers and awkward values.
+    @Test func headersWriteTheirFieldsInOrder() throws {
+        for pushType in ["alert", "background"] {
+            for topic in ["com.example.app", "com.ex\"ample\\é"] {
+                for priority in [10, 5, 1] {
+                    for expiration: Int64? in [nil, 0, 1_764_000_000] {
+                        for collapseID: String? in [nil, "", "id-1", "\u{1}😀"] {
+                            let h = APNsHeaders(pushType: pushType, topic: topic, priority: priority, expiration: expiration, collapseID: collapseID)
+                            var w = PayloadWriter()
+                            h.write(to: &w)
+                            var expected = PayloadWriter()
+                            expected.byte(UInt8(ascii: "{"))
+                            for (i, f) in h.fields.enumerated() {
+                                if i > 0 { expected.byte(UInt8(ascii: ",")) }
+                                expected.string(f.name)
+                                expected.byte(UInt8(ascii: ":"))
+                                expected.string(f.value)
+                            }
+                            expected.byte(UInt8(ascii: "}"))
+                            #expect(w.bytes == expected.bytes, "\(h.fields)")
+                            #expect((try? JSONReader.parse(w.bytes)) != nil)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @Test func writesMinimalEscapesAndNoSlashEscape() {
         var w = PayloadWriter()
         w.string("a/b\"c\\d\n\u{1}é😀\u{7F}")
