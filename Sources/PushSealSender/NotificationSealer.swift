@@ -383,16 +383,8 @@ public struct NotificationSealer: Sendable {
 
     /// Encodes `n` with the wire module's encoder; `nonFiniteNumber` (a NaN in `data` built in
     /// code, refused earlier by validation) becomes `.invalidNotification`.
-    /// (No closure around the call: capturing `n` would copy it.)
-    private static func encode<S: ByteSink>(_ n: borrowing Notification, _ e: inout PlaintextEncoder<S>) throws {
-        do {
-            try e.encode(n)
-        } catch let error as FormatError {
-            throw SenderError(.invalidNotification, error.reason)
-        }
-    }
-
-    /// ``encode(_:_:)`` of the notification at `n` (the quick path's: no copy of it).
+    /// The notification at `n` (a pointer: the quick path holds it in a closure, where passing
+    /// the value would copy it; no closure around the call either).
     private static func encode<S: ByteSink>(_ n: UnsafePointer<Notification>, _ e: inout PlaintextEncoder<S>) throws {
         do {
             try e.encode(pointer: n)
@@ -405,7 +397,7 @@ public struct NotificationSealer: Sendable {
     private static func encoded(_ n: Notification) throws -> [UInt8] {
         var e = PlaintextEncoder(into: [UInt8]())
         e.sink.reserveCapacity(3072)
-        try encode(n, &e)
+        try withUnsafePointer(to: n) { try encode($0, &e) }
         return e.sink
     }
 }
