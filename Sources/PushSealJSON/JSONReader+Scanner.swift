@@ -276,14 +276,23 @@ extension Parser {
         var hasEscapes = false
         var minimal = true
         var runStart = start  // first byte not yet copied to `scratch` (once escaped)
-        i = ByteScan.skipPlainASCII16(p, from: i, end: end)
         while true {
+            // Plain ASCII a word at a time, stopping exactly at the first byte that is not. Short
+            // strings (keys, most values) end within two words; a longer run goes through the
+            // vectorized scan from there.
+            var words = 0
+            while i + 8 <= end {
+                let exits = ByteScan.plainASCIIExits(ByteScan.load(p, at: i))
+                if exits != 0 {
+                    i += exits.trailingZeroBitCount >> 3
+                    break
+                }
+                i += 8
+                words += 1
+                if words == 2, end - i >= 32 { i = ByteScan.skipPlainASCII16(p, from: i, end: end) }
+            }
             guard i < end else {
                 throw JSONError(.invalidJSON, "unterminated string starting at byte offset \(start - 1)")
-            }
-            if i + 8 <= end, !ByteScan.leavesPlainASCII(ByteScan.load(p, at: i)) {
-                i += 8
-                continue
             }
             let b = p[i]
             if b == Byte.quote {

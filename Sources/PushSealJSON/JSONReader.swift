@@ -152,6 +152,18 @@ enum ByteScan {
         x & highBits != 0 || needsEscape(x)
     }
 
+    /// The high bit of each byte of `x` (little-endian) that leaves the reader's fast path
+    /// (``leavesPlainASCII(_:)``), exact at the lowest set bit: a borrow in the subtractions
+    /// only runs upward from a byte that is itself flagged, so `trailingZeroBitCount >> 3` is
+    /// the offset of the first such byte (higher bits may be false).
+    @inline(__always)
+    static func plainASCIIExits(_ x: UInt64) -> UInt64 {
+        let control = x &- ones &* 0x20
+        let q = x ^ (ones &* 0x22)
+        let b = x ^ (ones &* 0x5C)
+        return ((control | (q &- ones) & ~q | (b &- ones) & ~b) & ~x | x) & highBits
+    }
+
     /// An index `j >= i` such that `p[i..<j]` is plain ASCII (no byte ``leavesPlainASCII(_:)``
     /// flags) and either `p[j..<j+16]` holds a flagged byte or fewer than 16 bytes are left.
     /// On x86-64 `CPushSealSIMD` scans first (32 or 16 bytes per step, stopping at the flagged

@@ -285,7 +285,7 @@ public struct NotificationSealer: Sendable {
         // Plain static functions with the offset passed through (not nested functions that
         // capture it, which cost a dynamic exclusivity check per call).
         private static func put(_ s: StaticString, _ out: UnsafeMutableRawPointer, _ at: Int) -> Int {
-            (out + at).copyMemory(from: s.utf8Start, byteCount: s.utf8CodeUnitCount)
+            Memory.copy(out + at, from: s.utf8Start, count: s.utf8CodeUnitCount)
             return at + s.utf8CodeUnitCount
         }
 

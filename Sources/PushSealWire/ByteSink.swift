@@ -1,3 +1,4 @@
+import PushSealSystem
 /// Where ``PlaintextEncoder`` writes bytes: a growable `[UInt8]`, or a ``BoundedByteSink``
 /// over a fixed buffer (the sender's stack buffer, no allocation).
 public protocol ByteSink {
@@ -50,7 +51,7 @@ public struct BoundedByteSink: ByteSink {
     /// Appends `bytes`, or sets ``overflowed``.
     @inlinable @inline(__always) public mutating func append(bytes: UnsafeRawBufferPointer) {
         guard writtenByteCount + bytes.count <= capacity else { didOverflow = true; return }
-        if let p = bytes.baseAddress, bytes.count > 0 { (base + writtenByteCount).copyMemory(from: p, byteCount: bytes.count) }
+        if let p = bytes.baseAddress { Memory.copy(base + writtenByteCount, from: p, count: bytes.count) }
         writtenByteCount += bytes.count
     }
 

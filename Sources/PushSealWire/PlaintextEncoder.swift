@@ -34,20 +34,20 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     /// there copies it (every member retained and released again).
     /// - Throws: `FormatError` `.nonFiniteNumber` when `data` holds an infinite or NaN number.
     @inlinable public mutating func encode(pointer p: UnsafePointer<Notification>) throws {
+        // The scanned source is borrowed once for the text members (passing the array to each
+        // retained and released it every time).
+        try p.pointee.source.withUnsafeBytes { source in try encodeMembers(p, source: source) }
+    }
+
+    /// The members of ``encode(pointer:)``; `source` is the notification's `source` bytes.
+    @inlinable mutating func encodeMembers(_ p: UnsafePointer<Notification>, source: UnsafeRawBufferPointer) throws {
         sink.append(UInt8(ascii: "{"))
         var first = true
-        func key(_ k: StaticString, _ e: inout PlaintextEncoder) {
-            if !first { e.sink.append(UInt8(ascii: ",")) }
-            first = false
-            e.sink.append(0x22)
-            e.raw(k)
-            e.raw("\":")
-        }
-        if let t = p.pointee.titleText { key("title", &self); text(t, in: p.pointee.source) }
-        if let t = p.pointee.subtitleText { key("subtitle", &self); text(t, in: p.pointee.source) }
-        if let t = p.pointee.bodyText { key("body", &self); text(t, in: p.pointee.source) }
+        if let t = p.pointee.titleText { member(",\"title\":", first: &first); text(t, in: source, of: p) }
+        if let t = p.pointee.subtitleText { member(",\"subtitle\":", first: &first); text(t, in: source, of: p) }
+        if let t = p.pointee.bodyText { member(",\"body\":", first: &first); text(t, in: source, of: p) }
         if let m = p.pointee.media {
-            key("media", &self)
+            member(",\"media\":", first: &first)
             raw("{\"url\":")
             string(m.url)
             if let t = m.type { raw(",\"type\":"); string(t) }
@@ -56,7 +56,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
             sink.append(UInt8(ascii: "}"))
         }
         if !p.pointee.localizations.isEmpty {
-            key("localizations", &self)
+            member(",\"localizations\":", first: &first)
             sink.append(UInt8(ascii: "{"))
             for (i, l) in p.pointee.localizations.enumerated() {
                 if i > 0 { sink.append(UInt8(ascii: ",")) }
@@ -64,28 +64,27 @@ public struct PlaintextEncoder<Sink: ByteSink> {
                 sink.append(UInt8(ascii: ":"))
                 sink.append(UInt8(ascii: "{"))
                 var firstText = true
-                func text(_ name: StaticString, _ value: String?, _ e: inout PlaintextEncoder) {
-                    guard let value else { return }
-                    if !firstText { e.sink.append(UInt8(ascii: ",")) }
-                    firstText = false
-                    e.sink.append(0x22)
-                    e.raw(name)
-                    e.raw("\":")
-                    e.string(value)
-                }
-                text("title", l.content.title, &self)
-                text("subtitle", l.content.subtitle, &self)
-                text("body", l.content.body, &self)
+                if let v = l.content.title { member(",\"title\":", first: &firstText); string(v) }
+                if let v = l.content.subtitle { member(",\"subtitle\":", first: &firstText); string(v) }
+                if let v = l.content.body { member(",\"body\":", first: &firstText); string(v) }
                 sink.append(UInt8(ascii: "}"))
             }
             sink.append(UInt8(ascii: "}"))
         }
-        if let d = p.pointee.data { key("data", &self); try object(d) }
-        if let a = p.pointee.aps, case .object(let o) = a.jsonValue() { key("aps", &self); try object(o) }
-        if let t = p.pointee.iat { key("iat", &self); integer(t) }
-        if let t = p.pointee.exp { key("exp", &self); integer(t) }
-        if let t = p.pointee.idText { key("id", &self); text(t, in: p.pointee.source) }
+        if let d = p.pointee.data { member(",\"data\":", first: &first); try object(d) }
+        if let a = p.pointee.aps, case .object(let o) = a.jsonValue() { member(",\"aps\":", first: &first); try object(o) }
+        if let t = p.pointee.iat { member(",\"iat\":", first: &first); integer(t) }
+        if let t = p.pointee.exp { member(",\"exp\":", first: &first); integer(t) }
+        if let t = p.pointee.idText { member(",\"id\":", first: &first); text(t, in: source, of: p) }
         sink.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends a member's key: `comma` is `,"<name>":`, written without its comma for the
+    /// object's first member (`first`, then cleared). One copy per key.
+    @inlinable @inline(__always) mutating func member(_ comma: StaticString, first: inout Bool) {
+        let skip = first ? 1 : 0
+        first = false
+        sink.append(bytes: UnsafeRawBufferPointer(start: comma.utf8Start + skip, count: comma.utf8CodeUnitCount - skip))
     }
 
     /// Appends ASCII text known to need no escape (punctuation, a literal key).
@@ -105,16 +104,15 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     }
 
     /// Appends a notification's text member as a JSON string literal with quotes: a scanned
-    /// span that is already minimally escaped is copied from `source` as it is (the bytes this
-    /// encoder would write for its decoded string), anything else is escaped.
-    @inlinable mutating func text(_ t: NotificationText, in source: [UInt8]) {
-        guard case .span(let start, let end, _, true) = t else { return string(t.string(in: source)) }
-        sink.append(0x22)
-        source.withUnsafeBytes { b in
-            if start >= 0, start <= end, end <= b.count, let base = b.baseAddress {
-                sink.append(bytes: UnsafeRawBufferPointer(start: base + start, count: end - start))
-            }
+    /// span that is already minimally escaped is copied from `source` (the bytes of `n`'s
+    /// `source`) as it is (the bytes this encoder would write for its decoded string), anything
+    /// else is escaped.
+    @inlinable mutating func text(_ t: NotificationText, in source: UnsafeRawBufferPointer, of n: UnsafePointer<Notification>) {
+        guard case .span(let start, let end, _, true) = t, start >= 0, start <= end, end <= source.count, let base = source.baseAddress else {
+            return string(t.string(in: n.pointee.source))
         }
+        sink.append(0x22)
+        sink.append(bytes: UnsafeRawBufferPointer(start: base + start, count: end - start))
         sink.append(0x22)
     }
 
@@ -187,48 +185,13 @@ public struct PlaintextEncoder<Sink: ByteSink> {
         return n
     }
 
-    /// Appends `value` in decimal.
+    /// Appends `value` in decimal (``DecimalText``).
     @inlinable public mutating func integer(_ value: Int64) {
-        withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { buffer in
-            guard let base = buffer.baseAddress else { return }
-            let n = Self.writeDecimal(value, to: base)
-            sink.append(bytes: UnsafeRawBufferPointer(start: base, count: n))
-        }
-    }
-
-    /// "00" … "99": two decimal digits for every value below 100.
-    @usableFromInline static var digitPairs: StaticString {
-        """
-        0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
-        5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899
-        """
-    }
-
-    /// Writes `value` in decimal at `out` (room for 20 bytes) and returns the byte count.
-    /// Two digits per division, right to left into a 20-byte stack buffer, then one copy.
-    @inlinable public static func writeDecimal(_ value: Int64, to out: UnsafeMutableRawPointer) -> Int {
-        var magnitude = value.magnitude
-        var sign = 0
-        if value < 0 { out.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self); sign = 1 }
-        return withUnsafeTemporaryAllocation(byteCount: 20, alignment: 8) { buffer -> Int in
-            guard let b = buffer.baseAddress else { return 0 }
-            let pairs = UnsafeRawPointer(digitPairs.utf8Start)
-            var at = 20
-            while magnitude >= 100 {
-                let r = Int(magnitude % 100)
-                magnitude /= 100
-                at -= 2
-                b.storeBytes(of: pairs.loadUnaligned(fromByteOffset: 2 * r, as: UInt16.self), toByteOffset: at, as: UInt16.self)
-            }
-            if magnitude >= 10 {
-                at -= 2
-                b.storeBytes(of: pairs.loadUnaligned(fromByteOffset: 2 * Int(magnitude), as: UInt16.self), toByteOffset: at, as: UInt16.self)
-            } else {
-                at -= 1
-                b.storeBytes(of: UInt8(truncatingIfNeeded: magnitude) &+ 0x30, toByteOffset: at, as: UInt8.self)
-            }
-            (out + sign).copyMemory(from: b + at, byteCount: 20 - at)
-            return sign + 20 - at
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes, room for DecimalText.maxByteCount
+        withUnsafeMutableBytes(of: &digits) { b in
+            guard let base = b.baseAddress else { return }
+            let n = DecimalText.write(value, endingAt: base + 24)
+            sink.append(bytes: UnsafeRawBufferPointer(start: base + 24 - n, count: n))
         }
     }
 

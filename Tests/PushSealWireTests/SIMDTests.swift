@@ -163,6 +163,34 @@ struct SIMDTests {
         }
     }
 
+    /// The reader's word step (`ByteScan.plainASCIIExits`): its lowest set bit is the first byte
+    /// of the word that leaves plain ASCII (below 0x20, `"`, `\`, or 0x80 and above), and it is
+    /// zero exactly when there is none. Seeded words mixing plain and flagged bytes, flagged
+    /// bytes next to each other (where a borrow runs upward), and every single-byte value.
+    @Test func wordStepFindsTheFirstFlaggedByte() {
+        func leaves(_ b: UInt8) -> Bool { b < 0x20 || b == 0x22 || b == 0x5C || b >= 0x80 }
+        var rng = SeededGenerator(seed: 0xE817)
+        let flagged: [UInt8] = [0x00, 0x01, 0x1F, 0x22, 0x5C, 0x80, 0xC3, 0xFF]
+        var words: [[UInt8]] = (0...255).map { b in [UInt8](repeating: 0x61, count: 7) + [UInt8(b)] }
+        words += (0...255).map { b in [UInt8(b)] + [UInt8](repeating: 0x61, count: 7) }
+        for _ in 0..<20_000 {
+            words.append((0..<8).map { _ in
+                Int.random(in: 0..<4, using: &rng) == 0 ? flagged.randomElement(using: &rng) ?? 0 : UInt8.random(in: 0x20...0x7E, using: &rng)
+            })
+        }
+        for word in words {
+            let x = word.withUnsafeBufferPointer { p in p.baseAddress.map { ByteScan.load($0, at: 0) } ?? 0 }
+            let exits = ByteScan.plainASCIIExits(x)
+            let expected = word.firstIndex(where: leaves)
+            if let expected {
+                #expect(exits != 0 && exits.trailingZeroBitCount >> 3 == expected, "word \(word)")
+            } else {
+                #expect(exits == 0, "word \(word)")
+            }
+            #expect((exits != 0) == ByteScan.leavesPlainASCII(x), "word \(word)")
+        }
+    }
+
     /// The portable Swift scan (what non-x86 CPUs run; on x86-64 it only sees the C scan's
     /// stopping point): it skips only plain bytes and stops at a 16-byte block holding a
     /// flagged byte, or with fewer than 16 left. The full scan (C, then Swift) keeps the same
