@@ -121,14 +121,19 @@ public struct NotificationSealer: Sendable {
     /// members are not retained again); its members were checked by the sending rules.
     /// `clear`: the payload's clear part, `nil` for the sealer's own (``clear``).
     func seal(_ n: inout Notification, ttlSeconds: Int64?, for recipient: String, clear: ClearPart? = nil) throws -> SealedNotification {
-        let clear = clear ?? self.clear
+        // Borrowed, not copied (`clear ?? self.clear` made a copy: a retain and release per seal).
+        if let clear { return try seal(&n, ttlSeconds: ttlSeconds, for: recipient, clearPart: clear) }
+        return try seal(&n, ttlSeconds: ttlSeconds, for: recipient, clearPart: self.clear)
+    }
+
+    private func seal(_ n: inout Notification, ttlSeconds: Int64?, for recipient: String, clearPart clear: borrowing ClearPart) throws -> SealedNotification {
         let prefix = clear.prefix
         guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
         // The receiver's rule: title, subtitle and body all empty or white space is blankContent.
         guard n.hasVisibleText else {
             throw SenderError(.emptyNotification, "the notification needs a title, subtitle or body that is not empty or white space only")
         }
-        if let locale = n.blankLocale {
+        if !n.localizations.isEmpty, let locale = n.blankLocale {
             throw SenderError(.emptyNotification, "localizations.\(locale): its title, subtitle and body (with the default's for missing ones) are empty or white space only")
         }
         let now = clock()
@@ -168,8 +173,9 @@ public struct NotificationSealer: Sendable {
         } catch let e as FormatError {
             throw SenderError(.sealFailed, "could not seal: \(e.code)")
         }
-        let tail = Self.payloadTail(keyID: sealingKey.keyID, algorithm: algorithm, headerValues: context.headerValues)
-        let fixedByteCount = prefix.count + tail.count
+        let tail = PayloadTail(algorithmName: algorithm.name, headerFieldNames: algorithm.headerFieldNames)
+        let tailByteCount = tail.count(context)
+        let fixedByteCount = prefix.count + tailByteCount
         func size(_ plaintextByteCount: Int) -> Int {
             fixedByteCount + WireBase64.encodedByteCount(algorithm.boxByteCount(plaintextByteCount: plaintextByteCount))
         }
@@ -178,7 +184,8 @@ public struct NotificationSealer: Sendable {
         func sealPayload(_ plaintext: UnsafeRawBufferPointer, into boxBuffer: UnsafeMutableRawBufferPointer) throws -> [UInt8] {
             do {
                 let written = try WireFormat.seal(plaintext, key: sealingKey.key, context: context, algorithm: algorithm, into: boxBuffer)
-                return Self.payload(prefix: prefix, box: UnsafeRawBufferPointer(rebasing: boxBuffer[0..<written]), tail: tail)
+                return Self.payload(prefix: prefix, box: UnsafeRawBufferPointer(rebasing: boxBuffer[0..<written]), tail: tail,
+                                    tailByteCount: tailByteCount, context: context)
             } catch let e as CryptoError {
                 throw SenderError(.sealFailed, "could not seal: \(e.code)")
             } catch let e as FormatError {
@@ -255,29 +262,31 @@ public struct NotificationSealer: Sendable {
     /// The payload after the base64 box: `","key_id":"<keyID>","enc_alg":"<name>"`, then
     /// `,"<field>":"<value>"` for each of the algorithm's header fields, then `"}`. Names and
     /// values need no escaping (the registry and the seal entry point check their characters).
+    /// The key id and header values are read from the seal's context where they lie (not
+    /// copied into the tail: each copy of a string is a retain and a release).
     struct PayloadTail {
-        let keyID: String
-        let algorithm: String
-        let headerFields: [(name: String, value: String)]
+        let algorithmName: String
+        let headerFieldNames: [String]
 
-        /// The tail's byte count.
-        var count: Int {
-            var n = 12 + keyID.utf8.count + 13 + algorithm.utf8.count + 2
-            for f in headerFields { n += 6 + f.name.utf8.count + f.value.utf8.count }
+        /// The tail's byte count for `context`.
+        func count(_ context: borrowing EnvelopeContext) -> Int {
+            var n = 12 + context.keyID.utf8.count + 13 + algorithmName.utf8.count + 2
+            for (name, value) in zip(headerFieldNames, context.headerValues) { n += 6 + name.utf8.count + value.utf8.count }
             return n
         }
 
-        /// Writes the tail at `out` (room for ``count`` bytes) and returns the bytes written.
-        func write(to out: UnsafeMutableRawPointer) -> Int {
+        /// Writes the tail for `context` at `out` (room for ``count(_:)`` bytes) and returns the
+        /// bytes written.
+        func write(_ context: borrowing EnvelopeContext, to out: UnsafeMutableRawPointer) -> Int {
             var at = Self.put("\",\"key_id\":\"", out, 0)
-            at = Self.put(keyID, out, at)
+            at = Self.put(context.keyID, out, at)
             at = Self.put("\",\"enc_alg\":\"", out, at)
-            at = Self.put(algorithm, out, at)
-            for f in headerFields {
+            at = Self.put(algorithmName, out, at)
+            for (name, value) in zip(headerFieldNames, context.headerValues) {
                 at = Self.put("\",\"", out, at)
-                at = Self.put(f.name, out, at)
+                at = Self.put(name, out, at)
                 at = Self.put("\":\"", out, at)
-                at = Self.put(f.value, out, at)
+                at = Self.put(value, out, at)
             }
             return Self.put("\"}", out, at)
         }
@@ -297,16 +306,12 @@ public struct NotificationSealer: Sendable {
         }
     }
 
-    static func payloadTail(keyID: String, algorithm: any EnvelopeAlgorithm, headerValues: [String]) -> PayloadTail {
-        let names = algorithm.headerFieldNames
-        return PayloadTail(keyID: keyID, algorithm: algorithm.name,
-                           headerFields: names.isEmpty ? [] : zip(names, headerValues).map { (name: $0, value: $1) })
-    }
-
-    /// `prefix` ‖ base64(`box`) ‖ `tail`, written into one allocation of exactly the payload's size.
-    static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, tail: PayloadTail) -> [UInt8] {
+    /// `prefix` ‖ base64(`box`) ‖ `tail` (of `tailByteCount` bytes for `context`), written into
+    /// one allocation of exactly the payload's size.
+    static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, tail: PayloadTail, tailByteCount: Int,
+                        context: borrowing EnvelopeContext) -> [UInt8] {
         let encoded = WireBase64.encodedByteCount(box.count)
-        let total = prefix.count + encoded + tail.count
+        let total = prefix.count + encoded + tailByteCount
         // Every byte is written below (prefix, base64, tail), so no zero fill first.
         return [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
             guard let o = UnsafeMutableRawPointer(out.baseAddress) else { return }
@@ -317,7 +322,7 @@ public struct NotificationSealer: Sendable {
             }
             WireBase64.encode(box, into: o + at)
             at += encoded
-            at += tail.write(to: o + at)
+            at += tail.write(context, to: o + at)
             initialized = at
         }
     }

@@ -109,9 +109,15 @@ extension Notification {
     ///
     /// Reads the scanner's spans in place: only a text that starts (after ASCII white space)
     /// with a non-ASCII byte or an escape is decoded into a `String` and read by `Character`.
-    public var hasVisibleText: Bool {
-        titleText?.isVisible(in: source) == true || subtitleText?.isVisible(in: source) == true
-            || bodyText?.isVisible(in: source) == true
+    @inlinable public var hasVisibleText: Bool {
+        // Inlined, so a caller passes the members rather than a copy of the whole notification.
+        Self.hasVisibleText(titleText, subtitleText, bodyText, in: source)
+    }
+
+    /// ``hasVisibleText`` of these text members (`source` is the notification's).
+    @usableFromInline static func hasVisibleText(_ title: NotificationText?, _ subtitle: NotificationText?, _ body: NotificationText?,
+                                                 in source: [UInt8]) -> Bool {
+        title?.isVisible(in: source) == true || subtitle?.isVisible(in: source) == true || body?.isVisible(in: source) == true
     }
 
     /// The first locale tag of ``localizations`` whose content, with the default's text for its

@@ -52,7 +52,7 @@ public struct Notification: Sendable, Equatable {
     /// Expires at: seconds since 1970-01-01 UTC; a receiver shows original content after it.
     public var exp: Int64?
     /// Whether ``id`` is set, without building its `String`.
-    package var hasID: Bool { idText != nil }
+    @inlinable package var hasID: Bool { idText != nil }
 
     /// Sender's notification id (e.g. for collapsing); `nil` when absent.
     public var id: String? {
@@ -211,9 +211,15 @@ public struct Notification: Sendable, Equatable {
 
     /// A capacity guess in bytes that usually holds the padded output without growing (never
     /// a bound: callers fall back when the output does not fit).
-    package func estimatedByteCount() -> Int {
+    @inlinable package func estimatedByteCount() -> Int {
         // Scanned from JSON text: about that text's size (its members are copied as read).
+        // Inlined, so a caller does not pass a copy of the whole notification for this.
         if !source.isEmpty { return source.count + source.count / 8 + 96 }
+        return estimatedBuiltByteCount()
+    }
+
+    /// ``estimatedByteCount()`` of a notification built in code.
+    @usableFromInline func estimatedBuiltByteCount() -> Int {
         var n = 160 + (titleText?.byteCount ?? 0) + (subtitleText?.byteCount ?? 0) + (bodyText?.byteCount ?? 0) + (idText?.byteCount ?? 0)
         for l in localizations {
             n += 48 + l.locale.utf8.count + (l.content.title?.utf8.count ?? 0) + (l.content.subtitle?.utf8.count ?? 0)
