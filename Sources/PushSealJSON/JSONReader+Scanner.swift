@@ -270,9 +270,36 @@ extension Parser {
     /// the call (``parseString()`` builds its `String` from that).
     /// - Throws: `JSONError` `.invalidJSON` (unterminated, control character, bad escape,
     ///   unpaired surrogate), `.invalidUTF8`.
+    @inline(__always)
     mutating func scanString() throws -> JSONReader.StringSpan {
-        i += 1
-        let start = i
+        // The common case inline: plain ASCII up to the closing quote, a word at a time (short
+        // strings end within two words; a longer run goes through the vectorized scan from
+        // there). Anything else continues in the general scan from where this stopped.
+        let start = i + 1
+        var j = start
+        var words = 0
+        while j + 8 <= end {
+            let exits = ByteScan.plainASCIIExits(ByteScan.load(p, at: j))
+            if exits != 0 {
+                j += exits.trailingZeroBitCount >> 3
+                if p[j] == Byte.quote {
+                    i = j + 1
+                    return JSONReader.StringSpan(start: start, end: j, hasEscapes: false, isMinimallyEscaped: true)
+                }
+                break
+            }
+            j += 8
+            words += 1
+            if words == 2, end - j >= 32 { j = ByteScan.skipPlainASCII16(p, from: j, end: end) }
+        }
+        i = j
+        return try scanString(from: start)
+    }
+
+    /// The general string scan: the content starts at `start` and `p[start..<i]` is plain ASCII
+    /// (no escape, control or non-ASCII byte); leaves `i` after the closing quote.
+    /// - Throws: as ``scanString()``.
+    mutating func scanString(from start: Int) throws -> JSONReader.StringSpan {
         var hasEscapes = false
         var minimal = true
         var runStart = start  // first byte not yet copied to `scratch` (once escaped)
