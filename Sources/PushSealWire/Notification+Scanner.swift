@@ -50,14 +50,15 @@ extension Notification {
     public static func scan(_ s: inout JSONReader.Scanner, into n: inout Notification, extra: inout Int64?,
                             extraInteger: StaticString? = nil) -> Bool {
         if let source = s.source { n.source = source }
-        return (try? scanMembers(&s, into: &n, extra: &extra, extraInteger: extraInteger)) == true
+        return (try? scanMembers(&s, into: &n, extra: &extra, extraInteger: extraInteger, spans: s.source != nil)) == true
     }
 
-    /// The members of ``scan(_:extraInteger:)``, read into `n` and `extra`.
+    /// The members of ``scan(_:extraInteger:)``, read into `n` and `extra`; `spans`: keep text
+    /// members as spans of `n.source`, the scanned input (else build `String`s).
     /// - Returns: `false` to take the tree decoder.
     /// - Throws: the scanner's errors (also: take the tree decoder).
     private static func scanMembers(_ s: inout JSONReader.Scanner, into n: inout Notification, extra: inout Int64?,
-                                    extraInteger: StaticString?) throws -> Bool {
+                                    extraInteger: StaticString?, spans: Bool) throws -> Bool {
         var seen = 0
         guard try s.peekKind() == .object else { return false }
         try s.beginObject()
@@ -69,7 +70,7 @@ extension Notification {
             case 0, 1, 2, 9:
                 guard try s.peekKind() == .string else { return false }
                 let span = try s.readString()
-                let text: NotificationText = s.source != nil ? NotificationText(span) : .string(s.string(span))
+                let text: NotificationText = spans ? NotificationText(span) : .string(s.string(span))
                 switch member {
                 case 0: n.titleText = text
                 case 1: n.subtitleText = text
@@ -125,9 +126,13 @@ extension Notification {
     public static func scan(_ input: [UInt8], into n: inout Notification, extra: inout Int64?,
                             limits: JSONReader.Limits = .default, extraInteger: StaticString? = nil) -> Bool {
         guard !input.isEmpty, input.count <= limits.maxByteCount else { return false }
-        return (try? JSONReader.Scanner.scanning(input, limits: limits) { s in
-            scan(&s, into: &n, extra: &extra, extraInteger: extraInteger) && (try? s.finish()) != nil
-        }) ?? false
+        // The scanner made here directly (not through `Scanner.scanning`, whose scanner keeps a
+        // second reference to the input): the notification holds the input its spans point into.
+        n.source = input
+        return input.withUnsafeBytes { raw in
+            guard var s = try? JSONReader.Scanner(raw, limits: limits) else { return false }
+            return (try? scanMembers(&s, into: &n, extra: &extra, extraInteger: extraInteger, spans: true)) == true && (try? s.finish()) != nil
+        }
     }
 
     private static func scanWhole(_ s: inout JSONReader.Scanner, extraInteger: StaticString?) -> (notification: Notification, extra: Int64?)? {
