@@ -70,7 +70,7 @@ extension JSONReader {
             guard let base = bytes.baseAddress, bytes.count > 0 else {
                 throw JSONError(.invalidJSON, "empty input at byte offset 0, expected a JSON value")
             }
-            parser = Parser(base: base.assumingMemoryBound(to: UInt8.self), end: bytes.count, maxDepth: limits.maxDepth)
+            self.init(parser: Parser(base: base.assumingMemoryBound(to: UInt8.self), end: bytes.count, maxDepth: limits.maxDepth))
         }
 
         /// Runs `body` with a scanner at the start of `bytes` (see ``init(_:limits:)``). The
