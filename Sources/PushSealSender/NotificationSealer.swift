@@ -159,7 +159,7 @@ public struct NotificationSealer: Sendable {
         } catch let e as any SenderErrorConvertible {
             throw e.senderError
         }
-        guard WireFormat.isValidKeyID(sealingKey.keyID) else {
+        guard sealingKey.hasValidKeyID else {
             throw SenderError(.keyUnavailable, "the key id of \(recipient)'s primary key is not 1-64 characters of A-Z a-z 0-9 _ -")
         }
         guard let algorithm = registry.algorithm(named: sealingKey.algorithm) else {

@@ -9,14 +9,19 @@ public struct EnvelopeRegistry: Sendable {
     /// The entries in registration order; the first is ``standard``'s `A256GCM`.
     public let algorithms: [any EnvelopeAlgorithm]
 
-    init(uncheckedEntries: [any EnvelopeAlgorithm]) { algorithms = uncheckedEntries }
-
     /// The `enc_alg` values known, in registration order.
-    public var names: [String] { algorithms.map(\.name) }
+    public let names: [String]
+
+    init(uncheckedEntries: [any EnvelopeAlgorithm]) {
+        algorithms = uncheckedEntries
+        names = uncheckedEntries.map(\.name)
+    }
 
     /// The algorithm named `name` (an exact, case-sensitive match), or `nil`.
     public func algorithm(named name: String) -> (any EnvelopeAlgorithm)? {
-        for a in algorithms where a.name == name { return a }
+        // By the names kept at creation (asking each entry for its name cost a witness call and
+        // a string copy per seal).
+        for (i, n) in names.enumerated() where n == name { return algorithms[i] }
         return nil
     }
 

@@ -10,6 +10,9 @@ public struct SealingKey: Sendable {
     /// The `enc_alg` to seal with, looked up in the sealer's `EnvelopeRegistry`
     /// (default `A256GCM`, `WireFormat.algorithm`).
     public let algorithm: String
+    /// Whether ``keyID`` is a valid key id (`WireFormat.isValidKeyID`), checked once when the
+    /// key is made: a provider's table hands the same key to every seal.
+    package let hasValidKeyID: Bool
 
     /// Creates a sealing key.
     /// - Parameters:
@@ -20,6 +23,7 @@ public struct SealingKey: Sendable {
         self.keyID = keyID
         self.key = key
         self.algorithm = algorithm
+        hasValidKeyID = WireFormat.isValidKeyID(keyID)
     }
 }
 

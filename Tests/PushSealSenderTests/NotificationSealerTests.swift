@@ -55,6 +55,21 @@ import PushSealWire
         #expect(throws: SenderError(.invalidNotification, "")) { try s.seal(Notification(title: "t", exp: 5), ttlSeconds: 5, for: "alice") }
     }
 
+    /// A provider's key with a key id the wire format refuses (checked once when the key is
+    /// made, `SealingKey.hasValidKeyID`) is `.keyUnavailable`, whichever way the notification
+    /// comes in; a valid one next to it still seals.
+    @Test func aProviderKeyWithABadKeyIDIsRefused() throws {
+        let keys = InMemorySealingKeys([(Fixture.appID, "eve", SealingKey(keyID: "bad id", key: Fixture.key)),
+                                        (Fixture.appID, "long", SealingKey(keyID: String(repeating: "k", count: 65), key: Fixture.key)),
+                                        (Fixture.appID, "alice", SealingKey(keyID: "k1", key: Fixture.key))])
+        let s = try NotificationSealer(appID: Fixture.appID, keys: keys, clock: { Fixture.now })
+        for recipient in ["eve", "long"] {
+            #expect(throws: SenderError(.keyUnavailable, "")) { try s.seal(Notification(title: "t"), for: recipient) }
+            #expect(throws: SenderError(.keyUnavailable, "")) { try s.seal(notificationJSON: Array(#"{"title":"t"}"#.utf8), for: recipient) }
+        }
+        #expect(try s.seal(notificationJSON: Array(#"{"title":"t"}"#.utf8), for: "alice").keyID == "k1")
+    }
+
     @Test func badJSONInputIsAClearError() throws {
         let s = try Fixture.sealer()
         let cases: [(String, SenderError.Code)] = [
