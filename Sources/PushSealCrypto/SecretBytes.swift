@@ -71,4 +71,10 @@ public final class SecretBytes: @unchecked Sendable, Equatable, CustomStringConv
     public static func wipe(_ bytes: inout [UInt8]) {
         bytes.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) }
     }
+
+    /// Overwrites the bytes of `buffer` with zeros (`sodium_memzero`), e.g. a plaintext in a
+    /// temporary buffer once it is sealed.
+    public static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
+        if let base = buffer.baseAddress { sodium_memzero(base, buffer.count) }
+    }
 }

@@ -215,7 +215,9 @@ public struct NotificationSealer: Sendable {
             payload = quick
         } else {
             var plain = try Self.encoded(n)
-            let fitted = try fittedPlaintext(&plain, n, clear: clear, size: size)
+            defer { SecretBytes.wipe(&plain) }
+            var fitted = try fittedPlaintext(&plain, n, clear: clear, size: size)
+            defer { SecretBytes.wipe(&fitted.0) }
             changes = fitted.1
             payload = try fitted.0.withUnsafeBytes { try sealPayload($0) }
         }
@@ -240,6 +242,9 @@ public struct NotificationSealer: Sendable {
         try withUnsafeTemporaryAllocation(byteCount: plaintextCapacity + boxByteCount, alignment: 16) { scratch -> [UInt8]? in
             guard let sink = BoundedByteSink(UnsafeMutableRawBufferPointer(rebasing: scratch[0..<plaintextCapacity])) else { return nil }
             var e = PlaintextEncoder(into: sink)
+            // The plaintext does not outlive the seal in this buffer (the stack, or the heap for
+            // a large notification), whether it sealed, threw or did not fit.
+            defer { SecretBytes.wipe(UnsafeMutableRawBufferPointer(mutating: e.sink.written)) }
             try encode(n, &e)
             guard !e.sink.overflowed else { return nil }
             let padded = padding ? Padme.paddedLength(e.sink.count) : e.sink.count

@@ -70,7 +70,7 @@ struct SecretBytesTests {
         }
     }
 
-    @Test("copyBytes and withUnsafeBytes give the bytes back; wipe zeroes an array in place")
+    @Test("copyBytes and withUnsafeBytes give the bytes back; wipe zeroes an array in place, and exactly a raw buffer")
     func copyAndWipe() {
         let secret = SecretBytes(copying: secretBytes)
         #expect(secret.byteCount == 32)
@@ -84,6 +84,11 @@ struct SecretBytesTests {
         var empty: [UInt8] = []
         SecretBytes.wipe(&empty)
         #expect(empty.isEmpty)
+        // A raw buffer: exactly its bytes, nothing around them.
+        var region = [UInt8](repeating: 0xAB, count: 48)
+        region.withUnsafeMutableBytes { SecretBytes.wipe(UnsafeMutableRawBufferPointer(rebasing: $0[8..<40])) }
+        #expect(region[..<8].allSatisfy { $0 == 0xAB } && region[8..<40].allSatisfy { $0 == 0 } && region[40...].allSatisfy { $0 == 0xAB })
+        SecretBytes.wipe(UnsafeMutableRawBufferPointer(start: nil, count: 0))
     }
 
     @Test("SecureRandom gives the asked length and different draws")
