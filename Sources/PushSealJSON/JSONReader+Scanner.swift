@@ -272,25 +272,13 @@ extension Parser {
     ///   unpaired surrogate), `.invalidUTF8`.
     @inline(__always)
     mutating func scanString() throws -> JSONReader.StringSpan {
-        // The common case inline: plain ASCII up to the closing quote, a word at a time (short
-        // strings end within two words; a longer run goes through the vectorized scan from
-        // there). Anything else continues in the general scan from where this stopped.
+        // The common case inline: plain ASCII up to the closing quote (``ByteScan/skipPlainWords``).
+        // Anything else continues in the general scan from where this stopped.
         let start = i + 1
-        var j = start
-        var words = 0
-        while j + 8 <= end {
-            let exits = ByteScan.plainASCIIExits(ByteScan.load(p, at: j))
-            if exits != 0 {
-                j += exits.trailingZeroBitCount >> 3
-                if p[j] == Byte.quote {
-                    i = j + 1
-                    return JSONReader.StringSpan(start: start, end: j, hasEscapes: false, isMinimallyEscaped: true)
-                }
-                break
-            }
-            j += 8
-            words += 1
-            if words == 2, end - j >= 32 { j = ByteScan.skipPlainASCII16(p, from: j, end: end) }
+        let j = ByteScan.skipPlainWords(p, from: start, end: end)
+        if j < end, p[j] == Byte.quote {
+            i = j + 1
+            return JSONReader.StringSpan(start: start, end: j, hasEscapes: false, isMinimallyEscaped: true)
         }
         i = j
         return try scanString(from: start)
@@ -304,20 +292,8 @@ extension Parser {
         var minimal = true
         var runStart = start  // first byte not yet copied to `scratch` (once escaped)
         while true {
-            // Plain ASCII a word at a time, stopping exactly at the first byte that is not. Short
-            // strings (keys, most values) end within two words; a longer run goes through the
-            // vectorized scan from there.
-            var words = 0
-            while i + 8 <= end {
-                let exits = ByteScan.plainASCIIExits(ByteScan.load(p, at: i))
-                if exits != 0 {
-                    i += exits.trailingZeroBitCount >> 3
-                    break
-                }
-                i += 8
-                words += 1
-                if words == 2, end - i >= 32 { i = ByteScan.skipPlainASCII16(p, from: i, end: end) }
-            }
+            // Plain ASCII a word at a time, stopping exactly at the first byte that is not.
+            i = ByteScan.skipPlainWords(p, from: i, end: end)
             guard i < end else {
                 throw JSONError(.invalidJSON, "unterminated string starting at byte offset \(start - 1)")
             }

@@ -164,6 +164,24 @@ enum ByteScan {
         return ((control | (q &- ones) & ~q | (b &- ones) & ~b) & ~x | x) & highBits
     }
 
+    /// The offset of the first byte at or after `i` that leaves plain ASCII
+    /// (``plainASCIIExits(_:)``), found a word at a time, or a point fewer than 8 bytes before
+    /// `end` with only plain bytes before it. Two words are tried first (keys and most values
+    /// end there); a longer run goes through ``skipPlainASCII16(_:from:end:)`` from there.
+    @inline(__always)
+    static func skipPlainWords(_ p: UnsafePointer<UInt8>, from i: Int, end: Int) -> Int {
+        var j = i
+        var words = 0
+        while j + 8 <= end {
+            let exits = plainASCIIExits(load(p, at: j))
+            if exits != 0 { return j + exits.trailingZeroBitCount >> 3 }
+            j += 8
+            words += 1
+            if words == 2, end - j >= 32 { j = skipPlainASCII16(p, from: j, end: end) }
+        }
+        return j
+    }
+
     /// An index `j >= i` such that `p[i..<j]` is plain ASCII (no byte ``leavesPlainASCII(_:)``
     /// flags) and either `p[j..<j+16]` holds a flagged byte or fewer than 16 bytes are left.
     /// On x86-64 `CPushSealSIMD` scans first (32 or 16 bytes per step, stopping at the flagged

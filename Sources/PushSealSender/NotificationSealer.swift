@@ -214,8 +214,7 @@ public struct NotificationSealer: Sendable {
         if let quick {
             payload = quick
         } else {
-            var plain = try Self.encoded(n)
-            defer { SecretBytes.wipe(&plain) }
+            var plain = try Self.encoded(n)  // taken over by fittedPlaintext (left empty)
             var fitted = try fittedPlaintext(&plain, n, clear: clear, size: size)
             defer { SecretBytes.wipe(&fitted.0) }
             changes = fitted.1

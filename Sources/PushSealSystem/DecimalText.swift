@@ -8,12 +8,21 @@ public enum DecimalText {
     /// ``maxByteCount`` bytes.
     /// - Returns: the bytes written (1…20).
     @inlinable public static func write(_ value: Int64, to: UnsafeMutablePointer<UInt8>) -> Int {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        return withUnsafeMutableBytes(of: &digits) { b -> Int in
-            guard let base = b.baseAddress else { return 0 }
+        withDigits(value) { d in
+            if let b = d.baseAddress { Memory.copy(UnsafeMutableRawPointer(to), from: b, count: d.count) }
+            return d.count
+        }
+    }
+
+    /// Calls `body` with `value` in decimal (a `-` first when negative; 1…20 bytes) in a stack
+    /// buffer, for a caller that copies the digits on (a byte sink).
+    /// - Returns: what `body` returns.
+    @inlinable @inline(__always) public static func withDigits<R>(_ value: Int64, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for maxByteCount
+        return try withUnsafeMutableBytes(of: &digits) { b -> R in
+            guard let base = b.baseAddress else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
             let n = write(value, endingAt: base + 24)
-            Memory.copy(UnsafeMutableRawPointer(to), from: base + 24 - n, count: n)
-            return n
+            return try body(UnsafeRawBufferPointer(start: base + 24 - n, count: n))
         }
     }
 

@@ -187,12 +187,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
 
     /// Appends `value` in decimal (``DecimalText``).
     @inlinable public mutating func integer(_ value: Int64) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes, room for DecimalText.maxByteCount
-        withUnsafeMutableBytes(of: &digits) { b in
-            guard let base = b.baseAddress else { return }
-            let n = DecimalText.write(value, endingAt: base + 24)
-            sink.append(bytes: UnsafeRawBufferPointer(start: base + 24 - n, count: n))
-        }
+        DecimalText.withDigits(value) { sink.append(bytes: $0) }
     }
 
     /// Appends a finite `Double` in Swift's shortest round-trip form (`0.5`, `1.0`, `1e-07`).
