@@ -90,6 +90,23 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         try RegistrySchema.migrate(ConnectionPool(conninfo: connectionString, reconnectWaitSeconds: reconnectWaitSeconds))
     }
 
+    /// Row keys derived so far, by table label.
+    private let rowMACs = Locked<[String: RegistryRowMAC]>([:])
+
+    /// The row authentication of `table` under this store's KEK (security review G1): every
+    /// table whose rows decide where text goes or whom a phone trusts stores a
+    /// ``RegistryRowMAC`` tag in its `row_mac` column (the registry's registrations, sender keys,
+    /// device tokens and list versions; the gateway's tables the same way). Derived once per
+    /// table and kept.
+    /// - Parameter table: the table's label (its name).
+    /// - Throws: `RegistryError` `.kekRequired` (opened without a KEK); `CryptoError`.
+    public func rowMAC(table: String) throws -> RegistryRowMAC {
+        if let m = rowMACs.withLock({ $0[table] }) { return m }
+        let m = try requireKEK().rowMAC(table: table)
+        rowMACs.withLock { $0[table] = m }
+        return m
+    }
+
     func requireKEK() throws -> KeyEncryptionKey {
         guard let kek else {
             throw RegistryError(.kekRequired, "reading or writing key bytes in the registry needs the key-encryption key: give --kek-file F or \(KeyEncryptionKey.environmentVariable)")
