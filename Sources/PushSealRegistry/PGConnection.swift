@@ -89,7 +89,8 @@ final class PGConnection {
     ///   - params: the values (`nil` = NULL).
     /// - Returns: the rows (empty for commands).
     /// - Throws: `RegistryError` `.query` with the SQLSTATE; `.unavailable` when the connection
-    ///   was lost (SQLSTATE class 08, or the server shutting down: 57P01-57P03).
+    ///   was lost (SQLSTATE class 08, the server shutting down: 57P01-57P03, or a failure with
+    ///   no SQLSTATE: libpq's own, while sending or reading).
     @discardableResult
     func exec(_ sql: String, _ params: [PGValue?] = []) throws -> PGRows {
         // Each parameter in its own C buffer (text NUL-terminated), zeroed and freed after the call.
@@ -132,7 +133,11 @@ final class PGConnection {
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
             let message = Self.clean(String(cString: PQresultErrorMessage(result)))
-            if !isOK || state.map({ $0.hasPrefix("08") || $0 == "57P01" || $0 == "57P02" || $0 == "57P03" }) == true {
+            // Every error the server sends has a SQLSTATE; one without is libpq's own, i.e. the
+            // connection failed while the statement was sent or its answer read ("server closed
+            // the connection unexpectedly"), even while PQstatus still reads OK (R8).
+            if state == nil { _ = PQconsumeInput(conn) }
+            if state == nil || !isOK || state.map({ $0.hasPrefix("08") || $0 == "57P01" || $0 == "57P02" || $0 == "57P03" }) == true {
                 throw RegistryError(.unavailable, "the registry connection was lost: \(message)", sqlState: state)
             }
             throw RegistryError(.query, "registry statement failed (SQLSTATE \(state ?? "?")): \(message)", sqlState: state)
