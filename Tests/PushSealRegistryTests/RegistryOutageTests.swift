@@ -159,6 +159,88 @@ import Testing
         #expect(lines.count == 1 && lines.first?.contains("keyStoreUnreadable") == true, "\(lines)")
     }
 
+    /// A PostgreSQL server of a few bytes on a Unix socket: it takes the startup message, answers
+    /// AuthenticationOk and ReadyForQuery, then answers the first statement with an error
+    /// that has no SQLSTATE — what libpq reports when the connection failed while the statement
+    /// was sent ("server closed the connection unexpectedly") — and closes.
+    final class NoSQLStateServer: @unchecked Sendable {
+        let directory: String
+        let fd: Int32
+
+        init() throws {
+            directory = NSTemporaryDirectory() + "pgfake-\(UUID().uuidString.prefix(8))"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+            let path = directory + "/.s.PGSQL.5432"
+            let s = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { p in
+                for (i, b) in path.utf8.prefix(p.count - 1).enumerated() { p[i] = b }
+            }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            guard s >= 0, bound == 0, listen(s, 8) == 0 else { throw TestFailure("cannot listen on \(path)") }
+            fd = s
+            Thread.detachNewThread {
+                while true {
+                    let c = accept(s, nil, nil)
+                    if c < 0 { if errno == EINTR { continue }; return }
+                    Self.serve(c)
+                    Glibc.close(c)
+                }
+            }
+        }
+
+        var connectionString: String { "host=\(directory) port=5432 user=x dbname=x" }
+
+        static func serve(_ c: Int32) {
+            func readExactly(_ n: Int) -> [UInt8]? {
+                var out = [UInt8](repeating: 0, count: n), got = 0
+                while got < n {
+                    let r = out.withUnsafeMutableBytes { read(c, $0.baseAddress! + got, n - got) }
+                    if r <= 0 { return nil }
+                    got += r
+                }
+                return out
+            }
+            func send(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { write(c, $0.baseAddress, $0.count) } }
+            func message(_ type: Character, _ body: [UInt8]) -> [UInt8] {
+                let n = UInt32(body.count + 4)
+                return [UInt8(ascii: type.unicodeScalars.first!), UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] + body
+            }
+            guard let length = readExactly(4) else { return }
+            let n = Int(length[0]) << 24 | Int(length[1]) << 16 | Int(length[2]) << 8 | Int(length[3])
+            guard n >= 8, readExactly(n - 4) != nil else { return }
+            send(message("R", [0, 0, 0, 0]) + message("Z", [UInt8(ascii: "I")]))
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            _ = buffer.withUnsafeMutableBytes { read(c, $0.baseAddress, $0.count) }
+            let fields = Array("SERROR".utf8) + [0] + Array("Mserver closed the connection unexpectedly".utf8) + [0, 0]
+            send(message("E", fields) + message("Z", [UInt8(ascii: "I")]))
+        }
+
+        func close() {
+            shutdown(fd, Int32(SHUT_RDWR))
+            Glibc.close(fd)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// R8: a statement failing without a SQLSTATE (libpq's own error: the connection failed
+    /// while it was sent) is a lost connection — `.unavailable` (69, retried within the wait) —
+    /// never a statement error (`.query`, exit 1, which 0031154 reported).
+    @Test func aFailureWithoutASQLStateIsALostConnection() throws {
+        let fake = try NoSQLStateServer()
+        defer { fake.close() }
+        let pool = ConnectionPool(conninfo: fake.connectionString, reconnectWaitSeconds: 0)
+        do {
+            _ = try pool.run { c in try c.exec("SELECT 1") }
+            Issue.record("the statement succeeded")
+        } catch let e as RegistryError {
+            #expect(e.code == .unavailable, "\(e)")
+        }
+    }
+
     /// R8: the backend of a pooled connection dies (SIGKILL: no error message, libpq sees the
     /// connection close under the next statement); the statement is retried on a new
     /// connection once the server is back, never reported as a statement error (exit 1).
