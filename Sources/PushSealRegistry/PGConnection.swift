@@ -52,11 +52,12 @@ final class PGConnection {
         } else {
             let text = err.map { String(cString: $0) } ?? "out of memory"
             if let err { PQfreemem(err) }
-            throw RegistryError(.invalidConnectionString, "the registry connection string is not valid: \(Self.clean(text))")
+            throw RegistryError(.invalidConnectionString,
+                "the registry connection string is not valid: \(Self.redacted(Self.clean(text))) (check its keywords, quoting and %XX percent-encoding)")
         }
         guard let c = PQconnectdb(conninfo) else { throw RegistryError(.unavailable, "libpq could not allocate a connection") }
         guard PQstatus(c) == CONNECTION_OK else {
-            let message = Self.clean(String(cString: PQerrorMessage(c)))
+            let message = Self.redacted(Self.clean(String(cString: PQerrorMessage(c))))
             PQfinish(c)
             throw RegistryError(.unavailable, "cannot connect to the registry: \(message)")
         }
@@ -76,6 +77,31 @@ final class PGConnection {
         let host = PQhost(conn).map { String(cString: $0) } ?? "?"
         let port = PQport(conn).map { String(cString: $0) } ?? "?"
         return "postgresql database \(db) on \(host) port \(port)"
+    }
+
+    /// libpq's message with every quoted part (`"…"`) replaced by `"…"`: libpq quotes pieces
+    /// of the connection string it could not parse, which may be a password (security review G12).
+    /// A quoted lone punctuation mark (`missing "=" after …`) is kept.
+    static func redacted(_ s: String) -> String {
+        var out = ""
+        var quoted: String?
+        for ch in s {
+            if ch == "\"" {
+                if let q = quoted {
+                    out += (q.count == 1 && q.allSatisfy { $0.isPunctuation || $0.isSymbol } ? q : "…") + "\""
+                    quoted = nil
+                } else {
+                    out.append(ch)
+                    quoted = ""
+                }
+            } else if quoted != nil {
+                quoted?.append(ch)
+            } else {
+                out.append(ch)
+            }
+        }
+        if quoted != nil { out.append("…") }
+        return out
     }
 
     /// One line of libpq's message: no trailing newline, tabs and newlines as spaces.
