@@ -1,6 +1,7 @@
 import Foundation
 import PushSealCrypto
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 @testable import PushSealRegistry
 import PushSealSystem
 import PushSealWire
@@ -65,7 +66,7 @@ import Testing
         let kek = KeyEncryptionKey.generate()
         let kekPath = try Registry.kekFile(kek)
         let store = try PostgresKeyStore(connectionString: cs, kek: kek, reconnectWaitSeconds: wait)
-        for r in recipients { try store.generate(appID: app, recipient: r, now: KeyStore.now()) }
+        for r in recipients { try store.generate(appID: app, recipient: r, now: KeyTime.now()) }
         return (server, cs, kekPath, store)
     }
 
@@ -251,7 +252,7 @@ import Testing
         #expect(pid > 0)
         kill(pid_t(pid), SIGKILL)
         // The next statement goes out on the same (idle, now dead) connection.
-        let rotated = try store.rotate(appID: Self.app, recipient: "alice", graceSeconds: 60, device: nil, promote: true, now: KeyStore.now(), afterStep: { _ in })
+        let rotated = try store.rotate(appID: Self.app, recipient: "alice", graceSeconds: 60, device: nil, promote: true, now: KeyTime.now(), afterStep: { _ in })
         #expect(try store.sealingPrimary(appID: Self.app, recipient: "alice").keyID == rotated.keyID)
     }
 }
