@@ -138,6 +138,10 @@ struct OutboxTests {
         #expect(try f.sql("SELECT count(DISTINCT lease_owner) FROM pushseal_outbox") == "0", "no lease left")
         let metrics = f.outbox.metrics.snapshot()
         #expect(metrics.outcomes[OutboxMetrics.Pair(status: "accepted", reason: "")] == 200 && metrics.accepted == 202)
+        // One provider token for both instances, minted once, stored sealed (no JWT in clear).
+        #expect(try f.outbox.rows.providerTokenMints(teamID: MockAPNs.teamID, keyID: MockAPNs.keyID) == 1)
+        #expect(w1.tokens.mintCount + w2.tokens.mintCount == 1)
+        #expect(try !f.sql("SELECT jwt FROM pushseal_provider_tokens").contains("eyJ"))
     }
 
     @Test("a dead instance's rows: resent when they have a collapse id, failed mayHaveBeenDelivered without")
