@@ -147,6 +147,31 @@ struct OutboxTests {
         #expect(try !f.sql("SELECT jwt FROM pushseal_provider_tokens").contains("eyJ"))
     }
 
+    @Test("an idle worker is woken by NOTIFY (its polling interval is 10 minutes); drain with nothing in flight ends it")
+    func notifyWakesAnIdleWorker() throws {
+        let f = try Fixture(recipients: ["n"])
+        let mock = try MockAPNs([:], kind: .native)
+        defer { mock.stop() }
+        var settings = OutboxWorker.Configuration()
+        settings.pollIntervalMs = 600_000
+        let w = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock), configuration: settings)
+        try w.start()
+        // Wait until the worker listens (then it waits for a NOTIFY, or 10 minutes).
+        let start = monotonicNanoseconds()
+        while try f.sql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'") == "0" {
+            guard monotonicNanoseconds() - start < 30_000_000_000 else { Issue.record("the worker never listened"); break }
+            pauseThread(seconds: 0.01)
+        }
+        let accepted = try f.outbox.accept([Self.item("n", "wake")], idempotency: nil, nowMs: unixTimeMilliseconds())
+        guard case .queued(let id, _)? = accepted.items.first else { Issue.record("not queued"); return }
+        try f.waitUntilDone(limitSeconds: 60)
+        #expect(try f.outbox.status(id: id)?.status == "accepted")
+        let q = try f.outbox.queueStatistics(nowMs: unixTimeMilliseconds())
+        #expect(q.queued == 0 && q.sending == 0 && q.oldestQueuedAgeMs == 0)
+        w.drain()
+        #expect(w.isStopped)
+    }
+
     @Test("a dead instance's rows: resent when they have a collapse id, failed mayHaveBeenDelivered without")
     func reaperRespectsCollapseIDs() throws {
         let f = try Fixture(recipients: ["a", "b"])
