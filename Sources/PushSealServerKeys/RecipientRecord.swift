@@ -52,8 +52,13 @@ extension V2KeyList {
     /// - Parameter now: Unix seconds for the audit changes.
     /// - Returns: the audit changes; empty: nothing changed.
     /// - Throws: `KeysError` `.duplicateKeyID` (a key id here with another public or private
-    ///   key: nothing changed), `.invalidState` (the result would have two primaries).
+    ///   key: nothing changed), `.invalidState` (the result would have two primaries),
+    ///   `.futureRegistration` (a registration created more than 5 minutes after the later of
+    ///   `now` and when its store took it, `registeredAt`: a record no store should have taken).
     public mutating func merge(from source: V2KeyList, now: Int64) throws -> [KeysetChange] {
+        if kind == .registrations {
+            for e in source.entries { try DeviceRegistration.checkNotFuture(keyID: e.keyID, createdAt: e.createdAt, now: max(now, e.registeredAt)) }
+        }
         var merged = entries
         var changes: [KeysetChange] = []
         let event = kind == .registrations ? "importRegistration" : "importSenderKey"

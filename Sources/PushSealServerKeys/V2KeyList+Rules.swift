@@ -8,8 +8,10 @@ public import PushSealDeviceKeys
 extension V2KeyList {
     /// Adds `registration` as the primary; the former primary becomes `decryptOnly` at `now`.
     /// The same key id and key again changes nothing.
-    /// - Throws: `KeysError` `.duplicateKeyID`, `.staleRegistration`.
+    /// - Throws: `KeysError` `.duplicateKeyID`, `.staleRegistration`, `.futureRegistration`
+    ///   (`createdAt` more than 5 minutes after `now`).
     public mutating func register(_ registration: DeviceRegistration, now: Int64) throws -> [KeysetChange] {
+        try DeviceRegistration.checkNotFuture(keyID: registration.keyID, createdAt: registration.createdAt, now: now)
         let raw = registration.publicKey.rawRepresentation
         if let same = entries.first(where: { $0.keyID == registration.keyID }) {
             guard same.publicKey == raw else {
