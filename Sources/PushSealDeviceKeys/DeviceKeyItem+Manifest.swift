@@ -1,6 +1,6 @@
 import PushSealCrypto
 public import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// Every write of a device key item goes through the app's key manifest
 /// (``DeviceKeyManifest``; docs/keychain.md "The key manifest"), as the iOS reference's

@@ -2,7 +2,7 @@ public import PushSealCrypto
 import PushSealKeychain
 import PushSealSystem
 import PushSealWire
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// Reading the one device key layout (docs/keychain.md "Device key items"): one item per key,
 /// service `pushseal.key:<appID>` (kinds 1 and 2) or `pushseal.sender:<appID>` (kind 3),

@@ -1,4 +1,4 @@
-public import PushSealCrypto
+import PushSealCrypto
 public import PushSealWire
 import PushSealSystem
 import PushSealKeyRecords

@@ -1,5 +1,5 @@
 import PushSealCrypto
-public import PushSealKeyRecords
+import PushSealKeyRecords
 public import PushSealDeviceKeys
 import PushSealKeychain
 
