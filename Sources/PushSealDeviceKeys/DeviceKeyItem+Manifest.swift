@@ -1,6 +1,6 @@
 import PushSealCrypto
 public import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// Every write of a device key item goes through the app's key manifest
 /// (``DeviceKeyManifest``; docs/keychain.md "The key manifest"), as the iOS reference's
@@ -56,7 +56,7 @@ extension DeviceKeyItem {
         let held = try manifest(appID: appID, in: keychain, accessGroup: accessGroup)
         var manifest = held ?? DeviceKeyManifest()
         if held == nil, let any = try anyItem(appID: appID, in: keychain, accessGroup: accessGroup) {
-            throw KeysError(.keyRolledBack, "\(appID) has key items but no key manifest (\(any)): written around the toolkit, by an older 0.3.0-dev, or its manifest was removed; re-provision the device (docs/keychain.md \"The key manifest\")")
+            throw KeysError(.keyRolledBack, "\(appID) has key items but no key manifest (\(any)): written around the toolkit, by an earlier 0.2.0 development build, or its manifest was removed; re-provision the device (docs/keychain.md \"The key manifest\")")
         }
         var current: [UInt8]?
         var currentAttributes: ItemAttributes?

@@ -2,7 +2,7 @@ public import PushSealCrypto
 import PushSealKeychain
 import PushSealSystem
 import PushSealWire
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// Reading the one device key layout (docs/keychain.md "Device key items"): one item per key,
 /// service `pushseal.key:<appID>` (kinds 1 and 2) or `pushseal.sender:<appID>` (kind 3),
@@ -48,7 +48,7 @@ extension DeviceKeyring {
     ///   `.corruptKey` (a damaged manifest); `KeychainError`.
     func checkManifest(_ kind: DeviceKeyKind, keyID: String, appID: String, data: SecretBytes) throws {
         guard let manifest = try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: accessGroup) else {
-            throw KeysError(.keyRolledBack, "\(appID) has no key manifest, so its key item \(keyID) is not vouched for (written around the toolkit, by an older 0.3.0-dev, or the manifest was removed): re-provision the device")
+            throw KeysError(.keyRolledBack, "\(appID) has no key manifest, so its key item \(keyID) is not vouched for (written around the toolkit, by an earlier 0.2.0 development build, or the manifest was removed): re-provision the device")
         }
         guard let entry = manifest.entry(kind, keyID: keyID) else {
             throw KeysError(.keyRolledBack, "the key item \(keyID) of \(appID) is not in its key manifest (generation \(manifest.generation)): a pruned key or removed pin put back, or an item written around the toolkit")

@@ -5,7 +5,7 @@ public import Foundation
 #endif
 public import PushSealCrypto
 public import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// The Notification Service Extension's view of a device keychain: the key for a payload's
 /// `key_id`.

@@ -1,5 +1,5 @@
 package import PushSealKeychain
-package import PushSealCrypto
+import PushSealCrypto
 
 /// The names of the keychain items both sides read: a keyset's item and its generation counter
 /// (a device still reads a legacy keyset of before 0.2.0; a server keeps its keysets there), and

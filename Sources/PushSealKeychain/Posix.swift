@@ -202,7 +202,7 @@ enum Posix {
     /// Removes every entry of `directory` (left-over temp files of killed writers). Call only
     /// while holding the writer lock: then no live writer owns one.
     static func removeAll(in directory: PrivateDirectory) throws {
-        for name in try names(in: directory) { try? directory.remove(name) }
+        for name in try names(in: directory) { _ = try? directory.remove(name) }
     }
 
     /// The names in `directory` (not `.`/`..`).

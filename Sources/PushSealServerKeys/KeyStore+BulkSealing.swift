@@ -2,8 +2,8 @@ import PushSealCrypto
 import PushSealJSON
 import PushSealSystem
 public import PushSealWire
-public import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeychain
+import PushSealKeyRecords
 
 /// The file keychain's batch path (`push-seal batch` over many recipients): a chunk's seal
 /// counter reservations are written together — every keyset item of the chunk, one flush of

@@ -1,6 +1,6 @@
 import PushSealCrypto
-public import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeychain
+import PushSealKeyRecords
 
 /// The file keychain as a ``RegistrationStore``. Two more kinds of generic-password item in the
 /// keysets' access group, each a ``V2KeyList`` written under the keysets' lock (`keys.lock`)

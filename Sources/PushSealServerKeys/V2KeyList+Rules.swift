@@ -1,7 +1,7 @@
 public import PushSealCrypto
 import PushSealJSON
-public import PushSealKeyRecords
-public import PushSealDeviceKeys
+import PushSealKeyRecords
+import PushSealDeviceKeys
 
 /// The rules of ``RegistrationStore`` on a loaded list (see ``V2KeyList``). Each mutating method
 /// changes the list and returns its audit changes; none means nothing changed (save nothing).

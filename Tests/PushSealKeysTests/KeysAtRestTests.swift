@@ -53,7 +53,7 @@ import Testing
         let device = try X25519.PrivateKey()
         let registration = try DeviceRegistration(appID: app, keyID: try DeviceKeyItem.keyID(for: device.publicKey), publicKey: device.publicKey, createdAt: t0)
         try f.server.register(registration, recipient: alice, now: t0)
-        let first = try f.server.generateSenderKey(appID: app, now: t0)
+        _ = try f.server.generateSenderKey(appID: app, now: t0)
         let saved = try KeysFixture.items(f.serverDir)
         try f.server.revokeRegistration(appID: app, recipient: alice, keyID: registration.keyID, now: t0 + 1)
         _ = try f.server.rotateSenderKey(appID: app, graceSeconds: 60, now: t0 + 2)
@@ -75,7 +75,7 @@ import Testing
         expectKeys(.keysetRolledBack) { try store.register(try DeviceRegistration(appID: app, keyID: "k2", publicKey: try X25519.PrivateKey().publicKey, createdAt: t0 + 3),
                                                           recipient: alice, now: t0 + 3) }
         // Layout 1 (before the generation) decodes as generation 0.
-        var list = try #require(try store.loadV2List(.registrations, appID: app, owner: "bob", withSecrets: false) ?? V2KeyList(kind: .registrations, appID: app, owner: "bob"))
+        var list = try store.loadV2List(.registrations, appID: app, owner: "bob", withSecrets: false) ?? V2KeyList(kind: .registrations, appID: app, owner: "bob")
         list.generation = 7
         var bytes = list.encode()  // "PSV2" | 2 | kind | generation (8) | …
         #expect(try V2KeyList.decode(bytes, kind: .registrations).generation == 7)
