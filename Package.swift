@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "PushSealRegistry", targets: ["PushSealRegistry"]),
         .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", targets: ["PushSealMediaFetch"]),
+        .library(name: "PushSealHTTP", targets: ["PushSealHTTP"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
@@ -39,6 +40,8 @@ let package = Package(
         // The APNs client's HTTP/2 (Debian libnghttp2-dev) and TLS (libssl from libssl-dev).
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]),
         .systemLibrary(name: "COpenSSLTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        // The gateway's HTTP/1.1 server (Debian libmicrohttpd-dev).
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]),
 
         // Our C targets. CPushSealSIMD: byte loops (Wire's base64, JSON's string scan, used by
         // the sender and the receiver) vectorized for x86-64 with a run-time CPU check; public data only.
@@ -52,6 +55,8 @@ let package = Package(
         // CPushSealTLS: a non-blocking TCP connection with OpenSSL TLS on it (TLS 1.2+, ALPN h2,
         // peer verified, SNI and host name checked) for PushSealAPNs' HTTP/2 connections.
         .target(name: "CPushSealTLS", dependencies: ["COpenSSLTLS"]),
+        // CPushSealHTTPD: MHD_start_daemon and MHD_get_daemon_info are C variadic functions, which Swift cannot call.
+        .target(name: "CPushSealHTTPD", dependencies: ["CMicroHTTPD"]),
 
         // Foundation layer: no Foundation, no C library but libc.
         // PushSealSystem: file descriptors with the private-file rules, Locked, the detached
@@ -75,6 +80,8 @@ let package = Package(
         .target(name: "PushSealMediaFetch", dependencies: ["CCurlLazy", "PushSealSystem"]),
         // The APNs provider client: HTTP/2 on libnghttp2 over OpenSSL TLS, ES256 provider tokens, retries.
         .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CNghttp2", "CPushSealTLS"]),
+        // HTTP/1.1 server on libmicrohttpd (thread pool + epoll, optional TLS) with strict request checks and a router.
+        .target(name: "PushSealHTTP", dependencies: ["CMicroHTTPD", "CPushSealHTTPD", "PushSealJSON", "PushSealSystem"]),
         // The PostgreSQL server store (issue 15): libpq, keys wrapped under a key-encryption key.
         .target(name: "PushSealRegistry", dependencies: ["CLibPQ", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealSystem"]),
         // The one place --registry/--kek-file become a store (push-keys, push-seal; not push-open, which never links libpq).
@@ -110,6 +117,7 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealHTTPTests", dependencies: ["PushSealHTTP", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
@@ -121,7 +129,7 @@ let package = Package(
 //   what it re-exports on purpose (`public import`);
 // - MemberImportVisibility makes every file import the modules whose members it uses, so the
 //   `dependencies:` above are the real graph (no member is reached through another import).
-let cTargets: Set<String> = ["CPushSealSIMD", "CCurlLazy", "CPushSealTLS"]
+let cTargets: Set<String> = ["CPushSealSIMD", "CCurlLazy", "CPushSealTLS", "CPushSealHTTPD"]
 for target in package.targets where target.type != .system && !cTargets.contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
