@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", targets: ["PushSealMediaFetch"]),
         .library(name: "PushSealHTTP", targets: ["PushSealHTTP"]),
+        .library(name: "PushSealGateway", targets: ["PushSealGateway"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
@@ -82,6 +83,8 @@ let package = Package(
         .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CNghttp2", "CPushSealTLS"]),
         // HTTP/1.1 server on libmicrohttpd (thread pool + epoll, optional TLS) with strict request checks and a router.
         .target(name: "PushSealHTTP", dependencies: ["CMicroHTTPD", "CPushSealHTTPD", "PushSealJSON", "PushSealSystem"]),
+        // push-gateway's API v1 (auth, rate limits, metrics, logs, routes) on PushSealHTTP; the store and outbox behind GatewayBackend.
+        .target(name: "PushSealGateway", dependencies: ["PushSealHTTP", "PushSealRegistry", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // The PostgreSQL server store (issue 15): libpq, keys wrapped under a key-encryption key.
         .target(name: "PushSealRegistry", dependencies: ["CLibPQ", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealSystem"]),
         // The one place --registry/--kek-file become a store (push-keys, push-seal; not push-open, which never links libpq).
@@ -118,6 +121,7 @@ let package = Package(
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealHTTPTests", dependencies: ["PushSealHTTP", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealGatewayTests", dependencies: ["PushSealGateway", "PushSealHTTP", "PushSealRegistry", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
