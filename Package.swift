@@ -25,8 +25,12 @@ let package = Package(
         .library(name: "PushSealRegistry", targets: ["PushSealRegistry"]),
         .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", targets: ["PushSealMediaFetch"]),
+<<<<<<< HEAD
         .library(name: "PushSealHTTP", targets: ["PushSealHTTP"]),
         .library(name: "PushSealGateway", targets: ["PushSealGateway"]),
+=======
+        .library(name: "PushSealServer", targets: ["PushSealServer"]),
+>>>>>>> server
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
@@ -87,20 +91,24 @@ let package = Package(
         .target(name: "PushSealGateway", dependencies: ["PushSealHTTP", "PushSealRegistry", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // The PostgreSQL server store (issue 15): libpq, keys wrapped under a key-encryption key.
         .target(name: "PushSealRegistry", dependencies: ["CLibPQ", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealSystem"]),
+        // The composition layer (issue 23): store, sealer, registration import, APNs sending and
+        // token invalidation from plain configuration, shared by the CLIs and the gateway.
+        .target(name: "PushSealServer", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire",
+                                                       "PushSealRegistry", "PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // The one place --registry/--kek-file become a store (push-keys, push-seal; not push-open, which never links libpq).
         .target(name: "PushSealRegistryCLI", dependencies: ["PushSealCLI", "PushSealRegistry", "PushSealSystem"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
-        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
+        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealServer", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
-        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
-        .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealServer", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
+        .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealServer", "PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         // Test helper for PushSealRegistryTests: sealing processes on one PostgreSQL registry; not a product.
         .executableTarget(name: "registry-stress", dependencies: ["PushSealRegistry", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealWire", "PushSealSystem"]),
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
-        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON"],
+        .executableTarget(name: "seal-server-example", dependencies: ["PushSealServer"],
                           path: "Examples/server/SealFromLibrary"),
         .executableTarget(name: "push-bench", dependencies: ["PushSealCLI", "PushSealCrypto", "PushSealWire", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "COpenSSL", "CSodium", "CPushSealSIMD"]),
 
@@ -120,8 +128,12 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+<<<<<<< HEAD
         .testTarget(name: "PushSealHTTPTests", dependencies: ["PushSealHTTP", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealGatewayTests", dependencies: ["PushSealGateway", "PushSealHTTP", "PushSealRegistry", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+=======
+        .testTarget(name: "PushSealServerTests", dependencies: ["PushSealServer", "PushSealAPNs", "PushSealRegistry", "PushSealKeys", "PushSealKeychain", "PushSealSender", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+>>>>>>> server
         .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
