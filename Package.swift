@@ -25,16 +25,14 @@ let package = Package(
         .library(name: "PushSealRegistry", targets: ["PushSealRegistry"]),
         .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", targets: ["PushSealMediaFetch"]),
-<<<<<<< HEAD
         .library(name: "PushSealHTTP", targets: ["PushSealHTTP"]),
         .library(name: "PushSealGateway", targets: ["PushSealGateway"]),
-=======
         .library(name: "PushSealServer", targets: ["PushSealServer"]),
->>>>>>> server
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
         .executable(name: "push-send", targets: ["push-send"]),
+        .executable(name: "push-gateway", targets: ["push-gateway"]),
         .executable(name: "push-bench", targets: ["push-bench"]),
     ],
     targets: [
@@ -88,7 +86,7 @@ let package = Package(
         // HTTP/1.1 server on libmicrohttpd (thread pool + epoll, optional TLS) with strict request checks and a router.
         .target(name: "PushSealHTTP", dependencies: ["CMicroHTTPD", "CPushSealHTTPD", "PushSealJSON", "PushSealSystem"]),
         // push-gateway's API v1 (auth, rate limits, metrics, logs, routes) on PushSealHTTP; the store and outbox behind GatewayBackend.
-        .target(name: "PushSealGateway", dependencies: ["PushSealHTTP", "PushSealRegistry", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        .target(name: "PushSealGateway", dependencies: ["PushSealHTTP", "PushSealServer", "PushSealRegistry", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // The PostgreSQL server store (issue 15): libpq, keys wrapped under a key-encryption key.
         .target(name: "PushSealRegistry", dependencies: ["CLibPQ", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealSystem"]),
         // The composition layer (issue 23): store, sealer, registration import, APNs sending and
@@ -102,6 +100,7 @@ let package = Package(
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealServer", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealServer", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
+        .executableTarget(name: "push-gateway", dependencies: ["PushSealCLI", "PushSealGateway", "PushSealHTTP", "PushSealServer", "PushSealRegistry", "PushSealRegistryCLI", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealServer", "PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
@@ -128,12 +127,9 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-<<<<<<< HEAD
         .testTarget(name: "PushSealHTTPTests", dependencies: ["PushSealHTTP", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealGatewayTests", dependencies: ["PushSealGateway", "PushSealHTTP", "PushSealRegistry", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-=======
         .testTarget(name: "PushSealServerTests", dependencies: ["PushSealServer", "PushSealAPNs", "PushSealRegistry", "PushSealKeys", "PushSealKeychain", "PushSealSender", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
->>>>>>> server
         .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -196,7 +196,7 @@ public final class Gateway: Sendable {
     }
 
     /// The members `POST /v1/devices` takes (the iOS reference's upload body).
-    static let deviceMembers: Set<String> = ["registration", "apnsDeviceToken", "apnsEnvironment"]
+    static let deviceMembers: Set<String> = ["registration", "apnsDeviceToken", "apnsEnvironment", "pinnedSenderKeyIds"]
 
     private func postDevice(_ request: HTTPRequest) throws -> HTTPResponse {
         // Seam for the v2 production issue: a registration token (issued to the app) will be
@@ -216,7 +216,10 @@ public final class Gateway: Sendable {
                 throw HTTPError.invalid("apnsEnvironment must be production or development", field: "apnsEnvironment")
             }
         }
-        let (recipient, created) = try backend.registerDevice(upload)
+        guard let recipient = request.query["recipient"], !recipient.isEmpty, recipient.utf8.count <= 256 else {
+            throw HTTPError.invalid("name the installation as ?recipient= (your backend's id for it)", field: "recipient")
+        }
+        let (_, created) = try backend.registerDevice(request.body, recipient: recipient)
         log.write("register", [("requestId", .string(request.requestID)), ("apiKeyId", .string(key.id)), ("recipient", .string(recipient)),
                                ("deviceToken", .string(GatewayLog.deviceTokenHint(token))), ("created", .bool(created))])
         return .json(created ? 201 : 200, .object(JSONObject([("recipient", .string(recipient)), ("status", .string(created ? "registered" : "unchanged"))])))

@@ -120,12 +120,15 @@ public protocol GatewayBackend: Sendable {
                  answer: @Sendable ([SubmissionResult]) -> [UInt8]) throws -> EnqueueOutcome
     /// The state of notification `id`, `nil` when unknown.
     func notificationState(id: String) throws -> NotificationState?
-    /// Registers the iOS reference's upload (`{"registration", "apnsDeviceToken", "apnsEnvironment"}`):
-    /// the public key and the token in one transaction; the same record again changes nothing.
-    /// - Returns: the recipient and whether anything changed.
-    /// - Throws: ``HTTPError``-mapped failures: `invalidRegistration` (400) for a record that
-    ///   does not verify.
-    func registerDevice(_ upload: JSONObject) throws -> (recipient: String, created: Bool)
+    /// Registers the iOS reference's upload (`{"registration", "apnsDeviceToken", "apnsEnvironment"}`)
+    /// for `recipient`: the public key and the token; the same record again changes nothing.
+    /// - Parameters:
+    ///   - body: the upload's JSON bytes (its shape already checked by the gateway).
+    ///   - recipient: the installation the caller named (never read from the upload).
+    /// - Returns: the recipient and whether anything was stored now.
+    /// - Throws: `HTTPError` 400 `invalidRegistration` for a record that does not check, 409 for
+    ///   a conflicting or stale one.
+    func registerDevice(_ body: [UInt8], recipient: String) throws -> (recipient: String, created: Bool)
     /// Forgets an installation: registration revoked, tokens removed, queued notifications cancelled.
     /// - Returns: `false` when the recipient is unknown.
     func forgetDevice(appID: String?, recipient: String) throws -> Bool
