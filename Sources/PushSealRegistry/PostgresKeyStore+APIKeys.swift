@@ -23,7 +23,7 @@ public struct GatewayAPIKeyRecord: Sendable, Hashable {
     }
 }
 
-/// push-gateway's API keys (`pushseal_gateway_api_keys`, migration 6): a row per key with its
+/// push-gateway's API keys (`pushseal_gateway_api_keys`, migration 7): a row per key with its
 /// SHA-256, name, scopes and revocation time. The key's bytes are never stored or logged.
 extension PostgresKeyStore {
     /// Stores a new key's record.

@@ -108,18 +108,24 @@ extension PostgresKeyStore: DeviceTokenStore {
         let checked = try DeviceToken.checkUnregistrations(unregistrations)
         let time = KeyStore.now()
         return try pool.transaction { c in
-            try checked.map { u in
-                let names: [PGValue?] = [.text(appID), .text(u.token)]
-                let deleted = try c.exec("DELETE FROM pushseal_device_tokens WHERE app_id = $1 AND token = $2 AND registered_at < $3 RETURNING recipient, token, environment, registered_at",
-                                         names + [.int(u.unregisteredAtMs)])
-                if let t = try deviceTokenRows(deleted, appID: appID, verified: false).first {
-                    try insertAudit(c, KeysetChange.deviceTokenRemoved(t, reason: .unregistered(u.unregisteredAtMs), time: time), appID: appID, recipient: t.recipient)
-                    return .invalidated
-                }
-                let there = try c.exec("SELECT 1 FROM pushseal_device_tokens WHERE app_id = $1 AND token = $2", names)
-                return there.rows.isEmpty ? .unknown : .keptReregistered
-            }
+            try checked.map { u in try invalidateDeviceToken(c, u.token, unregisteredAtMs: u.unregisteredAtMs, appID: appID, time: time) }
         }
+    }
+
+    /// One checked 410 on `c`, inside the caller's transaction (the outbox applies it in the
+    /// transaction that records the notification's outcome): removes the token if registered
+    /// before `unregisteredAtMs`, with its audit row.
+    /// - Parameter time: Unix seconds of the change (the audit line's).
+    func invalidateDeviceToken(_ c: PGConnection, _ token: String, unregisteredAtMs: Int64, appID: String, time: Int64) throws -> DeviceTokenInvalidation {
+        let names: [PGValue?] = [.text(appID), .text(token)]
+        let deleted = try c.exec("DELETE FROM pushseal_device_tokens WHERE app_id = $1 AND token = $2 AND registered_at < $3 RETURNING recipient, token, environment, registered_at",
+                                 names + [.int(unregisteredAtMs)])
+        if let t = try deviceTokenRows(deleted, appID: appID, verified: false).first {
+            try insertAudit(c, KeysetChange.deviceTokenRemoved(t, reason: .unregistered(unregisteredAtMs), time: time), appID: appID, recipient: t.recipient)
+            return .invalidated
+        }
+        let there = try c.exec("SELECT 1 FROM pushseal_device_tokens WHERE app_id = $1 AND token = $2", names)
+        return there.rows.isEmpty ? .unknown : .keptReregistered
     }
 
     // MARK: Rows
