@@ -150,21 +150,18 @@ public final class Gateway: Sendable {
 
     private func postNotifications(_ request: HTTPRequest) throws -> HTTPResponse {
         let key = try authorize(request, scope: "send")
-        var idempotencyKey: String?
+        var idempotency: (scope: String, key: String)?
         if let k = request.header("Idempotency-Key") {
             guard !k.isEmpty, k.utf8.count <= 255, k.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
                 throw HTTPError.invalid("Idempotency-Key must be 1 to 255 bytes of visible ASCII", field: "Idempotency-Key")
             }
-            idempotencyKey = "\(key.id):\(k)"
+            idempotency = (key.id, k)
         }
         let submissions = try NotificationRequest.parse(try request.jsonBody())
         let hash = (try? SHA256Hasher.hash(request.body)) ?? []
-        let outcome = try backend.enqueue(submissions, idempotencyKey: idempotencyKey, bodySHA256: hash) { results in
-            (try? JSONWriter.serialize(NotificationRequest.answer(submissions, results))) ?? []
-        }
-        switch outcome {
-        case .fresh(let results):
-            for (s, r) in zip(submissions, results) {
+        let answer = try backend.enqueue(submissions, idempotency: idempotency, bodySHA256: hash)
+        if !answer.replayed {
+            for (s, r) in zip(submissions, answer.results) {
                 var members: [(key: String, value: JSONValue)] = [("requestId", .string(request.requestID)), ("apiKeyId", .string(key.id)),
                                                                   ("recipient", .string(s.recipient))]
                 switch r {
@@ -173,12 +170,10 @@ public final class Gateway: Sendable {
                 }
                 log.write("accept", members)
             }
-            return .json(202, NotificationRequest.answer(submissions, results))
-        case .replay(let status, let body):
-            return HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")], body: body)
-        case .conflict:
-            throw HTTPError(422, "idempotencyKeyReused", "this Idempotency-Key was used with a different body in the last 24 h")
         }
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
+        if answer.replayed { headers.append(("Idempotent-Replayed", "true")) }
+        return HTTPResponse(status: 202, headers: headers, body: answer.body)
     }
 
     private func getNotification(_ request: HTTPRequest) throws -> HTTPResponse {

@@ -1,4 +1,5 @@
 public import PushSealJSON
+public import PushSealServer
 
 /// One notification of a `POST /v1/notifications` request, checked for shape (types, ranges,
 /// no unknown member) by the gateway; its content is checked when it is sealed.
@@ -17,6 +18,8 @@ public struct NotificationSubmission: Sendable, Hashable {
     public var pushType: String?
     /// The per-line `aps` members push-seal batch takes (sound, badge, thread-id, category, …).
     public var aps: JSONObject?
+    /// The item as sent (what the outbox seals from).
+    public var item: JSONValue = .null
 
     /// Creates a submission.
     public init(recipient: String, notification: JSONObject, ttlSeconds: Int64? = nil, collapseID: String? = nil,
@@ -79,14 +82,21 @@ public struct NotificationState: Sendable, Hashable {
     }
 }
 
-/// The outcome of an idempotent enqueue.
-public enum EnqueueOutcome: Sendable {
-    /// The submissions' results, in order, committed (or refused) now.
-    case fresh([SubmissionResult])
-    /// The same key with the same body was seen within 24 h: its first answer, nothing enqueued.
-    case replay(status: Int, body: [UInt8])
-    /// The same key with a different body within 24 h (422).
-    case conflict
+/// What an enqueue answered.
+public struct EnqueueAnswer: Sendable {
+    /// One result per submission, in order (for the log).
+    public var results: [SubmissionResult]
+    /// The 202 answer's body (`{"notifications":[…]}`), the first one's bytes for a replay.
+    public var body: [UInt8]
+    /// `true`: the idempotency key was seen with the same body; nothing was stored now.
+    public var replayed: Bool
+
+    /// Creates an answer.
+    public init(results: [SubmissionResult], body: [UInt8], replayed: Bool) {
+        self.results = results
+        self.body = body
+        self.replayed = replayed
+    }
 }
 
 /// What readiness found.
@@ -108,16 +118,16 @@ public struct Readiness: Sendable {
 /// their own. Every method may block (database work); every failure it cannot name is thrown
 /// and becomes 500 `internal` (logged, never shown).
 public protocol GatewayBackend: Sendable {
-    /// Seals and enqueues `submissions` in one transaction (the refused ones are not stored);
-    /// with `idempotencyKey`, stores `answer`'s body under (key, `bodySHA256`) for 24 h in the
-    /// same transaction.
+    /// Seals and enqueues `submissions` in one transaction (the refused ones are not stored) and
+    /// returns after the commit; with an idempotency key, keeps the answer under (scope, key,
+    /// `bodySHA256`) for 24 h in the same transaction.
     /// - Parameters:
-    ///   - submissions: the notifications, in request order.
-    ///   - idempotencyKey: the `Idempotency-Key` header (≤ 255 bytes), with the API key's id in front.
+    ///   - submissions: the notifications, in request order (shape checked).
+    ///   - idempotency: the API key's id and the `Idempotency-Key` header (1–255 bytes), or `nil`.
     ///   - bodySHA256: the SHA-256 of the request body.
-    ///   - answer: makes the response body from the results (stored for replays).
-    func enqueue(_ submissions: [NotificationSubmission], idempotencyKey: String?, bodySHA256: [UInt8],
-                 answer: @Sendable ([SubmissionResult]) -> [UInt8]) throws -> EnqueueOutcome
+    /// - Throws: `HTTPError` 422 `idempotencyKeyReused` (the key with another body in 24 h).
+    func enqueue(_ submissions: [NotificationSubmission], idempotency: (scope: String, key: String)?,
+                 bodySHA256: [UInt8]) throws -> EnqueueAnswer
     /// The state of notification `id`, `nil` when unknown.
     func notificationState(id: String) throws -> NotificationState?
     /// Registers the iOS reference's upload (`{"registration", "apnsDeviceToken", "apnsEnvironment"}`)
@@ -148,16 +158,16 @@ public struct BackendMetrics: Sendable {
     public var queueDepth: Int = 0
     /// Age of the oldest queued notification, seconds.
     public var oldestQueuedAgeSeconds: Double = 0
-    /// Open HTTP/2 connections to APNs.
-    public var openAPNsConnections: Int = 0
+    /// HTTP/2 connections to APNs opened by this instance (APNsClient counts opened, not open).
+    public var apnsConnectionsOpened: Int = 0
     /// Provider tokens minted by this instance.
     public var providerTokenMints: Int = 0
     /// Final outcomes by outcome and reason.
     public var outcomes: OutcomeCounts = [:]
-    /// Seconds per seal.
-    public var sealLatency = LatencyHistogram()
-    /// Seconds per APNs request (send to answer).
-    public var apnsLatency = LatencyHistogram()
+    /// Seconds per accept call (sealing every item); `nil`: no observation (all zero).
+    public var sealLatency: OutboxMetrics.Histogram?
+    /// Seconds per notification from the first send to APNs' final answer; `nil`: all zero.
+    public var apnsLatency: OutboxMetrics.Histogram?
 
     /// Zeros.
     public init() {}

@@ -1,35 +1,18 @@
+import PushSealServer
 import PushSealSystem
 
-/// A histogram of durations in seconds with fixed Prometheus buckets (0.5 ms to 10 s).
-public struct LatencyHistogram: Sendable {
-    /// Upper bounds of the buckets, seconds.
-    public static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
-    /// Observations per bucket (not cumulative); the last is +Inf.
-    public private(set) var counts = [UInt64](repeating: 0, count: bounds.count + 1)
-    /// The sum of the observations, seconds.
-    public private(set) var sum: Double = 0
-
-    /// An empty histogram.
-    public init() {}
-
-    /// Adds one observation.
-    /// - Parameter seconds: a duration in seconds.
-    public mutating func observe(_ seconds: Double) {
-        let i = Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count
-        counts[i] += 1
-        sum += seconds
+/// The Prometheus text lines of `histogram` (zeros for `nil`) under `name`: cumulative
+/// `_bucket` lines over ``OutboxMetrics/bucketBoundsSeconds``, `_sum` and `_count`.
+func renderHistogram(_ histogram: OutboxMetrics.Histogram?, _ name: String, into out: inout String) {
+    let bounds = OutboxMetrics.bucketBoundsSeconds
+    let buckets = histogram?.buckets ?? [Int](repeating: 0, count: bounds.count + 1)
+    var cumulative = 0
+    for (i, bound) in bounds.enumerated() {
+        cumulative += i < buckets.count ? buckets[i] : 0
+        out += "\(name)_bucket{le=\"\(bound)\"} \(cumulative)\n"
     }
-
-    /// The Prometheus text lines of this histogram under `name` (`_bucket`, `_sum`, `_count`).
-    func render(_ name: String, into out: inout String) {
-        var cumulative: UInt64 = 0
-        for (i, bound) in Self.bounds.enumerated() {
-            cumulative += counts[i]
-            out += "\(name)_bucket{le=\"\(bound)\"} \(cumulative)\n"
-        }
-        cumulative += counts[Self.bounds.count]
-        out += "\(name)_bucket{le=\"+Inf\"} \(cumulative)\n\(name)_sum \(sum)\n\(name)_count \(cumulative)\n"
-    }
+    cumulative += buckets.count > bounds.count ? buckets[bounds.count] : 0
+    out += "\(name)_bucket{le=\"+Inf\"} \(cumulative)\n\(name)_sum \(histogram?.sumSeconds ?? 0)\n\(name)_count \(cumulative)\n"
 }
 
 /// The gateway's own counters and the Prometheus text of `GET /metrics`
@@ -43,7 +26,7 @@ public final class GatewayMetrics: Sendable {
         "PayloadEmpty", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment", "ExpiredProviderToken", "Forbidden",
         "InvalidProviderToken", "MissingProviderToken", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken", "BadPath",
         "MethodNotAllowed", "ExpiredToken", "Unregistered", "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests",
-        "InternalServerError", "ServiceUnavailable", "Shutdown", "ttlExpired", "timeout", "connection",
+        "InternalServerError", "ServiceUnavailable", "Shutdown", "cancelled", "expired", "mayHaveBeenDelivered", "rowAuthenticationFailed", "timeout", "connection",
     ]
 
     private struct RequestKey: Hashable { var route: String; var status: Int }
@@ -93,13 +76,13 @@ public final class GatewayMetrics: Sendable {
         out += "pushseal_gateway_oldest_queued_age_seconds \(backend.oldestQueuedAgeSeconds)\n"
         out += "# HELP pushseal_gateway_seal_duration_seconds Time to seal one notification.\n"
         out += "# TYPE pushseal_gateway_seal_duration_seconds histogram\n"
-        backend.sealLatency.render("pushseal_gateway_seal_duration_seconds", into: &out)
+        renderHistogram(backend.sealLatency, "pushseal_gateway_seal_duration_seconds", into: &out)
         out += "# HELP pushseal_gateway_apns_request_duration_seconds Time from sending a request to APNs to its answer.\n"
         out += "# TYPE pushseal_gateway_apns_request_duration_seconds histogram\n"
-        backend.apnsLatency.render("pushseal_gateway_apns_request_duration_seconds", into: &out)
-        out += "# HELP pushseal_gateway_apns_open_connections HTTP/2 connections to APNs open now.\n"
-        out += "# TYPE pushseal_gateway_apns_open_connections gauge\n"
-        out += "pushseal_gateway_apns_open_connections \(backend.openAPNsConnections)\n"
+        renderHistogram(backend.apnsLatency, "pushseal_gateway_apns_request_duration_seconds", into: &out)
+        out += "# HELP pushseal_gateway_apns_connections_opened_total HTTP/2 connections to APNs this instance opened.\n"
+        out += "# TYPE pushseal_gateway_apns_connections_opened_total counter\n"
+        out += "pushseal_gateway_apns_connections_opened_total \(backend.apnsConnectionsOpened)\n"
         out += "# HELP pushseal_gateway_provider_token_mints_total Provider tokens (ES256 JWT) minted by this instance.\n"
         out += "# TYPE pushseal_gateway_provider_token_mints_total counter\n"
         out += "pushseal_gateway_provider_token_mints_total \(backend.providerTokenMints)\n"

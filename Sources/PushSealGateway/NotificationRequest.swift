@@ -43,15 +43,16 @@ public enum NotificationRequest {
             throw HTTPError.invalid("notification must be an object (the notification JSON push-seal takes)", field: field("notification"))
         }
         var s = NotificationSubmission(recipient: recipient, notification: notification)
+        s.item = value
         if let v = o["ttl"] {
             guard case .integer(let ttl) = v, (0...2_592_000).contains(ttl) else {
                 throw HTTPError.invalid("ttl must be an integer number of seconds from 0 to 2592000 (30 days)", field: field("ttl"))
             }
             s.ttlSeconds = ttl
         }
-        if let v = o["collapseId"] {
+        if let v = o["collapseId"], v != .null {
             guard case .string(let id) = v, !id.isEmpty, id.utf8.count <= 64 else {
-                throw HTTPError.invalid("collapseId must be a string of 1 to 64 bytes", field: field("collapseId"))
+                throw HTTPError.invalid("collapseId must be a string of 1 to 64 bytes (or null for none)", field: field("collapseId"))
             }
             s.collapseID = id
         }

@@ -13,24 +13,55 @@ public final class ServerBackend: GatewayBackend {
     public let registry: PostgresKeyStore
     /// The app (bundle id) this gateway registers and seals for.
     public let appID: String
+    /// The outbox (accept side).
+    public let outbox: Outbox
+    /// The worker sending the outbox's rows, when this instance runs one.
+    public let worker: OutboxWorker?
 
-    /// A backend over an opened registry.
+    /// A backend over an opened registry and its outbox.
     /// - Parameters:
-    ///   - registry: the registry (opened with the KEK).
-    ///   - appID: the app's bundle id.
-    public init(registry: PostgresKeyStore, appID: String) {
+    ///   - outbox: the outbox (its store is a registry).
+    ///   - worker: the sending worker of this instance, if any (readiness reports it).
+    /// - Throws: ``ServerError`` `.unsupportedStore` when the outbox's store is not a registry.
+    public init(outbox: Outbox, worker: OutboxWorker?) throws {
+        guard let registry = outbox.store.store as? PostgresKeyStore else {
+            throw ServerError(.unsupportedStore, "the gateway needs a PostgreSQL registry")
+        }
         self.registry = registry
-        self.store = ServerStore(store: registry)
-        self.appID = appID
+        self.store = outbox.store
+        self.appID = outbox.configuration.sealer.appID
+        self.outbox = outbox
+        self.worker = worker
     }
 
-    public func enqueue(_ submissions: [NotificationSubmission], idempotencyKey: String?, bodySHA256: [UInt8],
-                        answer: @Sendable ([SubmissionResult]) -> [UInt8]) throws -> EnqueueOutcome {
-        throw HTTPError.unavailable("the outbox is not part of this build yet")
+    public func enqueue(_ submissions: [NotificationSubmission], idempotency: (scope: String, key: String)?,
+                        bodySHA256: [UInt8]) throws -> EnqueueAnswer {
+        let acceptance: Outbox.Acceptance
+        do {
+            acceptance = try outbox.accept(submissions.map(\.item),
+                                           idempotency: idempotency.map { (Outbox.IdempotencyKey(scope: $0.scope, key: $0.key), bodySHA256) },
+                                           nowMs: unixTimeMilliseconds())
+        } catch let e as ServerError where e.code == .idempotencyKeyReused {
+            throw HTTPError(422, "idempotencyKeyReused", "this Idempotency-Key was used with a different body in the last 24 h")
+        } catch let e as ServerError where e.code == .invalidIdempotencyKey {
+            throw HTTPError.invalid(e.reason, field: "Idempotency-Key")
+        } catch let e as RegistryError where e.code == .unavailable || e.code == .outcomeUnknown {
+            throw HTTPError.unavailable("the database cannot be reached; nothing was queued unless a retry with the same Idempotency-Key says so")
+        }
+        let results: [SubmissionResult] = acceptance.items.map {
+            switch $0 {
+            case .queued(let id, _): return .queued(id: id)
+            case .failed(_, let code, let message): return .refused(code: code, message: message)
+            }
+        }
+        return EnqueueAnswer(results: results, body: acceptance.body, replayed: acceptance.replayed)
     }
 
     public func notificationState(id: String) throws -> NotificationState? {
-        throw HTTPError.unavailable("the outbox is not part of this build yet")
+        guard let s = try outbox.status(id: id), s.appID == appID else { return nil }
+        return NotificationState(id: s.id, recipient: s.recipient, status: s.status, apnsID: s.apnsID, apnsUniqueID: s.apnsUniqueID,
+                                 httpStatus: s.httpStatus, reason: s.reason, attempts: s.attempts, createdAtMs: s.createdAtMs,
+                                 finishedAtMs: s.finishedAtMs)
     }
 
     public func registerDevice(_ body: [UInt8], recipient: String) throws -> (recipient: String, created: Bool) {
@@ -70,6 +101,7 @@ public final class ServerBackend: GatewayBackend {
             _ = try tokens.invalidateDeviceTokens(held.map { ($0.token, now + 1) }, appID: app)
             found = true
         }
+        if try outbox.cancel(recipient: recipient, nowMs: now) > 0 { found = true }
         return found
     }
 
@@ -91,15 +123,39 @@ public final class ServerBackend: GatewayBackend {
     }
 
     public func readiness() -> Readiness {
+        var checks: [(name: String, finding: String)] = []
+        var ready = true
         do {
             try registry.checkReachable()
-            return Readiness(ready: true, checks: [("database", "ok")])
+            checks.append(("database", "ok"))
         } catch let e as RegistryError {
-            return Readiness(ready: false, checks: [("database", e.code.name)])
+            checks.append(("database", e.code.name))
+            ready = false
         } catch {
-            return Readiness(ready: false, checks: [("database", "error")])
+            checks.append(("database", "error"))
+            ready = false
         }
+        // The worker reconnects to APNs on its own (retrying counts as usable); only a stopped worker is not.
+        if let worker {
+            let stopped = worker.isStopped
+            checks.append(("apns", stopped ? "stopped" : "ok"))
+            if stopped { ready = false }
+        }
+        return Readiness(ready: ready, checks: checks)
     }
 
-    public func metricsSnapshot() -> BackendMetrics { BackendMetrics() }
+    public func metricsSnapshot() -> BackendMetrics {
+        let snapshot = outbox.metrics.snapshot()
+        var m = BackendMetrics()
+        for (pair, n) in snapshot.outcomes { m.outcomes[.init(outcome: pair.status, reason: pair.reason), default: 0] += n }
+        m.sealLatency = snapshot.sealLatency
+        m.apnsLatency = snapshot.apnsLatency
+        m.providerTokenMints = snapshot.providerTokenMints
+        m.apnsConnectionsOpened = snapshot.connectionsOpened
+        if let q = try? outbox.rows.queueStatistics(nowMs: unixTimeMilliseconds()) {
+            m.queueDepth = q.queued
+            m.oldestQueuedAgeSeconds = Double(q.oldestQueuedAgeMs) / 1000
+        }
+        return m
+    }
 }

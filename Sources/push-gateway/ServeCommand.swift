@@ -4,6 +4,7 @@ import PushSealHTTP
 import PushSealJSON
 import PushSealRegistry
 import PushSealRegistryCLI
+import PushSealServer
 import PushSealSystem
 
 /// `push-gateway serve`: the HTTP API until SIGTERM.
@@ -20,6 +21,14 @@ struct ServeCommand: OptionsCommand {
         OptionSpec.value("--rate", "N", "requests a second per API key (100), with bursts of --burst; over it: 429 with Retry-After"),
         OptionSpec.value("--burst", "N", "requests at once per API key (200)"),
         OptionSpec.value("--drain-seconds", "S", "on SIGTERM, how long requests in flight may take to finish (20; 0 up to 600)"),
+        OptionSpec.value("--p8", "FILE", "the APNs provider key (.p8, PKCS#8 P-256), as push-send takes it"),
+        OptionSpec.value("--key-id", "ID", "the key's 10-character key id"),
+        OptionSpec.value("--team-id", "ID", "your 10-character team id"),
+        OptionSpec.value("--environment", "ENV", "production (the default) or development: Apple's endpoint and the device tokens' environment"),
+        OptionSpec.value("--host", "HOST:PORT", "send to another server instead of Apple's (a test server or the mock APNs); give its --ca-file"),
+        OptionSpec.value("--ca-file", "FILE", "PEM CA certificates to trust for --host"),
+        OptionSpec.value("--connections", "N", "APNs connections at most (1; up to 16)"),
+        OptionSpec.flag("--no-worker", "accept and answer only: this instance sends nothing (another instance's worker sends the outbox)"),
     ]
     let help = HelpText(
         overview: "serve the HTTP API (docs/gateway.md, docs/gateway.openapi.json) on the registry until SIGINT or SIGTERM: /v1/notifications, /v1/devices, /v1/sender-keys, /v1/revocations, /healthz, /readyz, /metrics",
@@ -41,6 +50,8 @@ struct ServeCommand: OptionsCommand {
         var settings = Gateway.Settings()
         let tlsCert: String?
         let tlsKey: String?
+        let apns: APNsProviderConfiguration?
+        let environment: DeviceTokenEnvironment
 
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
@@ -58,6 +69,30 @@ struct ServeCommand: OptionsCommand {
             settings.drainSeconds = Double(try Self.bounded(a, "--drain-seconds", 0...600) ?? 20)
             tlsCert = a.value("--tls-cert")
             tlsKey = a.value("--tls-key")
+            let envName = a.value("--environment") ?? "production"
+            guard let env = DeviceTokenEnvironment(rawValue: envName), let apnsEnv = APNsEndpoint.Environment(rawValue: envName) else {
+                throw CLIError.usage("--environment must be production or development, not \(quoted(envName))")
+            }
+            environment = env
+            if a.has("--no-worker") {
+                apns = nil
+            } else {
+                let endpoint: APNsEndpoint
+                do {
+                    if let host = a.value("--host") {
+                        endpoint = try APNsEndpoint(hostAndPort: host, caFile: a.value("--ca-file"))
+                    } else {
+                        guard !a.has("--ca-file") else { throw CLIError.usage("--ca-file needs --host") }
+                        endpoint = try APNsEndpoint(apnsEnv)
+                    }
+                } catch let e as APNsError {
+                    throw CLIError.usage(e.reason, hint: "e.g. --host 127.0.0.1:8443 --ca-file mock-ca.pem")
+                }
+                var client = APNsClient.Configuration(endpoint: endpoint)
+                client.maxConnections = try Self.bounded(a, "--connections", 1...16) ?? 1
+                apns = APNsProviderConfiguration(p8Path: try a.required("--p8", "FILE", hint: "or --no-worker for an instance that only accepts"),
+                                                 keyID: try a.required("--key-id", "ID"), teamID: try a.required("--team-id", "ID"), client: client)
+            }
         }
 
         func validate() throws {
@@ -79,7 +114,24 @@ struct ServeCommand: OptionsCommand {
         try StopSignals.install()
         let registry = try o.registry.open()
         let log = GatewayLog()
-        let backend = ServerBackend(registry: registry, appID: o.appID)
+        let outbox: Outbox
+        do {
+            outbox = try Outbox(store: ServerStore(store: registry), configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: o.appID), environment: o.environment))
+        } catch let e as RegistryError {
+            throw RegistryOptions.cliError(e)
+        } catch let e as any CodedError {
+            throw CLIError(code: "\(e.code)", "cannot make the sealer for \(o.appID): \(e.reason)", exitCode: .dataError)
+        }
+        var worker: OutboxWorker?
+        if let apns = o.apns {
+            do {
+                worker = try OutboxWorker(outbox: outbox, apns: apns)
+                try worker?.start()
+            } catch let e as APNsError {
+                throw CLIError(code: e.code.name, e.reason, hint: "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id", exitCode: .dataError)
+            }
+        }
+        let backend = try ServerBackend(outbox: outbox, worker: worker)
         let gateway: Gateway
         do {
             gateway = try Gateway(http: http, settings: o.settings, backend: backend, keys: registry, log: log)
@@ -91,6 +143,8 @@ struct ServeCommand: OptionsCommand {
         while try StopSignals.wait(for: FileDescriptor(borrowing: idle.readEnd, path: "stop"), wake: nil) != .stopped {}
         log.write("stopping", [("inFlight", .integer(Int64(gateway.server.inFlightCount)))])
         gateway.stop()
+        // Every claimed row is sent and its outcome written, or its lease released, before exit.
+        worker?.drain()
         log.write("stopped", [])
         return .success
     }

@@ -18,12 +18,14 @@ final class MemoryBackend: GatewayBackend, @unchecked Sendable {
     var stored: Int { lock.withLock { queued.count } }
     var registeredRecipients: [String] { lock.withLock { registered } }
 
-    func enqueue(_ submissions: [NotificationSubmission], idempotencyKey: String?, bodySHA256: [UInt8],
-                 answer: @Sendable ([SubmissionResult]) -> [UInt8]) throws -> EnqueueOutcome {
+    func enqueue(_ submissions: [NotificationSubmission], idempotency: (scope: String, key: String)?,
+                 bodySHA256: [UInt8]) throws -> EnqueueAnswer {
         try lock.withLock {
             calls += 1
-            if let k = idempotencyKey, let (hash, body) = idempotent[k] {
-                return hash == bodySHA256 ? .replay(status: 202, body: body) : .conflict
+            let k = idempotency.map { "\($0.scope):\($0.key)" }
+            if let k, let (hash, body) = idempotent[k] {
+                guard hash == bodySHA256 else { throw HTTPError(422, "idempotencyKeyReused", "another body") }
+                return EnqueueAnswer(results: [], body: body, replayed: true)
             }
             var results: [SubmissionResult] = []
             for s in submissions {
@@ -35,9 +37,9 @@ final class MemoryBackend: GatewayBackend, @unchecked Sendable {
                     results.append(.queued(id: id))
                 }
             }
-            if let k = idempotencyKey { idempotent[k] = (bodySHA256, answer(results)) }
-            if results.isEmpty { throw HTTPError.internalError }
-            return .fresh(results)
+            let body = try JSONWriter.serialize(NotificationRequest.answer(submissions, results))
+            if let k { idempotent[k] = (bodySHA256, body) }
+            return EnqueueAnswer(results: results, body: body, replayed: false)
         }
     }
 
