@@ -72,6 +72,13 @@ if ! python3 -c 'import h2' >/dev/null 2>&1; then
     || python3 -m pip install --quiet --break-system-packages h2
 fi
 
+# schemathesis (its `st` command): the gateway test holds push-gateway to docs/gateway.openapi.json.
+if ! command -v st >/dev/null 2>&1 || ! python3 -c 'import schemathesis' >/dev/null 2>&1; then
+  echo "install-deps: installing Python schemathesis" >&2
+  python3 -m pip install --quiet schemathesis 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages schemathesis
+fi
+
 # PostgreSQL refuses to run as root, and CI runs as root: the registry tests start their
 # throwaway server as this unprivileged system user (no login shell, no home).
 if [ "$(id -u)" -eq 0 ] && ! id pushseal-test >/dev/null 2>&1; then

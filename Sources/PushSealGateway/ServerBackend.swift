@@ -64,7 +64,17 @@ public final class ServerBackend: GatewayBackend {
                                  finishedAtMs: s.finishedAtMs)
     }
 
+    /// - Throws: ``HTTPError`` 400 `invalidRequest` for a recipient the store cannot name.
+    static func checkRecipient(_ recipient: String) throws {
+        do {
+            try KeyID.validateRecipient(recipient)
+        } catch let e as KeysError {
+            throw HTTPError.invalid("recipient: \(e.reason)", field: "recipient")
+        }
+    }
+
     public func registerDevice(_ body: [UInt8], recipient: String) throws -> (recipient: String, created: Bool) {
+        try Self.checkRecipient(recipient)
         let upload: RegistrationUpload
         do {
             upload = try RegistrationUpload(body: body, expectedAppID: appID)
@@ -86,6 +96,7 @@ public final class ServerBackend: GatewayBackend {
     public func forgetDevice(appID requested: String?, recipient: String) throws -> Bool {
         let app = requested ?? appID
         guard app == appID else { return false }
+        try Self.checkRecipient(recipient)
         let registrations = try store.registrationStore()
         let tokens = try store.deviceTokenStore()
         var found = false
