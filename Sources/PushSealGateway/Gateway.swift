@@ -230,11 +230,10 @@ public final class Gateway: Sendable {
         return HTTPResponse(status: 204)
     }
 
-    private func publicRecords(_ request: HTTPRequest, _ read: (any GatewayBackend, String) throws -> JSONValue?) throws -> HTTPResponse {
-        guard let appID = request.query["appId"], !appID.isEmpty else {
-            throw HTTPError.invalid("give the app's bundle id as ?appId=", field: "appId")
-        }
-        guard let value = try read(backend, appID) else { throw HTTPError.notFound("no records for app \(appID.debugDescription)") }
+    private func publicRecords(_ request: HTTPRequest, _ read: (any GatewayBackend, String?) throws -> JSONValue?) throws -> HTTPResponse {
+        let appID = request.query["appId"]
+        if appID?.isEmpty == true { throw HTTPError.invalid("appId must be the app's bundle id (or left out for the gateway's app)", field: "appId") }
+        guard let value = try read(backend, appID) else { throw HTTPError.notFound("no records for app \((appID ?? "").debugDescription)") }
         let body = (try? JSONWriter.serialize(value)) ?? []
         let etag = "\"" + Hex.encode(((try? SHA256Hasher.hash(body)) ?? []).prefix(16)) + "\""
         let headers: [(name: String, value: String)] = [("ETag", etag), ("Cache-Control", "public, max-age=60")]

@@ -142,10 +142,12 @@ public protocol GatewayBackend: Sendable {
     /// Forgets an installation: registration revoked, tokens removed, queued notifications cancelled.
     /// - Returns: `false` when the recipient is unknown.
     func forgetDevice(appID: String?, recipient: String) throws -> Bool
-    /// The public sender-key records of `appID` (what the app pins), `nil` when the app is unknown.
-    func senderKeys(appID: String) throws -> JSONValue?
-    /// The public revocation records of `appID`, `nil` when the app is unknown.
-    func revocations(appID: String) throws -> JSONValue?
+    /// The public sender-key records of `appID` (what the app pins) as a JSON array, `nil` when
+    /// the app is not this gateway's; `appID` `nil`: the gateway's own app.
+    func senderKeys(appID: String?) throws -> JSONValue?
+    /// The public revocation records of `appID` as a JSON array, `nil` when the app is not this
+    /// gateway's; `appID` `nil`: the gateway's own app.
+    func revocations(appID: String?) throws -> JSONValue?
     /// Database reachable, schema current, APNs usable or retrying.
     func readiness() -> Readiness
     /// Values for `/metrics` that the backend owns (queue depth, oldest age, connections, …).

@@ -116,21 +116,21 @@ public final class ServerBackend: GatewayBackend {
         return found
     }
 
-    public func senderKeys(appID requested: String) throws -> JSONValue? {
-        guard requested == appID else { return nil }
+    public func senderKeys(appID requested: String?) throws -> JSONValue? {
+        guard (requested ?? appID) == appID else { return nil }
         let keys = try store.registrationStore().publishedSenderKeys(appID: appID, now: unixTimeSeconds())
-        return .object(JSONObject([("appId", .string(appID)), ("senderKeys", .array(keys.map { .object($0.record) }))]))
+        return .array(keys.map { .object($0.record) })
     }
 
-    public func revocations(appID requested: String) throws -> JSONValue? {
-        guard requested == appID else { return nil }
+    public func revocations(appID requested: String?) throws -> JSONValue? {
+        guard (requested ?? appID) == appID else { return nil }
         let revoked = try store.registrationStore().senderKeys(appID: appID).filter { $0.status == .disabled || $0.status == .destroyed }
         let records: [JSONValue] = revoked.isEmpty ? [] : [
             .object(JSONObject([("format", .string(RevocationRecord.format)), ("version", .integer(1)), ("appId", .string(appID)),
                                 ("keyIds", .array(revoked.map { .string($0.keyID) })),
                                 ("revokedAt", .integer(revoked.compactMap(\.retiredAt).max() ?? revoked.map(\.createdAt).max() ?? 0))])),
         ]
-        return .object(JSONObject([("appId", .string(appID)), ("revocations", .array(records))]))
+        return .array(records)
     }
 
     public func readiness() -> Readiness {

@@ -63,12 +63,12 @@ final class MemoryBackend: GatewayBackend, @unchecked Sendable {
         }
     }
 
-    func senderKeys(appID: String) throws -> JSONValue? {
-        appID == "com.example.app" ? .object(["appId": .string(appID), "senderKeys": .array([])]) : nil
+    func senderKeys(appID: String?) throws -> JSONValue? {
+        (appID ?? "com.example.app") == "com.example.app" ? .array([.object(["format": .string("pushseal-sender-key")])]) : nil
     }
 
-    func revocations(appID: String) throws -> JSONValue? {
-        appID == "com.example.app" ? .object(["appId": .string(appID), "revocations": .array([])]) : nil
+    func revocations(appID: String?) throws -> JSONValue? {
+        (appID ?? "com.example.app") == "com.example.app" ? .array([]) : nil
     }
 
     func readiness() -> Readiness { Readiness(ready: ready, checks: [("database", ready ? "ok" : "unavailable")]) }
@@ -278,7 +278,9 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         #expect(r.header("cache-control")?.contains("max-age") == true)
         #expect(try f.get("/v1/sender-keys?appId=com.example.app", key: nil, headers: [("If-None-Match", etag)]).status == 304)
         #expect(try f.get("/v1/sender-keys?appId=other", key: nil).status == 404)
-        #expect(try f.get("/v1/revocations", key: nil).status == 400)
+        #expect(try f.get("/v1/revocations", key: nil).status == 200)
+        #expect(try f.get("/v1/revocations?appId=", key: nil).status == 400)
+        #expect(try f.get("/v1/sender-keys", key: nil).text.hasPrefix("[{"))
         #expect(try f.get("/v1/revocations?appId=com.example.app", key: nil).status == 200)
     }
 
