@@ -106,6 +106,8 @@ let package = Package(
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         // Test helper for PushSealRegistryTests: sealing processes on one PostgreSQL registry; not a product.
         .executableTarget(name: "registry-stress", dependencies: ["PushSealRegistry", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealWire", "PushSealSystem"]),
+        // Test helper for PushSealServerTests: one outbox worker in its own process (SIGKILL tests); not a product.
+        .executableTarget(name: "outbox-stress", dependencies: ["PushSealServer", "PushSealRegistry", "PushSealAPNs", "PushSealSystem"]),
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
         .executableTarget(name: "seal-server-example", dependencies: ["PushSealServer"],
                           path: "Examples/server/SealFromLibrary"),

@@ -406,10 +406,13 @@ public final class PostgresOutbox: Sendable {
         public func wait(timeoutMs: Int) -> Bool {
             lock.withLock {
                 if interrupted.withLock({ $0 }) { return true }
+                let wasListening = connection?.isOK == true
                 guard let c = connectedOrNil() else {
                     pauseThread(seconds: Double(min(timeoutMs, 100)) / 1000)
                     return true
                 }
+                // A new LISTEN may have missed a NOTIFY sent before it: the caller looks again first.
+                if !wasListening { return true }
                 if Self.drain(c) { return true }
                 let fd = PQsocket(c.conn)
                 guard fd >= 0 else { connection = nil; return true }

@@ -277,6 +277,12 @@ public final class Outbox: Sendable {
     /// - Throws: `RegistryError`.
     public func status(id: String) throws -> PostgresOutbox.Status? { try rows.status(id: id) }
 
+    /// Queue depth, rows being sent and the oldest queued row's age (ms), for `/metrics` and `/readyz`.
+    /// - Throws: `RegistryError` (the database is unreachable: not ready).
+    public func queueStatistics(nowMs: Int64) throws -> (queued: Int, sending: Int, oldestQueuedAgeMs: Int64) {
+        try rows.queueStatistics(nowMs: nowMs)
+    }
+
     /// Ends the queued notifications of `recipient` unsent (`failed`, reason `cancelled`).
     /// - Returns: how many.
     /// - Throws: `RegistryError`.

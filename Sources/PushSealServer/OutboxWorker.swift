@@ -54,7 +54,7 @@ public final class OutboxWorker: Sendable {
     public let configuration: Configuration
     /// The APNs client.
     public let client: APNsClient
-    /// The provider token cache.
+    /// The provider token cache (shared through the registry: the fleet mints at most once per 20 minutes).
     public let tokens: ProviderTokenCache
     private let state = Locked(State())
     private let stopped = Locked<Bool>(false)
@@ -68,7 +68,8 @@ public final class OutboxWorker: Sendable {
         self.configuration = configuration
         var settings = apns.client
         settings.maxInFlight = configuration.maxInFlight
-        tokens = try apns.tokenCache()
+        // One provider token per (team, key) for the whole fleet, in the registry.
+        tokens = ProviderTokenCache(key: try apns.tokenCache().key, shared: RegistryProviderTokens(rows: outbox.rows))
         listener = outbox.rows.listener()
         let state = self.state, metrics = outbox.metrics
         client = try APNsClient(configuration: settings, tokens: tokens, onOutcome: { o in
@@ -208,5 +209,18 @@ public final class OutboxWorker: Sendable {
             }
         }
         return ok
+    }
+}
+
+/// The registry's `pushseal_provider_tokens` row as the fleet's provider token (one per team and
+/// key, minted under the row's lock, stored sealed under the KEK).
+struct RegistryProviderTokens: SharedProviderTokens {
+    let rows: PostgresOutbox
+
+    func token(key: ProviderKey, refreshAfterSeconds: Int64, rejectedGeneration: Int?,
+               mint: (Int64) throws -> String) throws -> (jwt: String, issuedAt: Int64, generation: Int)? {
+        guard let t = try rows.providerToken(teamID: key.teamID, keyID: key.keyID, refreshAfterSeconds: refreshAfterSeconds,
+                                             rejectedGeneration: rejectedGeneration.map(Int64.init), nowSeconds: unixTimeSeconds(), mint: mint) else { return nil }
+        return (t.jwt, t.issuedAt, Int(t.generation))
     }
 }

@@ -4,6 +4,7 @@ import PushSealCrypto
 import PushSealRegistry
 import PushSealServer
 import PushSealSystem
+import PushSealTestSupport
 
 /// The durable outbox on a real PostgreSQL and the native mock APNs (issue 23 "The outbox").
 @Suite(.serialized, .enabled(if: MockAPNs.nativeAvailable, "the native mock APNs is not built (scripts/build-mock-apns.sh)"))
@@ -15,13 +16,15 @@ struct OutboxTests {
         let store: ServerStore
         let outbox: Outbox
         let tokens: [String: String]
+        let kek: KeyEncryptionKey
 
         /// A migrated registry with `recipients` registered (v2, development tokens) and an outbox.
         init(recipients: [String]) throws {
             let server = try PostgresServer.sharedServer()
             cs = try server.createDatabase()
             _ = try PostgresKeyStore.migrate(connectionString: cs)
-            store = ServerStore(store: try PostgresKeyStore(connectionString: cs, kek: .generate(), reconnectWaitSeconds: 10))
+            kek = .generate()
+            store = ServerStore(store: try PostgresKeyStore(connectionString: cs, kek: kek, reconnectWaitSeconds: 10))
             var tokens: [String: String] = [:]
             for (i, r) in recipients.enumerated() {
                 let token = Hex.encode([UInt8](repeating: UInt8(i + 1), count: 32))
@@ -138,6 +141,35 @@ struct OutboxTests {
         #expect(try f.sql("SELECT count(DISTINCT lease_owner) FROM pushseal_outbox") == "0", "no lease left")
         let metrics = f.outbox.metrics.snapshot()
         #expect(metrics.outcomes[OutboxMetrics.Pair(status: "accepted", reason: "")] == 200 && metrics.accepted == 202)
+        // One provider token for both instances, minted once, stored sealed (no JWT in clear).
+        #expect(try f.outbox.rows.providerTokenMints(teamID: MockAPNs.teamID, keyID: MockAPNs.keyID) == 1)
+        #expect(w1.tokens.mintCount + w2.tokens.mintCount == 1)
+        #expect(try !f.sql("SELECT jwt FROM pushseal_provider_tokens").contains("eyJ"))
+    }
+
+    @Test("an idle worker is woken by NOTIFY (its polling interval is 10 minutes); drain with nothing in flight ends it")
+    func notifyWakesAnIdleWorker() throws {
+        let f = try Fixture(recipients: ["n"])
+        let mock = try MockAPNs([:], kind: .native)
+        defer { mock.stop() }
+        var settings = OutboxWorker.Configuration()
+        settings.pollIntervalMs = 600_000
+        let w = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock), configuration: settings)
+        try w.start()
+        // Wait until the worker listens (then it waits for a NOTIFY, or 10 minutes).
+        let start = monotonicNanoseconds()
+        while try f.sql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'") == "0" {
+            guard monotonicNanoseconds() - start < 30_000_000_000 else { Issue.record("the worker never listened"); break }
+            pauseThread(seconds: 0.01)
+        }
+        let accepted = try f.outbox.accept([Self.item("n", "wake")], idempotency: nil, nowMs: unixTimeMilliseconds())
+        guard case .queued(let id, _)? = accepted.items.first else { Issue.record("not queued"); return }
+        try f.waitUntilDone(limitSeconds: 60)
+        #expect(try f.outbox.status(id: id)?.status == "accepted")
+        let q = try f.outbox.queueStatistics(nowMs: unixTimeMilliseconds())
+        #expect(q.queued == 0 && q.sending == 0 && q.oldestQueuedAgeMs == 0)
+        w.drain()
+        #expect(w.isStopped)
     }
 
     @Test("a dead instance's rows: resent when they have a collapse id, failed mayHaveBeenDelivered without")
@@ -170,5 +202,74 @@ struct OutboxTests {
         try f.waitUntilDone()
         w2.drain()
         #expect(try f.outbox.status(id: id3)?.reason == "rowAuthenticationFailed" && mock.answered().count == 1)
+    }
+
+    /// The outbox-stress helper next to the test binary.
+    static var stressBinary: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: exe)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("outbox-stress").path) { return url.appendingPathComponent("outbox-stress").path }
+        }
+        return "outbox-stress"
+    }
+
+    @Test("a worker process SIGKILLed mid-run: another takes over, nothing lost, nothing resent without a collapse id")
+    func killedWorkerLosesNothing() throws {
+        let recipients = (0..<20).map { "k\($0)" }
+        let f = try Fixture(recipients: recipients)
+        let mock = try MockAPNs([:], kind: .native)
+        defer { mock.stop() }
+        // 2,000 rows: a quarter without a collapse id.
+        var ids: [String] = []
+        for round in 0..<100 {
+            let items = recipients.enumerated().map { i, r in Self.item(r, "m\(round)", extra: i % 4 == 0 ? [("collapseId", .null)] : []) }
+            ids += try f.outbox.accept(items, idempotency: nil, nowMs: unixTimeMilliseconds()).items.compactMap { if case .queued(let id, _) = $0 { id } else { nil } }
+        }
+        #expect(ids.count == 2000)
+        let dir = try TemporaryDirectory("outbox-kill")
+        defer { dir.remove() }
+        let kekPath = dir.appending("kek").path
+        var line = f.kek.hexLine()
+        defer { SecretBytes.wipe(&line) }
+        #expect(FileManager.default.createFile(atPath: kekPath, contents: Data(line), attributes: [.posixPermissions: 0o600]))
+        let child = try PipedChild([Self.stressBinary, f.cs, kekPath, Self.appID, "127.0.0.1:\(mock.port)", mock.caFile, mock.p8Path,
+                                    MockAPNs.keyID, MockAPNs.teamID, "1000"])
+        #expect(child.readLine()?.hasPrefix("started") == true)
+        // Kill it while it sends (some accepted, most not).
+        let start = monotonicNanoseconds()
+        while try Int(f.sql("SELECT count(*) FROM pushseal_outbox WHERE status = 'accepted'")) ?? 0 < 100 {
+            guard monotonicNanoseconds() - start < 60_000_000_000 else { break }
+            pauseThread(seconds: 0.005)
+        }
+        kill(child.pid, SIGKILL)
+        #expect(child.finish().status == 128 + SIGKILL)
+        let sentBefore = try mock.answered().count
+        #expect(sentBefore < 2000, "the kill came mid-run")
+
+        // Another instance takes over once the leases expire.
+        var settings = OutboxWorker.Configuration()
+        settings.leaseMs = 1000
+        let w = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock), configuration: settings)
+        try w.start()
+        try f.waitUntilDone(limitSeconds: 120)
+        w.drain()
+
+        // Every row has one final status: accepted, or failed mayHaveBeenDelivered (no collapse id, in flight at the kill).
+        let counts = try f.sql("SELECT k || '=' || count(*) FROM (SELECT status || ':' || coalesce(reason, '') || ':' || (collapse_id IS NULL) AS k FROM pushseal_outbox) t GROUP BY k ORDER BY k")
+        for row in counts.split(separator: "\n") {
+            #expect(row.hasPrefix("accepted::") || row.hasPrefix("failed:mayHaveBeenDelivered:true="), "\(row)")
+        }
+        print("outbox kill test: \(counts.split(separator: "\n").joined(separator: ", ")); mock requests before the kill \(sentBefore)")
+        // The mock never took a notification without a collapse id twice.
+        let noCollapse = Set(try f.sql("SELECT apns_id FROM pushseal_outbox WHERE collapse_id IS NULL").split(separator: "\n").map(String.init))
+        var seen: [String: Int] = [:]
+        for r in try mock.answered() { if let id = r["apnsId"] as? String { seen[id, default: 0] += 1 } }
+        let twice = seen.filter { $0.value > 1 }
+        #expect(twice.keys.allSatisfy { !noCollapse.contains($0) }, "resent without a collapse id: \(twice.filter { noCollapse.contains($0.key) })")
+        // Every accepted row reached the mock.
+        let accepted = try f.sql("SELECT apns_id FROM pushseal_outbox WHERE status = 'accepted'").split(separator: "\n").map(String.init)
+        #expect(accepted.allSatisfy { seen[$0] != nil })
     }
 }
