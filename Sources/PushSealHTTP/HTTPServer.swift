@@ -54,7 +54,7 @@ public final class HTTPServer: @unchecked Sendable {
     public typealias Observer = @Sendable (Exchange) -> Void
 
     /// The port the server listens on (the one chosen when the configuration gave 0).
-    public let port: UInt16
+    public private(set) var port: UInt16 = 0
     /// The configuration it runs with.
     public let configuration: Configuration
 
@@ -120,18 +120,19 @@ public final class HTTPServer: @unchecked Sendable {
             connection_timeout_seconds: UInt32(max(1, configuration.idleTimeoutSeconds)),
             connection_memory_limit: max(32 << 10, configuration.limits.maxHeaderByteCount * 4 + configuration.limits.maxURLByteCount),
             tls_key_pem: UnsafePointer(tlsKey), tls_cert_pem: UnsafePointer(tlsCert))
-        let box = Unmanaged.passRetained(ContextBox()).toOpaque()
-        guard let started = pushseal_mhd_start(&options, httpAccessHandler, box, httpCompletedHandler, box) else {
-            Unmanaged<ContextBox>.fromOpaque(box).release()
-            addressStorage.deallocate()
-            Self.wipeAndFree(tlsKey)
-            free(tlsCert)
+        // The context knows the server before the first connection can arrive.
+        let context = ContextBox()
+        context.server.withLock { $0.value = self }
+        let box = Unmanaged.passRetained(context)
+        contextBox = box
+        guard let started = pushseal_mhd_start(&options, httpAccessHandler, box.toOpaque(), httpCompletedHandler, box.toOpaque()) else {
+            box.release()
+            contextBox = nil
+            // deinit frees the address and the TLS strings.
             throw HTTPServerError(.startFailed, "cannot listen on \(configuration.host) port \(configuration.port): the port is in use, the address is not this machine's, or the TLS key or certificate was refused")
         }
         port = pushseal_mhd_bound_port(started)
-        daemon = started
-        contextBox = Unmanaged<ContextBox>.fromOpaque(box)
-        contextBox?.takeUnretainedValue().server.withLock { $0.value = self }
+        lock.withLock { daemon = started }
     }
 
     private var contextBox: Unmanaged<ContextBox>?

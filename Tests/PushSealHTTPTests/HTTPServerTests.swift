@@ -236,5 +236,12 @@ func startServer(_ calls: Calls, configure: (inout HTTPServer.Configuration) -> 
         c.port = 0
         let calls = Calls()
         #expect(throws: HTTPServerError.self) { _ = try HTTPServer(configuration: c, handler: { _ in calls.handle(); return HTTPResponse(status: 200) }) }
+        // A port in use: startFailed (and nothing leaks or double-frees on the way out).
+        let first = try startServer(calls)
+        defer { first.stop(drainingUpToSeconds: 1) }
+        var taken = HTTPServer.Configuration()
+        taken.port = first.port
+        #expect(throws: HTTPServerError(.startFailed, "")) { _ = try HTTPServer(configuration: taken, handler: { _ in HTTPResponse(status: 200) }) }
+        #expect(try rawHTTP(port: first.port, "GET", "/items/still")?.status == 200)
     }
 }
