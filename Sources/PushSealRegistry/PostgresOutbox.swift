@@ -1,6 +1,6 @@
 internal import CLibPQ
 import PushSealCrypto
-public import PushSealKeys
+public import PushSealServerKeys
 import PushSealSystem
 
 /// The gateway's durable outbox in the registry database (issue 23 "The outbox"; schema

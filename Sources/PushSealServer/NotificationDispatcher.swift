@@ -1,5 +1,6 @@
 public import PushSealAPNs
-public import PushSealKeys
+import PushSealKeyRecords
+public import PushSealServerKeys
 public import PushSealSender
 import PushSealSystem
 

@@ -1,6 +1,7 @@
 import PushSealCrypto
 public import PushSealJSON
-public import PushSealKeys
+import PushSealKeyRecords
+public import PushSealServerKeys
 public import PushSealRegistry
 import PushSealSender
 import PushSealSystem

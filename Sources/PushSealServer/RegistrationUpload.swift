@@ -1,4 +1,5 @@
-public import PushSealKeys
+import PushSealKeyRecords
+public import PushSealServerKeys
 import PushSealJSON
 
 /// A device's registration upload (issue 24 "Registration from the app"): the body the iOS

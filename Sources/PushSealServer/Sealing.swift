@@ -1,4 +1,4 @@
-public import PushSealKeyProviders
+public import PushSealServerKeyProviders
 public import PushSealSender
 
 /// What a sealer is made from, as plain configuration (`push-seal`'s `--app-id`, `--format` and

@@ -1,6 +1,7 @@
 import Foundation
-public import PushSealKeys
-public import PushSealKeyProviders
+import PushSealKeyRecords
+public import PushSealServerKeys
+public import PushSealServerKeyProviders
 import PushSealRegistry
 
 /// Where the server keys, v2 registrations and device tokens live, as plain configuration.

@@ -1,4 +1,5 @@
-public import PushSealKeys
+import PushSealKeyRecords
+public import PushSealServerKeys
 public import PushSealAPNs
 import PushSealJSON
 

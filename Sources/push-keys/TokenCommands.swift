@@ -1,7 +1,8 @@
 import PushSealCLI
 import PushSealJSON
-import PushSealKeys
+import PushSealKeyRecords
 import PushSealServer
+import PushSealServerKeys
 import PushSealSystem
 
 /// `push-keys token add / list / invalidate`: the APNs device tokens of a server store (a server

@@ -3,7 +3,7 @@ import Testing
 import PushSealCrypto
 import PushSealGateway
 import PushSealHTTP
-import PushSealKeys
+import PushSealDeviceKeys
 import PushSealRegistry
 import PushSealServer
 import PushSealSystem

@@ -272,4 +272,33 @@ struct OutboxTests {
         let accepted = try f.sql("SELECT apns_id FROM pushseal_outbox WHERE status = 'accepted'").split(separator: "\n").map(String.init)
         #expect(accepted.allSatisfy { seen[$0] != nil })
     }
+
+    @Test("SIGTERM drains a worker process: it exits 0 and holds no lease; what it sent is recorded")
+    func sigtermDrains() throws {
+        let recipients = (0..<20).map { "d\($0)" }
+        let f = try Fixture(recipients: recipients)
+        let mock = try MockAPNs([:], kind: .native)
+        defer { mock.stop() }
+        for round in 0..<25 { _ = try f.outbox.accept(recipients.map { Self.item($0, "s\(round)") }, idempotency: nil, nowMs: unixTimeMilliseconds()) }
+        let dir = try TemporaryDirectory("outbox-term")
+        defer { dir.remove() }
+        let kekPath = dir.appending("kek").path
+        var line = f.kek.hexLine()
+        defer { SecretBytes.wipe(&line) }
+        #expect(FileManager.default.createFile(atPath: kekPath, contents: Data(line), attributes: [.posixPermissions: 0o600]))
+        let child = try PipedChild([Self.stressBinary, f.cs, kekPath, Self.appID, "127.0.0.1:\(mock.port)", mock.caFile, mock.p8Path,
+                                    MockAPNs.keyID, MockAPNs.teamID, "60000"])
+        #expect(child.readLine()?.hasPrefix("started") == true)
+        let start = monotonicNanoseconds()
+        while try f.sql("SELECT count(*) FROM pushseal_outbox WHERE status <> 'queued'") == "0" {
+            guard monotonicNanoseconds() - start < 60_000_000_000 else { break }
+            pauseThread(seconds: 0.005)
+        }
+        kill(child.pid, SIGTERM)
+        #expect(child.finish().status == 0)
+        // Nothing left under a lease: every row is final or queued for the next instance.
+        #expect(try f.sql("SELECT count(*) FROM pushseal_outbox WHERE status = 'sending'") == "0")
+        let accepted = Int(try f.sql("SELECT count(*) FROM pushseal_outbox WHERE status = 'accepted'")) ?? -1
+        #expect(accepted == (try mock.answered().count), "every request the mock answered has its outcome recorded")
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import PushSealCrypto
+import PushSealDeviceKeys
 import PushSealKeychain
 import PushSealServer
 import PushSealSystem

@@ -29,7 +29,7 @@ enum RegistrationOutcome {
 func importRegistration(_ body: [UInt8], recipient: String, appID: String, into store: ServerStore) throws -> RegistrationOutcome {
     do {
         let upload = try RegistrationUpload(body: body, expectedAppID: appID)
-        let result = try store.importRegistration(upload, recipient: recipient, nowMilliseconds: KeyStore.now() * 1000)
+        let result = try store.importRegistration(upload, recipient: recipient, nowMilliseconds: KeyTime.now() * 1000)
         return result.added ? .registered(keyID: result.registration.keyID, replaced: result.replacedKeyID) : .alreadyRegistered(keyID: result.registration.keyID)
     } catch let e as KeysError where [.malformedRecord, .wrongAppID, .invalidName, .lowOrderPublicKey, .duplicateKeyID,
                                        .staleRegistration, .timeOutOfRange, .invalidDeviceToken].contains(e.code) {
