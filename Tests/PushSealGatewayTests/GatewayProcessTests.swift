@@ -80,7 +80,7 @@ final class LockedData: @unchecked Sendable {
                 .appendingPathComponent("docs/gateway.openapi.json")
             let run = try runTool(URL(fileURLWithPath: st), ["run", spec.path, "--url", "http://127.0.0.1:\(port)", "-H", "Authorization: Bearer \(key)",
                                                             "--checks", "not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance",
-                                                            "--max-examples", "25", "--seed", "1", "--no-color"])
+                                                            "--max-examples", "25", "--seed", "1", "--no-color"], cwd: dir.url)
             #expect(run.status == 0, "schemathesis: \(run.stdout.suffix(3000))")
         } else {
             Issue.record("schemathesis (st) is not installed: run scripts/install-deps.sh")
