@@ -29,11 +29,14 @@ let package = Package(
         .library(name: "PushSealRegistry", targets: ["PushSealRegistry"]),
         .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", targets: ["PushSealMediaFetch"]),
+        .library(name: "PushSealHTTP", targets: ["PushSealHTTP"]),
+        .library(name: "PushSealGateway", targets: ["PushSealGateway"]),
         .library(name: "PushSealServer", targets: ["PushSealServer"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
         .executable(name: "push-send", targets: ["push-send"]),
+        .executable(name: "push-gateway", targets: ["push-gateway"]),
         .executable(name: "push-bench", targets: ["push-bench"]),
     ],
     targets: [
@@ -44,6 +47,8 @@ let package = Package(
         // The APNs client's HTTP/2 (Debian libnghttp2-dev) and TLS (libssl from libssl-dev).
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]),
         .systemLibrary(name: "COpenSSLTLS", pkgConfig: "libssl", providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        // The gateway's HTTP/1.1 server (Debian libmicrohttpd-dev).
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]),
 
         // Our C targets. CPushSealSIMD: byte loops (Wire's base64, JSON's string scan, used by
         // the sender and the receiver) vectorized for x86-64 with a run-time CPU check; public data only.
@@ -57,6 +62,8 @@ let package = Package(
         // CPushSealTLS: a non-blocking TCP connection with OpenSSL TLS on it (TLS 1.2+, ALPN h2,
         // peer verified, SNI and host name checked) for PushSealAPNs' HTTP/2 connections.
         .target(name: "CPushSealTLS", dependencies: ["COpenSSLTLS"]),
+        // CPushSealHTTPD: MHD_start_daemon and MHD_get_daemon_info are C variadic functions, which Swift cannot call.
+        .target(name: "CPushSealHTTPD", dependencies: ["CMicroHTTPD"]),
 
         // Foundation layer: no Foundation, no C library but libc.
         // PushSealSystem: file descriptors with the private-file rules, Locked, the detached
@@ -89,6 +96,10 @@ let package = Package(
         .target(name: "PushSealMediaFetch", dependencies: ["CCurlLazy", "PushSealSystem"]),
         // The APNs provider client: HTTP/2 on libnghttp2 over OpenSSL TLS, ES256 provider tokens, retries.
         .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CNghttp2", "CPushSealTLS"]),
+        // HTTP/1.1 server on libmicrohttpd (thread pool + epoll, optional TLS) with strict request checks and a router.
+        .target(name: "PushSealHTTP", dependencies: ["CMicroHTTPD", "CPushSealHTTPD", "PushSealJSON", "PushSealSystem"]),
+        // push-gateway's API v1 (auth, rate limits, metrics, logs, routes) on PushSealHTTP; the store and outbox behind GatewayBackend.
+        .target(name: "PushSealGateway", dependencies: ["PushSealHTTP", "PushSealServer", "PushSealRegistry", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // The PostgreSQL server store (issue 15): libpq, keys wrapped under a key-encryption key.
         .target(name: "PushSealRegistry", dependencies: ["CLibPQ", "PushSealCrypto", "PushSealWire", "PushSealKeyRecords", "PushSealServerKeys", "PushSealSystem"]),
         // The composition layer (issue 23): store, sealer, registration import, APNs sending,
@@ -103,6 +114,7 @@ let package = Package(
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealDeviceKeyProviders", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealServer", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealServer", "PushSealAPNs", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-gateway", dependencies: ["PushSealCLI", "PushSealGateway", "PushSealHTTP", "PushSealServer", "PushSealRegistry", "PushSealRegistryCLI", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         // Test helper for PushSealRegistryTests: sealing processes on one PostgreSQL registry; not a product.
@@ -132,6 +144,8 @@ let package = Package(
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealServerTests", dependencies: ["PushSealServer", "PushSealAPNs", "PushSealRegistry", "PushSealDeviceKeys", "PushSealKeychain", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealHTTPTests", dependencies: ["PushSealHTTP", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealGatewayTests", dependencies: ["PushSealGateway", "PushSealHTTP", "PushSealServer", "PushSealRegistry", "PushSealDeviceKeys", "PushSealCrypto", "PushSealAPNs", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -142,7 +156,7 @@ let package = Package(
 //   what it re-exports on purpose (`public import`);
 // - MemberImportVisibility makes every file import the modules whose members it uses, so the
 //   `dependencies:` above are the real graph (no member is reached through another import).
-let cTargets: Set<String> = ["CPushSealSIMD", "CCurlLazy", "CPushSealTLS"]
+let cTargets: Set<String> = ["CPushSealSIMD", "CCurlLazy", "CPushSealTLS", "CPushSealHTTPD"]
 for target in package.targets where target.type != .system && !cTargets.contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))

@@ -2,7 +2,7 @@
 # Regenerate the command reference in docs/cli.md from the tools' own --help output.
 #
 # Usage: scripts/gen-cli-docs.sh [--bin DIR] [--in FILE] [--out FILE]
-#   --bin DIR   where push-seal, push-open, push-keys and push-send are built (default: .build/debug)
+#   --bin DIR   where push-seal, push-open, push-keys, push-send and push-gateway are built (default: .build/debug)
 #   --in FILE   the document to regenerate (default: docs/cli.md)
 #   --out FILE  where to write it (default: the --in file, in place)
 #
@@ -31,7 +31,7 @@ while [[ $# -gt 0 ]]; do
 done
 out=${out:-$in}
 [[ -r $in ]] || { echo "gen-cli-docs: error: cannot read $in" >&2; exit 66; }
-for tool in push-seal push-open push-keys push-send; do
+for tool in push-seal push-open push-keys push-send push-gateway; do
   [[ -x $bin/$tool ]] || { echo "gen-cli-docs: error: $bin/$tool is not built" >&2; echo "hint: swift build" >&2; exit 66; }
 done
 

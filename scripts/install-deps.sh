@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what PushSeal needs on a fresh Debian machine that has the Swift toolchain:
-# a C compiler and make (the native mock APNs), the C libraries (libssl-dev, libsodium-dev, libcurl4-openssl-dev, libnghttp2-dev, libpq-dev, pkg-config), Debian's
+# a C compiler and make (the native mock APNs), the C libraries (libssl-dev, libsodium-dev, libcurl4-openssl-dev, libnghttp2-dev, libpq-dev, libmicrohttpd-dev, pkg-config), Debian's
 # PostgreSQL server (`postgresql`: the registry tests start a throwaway one), shellcheck (the
 # tests lint scripts/gen-cli-docs.sh with it) and Python's `cryptography` and `pyhpke` (used by the
 # interop tests and the benchmark's peers). Idempotent; quiet when all is there.
@@ -13,6 +13,8 @@ pkg-config --exists libsodium 2>/dev/null || need_apt+=(libsodium-dev)
 pkg-config --exists libcurl 2>/dev/null || need_apt+=(libcurl4-openssl-dev)
 pkg-config --exists libnghttp2 2>/dev/null || need_apt+=(libnghttp2-dev)
 pkg-config --exists libpq 2>/dev/null || need_apt+=(libpq-dev)
+# push-gateway's HTTP/1.1 server (PushSealHTTP).
+pkg-config --exists libmicrohttpd 2>/dev/null || need_apt+=(libmicrohttpd-dev)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-pip)
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
@@ -72,6 +74,13 @@ if ! python3 -c 'import h2' >/dev/null 2>&1; then
   echo "install-deps: installing Python h2" >&2
   python3 -m pip install --quiet h2 2>/dev/null \
     || python3 -m pip install --quiet --break-system-packages h2
+fi
+
+# schemathesis (its `st` command): the gateway test holds push-gateway to docs/gateway.openapi.json.
+if ! command -v st >/dev/null 2>&1 || ! python3 -c 'import schemathesis' >/dev/null 2>&1; then
+  echo "install-deps: installing Python schemathesis" >&2
+  python3 -m pip install --quiet schemathesis 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages schemathesis
 fi
 
 # PostgreSQL refuses to run as root, and CI runs as root: the registry tests start their

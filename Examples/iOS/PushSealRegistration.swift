@@ -2,10 +2,12 @@
 // version 2 registration record (FORMAT.md §V.6) together with its APNs device token to THE
 // APP'S OWN authenticated API, and rotates its key in the background every 30 days.
 //
-// PushSeal has no server of its own and no registration service: the endpoint below is a
-// placeholder for your backend (which imports the record with PushSeal's server library, see
-// Examples/server), and the bearer token comes from your app's own login. The record holds no
-// secret; the private key never leaves the keychain (PushSealDeviceKeys.swift).
+// The server side is PushSeal's gateway (`push-gateway serve`, docs/gateway.md): point
+// apiBaseURL at its `/v1/` routes, directly or through your backend (which adds the recipient and
+// its API key: POST /v1/devices?recipient=ID), or at your own backend that imports the record
+// with PushSeal's server library (Examples/server). The bearer token comes from your app's own
+// login. The record holds no secret; the private key never leaves the keychain
+// (PushSealDeviceKeys.swift).
 // It cannot be compiled on Linux; `swiftc -parse` checks its syntax.
 import BackgroundTasks
 import Foundation
@@ -16,9 +18,9 @@ struct PushSealRegistration: Sendable {
     struct Configuration: Sendable {
         /// The app's bundle id, which is also the APNs topic and the app id of the records.
         var appID: String
-        /// YOUR backend, e.g. `https://api.example.com/v1/pushseal/` (placeholder: not a PushSeal
-        /// service). POST `devices` takes a registration; GET `sender-keys` and `revocations`
-        /// return arrays of records (see README.md "Registration end to end").
+        /// The gateway's API, e.g. `https://push.example.com/v1/` (push-gateway, docs/gateway.md),
+        /// or your backend in front of it. POST `devices` takes a registration; GET `sender-keys`
+        /// and `revocations` return arrays of records (see README.md "Registration end to end").
         var apiBaseURL: URL
         /// A bearer token from the app's own login (OAuth, session token, …), fetched fresh for
         /// each request. Never a PushSeal key.

@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 6
+    public static let currentVersion = 7
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -205,6 +205,17 @@ public enum RegistrySchema {
               minted_at bigint,
               mint_count bigint NOT NULL DEFAULT 0,
               PRIMARY KEY (team_id, key_id))
+            """,
+        ]),
+        ("push-gateway API keys: SHA-256 of the key, scopes, revocation (issue 23)", [
+            """
+            CREATE TABLE pushseal_gateway_api_keys (
+              id text PRIMARY KEY CHECK (id ~ '^[0-9a-f]{16}$'),
+              name text NOT NULL CHECK (length(name) BETWEEN 1 AND 128),
+              key_sha256 bytea NOT NULL UNIQUE CHECK (length(key_sha256) = 32),
+              scopes text NOT NULL CHECK (scopes ~ '^(send|register|admin)(,(send|register|admin))*$'),
+              created_at bigint NOT NULL,
+              revoked_at bigint)
             """,
         ]),
     ]

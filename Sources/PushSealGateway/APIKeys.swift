@@ -1,0 +1,77 @@
+public import PushSealRegistry
+import PushSealCrypto
+import PushSealSystem
+
+/// Where the gateway looks API keys up (the registry in production).
+public protocol APIKeyLookup: Sendable {
+    /// The record of the unrevoked key whose secret's SHA-256 is `keySHA256`, or `nil`.
+    func gatewayAPIKey(sha256 keySHA256: [UInt8]) throws -> GatewayAPIKeyRecord?
+}
+
+extension PostgresKeyStore: APIKeyLookup {}
+
+/// push-gateway API keys: `psk_<id>_<secret>`, `id` 16 hex digits (public, in logs and lists),
+/// `secret` 64 hex digits (32 random bytes, shown once; the registry holds its SHA-256 only).
+public enum APIKey {
+    /// The scopes a key may have.
+    public static let scopes = ["send", "register", "admin"]
+
+    /// A new key: its text (show it once, then forget it) and its record.
+    /// - Parameters:
+    ///   - name: a name for people, 1–128 characters.
+    ///   - scopes: any of ``scopes``, at least one.
+    ///   - now: seconds since 1970.
+    /// - Returns: the key's text, its record and the SHA-256 to store.
+    public static func generate(name: String, scopes: [String], now: Int64) -> (text: String, record: GatewayAPIKeyRecord, sha256: [UInt8]) {
+        let id = Hex.encode(SecureRandom.bytes(8))
+        var secret = SecureRandom.bytes(32)
+        defer { SecretBytes.wipe(&secret) }
+        let text = "psk_\(id)_\(Hex.encode(secret))"
+        let record = GatewayAPIKeyRecord(id: id, name: name, scopes: scopes, createdAt: now, revokedAt: nil)
+        return (text, record, (try? SHA256Hasher.hash(secret)) ?? [])
+    }
+
+    /// The SHA-256 of a key's secret, `nil` when `text` is not a key's form.
+    public static func sha256(of text: String) -> [UInt8]? {
+        let parts = text.split(separator: "_", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "psk", parts[1].utf8.count == 16, parts[2].utf8.count == 64,
+              Hex.decode(String(parts[1])) != nil, var secret = Hex.decode(String(parts[2])) else { return nil }
+        defer { SecretBytes.wipe(&secret) }
+        return try? SHA256Hasher.hash(secret)
+    }
+}
+
+/// Checks bearer keys against a ``APIKeyLookup``, caching each answer for a few seconds (a
+/// revocation reaches every instance within ``cacheSeconds``).
+public final class APIKeyAuthenticator: Sendable {
+    /// How long an answer (found or not) is reused, seconds.
+    public let cacheSeconds: Double
+    private let lookup: any APIKeyLookup
+    private struct Entry { var record: GatewayAPIKeyRecord?; var fetchedNanoseconds: UInt64 }
+    private let cache = Locked<[[UInt8]: Entry]>([:])
+
+    /// Creates an authenticator.
+    /// - Parameters:
+    ///   - lookup: the registry.
+    ///   - cacheSeconds: how long an answer is reused (5 s default).
+    public init(lookup: any APIKeyLookup, cacheSeconds: Double = 5) {
+        self.lookup = lookup
+        self.cacheSeconds = cacheSeconds
+    }
+
+    /// The record of the key `text`, or `nil` for an unknown, revoked or malformed key.
+    /// - Throws: the lookup's error (the registry is down).
+    public func record(for text: String) throws -> GatewayAPIKeyRecord? {
+        guard let hash = APIKey.sha256(of: text) else { return nil }
+        let now = monotonicNanoseconds()
+        if let hit = cache.withLock({ $0[hash] }), Double(now &- hit.fetchedNanoseconds) / 1e9 < cacheSeconds {
+            return hit.record
+        }
+        let record = try lookup.gatewayAPIKey(sha256: hash)
+        cache.withLock { all in
+            if all.count > 10_000 { all.removeAll() }
+            all[hash] = Entry(record: record, fetchedNanoseconds: now)
+        }
+        return record
+    }
+}

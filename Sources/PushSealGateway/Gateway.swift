@@ -1,0 +1,252 @@
+public import PushSealHTTP
+import PushSealJSON
+import PushSealCrypto
+import PushSealRegistry
+import PushSealSystem
+
+/// push-gateway's HTTP API (version 1) on an ``HTTPServer``: authentication by API key with
+/// scopes, per-key rate limits, a JSON log line per request, `/metrics`, `/healthz`, `/readyz`,
+/// and the `/v1` routes on a ``GatewayBackend``. docs/gateway.md and docs/gateway.openapi.json
+/// describe every route.
+public final class Gateway: Sendable {
+    /// What the gateway needs besides its backend.
+    public struct Settings: Sendable {
+        /// `true`: `/metrics` needs an API key with scope `admin` (`--metrics-key`).
+        public var metricsNeedKey = false
+        /// Requests per second per API key (token bucket refill).
+        public var ratePerSecond: Double = 100
+        /// Requests at once per API key (token bucket size).
+        public var rateBurst: Double = 200
+        /// Seconds `stop` waits for requests in flight.
+        public var drainSeconds: Double = 20
+
+        /// The defaults: open metrics, 100 requests/s with bursts of 200 per key, 20 s drain.
+        public init() {}
+    }
+
+    /// The HTTP server (its port, connections, drain).
+    public let server: HTTPServer
+    /// The gateway's counters.
+    public let metrics = GatewayMetrics()
+    /// The log.
+    public let log: GatewayLog
+    private let backend: any GatewayBackend
+    private let authenticator: APIKeyAuthenticator
+    private let limiter: RateLimiter
+    private let settings: Settings
+
+    /// Starts the gateway's HTTP server.
+    /// - Parameters:
+    ///   - http: address, threads, limits, TLS.
+    ///   - settings: metrics access, rate limits.
+    ///   - backend: the store, sealer and outbox.
+    ///   - keys: where API keys are looked up.
+    ///   - log: the JSON log.
+    /// - Throws: ``HTTPServerError``.
+    public init(http: HTTPServer.Configuration, settings: Settings = Settings(), backend: any GatewayBackend, keys: any APIKeyLookup,
+                log: GatewayLog = GatewayLog()) throws {
+        self.backend = backend
+        self.settings = settings
+        self.log = log
+        authenticator = APIKeyAuthenticator(lookup: keys)
+        limiter = RateLimiter(ratePerSecond: settings.ratePerSecond, burst: settings.rateBurst)
+        let box = Locked<Gateway?>(nil)
+        let metrics = self.metrics
+        server = try HTTPServer(configuration: http, handler: { request in
+            guard let gateway = box.withLock({ $0 }) else { return .error(.unavailable("starting")) }
+            return gateway.router.respond(to: request) { error, request in
+                gateway.log.write("internalError", [("requestId", .string(request.requestID)), ("route", .string(request.path)),
+                                                    ("error", .string(String(describing: type(of: error))))])
+            }
+        }, observer: { exchange in
+            let route = exchange.routeName ?? "refused"
+            metrics.countRequest(route: route, status: exchange.status)
+            var members: [(key: String, value: JSONValue)] = [
+                ("requestId", .string(exchange.requestID)), ("method", .string(exchange.method)), ("route", .string(route)),
+                ("status", .integer(Int64(exchange.status))), ("durationMs", .number(Double(exchange.durationNanoseconds) / 1e6)),
+            ]
+            if let refusal = exchange.refusal { members.append(("error", .string(refusal))) }
+            if !exchange.completed { members.append(("completed", .bool(false))) }
+            log.write("request", members)
+        })
+        routerStorage = Self.makeRouter(backendOf: box)
+        box.withLock { $0 = self }
+    }
+
+    private let routerStorage: HTTPRouter
+    private var router: HTTPRouter { routerStorage }
+
+    /// Stops: `/readyz` answers 503 at once, the listening socket closes, requests in flight
+    /// finish (at most ``Settings/drainSeconds``), then every connection closes.
+    public func stop() {
+        server.stop(drainingUpToSeconds: settings.drainSeconds)
+    }
+
+    // MARK: - Authentication and limits
+
+    /// The API key of `request` if it has `scope`, after the rate limit.
+    /// - Throws: ``HTTPError`` 401 `unauthorized` (no key, malformed, unknown or revoked),
+    ///   403 `forbidden` (the key lacks `scope`), 429 `rateLimited` with `Retry-After`,
+    ///   503 `unavailable` (the registry cannot be asked).
+    func authorize(_ request: HTTPRequest, scope: String) throws -> GatewayAPIKeyRecord {
+        let challenge = [(name: "WWW-Authenticate", value: "Bearer realm=\"push-gateway\"")]
+        guard let text = request.bearerToken else {
+            throw HTTPError(401, "unauthorized", "send an API key as Authorization: Bearer psk_…", headers: challenge)
+        }
+        let record: GatewayAPIKeyRecord?
+        do {
+            record = try authenticator.record(for: text)
+        } catch {
+            throw HTTPError.unavailable("the registry cannot be reached to check the API key")
+        }
+        guard let record else { throw HTTPError(401, "unauthorized", "the API key is unknown or revoked", headers: challenge) }
+        guard record.scopes.contains(scope) else {
+            throw HTTPError(403, "forbidden", "the API key \(record.id) has no scope \(scope)")
+        }
+        if let wait = limiter.take(record.id, nowNanoseconds: monotonicNanoseconds()) {
+            metrics.countRateLimited()
+            throw HTTPError(429, "rateLimited", "API key \(record.id) is over its rate limit; retry after \(wait) s",
+                            headers: [("Retry-After", String(wait))])
+        }
+        return record
+    }
+
+    // MARK: - Routes
+
+    private static func makeRouter(backendOf box: Locked<Gateway?>) -> HTTPRouter {
+        var router = HTTPRouter()
+        func with(_ body: @escaping @Sendable (Gateway, HTTPRequest) throws -> HTTPResponse) -> HTTPRouter.Handler {
+            { request in
+                guard let gateway = box.withLock({ $0 }) else { throw HTTPError.unavailable("starting") }
+                return try body(gateway, request)
+            }
+        }
+        router.add("GET", "/healthz", with { _, _ in .json(200, .object(["status": .string("ok")])) })
+        router.add("GET", "/readyz", with { g, _ in g.readyz() })
+        router.add("GET", "/metrics", with { g, r in try g.metricsPage(r) })
+        router.add("POST", "/v1/notifications", with { g, r in try g.postNotifications(r) })
+        router.add("GET", "/v1/notifications/{id}", with { g, r in try g.getNotification(r) })
+        router.add("POST", "/v1/devices", with { g, r in try g.postDevice(r) })
+        router.add("DELETE", "/v1/devices/{recipient}", with { g, r in try g.deleteDevice(r) })
+        router.add("GET", "/v1/sender-keys", with { g, r in try g.publicRecords(r) { try $0.senderKeys(appID: $1) } })
+        router.add("GET", "/v1/revocations", with { g, r in try g.publicRecords(r) { try $0.revocations(appID: $1) } })
+        return router
+    }
+
+    private func readyz() -> HTTPResponse {
+        if server.isDraining {
+            return .json(503, .object(["status": .string("draining")]), headers: [("Retry-After", "1")])
+        }
+        let r = backend.readiness()
+        let checks = JSONObject(r.checks.map { ($0.name, JSONValue.string($0.finding)) })
+        return .json(r.ready ? 200 : 503, .object(JSONObject([("status", .string(r.ready ? "ready" : "notReady")), ("checks", .object(checks))])))
+    }
+
+    private func metricsPage(_ request: HTTPRequest) throws -> HTTPResponse {
+        if settings.metricsNeedKey { _ = try authorize(request, scope: "admin") }
+        let text = metrics.render(backend: backend.metricsSnapshot(), draining: server.isDraining)
+        return .text(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
+    }
+
+    private func postNotifications(_ request: HTTPRequest) throws -> HTTPResponse {
+        let key = try authorize(request, scope: "send")
+        var idempotency: (scope: String, key: String)?
+        if let k = request.header("Idempotency-Key") {
+            guard !k.isEmpty, k.utf8.count <= 255, k.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+                throw HTTPError.invalid("Idempotency-Key must be 1 to 255 bytes of visible ASCII", field: "Idempotency-Key")
+            }
+            idempotency = (key.id, k)
+        }
+        let submissions = try NotificationRequest.parse(try request.jsonBody())
+        let hash = (try? SHA256Hasher.hash(request.body)) ?? []
+        let answer = try backend.enqueue(submissions, idempotency: idempotency, bodySHA256: hash)
+        if !answer.replayed {
+            for (s, r) in zip(submissions, answer.results) {
+                var members: [(key: String, value: JSONValue)] = [("requestId", .string(request.requestID)), ("apiKeyId", .string(key.id)),
+                                                                  ("recipient", .string(s.recipient))]
+                switch r {
+                case .queued(let id): members += [("id", .string(id)), ("status", .string("queued"))]
+                case .refused(let code, _): members += [("status", .string("refused")), ("error", .string(code))]
+                }
+                log.write("accept", members)
+            }
+        }
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
+        if answer.replayed { headers.append(("Idempotent-Replayed", "true")) }
+        return HTTPResponse(status: 202, headers: headers, body: answer.body)
+    }
+
+    private func getNotification(_ request: HTTPRequest) throws -> HTTPResponse {
+        _ = try authorize(request, scope: "send")
+        let id = request.pathParameters["id"] ?? ""
+        guard let s = try backend.notificationState(id: id) else { throw HTTPError.notFound("no notification \(id.debugDescription)") }
+        var m: [(key: String, value: JSONValue)] = [("id", .string(s.id)), ("recipient", .string(s.recipient)), ("status", .string(s.status)),
+                                                    ("attempts", .integer(Int64(s.attempts))), ("createdAt", .integer(s.createdAtMs))]
+        if let v = s.apnsID { m.append(("apnsId", .string(v))) }
+        if let v = s.apnsUniqueID { m.append(("apnsUniqueId", .string(v))) }
+        if let v = s.httpStatus { m.append(("httpStatus", .integer(Int64(v)))) }
+        if let v = s.reason { m.append(("reason", .string(v))) }
+        if let v = s.finishedAtMs { m.append(("finishedAt", .integer(v))) }
+        return .json(200, .object(JSONObject(m)))
+    }
+
+    /// The members `POST /v1/devices` takes (the iOS reference's upload body).
+    static let deviceMembers: Set<String> = ["registration", "apnsDeviceToken", "apnsEnvironment", "pinnedSenderKeyIds"]
+
+    private func postDevice(_ request: HTTPRequest) throws -> HTTPResponse {
+        // Seam for the v2 production issue: a registration token (issued to the app) will be
+        // accepted here besides an API key with scope `register`.
+        let key = try authorize(request, scope: "register")
+        guard case .object(let upload) = try request.jsonBody() else { throw HTTPError.invalid("the body must be a JSON object", field: "") }
+        if let unknown = upload.members.first(where: { !Self.deviceMembers.contains($0.key) }) {
+            throw HTTPError.invalid("unknown member \(unknown.key.debugDescription)", field: unknown.key)
+        }
+        guard case .object? = upload["registration"] else { throw HTTPError.invalid("registration must be an object (the app's record)", field: "registration") }
+        guard case .string(let token)? = upload["apnsDeviceToken"], (2...256).contains(token.utf8.count), token.utf8.count % 2 == 0,
+              token.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || ($0 >= 65 && $0 <= 70) }) else {
+            throw HTTPError.invalid("apnsDeviceToken must be the device token in hex", field: "apnsDeviceToken")
+        }
+        if let env = upload["apnsEnvironment"] {
+            guard case .string(let e) = env, e == "production" || e == "development" else {
+                throw HTTPError.invalid("apnsEnvironment must be production or development", field: "apnsEnvironment")
+            }
+        }
+        guard let recipient = request.query["recipient"], !recipient.isEmpty, recipient.utf8.count <= 256 else {
+            throw HTTPError.invalid("name the installation as ?recipient= (your backend's id for it)", field: "recipient")
+        }
+        let (_, created) = try backend.registerDevice(request.body, recipient: recipient)
+        log.write("register", [("requestId", .string(request.requestID)), ("apiKeyId", .string(key.id)), ("recipient", .string(recipient)),
+                               ("deviceToken", .string(GatewayLog.deviceTokenHint(token))), ("created", .bool(created))])
+        return .json(created ? 201 : 200, .object(JSONObject([("recipient", .string(recipient)), ("status", .string(created ? "registered" : "unchanged"))])))
+    }
+
+    private func deleteDevice(_ request: HTTPRequest) throws -> HTTPResponse {
+        let key = try authorize(request, scope: "register")
+        let recipient = request.pathParameters["recipient"] ?? ""
+        guard try backend.forgetDevice(appID: request.query["appId"], recipient: recipient) else {
+            throw HTTPError.notFound("no installation \(recipient.debugDescription)")
+        }
+        log.write("forget", [("requestId", .string(request.requestID)), ("apiKeyId", .string(key.id)), ("recipient", .string(recipient))])
+        return HTTPResponse(status: 204)
+    }
+
+    private func publicRecords(_ request: HTTPRequest, _ read: (any GatewayBackend, String?) throws -> JSONValue?) throws -> HTTPResponse {
+        let appID = request.query["appId"]
+        if appID?.isEmpty == true { throw HTTPError.invalid("appId must be the app's bundle id (or left out for the gateway's app)", field: "appId") }
+        guard let value = try read(backend, appID) else { throw HTTPError.notFound("no records for app \((appID ?? "").debugDescription)") }
+        let body = (try? JSONWriter.serialize(value)) ?? []
+        let etag = "\"" + Hex.encode(((try? SHA256Hasher.hash(body)) ?? []).prefix(16)) + "\""
+        let headers: [(name: String, value: String)] = [("ETag", etag), ("Cache-Control", "public, max-age=60")]
+        if let match = request.header("If-None-Match"), match.split(separator: ",").contains(where: { $0.trimmingCharacters() == etag || $0.trimmingCharacters() == "*" }) {
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")] + headers, body: body)
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces.
+    fileprivate func trimmingCharacters() -> String {
+        String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+    }
+}

@@ -1,0 +1,48 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+public import PushSealJSON
+import PushSealSystem
+
+/// One JSON object a line on standard error: a line per request and per final outcome. Lines
+/// carry ids, recipients, statuses and codes, never a notification's text, a full device token
+/// or a key (callers pass only those; ``deviceTokenHint(_:)`` shortens a token).
+public final class GatewayLog: Sendable {
+    private let lock = PosixLock()
+    private let fd: Int32
+    private let enabled: Bool
+
+    /// A log on `fd` (2, standard error, by default).
+    /// - Parameters:
+    ///   - fd: where lines go.
+    ///   - enabled: `false` writes nothing (tests).
+    public init(fd: Int32 = 2, enabled: Bool = true) {
+        self.fd = fd
+        self.enabled = enabled
+    }
+
+    /// Writes one line: `{"time": ms since 1970, "event": event, …members}`.
+    public func write(_ event: String, _ members: [(key: String, value: JSONValue)]) {
+        guard enabled else { return }
+        let object = JSONObject([("time", .integer(unixTimeMilliseconds())), ("event", .string(event))] + members)
+        guard var bytes = try? JSONWriter.serialize(.object(object)) else { return }
+        bytes.append(10)
+        lock.withLock {
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return }
+                offset += n
+            }
+        }
+    }
+
+    /// The first 8 hex digits of a device token and its length (`7f3a09c1…(64)`): enough to tell
+    /// tokens apart in a log, not enough to send to one.
+    public static func deviceTokenHint(_ token: String) -> String {
+        "\(token.prefix(8))…(\(token.utf8.count))"
+    }
+}

@@ -1,0 +1,108 @@
+import PushSealServer
+import PushSealSystem
+
+/// The Prometheus text lines of `histogram` (zeros for `nil`) under `name`: cumulative
+/// `_bucket` lines over ``OutboxMetrics/bucketBoundsSeconds``, `_sum` and `_count`.
+func renderHistogram(_ histogram: OutboxMetrics.Histogram?, _ name: String, into out: inout String) {
+    let bounds = OutboxMetrics.bucketBoundsSeconds
+    let buckets = histogram?.buckets ?? [Int](repeating: 0, count: bounds.count + 1)
+    var cumulative = 0
+    for (i, bound) in bounds.enumerated() {
+        cumulative += i < buckets.count ? buckets[i] : 0
+        out += "\(name)_bucket{le=\"\(bound)\"} \(cumulative)\n"
+    }
+    cumulative += buckets.count > bounds.count ? buckets[bounds.count] : 0
+    out += "\(name)_bucket{le=\"+Inf\"} \(cumulative)\n\(name)_sum \(histogram?.sumSeconds ?? 0)\n\(name)_count \(cumulative)\n"
+}
+
+/// The gateway's own counters and the Prometheus text of `GET /metrics`
+/// (names `pushseal_gateway_*`, units in the name).
+public final class GatewayMetrics: Sendable {
+    /// APNs reasons shown as label values; any other reason is counted as `other` (a label
+    /// value never carries text a client or server chose freely).
+    public static let knownReasons: Set<String> = [
+        "", "BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
+        "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType", "MissingDeviceToken", "MissingTopic",
+        "PayloadEmpty", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment", "ExpiredProviderToken", "Forbidden",
+        "InvalidProviderToken", "MissingProviderToken", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken", "BadPath",
+        "MethodNotAllowed", "ExpiredToken", "Unregistered", "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests",
+        "InternalServerError", "ServiceUnavailable", "Shutdown", "cancelled", "expired", "mayHaveBeenDelivered", "rowAuthenticationFailed", "timeout", "connection",
+    ]
+
+    private struct RequestKey: Hashable { var route: String; var status: Int }
+    private let requests = Locked<[RequestKey: UInt64]>([:])
+    private let rateLimited = Locked<UInt64>(0)
+
+    /// Empty counters.
+    public init() {}
+
+    /// Counts one answered request.
+    /// - Parameters:
+    ///   - route: the route's name (`POST /v1/notifications`), `unrouted` or `refused`.
+    ///   - status: the status sent.
+    public func countRequest(route: String, status: Int) {
+        requests.withLock { $0[RequestKey(route: route, status: status), default: 0] += 1 }
+    }
+
+    /// Counts one 429.
+    public func countRateLimited() { rateLimited.withLock { $0 += 1 } }
+
+    /// The Prometheus text exposition (format 0.0.4) of the gateway's counters and `backend`'s values.
+    public func render(backend: BackendMetrics, draining: Bool) -> String {
+        var out = ""
+        out += "# HELP pushseal_gateway_requests_total HTTP requests answered, by route and status.\n"
+        out += "# TYPE pushseal_gateway_requests_total counter\n"
+        for (key, n) in requests.withLock({ $0 }).sorted(by: { ($0.key.route, $0.key.status) < ($1.key.route, $1.key.status) }) {
+            out += "pushseal_gateway_requests_total{route=\"\(Self.escape(key.route))\",status=\"\(key.status)\"} \(n)\n"
+        }
+        out += "# HELP pushseal_gateway_rate_limited_total Requests answered 429 by the per-API-key rate limit.\n"
+        out += "# TYPE pushseal_gateway_rate_limited_total counter\n"
+        out += "pushseal_gateway_rate_limited_total \(rateLimited.withLock { $0 })\n"
+        out += "# HELP pushseal_gateway_notifications_total Notifications that reached a final status, by outcome and APNs reason.\n"
+        out += "# TYPE pushseal_gateway_notifications_total counter\n"
+        var folded: [BackendMetrics.OutcomeKey: Int] = [:]
+        for (key, n) in backend.outcomes {
+            let reason = Self.knownReasons.contains(key.reason) ? key.reason : "other"
+            folded[BackendMetrics.OutcomeKey(outcome: key.outcome, reason: reason), default: 0] += n
+        }
+        for (key, n) in folded.sorted(by: { ($0.key.outcome, $0.key.reason) < ($1.key.outcome, $1.key.reason) }) {
+            out += "pushseal_gateway_notifications_total{outcome=\"\(Self.escape(key.outcome))\",reason=\"\(Self.escape(key.reason))\"} \(n)\n"
+        }
+        out += "# HELP pushseal_gateway_queue_depth_notifications Notifications in the outbox not yet final.\n"
+        out += "# TYPE pushseal_gateway_queue_depth_notifications gauge\n"
+        out += "pushseal_gateway_queue_depth_notifications \(backend.queueDepth)\n"
+        out += "# HELP pushseal_gateway_oldest_queued_age_seconds Age of the oldest queued notification.\n"
+        out += "# TYPE pushseal_gateway_oldest_queued_age_seconds gauge\n"
+        out += "pushseal_gateway_oldest_queued_age_seconds \(backend.oldestQueuedAgeSeconds)\n"
+        out += "# HELP pushseal_gateway_seal_duration_seconds Time to seal one notification.\n"
+        out += "# TYPE pushseal_gateway_seal_duration_seconds histogram\n"
+        renderHistogram(backend.sealLatency, "pushseal_gateway_seal_duration_seconds", into: &out)
+        out += "# HELP pushseal_gateway_apns_request_duration_seconds Time from sending a request to APNs to its answer.\n"
+        out += "# TYPE pushseal_gateway_apns_request_duration_seconds histogram\n"
+        renderHistogram(backend.apnsLatency, "pushseal_gateway_apns_request_duration_seconds", into: &out)
+        out += "# HELP pushseal_gateway_apns_connections_opened_total HTTP/2 connections to APNs this instance opened.\n"
+        out += "# TYPE pushseal_gateway_apns_connections_opened_total counter\n"
+        out += "pushseal_gateway_apns_connections_opened_total \(backend.apnsConnectionsOpened)\n"
+        out += "# HELP pushseal_gateway_provider_token_mints_total Provider tokens (ES256 JWT) minted by this instance.\n"
+        out += "# TYPE pushseal_gateway_provider_token_mints_total counter\n"
+        out += "pushseal_gateway_provider_token_mints_total \(backend.providerTokenMints)\n"
+        out += "# HELP pushseal_gateway_draining 1 while this instance is shutting down.\n"
+        out += "# TYPE pushseal_gateway_draining gauge\n"
+        out += "pushseal_gateway_draining \(draining ? 1 : 0)\n"
+        return out
+    }
+
+    /// A label value escaped for the text format: backslash, double quote and line feed.
+    public static func escape(_ value: String) -> String {
+        var out = ""
+        for c in value.unicodeScalars {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
+    }
+}

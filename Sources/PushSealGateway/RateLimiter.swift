@@ -1,0 +1,44 @@
+import PushSealSystem
+
+/// Token buckets per API key: each key may spend `burst` requests at once and gets `ratePerSecond`
+/// back each second; a request beyond is answered 429 with `Retry-After`.
+///
+/// Per instance: with N instances behind a load balancer a key gets up to N times the rate
+/// (docs/gateway.md says so).
+public final class RateLimiter: Sendable {
+    private struct Bucket { var tokens: Double; var updatedNanoseconds: UInt64 }
+    /// Tokens refilled per second.
+    public let ratePerSecond: Double
+    /// The bucket's size.
+    public let burst: Double
+    private let buckets = Locked<[String: Bucket]>([:])
+
+    /// Creates a limiter.
+    /// - Parameters:
+    ///   - ratePerSecond: requests per second per key, > 0.
+    ///   - burst: requests at once, ≥ 1.
+    public init(ratePerSecond: Double, burst: Double) {
+        self.ratePerSecond = max(0.001, ratePerSecond)
+        self.burst = max(1, burst)
+    }
+
+    /// Takes one token from `key`'s bucket.
+    /// - Parameters:
+    ///   - key: the API key's id.
+    ///   - nowNanoseconds: the monotonic clock (`monotonicNanoseconds()`).
+    /// - Returns: `nil` when allowed; else whole seconds until a token is back (≥ 1).
+    public func take(_ key: String, nowNanoseconds: UInt64) -> Int? {
+        buckets.withLock { all in
+            var bucket = all[key] ?? Bucket(tokens: burst, updatedNanoseconds: nowNanoseconds)
+            let elapsed = Double(nowNanoseconds &- bucket.updatedNanoseconds) / 1e9
+            bucket.tokens = min(burst, bucket.tokens + max(0, elapsed) * ratePerSecond)
+            bucket.updatedNanoseconds = nowNanoseconds
+            defer { all[key] = bucket }
+            if bucket.tokens >= 1 {
+                bucket.tokens -= 1
+                return nil
+            }
+            return max(1, Int(((1 - bucket.tokens) / ratePerSecond).rounded(.up)))
+        }
+    }
+}

@@ -1,0 +1,172 @@
+public import PushSealServer
+import PushSealHTTP
+import PushSealJSON
+public import PushSealRegistry
+import PushSealSystem
+
+/// The production ``GatewayBackend``: PushSealServer's store, sealer and outbox on the
+/// PostgreSQL registry (every instance on one database).
+public final class ServerBackend: GatewayBackend {
+    /// The opened store.
+    public let store: ServerStore
+    /// The registry under it (API keys, readiness).
+    public let registry: PostgresKeyStore
+    /// The app (bundle id) this gateway registers and seals for.
+    public let appID: String
+    /// The outbox (accept side).
+    public let outbox: Outbox
+    /// The worker sending the outbox's rows, when this instance runs one.
+    public let worker: OutboxWorker?
+
+    /// A backend over an opened registry and its outbox.
+    /// - Parameters:
+    ///   - outbox: the outbox (its store is a registry).
+    ///   - worker: the sending worker of this instance, if any (readiness reports it).
+    /// - Throws: ``ServerError`` `.unsupportedStore` when the outbox's store is not a registry.
+    public init(outbox: Outbox, worker: OutboxWorker?) throws {
+        guard let registry = outbox.store.store as? PostgresKeyStore else {
+            throw ServerError(.unsupportedStore, "the gateway needs a PostgreSQL registry")
+        }
+        self.registry = registry
+        self.store = outbox.store
+        self.appID = outbox.configuration.sealer.appID
+        self.outbox = outbox
+        self.worker = worker
+    }
+
+    public func enqueue(_ submissions: [NotificationSubmission], idempotency: (scope: String, key: String)?,
+                        bodySHA256: [UInt8]) throws -> EnqueueAnswer {
+        let acceptance: Outbox.Acceptance
+        do {
+            acceptance = try outbox.accept(submissions.map(\.item),
+                                           idempotency: idempotency.map { (Outbox.IdempotencyKey(scope: $0.scope, key: $0.key), bodySHA256) },
+                                           nowMs: unixTimeMilliseconds())
+        } catch let e as ServerError where e.code == .idempotencyKeyReused {
+            throw HTTPError(422, "idempotencyKeyReused", "this Idempotency-Key was used with a different body in the last 24 h")
+        } catch let e as ServerError where e.code == .invalidIdempotencyKey {
+            throw HTTPError.invalid(e.reason, field: "Idempotency-Key")
+        } catch let e as RegistryError where e.code == .unavailable || e.code == .outcomeUnknown {
+            throw HTTPError.unavailable("the database cannot be reached; nothing was queued unless a retry with the same Idempotency-Key says so")
+        }
+        let results: [SubmissionResult] = acceptance.items.map {
+            switch $0 {
+            case .queued(let id, _): return .queued(id: id)
+            case .failed(_, let code, let message): return .refused(code: code, message: message)
+            }
+        }
+        return EnqueueAnswer(results: results, body: acceptance.body, replayed: acceptance.replayed)
+    }
+
+    public func notificationState(id: String) throws -> NotificationState? {
+        guard let s = try outbox.status(id: id), s.appID == appID else { return nil }
+        return NotificationState(id: s.id, recipient: s.recipient, status: s.status, apnsID: s.apnsID, apnsUniqueID: s.apnsUniqueID,
+                                 httpStatus: s.httpStatus, reason: s.reason, attempts: s.attempts, createdAtMs: s.createdAtMs,
+                                 finishedAtMs: s.finishedAtMs)
+    }
+
+    /// - Throws: ``HTTPError`` 400 `invalidRequest` for a recipient the store cannot name.
+    static func checkRecipient(_ recipient: String) throws {
+        do {
+            try KeyID.validateRecipient(recipient)
+        } catch let e as KeysError {
+            throw HTTPError.invalid("recipient: \(e.reason)", field: "recipient")
+        }
+    }
+
+    public func registerDevice(_ body: [UInt8], recipient: String) throws -> (recipient: String, created: Bool) {
+        try Self.checkRecipient(recipient)
+        let upload: RegistrationUpload
+        do {
+            upload = try RegistrationUpload(body: body, expectedAppID: appID)
+        } catch let e as ServerError {
+            throw HTTPError(400, "invalidRegistration", e.reason)
+        } catch let e as KeysError {
+            throw HTTPError(e.code == .wrongAppID ? 422 : 400, "invalidRegistration", e.reason)
+        }
+        do {
+            let done = try store.importRegistration(upload, recipient: recipient, nowMilliseconds: unixTimeMilliseconds())
+            return (recipient, done.added)
+        } catch let e as KeysError where e.code == .duplicateKeyID || e.code == .invalidName || e.code == .timeOutOfRange {
+            throw HTTPError(409, "registrationConflict", e.reason)
+        } catch let e as KeysError where e.code.name == "staleRegistration" {
+            throw HTTPError(409, "staleRegistration", e.reason)
+        }
+    }
+
+    public func forgetDevice(appID requested: String?, recipient: String) throws -> Bool {
+        let app = requested ?? appID
+        guard app == appID else { return false }
+        try Self.checkRecipient(recipient)
+        let registrations = try store.registrationStore()
+        let tokens = try store.deviceTokenStore()
+        var found = false
+        let now = unixTimeMilliseconds()
+        if let set = try? registrations.registrations(appID: app, recipient: recipient) {
+            for r in set.registrations where r.status == .primary {
+                _ = try registrations.revokeRegistration(appID: app, recipient: recipient, keyID: r.keyID, now: now / 1000)
+                found = true
+            }
+        }
+        let held = try tokens.deviceTokens(appID: app, recipient: recipient)
+        if !held.isEmpty {
+            _ = try tokens.invalidateDeviceTokens(held.map { ($0.token, now + 1) }, appID: app)
+            found = true
+        }
+        if try outbox.cancel(recipient: recipient, nowMs: now) > 0 { found = true }
+        return found
+    }
+
+    public func senderKeys(appID requested: String?) throws -> JSONValue? {
+        guard (requested ?? appID) == appID else { return nil }
+        let keys = try store.registrationStore().publishedSenderKeys(appID: appID, now: unixTimeSeconds())
+        return .array(keys.map { .object($0.record) })
+    }
+
+    public func revocations(appID requested: String?) throws -> JSONValue? {
+        guard (requested ?? appID) == appID else { return nil }
+        let revoked = try store.registrationStore().senderKeys(appID: appID).filter { $0.status == .disabled || $0.status == .destroyed }
+        let records: [JSONValue] = revoked.isEmpty ? [] : [
+            .object(JSONObject([("format", .string(RevocationRecord.format)), ("version", .integer(1)), ("appId", .string(appID)),
+                                ("keyIds", .array(revoked.map { .string($0.keyID) })),
+                                ("revokedAt", .integer(revoked.compactMap(\.retiredAt).max() ?? revoked.map(\.createdAt).max() ?? 0))])),
+        ]
+        return .array(records)
+    }
+
+    public func readiness() -> Readiness {
+        var checks: [(name: String, finding: String)] = []
+        var ready = true
+        do {
+            try registry.checkReachable()
+            checks.append(("database", "ok"))
+        } catch let e as RegistryError {
+            checks.append(("database", e.code.name))
+            ready = false
+        } catch {
+            checks.append(("database", "error"))
+            ready = false
+        }
+        // The worker reconnects to APNs on its own (retrying counts as usable); only a stopped worker is not.
+        if let worker {
+            let stopped = worker.isStopped
+            checks.append(("apns", stopped ? "stopped" : "ok"))
+            if stopped { ready = false }
+        }
+        return Readiness(ready: ready, checks: checks)
+    }
+
+    public func metricsSnapshot() -> BackendMetrics {
+        let snapshot = outbox.metrics.snapshot()
+        var m = BackendMetrics()
+        for (pair, n) in snapshot.outcomes { m.outcomes[.init(outcome: pair.status, reason: pair.reason), default: 0] += n }
+        m.sealLatency = snapshot.sealLatency
+        m.apnsLatency = snapshot.apnsLatency
+        m.providerTokenMints = snapshot.providerTokenMints
+        m.apnsConnectionsOpened = snapshot.connectionsOpened
+        if let q = try? outbox.rows.queueStatistics(nowMs: unixTimeMilliseconds()) {
+            m.queueDepth = q.queued
+            m.oldestQueuedAgeSeconds = Double(q.oldestQueuedAgeMs) / 1000
+        }
+        return m
+    }
+}

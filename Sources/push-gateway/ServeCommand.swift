@@ -1,0 +1,161 @@
+import PushSealCLI
+import PushSealGateway
+import PushSealHTTP
+import PushSealJSON
+import PushSealRegistry
+import PushSealRegistryCLI
+import PushSealServer
+import PushSealSystem
+
+/// `push-gateway serve`: the HTTP API until SIGTERM.
+struct ServeCommand: OptionsCommand {
+    let path = ["serve"]
+    let options = GatewayRegistry.options + [
+        OptionSpec.value("--app-id", "BUNDLE", "the app (bundle id, the APNs topic) this gateway registers devices and seals notifications for"),
+        OptionSpec.value("--listen", "HOST:PORT", "where to listen (127.0.0.1:8080 by default; :8080 for every IPv4 address, [::1]:8080 for IPv6; port 0 for any free one, logged at start)"),
+        OptionSpec.value("--threads", "N", "HTTP threads, each with its own epoll set (4; 1 to 64); a request may hold one while it waits for the database"),
+        OptionSpec.flag("--metrics-key", "GET /metrics needs an API key with scope admin (else it is open: keep it off public networks)"),
+        OptionSpec.value("--tls-cert", "FILE", "serve HTTPS with this PEM certificate chain (with --tls-key); without both, plain HTTP behind a TLS-terminating proxy"),
+        OptionSpec.value("--tls-key", "FILE", "the PEM private key of --tls-cert (0600)"),
+        OptionSpec.value("--max-body-bytes", "N", "longest request body (1048576; 1024 up to 16777216); longer is 413"),
+        OptionSpec.value("--rate", "N", "requests a second per API key (100), with bursts of --burst; over it: 429 with Retry-After"),
+        OptionSpec.value("--burst", "N", "requests at once per API key (200)"),
+        OptionSpec.value("--drain-seconds", "S", "on SIGTERM, how long requests in flight may take to finish (20; 0 up to 600)"),
+        OptionSpec.value("--p8", "FILE", "the APNs provider key (.p8, PKCS#8 P-256), as push-send takes it"),
+        OptionSpec.value("--key-id", "ID", "the key's 10-character key id"),
+        OptionSpec.value("--team-id", "ID", "your 10-character team id"),
+        OptionSpec.value("--environment", "ENV", "production (the default) or development: Apple's endpoint and the device tokens' environment"),
+        OptionSpec.value("--host", "HOST:PORT", "send to another server instead of Apple's (a test server or the mock APNs); give its --ca-file"),
+        OptionSpec.value("--ca-file", "FILE", "PEM CA certificates to trust for --host"),
+        OptionSpec.value("--connections", "N", "APNs connections at most (1; up to 16)"),
+        OptionSpec.flag("--no-worker", "accept and answer only: this instance sends nothing (another instance's worker sends the outbox)"),
+    ]
+    let help = HelpText(
+        overview: "serve the HTTP API (docs/gateway.md, docs/gateway.openapi.json) on the registry until SIGINT or SIGTERM: /v1/notifications, /v1/devices, /v1/sender-keys, /v1/revocations, /healthz, /readyz, /metrics",
+        usage: ["push-gateway serve --registry URI --kek-file F --app-id BUNDLE [--listen HOST:PORT] [--tls-cert F --tls-key F] [--metrics-key] [options]"],
+        examples: ["push-gateway serve --registry postgresql:///pushseal?host=/run/postgresql --kek-file /etc/pushseal/kek --app-id com.example.app --listen 127.0.0.1:8080"],
+        exitCodes: GatewayRegistry.exitCodes([
+            "66  the TLS certificate or key file is missing",
+            "71  the address cannot be listened on (in use, not this machine's) or the TLS key or certificate was refused",
+        ]),
+        notes: """
+        Logs: one JSON object per line on standard error: {"event":"listening","address","port"} at start, one "request" line per request (requestId, method, route, status, durationMs), "accept" / "register" / "forget" lines (ids, recipients, statuses; never a notification's text, a full device token or a key), "stopping" and "stopped".
+        SIGTERM or SIGINT: /readyz answers 503, the listening socket closes, requests in flight finish (--drain-seconds at most), then the process exits 0. Run several instances on one registry to scale out.
+        """)
+
+    struct Options: CommandOptions {
+        let registry: RegistryLocation
+        let appID: String
+        var http = HTTPServer.Configuration()
+        var settings = Gateway.Settings()
+        let tlsCert: String?
+        let tlsKey: String?
+        let apns: APNsProviderConfiguration?
+        let environment: DeviceTokenEnvironment
+
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            registry = try GatewayRegistry.location(a)
+            appID = try a.required("--app-id", "BUNDLE")
+            http.port = 8080
+            if let listen = a.value("--listen") {
+                do { try http.setListenAddress(listen) } catch let e as HTTPServerError { throw CLIError.usage(e.reason) }
+            }
+            http.threadCount = try Self.bounded(a, "--threads", 1...64) ?? 4
+            http.limits.maxBodyByteCount = try Self.bounded(a, "--max-body-bytes", 1024...(16 << 20)) ?? (1 << 20)
+            settings.metricsNeedKey = a.has("--metrics-key")
+            settings.ratePerSecond = Double(try Self.bounded(a, "--rate", 1...1_000_000) ?? 100)
+            settings.rateBurst = Double(try Self.bounded(a, "--burst", 1...1_000_000) ?? 200)
+            settings.drainSeconds = Double(try Self.bounded(a, "--drain-seconds", 0...600) ?? 20)
+            tlsCert = a.value("--tls-cert")
+            tlsKey = a.value("--tls-key")
+            let envName = a.value("--environment") ?? "production"
+            guard let env = DeviceTokenEnvironment(rawValue: envName), let apnsEnv = APNsEndpoint.Environment(rawValue: envName) else {
+                throw CLIError.usage("--environment must be production or development, not \(quoted(envName))")
+            }
+            environment = env
+            if a.has("--no-worker") {
+                apns = nil
+            } else {
+                let endpoint: APNsEndpoint
+                do {
+                    if let host = a.value("--host") {
+                        endpoint = try APNsEndpoint(hostAndPort: host, caFile: a.value("--ca-file"))
+                    } else {
+                        guard !a.has("--ca-file") else { throw CLIError.usage("--ca-file needs --host") }
+                        endpoint = try APNsEndpoint(apnsEnv)
+                    }
+                } catch let e as APNsError {
+                    throw CLIError.usage(e.reason, hint: "e.g. --host 127.0.0.1:8443 --ca-file mock-ca.pem")
+                }
+                var client = APNsClient.Configuration(endpoint: endpoint)
+                client.maxConnections = try Self.bounded(a, "--connections", 1...16) ?? 1
+                apns = APNsProviderConfiguration(p8Path: try a.required("--p8", "FILE", hint: "or --no-worker for an instance that only accepts"),
+                                                 keyID: try a.required("--key-id", "ID"), teamID: try a.required("--team-id", "ID"), client: client)
+            }
+        }
+
+        func validate() throws {
+            guard (tlsCert == nil) == (tlsKey == nil) else { throw CLIError.usage("give --tls-cert and --tls-key together") }
+        }
+
+        static func bounded(_ a: Arguments, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {
+            guard let v = try a.integer(name) else { return nil }
+            guard range.contains(Int(v)) else { throw CLIError.usage("\(name) must be from \(range.lowerBound) to \(range.upperBound)") }
+            return Int(v)
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        var http = o.http
+        if let cert = o.tlsCert, let key = o.tlsKey {
+            http.tls = HTTPServer.TLS(certificatePEM: try Self.readPEM(cert), privateKeyPEM: try Self.readPEM(key))
+        }
+        try StopSignals.install()
+        let registry = try o.registry.open()
+        let log = GatewayLog()
+        let outbox: Outbox
+        do {
+            outbox = try Outbox(store: ServerStore(store: registry), configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: o.appID), environment: o.environment))
+        } catch let e as RegistryError {
+            throw RegistryOptions.cliError(e)
+        } catch let e as any CodedError {
+            throw CLIError(code: "\(e.code)", "cannot make the sealer for \(o.appID): \(e.reason)", exitCode: .dataError)
+        }
+        var worker: OutboxWorker?
+        if let apns = o.apns {
+            do {
+                worker = try OutboxWorker(outbox: outbox, apns: apns)
+                try worker?.start()
+            } catch let e as APNsError {
+                throw CLIError(code: e.code.name, e.reason, hint: "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id", exitCode: .dataError)
+            }
+        }
+        let backend = try ServerBackend(outbox: outbox, worker: worker)
+        let gateway: Gateway
+        do {
+            gateway = try Gateway(http: http, settings: o.settings, backend: backend, keys: registry, log: log)
+        } catch let e as HTTPServerError {
+            throw CLIError(code: e.code.name, e.reason, hint: "choose another --listen address or port", exitCode: ExitCode(71))
+        }
+        log.write("listening", [("address", .string(http.host)), ("port", .integer(Int64(gateway.server.port))), ("tls", .bool(http.tls != nil))])
+        let idle = try WakeUpPipe()
+        while try StopSignals.wait(for: FileDescriptor(borrowing: idle.readEnd, path: "stop"), wake: nil) != .stopped {}
+        log.write("stopping", [("inFlight", .integer(Int64(gateway.server.inFlightCount)))])
+        gateway.stop()
+        // Every claimed row is sent and its outcome written, or its lease released, before exit.
+        worker?.drain()
+        log.write("stopped", [])
+        return .success
+    }
+
+    /// The text of a PEM file (read once at start; libmicrohttpd keeps its own copy).
+    static func readPEM(_ path: String) throws -> String {
+        do {
+            let fd = try FileDescriptor.open(path, .readOnly)
+            return String(decoding: try fd.readAll(limit: 1 << 20), as: UTF8.self)
+        } catch let e as SystemError {
+            throw CLIError(code: "noInput", "cannot read \(quoted(path)): \(Output.errorText(e.errno))", exitCode: .noInput)
+        }
+    }
+}

@@ -1,0 +1,323 @@
+import Foundation
+import Testing
+import PushSealGateway
+import PushSealHTTP
+import PushSealJSON
+import PushSealRegistry
+import PushSealTestSupport
+
+/// A backend that stores in memory and counts what reached it.
+final class MemoryBackend: GatewayBackend, @unchecked Sendable {
+    private let lock = NSLock()
+    private var queued: [String: NotificationSubmission] = [:]
+    private var idempotent: [String: ([UInt8], [UInt8])] = [:]
+    private var registered: [String] = []
+    var ready = true
+    var enqueueCalls: Int { lock.withLock { calls } }
+    private var calls = 0
+    var stored: Int { lock.withLock { queued.count } }
+    var registeredRecipients: [String] { lock.withLock { registered } }
+
+    func enqueue(_ submissions: [NotificationSubmission], idempotency: (scope: String, key: String)?,
+                 bodySHA256: [UInt8]) throws -> EnqueueAnswer {
+        try lock.withLock {
+            calls += 1
+            let k = idempotency.map { "\($0.scope):\($0.key)" }
+            if let k, let (hash, body) = idempotent[k] {
+                guard hash == bodySHA256 else { throw HTTPError(422, "idempotencyKeyReused", "another body") }
+                return EnqueueAnswer(results: [], body: body, replayed: true)
+            }
+            var results: [SubmissionResult] = []
+            for s in submissions {
+                if s.recipient.hasPrefix("unknown") {
+                    results.append(.refused(code: "unknownRecipient", message: "no such recipient"))
+                } else {
+                    let id = UUID().uuidString.lowercased()
+                    queued[id] = s
+                    results.append(.queued(id: id))
+                }
+            }
+            let body = try JSONWriter.serialize(NotificationRequest.answer(submissions, results))
+            if let k { idempotent[k] = (bodySHA256, body) }
+            return EnqueueAnswer(results: results, body: body, replayed: false)
+        }
+    }
+
+    func notificationState(id: String) throws -> NotificationState? {
+        lock.withLock { queued[id].map { NotificationState(id: id, recipient: $0.recipient, status: "queued", createdAtMs: 1) } }
+    }
+
+    func registerDevice(_ body: [UInt8], recipient: String) throws -> (recipient: String, created: Bool) {
+        lock.withLock {
+            let created = !registered.contains(recipient)
+            if created { registered.append(recipient) }
+            return (recipient, created)
+        }
+    }
+
+    func forgetDevice(appID: String?, recipient: String) throws -> Bool {
+        lock.withLock {
+            guard let i = registered.firstIndex(of: recipient) else { return false }
+            registered.remove(at: i)
+            return true
+        }
+    }
+
+    func senderKeys(appID: String?) throws -> JSONValue? {
+        (appID ?? "com.example.app") == "com.example.app" ? .array([.object(["format": .string("pushseal-sender-key")])]) : nil
+    }
+
+    func revocations(appID: String?) throws -> JSONValue? {
+        (appID ?? "com.example.app") == "com.example.app" ? .array([]) : nil
+    }
+
+    func readiness() -> Readiness { Readiness(ready: ready, checks: [("database", ready ? "ok" : "unavailable")]) }
+
+    func metricsSnapshot() -> BackendMetrics {
+        var m = BackendMetrics()
+        m.queueDepth = stored
+        m.outcomes[.init(outcome: "rejected", reason: "BadDeviceToken")] = 2
+        m.outcomes[.init(outcome: "rejected", reason: "Evil\"}\nlabel")] = 1
+        return m
+    }
+}
+
+/// API keys in memory.
+final class MemoryKeys: APIKeyLookup, @unchecked Sendable {
+    private var byHash: [[UInt8]: GatewayAPIKeyRecord] = [:]
+    func add(_ scopes: [String]) -> String {
+        let made = APIKey.generate(name: "test", scopes: scopes, now: 1)
+        byHash[made.sha256] = made.record
+        return made.text
+    }
+    func gatewayAPIKey(sha256 keySHA256: [UInt8]) throws -> GatewayAPIKeyRecord? { byHash[keySHA256] }
+}
+
+struct Fixture {
+    let backend = MemoryBackend()
+    let keys = MemoryKeys()
+    let gateway: Gateway
+    let send: String
+    let register: String
+    let admin: String
+
+    init(configure: (inout Gateway.Settings) -> Void = { _ in }) throws {
+        send = keys.add(["send"])
+        register = keys.add(["register"])
+        admin = keys.add(["admin"])
+        var settings = Gateway.Settings()
+        settings.drainSeconds = 5
+        configure(&settings)
+        var http = HTTPServer.Configuration()
+        http.threadCount = 2
+        gateway = try Gateway(http: http, settings: settings, backend: backend, keys: keys, log: GatewayLog(enabled: false))
+    }
+
+    var port: UInt16 { gateway.server.port }
+
+    func post(_ path: String, key: String?, json: String, headers: [(String, String)] = []) throws -> RawHTTPResponse {
+        var h = headers + [("Content-Type", "application/json")]
+        if let key { h.append(("Authorization", "Bearer \(key)")) }
+        return try #require(try rawHTTP(port: port, "POST", path, headers: h, body: Array(json.utf8)))
+    }
+
+    func get(_ path: String, key: String?, headers: [(String, String)] = []) throws -> RawHTTPResponse {
+        var h = headers
+        if let key { h.append(("Authorization", "Bearer \(key)")) }
+        return try #require(try rawHTTP(port: port, "GET", path, headers: h))
+    }
+}
+
+let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body":"Lunch?"},"ttl":3600,"priority":10}"#
+
+@Suite struct GatewayTests {
+    @Test func healthAndReadiness() throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        #expect(try f.get("/healthz", key: nil).status == 200)
+        let ready = try f.get("/readyz", key: nil)
+        #expect(ready.status == 200)
+        #expect(ready.json?["status"] as? String == "ready")
+        f.backend.ready = false
+        let notReady = try f.get("/readyz", key: nil)
+        #expect(notReady.status == 503)
+        #expect((notReady.json?["checks"] as? [String: String])?["database"] == "unavailable")
+    }
+
+    @Test func sendQueuesAndStatusIsReadable() throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        let r = try f.post("/v1/notifications", key: f.send, json: oneNotification)
+        #expect(r.status == 202)
+        let items = try #require(r.json?["notifications"] as? [[String: Any]])
+        #expect(items.count == 1 && items[0]["status"] as? String == "queued" && items[0]["recipient"] as? String == "alice")
+        let id = try #require(items[0]["id"] as? String)
+        let s = try f.get("/v1/notifications/\(id)", key: f.send)
+        #expect(s.status == 200)
+        #expect(s.json?["status"] as? String == "queued")
+        #expect(try f.get("/v1/notifications/nope", key: f.send).status == 404)
+    }
+
+    @Test func aBatchHasPerItemErrors() throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        let body = #"{"notifications":[{"recipient":"a","notification":{"body":"x"}},{"recipient":"unknown-b","notification":{"body":"y"}}]}"#
+        let r = try f.post("/v1/notifications", key: f.send, json: body)
+        #expect(r.status == 202)
+        let items = try #require(r.json?["notifications"] as? [[String: Any]])
+        #expect(items[0]["status"] as? String == "queued")
+        #expect((items[1]["error"] as? [String: Any])?["code"] as? String == "unknownRecipient")
+        #expect(f.backend.stored == 1)
+    }
+
+    @Test func idempotencyKeyReplaysAndRefusesAnotherBody() throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        let first = try f.post("/v1/notifications", key: f.send, json: oneNotification, headers: [("Idempotency-Key", "order-17")])
+        let again = try f.post("/v1/notifications", key: f.send, json: oneNotification, headers: [("Idempotency-Key", "order-17")])
+        #expect(first.status == 202 && again.status == 202)
+        #expect(first.body == again.body)
+        #expect(again.header("idempotent-replayed") == "true")
+        #expect(f.backend.stored == 1)
+        let other = try f.post("/v1/notifications", key: f.send, json: #"{"recipient":"bob","notification":{"body":"x"}}"#, headers: [("Idempotency-Key", "order-17")])
+        #expect(other.status == 422)
+        #expect(other.errorCode == "idempotencyKeyReused")
+        #expect(f.backend.stored == 1)
+        let tooLong = try f.post("/v1/notifications", key: f.send, json: oneNotification, headers: [("Idempotency-Key", String(repeating: "k", count: 256))])
+        #expect(tooLong.status == 400)
+    }
+
+    /// Bad input on the send route: the documented 4xx, and the backend never asked to store.
+    @Test(arguments: [
+        ("malformed", #"{"recipient":"#, 400, "malformedJSON"),
+        ("not an object", #"[1,2]"#, 400, "invalidRequest"),
+        ("wrong type", #"{"recipient":7,"notification":{"body":"x"}}"#, 400, "invalidRequest"),
+        ("unknown field", #"{"recipient":"a","notification":{"body":"x"},"colour":"red"}"#, 400, "invalidRequest"),
+        ("ttl negative", #"{"recipient":"a","notification":{"body":"x"},"ttl":-1}"#, 400, "invalidRequest"),
+        ("priority 7", #"{"recipient":"a","notification":{"body":"x"},"priority":7}"#, 400, "invalidRequest"),
+        ("collapse too long", #"{"recipient":"a","notification":{"body":"x"},"collapseId":"\#(String(repeating: "c", count: 65))"}"#, 400, "invalidRequest"),
+        ("push type", #"{"recipient":"a","notification":{"body":"x"},"pushType":"fax"}"#, 400, "invalidRequest"),
+        ("empty batch", #"{"notifications":[]}"#, 400, "invalidRequest"),
+        ("batch extra member", #"{"notifications":[{"recipient":"a","notification":{}}],"x":1}"#, 400, "invalidRequest"),
+        ("duplicate key", #"{"recipient":"a","recipient":"b","notification":{}}"#, 400, "malformedJSON"),
+    ] as [(String, String, Int, String)])
+    func badSendBodies(_ name: String, _ body: String, _ status: Int, _ code: String) throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        let r = try f.post("/v1/notifications", key: f.send, json: body)
+        #expect(r.status == status, Comment(rawValue: name))
+        #expect(r.errorCode == code, Comment(rawValue: name))
+        #expect(f.backend.enqueueCalls == 0, Comment(rawValue: name))
+    }
+
+    @Test func aBatchOver1000IsRefused() throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        let item = #"{"recipient":"a","notification":{"body":"x"}}"#
+        let r = try f.post("/v1/notifications", key: f.send, json: #"{"notifications":["# + Array(repeating: item, count: 1001).joined(separator: ",") + "]}")
+        #expect(r.status == 400)
+        #expect(f.backend.enqueueCalls == 0)
+    }
+
+    @Test func keysAndScopesAreChecked() throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        let none = try f.post("/v1/notifications", key: nil, json: oneNotification)
+        #expect(none.status == 401 && none.errorCode == "unauthorized")
+        #expect(none.header("www-authenticate")?.hasPrefix("Bearer") == true)
+        let wrong = try f.post("/v1/notifications", key: "psk_0000000000000000_" + String(repeating: "0", count: 64), json: oneNotification)
+        #expect(wrong.status == 401)
+        let garbage = try f.post("/v1/notifications", key: "hunter2", json: oneNotification)
+        #expect(garbage.status == 401)
+        let scope = try f.post("/v1/notifications", key: f.register, json: oneNotification)
+        #expect(scope.status == 403 && scope.errorCode == "forbidden")
+        #expect(try f.get("/v1/notifications/x", key: f.register).status == 403)
+        #expect(try f.post("/v1/devices?recipient=r1", key: f.send, json: #"{"registration":{},"apnsDeviceToken":"ab","apnsEnvironment":"development"}"#).status == 403)
+        #expect(f.backend.enqueueCalls == 0)
+        #expect(f.backend.registeredRecipients.isEmpty)
+    }
+
+    @Test func rateLimitAnswers429WithRetryAfter() throws {
+        let f = try Fixture { $0.ratePerSecond = 1; $0.rateBurst = 2 }
+        defer { f.gateway.stop() }
+        #expect(try f.post("/v1/notifications", key: f.send, json: oneNotification).status == 202)
+        #expect(try f.post("/v1/notifications", key: f.send, json: oneNotification).status == 202)
+        let limited = try f.post("/v1/notifications", key: f.send, json: oneNotification)
+        #expect(limited.status == 429)
+        #expect(limited.errorCode == "rateLimited")
+        #expect(Int(limited.header("retry-after") ?? "") ?? 0 >= 1)
+        #expect(f.backend.stored == 2)
+        // Another key has its own bucket.
+        #expect(try f.get("/v1/notifications/x", key: f.keys.add(["send"])).status == 404)
+    }
+
+    @Test func devicesRegisterAndForget() throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        let upload = #"{"registration":{"format":"pushseal-device-key"},"apnsDeviceToken":"ab01","apnsEnvironment":"development"}"#
+        #expect(try f.post("/v1/devices?recipient=phone-1", key: f.register, json: upload).status == 201)
+        #expect(try f.post("/v1/devices?recipient=phone-1", key: f.register, json: upload).status == 200)
+        #expect(try f.post("/v1/devices", key: f.register, json: upload).status == 400)
+        let bad = try f.post("/v1/devices?recipient=p2", key: f.register, json: #"{"registration":{},"apnsDeviceToken":"xyz","apnsEnvironment":"development"}"#)
+        #expect(bad.status == 400)
+        let unknown = try f.post("/v1/devices?recipient=p2", key: f.register, json: #"{"registration":{},"apnsDeviceToken":"ab","extra":1}"#)
+        #expect(unknown.status == 400)
+        #expect(f.backend.registeredRecipients == ["phone-1"])
+        let del = try #require(try rawHTTP(port: f.port, "DELETE", "/v1/devices/phone-1", headers: [("Authorization", "Bearer \(f.register)")]))
+        #expect(del.status == 204)
+        let again = try #require(try rawHTTP(port: f.port, "DELETE", "/v1/devices/phone-1", headers: [("Authorization", "Bearer \(f.register)")]))
+        #expect(again.status == 404)
+    }
+
+    @Test func publicRecordsHaveETags() throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        let r = try f.get("/v1/sender-keys?appId=com.example.app", key: nil)
+        #expect(r.status == 200)
+        let etag = try #require(r.header("etag"))
+        #expect(r.header("cache-control")?.contains("max-age") == true)
+        #expect(try f.get("/v1/sender-keys?appId=com.example.app", key: nil, headers: [("If-None-Match", etag)]).status == 304)
+        #expect(try f.get("/v1/sender-keys?appId=other", key: nil).status == 404)
+        #expect(try f.get("/v1/revocations", key: nil).status == 200)
+        #expect(try f.get("/v1/revocations?appId=", key: nil).status == 400)
+        #expect(try f.get("/v1/sender-keys", key: nil).text.hasPrefix("[{"))
+        #expect(try f.get("/v1/revocations?appId=com.example.app", key: nil).status == 200)
+    }
+
+    @Test func metricsAreTextWithEscapedKnownLabels() throws {
+        let f = try Fixture { $0.metricsNeedKey = true }
+        defer { f.gateway.stop() }
+        _ = try f.get("/healthz", key: nil)
+        #expect(try f.get("/metrics", key: nil).status == 401)
+        #expect(try f.get("/metrics", key: f.send).status == 403)
+        let m = try f.get("/metrics", key: f.admin)
+        #expect(m.status == 200)
+        #expect(m.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
+        #expect(m.text.contains(#"pushseal_gateway_requests_total{route="GET /healthz",status="200"} 1"#))
+        #expect(m.text.contains(#"pushseal_gateway_notifications_total{outcome="rejected",reason="BadDeviceToken"} 2"#))
+        #expect(m.text.contains(#"pushseal_gateway_notifications_total{outcome="rejected",reason="other"} 1"#))
+        #expect(!m.text.contains("Evil"))
+        #expect(m.text.contains("pushseal_gateway_seal_duration_seconds_bucket{le=\"+Inf\"} 0"))
+        #expect(GatewayMetrics.escape("a\"b\\c\nd") == #"a\"b\\c\nd"#)
+    }
+
+    @Test func readyzIs503WhileDraining() throws {
+        let f = try Fixture()
+        let c = try RawHTTPConnection(port: f.port)
+        c.send("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(c.readResponse()?.status == 200)
+        f.gateway.server.stopAccepting()
+        c.send("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(c.readResponse()?.status == 503)
+        f.gateway.stop()
+    }
+
+    @Test func apiKeyTextRoundTrips() {
+        let made = APIKey.generate(name: "n", scopes: ["send"], now: 5)
+        #expect(made.text.hasPrefix("psk_\(made.record.id)_"))
+        #expect(made.text.utf8.count == 4 + 16 + 1 + 64)
+        #expect(APIKey.sha256(of: made.text) == made.sha256)
+        #expect(APIKey.sha256(of: made.text + "0") == nil)
+        #expect(APIKey.generate(name: "n", scopes: ["send"], now: 5).text != made.text)
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import Testing
+import PushSealHTTP
+import PushSealJSON
+import PushSealSystem
+import PushSealTestSupport
+
+/// Counts handler calls and observed exchanges.
+final class Calls: @unchecked Sendable {
+    private let lock = NSLock()
+    private var handled = 0
+    private var exchanges: [HTTPServer.Exchange] = []
+    var handledCount: Int { lock.withLock { handled } }
+    var observed: [HTTPServer.Exchange] { lock.withLock { exchanges } }
+    func handle() { lock.withLock { handled += 1 } }
+    func observe(_ e: HTTPServer.Exchange) { lock.withLock { exchanges.append(e) } }
+}
+
+/// A server on 127.0.0.1 port 0 with a few routes: GET /items/{id}, POST /echo (JSON back),
+/// GET /boom (a non-HTTP error), POST /slow (waits for `release`).
+func startServer(_ calls: Calls, configure: (inout HTTPServer.Configuration) -> Void = { _ in },
+                 release: DispatchSemaphore? = nil, entered: DispatchSemaphore? = nil) throws -> HTTPServer {
+    struct Boom: Error { let secret = "s3cr3t-key-material" }
+    var router = HTTPRouter()
+    router.add("GET", "/items/{id}") { .json(200, .object(["id": .string($0.pathParameters["id"] ?? "")])) }
+    router.add("DELETE", "/items/{id}") { _ in HTTPResponse(status: 204) }
+    router.add("POST", "/echo") { request in .json(200, .object(["echo": try request.jsonBody(), "q": .string(request.query["q"] ?? "")])) }
+    router.add("GET", "/boom") { _ in throw Boom() }
+    router.add("POST", "/slow") { _ in
+        entered?.signal()
+        release?.wait()
+        return .json(200, .object(["slow": .bool(true)]))
+    }
+    let routes = router
+    var configuration = HTTPServer.Configuration()
+    configuration.threadCount = 2
+    configure(&configuration)
+    return try HTTPServer(configuration: configuration, handler: { request in
+        calls.handle()
+        return routes.respond(to: request)
+    }, observer: { calls.observe($0) })
+}
+
+@Suite struct HTTPServerTests {
+    @Test func routesWithPathParametersAndKeepAlive() throws {
+        let calls = Calls()
+        let server = try startServer(calls)
+        defer { server.stop(drainingUpToSeconds: 5) }
+        #expect(server.port != 0)
+        let c = try RawHTTPConnection(port: server.port)
+        c.send("GET /items/abc-1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let first = try #require(c.readResponse())
+        #expect(first.status == 200)
+        #expect(first.json?["id"] as? String == "abc-1")
+        #expect(first.header("content-type") == "application/json")
+        #expect(first.header("x-request-id")?.count == 16)
+        #expect(first.header("cache-control") == "no-store")
+        // The same connection answers a second request (keep-alive).
+        c.send("GET /items/second HTTP/1.1\r\nHost: x\r\n\r\n")
+        let second = try #require(c.readResponse())
+        #expect(second.json?["id"] as? String == "second")
+        #expect(calls.handledCount == 2)
+    }
+
+    @Test func unknownPathIs404AndWrongMethodIs405WithAllow() throws {
+        let calls = Calls()
+        let server = try startServer(calls)
+        defer { server.stop(drainingUpToSeconds: 5) }
+        let missing = try #require(try rawHTTP(port: server.port, "GET", "/nothing/here"))
+        #expect(missing.status == 404)
+        #expect(missing.errorCode == "notFound")
+        let wrong = try #require(try rawHTTP(port: server.port, "PUT", "/items/1", headers: [("Content-Type", "application/json")], body: Array("{}".utf8)))
+        #expect(wrong.status == 405)
+        #expect(wrong.errorCode == "methodNotAllowed")
+        #expect(wrong.header("allow") == "GET, DELETE, HEAD")
+        let empty = try #require(try rawHTTP(port: server.port, "GET", "/items/"))
+        #expect(empty.status == 404)
+    }
+
+    @Test func jsonBodyIsHandedOverAndErrorsAreJSON() throws {
+        let calls = Calls()
+        let server = try startServer(calls)
+        defer { server.stop(drainingUpToSeconds: 5) }
+        let ok = try #require(try rawHTTP(port: server.port, "POST", "/echo?q=h%C3%A9", headers: [("Content-Type", "application/json; charset=utf-8")], body: Array(#"{"a":[1,2]}"#.utf8)))
+        #expect(ok.status == 200)
+        #expect((ok.json?["echo"] as? [String: Any])?["a"] as? [Int] == [1, 2])
+        #expect(ok.json?["q"] as? String == "hé")
+        let malformed = try #require(try rawHTTP(port: server.port, "POST", "/echo", headers: [("Content-Type", "application/json")], body: Array(#"{"a":"#.utf8)))
+        #expect(malformed.status == 400)
+        #expect(malformed.errorCode == "malformedJSON")
+        let duplicateKey = try #require(try rawHTTP(port: server.port, "POST", "/echo", headers: [("Content-Type", "application/json")], body: Array(#"{"a":1,"a":2}"#.utf8)))
+        #expect(duplicateKey.errorCode == "malformedJSON")
+    }
+
+    @Test func anInternalErrorIs500WithoutItsText() throws {
+        let calls = Calls()
+        let server = try startServer(calls)
+        defer { server.stop(drainingUpToSeconds: 5) }
+        let r = try #require(try rawHTTP(port: server.port, "GET", "/boom"))
+        #expect(r.status == 500)
+        #expect(r.errorCode == "internal")
+        #expect(!r.text.contains("s3cr3t"))
+        #expect(!r.text.contains("Boom"))
+    }
+
+    /// Every refusal of the server's own checks: the documented status and code, and the
+    /// handler never runs.
+    @Test(arguments: [
+        ("415 text/plain", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}", 415, "unsupportedMediaType"),
+        ("415 no type", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", 415, "unsupportedMediaType"),
+        ("415 latin1", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json; charset=latin1\r\nContent-Length: 2\r\n\r\n{}", 415, "unsupportedMediaType"),
+        ("411 no length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n", 411, "lengthRequired"),
+        ("411 chunked", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 411, "lengthRequired"),
+        ("400 TE and CL", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 400, "conflictingFraming"),
+        ("400 two Content-Length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}", 400, nil),
+        ("400 two Authorization", "GET /items/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n", 400, "duplicateHeader"),
+        ("400 two Content-Type", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}", 400, "duplicateHeader"),
+        ("400 two query args", "GET /items/1?a=1&a=2 HTTP/1.1\r\nHost: x\r\n\r\n", 400, "duplicateQueryParameter"),
+        ("400 body on GET", "GET /items/1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", 400, "unexpectedBody"),
+        ("413 10 MB", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10485760\r\n\r\n{", 413, "bodyTooLarge"),
+        ("400 bad length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2x\r\n\r\n{}", 400, nil),
+        ("400 path not UTF-8", "GET /items/%FF HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalidURL"),
+    ] as [(String, String, Int, String?)])
+    func refusedBeforeTheHandler(_ name: String, _ request: String, _ status: Int, _ code: String?) throws {
+        let calls = Calls()
+        let server = try startServer(calls)
+        defer { server.stop(drainingUpToSeconds: 5) }
+        let c = try RawHTTPConnection(port: server.port)
+        c.send(request)
+        let r = try #require(c.readResponse(), Comment(rawValue: name))
+        #expect(r.status == status, Comment(rawValue: name))
+        if let code { #expect(r.errorCode == code, Comment(rawValue: name)) }
+        #expect(calls.handledCount == 0, Comment(rawValue: name))
+    }
+
+    @Test func aBodyThatIsNotUTF8IsRefused() throws {
+        let calls = Calls()
+        let server = try startServer(calls)
+        defer { server.stop(drainingUpToSeconds: 5) }
+        let r = try #require(try rawHTTP(port: server.port, "POST", "/echo", headers: [("Content-Type", "application/json")], body: [0x22, 0xFF, 0xFE, 0x22]))
+        #expect(r.status == 400)
+        #expect(r.errorCode == "invalidUTF8")
+        #expect(calls.handledCount == 0)
+    }
+
+    @Test func limitsAreConfigurable() throws {
+        let calls = Calls()
+        let server = try startServer(calls) { $0.limits.maxBodyByteCount = 8; $0.limits.maxURLByteCount = 32; $0.limits.maxHeaderCount = 4 }
+        defer { server.stop(drainingUpToSeconds: 5) }
+        let big = try #require(try rawHTTP(port: server.port, "POST", "/echo", headers: [("Content-Type", "application/json")], body: Array(#"{"a":"123"}"#.utf8)))
+        #expect(big.status == 413)
+        let long = try #require(try rawHTTP(port: server.port, "GET", "/items/" + String(repeating: "x", count: 40)))
+        #expect(long.status == 414)
+        #expect(long.errorCode == "urlTooLong")
+        let many = try #require(try rawHTTP(port: server.port, "GET", "/items/1", headers: (1...6).map { ("X-H\($0)", "v") }))
+        #expect(many.status == 431)
+        #expect(many.errorCode == "headersTooLarge")
+        #expect(calls.handledCount == 0)
+    }
+
+    @Test func observerSeesEachExchangeOnce() throws {
+        let calls = Calls()
+        let server = try startServer(calls)
+        _ = try rawHTTP(port: server.port, "GET", "/items/7")
+        _ = try rawHTTP(port: server.port, "GET", "/none")
+        _ = try rawHTTP(port: server.port, "POST", "/echo", headers: [("Content-Type", "text/plain")], body: [0x7B, 0x7D])
+        server.stop(drainingUpToSeconds: 5)
+        let seen = calls.observed.sorted { $0.status < $1.status }
+        #expect(seen.map(\.status) == [200, 404, 415])
+        #expect(seen[0].routeName == "GET /items/{id}")
+        #expect(seen[1].routeName == "unrouted")
+        #expect(seen[2].routeName == nil)
+        #expect(seen[2].refusal == "unsupportedMediaType")
+    }
+
+    /// Draining: the request in flight finishes with its answer; a new request on an open
+    /// keep-alive connection gets 503 `draining`; new connections are refused.
+    @Test func stopFinishesInFlightAndRefusesNewWork() throws {
+        let calls = Calls()
+        let release = DispatchSemaphore(value: 0)
+        let entered = DispatchSemaphore(value: 0)
+        let server = try startServer(calls, release: release, entered: entered)
+        let idle = try RawHTTPConnection(port: server.port)
+        idle.send("GET /items/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(idle.readResponse()?.status == 200)
+        let busy = try RawHTTPConnection(port: server.port)
+        busy.send("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        entered.wait()
+        server.stopAccepting()
+        #expect(server.isDraining)
+        #expect(throws: (any Error).self) { _ = try RawHTTPConnection(port: server.port) }
+        // The idle connection may belong to the pool thread the slow handler holds: its answer
+        // comes once that handler returns.
+        idle.send("GET /items/2 HTTP/1.1\r\nHost: x\r\n\r\n")
+        release.signal()
+        let answer = try #require(busy.readResponse())
+        #expect(answer.status == 200)
+        #expect(answer.json?["slow"] as? Bool == true)
+        let refused = try #require(idle.readResponse())
+        #expect(refused.status == 503)
+        #expect(refused.errorCode == "draining")
+        #expect(refused.header("connection") == "close")
+        server.stop(drainingUpToSeconds: 30)
+        #expect(server.inFlightCount == 0)
+    }
+
+    /// stop() called while a request is being handled: the request still gets its answer, then
+    /// stop returns with nothing in flight.
+    @Test func stopWaitsForTheRequestInFlight() throws {
+        let calls = Calls()
+        let release = DispatchSemaphore(value: 0)
+        let entered = DispatchSemaphore(value: 0)
+        let server = try startServer(calls, release: release, entered: entered)
+        let busy = try RawHTTPConnection(port: server.port)
+        busy.send("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        entered.wait()
+        server.stopAccepting()
+        let stopped = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async { server.stop(drainingUpToSeconds: 30); stopped.signal() }
+        release.signal()
+        let answer = try #require(busy.readResponse())
+        #expect(answer.status == 200)
+        stopped.wait()
+        #expect(server.inFlightCount == 0)
+        #expect(calls.observed.map(\.status) == [200])
+    }
+
+    @Test func listenAddressIsParsed() throws {
+        var c = HTTPServer.Configuration()
+        try c.setListenAddress("[::1]:8443")
+        #expect(c.host == "::1" && c.port == 8443)
+        try c.setListenAddress(":9000")
+        #expect(c.host == "0.0.0.0" && c.port == 9000)
+        #expect(throws: HTTPServerError.self) { try c.setListenAddress("localhost") }
+        c.host = "example.com"
+        c.port = 0
+        let calls = Calls()
+        #expect(throws: HTTPServerError.self) { _ = try HTTPServer(configuration: c, handler: { _ in calls.handle(); return HTTPResponse(status: 200) }) }
+        // A port in use: startFailed (and nothing leaks or double-frees on the way out).
+        let first = try startServer(calls)
+        defer { first.stop(drainingUpToSeconds: 1) }
+        var taken = HTTPServer.Configuration()
+        taken.port = first.port
+        #expect(throws: HTTPServerError(.startFailed, "")) { _ = try HTTPServer(configuration: taken, handler: { _ in HTTPResponse(status: 200) }) }
+        #expect(try rawHTTP(port: first.port, "GET", "/items/still")?.status == 200)
+    }
+}
