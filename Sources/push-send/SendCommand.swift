@@ -33,8 +33,8 @@ struct SendCommand: Command {
         .value("--priority", "N", "apns-priority for lines without one: 10, 5 or 1 (background: 5)"),
         .value("--expiration", "SECONDS", "apns-expiration for lines without one: seconds since 1970, 0 for now-or-never"),
         .value("--collapse-id", "ID", "apns-collapse-id for lines without one (at most 64 bytes)"),
-        .value("--outcomes", "FILE", "append the outcome lines to FILE instead of standard output (created 0600)"),
-        .value("--resume", "FILE", "the outcome file of an interrupted run: lines that have an outcome there are not sent again"),
+        .value("--outcomes", "FILE", "append the outcome lines to FILE instead of standard output (created 0600; with an intent line before each request goes out)"),
+        .value("--resume", "FILE", "the outcome file of an interrupted run: lines with a final outcome there are not sent again, failures that never reached APNs are"),
         .value("--invalidations", "FILE", "append the device tokens to delete (410 with its timestamp, or BadDeviceToken) to FILE"),
         .value("--metrics", "FILE", "write the summary as Prometheus text to FILE at the end"),
         .value("--connections", "N", "connections at most (1, up to 16); a retry on a new connection may add one"),
@@ -58,17 +58,19 @@ struct SendCommand: Command {
         exitCodes: [
             "0   every notification was accepted",
             "2   every line has an outcome, some rejected or unregistered by APNs (see their outcome lines)",
+            "3   stopped: BadDeviceToken came in a burst (a development token sent to production, or the wrong topic); stderr says 'stopped after line N'",
             "64  usage error",
             "65  bad input: the .p8 is not a P-256 key, or a line cannot be sent (non-hex token, payload over 4096 bytes, unknown push type …: outcome \"failed\" with attempts 0, nothing sent for it)",
             "66  the input, .p8 or CA file is missing",
             "73  the outcome, invalidation or metrics file cannot be created",
-            "74  I/O error reading the input or writing outcomes",
-            "75  some notifications failed after the retries (no final answer from APNs; see docs/apns.md)",
-            "130 stopped by SIGINT or SIGTERM: the lines read were finished, stderr says 'stopped after line N'",
+            "74  I/O error reading the input or writing outcomes (sending stops at the first failed write: 'stopped after line N'; a closed standard output is quiet)",
+            "75  some notifications failed after the retries (no final answer from APNs; see docs/apns.md), or --resume skipped lines that failed for good",
+            "77  the .p8, outcome or invalidation file is not a regular file of yours with mode 0600, or is a symbolic link",
+            "130 stopped by SIGINT or SIGTERM: nothing more is sent, the requests on a stream get their answer (up to --timeout), stderr says 'stopped after line N'",
         ],
         notes: """
         Retries follow docs/apns.md: 429 and 500/503 back off (503/500 on a new connection), ExpiredProviderToken is retried once with a new token, refused streams and streams after a GOAWAY are resent on another connection, other 4xx are final. A request that may have reached APNs is never sent twice unless it has a collapse id.
-        Provider tokens: one per key, minted at most once per 20 minutes and renewed before it is 60 minutes old. A line's "line" member (push-seal batch writes it) is its number in the outcomes; else its line number in the input. With --resume, lines that have an outcome line in FILE are skipped; a partial last line (a killed run) is ignored.
+        Provider tokens: one per key, minted at most once per 20 minutes and renewed before it is 60 minutes old. A line's "line" member (push-seal batch writes it) is its number in the outcomes; else its line number in the input. With --resume FILE (streamed, any size): a line with a final outcome is skipped; a failure that never reached APNs (connectionFailed, notSent, 429/5xx …) is sent again; a line with an intent and no outcome (a killed run) may have reached APNs: sent again only with a collapse id, else recorded failed mayHaveBeenDelivered. A damaged or partial line is passed over.
         Invalidations: delete a token only if you registered it before the 410's timestamp. BadDeviceToken invalidates only after 10 accepted notifications and never in a burst (a development token sent to production, or a wrong topic).
         The summary (counts per outcome and reason, p50/p99 latency, requests, connections, provider tokens minted) goes to stderr at the end; progress to stderr only when it is a terminal.
         --rate N paces the sends (a token bucket: N a second on average, bursts of 1% of N after an idle time) to stay under a quota; latency counts from the paced send, so the summary's p50/p99 are the latency at that offered rate (with --in-flight notifications always in flight instead, latency is about in-flight / throughput).
