@@ -164,8 +164,11 @@ public final class APNsClient: Sendable {
     /// Sends nothing new, from any thread (a stop signal, an outcome that cannot be recorded):
     /// notifications not yet on a stream (queued, waiting for a retry or on a connection) end
     /// at once `failed` `notSent` (nothing of them reached APNs); those on a stream get their
-    /// answer, up to ``Configuration/requestTimeoutSeconds``, without retries. ``finish()``
-    /// then returns within that time.
+    /// answer, up to ``Configuration/requestTimeoutSeconds``, without retries. Each connection
+    /// with streams gets a PING and is closed without its ACK within
+    /// ``APNsConnectionHealth/pingTimeoutSeconds`` (its streams end as may have been
+    /// delivered), so a wedged connection does not hold the stop. ``finish()`` then returns
+    /// within the request timeout, or the PING timeout when the connections are wedged.
     public func stopSending() { engine.stopSending() }
 
     /// Sends nothing more: waits until every queued notification has its outcome, then closes

@@ -249,8 +249,8 @@ final class APNsEngine: @unchecked Sendable {
     // MARK: Stopping and intents
 
     /// Stops sending: the requests not yet on a stream (queued, waiting for a retry, waiting on
-    /// a connection) end `failed` `notSent`; those on a stream finish (up to their deadline)
-    /// without a retry.
+    /// a connection) end `failed` `notSent`; those on a stream finish (up to their deadline, or
+    /// until their connection fails the PING sent now) without a retry.
     private func stop() {
         stopping = true
         stopPending = false
@@ -261,7 +261,17 @@ final class APNsEngine: @unchecked Sendable {
         resend = []
         for (_, r) in delayed { deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil) }
         delayed = []
-        for c in connections { c.returnPending() }
+        // The streams in flight finish, but a wedged connection must not hold the stop for a
+        // whole request timeout: each connection with streams gets a PING, and is retired
+        // without its ACK in time (APNsConnectionHealth).
+        let t = now
+        for c in connections {
+            c.returnPending()
+            if c.state == .open && c.openStreams > 0 {
+                c.suspect = true
+                c.ping(t)
+            }
+        }
         takeEnded()
     }
 

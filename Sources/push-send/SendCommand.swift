@@ -91,7 +91,15 @@ struct SendCommand: Command {
         let p8 = try a.required("--p8", "FILE")
         let keyID = try a.required("--key-id", "ID")
         let teamID = try a.required("--team-id", "ID")
-        let endpoint = try Self.endpoint(a)
+        let endpoint: APNsEndpoint
+        do {
+            endpoint = try Self.endpoint(a)
+        } catch let e as CLIError where StopSignals.isRequested {
+            // A stop signal interrupted the set-up (a blocked open returns EINTR): a clean stop, nothing sent.
+            _ = e
+            Output.stderr("push-send: stopped after line 0\n")
+            return SendExit.interrupted
+        }
         var configuration = APNsClient.Configuration(endpoint: endpoint)
         configuration.maxConnections = try bounded(a, "--connections", 1...16) ?? 1
         configuration.maxInFlight = try bounded(a, "--in-flight", 1...100_000) ?? 1000
@@ -146,6 +154,18 @@ struct SendCommand: Command {
         }
         // The first outcome that cannot be written stops the sending: nothing goes out unrecorded.
         log.onFirstFailure { client.stopSending() }
+        // A stop signal reaches the client at once, also while this thread waits for a place in
+        // the in-flight window (which only outcomes free): a watcher thread, ended by `watchEnd`.
+        let watchEnd = try? WakeUpPipe()
+        if let watchEnd {
+            _ = withAllSignalsBlocked {
+                startDetachedThread {
+                    let file = FileDescriptor(borrowing: watchEnd.readEnd, path: "")
+                    if case .stopped? = try? StopSignals.wait(for: file) { client.stopSending() }
+                }
+            }
+        }
+        defer { watchEnd?.wake() }
         func mustStop() -> Bool { StopSignals.isRequested || log.failedWrite != nil || client.statistics.sendingStopped }
 
         var lastLine = 0

@@ -30,7 +30,6 @@ enum Guarded {
         p.standardOutput = stdout ?? out
         p.standardError = err
         try p.run()
-        onStart(p)
         let hung = Flag()
         let pid = p.processIdentifier
         DispatchQueue.global().asyncAfter(deadline: .now() + deadlineSeconds) {
@@ -55,6 +54,7 @@ enum Guarded {
         let errBox = Box(), outBox = Box()
         Thread.detachNewThread { errBox.set(err.fileHandleForReading.readDataToEndOfFile()) }
         if stdout == nil { Thread.detachNewThread { outBox.set(out.fileHandleForReading.readDataToEndOfFile()) } } else { outBox.set(Data()) }
+        onStart(p)
         p.waitUntilExit()
         return Result(status: p.terminationStatus, stdout: String(decoding: outBox.wait(), as: UTF8.self),
                       stderr: String(decoding: errBox.wait(), as: UTF8.self), hung: hung.isSet, signaled: p.terminationReason == .uncaughtSignal)
@@ -384,6 +384,54 @@ struct PushSendFaultTests {
             let n = o["line"] as? Int ?? 0
             #expect(o["recipient"] as? String == "r\(n)" && o["id"] as? String == "n\(n)", "\(o)")
         }
+    }
+
+    @Test("R12: SIGTERM while push-send is still setting up (blocked opening a FIFO as --ca-file) is a clean stop: exit 130, not death by signal")
+    func earlyStopSignal() throws {
+        let mock = try MockAPNs()
+        let fifo = mock.directory.appendingPathComponent("ca.fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let args = ["--p8", mock.p8Path, "--key-id", MockAPNs.keyID, "--team-id", MockAPNs.teamID, "--host", "127.0.0.1:\(mock.port)",
+                    "--ca-file", fifo, "-"]
+        let r = try Guarded.run(args, deadlineSeconds: 60) { p in
+            // Wait until it blocks in the FIFO's open (the kernel's wait_for_partner), then SIGTERM.
+            let wchan = "/proc/\(p.processIdentifier)/wchan"
+            while p.isRunning, (try? String(contentsOfFile: wchan, encoding: .utf8)) != "wait_for_partner" { usleep(1000) }
+            kill(p.processIdentifier, SIGTERM)
+        }
+        mock.stop()
+        #expect(!r.signaled && r.status == 130, "exit \(r.status), signaled \(r.signaled): \(r.stderr)")
+        #expect(r.stderr.contains("stopped after line 0"), "\(r.stderr)")
+    }
+
+    @Test("G4: SIGTERM ends push-send within a bound even while its connection is wedged (--timeout 600)")
+    func stopWhileWedged() throws {
+        let mock = try MockAPNs()
+        let proxy = try FaultProxy(target: mock.port, blackholeFirstAfter: 60_000)
+        let out = mock.directory.appendingPathComponent("out.jsonl").path
+        let args = ["--p8", mock.p8Path, "--key-id", MockAPNs.keyID, "--team-id", MockAPNs.teamID, "--host", "127.0.0.1:\(proxy.port)",
+                    "--ca-file", mock.caFile, "--timeout", "600", "--in-flight", "200", "--outcomes", out, "-"]
+        let started = Date()
+        var signalledAt = Date()
+        let r = try Guarded.run(args, stdin: Self.lines(1...2000), deadlineSeconds: 60) { p in
+            // Once the answers stop (the wedge), SIGTERM.
+            var last = -1
+            while p.isRunning {
+                let n = Guarded.outcomes(out).count
+                if n > 0 && n == last { break }
+                last = n
+                usleep(300_000)
+            }
+            signalledAt = Date()
+            kill(p.processIdentifier, SIGTERM)
+        }
+        proxy.stop()
+        mock.stop()
+        #expect(!r.hung && r.status == 130, "exit \(r.status), hung \(r.hung): \(r.stderr)")
+        #expect(Date().timeIntervalSince(signalledAt) < 30, "ended within the PING bound, not the 600-s timeout (run took \(Date().timeIntervalSince(started)) s)")
+        let outcomes = Guarded.outcomes(out)
+        let lines = Set(outcomes.compactMap { $0["line"] as? Int })
+        #expect(lines.count == outcomes.count, "one outcome per line")
     }
 
     @Test("token hygiene: a burst of BadDeviceToken stops the run (exit 3, its own summary line), the rest not sent")
