@@ -87,7 +87,8 @@ struct PushSendCLITests {
         let completeFirst = firstRun.hasSuffix("\n") ? firstRun : String(firstRun[..<(firstRun.lastIndex(of: "\n").map { firstRun.index(after: $0) } ?? firstRun.startIndex)])
         // Lines with an outcome, or an intent (written before a request's bytes went out).
         let doneFirst = Set(try PushSend.outcomes(completeFirst).compactMap { $0["line"] as? Int })
-        #expect(doneFirst.count >= 500 && doneFirst.count < count)
+        // 500 file lines: intents and outcomes, at least 250 lines.
+        #expect(doneFirst.count >= 250 && doneFirst.count < count)
         // The first run's connections. The mock may still record a request of the killed run
         // after this (it answers after 5 ms): such a line is on one of these connections.
         let firstSessions = Set(try mock.records().compactMap { $0["session"] as? Int })
