@@ -104,13 +104,7 @@ final class FaultProxy: @unchecked Sendable {
         process.standardOutput = out
         process.standardInput = stdin
         try process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let words = String(decoding: line, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
+        let (line, words) = MockAPNs.readyLine(out)
         guard words.count >= 2, words[0] == "listening", let port = Int(words[1]) else {
             process.terminate()
             throw MockFailure(description: "the fault proxy did not start: \(String(decoding: line, as: UTF8.self))")
