@@ -2,6 +2,7 @@ import PushSealSystem
 import PushSealAPNs
 import PushSealCLI
 import PushSealJSON
+import PushSealServer
 
 /// Exit codes of push-send beyond the common ones.
 enum SendExit {
@@ -122,13 +123,14 @@ struct SendCommand: Command {
         defaults.expiration = try a.integer("--expiration")
         defaults.collapseID = a.value("--collapse-id")
 
-        let key: ProviderKey
+        // The assembly is PushSealServer's (the gateway's too): key, token cache, client.
+        let provider = APNsProviderConfiguration(p8Path: p8, keyID: keyID, teamID: teamID, client: configuration)
+        let tokens: ProviderTokenCache
         do {
-            key = try ProviderKey(p8Path: p8, keyID: keyID, teamID: teamID)
+            tokens = try provider.tokenCache()
         } catch let e as APNsError {
             throw Self.providerKeyError(e, path: p8)
         }
-        let tokens = ProviderTokenCache(key: key)
 
         // Single payload: PAYLOAD.json is the payload (or push-seal's {payload, headers}); checked before anything is sent.
         var single: APNsNotification?
@@ -146,7 +148,7 @@ struct SendCommand: Command {
 
         let client: APNsClient
         do {
-            client = try APNsClient(configuration: configuration, tokens: tokens, onOutcome: { log.add($0) },
+            client = try APNsClient(configuration: provider.client, tokens: tokens, onOutcome: { log.add($0) },
                                     onInvalidation: { log.addInvalidation($0) }, afterOutcomes: { log.flush() },
                                     beforeSending: { log.recordIntents($0) })
         } catch let e as APNsError {
