@@ -25,7 +25,9 @@ public struct DecryptingServiceConfiguration: Sendable {
     /// Allow plain http media from loopback hosts (tests, `--allow-insecure-loopback`).
     public var allowInsecureLoopback: Bool
     /// The replay guard's capacity in ids (``ReplayGuard``; 0 turns the guard off). The guard
-    /// needs ``containerDirectory``: without one there is none.
+    /// keeps its store in ``containerDirectory``: without one (an extension without an App
+    /// Group) it has nowhere to keep it and fails closed, as the iOS reference does: every
+    /// notification that carries an `id` falls back with `replayGuardUnavailable`.
     public var replayCapacity: Int
     /// The wall clock, seconds since 1970 UTC, for `exp`.
     public var now: @Sendable () -> Int64
@@ -243,6 +245,14 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
                 fallBack(FallbackReason.expired, "exp \(exp) is not after now \(now) (seconds since 1970, UTC)")
                 return nil
             }
+        }
+        if configuration.replayCapacity > 0, configuration.containerDirectory == nil, plaintext.id != nil {
+            // No App Group: the real extension has nowhere to keep its replay cache and shows the
+            // fallback for every notification with an id (Examples/iOS; docs/fallback.md).
+            log("check", "replayGuardUnavailable", since: start, [("reason", "no App Group container")])
+            fallBack(FallbackReason.replayGuardUnavailable,
+                     "the extension has no App Group container to keep its replay cache in, so a notification with an id cannot be checked (add an App Group to the extension's entitlements)")
+            return nil
         }
         if configuration.replayCapacity > 0, let container = configuration.containerDirectory {
             let verdict: ReplayGuard.Verdict

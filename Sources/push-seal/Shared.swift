@@ -233,7 +233,7 @@ extension SealExit {
     /// The hint the single seal gives for a failure with this code (`nil` for codes whose
     /// remedy depends on the line, such as `invalidJSON`), for `push-seal batch`'s summary.
     static func hint(forFailureCode name: String) -> String? {
-        let codes: [SenderError.Code] = [.keyStoreLocked, .keyStoreInsecure, .keyStoreMissing, .keyStoreUnreadable, .unknownRecipient,
+        let codes: [SenderError.Code] = [.keyStoreLocked, .keyStoreInsecure, .keyStoreMissing, .keyStoreUnreadable, .keyStoreUnwritable, .unknownRecipient,
                                          .noDeviceToken, .keyUnavailable, .sealLimitReached, .payloadTooLarge, .clearPartTooLarge]
         guard let code = codes.first(where: { $0.name == name }) else { return nil }
         return cliError(SenderError(code, "")).hint
@@ -265,6 +265,8 @@ func cliError(_ e: SenderError) -> CLIError {
         return CLIError(code: e.code.name, e.reason, hint: KeychainHint.unlock, exitCode: .noPermission)
     case .keyStoreUnreadable:
         return CLIError(code: e.code.name, e.reason, hint: e.suggestion, exitCode: .ioError)
+    case .keyStoreUnwritable:
+        return CLIError(code: e.code.name, e.reason, hint: e.suggestion ?? "free space on the keychain's file system and retry", exitCode: .ioError)
     case .invalidOption, .emptyFallbackAlert:
         return CLIError(code: e.code.name, e.reason, exitCode: .usage)
     case .sealFailed:

@@ -2,7 +2,7 @@ import PushSealTestSupport
 import Foundation
 import PushSealCrypto
 import PushSealWire
-import PushSealKeyProviders
+@testable import PushSealKeyProviders
 import PushSealKeychain
 @testable import PushSealKeys
 @testable import PushSealSender
@@ -183,5 +183,18 @@ import Testing
         #expect(throws: SealingKeyError(.keyStoreMissing, "")) { try KeychainSealingKeys(keychainAt: s.root.appendingPathComponent("nope")) }
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: s.dir.path)
         expectSender(.keyStoreInsecure) { try KeychainSealingKeys(keychainAt: s.dir) }
+    }
+}
+
+/// Reliability review R11: a keychain on a full disk fails a seal as `keyStoreUnwritable`
+/// (the keychain's `errSecDiskFull`, -34), not `keyStoreUnreadable`.
+@Suite struct DiskFullSealingTests {
+    @Test func aFullKeychainIsKeyStoreUnwritable() {
+        let full = KeychainError(.diskFull, "cannot write /kc/tmp/.tmp-1: no space left on device", suggestion: "free space")
+        let e = KeychainSealingKeys.sealingKeyError(full, appID: "com.example.app", recipient: "alice")
+        #expect(e.code == .keyStoreUnwritable)
+        #expect(e.reason.contains("full"))
+        #expect(e.senderError.code == .keyStoreUnwritable)
+        #expect(KeychainSealingKeys.sealingKeyError(KeychainError(.io, "cannot read"), appID: "a.b", recipient: "r").code == .keyStoreUnreadable)
     }
 }
