@@ -360,8 +360,13 @@ enum PushSealDeviceKeys {
     }
 
     /// Writes the manifest with its generation one higher (adds the item for the first one).
+    /// A compare-and-swap on the generation: when the stored manifest is no longer the one this
+    /// write started from (another writer, e.g. an extension process), nothing is written
+    /// (`manifestChanged`: retry the whole change).
     private static func save(_ manifest: inout PushSealKeyManifest, appID: String) throws {
         guard var query = manifestQuery(appID: appID) else { throw Failure("notConfigured") }
+        let stored = try Self.manifest(appID: appID).get()?.generation ?? 0
+        guard stored == manifest.generation else { throw Failure("manifestChanged") }
         let first = manifest.generation == 0
         manifest.generation += 1
         let data = manifest.encoded()
@@ -434,12 +439,22 @@ enum PushSealDeviceKeys {
     /// alongside, or a crash in between, finds the item in an accepted state. The item there
     /// now must be one the manifest vouches for (a rolled-back item is never blessed), and the
     /// first write of an app without a manifest needs it to have no key items.
+    ///
+    /// Serialized (security review G3: concurrent writers lost each other's manifest entries):
+    /// every write of the process holds `writeLock` from the manifest read to its last manifest
+    /// write, and `save` refuses to overwrite a manifest another process changed meanwhile. A
+    /// write first finishes the entries an interrupted write left with two digests
+    /// (`finishHalfWritten`), as the emulation does (docs/keychain.md "The key manifest").
     private static func write(_ kind: PushSealKeyKind, keyID: String, appID: String, data: Data?) throws {
+        writeLock.lock()
+        defer { writeLock.unlock() }
         guard var query = baseQuery(kind: kind, appID: appID, account: keyID) else { throw Failure("notConfigured") }
         var manifest: PushSealKeyManifest
         switch Self.manifest(appID: appID) {
         case .failure(let failure): throw failure
-        case .success(let held?): manifest = held
+        case .success(var held?):
+            if try finishHalfWritten(&held, appID: appID) { try save(&held, appID: appID) }
+            manifest = held
         case .success(nil):
             for k in [PushSealKeyKind.v1Key, .senderKey] where !(try keyIDs(k, appID: appID).get()).isEmpty { throw Failure("keyRolledBack") }
             manifest = PushSealKeyManifest()
@@ -480,6 +495,36 @@ enum PushSealDeviceKeys {
             if new == nil { manifest.entries.remove(at: at) } else { manifest.entries[at].previousDigest = nil }
         }
         try save(&manifest, appID: appID)
+    }
+
+    /// Serializes the process's key writers (the app's foreground and background work).
+    private static let writeLock = NSLock()
+
+    /// Finishes entries a write killed between its manifest writes left with two digests: the
+    /// item's data decides (new state: keep it alone; old state: the write never happened; a
+    /// delete that went through: drop the entry). Returns true when the manifest changed.
+    private static func finishHalfWritten(_ manifest: inout PushSealKeyManifest, appID: String) throws -> Bool {
+        var changed = false
+        for index in manifest.entries.indices.reversed() {
+            let entry = manifest.entries[index]
+            guard let previous = entry.previousDigest,
+                  var read = baseQuery(kind: entry.kind, appID: appID, account: entry.keyID) else { continue }
+            read[kSecReturnData as String] = true
+            read[kSecMatchLimit as String] = kSecMatchLimitOne
+            var result: CFTypeRef?
+            let status = SecItemCopyMatching(read as CFDictionary, &result)
+            guard status == errSecSuccess || status == errSecItemNotFound else { throw Failure("keychain", status: status) }
+            let held = status == errSecSuccess ? (result as? Data).map(PushSealKeyManifest.digest) : nil
+            if held == entry.digest {
+                if entry.digest == nil { manifest.entries.remove(at: index) } else { manifest.entries[index].previousDigest = nil }
+                changed = true
+            } else if held == previous {
+                manifest.entries[index].digest = previous
+                manifest.entries[index].previousDigest = nil
+                changed = true
+            }
+        }
+        return changed
     }
 
     /// Reads a record the app is about to change; a missing item is `nil`, anything else throws.

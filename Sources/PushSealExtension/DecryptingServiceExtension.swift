@@ -182,7 +182,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
     /// not readable (a keychain or key error of the pin items).
     static func envelopeDetail(_ error: any Error) -> String {
         let why = describe(error)
-        guard let e = error as? FormatError else { return "the app's pinned sender keys could not be read: \(why)" }
+        guard let e = error as? FormatError else { return "the app's device key or pinned sender keys could not be read: \(why)" }
         switch e.code {
         case .downgradeRefused:
             return "refused a base-mode payload: the app pinned a sender key, so only auth-mode payloads by a pinned sender open (downgrade check): \(why)"

@@ -243,4 +243,14 @@ enum Posix {
         defer { file.unlock() }
         return try body()
     }
+
+    /// ``withExclusiveLock(_:in:_:)`` without waiting: `nil` (body not run) while another holder has the lock.
+    static func withExclusiveLockIfFree<R>(_ name: String, in directory: PrivateDirectory, _ body: () throws -> R) throws -> R? {
+        let file = try openPrivateFile(name, in: directory, options: [.readWrite, .create], what: "lock file")
+        let taken: Bool
+        do { taken = try file.tryLockExclusive() } catch let e as SystemError { throw keychainError(e) }
+        guard taken else { return nil }
+        defer { file.unlock() }
+        return try body()
+    }
 }

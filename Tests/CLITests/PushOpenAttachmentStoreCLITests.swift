@@ -73,4 +73,26 @@ struct PushOpenAttachmentStoreCLITests {
         let url = try #require((json["attachments"] as? [[String: Any]])?.first?["url"] as? String)
         #expect(url.contains("pushseal open ü é "))
     }
+
+    /// Newcomer friction 15: an extension identity without an App Group has nowhere to keep its
+    /// replay cache; as on a phone, a notification with an id is refused every time
+    /// (replayGuardUnavailable), where 0031154 decrypted the same id twice.
+    @Test func withoutAnAppGroupANotificationWithAnIDFailsClosed() throws {
+        let dir = try PushOpenCLITests.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let payload = PushOpenCLITests.casePath("notifications/n10.payload.json") // carries "id": "otp-1"
+        let identity = ["--keychain", "dev", "--app-id", "com.example.app", "--access-group", "T.shared", "--now", "1796000100"]
+        for _ in 0..<2 {
+            let r = try PushOpenCLITests.run("push-open", identity + [payload], in: dir)
+            #expect(r.status == 1, "\(r.stdout)\(r.stderr)")
+            #expect(r.json["outcome"] as? String == "original")
+            #expect(r.json["reason"] as? String == "replayGuardUnavailable")
+        }
+        // A notification without an id has nothing to check: it opens.
+        let plain = try PushOpenCLITests.run("push-open", identity + [PushOpenCLITests.casePath("notifications/n08.payload.json")], in: dir)
+        #expect(plain.json["outcome"] as? String == "decrypted", "\(plain.stdout)")
+        // --no-replay-guard still opens it (for trying a payload).
+        let off = try PushOpenCLITests.run("push-open", identity + ["--no-replay-guard", payload], in: dir)
+        #expect(off.json["outcome"] as? String == "decrypted", "\(off.stdout)")
+    }
 }
