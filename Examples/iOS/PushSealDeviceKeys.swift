@@ -497,6 +497,73 @@ enum PushSealDeviceKeys {
         try save(&manifest, appID: appID)
     }
 
+    /// Moves PushSeal's items (services `pushseal.…`, of `appID`) from the access group `from`
+    /// to `to` with their key manifest, for the app's first launch after adding a shared group
+    /// for its extension (docs/keychain.md "Moving keys between access groups"; the emulation's
+    /// `push-keys keychain migrate`): checks every target first (another item of the same name
+    /// with other data: `targetConflict`, nothing changed), adds the missing copies (the manifest
+    /// last), reads them back, then deletes each source naming `from` (a delete without a group
+    /// would match every group the app reaches), the manifest last. A crash leaves two copies or
+    /// the source only; calling it again finishes. Returns how many items moved (0: nothing to
+    /// migrate). Call it before `accessGroup()` names `to`, under the same write lock.
+    @discardableResult
+    static func migrateAccessGroup(from: String, to: String, appID: String) throws -> Int {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        guard from != to, PushSealWire.isValidAppID(appID) else { throw Failure("invalidName") }
+        let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccessGroup as String: from,
+                                    kSecReturnAttributes as String: true, kSecReturnData as String: true,
+                                    kSecMatchLimit as String: kSecMatchLimitAll]
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        if status == errSecItemNotFound { return 0 }
+        guard status == errSecSuccess else { throw Failure("keychain", status: status) }
+        var sources = ((result as? [[String: Any]]) ?? []).filter {
+            let service = $0[kSecAttrService as String] as? String ?? ""
+            return service.hasPrefix("pushseal.") && service.hasSuffix(":" + appID)
+        }
+        func isManifest(_ item: [String: Any]) -> Bool { (item[kSecAttrService as String] as? String ?? "").hasPrefix(PushSealKeyManifestLayout.servicePrefix) }
+        sources.sort { !isManifest($0) && isManifest($1) }
+        func copy(of item: [String: Any], in group: String) throws -> Data? {
+            var read: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccessGroup as String: group,
+                                       kSecAttrService as String: item[kSecAttrService as String] ?? "",
+                                       kSecAttrAccount as String: item[kSecAttrAccount as String] ?? ""]
+            read[kSecReturnData as String] = true
+            read[kSecMatchLimit as String] = kSecMatchLimitOne
+            var found: CFTypeRef?
+            let status = SecItemCopyMatching(read as CFDictionary, &found)
+            if status == errSecItemNotFound { return nil }
+            guard status == errSecSuccess else { throw Failure("keychain", status: status) }
+            return found as? Data
+        }
+        var missing: [[String: Any]] = []
+        for item in sources {
+            guard let held = try copy(of: item, in: to) else { missing.append(item); continue }
+            guard held == item[kSecValueData as String] as? Data else { throw Failure("targetConflict") }
+        }
+        for item in missing {
+            var add: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccessGroup as String: to,
+                                      kSecAttrService as String: item[kSecAttrService as String] ?? "",
+                                      kSecAttrAccount as String: item[kSecAttrAccount as String] ?? "",
+                                      kSecValueData as String: item[kSecValueData as String] ?? Data(),
+                                      kSecAttrAccessible as String: item[kSecAttrAccessible as String] ?? kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly]
+            if let label = item[kSecAttrLabel as String] { add[kSecAttrLabel as String] = label }
+            let added = SecItemAdd(add as CFDictionary, nil)
+            guard added == errSecSuccess else { throw Failure("keychain", status: added) }
+        }
+        for item in sources where try copy(of: item, in: to) != item[kSecValueData as String] as? Data {
+            throw Failure("verifyFailed")
+        }
+        for item in sources {
+            let delete: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccessGroup as String: from,
+                                         kSecAttrService as String: item[kSecAttrService as String] ?? "",
+                                         kSecAttrAccount as String: item[kSecAttrAccount as String] ?? ""]
+            let deleted = SecItemDelete(delete as CFDictionary)
+            guard deleted == errSecSuccess || deleted == errSecItemNotFound else { throw Failure("keychain", status: deleted) }
+        }
+        return sources.count
+    }
+
     /// Serializes the process's key writers (the app's foreground and background work).
     private static let writeLock = NSLock()
 

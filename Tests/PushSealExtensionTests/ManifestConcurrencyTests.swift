@@ -64,10 +64,11 @@ import Testing
         for _ in 0..<3 {
             let d = try V2Device()
             defer { d.fixture.cleanUp() }
-            let payload = try d.sealed()
+            let senders = try (0..<11).map { try Sender("snd-r\($0)") }
+            let payload = try d.sealed(by: senders[0])  // auth mode: the pins do not refuse it
             let before = try DeviceKeyManifestTests.snapshot(d)
             let url = d.fixture.keychainURL
-            let pins = try (0..<11).map { try Sender("snd-r\($0)").pin }
+            let pins = try senders.map { try $0.pin }
             var jobs: [@Sendable () throws -> Void] = pins.map { pin in {
                 let keychain = try Keychain(opening: url, as: DeviceFixture.appEntitlements)
                 try DeviceKeyItem.pinSender(pin, appID: casesAppID, in: keychain, accessGroup: sharedGroup, now: DeviceKeyItemsTests.now)
