@@ -7,8 +7,8 @@ import Foundation
 import PushSealCLI
 import PushSealCrypto
 import PushSealExtension
-import PushSealKeyProviders
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealDeviceKeyProviders
 import PushSealWire
 import PushSealKeychain
 
@@ -98,7 +98,7 @@ struct OpenCommand: OptionsCommand {
             // not a fallback for every payload.
             do { try KeyID.validateAppID(appID) } catch let e as KeysError { throw CLIError.usage(e.reason) }
             if let now {
-                do { try KeyStore.checkTime(now, named: "--now") } catch let e as KeysError { throw CLIError.usage(e.reason) }
+                do { try KeyTime.checkTime(now, named: "--now") } catch let e as KeysError { throw CLIError.usage(e.reason) }
             }
             try identity.validate()
             if identity.isEmpty {

@@ -5,7 +5,8 @@ import PushSealJSON
 import PushSealSystem
 import PushSealTestSupport
 import Testing
-@testable import PushSealKeys
+@testable import PushSealKeyRecords
+@testable import PushSealDeviceKeys
 @testable import PushSealExtension
 
 /// Security review G3: the key manifest's read-modify-write is serialized (the emulation's lock
