@@ -564,6 +564,42 @@ enum PushSealDeviceKeys {
         return sources.count
     }
 
+    /// The install marker's name in the App Group container (docs/keychain.md "Reinstall").
+    static let installMarkerName = "pushseal-install.marker"
+
+    /// The first launch after a reinstall: keychain items outlive an uninstall, the App Group
+    /// container does not. Without the install marker in `container`, PushSeal's own leftover
+    /// items of `appID` (key items, pins, key manifest; never another service's items) are
+    /// deleted, each naming the access group, and the marker is written; a container that
+    /// already holds PushSeal's files (the replay guard) is an update from before the marker
+    /// and nothing is removed. Call it before making the device key (`makeDeviceKey`), so the
+    /// app ends with exactly one current key. Returns how many of the three kinds of items
+    /// (keys, pins, manifest) had leftovers.
+    @discardableResult
+    static func removeLeftoversAfterReinstall(appID: String, container: URL) throws -> Int {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        let marker = container.appendingPathComponent(installMarkerName)
+        guard !FileManager.default.fileExists(atPath: marker.path) else { return 0 }
+        guard let group = accessGroup() else { throw Failure("notConfigured") }
+        var removed = 0
+        let earlier = FileManager.default.fileExists(atPath: container.appendingPathComponent("pushseal-replay-guard.json").path)  // the extension's replay guard
+        if !earlier {
+            let services = [PushSealKeyKind.v1Key.service(appID: appID), PushSealKeyKind.senderKey.service(appID: appID),
+                            PushSealKeyManifestLayout.service(appID: appID)]
+            for service in services {
+                let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
+                                            kSecAttrAccessGroup as String: group]
+                let status = SecItemDelete(query as CFDictionary)
+                guard status == errSecSuccess || status == errSecItemNotFound else { throw Failure("keychain", status: status) }
+                if status == errSecSuccess { removed += 1 }
+            }
+        }
+        guard FileManager.default.createFile(atPath: marker.path, contents: Data("PushSeal install marker\n".utf8),
+                                             attributes: [.posixPermissions: 0o600]) else { throw Failure("markerUnwritable") }
+        return removed
+    }
+
     /// Serializes the process's key writers (the app's foreground and background work).
     private static let writeLock = NSLock()
 
