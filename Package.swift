@@ -95,7 +95,7 @@ let package = Package(
 
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealKeyRecords", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistryCLI"]),
-        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealDeviceKeyProviders", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealDeviceKeyProviders", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
