@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "PushSealRegistry", targets: ["PushSealRegistry"]),
         .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", targets: ["PushSealMediaFetch"]),
+        .library(name: "PushSealServer", targets: ["PushSealServer"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
@@ -90,20 +91,26 @@ let package = Package(
         .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CNghttp2", "CPushSealTLS"]),
         // The PostgreSQL server store (issue 15): libpq, keys wrapped under a key-encryption key.
         .target(name: "PushSealRegistry", dependencies: ["CLibPQ", "PushSealCrypto", "PushSealWire", "PushSealKeyRecords", "PushSealServerKeys", "PushSealSystem"]),
+        // The composition layer (issue 23): store, sealer, registration import, APNs sending,
+        // token invalidation and the outbox, from plain configuration; shared by the CLIs and the gateway.
+        .target(name: "PushSealServer", dependencies: ["PushSealSender", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealKeyRecords", "PushSealWire",
+                                                       "PushSealRegistry", "PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // The one place --registry/--kek-file become a store (push-keys, push-seal; not push-open, which never links libpq).
         .target(name: "PushSealRegistryCLI", dependencies: ["PushSealCLI", "PushSealRegistry", "PushSealSystem"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
-        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealKeyRecords", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistryCLI"]),
+        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealServer", "PushSealSender", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealKeyRecords", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealDeviceKeyProviders", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
-        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
-        .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealServer", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
+        .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealServer", "PushSealAPNs", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         // Test helper for PushSealRegistryTests: sealing processes on one PostgreSQL registry; not a product.
         .executableTarget(name: "registry-stress", dependencies: ["PushSealRegistry", "PushSealServerKeys", "PushSealKeyRecords", "PushSealCrypto", "PushSealSystem"]),
+        // Test helper for PushSealServerTests: one outbox worker in its own process (SIGKILL tests); not a product.
+        .executableTarget(name: "outbox-stress", dependencies: ["PushSealServer", "PushSealRegistry", "PushSealAPNs", "PushSealSystem"]),
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
-        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealKeyRecords", "PushSealWire", "PushSealJSON"],
+        .executableTarget(name: "seal-server-example", dependencies: ["PushSealServer"],
                           path: "Examples/server/SealFromLibrary"),
         .executableTarget(name: "push-bench", dependencies: ["PushSealCLI", "PushSealCrypto", "PushSealWire", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "COpenSSL", "CSodium", "CPushSealSIMD"]),
 
@@ -123,6 +130,7 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealServerTests", dependencies: ["PushSealServer", "PushSealAPNs", "PushSealRegistry", "PushSealDeviceKeys", "PushSealKeychain", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

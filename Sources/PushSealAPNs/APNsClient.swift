@@ -86,8 +86,8 @@ public final class APNsClient: Sendable {
 
     let configuration: Configuration
     let tokens: ProviderTokenCache
-    private let engine: APNsEngine
-    private let window: APNsWindow
+    let engine: APNsEngine
+    let window: APNsWindow
     private let done = DispatchSemaphore(value: 0)
 
     /// Starts the client's transfer thread (connections open on the first send).

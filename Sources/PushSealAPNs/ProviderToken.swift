@@ -144,13 +144,18 @@ public final class ProviderTokenCache: Sendable {
     public let refreshAfterSeconds: Int64
     private let clock: any APNsClock
     private let state = Locked<(token: ProviderToken?, mints: Int)>((nil, 0))
+    /// Where the fleet's token lives (several instances, one token per key); `nil`: this cache mints.
+    let shared: (any SharedProviderTokens)?
 
     /// Creates an empty cache; the first ``current()`` mints.
     /// - Parameters:
     ///   - refreshAfterSeconds: clamped to 20…55 minutes.
     ///   - clock: the system clock unless a test injects one.
-    public init(key: ProviderKey, refreshAfterSeconds: Int64 = 50 * 60, clock: any APNsClock = SystemAPNsClock()) {
+    ///   - shared: the fleet's token store (PushSealServer's outbox: a database row); `nil`: mint here.
+    public init(key: ProviderKey, refreshAfterSeconds: Int64 = 50 * 60, clock: any APNsClock = SystemAPNsClock(),
+                shared: (any SharedProviderTokens)? = nil) {
         self.key = key
+        self.shared = shared
         self.refreshAfterSeconds = min(max(refreshAfterSeconds, Self.minimumRefreshSeconds), Self.maximumAgeSeconds - 5 * 60)
         self.clock = clock
     }
@@ -165,7 +170,10 @@ public final class ProviderTokenCache: Sendable {
         try state.withLock { s in
             let now = clock.monotonicNanoseconds()
             if let t = s.token, age(t, now) < refreshAfterSeconds { return t }
-            return try mint(&s, now)
+            guard let t = try mint(&s, now, rejected: nil) else {
+                throw APNsError(.badProviderKey, "the shared provider token store gave no token")
+            }
+            return t
         }
     }
 
@@ -179,9 +187,9 @@ public final class ProviderTokenCache: Sendable {
             let now = clock.monotonicNanoseconds()
             if let t = s.token {
                 if t.generation != rejected && age(t, now) < refreshAfterSeconds { return t }
-                if age(t, now) < Self.minimumRefreshSeconds { return nil }
+                if shared == nil, age(t, now) < Self.minimumRefreshSeconds { return nil }
             }
-            return try mint(&s, now)
+            return try mint(&s, now, rejected: rejected)
         }
     }
 
@@ -189,7 +197,20 @@ public final class ProviderTokenCache: Sendable {
         Int64((now &- token.mintedAtNanoseconds) / 1_000_000_000)
     }
 
-    private func mint(_ s: inout (token: ProviderToken?, mints: Int), _ now: UInt64) throws -> ProviderToken {
+    private func mint(_ s: inout (token: ProviderToken?, mints: Int), _ now: UInt64, rejected: Int?) throws -> ProviderToken? {
+        if let shared {
+            let key = self.key
+            var mintedHere = false
+            guard let f = try shared.token(key: key, refreshAfterSeconds: refreshAfterSeconds, rejectedGeneration: rejected, mint: { iat in
+                mintedHere = true
+                return try ProviderToken.mint(key: key, issuedAt: iat).jwt
+            }) else { return nil }
+            let age = UInt64(max(0, clock.wallSeconds() - f.issuedAt)) * 1_000_000_000
+            let t = ProviderToken(jwt: f.jwt, issuedAt: f.issuedAt, generation: f.generation, mintedAtNanoseconds: now > age ? now - age : 0)
+            s.token = t
+            if mintedHere { s.mints += 1 }
+            return t
+        }
         let t = try ProviderToken.mint(key: key, issuedAt: clock.wallSeconds(), generation: (s.token?.generation ?? 0) + 1, mintedAtNanoseconds: now)
         s.token = t
         s.mints += 1

@@ -38,7 +38,8 @@ struct PGRows {
 /// One libpq connection (`PGconn`). Not for concurrent use: the pool hands it to one thread at a
 /// time. Every statement is parameterized (`PQexecParams`); no value is ever spliced into SQL.
 final class PGConnection {
-    private let conn: OpaquePointer
+    /// The libpq connection (the outbox's LISTEN reads its socket and notifications).
+    let conn: OpaquePointer
     /// Set while a COMMIT is on the wire: a connection lost then leaves the outcome unknown.
     var committing = false
 

@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 4
+    public static let currentVersion = 6
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -132,6 +132,81 @@ public enum RegistrySchema {
             "CREATE UNIQUE INDEX pushseal_device_tokens_one_owner ON pushseal_device_tokens (app_id, token)",
             "CREATE UNIQUE INDEX pushseal_device_tokens_one_per_environment ON pushseal_device_tokens (app_id, recipient, environment)",
         ]),
+        ("row authentication under the KEK: row_mac on registrations, sender keys, device tokens and lists; lists name their primary and count (security review G1)", [
+            "ALTER TABLE pushseal_registrations ADD COLUMN row_mac bytea CHECK (row_mac IS NULL OR length(row_mac) = 32)",
+            "ALTER TABLE pushseal_sender_keys ADD COLUMN row_mac bytea CHECK (row_mac IS NULL OR length(row_mac) = 32)",
+            "ALTER TABLE pushseal_device_tokens ADD COLUMN row_mac bytea CHECK (row_mac IS NULL OR length(row_mac) = 32)",
+            """
+            ALTER TABLE pushseal_v2_lists
+              ADD COLUMN primary_key_id text,
+              ADD COLUMN entry_count integer,
+              ADD COLUMN row_mac bytea CHECK (row_mac IS NULL OR length(row_mac) = 32)
+            """,
+            // Rows written before this version wait for `push-keys registry migrate --kek-file F`
+            // (the one step that tags untagged rows); a registry without any is done at once.
+            "CREATE TABLE pushseal_row_auth_pending (id smallint PRIMARY KEY CHECK (id = 1), row_count bigint NOT NULL)",
+            """
+            INSERT INTO pushseal_row_auth_pending (id, row_count)
+            SELECT 1, n FROM (SELECT (SELECT count(*) FROM pushseal_registrations) + (SELECT count(*) FROM pushseal_sender_keys)
+                                   + (SELECT count(*) FROM pushseal_device_tokens) + (SELECT count(*) FROM pushseal_v2_lists) AS n) t
+            WHERE n > 0
+            """,
+        ]),
+        ("the gateway's outbox, idempotency keys and shared provider tokens (issue 23)", [
+            """
+            CREATE TABLE pushseal_outbox (
+              id uuid PRIMARY KEY,
+              app_id text NOT NULL,
+              recipient text NOT NULL,
+              environment text NOT NULL CHECK (environment IN ('production', 'development')),
+              device_token text NOT NULL,
+              payload bytea NOT NULL CHECK (length(payload) BETWEEN 1 AND 5120),
+              push_type text NOT NULL,
+              topic text NOT NULL,
+              priority integer,
+              expiration bigint,
+              collapse_id text,
+              apns_id uuid NOT NULL,
+              expires_at bigint,
+              status text NOT NULL CHECK (status IN ('queued', 'sending', 'accepted', 'unregistered', 'rejected', 'failed', 'expired')),
+              attempts integer NOT NULL DEFAULT 0,
+              sends integer NOT NULL DEFAULT 0,
+              http_status integer,
+              reason text,
+              apns_unique_id text,
+              lease_owner text,
+              lease_until bigint,
+              created_at bigint NOT NULL,
+              updated_at bigint NOT NULL,
+              finished_at bigint,
+              row_mac bytea NOT NULL CHECK (length(row_mac) = 32),
+              CHECK ((status = 'sending') = (lease_owner IS NOT NULL AND lease_until IS NOT NULL)))
+            """,
+            "CREATE INDEX pushseal_outbox_queued ON pushseal_outbox (created_at) WHERE status = 'queued'",
+            "CREATE INDEX pushseal_outbox_leases ON pushseal_outbox (lease_until) WHERE status = 'sending'",
+            "CREATE INDEX pushseal_outbox_recipient ON pushseal_outbox (app_id, recipient) WHERE status = 'queued'",
+            """
+            CREATE TABLE pushseal_idempotency (
+              scope text NOT NULL,
+              key text NOT NULL CHECK (octet_length(key) BETWEEN 1 AND 255),
+              request_hash bytea NOT NULL,
+              response bytea NOT NULL,
+              created_at bigint NOT NULL,
+              PRIMARY KEY (scope, key))
+            """,
+            "CREATE INDEX pushseal_idempotency_age ON pushseal_idempotency (created_at)",
+            """
+            CREATE TABLE pushseal_provider_tokens (
+              team_id text NOT NULL,
+              key_id text NOT NULL,
+              jwt text,
+              issued_at bigint,
+              generation bigint NOT NULL DEFAULT 0,
+              minted_at bigint,
+              mint_count bigint NOT NULL DEFAULT 0,
+              PRIMARY KEY (team_id, key_id))
+            """,
+        ]),
     ]
 
     /// Applies every missing migration. Idempotent; safe from several processes at once.
@@ -178,6 +253,21 @@ public enum RegistrySchema {
                 : "the registry \(c.target) has schema version \(v), this build needs \(currentVersion): run push-keys registry migrate")
         }
         if v > currentVersion { throw tooNew(v) }
+    }
+
+    /// Rows written before schema 5 that `push-keys registry migrate --kek-file F` has not authenticated yet (0: none).
+    static func pendingRowCount(_ c: PGConnection) throws -> Int {
+        Int(try c.exec("SELECT coalesce(max(row_count), 0) FROM pushseal_row_auth_pending").int(0, 0) ?? 0)
+    }
+
+    /// Refuses a registry whose rows from before schema 5 are not authenticated yet.
+    /// - Throws: `RegistryError` `.schemaTooOld` ("run push-keys registry migrate --kek-file F").
+    static func checkRowsAuthenticated(_ c: PGConnection) throws {
+        let n = try pendingRowCount(c)
+        guard n == 0 else {
+            throw RegistryError(.schemaTooOld,
+                "the registry \(c.target) holds \(n) rows from before schema 5 that are not authenticated yet: run push-keys registry migrate --kek-file F (once, with the key-encryption key)")
+        }
     }
 
     static func tooNew(_ v: Int) -> RegistryError {

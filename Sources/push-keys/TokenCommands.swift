@@ -1,6 +1,7 @@
 import PushSealCLI
 import PushSealJSON
 import PushSealKeyRecords
+import PushSealServer
 import PushSealServerKeys
 import PushSealSystem
 
@@ -148,27 +149,31 @@ struct TokenListCommand: OptionsCommand {
     }
 }
 
-/// `push-keys token invalidate --app-id APP --outcomes FILE|-`: apply push-send's 410s.
+/// `push-keys token invalidate --app-id APP --outcomes FILE|-`: apply push-send's 410s (its
+/// outcome lines or its `--invalidations` lines, read by PushSealServer's `PushSendInvalidations`).
 struct TokenInvalidateCommand: OptionsCommand {
     let path = ["token", "invalidate"]
     let options = KeyOptions.changing + [
         KeyOptions.appID,
-        .value("--outcomes", "FILE", "push-send's outcome lines (its stdout or --outcomes file); - for standard input (required)"),
+        .value("--outcomes", "FILE", "push-send's outcome lines (its stdout or --outcomes file) or its --invalidations lines; - for standard input (required, or --invalidations)"),
+        .value("--invalidations", "FILE", "push-send's --invalidations file (the same as --outcomes FILE: either kind of line is read)"),
     ]
     let help = HelpText(
-        overview: "remove the device tokens APNs answered 410 for (push-send's \"unregistered\" outcome lines), each only if it was registered before the 410's timestamp",
-        usage: ["push-keys token invalidate --keychain DIR --app-id APP --outcomes FILE|- [--json]"],
+        overview: "remove the device tokens APNs answered 410 for (push-send's \"unregistered\" outcome lines or its --invalidations lines), each only if it was registered before the 410's timestamp",
+        usage: ["push-keys token invalidate --keychain DIR --app-id APP --outcomes FILE|- [--json]",
+                "push-keys token invalidate --keychain DIR --app-id APP --invalidations FILE|- [--json]"],
         examples: [
             "push-seal batch --keychain server-kc --app-id com.example.app --device-tokens < in.jsonl | push-send --p8 AuthKey.p8 --key-id K --team-id T > outcomes.jsonl",
             "push-keys token invalidate --keychain server-kc --app-id com.example.app --outcomes outcomes.jsonl",
+            "push-keys token invalidate --keychain server-kc --app-id com.example.app --invalidations dead-tokens.jsonl",
             "push-send ... | push-keys token invalidate --registry postgresql:///pushseal --app-id com.example.app --outcomes - --json",
         ],
-        exitCodes: TokenCommands.exitCodes(usage: ["a bad --app-id", "--outcomes missing"],
-                                           dataError: "an outcome line that is not a JSON object (but a partial last line, which is skipped), or an unregistered line whose deviceToken is not hex (invalidDeviceToken) or whose timestamp is not milliseconds from 1970 to 9999: nothing is changed",
+        exitCodes: TokenCommands.exitCodes(usage: ["a bad --app-id", "--outcomes (or --invalidations) missing, or both given"],
+                                           dataError: "a line that is not a JSON object (but a partial last line, which is skipped), a JSON object that is neither an outcome line nor an invalidation line of push-send (unknownInput), or an unregistered line whose deviceToken is not hex (invalidDeviceToken) or whose timestamp is not milliseconds from 1970 to 9999: nothing is changed",
                                            noInput: "the --outcomes FILE missing",
                                            ioError: "reading --outcomes, the keychain or its lock file"),
         notes: KeyOptions.notes([
-            "INPUT: push-send's outcome lines {\"line\", \"deviceToken\", \"outcome\", ..., \"timestamp\"} (at most 1 GiB). Only \"outcome\": \"unregistered\" lines are applied; a line without a \"timestamp\" is counted as noTimestamp and changes nothing (APNs' 410 always has one); other outcomes and blank lines are ignored. Every line is read and checked before the store changes.",
+            "INPUT: push-send's outcome lines {\"line\", \"deviceToken\", \"outcome\", ..., \"timestamp\"} or its --invalidations lines {\"line\", \"deviceToken\", \"reason\", \"timestamp\"?} (at most 1 GiB; the two kinds may be mixed). Of outcome lines only \"outcome\": \"unregistered\" ones are applied; a line without a \"timestamp\" is counted as noTimestamp and changes nothing (APNs' 410 always has one); other outcomes and blank lines are ignored. An invalidation line with reason BadDeviceToken has no timestamp (push-send's guard released it): it counts as dead now. Any other JSON object is refused (65): a wrong file never reads as nothing to do. Every line is read and checked before the store changes.",
             "RULE: a token is removed only if its registeredAt is before the 410's timestamp (ms since 1970 UTC); registered at or after it, it is kept (keptReregistered: the app registered it again after APNs saw it dead). A token not in the store for APP is unknown (never added, or removed already: running the same outcomes twice removes nothing more).",
             "Text output: 'invalidated N, kept (re-registered) K, unknown U, no timestamp T'. --json: {\"invalidated\", \"keptReregistered\", \"unknown\", \"noTimestamp\", \"tokens\": [{\"line\", \"deviceToken\", \"timestamp\", \"result\": \"invalidated\" | \"keptReregistered\" | \"unknown\"}]}.",
             TokenCommands.storeNote,
@@ -183,7 +188,12 @@ struct TokenInvalidateCommand: OptionsCommand {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
             appID = try a.required("--app-id", "APP")
-            outcomes = try a.required("--outcomes", "FILE")
+            switch (a.value("--outcomes"), a.value("--invalidations")) {
+            case (let o?, nil): outcomes = o
+            case (nil, let i?): outcomes = i
+            case (nil, nil): throw CLIError.usage("missing --outcomes FILE", hint: "give push-send's outcome file (--outcomes FILE) or its invalidation file (--invalidations FILE)")
+            case (_?, _?): throw CLIError.usage("give either --outcomes or --invalidations, not both", hint: "run the command once per file")
+            }
         }
         func validate() throws {
             try store.validate()
@@ -191,57 +201,31 @@ struct TokenInvalidateCommand: OptionsCommand {
         }
     }
 
-    /// One applicable 410 from the outcome lines.
-    struct Unregistered {
-        var line: Int64?
-        var token: String
-        var timestamp: Int64
-    }
-
-    /// The `unregistered` lines of push-send's outcomes, and how many had no timestamp.
-    /// - Throws: `CLIError` 65 for a line that is not a JSON object (but a partial last line).
-    static func parse(_ bytes: [UInt8]) throws -> (items: [Unregistered], noTimestamp: Int) {
-        var items: [Unregistered] = []
-        var noTimestamp = 0
-        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        // A partial last line (push-send killed mid-write) is skipped, as push-send --resume does.
-        if bytes.last != UInt8(ascii: "\n") { lines.removeLast() }
-        for (i, raw) in lines.enumerated() where !raw.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) {
-            let o: JSONObject
-            do {
-                guard case .object(let obj) = try JSONReader.parse(Array(raw)) else { throw CLIError(code: "invalidOutcome", "", exitCode: .dataError) }
-                o = obj
-            } catch {
-                throw CLIError(code: "invalidOutcome", "outcome line \(i + 1) is not a JSON object", hint: "give push-send's outcome lines (its standard output or --outcomes file)", exitCode: .dataError)
-            }
-            guard o["outcome"]?.stringValue == "unregistered" else { continue }
-            guard let token = o["deviceToken"]?.stringValue else {
-                throw CLIError(code: "invalidOutcome", "outcome line \(i + 1) is unregistered without a deviceToken string", exitCode: .dataError)
-            }
-            guard let ts = o["timestamp"]?.integerValue else { noTimestamp += 1; continue }
-            items.append(Unregistered(line: o["line"]?.integerValue, token: token, timestamp: ts))
-        }
-        return (items, noTimestamp)
-    }
-
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
-        let (items, noTimestamp) = try Self.parse(try InputReader.readAll(o.outcomes, limitByteCount: Self.outcomesLimitByteCount))
-        let pairs = items.map { (token: $0.token, unregisteredAtMs: $0.timestamp) }
+        let parsed: PushSendInvalidations
+        do {
+            parsed = try PushSendInvalidations(parsing: try InputReader.readAll(o.outcomes, limitByteCount: Self.outcomesLimitByteCount),
+                                               nowMilliseconds: unixTimeMilliseconds())
+        } catch let e as ServerError {
+            throw CLIError(code: e.code.name, e.reason, hint: "give push-send's outcome lines (its standard output or --outcomes file) or its --invalidations file", exitCode: .dataError)
+        }
+        let items = parsed.items
+        let pairs = items.map { (token: $0.deviceToken, unregisteredAtMs: $0.unregisteredAtMs) }
         _ = try TokenCommands.mapErrors(badToken: .dataError) {
             try keyMapErrors { try DeviceToken.checkUnregistrations(pairs) }
         }
-        let store = try TokenCommands.open(o.store)
+        let store = ServerStore(store: try TokenCommands.open(o.store))
         let results = try TokenCommands.mapErrors(badToken: .dataError) { try store.invalidateDeviceTokens(pairs, appID: o.appID) }
         let count = { (r: DeviceTokenInvalidation) in Int64(results.filter { $0 == r }.count) }
         if c.json {
             let tokens: [JSONValue] = zip(items, results).map { u, r in
-                .object(JSONObject([("line", u.line.map { .integer($0) } ?? .null), ("deviceToken", .string(u.token)),
-                                    ("timestamp", .integer(u.timestamp)), ("result", .string(r.rawValue))]))
+                .object(JSONObject([("line", u.line.map { .integer($0) } ?? .null), ("deviceToken", .string(u.deviceToken)),
+                                    ("timestamp", .integer(u.unregisteredAtMs)), ("result", .string(r.rawValue))]))
             }
             keyPrintJSON(.object(JSONObject([("invalidated", .integer(count(.invalidated))), ("keptReregistered", .integer(count(.keptReregistered))),
-                                             ("unknown", .integer(count(.unknown))), ("noTimestamp", .integer(Int64(noTimestamp))), ("tokens", .array(tokens))])))
+                                             ("unknown", .integer(count(.unknown))), ("noTimestamp", .integer(Int64(parsed.noTimestamp))), ("tokens", .array(tokens))])))
         } else {
-            Output.stdout("invalidated \(count(.invalidated)), kept (re-registered) \(count(.keptReregistered)), unknown \(count(.unknown)), no timestamp \(noTimestamp)\n")
+            Output.stdout("invalidated \(count(.invalidated)), kept (re-registered) \(count(.keptReregistered)), unknown \(count(.unknown)), no timestamp \(parsed.noTimestamp)\n")
         }
         return .success
     }

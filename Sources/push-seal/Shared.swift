@@ -8,6 +8,7 @@ import PushSealServerKeys
 import PushSealServerKeyProviders
 import PushSealRegistryCLI
 import PushSealSender
+import PushSealServer
 
 /// The wire module's `Notification` (Foundation, imported too, has its own `Notification`).
 typealias Notification = PushSealWire.Notification
@@ -171,16 +172,16 @@ struct SealOptionGroup: Sendable {
     /// ``sealer()`` and the server store it seals from (for `batch --device-tokens`).
     /// - Throws: as ``sealer()``.
     func sealerAndStore() throws -> (sealer: NotificationSealer, store: any ServerKeyStore) {
-        let keys: KeychainSealingKeys
+        let store: ServerStore
         if let registry = keystore.registry {
-            keys = KeychainSealingKeys(store: try registry.open())
+            store = try RegistryOptions.mapping { try ServerStore.open(.registry(connectionString: registry.connectionString, kekFile: registry.kekFile)) }
         } else if let path = keystore.keychainPath {
-            keys = try mappingSenderErrors { try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: path)) }
+            store = try mappingSenderErrors { try ServerStore.open(.keychain(path: path)) }
         } else {
             throw CLIError.usage("missing --keychain DIR")
         }
-        let both = try mappingSenderErrors { try RegistrationSealingKeys(keys: keys, appID: appID, policy: format) }
-        return (try mappingSenderErrors { try NotificationSealer(appID: appID, keys: both, options: options, registry: both.registry) }, keys.keyring.store)
+        let sealer = try mappingSenderErrors { try store.sealer(SealerConfiguration(appID: appID, options: options, format: format)) }
+        return (sealer, store.store)
     }
 }
 

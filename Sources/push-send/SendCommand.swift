@@ -2,6 +2,7 @@ import PushSealSystem
 import PushSealAPNs
 import PushSealCLI
 import PushSealJSON
+import PushSealServer
 
 /// Exit codes of push-send beyond the common ones.
 enum SendExit {
@@ -101,16 +102,17 @@ struct SendCommand: Command {
         defaults.expiration = try a.integer("--expiration")
         defaults.collapseID = a.value("--collapse-id")
 
-        let key: ProviderKey
+        // The assembly is PushSealServer's (the gateway's too): key, token cache, client.
+        let provider = APNsProviderConfiguration(p8Path: p8, keyID: keyID, teamID: teamID, client: configuration)
+        let tokens: ProviderTokenCache
         do {
-            key = try ProviderKey(p8Path: p8, keyID: keyID, teamID: teamID)
+            tokens = try provider.tokenCache()
         } catch let e as APNsError {
             let missing: Bool
             do { missing = try PrivateFile.status(followingLinks: p8) == nil } catch { missing = false }
             throw CLIError(code: e.code.name, e.reason, hint: missing ? "download the key from developer.apple.com (Certificates, Identifiers & Profiles, Keys) and give its path" : "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id",
                            exitCode: missing ? .noInput : (e.reason.contains("cannot read") ? .noInput : .dataError))
         }
-        let tokens = ProviderTokenCache(key: key)
 
         // Single payload: PAYLOAD.json is the payload (or push-seal's {payload, headers}); checked before anything is sent.
         var single: APNsNotification?
@@ -125,7 +127,7 @@ struct SendCommand: Command {
 
         let client: APNsClient
         do {
-            client = try APNsClient(configuration: configuration, tokens: tokens, onOutcome: { log.add($0) },
+            client = try APNsClient(configuration: provider.client, tokens: tokens, onOutcome: { log.add($0) },
                                     onInvalidation: { log.addInvalidation($0) }, afterOutcomes: { log.flush() })
         } catch let e as APNsError {
             throw CLIError(code: e.code.name, e.reason, exitCode: e.code == .badEndpoint ? .noInput : .failure)

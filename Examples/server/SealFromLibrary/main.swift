@@ -1,4 +1,3 @@
-import PushSealJSON
 // seal-server-example: sealing a notification from a server, by library.
 //
 // What a server does for every push: open the server keychain once (at start-up), build the
@@ -11,13 +10,12 @@ import PushSealJSON
 //   swift run seal-server-example --keychain server-kc --app-id com.example.app --recipient alice
 //
 // The keychain and the recipient's keyset come from `push-keys generate` (see README.md).
+// It uses PushSealServer alone (the composition layer the CLIs and the gateway share: open a
+// store, make a sealer, import a registration, send through APNsClient; docs/gateway.md).
 // Exit codes (as push-seal): 0 ok, 4 seal limit reached (rotate), 64 usage, 66 keychain missing,
 // 67 unknown recipient or no usable key, 77 insecure keychain permissions, 1 anything else.
 import Foundation
-import PushSealWire
-import PushSealServerKeys
-import PushSealServerKeyProviders
-import PushSealSender
+import PushSealServer
 
 /// The wire module's `Notification` (Foundation, imported too, has its own `Notification`).
 typealias Notification = PushSealWire.Notification
@@ -55,12 +53,13 @@ while let option = rest.popFirst() {
 guard let keychainPath else { fail("missing --keychain DIR", hint: usage, code: 64) }
 
 // MARK: 1. Open the server keychain (once per process; the sealer is Sendable and thread-safe).
-// KeychainSealingKeys (PushSealServerKeyProviders) reads the recipient's keyset at every seal (so a rotation by `push-keys`
-// in another process is seen at the next seal) and counts the seal against the key's 2^32 limit.
+// The store's sealing keys read the recipient's keyset at every seal (so a rotation by `push-keys`
+// in another process is seen at the next seal) and count the seal against the key's 2^32 limit.
+// A PostgreSQL registry is `.registry(connectionString:kekFile:)` instead.
 
-let v1Keys: KeychainSealingKeys
+let store: ServerStore
 do {
-    v1Keys = try KeychainSealingKeys(keychainAt: URL(fileURLWithPath: keychainPath))
+    store = try ServerStore.open(.keychain(path: keychainPath))
 } catch let e as SealingKeyError where e.code == .keyStoreMissing {
     fail("no keychain at \(keychainPath)", hint: "push-keys generate --keychain \(keychainPath) --app-id \(appID) --recipient \(recipient)", code: 66)
 } catch let e as SealingKeyError where e.code == .keyStoreInsecure {
@@ -72,9 +71,9 @@ do {
 // MARK: 1b. Version 2 (optional): `--register RECORD` imports a device's registration record, as
 // the endpoint of your app's API would (Registration.swift), before sealing. A recipient with a
 // registration is then sealed v2 (HPKE; auth mode when the app has a sender key, made with
-// `push-keys sender generate`), one with a keyset v1: RegistrationSealingKeys picks per recipient.
+// `push-keys sender generate`), one with a keyset v1: the sealer picks per recipient.
 
-if let registrationPath, let store = v1Keys.keyring.store as? any RegistrationStore {
+if let registrationPath {
     guard let body = FileManager.default.contents(atPath: registrationPath) else { fail("cannot read \(registrationPath)", code: 66) }
     do {
         switch try importRegistration([UInt8](body), recipient: recipient, appID: appID, into: store) {
@@ -89,13 +88,6 @@ if let registrationPath, let store = v1Keys.keyring.store as? any RegistrationSt
         fail("cannot store the registration: \(error)", code: 1)
     }
 }
-let keys: RegistrationSealingKeys
-do {
-    keys = try RegistrationSealingKeys(keys: v1Keys, appID: appID)
-} catch {
-    fail("cannot read the app's sender key: \(error)", code: 1)
-}
-
 // Everything in SealOptions travels in clear: the fallback alert (shown if the extension
 // cannot open the payload), the `aps` fields passed through, and the APNs headers.
 let options = SealOptions(
@@ -107,9 +99,12 @@ let options = SealOptions(
 )
 let sealer: NotificationSealer
 do {
-    sealer = try NotificationSealer(appID: appID, keys: keys, options: options, registry: keys.registry)
+    // v2 for a recipient with a registration, v1 for one with a keyset (SealFormatPolicy.automatic).
+    sealer = try store.sealer(SealerConfiguration(appID: appID, options: options))
+} catch let e as SenderError {
+    fail("\(e)", code: 64)
 } catch {
-    fail("\(error)", code: 64)
+    fail("cannot read the app's sender key: \(error)", code: 1)
 }
 
 // MARK: 2. Build the notification. All of it is sealed: APNs sees none of it.

@@ -1,0 +1,517 @@
+internal import CLibPQ
+import PushSealCrypto
+public import PushSealServerKeys
+import PushSealSystem
+
+/// The gateway's durable outbox in the registry database (issue 23 "The outbox"; schema
+/// migration 6): one row per accepted notification holding its **sealed** payload and APNs
+/// headers (never the text), idempotency keys, and the provider tokens all instances share.
+/// The SQL side only: PushSealServer's `Outbox` seals, sends and decides; this type stores.
+///
+/// Row life: `queued` (``enqueue(_:idempotency:nowMs:)``, committed before it returns) →
+/// `sending` (``claim(owner:limit:leaseMs:nowMs:)``: `FOR UPDATE SKIP LOCKED`, a lease with an
+/// expiry held by one instance) → a final status (``complete(_:owner:nowMs:)``, in batches).
+/// A lease that expires (its instance died) is returned by ``reap(nowMs:)``: to `queued` when the
+/// row has a collapse id (a resend then replaces the first on the phone), else to `failed`
+/// `mayHaveBeenDelivered` (never twice without a collapse id).
+///
+/// Sendable: the pool is Sendable; everything else is immutable.
+public final class PostgresOutbox: Sendable {
+    /// The `NOTIFY` channel ``enqueue(_:idempotency:nowMs:)`` signals on commit.
+    public static let channel = "pushseal_outbox"
+    /// Idempotency keys are kept this long: 24 h, in ms.
+    public static let idempotencyLifetimeMs: Int64 = 24 * 3600 * 1000
+    /// Longest idempotency key, in bytes.
+    public static let maxIdempotencyKeyByteCount = 255
+
+    let registry: PostgresKeyStore
+    var pool: ConnectionPool { registry.pool }
+    var kek: KeyEncryptionKey? { registry.kek }
+
+    /// The outbox of an opened registry (its connections and KEK).
+    public init(registry: PostgresKeyStore) {
+        self.registry = registry
+    }
+
+    // MARK: Rows
+
+    /// One notification to store, sealed already.
+    public struct NewRow: Sendable {
+        /// The notification id (a UUID, lower case), made by the caller.
+        public var id: String
+        /// App id (bundle id) and recipient it was sealed for.
+        public var appID: String, recipient: String
+        /// The token's environment.
+        public var environment: DeviceTokenEnvironment
+        /// The device token (hex).
+        public var deviceToken: String
+        /// The sealed payload (what APNs receives).
+        public var payload: [UInt8]
+        /// `apns-push-type`, `apns-topic` (with its suffix), `apns-priority`, `apns-expiration`,
+        /// `apns-collapse-id`, `apns-id`.
+        public var pushType: String, topic: String, priority: Int?, expiration: Int64?, collapseID: String?, apnsID: String
+        /// Past this time (ms since 1970) the row ends `expired` unsent; `nil`: never.
+        public var expiresAtMs: Int64?
+
+        /// Creates a row (fields as above).
+        public init(id: String, appID: String, recipient: String, environment: DeviceTokenEnvironment, deviceToken: String, payload: [UInt8],
+                    pushType: String, topic: String, priority: Int?, expiration: Int64?, collapseID: String?, apnsID: String, expiresAtMs: Int64?) {
+            self.id = id
+            self.appID = appID
+            self.recipient = recipient
+            self.environment = environment
+            self.deviceToken = deviceToken
+            self.payload = payload
+            self.pushType = pushType
+            self.topic = topic
+            self.priority = priority
+            self.expiration = expiration
+            self.collapseID = collapseID
+            self.apnsID = apnsID
+            self.expiresAtMs = expiresAtMs
+        }
+    }
+
+    /// A claimed row: what the worker sends.
+    public struct Claimed: Sendable {
+        /// The stored fields.
+        public var row: NewRow
+        /// APNs requests made for it so far (earlier instances included).
+        public var attempts: Int
+        /// Times it was claimed, this claim included (more than 1: a resend after an instance died).
+        public var sends: Int
+        /// `false` when the row's `row_mac` does not verify under the KEK (changed by someone
+        /// without it): never send it (complete it `failed`, reason `rowAuthenticationFailed`).
+        public var authentic: Bool
+    }
+
+    /// A final outcome to record.
+    public struct Completion: Sendable {
+        /// The notification id.
+        public var id: String
+        /// `accepted`, `unregistered`, `rejected`, `failed` or `expired`.
+        public var status: String
+        /// APNs' HTTP status, reason, `apns-unique-id`; requests made by this claim.
+        public var httpStatus: Int?, reason: String?, apnsUniqueID: String?, attempts: Int
+        /// For a 410: its timestamp (ms); the token is removed in the same transaction when it
+        /// was registered before it.
+        public var unregisteredAtMs: Int64?
+
+        /// Creates a completion (fields as above).
+        public init(id: String, status: String, httpStatus: Int? = nil, reason: String? = nil, apnsUniqueID: String? = nil, attempts: Int = 0,
+                    unregisteredAtMs: Int64? = nil) {
+            self.id = id
+            self.status = status
+            self.httpStatus = httpStatus
+            self.reason = reason
+            self.apnsUniqueID = apnsUniqueID
+            self.attempts = attempts
+            self.unregisteredAtMs = unregisteredAtMs
+        }
+    }
+
+    /// What a status lookup returns.
+    public struct Status: Sendable, Hashable {
+        /// id, app id, recipient, status (`queued | sending | accepted | unregistered | rejected | failed | expired`).
+        public var id: String, appID: String, recipient: String, status: String
+        /// `apns-id` sent, `apns-unique-id` answered (development), HTTP status, reason.
+        public var apnsID: String, apnsUniqueID: String?, httpStatus: Int?, reason: String?
+        /// APNs requests made; claims (sends) made.
+        public var attempts: Int, sends: Int
+        /// Accepted, last changed and finished, ms since 1970.
+        public var createdAtMs: Int64, updatedAtMs: Int64, finishedAtMs: Int64?
+    }
+
+    /// An idempotency key and the answer to keep for it.
+    public struct Idempotency: Sendable {
+        /// Whose key (the API key's id): keys of different callers never meet.
+        public var scope: String
+        /// The key (1 … 255 bytes).
+        public var key: String
+        /// SHA-256 of the request body.
+        public var requestHash: [UInt8]
+        /// The answer to give again (the first request's body).
+        public var response: [UInt8]
+
+        /// Creates one (fields as above).
+        public init(scope: String, key: String, requestHash: [UInt8], response: [UInt8]) {
+            self.scope = scope
+            self.key = key
+            self.requestHash = requestHash
+            self.response = response
+        }
+    }
+
+    /// What an idempotency key says about a request.
+    public enum Replay: Sendable, Hashable {
+        /// First use (or older than 24 h): go on.
+        case none
+        /// Used with the same body: answer this again, store nothing.
+        case same(response: [UInt8])
+        /// Used with another body: refuse (HTTP 422).
+        case differentBody
+    }
+
+    // MARK: Enqueue
+
+    /// Looks an idempotency key up (before sealing anything).
+    /// - Throws: `RegistryError` `.unavailable`, `.query`.
+    public func replay(scope: String, key: String, requestHash: [UInt8], nowMs: Int64) throws -> Replay {
+        let rows = try pool.run { c in
+            try c.exec("SELECT request_hash, response FROM pushseal_idempotency WHERE scope = $1 AND key = $2 AND created_at > $3",
+                       [.text(scope), .text(key), .int(nowMs - Self.idempotencyLifetimeMs)])
+        }
+        guard !rows.rows.isEmpty, let hash = try rows.bytes(0, 0), let response = try rows.bytes(0, 1) else { return .none }
+        return hash == requestHash ? .same(response: response) : .differentBody
+    }
+
+    /// Stores `rows` (and the idempotency key with its answer) in one transaction and signals
+    /// the workers (`NOTIFY`, delivered at commit). Returns after the commit.
+    /// - Returns: ``Replay/none`` when stored; when another request with the same key committed
+    ///   first, what ``replay(scope:key:requestHash:nowMs:)`` says (nothing stored).
+    /// - Throws: `RegistryError` `.unavailable`, `.outcomeUnknown` (lost while committing), `.query`.
+    public func enqueue(_ rows: [NewRow], idempotency: Idempotency?, nowMs: Int64) throws -> Replay {
+        let mac = try registry.rowMAC(table: Self.table)
+        // PostgreSQL prints uuids in lower case: tag them as they will be read.
+        let rows = rows.map { r -> NewRow in
+            var r = r
+            r.id = r.id.lowercased()
+            r.apnsID = r.apnsID.lowercased()
+            return r
+        }
+        let stored: Bool = try pool.transaction { c in
+            if let i = idempotency {
+                try c.exec("DELETE FROM pushseal_idempotency WHERE scope = $1 AND key = $2 AND created_at <= $3",
+                           [.text(i.scope), .text(i.key), .int(nowMs - Self.idempotencyLifetimeMs)])
+                let inserted = try c.exec("INSERT INTO pushseal_idempotency (scope, key, request_hash, response, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                                          [.text(i.scope), .text(i.key), .bytes(i.requestHash), .bytes(i.response), .int(nowMs)])
+                if inserted.affected == 0 { return false }
+            }
+            for r in rows {
+                try c.exec("""
+                    INSERT INTO pushseal_outbox (id, app_id, recipient, environment, device_token, payload, push_type, topic, priority,
+                      expiration, collapse_id, apns_id, expires_at, status, created_at, updated_at, row_mac)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'queued', $14, $14, $15)
+                    """, [.text(r.id), .text(r.appID), .text(r.recipient), .text(r.environment.rawValue), .text(r.deviceToken), .bytes(r.payload),
+                          .text(r.pushType), .text(r.topic), r.priority.map { .int(Int64($0)) }, r.expiration.map { .int($0) },
+                          r.collapseID.map { .text($0) }, .text(r.apnsID), r.expiresAtMs.map { .int($0) }, .int(nowMs), .bytes(try mac.tag(Self.macFields(r)))])
+            }
+            if !rows.isEmpty { try c.exec("NOTIFY \(Self.channel)") }
+            return true
+        }
+        if stored { return .none }
+        guard let i = idempotency else { return .none }
+        return try replay(scope: i.scope, key: i.key, requestHash: i.requestHash, nowMs: nowMs)
+    }
+
+    // MARK: Claim, complete, reap
+
+    static let rowColumns = "id, app_id, recipient, environment, device_token, payload, push_type, topic, priority, expiration, collapse_id, apns_id, expires_at, attempts, sends, row_mac"
+    /// The table (and the row MAC's key label).
+    static let table = "pushseal_outbox"
+
+    /// What a row's `row_mac` authenticates (security review G1, ``RegistryRowMAC``): every
+    /// field that decides what goes where (id, recipient, token, payload, headers, expiry).
+    static func macFields(_ r: NewRow) -> [RegistryRowField] {
+        [.text(r.id), .text(r.appID), .text(r.recipient), .text(r.environment.rawValue), .text(r.deviceToken), .bytes(r.payload),
+         .text(r.pushType), .text(r.topic), .int(r.priority.map(Int64.init)), .int(r.expiration), .text(r.collapseID), .text(r.apnsID),
+         .int(r.expiresAtMs)]
+    }
+
+    /// Claims up to `limit` queued rows, oldest first, for `owner` until `nowMs + leaseMs`
+    /// (`SELECT … FOR UPDATE SKIP LOCKED`: two instances never claim one row).
+    /// - Throws: `RegistryError` `.unavailable`, `.query`, `.corrupt`.
+    public func claim(owner: String, limit: Int, leaseMs: Int64, nowMs: Int64) throws -> [Claimed] {
+        let mac = try registry.rowMAC(table: Self.table)
+        let rows = try pool.transaction { c in
+            try c.exec("""
+                UPDATE pushseal_outbox o SET status = 'sending', lease_owner = $1, lease_until = $2, sends = o.sends + 1, updated_at = $3
+                FROM (SELECT id FROM pushseal_outbox WHERE status = 'queued' ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED) q
+                WHERE o.id = q.id
+                RETURNING \(Self.rowColumns.split(separator: ",").map { "o." + $0.trimmingCharacters() }.joined(separator: ", "))
+                """, [.text(owner), .int(nowMs + leaseMs), .int(nowMs), .int(Int64(limit))])
+        }
+        return try (0..<rows.rows.count).map { r in
+            func text(_ c: Int) throws -> String {
+                guard let v = rows.rows[r][c] else { throw RegistryError(.corrupt, "an outbox row has a NULL column \(c)") }
+                return v
+            }
+            guard let environment = DeviceTokenEnvironment(rawValue: try text(3)), let payload = try rows.bytes(r, 5) else {
+                throw RegistryError(.corrupt, "an outbox row does not decode")
+            }
+            let row = NewRow(id: try text(0), appID: try text(1), recipient: try text(2), environment: environment, deviceToken: try text(4),
+                             payload: payload, pushType: try text(6), topic: try text(7), priority: try rows.int(r, 8).map { Int($0) },
+                             expiration: try rows.int(r, 9), collapseID: rows.rows[r][10], apnsID: try text(11), expiresAtMs: try rows.int(r, 12))
+            let authentic = (try? mac.verify(try rows.bytes(r, 15), Self.macFields(row), row: row.id)) != nil
+            return Claimed(row: row, attempts: Int(try rows.int(r, 13) ?? 0), sends: Int(try rows.int(r, 14) ?? 0), authentic: authentic)
+        }
+    }
+
+    /// Extends the leases `owner` holds (a heartbeat while requests are in flight).
+    /// - Returns: rows extended.
+    /// - Throws: `RegistryError`.
+    @discardableResult
+    public func renewLeases(owner: String, leaseMs: Int64, nowMs: Int64) throws -> Int {
+        try pool.run { c in
+            try c.exec("UPDATE pushseal_outbox SET lease_until = $2 WHERE status = 'sending' AND lease_owner = $1",
+                       [.text(owner), .int(nowMs + leaseMs)]).affected
+        }
+    }
+
+    /// Records final outcomes in one transaction; a 410's token is removed in it too when it was
+    /// registered before the 410's timestamp (with its audit row). A row `owner` no longer holds
+    /// (its lease was reaped) is left alone.
+    /// - Returns: per 410 completion, what it did to the token (by notification id).
+    /// - Throws: `RegistryError` `.unavailable`, `.outcomeUnknown`, `.query`.
+    @discardableResult
+    public func complete(_ items: [Completion], owner: String, nowMs: Int64) throws -> [String: DeviceTokenInvalidation] {
+        guard !items.isEmpty else { return [:] }
+        return try pool.transaction { c in
+            var out: [String: DeviceTokenInvalidation] = [:]
+            for i in items {
+                let updated = try c.exec("""
+                    UPDATE pushseal_outbox SET status = $3, http_status = $4, reason = $5, apns_unique_id = $6, attempts = attempts + $7,
+                      lease_owner = NULL, lease_until = NULL, updated_at = $8, finished_at = $8
+                    WHERE id = $1 AND status = 'sending' AND lease_owner = $2
+                    RETURNING app_id, device_token
+                    """, [.text(i.id), .text(owner), .text(i.status), i.httpStatus.map { .int(Int64($0)) }, i.reason.map { .text($0) },
+                          i.apnsUniqueID.map { .text($0) }, .int(Int64(i.attempts)), .int(nowMs)])
+                guard let ts = i.unregisteredAtMs, !updated.rows.isEmpty, let app = updated.rows[0][0], let token = updated.rows[0][1] else { continue }
+                out[i.id] = try invalidate(c, token: token, unregisteredAtMs: ts, appID: app, nowMs: nowMs)
+            }
+            return out
+        }
+    }
+
+    /// The 410 rule on `c` (the registry's own, with its audit row).
+    func invalidate(_ c: PGConnection, token: String, unregisteredAtMs: Int64, appID: String, nowMs: Int64) throws -> DeviceTokenInvalidation {
+        try registry.invalidateDeviceToken(c, token, unregisteredAtMs: unregisteredAtMs, appID: appID, time: nowMs / 1000)
+    }
+
+    /// Gives back what `owner` still holds (a drained instance: rows it claimed but did not
+    /// send go back to `queued`).
+    /// - Parameter ids: the rows to give back (not sent).
+    /// - Throws: `RegistryError`.
+    @discardableResult
+    public func release(_ ids: [String], owner: String, nowMs: Int64) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try pool.transaction { c in
+            var n = 0
+            for id in ids {
+                n += try c.exec("""
+                    UPDATE pushseal_outbox SET status = 'queued', lease_owner = NULL, lease_until = NULL, sends = sends - 1, updated_at = $3
+                    WHERE id = $1 AND status = 'sending' AND lease_owner = $2
+                    """, [.text(id), .text(owner), .int(nowMs)]).affected
+            }
+            if n > 0 { try c.exec("NOTIFY \(Self.channel)") }
+            return n
+        }
+    }
+
+    /// Returns the rows of expired leases (their instance died or stalled): with a collapse id
+    /// to `queued` (resent; the phone shows it once), without to `failed` `mayHaveBeenDelivered`.
+    /// Also drops idempotency keys older than 24 h.
+    /// - Returns: (requeued, failed).
+    /// - Throws: `RegistryError`.
+    @discardableResult
+    public func reap(nowMs: Int64) throws -> (requeued: Int, failed: Int) {
+        try pool.transaction { c in
+            let requeued = try c.exec("""
+                UPDATE pushseal_outbox SET status = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = $1
+                WHERE status = 'sending' AND lease_until < $1 AND collapse_id IS NOT NULL
+                """, [.int(nowMs)]).affected
+            let failed = try c.exec("""
+                UPDATE pushseal_outbox SET status = 'failed', reason = 'mayHaveBeenDelivered', lease_owner = NULL, lease_until = NULL,
+                  updated_at = $1, finished_at = $1
+                WHERE status = 'sending' AND lease_until < $1 AND collapse_id IS NULL
+                """, [.int(nowMs)]).affected
+            try c.exec("DELETE FROM pushseal_idempotency WHERE created_at <= $1", [.int(nowMs - Self.idempotencyLifetimeMs)])
+            if requeued > 0 { try c.exec("NOTIFY \(Self.channel)") }
+            return (requeued, failed)
+        }
+    }
+
+    // MARK: Lookups
+
+    /// The status of one notification, `nil` when unknown.
+    /// - Throws: `RegistryError`.
+    public func status(id: String) throws -> Status? {
+        let rows: PGRows
+        do {
+            rows = try pool.run { c in
+                try c.exec("""
+                    SELECT id, app_id, recipient, status, apns_id, apns_unique_id, http_status, reason, attempts, sends, created_at, updated_at, finished_at
+                    FROM pushseal_outbox WHERE id = $1
+                    """, [.text(id)])
+            }
+        } catch let e as RegistryError where e.sqlState == "22P02" {
+            return nil // not a UUID: no such notification
+        }
+        guard !rows.rows.isEmpty else { return nil }
+        let v = rows.rows[0]
+        guard let i = v[0], let app = v[1], let r = v[2], let s = v[3], let apns = v[4] else { throw RegistryError(.corrupt, "an outbox row does not decode") }
+        return Status(id: i, appID: app, recipient: r, status: s, apnsID: apns, apnsUniqueID: v[5], httpStatus: try rows.int(0, 6).map { Int($0) },
+                      reason: v[7], attempts: Int(try rows.int(0, 8) ?? 0), sends: Int(try rows.int(0, 9) ?? 0),
+                      createdAtMs: try rows.int(0, 10) ?? 0, updatedAtMs: try rows.int(0, 11) ?? 0, finishedAtMs: try rows.int(0, 12))
+    }
+
+    /// Ends the queued notifications of a recipient unsent (`failed`, reason `cancelled`):
+    /// `DELETE /v1/devices/{recipient}`. Rows already being sent finish.
+    /// - Returns: how many were cancelled.
+    /// - Throws: `RegistryError`.
+    @discardableResult
+    public func cancelQueued(appID: String, recipient: String, nowMs: Int64) throws -> Int {
+        try pool.run { c in
+            try c.exec("""
+                UPDATE pushseal_outbox SET status = 'failed', reason = 'cancelled', updated_at = $3, finished_at = $3
+                WHERE app_id = $1 AND recipient = $2 AND status = 'queued'
+                """, [.text(appID), .text(recipient), .int(nowMs)]).affected
+        }
+    }
+
+    /// Queue depth (`queued` rows), rows being sent, and the age of the oldest queued row (ms; 0
+    /// when none), for metrics.
+    /// - Throws: `RegistryError`.
+    public func queueStatistics(nowMs: Int64) throws -> (queued: Int, sending: Int, oldestQueuedAgeMs: Int64) {
+        let rows = try pool.run { c in
+            try c.exec("""
+                SELECT count(*) FILTER (WHERE status = 'queued'), count(*) FILTER (WHERE status = 'sending'),
+                       min(created_at) FILTER (WHERE status = 'queued')
+                FROM pushseal_outbox WHERE status IN ('queued', 'sending')
+                """)
+        }
+        let oldest = try rows.int(0, 2)
+        return (Int(try rows.int(0, 0) ?? 0), Int(try rows.int(0, 1) ?? 0), oldest.map { max(0, nowMs - $0) } ?? 0)
+    }
+
+    // MARK: LISTEN
+
+    /// A connection that `LISTEN`s on ``channel``: ``wait(timeoutMs:)`` returns when a
+    /// notification arrives (an enqueue committed) or the time is up — the workers' wake-up, with
+    /// polling as the fallback (a lost connection is made again at the next wait).
+    public final class Listener: @unchecked Sendable {
+        private let conninfo: String
+        private var connection: PGConnection?
+        private let lock = PosixLock()
+        private let wakeUp: WakeUpPipe?
+        private let interrupted = Locked(false)
+
+        init(conninfo: String) {
+            self.conninfo = conninfo
+            wakeUp = try? WakeUpPipe()
+        }
+
+        /// Waits up to `timeoutMs` for a notification; `true` when one came (or the connection
+        /// had to be made again, or ``interrupt()`` was called: the caller looks anyway).
+        public func wait(timeoutMs: Int) -> Bool {
+            lock.withLock {
+                if interrupted.withLock({ $0 }) { return true }
+                let wasListening = connection?.isOK == true
+                guard let c = connectedOrNil() else {
+                    pauseThread(seconds: Double(min(timeoutMs, 100)) / 1000)
+                    return true
+                }
+                // A new LISTEN may have missed a NOTIFY sent before it: the caller looks again first.
+                if !wasListening { return true }
+                if Self.drain(c) { return true }
+                let fd = PQsocket(c.conn)
+                guard fd >= 0 else { connection = nil; return true }
+                let set = PollSet()
+                set.add(fd, read: true, write: false)
+                if let w = wakeUp { set.add(w.readEnd, read: true, write: false) }
+                _ = try? set.wait(timeoutMilliseconds: Int32(clamping: timeoutMs))
+                wakeUp?.drain()
+                if PQconsumeInput(c.conn) == 0 { connection = nil; return true }
+                return Self.drain(c)
+            }
+        }
+
+        /// Ends a ``wait(timeoutMs:)`` in progress, and every later one at once (a draining worker).
+        public func interrupt() {
+            interrupted.withLock { $0 = true }
+            wakeUp?.wake()
+        }
+
+        /// Closes the connection.
+        public func close() { lock.withLock { connection = nil } }
+
+        private func connectedOrNil() -> PGConnection? {
+            if let c = connection, c.isOK { return c }
+            connection = nil
+            guard let c = try? PGConnection(conninfo), (try? c.exec("LISTEN \(PostgresOutbox.channel)")) != nil else { return nil }
+            connection = c
+            return c
+        }
+
+        /// Takes every pending notification; `true` when there was one.
+        private static func drain(_ c: PGConnection) -> Bool {
+            var any = false
+            while let n = PQnotifies(c.conn) {
+                PQfreemem(n)
+                any = true
+            }
+            return any
+        }
+    }
+
+    /// A new listener on this registry's database.
+    public func listener() -> Listener { Listener(conninfo: pool.conninfo) }
+
+    // MARK: Provider tokens
+
+    /// One provider token per (team, key) for every instance: returns the stored token while it
+    /// is younger than `refreshAfterSeconds` (and not the `rejectedGeneration`); else mints one
+    /// with `mint` under the row's lock (`SELECT … FOR UPDATE`), never sooner than 20 minutes
+    /// after the last mint fleet-wide (then `nil` when the stored one was rejected). The JWT is
+    /// stored sealed under the KEK (AES-256-GCM, AAD naming team and key).
+    /// - Parameters:
+    ///   - mint: makes a token: (`iat` seconds) → JWT; called at most once per call.
+    /// - Returns: (JWT, `iat`, generation, whether this call minted it).
+    /// - Throws: `RegistryError` (`.kekRequired` without a KEK); `mint`'s errors.
+    public func providerToken(teamID: String, keyID: String, refreshAfterSeconds: Int64, rejectedGeneration: Int64?, nowSeconds: Int64,
+                              mint: (Int64) throws -> String) throws -> (jwt: String, issuedAt: Int64, generation: Int64, minted: Bool)? {
+        guard let kek else {
+            throw RegistryError(.kekRequired, "sharing provider tokens needs the key-encryption key: give --kek-file F")
+        }
+        let aad = Array("pushseal-provider-token-v1".utf8) + [0] + Array(teamID.utf8) + [0] + Array(keyID.utf8)
+        return try pool.transaction { c in
+            try c.exec("INSERT INTO pushseal_provider_tokens (team_id, key_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", [.text(teamID), .text(keyID)])
+            let rows = try c.exec("SELECT jwt, issued_at, generation, minted_at FROM pushseal_provider_tokens WHERE team_id = $1 AND key_id = $2 FOR UPDATE",
+                                  [.text(teamID), .text(keyID)])
+            let generation = try rows.int(0, 2) ?? 0
+            if let sealed = rows.rows[0][0], let issued = try rows.int(0, 1), let mintedAt = try rows.int(0, 3) {
+                let age = nowSeconds - mintedAt
+                if generation != rejectedGeneration, age < refreshAfterSeconds, let jwt = try Self.openJWT(sealed, kek: kek, aad: aad) {
+                    return (jwt, issued, generation, false)
+                }
+                if age < 20 * 60 {
+                    // The fleet minted less than 20 minutes ago: never again so soon.
+                    guard generation != rejectedGeneration, let jwt = try Self.openJWT(sealed, kek: kek, aad: aad) else { return nil }
+                    return (jwt, issued, generation, false)
+                }
+            }
+            let jwt = try mint(nowSeconds)
+            let box = try AES256GCM.seal(Array(jwt.utf8), with: kek.key, authenticating: aad).combined
+            try c.exec("""
+                UPDATE pushseal_provider_tokens SET jwt = $3, issued_at = $4, generation = generation + 1, minted_at = $4, mint_count = mint_count + 1
+                WHERE team_id = $1 AND key_id = $2
+                """, [.text(teamID), .text(keyID), .text(Hex.encode(box)), .int(nowSeconds)])
+            return (jwt, nowSeconds, generation + 1, true)
+        }
+    }
+
+    /// Provider tokens minted for (team, key) fleet-wide.
+    /// - Throws: `RegistryError`.
+    public func providerTokenMints(teamID: String, keyID: String) throws -> Int64 {
+        let rows = try pool.run { c in
+            try c.exec("SELECT mint_count FROM pushseal_provider_tokens WHERE team_id = $1 AND key_id = $2", [.text(teamID), .text(keyID)])
+        }
+        return rows.rows.isEmpty ? 0 : try rows.int(0, 0) ?? 0
+    }
+
+    static func openJWT(_ hex: String, kek: KeyEncryptionKey, aad: [UInt8]) throws -> String? {
+        guard let bytes = Hex.decode(hex), let box = try? SealedBox(combined: bytes),
+              let plain = try? AES256GCM.open(box, with: kek.key, authenticating: aad) else { return nil }
+        return String(decoding: plain, as: UTF8.self)
+    }
+}

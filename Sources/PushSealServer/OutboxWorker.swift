@@ -1,0 +1,226 @@
+import PushSealCrypto
+public import PushSealAPNs
+import PushSealRegistry
+import PushSealSystem
+
+/// Sends what the ``Outbox`` holds: one thread claims batches of queued rows under a lease
+/// (`FOR UPDATE SKIP LOCKED`, so any number of workers on one database never claim one row
+/// twice), sends them through one ``APNsClient`` (docs/apns.md's retry table), and writes the
+/// final outcomes in batches. It wakes on `LISTEN/NOTIFY` (an enqueue committed) and polls as
+/// the fallback; it renews its leases while requests are in flight and returns the rows of dead
+/// instances (``PostgresOutbox/reap(nowMs:)``). A 410 removes the token in the transaction that
+/// records the outcome (registered before the 410's timestamp); a row past its TTL ends
+/// `expired` unsent; a row whose row MAC fails ends `failed` `rowAuthenticationFailed` unsent.
+///
+/// ``drain()`` (SIGTERM): stops claiming, lets every request in flight finish, writes their
+/// outcomes, closes the connections. A SIGKILL loses nothing committed: the rows it held are
+/// reaped when their lease expires (resent when they have a collapse id, else `failed`
+/// `mayHaveBeenDelivered`).
+public final class OutboxWorker: Sendable {
+    /// How the worker claims and leases.
+    public struct Configuration: Sendable {
+        /// This instance's name in the leases (random by default; unique per process).
+        public var instanceID = "instance-" + Hex.encode(SecureRandom.bytes(8))
+        /// Rows claimed at a time at most (500).
+        public var claimBatch = 500
+        /// Notifications in flight to APNs at most (1000; the client's window too).
+        public var maxInFlight = 1000
+        /// A claim's lease, ms (60 s): renewed every third of it while in flight; a dead
+        /// instance's rows come back this long after its last renewal.
+        public var leaseMs: Int64 = 60_000
+        /// The longest wait without a notification before looking again, ms (1000).
+        public var pollIntervalMs = 1000
+
+        /// The defaults above.
+        public init() {}
+    }
+
+    private struct InFlight: Sendable {
+        var id: String
+        var startedAt: UInt64
+    }
+
+    private struct State: Sendable {
+        var inFlight: [Int: InFlight] = [:]
+        var completions: [PostgresOutbox.Completion] = []
+        var badTokens: [APNsInvalidation] = []
+        var nextTag = 0
+        var stopping = false
+    }
+
+    /// The outbox sent from.
+    public let outbox: Outbox
+    /// The configuration.
+    public let configuration: Configuration
+    /// The APNs client.
+    public let client: APNsClient
+    /// The provider token cache (shared through the registry: the fleet mints at most once per 20 minutes).
+    public let tokens: ProviderTokenCache
+    private let state = Locked(State())
+    private let stopped = Locked<Bool>(false)
+    private let listener: PostgresOutbox.Listener
+
+    /// Makes the worker and its APNs client (connections open on the first send); ``start()``
+    /// runs it.
+    /// - Throws: `APNsError` `.badProviderKey`, `.badEndpoint`, `.transportUnavailable`.
+    public init(outbox: Outbox, apns: APNsProviderConfiguration, configuration: Configuration = Configuration()) throws {
+        self.outbox = outbox
+        self.configuration = configuration
+        var settings = apns.client
+        settings.maxInFlight = configuration.maxInFlight
+        // One provider token per (team, key) for the whole fleet, in the registry.
+        tokens = ProviderTokenCache(key: try apns.tokenCache().key, shared: RegistryProviderTokens(rows: outbox.rows))
+        listener = outbox.rows.listener()
+        let state = self.state, metrics = outbox.metrics
+        client = try APNsClient(configuration: settings, tokens: tokens, onOutcome: { o in
+            state.withLock { s in
+                guard let f = s.inFlight.removeValue(forKey: o.tag) else { return }
+                s.completions.append(PostgresOutbox.Completion(
+                    id: f.id, status: o.kind.rawValue, httpStatus: o.status, reason: o.reason, apnsUniqueID: o.apnsUniqueID,
+                    attempts: o.attempts, unregisteredAtMs: o.kind == .unregistered ? o.timestampMilliseconds : nil))
+            }
+            metrics.finished(status: o.kind.rawValue, reason: o.reason, apnsNanoseconds: o.latencyNanoseconds)
+        }, onInvalidation: { i in
+            // 410s are applied with their outcome; BadDeviceToken the guard released, here.
+            if i.timestampMilliseconds == nil { state.withLock { $0.badTokens.append(i) } }
+        })
+    }
+
+    /// Starts the worker's thread.
+    /// - Throws: ``ServerError`` `.unsupportedStore` never; `APNsError` `.transportUnavailable`
+    ///   when the thread cannot start.
+    public func start() throws {
+        guard withAllSignalsBlocked({ startDetachedThread { [self] in run() } }) else {
+            throw APNsError(.transportUnavailable, "cannot start the outbox worker's thread")
+        }
+    }
+
+    /// Stops claiming, waits for every request in flight, writes the outcomes, closes the
+    /// connections and returns (SIGTERM). Rows claimed and never sent do not exist: every
+    /// claimed row is handed to the client at once. Call once, after ``start()``.
+    public func drain() {
+        state.withLock { $0.stopping = true }
+        listener.interrupt()
+        while !stopped.withLock({ $0 }) { pauseThread(seconds: 0.01) }
+    }
+
+    /// `true` once ``drain()`` finished.
+    public var isStopped: Bool { stopped.withLock { $0 } }
+
+    private func run() {
+        let rows = outbox.rows
+        var lastReap: Int64 = 0, lastRenew = unixTimeMilliseconds()
+        while !state.withLock({ $0.stopping }) {
+            let now = unixTimeMilliseconds()
+            if now - lastReap >= configuration.leaseMs / 4 {
+                if (try? rows.reap(nowMs: now)) != nil { lastReap = now }
+            }
+            let inFlight = state.withLock { $0.inFlight.count }
+            if inFlight > 0, now - lastRenew >= configuration.leaseMs / 3 {
+                if (try? rows.renewLeases(owner: configuration.instanceID, leaseMs: configuration.leaseMs, nowMs: now)) != nil { lastRenew = now }
+            }
+            flush()
+            var claimed: [PostgresOutbox.Claimed] = []
+            let room = configuration.maxInFlight - inFlight
+            if room > 0 {
+                do {
+                    claimed = try rows.claim(owner: configuration.instanceID, limit: min(configuration.claimBatch, room),
+                                             leaseMs: configuration.leaseMs, nowMs: now)
+                    if !claimed.isEmpty { lastRenew = now }
+                } catch {
+                    // The database is away: look again after a wait (the rows stay where they are).
+                    _ = listener.wait(timeoutMs: configuration.pollIntervalMs)
+                    continue
+                }
+            }
+            for c in claimed { dispatch(c, nowMs: now) }
+            flush()
+            if claimed.isEmpty {
+                _ = listener.wait(timeoutMs: inFlight > 0 ? 10 : configuration.pollIntervalMs)
+            }
+        }
+        client.finish()
+        var tries = 0
+        while !flush(), tries < 100 {
+            tries += 1
+            pauseThread(seconds: 0.1)
+        }
+        listener.close()
+        stopped.withLock { $0 = true }
+    }
+
+    private func dispatch(_ c: PostgresOutbox.Claimed, nowMs: Int64) {
+        let r = c.row
+        if !c.authentic {
+            finish(r.id, "failed", reason: "rowAuthenticationFailed")
+            return
+        }
+        if let expires = r.expiresAtMs, expires < nowMs {
+            finish(r.id, "expired", reason: "ttlPassed")
+            return
+        }
+        let n = APNsNotification(deviceToken: r.deviceToken, payload: r.payload, pushType: APNsPushType(rawValue: r.pushType) ?? .alert,
+                                 topic: r.topic, priority: r.priority, expiration: r.expiration, collapseID: r.collapseID, apnsID: r.apnsID)
+        let tag = state.withLock { s -> Int in
+            s.nextTag += 1
+            s.inFlight[s.nextTag] = InFlight(id: r.id, startedAt: monotonicNanoseconds())
+            return s.nextTag
+        }
+        do {
+            try client.send(n, tag: tag)
+        } catch let e as APNsError {
+            state.withLock { _ = $0.inFlight.removeValue(forKey: tag) }
+            finish(r.id, "rejected", reason: e.code.name)
+        } catch {
+            state.withLock { _ = $0.inFlight.removeValue(forKey: tag) }
+            finish(r.id, "rejected", reason: "invalidNotification")
+        }
+    }
+
+    private func finish(_ id: String, _ status: String, reason: String) {
+        state.withLock { $0.completions.append(PostgresOutbox.Completion(id: id, status: status, reason: reason)) }
+        outbox.metrics.finished(status: status, reason: reason, apnsNanoseconds: nil)
+    }
+
+    /// Writes the outcomes gathered so far in one transaction (and the guard's BadDeviceToken
+    /// invalidations); `true` when nothing is left to write.
+    @discardableResult
+    private func flush() -> Bool {
+        let (batch, bad) = state.withLock { s -> ([PostgresOutbox.Completion], [APNsInvalidation]) in
+            defer { s.completions = []; s.badTokens = [] }
+            return (s.completions, s.badTokens)
+        }
+        outbox.metrics.client(mints: tokens.mintCount, connections: client.statistics.connectionsOpened, inFlight: state.withLock { $0.inFlight.count })
+        var ok = true
+        if !batch.isEmpty {
+            do {
+                try outbox.rows.complete(batch, owner: configuration.instanceID, nowMs: unixTimeMilliseconds())
+            } catch {
+                state.withLock { $0.completions = batch + $0.completions }
+                ok = false
+            }
+        }
+        if !bad.isEmpty {
+            do {
+                _ = try outbox.store.apply(bad, appID: outbox.configuration.sealer.appID, nowMilliseconds: unixTimeMilliseconds())
+            } catch {
+                state.withLock { $0.badTokens = bad + $0.badTokens }
+                ok = false
+            }
+        }
+        return ok
+    }
+}
+
+/// The registry's `pushseal_provider_tokens` row as the fleet's provider token (one per team and
+/// key, minted under the row's lock, stored sealed under the KEK).
+struct RegistryProviderTokens: SharedProviderTokens {
+    let rows: PostgresOutbox
+
+    func token(key: ProviderKey, refreshAfterSeconds: Int64, rejectedGeneration: Int?,
+               mint: (Int64) throws -> String) throws -> (jwt: String, issuedAt: Int64, generation: Int)? {
+        guard let t = try rows.providerToken(teamID: key.teamID, keyID: key.keyID, refreshAfterSeconds: refreshAfterSeconds,
+                                             rejectedGeneration: rejectedGeneration.map(Int64.init), nowSeconds: unixTimeSeconds(), mint: mint) else { return nil }
+        return (t.jwt, t.issuedAt, Int(t.generation))
+    }
+}

@@ -1,0 +1,304 @@
+import Foundation
+import Testing
+import PushSealCrypto
+import PushSealRegistry
+import PushSealServer
+import PushSealSystem
+import PushSealTestSupport
+
+/// The durable outbox on a real PostgreSQL and the native mock APNs (issue 23 "The outbox").
+@Suite(.serialized, .enabled(if: MockAPNs.nativeAvailable, "the native mock APNs is not built (scripts/build-mock-apns.sh)"))
+struct OutboxTests {
+    static let appID = MockAPNs.topic
+
+    struct Fixture {
+        let cs: String
+        let store: ServerStore
+        let outbox: Outbox
+        let tokens: [String: String]
+        let kek: KeyEncryptionKey
+
+        /// A migrated registry with `recipients` registered (v2, development tokens) and an outbox.
+        init(recipients: [String]) throws {
+            let server = try PostgresServer.sharedServer()
+            cs = try server.createDatabase()
+            _ = try PostgresKeyStore.migrate(connectionString: cs)
+            kek = .generate()
+            store = ServerStore(store: try PostgresKeyStore(connectionString: cs, kek: kek, reconnectWaitSeconds: 10))
+            var tokens: [String: String] = [:]
+            for (i, r) in recipients.enumerated() {
+                let token = Hex.encode([UInt8](repeating: UInt8(i + 1), count: 32))
+                let body = try TestGatewayTests.upload(token: token).body
+                _ = try store.importRegistration(try RegistrationUpload(body: body, expectedAppID: OutboxTests.appID), recipient: r,
+                                                 nowMilliseconds: unixTimeMilliseconds() - 10_000)
+                tokens[r] = token
+            }
+            self.tokens = tokens
+            outbox = try Outbox(store: store, configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: OutboxTests.appID), environment: .development))
+        }
+
+        func apns(_ mock: MockAPNs) throws -> APNsProviderConfiguration {
+            var c = APNsClient.Configuration(endpoint: try mock.endpoint())
+            c.reconnectBaseDelaySeconds = 0.01
+            return APNsProviderConfiguration(p8Path: mock.p8Path, keyID: MockAPNs.keyID, teamID: MockAPNs.teamID, client: c)
+        }
+
+        func sql(_ q: String) throws -> String { try PostgresServer.sharedServer().psql(cs, q).trimmingCharacters(in: .whitespacesAndNewlines) }
+
+        /// Waits (polling the database, bounded) until no row is queued or sending.
+        func waitUntilDone(limitSeconds: Double = 60) throws {
+            let start = monotonicNanoseconds()
+            while try sql("SELECT count(*) FROM pushseal_outbox WHERE status IN ('queued', 'sending')") != "0" {
+                guard Double(monotonicNanoseconds() - start) / 1e9 < limitSeconds else { throw MockFailure(description: "the outbox did not empty") }
+                pauseThread(seconds: 0.02)
+            }
+        }
+    }
+
+    static func item(_ recipient: String, _ title: String, extra: [(String, JSONValue)] = []) -> JSONValue {
+        .object(JSONObject([("recipient", .string(recipient)), ("notification", .object(JSONObject([("title", .string(title)), ("body", .string("secret-body-\(title)"))])))] + extra))
+    }
+
+    @Test("accept seals at once: the rows hold no plaintext (pg_dump), per-item errors, idempotency keys")
+    func acceptSealsAndIsIdempotent() throws {
+        let f = try Fixture(recipients: ["alice", "bob"])
+        let items = [Self.item("alice", "Zanzibar-Quokka"), Self.item("nobody", "x"), Self.item("bob", "Yttrium-Walrus", extra: [("collapseId", .string("mine"))]),
+                     .object(JSONObject([("recipient", .string("bob")), ("notification", .string("not an object"))]))]
+        let key = Outbox.IdempotencyKey(scope: "api-key-1", key: "req-1")
+        let hash = try Outbox.requestHash(Array("body-1".utf8))
+        let first = try f.outbox.accept(items, idempotency: (key, hash), nowMs: unixTimeMilliseconds())
+        #expect(!first.replayed && first.items.count == 4)
+        guard case .queued(let aliceID, "alice") = first.items[0], case .queued(let bobID, "bob") = first.items[2] else {
+            Issue.record("items 1 and 3 should be queued: \(first.items)"); return
+        }
+        if case .failed(_, let code, _) = first.items[1] { #expect(code == "noDeviceToken") } else { Issue.record("item 2 should fail") }
+        if case .failed(_, let code, _) = first.items[3] { #expect(code == "invalidNotification") } else { Issue.record("item 4 should fail") }
+        #expect(try f.sql("SELECT count(*) FROM pushseal_outbox") == "2")
+        // A random collapse id by default; the caller's own wins.
+        #expect(try f.sql("SELECT length(collapse_id) FROM pushseal_outbox WHERE id = '\(aliceID)'") == "32")
+        #expect(try f.sql("SELECT collapse_id FROM pushseal_outbox WHERE id = '\(bobID)'") == "mine")
+        #expect(try f.outbox.status(id: aliceID)?.status == "queued")
+        #expect(try f.outbox.status(id: "not-a-uuid") == nil)
+
+        // Same key, same body: the first answer, nothing stored. Another body: refused.
+        let again = try f.outbox.accept(items, idempotency: (key, hash), nowMs: unixTimeMilliseconds())
+        #expect(again.replayed && again.body == first.body && again.items == first.items)
+        #expect(try f.sql("SELECT count(*) FROM pushseal_outbox") == "2")
+        #expect(throws: ServerError(.idempotencyKeyReused, "")) {
+            try f.outbox.accept(items, idempotency: (key, try Outbox.requestHash(Array("body-2".utf8))), nowMs: unixTimeMilliseconds())
+        }
+        // Another caller's key of the same name is its own.
+        #expect(try !f.outbox.accept([Self.item("alice", "Other")], idempotency: (Outbox.IdempotencyKey(scope: "api-key-2", key: "req-1"), hash),
+                                    nowMs: unixTimeMilliseconds()).replayed)
+
+        // The database never holds a readable notification.
+        let dump = try PostgresServer.sharedServer().run("pg_dump", ["-d", f.cs, "--inserts"], asServerUser: false)
+        #expect(dump.contains("pushseal_outbox"))
+        for word in ["Zanzibar", "Quokka", "Yttrium", "Walrus", "secret-body"] { #expect(!dump.contains(word), "\(word) is in the dump") }
+
+        // Cancel a recipient's queued notifications.
+        #expect(try f.outbox.cancel(recipient: "alice", nowMs: unixTimeMilliseconds()) == 2)
+        #expect(try f.outbox.status(id: aliceID)?.status == "failed" && f.outbox.status(id: aliceID)?.reason == "cancelled")
+    }
+
+    @Test("two workers send every row once; a 410 removes the token in the outcome's transaction; past TTL is expired unsent")
+    func twoWorkersSendOnce() throws {
+        let recipients = (0..<20).map { "r\($0)" }
+        let f = try Fixture(recipients: recipients + ["gone"])
+        let mock = try MockAPNs(["unregistered": [f.tokens["gone"] ?? "": unixTimeMilliseconds() + 60_000]], kind: .native)
+        defer { mock.stop() }
+        var ids: [String] = []
+        for round in 0..<10 {
+            let accepted = try f.outbox.accept(recipients.map { Self.item($0, "t\(round)") }, idempotency: nil, nowMs: unixTimeMilliseconds())
+            ids += accepted.items.compactMap { if case .queued(let id, _) = $0 { id } else { nil } }
+        }
+        let gone = try f.outbox.accept([Self.item("gone", "bye")], idempotency: nil, nowMs: unixTimeMilliseconds())
+        guard case .queued(let goneID, _)? = gone.items.first else { Issue.record("gone not queued"); return }
+        // ttl 0 is "now or never": a row claimed a minute later ends expired, unsent.
+        let late = try f.outbox.accept([Self.item("r0", "late", extra: [("ttl", .integer(0))])], idempotency: nil, nowMs: unixTimeMilliseconds() - 120_000)
+        guard case .queued(let lateID, _)? = late.items.first else { Issue.record("late not queued"); return }
+        #expect(ids.count == 200)
+
+        var one = OutboxWorker.Configuration(), two = OutboxWorker.Configuration()
+        one.claimBatch = 7
+        two.claimBatch = 5
+        let w1 = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock), configuration: one)
+        let w2 = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock), configuration: two)
+        try w1.start()
+        try w2.start()
+        try f.waitUntilDone()
+        w1.drain()
+        w2.drain()
+
+        #expect(try f.sql("SELECT count(*) FROM pushseal_outbox WHERE status = 'accepted'") == "200")
+        let seen = try mock.answered()
+        #expect(seen.count == 201, "each row sent once: \(seen.count) requests")
+        #expect(Set(seen.compactMap { $0["apnsId"] as? String }).count == seen.count, "no apns-id twice")
+        let status = try f.outbox.status(id: goneID)
+        #expect(status?.status == "unregistered" && status?.httpStatus == 410 && status?.attempts == 1)
+        #expect(try f.store.deviceTokenStore().deviceTokens(appID: Self.appID, recipient: "gone").isEmpty, "the 410 removed the token")
+        #expect(try f.outbox.status(id: lateID)?.status == "expired")
+        #expect(try f.sql("SELECT count(DISTINCT lease_owner) FROM pushseal_outbox") == "0", "no lease left")
+        let metrics = f.outbox.metrics.snapshot()
+        #expect(metrics.outcomes[OutboxMetrics.Pair(status: "accepted", reason: "")] == 200 && metrics.accepted == 202)
+        // One provider token for both instances, minted once, stored sealed (no JWT in clear).
+        #expect(try f.outbox.rows.providerTokenMints(teamID: MockAPNs.teamID, keyID: MockAPNs.keyID) == 1)
+        #expect(w1.tokens.mintCount + w2.tokens.mintCount == 1)
+        #expect(try !f.sql("SELECT jwt FROM pushseal_provider_tokens").contains("eyJ"))
+    }
+
+    @Test("an idle worker is woken by NOTIFY (its polling interval is 10 minutes); drain with nothing in flight ends it")
+    func notifyWakesAnIdleWorker() throws {
+        let f = try Fixture(recipients: ["n"])
+        let mock = try MockAPNs([:], kind: .native)
+        defer { mock.stop() }
+        var settings = OutboxWorker.Configuration()
+        settings.pollIntervalMs = 600_000
+        let w = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock), configuration: settings)
+        try w.start()
+        // Wait until the worker listens (then it waits for a NOTIFY, or 10 minutes).
+        let start = monotonicNanoseconds()
+        while try f.sql("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'") == "0" {
+            guard monotonicNanoseconds() - start < 30_000_000_000 else { Issue.record("the worker never listened"); break }
+            pauseThread(seconds: 0.01)
+        }
+        let accepted = try f.outbox.accept([Self.item("n", "wake")], idempotency: nil, nowMs: unixTimeMilliseconds())
+        guard case .queued(let id, _)? = accepted.items.first else { Issue.record("not queued"); return }
+        try f.waitUntilDone(limitSeconds: 60)
+        #expect(try f.outbox.status(id: id)?.status == "accepted")
+        let q = try f.outbox.queueStatistics(nowMs: unixTimeMilliseconds())
+        #expect(q.queued == 0 && q.sending == 0 && q.oldestQueuedAgeMs == 0)
+        w.drain()
+        #expect(w.isStopped)
+    }
+
+    @Test("a dead instance's rows: resent when they have a collapse id, failed mayHaveBeenDelivered without")
+    func reaperRespectsCollapseIDs() throws {
+        let f = try Fixture(recipients: ["a", "b"])
+        let mock = try MockAPNs([:], kind: .native)
+        defer { mock.stop() }
+        let accepted = try f.outbox.accept([Self.item("a", "one"), Self.item("b", "two", extra: [("collapseId", .null)])], idempotency: nil, nowMs: unixTimeMilliseconds())
+        let ids = accepted.items.compactMap { if case .queued(let id, _) = $0 { id } else { nil } }
+        #expect(ids.count == 2)
+        // An instance claims both and dies (its lease expires).
+        let claimed = try f.outbox.rows.claim(owner: "dead", limit: 10, leaseMs: 1, nowMs: unixTimeMilliseconds() - 1000)
+        #expect(claimed.count == 2 && claimed.allSatisfy(\.authentic))
+        #expect(try f.outbox.rows.claim(owner: "other", limit: 10, leaseMs: 60_000, nowMs: unixTimeMilliseconds()).isEmpty, "a leased row is not claimed again")
+        let w = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock))
+        try w.start()
+        try f.waitUntilDone()
+        w.drain()
+        #expect(try f.outbox.status(id: ids[0])?.status == "accepted" && f.outbox.status(id: ids[0])?.sends == 2)
+        let noCollapse = try f.outbox.status(id: ids[1])
+        #expect(noCollapse?.status == "failed" && noCollapse?.reason == "mayHaveBeenDelivered")
+        #expect(try mock.answered().count == 1, "only the row with a collapse id was sent again")
+
+        // A row changed without the KEK is never sent.
+        let more = try f.outbox.accept([Self.item("a", "three")], idempotency: nil, nowMs: unixTimeMilliseconds())
+        guard case .queued(let id3, _)? = more.items.first else { return }
+        _ = try f.sql("UPDATE pushseal_outbox SET device_token = 'ffff' WHERE id = '\(id3)'")
+        let w2 = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock))
+        try w2.start()
+        try f.waitUntilDone()
+        w2.drain()
+        #expect(try f.outbox.status(id: id3)?.reason == "rowAuthenticationFailed" && mock.answered().count == 1)
+    }
+
+    /// The outbox-stress helper next to the test binary.
+    static var stressBinary: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: exe)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("outbox-stress").path) { return url.appendingPathComponent("outbox-stress").path }
+        }
+        return "outbox-stress"
+    }
+
+    @Test("a worker process SIGKILLed mid-run: another takes over, nothing lost, nothing resent without a collapse id")
+    func killedWorkerLosesNothing() throws {
+        let recipients = (0..<20).map { "k\($0)" }
+        let f = try Fixture(recipients: recipients)
+        let mock = try MockAPNs([:], kind: .native)
+        defer { mock.stop() }
+        // 2,000 rows: a quarter without a collapse id.
+        var ids: [String] = []
+        for round in 0..<100 {
+            let items = recipients.enumerated().map { i, r in Self.item(r, "m\(round)", extra: i % 4 == 0 ? [("collapseId", .null)] : []) }
+            ids += try f.outbox.accept(items, idempotency: nil, nowMs: unixTimeMilliseconds()).items.compactMap { if case .queued(let id, _) = $0 { id } else { nil } }
+        }
+        #expect(ids.count == 2000)
+        let dir = try TemporaryDirectory("outbox-kill")
+        defer { dir.remove() }
+        let kekPath = dir.appending("kek").path
+        var line = f.kek.hexLine()
+        defer { SecretBytes.wipe(&line) }
+        #expect(FileManager.default.createFile(atPath: kekPath, contents: Data(line), attributes: [.posixPermissions: 0o600]))
+        let child = try PipedChild([Self.stressBinary, f.cs, kekPath, Self.appID, "127.0.0.1:\(mock.port)", mock.caFile, mock.p8Path,
+                                    MockAPNs.keyID, MockAPNs.teamID, "1000"])
+        #expect(child.readLine()?.hasPrefix("started") == true)
+        // Kill it while it sends (some accepted, most not).
+        let start = monotonicNanoseconds()
+        while try Int(f.sql("SELECT count(*) FROM pushseal_outbox WHERE status = 'accepted'")) ?? 0 < 100 {
+            guard monotonicNanoseconds() - start < 60_000_000_000 else { break }
+            pauseThread(seconds: 0.005)
+        }
+        kill(child.pid, SIGKILL)
+        #expect(child.finish().status == 128 + SIGKILL)
+        let sentBefore = try mock.answered().count
+        #expect(sentBefore < 2000, "the kill came mid-run")
+
+        // Another instance takes over once the leases expire.
+        var settings = OutboxWorker.Configuration()
+        settings.leaseMs = 1000
+        let w = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock), configuration: settings)
+        try w.start()
+        try f.waitUntilDone(limitSeconds: 120)
+        w.drain()
+
+        // Every row has one final status: accepted, or failed mayHaveBeenDelivered (no collapse id, in flight at the kill).
+        let counts = try f.sql("SELECT k || '=' || count(*) FROM (SELECT status || ':' || coalesce(reason, '') || ':' || (collapse_id IS NULL) AS k FROM pushseal_outbox) t GROUP BY k ORDER BY k")
+        for row in counts.split(separator: "\n") {
+            #expect(row.hasPrefix("accepted::") || row.hasPrefix("failed:mayHaveBeenDelivered:true="), "\(row)")
+        }
+        print("outbox kill test: \(counts.split(separator: "\n").joined(separator: ", ")); mock requests before the kill \(sentBefore)")
+        // The mock never took a notification without a collapse id twice.
+        let noCollapse = Set(try f.sql("SELECT apns_id FROM pushseal_outbox WHERE collapse_id IS NULL").split(separator: "\n").map(String.init))
+        var seen: [String: Int] = [:]
+        for r in try mock.answered() { if let id = r["apnsId"] as? String { seen[id, default: 0] += 1 } }
+        let twice = seen.filter { $0.value > 1 }
+        #expect(twice.keys.allSatisfy { !noCollapse.contains($0) }, "resent without a collapse id: \(twice.filter { noCollapse.contains($0.key) })")
+        // Every accepted row reached the mock.
+        let accepted = try f.sql("SELECT apns_id FROM pushseal_outbox WHERE status = 'accepted'").split(separator: "\n").map(String.init)
+        #expect(accepted.allSatisfy { seen[$0] != nil })
+    }
+
+    @Test("SIGTERM drains a worker process: it exits 0 and holds no lease; what it sent is recorded")
+    func sigtermDrains() throws {
+        let recipients = (0..<20).map { "d\($0)" }
+        let f = try Fixture(recipients: recipients)
+        let mock = try MockAPNs([:], kind: .native)
+        defer { mock.stop() }
+        for round in 0..<25 { _ = try f.outbox.accept(recipients.map { Self.item($0, "s\(round)") }, idempotency: nil, nowMs: unixTimeMilliseconds()) }
+        let dir = try TemporaryDirectory("outbox-term")
+        defer { dir.remove() }
+        let kekPath = dir.appending("kek").path
+        var line = f.kek.hexLine()
+        defer { SecretBytes.wipe(&line) }
+        #expect(FileManager.default.createFile(atPath: kekPath, contents: Data(line), attributes: [.posixPermissions: 0o600]))
+        let child = try PipedChild([Self.stressBinary, f.cs, kekPath, Self.appID, "127.0.0.1:\(mock.port)", mock.caFile, mock.p8Path,
+                                    MockAPNs.keyID, MockAPNs.teamID, "60000"])
+        #expect(child.readLine()?.hasPrefix("started") == true)
+        let start = monotonicNanoseconds()
+        while try f.sql("SELECT count(*) FROM pushseal_outbox WHERE status <> 'queued'") == "0" {
+            guard monotonicNanoseconds() - start < 60_000_000_000 else { break }
+            pauseThread(seconds: 0.005)
+        }
+        kill(child.pid, SIGTERM)
+        #expect(child.finish().status == 0)
+        // Nothing left under a lease: every row is final or queued for the next instance.
+        #expect(try f.sql("SELECT count(*) FROM pushseal_outbox WHERE status = 'sending'") == "0")
+        let accepted = Int(try f.sql("SELECT count(*) FROM pushseal_outbox WHERE status = 'accepted'")) ?? -1
+        #expect(accepted == (try mock.answered().count), "every request the mock answered has its outcome recorded")
+    }
+}

@@ -1,0 +1,1 @@
+../PushSealAPNsTests/PostgresServer.swift
