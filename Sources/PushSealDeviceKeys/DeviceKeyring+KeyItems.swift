@@ -47,7 +47,14 @@ extension DeviceKeyring {
     /// - Throws: `KeysError` `.keyRolledBack` (no manifest, no entry, another digest),
     ///   `.corruptKey` (a damaged manifest); `KeychainError`.
     func checkManifest(_ kind: DeviceKeyKind, keyID: String, appID: String, data: SecretBytes) throws {
-        guard let manifest = try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: accessGroup) else {
+        var held = try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: accessGroup)
+        // A write killed between its manifest writes left two accepted states: the next open
+        // finishes it first (security review G3), so an old copy put back later stays refused.
+        if held?.entries.contains(where: { $0.previousDigest != nil }) == true,
+           (try? DeviceKeyItem.finishInterruptedWrites(appID: appID, in: keychain, accessGroup: accessGroup)) == true {
+            held = try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: accessGroup)
+        }
+        guard let manifest = held else {
             throw KeysError(.keyRolledBack, "\(appID) has no key manifest, so its key item \(keyID) is not vouched for (written around the toolkit, by an earlier 0.2.0 development build, or the manifest was removed): re-provision the device")
         }
         guard let entry = manifest.entry(kind, keyID: keyID) else {

@@ -197,22 +197,22 @@ extension KeyStore {
             var counterUpdates: [(query: ItemQuery, data: SecretBytes)] = []
             for f in fresh {
                 var ks = f.keyset
-                let stored = try GenerationCounters.storedGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
-                ks.generation = max(ks.generation, stored) &+ 1
+                let present = try GenerationCounters.presentGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
+                ks.generation = max(ks.generation, present ?? 0) &+ 1
                 var bytes = ks.encode()
                 items.append(NewItem(service: KeychainNames.service(appID: ks.appID), account: ks.recipient, label: "PushSeal keyset", accessGroup: accessGroup,
                                      accessibility: accessibility, data: SecretBytes(copying: bytes)))
                 SecretBytes.wipe(&bytes)
-                if stored == 0 {
+                // A missing counter is added first, at 0, and raised after the items (G10).
+                if present == nil {
                     counterAdds.append(NewItem(service: KeychainNames.generationService(appID: ks.appID), account: ks.recipient, label: "PushSeal keyset generation",
-                                               accessGroup: accessGroup, accessibility: accessibility, data: Self.generationBytes(ks.generation)))
-                } else {
-                    counterUpdates.append((generationQuery(ks), Self.generationBytes(ks.generation)))
+                                               accessGroup: accessGroup, accessibility: accessibility, data: Self.generationBytes(0)))
                 }
+                counterUpdates.append((generationQuery(ks), Self.generationBytes(ks.generation)))
             }
+            try keychain.addItems(counterAdds)
             try keychain.addItems(items)
             try keychain.updateData(counterUpdates)
-            try keychain.addItems(counterAdds)
             for f in fresh {
                 for e in f.events { try writeAudit(e, appID: f.keyset.appID, recipient: f.keyset.recipient, to: sink) }
                 added.insert(f.index)
