@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "PushSealRegistry", targets: ["PushSealRegistry"]),
         .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", targets: ["PushSealMediaFetch"]),
+        .library(name: "PushSealRegistrationTokens", targets: ["PushSealRegistrationTokens"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
@@ -69,6 +70,8 @@ let package = Package(
         .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealMediaFetch", "PushSealJSON", "PushSealSystem"]),
         // The keychain-backed key providers (SealingKeyProvider, NotificationKeyProvider) and the keys' fallback reasons.
         .target(name: "PushSealKeyProviders", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealJSON", "PushSealSystem"]),
+        // Registration tokens (HS256 JWTs a backend mints for one recipient; the gateway verifies them): no CLI code.
+        .target(name: "PushSealRegistrationTokens", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
         // CLI support (arguments, help, output, errors): System and JSON only.
         .target(name: "PushSealCLI", dependencies: ["PushSealSystem", "PushSealJSON"]),
         // The extension's media network side: libcurl's C API through CCurlLazy, no Foundation.
@@ -83,7 +86,7 @@ let package = Package(
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
-        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
+        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealRegistrationTokens", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
@@ -110,6 +113,7 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealRegistrationTokensTests", dependencies: ["PushSealRegistrationTokens", "PushSealCrypto", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -201,10 +201,26 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         }
     }
 
+    /// The app's pinned sender key ids (kind 3 items, whatever their status), or the refusal.
+    private static func pinnedSenderKeyIDs(appID: String) throws -> [String] {
+        switch PushSealDeviceKeys.pinnedSenderKeyIDs(appID: appID) {
+        case .success(let ids): return ids
+        case .failure(let failure) where failure.code == "keyRolledBack" || failure.code == "corruptKey": throw Refusal(failure.code)
+        case .failure(let failure): throw Refusal("keychain:\(failure.status ?? errSecParam)")
+        }
+    }
+
     // MARK: Version 1 (FORMAT.md §7 "Open")
 
     private func openV1(_ box: Data, algorithm: String, keyID: String, appID: String, now: Int64) throws -> (bytes: Data, keys: [PushSealKeyRecord]) {
         let record = try Self.usableKey(.v1Key, keyID: keyID, appID: appID, now: now, notFound: "unknownKeyID")
+        // Security review G2: once the app pinned a sender key, version 1 is a downgrade unless
+        // the v1 key is kept with an end date (decryptOnly with notAfter: the migration window
+        // PushSealDeviceKeys.pinSender opens); its iat must also be before the retirement (below).
+        if !(try Self.pinnedSenderKeyIDs(appID: appID)).isEmpty,
+           record.status != .decryptOnly || record.notAfter == PushSealKeyLayout.noTime {
+            throw Refusal("downgradeRefused")
+        }
         guard record.keyBytes.count == PushSealWire.keyByteCount else { throw Refusal("invalidKey") }
         let aad = PushSealWire.aadV1(algorithm: algorithm, keyID: keyID, appID: appID)
         do {
@@ -222,12 +238,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
     private func openV2(_ box: Data, algorithm: String, keyID: String, senderKeyID: String?, appID: String,
                         now: Int64) throws -> (bytes: Data, keys: [PushSealKeyRecord]) {
         // Step 2, sender policy, from the pinned sender keys (kind 3 items) of this app.
-        let pinned: [String]
-        switch PushSealDeviceKeys.pinnedSenderKeyIDs(appID: appID) {
-        case .success(let ids): pinned = ids
-        case .failure(let failure) where failure.code == "keyRolledBack" || failure.code == "corruptKey": throw Refusal(failure.code)
-        case .failure(let failure): throw Refusal("keychain:\(failure.status ?? errSecParam)")
-        }
+        let pinned = try Self.pinnedSenderKeyIDs(appID: appID)
         var senderRecord: PushSealKeyRecord?
         if senderKeyID == nil {
             // Base mode: refused once the app pinned any sender key.

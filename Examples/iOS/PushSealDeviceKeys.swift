@@ -580,7 +580,9 @@ enum PushSealDeviceKeys {
     }
 
     /// Deletes v1 and v2 key items whose grace window is over: decryptOnly or disabled with
-    /// `notAfter` ≤ now, and disabled keys without `notAfter` retired more than a grace ago.
+    /// `notAfter` ≤ now, and disabled keys without `notAfter` retired more than a grace ago; and
+    /// unpins retired sender keys after their `notAfter` (G15). A revoked (disabled) sender pin
+    /// stays, so the same key is never pinned again.
     /// - Returns: the key ids deleted.
     static func prune(appID: String, now: Int64 = unixNow(), graceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws -> [String] {
         var pruned: [String] = []
@@ -593,45 +595,105 @@ enum PushSealDeviceKeys {
                 pruned.append(keyID)
             }
         }
+        for (keyID, record) in try records(.senderKey, appID: appID)
+        where record.status == .decryptOnly && record.notAfter != PushSealKeyLayout.noTime && record.notAfter <= now {
+            try delete(.senderKey, keyID: keyID, appID: appID)
+            pruned.append(keyID)
+        }
         return pruned
     }
 
     // MARK: Pinned sender keys (FORMAT.md §V.6, §V.7 step 2)
 
-    /// The sender key record the server publishes.
+    /// The sender key record the server publishes (FORMAT.md §V.6). `status`, `retiredAt` and
+    /// `notAfter` are optional (older servers omit them; security review G15): `pending` (published
+    /// ahead of a rotation, not sealing yet), `primary` (sealing), `decryptOnly` (retired at
+    /// `retiredAt`, accepted for messages sealed before it until `notAfter`).
     struct SenderKeyRecord: Codable, Sendable {
         var format: String
         var version: Int
         var appId: String
         var senderKeyId: String
         var publicKey: String
+        var status: String?
+        var retiredAt: Int64?
+        var notAfter: Int64?
     }
 
-    /// Pins a sender public key (kind 3, status primary) from a `pushseal-sender-key` record.
-    /// Several may be pinned at once (sender key rotation: pin the new one before the server
-    /// switches). Refuses another app id, a bad key id, a key that is not 32 bytes, and a
-    /// low-order point (X25519 with any private key gives all zero: RFC 9180 §7.1.4).
+    /// Pins a sender public key (kind 3) from a `pushseal-sender-key` record. Several may be
+    /// pinned at once (a staged rotation publishes the next key before the server switches to
+    /// it). Refuses another app id, a bad key id, a key that is not 32 bytes, and a low-order
+    /// point (X25519 with any private key gives all zero: RFC 9180 §7.1.4).
+    ///
+    /// Status (G15): `pending`, `primary` or none → pinned `primary` (it verifies); `decryptOnly`
+    /// → pinned `decryptOnly` with the record's `retiredAt`, and an end this device measures
+    /// itself (G14): the earlier of the record's `notAfter` and now + `graceSeconds` (device
+    /// clock), so a retired key never verifies for longer than the grace after this device
+    /// learned of its retirement, whatever the sender claims. A pin's status only moves forward
+    /// (`primary` → `decryptOnly` → `disabled`); a revoked (disabled) pin stays disabled.
+    ///
+    /// Version 1 (G2): pinning a sender key ends the app's version 1 keys — each pending or
+    /// primary v1 key becomes `decryptOnly`, retired now, until now + `v1GraceSeconds` — so v1
+    /// payloads open only inside that migration window and only if sealed before the pin;
+    /// after it, only auth-mode payloads by a pinned sender open.
     /// - Returns: the sender key id.
     /// - Throws: `Failure` `malformedRecord`, `wrongAppID`, `invalidKeyID`, `invalidKey`,
     ///   `lowOrderPoint`, `duplicateKeyID` (same id, other bytes), `keychain`.
-    static func pinSender(recordJSON: Data, appID: String, now: Int64 = unixNow()) throws -> String {
+    static func pinSender(recordJSON: Data, appID: String, now: Int64 = unixNow(),
+                          graceSeconds: Int64 = PushSealKeyLayout.graceSeconds,
+                          v1GraceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws -> String {
         guard let record = try? JSONDecoder().decode(SenderKeyRecord.self, from: recordJSON),
               record.format == "pushseal-sender-key", record.version == 2 else { throw Failure("malformedRecord") }
         guard record.appId == appID else { throw Failure("wrongAppID") }
         guard PushSealWire.isValidKeyID(record.senderKeyId) else { throw Failure("invalidKeyID") }
+        let published: PushSealKeyStatus
+        switch record.status {
+        case nil, "pending", "primary": published = .primary
+        case "decryptOnly": published = .decryptOnly
+        default: throw Failure("malformedRecord")
+        }
         guard let publicKey = PushSealWire.decodeBase64(record.publicKey), publicKey.count == PushSealWire.keyByteCount,
               let point = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: publicKey) else { throw Failure("invalidKey") }
         // A fresh scalar times a low-order point is the neutral element: all-zero output (or a
         // thrown error, which CryptoKit may give for it instead).
         guard let probe = try? Curve25519.KeyAgreement.PrivateKey().sharedSecretFromKeyAgreement(with: point),
               !PushSealWire.isAllZero(probe) else { throw Failure("lowOrderPoint") }
-        if let pinned = try existing(.senderKey, keyID: record.senderKeyId, appID: appID) {
-            guard pinned.keyBytes == publicKey else { throw Failure("duplicateKeyID") }
-            return record.senderKeyId  // already pinned; a status only moves forward
+        var pin = PushSealKeyRecord(kind: .senderKey, status: published, createdAt: now, keyBytes: publicKey)
+        if published == .decryptOnly {
+            pin.retiredAt = min(record.retiredAt ?? now, now)
+            pin.notAfter = min(record.notAfter ?? Int64.max, now + graceSeconds)
         }
-        try store(PushSealKeyRecord(kind: .senderKey, status: .primary, createdAt: now, keyBytes: publicKey),
-                  keyID: record.senderKeyId, appID: appID)
+        if let held = try existing(.senderKey, keyID: record.senderKeyId, appID: appID) {
+            guard held.keyBytes == publicKey else { throw Failure("duplicateKeyID") }
+            if held.status >= pin.status {
+                pin = held  // a status only moves forward; the device-measured end is kept
+            } else {
+                pin.createdAt = held.createdAt
+            }
+        }
+        try store(pin, keyID: record.senderKeyId, appID: appID)
+        try endVersion1(appID: appID, now: now, graceSeconds: v1GraceSeconds)
         return record.senderKeyId
+    }
+
+    /// The migration window's end (G2): every pending or primary v1 key of `appID` becomes
+    /// `decryptOnly`, retired `now`, until `now + graceSeconds` (0: ends now). Called by
+    /// `pinSender`; a v1 key still primary once a sender key is pinned is refused
+    /// (`downgradeRefused`) by the extension.
+    static func endVersion1(appID: String, now: Int64 = unixNow(), graceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws {
+        for (keyID, var record) in try records(.v1Key, appID: appID) where record.status <= .primary {
+            record.status = .decryptOnly
+            record.retiredAt = now
+            record.notAfter = now + max(0, graceSeconds)
+            try store(record, keyID: keyID, appID: appID)
+        }
+    }
+
+    /// The sender key ids this device would accept now (pinned `primary`, or `decryptOnly` before
+    /// its end), for the registration upload's `pinnedSenderKeyIds` (the server counts who is
+    /// ready for a rotation: `push-keys sender status`).
+    static func usableSenderKeyIDs(appID: String, now: Int64 = unixNow()) throws -> [String] {
+        try records(.senderKey, appID: appID).filter { $0.record.refusal(now: now) == nil }.map(\.keyID).sorted()
     }
 
     // MARK: Version 1 keys from the server (docs/keys.md "Provisioning")

@@ -1,12 +1,13 @@
 // PushSeal registration on a real iPhone (app target only; iOS 17+): the app uploads its
-// version 2 registration record (FORMAT.md §V.6) together with its APNs device token to THE
-// APP'S OWN authenticated API, and rotates its key in the background every 30 days.
+// version 2 registration record (FORMAT.md §V.6) with its APNs device token and the sender key
+// ids it has pinned (POST devices), pins the server's sender keys (GET sender-keys) and applies
+// revocations (GET revocations), at the moments docs/registration.md's lifecycle names.
 //
-// PushSeal has no server of its own and no registration service: the endpoint below is a
-// placeholder for your backend (which imports the record with PushSeal's server library, see
-// Examples/server), and the bearer token comes from your app's own login. The record holds no
-// secret; the private key never leaves the keychain (PushSealDeviceKeys.swift).
-// It cannot be compiled on Linux; `swiftc -parse` checks its syntax.
+// The endpoints are the gateway's (`POST /v1/devices`, `GET /v1/sender-keys`,
+// `GET /v1/revocations`) or your backend's. POST devices is authorized by a registration token
+// (docs/registration.md): your backend mints it after its own login for the recipient IT chose,
+// and the app passes it as the bearer. The record holds no secret; the private key never leaves
+// the keychain (PushSealDeviceKeys.swift).
 import BackgroundTasks
 import Foundation
 import os
@@ -16,12 +17,14 @@ struct PushSealRegistration: Sendable {
     struct Configuration: Sendable {
         /// The app's bundle id, which is also the APNs topic and the app id of the records.
         var appID: String
-        /// YOUR backend, e.g. `https://api.example.com/v1/pushseal/` (placeholder: not a PushSeal
-        /// service). POST `devices` takes a registration; GET `sender-keys` and `revocations`
-        /// return arrays of records (see README.md "Registration end to end").
+        /// The gateway (or your backend), e.g. `https://push.example.com/v1/`: POST `devices`
+        /// takes the upload; GET `sender-keys` and `revocations` return JSON arrays of records
+        /// (FORMAT.md §V.6, §V.12).
         var apiBaseURL: URL
-        /// A bearer token from the app's own login (OAuth, session token, …), fetched fresh for
-        /// each request. Never a PushSeal key.
+        /// The bearer of each request, fetched fresh: for POST `devices` a registration token
+        /// your backend minted for this installation after the app's login (docs/registration.md;
+        /// `push-keys registration-token` or any JWT library), for the GETs whatever the
+        /// endpoint asks (the same token does). Never a PushSeal key.
         var bearerToken: @Sendable () async throws -> String
     }
 
@@ -35,17 +38,21 @@ struct PushSealRegistration: Sendable {
     let configuration: Configuration
 
     /// The JSON body of POST `devices`: the record exactly as FORMAT.md §V.6 gives it, the APNs
-    /// device token in hex (as APNs' HTTP/2 API takes it in the path), and the environment the
-    /// token belongs to.
+    /// device token in hex (as APNs' HTTP/2 API takes it in the path), the environment the
+    /// token belongs to, and the sender key ids this device accepts now (so the server counts
+    /// who is ready before it promotes a new sender key: `push-keys sender status`). What
+    /// `push-keys register` and the gateway accept (docs/registration.md).
     struct Upload: Encodable {
         var registration: PushSealDeviceKeys.RegistrationRecord
         var apnsDeviceToken: String
         /// `development` (Xcode builds) or `production` (TestFlight, App Store).
         var apnsEnvironment: String
+        var pinnedSenderKeyIds: [String]
     }
 
-    /// Uploads `record` with `deviceToken`; returns when the server answered 2xx (it has imported
-    /// the public key and maps it to this installation, so it may seal to it from now on).
+    /// Uploads `record` with `deviceToken` and the pinned sender key ids; returns when the server
+    /// answered 2xx (it has imported the public key and maps it to this installation, so it
+    /// may seal to it from now on).
     /// - Throws: `Failure`, `URLError`, or what `bearerToken` throws.
     func register(_ record: PushSealDeviceKeys.RegistrationRecord, deviceToken: Data) async throws {
         #if DEBUG
@@ -55,8 +62,9 @@ struct PushSealRegistration: Sendable {
         #endif
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let pinned = try PushSealDeviceKeys.usableSenderKeyIDs(appID: configuration.appID)
         let body = try encoder.encode(Upload(registration: record, apnsDeviceToken: PushSealWire.hexString(deviceToken),
-                                             apnsEnvironment: environment))
+                                             apnsEnvironment: environment, pinnedSenderKeyIds: pinned))
         _ = try await send("devices", method: "POST", body: body)
     }
 
@@ -100,35 +108,103 @@ struct PushSealRegistration: Sendable {
     }
 }
 
-/// Key lifecycle of the app: first registration, registration again when the APNs device token
-/// changes, and rotation every 30 days with `BGAppRefreshTask`.
+/// Key lifecycle of the app (docs/registration.md "The app's lifecycle"):
+/// - first registration and every registration (`deviceTokenDidChange`): pin the sender keys,
+///   apply revocations, then upload — so the first push after install already decrypts;
+/// - app launch (`appDidLaunch`): the same refresh at most once a day;
+/// - a background "keys changed" push (`handleKeysChangedPush`): the refresh at once;
+/// - every 30 days (`BGAppRefreshTask`): device key rotation, then the refresh;
+/// - after a refresh that changed the pins, the registration is uploaded again so the server
+///   knows this device is ready for the next sender key; retired sender keys are unpinned after
+///   their `notAfter` (`PushSealDeviceKeys.prune`).
 ///
 /// Order of a rotation (never a moment without a key the server can seal to and the device can
-/// open): make the new pair (pending) → register it → promote it (the older key becomes
-/// decryptOnly for 30 days, retired now) → prune keys past their grace. If the upload fails,
-/// the old key stays primary and the pending one is registered again next time.
+/// open; security review G13): make the new pair (pending) → register it → only once the
+/// server accepted it, promote it (the older key becomes decryptOnly for 30 days, retired now)
+/// → prune keys past their grace. If the upload fails, the old key stays primary and the
+/// pending one is registered again next time.
 enum PushSealKeyLifecycle {
-    /// `BGTaskSchedulerPermittedIdentifiers` entry of the app's Info.plist (README.md).
-    static let rotationTaskIdentifier = "com.example.app.pushseal.rotate"
+    /// The background task's identifier: `<bundle id>.pushseal.rotate`, derived from the app's
+    /// bundle id, to be listed in Info.plist's `BGTaskSchedulerPermittedIdentifiers`
+    /// (App-Info.plist-snippet.xml). `registerBackgroundRotation` throws when it is not.
+    static var rotationTaskIdentifier: String { (Bundle.main.bundleIdentifier ?? "unknown-bundle-id") + rotationTaskSuffix }
+    /// What follows the bundle id in ``rotationTaskIdentifier``.
+    static let rotationTaskSuffix = ".pushseal.rotate"
     /// 30 days, in seconds.
     static let rotationPeriodSeconds: TimeInterval = 30 * 24 * 60 * 60
+    /// At most one refresh on launch per day, in seconds.
+    static let launchRefreshIntervalSeconds: Int64 = 24 * 60 * 60
+    /// The member of a background push (`content-available: 1`) that says the app's sender keys
+    /// or revocations changed: `{"aps":{"content-available":1},"pushsealKeysChanged":1}`.
+    static let keysChangedPushKey = "pushsealKeysChanged"
     /// Where the app keeps its APNs device token between launches (not a secret).
     static let deviceTokenDefaultsKey = "PushSealAPNsDeviceToken"
+    /// When the last refresh succeeded (Unix seconds, device clock).
+    static let lastRefreshDefaultsKey = "PushSealLastKeyRefresh"
     private static let log = Logger(subsystem: "pushseal", category: "registration")
 
+    /// Why the lifecycle cannot run: `taskIdentifierNotPermitted` (Info.plist lacks the
+    /// identifier, or iOS refused it) — a configuration error the app must surface, not swallow.
+    struct Problem: Error, CustomStringConvertible {
+        let code: String
+        let identifier: String
+        var description: String { "\(code): \(identifier) (add it to BGTaskSchedulerPermittedIdentifiers)" }
+    }
+
     /// Call from `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`: remembers the
-    /// token and registers the current key with it (a first launch makes the key).
-    static func deviceTokenDidChange(_ token: Data, registration: PushSealRegistration) async {
+    /// token, pins the sender keys and applies revocations, then registers the current key with
+    /// it (a first launch makes the key). Throws so the app sees a failed registration.
+    static func deviceTokenDidChange(_ token: Data, registration: PushSealRegistration) async throws {
         UserDefaults.standard.set(token, forKey: deviceTokenDefaultsKey)
+        try await refreshKeys(registration: registration, now: PushSealDeviceKeys.unixNow(), reRegister: false)
+        try await registerCurrentKey(registration: registration, deviceToken: token)
+    }
+
+    /// Call from `application(_:didFinishLaunchingWithOptions:)` (after
+    /// `registerBackgroundRotation`): refreshes the sender keys and revocations if the last
+    /// refresh is more than a day old.
+    /// - Returns: whether a refresh ran.
+    @discardableResult
+    static func appDidLaunch(registration: PushSealRegistration, now: Int64 = PushSealDeviceKeys.unixNow()) async throws -> Bool {
+        let last = Int64(UserDefaults.standard.integer(forKey: lastRefreshDefaultsKey))
+        guard last == 0 || now - last >= launchRefreshIntervalSeconds || now < last else { return false }
+        try await refreshKeys(registration: registration, now: now, reRegister: true)
+        return true
+    }
+
+    /// Call from `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)`: a push
+    /// carrying ``keysChangedPushKey`` refreshes the sender keys and revocations at once.
+    /// - Returns: `nil` when the push is not a "keys changed" push; else whether it succeeded.
+    static func handleKeysChangedPush(_ userInfo: [AnyHashable: Any], registration: PushSealRegistration) async -> Bool? {
+        guard userInfo[keysChangedPushKey] != nil else { return nil }
         do {
-            try await registerCurrentKey(registration: registration, deviceToken: token)
+            try await refreshKeys(registration: registration, now: PushSealDeviceKeys.unixNow(), reRegister: true)
+            return true
         } catch {
-            log.error("stage=register event=failed error=\(String(describing: error), privacy: .public)")
+            log.error("stage=keysChanged event=failed error=\(String(describing: error), privacy: .public)")
+            return false
+        }
+    }
+
+    /// Pins the published sender keys (new ones, and new statuses of known ones), applies the
+    /// revocation list, unpins sender keys past their `notAfter`; with `reRegister`, uploads the
+    /// registration again when the usable pins changed (so the server counts this device ready).
+    static func refreshKeys(registration: PushSealRegistration, now: Int64, reRegister: Bool) async throws {
+        let appID = registration.configuration.appID
+        let before = try PushSealDeviceKeys.usableSenderKeyIDs(appID: appID, now: now)
+        _ = try await registration.refreshSenderKeys()
+        _ = try await registration.refreshRevocations()
+        _ = try PushSealDeviceKeys.prune(appID: appID, now: now)
+        UserDefaults.standard.set(Int(now), forKey: lastRefreshDefaultsKey)
+        let after = try PushSealDeviceKeys.usableSenderKeyIDs(appID: appID, now: now)
+        if reRegister, after != before, let token = UserDefaults.standard.data(forKey: deviceTokenDefaultsKey) {
+            try await registerCurrentKey(registration: registration, deviceToken: token)
         }
     }
 
     /// Registers the newest key (pending if a rotation is under way, else primary); makes one
-    /// when the app has none. Promotes it once the server accepted it.
+    /// when the app has none. Promotes it only once the server accepted it (G13: the old key
+    /// keeps opening until then).
     static func registerCurrentKey(registration: PushSealRegistration, deviceToken: Data) async throws {
         let appID = registration.configuration.appID
         let keys = try PushSealDeviceKeys.list(appID: appID).filter { $0.kind == PushSealKeyKind.v2DeviceKey.label }
@@ -148,16 +224,25 @@ enum PushSealKeyLifecycle {
         let hasPending = try PushSealDeviceKeys.list(appID: appID)
             .contains { $0.kind == PushSealKeyKind.v2DeviceKey.label && $0.status == PushSealKeyStatus.pending.name }
         if !hasPending { _ = try PushSealDeviceKeys.rotate(appID: appID) }
+        try await refreshKeys(registration: registration, now: PushSealDeviceKeys.unixNow(), reRegister: false)
         try await registerCurrentKey(registration: registration, deviceToken: token)
         _ = try PushSealDeviceKeys.prune(appID: appID)
-        _ = try await registration.refreshSenderKeys()
-        _ = try await registration.refreshRevocations()
     }
 
     /// Call once from `application(_:didFinishLaunchingWithOptions:)`, before it returns (as
     /// BGTaskScheduler requires), then `scheduleRotation()`.
-    static func registerBackgroundRotation(registration: PushSealRegistration) {
-        let registered = BGTaskScheduler.shared.register(forTaskWithIdentifier: rotationTaskIdentifier, using: nil) { task in
+    /// - Throws: `Problem` `taskIdentifierNotPermitted` when Info.plist's
+    ///   `BGTaskSchedulerPermittedIdentifiers` lacks ``rotationTaskIdentifier`` or iOS refuses
+    ///   it: without the task no key rotation and no sender key refresh ever run in the
+    ///   background, so do not ignore it (assert in debug builds, report it in release).
+    static func registerBackgroundRotation(registration: PushSealRegistration) throws {
+        let identifier = rotationTaskIdentifier
+        let permitted = Bundle.main.object(forInfoDictionaryKey: "BGTaskSchedulerPermittedIdentifiers") as? [String] ?? []
+        guard permitted.contains(identifier) else {
+            log.error("stage=rotate event=notPermitted identifier=\(identifier, privacy: .public)")
+            throw Problem(code: "taskIdentifierNotPermitted", identifier: identifier)
+        }
+        let registered = BGTaskScheduler.shared.register(forTaskWithIdentifier: identifier, using: nil) { task in
             let completion = TaskCompletion(task)
             let work = Task {
                 do {
@@ -174,7 +259,7 @@ enum PushSealKeyLifecycle {
             }
             scheduleRotation()  // the next one, 30 days on
         }
-        if !registered { log.error("stage=rotate event=notPermitted identifier=\(rotationTaskIdentifier, privacy: .public)") }
+        guard registered else { throw Problem(code: "taskIdentifierNotPermitted", identifier: identifier) }
     }
 
     /// Asks iOS to run the rotation task no earlier than 30 days from now (iOS picks the moment).
