@@ -11,50 +11,59 @@
 import BackgroundTasks
 import Foundation
 import os
+@_exported import PushSealDevice
 
 /// Talks to the app's own API: registration upload, sender key and revocation download.
-struct PushSealRegistration: Sendable {
-    struct Configuration: Sendable {
+public struct PushSealRegistration: Sendable {
+    public struct Configuration: Sendable {
         /// The app's bundle id, which is also the APNs topic and the app id of the records.
-        var appID: String
+        public var appID: String
         /// The gateway (or your backend), e.g. `https://push.example.com/v1/`: POST `devices`
         /// takes the upload; GET `sender-keys` and `revocations` return JSON arrays of records
         /// (FORMAT.md §V.6, §V.12).
-        var apiBaseURL: URL
+        public var apiBaseURL: URL
         /// The bearer of each request, fetched fresh: for POST `devices` a registration token
         /// your backend minted for this installation after the app's login (docs/registration.md;
         /// `push-keys registration-token` or any JWT library), for the GETs whatever the
         /// endpoint asks (the same token does). Never a PushSeal key.
-        var bearerToken: @Sendable () async throws -> String
+        public var bearerToken: @Sendable () async throws -> String
+
+        public init(appID: String, apiBaseURL: URL, bearerToken: @escaping @Sendable () async throws -> String) {
+            self.appID = appID
+            self.apiBaseURL = apiBaseURL
+            self.bearerToken = bearerToken
+        }
     }
 
     /// Why a request failed: `notSignedIn`, `http` (status code), `malformedResponse`.
-    struct Failure: Error, CustomStringConvertible {
-        let code: String
-        let httpStatus: Int?
-        var description: String { httpStatus.map { "\(code) (HTTP \($0))" } ?? code }
+    public struct Failure: Error, CustomStringConvertible {
+        public let code: String
+        public let httpStatus: Int?
+        public var description: String { httpStatus.map { "\(code) (HTTP \($0))" } ?? code }
     }
 
-    let configuration: Configuration
+    public let configuration: Configuration
+
+    public init(configuration: Configuration) { self.configuration = configuration }
 
     /// The JSON body of POST `devices`: the record exactly as FORMAT.md §V.6 gives it, the APNs
     /// device token in hex (as APNs' HTTP/2 API takes it in the path), the environment the
     /// token belongs to, and the sender key ids this device accepts now (so the server counts
     /// who is ready before it promotes a new sender key: `push-keys sender status`). What
     /// `push-keys register` and the gateway accept (docs/registration.md).
-    struct Upload: Encodable {
-        var registration: PushSealDeviceKeys.RegistrationRecord
-        var apnsDeviceToken: String
+    public struct Upload: Encodable {
+        public var registration: PushSealDeviceKeys.RegistrationRecord
+        public var apnsDeviceToken: String
         /// `development` (Xcode builds) or `production` (TestFlight, App Store).
-        var apnsEnvironment: String
-        var pinnedSenderKeyIds: [String]
+        public var apnsEnvironment: String
+        public var pinnedSenderKeyIds: [String]
     }
 
     /// Uploads `record` with `deviceToken` and the pinned sender key ids; returns when the server
     /// answered 2xx (it has imported the public key and maps it to this installation, so it
     /// may seal to it from now on).
     /// - Throws: `Failure`, `URLError`, or what `bearerToken` throws.
-    func register(_ record: PushSealDeviceKeys.RegistrationRecord, deviceToken: Data) async throws {
+    public func register(_ record: PushSealDeviceKeys.RegistrationRecord, deviceToken: Data) async throws {
         #if DEBUG
         let environment = "development"
         #else
@@ -71,13 +80,13 @@ struct PushSealRegistration: Sendable {
     /// Downloads the app's sender key records and pins each (PushSealDeviceKeys.pinSender): a
     /// new sender key is pinned next to the old one before the server switches to it.
     /// - Returns: the sender key ids pinned.
-    func refreshSenderKeys() async throws -> [String] {
+    public func refreshSenderKeys() async throws -> [String] {
         try await records("sender-keys").map { try PushSealDeviceKeys.pinSender(recordJSON: $0, appID: configuration.appID) }
     }
 
     /// Downloads revocation records and applies them (key id → disabled).
     /// - Returns: the key ids disabled on this device.
-    func refreshRevocations() async throws -> [String] {
+    public func refreshRevocations() async throws -> [String] {
         try await records("revocations").flatMap { try PushSealDeviceKeys.importRevocation(recordJSON: $0, appID: configuration.appID) }
     }
 
@@ -123,38 +132,38 @@ struct PushSealRegistration: Sendable {
 /// server accepted it, promote it (the older key becomes decryptOnly for 30 days, retired now)
 /// → prune keys past their grace. If the upload fails, the old key stays primary and the
 /// pending one is registered again next time.
-enum PushSealKeyLifecycle {
+public enum PushSealKeyLifecycle {
     /// The background task's identifier: `<bundle id>.pushseal.rotate`, derived from the app's
     /// bundle id, to be listed in Info.plist's `BGTaskSchedulerPermittedIdentifiers`
     /// (App-Info.plist-snippet.xml). `registerBackgroundRotation` throws when it is not.
-    static var rotationTaskIdentifier: String { (Bundle.main.bundleIdentifier ?? "unknown-bundle-id") + rotationTaskSuffix }
+    public static var rotationTaskIdentifier: String { (Bundle.main.bundleIdentifier ?? "unknown-bundle-id") + rotationTaskSuffix }
     /// What follows the bundle id in ``rotationTaskIdentifier``.
-    static let rotationTaskSuffix = ".pushseal.rotate"
+    public static let rotationTaskSuffix = ".pushseal.rotate"
     /// 30 days, in seconds.
-    static let rotationPeriodSeconds: TimeInterval = 30 * 24 * 60 * 60
+    public static let rotationPeriodSeconds: TimeInterval = 30 * 24 * 60 * 60
     /// At most one refresh on launch per day, in seconds.
-    static let launchRefreshIntervalSeconds: Int64 = 24 * 60 * 60
+    public static let launchRefreshIntervalSeconds: Int64 = 24 * 60 * 60
     /// The member of a background push (`content-available: 1`) that says the app's sender keys
     /// or revocations changed: `{"aps":{"content-available":1},"pushsealKeysChanged":1}`.
-    static let keysChangedPushKey = "pushsealKeysChanged"
+    public static let keysChangedPushKey = "pushsealKeysChanged"
     /// Where the app keeps its APNs device token between launches (not a secret).
-    static let deviceTokenDefaultsKey = "PushSealAPNsDeviceToken"
+    public static let deviceTokenDefaultsKey = "PushSealAPNsDeviceToken"
     /// When the last refresh succeeded (Unix seconds, device clock).
-    static let lastRefreshDefaultsKey = "PushSealLastKeyRefresh"
+    public static let lastRefreshDefaultsKey = "PushSealLastKeyRefresh"
     private static let log = Logger(subsystem: "pushseal", category: "registration")
 
     /// Why the lifecycle cannot run: `taskIdentifierNotPermitted` (Info.plist lacks the
     /// identifier, or iOS refused it) — a configuration error the app must surface, not swallow.
-    struct Problem: Error, CustomStringConvertible {
-        let code: String
-        let identifier: String
-        var description: String { "\(code): \(identifier) (add it to BGTaskSchedulerPermittedIdentifiers)" }
+    public struct Problem: Error, CustomStringConvertible {
+        public let code: String
+        public let identifier: String
+        public var description: String { "\(code): \(identifier) (add it to BGTaskSchedulerPermittedIdentifiers)" }
     }
 
     /// Call from `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)`: remembers the
     /// token, pins the sender keys and applies revocations, then registers the current key with
     /// it (a first launch makes the key). Throws so the app sees a failed registration.
-    static func deviceTokenDidChange(_ token: Data, registration: PushSealRegistration) async throws {
+    public static func deviceTokenDidChange(_ token: Data, registration: PushSealRegistration) async throws {
         UserDefaults.standard.set(token, forKey: deviceTokenDefaultsKey)
         try await refreshKeys(registration: registration, now: PushSealDeviceKeys.unixNow(), reRegister: false)
         try await registerCurrentKey(registration: registration, deviceToken: token)
@@ -165,7 +174,7 @@ enum PushSealKeyLifecycle {
     /// refresh is more than a day old.
     /// - Returns: whether a refresh ran.
     @discardableResult
-    static func appDidLaunch(registration: PushSealRegistration, now: Int64 = PushSealDeviceKeys.unixNow()) async throws -> Bool {
+    public static func appDidLaunch(registration: PushSealRegistration, now: Int64 = PushSealDeviceKeys.unixNow()) async throws -> Bool {
         let last = Int64(UserDefaults.standard.integer(forKey: lastRefreshDefaultsKey))
         guard last == 0 || now - last >= launchRefreshIntervalSeconds || now < last else { return false }
         try await refreshKeys(registration: registration, now: now, reRegister: true)
@@ -175,7 +184,7 @@ enum PushSealKeyLifecycle {
     /// Call from `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)`: a push
     /// carrying ``keysChangedPushKey`` refreshes the sender keys and revocations at once.
     /// - Returns: `nil` when the push is not a "keys changed" push; else whether it succeeded.
-    static func handleKeysChangedPush(_ userInfo: [AnyHashable: Any], registration: PushSealRegistration) async -> Bool? {
+    public static func handleKeysChangedPush(_ userInfo: [AnyHashable: Any], registration: PushSealRegistration) async -> Bool? {
         guard userInfo[keysChangedPushKey] != nil else { return nil }
         do {
             try await refreshKeys(registration: registration, now: PushSealDeviceKeys.unixNow(), reRegister: true)
@@ -189,7 +198,7 @@ enum PushSealKeyLifecycle {
     /// Pins the published sender keys (new ones, and new statuses of known ones), applies the
     /// revocation list, unpins sender keys past their `notAfter`; with `reRegister`, uploads the
     /// registration again when the usable pins changed (so the server counts this device ready).
-    static func refreshKeys(registration: PushSealRegistration, now: Int64, reRegister: Bool) async throws {
+    public static func refreshKeys(registration: PushSealRegistration, now: Int64, reRegister: Bool) async throws {
         let appID = registration.configuration.appID
         let before = try PushSealDeviceKeys.usableSenderKeyIDs(appID: appID, now: now)
         _ = try await registration.refreshSenderKeys()
@@ -205,7 +214,7 @@ enum PushSealKeyLifecycle {
     /// Registers the newest key (pending if a rotation is under way, else primary); makes one
     /// when the app has none. Promotes it only once the server accepted it (G13: the old key
     /// keeps opening until then).
-    static func registerCurrentKey(registration: PushSealRegistration, deviceToken: Data) async throws {
+    public static func registerCurrentKey(registration: PushSealRegistration, deviceToken: Data) async throws {
         let appID = registration.configuration.appID
         let keys = try PushSealDeviceKeys.list(appID: appID).filter { $0.kind == PushSealKeyKind.v2DeviceKey.label }
         let current = keys.first { $0.status == PushSealKeyStatus.pending.name }
@@ -218,7 +227,7 @@ enum PushSealKeyLifecycle {
 
     /// One rotation: new pair → register → promote → prune; then the sender keys and
     /// revocations are refreshed.
-    static func rotate(registration: PushSealRegistration) async throws {
+    public static func rotate(registration: PushSealRegistration) async throws {
         let appID = registration.configuration.appID
         guard let token = UserDefaults.standard.data(forKey: deviceTokenDefaultsKey) else { return }  // not registered yet
         let hasPending = try PushSealDeviceKeys.list(appID: appID)
@@ -235,7 +244,7 @@ enum PushSealKeyLifecycle {
     ///   `BGTaskSchedulerPermittedIdentifiers` lacks ``rotationTaskIdentifier`` or iOS refuses
     ///   it: without the task no key rotation and no sender key refresh ever run in the
     ///   background, so do not ignore it (assert in debug builds, report it in release).
-    static func registerBackgroundRotation(registration: PushSealRegistration) throws {
+    public static func registerBackgroundRotation(registration: PushSealRegistration) throws {
         let identifier = rotationTaskIdentifier
         let permitted = Bundle.main.object(forInfoDictionaryKey: "BGTaskSchedulerPermittedIdentifiers") as? [String] ?? []
         guard permitted.contains(identifier) else {
@@ -263,7 +272,7 @@ enum PushSealKeyLifecycle {
     }
 
     /// Asks iOS to run the rotation task no earlier than 30 days from now (iOS picks the moment).
-    static func scheduleRotation() {
+    public static func scheduleRotation() {
         let request = BGAppRefreshTaskRequest(identifier: rotationTaskIdentifier)
         request.earliestBeginDate = Date(timeIntervalSinceNow: rotationPeriodSeconds)
         do {
