@@ -70,7 +70,7 @@ public struct RegistrationToken: Sendable, Equatable {
             ("exp", .integer(token.expiresAt)), ("jti", .string(jti)),
         ])))
         let signingInput = base64url(header) + "." + base64url(claims)
-        let signature = try HMACSHA256.authenticationCode(for: Array(signingInput.utf8), using: secret.key)
+        let signature = try HMACSHA256.authenticate(Array(signingInput.utf8), key: secret.key)
         return signingInput + "." + base64url(signature)
     }
 
@@ -105,7 +105,9 @@ public struct RegistrationToken: Sendable, Equatable {
         }
         guard let signature = decode(parts[2]) else { throw malformed("the signature is not base64url") }
         let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        guard try HMACSHA256.isValidAuthenticationCode(signature, authenticating: signingInput, using: secret.key) else {
+        var expected = try HMACSHA256.authenticate(signingInput, key: secret.key)
+        defer { SecretBytes.wipe(&expected) }
+        guard ConstantTime.equals(expected, signature) else {
             throw RegistrationTokenError(.badSignature, "the token's signature does not verify under the registration token secret")
         }
         let claims = try object(parts[1], "claims")
