@@ -225,7 +225,11 @@ import Foundation
         check(try PushSealDeviceKeys.usableSenderKeyIDs(appID: app, now: 2499) == ["snd-old"] && (try PushSealDeviceKeys.usableSenderKeyIDs(appID: app, now: 2500)).isEmpty,
               "usable sender key ids for the upload")
         check(code { try PushSealDeviceKeys.pinSender(recordJSON: record(#","status":"retired""#), appID: app) } == "malformedRecord", "unknown status")
-        // Unpinned after notAfter.
+        // Unpinned after notAfter, but only while another pin remains (the downgrade check stays on).
+        check(!(try PushSealDeviceKeys.prune(appID: app, now: 2500)).contains("snd-old"), "the last pin is kept")
+        let next = #"{"format":"pushseal-sender-key","version":2,"appId":"com.example.app","senderKeyId":"snd-new","publicKey":"AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=","status":"pending"}"#
+        check(code { try PushSealDeviceKeys.pinSender(recordJSON: Data(next.utf8), appID: app, now: 2500) } == "ok", "pin the next key (pending)")
+        check(pin("snd-new")?.status == .primary, "a pending sender key is pinned usable")
         check(try PushSealDeviceKeys.prune(appID: app, now: 2500).contains("snd-old") && pin("snd-old") == nil, "G15: unpinned after notAfter")
     }
 

@@ -581,8 +581,9 @@ public enum PushSealDeviceKeys {
 
     /// Deletes v1 and v2 key items whose grace window is over: decryptOnly or disabled with
     /// `notAfter` ≤ now, and disabled keys without `notAfter` retired more than a grace ago; and
-    /// unpins retired sender keys after their `notAfter` (G15). A revoked (disabled) sender pin
-    /// stays, so the same key is never pinned again.
+    /// unpins retired sender keys after their `notAfter` (G15) while another pin remains (so the
+    /// downgrade check never turns off). A revoked (disabled) sender pin stays, so the same key
+    /// is never pinned again.
     /// - Returns: the key ids deleted.
     public static func prune(appID: String, now: Int64 = unixNow(), graceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws -> [String] {
         var pruned: [String] = []
@@ -595,10 +596,14 @@ public enum PushSealDeviceKeys {
                 pruned.append(keyID)
             }
         }
-        for (keyID, record) in try records(.senderKey, appID: appID)
-        where record.status == .decryptOnly && record.notAfter != PushSealKeyLayout.noTime && record.notAfter <= now {
-            try delete(.senderKey, keyID: keyID, appID: appID)
-            pruned.append(keyID)
+        // Retired pins past their end, while another pin remains (the downgrade check stays on).
+        let pins = try records(.senderKey, appID: appID)
+        let ended = pins.filter { $0.record.status == .decryptOnly && $0.record.notAfter != PushSealKeyLayout.noTime && $0.record.notAfter <= now }
+        if ended.count < pins.count {
+            for (keyID, _) in ended {
+                try delete(.senderKey, keyID: keyID, appID: appID)
+                pruned.append(keyID)
+            }
         }
         return pruned
     }
