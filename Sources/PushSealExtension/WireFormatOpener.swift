@@ -39,7 +39,7 @@ public struct WireFormatOpener: NotificationPayloadOpener {
     /// keychain's pinned sender keys (docs/keychain.md "Device key items", kind 3). A version 1
     /// payload reads it too (security review G2): once a sender key is pinned, it opens only
     /// under a v1 key the source says is kept with an end date (`keepsVersionOne(keyID:)`).
-    /// - Parameter source: e.g. PushSealKeyProviders' `KeychainKeyProvider`.
+    /// - Parameter source: e.g. PushSealDeviceKeyProviders' `KeychainKeyProvider`.
     public init(pinnedSenderKeys source: any PinnedSenderKeySource) {
         let keys = X25519.PrivateKeyCache(), pairs = HPKE.AuthPairCache(capacity: EnvelopeRegistry.openingPairCapacity)
         registry = .opening(pinnedSenders: [], keyCache: keys, pairCache: pairs)

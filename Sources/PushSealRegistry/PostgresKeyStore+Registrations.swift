@@ -1,7 +1,7 @@
 public import PushSealCrypto
 import PushSealSystem
-public import PushSealKeys
-
+import PushSealKeyRecords
+public import PushSealServerKeys
 /// The registry as a ``RegistrationStore`` (schema version 3 and later): registrations are rows of
 /// `pushseal_registrations`, sender keys rows of `pushseal_sender_keys` (the private key wrapped
 /// under the ``KeyEncryptionKey`` with AAD binding the app id, the owner `/sender` — no recipient
@@ -234,7 +234,7 @@ extension PostgresKeyStore: V2KeyListStore {
         try c.exec("UPDATE pushseal_v2_lists SET version = $3, primary_key_id = $4, entry_count = $5, row_mac = $6 WHERE app_id = $1 AND owner = $2",
                    names + [.int(version), primary.map { .text($0) }, .int(Int64(list.entries.count)),
                             .bytes(try listMAC.tag(Self.listFields(appID: appID, owner: owner, version: version, primaryKeyID: primary, entryCount: list.entries.count)))])
-        let auditRecipient = kind == .registrations ? owner : KeyStore.senderKeyAccount
+        let auditRecipient = kind == .registrations ? owner : KeychainNames.senderKeyAccount
         for ch in changes { try insertAudit(c, ch, appID: appID, recipient: auditRecipient) }
         return list
     }

@@ -1,6 +1,7 @@
 import PushSealCrypto
 import PushSealSystem
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 
 /// The registry's authenticated rows (schema version 5, security review G1): each row of
 /// `pushseal_registrations`, `pushseal_sender_keys`, `pushseal_device_tokens` and

@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 5
+    public static let currentVersion = 6
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -151,6 +151,12 @@ public enum RegistrySchema {
                                    + (SELECT count(*) FROM pushseal_device_tokens) + (SELECT count(*) FROM pushseal_v2_lists) AS n) t
             WHERE n > 0
             """,
+        ]),
+        // Issue 24 (branch v2): staged sender key rotation. Renumber when merged after the
+        // gateway's migrations (6 and up): it only widens a CHECK, so its place does not matter.
+        ("staged sender key rotation: a sender key may be pending (published, not sealing) or disabled (revoked) (issue 24)", [
+            "ALTER TABLE pushseal_sender_keys DROP CONSTRAINT pushseal_sender_keys_status",
+            "ALTER TABLE pushseal_sender_keys ADD CONSTRAINT pushseal_sender_keys_status CHECK (status IN ('pending', 'primary', 'decryptOnly', 'disabled', 'destroyed'))",
         ]),
     ]
 

@@ -1,5 +1,5 @@
 import Foundation
-import PushSealKeys
+import PushSealKeyRecords
 import PushSealTestSupport
 import Testing
 

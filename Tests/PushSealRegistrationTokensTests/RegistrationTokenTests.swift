@@ -1,5 +1,4 @@
 import Foundation
-import PushSealCrypto
 import PushSealRegistrationTokens
 import PushSealSystem
 import PushSealTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import PushSealCrypto
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import PushSealRegistry
 import Testing
 

@@ -703,7 +703,7 @@ public enum PushSealDeviceKeys {
 
     // MARK: Version 1 keys from the server (docs/keys.md "Provisioning")
 
-    /// A `pushseal-key-record`, version 1 (docs/keys.md; Sources/PushSealKeys/KeyRecord.swift).
+    /// A `pushseal-key-record`, version 1 (docs/keys.md; Sources/PushSealKeyRecords/KeyRecord.swift).
     public struct V1KeyRecord: Decodable {
         public struct Entry: Decodable {
             public var keyId: String
