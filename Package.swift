@@ -126,7 +126,7 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealRegistrationTokensTests", dependencies: ["PushSealRegistrationTokens", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealRegistrationTokensTests", dependencies: ["PushSealRegistrationTokens", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
