@@ -122,7 +122,7 @@ struct SenderPromoteCommand: OptionsCommand {
                                          dataError: "no pending sender key (invalidState): push-keys sender add",
                                          noInput: "the app has no sender key (unknownKeyset)"),
         notes: KeyOptions.notes([
-            "Running sealers: push-seal reads the sender key when it starts; a batch already running keeps sealing with the former key until restarted (the former key stays valid on phones for --grace). Restart long-running pipelines after a promote.",
+            "Running sealers: a push-seal batch already running looks for a new primary sender key at most once a second and seals the chunks after it with the promoted key, without a restart (every line after the switch carries the new key); a new push-seal run uses it at once.",
             "Text output: every sender key after the change, one a line (as sender status). --json: {\"senderKeys\": [...]}. Audited as senderPromote (and senderPrune).",
             SenderStagedCommands.flow, V2ServerCommands.storeNote], audited: true))
 

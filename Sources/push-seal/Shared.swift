@@ -168,9 +168,17 @@ struct SealOptionGroup: Sendable {
     /// - Throws: `CLIError` (registry errors with the codes of `RegistryLocation.open()`).
     func sealer() throws -> NotificationSealer { try sealerAndStore().sealer }
 
-    /// ``sealer()`` and the server store it seals from (for `batch --device-tokens`).
+    /// The app's sealing sender key id as the store says now (its primary), for a running batch
+    /// to notice a promotion or rotation; `nil` when the store has none or cannot say.
+    func currentSenderKeyID(in store: any ServerKeyStore) -> String? {
+        guard format != .v1, let registrations = store as? any RegistrationStore else { return nil }
+        return (try? registrations.senderKeys(appID: appID))?.last { $0.status == .primary }?.keyID
+    }
+
+    /// ``sealer()``, the server store it seals from (for `batch --device-tokens`) and the sender
+    /// key id it seals auth mode with (`nil`: none, base mode or version 1 only).
     /// - Throws: as ``sealer()``.
-    func sealerAndStore() throws -> (sealer: NotificationSealer, store: any ServerKeyStore) {
+    func sealerAndStore() throws -> (sealer: NotificationSealer, store: any ServerKeyStore, senderKeyID: String?) {
         let keys: KeychainSealingKeys
         if let registry = keystore.registry {
             keys = KeychainSealingKeys(store: try registry.open())
@@ -180,7 +188,8 @@ struct SealOptionGroup: Sendable {
             throw CLIError.usage("missing --keychain DIR")
         }
         let both = try mappingSenderErrors { try RegistrationSealingKeys(keys: keys, appID: appID, policy: format) }
-        return (try mappingSenderErrors { try NotificationSealer(appID: appID, keys: both, options: options, registry: both.registry) }, keys.keyring.store)
+        return (try mappingSenderErrors { try NotificationSealer(appID: appID, keys: both, options: options, registry: both.registry) }, keys.keyring.store,
+                both.senderKeyID)
     }
 }
 

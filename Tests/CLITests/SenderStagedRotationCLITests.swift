@@ -71,3 +71,78 @@ import Testing
         #expect(stillNew.stdout.contains("decrypted"), "\(stillNew.stdout)")
     }
 }
+
+/// Issue 24: a running `push-seal batch` follows a sender key promotion by another process
+/// without a restart. Driven by the outputs: line by line, one answer read per line written;
+/// the promotion happens between two lines; the test stops at the first payload with the new
+/// key (a 20 s deadline only bounds a failing run). Every payload before the switch carries the
+/// former key id, every one after it the new one, and each opens on a phone that refreshed.
+@Suite(.serialized) struct RunningBatchFollowsPromotionCLITests {
+    typealias V2 = PushSealV2CLITests
+
+    /// Reads one line from `handle` (blocking).
+    static func readLine(_ handle: FileHandle, buffer: inout Data) -> String? {
+        while true {
+            if let i = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[buffer.startIndex..<i], as: UTF8.self)
+                buffer = Data(buffer[(i + 1)...])
+                return line
+            }
+            let more = handle.availableData
+            if more.isEmpty { return nil }
+            buffer.append(more)
+        }
+    }
+
+    @Test func aRunningBatchSealsWithThePromotedKeyWithoutARestart() throws {
+        let dir = try V2.setUp(sender: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let app = V2.app, kc = ["--keychain", "kc", "--app-id", app]
+        #expect(try V2.run("push-keys", ["sender", "add"] + kc, in: dir).status == 0)
+        let published = try V2.run("push-keys", ["sender", "export"] + kc + ["--all"], in: dir)
+        try Data(published.stdout.utf8).write(to: dir.appendingPathComponent("published.json"))
+
+        let process = Process()
+        process.executableURL = PushOpenCLITests.binary("push-seal")
+        process.arguments = ["batch", "--keychain", "kc", "--app-id", app, "-"]
+        process.currentDirectoryURL = dir
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() }; process.waitUntilExit() }
+        var buffer = Data()
+        func sealOne(_ n: Int) throws -> (keyID: String?, payload: String) {
+            input.fileHandleForWriting.write(Data(#"{"recipient":"alice","notification":{"title":"n\#(n)","body":"b"}}"#.utf8 + [10]))
+            let line = try #require(Self.readLine(output.fileHandleForReading, buffer: &buffer))
+            let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            let payload = try #require(o["payload"] as? [String: Any], "\(line)")
+            return (payload["sender_key_id"] as? String, String(decoding: try JSONSerialization.data(withJSONObject: payload), as: UTF8.self))
+        }
+        let first = try sealOne(0)
+        let oldID = try #require(first.keyID)
+        let promoted = try V2.run("push-keys", ["sender", "promote"] + kc + ["--force"], in: dir)
+        #expect(promoted.status == 0, "\(promoted.stderr)")
+        var ids: [String] = [oldID], payloads = [first.payload]
+        let deadline = Date().addingTimeInterval(20)
+        var n = 1
+        while ids.last == oldID && Date() < deadline {
+            let next = try sealOne(n)
+            ids.append(next.keyID ?? "none")
+            payloads.append(next.payload)
+            n += 1
+        }
+        let newID = try #require(ids.last)
+        #expect(newID != oldID, "the batch never switched to the promoted key")
+        // Two more after the switch: still the new key.
+        for k in 0..<2 { ids.append(try sealOne(n + k).keyID ?? "none") }
+        let switchAt = try #require(ids.firstIndex(of: newID))
+        #expect(ids[..<switchAt].allSatisfy { $0 == oldID } && ids[switchAt...].allSatisfy { $0 == newID }, "\(Set(ids))")
+        // The refreshed phone opens the last payload before the switch and the first after it.
+        for payload in [payloads[switchAt - 1], payloads[switchAt]] {
+            #expect(try V2.pushOpen(payload, in: dir, pinned: ["published.json"]).stdout.contains("decrypted"))
+        }
+        input.fileHandleForWriting.closeFile()
+    }
+}
