@@ -52,7 +52,9 @@ if [[ -n "$senders" ]]; then
   "$push_keys" device pin-sender "${app[@]}" "$senders" >&2
 fi
 registration="$device.registration.json"
-"$push_keys" device generate "${app[@]}" > "$registration"
+# Written beside, then renamed: a failed run never leaves an empty record behind.
+"$push_keys" device generate "${app[@]}" > "$registration.tmp" || { rm -f "$registration.tmp"; exit 73; }
+mv "$registration.tmp" "$registration"
 key_id=$(sed -n 's/.*"keyId":"\([^"]*\)".*/\1/p' "$registration")
 listing=$("$push_keys" device list --keychain "$device" --entitlements "$ents/ext.json" --app-id "$bundle")
 if ! grep -q "^v2 $key_id " <<<"$listing"; then

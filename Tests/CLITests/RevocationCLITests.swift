@@ -26,6 +26,10 @@ import Testing
         let again = try V2.run("push-keys", ["registration", "revoke", "--keychain", "kc", "--app-id", app, "--recipient", "alice", "--json"], in: dir)
         #expect(again.stdout.contains("\"alreadyRevoked\":[\"\(V2.deviceKeyID)\"]"))
         #expect(try V2.run("push-keys", ["registration", "revoke", "--keychain", "kc", "--app-id", app, "--recipient", "nobody"], in: dir).status == 66)
+        // The audit trail says why alice stopped getting notifications, without SQL.
+        let audit = try V2.run("push-keys", ["audit", "--keychain", "kc", "--recipient", "alice", "--app-id", app], in: dir)
+        #expect(audit.status == 0 && audit.stdout.contains("\"event\":\"register\"") && audit.stdout.contains("\"event\":\"revokeRegistration\""), "\(audit.stdout) \(audit.stderr)")
+        #expect(try V2.run("push-keys", ["audit", "--keychain", "kc", "--recipient", "alice", "--audit-log", "missing.log"], in: dir).status == 66)
         // Nothing is sealed to a revoked registration.
         #expect(try V2.seal("alice", in: dir).status != 0)
         // The list names the revoked key at its revocation time; each record reads back.
