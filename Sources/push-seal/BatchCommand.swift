@@ -178,9 +178,12 @@ struct BatchCommand: OptionsCommand {
                 if now &- senderCheckedAt >= BatchCommand.senderKeyCheckNanoseconds {
                     senderCheckedAt = now
                     if let current = o.seal.currentSenderKeyID(in: store), current != senderKeyID {
-                        let fresh = try o.seal.sealerAndStore()
-                        batch = BatchSealer(sealer: fresh.sealer, concurrency: o.jobs.map { Int($0) }, deviceTokens: tokens)
-                        senderKeyID = fresh.senderKeyID
+                        // A store that cannot be read now (a writer holding it) keeps the current
+                        // sealer; the next check, a second later, tries again.
+                        if let fresh = try? o.seal.sealerAndStore() {
+                            batch = BatchSealer(sealer: fresh.sealer, concurrency: o.jobs.map { Int($0) }, deviceTokens: tokens)
+                            senderKeyID = fresh.senderKeyID
+                        }
                     }
                 }
                 let group = DispatchGroup()

@@ -109,13 +109,17 @@ import Testing
         let input = Pipe(), output = Pipe()
         process.standardInput = input
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        let errors = dir.appendingPathComponent("batch.stderr")
+        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        func stderrText() -> String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
         try process.run()
         defer { if process.isRunning { process.terminate() }; process.waitUntilExit() }
         var buffer = Data()
         func sealOne(_ n: Int) throws -> (keyID: String?, payload: String) {
-            input.fileHandleForWriting.write(Data(#"{"recipient":"alice","notification":{"title":"n\#(n)","body":"b"}}"#.utf8 + [10]))
-            let line = try #require(Self.readLine(output.fileHandleForReading, buffer: &buffer))
+            // The throwing write: a batch that died is a recorded failure with its stderr, not a crash.
+            try input.fileHandleForWriting.write(contentsOf: Data(#"{"recipient":"alice","notification":{"title":"n\#(n)","body":"b"}}"#.utf8 + [10]))
+            let line = try #require(Self.readLine(output.fileHandleForReading, buffer: &buffer), "push-seal batch ended: \(stderrText())")
             let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
             let payload = try #require(o["payload"] as? [String: Any], "\(line)")
             return (payload["sender_key_id"] as? String, String(decoding: try JSONSerialization.data(withJSONObject: payload), as: UTF8.self))
@@ -143,6 +147,6 @@ import Testing
         for payload in [payloads[switchAt - 1], payloads[switchAt]] {
             #expect(try V2.pushOpen(payload, in: dir, pinned: ["published.json"]).stdout.contains("decrypted"))
         }
-        input.fileHandleForWriting.closeFile()
+        try? input.fileHandleForWriting.close()
     }
 }
