@@ -68,10 +68,10 @@ struct IOSExampleDriftTests {
         Document(path: relativePath, text: try String(contentsOf: repoRoot.appendingPathComponent(relativePath), encoding: .utf8))
     }
 
-    static func example() throws -> Document { try document("Examples/iOS/NotificationService.swift") }
-    static func deviceKeys() throws -> Document { try document("Examples/iOS/PushSealDeviceKeys.swift") }
-    static func wire() throws -> Document { try document("Examples/iOS/PushSealWire.swift") }
-    static func registration() throws -> Document { try document("Examples/iOS/PushSealRegistration.swift") }
+    static func example() throws -> Document { try document("Examples/iOS/Sources/PushSealNotificationExtension/NotificationService.swift") }
+    static func deviceKeys() throws -> Document { try document("Examples/iOS/Sources/PushSealDevice/PushSealDeviceKeys.swift") }
+    static func wire() throws -> Document { try document("Examples/iOS/Sources/PushSealDevice/PushSealWire.swift") }
+    static func registration() throws -> Document { try document("Examples/iOS/Sources/PushSealApp/PushSealRegistration.swift") }
     static func exampleReadme() throws -> Document { try document("Examples/iOS/README.md") }
     static func format() throws -> Document { try document("docs/FORMAT.md") }
     static func keychainDoc() throws -> Document { try document("docs/keychain.md") }
@@ -80,7 +80,7 @@ struct IOSExampleDriftTests {
     /// All Swift files of the iOS reference, one after the other.
     static func allSwift() throws -> Document {
         let files = [try example(), try deviceKeys(), try wire(), try registration()]
-        return Document(path: "Examples/iOS/*.swift", text: files.map(\.text).joined(separator: "\n"))
+        return Document(path: "Examples/iOS/Sources/*/*.swift", text: files.map(\.text).joined(separator: "\n"))
     }
 
     /// Every match of `pattern` in `text`, each as its groups (0 = the whole match; "" for a

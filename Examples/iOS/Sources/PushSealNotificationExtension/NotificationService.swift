@@ -3,8 +3,9 @@
 // Opens PushSeal wire format v1 (AES-256-GCM) and v2 (HPKE, base and auth mode) of
 // docs/FORMAT.md with Apple's frameworks only: CryptoKit (AES-256-GCM, HPKE, X25519, SHA-256),
 // Security (the key items of docs/keychain.md, read by PushSealDeviceKeys.swift) and
-// UserNotifications. Extension target files: this one, PushSealDeviceKeys.swift, PushSealWire.swift.
-// It cannot be compiled on Linux; Tests/PushSealWireTests/IOSExampleDriftTests.swift checks its
+// UserNotifications. The module (and product) PushSealNotificationExtension, over PushSealDevice;
+// the extension target subclasses `NotificationService` in one line (README.md).
+// Checked on Linux by LinuxCheck/check.sh; Tests/PushSealWireTests/IOSExampleDriftTests.swift checks its
 // field names, algorithms, AAD and info strings, error codes, plaintext members, keychain layout
 // and the presence of the zero-shared-secret check and the replay guard against FORMAT.md,
 // keychain.md, the Python reference and the PushSealWire constants.
@@ -16,6 +17,7 @@
 import CryptoKit
 import Foundation
 import os
+@_exported import PushSealDevice
 import Security
 @preconcurrency import UserNotifications
 
@@ -48,11 +50,13 @@ struct Refusal: Error {
     init(_ code: String) { self.code = code }
 }
 
-/// The decrypting Notification Service Extension (NSExtensionPrincipalClass).
+/// The decrypting Notification Service Extension. Open, so the extension target names its own
+/// one-line subclass as NSExtensionPrincipalClass (`$(PRODUCT_MODULE_NAME).NotificationService`):
+/// `final class NotificationService: PushSealNotificationExtension.NotificationService {}`.
 ///
 /// `@unchecked Sendable`: URLSession's completion handler needs `self`; every mutable stored
 /// property is read and written only under `lock`.
-final class NotificationService: UNNotificationServiceExtension, @unchecked Sendable {
+open class NotificationService: UNNotificationServiceExtension, @unchecked Sendable {
     private let log = Logger(subsystem: "pushseal", category: "extension")
     private let lock = NSLock()
     private var contentHandler: ((UNNotificationContent) -> Void)?
@@ -61,7 +65,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
     private var delivered = false
     private var task: URLSessionTask?
 
-    override func didReceive(_ request: UNNotificationRequest,
+    open override func didReceive(_ request: UNNotificationRequest,
                              withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void) {
         let deadline = Date().addingTimeInterval(PushSealConfig.budgetSeconds - PushSealConfig.safetyMarginSeconds)
         lock.withLock {
@@ -105,7 +109,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         download(media, deadline: deadline)
     }
 
-    override func serviceExtensionTimeWillExpire() {
+    open override func serviceExtensionTimeWillExpire() {
         log.info("stage=expire event=deliverBestAttempt")
         deliver()
     }
@@ -201,10 +205,26 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         }
     }
 
+    /// The app's pinned sender key ids (kind 3 items, whatever their status), or the refusal.
+    private static func pinnedSenderKeyIDs(appID: String) throws -> [String] {
+        switch PushSealDeviceKeys.pinnedSenderKeyIDs(appID: appID) {
+        case .success(let ids): return ids
+        case .failure(let failure) where failure.code == "keyRolledBack" || failure.code == "corruptKey": throw Refusal(failure.code)
+        case .failure(let failure): throw Refusal("keychain:\(failure.status ?? errSecParam)")
+        }
+    }
+
     // MARK: Version 1 (FORMAT.md §7 "Open")
 
     private func openV1(_ box: Data, algorithm: String, keyID: String, appID: String, now: Int64) throws -> (bytes: Data, keys: [PushSealKeyRecord]) {
         let record = try Self.usableKey(.v1Key, keyID: keyID, appID: appID, now: now, notFound: "unknownKeyID")
+        // Security review G2: once the app pinned a sender key, version 1 is a downgrade unless
+        // the v1 key is kept with an end date (decryptOnly with notAfter: the migration window
+        // PushSealDeviceKeys.pinSender opens); its iat must also be before the retirement (below).
+        if !(try Self.pinnedSenderKeyIDs(appID: appID)).isEmpty,
+           record.status != .decryptOnly || record.notAfter == PushSealKeyLayout.noTime {
+            throw Refusal("downgradeRefused")
+        }
         guard record.keyBytes.count == PushSealWire.keyByteCount else { throw Refusal("invalidKey") }
         let aad = PushSealWire.aadV1(algorithm: algorithm, keyID: keyID, appID: appID)
         do {
@@ -222,12 +242,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
     private func openV2(_ box: Data, algorithm: String, keyID: String, senderKeyID: String?, appID: String,
                         now: Int64) throws -> (bytes: Data, keys: [PushSealKeyRecord]) {
         // Step 2, sender policy, from the pinned sender keys (kind 3 items) of this app.
-        let pinned: [String]
-        switch PushSealDeviceKeys.pinnedSenderKeyIDs(appID: appID) {
-        case .success(let ids): pinned = ids
-        case .failure(let failure) where failure.code == "keyRolledBack" || failure.code == "corruptKey": throw Refusal(failure.code)
-        case .failure(let failure): throw Refusal("keychain:\(failure.status ?? errSecParam)")
-        }
+        let pinned = try Self.pinnedSenderKeyIDs(appID: appID)
         var senderRecord: PushSealKeyRecord?
         if senderKeyID == nil {
             // Base mode: refused once the app pinned any sender key.
