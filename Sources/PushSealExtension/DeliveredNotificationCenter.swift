@@ -3,9 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-import PushSealCrypto
 public import PushSealJSON
-import PushSealSystem
 
 /// The emulated device's notification center: what `UNUserNotificationCenter` holds as
 /// delivered notifications, kept in the App Group container so every process of the emulated
@@ -60,9 +58,8 @@ public final class DeliveredNotificationCenter: Sendable {
     static let maxStoreByteCount = 4 << 20
 
     /// The store file.
-    public let fileURL: URL
-    private let lockPath: String
-    private let directoryPath: String
+    public var fileURL: URL { file.fileURL }
+    private let file: ContainerStoreFile
     /// Most notifications kept.
     public let capacity: Int
 
@@ -71,9 +68,8 @@ public final class DeliveredNotificationCenter: Sendable {
     ///   - containerDirectory: the App Group container (an existing directory).
     ///   - capacity: notifications kept, at least 1 (default 64).
     public init(containerDirectory: URL, capacity: Int = DeliveredNotificationCenter.defaultCapacity) {
-        fileURL = containerDirectory.appendingPathComponent(Self.fileName)
-        lockPath = containerDirectory.appendingPathComponent(Self.lockFileName).path
-        directoryPath = containerDirectory.path
+        file = ContainerStoreFile(containerDirectory: containerDirectory, stem: "pushseal-delivered", code: .notificationCenterFailed,
+                                  what: "the notification center")
         self.capacity = max(1, capacity)
     }
 
@@ -113,25 +109,11 @@ public final class DeliveredNotificationCenter: Sendable {
         }
     }
 
-    private func locked<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try PrivateFile.withExclusiveLock(lockPath, body)
-        } catch let e as SystemError {
-            throw ExtensionError(.notificationCenterFailed, "cannot lock the notification center: \(e.code.name)")
-        }
-    }
+    private func locked<T>(_ body: () throws -> T) throws -> T { try file.locked(body) }
 
     private func load() throws -> [Delivered] {
-        let bytes: [UInt8]?
-        do {
-            bytes = try PrivateFile.read(fileURL.path, maxByteCount: Self.maxStoreByteCount)
-        } catch let e as SystemError {
-            throw ExtensionError(.notificationCenterFailed, "cannot read the notification center: \(e.code.name)")
-        }
-        guard let bytes else { return [] }
-        guard let list = Self.parse(bytes) else {
-            throw ExtensionError(.notificationCenterFailed, "the notification center's store is damaged")
-        }
+        guard let bytes = try file.read(maxByteCount: Self.maxStoreByteCount) else { return [] }
+        guard let list = Self.parse(bytes) else { throw file.damaged() }
         return list
     }
 
@@ -155,14 +137,12 @@ public final class DeliveredNotificationCenter: Sendable {
         o["version"] = .integer(1)
         o["delivered"] = .array(list.map { .object(["identifier": .string($0.identifier), "deliveredAt": .integer($0.deliveredAt),
                                                     "userInfo": .object($0.userInfo)]) })
+        let bytes: [UInt8]
         do {
-            let bytes = try JSONWriter.serialize(.object(o)) + [0x0A]
-            let name = ".pushseal-delivered-\(PrivateFile.processID)-\(Hex.encode(SecureRandom.bytes(8)))"
-            try PrivateFile.replaceAtomically(bytes, at: fileURL.path, directory: directoryPath, uniqueName: name)
-        } catch let e as SystemError {
-            throw ExtensionError(.notificationCenterFailed, "cannot write the notification center: \(e.code.name)")
+            bytes = try JSONWriter.serialize(.object(o)) + [0x0A]
         } catch {
             throw ExtensionError(.notificationCenterFailed, "cannot write the notification center: \(error)")
         }
+        try file.replace(with: bytes)
     }
 }

@@ -1,5 +1,5 @@
 import PushSealSystem
-import PushSealWire
+public import PushSealWire
 
 /// The stable reason tokens the decrypting service reports (docs/fallback.md lists each with
 /// its cause and fix). Tokens never change between releases; the human detail may.

@@ -1,5 +1,5 @@
 public import PushSealJSON
-public import PushSealWire
+import PushSealWire
 
 /// The app's background handler for a sealed retract (FORMAT.md §5.1): the emulation of what
 /// the app does in `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)`

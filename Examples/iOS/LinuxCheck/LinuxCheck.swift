@@ -58,7 +58,7 @@ import Foundation
                     try PushSealDeviceKeys.store(PushSealKeyRecord(kind: .senderKey, status: .primary, createdAt: 0, keyBytes: key), keyID: sender, appID: appID)
                 }
                 var outcome = "open"
-                do { _ = try NotificationService().open(payload, appID: appID, now: 1_796_000_100) } catch let r as Refusal { outcome = r.code }
+                do { _ = try NotificationService.open(payload, appID: appID, now: 1_796_000_100) } catch let r as Refusal { outcome = r.code }
                 let wanted = expect.replacingOccurrences(of: "error ", with: "")
                 let expected = decidedBeforeCrypto.contains(wanted) ? wanted : "authenticationFailed"  // the stub's crypto always fails
                 check(outcome == expected, "\(dir)/\(name): expected \(expected), the example gave \(outcome)")

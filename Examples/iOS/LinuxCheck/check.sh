@@ -13,7 +13,7 @@ for f in NotificationService PushSealDeviceKeys PushSealWire PushSealRegistratio
     sed -E -e '/^(@preconcurrency )?import (CryptoKit|Security|UserNotifications|os|BackgroundTasks)$/d' \
         -e 's/^import Foundation$/import Foundation\nimport FoundationNetworking/' \
         -e 's/Darwin\.open\(/Glibc.open(/' \
-        -e 's/    private func open\(_ userInfo/    func open(_ userInfo/' \
+        -e 's/    private static func open\(_ userInfo/    static func open(_ userInfo/' \
         -e 's/Bundle\.main\.object\(forInfoDictionaryKey: accessGroupInfoKey\) as\? String/"group.linuxcheck"/' \
         "$here/../$f.swift" > "$work/$f.swift"
     if cmp -s "$here/../$f.swift" "$work/$f.swift"; then echo "check.sh: nothing rewritten in $f.swift" >&2; exit 1; fi
