@@ -1,9 +1,10 @@
 // swift-tools-version:6.0
 // PushSeal: end-to-end encrypted push notifications for iOS apps.
 // Layers (arrows point down only; docs/modules.md draws every edge):
-//   CLIs (push-seal, push-open, push-keys) -> PushSealCLI + KeyProviders -> Sender / Extension / Keys
-//   Sender / Extension know keys only through the provider protocols in Wire; KeyProviders holds the keychain adapters.
-//   Keys -> Keychain / Wire -> JSON / Crypto -> System -> libc
+//   CLIs (push-seal, push-open, push-keys) -> PushSealCLI + Server/DeviceKeyProviders -> Sender / Extension / Keys
+//   Sender / Extension know keys only through the provider protocols in Wire; the KeyProviders hold the keychain adapters
+//   (the opening one on DeviceKeys, the sealing ones on ServerKeys: push-open links no server store).
+//   ServerKeys -> DeviceKeys -> KeyRecords -> Keychain / Wire -> JSON / Crypto -> System -> libc
 //   PushSealCLI -> JSON / System; Crypto -> OpenSSL, libsodium; Wire -> libsodium, CPushSealSIMD; JSON -> CPushSealSIMD
 //   Extension -> MediaFetch -> System, CCurlLazy (libcurl.so.4 by dlopen on the first fetch; never linked)
 //   APNs -> Crypto / JSON / System, CNghttp2 (libnghttp2), CPushSealTLS -> COpenSSLTLS (libssl)
@@ -18,10 +19,13 @@ let package = Package(
         .library(name: "PushSealCrypto", targets: ["PushSealCrypto"]),
         .library(name: "PushSealWire", targets: ["PushSealWire"]),
         .library(name: "PushSealKeychain", targets: ["PushSealKeychain"]),
-        .library(name: "PushSealKeys", targets: ["PushSealKeys"]),
+        .library(name: "PushSealKeyRecords", targets: ["PushSealKeyRecords"]),
+        .library(name: "PushSealDeviceKeys", targets: ["PushSealDeviceKeys"]),
+        .library(name: "PushSealServerKeys", targets: ["PushSealServerKeys"]),
         .library(name: "PushSealSender", targets: ["PushSealSender"]),
         .library(name: "PushSealExtension", targets: ["PushSealExtension"]),
-        .library(name: "PushSealKeyProviders", targets: ["PushSealKeyProviders"]),
+        .library(name: "PushSealDeviceKeyProviders", targets: ["PushSealDeviceKeyProviders"]),
+        .library(name: "PushSealServerKeyProviders", targets: ["PushSealServerKeyProviders"]),
         .library(name: "PushSealRegistry", targets: ["PushSealRegistry"]),
         .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", targets: ["PushSealMediaFetch"]),
@@ -64,11 +68,20 @@ let package = Package(
         .target(name: "PushSealCrypto", dependencies: ["PushSealSystem", "COpenSSL", "CSodium"]),
         .target(name: "PushSealWire", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CSodium", "CPushSealSIMD"]),
         .target(name: "PushSealKeychain", dependencies: ["PushSealSystem", "PushSealJSON", "PushSealCrypto"]),
-        .target(name: "PushSealKeys", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealJSON", "PushSealSystem", "CSodium"]),
+        // The keys, split along the device/server seam (docs/modules.md "Keys"):
+        // PushSealKeyRecords: what both sides share (key records, ids, statuses, keysets, KeyTime, KeychainNames).
+        .target(name: "PushSealKeyRecords", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealJSON", "PushSealSystem", "CSodium"]),
+        // PushSealDeviceKeys: the device's key items, manifest, keyring and revocation; no server store.
+        .target(name: "PushSealDeviceKeys", dependencies: ["PushSealKeyRecords", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealJSON", "PushSealSystem"]),
+        // PushSealServerKeys: the server store protocols (ServerKeyStore and its refinements), keysets,
+        // registrations, sender keys, device tokens, ServerKeyring, and the file keychain's KeyStore.
+        .target(name: "PushSealServerKeys", dependencies: ["PushSealKeyRecords", "PushSealDeviceKeys", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealJSON", "PushSealSystem"]),
         .target(name: "PushSealSender", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
         .target(name: "PushSealExtension", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealMediaFetch", "PushSealJSON", "PushSealSystem"]),
-        // The keychain-backed key providers (SealingKeyProvider, NotificationKeyProvider) and the keys' fallback reasons.
-        .target(name: "PushSealKeyProviders", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealJSON", "PushSealSystem"]),
+        // The keychain-backed key providers: the opening one (NotificationKeyProvider, the keys' fallback
+        // reasons) on the device keys, the sealing ones (SealingKeyProvider) on the server keys.
+        .target(name: "PushSealDeviceKeyProviders", dependencies: ["PushSealDeviceKeys", "PushSealKeyRecords", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealSystem"]),
+        .target(name: "PushSealServerKeyProviders", dependencies: ["PushSealServerKeys", "PushSealKeyRecords", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealSystem"]),
         // CLI support (arguments, help, output, errors): System and JSON only.
         .target(name: "PushSealCLI", dependencies: ["PushSealSystem", "PushSealJSON"]),
         // The extension's media network side: libcurl's C API through CCurlLazy, no Foundation.
@@ -76,21 +89,21 @@ let package = Package(
         // The APNs provider client: HTTP/2 on libnghttp2 over OpenSSL TLS, ES256 provider tokens, retries.
         .target(name: "PushSealAPNs", dependencies: ["PushSealCrypto", "PushSealJSON", "PushSealSystem", "CNghttp2", "CPushSealTLS"]),
         // The PostgreSQL server store (issue 15): libpq, keys wrapped under a key-encryption key.
-        .target(name: "PushSealRegistry", dependencies: ["CLibPQ", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealKeys", "PushSealSystem"]),
+        .target(name: "PushSealRegistry", dependencies: ["CLibPQ", "PushSealCrypto", "PushSealWire", "PushSealKeyRecords", "PushSealServerKeys", "PushSealSystem"]),
         // The one place --registry/--kek-file become a store (push-keys, push-seal; not push-open, which never links libpq).
         .target(name: "PushSealRegistryCLI", dependencies: ["PushSealCLI", "PushSealRegistry", "PushSealSystem"]),
 
         // Command-line tools: thin main.swift + one file a subcommand.
-        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
-        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
-        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
-        .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealKeyRecords", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistryCLI"]),
+        .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealDeviceKeyProviders", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
+        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
+        .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
         // Test helper for PushSealRegistryTests: sealing processes on one PostgreSQL registry; not a product.
-        .executableTarget(name: "registry-stress", dependencies: ["PushSealRegistry", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealWire", "PushSealSystem"]),
+        .executableTarget(name: "registry-stress", dependencies: ["PushSealRegistry", "PushSealServerKeys", "PushSealKeyRecords", "PushSealCrypto", "PushSealSystem"]),
         // Examples/server: sealing from a server by library (prints the APNs request headers and payload).
-        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON"],
+        .executableTarget(name: "seal-server-example", dependencies: ["PushSealSender", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealKeyRecords", "PushSealWire", "PushSealJSON"],
                           path: "Examples/server/SealFromLibrary"),
         .executableTarget(name: "push-bench", dependencies: ["PushSealCLI", "PushSealCrypto", "PushSealWire", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "COpenSSL", "CSodium", "CPushSealSIMD"]),
 
@@ -100,17 +113,17 @@ let package = Package(
         .target(name: "PushSealTestSupport", dependencies: ["PushSealSystem"], path: "Tests/PushSealTestSupport"),
         .testTarget(name: "PushSealSystemTests", dependencies: ["PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealJSONTests", dependencies: ["PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealWireTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealKeychain", "PushSealKeys", "CPushSealSIMD", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealRegistryTests", dependencies: ["PushSealRegistry", "PushSealKeyProviders", "PushSealKeys", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealKeys", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealCryptoTests", dependencies: ["PushSealCrypto", "COpenSSL", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealWireTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealKeychain", "PushSealDeviceKeys", "PushSealKeyRecords", "CPushSealSIMD", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealKeychainTests", dependencies: ["PushSealKeychain", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealKeysTests", dependencies: ["PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealSenderTests", dependencies: ["PushSealSender", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealCrypto", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealExtensionTests", dependencies: ["PushSealExtension", "PushSealMediaFetch", "PushSealSender", "PushSealDeviceKeyProviders", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealCrypto", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealRegistryTests", dependencies: ["PushSealRegistry", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
+        .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -24,6 +24,10 @@ command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v h2load >/dev/null 2>&1 || need_apt+=(nghttp2-client)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 [ -x /usr/bin/time ] || need_apt+=(time)
+# make perf-check counts instructions with callgrind (and strips a copy of each binary with binutils' strip);
+# CLITests' ModuleGraphTests reads which modules push-open links with binutils' nm.
+command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
+{ command -v strip >/dev/null 2>&1 && command -v nm >/dev/null 2>&1; } || need_apt+=(binutils)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""

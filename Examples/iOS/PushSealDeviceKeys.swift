@@ -636,7 +636,7 @@ enum PushSealDeviceKeys {
 
     // MARK: Version 1 keys from the server (docs/keys.md "Provisioning")
 
-    /// A `pushseal-key-record`, version 1 (docs/keys.md; Sources/PushSealKeys/KeyRecord.swift).
+    /// A `pushseal-key-record`, version 1 (docs/keys.md; Sources/PushSealKeyRecords/KeyRecord.swift).
     struct V1KeyRecord: Decodable {
         struct Entry: Decodable {
             var keyId: String

@@ -52,7 +52,7 @@ public enum FallbackReason {
     }
 
     /// The token for a key lookup failure: the provider's own token (``FallbackReasonProviding``:
-    /// PushSealKeyProviders maps a keychain error to `keychain:<statusName>(<OSStatus>)`, e.g.
+    /// PushSealDeviceKeyProviders maps a keychain error to `keychain:<statusName>(<OSStatus>)`, e.g.
     /// `keychain:errSecInteractionNotAllowed(-25308)`, or `keychain:<code>` without an OSStatus,
     /// and a key error to its code, e.g. `unknownKey`, `keyDestroyed`, `keyDisabled`); else
     /// `keyUnavailable`.

@@ -38,7 +38,7 @@ public struct WireFormatOpener: NotificationPayloadOpener {
     /// `source` for each version 2 payload, as it stands when the payload arrives: the device
     /// keychain's pinned sender keys (docs/keychain.md "Device key items", kind 3). Version 1
     /// payloads never read it.
-    /// - Parameter source: e.g. PushSealKeyProviders' `KeychainKeyProvider`.
+    /// - Parameter source: e.g. PushSealDeviceKeyProviders' `KeychainKeyProvider`.
     public init(pinnedSenderKeys source: any PinnedSenderKeySource) {
         let keys = X25519.PrivateKeyCache(), pairs = HPKE.AuthPairCache(capacity: EnvelopeRegistry.openingPairCapacity)
         registry = .opening(pinnedSenders: [], keyCache: keys, pairCache: pairs)

@@ -1,6 +1,6 @@
 package import PushSealSystem
 
-// Files other modules keep in the keychain directory (PushSealKeys: `keys.lock`,
+// Files other modules keep in the keychain directory (PushSealServerKeys: `keys.lock`,
 // `keys-audit.log`), held to the keychain's own rules.
 
 extension Keychain {

@@ -1,5 +1,6 @@
 import PushSealCrypto
-public import PushSealKeys
+import PushSealKeyRecords
+public import PushSealServerKeys
 import PushSealSystem
 
 extension PostgresKeyStore {
@@ -25,7 +26,7 @@ extension PostgresKeyStore {
     static let keyRowsPerStatement = 4_000
 
     /// ``bulkCopyIn(records:now:batchSize:)`` of keysets alone (no registrations, no tokens).
-    public func bulkCopyIn<S: Sequence>(_ states: S, now: Int64, batchSize: Int = PostgresKeyStore.defaultBulkBatchSize) throws -> BulkImportResult
+    public func bulkCopyIn<S: Sequence>(_ states: S, now: Int64, batchSize: Int = defaultBulkBatchSize) throws -> BulkImportResult
     where S.Element == KeysetState {
         try bulkCopyIn(records: states.lazy.map { RecipientRecord(appID: $0.appID, recipient: $0.recipient, keyset: $0, registrations: nil, deviceTokens: []) },
                        now: now, batchSize: batchSize)
@@ -50,9 +51,9 @@ extension PostgresKeyStore {
     /// - Throws: `KeysError` `.invalidName`, `.duplicateKeyID`, `.invalidState` (that batch
     ///   stored nothing); `RegistryError` `.kekRequired`, `.unavailable`, `.outcomeUnknown` (a
     ///   commit whose outcome is unknown: run it again), `.query`.
-    public func bulkCopyIn<S: Sequence>(records: S, now: Int64, batchSize: Int = PostgresKeyStore.defaultBulkBatchSize) throws -> BulkImportResult
+    public func bulkCopyIn<S: Sequence>(records: S, now: Int64, batchSize: Int = defaultBulkBatchSize) throws -> BulkImportResult
     where S.Element == RecipientRecord {
-        try KeyStore.checkTime(now)
+        try KeyTime.checkTime(now)
         let kek = try requireKEK()
         var result = BulkImportResult()
         var batch: [RecipientRecord] = []

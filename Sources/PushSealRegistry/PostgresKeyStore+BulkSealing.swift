@@ -1,8 +1,8 @@
 import PushSealCrypto
 import PushSealSystem
 public import PushSealWire
-public import PushSealKeys
-
+import PushSealKeyRecords
+public import PushSealServerKeys
 /// The batch path of the registry (issue 15, "loaded in bulk for a batch"): a chunk's
 /// recipients' primaries in one query and their seal blocks in one statement, so `push-seal
 /// batch --registry` makes a few round trips per chunk of 2,048 lines, not a few per recipient.
@@ -48,7 +48,7 @@ extension PostgresKeyStore: BulkSealingKeyStore {
     /// - Throws: `KeysError` `.invalidName`; `RegistryError` `.unavailable`.
     public func reserveSeals(appID: String, blocks: [(recipient: String, keyID: String, count: UInt64)]) throws -> [String: SealReservation] {
         try KeyID.validateAppID(appID)
-        let time = KeyStore.now()
+        let time = KeyTime.now()
         let valid = blocks.filter { (try? KeyID.validateRecipient($0.recipient)) != nil && KeyID.isValid($0.keyID) }
             .sorted { $0.recipient < $1.recipient }
         var out: [String: SealReservation] = [:]
@@ -58,7 +58,7 @@ extension PostgresKeyStore: BulkSealingKeyStore {
                                                                      appID: appID, recipient: $0.recipient, keyID: $0.keyID), as: UTF8.self)
             }
             let params: [PGValue?] = [.text(appID), .text(Self.arrayLiteral(part.map(\.recipient))), .text(Self.arrayLiteral(part.map(\.keyID))),
-                                      .text(Self.arrayLiteral(part.map { String(min(max($0.count, 1), KeyStore.sealLimit)) })),
+                                      .text(Self.arrayLiteral(part.map { String(min(max($0.count, 1), KeyInfo.sealLimit)) })),
                                       .text(Self.arrayLiteral(prefixes)), .int(time)]
             let rows = try pool.run(retryUnknownOutcome: true) { c in
                 try c.exec("""

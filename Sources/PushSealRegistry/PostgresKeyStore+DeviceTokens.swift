@@ -1,5 +1,5 @@
-public import PushSealKeys
-
+import PushSealKeyRecords
+public import PushSealServerKeys
 /// The registry as a ``DeviceTokenStore`` (schema version 4): each token a row of
 /// `pushseal_device_tokens` (app id, recipient, token, environment, `registered_at` in
 /// milliseconds), unique per (app id, token) and per (app id, recipient, environment), so two
@@ -40,7 +40,7 @@ extension PostgresKeyStore: DeviceTokenStore {
         try c.exec("INSERT INTO pushseal_device_tokens (app_id, recipient, token, environment, registered_at) VALUES ($1, $2, $3, $4, $5)",
                    [.text(added.appID), .text(added.recipient), .text(added.token), .text(added.environment.rawValue), .int(added.registeredAtMs)])
         let replaced = try deviceTokenRows(rows, appID: added.appID).filter { !$0.isSameRegistration(as: added) }
-        for (owner, change) in KeysetChange.deviceTokenAdd(added, removed: replaced, time: KeyStore.now()) {
+        for (owner, change) in KeysetChange.deviceTokenAdd(added, removed: replaced, time: KeyTime.now()) {
             try insertAudit(c, change, appID: added.appID, recipient: owner)
         }
         return replaced
@@ -98,7 +98,7 @@ extension PostgresKeyStore: DeviceTokenStore {
     public func invalidateDeviceTokens(_ unregistrations: [(token: String, unregisteredAtMs: Int64)], appID: String) throws -> [DeviceTokenInvalidation] {
         try KeyID.validateAppID(appID)
         let checked = try DeviceToken.checkUnregistrations(unregistrations)
-        let time = KeyStore.now()
+        let time = KeyTime.now()
         return try pool.transaction { c in
             try checked.map { u in
                 let names: [PGValue?] = [.text(appID), .text(u.token)]

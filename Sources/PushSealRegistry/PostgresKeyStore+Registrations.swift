@@ -1,7 +1,7 @@
 public import PushSealCrypto
 import PushSealSystem
-public import PushSealKeys
-
+import PushSealKeyRecords
+public import PushSealServerKeys
 /// The registry as a ``RegistrationStore`` (schema version 3 and later): registrations are rows of
 /// `pushseal_registrations`, sender keys rows of `pushseal_sender_keys` (the private key wrapped
 /// under the ``KeyEncryptionKey`` with AAD binding the app id, the owner `/sender` — no recipient
@@ -175,7 +175,7 @@ extension PostgresKeyStore: V2KeyListStore {
         guard !changes.isEmpty else { return list }
         try saveList(c, list)
         try c.exec("UPDATE pushseal_v2_lists SET version = version + 1 WHERE app_id = $1 AND owner = $2", names)
-        let auditRecipient = kind == .registrations ? owner : KeyStore.senderKeyAccount
+        let auditRecipient = kind == .registrations ? owner : KeychainNames.senderKeyAccount
         for ch in changes { try insertAudit(c, ch, appID: appID, recipient: auditRecipient) }
         return list
     }

@@ -1,6 +1,6 @@
 import PushSealCrypto
-public import PushSealKeys
-
+import PushSealKeyRecords
+public import PushSealServerKeys
 /// What `push-keys registry export` reads, and the sender key side of `import`: everything the
 /// registry holds per recipient (``RecipientRecord``) and each app's sender keys.
 extension PostgresKeyStore {

@@ -1,8 +1,8 @@
 public import PushSealCrypto
 public import PushSealWire
 import PushSealSystem
-public import PushSealKeys
-
+import PushSealKeyRecords
+public import PushSealServerKeys
 /// The server key store in PostgreSQL (issue 15): the second ``ServerKeyStore``, shared by any
 /// number of sender processes and machines. Lookup and lifecycle come from ``KeysetStateStore``
 /// (the file keychain's rules and audit events); this type stores keysets in `pushseal_keysets`
@@ -72,7 +72,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
             if let kek {
                 // The first KEK to open a migrated registry is its KEK from then on.
                 try c.exec("INSERT INTO pushseal_kek (id, check_box, created_at) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING",
-                           [.bytes(try kek.checkBox()), .int(KeyStore.now())])
+                           [.bytes(try kek.checkBox()), .int(KeyTime.now())])
                 guard let box = try c.exec("SELECT check_box FROM pushseal_kek WHERE id = 1").bytes(0, 0), kek.opensCheck(box) else {
                     throw RegistryError(.wrongKEK,
                         "the key-encryption key from \(kek.source) is not the one the registry \(c.target) is wrapped under: refused (wrong --kek-file?)")
@@ -391,8 +391,8 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         try KeyID.validateAppID(appID)
         try KeyID.validateRecipient(recipient)
         try KeyID.validate(keyID)
-        let n = min(max(count, 1), KeyStore.sealLimit)
-        let time = KeyStore.now()
+        let n = min(max(count, 1), KeyInfo.sealLimit)
+        let time = KeyTime.now()
         let prefix = KeysetChange.reserveSealsLinePrefix(time: time, locationName: Self.auditLocationName, locationValue: storeDescription,
                                                          appID: appID, recipient: recipient, keyID: keyID)
         let params: [PGValue?] = [.text(appID), .text(recipient), .text(keyID), .uint(n), .int(time), .text(String(decoding: prefix, as: UTF8.self))]
@@ -470,9 +470,9 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
                            [.text(a), .text(b), .text(id), .bytes(try newKEK.wrap(secret, appID: a, recipient: b, keyID: id))])
             }
             let senderKeyCount = try rewrapSenderKeys(c, from: old, to: newKEK)
-            try c.exec("UPDATE pushseal_kek SET check_box = $1, created_at = $2 WHERE id = 1", [.bytes(try newKEK.checkBox()), .int(KeyStore.now())])
+            try c.exec("UPDATE pushseal_kek SET check_box = $1, created_at = $2 WHERE id = 1", [.bytes(try newKEK.checkBox()), .int(KeyTime.now())])
             try c.exec("INSERT INTO pushseal_audit (time, event, app_id, recipient, key_id, line) VALUES ($1, 'rewrap', '', '', NULL, $2)",
-                       [.int(KeyStore.now()), .text("{\"time\":\(KeyStore.now()),\"event\":\"rewrap\",\"registry\":\(KeysetChange.jsonString(storeDescription)),\"keyCount\":\(rows.rows.count + senderKeyCount)}")])
+                       [.int(KeyTime.now()), .text("{\"time\":\(KeyTime.now()),\"event\":\"rewrap\",\"registry\":\(KeysetChange.jsonString(storeDescription)),\"keyCount\":\(rows.rows.count + senderKeyCount)}")])
             return rows.rows.count + senderKeyCount
         }
     }

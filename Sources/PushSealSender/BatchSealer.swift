@@ -62,7 +62,7 @@ public struct BatchSealer: Sendable {
     public let deviceTokens: (any DeviceTokenSource)?
     /// Lines per revalidation chunk: 2,048. ``seal(_:)`` calls the key provider's
     /// `beginBatch()` (``SealingKeyProvider``) before every run of at most this many lines; a
-    /// caching provider (PushSealKeyProviders' `KeychainSealingKeys`) then checks each
+    /// caching provider (PushSealServerKeyProviders' `KeychainSealingKeys`) then checks each
     /// recipient's keyset change token at its first seal in each run, so a rotation, revoke or
     /// keychain lock by another process is seen from the next run on at the latest.
     public static let revalidationLineCount = 2048

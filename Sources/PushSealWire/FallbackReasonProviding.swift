@@ -9,7 +9,7 @@ public protocol FallbackReasonProviding {
 }
 
 /// An error domain (``DomainError``) whose errors give a ``FallbackReasonProviding`` token: the
-/// keys side's domains (keys, keychain) conform in PushSealKeyProviders, so the extension reads
+/// keys side's domains (keys, keychain) conform in PushSealDeviceKeyProviders, so the extension reads
 /// their reasons without knowing either module.
 public protocol FallbackReasonDomain: ErrorDomain {
     /// The short, stable token for `error`, e.g. `keychain:errSecItemNotFound(-25300)`.

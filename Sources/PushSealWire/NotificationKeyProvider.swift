@@ -3,7 +3,7 @@ public import PushSealCrypto
 /// Gives the decrypting service (PushSealExtension) the key for a key id, as the extension's
 /// own identity would read it from the keychain (its entitlements, the device lock state). It
 /// lives in the wire module so that key stores can conform without depending on the extension;
-/// the real one is PushSealKeyProviders' `KeychainKeyProvider`.
+/// the real one is PushSealDeviceKeyProviders' `KeychainKeyProvider`.
 ///
 /// The service turns a thrown error into a stable reason token (docs/fallback.md): an error
 /// conforming to ``FallbackReasonProviding`` gives its own token (a keychain error

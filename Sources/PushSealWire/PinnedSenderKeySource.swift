@@ -1,6 +1,6 @@
 /// Where a receiver reads the sender keys its app pinned (FORMAT.md §V.6, §V.7 step 2), for
 /// each version 2 payload at the time it arrives: the device keychain's kind 3 items
-/// (PushSealKeyProviders' `KeychainKeyProvider`, docs/keychain.md "Device key items"). Given to
+/// (PushSealDeviceKeyProviders' `KeychainKeyProvider`, docs/keychain.md "Device key items"). Given to
 /// PushSealExtension's `WireFormatOpener(pinnedSenderKeys:)`. Errors follow
 /// ``NotificationKeyProvider``'s rule (a ``FallbackReasonProviding`` error names its token).
 public protocol PinnedSenderKeySource: Sendable {

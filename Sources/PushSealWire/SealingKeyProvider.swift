@@ -29,7 +29,7 @@ public struct SealingKey: Sendable {
 
 /// Where the sender gets a recipient's primary key: the seam between the sender and a key
 /// store. It lives in the wire module so that key stores can conform without depending on the
-/// sender. The real provider is PushSealKeyProviders' `KeychainSealingKeys` (a server key store,
+/// sender. The real provider is PushSealServerKeyProviders' `KeychainSealingKeys` (a server key store,
 /// which also counts the seal against the key's limit); PushSealSender's `InMemorySealingKeys`
 /// is a fixed table for tests and benchmarks.
 public protocol SealingKeyProvider: Sendable {

@@ -3,7 +3,7 @@ extension WireFormat {
     /// name, and the latest time the key lifecycle accepts or computes: 253402300799,
     /// 9999-12-31T23:59:59Z (the last second with a four-digit year). The earliest is 0
     /// (1970-01-01T00:00:00Z). The sender's `SealRequest` and
-    /// PushSealKeys' `KeyStore.maxTimeSeconds` are this value.
+    /// PushSealKeyRecords' `KeyTime.maxTimeSeconds` are this value.
     public static let maxTimeSeconds: Int64 = 253_402_300_799
 
     /// ``maxTimeSeconds`` as people read it, for error messages: `9999-12-31T23:59:59Z (253402300799)`.

@@ -13,6 +13,7 @@ let usage = """
     USAGE: push-bench [--quick | --self-test] [--markdown] [--batch-lines N]
            push-bench [--quick | --self-test] --section NAME...
            push-bench media URL [--key BASE64] [--sha256 HEX]
+           push-bench probe fullseal|coreseal|fullopen SIZE N
            push-bench --version
 
     OPTIONS:
@@ -28,6 +29,8 @@ let usage = """
       --section NAME     time only this section's rows (repeatable): crypto, hpke, sender, open,
                          v2; prints its RESULT lines and its ratios ('#' lines), without the
                          whole-process rows and without the Markdown report
+      probe JOB SIZE N   run one job N times and nothing else (make perf-check counts its
+                         instructions under callgrind; scripts/perf-check.sh)
       --version          print the version (PushSeal's, one for every tool)
       -h, --help         show this help
 
@@ -59,6 +62,7 @@ func fail(_ message: String, code: Int32) -> Never {
 }
 
 if CommandLine.arguments.dropFirst().first == "media" { ProcessControl.exit(runMediaProbe(Array(CommandLine.arguments.dropFirst(2)))) }
+if CommandLine.arguments.dropFirst().first == "probe" { ProcessControl.exit(runInstructionProbe(Array(CommandLine.arguments.dropFirst(2)))) }
 
 ProcessControl.ignoreBrokenPipe()
 var settings = BenchSettings.full

@@ -7,8 +7,8 @@ import PushSealCLI
 import PushSealCrypto
 import PushSealJSON
 import PushSealKeychain
-import PushSealKeys
-
+import PushSealKeyRecords
+import PushSealDeviceKeys
 /// `push-keys device generate` / `device import`: the app's v2 device key in a device keychain
 /// (docs/keychain.md "Device key items"), printing the registration record the app uploads to
 /// its server (FORMAT.md §V.6 `pushseal-device-key`).
@@ -50,14 +50,14 @@ enum DeviceCommands {
             try keyUsageErrors {
                 try KeyID.validateAppID(appID)
                 if let keyID { try KeyID.validate(keyID) }
-                if let now { try KeyStore.checkTime(now, named: "--now") }
+                if let now { try KeyTime.checkTime(now, named: "--now") }
             }
         }
 
         /// Stores `key` and prints the registration record (text: one JSON line; --json: with the item).
         func store(_ key: X25519.PrivateKey, _ context: CommandContext) throws -> ExitCode {
             let (kc, group) = try caller.open()
-            let createdAt = now ?? KeyStore.now()
+            let createdAt = now ?? KeyTime.now()
             let keyID = try self.keyID ?? DeviceKeyItem.keyID(for: key.publicKey)
             let item: ItemAttributes
             do {

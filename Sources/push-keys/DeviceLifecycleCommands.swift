@@ -2,7 +2,8 @@ import PushSealCLI
 import PushSealCrypto
 import PushSealJSON
 import PushSealKeychain
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealDeviceKeys
 import PushSealSystem
 import PushSealWire
 

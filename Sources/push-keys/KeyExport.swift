@@ -3,8 +3,8 @@ import PushSealJSON
 import PushSealSystem
 import PushSealCLI
 import PushSealCrypto
-import PushSealKeys
-
+import PushSealKeyRecords
+import PushSealServerKeys
 /// `push-keys export`: write a key record for the other side.
 struct KeyExportCommand: OptionsCommand {
     let path = ["export"]

@@ -1,8 +1,8 @@
 import PushSealJSON
 import PushSealCLI
 import PushSealKeychain
-import PushSealKeys
-
+import PushSealKeyRecords
+import PushSealServerKeys
 /// `push-keys generate`: a new keyset with one primary key.
 struct KeyGenerateCommand: OptionsCommand {
     let path = ["generate"]

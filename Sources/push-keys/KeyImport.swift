@@ -2,8 +2,10 @@ import PushSealJSON
 import PushSealSystem
 import PushSealCLI
 import PushSealCrypto
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealDeviceKeys
 import PushSealKeychain
+import PushSealServerKeys
 
 /// `push-keys import`: add a key record to a keychain.
 struct KeyImportCommand: OptionsCommand {

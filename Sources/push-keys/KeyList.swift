@@ -1,7 +1,7 @@
 import PushSealJSON
 import PushSealCLI
-import PushSealKeys
-
+import PushSealKeyRecords
+import PushSealServerKeys
 /// `push-keys list`: keysets, key ids, statuses, times, seal counts — never key bytes.
 struct KeyListCommand: OptionsCommand {
     let path = ["list"]

@@ -1,7 +1,7 @@
 import PushSealJSON
 import PushSealCLI
-import PushSealKeys
-
+import PushSealKeyRecords
+import PushSealServerKeys
 /// `push-keys promote`: make a key the primary.
 struct KeyPromoteCommand: OptionsCommand {
     let path = ["promote"]

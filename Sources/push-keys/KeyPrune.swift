@@ -1,7 +1,8 @@
 import PushSealJSON
 import PushSealCLI
-import PushSealKeys
-
+import PushSealKeyRecords
+import PushSealDeviceKeys
+import PushSealServerKeys
 /// `push-keys prune`: destroy keys past their grace window.
 struct KeyPruneCommand: OptionsCommand {
     let path = ["prune"]
@@ -76,7 +77,7 @@ struct KeyDueCommand: OptionsCommand {
         }
         func validate() throws {
             try store.validate()
-            try keyUsageErrors { try KeyStore.checkDuration(period, named: "--period") }
+            try keyUsageErrors { try KeyTime.checkDuration(period, named: "--period") }
             if let n = maxSeals, n < 0 { throw CLIError.usage("--max-seals needs a seal count of 0 or more, got \(n)") }
         }
     }

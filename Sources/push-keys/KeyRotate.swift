@@ -2,8 +2,7 @@ import PushSealJSON
 import Foundation
 import PushSealCLI
 import PushSealKeychain
-import PushSealKeys
-
+import PushSealServerKeys
 /// `push-keys rotate`: add, install on the device, promote.
 struct KeyRotateCommand: OptionsCommand {
     let path = ["rotate"]

@@ -5,7 +5,8 @@ import PushSealSystem
 import Foundation
 import PushSealCLI
 import PushSealKeychain
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import PushSealRegistry
 import PushSealRegistryCLI
 
@@ -153,20 +154,20 @@ func keyEntitlements(_ identity: IdentityOptions) throws -> (Entitlements, Strin
         .map { ($0.entitlements, $0.accessGroup) }
 }
 
-/// `--now`, else the clock: Unix seconds from 0 to `KeyStore.maxTimeSeconds` (9999-12-31T23:59:59Z).
+/// `--now`, else the clock: Unix seconds from 0 to `KeyTime.maxTimeSeconds` (9999-12-31T23:59:59Z).
 /// - Throws: `CLIError` (64) for a value that is not an integer or is out of that range.
 func keyNow(_ a: Arguments) throws -> Int64 {
-    let now = try a.integer("--now") ?? KeyStore.now()
-    try keyUsageErrors { try KeyStore.checkTime(now, named: a.has("--now") ? "--now" : "the clock") }
+    let now = try a.integer("--now") ?? KeyTime.now()
+    try keyUsageErrors { try KeyTime.checkTime(now, named: a.has("--now") ? "--now" : "the clock") }
     return now
 }
 
 /// `--grace` (default 30 days) for a command running at `now` (from ``keyNow(_:)``): a duration
-/// that keeps `now + grace` at or before `KeyStore.maxTimeSeconds`.
+/// that keeps `now + grace` at or before `KeyTime.maxTimeSeconds`.
 /// - Throws: `CLIError` (64) for a malformed or too long grace.
 func keyGrace(_ a: Arguments, now: Int64) throws -> Int64 {
-    let grace = try a.duration("--grace") ?? KeyStore.defaultGraceSeconds
-    _ = try keyUsageErrors { try KeyStore.time(now, plus: grace, named: "--grace", nowNamed: a.has("--now") ? "--now" : "now") }
+    let grace = try a.duration("--grace") ?? KeyTime.defaultGraceSeconds
+    _ = try keyUsageErrors { try KeyTime.time(now, plus: grace, named: "--grace", nowNamed: a.has("--now") ? "--now" : "now") }
     return grace
 }
 

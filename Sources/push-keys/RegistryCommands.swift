@@ -5,7 +5,7 @@ import PushSealCLI
 import PushSealJSON
 import PushSealCrypto
 import PushSealKeychain
-import PushSealKeys
+import PushSealServerKeys
 import PushSealRegistry
 import PushSealRegistryCLI
 import PushSealSystem

@@ -1,6 +1,7 @@
 import PushSealCLI
 import PushSealJSON
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import PushSealSystem
 
 /// `push-keys token add / list / invalidate`: the APNs device tokens of a server store (a server

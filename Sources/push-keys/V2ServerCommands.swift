@@ -1,7 +1,8 @@
 import PushSealCLI
 import PushSealCrypto
 import PushSealJSON
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import PushSealSystem
 import PushSealWire
 

@@ -6,8 +6,8 @@ import Foundation
 #endif
 import PushSealCLI
 import PushSealExtension
-import PushSealKeyProviders
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealDeviceKeyProviders
 import PushSealWire
 import PushSealKeychain
 
@@ -106,7 +106,7 @@ struct OpenCommand: OptionsCommand {
             // not a fallback for every payload.
             do { try KeyID.validateAppID(appID) } catch let e as KeysError { throw CLIError.usage(e.reason) }
             if let now {
-                do { try KeyStore.checkTime(now, named: "--now") } catch let e as KeysError { throw CLIError.usage(e.reason) }
+                do { try KeyTime.checkTime(now, named: "--now") } catch let e as KeysError { throw CLIError.usage(e.reason) }
             }
             if asApp, delivered { throw CLIError.usage("give --as-app or --delivered, not both") }
             if requestID?.isEmpty == true { throw CLIError.usage("--request-id needs a non-empty identifier") }

@@ -2,7 +2,7 @@ import PushSealSystem
 import Dispatch
 import Foundation
 import PushSealCLI
-import PushSealKeys
+import PushSealServerKeys
 import PushSealSender
 
 /// `push-seal batch`: JSON Lines in, JSON Lines out, streaming, every core, order preserved.

@@ -1,6 +1,5 @@
 import PushSealCLI
-import PushSealKeyProviders
-
+import PushSealServerKeyProviders
 /// `--format v1|v2` (``SealOptionSpecs/keys``): `.automatic` when absent.
 /// - Throws: `CLIError` 64 for another value.
 func sealFormat(_ a: Arguments) throws -> SealFormatPolicy {

@@ -3,8 +3,9 @@ import Foundation
 import PushSealCLI
 import PushSealCrypto
 import PushSealWire
-import PushSealKeyProviders
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
+import PushSealServerKeyProviders
 import PushSealRegistryCLI
 import PushSealSender
 
@@ -195,7 +196,7 @@ func mappingSenderErrors<R>(_ body: () throws -> R) throws -> R {
     }
 }
 
-/// Checks `--app-id` and `--recipient` by the keyset naming rules (PushSealKeys' `KeyID`, the
+/// Checks `--app-id` and `--recipient` by the keyset naming rules (PushSealKeyRecords' `KeyID`, the
 /// `--app-id` rule push-open and push-keys apply too) before any keychain is read.
 /// - Throws: `CLIError` 64 `invalidOption` naming the rule.
 func checkKeysetNames(appID: String? = nil, recipient: String? = nil) throws {

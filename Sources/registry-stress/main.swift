@@ -18,7 +18,8 @@
 //     `push-keys registry import`, 500 keysets a transaction), and prints "N SECONDS".
 // Exit 0 on success; on an error prints it to stderr and exits 1.
 import PushSealCrypto
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import PushSealRegistry
 import PushSealSystem
 
@@ -36,7 +37,7 @@ let args = CommandLine.arguments
 if args.count == 7, args[1] == "rotate-stop" {
     do {
         let store = try PostgresKeyStore(connectionString: args[2], kek: try KeyEncryptionKey(file: args[3]), reconnectWaitSeconds: 30)
-        try store.rotate(appID: args[4], recipient: args[5], graceSeconds: 3600, device: nil, promote: true, now: KeyStore.now()) { step in
+        try store.rotate(appID: args[4], recipient: args[5], graceSeconds: 3600, device: nil, promote: true, now: KeyTime.now()) { step in
             guard step.rawValue == args[6] else { return }
             emit(1, "at \(step.rawValue)\n")
             blockForever()
@@ -60,7 +61,7 @@ if args.count == 6, args[1] == "lock-stop" {
 if args.count == 6, args[1] == "bulk-load", let n = Int(args[5]), n >= 0 {
     do {
         let store = try PostgresKeyStore(connectionString: args[2], kek: try KeyEncryptionKey(file: args[3]), reconnectWaitSeconds: 30)
-        let now = KeyStore.now()
+        let now = KeyTime.now()
         let app = args[4]
         let states = (0..<n).lazy.map { i in
             KeysetState(appID: app, recipient: "r\(i)",

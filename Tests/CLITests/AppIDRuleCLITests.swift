@@ -1,5 +1,5 @@
 import Foundation
-import PushSealKeys
+import PushSealKeyRecords
 import Testing
 
 /// One `--app-id` rule in all three tools (FORMAT.md §3.2 and the stricter keyset naming rule

@@ -1,6 +1,6 @@
 import Foundation
 import PushSealKeychain
-import PushSealKeys
+import PushSealKeyRecords
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -111,7 +111,7 @@ import Darwin
         let commands: [[String]] = [
             ["list"], ["due"], ["prune"], ["export"] + name, ["rotate"] + name, ["promote", "--key-id", pending] + name,
             ["revoke", "--key-id", first] + name, ["generate", "--app-id", Self.app, "--recipient", "bob"],
-            ["keychain", "get", "--access-group", "pushseal.server", "--service", KeyStore.service(appID: Self.app), "--account", r],
+            ["keychain", "get", "--access-group", "pushseal.server", "--service", KeychainNames.service(appID: Self.app), "--account", r],
         ]
         for c in commands {
             let res = try KeysCLI.keys([c[0]] + (c[0] == "keychain" ? [c[1], "--keychain", srv] + c.dropFirst(2) : ["--keychain", srv] + c.dropFirst()))
@@ -152,13 +152,13 @@ import Darwin
         // The keyset item (not its generation counter): every run below reads it. Headers are clear text.
         let item = try #require(FileManager.default.contentsOfDirectory(atPath: srv + "/items").first { name in
             name.hasSuffix(".item") && ((try? String(decoding: Data(contentsOf: URL(fileURLWithPath: srv + "/items/" + name)), as: UTF8.self))?
-                .contains(KeyStore.service(appID: Self.app)) ?? false)
+                .contains(KeychainNames.service(appID: Self.app)) ?? false)
         })
         let runs: [(what: String, run: () throws -> KeysCLI.Result)] = [
             ("push-keys list", { try KeysCLI.keys(["list", "--keychain", srv]) }),
             ("push-keys export", { try KeysCLI.keys(["export", "--keychain", srv] + name) }),
             ("push-keys keychain get", { try KeysCLI.keys(["keychain", "get", "--keychain", srv, "--access-group", "pushseal.server",
-                                                          "--service", KeyStore.service(appID: Self.app), "--account", self.r]) }),
+                                                          "--service", KeychainNames.service(appID: Self.app), "--account", self.r]) }),
             ("push-seal", { try KeysCLI.run(Self.tool("push-seal"), ["--keychain", srv] + name + ["--title", "t"]) }),
         ]
         for path in [srv + "/items/" + item, srv + "/items", srv + "/tmp"] {

@@ -2,7 +2,9 @@ import PushSealTestSupport
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealDeviceKeys
+import PushSealServerKeys
 import Testing
 
 /// Runs the built `push-keys` (and the Keys/ scripts) as a user would.

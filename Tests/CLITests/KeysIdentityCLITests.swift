@@ -1,6 +1,6 @@
 import Foundation
 import PushSealKeychain
-import PushSealKeys
+import PushSealKeyRecords
 import Testing
 
 /// Identity options of the key lifecycle commands follow `push-keys keychain`: with
@@ -22,7 +22,7 @@ import Testing
         #expect(gen.status == 0, "\(gen.stderr)")
         // The item is in the named group, not the identity's first one.
         let kc = try Keychain(opening: URL(fileURLWithPath: dev), as: try Entitlements.load(from: URL(fileURLWithPath: ent)))
-        let items = try kc.copyMatching(ItemQuery(service: KeyStore.service(appID: KeysCLI.appID)), limit: .all)
+        let items = try kc.copyMatching(ItemQuery(service: KeychainNames.service(appID: KeysCLI.appID)), limit: .all)
         #expect(items.map(\.attributes.accessGroup) == [Self.second])
         // list and revoke find it there; without the group they look in the first group.
         let list = try KeysCLI.keys(["list"] + base + ["--access-group", Self.second, "--json"])
@@ -33,7 +33,7 @@ import Testing
         let lacks = try KeysCLI.keys(["list"] + base + ["--access-group", "TEAM123456.other", "--json"])
         #expect(lacks.status == 1 && lacks.stdout.contains("-34018"), "\(lacks.stdout) \(lacks.stderr)")
         let kcLacks = try KeysCLI.keys(["keychain", "get", "--keychain", dev, "--entitlements", ent, "--access-group", "TEAM123456.other",
-                                        "--service", KeyStore.service(appID: KeysCLI.appID), "--account", "r", "--json"])
+                                        "--service", KeychainNames.service(appID: KeysCLI.appID), "--account", "r", "--json"])
         #expect(kcLacks.status == lacks.status)
     }
 

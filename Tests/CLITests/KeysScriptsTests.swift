@@ -1,6 +1,7 @@
 import Foundation
 import PushSealKeychain
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import Testing
 
 /// Runs the Keys/ scripts against the built push-keys (and shellcheck when installed).
@@ -99,7 +100,7 @@ import Testing
         #expect(try run(["--promote-after", "0"], period: "1h").map { $0[1] + " " + $0[4] } == ["bob promoted"])
         #expect(try primary("bob") == staged[1][2])
         // prune.sh far in the future destroys the old primaries on both sides.
-        let future = String(KeyStore.now() + 7200)
+        let future = String(KeyTime.now() + 7200)
         let ps = try KeysCLI.run(keysDir.appendingPathComponent("prune.sh").path, [srv, "--now", future], env: env)
         #expect(ps.status == 0 && ps.stdout.split(separator: "\n").count == 2, "\(ps.stderr)")
         let pd = try KeysCLI.run(keysDir.appendingPathComponent("prune.sh").path, [dev, "--entitlements", appJSON, "--now", future], env: env)

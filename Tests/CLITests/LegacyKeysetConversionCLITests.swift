@@ -1,6 +1,6 @@
 import Foundation
 import PushSealKeychain
-import PushSealKeys
+import PushSealKeyRecords
 import Testing
 
 /// Device keychains provisioned before 0.3.0 hold a keyset item (docs/keychain.md "Legacy keyset
@@ -44,7 +44,7 @@ import Testing
         #expect(afterKeys.count == 2 && afterKeys.allSatisfy { $0["keyset"] is NSNull && $0["rolledBack"] as? Bool == false }, "\(after)")
         // No keyset item left; the key opens from its kind 1 item.
         let kc = try Keychain(opening: devURL, as: KeysCLI.app)
-        #expect((try? kc.copyMatching(ItemQuery(service: KeyStore.service(appID: KeysCLI.appID)))) == nil)
+        #expect((try? kc.copyMatching(ItemQuery(service: KeychainNames.service(appID: KeysCLI.appID)))) == nil)
         #expect(try KeysCLI.sealAndOpen(server: URL(fileURLWithPath: srv), device: devURL, recipient: r) == keyID)
         // The keyset item put back (a restored backup): refused, and it never decides over the items.
         for (name, data) in keysetFiles where !FileManager.default.fileExists(atPath: items.appendingPathComponent(name).path) {

@@ -1,7 +1,6 @@
 import Foundation
 import PushSealCLI
 import PushSealKeychain
-@testable import PushSealKeys
 import Testing
 
 private let devFullPresent = FileManager.default.fileExists(atPath: "/dev/full")

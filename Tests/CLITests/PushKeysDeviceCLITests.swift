@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import PushSealCrypto
 import PushSealKeychain
-import PushSealKeys
+import PushSealDeviceKeys
 import PushSealSystem
 import PushSealTestSupport
 

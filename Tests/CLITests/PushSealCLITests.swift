@@ -1,7 +1,8 @@
 import PushSealTestSupport
 import Foundation
 import PushSealKeychain
-@testable import PushSealKeys
+@testable import PushSealKeyRecords
+@testable import PushSealServerKeys
 import Testing
 
 /// Runs the built `push-seal` binary and checks stdout, stderr and exit codes.
@@ -35,10 +36,10 @@ import Testing
                     ks.keys[i].info.status = .destroyed
                     ks.keys[i].secret = nil
                 }
-                return [KeyStore.AuditEvent(event: "testDestroy", time: KeyStore.now())]
+                return [KeyStore.AuditEvent(event: "testDestroy", time: KeyTime.now())]
             }
             let erin = try store.generate(appID: Self.appID, recipient: "erin")
-            try store.setSealCount(appID: Self.appID, recipient: "erin", keyID: erin.keyID, to: KeyStore.sealLimit - 1)
+            try store.setSealCount(appID: Self.appID, recipient: "erin", keyID: erin.keyID, to: KeyInfo.sealLimit - 1)
         }
         deinit {
             try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: keychain.path)
@@ -235,7 +236,7 @@ import Testing
         let s = try Scratch()
         let first = try run(s.keyArgs + ["--recipient", "erin", "--title", "t"])
         #expect(first.status == 0, "\(first.err)")
-        #expect(try s.store.keyset(appID: Scratch.appID, recipient: "erin").primary?.sealCount == KeyStore.sealLimit)
+        #expect(try s.store.keyset(appID: Scratch.appID, recipient: "erin").primary?.sealCount == KeyInfo.sealLimit)
         let second = try run(s.keyArgs + ["--recipient", "erin", "--title", "t"])
         #expect(second.status == 4, "\(second.err)")
         #expect(second.err.contains("2^32"))

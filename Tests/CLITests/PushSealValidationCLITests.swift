@@ -1,7 +1,7 @@
 import PushSealJSON
 import Foundation
 import PushSealKeychain
-@testable import PushSealKeys
+@testable import PushSealServerKeys
 import Testing
 
 /// push-seal refuses what a device would reject, with the documented exit codes: the flags the

@@ -3,8 +3,9 @@ import Foundation
 import PushSealCrypto
 import PushSealWire
 import PushSealKeychain
-import PushSealKeyProviders
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
+import PushSealDeviceKeyProviders
 @testable import PushSealExtension
 
 /// The shared cases' key: the 32 bytes 0x00 … 0x1f, key id `k1`, app id `com.example.app`.

@@ -1,9 +1,10 @@
 import Foundation
 import PushSealCrypto
 import PushSealJSON
-import PushSealKeyProviders
+@testable import PushSealKeyRecords
+@testable import PushSealDeviceKeys
+import PushSealDeviceKeyProviders
 import PushSealKeychain
-@testable import PushSealKeys
 import PushSealSender
 import PushSealWire
 import PushSealTestSupport

@@ -1,9 +1,9 @@
 import Foundation
 import PushSealCrypto
 import PushSealJSON
-import PushSealKeyProviders
+import PushSealKeyRecords
+import PushSealDeviceKeys
 import PushSealKeychain
-import PushSealKeys
 import PushSealSender
 import PushSealTestSupport
 import PushSealWire

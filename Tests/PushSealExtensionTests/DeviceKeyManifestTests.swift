@@ -4,7 +4,8 @@ import PushSealJSON
 import PushSealKeychain
 import PushSealTestSupport
 import Testing
-@testable import PushSealKeys
+@testable import PushSealKeyRecords
+@testable import PushSealDeviceKeys
 @testable import PushSealExtension
 
 /// The rollback guard of the device key items (docs/keychain.md "The key manifest", security

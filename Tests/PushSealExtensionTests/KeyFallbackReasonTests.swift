@@ -1,12 +1,11 @@
 import PushSealWire
-import PushSealKeyProviders
+import PushSealKeyRecords
 import PushSealKeychain
-import PushSealKeys
 @testable import PushSealExtension
 import Testing
 
 /// The fallback reason tokens of key lookup failures come from the keys side
-/// (PushSealKeyProviders' `FallbackReasonProviding` conformances); the extension core maps only
+/// (PushSealDeviceKeyProviders' `FallbackReasonProviding` conformances); the extension core maps only
 /// the protocol. The tokens are docs/fallback.md's, unchanged.
 @Suite struct KeyFallbackReasonTests {
     struct PlainError: Error {}

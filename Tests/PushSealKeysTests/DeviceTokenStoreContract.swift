@@ -1,4 +1,5 @@
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import Testing
 
 /// What every ``DeviceTokenStore`` must do, written against the protocol alone like

@@ -1,6 +1,5 @@
 import Foundation
 import PushSealKeychain
-import PushSealKeys
 import Testing
 
 /// The ``DeviceTokenStoreContract`` on the file keychain.

@@ -2,7 +2,7 @@ import PushSealJSON
 import Foundation
 import PushSealCrypto
 import PushSealWire
-@testable import PushSealKeys
+@testable import PushSealKeyRecords
 import Testing
 
 /// The key record format (version 1): read with JSONReader's scanner, written with JSONWriter,

@@ -1,6 +1,6 @@
 import Foundation
 import PushSealKeychain
-@testable import PushSealKeys
+@testable import PushSealServerKeys
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +13,6 @@ import Darwin
 /// `chmod 600` that fixes it, a link is `.symbolicLink`, and nothing is written meanwhile.
 @Suite struct KeyStoreFilesTests {
     let alice = "alice-iphone"
-
 
     @Test func looseOrLinkedLockAndAuditFilesAreRefused() throws {
         let f = try KeysFixture()

@@ -3,7 +3,8 @@ import PushSealWire
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-@testable import PushSealKeys
+@testable import PushSealKeyRecords
+@testable import PushSealServerKeys
 import Testing
 
 /// The file keychain's batch path (`KeyStore` as a `BulkSealingKeyStore`): a chunk's
@@ -39,7 +40,7 @@ import Testing
         _ = try other.reserveSeals(appID: KeysFixture.appID, recipient: "r3", keyID: try #require(loaded["r3"]).key.keyID, count: 1)
         #expect(try loaded["r3"]?.watch.isCurrent() == false)
         // A rotated keyset is refused (left out), the others granted.
-        _ = try f.server.rotate(appID: KeysFixture.appID, recipient: "r4", graceSeconds: 60, device: nil, promote: true, now: KeyStore.now()) { _ in }
+        _ = try f.server.rotate(appID: KeysFixture.appID, recipient: "r4", graceSeconds: 60, device: nil, promote: true, now: KeyTime.now()) { _ in }
         let third = try f.server.reserveSeals(appID: KeysFixture.appID, blocks: blocks)
         #expect(third["r4"] == nil && third.count == Self.recipients.count - 1)
         // One reserveSeals audit line per grant.

@@ -1,7 +1,9 @@
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-@testable import PushSealKeys
+@testable import PushSealKeyRecords
+@testable import PushSealDeviceKeys
+@testable import PushSealServerKeys
 import Testing
 
 /// Keys at rest (security review F5, F11, F20): rollback of a keyset item, one key in one
@@ -90,7 +92,7 @@ import Testing
         try f.server.revoke(appID: KeysFixture.appID, recipient: alice, keyID: key.keyID)
         let g2 = try #require(try f.server.load(appID: KeysFixture.appID, recipient: alice)).generation
         #expect(g1 >= 1 && g2 == g1 + 1)
-        #expect(try KeyStore.storedGeneration(f.server.keychain, accessGroup: f.server.accessGroup, appID: KeysFixture.appID, recipient: alice) == g2)
+        #expect(try GenerationCounters.storedGeneration(f.server.keychain, accessGroup: f.server.accessGroup, appID: KeysFixture.appID, recipient: alice) == g2)
         // A keyset of before 0.2.0 (version 1, no generation) still reads while no counter exists.
         var v1 = try #require(try f.server.load(appID: KeysFixture.appID, recipient: alice))
         v1.generation = 0

@@ -1,8 +1,10 @@
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-@testable import PushSealKeys
+@testable import PushSealKeyRecords
+@testable import PushSealServerKeys
 import Testing
+import PushSealDeviceKeys
 
 @Suite struct LifecycleTests {
     let alice = "alice-iphone"
@@ -114,7 +116,7 @@ import Testing
         let k = try f.device.generate(appID: KeysFixture.appID, recipient: alice)
         try f.device.keychain.lock()
         #expect(try f.extensionKeyring().key(for: k.keyID, appID: KeysFixture.appID).byteCount == 32)
-        let attrs = try f.device.keychain.copyMatching(ItemQuery(service: KeyStore.service(appID: KeysFixture.appID)))
+        let attrs = try f.device.keychain.copyMatching(ItemQuery(service: KeychainNames.service(appID: KeysFixture.appID)))
         #expect(attrs.first?.attributes.accessibility == .afterFirstUnlockThisDeviceOnly)
         #expect(attrs.first?.attributes.accessGroup == KeysFixture.shared)
     }
@@ -134,10 +136,10 @@ import Testing
             last = stored
         }
         // Near the limit: one seal left, then a clear refusal.
-        try f.server.setSealCount(appID: KeysFixture.appID, recipient: alice, keyID: k.keyID, to: KeyStore.sealLimit - 1)
+        try f.server.setSealCount(appID: KeysFixture.appID, recipient: alice, keyID: k.keyID, to: KeyInfo.sealLimit - 1)
         let sender = ServerKeyring(store: f.server)
         _ = try sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice)
-        #expect(try f.server.keyset(appID: KeysFixture.appID, recipient: alice).primary?.sealCount == KeyStore.sealLimit)
+        #expect(try f.server.keyset(appID: KeysFixture.appID, recipient: alice).primary?.sealCount == KeyInfo.sealLimit)
         expectKeys(.sealLimitReached) { try sender.primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice) }
         expectKeys(.sealLimitReached) { try ServerKeyring(store: f.server).primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice) }
         // After a rotation sealing works again.

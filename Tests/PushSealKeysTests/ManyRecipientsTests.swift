@@ -1,8 +1,9 @@
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-@testable import PushSealKeys
+@testable import PushSealServerKeys
 import Testing
+import PushSealKeyRecords
 
 /// 10,000 recipients in one server keychain: the primary lookup opens one keychain item (no scan).
 /// Time is measured and printed, never asserted (speed belongs to `make bench`).

@@ -1,7 +1,9 @@
 import Foundation
 import PushSealCrypto
 import PushSealJSON
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealDeviceKeys
+import PushSealServerKeys
 import PushSealWire
 import Testing
 
@@ -163,7 +165,7 @@ enum RegistrationStoreContract {
         #expect(throws: KeysError(.timeOutOfRange, "")) { try store.register(r, recipient: "alice", now: -1) }
         #expect(throws: KeysError(.invalidName, "")) { try store.registrations(appID: "bad app", recipient: "alice") }
         #expect(throws: KeysError(.invalidName, "")) { try store.generateSenderKey(appID: "bad|app", now: now) }
-        #expect(throws: KeysError(.timeOutOfRange, "")) { try store.generateSenderKey(appID: appID, now: KeyStore.maxTimeSeconds + 1) }
+        #expect(throws: KeysError(.timeOutOfRange, "")) { try store.generateSenderKey(appID: appID, now: KeyTime.maxTimeSeconds + 1) }
         #expect(try store.allRegistrations().isEmpty && store.senderKeys(appID: appID).isEmpty)
     }
 }

@@ -2,7 +2,8 @@ import Foundation
 import PushSealCrypto
 import PushSealJSON
 import PushSealKeychain
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import PushSealSystem
 import PushSealWire
 import Testing

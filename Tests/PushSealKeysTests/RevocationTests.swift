@@ -3,8 +3,10 @@ import PushSealJSON
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-@testable import PushSealKeys
+@testable import PushSealKeyRecords
+@testable import PushSealServerKeys
 import Testing
+import PushSealDeviceKeys
 
 /// Issue 12, F4: revocation reaches the device.
 @Suite struct RevocationTests {

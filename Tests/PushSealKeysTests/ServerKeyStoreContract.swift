@@ -1,6 +1,7 @@
 import Foundation
 import PushSealCrypto
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import PushSealWire
 import Testing
 
@@ -66,9 +67,9 @@ enum ServerKeyStoreContract {
         #expect(throws: KeysError(.unknownKeyset, "")) { try store.reserveSeals(appID: appID, recipient: "carol", keyID: alice.keyID, count: 1) }
         // A reservation stops at 2^32; the next one is refused and changes nothing.
         #expect(try store.reserveSeals(appID: appID, recipient: "alice", keyID: alice.keyID, count: UInt64.max / 2)
-                == SealReservation(previousCount: 1034, reservedCount: KeyStore.sealLimit))
+                == SealReservation(previousCount: 1034, reservedCount: KeyInfo.sealLimit))
         #expect(throws: KeysError(.sealLimitReached, "")) { try store.reserveSeals(appID: appID, recipient: "alice", keyID: alice.keyID, count: 1) }
-        #expect(try store.keyset(appID: appID, recipient: "alice").primary?.sealCount == KeyStore.sealLimit)
+        #expect(try store.keyset(appID: appID, recipient: "alice").primary?.sealCount == KeyInfo.sealLimit)
         // Without a primary nothing seals.
         _ = try store.revoke(appID: appID, recipient: "alice", keyID: alice.keyID, now: now)
         #expect(throws: KeysError(.noPrimaryKey, "")) { try store.sealingPrimary(appID: appID, recipient: "alice") }
@@ -193,12 +194,12 @@ enum ServerKeyStoreContract {
         #expect(throws: KeysError(.invalidName, "")) { try store.watchKeyset(appID: "bad app", recipient: "alice") }
         #expect(throws: KeysError(.invalidName, "")) { try store.keyset(appID: appID, recipient: "a\u{1}b") }
         #expect(throws: KeysError(.timeOutOfRange, "")) { try store.generate(appID: appID, recipient: "alice", now: -1) }
-        #expect(throws: KeysError(.timeOutOfRange, "")) { try store.generate(appID: appID, recipient: "alice", now: KeyStore.maxTimeSeconds + 1) }
+        #expect(throws: KeysError(.timeOutOfRange, "")) { try store.generate(appID: appID, recipient: "alice", now: KeyTime.maxTimeSeconds + 1) }
         #expect(try store.keysets().isEmpty)
         let alice = try store.generate(appID: appID, recipient: "alice", now: now)
         let before = try store.keyset(appID: appID, recipient: "alice")
         #expect(throws: KeysError(.timeOutOfRange, "")) {
-            try store.rotate(appID: appID, recipient: "alice", graceSeconds: KeyStore.maxTimeSeconds, device: nil, promote: true, now: now, afterStep: { _ in })
+            try store.rotate(appID: appID, recipient: "alice", graceSeconds: KeyTime.maxTimeSeconds, device: nil, promote: true, now: now, afterStep: { _ in })
         }
         #expect(throws: KeysError(.timeOutOfRange, "")) { try store.promote(appID: appID, recipient: "alice", keyID: alice.keyID, graceSeconds: -1, now: now) }
         #expect(throws: KeysError(.timeOutOfRange, "")) { try store.prune(now: -1) }

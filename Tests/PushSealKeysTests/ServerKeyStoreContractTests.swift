@@ -1,6 +1,6 @@
 import Foundation
 import PushSealKeychain
-import PushSealKeys
+import PushSealServerKeys
 import Testing
 
 /// The ``ServerKeyStoreContract`` on the file keychain (``KeyStore``), each check with fresh

@@ -2,8 +2,9 @@ import PushSealSystem
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-@testable import PushSealKeys
+@testable import PushSealServerKeys
 import Testing
+import PushSealKeyRecords
 
 /// The sender's cache of unlocked keysets and reserved counter blocks: changes made elsewhere
 /// are seen at the next seal, the counter never under-counts, and threads share it safely.

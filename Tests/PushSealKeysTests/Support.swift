@@ -2,7 +2,9 @@ import PushSealTestSupport
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-@testable import PushSealKeys
+@testable import PushSealKeyRecords
+@testable import PushSealDeviceKeys
+@testable import PushSealServerKeys
 import Testing
 
 /// A server keychain and a device keychain (app and extension identities) in a scratch dir.
@@ -47,7 +49,7 @@ struct KeysFixture {
     }
 
     /// Opens as the extension would: key by key id from the device keyring.
-    static func open(_ sealed: (keyID: String, box: [UInt8]), keyring: DeviceKeyring, now: Int64 = KeyStore.now()) throws -> String {
+    static func open(_ sealed: (keyID: String, box: [UInt8]), keyring: DeviceKeyring, now: Int64 = KeyTime.now()) throws -> String {
         let key = try keyring.key(for: sealed.keyID, appID: appID, now: now)
         return String(decoding: try AES256GCM.open(try SealedBox(combined: sealed.box), with: key, authenticating: aad(sealed.keyID)), as: UTF8.self)
     }

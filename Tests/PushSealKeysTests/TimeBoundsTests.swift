@@ -1,8 +1,10 @@
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-@testable import PushSealKeys
+@testable import PushSealKeyRecords
+@testable import PushSealServerKeys
 import Testing
+import PushSealDeviceKeys
 
 /// Times and durations out of 0 ... 9999-12-31T23:59:59Z are refused with `timeOutOfRange`
 /// before anything is written: no operation traps on overflow, and a refused one leaves every
@@ -10,9 +12,9 @@ import Testing
 @Suite struct TimeBoundsTests {
     let alice = "alice-iphone"
     let app = KeysFixture.appID
-    static let max = KeyStore.maxTimeSeconds
+    static let max = KeyTime.maxTimeSeconds
     /// Values no time or duration may take, whatever the other argument is.
-    static let extremes: [Int64] = [Int64.min, -1, KeyStore.maxTimeSeconds + 1, Int64.max]
+    static let extremes: [Int64] = [Int64.min, -1, KeyTime.maxTimeSeconds + 1, Int64.max]
 
     /// Every file below `dir` (relative path → bytes), for "nothing changed".
     static func snapshot(_ dir: URL) throws -> [String: [UInt8]] {
@@ -33,15 +35,15 @@ import Testing
         var utc = Calendar(identifier: .gregorian)
         utc.timeZone = try #require(TimeZone(identifier: "UTC"))
         let date = try #require(utc.date(from: DateComponents(year: 9999, month: 12, day: 31, hour: 23, minute: 59, second: 59)))
-        #expect(KeyStore.maxTimeSeconds == Int64(date.timeIntervalSince1970))
-        #expect(try KeyStore.time(Self.max - 10, plus: 10, named: "graceSeconds") == Self.max)
-        #expect(try KeyStore.time(0, plus: 0, named: "graceSeconds") == 0)
-        expectKeys(.timeOutOfRange) { try KeyStore.time(Self.max - 10, plus: 11, named: "graceSeconds") }
-        expectKeys(.timeOutOfRange) { try KeyStore.time(Int64.max, plus: Int64.max, named: "graceSeconds") }
-        expectKeys(.timeOutOfRange) { try KeyStore.time(1, plus: -1, named: "graceSeconds") }
+        #expect(KeyTime.maxTimeSeconds == Int64(date.timeIntervalSince1970))
+        #expect(try KeyTime.time(Self.max - 10, plus: 10, named: "graceSeconds") == Self.max)
+        #expect(try KeyTime.time(0, plus: 0, named: "graceSeconds") == 0)
+        expectKeys(.timeOutOfRange) { try KeyTime.time(Self.max - 10, plus: 11, named: "graceSeconds") }
+        expectKeys(.timeOutOfRange) { try KeyTime.time(Int64.max, plus: Int64.max, named: "graceSeconds") }
+        expectKeys(.timeOutOfRange) { try KeyTime.time(1, plus: -1, named: "graceSeconds") }
         for t in Self.extremes {
-            expectKeys(.timeOutOfRange) { try KeyStore.checkTime(t) }
-            expectKeys(.timeOutOfRange) { try KeyStore.checkDuration(t, named: "graceSeconds") }
+            expectKeys(.timeOutOfRange) { try KeyTime.checkTime(t) }
+            expectKeys(.timeOutOfRange) { try KeyTime.checkDuration(t, named: "graceSeconds") }
         }
     }
 
@@ -145,9 +147,9 @@ import Testing
         #expect(due.count == 1)
         #expect(due.first?.ageSeconds == Int64.max)
         #expect(due.first?.reasons == ["age"])
-        #expect(KeyStore.age(at: 0, since: Int64.max) == -Int64.max)
-        #expect(KeyStore.age(at: Self.max, since: Int64.min) == Int64.max)
-        #expect(KeyStore.age(at: 100, since: 40) == 60)
+        #expect(KeyTime.age(at: 0, since: Int64.max) == -Int64.max)
+        #expect(KeyTime.age(at: Self.max, since: Int64.min) == Int64.max)
+        #expect(KeyTime.age(at: 100, since: 40) == 60)
     }
 
     @Test func keyRecordsWithTimesPastTheBoundAreMalformed() throws {

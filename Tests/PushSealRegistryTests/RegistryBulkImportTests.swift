@@ -1,7 +1,8 @@
 import PushSealWire
 import PushSealSystem
 import PushSealCrypto
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import PushSealRegistry
 import Testing
 

@@ -1,6 +1,7 @@
 import PushSealCrypto
-import PushSealKeyProviders
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
+import PushSealServerKeyProviders
 import PushSealWire
 @testable import PushSealRegistry
 import Testing

@@ -2,7 +2,6 @@ import PushSealWire
 import PushSealSystem
 import Foundation
 import PushSealCrypto
-import PushSealKeys
 import PushSealRegistry
 import Testing
 

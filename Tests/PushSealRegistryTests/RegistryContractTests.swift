@@ -1,7 +1,7 @@
 import PushSealWire
 import PushSealSystem
 import Foundation
-import PushSealKeys
+import PushSealServerKeys
 import PushSealRegistry
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
-import PushSealKeys
 import PushSealRegistry
 import Testing
+import PushSealServerKeys
 
 /// The ``DeviceTokenStoreContract`` (shared with PushSealKeysTests, the same file) on the
 /// PostgreSQL registry, each check with a fresh, migrated database; and two adders racing.

@@ -3,7 +3,8 @@ import PushSealSystem
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import PushSealRegistry
 import Testing
 
@@ -52,7 +53,7 @@ import Testing
         let kekFile = try Registry.kekFile(kek)
         let (store, cs) = try Registry.store(kek: kek)
         let recipients = ["alice", "bob", "carol"]
-        for r in recipients { try store.generate(appID: Self.app, recipient: r, now: KeyStore.now()) }
+        for r in recipients { try store.generate(appID: Self.app, recipient: r, now: KeyTime.now()) }
         let children = try (0..<processes).map { _ in
             try PipedChild([Self.helper, "seal", cs, kekFile, Self.app, "3000"] + recipients)
         }
@@ -60,7 +61,7 @@ import Testing
         var rotations = 0
         for _ in 0..<4 {
             for r in recipients {
-                _ = try store.rotate(appID: Self.app, recipient: r, graceSeconds: 86_400, device: nil, promote: true, now: KeyStore.now(), afterStep: { _ in })
+                _ = try store.rotate(appID: Self.app, recipient: r, graceSeconds: 86_400, device: nil, promote: true, now: KeyTime.now(), afterStep: { _ in })
                 rotations += 1
             }
         }
@@ -80,7 +81,7 @@ import Testing
         let kek = KeyEncryptionKey.generate()
         let kekFile = try Registry.kekFile(kek)
         let (store, cs) = try Registry.store(kek: kek)
-        for r in ["alice", "bob"] { try store.generate(appID: Self.app, recipient: r, now: KeyStore.now()) }
+        for r in ["alice", "bob"] { try store.generate(appID: Self.app, recipient: r, now: KeyTime.now()) }
         let child = try PipedChild([Self.helper, "seal", cs, kekFile, Self.app, "1000000", "alice", "bob"])
         var lines: [String] = []
         // Past the first blocks, so reservations are happening when the kill lands.
@@ -106,8 +107,8 @@ import Testing
         let kek = KeyEncryptionKey.generate()
         let store = try PostgresKeyStore(connectionString: cs, kek: kek, reconnectWaitSeconds: 60)
         let keyring = ServerKeyring(store: store)
-        try store.generate(appID: Self.app, recipient: "alice", now: KeyStore.now())
-        try store.generate(appID: Self.app, recipient: "bob", now: KeyStore.now())
+        try store.generate(appID: Self.app, recipient: "alice", now: KeyTime.now())
+        try store.generate(appID: Self.app, recipient: "bob", now: KeyTime.now())
         keyring.beginBatchChunk()
         let first = try keyring.primaryKeyForSealing(appID: Self.app, recipient: "alice")
         try server.stopServer()

@@ -1,8 +1,9 @@
 import Foundation
 import PushSealCrypto
-import PushSealKeys
+import PushSealKeyRecords
 import PushSealRegistry
 import Testing
+import PushSealServerKeys
 
 /// v2 registrations and sender keys in the PostgreSQL registry: the ``RegistrationStoreContract``
 /// (shared with PushSealKeysTests, the same file), the sender private keys wrapped under the KEK

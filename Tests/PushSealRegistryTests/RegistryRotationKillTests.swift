@@ -2,9 +2,10 @@ import PushSealWire
 import PushSealSystem
 import Foundation
 import PushSealCrypto
-import PushSealKeys
+import PushSealKeyRecords
 import PushSealRegistry
 import Testing
+import PushSealServerKeys
 
 /// `kill -9` of a rotation (issue 15): between its transactions (after each step), and while a
 /// change holds the keyset's row locks with its transaction open. The keyset keeps exactly one
@@ -18,7 +19,7 @@ import Testing
         let kek = KeyEncryptionKey.generate()
         let kekFile = try Registry.kekFile(kek)
         let (store, cs) = try Registry.store(kek: kek)
-        let old = try store.generate(appID: app, recipient: "alice", now: KeyStore.now())
+        let old = try store.generate(appID: app, recipient: "alice", now: KeyTime.now())
         let primary = try store.sealingPrimary(appID: app, recipient: "alice")
         let box = try AES256GCM.seal(Array("sealed before the rotation".utf8), with: primary.key, authenticating: Array("alice".utf8))
         return (store, cs, kekFile, old.keyID, box)
@@ -50,7 +51,7 @@ import Testing
         _ = try store.sealingPrimary(appID: Self.app, recipient: "alice")
         // Run again: an interrupted rotation resumes with its own key; a finished one starts another.
         let r = try store.rotate(appID: Self.app, recipient: "alice", graceSeconds: 3600, device: nil, promote: true,
-                                 now: KeyStore.now(), afterStep: { _ in })
+                                 now: KeyTime.now(), afterStep: { _ in })
         if step == "finished" {
             #expect(killed.rotationKeyID == nil)
             #expect(!r.resumed)
@@ -72,7 +73,7 @@ import Testing
         // rotation (which locks the same rows) runs to the end.
         #expect(try store.keyset(appID: Self.app, recipient: "alice") == before)
         let r = try store.rotate(appID: Self.app, recipient: "alice", graceSeconds: 3600, device: nil, promote: true,
-                                 now: KeyStore.now(), afterStep: { _ in })
+                                 now: KeyTime.now(), afterStep: { _ in })
         #expect(!r.resumed)
         try Self.expectRotated(store, to: r.keyID, oldKeyID: oldKeyID, box: box)
     }

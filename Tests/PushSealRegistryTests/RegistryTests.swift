@@ -3,9 +3,10 @@ import PushSealSystem
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-import PushSealKeys
+import PushSealServerKeys
 import PushSealRegistry
 import Testing
+import PushSealKeyRecords
 
 /// The registry's own behaviour: schema versions, migrations, the KEK, dumps, moving keysets
 /// between a file keychain and the registry.

@@ -1,7 +1,8 @@
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealServerKeys
 import PushSealRegistry
 import PushSealSystem
 import Testing

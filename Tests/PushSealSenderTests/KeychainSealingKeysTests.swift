@@ -2,13 +2,14 @@ import PushSealTestSupport
 import Foundation
 import PushSealCrypto
 import PushSealWire
-import PushSealKeyProviders
+@testable import PushSealKeyRecords
+@testable import PushSealServerKeys
+import PushSealServerKeyProviders
 import PushSealKeychain
-@testable import PushSealKeys
 @testable import PushSealSender
 import Testing
 
-/// The real key provider (PushSealKeyProviders, injected into the sender) against a scratch
+/// The real key provider (PushSealServerKeyProviders, injected into the sender) against a scratch
 /// server keychain.
 @Suite struct KeychainSealingKeysTests {
     static let appID = "com.example.app"
@@ -76,7 +77,7 @@ import Testing
         try s.store.generate(appID: Self.appID, recipient: "dave")
         try s.store.mutate(appID: Self.appID, recipient: "dave") { ks, _ in
             for i in ks.keys.indices { ks.keys[i].info.status = .destroyed; ks.keys[i].secret = nil }
-            return [KeyStore.AuditEvent(event: "testDestroy", time: KeyStore.now())]
+            return [KeyStore.AuditEvent(event: "testDestroy", time: KeyTime.now())]
         }
         let sealer = try s.sealer()
         let n = Notification(title: "t")
@@ -134,7 +135,7 @@ import Testing
         let s = try Scratch()
         defer { s.cleanup() }
         let erin = try s.store.generate(appID: Self.appID, recipient: "erin")
-        try s.store.setSealCount(appID: Self.appID, recipient: "erin", keyID: erin.keyID, to: KeyStore.sealLimit - 1)
+        try s.store.setSealCount(appID: Self.appID, recipient: "erin", keyID: erin.keyID, to: KeyInfo.sealLimit - 1)
         let sealer = try s.sealer()
         _ = try sealer.seal(Notification(title: "last"), for: "erin")
         expectSender(.sealLimitReached, "2^32") { try sealer.seal(Notification(title: "one too many"), for: "erin") }

@@ -3,9 +3,11 @@ import Foundation
 import PushSealCrypto
 import PushSealJSON
 import PushSealWire
-import PushSealKeyProviders
+import PushSealKeyRecords
+import PushSealDeviceKeys
+import PushSealServerKeys
+import PushSealServerKeyProviders
 import PushSealKeychain
-import PushSealKeys
 import PushSealSender
 import Testing
 

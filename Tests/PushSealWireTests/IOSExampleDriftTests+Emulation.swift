@@ -1,13 +1,14 @@
 import Foundation
 import PushSealCrypto
 import PushSealKeychain
-import PushSealKeys
+import PushSealKeyRecords
+import PushSealDeviceKeys
 import PushSealSystem
 import PushSealTestSupport
 import PushSealWire
 import Testing
 
-/// The emulation's side of the one device key layout (PushSealKeys' `DeviceKeyKind`,
+/// The emulation's side of the one device key layout (PushSealDeviceKeys' `DeviceKeyKind`,
 /// `DeviceKeyRecord`, `DeviceKeyItem`) against docs/keychain.md's table and record diagram and
 /// the iOS reference's `PushSealKeyKind` / `PushSealKeyLayout` / `PushSealKeyStatus`: not the
 /// constants alone but the items and bytes the emulation actually writes and reads.

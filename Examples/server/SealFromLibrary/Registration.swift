@@ -3,8 +3,8 @@
 // (`pushseal-device-key`, made on the phone) with its APNs device token; your API has already
 // authenticated the user and decided which app installation (recipient) the upload is for.
 // Never take the recipient from the record: a registration is only as good as that mapping.
-import PushSealKeys
-
+import PushSealKeyRecords
+import PushSealServerKeys
 /// What the endpoint answers.
 enum RegistrationOutcome {
     /// Stored: sealed to from the next notification on (`replaced`: the former key id).
@@ -27,7 +27,7 @@ func importRegistration(_ body: [UInt8], recipient: String, appID: String, into 
     do {
         let registration = try DeviceRegistration(record: body, expectedAppID: appID)
         let previous = try? store.registrations(appID: appID, recipient: recipient).current?.keyID
-        let (info, added) = try store.register(registration, recipient: recipient, now: KeyStore.now())
+        let (info, added) = try store.register(registration, recipient: recipient, now: KeyTime.now())
         return added ? .registered(keyID: info.keyID, replaced: previous) : .alreadyRegistered(keyID: info.keyID)
     } catch let e as KeysError where [.malformedRecord, .wrongAppID, .invalidName, .lowOrderPublicKey, .duplicateKeyID,
                                        .staleRegistration, .timeOutOfRange].contains(e.code) {

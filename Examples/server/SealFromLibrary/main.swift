@@ -15,8 +15,8 @@ import PushSealJSON
 // 67 unknown recipient or no usable key, 77 insecure keychain permissions, 1 anything else.
 import Foundation
 import PushSealWire
-import PushSealKeyProviders
-import PushSealKeys
+import PushSealServerKeys
+import PushSealServerKeyProviders
 import PushSealSender
 
 /// The wire module's `Notification` (Foundation, imported too, has its own `Notification`).
@@ -55,7 +55,7 @@ while let option = rest.popFirst() {
 guard let keychainPath else { fail("missing --keychain DIR", hint: usage, code: 64) }
 
 // MARK: 1. Open the server keychain (once per process; the sealer is Sendable and thread-safe).
-// KeychainSealingKeys (PushSealKeyProviders) reads the recipient's keyset at every seal (so a rotation by `push-keys`
+// KeychainSealingKeys (PushSealServerKeyProviders) reads the recipient's keyset at every seal (so a rotation by `push-keys`
 // in another process is seen at the next seal) and counts the seal against the key's 2^32 limit.
 
 let v1Keys: KeychainSealingKeys

@@ -1,0 +1,93 @@
+import PushSealSystem
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import PushSealCrypto
+public import PushSealWire
+public import PushSealKeychain
+public import PushSealDeviceKeys
+/// The real key provider: reads the key for a payload's key id from the device keychain as the
+/// extension's identity (its entitlements), through PushSealDeviceKeys' ``DeviceKeyring``
+/// (docs/keychain.md "Device key items"). For version 2, give the same provider to the opener
+/// as its sender policy: `DecryptingServiceConfiguration(appID:keyProvider: p, opener:
+/// WireFormatOpener(pinnedSenderKeys: p))` (the default opener opens version 1 only).
+///
+/// Failures keep their identity so the fallback reason tells them apart (PushSealExtension's
+/// `FallbackReason.key(_:)`, through ``FallbackReasonProviding``): `unknownKey`, `keyDestroyed`, `keyDisabled`, `keyExpired`
+/// (`KeysError`), and `keychain:errSecInteractionNotAllowed(-25308)` (a `whenUnlocked` keyset
+/// while the device is locked, or any keyset before first unlock),
+/// `keychain:errSecMissingEntitlement(-34018)` (the named access group is not among the
+/// extension's), `keychain:errSecItemNotFound(-25300)` (entitled, but no keyset for this app).
+public struct KeychainKeyProvider: NotificationKeyProvider {
+    /// The keyring the lookups go through.
+    public let keyring: DeviceKeyring
+    /// The app's bundle identifier: the keyset searched (`pushseal.keyset:<appID>`).
+    public let appID: String
+    private let now: @Sendable () -> Int64
+
+    /// Creates a provider over an open keychain.
+    /// - Parameters:
+    ///   - keychain: the device keychain, opened as the extension's identity.
+    ///   - accessGroup: the group the extension's code names when reading its key (as
+    ///     `kSecAttrAccessGroup`); a group the identity lacks gives -34018. `nil` searches every
+    ///     group of the identity (a missing key is then -25300).
+    ///   - appID: the app's bundle identifier (from the extension's configuration).
+    ///   - now: Unix seconds, for a `decryptOnly` key's grace window (default: the system clock).
+    public init(keychain: Keychain, accessGroup: String? = nil, appID: String,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+        self.keyring = DeviceKeyring(keychain: keychain, accessGroup: accessGroup)
+        self.appID = appID
+        self.now = now
+    }
+
+    /// The 32-byte key stored under `keyID` in the app's keyset.
+    /// - Throws: `KeysError` `.unknownKey`, `.keyDestroyed`, `.keyDisabled`, `.keyExpired`,
+    ///   `.invalidName`, `.corruptKeyset`; `KeychainError` with its OSStatus (-25308, -34018, -25300).
+    public func key(for keyID: String) throws -> SecretBytes {
+        try keyring.key(for: keyID, appID: appID, now: now())
+    }
+
+    /// The key and, for a `decryptOnly` key, its `retiredAt` (``DeviceKeyring/lookup(_:appID:now:)``).
+    /// - Throws: as ``key(for:)``.
+    public func keyAndRetirement(for keyID: String) throws -> (key: SecretBytes, retiredAt: Int64?) {
+        try keyring.lookup(keyID, appID: appID, now: now())
+    }
+
+    /// The key for an envelope by its version (docs/keychain.md "Device key items"): a version
+    /// 2 (HPKE) envelope reads the kind 2 item under its key id — and, in auth mode, the
+    /// pinned sender key's status again, `retiredAt` being the earlier of the two — every other
+    /// envelope ``keyAndRetirement(for:)-(String)`` (version 1 keys).
+    /// - Throws: as ``key(for:)``; `KeysError` `.corruptKey` (a damaged item or an all-zero key).
+    public func keyAndRetirement(for envelope: SealedPayload) throws -> (key: SecretBytes, retiredAt: Int64?) {
+        guard envelope.envelope is HPKEBaseEnvelope || envelope.envelope is HPKEAuthEnvelope else {
+            return try keyAndRetirement(for: envelope.keyID)
+        }
+        let time = now()
+        var senderRetiredAt: Int64?
+        if envelope.envelope is HPKEAuthEnvelope, let senderKeyID = envelope.headerValues.first {
+            senderRetiredAt = try keyring.usableKey(.senderKey, keyID: senderKeyID, appID: appID, now: time).retiredAt
+        }
+        let (key, retiredAt) = try keyring.usableKey(.v2DeviceKey, keyID: envelope.keyID, appID: appID, now: time)
+        let earliest = [retiredAt, senderRetiredAt].compactMap { $0 }.min()
+        return (key, earliest)
+    }
+}
+
+/// The app's pinned sender keys, for `WireFormatOpener(pinnedSenderKeys:)`: the kind 3 items
+/// of the device keychain (``DeviceKeyring/pinnedSenderKeyIDs(appID:)``), read for each version 2 payload.
+extension KeychainKeyProvider: PinnedSenderKeySource {
+    /// Every pinned sender key id of ``appID`` (attributes only).
+    /// - Throws: `KeychainError` (-34018, `.corrupt`, …).
+    public func pinnedSenderKeyIDs() throws -> [String] {
+        try keyring.pinnedSenderKeyIDs(appID: appID)
+    }
+
+    /// The pinned sender key `keyID`, if its status lets it authenticate now.
+    /// - Throws: `FormatError` `.unknownSenderKey` (a pin whose item is missing); `KeysError`
+    ///   `.corruptKey`, `.keyDisabled`, `.keyExpired`, `.keyRolledBack`; `KeychainError`.
+    public func pinnedSenderKey(_ keyID: String) throws -> PinnedSenderKey {
+        try PinnedSenderKey(keyID: keyID, publicKey: keyring.pinnedSenderKey(keyID, appID: appID, now: now()).publicKey)
+    }
+}

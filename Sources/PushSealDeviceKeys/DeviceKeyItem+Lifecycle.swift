@@ -1,0 +1,174 @@
+public import PushSealCrypto
+public import PushSealKeychain
+public import PushSealKeyRecords
+
+/// The device side of a key's life in the one layout (docs/keychain.md "Device key items"):
+/// rotation of the v2 device key, pruning after the grace window, listing without secrets.
+extension DeviceKeyItem {
+    /// One device key item's metadata, never its secret bytes (`push-keys device list`).
+    public struct Entry: Sendable, Hashable {
+        /// What the item holds.
+        public var kind: DeviceKeyKind
+        /// The key id (the item's account).
+        public var keyID: String
+        /// The record's status; nil for a damaged record (``damaged``).
+        public var status: KeyStatus?
+        /// Unix seconds (UTC); nil when damaged.
+        public var createdAt: Int64?
+        /// Unix seconds (UTC), or nil.
+        public var retiredAt: Int64?
+        /// Unix seconds (UTC), or nil.
+        public var notAfter: Int64?
+        /// Public data: the X25519 public key of a v2 device key or a pinned sender key; nil for v1 keys.
+        public var publicKey: X25519.PublicKey?
+        /// The record breaks the layout (the extension reports `corruptKey` for it).
+        public var damaged: Bool
+        /// The item's access group.
+        public var accessGroup: String
+        /// The app's key manifest does not vouch for the item (docs/keychain.md "The key
+        /// manifest": an older copy put back, or no manifest): it does not open, `keyRolledBack`.
+        public var rolledBack = false
+        /// For a v1 key still held in a legacy keyset item (`pushseal.keyset:<appID>`, not yet
+        /// converted): the keyset's recipient; nil for a key item.
+        public var keysetRecipient: String? = nil
+    }
+
+    /// Every device key item of `appID` (kinds 1, 2 and 3), by kind then key id; reads item data
+    /// to show status and dates, never returns key bytes (a v2 key shows its public key).
+    /// - Throws: `KeysError` `.invalidName`; `KeychainError` (-25308 before first unlock, -34018, `.corrupt`).
+    public static func list(appID: String, in keychain: Keychain, accessGroup: String?) throws -> [Entry] {
+        try KeyID.validateAppID(appID)
+        var entries: [Entry] = []
+        // A damaged manifest vouches for nothing: every item is then listed as rolled back.
+        let manifest = try? self.manifest(appID: appID, in: keychain, accessGroup: accessGroup)
+        func vouched(_ kind: DeviceKeyKind, _ account: String, _ data: SecretBytes?) -> Bool {
+            guard let data, let entry = manifest?.entry(kind, keyID: account), let digest = try? DeviceKeyManifest.digest(of: data) else { return false }
+            return entry.accepts(digest)
+        }
+        for service in [DeviceKeyKind.v1Key.service(appID: appID), DeviceKeyKind.senderKey.service(appID: appID)] {
+            let items: [KeychainItem]
+            do {
+                items = try keychain.copyMatching(ItemQuery(service: service, accessGroup: accessGroup), limit: .all, returning: [.attributes, .data])
+            } catch let e as KeychainError where e.code == .itemNotFound {
+                continue
+            }
+            for item in items {
+                let a = item.attributes
+                let fallbackKind: DeviceKeyKind = service.hasPrefix(DeviceKeyKind.senderKey.servicePrefix) ? .senderKey
+                    : a.label == DeviceKeyKind.v2DeviceKey.label ? .v2DeviceKey : .v1Key
+                let rolledBack = !vouched(fallbackKind, a.account, item.data)
+                guard let data = item.data, let record = try? DeviceKeyRecord(decoding: data) else {
+                    entries.append(Entry(kind: fallbackKind, keyID: a.account, damaged: true, accessGroup: a.accessGroup, rolledBack: rolledBack))
+                    continue
+                }
+                var publicKey: X25519.PublicKey?
+                switch record.kind {
+                case .v1Key: publicKey = nil
+                case .v2DeviceKey:
+                    // A revoked key's bytes are zeros: it has no public key any more.
+                    let held = record.key.copyBytes().contains { $0 != 0 }
+                    publicKey = held ? (try? X25519.PrivateKey(rawRepresentation: record.key))?.publicKey : nil
+                case .senderKey: publicKey = try? X25519.PublicKey(rawRepresentation: record.key.copyBytes())
+                }
+                entries.append(Entry(kind: record.kind, keyID: a.account, status: record.status, createdAt: record.createdAt,
+                                     retiredAt: record.retiredAt, notAfter: record.notAfter, publicKey: publicKey, damaged: false,
+                                     accessGroup: a.accessGroup, rolledBack: rolledBack))
+            }
+        }
+        entries += try legacyKeysetEntries(appID: appID, in: keychain, accessGroup: accessGroup, except: Set(entries.map(\.keyID)))
+        return entries.sorted { ($0.kind.rawValue, $0.keyID) < ($1.kind.rawValue, $1.keyID) }
+    }
+
+    /// The v1 keys of the app's legacy keyset items whose key id has no key item (a kind 1 item
+    /// decides for its key id), as entries with ``Entry/keysetRecipient``; a keyset that does
+    /// not decode is one damaged entry named after its recipient.
+    static func legacyKeysetEntries(appID: String, in keychain: Keychain, accessGroup: String?, except: Set<String>) throws -> [Entry] {
+        let items: [KeychainItem]
+        do {
+            items = try keychain.copyMatching(ItemQuery(service: KeychainNames.service(appID: appID), accessGroup: accessGroup), limit: .all,
+                                              returning: [.attributes, .data])
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            return []
+        }
+        var entries: [Entry] = []
+        for item in items {
+            let a = item.attributes
+            guard let data = item.data, let ks = try? data.withUnsafeBytes({ raw -> Keyset in
+                var bytes = Array(raw)
+                defer { SecretBytes.wipe(&bytes) }
+                return try Keyset.decode(bytes)
+            }) else {
+                entries.append(Entry(kind: .v1Key, keyID: a.account, damaged: true, accessGroup: a.accessGroup, keysetRecipient: a.account))
+                continue
+            }
+            for k in ks.keys where !except.contains(k.info.keyID) {
+                entries.append(Entry(kind: .v1Key, keyID: k.info.keyID, status: k.info.status, createdAt: k.info.createdAt, retiredAt: k.info.retiredAt,
+                                     notAfter: k.info.notAfter, damaged: false, accessGroup: a.accessGroup, keysetRecipient: ks.recipient))
+            }
+        }
+        return entries
+    }
+
+    /// Rotates the app's v2 device key on the device: a new key pair becomes primary, and every
+    /// older pending or primary v2 key becomes `decryptOnly` with `retiredAt = now` and
+    /// `notAfter = now + grace`, so a message sealed to an older key before the rotation still
+    /// opens until then (and one sealed after it does not: `keys:keyRetired`). The app uploads
+    /// the new registration record; ``prune(appID:in:accessGroup:now:graceSeconds:)`` deletes
+    /// the old keys after the grace window. Also the first key when the app has none.
+    /// - Parameters:
+    ///   - key: the new private key.
+    ///   - keyID: its key id (1–64 of `A-Z a-z 0-9 _ -`), not held yet.
+    ///   - appID, keychain, accessGroup: as ``store(_:keyID:appID:in:accessGroup:now:)``.
+    ///   - now: Unix seconds (UTC).
+    ///   - graceSeconds: the grace window, seconds (`now + grace` within ``KeyTime/maxTimeSeconds``).
+    /// - Returns: the new item's attributes and the key ids retired.
+    /// - Throws: `KeysError` `.invalidName`, `.duplicateKeyID` (the key id is held), `.timeOutOfRange`,
+    ///   `.corruptKey` (an older v2 item is damaged: nothing changed); `KeychainError`.
+    public static func rotate(to key: X25519.PrivateKey, keyID: String, appID: String, in keychain: Keychain, accessGroup: String?,
+                              now: Int64, graceSeconds: Int64) throws -> (item: ItemAttributes, retired: [String]) {
+        try KeyID.validate(keyID)
+        try KeyID.validateAppID(appID)
+        let notAfter = try KeyTime.time(now, plus: graceSeconds, named: "the grace window")
+        let keyring = DeviceKeyring(keychain: keychain, accessGroup: accessGroup)
+        var current: [(String, DeviceKeyRecord)] = []
+        for entry in try list(appID: appID, in: keychain, accessGroup: accessGroup) where entry.kind != .senderKey {
+            if entry.keyID == keyID { throw KeysError(.duplicateKeyID, "\(appID) already holds a device key \(keyID)") }
+            guard entry.kind == .v2DeviceKey else { continue }
+            if entry.damaged { throw KeysError(.corruptKey, "the v2 device key item \(entry.keyID) of \(appID) is damaged; nothing changed") }
+            if let record = try keyring.record(.v2DeviceKey, keyID: entry.keyID, appID: appID), record.status == .pending || record.status == .primary {
+                current.append((entry.keyID, record))
+            }
+        }
+        // The new key first: a crash before the old ones are retired leaves two usable keys, never none.
+        let new = try DeviceKeyRecord(kind: .v2DeviceKey, status: .primary, createdAt: now, key: key.rawRepresentation).encoded()
+        let item = try written(try writeItem(.v2DeviceKey, keyID: keyID, appID: appID, data: new, in: keychain, accessGroup: accessGroup,
+                                             mustBeNew: true))
+        for (oldID, var record) in current {
+            record.status = .decryptOnly
+            record.retiredAt = now
+            record.notAfter = notAfter
+            try writeItem(.v2DeviceKey, keyID: oldID, appID: appID, data: try record.encoded(), in: keychain, accessGroup: item.accessGroup)
+        }
+        return (item, current.map(\.0))
+    }
+
+    /// Deletes the app's v1 and v2 device key items whose grace window is over — decryptOnly
+    /// or disabled with `notAfter` ≤ `now`, and disabled ones without `notAfter` retired at
+    /// least `graceSeconds` ago (the iOS reference's `prune`). Pinned sender keys are kept. A
+    /// message for a pruned key then falls back with `unknownKey`.
+    /// - Returns: the key ids deleted.
+    /// - Throws: `KeysError` `.invalidName`; `KeychainError`.
+    public static func prune(appID: String, in keychain: Keychain, accessGroup: String?, now: Int64,
+                             graceSeconds: Int64 = KeyTime.defaultGraceSeconds) throws -> [String] {
+        var pruned: [String] = []
+        for entry in try list(appID: appID, in: keychain, accessGroup: accessGroup)
+        where entry.kind != .senderKey && !entry.damaged && entry.keysetRecipient == nil {
+            guard let status = entry.status, status == .decryptOnly || status == .disabled else { continue }
+            let end = entry.notAfter ?? entry.retiredAt.map { $0 &+ graceSeconds } ?? Int64.max
+            guard end <= now else { continue }
+            try writeItem(entry.kind, keyID: entry.keyID, appID: appID, data: nil, in: keychain, accessGroup: entry.accessGroup)
+            pruned.append(entry.keyID)
+        }
+        return pruned
+    }
+}

@@ -1,0 +1,231 @@
+public import PushSealSystem
+import PushSealJSON
+public import PushSealKeyRecords
+
+/// A server key store that also holds each recipient's APNs device tokens (issue 15, "Device
+/// tokens per recipient"), so `push-seal batch` can look a recipient's token up and `push-send`'s
+/// 410 outcomes can remove dead ones. A refinement of ``ServerKeyStore`` like
+/// ``RegistrationStore``: a store without tokens stays a valid `ServerKeyStore`; callers ask
+/// `store as? any DeviceTokenStore`.
+///
+/// **Model.** A recipient is one app installation, which APNs gives one device token per
+/// environment at a time. So the store holds at most one token per (app id, recipient,
+/// ``DeviceTokenEnvironment``), and a token belongs to at most one recipient of an app: adding a
+/// token replaces the recipient's former token of that environment and takes the token away from
+/// any other recipient of the app that had it (the installation was handed to another account).
+/// Each token keeps the time the app last registered it (`registeredAt`, milliseconds since
+/// 1970, UTC: the unit of APNs' 410 `timestamp`).
+///
+/// **Invalidation.** APNs answers 410 `Unregistered` (or `ExpiredToken`) with the time it last
+/// knew the token was not valid for the topic. A token is removed only when it was registered
+/// before that time (`registeredAt < timestamp`); registered at or after it, it is kept: the app
+/// registered it again after APNs saw it dead (APNs' "Handling notification responses", and
+/// docs/apns.md "Token hygiene").
+///
+/// **Changes** are atomic per token and serialized with every other token change (the file
+/// keychain: the keysets' lock; PostgreSQL: one transaction each, unique indexes on (app id,
+/// token) and (app id, recipient, environment)). Every change is audited like a key change, in
+/// the same trail (`keys-audit.log`, the registry's `pushseal_audit`), in the same atomic step:
+/// `addDeviceToken` per token added (or re-registered), `removeDeviceToken` per token removed
+/// (`reason` `replaced`, `movedToRecipient` or `unregistered`), see ``KeysetChange/deviceTokenAdded(_:time:)``.
+public protocol DeviceTokenStore: ServerKeyStore {
+    /// Adds (or replaces) the token of (app id, recipient, environment).
+    /// - Parameters:
+    ///   - token: hex digits of even length, 2 ... ``DeviceToken/maxHexCount``; stored in lower case.
+    ///   - registeredAtMs: when the app registered it: milliseconds since 1970 (UTC), 0 ... ``DeviceToken/maxRegisteredAtMs``.
+    /// - Returns: the tokens this one replaced or took away from another recipient (empty when none).
+    /// - Throws: `KeysError` `.invalidDeviceToken`, `.invalidName`, `.timeOutOfRange`; the store's errors.
+    @discardableResult
+    func addDeviceToken(_ token: String, appID: String, recipient: String, environment: DeviceTokenEnvironment,
+                        registeredAtMs: Int64) throws -> [DeviceToken]
+
+    /// The tokens of (app id, recipient), production first (empty when none).
+    /// - Throws: `KeysError` `.invalidName`, `.corruptKeyset`; the store's errors.
+    func deviceTokens(appID: String, recipient: String) throws -> [DeviceToken]
+
+    /// Every token, of one app or (`nil`) of all, sorted by app id, recipient, environment.
+    /// - Throws: `KeysError` `.invalidName`, `.corruptKeyset`; the store's errors.
+    func allDeviceTokens(appID: String?) throws -> [DeviceToken]
+
+    /// The token of each recipient in `recipients` for `environment`, for a batch chunk (the
+    /// registry: one query per 4,096 recipients). Recipients without one, or with a malformed
+    /// name, are left out.
+    /// - Throws: `KeysError` `.invalidName` (the app id), `.corruptKeyset`; the store's errors.
+    func deviceTokens(appID: String, recipients: [String], environment: DeviceTokenEnvironment) throws -> [String: DeviceToken]
+
+    /// Applies one APNs 410 per element: removes the token if it was registered before the 410's
+    /// `timestamp`, keeps it otherwise.
+    /// - Parameters:
+    ///   - unregistrations: (token, the 410's timestamp in milliseconds since 1970, UTC) pairs;
+    ///     tokens in any case (compared in lower case).
+    /// - Returns: one outcome per element, in order.
+    /// - Throws: `KeysError` `.invalidName` (the app id), `.invalidDeviceToken`, `.timeOutOfRange`
+    ///   (checked before anything changes); the store's errors.
+    func invalidateDeviceTokens(_ unregistrations: [(token: String, unregisteredAtMs: Int64)], appID: String) throws -> [DeviceTokenInvalidation]
+}
+
+extension DeviceTokenStore {
+    /// ``invalidateDeviceTokens(_:appID:)`` for one token.
+    /// - Throws: as ``invalidateDeviceTokens(_:appID:)``.
+    public func invalidateDeviceToken(_ token: String, appID: String, unregisteredAtMs: Int64) throws -> DeviceTokenInvalidation {
+        try invalidateDeviceTokens([(token, unregisteredAtMs)], appID: appID).first ?? .unknown
+    }
+}
+
+/// The APNs environment a device token belongs to (the app's `aps-environment` entitlement):
+/// a development token is only valid against `api.sandbox.push.apple.com`.
+public enum DeviceTokenEnvironment: String, Sendable, Hashable, CaseIterable, Comparable {
+    /// `api.push.apple.com` (App Store, TestFlight, ad hoc builds).
+    case production
+    /// `api.sandbox.push.apple.com` (builds signed for development).
+    case development
+
+    /// Production first.
+    public static func < (a: Self, b: Self) -> Bool { a == .production && b == .development }
+}
+
+/// One stored device token (public data: a token is an address, not a secret).
+public struct DeviceToken: Sendable, Hashable {
+    /// Longest token accepted: 256 hex digits (128 bytes; APNs tokens are 32 bytes today, and
+    /// Apple says never to assume a length).
+    public static let maxHexCount = 256
+    /// Latest `registeredAt`: ``KeyTime/maxTimeSeconds`` in milliseconds.
+    public static let maxRegisteredAtMs = KeyTime.maxTimeSeconds * 1000
+
+    /// The app id (the APNs topic without a push type suffix).
+    public var appID: String
+    /// The recipient (one app installation).
+    public var recipient: String
+    /// The token: lower-case hex digits, even count.
+    public var token: String
+    /// Its APNs environment.
+    public var environment: DeviceTokenEnvironment
+    /// When the app (last) registered it: milliseconds since 1970 (UTC).
+    public var registeredAtMs: Int64
+
+    /// Creates a stored token from checked parts (for a store that keeps them elsewhere).
+    public init(appID: String, recipient: String, token: String, environment: DeviceTokenEnvironment, registeredAtMs: Int64) {
+        self.appID = appID
+        self.recipient = recipient
+        self.token = token
+        self.environment = environment
+        self.registeredAtMs = registeredAtMs
+    }
+
+    /// The same token of the same recipient and environment (whatever its `registeredAt`): a
+    /// re-registration, not a replacement.
+    public func isSameRegistration(as other: DeviceToken) -> Bool {
+        appID == other.appID && recipient == other.recipient && token == other.token && environment == other.environment
+    }
+
+    /// Checks a token and returns it in lower case.
+    /// - Throws: `KeysError` `.invalidDeviceToken` (empty, odd length, a non-hex character, over ``maxHexCount``).
+    public static func normalized(_ token: String) throws -> String {
+        let u = token.utf8
+        guard !u.isEmpty, u.count % 2 == 0, u.count <= maxHexCount,
+              u.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) }) else {
+            throw KeysError(.invalidDeviceToken,
+                "a device token must be 2 to \(maxHexCount) hex digits of even length, got \(u.count) characters\(u.count <= maxHexCount ? "" : " (too long)")")
+        }
+        return token.lowercased()
+    }
+
+    /// Checks a `registeredAt` or 410 timestamp (milliseconds).
+    /// - Throws: `KeysError` `.timeOutOfRange`.
+    public static func checkTimeMs(_ ms: Int64, named name: String) throws {
+        guard (0...maxRegisteredAtMs).contains(ms) else {
+            throw KeysError(.timeOutOfRange, "\(name) \(ms) ms is outside 0 ... \(maxRegisteredAtMs) (1970 to 9999, in milliseconds)")
+        }
+    }
+
+    /// Checks every argument of ``DeviceTokenStore/addDeviceToken(_:appID:recipient:environment:registeredAtMs:)``.
+    /// - Returns: the token in lower case.
+    /// - Throws: `KeysError` `.invalidDeviceToken`, `.invalidName`, `.timeOutOfRange`.
+    public static func checkAdd(_ token: String, appID: String, recipient: String, registeredAtMs: Int64) throws -> String {
+        try KeyID.validateAppID(appID)
+        try KeyID.validateRecipient(recipient)
+        try checkTimeMs(registeredAtMs, named: "registeredAt")
+        return try normalized(token)
+    }
+
+    /// Checks every 410 and returns the tokens in lower case.
+    /// - Throws: `KeysError` `.invalidDeviceToken`, `.timeOutOfRange`.
+    public static func checkUnregistrations(_ u: [(token: String, unregisteredAtMs: Int64)]) throws -> [(token: String, unregisteredAtMs: Int64)] {
+        try u.map { item in
+            try checkTimeMs(item.unregisteredAtMs, named: "the 410 timestamp")
+            return (try normalized(item.token), item.unregisteredAtMs)
+        }
+    }
+}
+
+/// What an APNs 410 did to a stored token.
+public enum DeviceTokenInvalidation: String, Sendable, Hashable {
+    /// Registered before the 410's timestamp: removed.
+    case invalidated
+    /// Registered at or after the 410's timestamp (the app registered it again): kept.
+    case keptReregistered
+    /// Not in the store for this app (never added, or removed already).
+    case unknown
+}
+
+extension ErrorCode<KeysError> {
+    /// A device token that is not 2 to 256 hex digits of even length.
+    public static var invalidDeviceToken: Self { Self("invalidDeviceToken") }
+}
+
+extension KeysetChange {
+    /// The audit change of adding (or re-registering) a token: event `addDeviceToken`, members
+    /// `environment`, `token`, `registeredAt` (ms); its `recipient` is the token's.
+    /// - Parameter time: Unix seconds of the change.
+    public static func deviceTokenAdded(_ t: DeviceToken, time: Int64) -> KeysetChange {
+        KeysetChange(event: KeyStore.AuditEvent(event: "addDeviceToken", time: time, members: tokenMembers(t)))
+    }
+
+    /// The audit change of removing a token: event `removeDeviceToken`, members `environment`,
+    /// `token`, `registeredAt` (ms), `reason` and, for a 410, `unregisteredAt` (its timestamp, ms),
+    /// or for a token taken over, `byRecipient`; its `recipient` is the one that held the token.
+    /// - Parameters:
+    ///   - reason: why (``DeviceTokenRemoval``).
+    ///   - time: Unix seconds of the change.
+    public static func deviceTokenRemoved(_ t: DeviceToken, reason: DeviceTokenRemoval, time: Int64) -> KeysetChange {
+        var members = tokenMembers(t) + [("reason", .string(reason.name))]
+        switch reason {
+        case .unregistered(let ms): members.append(("unregisteredAt", .integer(ms)))
+        case .movedToRecipient(let r): members.append(("byRecipient", .string(r)))
+        case .replaced: break
+        }
+        return KeysetChange(event: KeyStore.AuditEvent(event: "removeDeviceToken", time: time, members: members))
+    }
+
+    /// The audit changes of an add that removed `removed` (the result of
+    /// ``DeviceTokenStore/addDeviceToken(_:appID:recipient:environment:registeredAtMs:)``) and
+    /// stored `added`: the removals first, each with the recipient that held the token.
+    /// - Parameter time: Unix seconds of the change.
+    public static func deviceTokenAdd(_ added: DeviceToken, removed: [DeviceToken], time: Int64) -> [(recipient: String, change: KeysetChange)] {
+        removed.map { ($0.recipient, deviceTokenRemoved($0, reason: $0.recipient == added.recipient ? .replaced : .movedToRecipient(added.recipient), time: time)) }
+            + [(added.recipient, deviceTokenAdded(added, time: time))]
+    }
+
+    private static func tokenMembers(_ t: DeviceToken) -> [(key: String, value: JSONValue)] {
+        [("environment", .string(t.environment.rawValue)), ("token", .string(t.token)), ("registeredAt", .integer(t.registeredAtMs))]
+    }
+}
+
+/// Why a stored device token was removed (the `reason` of its `removeDeviceToken` audit line).
+public enum DeviceTokenRemoval: Sendable, Hashable {
+    /// The recipient registered another token for the environment.
+    case replaced
+    /// Another recipient of the app (named) registered the same token: the installation changed hands.
+    case movedToRecipient(String)
+    /// An APNs 410 whose timestamp (ms since 1970, UTC) is after the token's `registeredAt`.
+    case unregistered(Int64)
+
+    /// `replaced`, `movedToRecipient`, `unregistered`.
+    public var name: String {
+        switch self {
+        case .replaced: "replaced"
+        case .movedToRecipient: "movedToRecipient"
+        case .unregistered: "unregistered"
+        }
+    }
+}

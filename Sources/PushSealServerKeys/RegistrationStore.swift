@@ -1,0 +1,244 @@
+public import PushSealCrypto
+public import PushSealJSON
+import PushSealWire
+public import PushSealKeyRecords
+
+/// A server key store that also holds version 2 (public-key mode, FORMAT.md §V) material: each
+/// recipient's device registrations (public keys the app registered) and each app's sender key
+/// (an X25519 key pair whose private half is a secret of the store). The refinement of
+/// ``ServerKeyStore`` its comments foresee: a v1-only store stays a valid `ServerKeyStore`, and
+/// the sender asks `store as? any RegistrationStore` before it seals version 2.
+///
+/// **Registrations.** Per (app id, recipient), a history of registrations, each with a key id,
+/// the public key, the device's `createdAt` and the store's `registeredAt`. The newest
+/// (``KeyStatus/primary``) is the one sealed to; registering a newer one supersedes it
+/// (``KeyStatus/decryptOnly``, `supersededAt` set: the device may still open what is in flight
+/// with the old private key, the server no longer seals to it); a revoked one is
+/// ``KeyStatus/disabled``. Imports refuse a malformed record, another app id, a low-order point
+/// and a key id the recipient already has with another key; importing the same record again
+/// changes nothing.
+///
+/// **Sender keys.** Per app id, a list of sender keys: the ``KeyStatus/primary`` one seals (auth
+/// mode), a rotated-out one stays ``KeyStatus/decryptOnly`` and published until its `notAfter`
+/// (payloads in flight, apps that have not pinned the new key yet), then is destroyed (its
+/// private key zeroed and removed, a tombstone stays) by the next rotation or prune.
+///
+/// **Changes** are atomic, serialized and audited like keyset changes (``KeyAudit``): events
+/// `register`, `revokeRegistration`, `senderGenerate`, `senderRotate`, `senderPrune`, with
+/// `appId`, `recipient` (`-` for an app's sender keys) and key ids, never key bytes.
+public protocol RegistrationStore: ServerKeyStore {
+    // MARK: Registrations
+
+    /// Imports a registration for `recipient` (an already checked ``DeviceRegistration``).
+    /// - Parameters:
+    ///   - registration: the registration (its app id names the app).
+    ///   - recipient: the app installation the server maps it to (``KeyID/validateRecipient(_:)``).
+    ///   - now: Unix seconds (UTC), the registration's `registeredAt` (and the former one's `supersededAt`).
+    /// - Returns: the registration as stored, and whether it was stored just now (`false`: the
+    ///   same key id and key were already registered).
+    /// - Throws: `KeysError` `.duplicateKeyID` (the key id with another key), `.staleRegistration`
+    ///   (created before the current one), `.invalidName`, `.timeOutOfRange`; the store's errors.
+    @discardableResult
+    func register(_ registration: DeviceRegistration, recipient: String, now: Int64) throws -> (info: RegistrationInfo, added: Bool)
+
+    /// The registrations of (app id, recipient), oldest first.
+    /// - Throws: `KeysError` `.unknownRegistration`, `.invalidName`, `.corruptKeyset`; the store's errors.
+    func registrations(appID: String, recipient: String) throws -> RegistrationSet
+
+    /// Every recipient's registrations, sorted by app id then recipient.
+    /// - Throws: `KeysError` `.corruptKeyset`; the store's errors.
+    func allRegistrations() throws -> [RegistrationSet]
+
+    /// Revokes one registration: it is never sealed to again. Idempotent. Revoking the current
+    /// one leaves the recipient without a v2 key until the app registers again.
+    /// - Throws: `KeysError` `.unknownRegistration`, `.unknownKey`, `.invalidName`, `.timeOutOfRange`.
+    @discardableResult
+    func revokeRegistration(appID: String, recipient: String, keyID: String, now: Int64) throws -> RegistrationInfo
+
+    /// A change watch over the registrations of (app id, recipient), taken before reading them;
+    /// `nil` when the recipient has none. Cheap (the file keychain: two `lstat` calls).
+    /// - Throws: `KeysError` `.invalidName`; the store's errors.
+    func watchRegistrations(appID: String, recipient: String) throws -> (any KeysetWatch)?
+
+    /// A cheap hint for a sender: `false` only when no recipient of `appID` has a registration
+    /// (a sender then skips the per-recipient lookups; it asks again at each batch chunk).
+    /// Default: `true` (the file keychain's per-recipient watch is two `lstat` calls anyway).
+    /// - Throws: the store's errors.
+    func mayHaveRegistrations(appID: String) throws -> Bool
+
+    /// The registration state of many recipients of `appID` at once, for a batch chunk: each
+    /// recipient that has registrations maps to its watch (taken before they were read) and
+    /// its current one (`nil` when the current one was revoked). Recipients without
+    /// registrations, with an invalid name, or whose registrations could not be read are left
+    /// out (a sender then looks them up alone, and the seal reports its own error).
+    /// Default: ``watchRegistrations(appID:recipient:)`` and ``registrations(appID:recipient:)``
+    /// per recipient (the file keychain: a few `lstat`/`read` calls each); the registry answers
+    /// from one query per 4,096 recipients.
+    /// - Throws: `KeysError` `.invalidName` (the app id); the store's errors.
+    func batchRegistrations(appID: String, recipients: [String]) throws -> [String: BatchRegistration]
+
+    // MARK: Sender keys
+
+    /// Makes the app's first sender key (primary).
+    /// - Throws: `KeysError` `.keysetExists` (the app has one: rotate it), `.invalidName`,
+    ///   `.timeOutOfRange`; the store's errors.
+    @discardableResult
+    func generateSenderKey(appID: String, now: Int64) throws -> SenderKeyInfo
+
+    /// Makes a new primary sender key; the former primary becomes `decryptOnly` until
+    /// `now + graceSeconds` (still published), and keys past their `notAfter` are destroyed.
+    /// - Throws: `KeysError` `.unknownKeyset` (no sender key yet: generate one), `.invalidName`,
+    ///   `.timeOutOfRange`; the store's errors.
+    @discardableResult
+    func rotateSenderKey(appID: String, graceSeconds: Int64, now: Int64) throws -> SenderKeyInfo
+
+    /// The app's sender keys, oldest first, without private keys (empty when it has none).
+    /// - Throws: `KeysError` `.invalidName`, `.corruptKeyset`; the store's errors.
+    func senderKeys(appID: String) throws -> [SenderKeyInfo]
+
+    /// The app's primary sender key with its private half, for sealing in auth mode; `nil`
+    /// when the app has none (base mode). Holds a secret: never print it.
+    /// - Throws: `KeysError` `.invalidName`, `.corruptKeyset`; `CryptoError`; the store's errors.
+    func sealingSenderKey(appID: String) throws -> (keyID: String, key: X25519.PrivateKey)?
+}
+
+extension RegistrationStore {
+    /// `true`: look each recipient up.
+    public func mayHaveRegistrations(appID: String) throws -> Bool { true }
+
+    /// One recipient at a time (see the requirement).
+    public func batchRegistrations(appID: String, recipients: [String]) throws -> [String: BatchRegistration] {
+        try KeyID.validateAppID(appID)
+        var out: [String: BatchRegistration] = [:]
+        for r in recipients where out[r] == nil {
+            do {
+                guard let watch = try watchRegistrations(appID: appID, recipient: r) else { continue }
+                out[r] = BatchRegistration(watch: watch, current: try registrations(appID: appID, recipient: r).current)
+            } catch {
+                continue  // looked up alone at its seal, which reports the error
+            }
+        }
+        return out
+    }
+
+    /// The registration to seal to: the current (primary) one of (app id, recipient).
+    /// - Throws: `KeysError` `.unknownRegistration` (none), `.noPrimaryKey` (the current one was
+    ///   revoked), `.invalidName`; the store's errors.
+    public func sealingRegistration(appID: String, recipient: String) throws -> RegistrationInfo {
+        let set = try registrations(appID: appID, recipient: recipient)
+        guard let current = set.current else {
+            throw KeysError(.noPrimaryKey, "recipient \(recipient) of \(appID) has no current v2 registration (revoked): the app must register again")
+        }
+        return current
+    }
+
+    /// The sender keys an app should pin now (FORMAT.md §V.6 records): the primary and every
+    /// `decryptOnly` key whose `notAfter` is after `now`.
+    /// - Throws: as ``senderKeys(appID:)``.
+    public func publishedSenderKeys(appID: String, now: Int64) throws -> [SenderKeyInfo] {
+        try senderKeys(appID: appID).filter { $0.isPublished(at: now) }
+    }
+}
+
+/// One registration of a recipient (no secrets).
+public struct RegistrationInfo: Sendable, Hashable {
+    /// The device key id (`key_id` of the payloads sealed to it).
+    public var keyID: String
+    /// The device public key, 32 bytes.
+    public var publicKey: X25519.PublicKey
+    /// `primary` (sealed to), `decryptOnly` (superseded), `disabled` (revoked).
+    public var status: KeyStatus
+    /// The record's `createdAt`: Unix seconds (UTC), the device's clock.
+    public var createdAt: Int64
+    /// When the store imported it: Unix seconds (UTC).
+    public var registeredAt: Int64
+    /// When a newer registration superseded it, or it was revoked: Unix seconds (UTC), or `nil`.
+    public var supersededAt: Int64?
+
+    /// Creates registration metadata (for a store that keeps it elsewhere).
+    public init(keyID: String, publicKey: X25519.PublicKey, status: KeyStatus, createdAt: Int64, registeredAt: Int64, supersededAt: Int64?) {
+        self.keyID = keyID
+        self.publicKey = publicKey
+        self.status = status
+        self.createdAt = createdAt
+        self.registeredAt = registeredAt
+        self.supersededAt = supersededAt
+    }
+}
+
+/// One recipient's registrations as a batch chunk sees them
+/// (``RegistrationStore/batchRegistrations(appID:recipients:)``).
+public struct BatchRegistration: Sendable {
+    /// A change watch over the recipient's registrations, taken before they were read.
+    public var watch: any KeysetWatch
+    /// The current (primary) registration; `nil` when the current one was revoked.
+    public var current: RegistrationInfo?
+
+    /// Creates one.
+    public init(watch: any KeysetWatch, current: RegistrationInfo?) {
+        self.watch = watch
+        self.current = current
+    }
+}
+
+/// The registrations of one (app id, recipient), oldest first.
+public struct RegistrationSet: Sendable, Hashable {
+    /// The app id.
+    public var appID: String
+    /// The recipient (one app installation).
+    public var recipient: String
+    /// The history, oldest first; at most one is `primary`.
+    public var registrations: [RegistrationInfo]
+
+    /// Creates a registration set.
+    public init(appID: String, recipient: String, registrations: [RegistrationInfo]) {
+        self.appID = appID
+        self.recipient = recipient
+        self.registrations = registrations
+    }
+
+    /// The one sealed to (status `primary`), or `nil` (revoked).
+    public var current: RegistrationInfo? { registrations.last { $0.status == .primary } }
+}
+
+/// One sender key of an app (no private key).
+public struct SenderKeyInfo: Sendable, Hashable {
+    /// The app id.
+    public var appID: String
+    /// The sender key id (`sender_key_id` of auth-mode payloads; FORMAT.md §V.6 derivation).
+    public var keyID: String
+    /// The public key, 32 bytes (what apps pin).
+    public var publicKey: X25519.PublicKey
+    /// `primary` (seals), `decryptOnly` (rotated out, published until `notAfter`), `destroyed`.
+    public var status: KeyStatus
+    /// When it was made: Unix seconds (UTC).
+    public var createdAt: Int64
+    /// When it was rotated out or destroyed: Unix seconds (UTC), or `nil`.
+    public var retiredAt: Int64?
+    /// End of its grace window (`decryptOnly`): Unix seconds (UTC), or `nil`.
+    public var notAfter: Int64?
+
+    /// Creates sender key metadata (for a store that keeps it elsewhere).
+    public init(appID: String, keyID: String, publicKey: X25519.PublicKey, status: KeyStatus, createdAt: Int64,
+                retiredAt: Int64? = nil, notAfter: Int64? = nil) {
+        self.appID = appID
+        self.keyID = keyID
+        self.publicKey = publicKey
+        self.status = status
+        self.createdAt = createdAt
+        self.retiredAt = retiredAt
+        self.notAfter = notAfter
+    }
+
+    /// Published (apps should have it pinned) at `now`: the primary, or `decryptOnly` before `notAfter`.
+    public func isPublished(at now: Int64) -> Bool {
+        status == .primary || (status == .decryptOnly && (notAfter ?? Int64.max) > now)
+    }
+
+    /// The sender key record apps pin (FORMAT.md §V.6):
+    /// `{"format":"pushseal-sender-key","version":2,"appId","senderKeyId","publicKey"}`. Public data.
+    public var record: JSONObject {
+        JSONObject([("format", .string("pushseal-sender-key")), ("version", .integer(2)), ("appId", .string(appID)),
+                    ("senderKeyId", .string(keyID)), ("publicKey", .string(WireBase64.encode(publicKey.rawRepresentation)))])
+    }
+}

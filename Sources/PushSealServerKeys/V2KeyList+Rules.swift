@@ -1,0 +1,128 @@
+public import PushSealCrypto
+import PushSealJSON
+public import PushSealKeyRecords
+public import PushSealDeviceKeys
+
+/// The rules of ``RegistrationStore`` on a loaded list (see ``V2KeyList``). Each mutating method
+/// changes the list and returns its audit changes; none means nothing changed (save nothing).
+extension V2KeyList {
+    /// Adds `registration` as the primary; the former primary becomes `decryptOnly` at `now`.
+    /// The same key id and key again changes nothing.
+    /// - Throws: `KeysError` `.duplicateKeyID`, `.staleRegistration`.
+    public mutating func register(_ registration: DeviceRegistration, now: Int64) throws -> [KeysetChange] {
+        let raw = registration.publicKey.rawRepresentation
+        if let same = entries.first(where: { $0.keyID == registration.keyID }) {
+            guard same.publicKey == raw else {
+                throw KeysError(.duplicateKeyID, "recipient \(owner) of \(appID) already has a registration \(registration.keyID) with another public key")
+            }
+            return []
+        }
+        if let current = entries.last(where: { $0.status == .primary }), registration.createdAt < current.createdAt {
+            throw KeysError(.staleRegistration,
+                "registration \(registration.keyID) was created at \(registration.createdAt), before the current registration \(current.keyID) (\(current.createdAt)): refused, the newest registration is sealed to")
+        }
+        var members: [(key: String, value: JSONValue)] = [("keyId", .string(registration.keyID)), ("status", .string("primary")),
+                                                          ("createdAt", .integer(registration.createdAt))]
+        for i in entries.indices where entries[i].status == .primary {
+            entries[i].status = .decryptOnly
+            entries[i].retiredAt = now
+            members.append(("previousKeyId", .string(entries[i].keyID)))
+        }
+        entries.append(Entry(keyID: registration.keyID, status: .primary, createdAt: registration.createdAt, registeredAt: now, publicKey: raw))
+        return [Self.change("register", now, members)]
+    }
+
+    /// Revokes registration `keyID` (status `disabled`, `retiredAt` now). Idempotent.
+    /// - Throws: `KeysError` `.unknownKey`.
+    public mutating func revokeRegistration(keyID: String, now: Int64) throws -> [KeysetChange] {
+        guard let i = entries.firstIndex(where: { $0.keyID == keyID }) else {
+            throw KeysError(.unknownKey, "recipient \(owner) of \(appID) has no registration \(keyID)")
+        }
+        let previous = entries[i].status
+        guard previous != .disabled else { return [] }
+        entries[i].status = .disabled
+        entries[i].retiredAt = now
+        return [Self.change("revokeRegistration", now, [("keyId", .string(keyID)), ("previousStatus", .string(previous.rawValue))])]
+    }
+
+    /// Adds the app's first sender key (primary).
+    /// - Throws: `KeysError` `.keysetExists` (the app has one).
+    public mutating func generateSenderKey(_ key: X25519.PrivateKey, keyID: String, now: Int64) throws -> [KeysetChange] {
+        guard entries.isEmpty else {
+            throw KeysError(.keysetExists, "\(appID) already has a sender key: rotate it (push-keys sender rotate)")
+        }
+        entries.append(Entry(keyID: keyID, status: .primary, createdAt: now, registeredAt: now, publicKey: key.publicKey.rawRepresentation,
+                             secret: key.rawRepresentation))
+        return [Self.change("senderGenerate", now, [("keyId", .string(keyID)), ("status", .string("primary"))])]
+    }
+
+    /// Destroys rotated-out keys past their `notAfter` (private key dropped), makes the primary
+    /// `decryptOnly` until `notAfter`, adds `key` as the primary.
+    /// - Throws: `KeysError` `.unknownKeyset` (no sender key yet), `.duplicateKeyID`.
+    public mutating func rotateSenderKey(to key: X25519.PrivateKey, keyID: String, notAfter: Int64, now: Int64) throws -> [KeysetChange] {
+        guard !entries.isEmpty else {
+            throw KeysError(.unknownKeyset, "\(appID) has no sender key: generate one (push-keys sender generate)")
+        }
+        guard !entries.contains(where: { $0.keyID == keyID }) else {
+            throw KeysError(.duplicateKeyID, "sender key id \(keyID) exists already: rotate again")
+        }
+        var changes: [KeysetChange] = []
+        for i in entries.indices where entries[i].status == .decryptOnly && (entries[i].notAfter ?? Int64.max) <= now {
+            entries[i].status = .destroyed
+            entries[i].retiredAt = now
+            entries[i].secret = nil  // SecretBytes zeroes its buffer when released
+            changes.append(Self.change("senderPrune", now, [("keyId", .string(entries[i].keyID))]))
+        }
+        var members: [(key: String, value: JSONValue)] = [("keyId", .string(keyID))]
+        for i in entries.indices where entries[i].status == .primary {
+            entries[i].status = .decryptOnly
+            entries[i].retiredAt = now
+            entries[i].notAfter = notAfter
+            members += [("previousKeyId", .string(entries[i].keyID)), ("notAfter", .integer(notAfter))]
+        }
+        entries.append(Entry(keyID: keyID, status: .primary, createdAt: now, registeredAt: now, publicKey: key.publicKey.rawRepresentation,
+                             secret: key.rawRepresentation))
+        return changes + [Self.change("senderRotate", now, members)]
+    }
+
+    /// The registrations, oldest first.
+    /// - Throws: `CryptoError` for a stored public key that does not import.
+    public func registrationSet() throws -> RegistrationSet {
+        RegistrationSet(appID: appID, recipient: owner, registrations: try entries.map { e in
+            RegistrationInfo(keyID: e.keyID, publicKey: try X25519.PublicKey(rawRepresentation: e.publicKey), status: e.status,
+                             createdAt: e.createdAt, registeredAt: e.registeredAt, supersededAt: e.retiredAt)
+        })
+    }
+
+    /// The sender keys, oldest first, public halves only.
+    /// - Throws: `CryptoError` for a stored public key that does not import.
+    public func senderKeyInfos() throws -> [SenderKeyInfo] {
+        try entries.map { e in
+            SenderKeyInfo(appID: appID, keyID: e.keyID, publicKey: try X25519.PublicKey(rawRepresentation: e.publicKey),
+                          status: e.status, createdAt: e.createdAt, retiredAt: e.retiredAt, notAfter: e.notAfter)
+        }
+    }
+
+    /// The primary sender key with its private half; `nil` without one.
+    /// - Throws: `KeysError` `.corruptKeyset` (no private key, or one that does not match its public key); `CryptoError`.
+    public func primarySenderKey() throws -> (keyID: String, key: X25519.PrivateKey)? {
+        guard let p = entries.last(where: { $0.status == .primary }) else { return nil }
+        guard let raw = p.secret else { throw KeysError(.corruptKeyset, "the primary sender key \(p.keyID) of \(appID) has no private key") }
+        let key = try X25519.PrivateKey(rawRepresentation: raw)
+        guard key.publicKey.rawRepresentation == p.publicKey else {
+            throw KeysError(.corruptKeyset, "the primary sender key \(p.keyID) of \(appID) does not match its public key")
+        }
+        return (p.keyID, key)
+    }
+
+    static func change(_ event: String, _ time: Int64, _ members: [(key: String, value: JSONValue)]) -> KeysetChange {
+        KeysetChange(event: KeyStore.AuditEvent(event: event, time: time, members: members))
+    }
+
+    /// A fresh sender key pair and its key id (FORMAT.md §V.6).
+    /// - Throws: `CryptoError`.
+    public static func newSenderKey() throws -> (key: X25519.PrivateKey, keyID: String) {
+        let key = try X25519.PrivateKey()
+        return (key, try DeviceKeyItem.keyID(for: key.publicKey))
+    }
+}
