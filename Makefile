@@ -38,11 +38,13 @@ mock-native: deps
 	@scripts/build-mock-apns.sh >/dev/null
 
 # The whole suite (the native mock built first: the differential test needs it), then push-open built alone (`--product push-open`, its own scratch path) against the media
-# CLI tests: its media path must need nothing but its own product.
+# CLI tests: its media path must need nothing but its own product; then the iOS package (Examples/iOS):
+# its manifest (swift package dump-package), its three modules against the stubs, LinuxCheck's behaviour checks.
 test: deps shared-check mock-native
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	SWIFT=$(SWIFT) scripts/check-push-open-product.sh
+	SWIFT=$(SWIFT) Examples/iOS/LinuxCheck/check.sh
 
 # Builds like `release`, with the build log on stderr: stdout is the benchmark alone, so
 # `make bench BENCH_ARGS=--markdown > bench.md` is paste-ready for README's Benchmark section.

@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "PushSealRegistry", targets: ["PushSealRegistry"]),
         .library(name: "PushSealAPNs", targets: ["PushSealAPNs"]),
         .library(name: "PushSealMediaFetch", targets: ["PushSealMediaFetch"]),
+        .library(name: "PushSealRegistrationTokens", targets: ["PushSealRegistrationTokens"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
@@ -82,6 +83,8 @@ let package = Package(
         // reasons) on the device keys, the sealing ones (SealingKeyProvider) on the server keys.
         .target(name: "PushSealDeviceKeyProviders", dependencies: ["PushSealDeviceKeys", "PushSealKeyRecords", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealSystem"]),
         .target(name: "PushSealServerKeyProviders", dependencies: ["PushSealServerKeys", "PushSealKeyRecords", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealSystem"]),
+        // Registration tokens (HS256 JWTs a backend mints for one recipient; the gateway verifies them): no CLI code.
+        .target(name: "PushSealRegistrationTokens", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
         // CLI support (arguments, help, output, errors): System and JSON only.
         .target(name: "PushSealCLI", dependencies: ["PushSealSystem", "PushSealJSON"]),
         // The extension's media network side: libcurl's C API through CCurlLazy, no Foundation.
@@ -96,7 +99,7 @@ let package = Package(
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealSender", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealKeyRecords", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealDeviceKeyProviders", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
-        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
+        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealRegistrationTokens", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
         .executableTarget(name: "keychain-stress", dependencies: ["PushSealKeychain", "PushSealCrypto"]),
@@ -123,6 +126,7 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealRegistrationTokensTests", dependencies: ["PushSealRegistrationTokens", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -8,6 +8,7 @@ public import PushSealCrypto
 public import PushSealWire
 public import PushSealKeychain
 public import PushSealDeviceKeys
+import PushSealKeyRecords
 /// The real key provider: reads the key for a payload's key id from the device keychain as the
 /// extension's identity (its entitlements), through PushSealDeviceKeys' ``DeviceKeyring``
 /// (docs/keychain.md "Device key items"). For version 2, give the same provider to the opener
@@ -89,5 +90,15 @@ extension KeychainKeyProvider: PinnedSenderKeySource {
     ///   `.corruptKey`, `.keyDisabled`, `.keyExpired`, `.keyRolledBack`; `KeychainError`.
     public func pinnedSenderKey(_ keyID: String) throws -> PinnedSenderKey {
         try PinnedSenderKey(keyID: keyID, publicKey: keyring.pinnedSenderKey(keyID, appID: appID, now: now()).publicKey)
+    }
+
+    /// Whether the app's v1 key `keyID` may open although a sender key is pinned (security
+    /// review G2): its item is `decryptOnly` with a `notAfter` (the migration window `push-keys
+    /// device pin-sender` gives v1 keys), or there is no v1 item under that id (the key lookup
+    /// then refuses the payload with `unknownKey`).
+    /// - Throws: `KeysError` `.corruptKey`, `.keyRolledBack`, `.invalidName`; `KeychainError`.
+    public func keepsVersionOne(keyID: String) throws -> Bool {
+        guard let record = try keyring.record(.v1Key, keyID: keyID, appID: appID) else { return true }
+        return record.status == .decryptOnly && record.notAfter != nil
     }
 }

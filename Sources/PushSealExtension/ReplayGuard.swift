@@ -9,7 +9,7 @@ import PushSealSystem
 
 /// Remembers notification `id`s until their time is up and refuses a repeated id and any
 /// message older than the oldest moment the guard can vouch for (security review F2; the same
-/// rules as `PushSealReplayGuard` in Examples/iOS/NotificationService.swift).
+/// rules as `PushSealReplayGuard` in Examples/iOS/Sources/PushSealNotificationExtension/NotificationService.swift).
 ///
 /// - An id is kept until the message's `exp`, else `iat` + ``maxAgeSeconds`` (30 days, the
 ///   keys' grace window), else now + ``maxAgeSeconds``. A message whose keep-until time is not

@@ -86,7 +86,7 @@ extension PostgresKeyStore {
                     }
                     for t in r.deviceTokens {
                         let rows = try c.exec("""
-                            SELECT recipient, token, environment, registered_at FROM pushseal_device_tokens
+                            SELECT recipient, token, environment, registered_at, row_mac FROM pushseal_device_tokens
                             WHERE app_id = $1 AND recipient = $2 AND environment = $3 FOR UPDATE
                             """, [.text(t.appID), .text(t.recipient), .text(t.environment.rawValue)])
                         guard t.supersedes(try deviceTokenRows(rows, appID: t.appID).first) else { continue }

@@ -37,9 +37,11 @@ extension PostgresKeyStore: DeviceTokenStore {
             DELETE FROM pushseal_device_tokens WHERE app_id = $1 AND (token = $2 OR (recipient = $3 AND environment = $4))
             RETURNING recipient, token, environment, registered_at
             """, [.text(added.appID), .text(added.token), .text(added.recipient), .text(added.environment.rawValue)])
-        try c.exec("INSERT INTO pushseal_device_tokens (app_id, recipient, token, environment, registered_at) VALUES ($1, $2, $3, $4, $5)",
-                   [.text(added.appID), .text(added.recipient), .text(added.token), .text(added.environment.rawValue), .int(added.registeredAtMs)])
-        let replaced = try deviceTokenRows(rows, appID: added.appID).filter { !$0.isSameRegistration(as: added) }
+        let tag = try rowMAC(table: AuthenticatedTable.deviceTokens).tag(Self.deviceTokenFields(added))
+        try c.exec("INSERT INTO pushseal_device_tokens (app_id, recipient, token, environment, registered_at, row_mac) VALUES ($1, $2, $3, $4, $5, $6)",
+                   [.text(added.appID), .text(added.recipient), .text(added.token), .text(added.environment.rawValue), .int(added.registeredAtMs), .bytes(tag)])
+        // Rows being deleted are not authenticated: removing them is what the caller asked.
+        let replaced = try deviceTokenRows(rows, appID: added.appID, verified: false).filter { !$0.isSameRegistration(as: added) }
         for (owner, change) in KeysetChange.deviceTokenAdd(added, removed: replaced, time: KeyTime.now()) {
             try insertAudit(c, change, appID: added.appID, recipient: owner)
         }
@@ -51,8 +53,9 @@ extension PostgresKeyStore: DeviceTokenStore {
     public func deviceTokens(appID: String, recipient: String) throws -> [DeviceToken] {
         try KeyID.validateAppID(appID)
         try KeyID.validateRecipient(recipient)
+        _ = try rowMAC(table: AuthenticatedTable.deviceTokens)  // no lookup without the KEK
         let rows = try pool.run { c in
-            try c.exec("SELECT recipient, token, environment, registered_at FROM pushseal_device_tokens WHERE app_id = $1 AND recipient = $2",
+            try c.exec("SELECT recipient, token, environment, registered_at, row_mac FROM pushseal_device_tokens WHERE app_id = $1 AND recipient = $2",
                        [.text(appID), .text(recipient)])
         }
         return try deviceTokenRows(rows, appID: appID).sorted { $0.environment < $1.environment }
@@ -62,14 +65,18 @@ extension PostgresKeyStore: DeviceTokenStore {
     /// - Throws: `KeysError` `.invalidName`; `RegistryError`.
     public func allDeviceTokens(appID: String?) throws -> [DeviceToken] {
         if let appID { try KeyID.validateAppID(appID) }
-        let rows = try pool.run { c in
-            try c.exec("""
-                SELECT recipient, token, environment, registered_at, app_id FROM pushseal_device_tokens
-                WHERE $1::text IS NULL OR app_id = $1 ORDER BY app_id, recipient, environment
-                """, [appID.map { .text($0) }])
-        }
+        _ = try rowMAC(table: AuthenticatedTable.deviceTokens)  // no lookup without the KEK
+        return try pool.run { c in try allDeviceTokens(c, appID: appID) }
+    }
+
+    /// ``allDeviceTokens(appID:)`` on `c`.
+    func allDeviceTokens(_ c: PGConnection, appID: String?) throws -> [DeviceToken] {
+        let rows = try c.exec("""
+            SELECT recipient, token, environment, registered_at, row_mac, app_id FROM pushseal_device_tokens
+            WHERE $1::text IS NULL OR app_id = $1 ORDER BY app_id, recipient, environment
+            """, [appID.map { .text($0) }])
         return try rows.rows.indices.map { r in
-            guard let app = rows.rows[r][4] else { throw RegistryError(.corrupt, "a device token row does not decode") }
+            guard let app = rows.rows[r][5] else { throw RegistryError(.corrupt, "a device token row does not decode") }
             return try token(rows, r, appID: app)
         }.sorted { ($0.appID, $0.recipient, $0.environment.rawValue) < ($1.appID, $1.recipient, $1.environment.rawValue) }
     }
@@ -78,12 +85,13 @@ extension PostgresKeyStore: DeviceTokenStore {
     /// - Throws: `KeysError` `.invalidName` (the app id); `RegistryError`.
     public func deviceTokens(appID: String, recipients: [String], environment: DeviceTokenEnvironment) throws -> [String: DeviceToken] {
         try KeyID.validateAppID(appID)
+        _ = try rowMAC(table: AuthenticatedTable.deviceTokens)  // no lookup without the KEK
         let names = Array(Set(recipients.filter { (try? KeyID.validateRecipient($0)) != nil }))
         var out: [String: DeviceToken] = [:]
         try Self.inStatementParts(names) { part in
             let rows = try pool.run { c in
                 try c.exec("""
-                    SELECT recipient, token, environment, registered_at FROM pushseal_device_tokens
+                    SELECT recipient, token, environment, registered_at, row_mac FROM pushseal_device_tokens
                     WHERE app_id = $1 AND environment = $2 AND recipient = ANY($3::text[])
                     """, [.text(appID), .text(environment.rawValue), .text(Self.arrayLiteral(part))])
             }
@@ -104,7 +112,7 @@ extension PostgresKeyStore: DeviceTokenStore {
                 let names: [PGValue?] = [.text(appID), .text(u.token)]
                 let deleted = try c.exec("DELETE FROM pushseal_device_tokens WHERE app_id = $1 AND token = $2 AND registered_at < $3 RETURNING recipient, token, environment, registered_at",
                                          names + [.int(u.unregisteredAtMs)])
-                if let t = try deviceTokenRows(deleted, appID: appID).first {
+                if let t = try deviceTokenRows(deleted, appID: appID, verified: false).first {
                     try insertAudit(c, KeysetChange.deviceTokenRemoved(t, reason: .unregistered(u.unregisteredAtMs), time: time), appID: appID, recipient: t.recipient)
                     return .invalidated
                 }
@@ -116,16 +124,21 @@ extension PostgresKeyStore: DeviceTokenStore {
 
     // MARK: Rows
 
-    /// Rows of (recipient, token, environment, registered_at).
-    func deviceTokenRows(_ rows: PGRows, appID: String) throws -> [DeviceToken] {
-        try rows.rows.indices.map { try token(rows, $0, appID: appID) }
+    /// Rows of (recipient, token, environment, registered_at, row_mac), each authenticated
+    /// (``verifyDeviceToken(_:mac:)``) unless `verified` is `false` (rows being deleted: only
+    /// the first four columns are read).
+    /// - Throws: `RegistryError` `.corrupt`, `.kekRequired`.
+    func deviceTokenRows(_ rows: PGRows, appID: String, verified: Bool = true) throws -> [DeviceToken] {
+        try rows.rows.indices.map { try token(rows, $0, appID: appID, verified: verified) }
     }
 
-    private func token(_ rows: PGRows, _ r: Int, appID: String) throws -> DeviceToken {
+    private func token(_ rows: PGRows, _ r: Int, appID: String, verified: Bool = true) throws -> DeviceToken {
         guard let recipient = rows.rows[r][0], let token = rows.rows[r][1], let env = rows.rows[r][2].flatMap(DeviceTokenEnvironment.init(rawValue:)),
               let at = try rows.int(r, 3) else {
             throw RegistryError(.corrupt, "a device token row of \(appID) does not decode")
         }
-        return DeviceToken(appID: appID, recipient: recipient, token: token, environment: env, registeredAtMs: at)
+        let t = DeviceToken(appID: appID, recipient: recipient, token: token, environment: env, registeredAtMs: at)
+        if verified { try verifyDeviceToken(t, mac: try rows.bytes(r, 4)) }
+        return t
     }
 }

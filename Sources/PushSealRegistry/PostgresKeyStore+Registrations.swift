@@ -54,12 +54,14 @@ extension PostgresKeyStore: V2KeyListStore {
     /// - Throws: `KeysError` `.invalidName` (the app id); `RegistryError` `.corrupt`, `.unavailable`.
     public func batchRegistrations(appID: String, recipients: [String]) throws -> [String: BatchRegistration] {
         try KeyID.validateAppID(appID)
+        _ = try rowMAC(table: AuthenticatedTable.registrations)  // no lookup without the KEK
         let names = recipients.filter { (try? KeyID.validateRecipient($0)) != nil }
         var out: [String: BatchRegistration] = [:]
         try Self.inStatementParts(names) { part in
             let rows = try pool.run { c in
                 try c.exec("""
-                    SELECT l.owner, l.version, r.key_id, r.status, r.created_at, r.registered_at, r.superseded_at, r.public_key
+                    SELECT l.owner, l.version, l.primary_key_id, l.entry_count, l.row_mac,
+                           r.key_id, r.status, r.created_at, r.registered_at, r.superseded_at, r.public_key, r.position, r.kem_id, r.row_mac
                     FROM pushseal_v2_lists l LEFT JOIN pushseal_registrations r
                       ON r.app_id = l.app_id AND r.recipient = l.owner AND r.status = 'primary'
                     WHERE l.app_id = $1 AND l.owner = ANY($2::text[])
@@ -69,17 +71,26 @@ extension PostgresKeyStore: V2KeyListStore {
                 guard let owner = rows.rows[i][0], let version = try rows.int(i, 1) else {
                     throw RegistryError(.corrupt, "a registration list row of \(appID) does not decode")
                 }
+                let list = ListRow(version: version, primaryKeyID: rows.rows[i][2], entryCount: try rows.int(i, 3), mac: try rows.bytes(i, 4))
+                try verifyListRow(list, appID: appID, owner: owner)
+                guard rows.rows[i][5] == list.primaryKeyID else {
+                    throw RegistryError(.corrupt,
+                        "the \(AuthenticatedTable.registrations) primary row of \(appID)/\(owner) is not the one its \(AuthenticatedTable.lists) row authenticates (\(list.primaryKeyID ?? "none")): changed or deleted without the KEK: refused")
+                }
                 let watch = ListWatch(store: self, appID: appID, owner: owner, version: version)
-                guard let keyID = rows.rows[i][2] else {
+                guard list.primaryKeyID != nil else {
                     out[owner] = BatchRegistration(watch: watch, current: nil)  // the current one was revoked
                     continue
                 }
-                guard let status = rows.rows[i][3].flatMap(KeyStatus.init(rawValue:)), let created = try rows.int(i, 4),
-                      let registered = try rows.int(i, 5), let raw = try rows.bytes(i, 7), let key = try? X25519.PublicKey(rawRepresentation: raw) else {
+                let stored = try Self.registrationRow(rows, i, from: 5, appID: appID, owner: owner)
+                try rowMAC(table: AuthenticatedTable.registrations).verify(stored.mac, stored.fields(appID: appID, owner: owner, listVersion: version),
+                                                                          row: "\(appID)/\(owner)/\(stored.entry.keyID)")
+                guard let key = try? X25519.PublicKey(rawRepresentation: stored.entry.publicKey) else {
                     throw RegistryError(.corrupt, "a registration row of \(appID)/\(owner) does not decode")
                 }
-                out[owner] = BatchRegistration(watch: watch, current: RegistrationInfo(keyID: keyID, publicKey: key, status: status, createdAt: created,
-                                                                                        registeredAt: registered, supersededAt: try rows.int(i, 6)))
+                let e = stored.entry
+                out[owner] = BatchRegistration(watch: watch, current: RegistrationInfo(keyID: e.keyID, publicKey: key, status: e.status, createdAt: e.createdAt,
+                                                                                        registeredAt: e.registeredAt, supersededAt: e.retiredAt))
             }
         }
         return out
@@ -102,50 +113,89 @@ extension PostgresKeyStore: V2KeyListStore {
         func isCurrent() throws -> Bool { try store.listVersion(appID: appID, owner: owner) == version }
     }
 
+    /// The list's version, its row authenticated.
+    /// - Throws: `RegistryError` `.corrupt`, `.kekRequired`, `.unavailable`.
     func listVersion(appID: String, owner: String) throws -> Int64? {
-        let rows = try pool.run { c in
-            try c.exec("SELECT version FROM pushseal_v2_lists WHERE app_id = $1 AND owner = $2", [.text(appID), .text(owner)])
-        }
-        return rows.rows.isEmpty ? nil : try rows.int(0, 0)
+        let list = try pool.run { c in try readListRow(c, appID: appID, owner: owner, forUpdate: false) }
+        guard let list else { return nil }
+        try verifyListRow(list, appID: appID, owner: owner)
+        return list.version
+    }
+
+    /// The list row of (app id, owner), locked with `forUpdate`; `nil` without one.
+    func readListRow(_ c: PGConnection, appID: String, owner: String, forUpdate: Bool) throws -> ListRow? {
+        let rows = try c.exec("SELECT version, primary_key_id, entry_count, row_mac FROM pushseal_v2_lists WHERE app_id = $1 AND owner = $2\(forUpdate ? " FOR UPDATE" : "")",
+                              [.text(appID), .text(owner)])
+        guard !rows.rows.isEmpty else { return nil }
+        guard let version = try rows.int(0, 0) else { throw RegistryError(.corrupt, "the list row of \(appID)/\(owner) does not decode") }
+        return ListRow(version: version, primaryKeyID: rows.rows[0][1], entryCount: try rows.int(0, 2), mac: try rows.bytes(0, 3))
     }
 
     // MARK: Rows
 
-    /// Loads a list (empty when absent); sender private keys unwrapped when `withSecrets`.
+    /// One stored entry of a list: the entry, its position, tag, wrapped private key (sender
+    /// keys) and KEM id (registrations).
+    struct StoredEntry {
+        var entry: V2KeyList.Entry
+        var position: Int64
+        var mac: [UInt8]?
+        var wrapped: [UInt8]?
+        var kemID: Int64
+
+        func fields(appID: String, owner: String, listVersion: Int64) -> [RegistryRowField] {
+            PostgresKeyStore.registrationFields(appID: appID, recipient: owner, entry, kemID: kemID, position: Int(position), listVersion: listVersion)
+        }
+    }
+
+    static let registrationColumns = "key_id, status, created_at, registered_at, superseded_at, public_key, position, kem_id, row_mac"
+    static let senderKeyColumns = "key_id, status, created_at, retired_at, not_after, public_key, wrapped_private_key, position, row_mac"
+
+    /// Decodes ``registrationColumns`` starting at column `c`.
+    static func registrationRow(_ rows: PGRows, _ r: Int, from c: Int, appID: String, owner: String) throws -> StoredEntry {
+        guard let id = rows.rows[r][c], let status = rows.rows[r][c + 1].flatMap(KeyStatus.init(rawValue:)), let created = try rows.int(r, c + 2),
+              let registered = try rows.int(r, c + 3), let key = try rows.bytes(r, c + 5), let position = try rows.int(r, c + 6), let kem = try rows.int(r, c + 7) else {
+            throw RegistryError(.corrupt, "a registration row of \(appID)/\(owner) does not decode")
+        }
+        return StoredEntry(entry: V2KeyList.Entry(keyID: id, status: status, createdAt: created, registeredAt: registered, retiredAt: try rows.int(r, c + 4), publicKey: key),
+                           position: position, mac: try rows.bytes(r, c + 8), wrapped: nil, kemID: kem)
+    }
+
+    /// Decodes ``senderKeyColumns`` starting at column `c`.
+    static func senderKeyRow(_ rows: PGRows, _ r: Int, from c: Int, appID: String) throws -> StoredEntry {
+        guard let id = rows.rows[r][c], let status = rows.rows[r][c + 1].flatMap(KeyStatus.init(rawValue:)), let created = try rows.int(r, c + 2),
+              let key = try rows.bytes(r, c + 5), let position = try rows.int(r, c + 7) else {
+            throw RegistryError(.corrupt, "a sender key row of \(appID) does not decode")
+        }
+        return StoredEntry(entry: V2KeyList.Entry(keyID: id, status: status, createdAt: created, registeredAt: created, retiredAt: try rows.int(r, c + 3),
+                                                  notAfter: try rows.int(r, c + 4), publicKey: key),
+                           position: position, mac: try rows.bytes(r, c + 8), wrapped: try rows.bytes(r, c + 6), kemID: registrationKEMID)
+    }
+
+    /// The stored entries of a list, in position order, not yet verified.
+    static func storedEntries(_ c: PGConnection, _ kind: V2KeyList.Kind, appID: String, owner: String, forUpdate: Bool) throws -> [StoredEntry] {
+        let lock = forUpdate ? " FOR UPDATE" : ""
+        if kind == .registrations {
+            let rows = try c.exec("SELECT \(registrationColumns) FROM pushseal_registrations WHERE app_id = $1 AND recipient = $2 ORDER BY position, key_id\(lock)",
+                                  [.text(appID), .text(owner)])
+            return try rows.rows.indices.map { try registrationRow(rows, $0, from: 0, appID: appID, owner: owner) }
+        }
+        let rows = try c.exec("SELECT \(senderKeyColumns) FROM pushseal_sender_keys WHERE app_id = $1 ORDER BY position, key_id\(lock)", [.text(appID)])
+        return try rows.rows.indices.map { try senderKeyRow(rows, $0, from: 0, appID: appID) }
+    }
+
+    /// Loads a list (empty when absent), every row authenticated (``verifyList(_:appID:owner:list:entries:)``);
+    /// sender private keys unwrapped when `withSecrets`.
+    /// - Throws: `RegistryError` `.corrupt`, `.kekRequired`, `.wrongKEK`.
     func loadList(_ c: PGConnection, _ kind: V2KeyList.Kind, appID: String, owner: String, withSecrets: Bool = false,
                   forUpdate: Bool = false) throws -> V2KeyList {
-        let lock = forUpdate ? " FOR UPDATE" : ""
-        let names: [PGValue?] = [.text(appID), .text(owner)]
-        var entries: [V2KeyList.Entry] = []
-        if kind == .registrations {
-            let rows = try c.exec("""
-                SELECT key_id, status, created_at, registered_at, superseded_at, public_key FROM pushseal_registrations
-                WHERE app_id = $1 AND recipient = $2 ORDER BY position\(lock)
-                """, names)
-            for r in rows.rows.indices {
-                guard let id = rows.rows[r][0], let status = rows.rows[r][1].flatMap(KeyStatus.init(rawValue:)), let created = try rows.int(r, 2),
-                      let registered = try rows.int(r, 3), let key = try rows.bytes(r, 5) else {
-                    throw RegistryError(.corrupt, "a registration row of \(appID)/\(owner) does not decode")
-                }
-                entries.append(V2KeyList.Entry(keyID: id, status: status, createdAt: created, registeredAt: registered,
-                                               retiredAt: try rows.int(r, 4), publicKey: key))
-            }
-        } else {
-            let rows = try c.exec("""
-                SELECT key_id, status, created_at, retired_at, not_after, public_key, wrapped_private_key FROM pushseal_sender_keys
-                WHERE app_id = $1 ORDER BY position\(lock)
-                """, [.text(appID)])
-            for r in rows.rows.indices {
-                guard let id = rows.rows[r][0], let status = rows.rows[r][1].flatMap(KeyStatus.init(rawValue:)), let created = try rows.int(r, 2),
-                      let key = try rows.bytes(r, 5) else {
-                    throw RegistryError(.corrupt, "a sender key row of \(appID) does not decode")
-                }
-                var secret: SecretBytes?
-                if withSecrets, let wrapped = try rows.bytes(r, 6) {
-                    secret = try requireKEK().unwrap(wrapped, appID: appID, recipient: Self.senderOwner, keyID: id)
-                }
-                entries.append(V2KeyList.Entry(keyID: id, status: status, createdAt: created, registeredAt: created, retiredAt: try rows.int(r, 3),
-                                               notAfter: try rows.int(r, 4), publicKey: key, secret: secret))
+        let listRow = try readListRow(c, appID: appID, owner: owner, forUpdate: forUpdate)
+        let stored = try Self.storedEntries(c, kind, appID: appID, owner: owner, forUpdate: forUpdate)
+        try verifyList(kind, appID: appID, owner: owner, list: listRow, entries: stored)
+        var entries = stored.map(\.entry)
+        if kind == .senderKeys, withSecrets {
+            for i in entries.indices {
+                guard let wrapped = stored[i].wrapped else { continue }
+                entries[i].secret = try requireKEK().unwrap(wrapped, appID: appID, recipient: Self.senderOwner, keyID: entries[i].keyID)
             }
         }
         return V2KeyList(kind: kind, appID: appID, owner: owner, entries: entries)
@@ -164,48 +214,62 @@ extension PostgresKeyStore: V2KeyListStore {
     }
 
     /// The body of ``changeV2List(_:appID:owner:allowCreate:_:)`` on `c`, inside the caller's transaction.
+    @discardableResult
     func changeV2List(_ c: PGConnection, _ kind: V2KeyList.Kind, appID: String, owner: String, allowCreate: Bool,
                       _ body: (inout V2KeyList) throws -> [KeysetChange]) throws -> V2KeyList {
         let names: [PGValue?] = [.text(appID), .text(owner)]
-        try c.exec("INSERT INTO pushseal_v2_lists (app_id, owner) VALUES ($1, $2) ON CONFLICT DO NOTHING", names)
-        try c.exec("SELECT version FROM pushseal_v2_lists WHERE app_id = $1 AND owner = $2 FOR UPDATE", names)
+        let listMAC = try rowMAC(table: AuthenticatedTable.lists)
+        try c.exec("INSERT INTO pushseal_v2_lists (app_id, owner, version, primary_key_id, entry_count, row_mac) VALUES ($1, $2, 1, NULL, 0, $3) ON CONFLICT DO NOTHING",
+                   names + [.bytes(try listMAC.tag(Self.listFields(appID: appID, owner: owner, version: 1, primaryKeyID: nil, entryCount: 0)))])
+        guard let listRow = try readListRow(c, appID: appID, owner: owner, forUpdate: true) else {
+            throw RegistryError(.corrupt, "the list row of \(appID)/\(owner) vanished inside its transaction")
+        }
         var list = try loadList(c, kind, appID: appID, owner: owner, withSecrets: kind == .senderKeys, forUpdate: true)
         if list.entries.isEmpty, !allowCreate { throw V2KeyList.missing(kind, appID: appID, owner: owner, in: storeDescription) }
         let changes = try body(&list)
         guard !changes.isEmpty else { return list }
-        try saveList(c, list)
-        try c.exec("UPDATE pushseal_v2_lists SET version = version + 1 WHERE app_id = $1 AND owner = $2", names)
+        let version = listRow.version + 1
+        try saveList(c, list, version: version)
+        let primary = Self.primaryKeyID(of: list.entries)
+        try c.exec("UPDATE pushseal_v2_lists SET version = $3, primary_key_id = $4, entry_count = $5, row_mac = $6 WHERE app_id = $1 AND owner = $2",
+                   names + [.int(version), primary.map { .text($0) }, .int(Int64(list.entries.count)),
+                            .bytes(try listMAC.tag(Self.listFields(appID: appID, owner: owner, version: version, primaryKeyID: primary, entryCount: list.entries.count)))])
         let auditRecipient = kind == .registrations ? owner : KeychainNames.senderKeyAccount
         for ch in changes { try insertAudit(c, ch, appID: appID, recipient: auditRecipient) }
         return list
     }
 
-    /// Rewrites the list's rows (delete, insert: a list is a few rows).
-    private func saveList(_ c: PGConnection, _ list: V2KeyList) throws {
+    /// Rewrites the list's rows (delete, insert: a list is a few rows), each tagged for the
+    /// list's new `version`.
+    private func saveList(_ c: PGConnection, _ list: V2KeyList, version: Int64) throws {
         if list.kind == .registrations {
             try c.exec("DELETE FROM pushseal_registrations WHERE app_id = $1 AND recipient = $2", [.text(list.appID), .text(list.owner)])
+            let mac = try rowMAC(table: AuthenticatedTable.registrations)
             // The primary last, so the one-primary index never sees two.
-            for (i, e) in list.entries.enumerated() where e.status != .primary { try insertRegistration(c, list, i, e) }
-            for (i, e) in list.entries.enumerated() where e.status == .primary { try insertRegistration(c, list, i, e) }
+            for (i, e) in list.entries.enumerated() where e.status != .primary { try insertRegistration(c, list, i, e, version: version, mac: mac) }
+            for (i, e) in list.entries.enumerated() where e.status == .primary { try insertRegistration(c, list, i, e, version: version, mac: mac) }
         } else {
             try c.exec("DELETE FROM pushseal_sender_keys WHERE app_id = $1", [.text(list.appID)])
+            let mac = try rowMAC(table: AuthenticatedTable.senderKeys)
             for (i, e) in list.entries.enumerated() {
-                let wrapped: PGValue? = try e.secret.map { .bytes(try requireKEK().wrap($0, appID: list.appID, recipient: Self.senderOwner, keyID: e.keyID)) }
+                let wrapped = try e.secret.map { try requireKEK().wrap($0, appID: list.appID, recipient: Self.senderOwner, keyID: e.keyID) }
+                let tag = try mac.tag(Self.senderKeyFields(appID: list.appID, e, wrapped: wrapped, position: i, listVersion: version))
                 try c.exec("""
-                    INSERT INTO pushseal_sender_keys (app_id, key_id, position, status, created_at, retired_at, not_after, public_key, wrapped_private_key)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                    INSERT INTO pushseal_sender_keys (app_id, key_id, position, status, created_at, retired_at, not_after, public_key, wrapped_private_key, row_mac)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                     """, [.text(list.appID), .text(e.keyID), .int(Int64(i)), .text(e.status.rawValue), .int(e.createdAt),
-                          e.retiredAt.map { .int($0) }, e.notAfter.map { .int($0) }, .bytes(e.publicKey), wrapped])
+                          e.retiredAt.map { .int($0) }, e.notAfter.map { .int($0) }, .bytes(e.publicKey), wrapped.map { .bytes($0) }, .bytes(tag)])
             }
         }
     }
 
-    private func insertRegistration(_ c: PGConnection, _ list: V2KeyList, _ i: Int, _ e: V2KeyList.Entry) throws {
+    private func insertRegistration(_ c: PGConnection, _ list: V2KeyList, _ i: Int, _ e: V2KeyList.Entry, version: Int64, mac: RegistryRowMAC) throws {
+        let tag = try mac.tag(Self.registrationFields(appID: list.appID, recipient: list.owner, e, position: i, listVersion: version))
         try c.exec("""
-            INSERT INTO pushseal_registrations (app_id, recipient, key_id, kem_id, public_key, created_at, superseded_at, position, status, registered_at)
-            VALUES ($1, $2, $3, 32, $4, $5, $6, $7, $8, $9)
-            """, [.text(list.appID), .text(list.owner), .text(e.keyID), .bytes(e.publicKey), .int(e.createdAt), e.retiredAt.map { .int($0) },
-                  .int(Int64(i)), .text(e.status.rawValue), .int(e.registeredAt)])
+            INSERT INTO pushseal_registrations (app_id, recipient, key_id, kem_id, public_key, created_at, superseded_at, position, status, registered_at, row_mac)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+            """, [.text(list.appID), .text(list.owner), .text(e.keyID), .int(Self.registrationKEMID), .bytes(e.publicKey), .int(e.createdAt), e.retiredAt.map { .int($0) },
+                  .int(Int64(i)), .text(e.status.rawValue), .int(e.registeredAt), .bytes(tag)])
     }
 
     /// Rewraps every sender private key under `newKEK` inside ``rewrap(to:)``'s transaction.

@@ -5,31 +5,22 @@ public import PushSealServerKeys
 /// registry holds per recipient (``RecipientRecord``) and each app's sender keys.
 extension PostgresKeyStore {
     /// Every recipient the registry holds anything for (a keyset, registrations, device tokens),
-    /// sorted by app id then recipient: three queries (keysets with their key bytes unwrapped,
-    /// registrations, tokens), then grouped in memory.
+    /// sorted by app id then recipient: keysets with their key bytes unwrapped (one query),
+    /// registrations (one query per list, each authenticated), tokens (one query, authenticated), then grouped in memory.
     /// - Throws: `RegistryError` `.kekRequired`, `.wrongKEK`, `.corrupt`, `.unavailable`.
     public func recipientRecords() throws -> RecipientRecords {
         typealias Name = RecipientRecords.Name
         var keysets: [Name: KeysetState] = [:]
         for s in try loadAllStatesWithKeyBytes() { keysets[Name(appID: s.appID, recipient: s.recipient)] = s }
         var registrations: [Name: V2KeyList] = [:]
-        let rows = try pool.run { c in
-            try c.exec("""
-                SELECT app_id, recipient, key_id, status, created_at, registered_at, superseded_at, public_key FROM pushseal_registrations
-                ORDER BY app_id, recipient, position
-                """)
-        }
-        for r in rows.rows.indices {
-            guard let app = rows.rows[r][0], let recipient = rows.rows[r][1], let id = rows.rows[r][2],
-                  let status = rows.rows[r][3].flatMap(KeyStatus.init(rawValue:)), let created = try rows.int(r, 4),
-                  let registered = try rows.int(r, 5), let key = try rows.bytes(r, 7) else {
-                throw RegistryError(.corrupt, "a registration row does not decode")
+        // Every list authenticated as it is read (its rows, count and primary under the KEK).
+        try pool.run { c in
+            let lists = try c.exec("SELECT app_id, owner FROM pushseal_v2_lists WHERE owner <> $1 ORDER BY app_id, owner", [.text(Self.senderOwner)])
+            for row in lists.rows {
+                guard let app = row[0], let recipient = row[1] else { throw RegistryError(.corrupt, "a list row does not decode") }
+                let list = try loadList(c, .registrations, appID: app, owner: recipient)
+                if !list.entries.isEmpty { registrations[Name(appID: app, recipient: recipient)] = list }
             }
-            let n = Name(appID: app, recipient: recipient)
-            var list = registrations[n] ?? V2KeyList(kind: .registrations, appID: app, owner: recipient)
-            list.entries.append(V2KeyList.Entry(keyID: id, status: status, createdAt: created, registeredAt: registered,
-                                                retiredAt: try rows.int(r, 6), publicKey: key))
-            registrations[n] = list
         }
         var tokens: [Name: [DeviceToken]] = [:]
         for t in try allDeviceTokens(appID: nil) { tokens[Name(appID: t.appID, recipient: t.recipient), default: []].append(t) }

@@ -69,15 +69,8 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         // operations wait for a restarting server.
         storeDescription = try pool.run(maxWaitSeconds: 0) { c in
             try RegistrySchema.check(c)
-            if let kek {
-                // The first KEK to open a migrated registry is its KEK from then on.
-                try c.exec("INSERT INTO pushseal_kek (id, check_box, created_at) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING",
-                           [.bytes(try kek.checkBox()), .int(KeyTime.now())])
-                guard let box = try c.exec("SELECT check_box FROM pushseal_kek WHERE id = 1").bytes(0, 0), kek.opensCheck(box) else {
-                    throw RegistryError(.wrongKEK,
-                        "the key-encryption key from \(kek.source) is not the one the registry \(c.target) is wrapped under: refused (wrong --kek-file?)")
-                }
-            }
+            try RegistrySchema.checkRowsAuthenticated(c)
+            if let kek { try Self.checkOrAdoptKEK(c, kek) }
             return c.target
         }
     }
@@ -88,6 +81,73 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     /// - Throws: `RegistryError` `.schemaTooNew`, `.unavailable`, `.query`.
     public static func migrate(connectionString: String, reconnectWaitSeconds: Double = 30) throws -> [Int] {
         try RegistrySchema.migrate(ConnectionPool(conninfo: connectionString, reconnectWaitSeconds: reconnectWaitSeconds))
+    }
+
+    /// What ``migrate(connectionString:kek:reconnectWaitSeconds:)`` did.
+    public struct MigrationResult: Sendable {
+        /// The schema versions applied now (empty: already current).
+        public var applied: [Int]
+        /// Rows from before schema 5 authenticated now under the KEK (`nil`: none were waiting).
+        public var authenticated: RegistryRowAuthenticationCount?
+        /// Rows from before schema 5 still waiting for `migrate` with the KEK (0 once done).
+        public var pendingRows: Int
+    }
+
+    /// Applies the missing schema migrations, then, with `kek`, authenticates once the rows
+    /// written before schema 5 (security review G1): every registration, sender key, list and
+    /// device token row gets its tag (``RegistryRowMAC``) under the KEK, in one transaction; a
+    /// sender key whose public key is not its private key's refuses the whole step (`.corrupt`,
+    /// nothing changed). Rows that appear later without a tag are never authenticated by this
+    /// (they are refused as `corrupt` when read). Without `kek`, such rows are counted in
+    /// ``MigrationResult/pendingRows`` and the registry cannot be opened until it runs with one.
+    /// - Throws: `RegistryError` `.schemaTooNew`, `.wrongKEK` (not the registry's KEK), `.corrupt`, `.unavailable`, `.query`.
+    public static func migrate(connectionString: String, kek: KeyEncryptionKey?, reconnectWaitSeconds: Double = 30) throws -> MigrationResult {
+        let pool = ConnectionPool(conninfo: connectionString, reconnectWaitSeconds: reconnectWaitSeconds)
+        let applied = try RegistrySchema.migrate(pool)
+        guard let kek else {
+            let pending = try pool.run { c in try RegistrySchema.pendingRowCount(c) }
+            return MigrationResult(applied: applied, authenticated: nil, pendingRows: pending)
+        }
+        let done = try pool.transaction { c -> RegistryRowAuthenticationCount? in
+            try c.exec("SELECT pg_advisory_xact_lock($1)", [.int(RegistrySchema.advisoryLockKey)])
+            guard try c.exec("SELECT 1 FROM pushseal_row_auth_pending WHERE id = 1 FOR UPDATE").rows.count == 1 else { return nil }
+            try checkOrAdoptKEK(c, kek)
+            let count = try tagAllRows(c, kek: kek)
+            try c.exec("DELETE FROM pushseal_row_auth_pending WHERE id = 1")
+            try c.exec("INSERT INTO pushseal_audit (time, event, app_id, recipient, key_id, line) VALUES ($1, 'authenticateRows', '', '', NULL, $2)",
+                       [.int(KeyTime.now()), .text("{\"time\":\(KeyTime.now()),\"event\":\"authenticateRows\",\"registry\":\(KeysetChange.jsonString(c.target)),\"rowCount\":\(count.total)}")])
+            return count
+        }
+        return MigrationResult(applied: applied, authenticated: done, pendingRows: 0)
+    }
+
+    /// Stores `kek`'s check value when the registry has none yet (the first KEK to open a
+    /// migrated registry is its KEK from then on), then checks that `kek` is the registry's.
+    /// - Throws: `RegistryError` `.wrongKEK`.
+    static func checkOrAdoptKEK(_ c: PGConnection, _ kek: KeyEncryptionKey) throws {
+        try c.exec("INSERT INTO pushseal_kek (id, check_box, created_at) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING",
+                   [.bytes(try kek.checkBox()), .int(KeyTime.now())])
+        guard let box = try c.exec("SELECT check_box FROM pushseal_kek WHERE id = 1").bytes(0, 0), kek.opensCheck(box) else {
+            throw RegistryError(.wrongKEK,
+                "the key-encryption key from \(kek.source) is not the one the registry \(c.target) is wrapped under: refused (wrong --kek-file?)")
+        }
+    }
+
+    /// Row keys derived so far, by table label.
+    private let rowMACs = Locked<[String: RegistryRowMAC]>([:])
+
+    /// The row authentication of `table` under this store's KEK (security review G1): every
+    /// table whose rows decide where text goes or whom a phone trusts stores a
+    /// ``RegistryRowMAC`` tag in its `row_mac` column (the registry's registrations, sender keys,
+    /// device tokens and list versions; the gateway's tables the same way). Derived once per
+    /// table and kept.
+    /// - Parameter table: the table's label (its name).
+    /// - Throws: `RegistryError` `.kekRequired` (opened without a KEK); `CryptoError`.
+    public func rowMAC(table: String) throws -> RegistryRowMAC {
+        if let m = rowMACs.withLock({ $0[table] }) { return m }
+        let m = try requireKEK().rowMAC(table: table)
+        rowMACs.withLock { $0[table] = m }
+        return m
     }
 
     func requireKEK() throws -> KeyEncryptionKey {
@@ -453,15 +513,19 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     // MARK: Maintenance
 
     /// Rewraps every stored key (v1 keys and v2 sender keys) under `newKEK` in one transaction and makes it the registry's KEK
-    /// (`push-keys registry rewrap`). The key bytes themselves do not change, so caches stay valid.
+    /// (`push-keys registry rewrap`); every authenticated row (registrations, sender keys, lists,
+    /// device tokens) is verified under the old KEK and tagged again under the new one. The key
+    /// bytes themselves do not change, so caches stay valid.
     /// - Returns: the number of keys rewrapped.
     /// - Throws: `RegistryError` `.kekRequired`, `.wrongKEK` (a key does not open under the current KEK:
-    ///   nothing changed), `.unavailable`.
+    ///   nothing changed), `.corrupt` (a row fails its authentication: nothing changed), `.unavailable`.
     @discardableResult
     public func rewrap(to newKEK: KeyEncryptionKey) throws -> Int {
         let old = try requireKEK()
         return try pool.transaction { c in
             try c.exec("SELECT id FROM pushseal_kek WHERE id = 1 FOR UPDATE")
+            // Every authenticated row is proved under the old KEK before it is tagged under the new one.
+            try verifyAllRows(c)
             let rows = try c.exec("SELECT app_id, recipient, key_id, wrapped_key FROM pushseal_keys WHERE wrapped_key IS NOT NULL FOR UPDATE")
             for r in rows.rows.indices {
                 guard let a = rows.rows[r][0], let b = rows.rows[r][1], let id = rows.rows[r][2], let w = try rows.bytes(r, 3) else { continue }
@@ -470,6 +534,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
                            [.text(a), .text(b), .text(id), .bytes(try newKEK.wrap(secret, appID: a, recipient: b, keyID: id))])
             }
             let senderKeyCount = try rewrapSenderKeys(c, from: old, to: newKEK)
+            _ = try Self.tagAllRows(c, kek: newKEK)
             try c.exec("UPDATE pushseal_kek SET check_box = $1, created_at = $2 WHERE id = 1", [.bytes(try newKEK.checkBox()), .int(KeyTime.now())])
             try c.exec("INSERT INTO pushseal_audit (time, event, app_id, recipient, key_id, line) VALUES ($1, 'rewrap', '', '', NULL, $2)",
                        [.int(KeyTime.now()), .text("{\"time\":\(KeyTime.now()),\"event\":\"rewrap\",\"registry\":\(KeysetChange.jsonString(storeDescription)),\"keyCount\":\(rows.rows.count + senderKeyCount)}")])

@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 4
+    public static let currentVersion = 6
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -132,6 +132,32 @@ public enum RegistrySchema {
             "CREATE UNIQUE INDEX pushseal_device_tokens_one_owner ON pushseal_device_tokens (app_id, token)",
             "CREATE UNIQUE INDEX pushseal_device_tokens_one_per_environment ON pushseal_device_tokens (app_id, recipient, environment)",
         ]),
+        ("row authentication under the KEK: row_mac on registrations, sender keys, device tokens and lists; lists name their primary and count (security review G1)", [
+            "ALTER TABLE pushseal_registrations ADD COLUMN row_mac bytea CHECK (row_mac IS NULL OR length(row_mac) = 32)",
+            "ALTER TABLE pushseal_sender_keys ADD COLUMN row_mac bytea CHECK (row_mac IS NULL OR length(row_mac) = 32)",
+            "ALTER TABLE pushseal_device_tokens ADD COLUMN row_mac bytea CHECK (row_mac IS NULL OR length(row_mac) = 32)",
+            """
+            ALTER TABLE pushseal_v2_lists
+              ADD COLUMN primary_key_id text,
+              ADD COLUMN entry_count integer,
+              ADD COLUMN row_mac bytea CHECK (row_mac IS NULL OR length(row_mac) = 32)
+            """,
+            // Rows written before this version wait for `push-keys registry migrate --kek-file F`
+            // (the one step that tags untagged rows); a registry without any is done at once.
+            "CREATE TABLE pushseal_row_auth_pending (id smallint PRIMARY KEY CHECK (id = 1), row_count bigint NOT NULL)",
+            """
+            INSERT INTO pushseal_row_auth_pending (id, row_count)
+            SELECT 1, n FROM (SELECT (SELECT count(*) FROM pushseal_registrations) + (SELECT count(*) FROM pushseal_sender_keys)
+                                   + (SELECT count(*) FROM pushseal_device_tokens) + (SELECT count(*) FROM pushseal_v2_lists) AS n) t
+            WHERE n > 0
+            """,
+        ]),
+        // Issue 24 (branch v2): staged sender key rotation. Renumber when merged after the
+        // gateway's migrations (6 and up): it only widens a CHECK, so its place does not matter.
+        ("staged sender key rotation: a sender key may be pending (published, not sealing) or disabled (revoked) (issue 24)", [
+            "ALTER TABLE pushseal_sender_keys DROP CONSTRAINT pushseal_sender_keys_status",
+            "ALTER TABLE pushseal_sender_keys ADD CONSTRAINT pushseal_sender_keys_status CHECK (status IN ('pending', 'primary', 'decryptOnly', 'disabled', 'destroyed'))",
+        ]),
     ]
 
     /// Applies every missing migration. Idempotent; safe from several processes at once.
@@ -178,6 +204,21 @@ public enum RegistrySchema {
                 : "the registry \(c.target) has schema version \(v), this build needs \(currentVersion): run push-keys registry migrate")
         }
         if v > currentVersion { throw tooNew(v) }
+    }
+
+    /// Rows written before schema 5 that `push-keys registry migrate --kek-file F` has not authenticated yet (0: none).
+    static func pendingRowCount(_ c: PGConnection) throws -> Int {
+        Int(try c.exec("SELECT coalesce(max(row_count), 0) FROM pushseal_row_auth_pending").int(0, 0) ?? 0)
+    }
+
+    /// Refuses a registry whose rows from before schema 5 are not authenticated yet.
+    /// - Throws: `RegistryError` `.schemaTooOld` ("run push-keys registry migrate --kek-file F").
+    static func checkRowsAuthenticated(_ c: PGConnection) throws {
+        let n = try pendingRowCount(c)
+        guard n == 0 else {
+            throw RegistryError(.schemaTooOld,
+                "the registry \(c.target) holds \(n) rows from before schema 5 that are not authenticated yet: run push-keys registry migrate --kek-file F (once, with the key-encryption key)")
+        }
     }
 
     static func tooNew(_ v: Int) -> RegistryError {

@@ -67,7 +67,7 @@ public enum RegistryOptions {
         case .unavailable:
             exit = unavailable
             hint = "check that PostgreSQL runs and the connection string (--registry or $PUSHSEAL_REGISTRY; PG* variables, ~/.pgpass) is right"
-        case .schemaTooOld: exit = config; hint = "push-keys registry migrate --registry URI"
+        case .schemaTooOld: exit = config; hint = "push-keys registry migrate --registry URI --kek-file F"
         case .schemaTooNew: exit = config
         case .outcomeUnknown: exit = tempFail
         case .kekFile, .wrongKEK: exit = .noPermission

@@ -15,4 +15,16 @@ public protocol PinnedSenderKeySource: Sendable {
     /// - Returns: the key.
     /// - Throws: the source's errors: a damaged item, a disabled or expired key, a keychain error.
     func pinnedSenderKey(_ keyID: String) throws -> PinnedSenderKey
+
+    /// Whether version 1 payloads under the app's v1 key `keyID` may open although a sender key
+    /// is pinned (security review G2): `false` when that key is held but not kept with an end
+    /// date (not `decryptOnly` with a `notAfter`: the migration window `push-keys device
+    /// pin-sender` opens), `true` otherwise (no such key: the key lookup then refuses it).
+    /// - Throws: the source's errors.
+    func keepsVersionOne(keyID: String) throws -> Bool
+}
+
+extension PinnedSenderKeySource {
+    /// Default for sources that know no v1 keys: a v1 payload is never let past a pin.
+    public func keepsVersionOne(keyID: String) throws -> Bool { false }
 }

@@ -76,14 +76,15 @@ enum RegistryCommands {
 
 struct RegistryMigrateCommand: OptionsCommand {
     let path = ["registry", "migrate"]
-    let options = [RegistryCommands.registry]
+    let options = [RegistryCommands.registry, RegistryOptions.kekFile]
     let help = HelpText(
-        overview: "create or upgrade the registry's schema (tables, indexes, the schema_version row); idempotent, and safe to run from two processes at once (a transaction advisory lock)",
-        usage: ["push-keys registry migrate [--registry URI] [--json]"],
-        examples: ["push-keys registry migrate --registry postgresql:///pushseal?host=/run/postgresql",
+        overview: "create or upgrade the registry's schema (tables, indexes, the schema_version row); idempotent, and safe to run from two processes at once (a transaction advisory lock); with the KEK, authenticate once the rows written before schema 5",
+        usage: ["push-keys registry migrate [--registry URI] [--kek-file F] [--json]"],
+        examples: ["push-keys registry migrate --registry postgresql:///pushseal?host=/run/postgresql --kek-file /etc/pushseal/kek",
                    "PUSHSEAL_REGISTRY='host=db.internal dbname=pushseal sslmode=verify-full' push-keys registry migrate"],
-        exitCodes: RegistryCommands.exitCodes(),
-        notes: "Text output: one line per version applied (\"applied 1 ...\"), or \"schema is current (version N)\". --json: {\"applied\":[1,2],\"version\":2}. A database migrated by a newer PushSeal is refused (78) and left unchanged.")
+        exitCodes: RegistryCommands.exitCodes(["65  a sender key row whose public key is not its private key's (or that has none): nothing authenticated; delete or fix the row",
+                                               "77  the KEK file is not private (0600, yours), or the KEK is not the registry's"]),
+        notes: "Text output: one line per version applied (\"applied 1 ...\"), or \"schema is current (version N)\"; then \"authenticated N rows (R registrations, S sender keys, L lists, T device tokens)\" when rows from before schema 5 were authenticated now, or \"N rows from before schema 5 wait for: push-keys registry migrate --kek-file F\" without the KEK (the registry opens for nothing else until then). --json: {\"applied\":[1,2],\"version\":5,\"authenticated\":{\"registrations\",\"senderKeys\",\"lists\",\"deviceTokens\",\"total\"} or null,\"pendingRows\":N}. Authenticating tags every registration, sender key, list and device token row with an HMAC under a key derived from the KEK (docs/registry.md \"Row authentication\"); it runs once: rows without a tag that appear later are refused as corrupt, never authenticated. A database migrated by a newer PushSeal is refused (78) and left unchanged.")
 
     struct Options: CommandOptions {
         let registry: RegistryLocation
@@ -94,13 +95,31 @@ struct RegistryMigrateCommand: OptionsCommand {
     }
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
-        let applied = try RegistryOptions.mapping { try PostgresKeyStore.migrate(connectionString: o.registry.connectionString) }
+        var r = try RegistryOptions.mapping { try PostgresKeyStore.migrate(connectionString: o.registry.connectionString, kek: nil) }
+        // The KEK is read only when rows from before schema 5 wait for it.
+        if r.pendingRows > 0, let kek = try RegistryOptions.kek(file: o.registry.kekFile) {
+            let applied = r.applied
+            r = try RegistryOptions.mapping { try PostgresKeyStore.migrate(connectionString: o.registry.connectionString, kek: kek) }
+            r.applied = applied + r.applied
+        }
         if c.json {
-            keyPrintJSON(obj([("applied", .array(applied.map { .integer(Int64($0)) })), ("version", .integer(Int64(RegistrySchema.currentVersion)))]))
-        } else if applied.isEmpty {
+            let done: JSONValue = r.authenticated.map { a in
+                obj([("registrations", .integer(Int64(a.registrations))), ("senderKeys", .integer(Int64(a.senderKeys))), ("lists", .integer(Int64(a.lists))),
+                     ("deviceTokens", .integer(Int64(a.deviceTokens))), ("total", .integer(Int64(a.total)))])
+            } ?? .null
+            keyPrintJSON(obj([("applied", .array(r.applied.map { .integer(Int64($0)) })), ("version", .integer(Int64(RegistrySchema.currentVersion))),
+                              ("authenticated", done), ("pendingRows", .integer(Int64(r.pendingRows)))]))
+            return .success
+        }
+        if r.applied.isEmpty {
             Output.stdout("schema is current (version \(RegistrySchema.currentVersion))\n")
         } else {
-            Output.stdout(applied.map { "applied \($0)\n" }.joined())
+            Output.stdout(r.applied.map { "applied \($0)\n" }.joined())
+        }
+        if let a = r.authenticated {
+            Output.stdout("authenticated \(a.total) rows (\(a.registrations) registrations, \(a.senderKeys) sender keys, \(a.lists) lists, \(a.deviceTokens) device tokens)\n")
+        } else if r.pendingRows > 0 {
+            Output.stdout("\(r.pendingRows) rows from before schema 5 wait for: push-keys registry migrate --kek-file F\n")
         }
         return .success
     }

@@ -13,6 +13,9 @@ Subcommands:
   example                 prints the worked example of FORMAT.md §10.
   vectors-v2 --out DIR    writes Tests/Vectors/v2 (wire format v2, fixed ephemeral keys).
   example-v2              prints the worked example of FORMAT.md's version 2 part (§V.9).
+  revocation              reads a revocation record (FORMAT.md §V.12) on stdin, prints
+                          {"appId","keyIds","revokedAt"} or `error: <code>` and exits 65.
+  vectors-revocation      prints Tests/Vectors/revocation-records.json (FORMAT.md §V.12).
   serve                   JSON Lines on stdin/stdout, one request per line:
            {"op":"seal","key":HEX,"keyId":..,"appId":..,"plaintext":{..},"padding":bool[,"nonce":HEX]}
              -> {"fields":{"encrypted_data":..,"key_id":..,"enc_alg":..}}
@@ -751,6 +754,97 @@ def example():
     print("\n".join(lines))
 
 
+# --- Revocation records (FORMAT.md §V.12) ------------------------------------------------
+
+REVOCATION_MEMBERS = ("format", "version", "appId", "keyIds", "revokedAt")
+APP_ID_RE = re.compile(r"\A[A-Za-z0-9.-]{1,255}\Z")
+MAX_TIME = 253402300799
+
+
+def parse_revocation(raw):
+    """(app_id, key_ids, revoked_at) of a revocation record's bytes, or FormatError."""
+    try:
+        obj = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_dupes)
+    except (ValueError, UnicodeDecodeError, FormatError):
+        raise FormatError("malformedRecord", "not valid JSON (or a duplicate member)")
+    if not isinstance(obj, dict):
+        raise FormatError("malformedRecord", "not a JSON object")
+    for k in obj:
+        if k not in REVOCATION_MEMBERS:
+            raise FormatError("malformedRecord", "unknown member " + k)
+    if obj.get("format") != "pushseal-revocation":
+        raise FormatError("malformedRecord", "format")
+    if not _is_int(obj.get("version")) or obj["version"] != 1:
+        raise FormatError("malformedRecord", "version")
+    app = obj.get("appId")
+    if not isinstance(app, str):
+        raise FormatError("malformedRecord", "appId")
+    if not APP_ID_RE.match(app):
+        raise FormatError("invalidName", "appId")
+    ids = obj.get("keyIds")
+    if not isinstance(ids, list) or not 1 <= len(ids) <= 1000:
+        raise FormatError("malformedRecord", "keyIds")
+    out = []
+    for i in ids:
+        if not isinstance(i, str):
+            raise FormatError("malformedRecord", "keyIds member")
+        if not KEY_ID_RE.match(i):
+            raise FormatError("invalidName", "key id")
+        if i not in out:
+            out.append(i)
+    t = obj.get("revokedAt")
+    if not _is_int(t):
+        raise FormatError("malformedRecord", "revokedAt")
+    if not 0 <= t <= MAX_TIME:
+        raise FormatError("timeOutOfRange", "revokedAt")
+    return app, out, t
+
+
+def vectors_revocation():
+    app = "com.example.app"
+
+    def rec(**over):
+        o = {"format": "pushseal-revocation", "version": 1, "appId": app,
+             "keyIds": ["7t2IPaCpRRWT3Ao4", "oCiYEAMutBcnTuvE"], "revokedAt": 1796000000}
+        o.update(over)
+        return json.dumps({k: v for k, v in o.items() if v is not None}, separators=(",", ":"))
+    cases = [
+        ("ok", "a device key id and a sender key id", rec()),
+        ("ok-duplicate-ids", "a key id twice counts once", rec(keyIds=["k1", "k1", "k2"])),
+        ("ok-v1-key-id", "a v1 key id (8 characters)", rec(keyIds=["WMSaTIkB"])),
+        ("ok-1000-ids", "the most key ids one record lists", rec(keyIds=["k%d" % i for i in range(1000)])),
+        ("ok-member-order", "members in any order", json.dumps({"revokedAt": 0, "keyIds": ["a"], "appId": app, "version": 1, "format": "pushseal-revocation"})),
+        ("unknown-member", "an unknown member is refused (it could change what is revoked)", rec(senderKeyIds=["x"])),
+        ("wrong-format", "another format", rec(format="pushseal-sender-key")),
+        ("version-2", "another version", rec(version=2)),
+        ("version-string", "version not an integer", rec(version="1")),
+        ("no-app-id", "appId missing", rec(appId=None)),
+        ("bad-app-id", "appId with a character outside A-Z a-z 0-9 . -", rec(appId="com.example/app")),
+        ("empty-key-ids", "no key ids", rec(keyIds=[])),
+        ("1001-ids", "more than 1000 key ids", rec(keyIds=["k%d" % i for i in range(1001)])),
+        ("key-id-number", "a key id that is not a string", rec(keyIds=[12345678])),
+        ("key-id-bad-char", "a key id with '.'", rec(keyIds=["abc.def"])),
+        ("key-id-too-long", "a key id of 65 characters", rec(keyIds=["a" * 65])),
+        ("revoked-at-float", "revokedAt not an integer", rec(revokedAt=1796000000.5)),
+        ("revoked-at-negative", "revokedAt before 1970", rec(revokedAt=-1)),
+        ("revoked-at-too-late", "revokedAt after 9999-12-31T23:59:59Z", rec(revokedAt=MAX_TIME + 1)),
+        ("duplicate-member", "a member twice", rec()[:-1] + ',"revokedAt":0}'),
+        ("not-object", "an array", "[" + rec() + "]"),
+        ("not-json", "truncated", rec()[:-1]),
+    ]
+    out = []
+    for name, comment, text in cases:
+        try:
+            a, ids, t = parse_revocation(text.encode("utf-8"))
+            expect = {"expect": "valid", "appId": a, "keyIds": ids, "revokedAt": t}
+        except FormatError as e:
+            expect = {"expect": e.code}
+        out.append(dict({"name": name, "comment": comment, "record": text}, **expect))
+    print(json.dumps({"comment": "Revocation records (FORMAT.md §V.12), made by Tests/Interop/pushseal_ref.py vectors-revocation. "
+                      "expect: valid (with the parsed appId, keyIds without repeats, revokedAt) or the error code.",
+                      "cases": out}, indent=1))
+
+
 def serve():
     for line in sys.stdin:
         line = line.strip()
@@ -803,6 +897,8 @@ def main():
     v2.add_argument("--out", required=True)
     sub.add_parser("example-v2")
     sub.add_parser("serve")
+    sub.add_parser("revocation")
+    sub.add_parser("vectors-revocation")
     args = ap.parse_args()
     try:
         if args.cmd == "seal":
@@ -822,6 +918,11 @@ def main():
             example_v2()
         elif args.cmd == "serve":
             serve()
+        elif args.cmd == "revocation":
+            a, ids, t = parse_revocation(sys.stdin.buffer.read())
+            print(json.dumps({"appId": a, "keyIds": ids, "revokedAt": t}))
+        elif args.cmd == "vectors-revocation":
+            vectors_revocation()
     except FormatError as e:
         sys.stderr.write(f"pushseal_ref: error: {e.code}: {e.reason}\n")
         sys.exit(65)

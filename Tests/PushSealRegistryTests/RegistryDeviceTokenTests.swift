@@ -19,8 +19,9 @@ import PushSealServerKeys
     /// Two stores (two pools) adding the same token for different recipients at once: it ends
     /// with exactly one owner (the unique index and the retry), never two, never none.
     @Test func concurrentAddsLeaveOneOwner() throws {
-        let (a, cs) = try Registry.store()
-        let b = try PostgresKeyStore(connectionString: cs, kek: nil)
+        let kek = KeyEncryptionKey.generate()
+        let (a, cs) = try Registry.store(kek: kek)
+        let b = try PostgresKeyStore(connectionString: cs, kek: kek)
         let token = DeviceTokenStoreContract.token(0x5e)
         let app = DeviceTokenStoreContract.appID
         for round in 0..<20 {

@@ -43,10 +43,12 @@ import PushSealServerKeys
         #expect(dump.contains("pushseal_sender_keys"))
         let hex = raw.map { String(format: "%02x", $0) }.joined()
         #expect(!dump.lowercased().contains(String(hex.prefix(16))) && !dump.contains(Data(raw).base64EncodedString()))
-        // Metadata needs no KEK; the private key does.
+        // Without the KEK nothing of the list is read: its rows are authenticated under the KEK,
+        // and a published public key is derived from its unwrapped private key (G1).
         let metadataOnly = try PostgresKeyStore(connectionString: cs, kek: nil)
-        #expect(try metadataOnly.senderKeys(appID: Self.app).count == 2)
+        #expect(throws: RegistryError.self) { try metadataOnly.senderKeys(appID: Self.app) }
         #expect(throws: RegistryError.self) { try metadataOnly.sealingSenderKey(appID: Self.app) }
+        #expect(try store.senderKeys(appID: Self.app).count == 2)
         // v1 keys plus both sender keys move to the new KEK.
         try store.generate(appID: Self.app, recipient: "alice", now: Self.now)
         #expect(try store.rewrap(to: new) == 3)

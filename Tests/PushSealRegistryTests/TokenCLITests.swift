@@ -16,8 +16,11 @@ import Testing
             return ["--keychain", kc]
         }
         let cs = try PostgresServer.sharedServer().createDatabase()
+        let kek = dir.appendingPathComponent("kek").path
         #expect(try RegistryCLITests.run([keys, "registry", "migrate", "--registry", cs]).status == 0)
-        return ["--registry", cs]
+        #expect(try RegistryCLITests.run([keys, "registry", "new-kek", "--out", kek]).status == 0)
+        // Device token rows are authenticated under the KEK (G1): token commands need it.
+        return ["--registry", cs, "--kek-file", kek]
     }
 
     static func scratch() throws -> URL {

@@ -68,10 +68,10 @@ struct IOSExampleDriftTests {
         Document(path: relativePath, text: try String(contentsOf: repoRoot.appendingPathComponent(relativePath), encoding: .utf8))
     }
 
-    static func example() throws -> Document { try document("Examples/iOS/NotificationService.swift") }
-    static func deviceKeys() throws -> Document { try document("Examples/iOS/PushSealDeviceKeys.swift") }
-    static func wire() throws -> Document { try document("Examples/iOS/PushSealWire.swift") }
-    static func registration() throws -> Document { try document("Examples/iOS/PushSealRegistration.swift") }
+    static func example() throws -> Document { try document("Examples/iOS/Sources/PushSealNotificationExtension/NotificationService.swift") }
+    static func deviceKeys() throws -> Document { try document("Examples/iOS/Sources/PushSealDevice/PushSealDeviceKeys.swift") }
+    static func wire() throws -> Document { try document("Examples/iOS/Sources/PushSealDevice/PushSealWire.swift") }
+    static func registration() throws -> Document { try document("Examples/iOS/Sources/PushSealApp/PushSealRegistration.swift") }
     static func exampleReadme() throws -> Document { try document("Examples/iOS/README.md") }
     static func format() throws -> Document { try document("docs/FORMAT.md") }
     static func keychainDoc() throws -> Document { try document("docs/keychain.md") }
@@ -80,7 +80,7 @@ struct IOSExampleDriftTests {
     /// All Swift files of the iOS reference, one after the other.
     static func allSwift() throws -> Document {
         let files = [try example(), try deviceKeys(), try wire(), try registration()]
-        return Document(path: "Examples/iOS/*.swift", text: files.map(\.text).joined(separator: "\n"))
+        return Document(path: "Examples/iOS/Sources/*/*.swift", text: files.map(\.text).joined(separator: "\n"))
     }
 
     /// Every match of `pattern` in `text`, each as its groups (0 = the whole match; "" for a
@@ -568,12 +568,14 @@ extension IOSExampleDriftTests {
     @Test("the app's retract handler opens with the extension's receive, expecting a retract, and removes by the sealed id")
     func retractHandler() throws {
         let app = try Self.document("Examples/iOS/AppDelegate.swift")
+        let handler = try Self.document("Examples/iOS/Sources/PushSealNotificationExtension/PushSealRetract.swift")
         let example = try Self.example()
         let spec = try Self.format()
         #expect(app.contains("func application(_ application: UIApplication, didReceiveRemoteNotification userInfo: [AnyHashable: Any],"))
         #expect(app.contains("fetchCompletionHandler completionHandler: @escaping (UIBackgroundFetchResult) -> Void)"))
-        #expect(app.contains("NotificationService.receive(userInfo, appID: appID, now: now, expecting: .retract)"))
-        #expect(app.contains("userInfo[PushSealConfig.sealedIDUserInfoKey]") && app.contains("removeDeliveredNotifications(withIdentifiers:"))
+        #expect(app.contains("PushSealRetract.handle(userInfo)"))
+        #expect(handler.contains("NotificationService.receive(userInfo, appID: appID, now: now, expecting: .retract)"))
+        #expect(handler.contains("userInfo[PushSealConfig.sealedIDUserInfoKey]") && handler.contains("removeDeliveredNotifications(withIdentifiers:"))
         #expect(example.contains("plaintext = try Self.receive(request.content.userInfo, appID: appID, now: now, expecting: .display)"))
         // receive: open, then the kind, then exp, then the replay guard (the emulation's order).
         let receive = try example.section(from: "static func receive(", to: "// MARK: Stage 1: read the fields")
@@ -583,7 +585,7 @@ extension IOSExampleDriftTests {
         // The kinds of FORMAT.md §5.1 are the example's and the emulation's.
         let kinds = Set(try spec.section(from: "### 5.1 Message kinds", to: "## 6.").matches(#"(?m)^\| \*\*([a-z]+)\*\*"#))
         #expect(kinds == Set(MessageKind.allCases.map(\.rawValue)), "FORMAT.md §5.1 kinds \(kinds.sorted())")
-        #expect(example.contains("enum Kind: String { case display, retract }"))
+        #expect(example.contains("enum Kind: String, Sendable { case display, retract }"))
         #expect(spec.contains("`pushseal-id`") || spec.contains("pushseal-id"), "FORMAT.md does not name the userInfo key of the sealed id")
     }
 }

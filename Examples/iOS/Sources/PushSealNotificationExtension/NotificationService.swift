@@ -3,10 +3,10 @@
 // Opens PushSeal wire format v1 (AES-256-GCM) and v2 (HPKE, base and auth mode) of
 // docs/FORMAT.md with Apple's frameworks only: CryptoKit (AES-256-GCM, HPKE, X25519, SHA-256),
 // Security (the key items of docs/keychain.md, read by PushSealDeviceKeys.swift) and
-// UserNotifications. Extension target files: this one, PushSealDeviceKeys.swift, PushSealWire.swift;
-// the app target compiles the same three and AppDelegate.swift, whose background handler opens
-// retracts (FORMAT.md §5.1) with `NotificationService.receive` and the same key items.
-// It cannot be compiled on Linux; Tests/PushSealWireTests/IOSExampleDriftTests.swift checks its
+// UserNotifications. The module (and product) PushSealNotificationExtension, over PushSealDevice;
+// the extension target subclasses `NotificationService` in one line (README.md). `receive` is the
+// one opener of the extension and of the app's retract handler (PushSealRetract.swift, FORMAT.md §5.1).
+// Checked on Linux by LinuxCheck/check.sh; Tests/PushSealWireTests/IOSExampleDriftTests.swift checks its
 // field names, algorithms, AAD and info strings, error codes, plaintext members, keychain layout
 // and the presence of the zero-shared-secret check and the replay guard against FORMAT.md,
 // keychain.md, the Python reference and the PushSealWire constants.
@@ -18,6 +18,7 @@
 import CryptoKit
 import Foundation
 import os
+@_exported import PushSealDevice
 import Security
 @preconcurrency import UserNotifications
 
@@ -32,7 +33,7 @@ enum PushSealConfig {
     static let sealedDataUserInfoKey = "pushseal"
     /// The `userInfo` key under which a decrypted notification carries its sealed `id`: what the
     /// app's retract handler (AppDelegate.swift) finds delivered notifications by.
-    static let sealedIDUserInfoKey = "pushseal-id"
+    public static let sealedIDUserInfoKey = "pushseal-id"
     /// iOS gives an extension about 30 s; keep a margin for the expiry path.
     static let budgetSeconds: TimeInterval = 30
     static let safetyMarginSeconds: TimeInterval = 4
@@ -48,16 +49,18 @@ enum PushSealConfig {
 
 /// Why opening stopped: a stable code of FORMAT.md §8 / §V.8, the key codes of docs/keychain.md (`corruptKey`, `keyExpired`, `keyDisabled`, `keys:keyRetired`),
 /// `keychain:<OSStatus>`, `expired`, or a replay guard outcome. Only the code is ever logged.
-struct Refusal: Error {
-    let code: String
+public struct Refusal: Error {
+    public let code: String
     init(_ code: String) { self.code = code }
 }
 
-/// The decrypting Notification Service Extension (NSExtensionPrincipalClass).
+/// The decrypting Notification Service Extension. Open, so the extension target names its own
+/// one-line subclass as NSExtensionPrincipalClass (`$(PRODUCT_MODULE_NAME).NotificationService`):
+/// `final class NotificationService: PushSealNotificationExtension.NotificationService {}`.
 ///
 /// `@unchecked Sendable`: URLSession's completion handler needs `self`; every mutable stored
 /// property is read and written only under `lock`.
-final class NotificationService: UNNotificationServiceExtension, @unchecked Sendable {
+open class NotificationService: UNNotificationServiceExtension, @unchecked Sendable {
     private let log = Logger(subsystem: "pushseal", category: "extension")
     private let lock = NSLock()
     private var contentHandler: ((UNNotificationContent) -> Void)?
@@ -66,7 +69,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
     private var delivered = false
     private var task: URLSessionTask?
 
-    override func didReceive(_ request: UNNotificationRequest,
+    open override func didReceive(_ request: UNNotificationRequest,
                              withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void) {
         let deadline = Date().addingTimeInterval(PushSealConfig.budgetSeconds - PushSealConfig.safetyMarginSeconds)
         lock.withLock {
@@ -104,7 +107,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         download(media, deadline: deadline)
     }
 
-    override func serviceExtensionTimeWillExpire() {
+    open override func serviceExtensionTimeWillExpire() {
         log.info("stage=expire event=deliverBestAttempt")
         deliver()
     }
@@ -128,7 +131,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
     /// only `display`, the app's background handler only `retract`; checked before the replay
     /// guard, so a message sent down the wrong path does not use up its id), `exp` (only after
     /// authentication), then the replay guard (security review F2: bounded by time, fails closed).
-    static func receive(_ userInfo: [AnyHashable: Any], appID: String?, now: Int64, expecting kind: Plaintext.Kind) throws -> Plaintext {
+    public static func receive(_ userInfo: [AnyHashable: Any], appID: String?, now: Int64, expecting kind: Plaintext.Kind) throws -> Plaintext {
         let plaintext = try open(userInfo, appID: appID, now: now)
         guard plaintext.kind == kind else { throw Refusal("wrongKind:\(plaintext.kind.rawValue)") }
         if let exp = plaintext.exp, now >= exp { throw Refusal("expired") }
@@ -217,10 +220,26 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         }
     }
 
+    /// The app's pinned sender key ids (kind 3 items, whatever their status), or the refusal.
+    private static func pinnedSenderKeyIDs(appID: String) throws -> [String] {
+        switch PushSealDeviceKeys.pinnedSenderKeyIDs(appID: appID) {
+        case .success(let ids): return ids
+        case .failure(let failure) where failure.code == "keyRolledBack" || failure.code == "corruptKey": throw Refusal(failure.code)
+        case .failure(let failure): throw Refusal("keychain:\(failure.status ?? errSecParam)")
+        }
+    }
+
     // MARK: Version 1 (FORMAT.md §7 "Open")
 
     private static func openV1(_ box: Data, algorithm: String, keyID: String, appID: String, now: Int64) throws -> (bytes: Data, keys: [PushSealKeyRecord]) {
         let record = try Self.usableKey(.v1Key, keyID: keyID, appID: appID, now: now, notFound: "unknownKeyID")
+        // Security review G2: once the app pinned a sender key, version 1 is a downgrade unless
+        // the v1 key is kept with an end date (decryptOnly with notAfter: the migration window
+        // PushSealDeviceKeys.pinSender opens); its iat must also be before the retirement (below).
+        if !(try Self.pinnedSenderKeyIDs(appID: appID)).isEmpty,
+           record.status != .decryptOnly || record.notAfter == PushSealKeyLayout.noTime {
+            throw Refusal("downgradeRefused")
+        }
         guard record.keyBytes.count == PushSealWire.keyByteCount else { throw Refusal("invalidKey") }
         let aad = PushSealWire.aadV1(algorithm: algorithm, keyID: keyID, appID: appID)
         do {
@@ -238,12 +257,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
     private static func openV2(_ box: Data, algorithm: String, keyID: String, senderKeyID: String?, appID: String,
                         now: Int64) throws -> (bytes: Data, keys: [PushSealKeyRecord]) {
         // Step 2, sender policy, from the pinned sender keys (kind 3 items) of this app.
-        let pinned: [String]
-        switch PushSealDeviceKeys.pinnedSenderKeyIDs(appID: appID) {
-        case .success(let ids): pinned = ids
-        case .failure(let failure) where failure.code == "keyRolledBack" || failure.code == "corruptKey": throw Refusal(failure.code)
-        case .failure(let failure): throw Refusal("keychain:\(failure.status ?? errSecParam)")
-        }
+        let pinned = try Self.pinnedSenderKeyIDs(appID: appID)
         var senderRecord: PushSealKeyRecord?
         if senderKeyID == nil {
             // Base mode: refused once the app pinned any sender key.
@@ -551,7 +565,7 @@ struct PushSealReplayGuard {
 /// The opened notification. A known member with the wrong JSON type rejects the whole object;
 /// unknown members are ignored. (JSONSerialization keeps the last of duplicate names and does
 /// not cap nesting: stricter than §5 needs your own parser; the box is authenticated anyway.)
-struct Plaintext {
+public struct Plaintext {
     struct Media: Sendable { var url: String; var type: String?; var sha256: Data?; var key: Data? }
     struct Text { var title: String?; var subtitle: String?; var body: String? }
     /// The sealed presentation fields (README.md "Sealed presentation fields"), APNs' spelling.
@@ -565,12 +579,12 @@ struct Plaintext {
     }
 
     /// What the receiver does with the message (FORMAT.md §5.1); absent is `display`.
-    enum Kind: String { case display, retract }
+    public enum Kind: String, Sendable { case display, retract }
 
     var text: Text
-    var kind: Kind = .display
+    public internal(set) var kind: Kind = .display
     /// A retract's notification ids (1–100 strings of 1–256 bytes); empty for a display message.
-    var ids: [String] = []
+    public internal(set) var ids: [String] = []
     var media: Media?
     var localizations: [(tag: String, text: Text)] = []
     var data: [String: Any] = [:]
