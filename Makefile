@@ -16,7 +16,7 @@ export PUSHSEAL_SHARED := $(SHARED)
 shared-check:
 	@test -d "$(SHARED)/vectors" -a -d "$(SHARED)/cases" || { echo "make: error: the test vectors are not at $(SHARED) (need vectors/ and cases/)" >&2; echo "hint: make test SHARED=/path/to/shared  (or set PUSHSEAL_SHARED)" >&2; exit 66; }
 
-.PHONY: shared-check all deps build release demo demo-postgres test bench perf-check fuzz sanitize clean mock-native
+.PHONY: shared-check all deps build release demo demo-postgres test bench perf-check fuzz sanitize clean mock-native schema-probe
 
 all: build
 
@@ -60,6 +60,12 @@ bench:
 	@.build/release/push-bench $(BENCH_ARGS)
 	@scripts/bench-apns.sh $(BENCH_APNS_ARGS)
 	@scripts/bench-registry.sh $(BENCH_REGISTRY_ARGS)
+
+# The plaintext schema's compile-fail check (issue 27 step 3): every codec's switch over
+# NotificationMember must refuse a member it does not handle (scripts/schema-probe.sh).
+schema-probe: deps
+	$(SWIFT) build --target PushSealWire
+	scripts/schema-probe.sh
 
 # The hot paths' cost in instructions (callgrind: the same count on an idle or a busy machine),
 # held within 3 % of Benchmarks/perf-thresholds.txt: full seal and full open at 256 B and 1 KB,

@@ -165,11 +165,30 @@ def check_text(o, path):
         raise FormatError("invalidPlaintext", f"{path or 'plaintext'}: needs a non-empty title, subtitle or body")
 
 
+KINDS = ("display", "retract")
+MAX_RETRACT_IDS = 100
+MAX_ID_BYTES = 256
+
+
 def check_plaintext(o):
-    """FORMAT.md §5: the members a v1 receiver knows; unknown members are ignored."""
+    """FORMAT.md §5: the members a v1 receiver knows; unknown members are ignored.
+    §5.1: `kind` (absent = display) decides the content rule: a display message needs a
+    non-empty title, subtitle or body; a retract needs `ids`."""
     if not isinstance(o, dict):
         raise FormatError("invalidPlaintext", "not an object")
-    check_text(o, "")
+    kind = _opt(o, "kind")
+    if kind is not None and not isinstance(kind, str):
+        raise FormatError("invalidPlaintext", "kind: expected a string")
+    if kind is not None and kind not in KINDS:
+        raise FormatError("invalidPlaintext", "kind: not a kind this receiver knows")
+    kind = kind or "display"
+    if kind == "display":
+        check_text(o, "")
+    else:
+        for k in ("title", "subtitle", "body"):
+            v = _opt(o, k)
+            if v is not None and not isinstance(v, str):
+                raise FormatError("invalidPlaintext", f"{k}: expected a string")
     m = _opt(o, "media")
     if m is not None:
         if not isinstance(m, dict):
@@ -213,6 +232,17 @@ def check_plaintext(o):
     i = _opt(o, "id")
     if i is not None and not isinstance(i, str):
         raise FormatError("invalidPlaintext", "id: expected a string")
+    ids = _opt(o, "ids")
+    if ids is not None:
+        if not isinstance(ids, list):
+            raise FormatError("invalidPlaintext", "ids: expected an array")
+        if not 1 <= len(ids) <= MAX_RETRACT_IDS:
+            raise FormatError("invalidPlaintext", f"ids: expected 1-{MAX_RETRACT_IDS} notification ids")
+        for e in ids:
+            if not isinstance(e, str) or not 1 <= len(e.encode("utf-8")) <= MAX_ID_BYTES:
+                raise FormatError("invalidPlaintext", f"ids: each id is a string of 1-{MAX_ID_BYTES} bytes")
+    if kind == "retract" and ids is None:
+        raise FormatError("invalidPlaintext", "ids: a retract needs notification ids")
     a = _opt(o, "aps")
     if a is not None:
         if not isinstance(a, dict):
@@ -307,8 +337,14 @@ def seal(obj, key, key_id, app_id, padding=True, nonce=None):
     return {"encrypted_data": b64_encode(box), "key_id": key_id, "enc_alg": ALG}
 
 
-def apns_payload(fields):
-    p = {"aps": {"alert": {"title": "New message", "body": "Open the app to read it"}, "mutable-content": 1}}
+def apns_payload(fields, background=False):
+    """The APNs payload around the sealed fields: an alert with mutable-content (a display
+    message, for the extension) or, for a retract (§5.1), a background push
+    (`content-available: 1`, no alert, no mutable-content) that iOS hands to the app."""
+    if background:
+        p = {"aps": {"content-available": 1}}
+    else:
+        p = {"aps": {"alert": {"title": "New message", "body": "Open the app to read it"}, "mutable-content": 1}}
     p.update(fields)
     return p
 
@@ -380,6 +416,16 @@ def vectors(out):
     ok("ok-key-id-charset", "key id using every allowed character class",
        b64_encode(seal_bytes(raw_k, KEY, kid, APP, _nonce(4))), raw_k, key_id=kid)
 
+    retract = {"iat": 1796000000, "id": "x-1", "kind": "retract", "ids": ["m-1", "r-1"]}
+    raw_retract = encode_plaintext(retract)
+    hdr = [("expect", "open"), ("comment", "a retract (kind retract, ids) in a background payload: removes m-1 and r-1, shows nothing"),
+           ("key", KEY.hex()), ("key-id", "k1"), ("app-id", APP), ("plaintext-hex", raw_retract.hex())]
+    _write(out, "ok-retract", hdr, apns_payload({"encrypted_data": b64_encode(seal_bytes(raw_retract, KEY, "k1", APP, _nonce(5))),
+                                                "key_id": "k1", "enc_alg": ALG}, background=True))
+    raw_display = encode_plaintext({"title": "Lunch?", "kind": "display"})
+    ok("ok-kind-display", "kind display written out: the same as no kind",
+       b64_encode(seal_bytes(raw_display, KEY, "k1", APP, _nonce(6))), raw_display)
+
     good = {"encrypted_data": std, "key_id": "k1", "enc_alg": ALG}
     bad("wrong-key", "sealed under another key", "authenticationFailed", good,
         [("key", OTHER_KEY.hex()), ("key-id", "k1"), ("app-id", APP)])
@@ -449,6 +495,13 @@ def vectors(out):
     inner("inner-media-short-key", "media.key is 16 bytes", ("{\"body\":\"b\",\"media\":{\"url\":\"https://x.example/a\",\"key\":\"%s\"}}" % b64_encode(bytes(16))).encode())
     inner("inner-localization-not-object", "a localization is a string", b"{\"body\":\"b\",\"localizations\":{\"fr\":\"Bonjour\"}}")
     inner("inner-data-array", "data is an array", b"{\"body\":\"b\",\"data\":[1]}")
+    inner("inner-kind-unknown", "a kind the receiver does not know (never displayed)", b"{\"title\":\"t\",\"kind\":\"recall\"}")
+    inner("inner-kind-number", "kind is a number", b"{\"title\":\"t\",\"kind\":1}")
+    inner("inner-retract-no-ids", "a retract without ids", b"{\"kind\":\"retract\",\"iat\":1796000000}")
+    inner("inner-retract-empty-ids", "a retract with an empty ids array", b"{\"kind\":\"retract\",\"ids\":[]}")
+    inner("inner-ids-not-strings", "ids holds a number", b"{\"kind\":\"retract\",\"ids\":[\"m-1\",2]}")
+    inner("inner-retract-101-ids", "a retract naming 101 ids",
+          ("{\"kind\":\"retract\",\"ids\":[%s]}" % ",".join("\"m-%d\"" % i for i in range(101))).encode())
 
 
 # ---------------------------------------------------------------- version 2 (public-key mode)
@@ -592,6 +645,11 @@ def vectors_v2(out):
     _, rich_box = seal_bytes_v2(raw_rich, pk_r, kid, APP, SENDER_SK, skid, _ephemeral(3))
     ok("ok-auth-all-members", "auth mode, every plaintext member",
        dict(auth_fields, encrypted_data=b64_encode(rich_box)), dev + pinned, raw_rich)
+    raw_retract = encode_plaintext({"iat": 1796000000, "id": "x-1", "kind": "retract", "ids": ["m-1", "r-1"]})
+    _, retract_box = seal_bytes_v2(raw_retract, pk_r, kid, APP, SENDER_SK, skid, _ephemeral(4))
+    _write(out, "ok-auth-retract", [("expect", "open"), ("comment", "auth mode, a retract in a background payload")]
+           + dev + pinned + [("plaintext-hex", raw_retract.hex())],
+           apns_payload(dict(auth_fields, encrypted_data=b64_encode(retract_box)), background=True))
     bad("wrong-app-id", "sealed for com.example.app, opened by com.example.other (the info differs)",
         "authenticationFailed", auth_fields,
         [("device-key", DEVICE_SK.hex()), ("key-id", kid), ("app-id", "com.example.other")] + pinned)

@@ -169,7 +169,16 @@ open class UNMutableNotificationContent: UNNotificationContent {
     public var _userInfo: [AnyHashable: Any] = [:]
     public override var userInfo: [AnyHashable: Any] { get { _userInfo } set { _userInfo = newValue } }
 }
-open class UNNotificationRequest: NSObject { public var content: UNNotificationContent { UNNotificationContent() } }
+open class UNNotificationRequest: NSObject {
+    public var identifier: String { "" }
+    public var content: UNNotificationContent { UNNotificationContent() }
+}
+open class UNNotification: NSObject { public var request: UNNotificationRequest { UNNotificationRequest() } }
+open class UNUserNotificationCenter: NSObject {
+    public class func current() -> UNUserNotificationCenter { UNUserNotificationCenter() }
+    public func getDeliveredNotifications(completionHandler: @escaping @Sendable ([UNNotification]) -> Void) { completionHandler([]) }
+    public func removeDeliveredNotifications(withIdentifiers identifiers: [String]) {}
+}
 open class UNNotificationServiceExtension: NSObject {
     open func didReceive(_ request: UNNotificationRequest, withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void) {}
     open func serviceExtensionTimeWillExpire() {}

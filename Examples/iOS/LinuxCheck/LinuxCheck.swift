@@ -59,7 +59,7 @@ import Foundation
                     try PushSealDeviceKeys.store(PushSealKeyRecord(kind: .senderKey, status: .primary, createdAt: 0, keyBytes: key), keyID: sender, appID: appID)
                 }
                 var outcome = "open"
-                do { _ = try NotificationService().open(payload, appID: appID, now: 1_796_000_100) } catch let r as Refusal { outcome = r.code }
+                do { _ = try NotificationService.open(payload, appID: appID, now: 1_796_000_100) } catch let r as Refusal { outcome = r.code }
                 let wanted = expect.replacingOccurrences(of: "error ", with: "")
                 let expected = decidedBeforeCrypto.contains(wanted) ? wanted : "authenticationFailed"  // the stub's crypto always fails
                 check(outcome == expected, "\(dir)/\(name): expected \(expected), the example gave \(outcome)")
@@ -196,7 +196,7 @@ import Foundation
         try PushSealDeviceKeys.store(PushSealKeyRecord(kind: .v1Key, status: .primary, createdAt: 0, keyBytes: Data(count: 32)), keyID: "v1a", appID: app)
         let v1Payload: [AnyHashable: Any] = ["encrypted_data": PushSealWire.encodeBase64(Data(count: 40)), "key_id": "v1a", "enc_alg": "A256GCM"]
         func outcome(now: Int64) -> String {
-            do { _ = try NotificationService().open(v1Payload, appID: app, now: now); return "open" } catch let r as Refusal { return r.code } catch { return "other" }
+            do { _ = try NotificationService.open(v1Payload, appID: app, now: now); return "open" } catch let r as Refusal { return r.code } catch { return "other" }
         }
         check(outcome(now: 1000) == "authenticationFailed", "v1 before any pin reaches the crypto")
         // A primary pin (no status member: an older server).

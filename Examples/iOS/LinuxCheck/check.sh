@@ -67,7 +67,7 @@ for f in "$pkg"/Sources/*/*.swift; do
     out="$work/one/$(basename "$f")"
     rewrite "$f" "$out.tmp" ''
     sed -E -e '/^@_exported import PushSealDevice$/d' \
-        -e 's/    private func open\(_ userInfo/    func open(_ userInfo/' \
+        -e 's/    private static func open\(_ userInfo/    static func open(_ userInfo/' \
         -e 's/Bundle\.main\.object\(forInfoDictionaryKey: accessGroupInfoKey\) as\? String/"group.linuxcheck"/' "$out.tmp" > "$out"
     rm "$out.tmp"
 done
