@@ -110,7 +110,7 @@ import Testing
         process.standardInput = input
         process.standardOutput = output
         let errors = dir.appendingPathComponent("batch.stderr")
-        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        #expect(FileManager.default.createFile(atPath: errors.path, contents: nil))
         process.standardError = try FileHandle(forWritingTo: errors)
         func stderrText() -> String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
         try process.run()
