@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Set up an emulated version 2 phone: app and extension entitlements written for you, the
-# published sender keys pinned, then the device key made and its registration record written —
-# in the order the iOS reference's lifecycle uses (pin, then register: the first push decrypts).
+# Set up an emulated version 2 phone: app and extension entitlements written for you, the device
+# key made and its registration record written, then the published sender keys pinned — all
+# before the record is registered, as the iOS reference's lifecycle does (pin, then register: the
+# first push decrypts).
 #
 # Usage: Keys/provision-device-v2.sh DEVICE_KEYCHAIN TEAM_ID BUNDLE_ID [SENDER_RECORDS]
 #   Writes DEVICE_KEYCHAIN.entitlements/app.json and ext.json (the app and its Notification
 #   Service Extension, sharing keychain access group TEAM_ID.BUNDLE_ID.shared and App Group
 #   group.BUNDLE_ID; the same spelling as Keys/provision-device.sh), creates the keychain when
-#   missing, pins every record of SENDER_RECORDS (a file of pushseal-sender-key records, one a
-#   line, as `push-keys sender export --all` prints them; `-` for stdin; omit for base mode),
-#   makes the v2 device key as the app and writes its registration record to
-#   DEVICE_KEYCHAIN.registration.json, then checks that the extension sees the key.
+#   missing, makes the v2 device key as the app and writes its registration record to
+#   DEVICE_KEYCHAIN.registration.json, pins every record of SENDER_RECORDS (a file of
+#   pushseal-sender-key records, one a line, as `push-keys sender export --all` prints them; `-`
+#   for stdin; omit for base mode), then checks that the extension sees the key.
 # Env: PUSH_KEYS (the push-keys binary; default: push-keys on PATH).
 # Output (stdout), one "name: value" line each, then the commands to run next:
 #   app entitlements: DEVICE_KEYCHAIN.entitlements/app.json
@@ -48,13 +49,15 @@ if [[ ! -e "$device" ]]; then
   "$push_keys" keychain init --keychain "$device" >&2
 fi
 app=(--keychain "$device" --entitlements "$ents/app.json" --app-id "$bundle")
-if [[ -n "$senders" ]]; then
-  "$push_keys" device pin-sender "${app[@]}" "$senders" >&2
-fi
 registration="$device.registration.json"
+# The key first: on a first run (no install marker in the App Group container) `device generate`
+# removes PushSeal's leftover items of the app, as after a reinstall, so pins made before it would go.
 # Written beside, then renamed: a failed run never leaves an empty record behind.
 "$push_keys" device generate "${app[@]}" > "$registration.tmp" || { rm -f "$registration.tmp"; exit 73; }
 mv "$registration.tmp" "$registration"
+if [[ -n "$senders" ]]; then
+  "$push_keys" device pin-sender "${app[@]}" "$senders" >&2
+fi
 key_id=$(sed -n 's/.*"keyId":"\([^"]*\)".*/\1/p' "$registration")
 listing=$("$push_keys" device list --keychain "$device" --entitlements "$ents/ext.json" --app-id "$bundle")
 if ! grep -q "^v2 $key_id " <<<"$listing"; then
