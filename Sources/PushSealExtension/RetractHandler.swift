@@ -64,16 +64,18 @@ public struct RetractHandler: Sendable {
     /// - Parameter payload: the APNs payload as delivered.
     /// - Returns: what was removed, or why nothing was.
     public func handle(_ payload: JSONValue) -> Result {
+        // No App Group container, no notification center (and no replay cache): nothing can be
+        // removed, so the payload is not even opened.
+        guard let container = configuration.containerDirectory else {
+            return Result(outcome: .refused, reason: Self.centerUnavailable,
+                          detail: "nothing removed: the app has no App Group container, so no notification center", removed: [], notFound: [])
+        }
         let plaintext: Notification
         switch SealedMessageReceiver(configuration: configuration, logger: logger).receive(payload, expecting: .retract) {
         case .refused(let reason, let detail):
             return Result(outcome: .refused, reason: reason, detail: "nothing removed: \(detail)", removed: [], notFound: [])
         case .opened(let opened):
             plaintext = opened
-        }
-        guard let container = configuration.containerDirectory else {
-            return Result(outcome: .refused, reason: Self.centerUnavailable,
-                          detail: "nothing removed: the app has no App Group container, so no notification center", removed: [], notFound: [])
         }
         let removed: [DeliveredNotificationCenter.Delivered]
         do {

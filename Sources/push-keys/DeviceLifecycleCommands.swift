@@ -201,6 +201,12 @@ struct DevicePinSenderCommand: OptionsCommand {
             }
         }
         let (kc, group) = try o.base.caller.open()
+        // A run of the app: the first one after a reinstall removes PushSeal's leftovers first and
+        // writes the install marker, so a later `device generate` keeps these pins.
+        let removed = try KeychainCommands.mapping { try DeviceReinstall.prepare(kc, accessGroup: group, appID: o.base.appID) }
+        if removed > 0 {
+            context.warn("removed \(removed) leftover PushSeal items of \(o.base.appID) (a reinstall: the App Group container had no install marker, \(DeviceReinstall.markerName))")
+        }
         let pins = try keyMapErrors { try DeviceKeyItem.pinSenders(senders, appID: o.base.appID, in: kc, accessGroup: group, now: o.base.now) }
         return DeviceLifecycleCommands.output(context, json: {
             let list = pins.map { p -> JSONValue in

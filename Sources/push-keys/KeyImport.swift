@@ -114,6 +114,13 @@ struct KeyImportCommand: OptionsCommand {
     /// (``DeviceKeyItem/importV1``), after converting a legacy keyset of the same recipient.
     private func importItems(_ record: KeyRecord, _ o: Options, _ c: CommandContext) throws -> ExitCode {
         let store = try o.store.openKeychain(create: true, accessibility: DeviceKeyItem.accessibility)
+        // A run of the app like `device generate`: on a first run after a reinstall (no install
+        // marker) PushSeal's leftover items of the app go first, and the marker is written, so a
+        // later `device generate` keeps what this import writes.
+        let removed = try KeychainCommands.mapping { try DeviceReinstall.prepare(store.keychain, accessGroup: store.accessGroup, appID: record.appID) }
+        if removed > 0 {
+            c.warn("removed \(removed) leftover PushSeal items of \(record.appID) (a reinstall: the App Group container had no install marker, \(DeviceReinstall.markerName))")
+        }
         let (converted, changed) = try keyMapErrors {
             if let expected = o.expectedAppID, expected != record.appID {
                 throw KeysError(.wrongAppID, "the key record is for \(record.appID), not \(expected)")

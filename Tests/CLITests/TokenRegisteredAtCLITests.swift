@@ -16,6 +16,7 @@ import Testing
         let dir = try KeysCLI.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
         let kc = dir.appendingPathComponent("server").path
+        #expect(try KeysCLI.keys(["keychain", "init", "--keychain", kc]).status == 0)
         let seconds = try Self.add(kc, "1780000000")
         #expect(seconds.status == 64)
         #expect(seconds.stderr.hasPrefix("push-keys: error: --registered-at 1780000000 looks like seconds"))
@@ -31,6 +32,7 @@ import Testing
         let dir = try KeysCLI.scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
         let kc = dir.appendingPathComponent("server").path
+        #expect(try KeysCLI.keys(["keychain", "init", "--keychain", kc]).status == 0)
         for value in ["1780000000000", "2000", "99999999999999"] {
             let r = try Self.add(kc, value)
             #expect(r.status == 0, "\(value): \(r.stderr)")
