@@ -40,7 +40,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   pg_throwaway_stop
-  [[ -n ${DEMO_GATEWAY_KEEP:-} ]] && echo "demo-gateway: kept $work" >&2 || rm -rf "$work"
+  if [[ -n ${DEMO_GATEWAY_KEEP:-} ]]; then echo "demo-gateway: kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 fail() { echo "demo-gateway: error: $*" >&2; exit 1; }
@@ -118,13 +118,23 @@ python3 -c 'import json,sys
 for l in open(sys.argv[1]):
     o = json.loads(l); print("   %s: %s (id %s)" % (o["recipient"], o["status"], o["id"]))' "$work/node.jsonl"
 
+"$PG_BIN/pg_dump" -h "$PG_DIR" -p 5432 -U pushseal -d pushseal --inserts > "$work/dump.sql"
+for word in shipped "From Node" "second message"; do
+  ! grep -q "$word" "$work/dump.sql" || fail "the database holds \"$word\" in clear"
+done
+echo "   pg_dump of the database: $(wc -l < "$work/dump.sql") lines, no word of any notification (nor in the outbox payloads, checked as text below)"
+
 echo "6. what each phone displays (push-open on the phone's keychain, the payload APNs received):"
 # The gateways stop first (SIGTERM: they drain and write their outcomes), then the mock (its record is complete).
 for p in "${pids[@]:1}"; do kill "$p"; wait "$p" || fail "a gateway did not exit 0 on SIGTERM"; done
+echo "   requests answered: gateway A $(grep -c '"event":"request"' "$work/gateway-A.log"), gateway B $(grep -c '"event":"request"' "$work/gateway-B.log"); both stopped on SIGTERM with exit 0"
 kill "$mock_pid"; wait "$mock_pid" || true
 pids=()
-psql -X -q -At -h "$PG_DIR" -p 5432 -U pushseal -d pushseal \
+"$PG_BIN/psql" -X -q -At -h "$PG_DIR" -p 5432 -U pushseal -d pushseal \
   -c "SELECT apns_id, recipient, convert_from(payload, 'UTF8') FROM pushseal_outbox" -F $'\t' > "$work/outbox.tsv"
+for word in shipped "From Node" "second message"; do
+  ! grep -q "$word" "$work/outbox.tsv" || fail "an outbox payload holds \"$word\" in clear"
+done
 python3 - "$work" "$work/mock-record.jsonl" "$work/outbox.tsv" <<'PY'
 import json, os, sys, collections
 work, record, outbox = sys.argv[1:4]
@@ -161,4 +171,4 @@ done
 [[ $shown -eq $((PHONES + 3)) ]] || fail "$shown notifications opened, $((PHONES + 3)) expected"
 
 echo
-echo "Done: $PHONES phones registered and $((PHONES + 3)) notifications sent through two gateway instances on one database, each accepted once by the mock APNs and opened on its phone; the database held sealed payloads only. Everything is stopped and $work removed."
+echo "Done: $PHONES phones registered and $((PHONES + 3)) notifications sent through two gateway instances on one database, each accepted once by the mock APNs and opened on its phone; the database held sealed payloads only (checked in its dump). Everything is stopped and $work removed."
