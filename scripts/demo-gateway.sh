@@ -59,9 +59,10 @@ pg_throwaway_start
 "$bin/push-keys" registry new-kek --out "$work/kek"
 export PUSHSEAL_REGISTRY=$PG_CONNINFO PUSHSEAL_KEK_FILE=$work/kek
 "$bin/push-gateway" migrate | sed 's/^/   migrate: /'
+sender=$("$bin/push-keys" sender generate --app-id "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["senderKeyId"])')
 PUSHSEAL_API_KEY=$("$bin/push-gateway" keys create --name demo-backend --scope send,register)
 export PUSHSEAL_API_KEY
-echo "1. a throwaway PostgreSQL ($PG_DIR), the schema, an API key (push-gateway keys create: ${PUSHSEAL_API_KEY:0:20}…, shown once)"
+echo "1. a throwaway PostgreSQL ($PG_DIR), the schema, the app's v2 sender key $sender (push-keys sender generate), an API key (push-gateway keys create: ${PUSHSEAL_API_KEY:0:20}…, shown once)"
 
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/AuthKey.p8" 2>/dev/null
 chmod 600 "$work/AuthKey.p8"
@@ -89,14 +90,25 @@ for l in open(sys.argv[1]):
 done
 echo "2. two push-gateway serve instances on the one database: A at ${urls[0]}, B at ${urls[1]}"
 
+# What the app downloads from GET /v1/sender-keys (public, no API key) and pins: one file per record.
+python3 - "${urls[0]}" "$work" <<'PY'
+import json, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1] + "/v1/sender-keys") as answer:
+    records = json.load(answer)
+for n, record in enumerate(records):
+    with open(f"{sys.argv[2]}/sender-key-{n}.json", "w") as f:
+        json.dump(record, f)
+PY
 for i in $(seq -w 1 "$PHONES"); do
   phone=$work/phones/phone-$i
   mkdir -p "$phone"
+  identity=(--keychain "$phone/keychain" --access-group "$TEAM.$APP.shared" --app-id "$APP")
   "$bin/push-keys" keychain init --keychain "$phone/keychain" >/dev/null
-  "$bin/push-keys" device generate --keychain "$phone/keychain" --access-group "$TEAM.$APP.shared" --app-id "$APP" > "$phone/registration.json"
+  "$bin/push-keys" device generate "${identity[@]}" > "$phone/registration.json"
+  "$bin/push-keys" device pin-sender "${identity[@]}" "$work"/sender-key-*.json >/dev/null
   openssl rand -hex 32 > "$phone/device-token"
 done
-echo "3. $PHONES emulated phones, each with a device keychain, a v2 device key (push-keys device generate) and an APNs device token"
+echo "3. $PHONES emulated phones, each with a device keychain, a v2 device key (push-keys device generate), the sender key pinned from GET /v1/sender-keys, and an APNs device token"
 
 echo "4. Examples/gateway/backend.py (Python, standard library only), across both instances:"
 python3 "$root/Examples/gateway/backend.py" --gateway "${urls[0]}" --gateway "${urls[1]}" "$work/phones" \
@@ -163,6 +175,8 @@ for phone in "$work"/phones/phone-*; do
     [[ -e $payload ]] || fail "$(basename "$phone") received nothing"
     out=$("$bin/push-open" --keychain "$phone/keychain" --access-group "$TEAM.$APP.shared" --app-id "$APP" "$payload")
     line=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); print(o.get("outcome"), "—", o.get("title"), "/", o.get("body"))' "$out")
+    kid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("sender_key_id"))' "$payload")
+    [[ $kid == "$sender" ]] || fail "the payload for $(basename "$phone") is not sealed by the sender key $sender (sender_key_id $kid)"
     [[ $line == decrypted* ]] || fail "push-open on $(basename "$phone"): $line"
     echo "   $(basename "$phone"): $line"
     shown=$((shown + 1))
