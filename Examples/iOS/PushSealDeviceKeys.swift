@@ -360,8 +360,13 @@ enum PushSealDeviceKeys {
     }
 
     /// Writes the manifest with its generation one higher (adds the item for the first one).
+    /// A compare-and-swap on the generation: when the stored manifest is no longer the one this
+    /// write started from (another writer, e.g. an extension process), nothing is written
+    /// (`manifestChanged`: retry the whole change).
     private static func save(_ manifest: inout PushSealKeyManifest, appID: String) throws {
         guard var query = manifestQuery(appID: appID) else { throw Failure("notConfigured") }
+        let stored = try Self.manifest(appID: appID).get()?.generation ?? 0
+        guard stored == manifest.generation else { throw Failure("manifestChanged") }
         let first = manifest.generation == 0
         manifest.generation += 1
         let data = manifest.encoded()
@@ -434,12 +439,22 @@ enum PushSealDeviceKeys {
     /// alongside, or a crash in between, finds the item in an accepted state. The item there
     /// now must be one the manifest vouches for (a rolled-back item is never blessed), and the
     /// first write of an app without a manifest needs it to have no key items.
+    ///
+    /// Serialized (security review G3: concurrent writers lost each other's manifest entries):
+    /// every write of the process holds `writeLock` from the manifest read to its last manifest
+    /// write, and `save` refuses to overwrite a manifest another process changed meanwhile. A
+    /// write first finishes the entries an interrupted write left with two digests
+    /// (`finishHalfWritten`), as the emulation does (docs/keychain.md "The key manifest").
     private static func write(_ kind: PushSealKeyKind, keyID: String, appID: String, data: Data?) throws {
+        writeLock.lock()
+        defer { writeLock.unlock() }
         guard var query = baseQuery(kind: kind, appID: appID, account: keyID) else { throw Failure("notConfigured") }
         var manifest: PushSealKeyManifest
         switch Self.manifest(appID: appID) {
         case .failure(let failure): throw failure
-        case .success(let held?): manifest = held
+        case .success(var held?):
+            if try finishHalfWritten(&held, appID: appID) { try save(&held, appID: appID) }
+            manifest = held
         case .success(nil):
             for k in [PushSealKeyKind.v1Key, .senderKey] where !(try keyIDs(k, appID: appID).get()).isEmpty { throw Failure("keyRolledBack") }
             manifest = PushSealKeyManifest()
@@ -480,6 +495,139 @@ enum PushSealDeviceKeys {
             if new == nil { manifest.entries.remove(at: at) } else { manifest.entries[at].previousDigest = nil }
         }
         try save(&manifest, appID: appID)
+    }
+
+    /// Moves PushSeal's items (services `pushseal.…`, of `appID`) from the access group `from`
+    /// to `to` with their key manifest, for the app's first launch after adding a shared group
+    /// for its extension (docs/keychain.md "Moving keys between access groups"; the emulation's
+    /// `push-keys keychain migrate`): checks every target first (another item of the same name
+    /// with other data: `targetConflict`, nothing changed), adds the missing copies (the manifest
+    /// last), reads them back, then deletes each source naming `from` (a delete without a group
+    /// would match every group the app reaches), the manifest last. A crash leaves two copies or
+    /// the source only; calling it again finishes. Returns how many items moved (0: nothing to
+    /// migrate). Call it before `accessGroup()` names `to`, under the same write lock.
+    @discardableResult
+    static func migrateAccessGroup(from: String, to: String, appID: String) throws -> Int {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        guard from != to, PushSealWire.isValidAppID(appID) else { throw Failure("invalidName") }
+        let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccessGroup as String: from,
+                                    kSecReturnAttributes as String: true, kSecReturnData as String: true,
+                                    kSecMatchLimit as String: kSecMatchLimitAll]
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        if status == errSecItemNotFound { return 0 }
+        guard status == errSecSuccess else { throw Failure("keychain", status: status) }
+        var sources = ((result as? [[String: Any]]) ?? []).filter {
+            let service = $0[kSecAttrService as String] as? String ?? ""
+            return service.hasPrefix("pushseal.") && service.hasSuffix(":" + appID)
+        }
+        func isManifest(_ item: [String: Any]) -> Bool { (item[kSecAttrService as String] as? String ?? "").hasPrefix(PushSealKeyManifestLayout.servicePrefix) }
+        sources.sort { !isManifest($0) && isManifest($1) }
+        func copy(of item: [String: Any], in group: String) throws -> Data? {
+            var read: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccessGroup as String: group,
+                                       kSecAttrService as String: item[kSecAttrService as String] ?? "",
+                                       kSecAttrAccount as String: item[kSecAttrAccount as String] ?? ""]
+            read[kSecReturnData as String] = true
+            read[kSecMatchLimit as String] = kSecMatchLimitOne
+            var found: CFTypeRef?
+            let status = SecItemCopyMatching(read as CFDictionary, &found)
+            if status == errSecItemNotFound { return nil }
+            guard status == errSecSuccess else { throw Failure("keychain", status: status) }
+            return found as? Data
+        }
+        var missing: [[String: Any]] = []
+        for item in sources {
+            guard let held = try copy(of: item, in: to) else { missing.append(item); continue }
+            guard held == item[kSecValueData as String] as? Data else { throw Failure("targetConflict") }
+        }
+        for item in missing {
+            var add: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccessGroup as String: to,
+                                      kSecAttrService as String: item[kSecAttrService as String] ?? "",
+                                      kSecAttrAccount as String: item[kSecAttrAccount as String] ?? "",
+                                      kSecValueData as String: item[kSecValueData as String] ?? Data(),
+                                      kSecAttrAccessible as String: item[kSecAttrAccessible as String] ?? kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly]
+            if let label = item[kSecAttrLabel as String] { add[kSecAttrLabel as String] = label }
+            let added = SecItemAdd(add as CFDictionary, nil)
+            guard added == errSecSuccess else { throw Failure("keychain", status: added) }
+        }
+        for item in sources where try copy(of: item, in: to) != item[kSecValueData as String] as? Data {
+            throw Failure("verifyFailed")
+        }
+        for item in sources {
+            let delete: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccessGroup as String: from,
+                                         kSecAttrService as String: item[kSecAttrService as String] ?? "",
+                                         kSecAttrAccount as String: item[kSecAttrAccount as String] ?? ""]
+            let deleted = SecItemDelete(delete as CFDictionary)
+            guard deleted == errSecSuccess || deleted == errSecItemNotFound else { throw Failure("keychain", status: deleted) }
+        }
+        return sources.count
+    }
+
+    /// The install marker's name in the App Group container (docs/keychain.md "Reinstall").
+    static let installMarkerName = "pushseal-install.marker"
+
+    /// The first launch after a reinstall: keychain items outlive an uninstall, the App Group
+    /// container does not. Without the install marker in `container`, PushSeal's own leftover
+    /// items of `appID` (key items, pins, key manifest; never another service's items) are
+    /// deleted, each naming the access group, and the marker is written; a container that
+    /// already holds PushSeal's files (the replay guard) is an update from before the marker
+    /// and nothing is removed. Call it before making the device key (`makeDeviceKey`), so the
+    /// app ends with exactly one current key. Returns how many of the three kinds of items
+    /// (keys, pins, manifest) had leftovers.
+    @discardableResult
+    static func removeLeftoversAfterReinstall(appID: String, container: URL) throws -> Int {
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        let marker = container.appendingPathComponent(installMarkerName)
+        guard !FileManager.default.fileExists(atPath: marker.path) else { return 0 }
+        guard let group = accessGroup() else { throw Failure("notConfigured") }
+        var removed = 0
+        let earlier = FileManager.default.fileExists(atPath: container.appendingPathComponent("pushseal-replay-guard.json").path)  // the extension's replay guard
+        if !earlier {
+            let services = [PushSealKeyKind.v1Key.service(appID: appID), PushSealKeyKind.senderKey.service(appID: appID),
+                            PushSealKeyManifestLayout.service(appID: appID)]
+            for service in services {
+                let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
+                                            kSecAttrAccessGroup as String: group]
+                let status = SecItemDelete(query as CFDictionary)
+                guard status == errSecSuccess || status == errSecItemNotFound else { throw Failure("keychain", status: status) }
+                if status == errSecSuccess { removed += 1 }
+            }
+        }
+        guard FileManager.default.createFile(atPath: marker.path, contents: Data("PushSeal install marker\n".utf8),
+                                             attributes: [.posixPermissions: 0o600]) else { throw Failure("markerUnwritable") }
+        return removed
+    }
+
+    /// Serializes the process's key writers (the app's foreground and background work).
+    private static let writeLock = NSLock()
+
+    /// Finishes entries a write killed between its manifest writes left with two digests: the
+    /// item's data decides (new state: keep it alone; old state: the write never happened; a
+    /// delete that went through: drop the entry). Returns true when the manifest changed.
+    private static func finishHalfWritten(_ manifest: inout PushSealKeyManifest, appID: String) throws -> Bool {
+        var changed = false
+        for index in manifest.entries.indices.reversed() {
+            let entry = manifest.entries[index]
+            guard let previous = entry.previousDigest,
+                  var read = baseQuery(kind: entry.kind, appID: appID, account: entry.keyID) else { continue }
+            read[kSecReturnData as String] = true
+            read[kSecMatchLimit as String] = kSecMatchLimitOne
+            var result: CFTypeRef?
+            let status = SecItemCopyMatching(read as CFDictionary, &result)
+            guard status == errSecSuccess || status == errSecItemNotFound else { throw Failure("keychain", status: status) }
+            let held = status == errSecSuccess ? (result as? Data).map(PushSealKeyManifest.digest) : nil
+            if held == entry.digest {
+                if entry.digest == nil { manifest.entries.remove(at: index) } else { manifest.entries[index].previousDigest = nil }
+                changed = true
+            } else if held == previous {
+                manifest.entries[index].digest = previous
+                manifest.entries[index].previousDigest = nil
+                changed = true
+            }
+        }
+        return changed
     }
 
     /// Reads a record the app is about to change; a missing item is `nil`, anything else throws.

@@ -1,4 +1,5 @@
 // See include/pushseal_tls.h.
+#define _GNU_SOURCE 1  // strptime, timegm
 #include "pushseal_tls.h"
 
 #include <arpa/inet.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -198,4 +200,13 @@ void pushseal_tls_shutdown(pushseal_tls_connection *connection) {
 
 const char *pushseal_tls_version(pushseal_tls_connection *connection) {
     return SSL_get_version(connection->ssl);
+}
+
+int64_t pushseal_http_date_seconds(const char *text) {
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *end = strptime(text, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    if (end == NULL || *end != '\0') return -1;
+    time_t t = timegm(&tm);
+    return t < 0 ? -1 : (int64_t)t;
 }

@@ -57,6 +57,13 @@ public final class APNsClient: Sendable {
         public var connectionLifetimeSeconds = 86400
         /// An HTTP/2 PING goes on a connection without streams this many seconds idle (60).
         public var upkeepIntervalSeconds = 60
+        /// When a connection is taken for wedged and retired (PING after a timeout, ACK within
+        /// 2 s; 3 timeouts in a row): ``APNsConnectionHealth``.
+        public var connectionHealth = APNsConnectionHealth()
+        /// Stop sending (``APNsClient/stopSending()``) once the ``InvalidationGuard`` sees a
+        /// `BadDeviceToken` burst (a development token sent to production, a wrong topic): the
+        /// rest would fail the same way (`false`).
+        public var stopOnBadDeviceTokenBurst = false
         /// The clocks (latency, delays; the token cache has its own).
         public var clock: any APNsClock = SystemAPNsClock()
 
@@ -82,6 +89,9 @@ public final class APNsClient: Sendable {
         public var suppressedInvalidations = 0
         /// `true` once the guard saw a `BadDeviceToken` burst.
         public var badDeviceTokenBurst = false
+        /// `true` once sending stopped (``APNsClient/stopSending()``, a failed `beforeSending`,
+        /// or a burst with ``Configuration/stopOnBadDeviceTokenBurst``).
+        public var sendingStopped = false
     }
 
     let configuration: Configuration
@@ -96,12 +106,18 @@ public final class APNsClient: Sendable {
     ///   - onInvalidation: called for each token to delete (410, or a `BadDeviceToken` the
     ///     ``InvalidationGuard`` let through), on the transfer thread.
     ///   - afterOutcomes: called on the transfer thread after each group of outcomes (flush point).
+    ///   - beforeSending: called on the transfer thread with the ``APNsIntent`` of each
+    ///     notification about to be written to a socket for the first time, one group per round,
+    ///     before any of its bytes go out. Return `false` when they could not be recorded: none
+    ///     of them is sent (each ends `failed` `notSent`) and sending stops as by
+    ///     ``stopSending()``. `nil` (the default): no intents.
     /// - Throws: `APNsError` `.transportUnavailable` when TLS or the thread cannot be set up;
     ///   `.badEndpoint` when the CA file cannot be read or holds no certificate.
     public init(configuration: Configuration, tokens: ProviderTokenCache,
                 onOutcome: @escaping @Sendable (APNsOutcome) -> Void,
                 onInvalidation: @escaping @Sendable (APNsInvalidation) -> Void = { _ in },
-                afterOutcomes: @escaping @Sendable () -> Void = {}) throws {
+                afterOutcomes: @escaping @Sendable () -> Void = {},
+                beforeSending: (@Sendable ([APNsIntent]) -> Bool)? = nil) throws {
         if let ca = configuration.endpoint.caFile {
             do {
                 _ = try FileDescriptor.open(ca, .readOnly)
@@ -120,7 +136,7 @@ public final class APNsClient: Sendable {
             // The places go back before the caller's flush, so the senders go on meanwhile.
             window.release()
             afterOutcomes()
-        })
+        }, beforeSending: beforeSending)
         let engine = self.engine
         let done = self.done
         // The transfer thread takes no signals (they stay with the caller's threads).
@@ -144,6 +160,16 @@ public final class APNsClient: Sendable {
         window.acquire()
         engine.submit(notification, tag: tag, at: configuration.clock.monotonicNanoseconds())
     }
+
+    /// Sends nothing new, from any thread (a stop signal, an outcome that cannot be recorded):
+    /// notifications not yet on a stream (queued, waiting for a retry or on a connection) end
+    /// at once `failed` `notSent` (nothing of them reached APNs); those on a stream get their
+    /// answer, up to ``Configuration/requestTimeoutSeconds``, without retries. Each connection
+    /// with streams gets a PING and is closed without its ACK within
+    /// ``APNsConnectionHealth/pingTimeoutSeconds`` (its streams end as may have been
+    /// delivered), so a wedged connection does not hold the stop. ``finish()`` then returns
+    /// within the request timeout, or the PING timeout when the connections are wedged.
+    public func stopSending() { engine.stopSending() }
 
     /// Sends nothing more: waits until every queued notification has its outcome, then closes
     /// the connections and ends the transfer thread. Call once.

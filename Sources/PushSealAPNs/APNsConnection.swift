@@ -29,6 +29,9 @@ final class APNsConnection {
         /// Not from the connection: the engine's per-request timeout passed (``cancel(_:)``);
         /// `sent` when its END_STREAM had gone out.
         case timedOut(sent: Bool)
+        /// nghttp2 cannot frame the request (a header block over its limits): nothing was
+        /// sent, and a resend would fail the same way.
+        case notSendable(reason: String)
     }
 
     enum State: Equatable {
@@ -64,6 +67,11 @@ final class APNsConnection {
     private(set) var wasOpened = false
     /// The engine counted this connection in its statistics.
     var counted = false
+    /// An attempt timed out here and the PING sent then has no ACK yet: no new requests
+    /// (``APNsConnectionHealth``).
+    var suspect = false
+    /// Attempts that timed out here since the last answer on this connection.
+    var consecutiveTimeouts = 0
 
     private let host: String
     private let authority: [UInt8]
@@ -80,6 +88,14 @@ final class APNsConnection {
     private var output: [UInt8] = []
     private var outputOffset = 0
     private var writeBlocked = false
+    /// Bytes nghttp2 produced so far, and bytes TLS took (written to the socket) so far.
+    private var producedBytes: UInt64 = 0
+    private var writtenBytes: UInt64 = 0
+    /// Requests whose END_STREAM nghttp2 produced in the current `mem_send` call.
+    private var endStreamsInChunk: [APNsRequest] = []
+    /// Requests whose END_STREAM is produced but not yet written to the socket, with the byte
+    /// count after which it is (in production order).
+    private var endStreamsUnwritten = APNsQueue<(request: APNsRequest, streamID: Int32, at: UInt64)>()
     private let input: UnsafeMutableRawBufferPointer
     // Reused for building a request's header block.
     private var headers = APNsHeaderBlock()
@@ -130,8 +146,8 @@ final class APNsConnection {
     var load: Int { pending.count + streams.count }
     /// Streams open.
     var openStreams: Int { streams.count }
-    /// Takes new requests (not draining or closed).
-    var usable: Bool { state == .connecting || state == .handshaking || state == .open }
+    /// Takes new requests (not draining or closed, not ``suspect``).
+    var usable: Bool { (state == .connecting || state == .handshaking || state == .open) && !suspect }
 
     /// Takes `request` for this connection; it is submitted when the stream limit allows, after
     /// those waiting (before them when `first`: a resend of a stream that was not processed).
@@ -218,9 +234,9 @@ final class APNsConnection {
             Unmanaged<APNsConnection>.fromOpaque(me).takeUnretainedValue().frameSent(frame.pointee)
             return 0
         }
-        nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks) { _, frame, _, me in
+        nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks) { _, frame, code, me in
             guard let frame, let me else { return 0 }
-            Unmanaged<APNsConnection>.fromOpaque(me).takeUnretainedValue().frameNotSent(frame.pointee)
+            Unmanaged<APNsConnection>.fromOpaque(me).takeUnretainedValue().frameNotSent(frame.pointee, code)
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, code, me in
@@ -255,8 +271,8 @@ final class APNsConnection {
             guard let r = streams[streamID] else { return }
             r.apnsUniqueID = String(decoding: value, as: UTF8.self)
         } else if Self.equals(name, "retry-after") {
-            guard let r = streams[streamID] else { return }
-            r.retryAfter = Double(String(decoding: value, as: UTF8.self))
+            guard let r = streams[streamID], value.count <= 64 else { return }
+            r.retryAfterValue = Array(value)
         }
     }
 
@@ -274,7 +290,10 @@ final class APNsConnection {
         case NGHTTP2_SETTINGS.rawValue:
             if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { settingsReceived = true }
         case NGHTTP2_PING.rawValue:
-            if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { pingSentAt = nil }
+            if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+                pingSentAt = nil
+                suspect = false
+            }
         case NGHTTP2_GOAWAY.rawValue:
             // nghttp2 closes the streams above last_stream_id with REFUSED_STREAM itself.
             startDraining()
@@ -287,13 +306,20 @@ final class APNsConnection {
         let type = UInt32(frame.hd.type)
         guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue,
               frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let r = streams[frame.hd.stream_id] else { return }
-        r.endStreamSent = true
+        // Sent once TLS has written the bytes up to it (``write()``), not when serialized.
+        endStreamsInChunk.append(r)
     }
 
-    /// A request's HEADERS that nghttp2 could not send (the connection went away first).
-    private func frameNotSent(_ frame: nghttp2_frame) {
+    /// A request's HEADERS that nghttp2 could not send: the connection went away first
+    /// (``End/unsent``), or the request itself cannot be framed (a header block over the
+    /// limits: ``End/notSendable(reason:)``, final).
+    private func frameNotSent(_ frame: nghttp2_frame, _ code: Int32) {
         guard UInt32(frame.hd.type) == NGHTTP2_HEADERS.rawValue, let r = streams.removeValue(forKey: frame.hd.stream_id) else { return }
-        ended.append((r, .unsent))
+        if code == NGHTTP2_ERR_FRAME_SIZE_ERROR.rawValue || code == NGHTTP2_ERR_HEADER_COMP.rawValue {
+            ended.append((r, .notSendable(reason: "requestTooLarge")))
+        } else {
+            ended.append((r, .unsent))
+        }
     }
 
     private func streamClosed(_ streamID: Int32, _ code: UInt32) {
@@ -301,6 +327,7 @@ final class APNsConnection {
         if code == NGHTTP2_REFUSED_STREAM.rawValue && r.status == 0 {
             ended.append((r, .refused))
         } else if r.responseEnded && r.status > 0 {
+            consecutiveTimeouts = 0
             ended.append((r, .answered))
         } else {
             ended.append((r, .lost(sent: r.endStreamSent)))
@@ -351,13 +378,31 @@ final class APNsConnection {
         close()
     }
 
-    /// Submits pending requests while the stream limit allows, then writes what nghttp2 has.
-    func flush(_ now: UInt64) {
-        guard let session, state == .open || state == .draining else { return }
-        if state == .open && settingsReceived {
-            let limit = min(Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)), maxStreams)
-            while streams.count < limit, let r = pending.popFirst() { submit(r, session) }
+    /// Takes the waiting requests the stream limit lets go out now (none before the server's
+    /// SETTINGS or once draining). The engine records their intents, then gives them to
+    /// ``submit(_:)`` (or ends them unsent): they are on neither list in between.
+    func takeSubmittable() -> [APNsRequest] {
+        guard let session, state == .open, settingsReceived, !pending.isEmpty else { return [] }
+        let limit = min(Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)), maxStreams)
+        var out: [APNsRequest] = []
+        while streams.count + out.count < limit, let r = pending.popFirst() { out.append(r) }
+        return out
+    }
+
+    /// Submits requests taken by ``takeSubmittable()`` (written by the next ``flush(_:)``).
+    func submit(_ requests: [APNsRequest]) {
+        for r in requests {
+            guard let session, state == .open else {
+                ended.append((r, .unsent))
+                continue
+            }
+            submit(r, session)
         }
+    }
+
+    /// Writes what nghttp2 has; a draining connection with nothing left shuts down.
+    func flush(_ now: UInt64) {
+        guard session != nil, state == .open || state == .draining else { return }
         write()
         if state == .draining && streams.isEmpty && load == 0 && !writeBlocked { shutdown(now) }
     }
@@ -376,6 +421,12 @@ final class APNsConnection {
                         return
                     }
                     guard n > 0, let data else { break }
+                    // An END_STREAM produced in this call is at or after the chunk's start (nghttp2
+                    // reports a frame sent in the call that returns its last bytes): counted as
+                    // written once the bytes before the chunk are (the safe side).
+                    for r in endStreamsInChunk { endStreamsUnwritten.append((r, r.streamID, producedBytes)) }
+                    endStreamsInChunk.removeAll(keepingCapacity: true)
+                    producedBytes += UInt64(n)
                     output.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
                 }
                 if output.isEmpty {
@@ -389,6 +440,12 @@ final class APNsConnection {
             }
             if n > 0 {
                 outputOffset += n
+                writtenBytes += UInt64(n)
+                while let first = endStreamsUnwritten.first, first.at < writtenBytes {
+                    // Only while that attempt's stream is open here (a later attempt elsewhere has its own).
+                    if streams[first.streamID] === first.request { first.request.endStreamSent = true }
+                    _ = endStreamsUnwritten.popFirst()
+                }
                 continue
             }
             if n == PUSHSEAL_TLS_WANT_WRITE || n == PUSHSEAL_TLS_WANT_READ {
@@ -446,7 +503,8 @@ final class APNsConnection {
         streams[id] = r
     }
 
-    /// Sends a PING (the engine calls it on an idle connection).
+    /// Sends a PING (the engine calls it on an idle connection, and on one where an attempt
+    /// timed out: ``APNsConnectionHealth``).
     func ping(_ now: UInt64) {
         guard let session, state == .open, pingSentAt == nil else { return }
         guard nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil) == 0 else { return }
@@ -512,6 +570,8 @@ final class APNsConnection {
         returnPending()
         if let session { nghttp2_session_del(session) }
         session = nil
+        endStreamsUnwritten.removeAll()
+        endStreamsInChunk.removeAll()
         if let tls { pushseal_tls_connection_free(tls) } else if fd >= 0 { pushseal_tcp_close(fd) }
         tls = nil
         fd = -1
@@ -526,7 +586,8 @@ final class APNsConnection {
         close()
     }
 
-    private func returnPending() {
+    /// The requests waiting here (never submitted) go back to the engine as ``End/unsent``.
+    func returnPending() {
         for r in pending.elements { ended.append((r, .unsent)) }
         pending.removeAll()
     }

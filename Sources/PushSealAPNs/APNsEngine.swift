@@ -15,6 +15,8 @@ final class APNsEngine: @unchecked Sendable {
     struct Shared {
         var queue: [(notification: APNsNotification, tag: Int, submittedAt: UInt64)] = []
         var closing = false
+        /// ``APNsClient/stopSending()`` was called.
+        var stopRequested = false
         var sleeping = false
         var statistics = APNsClient.Statistics()
     }
@@ -24,6 +26,7 @@ final class APNsEngine: @unchecked Sendable {
     let onOutcome: @Sendable (APNsOutcome) -> Void
     let onInvalidation: @Sendable (APNsInvalidation) -> Void
     let afterOutcomes: @Sendable () -> Void
+    let beforeSending: (@Sendable ([APNsIntent]) -> Bool)?
     let shared = Locked(Shared())
     /// Written by ``submit(_:tag:at:)`` and ``close()`` to wake the thread from its poll.
     private let wakeUp: WakeUpPipe
@@ -54,6 +57,12 @@ final class APNsEngine: @unchecked Sendable {
     private var authorization: (generation: Int, bytes: [UInt8]) = (0, [])
     private var counters = APNsClient.Statistics()
     private var delivered = false
+    /// Sending stopped (``APNsClient/stopSending()``, a failed `beforeSending`, a
+    /// `BadDeviceToken` burst with ``APNsClient/Configuration/stopOnBadDeviceTokenBurst``): nothing
+    /// new goes out; what is in flight finishes without retries.
+    private var stopping = false
+    /// A stop decided inside the outcome bookkeeping, taken at the next round.
+    private var stopPending = false
     private let pollSet = PollSet()
     private let timeoutNanoseconds: UInt64
     private let connectTimeoutNanoseconds: UInt64
@@ -66,7 +75,7 @@ final class APNsEngine: @unchecked Sendable {
 
     init(configuration: APNsClient.Configuration, tokens: ProviderTokenCache,
          onOutcome: @escaping @Sendable (APNsOutcome) -> Void, onInvalidation: @escaping @Sendable (APNsInvalidation) -> Void,
-         afterOutcomes: @escaping @Sendable () -> Void) throws {
+         afterOutcomes: @escaping @Sendable () -> Void, beforeSending: (@Sendable ([APNsIntent]) -> Bool)? = nil) throws {
         do {
             wakeUp = try WakeUpPipe()
         } catch {
@@ -86,6 +95,7 @@ final class APNsEngine: @unchecked Sendable {
         self.onOutcome = onOutcome
         self.onInvalidation = onInvalidation
         self.afterOutcomes = afterOutcomes
+        self.beforeSending = beforeSending
         timeoutNanoseconds = UInt64(max(0.001, configuration.requestTimeoutSeconds) * 1e9)
         connectTimeoutNanoseconds = UInt64(max(0.001, configuration.connectTimeoutSeconds) * 1e9)
     }
@@ -104,6 +114,12 @@ final class APNsEngine: @unchecked Sendable {
         if wake { wakeUp.wake() }
     }
 
+    /// Sends nothing new from now on (any thread): see ``APNsClient/stopSending()``.
+    func stopSending() {
+        shared.withLock { $0.stopRequested = true }
+        wakeUp.wake()
+    }
+
     /// Asks the thread to end once everything queued has an outcome (any thread).
     func close() {
         shared.withLock { $0.closing = true }
@@ -117,22 +133,32 @@ final class APNsEngine: @unchecked Sendable {
     /// The transfer loop (the transfer thread).
     func run() {
         while true {
-            let (batch, closing) = shared.withLock { s -> ([(notification: APNsNotification, tag: Int, submittedAt: UInt64)], Bool) in
+            let (batch, closing, stopRequested) = shared.withLock { s -> ([(notification: APNsNotification, tag: Int, submittedAt: UInt64)], Bool, Bool) in
                 let b = s.queue
                 s.queue = []
-                return (b, s.closing)
+                return (b, s.closing, s.stopRequested)
             }
+            if (stopRequested || stopPending) && !stopping { stop() }
             var t = now
             for item in batch {
                 let r = APNsRequest(item.notification, tag: item.tag, apnsID: item.notification.apnsID ?? APNsText.uuid(using: &random),
                                     submittedAt: item.submittedAt)
-                if t < connectBlockedUntil { schedule(r, at: connectBlockedUntil) } else { ready.append(r) }
+                if stopping {
+                    deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil)
+                } else if t < connectBlockedUntil {
+                    schedule(r, at: connectBlockedUntil)
+                } else {
+                    ready.append(r)
+                }
             }
             while let first = delayed.first, first.due <= t, t >= connectBlockedUntil {
                 delayed.removeFirst()
                 ready.append(first.request)
             }
-            assignReady(t)
+            if !stopping {
+                assignReady(t)
+                submitBound()
+            }
             for c in connections { c.flush(t) }
             takeEnded()
             t = now
@@ -182,6 +208,7 @@ final class APNsEngine: @unchecked Sendable {
             s.statistics.connectionsOpened = snapshot.connectionsOpened
             s.statistics.suppressedInvalidations = snapshot.suppressedInvalidations
             s.statistics.badDeviceTokenBurst = snapshot.badDeviceTokenBurst
+            s.statistics.sendingStopped = snapshot.sendingStopped
         }
     }
 
@@ -216,6 +243,63 @@ final class APNsEngine: @unchecked Sendable {
             if r.readable || r.writable || r.failed {
                 c.handle(readable: r.readable, writable: r.writable, failed: r.failed, now: t, tlsContext: tlsContext)
             }
+        }
+    }
+
+    // MARK: Stopping and intents
+
+    /// Stops sending: the requests not yet on a stream (queued, waiting for a retry, waiting on
+    /// a connection) end `failed` `notSent`; those on a stream finish (up to their deadline, or
+    /// until their connection fails the PING sent now) without a retry.
+    private func stop() {
+        stopping = true
+        stopPending = false
+        shared.withLock { $0.statistics.sendingStopped = true }
+        counters.sendingStopped = true
+        while let r = ready.popFirst() { deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil) }
+        for r in resend { deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil) }
+        resend = []
+        for (_, r) in delayed { deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil) }
+        delayed = []
+        // The streams in flight finish, but a wedged connection must not hold the stop for a
+        // whole request timeout: each connection with streams gets a PING, and is retired
+        // without its ACK in time (APNsConnectionHealth).
+        let t = now
+        for c in connections {
+            c.returnPending()
+            if c.state == .open && c.openStreams > 0 {
+                c.suspect = true
+                c.ping(t)
+            }
+        }
+        takeEnded()
+    }
+
+    /// Moves the requests each connection can start now onto streams, after handing their
+    /// intents to `beforeSending` (one call for the round). When that fails, none of them is
+    /// sent and sending stops.
+    private func submitBound() {
+        var groups: [(APNsConnection, [APNsRequest])] = []
+        var intents: [APNsIntent] = []
+        for c in connections {
+            let taken = c.takeSubmittable()
+            guard !taken.isEmpty else { continue }
+            groups.append((c, taken))
+            if beforeSending != nil {
+                for r in taken where !r.intentRecorded {
+                    intents.append(APNsIntent(tag: r.tag, apnsID: r.apnsID, hasCollapseID: r.notification.collapseID != nil))
+                }
+            }
+        }
+        guard !groups.isEmpty else { return }
+        if let beforeSending, !intents.isEmpty, !beforeSending(intents) {
+            for (c, taken) in groups { for r in taken { c.ended.append((r, .unsent)) } }
+            stop()
+            return
+        }
+        for (c, taken) in groups {
+            for r in taken { r.intentRecorded = true }
+            c.submit(taken)
         }
     }
 
@@ -343,9 +427,24 @@ final class APNsEngine: @unchecked Sendable {
                     if r.deadline <= t { expired.append((r, c)) } else { nextDeadline = min(nextDeadline, r.deadline) }
                 }
             }
+            var timedOutOn: [APNsConnection] = []
             for (r, c) in expired {
                 guard let sent = c.cancel(r) else { continue }
+                c.consecutiveTimeouts += 1
+                if !timedOutOn.contains(where: { $0 === c }) { timedOutOn.append(c) }
                 complete(r, .timedOut(sent: sent), connectionSerial: c.serial, port: c.localPort)
+            }
+            // A timeout may be a wedged connection (APNsConnectionHealth): probe it, or retire it.
+            for c in timedOutOn where c.state == .open || c.state == .draining {
+                switch configuration.connectionHealth.afterTimeout(consecutiveTimeouts: c.consecutiveTimeouts) {
+                case .retire:
+                    c.close()
+                case .probe:
+                    // A draining connection takes nothing new anyway: its streams finish or time out.
+                    guard c.state == .open else { continue }
+                    c.suspect = true
+                    c.ping(t)
+                }
             }
         }
         // Connections that did not open in time.
@@ -363,7 +462,7 @@ final class APNsEngine: @unchecked Sendable {
         let interval = UInt64(max(1, configuration.upkeepIntervalSeconds)) * 1_000_000_000
         for c in connections where c.state == .closing && t >= c.closingSince + Self.closingWaitNanoseconds { c.close() }
         for c in connections where c.state == .open {
-            if let sent = c.pingSentAt, t >= sent + timeoutNanoseconds {
+            if let sent = c.pingSentAt, t >= (c.suspect ? configuration.connectionHealth.pingDeadline(sentAt: sent) : sent + timeoutNanoseconds) {
                 c.close()
             } else if t >= c.openedAt + lifetime {
                 c.startDraining()
@@ -397,11 +496,23 @@ final class APNsEngine: @unchecked Sendable {
         var reason: String?
         var timestamp: Int64?
         switch end {
-        case .unsent:
-            // Nothing reached APNs: not an attempt.
+        case .unsent where r.unsentResends < Self.maxRefusedResends:
+            // Nothing reached APNs: not an attempt (a bounded number of times in a row).
             r.attempt -= 1
             counters.requests -= 1
-            resend.append(r)
+            r.unsentResends += 1
+            if stopping {
+                deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil)
+            } else {
+                resend.append(r)
+            }
+            return
+        case .unsent:
+            r.unsentResends = 0
+            result = .transportFailed(reason: "notSent", maybeSent: false, retryable: true)
+            reason = "notSent"
+        case .notSendable(let why):
+            deliver(r, kind: .failed, status: nil, reason: why, timestamp: nil)
             return
         case .refused:
             // Not processed by APNs (RFC 9113 §8.7): resent without counting an attempt, a bounded number of times in a row.
@@ -410,7 +521,11 @@ final class APNsEngine: @unchecked Sendable {
             if r.refusedResends <= Self.maxRefusedResends {
                 r.attempt -= 1
                 counters.requests -= 1
-                resend.append(r)
+                if stopping {
+                    deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil)
+                } else {
+                    resend.append(r)
+                }
                 return
             }
             r.refusedResends = 0
@@ -424,7 +539,8 @@ final class APNsEngine: @unchecked Sendable {
                 reason = o["reason"]?.stringValue
                 timestamp = o["timestamp"]?.integerValue
             }
-            result = .answered(status: r.status, reason: reason, retryAfterSeconds: r.retryAfter)
+            let retryAfter = r.retryAfterValue.flatMap { APNsRetryAfter.seconds($0, nowSeconds: configuration.clock.wallSeconds()) }
+            result = .answered(status: r.status, reason: reason, retryAfterSeconds: retryAfter.map(Double.init))
         case .lost(let sent):
             result = .transportFailed(reason: "connectionLost", maybeSent: sent, retryable: true)
             reason = "connectionLost"
@@ -448,6 +564,9 @@ final class APNsEngine: @unchecked Sendable {
             deliver(r, kind: .unregistered, status: answeredStatus, reason: reason, timestamp: timestamp)
         case .fail(let why):
             deliver(r, kind: .failed, status: answeredStatus, reason: why, timestamp: nil)
+        case .retry where stopping:
+            // Stopping: no retry; the outcome says why the last attempt failed.
+            deliver(r, kind: .failed, status: answeredStatus, reason: reason ?? "notSent", timestamp: nil)
         case .retry(let delay, let newConnection, let refreshToken):
             if refreshToken {
                 r.tokenRefreshed = true
@@ -457,7 +576,7 @@ final class APNsEngine: @unchecked Sendable {
                 }
             }
             r.newConnection = newConnection
-            schedule(r, at: max(now + UInt64(delay * 1e9), connectBlockedUntil))
+            schedule(r, at: max(APNsRetryAfter.dueTime(after: now, seconds: delay), connectBlockedUntil))
         }
     }
 
@@ -475,6 +594,7 @@ final class APNsEngine: @unchecked Sendable {
         let released = invalidationGuard.record(kind: kind, status: status, reason: reason, invalidation: candidate)
         counters.suppressedInvalidations = invalidationGuard.suppressedCount
         counters.badDeviceTokenBurst = invalidationGuard.burstDetected
+        if invalidationGuard.burstDetected && configuration.stopOnBadDeviceTokenBurst && !stopping { stopPending = true }
         counters.finished += 1
         onOutcome(outcome)
         for i in released { onInvalidation(i) }

@@ -23,6 +23,11 @@ public struct APNsNotification: Sendable {
 
     /// Longest `apns-collapse-id`, in bytes.
     public static let maxCollapseIDByteCount = 64
+    /// Longest device token, in hex digits (256: APNs' are 64 today; the key stores cap tokens
+    /// at the same length). A longer one is refused before sending: it could not be framed.
+    public static let maxDeviceTokenLength = 256
+    /// Longest `apns-topic`, in bytes (255, like a bundle id and its push-type suffix).
+    public static let maxTopicByteCount = 255
 
     /// Creates a notification (see the properties for the meaning of each field).
     public init(deviceToken: String, payload: [UInt8], pushType: APNsPushType = .alert, topic: String,
@@ -38,11 +43,18 @@ public struct APNsNotification: Sendable {
     }
 
     /// Checks what APNs would refuse, so a bad request is never sent.
-    /// - Throws: `APNsError` `.badDeviceToken` (not hex, odd length or empty), `.payloadEmpty`,
+    /// - Throws: `APNsError` `.badDeviceToken` (not hex, odd length, empty, or over
+    ///   ``maxDeviceTokenLength`` digits), `.payloadEmpty`,
     ///   `.payloadTooLarge`, `.badPriority`, `.badExpiration` (negative), `.badCollapseID`
-    ///   (over 64 bytes), `.badTopic` (empty, wrong suffix for the push type, or a control
-    ///   character in a header value).
+    ///   (over 64 bytes), `.badTopic` (empty, over ``maxTopicByteCount`` bytes, wrong suffix
+    ///   for the push type, or a control character in a header value).
     public func validate() throws {
+        guard deviceToken.utf8.count <= Self.maxDeviceTokenLength else {
+            throw APNsError(.badDeviceToken, "the device token is \(deviceToken.utf8.count) characters, over the \(Self.maxDeviceTokenLength) allowed")
+        }
+        guard topic.utf8.count <= Self.maxTopicByteCount else {
+            throw APNsError(.badTopic, "the topic (apns-topic) is \(topic.utf8.count) bytes, over the \(Self.maxTopicByteCount) allowed")
+        }
         guard APNsText.isHex(deviceToken) else {
             throw APNsError(.badDeviceToken, "the device token is not hex digits of even length (\(deviceToken.utf8.count) characters)")
         }

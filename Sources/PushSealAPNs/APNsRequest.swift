@@ -43,7 +43,13 @@ final class APNsRequest {
     var status = 0
     var body: [UInt8] = []
     var apnsUniqueID: String?
-    var retryAfter: Double?
+    /// The answer's `retry-after` value as sent (at most 64 bytes; read by ``APNsRetryAfter``).
+    var retryAfterValue: [UInt8]?
+    /// Its intent was handed to the client's `beforeSending` handler (once per notification).
+    var intentRecorded = false
+    /// Times in a row the request went back unsent (its connection went away before it
+    /// left); bounded like refused streams, then counted as a failed attempt.
+    var unsentResends = 0
 
     init(_ notification: APNsNotification, tag: Int, apnsID: String, submittedAt: UInt64) {
         self.notification = notification
@@ -61,6 +67,6 @@ final class APNsRequest {
         status = 0
         body.removeAll(keepingCapacity: true)
         apnsUniqueID = nil
-        retryAfter = nil
+        retryAfterValue = nil
     }
 }

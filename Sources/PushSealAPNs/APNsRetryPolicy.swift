@@ -16,7 +16,8 @@ public struct APNsRetryPolicy: Sendable, Hashable {
 
     /// What one attempt ended with.
     public enum Result: Sendable, Hashable {
-        /// An HTTP answer: status, APNs' reason, and `Retry-After` in seconds if sent.
+        /// An HTTP answer: status, APNs' reason, and `Retry-After` in seconds if sent (any
+        /// value: the decision bounds it to 0…``maxDelaySeconds``).
         case answered(status: Int, reason: String?, retryAfterSeconds: Double?)
         /// No answer; `maybeSent` is `true` when the request may have reached APNs.
         case transportFailed(reason: String, maybeSent: Bool, retryable: Bool)
@@ -45,7 +46,10 @@ public struct APNsRetryPolicy: Sendable, Hashable {
     public func decide(after result: Result, attempt: Int, hasCollapseID: Bool, tokenRefreshed: Bool, jitter: Double) -> Decision {
         let attemptsLeft = attempt < maxAttempts
         switch result {
-        case .answered(let status, let reason, let retryAfter):
+        case .answered(let status, let reason, let retryAfterValue):
+            // Bounded by the longest back-off (APNsRetryAfter): a server asking for longer gets
+            // the notification back after maxDelaySeconds, within the attempts.
+            let retryAfter = retryAfterValue.map { min(max($0.isNaN ? 0 : $0, 0), maxDelaySeconds) }
             switch (status, reason) {
             case (200, _): return .accept
             case (410, _): return .unregister
@@ -68,7 +72,8 @@ public struct APNsRetryPolicy: Sendable, Hashable {
             guard retryable else { return .fail(reason: reason) }
             guard !maybeSent || hasCollapseID else { return .fail(reason: "mayHaveBeenDelivered") }
             guard attemptsLeft else { return .fail(reason: reason) }
-            // A timeout before anything was sent is a busy connection, not a broken one.
+            // A timeout is not by itself a broken connection: the client probes it with a PING
+            // (APNsConnectionHealth) and takes no new request there until the ACK comes.
             return .retry(delaySeconds: backoff(attempt, jitter), newConnection: reason != "timeout", refreshToken: false)
         }
     }

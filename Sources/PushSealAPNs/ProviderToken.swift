@@ -44,15 +44,19 @@ extension ProviderKey {
     /// Longest `.p8` file read, in bytes (Apple's are about 250).
     static let maxKeyFileByteCount = 16 * 1024
 
-    /// The bytes of a key file (at most 16 KiB).
-    /// - Throws: `APNsError` `.badProviderKey` naming the file and the system's reason.
+    /// The bytes of a key file (at most 16 KiB), held to the private-file rules like every
+    /// secret file of the toolkit (``PrivateFile``): a regular file, not a symbolic link,
+    /// owned by the user, mode 0600 (no group or other bits).
+    /// - Throws: `APNsError` `.badProviderKey` naming the file and the system's reason, or
+    ///   the rule it breaks (`… is accessible by group or others (mode 644)`).
     static func readKeyFile(_ path: String) throws -> [UInt8] {
         func failure(_ e: SystemError) -> APNsError {
-            APNsError(.badProviderKey, "cannot read the .p8 key file '\(path.suffix(120))': \(errnoText(e.errno).lowercased())")
+            if e.errno == 0 { return APNsError(.badProviderKey, "the .p8 key file \(e.reason)") }
+            return APNsError(.badProviderKey, "cannot read the .p8 key file '\(path.suffix(120))': \(errnoText(e.errno).lowercased())")
         }
         let file: FileDescriptor
         do {
-            file = try FileDescriptor.open(path, .readOnly)
+            file = try PrivateFile.open(path, .readOnly)
         } catch let e as SystemError {
             throw failure(e)
         }

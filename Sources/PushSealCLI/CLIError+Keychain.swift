@@ -35,7 +35,7 @@ extension CLIError {
         case "interactionNotAllowed": exit = .noPermission; hint = KeychainHint.unlock
         case "missingEntitlement": exit = .failure; hint = "add the group to the caller's keychain-access-groups or application-groups"
         case "corrupt", "decode": exit = .dataError
-        case "io", "symbolicLink": exit = .ioError
+        case "io", "symbolicLink", "diskFull": exit = .ioError
         case "passcodeBackoff": exit = .failure
         default: exit = .failure
         }

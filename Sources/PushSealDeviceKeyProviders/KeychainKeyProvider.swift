@@ -8,6 +8,7 @@ public import PushSealCrypto
 public import PushSealWire
 public import PushSealKeychain
 public import PushSealDeviceKeys
+import PushSealKeyRecords
 /// The real key provider: reads the key for a payload's key id from the device keychain as the
 /// extension's identity (its entitlements), through PushSealDeviceKeys' ``DeviceKeyring``
 /// (docs/keychain.md "Device key items"). For version 2, give the same provider to the opener
@@ -62,7 +63,15 @@ public struct KeychainKeyProvider: NotificationKeyProvider {
     /// - Throws: as ``key(for:)``; `KeysError` `.corruptKey` (a damaged item or an all-zero key).
     public func keyAndRetirement(for envelope: SealedPayload) throws -> (key: SecretBytes, retiredAt: Int64?) {
         guard envelope.envelope is HPKEBaseEnvelope || envelope.envelope is HPKEAuthEnvelope else {
-            return try keyAndRetirement(for: envelope.keyID)
+            do {
+                return try keyAndRetirement(for: envelope.keyID)
+            } catch let e as KeysError where e.code == .unknownKey {
+                try diagnoseMissingKey(.v1Key, keyID: envelope.keyID)
+                throw e
+            } catch let e as KeychainError where e.code == .itemNotFound {
+                try diagnoseMissingKey(.v1Key, keyID: envelope.keyID)
+                throw e
+            }
         }
         let time = now()
         var senderRetiredAt: Int64?
@@ -89,5 +98,42 @@ extension KeychainKeyProvider: PinnedSenderKeySource {
     ///   `.corruptKey`, `.keyDisabled`, `.keyExpired`, `.keyRolledBack`; `KeychainError`.
     public func pinnedSenderKey(_ keyID: String) throws -> PinnedSenderKey {
         try PinnedSenderKey(keyID: keyID, publicKey: keyring.pinnedSenderKey(keyID, appID: appID, now: now()).publicKey)
+    }
+
+    /// Before any sender check: the app's version 2 device key `keyID` must be in reach, or
+    /// the reason it is not is reported (``diagnoseMissingKey(_:keyID:)``).
+    /// - Throws: `KeysError` `.wrongAppID`; `KeychainError` `.itemNotFound` (-25300),
+    ///   `.missingEntitlement` (-34018).
+    public func checkDeviceKey(_ keyID: String) throws {
+        try diagnoseMissingKey(.v2DeviceKey, keyID: keyID)
+    }
+
+    /// Why the `kind` key `keyID` of ``appID`` is not in reach, when it is a setup mistake
+    /// (newcomer review, friction 16); returns when the item is there, or when the app has key
+    /// items in reach but not this one (the lookup then reports `unknownKey`).
+    /// - The key id is a key item of another app id in reach: `KeysError` `.wrongAppID`
+    ///   naming both (the extension's `PushSealAppID` set to its own bundle id, say).
+    /// - Nothing of the app is in reach, neither key items nor its key manifest: `KeychainError`
+    ///   `.itemNotFound` (-25300) saying the app's keychain group is not among the extension's
+    ///   (Keychain Sharing), or the device is not provisioned. A named group the identity
+    ///   lacks is -34018 from the keychain itself.
+    /// - Throws: those, and the keychain's own errors (attributes only are read: any device state).
+    func diagnoseMissingKey(_ kind: DeviceKeyKind, keyID: String) throws {
+        let keychain = keyring.keychain, group = keyring.accessGroup
+        func matches(_ query: ItemQuery) throws -> [KeychainItem] {
+            do { return try keychain.copyMatching(query, limit: .all) } catch let e as KeychainError where e.code == .itemNotFound { return [] }
+        }
+        let service = kind.service(appID: appID)
+        guard try matches(ItemQuery(service: service, account: keyID, accessGroup: group)).isEmpty else { return }
+        let others = try matches(ItemQuery(account: keyID, accessGroup: group)).map(\.attributes.service)
+            .filter { $0.hasPrefix(kind.servicePrefix) && $0 != service }
+        if let other = others.first {
+            throw KeysError(.wrongAppID, "the payload's key \(keyID) is a key of app \(other.dropFirst(kind.servicePrefix.count)), but the extension opens for app id \(appID): PushSealAppID (the extension's configuration) must be the app's bundle identifier, the APNs topic, not the extension's own")
+        }
+        let legacy = kind == .v1Key ? try matches(ItemQuery(service: KeychainNames.service(appID: appID), accessGroup: group)) : []
+        guard try matches(ItemQuery(service: service, accessGroup: group)).isEmpty, legacy.isEmpty,
+              try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: group) == nil else { return }
+        let groups = group.map { [$0] } ?? keychain.entitlements.keychainAccessGroups
+        throw KeychainError(.itemNotFound, "no key item of \(appID) is in reach of the extension (access groups \(groups.joined(separator: ", "))): the app's shared keychain group is missing from the extension's keychain-access-groups (Keychain Sharing), or the device was never provisioned")
     }
 }

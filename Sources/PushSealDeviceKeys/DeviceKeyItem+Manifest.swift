@@ -1,6 +1,6 @@
 import PushSealCrypto
 public import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// Every write of a device key item goes through the app's key manifest
 /// (``DeviceKeyManifest``; docs/keychain.md "The key manifest"), as the iOS reference's
@@ -47,16 +47,82 @@ extension DeviceKeyItem {
     /// - Throws: `KeysError` `.duplicateKeyID` (`mustBeNew`), `.keyRolledBack` (the item there, or the app's items without a
     ///   manifest, are not what the manifest says), `.corruptKey` (a damaged manifest);
     ///   `KeychainError`.
+    ///
+    /// The whole read-modify-write runs under an exclusive `flock` on ``manifestLockFileName``
+    /// in the keychain directory (security review G3: concurrent writers lost each other's
+    /// entries), and first finishes what a writer killed between its manifest writes left
+    /// half-written (``finishHalfWrittenEntries(_:appID:in:accessGroup:)``).
     @discardableResult
     static func writeItem(_ kind: DeviceKeyKind, keyID: String, appID: String, data: SecretBytes?, in keychain: Keychain,
                           accessGroup: String?, mustBeNew: Bool = false) throws -> ItemAttributes? {
         try KeyID.validate(keyID)
+        return try keychain.withExclusiveLock(named: manifestLockFileName) {
+            try writeItemLocked(kind, keyID: keyID, appID: appID, data: data, in: keychain, accessGroup: accessGroup, mustBeNew: mustBeNew)
+        }
+    }
+
+    /// The lock file serializing every key manifest write of the keychain: `device-keys.lock`
+    /// (0600, beside `keys.lock`; the kernel releases it when its holder exits or is killed).
+    public static let manifestLockFileName = "device-keys.lock"
+
+    /// Finishes the entries a writer killed between its first and last manifest write left with
+    /// two accepted digests (security review, "interrupted manifest writes"): an item that holds
+    /// the new state keeps only it (a finished revocation can no longer be undone by putting the
+    /// old item back); one that still holds the old state keeps only that (the write never
+    /// happened: rerun it); a delete that went through drops its entry. Call under the lock.
+    /// - Returns: true when an entry changed (the caller saves the manifest).
+    /// - Throws: `KeychainError` (reading an item's data: -25308 in a state that forbids it, …).
+    static func finishHalfWrittenEntries(_ manifest: inout DeviceKeyManifest, appID: String, in keychain: Keychain,
+                                         accessGroup: String?) throws -> Bool {
+        var changed = false
+        for index in manifest.entries.indices.reversed() {
+            let entry = manifest.entries[index]
+            guard let previous = entry.previousDigest else { continue }
+            let query = ItemQuery(service: entry.kind.service(appID: appID), account: entry.keyID, accessGroup: accessGroup)
+            var held: [UInt8]?
+            do {
+                if let bytes = try keychain.copyMatching(query, returning: .data).first?.data { held = try DeviceKeyManifest.digest(of: bytes) }
+            } catch let e as KeychainError where e.code == .itemNotFound {
+                held = nil
+            }
+            if held == entry.digest || (held == nil && entry.digest == nil) {
+                if entry.digest == nil { manifest.entries.remove(at: index) } else { manifest.entries[index].previousDigest = nil }
+                changed = true
+            } else if held == previous {
+                manifest.entries[index].digest = previous
+                manifest.entries[index].previousDigest = nil
+                changed = true
+            }
+        }
+        return changed
+    }
+
+    /// The next open after an interrupted write (a reader's too): when no writer holds the
+    /// manifest lock, finishes the half-written entries (``finishHalfWrittenEntries(_:appID:in:accessGroup:)``)
+    /// and saves the manifest. Does nothing while a live writer holds the lock.
+    /// - Returns: true when the manifest was rewritten.
+    /// - Throws: `KeysError` `.corruptKey` (a damaged manifest); `KeychainError`.
+    @discardableResult
+    public static func finishInterruptedWrites(appID: String, in keychain: Keychain, accessGroup: String?) throws -> Bool {
+        try keychain.withExclusiveLockIfFree(named: manifestLockFileName) {
+            guard var held = try manifest(appID: appID, in: keychain, accessGroup: accessGroup),
+                  try finishHalfWrittenEntries(&held, appID: appID, in: keychain, accessGroup: accessGroup) else { return false }
+            try save(&held, appID: appID, in: keychain, accessGroup: accessGroup)
+            return true
+        } ?? false
+    }
+
+    private static func writeItemLocked(_ kind: DeviceKeyKind, keyID: String, appID: String, data: SecretBytes?, in keychain: Keychain,
+                                        accessGroup: String?, mustBeNew: Bool) throws -> ItemAttributes? {
         let service = kind.service(appID: appID)
         let query = ItemQuery(service: service, account: keyID, accessGroup: accessGroup)
         let held = try manifest(appID: appID, in: keychain, accessGroup: accessGroup)
         var manifest = held ?? DeviceKeyManifest()
+        if held != nil, try finishHalfWrittenEntries(&manifest, appID: appID, in: keychain, accessGroup: accessGroup) {
+            try save(&manifest, appID: appID, in: keychain, accessGroup: accessGroup)
+        }
         if held == nil, let any = try anyItem(appID: appID, in: keychain, accessGroup: accessGroup) {
-            throw KeysError(.keyRolledBack, "\(appID) has key items but no key manifest (\(any)): written around the toolkit, by an older 0.3.0-dev, or its manifest was removed; re-provision the device (docs/keychain.md \"The key manifest\")")
+            throw KeysError(.keyRolledBack, "\(appID) has key items but no key manifest (\(any)): written around the toolkit, by an earlier 0.2.0 development build, or its manifest was removed; re-provision the device (docs/keychain.md \"The key manifest\")")
         }
         var current: [UInt8]?
         var currentAttributes: ItemAttributes?

@@ -1,4 +1,4 @@
-public import PushSealCrypto
+import PushSealCrypto
 public import PushSealKeychain
 public import PushSealKeyRecords
 

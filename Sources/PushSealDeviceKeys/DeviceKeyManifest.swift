@@ -1,6 +1,6 @@
 public import PushSealCrypto
 import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// The rollback guard of an app's device key items (docs/keychain.md "The key manifest";
 /// security review F5): one generic-password item per app, service `pushseal.manifest:<appID>`,

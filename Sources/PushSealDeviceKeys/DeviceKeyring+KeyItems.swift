@@ -2,7 +2,7 @@ public import PushSealCrypto
 import PushSealKeychain
 import PushSealSystem
 import PushSealWire
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// Reading the one device key layout (docs/keychain.md "Device key items"): one item per key,
 /// service `pushseal.key:<appID>` (kinds 1 and 2) or `pushseal.sender:<appID>` (kind 3),
@@ -47,8 +47,15 @@ extension DeviceKeyring {
     /// - Throws: `KeysError` `.keyRolledBack` (no manifest, no entry, another digest),
     ///   `.corruptKey` (a damaged manifest); `KeychainError`.
     func checkManifest(_ kind: DeviceKeyKind, keyID: String, appID: String, data: SecretBytes) throws {
-        guard let manifest = try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: accessGroup) else {
-            throw KeysError(.keyRolledBack, "\(appID) has no key manifest, so its key item \(keyID) is not vouched for (written around the toolkit, by an older 0.3.0-dev, or the manifest was removed): re-provision the device")
+        var held = try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: accessGroup)
+        // A write killed between its manifest writes left two accepted states: the next open
+        // finishes it first (security review G3), so an old copy put back later stays refused.
+        if held?.entries.contains(where: { $0.previousDigest != nil }) == true,
+           (try? DeviceKeyItem.finishInterruptedWrites(appID: appID, in: keychain, accessGroup: accessGroup)) == true {
+            held = try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: accessGroup)
+        }
+        guard let manifest = held else {
+            throw KeysError(.keyRolledBack, "\(appID) has no key manifest, so its key item \(keyID) is not vouched for (written around the toolkit, by an earlier 0.2.0 development build, or the manifest was removed): re-provision the device")
         }
         guard let entry = manifest.entry(kind, keyID: keyID) else {
             throw KeysError(.keyRolledBack, "the key item \(keyID) of \(appID) is not in its key manifest (generation \(manifest.generation)): a pruned key or removed pin put back, or an item written around the toolkit")

@@ -5,7 +5,7 @@ public import Foundation
 #endif
 public import PushSealCrypto
 public import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// The Notification Service Extension's view of a device keychain: the key for a payload's
 /// `key_id`.
@@ -72,6 +72,12 @@ public final class DeviceKeyring: Sendable {
         // the key id decides, whatever its status (never a fall-through to an older keyset).
         if let item = try record(.v1Key, keyID: keyID, appID: appID) {
             return try usableKey(item, keyID: keyID, appID: appID, now: now)
+        }
+        // The legacy keysets are subject to the manifest too (security review G9): a key id the
+        // manifest lists whose item is gone is missing, never looked for elsewhere (an old
+        // keyset put back in place of a converted, revoked key must not open).
+        if let entry = try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: accessGroup)?.entry(.v1Key, keyID: keyID), entry.kind == .v1Key {
+            throw KeysError(.keyRolledBack, "the \(entry.kind.label) \(keyID) of \(appID) is in its key manifest but its item is missing (deleted around the toolkit); its legacy keyset is not consulted: re-provision the device")
         }
         return try legacyKeysetLookup(keyID, appID: appID, now: now)
     }

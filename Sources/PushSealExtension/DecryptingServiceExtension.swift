@@ -25,7 +25,9 @@ public struct DecryptingServiceConfiguration: Sendable {
     /// Allow plain http media from loopback hosts (tests, `--allow-insecure-loopback`).
     public var allowInsecureLoopback: Bool
     /// The replay guard's capacity in ids (``ReplayGuard``; 0 turns the guard off). The guard
-    /// needs ``containerDirectory``: without one there is none.
+    /// keeps its store in ``containerDirectory``: without one (an extension without an App
+    /// Group) it has nowhere to keep it and fails closed, as the iOS reference does: every
+    /// notification that carries an `id` falls back with `replayGuardUnavailable`.
     public var replayCapacity: Int
     /// The wall clock, seconds since 1970 UTC, for `exp`.
     public var now: @Sendable () -> Int64
@@ -180,7 +182,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
     /// not readable (a keychain or key error of the pin items).
     static func envelopeDetail(_ error: any Error) -> String {
         let why = describe(error)
-        guard let e = error as? FormatError else { return "the app's pinned sender keys could not be read: \(why)" }
+        guard let e = error as? FormatError else { return "the app's device key or pinned sender keys could not be read: \(why)" }
         switch e.code {
         case .downgradeRefused:
             return "refused a base-mode payload: the app pinned a sender key, so only auth-mode payloads by a pinned sender open (downgrade check): \(why)"
@@ -243,6 +245,14 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
                 fallBack(FallbackReason.expired, "exp \(exp) is not after now \(now) (seconds since 1970, UTC)")
                 return nil
             }
+        }
+        if configuration.replayCapacity > 0, configuration.containerDirectory == nil, plaintext.id != nil {
+            // No App Group: the real extension has nowhere to keep its replay cache and shows the
+            // fallback for every notification with an id (Examples/iOS; docs/fallback.md).
+            log("check", "replayGuardUnavailable", since: start, [("reason", "no App Group container")])
+            fallBack(FallbackReason.replayGuardUnavailable,
+                     "the extension has no App Group container to keep its replay cache in, so a notification with an id cannot be checked (add an App Group to the extension's entitlements)")
+            return nil
         }
         if configuration.replayCapacity > 0, let container = configuration.containerDirectory {
             let verdict: ReplayGuard.Verdict

@@ -43,6 +43,9 @@ public struct ExtensionHost: Sendable {
     public let budgetSeconds: Double
     /// Where every diagnostic line also goes (besides the result's ``Result/log``).
     public let logger: any DiagnosticLogger
+    /// The system's attachment store the delivered attachments are moved into, as iOS does
+    /// (``SystemAttachmentStore``), or `nil`: the files stay where the extension put them.
+    public let attachmentStore: SystemAttachmentStore?
     private let makeExtension: @Sendable (ExtensionContext) -> UNNotificationServiceExtension
 
     /// The default budget: 30 seconds, as iOS.
@@ -57,11 +60,14 @@ public struct ExtensionHost: Sendable {
     ///   - budgetSeconds: seconds the extension has per notification (default 30; negative counts
     ///     as 0, more than ``maxBudgetSeconds`` as that, NaN or infinity as the default).
     ///   - logger: receives every diagnostic line (default: discard).
+    ///   - attachmentStore: where delivered attachments are moved (default `nil`: left in place).
     ///   - makeExtension: makes a fresh instance per notification.
     public init(budgetSeconds: Double = ExtensionHost.defaultBudgetSeconds, logger: any DiagnosticLogger = NullLogger(),
+                attachmentStore: SystemAttachmentStore? = nil,
                 makeExtension: @escaping @Sendable (ExtensionContext) -> UNNotificationServiceExtension) {
         self.budgetSeconds = budgetSeconds.isFinite ? min(max(0, budgetSeconds), ExtensionHost.maxBudgetSeconds) : ExtensionHost.defaultBudgetSeconds
         self.logger = logger
+        self.attachmentStore = attachmentStore
         self.makeExtension = makeExtension
     }
 
@@ -131,9 +137,33 @@ public struct ExtensionHost: Sendable {
                            by: "budgetEnd")
             }
         }
-        let delivery = run.firstDelivery()
+        let delivery = storeAttachments(of: run.firstDelivery(), identifier: request.identifier, logger: collector)
         return Result(outcome: delivery.outcome, content: delivery.content, reason: delivery.reason, detail: delivery.detail,
                       elapsedMilliseconds: delivery.elapsedMilliseconds, expiryCalled: expiryCalled, log: collector.lines)
+    }
+
+    /// Moves the delivered attachments into ``attachmentStore`` (iOS moves them when the content
+    /// is handed back). When that fails the content is shown without them — once: no retry, no
+    /// second run of the extension — as decrypted without media (`media:storeFailed`) when it
+    /// was decrypted.
+    private func storeAttachments(of delivery: HostRun.Delivery, identifier: String, logger: CollectingLogger) -> HostRun.Delivery {
+        guard let store = attachmentStore, !delivery.content.attachments.isEmpty else { return delivery }
+        var content = delivery.content.mutableCopy()
+        do {
+            content.attachments = try store.store(delivery.content.attachments, identifier: identifier)
+            logger.log(DiagnosticEntry(stage: "host", event: "attachmentsStored", fields: [("count", String(content.attachments.count))]))
+            return HostRun.Delivery(content: UNNotificationContent(content), outcome: delivery.outcome, reason: delivery.reason,
+                                    detail: delivery.detail, elapsedMilliseconds: delivery.elapsedMilliseconds)
+        } catch {
+            let why = (error as? ExtensionError)?.reason ?? String(describing: error)
+            logger.log(DiagnosticEntry(stage: "host", event: "attachmentStoreFailed", fields: [("reason", why)]))
+            content.attachments = []
+            let decrypted = delivery.outcome == .decrypted
+            return HostRun.Delivery(content: UNNotificationContent(content), outcome: decrypted ? .decryptedWithoutMedia : delivery.outcome,
+                                    reason: decrypted ? FallbackReason.mediaStoreFailed : delivery.reason,
+                                    detail: "the attachment was not shown: \(why)",
+                                    elapsedMilliseconds: delivery.elapsedMilliseconds)
+        }
     }
 
     /// Runs one notification without blocking the caller's task (``run(_:)`` on a new thread).

@@ -26,6 +26,10 @@ public enum FallbackReason {
     public static let mediaTimeWillExpire = "media:timeWillExpire"
     /// Media named but no App Group container configured.
     public static let mediaNoContainer = "media:noAppGroupContainer"
+    /// Decrypted with its media attached, but the system could not move the attachment into
+    /// its store when the content was handed back (``SystemAttachmentStore``): the text is
+    /// shown without it, once.
+    public static let mediaStoreFailed = "media:storeFailed"
     /// Decryption had not finished when the expiry call came.
     public static let timeWillExpire = "timeWillExpire"
 

@@ -11,10 +11,12 @@ import PushSealSystem
 /// naming a regular file; its type is recognised — iOS decides by the file name extension (or a
 /// type hint), so a `.tmp` or extensionless file is refused, and PushSeal also checks the
 /// content's magic bytes and refuses a file whose content and name disagree; its size is
-/// within the limit for its category (image 10 MiB, audio 5 MiB, movie 50 MiB). iOS then
-/// moves the file into its own store; the emulation leaves it in place, and the downloader
-/// already put it in a per-notification directory of the container (`Attachments/<uuid>/`),
-/// which ``MediaStore`` removes after its retention or to stay under its size cap.
+/// within the limit for its category (image 10 MiB, audio 5 MiB, movie 50 MiB). When the
+/// content is handed back, iOS moves the file into its own store, and so does the emulated
+/// host (``ExtensionHost`` with a ``SystemAttachmentStore``): the file at the original path is
+/// gone afterwards. Without a store the host leaves it in place, in the downloader's
+/// per-notification directory of the container (`Attachments/<uuid>/`), which ``MediaStore``
+/// removes after its retention or to stay under its size cap.
 public struct UNNotificationAttachment: Sendable, Hashable {
     /// The identifier given at creation (a fresh UUID string when an empty one was given).
     public let identifier: String
@@ -26,6 +28,15 @@ public struct UNNotificationAttachment: Sendable, Hashable {
     public let mediaType: MediaType
     /// The file's size in bytes at creation.
     public let byteCount: Int
+
+    /// An attachment already validated, at the place the system moved its file to.
+    init(identifier: String, movedURL: URL, type: String, mediaType: MediaType, byteCount: Int) {
+        self.identifier = identifier
+        self.url = movedURL
+        self.type = type
+        self.mediaType = mediaType
+        self.byteCount = byteCount
+    }
 
     /// Creates an attachment for the file at `url`, validating it like iOS.
     /// - Parameters:

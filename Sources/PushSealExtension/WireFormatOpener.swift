@@ -65,6 +65,9 @@ public struct WireFormatOpener: NotificationPayloadOpener {
             unpinned = nil
         }
         if let unpinned, !(unpinned.envelope is HPKEBaseEnvelope) { return unpinned }
+        // The device key first: a wrong app id or a missing keychain group is reported as such,
+        // never as a sender key that is not pinned (the pins are read as the same app, in the same groups).
+        try source.checkDeviceKey(unpinned?.keyID ?? payload[WireFormat.keyIDField]?.stringValue ?? "")
         let pinnedIDs = try source.pinnedSenderKeyIDs()
         pairCache?.retainOnly(senderKeyIDs: pinnedIDs)
         if let unpinned {

@@ -1,4 +1,4 @@
-package import PushSealCrypto
+import PushSealCrypto
 import PushSealWire
 
 /// Names used by keysets: key ids, app ids and recipients, with their validation rules.

@@ -7,7 +7,7 @@ import Foundation
 #endif
 package import PushSealCrypto
 import PushSealWire
-package import PushSealKeychain
+import PushSealKeychain
 
 /// The JSON key record exchanged when provisioning (server → device or device → server).
 ///

@@ -36,6 +36,13 @@ extension Keychain {
         try Posix.withExclusiveLock(try checkedName(name), in: directories.root, body)
     }
 
+    /// ``withExclusiveLock(named:_:)`` without waiting: returns `nil`, `body` not run, while
+    /// another holder (a live writer) has the lock.
+    /// - Throws: as ``withExclusiveLock(named:_:)``.
+    package func withExclusiveLockIfFree<R>(named name: String, _ body: () throws -> R) throws -> R? {
+        try Posix.withExclusiveLockIfFree(try checkedName(name), in: directories.root, body)
+    }
+
     private func checkedName(_ name: String) throws -> String {
         guard !name.isEmpty, name != ".", name != "..", !name.contains("/") else {
             throw KeychainError(.param, "\"\(name)\" is not a file name inside the keychain")

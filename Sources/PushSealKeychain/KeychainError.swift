@@ -62,8 +62,12 @@ extension ErrorCode<KeychainError> {
     /// A stored file is malformed, truncated, fails authentication (bit flip, swapped
     /// ciphertext) or does not unwrap with this device secret. Never reported as empty. No OSStatus.
     public static var corrupt: Self { Self("corrupt") }
-    /// A system call failed (disk full, permission denied by the OS, …); `reason` names it. No OSStatus.
+    /// A system call failed (permission denied by the OS, a read error, …); `reason` names it. No OSStatus.
     public static var io: Self { Self("io") }
+    /// `errSecDiskFull` (-34): a write failed because the file system is full (ENOSPC) or the
+    /// user's quota is used up (EDQUOT); nothing was changed (writes are atomic). Free space
+    /// and retry. Reads still work.
+    public static var diskFull: Self { Self("diskFull") }
     /// A file or directory inside the keychain directory (`items/`, an item file, `tmp/`,
     /// `keychain.meta`, `.lock`, a lock or log file of another module, …) is a symbolic link:
     /// links inside a keychain are refused, never followed. The keychain directory itself given
@@ -92,6 +96,7 @@ private let keychainStatuses: [String: (number: Int32, name: String)] = [
     "param": (-50, "errSecParam"),
     "decode": (-26275, "errSecDecode"),
     "authFailed": (-25293, "errSecAuthFailed"),
+    "diskFull": (-34, "errSecDiskFull"),
 ]
 
 // Re-exported so that code importing only this module reads the error's `code`, `reason` and

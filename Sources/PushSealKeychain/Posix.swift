@@ -36,9 +36,17 @@ enum Posix {
         case .notRegularFile, .tooLarge: return KeychainError(.corrupt, e.reason)
         case .alreadyExists: return KeychainError(.alreadyExists, e.reason)
         case .permissionDenied: return KeychainError(.insecurePermissions, e.reason)
-        default: return KeychainError(.io, e.reason)
+        default:
+            if isDiskFull(e.errno) { return KeychainError(.diskFull, e.reason, suggestion: diskFullSuggestion) }
+            return KeychainError(.io, e.reason)
         }
     }
+
+    /// ENOSPC or EDQUOT: the keychain's file system has no room for the write.
+    static func isDiskFull(_ e: Int32) -> Bool { e == ENOSPC || e == EDQUOT }
+
+    /// The hint for ``KeychainError`` `.diskFull`.
+    static let diskFullSuggestion = "free space on the keychain's file system (or raise the quota) and retry: nothing was written"
 
     /// Runs `body`, turning a ``SystemError`` into the keychain's error (``keychainError(_:isDirectory:)``).
     static func mapped<R>(isDirectory: Bool = false, _ body: () throws -> R) throws -> R {
@@ -49,6 +57,7 @@ enum Posix {
         if e == EACCES || e == EPERM {
             return KeychainError(.insecurePermissions, "cannot \(what) \(path): \(errnoText(e))")
         }
+        if isDiskFull(e) { return KeychainError(.diskFull, "cannot \(what) \(path): \(errnoText(e))", suggestion: diskFullSuggestion) }
         return KeychainError(.io, "cannot \(what) \(path): \(errnoText(e))")
     }
 
@@ -202,7 +211,7 @@ enum Posix {
     /// Removes every entry of `directory` (left-over temp files of killed writers). Call only
     /// while holding the writer lock: then no live writer owns one.
     static func removeAll(in directory: PrivateDirectory) throws {
-        for name in try names(in: directory) { try? directory.remove(name) }
+        for name in try names(in: directory) { _ = try? directory.remove(name) }
     }
 
     /// The names in `directory` (not `.`/`..`).
@@ -231,6 +240,16 @@ enum Posix {
     static func withExclusiveLock<R>(_ name: String, in directory: PrivateDirectory, _ body: () throws -> R) throws -> R {
         let file = try openPrivateFile(name, in: directory, options: [.readWrite, .create], what: "lock file")
         do { try file.lockExclusive() } catch let e as SystemError { throw keychainError(e) }
+        defer { file.unlock() }
+        return try body()
+    }
+
+    /// ``withExclusiveLock(_:in:_:)`` without waiting: `nil` (body not run) while another holder has the lock.
+    static func withExclusiveLockIfFree<R>(_ name: String, in directory: PrivateDirectory, _ body: () throws -> R) throws -> R? {
+        let file = try openPrivateFile(name, in: directory, options: [.readWrite, .create], what: "lock file")
+        let taken: Bool
+        do { taken = try file.tryLockExclusive() } catch let e as SystemError { throw keychainError(e) }
+        guard taken else { return nil }
         defer { file.unlock() }
         return try body()
     }

@@ -5,8 +5,14 @@ import PushSealSystem
 /// made, waiting with back-off (0.1 s doubling to 5 s) while the server is down or restarting,
 /// for at most ``reconnectWaitSeconds`` in all before giving up with `.unavailable`.
 ///
-/// Sendable (checked by hand): `idle` is guarded by `lock`; a connection is used by the one thread
-/// that took it out of `idle`.
+/// **Outage** (reliability review R6): the first call that gives up marks the registry down for
+/// the whole process; from then on every call tries once, without back-off, and fails at once
+/// until a connection succeeds again (which clears the mark). So a long outage costs one wait,
+/// not one per recipient and line. A stop request (SIGINT/SIGTERM after
+/// `StopSignals.install()`) cuts a back-off short and fails the call at once.
+///
+/// Sendable (checked by hand): `idle` is guarded by `lock`; `downSince` is `Locked`; a
+/// connection is used by the one thread that took it out of `idle`.
 final class ConnectionPool: @unchecked Sendable {
     let conninfo: String
     /// Longest total wait for the server to come back, seconds (default 30).
@@ -18,6 +24,13 @@ final class ConnectionPool: @unchecked Sendable {
     /// How many times ``run(retryUnknownOutcome:maxWaitSeconds:_:)`` has run a body (each one
     /// or more statements, each a round trip): tests count a batch's database work with it.
     let bodyRuns = Locked(0)
+    /// How many back-off pauses calls have waited (tests: none once the registry is marked down).
+    let backoffPauses = Locked(0)
+    /// Monotonic nanoseconds when a call gave up on the server, until a connection succeeds again.
+    private let downSince = Locked<UInt64?>(nil)
+
+    /// Whether a call gave up and no connection has succeeded since (calls fail at once).
+    var isMarkedDown: Bool { downSince.withLock { $0 != nil } }
 
     /// First back-off step and its bound, seconds.
     static let firstBackoffSeconds = 0.1
@@ -53,7 +66,8 @@ final class ConnectionPool: @unchecked Sendable {
     /// `retryUnknownOutcome` is `false` (then `.outcomeUnknown`).
     /// - Parameter retryUnknownOutcome: `true` for a statement whose repetition is harmless
     ///   (a seal reservation: at worst a block over-counted).
-    /// - Throws: `RegistryError` `.unavailable` after ``reconnectWaitSeconds``, `.outcomeUnknown`;
+    /// - Throws: `RegistryError` `.unavailable` after ``reconnectWaitSeconds``, at once while the
+    ///   registry is marked down (see the type) or a stop is requested, `.outcomeUnknown`;
     ///   `body`'s errors.
     /// - Parameter maxWaitSeconds: overrides ``reconnectWaitSeconds`` (0: fail at the first loss).
     func run<R>(retryUnknownOutcome: Bool = false, maxWaitSeconds: Double? = nil, _ body: (PGConnection) throws -> R) throws -> R {
@@ -67,6 +81,7 @@ final class ConnectionPool: @unchecked Sendable {
                 do {
                     bodyRuns.withLock { $0 += 1 }
                     let r = try body(c)
+                    downSince.withLock { $0 = nil }
                     giveBack(c)
                     return r
                 } catch let e as RegistryError where e.code == .unavailable {
@@ -83,10 +98,22 @@ final class ConnectionPool: @unchecked Sendable {
                         "the registry connection was lost while committing; the change may or may not be stored: run the command again (\(e.reason))")
                 }
                 closeIdle()
+                let now = monotonicNanoseconds()
+                if let since = downSince.withLock({ $0 }) {
+                    throw RegistryError(.unavailable,
+                        "\(e.reason) (the registry has not answered for \((now &- since) / 1_000_000_000) s: failing at once until it answers again)", sqlState: e.sqlState)
+                }
+                if StopSignals.isRequested {
+                    throw RegistryError(.unavailable, "\(e.reason) (not retried: stopping on a signal)", sqlState: e.sqlState)
+                }
                 guard waited + backoff <= limit else {
+                    if limit > 0 { downSince.withLock { $0 = $0 ?? now } }
                     throw RegistryError(.unavailable, "\(e.reason) (\(limit == 0 ? "not retried" : "gave up after \(Int(waited.rounded())) s of retries"))", sqlState: e.sqlState)
                 }
-                Self.pause(backoff)
+                backoffPauses.withLock { $0 += 1 }
+                guard Self.pause(backoff) else {
+                    throw RegistryError(.unavailable, "\(e.reason) (stopped waiting for the registry on a signal)", sqlState: e.sqlState)
+                }
                 waited += backoff
                 backoff = min(backoff * 2, Self.maxBackoffSeconds)
             }
@@ -112,5 +139,6 @@ final class ConnectionPool: @unchecked Sendable {
         }
     }
 
-    static func pause(_ seconds: Double) { pauseThread(seconds: seconds) }
+    /// A back-off pause that a stop request cuts short; `false` when it did.
+    static func pause(_ seconds: Double) -> Bool { StopSignals.pause(seconds: seconds) }
 }

@@ -53,11 +53,12 @@ final class PGConnection {
         } else {
             let text = err.map { String(cString: $0) } ?? "out of memory"
             if let err { PQfreemem(err) }
-            throw RegistryError(.invalidConnectionString, "the registry connection string is not valid: \(Self.clean(text))")
+            throw RegistryError(.invalidConnectionString,
+                "the registry connection string is not valid: \(Self.redacted(Self.clean(text))) (check its keywords, quoting and %XX percent-encoding)")
         }
         guard let c = PQconnectdb(conninfo) else { throw RegistryError(.unavailable, "libpq could not allocate a connection") }
         guard PQstatus(c) == CONNECTION_OK else {
-            let message = Self.clean(String(cString: PQerrorMessage(c)))
+            let message = Self.redacted(Self.clean(String(cString: PQerrorMessage(c))))
             PQfinish(c)
             throw RegistryError(.unavailable, "cannot connect to the registry: \(message)")
         }
@@ -79,6 +80,31 @@ final class PGConnection {
         return "postgresql database \(db) on \(host) port \(port)"
     }
 
+    /// libpq's message with every quoted part (`"…"`) replaced by `"…"`: libpq quotes pieces
+    /// of the connection string it could not parse, which may be a password (security review G12).
+    /// A quoted lone punctuation mark (`missing "=" after …`) is kept.
+    static func redacted(_ s: String) -> String {
+        var out = ""
+        var quoted: String?
+        for ch in s {
+            if ch == "\"" {
+                if let q = quoted {
+                    out += (q.count == 1 && q.allSatisfy { $0.isPunctuation || $0.isSymbol } ? q : "…") + "\""
+                    quoted = nil
+                } else {
+                    out.append(ch)
+                    quoted = ""
+                }
+            } else if quoted != nil {
+                quoted?.append(ch)
+            } else {
+                out.append(ch)
+            }
+        }
+        if quoted != nil { out.append("…") }
+        return out
+    }
+
     /// One line of libpq's message: no trailing newline, tabs and newlines as spaces.
     static func clean(_ s: String) -> String {
         s.split(whereSeparator: { $0 == "\n" || $0 == "\t" }).map { $0.trimmingCharacters() }.filter { !$0.isEmpty }.joined(separator: " ")
@@ -90,7 +116,8 @@ final class PGConnection {
     ///   - params: the values (`nil` = NULL).
     /// - Returns: the rows (empty for commands).
     /// - Throws: `RegistryError` `.query` with the SQLSTATE; `.unavailable` when the connection
-    ///   was lost (SQLSTATE class 08, or the server shutting down: 57P01-57P03).
+    ///   was lost (SQLSTATE class 08, the server shutting down: 57P01-57P03, or a failure with
+    ///   no SQLSTATE: libpq's own, while sending or reading).
     @discardableResult
     func exec(_ sql: String, _ params: [PGValue?] = []) throws -> PGRows {
         // Each parameter in its own C buffer (text NUL-terminated), zeroed and freed after the call.
@@ -133,7 +160,11 @@ final class PGConnection {
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
             let message = Self.clean(String(cString: PQresultErrorMessage(result)))
-            if !isOK || state.map({ $0.hasPrefix("08") || $0 == "57P01" || $0 == "57P02" || $0 == "57P03" }) == true {
+            // Every error the server sends has a SQLSTATE; one without is libpq's own, i.e. the
+            // connection failed while the statement was sent or its answer read ("server closed
+            // the connection unexpectedly"), even while PQstatus still reads OK (R8).
+            if state == nil { _ = PQconsumeInput(conn) }
+            if state == nil || !isOK || state.map({ $0.hasPrefix("08") || $0 == "57P01" || $0 == "57P02" || $0 == "57P03" }) == true {
                 throw RegistryError(.unavailable, "the registry connection was lost: \(message)", sqlState: state)
             }
             throw RegistryError(.query, "registry statement failed (SQLSTATE \(state ?? "?")): \(message)", sqlState: state)

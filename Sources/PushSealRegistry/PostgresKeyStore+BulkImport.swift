@@ -78,7 +78,7 @@ extension PostgresKeyStore {
                         if merged { did = true; versions.append((n, version)) }
                     }
                     if let regs = r.registrations, !regs.entries.isEmpty {
-                        try changeV2List(c, .registrations, appID: r.appID, owner: r.recipient, allowCreate: true) { list in
+                        _ = try changeV2List(c, .registrations, appID: r.appID, owner: r.recipient, allowCreate: true) { list in
                             let changes = try list.merge(from: regs, now: now)
                             did = did || !changes.isEmpty
                             return changes

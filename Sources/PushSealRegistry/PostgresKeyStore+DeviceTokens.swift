@@ -7,7 +7,10 @@ public import PushSealServerKeys
 /// (delete what it replaces, insert), retried when a concurrent add of the same token or
 /// recipient made it break a unique index (SQLSTATE 23505); a chunk's lookup is one query per
 /// 4,096 recipients; a 410 is one `DELETE … WHERE registered_at < $timestamp`. Every change
-/// inserts its audit rows (`addDeviceToken`, `removeDeviceToken`) in its transaction.
+/// inserts its audit rows (`addDeviceToken`, `removeDeviceToken`) in its transaction. Each row
+/// carries its ``RegistryRowMAC`` tag (schema 5, security review G1): adding and looking up
+/// tokens need the KEK (`.kekRequired` without), and a row that fails is refused (`.corrupt`);
+/// a 410 deletes without it.
 extension PostgresKeyStore: DeviceTokenStore {
     /// Attempts of an add that lost a race on a unique index.
     static let deviceTokenAddAttempts = 3

@@ -1,4 +1,4 @@
-public import PushSealCrypto
+import PushSealCrypto
 import PushSealSystem
 import PushSealKeyRecords
 public import PushSealServerKeys

@@ -1,4 +1,4 @@
-public import PushSealCrypto
+import PushSealCrypto
 public import PushSealWire
 import PushSealSystem
 import PushSealKeyRecords
@@ -57,11 +57,12 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     /// - Parameters:
     ///   - connectionString: any libpq connection string or URI (`postgresql://user@host/db?sslmode=verify-full`,
     ///     `host=/run/postgresql dbname=pushseal`); empty: the `PG*` environment variables alone.
-    ///   - kek: the key-encryption key; `nil` opens for metadata only (`list`, `due`, `migrate`):
-    ///     anything that reads or writes key bytes then throws `.kekRequired`.
+    ///   - kek: the key-encryption key; `nil` opens for v1 metadata only (`list`, `due`, `migrate`):
+    ///     anything that reads or writes key bytes or an authenticated row (registrations, sender
+    ///     keys, device tokens: ``rowMAC(table:)``) then throws `.kekRequired`.
     ///   - reconnectWaitSeconds: how long to wait for a restarting server, in all, per operation (default 30 s).
-    /// - Throws: `RegistryError` `.unavailable`, `.invalidConnectionString`, `.schemaTooOld`,
-    ///   `.schemaTooNew`, `.wrongKEK`.
+    /// - Throws: `RegistryError` `.unavailable`, `.invalidConnectionString`, `.schemaTooOld` (also
+    ///   while rows from before schema 5 wait for `migrate --kek-file`), `.schemaTooNew`, `.wrongKEK`.
     public init(connectionString: String, kek: KeyEncryptionKey?, reconnectWaitSeconds: Double = 30) throws {
         pool = ConnectionPool(conninfo: connectionString, reconnectWaitSeconds: reconnectWaitSeconds)
         self.kek = kek

@@ -1,5 +1,5 @@
 public import PushSealSystem
-public import PushSealCrypto
+import PushSealCrypto
 
 /// An error of the PostgreSQL registry: the database, its schema, or the key-encryption key.
 ///

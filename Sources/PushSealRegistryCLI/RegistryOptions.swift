@@ -10,7 +10,7 @@ import PushSealSystem
 public enum RegistryOptions {
     /// `--registry URI`.
     public static let registry = OptionSpec.value("--registry", "URI",
-        "a PostgreSQL registry instead of --keychain: any libpq connection URI or string, e.g. postgresql:///pushseal?host=/run/postgresql (default: $PUSHSEAL_REGISTRY when --keychain is absent)")
+        "a PostgreSQL registry instead of --keychain: any libpq connection URI or string, e.g. postgresql:///pushseal?host=/run/postgresql (default: $PUSHSEAL_REGISTRY when --keychain is absent). ARGV IS VISIBLE to every local user (ps): never put a password in it; use PGPASSFILE or ~/.pgpass (or $PUSHSEAL_REGISTRY)")
     /// `--kek-file F`.
     public static let kekFile = OptionSpec.value("--kek-file", "F",
         "with a registry: the key-encryption key file (32 bytes or 64 hex digits, 0600, yours, not a link; default: $PUSHSEAL_KEK_FILE)")

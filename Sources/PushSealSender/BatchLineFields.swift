@@ -16,6 +16,9 @@ struct BatchLineFields: Sendable {
     static let alertMemberNames = ["title", "subtitle", "body", "title-loc-key", "title-loc-args", "subtitle-loc-key",
                                    "subtitle-loc-args", "loc-key", "loc-args"]
 
+    /// Longest `deviceToken`, in hex digits (push-send's and the key stores' limit).
+    static let maxDeviceTokenLength = 256
+
     /// `deviceToken` as given (hex digits of even length), `nil` when absent.
     var deviceToken: String?
     /// `aps`, `nil` when absent or `null`.
@@ -38,6 +41,10 @@ struct BatchLineFields: Sendable {
             }
             guard !t.utf8.isEmpty, t.utf8.count % 2 == 0, t.utf8.allSatisfy({ Hex.value(ofDigit: $0) != nil }) else {
                 throw SenderError(.invalidNotification, "deviceToken must be hex digits of even length, got \(t.utf8.count) characters")
+            }
+            // push-send refuses longer ones (APNsNotification.maxDeviceTokenLength): refused here first.
+            guard t.utf8.count <= Self.maxDeviceTokenLength else {
+                throw SenderError(.invalidNotification, "deviceToken is \(t.utf8.count) characters, over the \(Self.maxDeviceTokenLength) allowed")
             }
             deviceToken = t
         case "aps":

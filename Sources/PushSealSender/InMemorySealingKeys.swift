@@ -1,4 +1,4 @@
-public import PushSealCrypto
+import PushSealCrypto
 public import PushSealWire
 
 /// A fixed in-memory key table, for tests and benchmarks: `(appID, recipient) -> key`.

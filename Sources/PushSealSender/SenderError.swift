@@ -68,6 +68,8 @@ extension ErrorCode<SenderError> {
     public static var keyStoreLocked: Self { Self("keyStoreLocked") }
     /// Damaged, an I/O error, another store failure: ``SealingKeyError/Code/keyStoreUnreadable``.
     public static var keyStoreUnreadable: Self { Self("keyStoreUnreadable") }
+    /// The key store's disk is full (seal counts cannot be recorded): ``SealingKeyError/Code/keyStoreUnwritable``.
+    public static var keyStoreUnwritable: Self { Self("keyStoreUnwritable") }
     /// The crypto core failed to seal (should not happen with a valid 32-byte key).
     public static var sealFailed: Self { Self("sealFailed") }
     /// A media file could not be encrypted (empty, or too large).

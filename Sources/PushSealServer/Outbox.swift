@@ -89,7 +89,7 @@ public final class Outbox: Sendable {
         sealing.options.collapseID = nil
         let sealer = try store.sealer(sealing)
         batch = BatchSealer(sealer: sealer, concurrency: 1,
-                            deviceTokens: EnvironmentTokens(store: try store.deviceTokenStore(), environment: configuration.environment))
+                            deviceTokens: StoreDeviceTokens(store: try store.deviceTokenStore(), environment: configuration.environment))
     }
 
     /// The SHA-256 of a request body, for an idempotency key.
@@ -293,12 +293,23 @@ public final class Outbox: Sendable {
     }
 }
 
-/// A store's tokens of one environment, for the batch sealer.
-struct EnvironmentTokens: DeviceTokenSource {
-    let store: any DeviceTokenStore
-    let environment: DeviceTokenEnvironment
+/// A store's device tokens of one environment as a batch sealer's ``DeviceTokenSource``
+/// (`push-seal batch --device-tokens`, the outbox).
+public struct StoreDeviceTokens: DeviceTokenSource {
+    /// The store.
+    public let store: any DeviceTokenStore
+    /// The environment whose tokens are used.
+    public let environment: DeviceTokenEnvironment
 
-    func deviceTokens(appID: String, recipients: [String]) throws -> [String: String] {
+    /// The tokens of `store` for `environment`.
+    public init(store: any DeviceTokenStore, environment: DeviceTokenEnvironment) {
+        self.store = store
+        self.environment = environment
+    }
+
+    /// One bulk lookup (the registry: one query per 4,096 recipients).
+    /// - Throws: the store's errors (each line needing a token then fails with `deviceTokenLookupFailed`).
+    public func deviceTokens(appID: String, recipients: [String]) throws -> [String: String] {
         try store.deviceTokens(appID: appID, recipients: recipients, environment: environment).mapValues(\.token)
     }
 }

@@ -106,6 +106,7 @@ public struct KeychainSealingKeys: SealingKeyProvider {
             case .interactionNotAllowed:
                 return SealingKeyError(.keyStoreLocked, "\(subject) cannot be read in the keychain's device state: \(e.description)",
                                    suggestion: e.suggestion)
+            case .diskFull: return SealingKeyError(.keyStoreUnwritable, "the keychain is full: \(e.description)", suggestion: e.suggestion)
             default: return SealingKeyError(.keyStoreUnreadable, e.description, suggestion: e.suggestion)
             }
         }

@@ -113,4 +113,23 @@ extension ErrorCode<KeysError> {
     /// A registration created before the recipient's current one (an old record replayed, or
     /// uploaded out of order): refused, the newest registration is the one sealed to.
     public static var staleRegistration: Self { Self("staleRegistration") }
+    /// A registration whose `createdAt` is more than ``DeviceRegistration/maxFutureSeconds``
+    /// after the server's clock (security review G8: it would become primary and refuse the
+    /// real device's later uploads as stale): refused.
+    public static var futureRegistration: Self { Self("futureRegistration") }
+}
+
+extension DeviceRegistration {
+    /// How far a registration's `createdAt` may be ahead of the server's `now`: 300 s (clock
+    /// skew between a phone and the server). Later ones are refused (`futureRegistration`).
+    public static let maxFutureSeconds: Int64 = 300
+
+    /// Refuses a `createdAt` more than ``maxFutureSeconds`` after `now`.
+    /// - Throws: `KeysError` `.futureRegistration`.
+    public static func checkNotFuture(keyID: String, createdAt: Int64, now: Int64) throws {
+        guard createdAt <= now &+ maxFutureSeconds else {
+            throw KeysError(.futureRegistration,
+                "registration \(keyID) was created at \(createdAt), more than \(maxFutureSeconds) s after the server's clock (\(now)): refused (check the device's clock)")
+        }
+    }
 }

@@ -6,7 +6,7 @@ import Foundation
 import PushSealJSON
 import PushSealSystem
 import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// Where the audit trail goes: one JSON object per line for every keyset state change
 /// (generate, add, install, promote, demote, prune, revoke, import, reserve, rotation steps).

@@ -2,8 +2,8 @@ import PushSealCrypto
 import PushSealJSON
 import PushSealSystem
 public import PushSealWire
-public import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeychain
+import PushSealKeyRecords
 
 /// The file keychain's batch path (`push-seal batch` over many recipients): a chunk's seal
 /// counter reservations are written together — every keyset item of the chunk, one flush of
@@ -92,20 +92,22 @@ extension KeyStore: BulkSealingKeyStore {
         var counters: [(query: ItemQuery, data: SecretBytes)] = []
         var missingCounters: [Keyset] = []
         for var ks in sets {
-            let stored = try GenerationCounters.storedGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
-            ks.generation = max(ks.generation, stored) &+ 1
+            let present = try GenerationCounters.presentGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
+            ks.generation = max(ks.generation, present ?? 0) &+ 1
             var bytes = ks.encode()
             items.append((query(ks.appID, ks.recipient), SecretBytes(copying: bytes)))
             SecretBytes.wipe(&bytes)
-            // A stored counter is at least 1 (written after a save), so 0 means none.
-            if stored == 0 { missingCounters.append(ks) } else { counters.append((generationQuery(ks), Self.generationBytes(ks.generation))) }
+            if present == nil { missingCounters.append(ks) }
+            counters.append((generationQuery(ks), Self.generationBytes(ks.generation)))
+        }
+        // A missing counter (a keyset of before 0.2.0) is added first, at 0 (G10: never an item
+        // above 0 without its counter, even after a crash), then raised with the others.
+        for ks in missingCounters {
+            try keychain.add(.genericPassword, service: KeychainNames.generationService(appID: ks.appID), account: ks.recipient,
+                             label: "PushSeal keyset generation", accessGroup: accessGroup, accessibility: accessibility, data: Self.generationBytes(0))
         }
         try keychain.updateData(items)
         try keychain.updateData(counters)
-        for ks in missingCounters {
-            try keychain.add(.genericPassword, service: KeychainNames.generationService(appID: ks.appID), account: ks.recipient,
-                             label: "PushSeal keyset generation", accessGroup: accessGroup, accessibility: accessibility, data: Self.generationBytes(ks.generation))
-        }
     }
 
     func generationQuery(_ ks: Keyset) -> ItemQuery {

@@ -1,12 +1,12 @@
 import PushSealCrypto
-public import PushSealKeyRecords
+import PushSealKeyRecords
 public import PushSealDeviceKeys
 import PushSealKeychain
 
 // A device key store's legacy keysets converted to device key items (moved from DeviceKeyItem+V1.swift).
 extension DeviceKeyItem {
     /// Converts the app's legacy keyset items in a device keychain (service
-    /// `pushseal.keyset:<appID>`, what `push-keys import` wrote before 0.3.0) into kind 1 items:
+    /// `pushseal.keyset:<appID>`, what `push-keys import` wrote before 0.2.0) into kind 1 items:
     /// each keyset is read with its generation check (an old copy put back is refused,
     /// `keysetRolledBack`, and converts nothing), its keys are imported as by
     /// ``importV1(_:expectedAppID:in:accessGroup:)``, then its generation counter is set to

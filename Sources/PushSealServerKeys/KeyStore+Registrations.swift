@@ -1,6 +1,6 @@
 import PushSealCrypto
-public import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeychain
+import PushSealKeyRecords
 
 /// The file keychain as a ``RegistrationStore``. Two more kinds of generic-password item in the
 /// keysets' access group, each a ``V2KeyList`` written under the keysets' lock (`keys.lock`)
@@ -86,7 +86,15 @@ extension KeyStore: V2KeyListStore {
         guard list.appID == appID, list.owner == owner else {
             throw KeysError(.corruptKeyset, "the v2 key item for \(appID)/\(owner) holds another one's keys (\(list.appID)/\(list.owner))")
         }
-        let stored = try storedListGeneration(kind, appID: appID, owner: owner)
+        guard let stored = try GenerationCounters.presentCounter(keychain, service: Self.listGenerationService(kind, appID: appID), account: owner,
+                                                   accessGroup: accessGroup, of: "the v2 key item for \(appID)/\(owner)") else {
+            // G10: a list above generation 0 has its counter (added before its first save).
+            guard list.generation == 0 else {
+                throw KeysError(.keysetRolledBack,
+                    "the v2 key item for \(appID)/\(owner) is generation \(list.generation) but its generation counter item is missing: an old copy put back with the counter removed? refused")
+            }
+            return list
+        }
         guard list.generation >= stored else {
             throw KeysError(.keysetRolledBack,
                 "the v2 key item for \(appID)/\(owner) is generation \(list.generation), older than the \(stored) the store has seen: an old copy of it was put back (restored from a backup?); refused, as it could bring back a revoked registration or a rotated-out sender key")
@@ -110,8 +118,13 @@ extension KeyStore: V2KeyListStore {
             let sink = try audit.open(keychain: keychain)
             // The next generation: the item first, then its counter (a crash in between leaves
             // the counter behind, which the check accepts).
-            let stored = try storedListGeneration(kind, appID: appID, owner: owner)
+            let present = try GenerationCounters.presentCounter(keychain, service: Self.listGenerationService(kind, appID: appID), account: owner,
+                                                  accessGroup: accessGroup, of: "the v2 key item for \(appID)/\(owner)")
+            let stored = present ?? 0
             list.generation = max(existing?.generation ?? 0, stored) &+ 1
+            if present == nil {  // the counter before the first item above 0 (G10)
+                try writeCounter(service: Self.listGenerationService(kind, appID: appID), account: owner, label: "PushSeal v2 key list generation", stored)
+            }
             var bytes = list.encode()
             let data = SecretBytes(copying: bytes)
             SecretBytes.wipe(&bytes)

@@ -7,7 +7,7 @@ import Foundation
 import PushSealCrypto
 import PushSealKeychain
 public import PushSealKeyRecords
-public import PushSealDeviceKeys
+import PushSealDeviceKeys
 
 /// A point a rotation has reached; ``KeyStore/rotate(appID:recipient:graceSeconds:device:promote:now:afterStep:)``
 /// reports each one after it is durably stored (tests kill the process there).

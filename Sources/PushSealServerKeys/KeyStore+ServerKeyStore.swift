@@ -1,8 +1,8 @@
 import PushSealJSON
-public import PushSealCrypto
+import PushSealCrypto
 public import PushSealWire
-public import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeychain
+import PushSealKeyRecords
 
 /// The file keychain as a server store: the lifecycle methods are ``KeyStore``'s own; the
 /// sealing methods below read and reserve through the keysets' lock and the keychain's change

@@ -154,11 +154,17 @@ public final class KeyStore: Sendable {
     }
 
     /// Saves `ks` as the next generation: the keyset item first, then its counter (a crash in
-    /// between leaves the counter behind, which the check accepts).
+    /// between leaves the counter behind, which the check accepts). A missing counter is added
+    /// first, at the generation the store has (G10: no item above 0 without its counter, even
+    /// after a crash).
     func save(_ ks: Keyset, isNew: Bool) throws {
         var ks = ks
-        let stored = try GenerationCounters.storedGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
+        let present = try GenerationCounters.presentGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
+        let stored = present ?? 0
         ks.generation = max(ks.generation, stored) &+ 1
+        if present == nil {
+            try writeCounter(service: KeychainNames.generationService(appID: ks.appID), account: ks.recipient, label: "PushSeal keyset generation", stored)
+        }
         try saveItem(ks, isNew: isNew)
         try writeCounter(service: KeychainNames.generationService(appID: ks.appID), account: ks.recipient, label: "PushSeal keyset generation", ks.generation)
     }

@@ -1,5 +1,5 @@
 import PushSealJSON
-public import PushSealCrypto
+import PushSealCrypto
 public import PushSealWire
 public import PushSealKeyRecords
 

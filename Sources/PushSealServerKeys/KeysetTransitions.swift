@@ -1,7 +1,7 @@
 import PushSealJSON
 import PushSealCrypto
 import PushSealWire
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// What a server store gives the keyset state machine (``KeysetTransitions``): reads, and one
 /// locked read-modify-write of one keyset. The file keychain (``KeyStore``) does it under

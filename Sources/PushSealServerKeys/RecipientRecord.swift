@@ -1,7 +1,7 @@
-public import PushSealCrypto
+import PushSealCrypto
 import PushSealJSON
 import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// Everything a server store holds for one recipient (`push-keys registry import` / `export`):
 /// its v1 keyset (keys, statuses, times, seal counters, an unfinished rotation), its v2
@@ -52,8 +52,13 @@ extension V2KeyList {
     /// - Parameter now: Unix seconds for the audit changes.
     /// - Returns: the audit changes; empty: nothing changed.
     /// - Throws: `KeysError` `.duplicateKeyID` (a key id here with another public or private
-    ///   key: nothing changed), `.invalidState` (the result would have two primaries).
+    ///   key: nothing changed), `.invalidState` (the result would have two primaries),
+    ///   `.futureRegistration` (a registration created more than 5 minutes after the later of
+    ///   `now` and when its store took it, `registeredAt`: a record no store should have taken).
     public mutating func merge(from source: V2KeyList, now: Int64) throws -> [KeysetChange] {
+        if kind == .registrations {
+            for e in source.entries { try DeviceRegistration.checkNotFuture(keyID: e.keyID, createdAt: e.createdAt, now: max(now, e.registeredAt)) }
+        }
         var merged = entries
         var changes: [KeysetChange] = []
         let event = kind == .registrations ? "importRegistration" : "importSenderKey"
@@ -192,22 +197,22 @@ extension KeyStore {
             var counterUpdates: [(query: ItemQuery, data: SecretBytes)] = []
             for f in fresh {
                 var ks = f.keyset
-                let stored = try GenerationCounters.storedGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
-                ks.generation = max(ks.generation, stored) &+ 1
+                let present = try GenerationCounters.presentGeneration(keychain, accessGroup: accessGroup, appID: ks.appID, recipient: ks.recipient)
+                ks.generation = max(ks.generation, present ?? 0) &+ 1
                 var bytes = ks.encode()
                 items.append(NewItem(service: KeychainNames.service(appID: ks.appID), account: ks.recipient, label: "PushSeal keyset", accessGroup: accessGroup,
                                      accessibility: accessibility, data: SecretBytes(copying: bytes)))
                 SecretBytes.wipe(&bytes)
-                if stored == 0 {
+                // A missing counter is added first, at 0, and raised after the items (G10).
+                if present == nil {
                     counterAdds.append(NewItem(service: KeychainNames.generationService(appID: ks.appID), account: ks.recipient, label: "PushSeal keyset generation",
-                                               accessGroup: accessGroup, accessibility: accessibility, data: Self.generationBytes(ks.generation)))
-                } else {
-                    counterUpdates.append((generationQuery(ks), Self.generationBytes(ks.generation)))
+                                               accessGroup: accessGroup, accessibility: accessibility, data: Self.generationBytes(0)))
                 }
+                counterUpdates.append((generationQuery(ks), Self.generationBytes(ks.generation)))
             }
+            try keychain.addItems(counterAdds)
             try keychain.addItems(items)
             try keychain.updateData(counterUpdates)
-            try keychain.addItems(counterAdds)
             for f in fresh {
                 for e in f.events { try writeAudit(e, appID: f.keyset.appID, recipient: f.keyset.recipient, to: sink) }
                 added.insert(f.index)

@@ -8,7 +8,7 @@ import PushSealSystem
 public import PushSealCrypto
 import PushSealWire
 public import PushSealKeychain
-public import PushSealKeyRecords
+import PushSealKeyRecords
 
 /// The sender's view of a server key store (any ``ServerKeyStore``; today the file keychain,
 /// ``KeyStore``): the primary key of each (app id, recipient), with a persistent seal counter.

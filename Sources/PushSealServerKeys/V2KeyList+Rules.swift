@@ -1,15 +1,17 @@
 public import PushSealCrypto
 import PushSealJSON
-public import PushSealKeyRecords
-public import PushSealDeviceKeys
+import PushSealKeyRecords
+import PushSealDeviceKeys
 
 /// The rules of ``RegistrationStore`` on a loaded list (see ``V2KeyList``). Each mutating method
 /// changes the list and returns its audit changes; none means nothing changed (save nothing).
 extension V2KeyList {
     /// Adds `registration` as the primary; the former primary becomes `decryptOnly` at `now`.
     /// The same key id and key again changes nothing.
-    /// - Throws: `KeysError` `.duplicateKeyID`, `.staleRegistration`.
+    /// - Throws: `KeysError` `.duplicateKeyID`, `.staleRegistration`, `.futureRegistration`
+    ///   (`createdAt` more than 5 minutes after `now`).
     public mutating func register(_ registration: DeviceRegistration, now: Int64) throws -> [KeysetChange] {
+        try DeviceRegistration.checkNotFuture(keyID: registration.keyID, createdAt: registration.createdAt, now: now)
         let raw = registration.publicKey.rawRepresentation
         if let same = entries.first(where: { $0.keyID == registration.keyID }) {
             guard same.publicKey == raw else {

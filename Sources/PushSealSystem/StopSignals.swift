@@ -67,6 +67,23 @@ public enum StopSignals {
     /// `true` once SIGINT or SIGTERM arrived after ``install()``.
     public static var isRequested: Bool { stopSignalFlag != 0 }
 
+    /// Pauses the calling thread for `seconds`, or less when a stop is requested (before or
+    /// during the pause): a back-off that SIGINT/SIGTERM cut short (before ``install()``, a
+    /// plain pause). An `EINTR` resumes the pause after the stop check.
+    /// - Parameter seconds: the pause, at least 0.
+    /// - Returns: `false` when a stop was requested, else `true` after the full pause.
+    public static func pause(seconds: Double) -> Bool {
+        let deadline = monotonicNanoseconds() &+ UInt64(max(0, min(seconds, 86_400)) * 1e9)
+        var request = pollfd(fd: stopSignalPipeRead, events: Int16(POLLIN), revents: 0)
+        while !isRequested {
+            let now = monotonicNanoseconds()
+            guard now < deadline else { return true }
+            let milliseconds = Int32(min((deadline - now + 999_999) / 1_000_000, UInt64(Int32.max)))
+            _ = poll(&request, 1, milliseconds)
+        }
+        return false
+    }
+
     /// What ``wait(for:wake:)`` saw first.
     public enum Wait: Sendable {
         /// The file is readable (a read returns at once).

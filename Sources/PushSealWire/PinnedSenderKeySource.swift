@@ -15,4 +15,18 @@ public protocol PinnedSenderKeySource: Sendable {
     /// - Returns: the key.
     /// - Throws: the source's errors: a damaged item, a disabled or expired key, a keychain error.
     func pinnedSenderKey(_ keyID: String) throws -> PinnedSenderKey
+
+    /// Checks, before any sender check, that the device key a version 2 payload names can be
+    /// found as the app's: the commonest setup mistakes (a wrong app id in the extension, an
+    /// extension without the app's keychain group) must be reported as what they are, not as a
+    /// sender key that is not pinned (newcomer review, friction 16).
+    /// - Parameter keyID: the payload's `key_id`.
+    /// - Throws: the source's errors (e.g. the keychain's -34018 or -25300, a wrong app id);
+    ///   nothing when the key's absence is for the key lookup to report.
+    func checkDeviceKey(_ keyID: String) throws
+}
+
+extension PinnedSenderKeySource {
+    /// No check (a source without device keys of its own).
+    public func checkDeviceKey(_ keyID: String) throws {}
 }

@@ -29,6 +29,10 @@ extension ErrorCode<SealingKeyError> {
     public static var keyStoreLocked: Self { Self("keyStoreLocked") }
     /// The key store could not be read (damaged, an I/O error, another store failure).
     public static var keyStoreUnreadable: Self { Self("keyStoreUnreadable") }
+    /// The key store could not be written because its disk is full (or its quota used up:
+    /// a keychain's `errSecDiskFull`, -34): the seal count could not be recorded, so nothing
+    /// was sealed. Free space and retry.
+    public static var keyStoreUnwritable: Self { Self("keyStoreUnwritable") }
 }
 
 // Re-exported so that code importing only this module reads the error's `code`, `reason` and

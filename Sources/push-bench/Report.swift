@@ -68,6 +68,11 @@ struct Machine {
     }
 }
 
+/// The ceiling `push-open`'s peak RSS with an image must stay under, in MiB (issue 28: iOS ends a
+/// Notification Service Extension near 24 MB; the media path decrypts in bounded chunks), shown
+/// beside the measured peak in the image row.
+let pushOpenRSSCapMiB = 20
+
 /// The one table of the run, as Markdown: rows = figures, columns = PushSeal, the raw OpenSSL
 /// loop (crypto core rows only), the Python and Node peers, and the ratios.
 struct Report {
@@ -247,7 +252,8 @@ struct Report {
             let mb = format(Double(settings.imageBytes) / 1_000_000, decimals: 1)
             rows.append(Row(label: "`push-open` cold start, \(mb) MB image", unit: "ms", op: "coldstart-image", size: settings.imageBytes,
                             convert: ms, decimals: 1))
-            rows.append(Row(label: "`push-open` peak RSS, \(mb) MB image", unit: "MiB", op: "coldstart-image-rss", size: settings.imageBytes,
+            rows.append(Row(label: "`push-open` peak RSS, \(mb) MB image (cap \(pushOpenRSSCapMiB) MiB; iOS ends an extension near 24 MB)", unit: "MiB",
+                            op: "coldstart-image-rss", size: settings.imageBytes,
                             convert: mib, decimals: 1))
         }
         return rows

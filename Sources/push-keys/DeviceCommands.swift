@@ -22,6 +22,8 @@ enum DeviceCommands {
     ]
 
     static let output = """
+        REINSTALL: with an application group in the identity, the first run (no \(DeviceReinstall.markerName) in the App Group container: keychain items outlive an uninstall, the container does not) removes PushSeal's leftover items of APP (key items, pins, key manifest, legacy keysets; never another service's items) before making the key, and writes the marker; a container with PushSeal's files but no marker (an update from before it) removes nothing.
+
         OUTPUT: the registration record, one JSON line: {"format":"pushseal-device-key","version":2,"appId","keyId","publicKey","createdAt"} (public data: what the app uploads to its server with its APNs device token); with --json: {"registration": record, "item": attributes}. The private key never leaves the keychain item (service pushseal.key:APP, account = key id, label "\(DeviceKeyItem.v2Label)", accessibility \(DeviceKeyItem.accessibility.rawValue), a 59-byte key record of kind 2, status primary; docs/keychain.md "Device key items").
         """
 
@@ -57,6 +59,11 @@ enum DeviceCommands {
         /// Stores `key` and prints the registration record (text: one JSON line; --json: with the item).
         func store(_ key: X25519.PrivateKey, _ context: CommandContext) throws -> ExitCode {
             let (kc, group) = try caller.open()
+            // The first run after a reinstall removes PushSeal's leftover items of the app first.
+            let removed = try KeychainCommands.mapping { try DeviceReinstall.prepare(kc, accessGroup: group, appID: appID) }
+            if removed > 0 {
+                context.warn("removed \(removed) leftover PushSeal items of \(appID) (a reinstall: the App Group container had no install marker, \(DeviceReinstall.markerName))")
+            }
             let createdAt = now ?? KeyTime.now()
             let keyID = try self.keyID ?? DeviceKeyItem.keyID(for: key.publicKey)
             let item: ItemAttributes

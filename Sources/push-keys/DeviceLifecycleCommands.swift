@@ -253,7 +253,7 @@ struct DeviceListCommand: OptionsCommand {
         notes: KeychainCommands.identityNote + "\n\n" + """
             OUTPUT: one line per item: KIND KEY_ID STATUS createdAt retiredAt notAfter PUBLIC_KEY (KIND v1, v2 or sender; times ISO 8601 UTC, - when unset; status rolledBack for an item the app's key manifest does not vouch for, an older copy put back, which does not open (docs/keychain.md "The key manifest"), damaged for a record that breaks the layout); with --json: {"appId", "keys": [{"kind", "keyId", "status", "createdAt", "retiredAt", "notAfter", "publicKey", "accessGroup", "keyset", "rolledBack"}]} ("status" is the record's own).
 
-            LEGACY KEYSETS: v1 keys still held in a keyset item of the app (pushseal.keyset:APP, written by push-keys import before 0.3.0, not yet converted) are listed too, as v1 lines ending in keyset:RECIPIENT ("keyset": the recipient; null for key items); a key id with a key item shows the item only (it decides). push-keys import of the keyset's next record converts it into key items (docs/keychain.md "Legacy keyset items").
+            LEGACY KEYSETS: v1 keys still held in a keyset item of the app (pushseal.keyset:APP, written by push-keys import before 0.2.0, not yet converted) are listed too, as v1 lines ending in keyset:RECIPIENT ("keyset": the recipient; null for key items); a key id with a key item shows the item only (it decides). push-keys import of the keyset's next record converts it into key items (docs/keychain.md "Legacy keyset items").
             """
     )
 

@@ -13,7 +13,7 @@ struct KeyImportCommand: OptionsCommand {
     let options = [KeyOptions.keychainCreated] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.accessibility,
         .value("--app-id", "APP", "refuse a record for another app id"),
         .flag("--device-items", "the default into a device keychain (IDENTITY given), kept for scripts: one kind 1 item per key in the one device layout (docs/keychain.md \"Device key items\", as the iOS reference writes them), under the app's key manifest"),
-        .flag("--legacy-keyset", "into a device keychain: write the legacy keyset item (pushseal.keyset:APP) instead of key items, as before 0.3.0 (the iOS reference cannot read it; for tests of the legacy reader and of the conversion)"),
+        .flag("--legacy-keyset", "into a device keychain: write the legacy keyset item (pushseal.keyset:APP) instead of key items, as before 0.2.0 (the iOS reference cannot read it; for tests of the legacy reader and of the conversion)"),
         .flag("--accept-seal-count", "into a server keychain: accept a primary key that has already sealed in another store (its seal count is not 0); see keys.md, one key, one sealing store"),
         KeyOptions.grace("grace window of a local primary superseded by the record's newer one"), KeyOptions.now]
     let help = HelpText(
@@ -36,14 +36,14 @@ struct KeyImportCommand: OptionsCommand {
             "A key record holds key bytes: when FILE (or a regular file on standard input) is readable by group or others, a warning on stderr says so (the import goes on); chmod 600 it, or delete it once imported.",
             "Into a server keychain (no IDENTITY), a primary key new to it whose seal count is not 0 is refused: it is sealing in another store, and each store counts only its own seals toward the 2^32 limit. --accept-seal-count imports it anyway (when the other store has stopped sealing with it).",
             "FILE, - or none reads the record from standard input. Into a server keychain (or with --legacy-keyset): a new keyset is created when the keychain has none for the record's app id and recipient; otherwise keys are added and statuses only move forward. When the record's primary is newer than the local one, the local primary becomes decryptOnly for --grace.",
-            "Into a device keychain (IDENTITY given): each key becomes a kind 1 key item (service pushseal.key:APP, account = key id, label \"PushSeal v1 key\", accessibility afterFirstUnlockThisDeviceOnly; docs/keychain.md \"Device key items\"), written under the app's key manifest (the rollback guard); statuses only move forward, a destroyed key's item is deleted, a disabled key keeps no bytes. A legacy keyset item of the same app id and recipient (written before 0.3.0) is converted first: its keys become key items, its generation counter is closed and the item is deleted (--json: convertedKeysetKeyIds). --json: {\"appId\", \"recipient\", \"changedKeyIds\", \"convertedKeysetKeyIds\", \"layout\": \"deviceItems\"}.",
+            "Into a device keychain (IDENTITY given): each key becomes a kind 1 key item (service pushseal.key:APP, account = key id, label \"PushSeal v1 key\", accessibility afterFirstUnlockThisDeviceOnly; docs/keychain.md \"Device key items\"), written under the app's key manifest (the rollback guard); statuses only move forward, a destroyed key's item is deleted, a disabled key keeps no bytes. A legacy keyset item of the same app id and recipient (written before 0.2.0) is converted first: its keys become key items, its generation counter is closed and the item is deleted (--json: convertedKeysetKeyIds). --json: {\"appId\", \"recipient\", \"changedKeyIds\", \"convertedKeysetKeyIds\", \"layout\": \"deviceItems\"}.",
         ], audited: true))
 
     struct Options: CommandOptions {
         let file: String?, store: KeyStoreOptions, accessibility: Accessibility, expectedAppID: String?, now: Int64, grace: Int64
         /// Kind 1 device key items instead of a keyset: a device identity without `--legacy-keyset`.
         let deviceItems: Bool
-        /// `--legacy-keyset`: a keyset item into a device keychain, as before 0.3.0.
+        /// `--legacy-keyset`: a keyset item into a device keychain, as before 0.2.0.
         let legacyKeyset: Bool
         /// `--accept-seal-count`: a server keychain takes a primary that has sealed elsewhere (F11).
         let acceptSealCount: Bool

@@ -11,7 +11,7 @@ enum KeychainCommands {
     /// Every `keychain` subcommand, for the tool's dispatcher.
     static let all: [any Command] = [
         KeychainInitCommand(), KeychainAddCommand(), KeychainGetCommand(), KeychainUpdateCommand(),
-        KeychainDeleteCommand(), KeychainListCommand(), KeychainDeviceStateCommand(),
+        KeychainDeleteCommand(), KeychainListCommand(), KeychainDeviceStateCommand(), KeychainMigrateCommand(),
     ]
 
     static let keychainOption = OptionSpec.value("--keychain", "DIR", "the emulated device keychain directory (required)")

@@ -13,7 +13,7 @@ import PushSealSystem
 enum RegistryCommands {
     static let all: [any Command] = [RegistryMigrateCommand(), RegistryImportCommand(), RegistryExportCommand(), RegistryRewrapCommand(), RegistryNewKEKCommand()]
 
-    static let registry = OptionSpec.value("--registry", "URI", "the registry: any libpq connection URI or string (default: $PUSHSEAL_REGISTRY)")
+    static let registry = OptionSpec.value("--registry", "URI", "the registry: any libpq connection URI or string (default: $PUSHSEAL_REGISTRY). ARGV IS VISIBLE to every local user (ps): never put a password in it; use PGPASSFILE or ~/.pgpass (or $PUSHSEAL_REGISTRY)")
     static let keychain = OptionSpec.value("--keychain", "DIR", "the server keychain directory (required)")
 
     static func exitCodes(_ extra: [String] = []) -> [String] {

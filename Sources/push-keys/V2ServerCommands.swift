@@ -30,7 +30,7 @@ enum V2ServerCommands {
             return try keyMapErrors(body)
         } catch let e as CLIError where e.code == KeysError.Code.unknownRegistration.name {
             throw CLIError(code: e.code, e.message, hint: "the app registers its key: push-keys register --keychain DIR --recipient R RECORD", exitCode: .noInput)
-        } catch let e as CLIError where [KeysError.Code.lowOrderPublicKey.name, KeysError.Code.staleRegistration.name].contains(e.code) {
+        } catch let e as CLIError where [KeysError.Code.lowOrderPublicKey.name, KeysError.Code.staleRegistration.name, KeysError.Code.futureRegistration.name].contains(e.code) {
             throw CLIError(code: e.code, e.message, hint: e.hint, exitCode: .dataError)
         }
     }
@@ -73,7 +73,7 @@ struct RegisterCommand: OptionsCommand {
         ],
         exitCodes: V2ServerCommands.exitCodes(
             usage: ["a bad --recipient, --app-id or --now", "more than one RECORD"],
-            dataError: "a malformed record (not JSON, wrong format or version, a publicKey that is not base64 of 32 bytes, a bad keyId or createdAt), a record for another app id (--app-id), a low-order public key (lowOrderPublicKey), a key id the recipient already has with another key (duplicateKeyID), a record created before the recipient's current registration (staleRegistration)",
+            dataError: "a malformed record (not JSON, wrong format or version, a publicKey that is not base64 of 32 bytes, a bad keyId or createdAt), a record for another app id (--app-id), a low-order public key (lowOrderPublicKey), a key id the recipient already has with another key (duplicateKeyID), a record created before the recipient's current registration (staleRegistration), a record created more than 5 minutes after the server's clock (futureRegistration)",
             noInput: "RECORD missing",
             ioError: "reading RECORD, the keychain, its lock file or the audit log"),
         notes: KeyOptions.notes([

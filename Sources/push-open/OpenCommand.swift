@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import PushSealCLI
+import PushSealCrypto
 import PushSealExtension
 import PushSealKeyRecords
 import PushSealDeviceKeyProviders
@@ -28,6 +29,7 @@ struct OpenCommand: OptionsCommand {
         .value("--budget", "SECONDS", "the extension's time budget in seconds, up to 3600, e.g. 30 or 2.5 (default 30)"),
         .value("--now", "UNIX", "the device clock for exp and key grace windows, seconds since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: now)"),
         .flag("--no-replay-guard", "for trying a payload repeatedly: do not check or record its id in the replay cache (the guard is on by default, as on a device)"),
+        .flag("--fail-attachment-store", "emulate iOS failing to move the attachment into its own store when the content is handed back: the text is shown without it (reason media:storeFailed)"),
         .flag("--allow-insecure-loopback", "allow plain http media from 127.0.0.1, ::1 and localhost (tests)"),
         .flag("--verbose", "print the diagnostic lines (stages, durations, sizes; never plaintext) on stderr"),
     ]
@@ -67,14 +69,16 @@ struct OpenCommand: OptionsCommand {
 
             VERSION 2: a wire format v2 (HPKE) payload opens with the app's v2 device key under its key_id and the sender keys the app pinned, read from the keychain as the extension's identity (docs/keychain.md "Device key items": push-keys device generate / import / rotate / pin-sender write them); once any sender key is pinned a base-mode payload is refused (downgradeRefused). A v1 payload reads only v1 keys, a v2 payload only v2 device keys.
 
-            REPLAY GUARD: as on a device, a notification id is shown once: opening the same payload again gives outcome original, reason replayed. An id is kept until the notification's exp (else iat + 30 days); a notification past that is refused (reason replayTooOld), and so is every notification while the guard's store cannot be read or written (reason replayGuardUnavailable: fail closed). The store (at most \(ReplayGuard.defaultCapacity) ids, 0600) is in the App Group container, DIR/app-groups/GROUP/\(ReplayGuard.fileName), GROUP being the identity's first application group; delete that file, or pass --no-replay-guard, to try a payload again.
+            ATTACHMENTS: as iOS does when the content is handed back, the attachment file is moved into the system's own store, DIR/\(OpenCommand.attachmentStoreName)/<notification>/ (one directory per notification, named by the payload's digest: opening the same payload again replaces it), and the result's url names it there; nothing stays in the App Group container. --fail-attachment-store makes that move fail as it may on a phone: the decrypted text is shown without the attachment, once (decryptedWithoutMedia, media:storeFailed).
+
+            REPLAY GUARD: as on a device, a notification id is shown once: opening the same payload again gives outcome original, reason replayed. An id is kept until the notification's exp (else iat + 30 days); a notification past that is refused (reason replayTooOld), and so is every notification while the guard's store cannot be read or written (reason replayGuardUnavailable: fail closed), and every notification with an id when the identity has no application group (nowhere to keep the store, as on a device). The store (at most \(ReplayGuard.defaultCapacity) ids, 0600) is in the App Group container, DIR/app-groups/GROUP/\(ReplayGuard.fileName), GROUP being the identity's first application group; delete that file, or pass --no-replay-guard, to try a payload again.
             """,
         jsonHelp: "report errors of the command itself as one {\"error\": {\"code\", \"message\"}} object on stdout (the result is JSON already)"
     )
 
     struct Options: CommandOptions {
         let payloadFile: String?, keychainPath: String, appID: String, budget: Double, now: Int64?, identity: IdentityOptions
-        let locale: String?, strings: String?, allowInsecureLoopback: Bool, replayGuard: Bool, verbose: Bool
+        let locale: String?, strings: String?, allowInsecureLoopback: Bool, replayGuard: Bool, verbose: Bool, failAttachmentStore: Bool
         init(parsing a: Arguments) throws {
             payloadFile = try Positionals(a, max: 1).first
             keychainPath = try KeystoreOptions.keychainDirectory(parsing: a)
@@ -87,6 +91,7 @@ struct OpenCommand: OptionsCommand {
             allowInsecureLoopback = a.has("--allow-insecure-loopback")
             replayGuard = !a.has("--no-replay-guard")
             verbose = a.has("--verbose")
+            failAttachmentStore = a.has("--fail-attachment-store")
         }
         func validate() throws {
             // The device keyset's naming rule, as push-seal and push-keys check it: a usage error,
@@ -143,8 +148,14 @@ struct OpenCommand: OptionsCommand {
             allowInsecureLoopback: o.allowInsecureLoopback,
             replayCapacity: o.replayGuard ? ReplayGuard.defaultCapacity : 0, now: clock)
         let logger: any DiagnosticLogger = o.verbose ? VerboseLogger() : NullLogger()
-        let host = ExtensionHost(budgetSeconds: budget, logger: logger, makeExtension: DecryptingServiceExtension.factory(configuration))
-        let result = host.run(UNNotificationRequest(identifier: "push-open", content: UNNotificationContent(apnsPayload: payload, strings: strings), payload: payload))
+        // The system's attachment store beside the App Group containers: delivered attachments are
+        // moved there, as iOS does, one directory per notification (the payload's digest names it).
+        let store = SystemAttachmentStore(directory: URL(fileURLWithPath: keychainPath, isDirectory: true).appendingPathComponent(Self.attachmentStoreName),
+                                          failsToStore: o.failAttachmentStore)
+        let host = ExtensionHost(budgetSeconds: budget, logger: logger, attachmentStore: store,
+                                 makeExtension: DecryptingServiceExtension.factory(configuration))
+        let identifier = "push-open-" + Self.hex((try? SHA256Hasher.hash(input)) ?? []).prefix(32)
+        let result = host.run(UNNotificationRequest(identifier: identifier, content: UNNotificationContent(apnsPayload: payload, strings: strings), payload: payload))
 
         Output.printJSON(Self.json(result))
         switch result.outcome {
@@ -152,6 +163,14 @@ struct OpenCommand: OptionsCommand {
         case .original: return .failure
         case .notInvoked: return ExitCode(2)
         }
+    }
+
+    /// The system's attachment store inside the device directory: `DIR/notification-attachments/`.
+    static let attachmentStoreName = "notification-attachments"
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef")
+        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] })
     }
 
     static func budgetSeconds(_ a: Arguments) throws -> Double {

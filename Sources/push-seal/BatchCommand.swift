@@ -4,6 +4,7 @@ import Foundation
 import PushSealCLI
 import PushSealServerKeys
 import PushSealSender
+import PushSealServer
 
 /// `push-seal batch`: JSON Lines in, JSON Lines out, streaming, every core, order preserved.
 struct BatchCommand: OptionsCommand {
@@ -239,17 +240,5 @@ struct BatchCommand: OptionsCommand {
     /// the task's `DispatchGroup` was waited on.
     final class ChunkResult: @unchecked Sendable {
         var chunk = BatchSealer.Chunk(output: [], failureCount: 0)
-    }
-}
-
-/// A server store's tokens of one environment as the batch's ``DeviceTokenSource``.
-struct StoreDeviceTokens: DeviceTokenSource {
-    let store: any DeviceTokenStore
-    let environment: DeviceTokenEnvironment
-
-    /// One bulk lookup (the registry: one query per 4,096 recipients).
-    /// - Throws: the store's errors (each needing line fails with `deviceTokenLookupFailed`).
-    func deviceTokens(appID: String, recipients: [String]) throws -> [String: String] {
-        try store.deviceTokens(appID: appID, recipients: recipients, environment: environment).mapValues(\.token)
     }
 }

@@ -34,7 +34,7 @@ enum SealExit {
         "65  bad notification: not UTF-8, not JSON, wrong JSON types, over 1 MiB, empty or white-space-only title, subtitle and body, a member a device would reject (media.url not an absolute http(s) URL, a bad locale tag), or a time out of range; an argument that is not UTF-8",
         "66  NOTIFICATION.json missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
         "67  unknown recipient (no keyset and no v2 registration; with --format, none of that version), or the recipient's primary key is destroyed or disabled, or its v2 registration revoked",
-        "74  I/O error (reading the input or writing standard output), or a damaged keychain",
+        "74  I/O error (reading the input or writing standard output), or a damaged keychain, or a full one (keyStoreUnwritable: errSecDiskFull -34, the seal count cannot be recorded)",
         "77  permission denied, the keychain is group- or world-accessible (it must be 0700), or its device state does not allow reading the keyset (errSecInteractionNotAllowed -25308, e.g. beforeFirstUnlock: unlock it)",
     ].withRegistry(lostMidRun: "74 (keyStoreUnreadable)")
 
@@ -45,7 +45,7 @@ enum SealExit {
         "2   at least one line failed (its output line says why); every other line was sealed and written",
         "64  usage error (unknown option, missing argument, an invalid APNs option, an --app-id that breaks the naming rules, a --ttl past 9999-12-31T23:59:59Z, --jobs not 1 to 256, a --first-line that is not an integer of at least 1, an argument that is not UTF-8)",
         "66  LINES.jsonl missing or a directory, or no keychain at DIR (not a directory, or not a keychain)",
-        "74  I/O error reading the input or writing the output, or a damaged keychain",
+        "74  I/O error reading the input or writing the output, or a damaged keychain (a full keychain fails each line as keyStoreUnwritable, exit 2)",
         "77  permission denied, or the keychain is group- or world-accessible (it must be 0700)",
         "130 stopped by SIGINT or SIGTERM: the lines read were sealed and written, stderr says 'stopped after line N'",
     ].withRegistry(lostMidRun: "the line's error keyStoreUnreadable (exit 2)")
@@ -235,7 +235,7 @@ extension SealExit {
     /// The hint the single seal gives for a failure with this code (`nil` for codes whose
     /// remedy depends on the line, such as `invalidJSON`), for `push-seal batch`'s summary.
     static func hint(forFailureCode name: String) -> String? {
-        let codes: [SenderError.Code] = [.keyStoreLocked, .keyStoreInsecure, .keyStoreMissing, .keyStoreUnreadable, .unknownRecipient,
+        let codes: [SenderError.Code] = [.keyStoreLocked, .keyStoreInsecure, .keyStoreMissing, .keyStoreUnreadable, .keyStoreUnwritable, .unknownRecipient,
                                          .noDeviceToken, .keyUnavailable, .sealLimitReached, .payloadTooLarge, .clearPartTooLarge]
         guard let code = codes.first(where: { $0.name == name }) else { return nil }
         return cliError(SenderError(code, "")).hint
@@ -267,6 +267,8 @@ func cliError(_ e: SenderError) -> CLIError {
         return CLIError(code: e.code.name, e.reason, hint: KeychainHint.unlock, exitCode: .noPermission)
     case .keyStoreUnreadable:
         return CLIError(code: e.code.name, e.reason, hint: e.suggestion, exitCode: .ioError)
+    case .keyStoreUnwritable:
+        return CLIError(code: e.code.name, e.reason, hint: e.suggestion ?? "free space on the keychain's file system and retry", exitCode: .ioError)
     case .invalidOption, .emptyFallbackAlert:
         return CLIError(code: e.code.name, e.reason, exitCode: .usage)
     case .sealFailed:

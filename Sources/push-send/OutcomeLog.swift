@@ -6,6 +6,12 @@ import PushSealCLI
 /// Where outcome lines go (standard output or the `--outcomes` file, appended), with the
 /// counts for the summary. Thread-safe: the client's thread and the reading thread both add.
 ///
+/// With `intents` (an `--outcomes` file), each request's ``APNsIntent`` is written as
+/// `{"line":N,"intent":"send","apnsId":"…"}` before any of its bytes go out, in the same
+/// `write(2)` as the outcomes pending then (``recordIntents(_:)``); `--resume` reads both.
+/// The first failed write is kept (``failedWrite``), calls the failure handler once (push-send
+/// stops sending), and nothing more is written.
+///
 /// `@unchecked Sendable` is safe: every stored property is reached only under `lock`.
 final class OutcomeLog: @unchecked Sendable {
     struct Counts {
@@ -25,16 +31,28 @@ final class OutcomeLog: @unchecked Sendable {
     private let lock = PosixLock()
     private let progress: Bool
     private var lastProgress: UInt64 = 0
+    private let intents: Bool
+    private var failureHandler: (@Sendable () -> Void)?
+    /// `recipient` and notification `id` of the lines in flight, by tag (line number).
+    private var contexts: [Int: LineContext] = [:]
+
+    /// What an input line says about its notification, repeated in its outcome line.
+    struct LineContext {
+        var recipient: String?
+        var id: String?
+        var isEmpty: Bool { recipient == nil && id == nil }
+    }
 
     /// The outcome file is a terminal (looked up once, not per line).
     private let terminal: Bool
     /// Reused for each outcome line.
     private var line = JSONWriter(reservingCapacity: 512)
 
-    init(file: FileDescriptor, invalidationsFile: FileDescriptor?, progress: Bool) {
+    init(file: FileDescriptor, invalidationsFile: FileDescriptor?, progress: Bool, intents: Bool = false) {
         self.file = file
         self.invalidationsFile = invalidationsFile
         self.progress = progress
+        self.intents = intents
         terminal = file.isTerminal
     }
 
@@ -44,7 +62,8 @@ final class OutcomeLog: @unchecked Sendable {
     /// every other JSON the tools print. Both give the same bytes for the same outcome.
     func add(_ o: APNsOutcome) {
         lock.withLock {
-            if terminal || !appendPlain(o) { appendWritten(o) }
+            let context = contexts.removeValue(forKey: o.tag) ?? LineContext()
+            if terminal || !appendPlain(o, context) { appendWritten(o, context) }
             pending.append(UInt8(ascii: "\n"))
             count(o.kind.rawValue, status: o.status, reason: o.reason)
             counts.latency.add(nanoseconds: o.latencyNanoseconds)
@@ -52,11 +71,13 @@ final class OutcomeLog: @unchecked Sendable {
     }
 
     /// Appends `o`'s line to `pending` if every string in it is plain ASCII; else `false`, nothing written.
-    private func appendPlain(_ o: APNsOutcome) -> Bool {
+    private func appendPlain(_ o: APNsOutcome, _ context: LineContext) -> Bool {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { buffer -> Bool in
             guard let base = buffer.baseAddress else { return false }
             var l = PlainLine(base: base, capacity: buffer.count)
             l.raw("{\"line\":"); l.integer(Int64(o.tag))
+            if let r = context.recipient { l.raw(",\"recipient\":"); l.string(r) }
+            if let i = context.id { l.raw(",\"id\":"); l.string(i) }
             l.raw(",\"deviceToken\":"); l.string(o.deviceToken)
             l.raw(",\"outcome\":"); l.string(o.kind.rawValue)
             if let s = o.status { l.raw(",\"status\":"); l.integer(Int64(s)) }
@@ -77,13 +98,15 @@ final class OutcomeLog: @unchecked Sendable {
     }
 
     /// Appends `o`'s line to `pending` by the reused `JSONWriter` (any strings, escaped).
-    private func appendWritten(_ o: APNsOutcome) {
+    private func appendWritten(_ o: APNsOutcome, _ context: LineContext) {
         var w = JSONWriter()
         swap(&w, &line)
         defer { swap(&w, &line) }
         w.reset()
         w.beginObject()
         w.key(static: "line"); w.integer(o.tag)
+        if let r = context.recipient { w.key(static: "recipient"); w.string(r) }
+        if let i = context.id { w.key(static: "id"); w.string(i) }
         w.key(static: "deviceToken"); w.string(o.deviceToken)
         w.key(static: "outcome"); w.string(o.kind.rawValue)
         if let s = o.status { w.key(static: "status"); w.integer(s) }
@@ -103,13 +126,58 @@ final class OutcomeLog: @unchecked Sendable {
     }
 
     /// Records a line that was not sent (bad input): outcome `failed`, attempts 0.
-    func addInvalid(line: Int, deviceToken: String, code: String, message: String) {
-        let w = "{\"line\":\(line),\"deviceToken\":\(Output.json(.string(deviceToken))),\"outcome\":\"failed\",\"reason\":\(Output.json(.string(code))),"
+    func addInvalid(line: Int, deviceToken: String, code: String, message: String, context: LineContext = LineContext()) {
+        let w = "{\"line\":\(line),\(Self.contextMembers(context))\"deviceToken\":\(Output.json(.string(deviceToken))),\"outcome\":\"failed\",\"reason\":\(Output.json(.string(code))),"
             + "\"error\":{\"code\":\(Output.json(.string(code))),\"message\":\(Output.json(.string(message)))},\"attempts\":0}\n"
         lock.withLock {
             pending.append(contentsOf: w.utf8)
             count("invalid", status: nil, reason: code)
             if pending.count > 1 << 16 { flushLocked() }
+        }
+    }
+
+    /// Records a line `--resume` does not send again because an earlier run recorded its intent
+    /// and no outcome (it may have reached APNs, and has no collapse id): outcome `failed`,
+    /// reason `mayHaveBeenDelivered`.
+    func addUnconfirmed(line: Int, deviceToken: String, context: LineContext) {
+        let w = "{\"line\":\(line),\(Self.contextMembers(context))\"deviceToken\":\(Output.json(.string(deviceToken))),\"outcome\":\"failed\",\"reason\":\"mayHaveBeenDelivered\",\"resumed\":true,\"attempts\":0}\n"
+        lock.withLock {
+            pending.append(contentsOf: w.utf8)
+            count("failed", status: nil, reason: "mayHaveBeenDelivered")
+            if pending.count > 1 << 16 { flushLocked() }
+        }
+    }
+
+    /// `"recipient":…,"id":…,` (those present), escaped.
+    private static func contextMembers(_ c: LineContext) -> String {
+        var out = ""
+        if let r = c.recipient { out += "\"recipient\":\(Output.json(.string(r))),"}
+        if let i = c.id { out += "\"id\":\(Output.json(.string(i))),"}
+        return out
+    }
+
+    /// Remembers a line's `recipient` and `id` for its outcome line (before it is sent).
+    func note(_ context: LineContext, tag: Int) {
+        guard !context.isEmpty else { return }
+        lock.withLock { contexts[tag] = context }
+    }
+
+    /// The handler called once, on the first failed write (push-send stops sending).
+    func onFirstFailure(_ handler: @escaping @Sendable () -> Void) {
+        lock.withLock { failureHandler = handler }
+    }
+
+    /// Writes the intents (with the outcomes pending) before their requests go out; `false`
+    /// when that write failed (or an earlier one did): the requests must not be sent.
+    /// Without intents (outcomes on standard output), only `true`.
+    func recordIntents(_ list: [APNsIntent]) -> Bool {
+        guard intents else { return lock.withLock { writeFailure == nil } }
+        return lock.withLock {
+            for i in list {
+                pending.append(contentsOf: "{\"line\":\(i.tag),\"intent\":\"send\",\"apnsId\":\(Output.json(.string(i.apnsID)))}\n".utf8)
+            }
+            flushLocked()
+            return writeFailure == nil
         }
     }
 
@@ -148,15 +216,22 @@ final class OutcomeLog: @unchecked Sendable {
         guard writeFailure == nil else { return }
         do {
             try target.writeAll(bytes)
+            return
         } catch let e as SystemError {
             writeFailure = errnoText(e.errno)
+            brokenPipe = e.errno == SystemError.brokenPipe
         } catch {
             writeFailure = "\(error)"
         }
+        failureHandler?()
     }
 
     /// Why the first failed write failed, if one did.
     var failedWrite: String? { lock.withLock { writeFailure } }
+    /// That failure was a closed pipe (the reader went away: a quiet 74).
+    private var brokenPipe = false
+    /// The first failed write was EPIPE.
+    var failedOnBrokenPipe: Bool { lock.withLock { brokenPipe } }
 
     /// The counts so far.
     var snapshot: Counts { lock.withLock { counts } }

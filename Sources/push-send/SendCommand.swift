@@ -12,6 +12,9 @@ enum SendExit {
     static let someFailed = ExitCode(75)
     /// 130: stopped by SIGINT or SIGTERM after finishing the lines read (`stopped after line N`).
     static let interrupted = ExitCode(130)
+    /// 3: stopped because `BadDeviceToken` came in a burst (a development token sent to
+    /// production, or the wrong topic): the lines not sent end `failed` `notSent`.
+    static let badDeviceTokenBurst = ExitCode(3)
 }
 
 /// `push-send`: the whole tool is this one command.
@@ -31,8 +34,8 @@ struct SendCommand: Command {
         .value("--priority", "N", "apns-priority for lines without one: 10, 5 or 1 (background: 5)"),
         .value("--expiration", "SECONDS", "apns-expiration for lines without one: seconds since 1970, 0 for now-or-never"),
         .value("--collapse-id", "ID", "apns-collapse-id for lines without one (at most 64 bytes)"),
-        .value("--outcomes", "FILE", "append the outcome lines to FILE instead of standard output (created 0600)"),
-        .value("--resume", "FILE", "the outcome file of an interrupted run: lines that have an outcome there are not sent again"),
+        .value("--outcomes", "FILE", "append the outcome lines to FILE instead of standard output (created 0600; with an intent line before each request goes out)"),
+        .value("--resume", "FILE", "the outcome file of an interrupted run: lines with a final outcome there are not sent again, failures that never reached APNs are"),
         .value("--invalidations", "FILE", "append the device tokens to delete (410 with its timestamp, or BadDeviceToken) to FILE"),
         .value("--metrics", "FILE", "write the summary as Prometheus text to FILE at the end"),
         .value("--connections", "N", "connections at most (1, up to 16); a retry on a new connection may add one"),
@@ -56,17 +59,19 @@ struct SendCommand: Command {
         exitCodes: [
             "0   every notification was accepted",
             "2   every line has an outcome, some rejected or unregistered by APNs (see their outcome lines)",
+            "3   stopped: BadDeviceToken came in a burst (a development token sent to production, or the wrong topic); stderr says 'stopped after line N'",
             "64  usage error",
             "65  bad input: the .p8 is not a P-256 key, or a line cannot be sent (non-hex token, payload over 4096 bytes, unknown push type …: outcome \"failed\" with attempts 0, nothing sent for it)",
             "66  the input, .p8 or CA file is missing",
             "73  the outcome, invalidation or metrics file cannot be created",
-            "74  I/O error reading the input or writing outcomes",
-            "75  some notifications failed after the retries (no final answer from APNs; see docs/apns.md)",
-            "130 stopped by SIGINT or SIGTERM: the lines read were finished, stderr says 'stopped after line N'",
+            "74  I/O error reading the input or writing outcomes (sending stops at the first failed write: 'stopped after line N'; a closed standard output is quiet)",
+            "75  some notifications failed after the retries (no final answer from APNs; see docs/apns.md), or --resume skipped lines that failed for good",
+            "77  the .p8, outcome or invalidation file is not a regular file of yours with mode 0600, or is a symbolic link",
+            "130 stopped by SIGINT or SIGTERM: nothing more is sent, the requests on a stream get their answer (up to --timeout), stderr says 'stopped after line N'",
         ],
         notes: """
         Retries follow docs/apns.md: 429 and 500/503 back off (503/500 on a new connection), ExpiredProviderToken is retried once with a new token, refused streams and streams after a GOAWAY are resent on another connection, other 4xx are final. A request that may have reached APNs is never sent twice unless it has a collapse id.
-        Provider tokens: one per key, minted at most once per 20 minutes and renewed before it is 60 minutes old. A line's "line" member (push-seal batch writes it) is its number in the outcomes; else its line number in the input. With --resume, lines that have an outcome line in FILE are skipped; a partial last line (a killed run) is ignored.
+        Provider tokens: one per key, minted at most once per 20 minutes and renewed before it is 60 minutes old. A line's "line" member (push-seal batch writes it) is its number in the outcomes; else its line number in the input. With --resume FILE (streamed, any size): a line with a final outcome is skipped; a failure that never reached APNs (connectionFailed, notSent, 429/5xx …) is sent again; a line with an intent and no outcome (a killed run) may have reached APNs: sent again only with a collapse id, else recorded failed mayHaveBeenDelivered. A damaged or partial line is passed over.
         Invalidations: delete a token only if you registered it before the 410's timestamp. BadDeviceToken invalidates only after 10 accepted notifications and never in a burst (a development token sent to production, or a wrong topic).
         The summary (counts per outcome and reason, p50/p99 latency, requests, connections, provider tokens minted) goes to stderr at the end; progress to stderr only when it is a terminal.
         --rate N paces the sends (a token bucket: N a second on average, bursts of 1% of N after an idle time) to stay under a quota; latency counts from the paced send, so the summary's p50/p99 are the latency at that offered rate (with --in-flight notifications always in flight instead, latency is about in-flight / throughput).
@@ -75,16 +80,32 @@ struct SendCommand: Command {
     )
 
     func run(_ context: CommandContext) throws -> ExitCode {
+        // SIGINT/SIGTERM set StopSignals.isRequested (no SA_RESTART: a blocked read returns EINTR);
+        // installed first, so a signal in the first milliseconds is a clean stop too.
+        do {
+            try StopSignals.install()
+        } catch let e as SystemError {
+            throw CLIError(code: "ioError", "cannot set up the stop signals: \(Output.errorText(e.errno))", exitCode: .ioError)
+        }
         let a = context.arguments
         try a.expectPositionals(max: 1)
         let p8 = try a.required("--p8", "FILE")
         let keyID = try a.required("--key-id", "ID")
         let teamID = try a.required("--team-id", "ID")
-        let endpoint = try Self.endpoint(a)
+        let endpoint: APNsEndpoint
+        do {
+            endpoint = try Self.endpoint(a)
+        } catch let e as CLIError where StopSignals.isRequested {
+            // A stop signal interrupted the set-up (a blocked open returns EINTR): a clean stop, nothing sent.
+            _ = e
+            Output.stderr("push-send: stopped after line 0\n")
+            return SendExit.interrupted
+        }
         var configuration = APNsClient.Configuration(endpoint: endpoint)
         configuration.maxConnections = try bounded(a, "--connections", 1...16) ?? 1
         configuration.maxInFlight = try bounded(a, "--in-flight", 1...100_000) ?? 1000
         configuration.maxConcurrentStreams = 1000
+        configuration.stopOnBadDeviceTokenBurst = true
         if let t = try bounded(a, "--timeout", 1...600) { configuration.requestTimeoutSeconds = Double(t) }
         let attempts = try bounded(a, "--attempts", 1...20) ?? 5
         let delayMs = try bounded(a, "--retry-delay", 0...60_000) ?? 1000
@@ -108,10 +129,7 @@ struct SendCommand: Command {
         do {
             tokens = try provider.tokenCache()
         } catch let e as APNsError {
-            let missing: Bool
-            do { missing = try PrivateFile.status(followingLinks: p8) == nil } catch { missing = false }
-            throw CLIError(code: e.code.name, e.reason, hint: missing ? "download the key from developer.apple.com (Certificates, Identifiers & Profiles, Keys) and give its path" : "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id",
-                           exitCode: missing ? .noInput : (e.reason.contains("cannot read") ? .noInput : .dataError))
+            throw Self.providerKeyError(e, path: p8)
         }
 
         // Single payload: PAYLOAD.json is the payload (or push-seal's {payload, headers}); checked before anything is sent.
@@ -120,30 +138,45 @@ struct SendCommand: Command {
             single = try Self.singleNotification(path: path, token: token, defaults: defaults)
         }
 
-        let resumed = try a.value("--resume").map(Self.readResume) ?? []
-        let outcomesFile = try a.value("--outcomes").map { try Self.openAppend($0, what: "outcome") } ?? .standardOutput
+        let resumePath = a.value("--resume")
+        let resume = try resumePath.map(ResumeState.read)
+        let outcomesPath = a.value("--outcomes")
+        let outcomesFile = try outcomesPath.map { try Self.openAppend($0, what: "outcome") } ?? .standardOutput
         let invalidationsFile = try a.value("--invalidations").map { try Self.openAppend($0, what: "invalidation") }
-        let log = OutcomeLog(file: outcomesFile, invalidationsFile: invalidationsFile, progress: Output.isTerminal(2))
+        // Intents go to an --outcomes file only (standard output carries one outcome line per input line).
+        let log = OutcomeLog(file: outcomesFile, invalidationsFile: invalidationsFile, progress: Output.isTerminal(2), intents: outcomesPath != nil)
 
         let client: APNsClient
         do {
             client = try APNsClient(configuration: provider.client, tokens: tokens, onOutcome: { log.add($0) },
-                                    onInvalidation: { log.addInvalidation($0) }, afterOutcomes: { log.flush() })
+                                    onInvalidation: { log.addInvalidation($0) }, afterOutcomes: { log.flush() },
+                                    beforeSending: { log.recordIntents($0) })
         } catch let e as APNsError {
             throw CLIError(code: e.code.name, e.reason, exitCode: e.code == .badEndpoint ? .noInput : .failure)
         }
-        // SIGINT/SIGTERM set StopSignals.isRequested (no SA_RESTART: a blocked read returns EINTR).
-        do {
-            try StopSignals.install()
-        } catch let e as SystemError {
-            client.finish()
-            throw CLIError(code: "ioError", "cannot set up the stop signals: \(Output.errorText(e.errno))", exitCode: .ioError)
+        // The first outcome that cannot be written stops the sending: nothing goes out unrecorded.
+        log.onFirstFailure { client.stopSending() }
+        // A stop signal reaches the client at once, also while this thread waits for a place in
+        // the in-flight window (which only outcomes free): a watcher thread, ended by `watchEnd`.
+        let watchEnd = try? WakeUpPipe()
+        if let watchEnd {
+            _ = withAllSignalsBlocked {
+                startDetachedThread {
+                    let file = FileDescriptor(borrowing: watchEnd.readEnd, path: "")
+                    if case .stopped? = try? StopSignals.wait(for: file) { client.stopSending() }
+                }
+            }
         }
+        defer { watchEnd?.wake() }
+        func mustStop() -> Bool { StopSignals.isRequested || log.failedWrite != nil || client.statistics.sendingStopped }
+
         var lastLine = 0
-        var stopped = false
+        var resumed = ResumeCounts()
         if let single {
-            try? client.send(single, tag: 1)
-            lastLine = 1
+            if !mustStop() {
+                try? client.send(single, tag: 1)
+                lastLine = 1
+            }
         } else {
             var input = FileDescriptor.standardInput
             if let p = a.positionals.first, p != "-" {
@@ -156,56 +189,115 @@ struct SendCommand: Command {
             }
             var reader = InputLines(file: input)
             var headerCache = SendInput.HeaderCache()
+            var lineContext = OutcomeLog.LineContext()
             do {
-                while let (bytes, overlong) = try reader.next(stop: { StopSignals.isRequested }) {
+                while !mustStop(), let (bytes, overlong) = try reader.next(stop: { StopSignals.isRequested }) {
                     let physical = reader.lineNumber
-                    lastLine = physical
                     if overlong {
-                        log.addInvalid(line: physical, deviceToken: "", code: "lineTooLong", message: "the line is over \(InputLines.maxLineByteCount) bytes")
+                        if resume?.isFinal(physical) != true {
+                            log.addInvalid(line: physical, deviceToken: "", code: "lineTooLong", message: "the line is over \(InputLines.maxLineByteCount) bytes")
+                        }
+                        lastLine = physical
                         continue
                     }
-                    if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+                    if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
+                        lastLine = physical
+                        continue
+                    }
                     // Not validated here: client.send checks the notification and throws the same errors.
-                    switch SendInput.parse(bytes, physicalLine: physical, defaults: defaults, cache: &headerCache, validating: false) {
+                    switch SendInput.parse(bytes, physicalLine: physical, defaults: defaults, cache: &headerCache, validating: false, context: &lineContext) {
                     case .notification(let line, let n):
-                        if resumed.contains(line) { continue }
+                        if let resume {
+                            switch resume.decision(line, hasCollapseID: n.collapseID != nil) {
+                            case .skip(let success):
+                                resumed.skip(success: success, rejected: resume.isRejected(line))
+                                lastLine = physical
+                                continue
+                            case .failMayHaveBeenDelivered:
+                                log.addUnconfirmed(line: line, deviceToken: n.deviceToken, context: lineContext)
+                                resumed.unconfirmed += 1
+                                lastLine = physical
+                                continue
+                            case .send:
+                                if resume.wasFailedOrInterrupted(line) { resumed.resent += 1 }
+                            }
+                        }
                         Self.pace(&pacer)
+                        // A stop that came while this line was read or paced: it is not sent.
+                        if mustStop() { break }
+                        log.note(lineContext, tag: line)
                         do {
                             try client.send(n, tag: line)
                         } catch let e as APNsError {
-                            log.addInvalid(line: line, deviceToken: n.deviceToken, code: e.code.name, message: e.reason)
+                            log.addInvalid(line: line, deviceToken: n.deviceToken, code: e.code.name, message: e.reason, context: lineContext)
                         }
                     case .invalid(let line, let token, let code, let message):
-                        if resumed.contains(line) { continue }
-                        log.addInvalid(line: line, deviceToken: token, code: code, message: message)
+                        if let resume, resume.isFinal(line) {
+                            resumed.skip(success: false, rejected: false)
+                        } else {
+                            log.addInvalid(line: line, deviceToken: token, code: code, message: message, context: lineContext)
+                        }
                     }
-                    if StopSignals.isRequested { break }
+                    lastLine = physical
                 }
             } catch {
+                client.stopSending()
                 client.finish()
                 log.flush()
                 throw error
             }
-            stopped = StopSignals.isRequested
         }
+        let stopped = mustStop()
+        if stopped { client.stopSending() }
         client.finish()
         log.flush()
         if Output.isTerminal(2) { Output.stderr("\n") }
-        if let why = log.failedWrite {
-            throw CLIError(code: "ioError", "cannot write the outcomes: \(why)", exitCode: .ioError)
-        }
         let counts = log.snapshot
         let statistics = client.statistics
+        if let why = log.failedWrite {
+            // R1/R9: nothing was sent after the first outcome that could not be written.
+            if log.failedOnBrokenPipe && outcomesPath == nil {
+                var quiet = CLIError(code: "ioError", "cannot write the outcomes: \(why)", exitCode: .ioError)
+                quiet.isSilent = true
+                throw quiet
+            }
+            Output.stderr(Summary.text(counts, statistics: statistics, mints: tokens.mintCount))
+            throw CLIError(code: "ioError", "cannot write the outcomes: \(why); stopped after line \(lastLine)",
+                           hint: "the notifications sent before have their outcome or intent in the file; give it more room, then rerun with --resume FILE --outcomes FILE",
+                           exitCode: .ioError)
+        }
         Output.stderr(Summary.text(counts, statistics: statistics, mints: tokens.mintCount))
+        if let resumePath { Output.stderr(resumed.summary(path: resumePath)) }
         if let m = a.value("--metrics") { try Summary.writePrometheus(m, counts, statistics: statistics, mints: tokens.mintCount) }
-        if stopped {
+        if StopSignals.isRequested {
             Output.stderr("push-send: stopped after line \(lastLine)\n")
             return SendExit.interrupted
         }
-        if (counts.byOutcome["failed"] ?? 0) > 0 { return SendExit.someFailed }
+        if statistics.badDeviceTokenBurst && statistics.sendingStopped {
+            Output.stderr("push-send: stopped after line \(lastLine): BadDeviceToken came in a burst, so every token would fail the same way (a development token sent to production, or the wrong topic); the notifications not sent end failed notSent\n"
+                          + "hint: check --environment and the topic, then rerun with --resume FILE --outcomes FILE\n")
+            return SendExit.badDeviceTokenBurst
+        }
+        if (counts.byOutcome["failed"] ?? 0) > 0 || resumed.skippedFailed > 0 { return SendExit.someFailed }
         if (counts.byOutcome["invalid"] ?? 0) > 0 { return .dataError }
-        if (counts.byOutcome["rejected"] ?? 0) + (counts.byOutcome["unregistered"] ?? 0) > 0 { return SendExit.someRejected }
+        if (counts.byOutcome["rejected"] ?? 0) + (counts.byOutcome["unregistered"] ?? 0) + resumed.skippedRejected > 0 { return SendExit.someRejected }
         return .success
+    }
+
+    /// The CLI error for a provider key that cannot be used: 66 missing or unreadable, 77 held
+    /// to the private-file rules and breaking them (mode, owner, link), 65 not a P-256 key.
+    static func providerKeyError(_ e: APNsError, path: String) -> CLIError {
+        let missing: Bool
+        do { missing = try PrivateFile.status(followingLinks: path) == nil } catch { missing = false }
+        if missing {
+            return CLIError(code: e.code.name, e.reason, hint: "download the key from developer.apple.com (Certificates, Identifiers & Profiles, Keys) and give its path", exitCode: .noInput)
+        }
+        if e.reason.hasPrefix("the .p8 key file ") {
+            return CLIError(code: "insecureKeyFile", e.reason, hint: "the .p8 signs for every user of the app: keep it a regular file of yours, mode 0600 (chmod 600 \(quoted(path)))",
+                            exitCode: .noPermission)
+        }
+        return CLIError(code: e.code.name, e.reason, hint: "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id",
+                        exitCode: e.reason.contains("cannot read") ? .noInput : .dataError)
     }
 
     /// Waits until `pacer` (--rate) allows the next send, and takes it; at once without one.
@@ -274,31 +366,27 @@ struct SendCommand: Command {
         }
     }
 
-    /// The line numbers that have an outcome in an earlier run's outcome file.
-    static func readResume(_ path: String) throws -> Set<Int> {
-        let bytes = try InputReader.readAll(path, limitByteCount: 1 << 30)
-        var done = Set<Int>()
-        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: true)
-        if bytes.last != 0x0A, !lines.isEmpty { lines.removeLast() } // a partial last line: the run was killed while writing it
-        for l in lines {
-            guard case .object(let o)? = try? JSONReader.parse(Array(l)), let n = o["line"]?.integerValue,
-                  let outcome = o["outcome"]?.stringValue, ["accepted", "rejected", "unregistered", "failed"].contains(outcome) else { continue }
-            done.insert(Int(n))
-        }
-        return done
-    }
-
-    /// Opens `path` for appending (created 0600); a partial last line is ended first.
+    /// Opens `path` for appending by the private-file rules (created 0600 with `O_EXCL`
+    /// semantics of ``PrivateFile``; an existing one must be a regular file of the user's, mode
+    /// 0600, not a link), read-write so that its last byte can be read: a partial last line (a
+    /// killed run, a full disk) is ended first, or the open fails.
+    /// - Throws: `CLIError` 73 (cannot open or end the line), 77 (breaks the rules).
     static func openAppend(_ path: String, what: String) throws -> FileDescriptor {
         let file: FileDescriptor
         do {
-            file = try FileDescriptor.open(path, [.writeOnly, .create, .append], mode: 0o600)
+            file = try PrivateFile.open(path, [.readWrite, .create, .append], what: "\(what) file")
         } catch let e as SystemError {
+            if e.errno == 0 {
+                throw CLIError(code: "insecureFile", "the \(what) file \(e.reason)", hint: "it holds device tokens: a regular file of yours, mode 0600 (chmod 600 \(quoted(path))), not a link",
+                               exitCode: .noPermission)
+            }
             throw CLIError(code: "cannotCreate", "cannot open the \(what) file \(quoted(path)): \(Output.errorText(e.errno))", exitCode: .cannotCreate)
         }
-        if let size = try? PrivateFile.status(of: file).byteCount, size > 0,
-           let last = try? file.byte(atOffset: size - 1), last != 0x0A {
-            try? file.writeAll([0x0A])
+        do {
+            let size = try PrivateFile.status(of: file).byteCount
+            if size > 0, try file.byte(atOffset: size - 1) != 0x0A { try file.writeAll([0x0A]) }
+        } catch let e as SystemError {
+            throw CLIError(code: "cannotCreate", "cannot end the partial last line of the \(what) file \(quoted(path)): \(Output.errorText(e.errno))", exitCode: .cannotCreate)
         }
         return file
     }

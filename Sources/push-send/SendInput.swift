@@ -46,11 +46,20 @@ enum SendInput {
     /// (``APNsClient/send(_:tag:)`` checks it and throws the same errors).
     static func parse(_ bytes: [UInt8], physicalLine: Int, defaults: Defaults) -> Parsed {
         var cache = HeaderCache()
-        return parse(bytes, physicalLine: physicalLine, defaults: defaults, cache: &cache, validating: true)
+        var context = OutcomeLog.LineContext()
+        return parse(bytes, physicalLine: physicalLine, defaults: defaults, cache: &cache, validating: true, context: &context)
     }
 
-    /// ``parse(_:physicalLine:defaults:)`` reusing `cache` from the line before.
-    static func parse(_ bytes: [UInt8], physicalLine: Int, defaults: Defaults, cache: inout HeaderCache, validating: Bool) -> Parsed {
+    /// The longest `recipient` or `id` repeated in an outcome line, in bytes (longer: left out).
+    static let maxContextByteCount = 1024
+
+    /// ``parse(_:physicalLine:defaults:)`` reusing `cache` from the line before; `context` gets
+    /// the line's `recipient` and `id` (strings), for its outcome line, whatever the result.
+    static func parse(_ bytes: [UInt8], physicalLine: Int, defaults: Defaults, cache: inout HeaderCache, validating: Bool,
+                      context: inout OutcomeLog.LineContext) -> Parsed {
+        context = OutcomeLog.LineContext()
+        var found = OutcomeLog.LineContext()
+        defer { context = found }
         var line = physicalLine
         var token = defaults.deviceToken ?? ""
         var payload: [UInt8]?
@@ -82,6 +91,11 @@ enum SendInput {
                             throw SendLineError(code: "badLine", message: "\"line\" is not a positive integer")
                         }
                         line = Int(n)
+                    } else if s.rawEquals(key, "recipient") || s.rawEquals(key, "id") {
+                        let isRecipient = s.rawEquals(key, "recipient")
+                        if case .string(let v) = try s.readValue(), v.utf8.count <= Self.maxContextByteCount {
+                            if isRecipient { found.recipient = v } else { found.id = v }
+                        }
                     } else if s.rawEquals(key, "error") {
                         let e = try s.readValue()
                         batchError = e["code"]?.stringValue ?? "sealFailed"

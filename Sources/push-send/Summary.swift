@@ -13,7 +13,8 @@ enum Summary {
                 .map { "\($0.key.split(separator: " ").dropFirst().filter { $0 != "-" }.joined(separator: " ")): \($0.value)" }
             parts.append("\(n) \(o == "invalid" ? "not sent (bad input)" : o)" + (reasons.isEmpty ? "" : " (" + reasons.joined(separator: ", ") + ")"))
         }
-        var out = "push-send: \(c.total) notifications: " + (parts.isEmpty ? "none" : parts.joined(separator: ", ")) + "\n"
+        // Reasons come from the server: shown escaped (no terminal control, one line).
+        var out = "push-send: \(c.total) notifications: " + Output.terminalSafe(parts.isEmpty ? "none" : parts.joined(separator: ", ")) + "\n"
         let p50 = c.latency.quantile(0.5).map { format($0) } ?? "-"
         let p99 = c.latency.quantile(0.99).map { format($0) } ?? "-"
         out += "push-send: latency p50 \(p50) ms, p99 \(p99) ms; \(s.requests) requests\(s.refusedStreamsResent > 0 ? " (and \(s.refusedStreamsResent) refused streams resent)" : ""), \(s.connectionsOpened) connections opened, \(mints) provider token\(mints == 1 ? "" : "s") minted\n"
@@ -35,10 +36,17 @@ enum Summary {
         for (o, n) in c.byOutcome.sorted(by: { $0.key < $1.key }) {
             let reasons = c.byReason.filter { $0.key.hasPrefix(o + " ") }
             var rest = n
-            for (k, v) in reasons.sorted(by: { $0.key < $1.key }) {
+            // Only known reasons (or plain codes) become label values; the others are summed as `other`.
+            var byLabel: [String: Int] = [:]
+            for (k, v) in reasons {
                 let f = k.split(separator: " ")
-                t += "pushsend_notifications_total{outcome=\"\(o)\",status=\"\(f.count > 1 ? f[1] : "-")\",reason=\"\(f.count > 2 ? f[2] : "")\"} \(v)\n"
+                let reason = f.count > 2 ? APNsReason.labelValue(f[2...].joined(separator: " ")) : ""
+                byLabel["\(f.count > 1 ? f[1] : "-") \(reason)", default: 0] += v
                 rest -= v
+            }
+            for (k, v) in byLabel.sorted(by: { $0.key < $1.key }) {
+                let f = k.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
+                t += "pushsend_notifications_total{outcome=\"\(o)\",status=\"\(f[0])\",reason=\"\(f.count > 1 ? f[1] : "")\"} \(v)\n"
             }
             if rest > 0 { t += "pushsend_notifications_total{outcome=\"\(o)\",status=\"\(o == "accepted" ? "200" : "-")\",reason=\"\"} \(rest)\n" }
         }

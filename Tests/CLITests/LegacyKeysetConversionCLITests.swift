@@ -3,7 +3,7 @@ import PushSealKeychain
 import PushSealKeyRecords
 import Testing
 
-/// Device keychains provisioned before 0.3.0 hold a keyset item (docs/keychain.md "Legacy keyset
+/// Device keychains provisioned before 0.2.0 hold a keyset item (docs/keychain.md "Legacy keyset
 /// items"): still read, listed by `device list`, and converted into kind 1 key items by the next
 /// `push-keys import` (and `rotate --device-keychain`); a keyset item put back afterwards is refused.
 @Suite struct LegacyKeysetConversionCLITests {
@@ -15,7 +15,7 @@ import Testing
         let r = "alice-iphone"
         #expect(try KeysCLI.keys(["generate", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", r]).status == 0)
         let first = try KeysCLI.keys(["export", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", r]).stdout
-        // The pre-0.3.0 form, as --legacy-keyset still writes it.
+        // The pre-0.2.0 form, as --legacy-keyset still writes it.
         let legacy = try KeysCLI.keys(["import", "--keychain", dev, "--entitlements", app, "--legacy-keyset", "--json", "-"], stdin: Array(first.utf8))
         #expect(legacy.status == 0 && KeysCLI.json(legacy.stdout)["created"] as? Bool == true, "\(legacy.stdout) \(legacy.stderr)")
         let keyID = try #require((KeysCLI.json(first)["keys"] as? [[String: Any]])?.first?["keyId"] as? String)

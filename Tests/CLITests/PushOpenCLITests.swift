@@ -30,8 +30,8 @@ struct PushOpenCLITests {
 
     /// A scratch directory with a device keychain `dev` holding the cases' key under `k1`
     /// (imported by `push-keys import` as the app), and `ext.json` for the extension.
-    static func setUp(accessibility: String = "afterFirstUnlockThisDeviceOnly") throws -> URL {
-        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("pushseal-open-\(UUID().uuidString)")
+    static func setUp(accessibility: String = "afterFirstUnlockThisDeviceOnly", directoryName: String? = nil) throws -> URL {
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(directoryName ?? "pushseal-open-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         #expect(try run("push-keys", ["keychain", "init", "--keychain", "dev"], in: dir).status == 0)
         let record = #"{"format":"pushseal-key-record","version":1,"appId":"com.example.app","recipient":"device","keys":[{"keyId":"k1","status":"primary","createdAt":1700000000,"promotedAt":1700000000,"sealCount":0,"key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}]}"#

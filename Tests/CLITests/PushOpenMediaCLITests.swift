@@ -83,8 +83,12 @@ struct PushOpenMediaCLITests {
         try Self.expectAttached(r, json)
         for url in stale { #expect(!FileManager.default.fileExists(atPath: url.path), "\(url.lastPathComponent) was not swept") }
         let attachment = try #require((json["attachments"] as? [[String: Any]])?.first?["url"] as? String)
-        #expect(URL(fileURLWithPath: attachment).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent == "Attachments",
-                "the attachment is not in a directory of its own under Attachments/: \(attachment)")
+        // Handed back, the attachment was moved into the system's store (a directory per
+        // notification), and the container's Attachments/ keeps nothing of it.
+        #expect(URL(fileURLWithPath: attachment).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent == "notification-attachments",
+                "the attachment is not in a directory of its own in the system's store: \(attachment)")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: container.appendingPathComponent("Attachments").path)) ?? []
+        #expect(left.isEmpty, "\(left)")
     }
 
     /// F7 of the December review: without the test flag, a media URL whose name resolves to the

@@ -68,4 +68,32 @@ import Testing
             #expect(r.status == 64, "\(option): \(r.stderr)")
         }
     }
+
+    /// Newcomer friction 16: the two commonest Xcode mistakes in auth mode are reported as what
+    /// they are, before any sender check (0031154 said `unknownSenderKey`, "pin it", for both).
+    @Test func aWrongAppIDAndAMissingKeychainGroupAreReportedBeforeTheSenderCheck() throws {
+        let dir = try Self.setUp()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Self.pin(in: dir)
+        // PushSealAppID set to the extension's own bundle id.
+        let wrongApp = try PushOpenCLITests.run("push-open", ["--keychain", "dev", "--app-id", "com.example.app.NotificationService"] + Self.identity
+                                                + ["--no-replay-guard", "-"], in: dir, stdin: try Self.payload("ok-auth.vector"))
+        #expect(wrongApp.json["reason"] as? String == "wrongAppID", "\(wrongApp.stdout)")
+        let detail = wrongApp.json["detail"] as? String ?? ""
+        #expect(detail.contains("com.example.app.NotificationService") && detail.contains("app com.example.app,"), "\(detail)")
+        // No Keychain Sharing: the extension has only its own group; naming the app's group is
+        // -34018, searching its own groups finds nothing of the app (-25300).
+        let own = ["--access-group", "T.com.example.app.NotificationService"]
+        let searched = try PushOpenCLITests.run("push-open", ["--keychain", "dev", "--app-id", "com.example.app"] + own
+                                                + ["--no-replay-guard", "-"], in: dir, stdin: try Self.payload("ok-auth.vector"))
+        #expect(searched.json["reason"] as? String == "keychain:errSecItemNotFound(-25300)", "\(searched.stdout)")
+        #expect((searched.json["detail"] as? String ?? "").contains("Keychain Sharing"))
+        try #"{"keychain-access-groups": ["T.com.example.app.NotificationService"]}"#.write(to: dir.appendingPathComponent("ext.json"), atomically: true, encoding: .utf8)
+        let named = try PushOpenCLITests.run("push-open", ["--keychain", "dev", "--app-id", "com.example.app", "--entitlements", "ext.json",
+                                                           "--access-group", "T.shared", "--no-replay-guard", "-"], in: dir, stdin: try Self.payload("ok-auth.vector"))
+        #expect(named.json["reason"] as? String == "keychain:errSecMissingEntitlement(-34018)", "\(named.stdout)")
+        // A key id the app simply does not have is still the sender check's or the key's own reason.
+        #expect(try Self.open("unknown-sender-key.vector", in: dir).json["reason"] as? String == "unknownSenderKey")
+    }
 }
+

@@ -57,7 +57,7 @@ private struct TypedProbe: OptionsCommand {
         let t = Tool(name: "probe", overview: "o", commands: tool.commands,
                      printer: Printer(out: { sink.out += $0 }, err: { sink.err += $0 }))
         #expect(t.run(["--version"]) == .success)
-        #expect(sink.out == "probe \(PushSealVersion.current) (PushSeal, wire format v1)\n")
+        #expect(sink.out == "probe \(PushSealVersion.current) (PushSeal, wire formats v1 and v2)\n")
         #expect(t.run(["solo", "--name", "bad"]) == .dataError)
         #expect(sink.err.contains("probe: error: bad name"))
     }

@@ -9,7 +9,7 @@ import Testing
     func everyToolPrintsThePackageVersion(_ tool: String) throws {
         let r = try KeysCLI.run(KeysCLI.buildDirectory.appendingPathComponent(tool).path, ["--version"])
         #expect(r.status == 0, "\(tool) --version: \(r.stderr)")
-        #expect(r.stdout == "\(tool) \(PushSealVersion.current) (PushSeal, wire format v1)\n")
+        #expect(r.stdout == "\(tool) \(PushSealVersion.current) (PushSeal, wire formats v1 and v2)\n")
         #expect(r.stderr.isEmpty)
     }
 

@@ -40,7 +40,7 @@ import PushSealExtension
 
     static func open(_ payload: JSONValue, device: X25519.PrivateKey, pinned: [PinnedSenderKey]) -> ExtensionHost.Result {
         let config = DecryptingServiceConfiguration(appID: appID, keyProvider: DeviceKeys(keys: [deviceKeyID: device]),
-                                                    opener: WireFormatOpener(registry: .opening(pinnedSenders: pinned)))
+                                                    opener: WireFormatOpener(registry: .opening(pinnedSenders: pinned)), replayCapacity: 0)
         let host = ExtensionHost(budgetSeconds: 5, makeExtension: DecryptingServiceExtension.factory(config))
         return host.run(UNNotificationRequest(identifier: "v2", apnsPayload: payload))
     }
@@ -72,7 +72,7 @@ import PushSealExtension
         #expect(r.content?.title == "Lunch?")
         #expect(r.content?.body == "Noon at the usual place")
         // A version-1-only extension shows the original content (FORMAT.md §V.10).
-        let config = DecryptingServiceConfiguration(appID: Self.appID, keyProvider: DeviceKeys(keys: [Self.deviceKeyID: device]))
+        let config = DecryptingServiceConfiguration(appID: Self.appID, keyProvider: DeviceKeys(keys: [Self.deviceKeyID: device]), replayCapacity: 0)
         let v1 = ExtensionHost(budgetSeconds: 5, makeExtension: DecryptingServiceExtension.factory(config))
             .run(UNNotificationRequest(identifier: "v1", apnsPayload: .object(o)))
         #expect(v1.outcome == .original)
@@ -134,7 +134,8 @@ import PushSealExtension
         #expect(reason(.object(auth), pinned: [zeroPin]) == "zeroSharedSecret")
         // A device key of the wrong size from the provider.
         struct Short: NotificationKeyProvider { func key(for keyID: String) throws -> SecretBytes { SecretBytes(copying: [1, 2, 3]) } }
-        let config = DecryptingServiceConfiguration(appID: Self.appID, keyProvider: Short(), opener: WireFormatOpener(registry: .opening(pinnedSenders: pinned)))
+        let config = DecryptingServiceConfiguration(appID: Self.appID, keyProvider: Short(), opener: WireFormatOpener(registry: .opening(pinnedSenders: pinned)),
+                                                    replayCapacity: 0)
         let short = ExtensionHost(budgetSeconds: 5, makeExtension: DecryptingServiceExtension.factory(config))
             .run(UNNotificationRequest(identifier: "short", apnsPayload: .object(auth)))
         #expect(short.reason == "invalidKey")
@@ -181,7 +182,7 @@ import PushSealExtension
         let old = try X25519.PrivateKey(), new = try X25519.PrivateKey(), s = try Self.sender("snd-1")
         let keys = ReplaceableKeys(old)
         let config = DecryptingServiceConfiguration(appID: Self.appID, keyProvider: keys,
-                                                    opener: WireFormatOpener(registry: .opening(pinnedSenders: [try s.pin])))
+                                                    opener: WireFormatOpener(registry: .opening(pinnedSenders: [try s.pin])), replayCapacity: 0)
         func open(_ o: JSONObject) -> ExtensionHost.Result {
             ExtensionHost(budgetSeconds: 5, makeExtension: DecryptingServiceExtension.factory(config))
                 .run(UNNotificationRequest(identifier: "rotate", apnsPayload: .object(o)))

@@ -74,13 +74,7 @@ final class MockAPNs: @unchecked Sendable {
         process.standardInput = stdin
         try process.run()
         // Wait for the ready line (a blocking read: the event itself, no sleep).
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let words = String(decoding: line, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
+        let (line, words) = Self.readyLine(out)
         guard words.count >= 3, words[0] == "listening", let port = Int(words[1]) else {
             process.terminate()
             let hint = kind == .node ? "is node 20 installed?" : "its error is on stderr; fault scripts need the Node mock"
@@ -118,6 +112,20 @@ final class MockAPNs: @unchecked Sendable {
     deinit {
         stop()
         try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+extension MockAPNs {
+    /// A child's first line on `out` (a blocking read until its newline or end), and its words:
+    /// the mocks' and the fault proxy's `listening PORT …`.
+    static func readyLine(_ out: Pipe) -> (line: Data, words: [Substring]) {
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        return (line, String(decoding: line, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }))
     }
 }
 

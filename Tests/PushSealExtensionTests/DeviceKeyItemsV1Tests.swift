@@ -81,4 +81,28 @@ import Testing
             try DeviceKeyItem.importV1(try Self.record(Self.entry("k4", "primary")), expectedAppID: "com.example.other", in: app, accessGroup: sharedGroup)
         }
     }
+
+    /// Security review G9: a key the manifest lists whose kind 1 item was removed around the
+    /// toolkit is missing (`keyRolledBack`), never looked up in the legacy keyset (0031154: the
+    /// keyset's copy of the revoked key opened again).
+    @Test func theLegacyKeysetIsSubjectToTheManifest() throws {
+        let fixture = try DeviceFixture()  // holds the legacy keyset with k1 = the cases' key, primary
+        defer { fixture.cleanUp() }
+        let app = try Keychain(opening: fixture.keychainURL, as: DeviceFixture.appEntitlements)
+        func reason(_ keyID: String, _ key: SecretBytes) throws -> String {
+            let r = try fixture.run(try Self.payload(keyID: keyID, key: key), host: try fixture.host(now: Self.now))
+            return r.outcome == .decrypted ? "decrypted" : r.reason
+        }
+        #expect(try reason("k1", casesKey) == "decrypted")
+        // Revoked as a kind 1 item (the converted form) ...
+        #expect(try DeviceKeyItem.importV1(try Self.record(Self.entry("k1", "disabled", key: nil, extra: #","retiredAt":\#(Self.now - 5)"#)),
+                                           in: app, accessGroup: sharedGroup) == ["k1"])
+        #expect(try reason("k1", casesKey) == "keyDisabled")
+        // ... then its item deleted around the toolkit: the keyset's primary k1 must not answer.
+        try app.delete(ItemQuery(service: DeviceKeyKind.v1Key.service(appID: casesAppID), account: "k1", accessGroup: sharedGroup))
+        #expect(try reason("k1", casesKey) == "keyRolledBack")
+        // A key id the manifest never listed still reads the legacy keyset (devices of before 0.3.0).
+        #expect(try reason("k9", Self.otherKey) == "unknownKey")
+    }
 }
+

@@ -53,7 +53,7 @@ import Testing
         let device = try X25519.PrivateKey()
         let registration = try DeviceRegistration(appID: app, keyID: try DeviceKeyItem.keyID(for: device.publicKey), publicKey: device.publicKey, createdAt: t0)
         try f.server.register(registration, recipient: alice, now: t0)
-        let first = try f.server.generateSenderKey(appID: app, now: t0)
+        _ = try f.server.generateSenderKey(appID: app, now: t0)
         let saved = try KeysFixture.items(f.serverDir)
         try f.server.revokeRegistration(appID: app, recipient: alice, keyID: registration.keyID, now: t0 + 1)
         _ = try f.server.rotateSenderKey(appID: app, graceSeconds: 60, now: t0 + 2)
@@ -75,7 +75,7 @@ import Testing
         expectKeys(.keysetRolledBack) { try store.register(try DeviceRegistration(appID: app, keyID: "k2", publicKey: try X25519.PrivateKey().publicKey, createdAt: t0 + 3),
                                                           recipient: alice, now: t0 + 3) }
         // Layout 1 (before the generation) decodes as generation 0.
-        var list = try #require(try store.loadV2List(.registrations, appID: app, owner: "bob", withSecrets: false) ?? V2KeyList(kind: .registrations, appID: app, owner: "bob"))
+        var list = try store.loadV2List(.registrations, appID: app, owner: "bob", withSecrets: false) ?? V2KeyList(kind: .registrations, appID: app, owner: "bob")
         list.generation = 7
         var bytes = list.encode()  // "PSV2" | 2 | kind | generation (8) | …
         #expect(try V2KeyList.decode(bytes, kind: .registrations).generation == 7)
@@ -138,5 +138,75 @@ import Testing
         let ks = try #require(try f.server.load(appID: KeysFixture.appID, recipient: alice))
         #expect(ks.keys.first?.secret == nil && ks.keys.first?.info.status == .disabled)
         #expect(try f.server.prune().isEmpty)  // idempotent
+    }
+}
+
+/// Security review G10: a missing generation counter beside a keyset (or v2 list) item above
+/// generation 0 is a rollback, not 0 (0031154: the old keyset item put back with its counter
+/// removed brought the revoked key back as primary, seal count 0).
+@Suite struct MissingCounterTests {
+    let alice = "alice-iphone"
+
+    static func putBack(_ saved: [String: [UInt8]], _ after: [String: [UInt8]], in dir: URL, services: [String], removing counters: [String]) throws -> (putBack: Int, removed: Int) {
+        var counts = (putBack: 0, removed: 0)
+        for (name, data) in after {
+            let text = String(decoding: data, as: UTF8.self)
+            let path = dir.path + "/items/" + name
+            if counters.contains(where: { text.contains($0) }) {
+                try FileManager.default.removeItem(atPath: path)
+                counts.removed += 1
+            } else if let old = saved[name], old != data, services.contains(where: { text.contains($0) }) {
+                try Data(old).write(to: URL(fileURLWithPath: path))
+                chmod(path, 0o600)
+                counts.putBack += 1
+            }
+        }
+        return counts
+    }
+
+    @Test func anOldKeysetPutBackWithItsCounterRemovedIsRefused() throws {
+        let f = try KeysFixture()
+        defer { f.cleanup() }
+        let t0: Int64 = 1_767_225_600
+        let key = try f.server.generate(appID: KeysFixture.appID, recipient: alice, now: t0)
+        let saved = try KeysFixture.items(f.serverDir)
+        try f.server.revoke(appID: KeysFixture.appID, recipient: alice, keyID: key.keyID, now: t0 + 1)
+        let counts = try Self.putBack(saved, try KeysFixture.items(f.serverDir), in: f.serverDir,
+                                      services: ["pushseal.keyset:"], removing: ["pushseal.keyset-generation:"])
+        #expect(counts.putBack == 1 && counts.removed == 1)
+        let store = try KeyStore(keychain: try Keychain(opening: f.serverDir, as: KeyStore.serverIdentity))
+        expectKeys(.keysetRolledBack) { try store.keyset(appID: KeysFixture.appID, recipient: alice) }
+        expectKeys(.keysetRolledBack) { try ServerKeyring(store: store).primaryKeyForSealing(appID: KeysFixture.appID, recipient: alice) }
+    }
+
+    @Test func oldV2ListsPutBackWithTheirCountersRemovedAreRefused() throws {
+        let f = try KeysFixture()
+        defer { f.cleanup() }
+        let t0: Int64 = 1_767_225_600
+        let app = KeysFixture.appID
+        let device = try X25519.PrivateKey()
+        let registration = try DeviceRegistration(appID: app, keyID: try DeviceKeyItem.keyID(for: device.publicKey), publicKey: device.publicKey, createdAt: t0)
+        try f.server.register(registration, recipient: alice, now: t0)
+        _ = try f.server.generateSenderKey(appID: app, now: t0)
+        let saved = try KeysFixture.items(f.serverDir)
+        try f.server.revokeRegistration(appID: app, recipient: alice, keyID: registration.keyID, now: t0 + 1)
+        _ = try f.server.rotateSenderKey(appID: app, graceSeconds: 60, now: t0 + 2)
+        let counts = try Self.putBack(saved, try KeysFixture.items(f.serverDir), in: f.serverDir,
+                                      services: ["pushseal.registrations:", "pushseal.sender-keys:"],
+                                      removing: ["pushseal.registrations-generation:", "pushseal.sender-keys-generation:"])
+        #expect(counts.putBack == 2 && counts.removed == 2)
+        let store = try KeyStore(keychain: try Keychain(opening: f.serverDir, as: KeyStore.serverIdentity))
+        expectKeys(.keysetRolledBack) { try store.sealingRegistration(appID: app, recipient: alice) }
+        expectKeys(.keysetRolledBack) { try store.sealingSenderKey(appID: app) }
+    }
+
+    /// A new keyset's counter exists before its first item above generation 0, so a crash
+    /// between the two never leaves an item that reads as rolled back.
+    @Test func aNewKeysetHasItsCounterFromTheStart() throws {
+        let f = try KeysFixture()
+        defer { f.cleanup() }
+        _ = try f.server.generate(appID: KeysFixture.appID, recipient: alice, now: 1_767_225_600)
+        let items = try KeysFixture.items(f.serverDir)
+        #expect(items.values.contains { String(decoding: $0, as: UTF8.self).contains("pushseal.keyset-generation:") })
     }
 }

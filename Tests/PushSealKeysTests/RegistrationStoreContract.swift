@@ -13,7 +13,7 @@ import Testing
 enum RegistrationStoreContract {
     static let appID = "com.example.app"
     static let now: Int64 = 1_800_000_000
-    static let names = ["registerAndHistory", "revokeRegistration", "registrationWatches", "senderKeyLifecycle", "namesAreChecked", "batchRegistrations"]
+    static let names = ["registerAndHistory", "revokeRegistration", "registrationWatches", "senderKeyLifecycle", "namesAreChecked", "batchRegistrations", "futureRegistrations"]
 
     static func run(_ name: String, _ make: () throws -> any RegistrationStore) throws {
         switch name {
@@ -23,6 +23,7 @@ enum RegistrationStoreContract {
         case "senderKeyLifecycle": try senderKeyLifecycle(make)
         case "namesAreChecked": try namesAreChecked(make)
         case "batchRegistrations": try batchRegistrations(make)
+        case "futureRegistrations": try futureRegistrations(make)
         default: Issue.record("no contract check named \(name)")
         }
     }
@@ -49,6 +50,26 @@ enum RegistrationStoreContract {
         #expect(try batch["alice"]?.watch.isCurrent() == false)
         #expect(try batch["r,comma"]?.watch.isCurrent() == true)
         #expect(throws: KeysError(.invalidName, "")) { try store.batchRegistrations(appID: "a|b", recipients: ["alice"]) }
+    }
+
+    /// Security review G8: a registration created more than 5 minutes after the server's clock
+    /// is refused (it would become primary and lock the real device out as stale), on upload
+    /// and on import (a list merged from another store); 5 minutes ahead is clock skew, taken.
+    static func futureRegistrations(_ make: () throws -> any RegistrationStore) throws {
+        let store = try make()
+        #expect(throws: KeysError(.futureRegistration, "")) {
+            try store.register(try registration(253_402_300_799, keyID: "FORGED"), recipient: "alice", now: now)
+        }
+        #expect(throws: KeysError(.futureRegistration, "")) { try store.register(try registration(now + 301), recipient: "alice", now: now) }
+        let real = try registration(now - 10)
+        try store.register(real, recipient: "alice", now: now)
+        #expect(try store.sealingRegistration(appID: appID, recipient: "alice").keyID == real.keyID, "the real device is primary")
+        try store.register(try registration(now + 300), recipient: "alice", now: now)
+        var list = V2KeyList(kind: .registrations, appID: appID, owner: "bob")
+        let forged = V2KeyList(kind: .registrations, appID: appID, owner: "bob", entries: [
+            V2KeyList.Entry(keyID: "FORGED", status: .primary, createdAt: now + 3_600, registeredAt: now - 10, publicKey: real.publicKey.rawRepresentation)])
+        #expect(throws: KeysError(.futureRegistration, "")) { try list.merge(from: forged, now: now) }
+        #expect(list.entries.isEmpty)
     }
 
     /// A fresh device registration (a new key pair), created at `createdAt`.

@@ -35,7 +35,7 @@ import Testing
         let generated = try Self.run([keys, "generate", "--registry", cs, "--kek-file", kek, "--app-id", "com.example.app", "--recipient", "alice"])
         #expect(generated.status == 0)
         let input = dir.appendingPathComponent("lines.jsonl").path
-        FileManager.default.createFile(atPath: input, contents: Data("{\"recipient\":\"alice\",\"notification\":{\"title\":\"hi\",\"body\":\"there\"}}\n".utf8))
+        _ = FileManager.default.createFile(atPath: input, contents: Data("{\"recipient\":\"alice\",\"notification\":{\"title\":\"hi\",\"body\":\"there\"}}\n".utf8))
         let batch = try Self.run([seal, "batch", "--app-id", "com.example.app"], env: env, input: input)
         #expect(batch.status == 0 && batch.stdout.contains("\"encrypted_data\"") && batch.stdout.contains(generated.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
         let list = try Self.run([keys, "list", "--json"], env: env)

@@ -85,11 +85,11 @@ import PushSealKeyRecords
         symlink(path, link)
         expectRegistryError(.kekFile) { try KeyEncryptionKey(file: link) }
         let short = path + ".short"
-        FileManager.default.createFile(atPath: short, contents: Data("abcd\n".utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: short, contents: Data("abcd\n".utf8), attributes: [.posixPermissions: 0o600])
         expectRegistryError(.kekFile) { try KeyEncryptionKey(file: short) }
         expectRegistryError(.kekFile) { try KeyEncryptionKey(file: path + ".missing") }
         let raw = path + ".raw"
-        FileManager.default.createFile(atPath: raw, contents: Data(SecureRandom.bytes(32)), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: raw, contents: Data(SecureRandom.bytes(32)), attributes: [.posixPermissions: 0o600])
         _ = try KeyEncryptionKey(file: raw)
     }
 

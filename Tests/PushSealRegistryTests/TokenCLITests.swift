@@ -129,7 +129,7 @@ import Testing
             #expect(try RegistryCLITests.run([keys, "token", "add", "--app-id", Self.app, "--recipient", "alice", "--environment", env2, token], env: env).status == 0)
         }
         let input = dir.appendingPathComponent("in.jsonl").path
-        FileManager.default.createFile(atPath: input, contents: Data("""
+        _ = FileManager.default.createFile(atPath: input, contents: Data("""
             {"recipient":"alice","notification":{"title":"a"}}
             {"recipient":"bob","notification":{"title":"b"}}
 

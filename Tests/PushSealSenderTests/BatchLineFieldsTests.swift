@@ -76,6 +76,8 @@ import Testing
         (#""deviceToken":"xyz""#, "invalidNotification"),
         (#""deviceToken":"abc""#, "invalidNotification"),
         (#""deviceToken":12"#, "invalidNotification"),
+        // Issue 25 G4: longer than push-send sends (256 hex digits), refused here first.
+        (#""deviceToken":"\#(String(repeating: "ab", count: 129))""#, "invalidNotification"),
         (#""aps":{"alert":{"title":"t","body":"\#(String(repeating: "b", count: 5000))"}}"#, "clearPartTooLarge"),
     ])
     func aBadFieldFailsItsLineAloneInOrder(_ field: String, _ code: String) throws {

@@ -4,7 +4,7 @@ import PushSealCrypto
 import PushSealWire
 @testable import PushSealKeyRecords
 @testable import PushSealServerKeys
-import PushSealServerKeyProviders
+@testable import PushSealServerKeyProviders
 import PushSealKeychain
 @testable import PushSealSender
 import Testing
@@ -184,5 +184,18 @@ import Testing
         #expect(throws: SealingKeyError(.keyStoreMissing, "")) { try KeychainSealingKeys(keychainAt: s.root.appendingPathComponent("nope")) }
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: s.dir.path)
         expectSender(.keyStoreInsecure) { try KeychainSealingKeys(keychainAt: s.dir) }
+    }
+}
+
+/// Reliability review R11: a keychain on a full disk fails a seal as `keyStoreUnwritable`
+/// (the keychain's `errSecDiskFull`, -34), not `keyStoreUnreadable`.
+@Suite struct DiskFullSealingTests {
+    @Test func aFullKeychainIsKeyStoreUnwritable() {
+        let full = KeychainError(.diskFull, "cannot write /kc/tmp/.tmp-1: no space left on device", suggestion: "free space")
+        let e = KeychainSealingKeys.sealingKeyError(full, appID: "com.example.app", recipient: "alice")
+        #expect(e.code == .keyStoreUnwritable)
+        #expect(e.reason.contains("full"))
+        #expect(e.senderError.code == .keyStoreUnwritable)
+        #expect(KeychainSealingKeys.sealingKeyError(KeychainError(.io, "cannot read"), appID: "a.b", recipient: "r").code == .keyStoreUnreadable)
     }
 }

@@ -75,7 +75,7 @@ extension IOSExampleDriftTests {
         #expect(layout.fields.last?.size == DeviceKeyRecord.keyByteCount)
         // The bytes the emulation writes, field by field, big-endian; -1 for an unset time.
         let key = SecretBytes(copying: (0..<32).map { UInt8($0 + 0xA0) })
-        let record = try DeviceKeyRecord(kind: .v2DeviceKey, status: .decryptOnly, createdAt: 0x0102_0304_0506_0708, notAfter: 5, key: key)
+        let record = DeviceKeyRecord(kind: .v2DeviceKey, status: .decryptOnly, createdAt: 0x0102_0304_0506_0708, notAfter: 5, key: key)
         let bytes = try record.encoded().copyBytes()
         func field(_ name: String) throws -> [UInt8] {
             let f = try #require(layout.fields.first { $0.name == name })

@@ -34,7 +34,8 @@ struct FixedKeyProvider: NotificationKeyProvider {
 }
 
 let configuration = DecryptingServiceConfiguration(appID: "com.example.app", keyProvider: FixedKeyProvider(),
-                                                   locale: "pt-BR", now: { 1_800_000_000 })
+                                                   locale: "pt-BR", replayCapacity: 0,  // no App Group: keep the stages after the replay check reachable
+                                                   now: { 1_800_000_000 })
 
 /// Stops the run with a message libFuzzer shows next to the crashing input.
 func violated(_ message: String) -> Never {

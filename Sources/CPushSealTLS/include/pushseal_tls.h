@@ -5,6 +5,7 @@
 #ifndef PUSHSEAL_TLS_H
 #define PUSHSEAL_TLS_H
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /// What a TLS step returned, beyond a byte count.
@@ -67,4 +68,8 @@ ssize_t pushseal_tls_write(pushseal_tls_connection *connection, const void *buff
 void pushseal_tls_shutdown(pushseal_tls_connection *connection);
 /// The negotiated protocol version text ("TLSv1.3"), for diagnostics.
 const char *pushseal_tls_version(pushseal_tls_connection *connection);
+/// An HTTP date (RFC 9110 IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT", as in a retry-after
+/// header) as seconds since 1970, UTC, by the C library's strptime and timegm; -1 when `text`
+/// is not exactly that form.
+int64_t pushseal_http_date_seconds(const char *text);
 #endif
