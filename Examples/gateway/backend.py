@@ -24,6 +24,7 @@ import os
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 FINAL = {"accepted", "unregistered", "rejected", "failed", "expired"}
@@ -68,7 +69,7 @@ class Gateway:
 
     def register(self, recipient, upload):
         """POST /v1/devices?recipient=ID with the app's upload body; returns "registered" or "unchanged"."""
-        path = "/v1/devices?recipient=" + urllib.request.quote(recipient, safe="")
+        path = "/v1/devices?recipient=" + urllib.parse.quote(recipient, safe="")
         _, answer = self.request("POST", path, upload)
         return answer["status"]
 
@@ -129,7 +130,9 @@ def main():
         gateways[n % len(gateways)].register(recipient, upload)
     print(f"registered {len(phones)} phones through POST /v1/devices", file=sys.stderr)
 
-    # 2. One notification each, in one request (the Idempotency-Key makes a retry safe).
+    # 2. One notification each, in one request. The Idempotency-Key makes a retry of this request
+    #    safe (same key, same body: the first answer again, nothing queued twice); a real backend
+    #    derives it from the event it notifies about (an order id), not from the clock.
     items = [{"recipient": r, "notification": {"title": f"Hello {r}", "body": f"Your order #{1000 + n} has shipped"}, "ttl": 3600}
              for n, r in enumerate(phones)]
     answers = gateways[-1].send(items, idempotency_key=f"demo-{int(time.time())}")
