@@ -102,7 +102,7 @@ PY
 for i in $(seq -w 1 "$PHONES"); do
   phone=$work/phones/phone-$i
   mkdir -p "$phone"
-  identity=(--keychain "$phone/keychain" --access-group "$TEAM.$APP.shared" --app-id "$APP")
+  identity=(--keychain "$phone/keychain" --access-group "$TEAM.$APP.shared" --app-group "group.$APP" --app-id "$APP")
   "$bin/push-keys" keychain init --keychain "$phone/keychain" >/dev/null
   "$bin/push-keys" device generate "${identity[@]}" > "$phone/registration.json"
   "$bin/push-keys" device pin-sender "${identity[@]}" "$work"/sender-key-*.json >/dev/null
@@ -173,7 +173,9 @@ shown=0
 for phone in "$work"/phones/phone-*; do
   for payload in "$phone"/received-*.json; do
     [[ -e $payload ]] || fail "$(basename "$phone") received nothing"
-    out=$("$bin/push-open" --keychain "$phone/keychain" --access-group "$TEAM.$APP.shared" --app-id "$APP" "$payload")
+    # The extension's identity: the shared keychain access group, and the App Group that holds its replay cache.
+    out=$("$bin/push-open" --keychain "$phone/keychain" --access-group "$TEAM.$APP.shared" --app-group "group.$APP" --app-id "$APP" "$payload") \
+      || fail "push-open on $(basename "$phone") exited $?: $out"
     line=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); print(o.get("outcome"), "—", o.get("title"), "/", o.get("body"))' "$out")
     kid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("sender_key_id"))' "$payload")
     [[ $kid == "$sender" ]] || fail "the payload for $(basename "$phone") is not sealed by the sender key $sender (sender_key_id $kid)"
