@@ -79,7 +79,7 @@ urls=()
 for g in A B; do
   "$bin/push-gateway" serve --app-id "$APP" --listen 127.0.0.1:0 --threads 2 --environment development \
     --p8 "$work/AuthKey.p8" --key-id "$KID" --team-id "$TEAM" --host "127.0.0.1:$mock_port" --ca-file "$mock_ca" \
-    < /dev/null 2> "$work/gateway-$g.log" &
+    < /dev/null > "$work/gateway-$g.out" 2> "$work/gateway-$g.log" &
   pids+=("$!")
   wait_line "$work/gateway-$g.log" '"event":"listening"' "$!" "gateway $g"
   port=$(python3 -c 'import json,sys
