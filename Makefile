@@ -16,7 +16,7 @@ export PUSHSEAL_SHARED := $(SHARED)
 shared-check:
 	@test -d "$(SHARED)/vectors" -a -d "$(SHARED)/cases" || { echo "make: error: the test vectors are not at $(SHARED) (need vectors/ and cases/)" >&2; echo "hint: make test SHARED=/path/to/shared  (or set PUSHSEAL_SHARED)" >&2; exit 66; }
 
-.PHONY: shared-check all deps build release demo demo-postgres demo-gateway test bench perf-check fuzz sanitize clean mock-native
+.PHONY: shared-check all deps build release demo demo-postgres demo-gateway test bench perf-check fuzz sanitize clean mock-native schema-probe
 
 all: build
 
@@ -49,11 +49,13 @@ mock-native: deps
 	@scripts/build-mock-apns.sh >/dev/null
 
 # The whole suite (the native mock built first: the differential test needs it), then push-open built alone (`--product push-open`, its own scratch path) against the media
-# CLI tests: its media path must need nothing but its own product.
+# CLI tests: its media path must need nothing but its own product; then the iOS package (Examples/iOS):
+# its manifest (swift package dump-package), its three modules against the stubs, LinuxCheck's behaviour checks.
 test: deps shared-check mock-native
 	$(SWIFT) build --build-tests $(SWIFT_WERROR_FLAGS)
 	$(SWIFT) test --skip-build
 	SWIFT=$(SWIFT) scripts/check-push-open-product.sh
+	SWIFT=$(SWIFT) Examples/iOS/LinuxCheck/check.sh
 
 # Builds like `release`, with the build log on stderr: stdout is the benchmark alone, so
 # `make bench BENCH_ARGS=--markdown > bench.md` is paste-ready for README's Benchmark section.
@@ -64,6 +66,12 @@ bench:
 	@.build/release/push-bench $(BENCH_ARGS)
 	@scripts/bench-apns.sh $(BENCH_APNS_ARGS)
 	@scripts/bench-registry.sh $(BENCH_REGISTRY_ARGS)
+
+# The plaintext schema's compile-fail check (issue 27 step 3): every codec's switch over
+# NotificationMember must refuse a member it does not handle (scripts/schema-probe.sh).
+schema-probe: deps
+	$(SWIFT) build --target PushSealWire
+	scripts/schema-probe.sh
 
 # The hot paths' cost in instructions (callgrind: the same count on an idle or a busy machine),
 # held within 3 % of Benchmarks/perf-thresholds.txt: full seal and full open at 256 B and 1 KB,

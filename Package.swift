@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "PushSealHTTP", targets: ["PushSealHTTP"]),
         .library(name: "PushSealGateway", targets: ["PushSealGateway"]),
         .library(name: "PushSealServer", targets: ["PushSealServer"]),
+        .library(name: "PushSealRegistrationTokens", targets: ["PushSealRegistrationTokens"]),
         .executable(name: "push-seal", targets: ["push-seal"]),
         .executable(name: "push-open", targets: ["push-open"]),
         .executable(name: "push-keys", targets: ["push-keys"]),
@@ -90,6 +91,8 @@ let package = Package(
         // reasons) on the device keys, the sealing ones (SealingKeyProvider) on the server keys.
         .target(name: "PushSealDeviceKeyProviders", dependencies: ["PushSealDeviceKeys", "PushSealKeyRecords", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealSystem"]),
         .target(name: "PushSealServerKeyProviders", dependencies: ["PushSealServerKeys", "PushSealKeyRecords", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealSystem"]),
+        // Registration tokens (HS256 JWTs a backend mints for one recipient; the gateway verifies them): no CLI code.
+        .target(name: "PushSealRegistrationTokens", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealJSON", "PushSealSystem"]),
         // CLI support (arguments, help, output, errors): System and JSON only.
         .target(name: "PushSealCLI", dependencies: ["PushSealSystem", "PushSealJSON"]),
         // The extension's media network side: libcurl's C API through CCurlLazy, no Foundation.
@@ -112,7 +115,7 @@ let package = Package(
         // Command-line tools: thin main.swift + one file a subcommand.
         .executableTarget(name: "push-seal", dependencies: ["PushSealCLI", "PushSealServer", "PushSealSender", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealKeyRecords", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealDeviceKeyProviders", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
-        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealServer", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
+        .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealServer", "PushSealRegistrationTokens", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealServer", "PushSealAPNs", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-gateway", dependencies: ["PushSealCLI", "PushSealGateway", "PushSealHTTP", "PushSealServer", "PushSealRegistry", "PushSealRegistryCLI", "PushSealJSON", "PushSealSystem"]),
         // Test helper for PushSealKeychainTests (multi-process and SIGKILL tests); not a product.
@@ -143,6 +146,7 @@ let package = Package(
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealServerTests", dependencies: ["PushSealServer", "PushSealAPNs", "PushSealRegistry", "PushSealDeviceKeys", "PushSealKeychain", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealRegistrationTokensTests", dependencies: ["PushSealRegistrationTokens", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealHTTPTests", dependencies: ["PushSealHTTP", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealGatewayTests", dependencies: ["PushSealGateway", "PushSealHTTP", "PushSealServer", "PushSealRegistry", "PushSealDeviceKeys", "PushSealCrypto", "PushSealAPNs", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),

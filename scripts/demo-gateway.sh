@@ -107,6 +107,7 @@ for i in $(seq -w 1 "$PHONES"); do
   "$bin/push-keys" device generate "${identity[@]}" > "$phone/registration.json"
   "$bin/push-keys" device pin-sender "${identity[@]}" "$work"/sender-key-*.json >/dev/null
   openssl rand -hex 32 > "$phone/device-token"
+  python3 -c 'import json,sys; [print(json.load(open(f))["senderKeyId"]) for f in sys.argv[1:]]' "$work"/sender-key-*.json > "$phone/pinned-sender-key-ids"
 done
 echo "3. $PHONES emulated phones, each with a device keychain, a v2 device key (push-keys device generate), the sender key pinned from GET /v1/sender-keys, and an APNs device token"
 

@@ -3,7 +3,7 @@
 
 What a company's backend does with the gateway (docs/gateway.md):
   1. its app uploads {"registration", "apnsDeviceToken", "apnsEnvironment"} (the iOS reference,
-     Examples/iOS/PushSealRegistration.swift); the backend adds its own id for the installation
+     Examples/iOS/Sources/PushSealApp/PushSealRegistration.swift); the backend adds its own id for the installation
      and forwards it: POST /v1/devices?recipient=ID;
   2. it sends notifications: POST /v1/notifications (202 = committed to the outbox);
   3. it follows them: GET /v1/notifications/{id} until a final status.
@@ -13,8 +13,8 @@ The API key comes from the environment (PUSHSEAL_API_KEY), never from the comman
   PUSHSEAL_API_KEY=psk_... backend.py --gateway http://127.0.0.1:8080 [--gateway URL2] PHONES_DIR
 
 PHONES_DIR holds one directory per emulated phone (its name is the recipient id), each with
-registration.json (the record `push-keys device generate` prints, as the app makes it) and
-device-token (the APNs device token, hex). Requests alternate between the --gateway URLs (several
+registration.json (the record `push-keys device generate` prints, as the app makes it),
+device-token (the APNs device token, hex) and optionally pinned-sender-key-ids (one a line). Requests alternate between the --gateway URLs (several
 instances on one database). Prints one JSON line per phone: recipient, id, final status; writes
 the same to PHONES_DIR/<recipient>/notification.json.
 """
@@ -127,6 +127,10 @@ def main():
         with open(os.path.join(args.phones, recipient, "device-token")) as f:
             token = f.read().strip()
         upload = {"registration": record, "apnsDeviceToken": token, "apnsEnvironment": args.environment}
+        pins = os.path.join(args.phones, recipient, "pinned-sender-key-ids")
+        if os.path.exists(pins):  # the sender keys the app pinned, as the iOS reference reports them
+            with open(pins) as f:
+                upload["pinnedSenderKeyIds"] = f.read().split()
         gateways[n % len(gateways)].register(recipient, upload)
     print(f"registered {len(phones)} phones through POST /v1/devices", file=sys.stderr)
 

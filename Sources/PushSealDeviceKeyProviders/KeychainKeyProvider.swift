@@ -136,4 +136,14 @@ extension KeychainKeyProvider: PinnedSenderKeySource {
         let groups = group.map { [$0] } ?? keychain.entitlements.keychainAccessGroups
         throw KeychainError(.itemNotFound, "no key item of \(appID) is in reach of the extension (access groups \(groups.joined(separator: ", "))): the app's shared keychain group is missing from the extension's keychain-access-groups (Keychain Sharing), or the device was never provisioned")
     }
+
+    /// Whether the app's v1 key `keyID` may open although a sender key is pinned (security
+    /// review G2): its item is `decryptOnly` with a `notAfter` (the migration window `push-keys
+    /// device pin-sender` gives v1 keys), or there is no v1 item under that id (the key lookup
+    /// then refuses the payload with `unknownKey`).
+    /// - Throws: `KeysError` `.corruptKey`, `.keyRolledBack`, `.invalidName`; `KeychainError`.
+    public func keepsVersionOne(keyID: String) throws -> Bool {
+        guard let record = try keyring.record(.v1Key, keyID: keyID, appID: appID) else { return true }
+        return record.status == .decryptOnly && record.notAfter != nil
+    }
 }

@@ -154,8 +154,10 @@ extension DeviceKeyItem {
 
     /// Deletes the app's v1 and v2 device key items whose grace window is over — decryptOnly
     /// or disabled with `notAfter` ≤ `now`, and disabled ones without `notAfter` retired at
-    /// least `graceSeconds` ago (the iOS reference's `prune`). Pinned sender keys are kept. A
-    /// message for a pruned key then falls back with `unknownKey`.
+    /// least `graceSeconds` ago (the iOS reference's `prune`). A message for a pruned key then
+    /// falls back with `unknownKey`. Pinned sender keys retired (`decryptOnly`) with `notAfter` ≤
+    /// `now` are unpinned (security review G15) while another pin remains, so the downgrade
+    /// check never turns off; a revoked (disabled) pin stays, so the key is never pinned again.
     /// - Returns: the key ids deleted.
     /// - Throws: `KeysError` `.invalidName`; `KeychainError`.
     public static func prune(appID: String, in keychain: Keychain, accessGroup: String?, now: Int64,
@@ -168,6 +170,14 @@ extension DeviceKeyItem {
             guard end <= now else { continue }
             try writeItem(entry.kind, keyID: entry.keyID, appID: appID, data: nil, in: keychain, accessGroup: entry.accessGroup)
             pruned.append(entry.keyID)
+        }
+        let pins = try list(appID: appID, in: keychain, accessGroup: accessGroup).filter { $0.kind == .senderKey && !$0.damaged }
+        let ended = pins.filter { $0.status == .decryptOnly && ($0.notAfter ?? Int64.max) <= now }
+        if ended.count < pins.count {
+            for entry in ended {
+                try writeItem(.senderKey, keyID: entry.keyID, appID: appID, data: nil, in: keychain, accessGroup: entry.accessGroup)
+                pruned.append(entry.keyID)
+            }
         }
         return pruned
     }

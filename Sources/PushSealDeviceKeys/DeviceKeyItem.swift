@@ -121,27 +121,52 @@ extension DeviceKeyItem {
     public static let senderLabel = DeviceKeyKind.senderKey.label
 
     /// Pins a sender public key for `appID` (FORMAT.md §V.6, §V.7 step 2): a kind 3 item,
-    /// status primary, service `pushseal.sender:<appID>`, account = the sender key id. Several
-    /// may be pinned at once (a sender key rotation: pin the new one before the server
-    /// switches). Pinning the same key again changes nothing.
+    /// service `pushseal.sender:<appID>`, account = the sender key id, with the record's status
+    /// (G15; see ``pinOne(_:appID:in:accessGroup:now:graceSeconds:)``). Several may be pinned at
+    /// once (a staged rotation: pin the next key before the server switches). Pinning the same
+    /// record again changes nothing; a newer status (retired) updates the pin. Then ends
+    /// version 1 for the app (``endVersionOne(appID:in:accessGroup:now:graceSeconds:)``, G2).
     /// - Parameters:
     ///   - sender: the sender key id and public key (from a `pushseal-sender-key` record).
     ///   - appID: the app's bundle identifier (the record's `appId` is checked by its reader).
     ///   - keychain: the device keychain, opened as the app.
     ///   - accessGroup: the group; nil: the identity's first.
     ///   - now: Unix seconds (UTC), the record's `createdAt`.
-    /// - Returns: the item's attributes, and whether it was added (false: already pinned).
+    ///   - graceSeconds: the longest a retired pin verifies after this device learned of it (30 days).
+    ///   - versionOneGraceSeconds: the v1 keys' migration window (30 days).
+    /// - Returns: the item's attributes, and whether it was added (false: already pinned, or updated).
     /// - Throws: `KeysError` `.lowOrderPoint`, `.duplicateKeyID` (the id pinned with other
     ///   bytes), `.corruptKey` (the item there is damaged), `.invalidName`; `KeychainError`.
     @discardableResult
     public static func pinSender(_ sender: PinnedSenderKey, appID: String, in keychain: Keychain, accessGroup: String?,
-                                 now: Int64) throws -> (item: ItemAttributes, added: Bool) {
+                                 now: Int64, graceSeconds: Int64 = KeyTime.defaultGraceSeconds,
+                                 versionOneGraceSeconds: Int64 = KeyTime.defaultGraceSeconds) throws -> (item: ItemAttributes, added: Bool) {
+        let pinned = try pinOne(sender, appID: appID, in: keychain, accessGroup: accessGroup, now: now, graceSeconds: graceSeconds)
+        try endVersionOne(appID: appID, in: keychain, accessGroup: pinned.item.accessGroup, now: now, graceSeconds: versionOneGraceSeconds)
+        return (pinned.item, pinned.added)
+    }
+
+    /// ``pinSender(_:appID:in:accessGroup:now:graceSeconds:versionOneGraceSeconds:)`` without
+    /// ending version 1. Security review G15 and G14: the pin takes the record's status; a
+    /// `decryptOnly` record is pinned `decryptOnly` with the record's `retiredAt` (at most
+    /// `now`) and an end this device measures: the earlier of the record's `notAfter` and
+    /// `now + graceSeconds`. A pin's status only moves forward (`primary` → `decryptOnly` →
+    /// `disabled`), and moving forward keeps the earlier end; a revoked pin stays revoked.
+    static func pinOne(_ sender: PinnedSenderKey, appID: String, in keychain: Keychain, accessGroup: String?,
+                       now: Int64, graceSeconds: Int64) throws -> (item: ItemAttributes, added: Bool) {
         try KeyID.validate(sender.keyID)
         try KeyID.validateAppID(appID)
         do {
             try sender.publicKey.validate()
         } catch let e as CryptoError where e.code == .zeroSharedSecret {
             throw KeysError(.lowOrderPoint, "sender key \(sender.keyID) is a low-order X25519 point: it would authenticate nothing")
+        }
+        var pin = DeviceKeyRecord(kind: .senderKey, status: .primary, createdAt: now,
+                                      key: SecretBytes(copying: sender.publicKey.rawRepresentation))
+        if sender.status == .decryptOnly {
+            pin.status = .decryptOnly
+            pin.retiredAt = min(sender.retiredAt ?? now, now)
+            pin.notAfter = min(sender.notAfter ?? KeyTime.maxTimeSeconds, try KeyTime.time(now, plus: graceSeconds, named: "the grace window"))
         }
         let service = DeviceKeyKind.senderKey.service(appID: appID)
         let query = ItemQuery(service: service, account: sender.keyID, accessGroup: accessGroup)
@@ -152,15 +177,41 @@ extension DeviceKeyItem {
                 guard record.kind == .senderKey, record.key.copyBytes() == sender.publicKey.rawRepresentation else {
                     throw KeysError(.duplicateKeyID, "sender key \(sender.keyID) of \(appID) is already pinned with other key bytes")
                 }
+                guard record.status.rank < pin.status.rank else { return (item.attributes, false) }
+                pin.createdAt = record.createdAt
+                try writeItem(.senderKey, keyID: sender.keyID, appID: appID, data: try pin.encoded(), in: keychain, accessGroup: item.attributes.accessGroup)
                 return (item.attributes, false)
             }
         } catch let e as KeychainError where e.code == .itemNotFound {
             // not pinned yet
         }
-        let record = try DeviceKeyRecord(kind: .senderKey, status: .primary, createdAt: now,
-                                         key: SecretBytes(copying: sender.publicKey.rawRepresentation)).encoded()
-        return (try written(try writeItem(.senderKey, keyID: sender.keyID, appID: appID, data: record, in: keychain, accessGroup: accessGroup,
+        return (try written(try writeItem(.senderKey, keyID: sender.keyID, appID: appID, data: try pin.encoded(), in: keychain, accessGroup: accessGroup,
                                           mustBeNew: true)), true)
+    }
+
+    /// Ends version 1 for `appID` (security review G2): every pending or primary v1 key item
+    /// becomes `decryptOnly`, retired `now`, until `now + graceSeconds` — the migration window
+    /// with an end date. Once a sender key is pinned, the extension opens a v1 payload only
+    /// under such a key, and only if sealed before `now` (`keys:keyRetired` otherwise). Done by
+    /// ``pinSender(_:appID:in:accessGroup:now:graceSeconds:versionOneGraceSeconds:)``.
+    /// - Returns: the v1 key ids retired.
+    /// - Throws: `KeysError` `.timeOutOfRange`, `.corruptKey`; `KeychainError`.
+    @discardableResult
+    public static func endVersionOne(appID: String, in keychain: Keychain, accessGroup: String?, now: Int64, graceSeconds: Int64) throws -> [String] {
+        let notAfter = try KeyTime.time(now, plus: graceSeconds, named: "the version 1 grace window")
+        let keyring = DeviceKeyring(keychain: keychain, accessGroup: accessGroup)
+        var retired: [String] = []
+        for entry in try list(appID: appID, in: keychain, accessGroup: accessGroup)
+        where entry.kind == .v1Key && !entry.damaged && entry.keysetRecipient == nil {
+            guard var record = try keyring.record(.v1Key, keyID: entry.keyID, appID: appID),
+                  record.status == .pending || record.status == .primary else { continue }
+            record.status = .decryptOnly
+            record.retiredAt = now
+            record.notAfter = notAfter
+            try writeItem(.v1Key, keyID: entry.keyID, appID: appID, data: try record.encoded(), in: keychain, accessGroup: accessGroup)
+            retired.append(entry.keyID)
+        }
+        return retired
     }
 }
 
@@ -174,7 +225,8 @@ extension DeviceKeyItem {
     ///   it was added (false: already pinned).
     /// - Throws: as ``pinSender(_:appID:in:accessGroup:now:)``; nothing is left pinned by a failed call.
     public static func pinSenders(_ senders: [PinnedSenderKey], appID: String, in keychain: Keychain, accessGroup: String?,
-                                  now: Int64) throws -> [(keyID: String, item: ItemAttributes, added: Bool)] {
+                                  now: Int64, graceSeconds: Int64 = KeyTime.defaultGraceSeconds,
+                                  versionOneGraceSeconds: Int64 = KeyTime.defaultGraceSeconds) throws -> [(keyID: String, item: ItemAttributes, added: Bool)] {
         try KeyID.validateAppID(appID)
         var distinct: [PinnedSenderKey] = []
         let keyring = DeviceKeyring(keychain: keychain, accessGroup: accessGroup)
@@ -200,7 +252,7 @@ extension DeviceKeyItem {
         var done: [(keyID: String, item: ItemAttributes, added: Bool)] = []
         do {
             for sender in distinct {
-                let (item, added) = try pinSender(sender, appID: appID, in: keychain, accessGroup: accessGroup, now: now)
+                let (item, added) = try pinOne(sender, appID: appID, in: keychain, accessGroup: accessGroup, now: now, graceSeconds: graceSeconds)
                 done.append((sender.keyID, item, added))
             }
         } catch {
@@ -208,6 +260,9 @@ extension DeviceKeyItem {
                 _ = try? writeItem(.senderKey, keyID: pin.keyID, appID: appID, data: nil, in: keychain, accessGroup: pin.item.accessGroup)
             }
             throw error
+        }
+        if let first = done.first {
+            try endVersionOne(appID: appID, in: keychain, accessGroup: first.item.accessGroup, now: now, graceSeconds: versionOneGraceSeconds)
         }
         return done
     }

@@ -171,10 +171,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
                                            fields: [("durationMs", formatMilliseconds(millisecondsSince(start)))] + fields))
     }
 
-    private static func describe(_ error: any Error) -> String {
-        if let e = error as? ExtensionError { return e.reason }
-        return String(describing: error)
-    }
+    private static func describe(_ error: any Error) -> String { SealedMessageReceiver.describe(error) }
 
     /// The detail of an envelope failure, one per cause: a malformed envelope, the sender
     /// policy (`downgradeRefused`: a base-mode payload once a sender key is pinned;
@@ -196,91 +193,17 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
     /// Key lookup, open, checks and localization. Returns the plaintext when the best attempt
     /// is now decrypted content, `nil` when it stays the original (reason set).
     private func decrypt(_ request: UNNotificationRequest) -> Notification? {
-        var start = ContinuousClock.now
-        let envelope: SealedPayload
-        let key: SecretBytes
-        let retiredAt: Int64?
-        do {
-            envelope = try configuration.opener.envelope(in: request.payload)
-        } catch {
-            let reason = FallbackReason.envelope(error)
-            log("keyLookup", "failed", since: start, [("reason", reason)])
-            fallBack(reason, Self.envelopeDetail(error))
-            return nil
-        }
-        let keyID = envelope.keyID
-        do {
-            (key, retiredAt) = try configuration.keyProvider.keyAndRetirement(for: envelope)
-            log("keyLookup", "ok", since: start, [("keyID", keyID)])
-        } catch {
-            let reason = FallbackReason.key(error)
-            log("keyLookup", "failed", since: start, [("keyID", keyID), ("reason", reason)])
-            fallBack(reason, "no usable key for key id \(keyID): \(Self.describe(error))")
-            return nil
-        }
-
-        start = ContinuousClock.now
+        // keyLookup, open, check: the stages the app's background handler runs too.
         let plaintext: Notification
-        do {
-            plaintext = try configuration.opener.open(envelope, with: key, appID: configuration.appID)
-            log("open", "ok", since: start, [("keyID", keyID), ("encryptedByteCount", String(request.payload[WireFormat.encryptedDataField]?.stringValue?.utf8.count ?? 0))])
-        } catch {
-            let reason = FallbackReason.open(error)
-            log("open", "failed", since: start, [("keyID", keyID), ("reason", reason)])
-            fallBack(reason, "the payload did not open: \(Self.describe(error))")
+        switch SealedMessageReceiver(configuration: configuration, logger: context.logger).receive(request.payload, expecting: .display) {
+        case .refused(let reason, let detail):
+            fallBack(reason, detail)
             return nil
+        case .opened(let opened):
+            plaintext = opened
         }
 
-        start = ContinuousClock.now
-        if let retiredAt, (plaintext.iat ?? Int64.max) > retiredAt {
-            // A retired key still opens what was sealed before its retirement, never later (F4).
-            log("check", "keyRetired", since: start, [("keyID", keyID), ("retiredAt", String(retiredAt))])
-            fallBack(FallbackReason.keyRetired, "key \(keyID) was retired at \(retiredAt); the message's iat is later or absent")
-            return nil
-        }
-        if let exp = plaintext.exp {
-            let now = configuration.now()
-            if now >= exp {
-                log("check", "expired", since: start, [("exp", String(exp)), ("now", String(now))])
-                fallBack(FallbackReason.expired, "exp \(exp) is not after now \(now) (seconds since 1970, UTC)")
-                return nil
-            }
-        }
-        if configuration.replayCapacity > 0, configuration.containerDirectory == nil, plaintext.id != nil {
-            // No App Group: the real extension has nowhere to keep its replay cache and shows the
-            // fallback for every notification with an id (Examples/iOS; docs/fallback.md).
-            log("check", "replayGuardUnavailable", since: start, [("reason", "no App Group container")])
-            fallBack(FallbackReason.replayGuardUnavailable,
-                     "the extension has no App Group container to keep its replay cache in, so a notification with an id cannot be checked (add an App Group to the extension's entitlements)")
-            return nil
-        }
-        if configuration.replayCapacity > 0, let container = configuration.containerDirectory {
-            let verdict: ReplayGuard.Verdict
-            do {
-                verdict = try ReplayGuard(containerDirectory: container, capacity: configuration.replayCapacity)
-                    .check(id: plaintext.id, iat: plaintext.iat, exp: plaintext.exp, now: configuration.now())
-            } catch {
-                // Fail closed (security review F2): a guard that cannot vouch shows nothing as authentic.
-                log("check", "replayGuardUnavailable", since: start, [("reason", Self.describe(error))])
-                fallBack(FallbackReason.replayGuardUnavailable, "the replay guard's store cannot be used: \(Self.describe(error))")
-                return nil
-            }
-            switch verdict {
-            case .replayed:
-                log("check", "replayed", since: start)
-                fallBack(FallbackReason.replayed, "this notification id was already shown on this device")
-                return nil
-            case .tooOld:
-                log("check", "replayTooOld", since: start)
-                fallBack(FallbackReason.replayTooOld, "the notification is older than the replay guard can vouch for (exp, or iat + \(ReplayGuard.maxAgeSeconds) s, passed)")
-                return nil
-            case .fresh, .unchecked:
-                break
-            }
-        }
-        log("check", "ok", since: start, [("hasExp", String(plaintext.exp != nil)), ("hasID", String(plaintext.id != nil))])
-
-        start = ContinuousClock.now
+        let start = ContinuousClock.now
         let texts = plaintext.localized(for: configuration.locale)
         var content = request.content.mutableCopy()
         content.title = texts.title ?? ""
@@ -291,7 +214,7 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
             fallBack(FallbackReason.blankContent, "decrypted title, subtitle and body are all empty or white space")
             return nil
         }
-        content.setSealedUserInfo(plaintext.data, payload: request.payload)
+        content.setSealedUserInfo(plaintext.data, id: plaintext.id, payload: request.payload)
         content.applyPresentation(plaintext.aps)
         log("localize", "ok", since: start, [("locale", texts.locale ?? "default"),
                                               ("dataMemberCount", String(plaintext.data?.count ?? 0))])

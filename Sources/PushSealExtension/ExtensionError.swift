@@ -55,6 +55,9 @@ extension ErrorCode<ExtensionError> {
     public static var emptyContent: Self { Self("emptyContent") }
     /// The replay guard's store could not be locked, read, parsed or written.
     public static var replayCacheFailed: Self { Self("replayCacheFailed") }
+    /// The emulated notification center's store (`pushseal-delivered.json` in the App Group
+    /// container) cannot be locked, read, parsed or written.
+    public static var notificationCenterFailed: Self { Self("notificationCenterFailed") }
 }
 
 extension ErrorCode<ExtensionError> {

@@ -1,5 +1,5 @@
 import PushSealSystem
-import PushSealWire
+public import PushSealWire
 
 /// The stable reason tokens the decrypting service reports (docs/fallback.md lists each with
 /// its cause and fix). Tokens never change between releases; the human detail may.
@@ -32,6 +32,11 @@ public enum FallbackReason {
     public static let mediaStoreFailed = "media:storeFailed"
     /// Decryption had not finished when the expiry call came.
     public static let timeWillExpire = "timeWillExpire"
+
+    /// The token for an authentic message of another kind than the receiver acts on
+    /// (FORMAT.md §5.1): `wrongKind:retract` in the extension (a retract is never displayed),
+    /// `wrongKind:display` in the app's background handler (which only removes).
+    public static func wrongKind(_ kind: MessageKind) -> String { "wrongKind:\(kind.rawValue)" }
 
     /// The token for a failure reading the envelope (`encrypted_data`, `key_id`, `enc_alg`,
     /// an algorithm's header field): `missingField:<field>`, `wrongFieldType:<field>`,

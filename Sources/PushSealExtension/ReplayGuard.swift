@@ -9,7 +9,7 @@ import PushSealSystem
 
 /// Remembers notification `id`s until their time is up and refuses a repeated id and any
 /// message older than the oldest moment the guard can vouch for (security review F2; the same
-/// rules as `PushSealReplayGuard` in Examples/iOS/NotificationService.swift).
+/// rules as `PushSealReplayGuard` in Examples/iOS/Sources/PushSealNotificationExtension/NotificationService.swift).
 ///
 /// - An id is kept until the message's `exp`, else `iat` + ``maxAgeSeconds`` (30 days, the
 ///   keys' grace window), else now + ``maxAgeSeconds``. A message whose keep-until time is not
@@ -57,9 +57,8 @@ public final class ReplayGuard: Sendable {
     static let maxStoreByteCount = 1 << 20
 
     /// The store file.
-    public let fileURL: URL
-    private let lockPath: String
-    private let directoryPath: String
+    public var fileURL: URL { file.fileURL }
+    private let file: ContainerStoreFile
     /// Most ids kept.
     public let capacity: Int
 
@@ -68,9 +67,8 @@ public final class ReplayGuard: Sendable {
     ///   - containerDirectory: the App Group container (an existing directory).
     ///   - capacity: ids kept, at least 1 (default 5,000).
     public init(containerDirectory: URL, capacity: Int = ReplayGuard.defaultCapacity) {
-        fileURL = containerDirectory.appendingPathComponent(Self.fileName)
-        lockPath = containerDirectory.appendingPathComponent(Self.lockFileName).path
-        directoryPath = containerDirectory.path
+        file = ContainerStoreFile(containerDirectory: containerDirectory, stem: "pushseal-replay-guard", code: .replayCacheFailed,
+                                  what: "the replay guard")
         self.capacity = max(1, capacity)
     }
 
@@ -138,25 +136,11 @@ public final class ReplayGuard: Sendable {
         return Hex.encode(hash.prefix(16))
     }
 
-    private func locked<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try PrivateFile.withExclusiveLock(lockPath, body)
-        } catch let e as SystemError {
-            throw ExtensionError(.replayCacheFailed, "cannot lock the replay guard: \(e.code.name)")
-        }
-    }
+    private func locked<T>(_ body: () throws -> T) throws -> T { try file.locked(body) }
 
     private func load() throws -> Store {
-        let bytes: [UInt8]?
-        do {
-            bytes = try PrivateFile.read(fileURL.path, maxByteCount: Self.maxStoreByteCount)
-        } catch let e as SystemError {
-            throw ExtensionError(.replayCacheFailed, "cannot read the replay guard's store: \(e.code.name)")
-        }
-        guard let bytes else { return Store() }
-        guard let store = Self.parse(bytes) else {
-            throw ExtensionError(.replayCacheFailed, "the replay guard's store is damaged")
-        }
+        guard let bytes = try file.read(maxByteCount: Self.maxStoreByteCount) else { return Store() }
+        guard let store = Self.parse(bytes) else { throw file.damaged() }
         return store
     }
 
@@ -188,11 +172,6 @@ public final class ReplayGuard: Sendable {
     }
 
     private func save(_ store: Store) throws {
-        do {
-            let name = ".pushseal-replay-guard-\(PrivateFile.processID)-\(Hex.encode(SecureRandom.bytes(8)))"
-            try PrivateFile.replaceAtomically(Self.serialize(store), at: fileURL.path, directory: directoryPath, uniqueName: name)
-        } catch let e as SystemError {
-            throw ExtensionError(.replayCacheFailed, "cannot write the replay guard's store: \(e.code.name)")
-        }
+        try file.replace(with: Self.serialize(store))
     }
 }

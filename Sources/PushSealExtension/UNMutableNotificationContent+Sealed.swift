@@ -5,19 +5,25 @@ extension UNMutableNotificationContent {
     /// The `userInfo` key under which a decrypted notification carries its sealed `data`.
     public static let sealedDataUserInfoKey = "pushseal"
 
+    /// The `userInfo` key under which a decrypted notification carries its sealed `id`
+    /// (FORMAT.md §5.1): what the app's retract handler looks the notification up by.
+    public static let sealedIDUserInfoKey = "pushseal-id"
+
     /// Makes `userInfo` what the app may trust after a successful open (security review F3):
-    /// exactly the delivered `aps` (when the payload had one) and the sealed `data` under
-    /// ``sealedDataUserInfoKey`` (an empty object when nothing was sealed there). Every other
-    /// top-level member of the payload (the envelope fields, and anything added in transit) is
-    /// dropped, so nothing unauthenticated can pass for sealed data, and no sealed member can
-    /// overwrite an envelope field.
+    /// exactly the delivered `aps` (when the payload had one), the sealed `data` under
+    /// ``sealedDataUserInfoKey`` (an empty object when nothing was sealed there) and the sealed
+    /// `id` under ``sealedIDUserInfoKey`` (when it has one). Every other top-level member of the
+    /// payload (the envelope fields, and anything added in transit) is dropped, so nothing
+    /// unauthenticated can pass for sealed data, and no sealed member can overwrite an envelope field.
     /// - Parameters:
     ///   - data: the plaintext's `data`, or `nil`.
+    ///   - id: the plaintext's `id`, or `nil`.
     ///   - payload: the APNs payload as delivered.
-    mutating func setSealedUserInfo(_ data: JSONObject?, payload: JSONValue) {
+    mutating func setSealedUserInfo(_ data: JSONObject?, id: String?, payload: JSONValue) {
         var info = JSONObject()
         if case .object(let root) = payload, let aps = root["aps"] { info["aps"] = aps }
         info[Self.sealedDataUserInfoKey] = .object(data ?? JSONObject())
+        if let id { info[Self.sealedIDUserInfoKey] = .string(id) }
         userInfo = info
     }
 

@@ -36,8 +36,9 @@ public struct WireFormatOpener: NotificationPayloadOpener {
 
     /// An opener for versions 1 and 2 whose sender policy (FORMAT.md §V.7 step 2) is read from
     /// `source` for each version 2 payload, as it stands when the payload arrives: the device
-    /// keychain's pinned sender keys (docs/keychain.md "Device key items", kind 3). Version 1
-    /// payloads never read it.
+    /// keychain's pinned sender keys (docs/keychain.md "Device key items", kind 3). A version 1
+    /// payload reads it too (security review G2): once a sender key is pinned, it opens only
+    /// under a v1 key the source says is kept with an end date (`keepsVersionOne(keyID:)`).
     /// - Parameter source: e.g. PushSealDeviceKeyProviders' `KeychainKeyProvider`.
     public init(pinnedSenderKeys source: any PinnedSenderKeySource) {
         let keys = X25519.PrivateKeyCache(), pairs = HPKE.AuthPairCache(capacity: EnvelopeRegistry.openingPairCapacity)
@@ -50,7 +51,8 @@ public struct WireFormatOpener: NotificationPayloadOpener {
     /// The payload's sealed part, after checking every envelope field; with a
     /// ``pinnedSenderKeys`` source, a version 2 envelope is then held to the app's pinned
     /// sender keys: base mode is refused once any is pinned, auth mode needs its
-    /// `sender_key_id` pinned and usable (read only after every field checked out).
+    /// `sender_key_id` pinned and usable (read only after every field checked out), and a
+    /// version 1 envelope is refused once any is pinned unless its key is kept with an end date.
     /// - Throws: `FormatError` `.missingField`, `.wrongFieldType`, `.emptyField` (with
     ///   `field`), `.unknownAlgorithm`, `.invalidKeyID`, `.invalidBase64`, `.truncatedBox`,
     ///   `.invalidEnc`, `.downgradeRefused`, `.unknownSenderKey`; the source's errors.
@@ -64,11 +66,22 @@ public struct WireFormatOpener: NotificationPayloadOpener {
         } catch let e as FormatError where e.code == .unknownSenderKey {
             unpinned = nil
         }
-        if let unpinned, !(unpinned.envelope is HPKEBaseEnvelope) { return unpinned }
-        // The device key first: a wrong app id or a missing keychain group is reported as such,
-        // never as a sender key that is not pinned (the pins are read as the same app, in the same groups).
-        try source.checkDeviceKey(unpinned?.keyID ?? payload[WireFormat.keyIDField]?.stringValue ?? "")
+        if let unpinned, !(unpinned.envelope is HPKEBaseEnvelope), !(unpinned.envelope is A256GCMEnvelope) { return unpinned }
+        if !(unpinned?.envelope is A256GCMEnvelope) {
+            // The device key first: a wrong app id or a missing keychain group is reported as such,
+            // never as a sender key that is not pinned (the pins are read as the same app, in the same groups).
+            try source.checkDeviceKey(unpinned?.keyID ?? payload[WireFormat.keyIDField]?.stringValue ?? "")
+        }
         let pinnedIDs = try source.pinnedSenderKeyIDs()
+        if let unpinned, unpinned.envelope is A256GCMEnvelope {
+            // Version 1 (security review G2): once a sender key is pinned, only a v1 key kept
+            // with an end date (the migration window) opens; a v1 key kept for ever is a downgrade.
+            let kept = try pinnedIDs.isEmpty || source.keepsVersionOne(keyID: unpinned.keyID)
+            guard kept else {
+                throw FormatError(.downgradeRefused, "a version 1 (\(unpinned.algorithm)) payload for an app that pinned a sender key (\(pinnedIDs.joined(separator: ", "))), under v1 key \(unpinned.keyID) kept without an end date")
+            }
+            return unpinned
+        }
         pairCache?.retainOnly(senderKeyIDs: pinnedIDs)
         if let unpinned {
             guard pinnedIDs.isEmpty else {

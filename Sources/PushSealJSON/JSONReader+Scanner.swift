@@ -75,7 +75,7 @@ extension JSONReader {
 
         /// Runs `body` with a scanner at the start of `bytes` (see ``init(_:limits:)``). The
         /// scanner also holds `bytes` itself, so a `Notification` scanned from it
-        /// (`Notification.scan(_:extraInteger:)`) keeps its text as spans of `bytes` and is
+        /// (`Notification.scan(_:into:otherMember:)`) keeps its text as spans of `bytes` and is
         /// encoded by copying them, valid for as long as the notification lives.
         /// - Returns: what `body` returns.
         /// - Throws: `FormatError` `.inputTooLarge`, `.invalidJSON` (empty input); what `body` throws.

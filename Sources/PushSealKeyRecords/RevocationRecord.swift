@@ -31,6 +31,17 @@ public struct RevocationRecord: Sendable, Hashable {
         self.revokedAt = revokedAt
     }
 
+    /// The record as compact JSON, members in the order of FORMAT.md §V.12 (`format`,
+    /// `version`, `appId`, `keyIds`, `revokedAt`): what `push-keys revocations export` writes.
+    /// - Throws: `JSONError` from the writer (not for these members, which hold no numbers that can fail).
+    public func encoded() throws -> [UInt8] {
+        let value = JSONValue.object(JSONObject([
+            ("format", .string(Self.format)), ("version", .integer(1)), ("appId", .string(appID)),
+            ("keyIds", .array(keyIDs.map { .string($0) })), ("revokedAt", .integer(revokedAt)),
+        ]))
+        return try JSONWriter.serialize(value)
+    }
+
     /// Whether `bytes` look like a revocation record (a JSON object whose `format` is
     /// `pushseal-revocation`), so `push-keys import` can tell it from a key record.
     public static func isRevocationRecord(_ bytes: [UInt8]) -> Bool {

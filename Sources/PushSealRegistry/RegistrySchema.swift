@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 7
+    public static let currentVersion = 8
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -217,6 +217,10 @@ public enum RegistrySchema {
               created_at bigint NOT NULL,
               revoked_at bigint)
             """,
+        ]),
+        ("staged sender key rotation: a sender key may be pending (published, not sealing) or disabled (revoked) (issue 24)", [
+            "ALTER TABLE pushseal_sender_keys DROP CONSTRAINT pushseal_sender_keys_status",
+            "ALTER TABLE pushseal_sender_keys ADD CONSTRAINT pushseal_sender_keys_status CHECK (status IN ('pending', 'primary', 'decryptOnly', 'disabled', 'destroyed'))",
         ]),
     ]
 

@@ -220,7 +220,8 @@ public struct BatchSealer: Sendable {
             guard try s.peekKind() == .object else { return nil }
             try s.beginObject()
             var recipient: String?
-            var scanned: (notification: Notification, extra: Int64?)?
+            var scanned: Notification?
+            var ttl: Int64?
             var fields = BatchLineFields()
             var seen: [String] = []  // at most three names: a small array, no hashing
             while let key = try s.nextKey() {
@@ -230,7 +231,8 @@ public struct BatchSealer: Sendable {
                     guard !r.isEmpty else { return nil }
                     recipient = r
                 } else if scanned == nil, !key.hasEscapes, s.rawEquals(key, "notification") {
-                    guard let n = Notification.scan(&s, extraInteger: "ttl") else { return nil }
+                    var n = Notification()
+                    guard Notification.scan(&s, into: &n, otherMember: { try SealRequest.scanTTL($0, &$1, into: &ttl) }) else { return nil }
                     scanned = n
                 } else if !key.hasEscapes, let name = Self.lineFieldName(s, key), !seen.contains(name) {
                     seen.append(name)
@@ -243,7 +245,7 @@ public struct BatchSealer: Sendable {
             }
             try s.finish()
             guard let recipient, let scanned else { return nil }
-            return (recipient, scanned.notification, scanned.extra, fields)
+            return (recipient, scanned, ttl, fields)
         } catch {
             return nil
         }
@@ -282,16 +284,36 @@ public struct BatchSealer: Sendable {
         }
         if case .string(let r)? = o["recipient"], !r.isEmpty { recipient = r }
         if let t = o["deviceToken"] { _ = try fields.take("deviceToken", t) }
-        for m in o where m.key != "recipient" && m.key != "notification" {
+        let retract = o["retract"]
+        for m in o where m.key != "recipient" && m.key != "notification" && m.key != "retract" {
+            // A retract line is a background push: no clear aps, no collapse id (FORMAT.md §5.1).
+            if retract != nil, m.key != "deviceToken" {
+                throw SenderError(.invalidNotification, "a retract line carries recipient, retract and deviceToken only, not \(Notification.excerpt(m.key)) (a retract is a background push without an alert)")
+            }
             guard try fields.take(m.key, m.value) else {
-                throw SenderError(.invalidNotification, "unknown member \(Notification.excerpt(m.key)) (known: \((["recipient", "notification"] + BatchLineFields.memberNames).joined(separator: ", ")))")
+                throw SenderError(.invalidNotification, "unknown member \(Notification.excerpt(m.key)) (known: \((["recipient", "notification", "retract"] + BatchLineFields.memberNames).joined(separator: ", ")))")
             }
         }
         guard case .string(let r)? = o["recipient"], !r.isEmpty else {
             throw SenderError(.invalidNotification, "the line needs a non-empty string recipient")
         }
-        guard let n = o["notification"] else { throw SenderError(.invalidNotification, "the line needs a notification") }
+        if let retract {
+            guard o["notification"] == nil else {
+                throw SenderError(.invalidNotification, "a line has a notification or a retract, not both")
+            }
+            return (r, retractNotification(ids: retract))
+        }
+        guard let n = o["notification"] else { throw SenderError(.invalidNotification, "the line needs a notification (or a retract)") }
         return (r, n)
+    }
+
+    /// The notification of a retract line (`{"recipient": …, "retract": ["id", …]}`): the
+    /// sending form `{"kind": "retract", "ids": […]}`, read and checked like any notification.
+    static func retractNotification(ids: JSONValue) -> JSONValue {
+        var o = JSONObject()
+        o["kind"] = .string(MessageKind.retract.rawValue)
+        o["ids"] = ids
+        return .object(o)
     }
 
     /// `{"recipient":…,"line":N[,"deviceToken":…],"payload":{…},"headers":{…}[,"changes":[…]]}`

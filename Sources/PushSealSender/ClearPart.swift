@@ -120,6 +120,15 @@ public struct ClearPart: Sendable {
         self.storage = Storage(fallback: fallback, aps: aps, collapseID: collapseID, prefix: w.bytes)
     }
 
+    /// The clear part of a retract (FORMAT.md §5.1), a background push: `{"aps":{"content-available":1},"encrypted_data":"`
+    /// — no alert, no `mutable-content`, no sound, badge or other field, no collapse id.
+    /// `fallback` is empty: a background push shows nothing.
+    public static let background = ClearPart(backgroundPrefix: Array("{\"aps\":{\"content-available\":1},\"encrypted_data\":\"".utf8))
+
+    private init(backgroundPrefix: [UInt8]) {
+        self.storage = Storage(fallback: FallbackAlert(title: "", body: ""), aps: APSFields(), collapseID: nil, prefix: backgroundPrefix)
+    }
+
     /// The error for a payload whose clear part (`aps` with the fallback alert, the sealed
     /// fields' names, `key_id`, an empty box) is over the budget by itself: no sealed content
     /// fits, and no fitting helps. Names the largest clear member.

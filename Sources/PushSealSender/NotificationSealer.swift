@@ -81,7 +81,7 @@ public struct NotificationSealer: Sendable {
         // Scanned into this value in place (a returned notification would be copied).
         var scanned = Notification()
         var ttl: Int64?
-        if Notification.scan(notificationJSON, into: &scanned, extra: &ttl, extraInteger: "ttl") {
+        if Notification.scan(notificationJSON, into: &scanned, otherMember: { try SealRequest.scanTTL($0, &$1, into: &ttl) }) {
             try SealRequest.checkTTL(exp: scanned.exp, ttlSeconds: ttl)
             return try seal(&scanned, ttlSeconds: ttl, for: recipient)
         }
@@ -110,6 +110,23 @@ public struct NotificationSealer: Sendable {
         return try seal(&notification, ttlSeconds: request.ttlSeconds, for: recipient)
     }
 
+    /// Seals a retract (FORMAT.md §5.1) for `recipient`: a background push (`aps` exactly
+    /// `{"content-available":1}`, headers `apns-push-type: background`, `apns-priority: 5`, no
+    /// collapse id) whose sealed plaintext names the notification ids to remove. What an HTTP
+    /// gateway's `POST /v1/notifications/{id}/retract` calls with the id it once sealed under
+    /// (and the batch form with several).
+    /// - Parameters:
+    ///   - ids: 1–100 notification ids (each 1–256 bytes) of earlier notifications to `recipient`.
+    ///   - retractID: the retract's own id for the device's replay guard (`nil`: a random one
+    ///     when ``SealOptions/generatesIDs``).
+    ///   - ttlSeconds: its time to live (`nil`: the options' default TTL).
+    ///   - recipient: the recipient's name for the key provider.
+    /// - Throws: as ``seal(_:for:)-(SealRequest,_)``; `.invalidNotification` for 0 or more than
+    ///   100 ids, or an empty or overlong id.
+    public func sealRetract(ids: [String], retractID: String? = nil, ttlSeconds: Int64? = nil, for recipient: String) throws -> SealedNotification {
+        try seal(SealRequest(Notification.retract(ids: ids, id: retractID), ttlSeconds: ttlSeconds), for: recipient)
+    }
+
     /// Seals `notification` for `recipient` (``seal(_:for:)-(SealRequest,_)`` with a TTL).
     /// - Throws: as ``seal(_:for:)-(SealRequest,_)``.
     public func seal(_ notification: PushSealWire.Notification, ttlSeconds: Int64? = nil, for recipient: String) throws -> SealedNotification {
@@ -121,6 +138,8 @@ public struct NotificationSealer: Sendable {
     /// members are not retained again); its members were checked by the sending rules.
     /// `clear`: the payload's clear part, `nil` for the sealer's own (``clear``).
     func seal(_ n: inout Notification, ttlSeconds: Int64?, for recipient: String, clear: ClearPart? = nil) throws -> SealedNotification {
+        // A retract is a background push whatever the options' or a line's alert (FORMAT.md §5.1).
+        if n.kind == .retract { return try seal(&n, ttlSeconds: ttlSeconds, for: recipient, clearPart: ClearPart.background) }
         // Borrowed, not copied (`clear ?? self.clear` made a copy: a retain and release per seal).
         if let clear { return try seal(&n, ttlSeconds: ttlSeconds, for: recipient, clearPart: clear) }
         return try seal(&n, ttlSeconds: ttlSeconds, for: recipient, clearPart: self.clear)
@@ -129,8 +148,10 @@ public struct NotificationSealer: Sendable {
     private func seal(_ n: inout Notification, ttlSeconds: Int64?, for recipient: String, clearPart clear: borrowing ClearPart) throws -> SealedNotification {
         let prefix = clear.prefix
         guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
-        // The receiver's rule: title, subtitle and body all empty or white space is blankContent.
-        guard n.hasVisibleText else {
+        // The receiver's rule: title, subtitle and body all empty or white space is blankContent
+        // (a display message's; a retract shows nothing and was checked by `checkKind()`).
+        let isRetract = n.kind == .retract
+        guard n.hasVisibleText || isRetract else {
             throw SenderError(.emptyNotification, "the notification needs a title, subtitle or body that is not empty or white space only")
         }
         if !n.localizations.isEmpty, let locale = n.blankLocale {
@@ -220,7 +241,8 @@ public struct NotificationSealer: Sendable {
             changes = fitted.1
             payload = try fitted.0.withUnsafeBytes { try sealPayload($0) }
         }
-        let headers = APNsHeaders(pushType: "alert", topic: appID, priority: options.priority,
+        // A retract: `background`, priority 5 (APNs refuses 10 for a background push).
+        let headers = APNsHeaders(pushType: isRetract ? "background" : "alert", topic: appID, priority: isRetract ? 5 : options.priority,
                                   expiration: apnsExpiration, collapseID: clear.collapseID)
         return SealedNotification(payload: payload, headers: headers, keyID: sealingKey.keyID, changes: changes)
     }

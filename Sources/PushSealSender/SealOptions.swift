@@ -156,7 +156,7 @@ public struct SealOptions: Sendable, Hashable {
 /// The HTTP/2 request headers APNs needs for one payload (Apple, "Sending notification
 /// requests to APNs").
 public struct APNsHeaders: Sendable, Hashable {
-    /// `apns-push-type`: always `alert` (a sealed notification is shown to the user).
+    /// `apns-push-type`: `alert` for a display message (shown by the extension), `background` for a retract (FORMAT.md §5.1, handed to the app).
     public let pushType: String
     /// `apns-topic`: the app id (bundle identifier).
     public let topic: String

@@ -43,6 +43,18 @@ public struct SealRequest: Sendable, Equatable {
         try SenderError.fromNotificationRules { try Notification.checkTimes(iat: notification.iat, exp: notification.exp) }
     }
 
+    /// The scanner's reading of `ttl` (`Notification.scan`'s `otherMember`): when `key` is
+    /// `ttl` and not seen before, reads a non-negative integer into `ttl`.
+    /// - Returns: `false` for another key, a repeated `ttl` or a value that is not a
+    ///   non-negative integer (the tree decoder then gives the precise error).
+    /// - Throws: the scanner's errors.
+    static func scanTTL(_ key: UnsafeRawBufferPointer, _ s: inout JSONReader.Scanner, into ttl: inout Int64?) throws -> Bool {
+        guard ttl == nil, key.elementsEqual("ttl".utf8), try s.peekKind() == .number,
+              case .integer(let t) = try s.readNumber(), t >= 0 else { return false }
+        ttl = t
+        return true
+    }
+
     /// Parses and reads the JSON text of a request (see ``init(json:)``).
     /// - Parameter jsonBytes: UTF-8 JSON text of one object.
     /// - Throws: `SenderError` `.invalidJSON` (not UTF-8, not JSON), `.invalidNotification`.

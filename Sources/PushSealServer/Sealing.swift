@@ -26,7 +26,15 @@ extension ServerStore {
     /// - Throws: `SenderError` (`.invalidOption` for a bad APNs option, `.emptyFallbackAlert`),
     ///   `SealingKeyError` or `KeysError` reading the app's sender key; the store's errors.
     public func sealer(_ configuration: SealerConfiguration) throws -> NotificationSealer {
+        try sealerAndSenderKey(configuration).sealer
+    }
+
+    /// ``sealer(_:)`` and the key id of the sender key it seals auth mode with (`nil`: the app
+    /// has none, or the format is version 1 only), so that a long-running sealer can notice a
+    /// promotion or rotation (`push-seal batch` compares it with the store's primary once a second).
+    /// - Throws: as ``sealer(_:)``.
+    public func sealerAndSenderKey(_ configuration: SealerConfiguration) throws -> (sealer: NotificationSealer, senderKeyID: String?) {
         let keys = try RegistrationSealingKeys(keys: sealingKeys, appID: configuration.appID, policy: configuration.format)
-        return try NotificationSealer(appID: configuration.appID, keys: keys, options: configuration.options, registry: keys.registry)
+        return (try NotificationSealer(appID: configuration.appID, keys: keys, options: configuration.options, registry: keys.registry), keys.senderKeyID)
     }
 }

@@ -27,8 +27,9 @@ public enum SealFormatPolicy: String, Sendable, CaseIterable {
 /// keychain): every seal checks the watch, or in a batch (after ``beginBatch()``) the first seal
 /// of the recipient in each chunk does; a registration cached for 1 s is read again anyway. So a
 /// new registration or a revocation by another process is seen as a v1 rotation is (see
-/// ``ServerKeyring``). The sender key is read once, when the provider is made: a rotation of it
-/// is seen by the next `push-seal` run (the former key stays published for its grace window).
+/// ``ServerKeyring``). The sender key is read once, when the provider is made: `push-seal batch`
+/// looks for a new primary sender key once a second and makes a new provider when it changed
+/// (a promotion or rotation is followed without a restart; issue 24).
 /// A store that says the app has no registrations at all
 /// (``RegistrationStore/mayHaveRegistrations(appID:)``, one query on the registry) is not asked
 /// per recipient until it says otherwise (asked when made and at each batch chunk).

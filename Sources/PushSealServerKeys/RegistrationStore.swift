@@ -230,15 +230,24 @@ public struct SenderKeyInfo: Sendable, Hashable {
         self.notAfter = notAfter
     }
 
-    /// Published (apps should have it pinned) at `now`: the primary, or `decryptOnly` before `notAfter`.
+    /// Published (apps should have it pinned) at `now`: the next key (`pending`, staged
+    /// rotation), the primary, or `decryptOnly` before `notAfter`.
     public func isPublished(at now: Int64) -> Bool {
-        status == .primary || (status == .decryptOnly && (notAfter ?? Int64.max) > now)
+        status == .pending || status == .primary || (status == .decryptOnly && (notAfter ?? Int64.max) > now)
     }
 
     /// The sender key record apps pin (FORMAT.md §V.6):
-    /// `{"format":"pushseal-sender-key","version":2,"appId","senderKeyId","publicKey"}`. Public data.
+    /// `{"format":"pushseal-sender-key","version":2,"appId","senderKeyId","publicKey","status"}`
+    /// plus `retiredAt` and `notAfter` when set (security review G15: a phone pins a retired
+    /// key with its end). Public data.
     public var record: JSONObject {
-        JSONObject([("format", .string("pushseal-sender-key")), ("version", .integer(2)), ("appId", .string(appID)),
-                    ("senderKeyId", .string(keyID)), ("publicKey", .string(WireBase64.encode(publicKey.rawRepresentation)))])
+        var members: [(String, JSONValue)] = [
+            ("format", .string("pushseal-sender-key")), ("version", .integer(2)), ("appId", .string(appID)),
+            ("senderKeyId", .string(keyID)), ("publicKey", .string(WireBase64.encode(publicKey.rawRepresentation))),
+        ]
+        if status == .pending || status == .primary || status == .decryptOnly { members.append(("status", .string(status.rawValue))) }
+        if let retiredAt { members.append(("retiredAt", .integer(retiredAt))) }
+        if let notAfter { members.append(("notAfter", .integer(notAfter))) }
+        return JSONObject(members)
     }
 }

@@ -68,13 +68,7 @@ extension V2KeyList {
         guard !entries.contains(where: { $0.keyID == keyID }) else {
             throw KeysError(.duplicateKeyID, "sender key id \(keyID) exists already: rotate again")
         }
-        var changes: [KeysetChange] = []
-        for i in entries.indices where entries[i].status == .decryptOnly && (entries[i].notAfter ?? Int64.max) <= now {
-            entries[i].status = .destroyed
-            entries[i].retiredAt = now
-            entries[i].secret = nil  // SecretBytes zeroes its buffer when released
-            changes.append(Self.change("senderPrune", now, [("keyId", .string(entries[i].keyID))]))
-        }
+        let changes = pruneSenderKeys(now: now)
         var members: [(key: String, value: JSONValue)] = [("keyId", .string(keyID))]
         for i in entries.indices where entries[i].status == .primary {
             entries[i].status = .decryptOnly
@@ -85,6 +79,88 @@ extension V2KeyList {
         entries.append(Entry(keyID: keyID, status: .primary, createdAt: now, registeredAt: now, publicKey: key.publicKey.rawRepresentation,
                              secret: key.rawRepresentation))
         return changes + [Self.change("senderRotate", now, members)]
+    }
+
+    /// Staged rotation, step 1 (Tink's order: add, roll out, promote): adds `key` as the app's
+    /// next sender key, `pending` — published to apps (`sender export --all`) but not sealing.
+    /// - Throws: `KeysError` `.unknownKeyset` (no sender key yet), `.duplicateKeyID`,
+    ///   `.invalidState` (a next key is already pending: promote it first).
+    public mutating func addSenderKey(_ key: X25519.PrivateKey, keyID: String, now: Int64) throws -> [KeysetChange] {
+        guard !entries.isEmpty else {
+            throw KeysError(.unknownKeyset, "\(appID) has no sender key: generate one (push-keys sender generate)")
+        }
+        guard !entries.contains(where: { $0.keyID == keyID }) else {
+            throw KeysError(.duplicateKeyID, "sender key id \(keyID) exists already: add again")
+        }
+        if let pending = entries.first(where: { $0.status == .pending }) {
+            throw KeysError(.invalidState, "\(appID) already has a next sender key \(pending.keyID) (pending): promote it (push-keys sender promote) before adding another")
+        }
+        entries.append(Entry(keyID: keyID, status: .pending, createdAt: now, registeredAt: now, publicKey: key.publicKey.rawRepresentation,
+                             secret: key.rawRepresentation))
+        return [Self.change("senderAdd", now, [("keyId", .string(keyID)), ("status", .string("pending"))])]
+    }
+
+    /// Staged rotation, step 3: the pending sender key becomes the primary (sealing); the former
+    /// primary becomes `decryptOnly` until `notAfter`; keys past their `notAfter` are destroyed.
+    /// - Returns: the changes and the new primary's key id.
+    /// - Throws: `KeysError` `.unknownKeyset`, `.invalidState` (no pending key).
+    public mutating func promoteSenderKey(notAfter: Int64, now: Int64) throws -> (changes: [KeysetChange], keyID: String) {
+        guard !entries.isEmpty else {
+            throw KeysError(.unknownKeyset, "\(appID) has no sender key: generate one (push-keys sender generate)")
+        }
+        guard let next = entries.firstIndex(where: { $0.status == .pending }) else {
+            throw KeysError(.invalidState, "\(appID) has no next sender key to promote: add one first (push-keys sender add)")
+        }
+        var changes = pruneSenderKeys(now: now)
+        var members: [(key: String, value: JSONValue)] = [("keyId", .string(entries[next].keyID))]
+        for i in entries.indices where entries[i].status == .primary {
+            entries[i].status = .decryptOnly
+            entries[i].retiredAt = now
+            entries[i].notAfter = notAfter
+            members += [("previousKeyId", .string(entries[i].keyID)), ("notAfter", .integer(notAfter))]
+        }
+        entries[next].status = .primary
+        changes.append(Self.change("senderPromote", now, members))
+        return (changes, entries[next].keyID)
+    }
+
+    /// Staged rotation, step 4: ends the former (`decryptOnly`) sender keys now — their
+    /// `notAfter` becomes `now`, so phones stop accepting them at their next refresh — or, with
+    /// `revoke` (a suspected leak), makes them `disabled` with `retiredAt` = `now` and drops
+    /// their private keys: `revocations export` then lists them and phones disable the pins.
+    /// - Returns: the changes and the key ids ended.
+    /// - Throws: `KeysError` `.unknownKeyset`.
+    public mutating func retireSenderKeys(revoke: Bool, now: Int64) throws -> (changes: [KeysetChange], keyIDs: [String]) {
+        guard !entries.isEmpty else {
+            throw KeysError(.unknownKeyset, "\(appID) has no sender key: generate one (push-keys sender generate)")
+        }
+        var changes: [KeysetChange] = [], ended: [String] = []
+        for i in entries.indices where entries[i].status == .decryptOnly {
+            if revoke {
+                entries[i].status = .disabled
+                entries[i].retiredAt = min(entries[i].retiredAt ?? now, now)
+                entries[i].notAfter = now
+                entries[i].secret = nil
+            } else {
+                guard (entries[i].notAfter ?? Int64.max) > now else { continue }
+                entries[i].notAfter = now
+            }
+            ended.append(entries[i].keyID)
+            changes.append(Self.change(revoke ? "senderRevoke" : "senderRetire", now, [("keyId", .string(entries[i].keyID)), ("notAfter", .integer(now))]))
+        }
+        return (changes, ended)
+    }
+
+    /// Destroys `decryptOnly` sender keys past their `notAfter` (private key dropped).
+    mutating func pruneSenderKeys(now: Int64) -> [KeysetChange] {
+        var changes: [KeysetChange] = []
+        for i in entries.indices where entries[i].status == .decryptOnly && (entries[i].notAfter ?? Int64.max) <= now {
+            entries[i].status = .destroyed
+            entries[i].retiredAt = now
+            entries[i].secret = nil  // SecretBytes zeroes its buffer when released
+            changes.append(Self.change("senderPrune", now, [("keyId", .string(entries[i].keyID))]))
+        }
+        return changes
     }
 
     /// The registrations, oldest first.

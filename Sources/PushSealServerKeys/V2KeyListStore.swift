@@ -101,6 +101,51 @@ extension V2KeyListStore {
         return SenderKeyInfo(appID: appID, keyID: keyID, publicKey: key.publicKey, status: .primary, createdAt: now)
     }
 
+    /// Adds the app's next sender key, `pending`: published to apps, not sealing (staged
+    /// rotation: `sender add`). Audited as `senderAdd`.
+    /// - Throws: `KeysError` `.unknownKeyset`, `.invalidState` (one is pending already),
+    ///   `.invalidName`, `.timeOutOfRange`; the store's errors, `CryptoError`.
+    @discardableResult
+    public func addSenderKey(appID: String, now: Int64 = KeyTime.now()) throws -> SenderKeyInfo {
+        try KeyID.validateAppID(appID)
+        try KeyTime.checkTime(now)
+        let (key, keyID) = try V2KeyList.newSenderKey()
+        try changeV2List(.senderKeys, appID: appID, owner: senderKeyOwner, allowCreate: false) { try $0.addSenderKey(key, keyID: keyID, now: now) }
+        return SenderKeyInfo(appID: appID, keyID: keyID, publicKey: key.publicKey, status: .pending, createdAt: now)
+    }
+
+    /// Promotes the pending sender key to primary; the former primary stays `decryptOnly`
+    /// until `now + graceSeconds` (`sender promote`). Audited as `senderPromote`.
+    /// - Returns: the app's sender keys after the change.
+    /// - Throws: `KeysError` `.unknownKeyset`, `.invalidState` (none pending), `.timeOutOfRange`; the store's errors.
+    @discardableResult
+    public func promoteSenderKey(appID: String, graceSeconds: Int64 = KeyTime.defaultGraceSeconds, now: Int64 = KeyTime.now()) throws -> [SenderKeyInfo] {
+        try KeyID.validateAppID(appID)
+        let notAfter = try KeyTime.time(now, plus: graceSeconds, named: "graceSeconds")
+        let list = try changeV2List(.senderKeys, appID: appID, owner: senderKeyOwner, allowCreate: false) {
+            try $0.promoteSenderKey(notAfter: notAfter, now: now).changes
+        }
+        return try list.senderKeyInfos()
+    }
+
+    /// Ends the former sender keys now (`sender retire`), or revokes them (`sender retire
+    /// --now`, after a suspected leak: `disabled`, private keys dropped, listed by the
+    /// revocation export). Audited as `senderRetire` / `senderRevoke`.
+    /// - Returns: the key ids ended.
+    /// - Throws: `KeysError` `.unknownKeyset`, `.timeOutOfRange`; the store's errors.
+    @discardableResult
+    public func retireSenderKeys(appID: String, revoke: Bool, now: Int64 = KeyTime.now()) throws -> [String] {
+        try KeyID.validateAppID(appID)
+        try KeyTime.checkTime(now)
+        var ended: [String] = []
+        try changeV2List(.senderKeys, appID: appID, owner: senderKeyOwner, allowCreate: false) {
+            let r = try $0.retireSenderKeys(revoke: revoke, now: now)
+            ended = r.keyIDs
+            return r.changes
+        }
+        return ended
+    }
+
     /// The app's sender keys, oldest first, public halves only (empty when none).
     /// - Throws: `KeysError` `.invalidName`, `.corruptKeyset`; the store's errors, `CryptoError`.
     public func senderKeys(appID: String) throws -> [SenderKeyInfo] {

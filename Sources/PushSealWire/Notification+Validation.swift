@@ -13,8 +13,8 @@ internal import Foundation
 // so a sender never seals what a device rejects. Errors are `FormatError` `.invalidPlaintext`
 // whose reason names the member.
 extension Notification {
-    /// The members of the sending form, in the order reasons list them.
-    public static let memberNames = ["title", "subtitle", "body", "media", "localizations", "data", "aps", "iat", "exp", "id"]
+    /// The members of the sending form, in the order reasons list them (``NotificationMember``'s).
+    public static let memberNames = NotificationMember.allCases.map(\.name)
 
     /// Names a sender may not use at the top level of `data` (issue 12): the payload's own
     /// members (`aps`, `encrypted_data`, `key_id`, `enc_alg`, v2's `sender_key_id`) and the
@@ -44,23 +44,28 @@ extension Notification {
         }
         self.init()
         for m in o {
-            switch m.key {
-            case "title": title = try Self.sendingString(m.value, "title")
-            case "subtitle": subtitle = try Self.sendingString(m.value, "subtitle")
-            case "body": body = try Self.sendingString(m.value, "body")
-            case "id": id = try Self.sendingString(m.value, "id")
-            case "iat": iat = try Self.sendingTime(m.value, "iat")
-            case "exp": exp = try Self.sendingTime(m.value, "exp")
-            case "data": data = try Self.sendingData(m.value)
-            case "aps": aps = try Self.sendingPresentation(m.value)
-            case "media": media = try Self.sendingMedia(m.value)
-            case "localizations": localizations = try Self.sendingLocalizations(m.value)
-            default:
+            guard let member = NotificationMember(rawValue: m.key) else {
                 guard try extraMember(m.key, m.value) else {
                     throw FormatError(.invalidPlaintext, "unknown member \(Self.excerpt(m.key)) (known: \((Self.memberNames + extraMemberNames).joined(separator: ", ")))")
                 }
+                continue
+            }
+            switch member {  // schema-switch: sending decoder
+            case .title: title = try Self.sendingString(m.value, "title")
+            case .subtitle: subtitle = try Self.sendingString(m.value, "subtitle")
+            case .body: body = try Self.sendingString(m.value, "body")
+            case .media: media = try Self.sendingMedia(m.value)
+            case .localizations: localizations = try Self.sendingLocalizations(m.value)
+            case .data: data = try Self.sendingData(m.value)
+            case .aps: aps = try Self.sendingPresentation(m.value)
+            case .iat: iat = try Self.sendingTime(m.value, "iat")
+            case .exp: exp = try Self.sendingTime(m.value, "exp")
+            case .id: id = try Self.sendingString(m.value, "id")
+            case .kind: kind = try Self.sendingKind(m.value)
+            case .ids: ids = try Self.sendingIDs(m.value)
             }
         }
+        try checkKind()
         if checkingTimes { try Self.checkTimes(iat: iat, exp: exp) }
     }
 
@@ -75,17 +80,63 @@ extension Notification {
     ///   ``init(sendingJSON:extraMemberNames:extraMember:checkingTimes:)``).
     /// - Throws: `FormatError` `.invalidPlaintext` naming the member.
     public func validate(checkingTimes: Bool = true) throws {
-        if let media { _ = try Self.sendingMedia(media.jsonValue()) }
-        for l in localizations {
-            guard WireFormat.isValidLocale(l.locale) else { throw Self.notALocale(l.locale) }
-            _ = try Self.invalidPlaintext { try LocalizedContent(json: l.content.jsonValue(), path: "localizations.\(l.locale)") }
+        for member in NotificationMember.allCases {
+            switch member {  // schema-switch: validation
+            case .title, .subtitle, .body, .id: break  // any string (the sealer checks the visible text)
+            case .media: if let media { _ = try Self.sendingMedia(media.jsonValue()) }
+            case .localizations:
+                for l in localizations {
+                    guard WireFormat.isValidLocale(l.locale) else { throw Self.notALocale(l.locale) }
+                    _ = try Self.invalidPlaintext { try LocalizedContent(json: l.content.jsonValue(), path: "localizations.\(l.locale)") }
+                }
+            case .data: if let data { _ = try Self.sendingData(.object(data)) }
+            case .aps: if let aps { _ = try Self.sendingPresentation(aps.jsonValue()) }
+            case .iat: if let iat { _ = try Self.sendingTime(.integer(iat), "iat") }
+            case .exp: if let exp { _ = try Self.sendingTime(.integer(exp), "exp") }
+            case .kind: break  // a MessageKind is always valid; checkKind() checks the members it allows
+            case .ids: if !ids.isEmpty { _ = try Self.sendingIDs(.array(ids.map { .string($0) })) }
+            }
         }
-        if let data { _ = try Self.sendingData(.object(data)) }
-        if let aps { _ = try Self.sendingPresentation(aps.jsonValue()) }
-        for (name, t) in [("iat", iat), ("exp", exp)] {
-            if let t { _ = try Self.sendingTime(.integer(t), name) }
-        }
+        try checkKind()
         if checkingTimes { try Self.checkTimes(iat: iat, exp: exp) }
+    }
+
+    /// The members a message of ``kind`` may carry (FORMAT.md §5.1): a display message no
+    /// `ids`; a retract 1–100 `ids` and nothing shown (no `title`, `subtitle`, `body`, `media`,
+    /// `localizations`, `aps`, `data`: a retract is never displayed, so they would be dropped).
+    /// - Throws: `FormatError` `.invalidPlaintext` naming the member.
+    public func checkKind() throws {
+        switch kind {
+        case .display:
+            guard ids.isEmpty else {
+                throw FormatError(.invalidPlaintext, "ids: only a retract names notification ids (give \"kind\": \"retract\")")
+            }
+        case .retract:
+            guard !ids.isEmpty else {
+                throw FormatError(.invalidPlaintext, "ids: a retract needs 1-\(MessageKind.maxRetractIDs) notification ids")
+            }
+            let shown: [(String, Bool)] = [("title", titleText != nil), ("subtitle", subtitleText != nil), ("body", bodyText != nil),
+                                           ("media", media != nil), ("localizations", !localizations.isEmpty), ("aps", aps != nil),
+                                           ("data", data != nil)]
+            if let (name, _) = shown.first(where: { $0.1 }) {
+                throw FormatError(.invalidPlaintext, "\(name): a retract shows nothing, so it carries only kind, ids, iat, exp and id")
+            }
+        }
+    }
+
+    /// Reads `kind`: `"display"` or `"retract"`.
+    static func sendingKind(_ v: JSONValue) throws -> MessageKind {
+        guard case .string(let s) = v else { throw sendingWrongType("kind", "a string", v) }
+        guard let k = MessageKind(rawValue: s) else {
+            throw FormatError(.invalidPlaintext, "kind must be one of \(MessageKind.allCases.map(\.rawValue).joined(separator: ", ")), got \(excerpt(s))")
+        }
+        return k
+    }
+
+    /// Reads `ids` by the receiver's rules (1–100 strings of 1–256 bytes).
+    static func sendingIDs(_ v: JSONValue) throws -> [String] {
+        guard case .array = v else { throw sendingWrongType("ids", "an array of notification ids", v) }
+        return try invalidPlaintext { try ids(v) }
     }
 
     /// Checks the times together: `iat` and `exp` each at most `WireFormat.maxTimeSeconds`, and

@@ -59,6 +59,11 @@ public struct Notification: Sendable, Equatable {
         get { idText.map { $0.string(in: source) } }
         set { idText = newValue.map(NotificationText.string) }
     }
+    /// What the receiver does with it (`kind`): show it (`display`, the default, not written)
+    /// or remove earlier notifications (`retract`).
+    public var kind: MessageKind = .display
+    /// A retract's notification ids (`ids`, 1–100); empty for a display message (not written).
+    public var ids: [String] = []
 
     /// Creates an empty plaintext (no member set), to be filled in; it does not encode into
     /// something a receiver accepts until a title, subtitle or body is set.
@@ -68,7 +73,8 @@ public struct Notification: Sendable, Equatable {
     /// it to encode into something a receiver accepts (checked by ``validate()``).
     public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, media: MediaDescriptor? = nil,
                 localizations: [(locale: String, content: LocalizedContent)] = [], data: JSONObject? = nil,
-                aps: PresentationFields? = nil, iat: Int64? = nil, exp: Int64? = nil, id: String? = nil) {
+                aps: PresentationFields? = nil, iat: Int64? = nil, exp: Int64? = nil, id: String? = nil,
+                kind: MessageKind = .display, ids: [String] = []) {
         self.title = title
         self.subtitle = subtitle
         self.body = body
@@ -79,13 +85,43 @@ public struct Notification: Sendable, Equatable {
         self.iat = iat
         self.exp = exp
         self.id = id
+        self.kind = kind
+        self.ids = ids
     }
 
+    /// A retract message (FORMAT.md §5.1): it removes the delivered notifications whose `id` is
+    /// one of `ids` and shows nothing.
+    /// - Parameters:
+    ///   - ids: 1–100 notification ids of earlier notifications to the same recipient.
+    ///   - id: the retract's own id (for the receiver's replay guard); the sealer draws one when `nil`.
+    public static func retract(ids: [String], id: String? = nil) -> Notification {
+        Notification(id: id, kind: .retract, ids: ids)
+    }
+
+    /// Equal when every member of ``NotificationMember`` is (texts compared decoded, so a
+    /// scanned and a built notification of the same content are equal).
     public static func == (lhs: Notification, rhs: Notification) -> Bool {
-        lhs.title == rhs.title && lhs.subtitle == rhs.subtitle && lhs.body == rhs.body && lhs.media == rhs.media
-            && lhs.localizations.count == rhs.localizations.count
-            && zip(lhs.localizations, rhs.localizations).allSatisfy { $0.locale == $1.locale && $0.content == $1.content }
-            && lhs.data == rhs.data && lhs.aps == rhs.aps && lhs.iat == rhs.iat && lhs.exp == rhs.exp && lhs.id == rhs.id
+        NotificationMember.allCases.allSatisfy { lhs.hasEqual($0, to: rhs) }
+    }
+
+    /// Whether `member` is the same in `self` and `other`.
+    private func hasEqual(_ member: NotificationMember, to other: Notification) -> Bool {
+        switch member {  // schema-switch: equality
+        case .title: title == other.title
+        case .subtitle: subtitle == other.subtitle
+        case .body: body == other.body
+        case .media: media == other.media
+        case .localizations:
+            localizations.count == other.localizations.count
+                && zip(localizations, other.localizations).allSatisfy { $0.locale == $1.locale && $0.content == $1.content }
+        case .data: data == other.data
+        case .aps: aps == other.aps
+        case .iat: iat == other.iat
+        case .exp: exp == other.exp
+        case .id: id == other.id
+        case .kind: kind == other.kind
+        case .ids: ids == other.ids
+        }
     }
 
     // MARK: Decoding
@@ -109,44 +145,92 @@ public struct Notification: Sendable, Equatable {
         try self.init(json: value)
     }
 
-    /// Decodes a parsed plaintext object.
+    /// Decodes a parsed plaintext object (FORMAT.md §5): each known member's type and shape in
+    /// the table's order, then the kind's content rule (a display message needs a non-empty
+    /// title, subtitle or body; a retract needs `ids`). Unknown members are ignored.
     /// - Throws: `FormatError` `.invalidPlaintext` with a reason `<member>: <problem>`.
     public init(json value: JSONValue) throws {
         guard case .object(let o) = value else {
             throw FormatError(.invalidPlaintext, "the plaintext is a JSON \(value.typeName), not an object")
         }
-        let text = try Self.textMembers(o, path: "")
-        title = text.title
-        subtitle = text.subtitle
-        body = text.body
-        media = try Self.optional(o, "media", path: "").map { try MediaDescriptor(json: $0) }
-        localizations = []
-        if let l = try Self.optional(o, "localizations", path: "") {
-            guard case .object(let lo) = l else { throw Self.wrongType("localizations", "object", l) }
-            for (position, m) in lo.members.enumerated() {
-                let locale = m.key
-                guard WireFormat.isValidLocale(locale) else {
-                    // The position, not the tag: a decrypted tag is plaintext (security review F15).
-                    throw FormatError(.invalidPlaintext, "localizations: member \(position + 1) is not a locale tag (1-35 of A-Z a-z 0-9 - _)")
+        self.init()
+        // The kind first: it decides the content rule, checked where the texts end (as before kinds).
+        if let k = try Self.optional(o, NotificationMember.kind.name, path: "") { kind = try Self.kind(k) }
+        for member in NotificationMember.allCases {
+            guard let v = try Self.optional(o, member.name, path: "") else {
+                if member == .body { try checkContent(o) }
+                continue
+            }
+            switch member {  // schema-switch: receiving decoder
+            case .title: titleText = .string(try Self.receivedString(v, "title"))
+            case .subtitle: subtitleText = .string(try Self.receivedString(v, "subtitle"))
+            case .body:
+                bodyText = .string(try Self.receivedString(v, "body"))
+                try checkContent(o)
+            case .media: media = try MediaDescriptor(json: v)
+            case .localizations:
+                guard case .object(let lo) = v else { throw Self.wrongType("localizations", "object", v) }
+                for (position, m) in lo.members.enumerated() {
+                    let locale = m.key
+                    guard WireFormat.isValidLocale(locale) else {
+                        // The position, not the tag: a decrypted tag is plaintext (security review F15).
+                        throw FormatError(.invalidPlaintext, "localizations: member \(position + 1) is not a locale tag (1-35 of A-Z a-z 0-9 - _)")
+                    }
+                    // Named by position too when the tag is valid: error text never quotes plaintext.
+                    localizations.append((locale: locale, content: try LocalizedContent(json: m.value, path: "localizations[\(position + 1)]")))
                 }
-                // Named by position too when the tag is valid: error text never quotes plaintext.
-                localizations.append((locale: locale, content: try LocalizedContent(json: m.value, path: "localizations[\(position + 1)]")))
+            case .data:
+                guard case .object(let dobj) = v else { throw Self.wrongType("data", "object", v) }
+                data = dobj
+            case .aps: aps = try PresentationFields(json: v)
+            case .iat: iat = try Self.time(v, "iat")
+            case .exp: exp = try Self.time(v, "exp")
+            case .id: idText = .string(try Self.receivedString(v, "id"))
+            case .kind: break  // read first
+            case .ids: ids = try Self.ids(v)
             }
         }
-        if let d = try Self.optional(o, "data", path: "") {
-            guard case .object(let dobj) = d else { throw Self.wrongType("data", "object", d) }
-            data = dobj
-        } else {
-            data = nil
+        if kind == .retract, ids.isEmpty {
+            throw FormatError(.invalidPlaintext, "ids: a retract needs 1-\(MessageKind.maxRetractIDs) notification ids")
         }
-        aps = try Self.optional(o, "aps", path: "").map { try PresentationFields(json: $0) }
-        iat = try Self.time(o, "iat")
-        exp = try Self.time(o, "exp")
-        if let i = try Self.optional(o, "id", path: "") {
-            guard case .string(let s) = i else { throw Self.wrongType("id", "string", i) }
-            id = s
-        } else {
-            id = nil
+    }
+
+    /// The content rule of the message's kind, checked once the texts are read: a display
+    /// message needs a non-empty title, subtitle or body; a retract shows nothing.
+    private func checkContent(_ o: JSONObject) throws {
+        guard kind == .display else { return }
+        _ = try Self.textMembers(o, path: "")
+    }
+
+    /// A text member (`title`, `subtitle`, `body`, `id`): a string.
+    static func receivedString(_ v: JSONValue, _ name: String) throws -> String {
+        guard case .string(let s) = v else { throw wrongType(name, "string", v) }
+        return s
+    }
+
+    /// `kind`: one of ``MessageKind``'s names. An unknown kind is refused (never displayed):
+    /// a receiver cannot do what it does not know.
+    static func kind(_ v: JSONValue) throws -> MessageKind {
+        guard case .string(let s) = v else { throw wrongType("kind", "string", v) }
+        // Not quoted: a decrypted value is plaintext (security review F15).
+        guard let k = MessageKind(rawValue: s) else {
+            throw FormatError(.invalidPlaintext, "kind: not a kind this receiver knows (known: \(MessageKind.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        return k
+    }
+
+    /// `ids`: an array of 1–100 strings of 1–256 UTF-8 bytes each.
+    static func ids(_ v: JSONValue) throws -> [String] {
+        guard case .array(let a) = v else { throw wrongType("ids", "array", v) }
+        guard (1...MessageKind.maxRetractIDs).contains(a.count) else {
+            throw FormatError(.invalidPlaintext, "ids: expected 1-\(MessageKind.maxRetractIDs) notification ids, got \(a.count)")
+        }
+        return try a.enumerated().map { position, e in
+            guard case .string(let s) = e else { throw wrongType("ids[\(position + 1)]", "string", e) }
+            guard (1...MessageKind.maxIDByteCount).contains(s.utf8.count) else {
+                throw FormatError(.invalidPlaintext, "ids[\(position + 1)]: expected 1-\(MessageKind.maxIDByteCount) bytes, got \(s.utf8.count)")
+            }
+            return s
         }
     }
 
@@ -157,7 +241,7 @@ public struct Notification: Sendable, Equatable {
     }
 
     static func wrongType(_ member: String, _ expected: String, _ got: JSONValue) -> FormatError {
-        FormatError(.invalidPlaintext, "\(member): expected \(expected == "object" || expected == "integer" ? "an" : "a") \(expected), got \(got.typeName)")
+        FormatError(.invalidPlaintext, "\(member): expected \(expected == "object" || expected == "integer" || expected == "array" ? "an" : "a") \(expected), got \(got.typeName)")
     }
 
     static func textMembers(_ o: JSONObject, path: String) throws -> (title: String?, subtitle: String?, body: String?) {
@@ -177,8 +261,7 @@ public struct Notification: Sendable, Equatable {
         return (out[0], out[1], out[2])
     }
 
-    static func time(_ o: JSONObject, _ key: String) throws -> Int64? {
-        guard let v = try optional(o, key, path: "") else { return nil }
+    static func time(_ v: JSONValue, _ key: String) throws -> Int64 {
         guard case .integer(let t) = v else { throw wrongType(key, "integer", v) }
         guard t >= 0 else { throw FormatError(.invalidPlaintext, "\(key): seconds since 1970 must not be negative, got \(t)") }
         return t
@@ -186,8 +269,8 @@ public struct Notification: Sendable, Equatable {
 
     // MARK: Encoding
 
-    /// The plaintext as a JSON value: ``encoded(padding:)`` read back (members in the order
-    /// title, subtitle, body, media, localizations, data, aps, iat, exp, id; absent ones omitted).
+    /// The plaintext as a JSON value: ``encoded(padding:)`` read back (members in
+    /// ``NotificationMember`` order; absent ones, and `kind` `display`, omitted).
     /// - Throws: `FormatError` `.nonFiniteNumber`.
     public func jsonValue() throws -> JSONValue {
         try JSONReader.parse(try encoded(padding: false))
@@ -220,14 +303,26 @@ public struct Notification: Sendable, Equatable {
 
     /// ``estimatedByteCount()`` of a notification built in code.
     @usableFromInline func estimatedBuiltByteCount() -> Int {
-        var n = 160 + (titleText?.byteCount ?? 0) + (subtitleText?.byteCount ?? 0) + (bodyText?.byteCount ?? 0) + (idText?.byteCount ?? 0)
-        for l in localizations {
-            n += 48 + l.locale.utf8.count + (l.content.title?.utf8.count ?? 0) + (l.content.subtitle?.utf8.count ?? 0)
-                + (l.content.body?.utf8.count ?? 0)
+        var n = 160
+        for member in NotificationMember.allCases {
+            switch member {  // schema-switch: size estimate
+            case .title: n += titleText?.byteCount ?? 0
+            case .subtitle: n += subtitleText?.byteCount ?? 0
+            case .body: n += bodyText?.byteCount ?? 0
+            case .media: if media != nil { n += 256 }
+            case .localizations:
+                for l in localizations {
+                    n += 48 + l.locale.utf8.count + (l.content.title?.utf8.count ?? 0) + (l.content.subtitle?.utf8.count ?? 0)
+                        + (l.content.body?.utf8.count ?? 0)
+                }
+            case .data: if let data { n += 64 * data.count }
+            case .aps: if aps != nil { n += 160 }
+            case .iat, .exp: break  // within the base
+            case .id: n += idText?.byteCount ?? 0
+            case .kind: if kind != .display { n += 20 }
+            case .ids: for i in ids { n += 3 + i.utf8.count }
+            }
         }
-        if media != nil { n += 256 }
-        if let data { n += 64 * data.count }
-        if aps != nil { n += 160 }
         return n + n / 8
     }
 }

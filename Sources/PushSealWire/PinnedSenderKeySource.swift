@@ -24,9 +24,19 @@ public protocol PinnedSenderKeySource: Sendable {
     /// - Throws: the source's errors (e.g. the keychain's -34018 or -25300, a wrong app id);
     ///   nothing when the key's absence is for the key lookup to report.
     func checkDeviceKey(_ keyID: String) throws
+
+    /// Whether version 1 payloads under the app's v1 key `keyID` may open although a sender key
+    /// is pinned (security review G2): `false` when that key is held but not kept with an end
+    /// date (not `decryptOnly` with a `notAfter`: the migration window `push-keys device
+    /// pin-sender` opens), `true` otherwise (no such key: the key lookup then refuses it).
+    /// - Throws: the source's errors.
+    func keepsVersionOne(keyID: String) throws -> Bool
 }
 
 extension PinnedSenderKeySource {
     /// No check (a source without device keys of its own).
     public func checkDeviceKey(_ keyID: String) throws {}
+
+    /// Default for sources that know no v1 keys: a v1 payload is never let past a pin.
+    public func keepsVersionOne(keyID: String) throws -> Bool { false }
 }

@@ -3,8 +3,8 @@ import PushSealSystem
 public import PushSealCrypto
 internal import CPushSealSIMD
 
-/// The one writer of the plaintext layout (FORMAT.md §5): compact UTF-8 JSON, members in the
-/// order title, subtitle, body, media, localizations, data, aps, iat, exp, id, absent ones omitted;
+/// The one writer of the plaintext layout (FORMAT.md §5): compact UTF-8 JSON, members in
+/// ``NotificationMember`` order (the table's), absent ones and `kind` `display` omitted;
 /// minimal escapes (`"`, `\`, control characters below U+0020 only; never `\/`; every other
 /// scalar as raw UTF-8); integers in decimal; doubles in Swift's shortest round-trip form.
 ///
@@ -43,39 +43,61 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     @inlinable mutating func encodeMembers(_ p: UnsafePointer<Notification>, source: UnsafeRawBufferPointer) throws {
         sink.append(UInt8(ascii: "{"))
         var first = true
-        if let t = p.pointee.titleText { member(",\"title\":", first: &first); text(t, in: source, of: p) }
-        if let t = p.pointee.subtitleText { member(",\"subtitle\":", first: &first); text(t, in: source, of: p) }
-        if let t = p.pointee.bodyText { member(",\"body\":", first: &first); text(t, in: source, of: p) }
-        if let m = p.pointee.media {
-            member(",\"media\":", first: &first)
-            raw("{\"url\":")
-            string(m.url)
-            if let t = m.type { raw(",\"type\":"); string(t) }
-            if let h = m.sha256Hex { raw(",\"sha256\":"); string(h) }
-            if let k = m.key { raw(",\"key\":"); string(k.withUnsafeBytes { WireBase64.encodeSecret($0) }) }
-            sink.append(UInt8(ascii: "}"))
-        }
-        if !p.pointee.localizations.isEmpty {
-            member(",\"localizations\":", first: &first)
-            sink.append(UInt8(ascii: "{"))
-            for (i, l) in p.pointee.localizations.enumerated() {
-                if i > 0 { sink.append(UInt8(ascii: ",")) }
-                string(l.locale)
-                sink.append(UInt8(ascii: ":"))
-                sink.append(UInt8(ascii: "{"))
-                var firstText = true
-                if let v = l.content.title { member(",\"title\":", first: &firstText); string(v) }
-                if let v = l.content.subtitle { member(",\"subtitle\":", first: &firstText); string(v) }
-                if let v = l.content.body { member(",\"body\":", first: &firstText); string(v) }
-                sink.append(UInt8(ascii: "}"))
+        for m in NotificationMember.allCases {
+            switch m {  // schema-switch: encoder
+            case .title: if let t = p.pointee.titleText { member(",\"title\":", first: &first); text(t, in: source, of: p) }
+            case .subtitle: if let t = p.pointee.subtitleText { member(",\"subtitle\":", first: &first); text(t, in: source, of: p) }
+            case .body: if let t = p.pointee.bodyText { member(",\"body\":", first: &first); text(t, in: source, of: p) }
+            case .media:
+                if let m = p.pointee.media {
+                    member(",\"media\":", first: &first)
+                    raw("{\"url\":")
+                    string(m.url)
+                    if let t = m.type { raw(",\"type\":"); string(t) }
+                    if let h = m.sha256Hex { raw(",\"sha256\":"); string(h) }
+                    if let k = m.key { raw(",\"key\":"); string(k.withUnsafeBytes { WireBase64.encodeSecret($0) }) }
+                    sink.append(UInt8(ascii: "}"))
+                }
+            case .localizations:
+                if !p.pointee.localizations.isEmpty {
+                    member(",\"localizations\":", first: &first)
+                    sink.append(UInt8(ascii: "{"))
+                    for (i, l) in p.pointee.localizations.enumerated() {
+                        if i > 0 { sink.append(UInt8(ascii: ",")) }
+                        string(l.locale)
+                        sink.append(UInt8(ascii: ":"))
+                        sink.append(UInt8(ascii: "{"))
+                        var firstText = true
+                        if let v = l.content.title { member(",\"title\":", first: &firstText); string(v) }
+                        if let v = l.content.subtitle { member(",\"subtitle\":", first: &firstText); string(v) }
+                        if let v = l.content.body { member(",\"body\":", first: &firstText); string(v) }
+                        sink.append(UInt8(ascii: "}"))
+                    }
+                    sink.append(UInt8(ascii: "}"))
+                }
+            case .data: if let d = p.pointee.data { member(",\"data\":", first: &first); try object(d) }
+            case .aps: if let a = p.pointee.aps, case .object(let o) = a.jsonValue() { member(",\"aps\":", first: &first); try object(o) }
+            case .iat: if let t = p.pointee.iat { member(",\"iat\":", first: &first); integer(t) }
+            case .exp: if let t = p.pointee.exp { member(",\"exp\":", first: &first); integer(t) }
+            case .id: if let t = p.pointee.idText { member(",\"id\":", first: &first); text(t, in: source, of: p) }
+            case .kind:
+                // `display`, the default, is not written: a display plaintext reads as before kinds.
+                switch p.pointee.kind {
+                case .display: break
+                case .retract: member(",\"kind\":\"retract\"", first: &first)
+                }
+            case .ids:
+                if !p.pointee.ids.isEmpty {
+                    member(",\"ids\":", first: &first)
+                    sink.append(UInt8(ascii: "["))
+                    for (i, id) in p.pointee.ids.enumerated() {
+                        if i > 0 { sink.append(UInt8(ascii: ",")) }
+                        string(id)
+                    }
+                    sink.append(UInt8(ascii: "]"))
+                }
             }
-            sink.append(UInt8(ascii: "}"))
         }
-        if let d = p.pointee.data { member(",\"data\":", first: &first); try object(d) }
-        if let a = p.pointee.aps, case .object(let o) = a.jsonValue() { member(",\"aps\":", first: &first); try object(o) }
-        if let t = p.pointee.iat { member(",\"iat\":", first: &first); integer(t) }
-        if let t = p.pointee.exp { member(",\"exp\":", first: &first); integer(t) }
-        if let t = p.pointee.idText { member(",\"id\":", first: &first); text(t, in: source, of: p) }
         sink.append(UInt8(ascii: "}"))
     }
 

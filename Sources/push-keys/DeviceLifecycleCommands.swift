@@ -76,7 +76,7 @@ struct DeviceRotateCommand: OptionsCommand {
         exitCodes: DeviceLifecycleCommands.exitCodes(checked: "an --app-id, --key-id, --grace or --now", dataError: "an older v2 device key item is damaged (corruptKey; nothing changed); the key id already held (duplicateKeyID)",
                                                      noInput: "the entitlements file missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
-            OUTPUT: the new registration record, one JSON line (as device generate); with --json: {"registration": record, "item": attributes, "retired": [key ids]}. A message sealed to an older key before the rotation opens until notAfter; one sealed after it falls back (keys:keyRetired). Run 'push-keys device prune' after the grace window to delete the old private keys. The iOS reference does the same in two steps (makeDeviceKey as pending, promote once the server accepted the record: Examples/iOS/PushSealDeviceKeys.swift).
+            OUTPUT: the new registration record, one JSON line (as device generate); with --json: {"registration": record, "item": attributes, "retired": [key ids]}. A message sealed to an older key before the rotation opens until notAfter; one sealed after it falls back (keys:keyRetired). Run 'push-keys device prune' after the grace window to delete the old private keys. The iOS reference does the same in two steps (makeDeviceKey as pending, promote once the server accepted the record: Examples/iOS/Sources/PushSealDevice/PushSealDeviceKeys.swift).
             """
     )
 

@@ -38,6 +38,25 @@ enum TokenCommands {
 
     /// `--environment E`.
     /// - Throws: `CLIError` 64 for another value.
+    /// `--registered-at MS` when its unit is plausible (issue 26, token hygiene): a registration
+    /// time is compared with APNs' 410 timestamps in milliseconds, and a value in another unit
+    /// silently decides which tokens a 410 removes. Refused: 10^9 ≤ MS < 10^11 (a Unix time in
+    /// seconds since 2001 read as ms lands in 1970-1973) and MS ≥ 10^14 (microseconds or
+    /// nanoseconds read as ms land past the year 5138). Smaller values stay accepted (tests and
+    /// replays use small clocks); so does every real time in ms from 1973 to 5138.
+    /// - Throws: `CLIError.usage` naming the unit it looks like, with the corrected value as the hint.
+    static func checkedRegisteredAt(_ ms: Int64) throws -> Int64 {
+        if ms >= 1_000_000_000 && ms < 100_000_000_000 {
+            throw CLIError.usage("--registered-at \(ms) looks like seconds since 1970, not milliseconds (as ms it is in \(1970 + ms / 31_557_600_000))",
+                                 hint: "--registered-at \(ms)000")
+        }
+        if ms >= 100_000_000_000_000 {
+            throw CLIError.usage("--registered-at \(ms) looks like microseconds or nanoseconds since 1970, not milliseconds",
+                                 hint: "--registered-at \(ms / 1000)  (from microseconds)")
+        }
+        return ms
+    }
+
     static func environment(_ a: Arguments, required: Bool) throws -> DeviceTokenEnvironment? {
         guard let v = required ? try a.required("--environment", "E") : a.value("--environment") else { return nil }
         guard let e = DeviceTokenEnvironment(rawValue: v) else { throw CLIError.usage("--environment must be production or development, got \(quoted(v))") }
@@ -56,7 +75,7 @@ struct TokenAddCommand: OptionsCommand {
     let path = ["token", "add"]
     let options = KeyOptions.changing + [
         KeyOptions.appID, KeyOptions.recipient, TokenCommands.environment,
-        .value("--registered-at", "MS", "when the app registered the token, in milliseconds since 1970 UTC (default: the clock); a 410 older than this keeps it"),
+        .value("--registered-at", "MS", "when the app registered the token, in milliseconds since 1970 UTC (default: the clock); a 410 older than this keeps it. A value that reads as seconds (10^9 to 10^11: 1970-01-12 to 1973-03-03 in ms) or as microseconds (10^14 and up: past the year 5138 in ms) is refused"),
     ]
     let help = HelpText(
         overview: "store the APNs device token the app registered for a recipient (replacing the recipient's former token of that environment), for push-seal batch --device-tokens",
@@ -83,7 +102,7 @@ struct TokenAddCommand: OptionsCommand {
             appID = try a.required("--app-id", "APP")
             recipient = try a.required("--recipient", "R")
             environment = try TokenCommands.environment(a, required: true) ?? .production
-            registeredAtMs = try a.integer("--registered-at") ?? unixTimeMilliseconds()
+            registeredAtMs = try a.integer("--registered-at").map(TokenCommands.checkedRegisteredAt) ?? unixTimeMilliseconds()
         }
         func validate() throws {
             try store.validate()

@@ -229,7 +229,7 @@ struct SenderRotateCommand: OptionsCommand {
     let path = ["sender", "rotate"]
     let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.grace("how long the former sender key stays published"), KeyOptions.now]
     let help = HelpText(
-        overview: "give the app a new v2 sender key: push-seal seals with it from its next run; the former one stays published (sender export --all) until now + grace, then is destroyed by the next rotation",
+        overview: "give the app a new v2 sender key at once (for emergencies: the staged sender add / promote avoids fallbacks): push-seal seals with it from its next run, a running push-seal batch within a second; the former one stays published (sender export --all) until now + grace, then is destroyed by the next rotation",
         usage: ["push-keys sender rotate --keychain DIR --app-id APP [--grace DURATION] [--audit-log FILE] [--now UNIX] [--json]"],
         examples: [
             "push-keys sender rotate --keychain server-kc --app-id com.example.app --grace 30d",
@@ -238,7 +238,7 @@ struct SenderRotateCommand: OptionsCommand {
         exitCodes: V2ServerCommands.exitCodes(usage: ["a bad --app-id", KeyOptions.badNow, KeyOptions.badGrace],
                                               noInput: "the app has no sender key yet (unknownKeyset): use push-keys sender generate"),
         notes: KeyOptions.notes([SenderOptions.output + " Text output: the new key's record.",
-            "ROLLOUT: apps that pinned only the former key refuse payloads of the new one (unknownSenderKey, the original content is shown): publish the new record to apps (sender export --all) as soon as it exists; every app keeps both pinned for the grace window.",
+            "COST: every app that has not pinned the new key yet refuses its payloads (unknownSenderKey: the original content, the fallback text, is shown) until it refreshes its sender keys (at launch at most once a day, or on the \"keys changed\" push): publish the new record at once (sender export --all) and send that push. The staged rotation (sender add, apps refresh, sender promote) has no such cost.",
             "--json: {\"senderKey\": the new key, \"senderKeys\": every key}. Audited as senderRotate (and senderPrune for keys past their grace window).",
             V2ServerCommands.storeNote], audited: true))
 

@@ -5,6 +5,6 @@ import PushSealCLI
 let tool = Tool(
     name: "push-keys",
     overview: "manage PushSeal push keys and an emulated iOS device keychain",
-    commands: KeychainCommands.all + keyLifecycleCommands + DeviceCommands.all + V2ServerCommands.all + TokenCommands.all + RegistryCommands.all
+    commands: KeychainCommands.all + keyLifecycleCommands + DeviceCommands.all + V2ServerCommands.all + SenderStagedCommands.all + TokenCommands.all + RegistryCommands.all + RegistrationTokenCommands.all + RevocationCommands.all + [AuditCommand()]
 )
 tool.main()

@@ -32,6 +32,9 @@ struct OpenCommand: OptionsCommand {
         .flag("--fail-attachment-store", "emulate iOS failing to move the attachment into its own store when the content is handed back: the text is shown without it (reason media:storeFailed)"),
         .flag("--allow-insecure-loopback", "allow plain http media from 127.0.0.1, ::1 and localhost (tests)"),
         .flag("--verbose", "print the diagnostic lines (stages, durations, sizes; never plaintext) on stderr"),
+        .flag("--as-app", "run the payload through the app's background handler instead of the extension (a retract: remove the delivered notifications it lists, show nothing; FORMAT.md §5.1)"),
+        .flag("--delivered", "print the emulated notification center (the notifications delivered so far, in the App Group container) instead of opening a payload"),
+        .value("--request-id", "ID", "the notification request's identifier, recorded in the notification center and naming the attachment store's directory (default: push-open- and the first 32 hex digits of the payload's SHA-256, so the same payload is the same request)"),
     ]
 
     let help = HelpText(
@@ -46,6 +49,8 @@ struct OpenCommand: OptionsCommand {
         usage: [
             "push-open --keychain DIR --app-id APP --entitlements FILE [--access-group G] [options] [PAYLOAD.json | -]",
             "push-open --keychain DIR --app-id APP --access-group G... [--app-group G...] [options] [PAYLOAD.json | -]",
+            "push-open --keychain DIR --app-id APP (--entitlements FILE | --access-group G... --app-group G...) --as-app [PAYLOAD.json | -]",
+            "push-open --keychain DIR --app-id APP (--entitlements FILE | --access-group G... --app-group G...) --delivered",
         ],
         examples: [
             "push-open --keychain device-kc --app-id com.example.app --entitlements ext.json payload.json",
@@ -71,6 +76,10 @@ struct OpenCommand: OptionsCommand {
 
             ATTACHMENTS: as iOS does when the content is handed back, the attachment file is moved into the system's own store, DIR/\(OpenCommand.attachmentStoreName)/<notification>/ (one directory per notification, named by the payload's digest: opening the same payload again replaces it), and the result's url names it there; nothing stays in the App Group container. --fail-attachment-store makes that move fail as it may on a phone: the decrypted text is shown without the attachment, once (decryptedWithoutMedia, media:storeFailed).
 
+            NOTIFICATION CENTER: every notification the extension delivers (decrypted or the original content) is recorded, as iOS lists it, with its request identifier (--request-id, else a random UUID) and its userInfo — after a successful open the delivered aps, the sealed data under "pushseal" and the decrypted id under "pushseal-id" — in DIR/app-groups/GROUP/\(DeliveredNotificationCenter.fileName) (the \(DeliveredNotificationCenter.defaultCapacity) most recent). --delivered prints {"delivered": [{"identifier", "deliveredAt", "id", "userInfo"}, …]} (oldest first).
+
+            AS APP (--as-app): the app's background handler (application(_:didReceiveRemoteNotification:fetchCompletionHandler:)) for a sealed retract (push-seal retract): it opens the payload with the same key items and checks as the extension (key id, pinned sender keys, exp, the replay guard) and removes the delivered notifications whose id is listed; it never shows anything. Prints {"outcome": "retracted" | "refused", "reason", "detail", "removed": [{"identifier", "id"}], "notFound": [ids], "fetchResult": "newData" | "noData" | "failed", "shown": false}; exit 0 retracted (ids that match nothing are already gone), 1 refused (nothing removed: the reason says why, e.g. authenticationFailed, replayed, expired, unknownSenderKey, wrongKind:display).
+
             REPLAY GUARD: as on a device, a notification id is shown once: opening the same payload again gives outcome original, reason replayed. An id is kept until the notification's exp (else iat + 30 days); a notification past that is refused (reason replayTooOld), and so is every notification while the guard's store cannot be read or written (reason replayGuardUnavailable: fail closed), and every notification with an id when the identity has no application group (nowhere to keep the store, as on a device). The store (at most \(ReplayGuard.defaultCapacity) ids, 0600) is in the App Group container, DIR/app-groups/GROUP/\(ReplayGuard.fileName), GROUP being the identity's first application group; delete that file, or pass --no-replay-guard, to try a payload again.
             """,
         jsonHelp: "report errors of the command itself as one {\"error\": {\"code\", \"message\"}} object on stdout (the result is JSON already)"
@@ -79,8 +88,12 @@ struct OpenCommand: OptionsCommand {
     struct Options: CommandOptions {
         let payloadFile: String?, keychainPath: String, appID: String, budget: Double, now: Int64?, identity: IdentityOptions
         let locale: String?, strings: String?, allowInsecureLoopback: Bool, replayGuard: Bool, verbose: Bool, failAttachmentStore: Bool
+        let asApp: Bool, delivered: Bool, requestID: String?
         init(parsing a: Arguments) throws {
-            payloadFile = try Positionals(a, max: 1).first
+            delivered = a.has("--delivered")
+            payloadFile = try Positionals(a, max: delivered ? 0 : 1).first
+            asApp = a.has("--as-app")
+            requestID = a.value("--request-id")
             keychainPath = try KeystoreOptions.keychainDirectory(parsing: a)
             appID = try a.required("--app-id", "APP")
             budget = try OpenCommand.budgetSeconds(a)
@@ -100,6 +113,8 @@ struct OpenCommand: OptionsCommand {
             if let now {
                 do { try KeyTime.checkTime(now, named: "--now") } catch let e as KeysError { throw CLIError.usage(e.reason) }
             }
+            if asApp, delivered { throw CLIError.usage("give --as-app or --delivered, not both") }
+            if requestID?.isEmpty == true { throw CLIError.usage("--request-id needs a non-empty identifier") }
             try identity.validate()
             if identity.isEmpty {
                 throw CLIError.usage("missing the extension's identity", hint: "give --entitlements FILE, or --access-group G (repeatable) and --app-group G")
@@ -111,6 +126,7 @@ struct OpenCommand: OptionsCommand {
         let (keychainPath, appID, budget, now) = (o.keychainPath, o.appID, o.budget, o.now)
         let (entitlements, keyGroup) = try Self.entitlements(o.identity)
 
+        if o.delivered { return try Self.printDelivered(keychainPath: keychainPath, entitlements: entitlements) }
         let input = try InputReader.readAll(o.payloadFile, limitByteCount: 1 << 20)
         let payload: JSONValue
         do {
@@ -148,14 +164,29 @@ struct OpenCommand: OptionsCommand {
             allowInsecureLoopback: o.allowInsecureLoopback,
             replayCapacity: o.replayGuard ? ReplayGuard.defaultCapacity : 0, now: clock)
         let logger: any DiagnosticLogger = o.verbose ? VerboseLogger() : NullLogger()
+        if o.asApp {
+            let handled = RetractHandler(configuration: configuration, logger: logger).handle(payload)
+            Output.printJSON(Self.json(handled))
+            return handled.outcome == .retracted ? .success : .failure
+        }
         // The system's attachment store beside the App Group containers: delivered attachments are
-        // moved there, as iOS does, one directory per notification (the payload's digest names it).
+        // moved there, as iOS does, one directory per notification (the request identifier names it:
+        // by default the payload's digest, so opening the same payload again replaces it).
         let store = SystemAttachmentStore(directory: URL(fileURLWithPath: keychainPath, isDirectory: true).appendingPathComponent(Self.attachmentStoreName),
                                           failsToStore: o.failAttachmentStore)
         let host = ExtensionHost(budgetSeconds: budget, logger: logger, attachmentStore: store,
                                  makeExtension: DecryptingServiceExtension.factory(configuration))
-        let identifier = "push-open-" + Self.hex((try? SHA256Hasher.hash(input)) ?? []).prefix(32)
+        let identifier = o.requestID ?? "push-open-" + Self.hex((try? SHA256Hasher.hash(input)) ?? []).prefix(32)
         let result = host.run(UNNotificationRequest(identifier: identifier, content: UNNotificationContent(apnsPayload: payload, strings: strings), payload: payload))
+        if let container, let content = result.content, result.outcome != .notInvoked {
+            // What iOS lists as delivered (the notification center of the emulated device).
+            do {
+                try DeliveredNotificationCenter(containerDirectory: container)
+                    .record(.init(identifier: identifier, deliveredAt: clock(), userInfo: content.userInfo))
+            } catch {
+                context.warn("the notification was shown but not recorded in the notification center: \(error)")
+            }
+        }
 
         Output.printJSON(Self.json(result))
         switch result.outcome {
@@ -191,6 +222,44 @@ struct OpenCommand: OptionsCommand {
             throw CLIError.usage("missing the extension's identity", hint: "give --entitlements FILE, or --access-group G (repeatable) and --app-group G")
         }
         return (resolved.entitlements, resolved.accessGroup)
+    }
+
+    /// `--delivered`: prints the emulated notification center of the identity's first App Group.
+    /// - Throws: `CLIError` 64 without an App Group, the keychain's errors, 74 for a center that
+    ///   cannot be read.
+    static func printDelivered(keychainPath: String, entitlements: Entitlements) throws -> ExitCode {
+        guard let group = entitlements.applicationGroups.first else {
+            throw CLIError.usage("--delivered needs the app's App Group (the notification center is in its container)",
+                                 hint: "give --app-group G, or --entitlements FILE with application-groups")
+        }
+        let container: URL
+        do {
+            let keychain = try Keychain(opening: URL(fileURLWithPath: keychainPath, isDirectory: true), as: entitlements)
+            container = try keychain.appGroupContainer(for: group)
+        } catch let e as KeychainError {
+            throw Self.cliError(e)
+        }
+        let list: [DeliveredNotificationCenter.Delivered]
+        do {
+            list = try DeliveredNotificationCenter(containerDirectory: container).delivered()
+        } catch let e as ExtensionError {
+            throw CLIError(code: e.code.name, e.reason, exitCode: .ioError)
+        }
+        Output.printJSON(["delivered": .array(list.map { $0.jsonValue() })])
+        return .success
+    }
+
+    /// The background handler's result as push-open's JSON object.
+    static func json(_ r: RetractHandler.Result) -> JSONObject {
+        var o = JSONObject()
+        o["outcome"] = .string(r.outcome.rawValue)
+        o["reason"] = .string(r.reason)
+        o["detail"] = .string(r.detail)
+        o["removed"] = .array(r.removed.map { .object(["identifier": .string($0.identifier), "id": $0.id.map(JSONValue.string) ?? .null]) })
+        o["notFound"] = .array(r.notFound.map(JSONValue.string))
+        o["fetchResult"] = .string(r.fetchResult)
+        o["shown"] = .bool(false)
+        return o
     }
 
     /// Keychain errors of the command itself (opening the keychain): sysexits codes.

@@ -12,6 +12,8 @@ struct BatchCommand: OptionsCommand {
     static let maxLineByteCount = 1 << 20
     /// Lines per chunk handed to the workers.
     static let chunkLineCount = BatchSealer.revalidationLineCount
+    /// How often a running batch looks for a new sealing sender key: 1 s, in nanoseconds (issue 24: a promotion is followed within 5 s).
+    static let senderKeyCheckNanoseconds: UInt64 = 1_000_000_000
     /// Input bytes per chunk at most (bounds memory with long lines).
     static let chunkByteCount = 8 << 20
     /// 130: stopped by SIGINT or SIGTERM after writing the lines read (`stopped after line N`),
@@ -94,7 +96,7 @@ struct BatchCommand: OptionsCommand {
     }
 
     func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
-        let (sealer, store) = try o.seal.sealerAndStore()
+        let (sealer, store, firstSenderKeyID) = try o.seal.sealerAndStore()
         var tokens: StoreDeviceTokens?
         if let environment = o.deviceTokens {
             guard let tokenStore = store as? any DeviceTokenStore else {
@@ -102,7 +104,13 @@ struct BatchCommand: OptionsCommand {
             }
             tokens = StoreDeviceTokens(store: tokenStore, environment: environment)
         }
-        let batch = BatchSealer(sealer: sealer, concurrency: o.jobs.map { Int($0) }, deviceTokens: tokens)
+        var batch = BatchSealer(sealer: sealer, concurrency: o.jobs.map { Int($0) }, deviceTokens: tokens)
+        // A promotion or rotation of the app's sender key (push-keys sender promote / rotate by
+        // another process) is looked for at most once a second, before a chunk is dispatched:
+        // when the primary changed, the sealer is rebuilt and the next chunk seals with the new
+        // key (chunks are written in order, so no line after the switch uses the former key).
+        var senderKeyID = firstSenderKeyID
+        var senderCheckedAt = monotonicNanoseconds()
         var input = FileDescriptor.standardInput
         if let p = o.input, p != "-" {
             do {
@@ -167,11 +175,24 @@ struct BatchCommand: OptionsCommand {
                 inFlight = nil
             }
             if !lines.isEmpty {
+                let now = monotonicNanoseconds()
+                if now &- senderCheckedAt >= BatchCommand.senderKeyCheckNanoseconds {
+                    senderCheckedAt = now
+                    if let current = o.seal.currentSenderKeyID(in: store), current != senderKeyID {
+                        // A store that cannot be read now (a writer holding it) keeps the current
+                        // sealer; the next check, a second later, tries again.
+                        if let fresh = try? o.seal.sealerAndStore() {
+                            batch = BatchSealer(sealer: fresh.sealer, concurrency: o.jobs.map { Int($0) }, deviceTokens: tokens)
+                            senderKeyID = fresh.senderKeyID
+                        }
+                    }
+                }
                 let group = DispatchGroup()
                 let result = ChunkResult()
                 let chunkLines = lines
+                let chunkBatch = batch
                 DispatchQueue.global().async(group: group) {
-                    result.chunk = batch.seal(chunkLines)
+                    result.chunk = chunkBatch.seal(chunkLines)
                     sealed.wake()
                 }
                 inFlight = (group, result, lines.count)

@@ -33,6 +33,7 @@ struct SealCommand: OptionsCommand {
             "push-seal --app-id APP --recipient R --keychain DIR [options] [NOTIFICATION.json | -]",
             "push-seal batch --app-id APP --keychain DIR [options] [LINES.jsonl | -]",
             "push-seal media FILE --out BLOB [--url URL] [--type MIME] [--descriptor-out FILE] [--force]",
+            "push-seal retract --app-id APP --recipient R --keychain DIR --id ID [--id ID…]",
         ],
         examples: [
             "push-seal seal --app-id com.example.app --recipient alice --keychain server-kc --with-headers note.json",
@@ -115,17 +116,7 @@ struct SealCommand: OptionsCommand {
         // the other flags are refused exactly as the same members in NOTIFICATION.json.
         let sealed = try mappingSenderErrors { try sealer.seal(request, for: recipient) }
         for change in sealed.changes { context.warn("fit: \(change)") }
-        if o.withHeaders {
-            var w = PayloadWriter(capacity: sealed.payload.count + 256)
-            w.raw("{\"headers\":")
-            sealed.headers.write(to: &w)
-            w.raw(",\"payload\":")
-            w.bytes.append(contentsOf: sealed.payload)
-            w.raw("}\n")
-            Output.stdout(bytes: w.bytes)
-        } else {
-            Output.stdout(bytes: sealed.payload + [0x0A])
-        }
+        Output.stdout(bytes: sealedOutput(sealed, withHeaders: o.withHeaders))
         return .success
     }
 }

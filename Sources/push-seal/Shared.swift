@@ -169,9 +169,17 @@ struct SealOptionGroup: Sendable {
     /// - Throws: `CLIError` (registry errors with the codes of `RegistryLocation.open()`).
     func sealer() throws -> NotificationSealer { try sealerAndStore().sealer }
 
-    /// ``sealer()`` and the server store it seals from (for `batch --device-tokens`).
+    /// The app's sealing sender key id as the store says now (its primary), for a running batch
+    /// to notice a promotion or rotation; `nil` when the store has none or cannot say.
+    func currentSenderKeyID(in store: any ServerKeyStore) -> String? {
+        guard format != .v1, let registrations = store as? any RegistrationStore else { return nil }
+        return (try? registrations.senderKeys(appID: appID))?.last { $0.status == .primary }?.keyID
+    }
+
+    /// ``sealer()``, the server store it seals from (for `batch --device-tokens`) and the sender
+    /// key id it seals auth mode with (`nil`: none, base mode or version 1 only).
     /// - Throws: as ``sealer()``.
-    func sealerAndStore() throws -> (sealer: NotificationSealer, store: any ServerKeyStore) {
+    func sealerAndStore() throws -> (sealer: NotificationSealer, store: any ServerKeyStore, senderKeyID: String?) {
         let store: ServerStore
         if let registry = keystore.registry {
             store = try RegistryOptions.mapping { try ServerStore.open(.registry(connectionString: registry.connectionString, kekFile: registry.kekFile)) }
@@ -180,8 +188,8 @@ struct SealOptionGroup: Sendable {
         } else {
             throw CLIError.usage("missing --keychain DIR")
         }
-        let sealer = try mappingSenderErrors { try store.sealer(SealerConfiguration(appID: appID, options: options, format: format)) }
-        return (sealer, store.store)
+        let made = try mappingSenderErrors { try store.sealerAndSenderKey(SealerConfiguration(appID: appID, options: options, format: format)) }
+        return (made.sealer, store.store, made.senderKeyID)
     }
 }
 

@@ -30,7 +30,7 @@ import Testing
         // Commands as the tools list them: push-keys' COMMANDS, push-seal's USAGE subcommands.
         let keysHelp = try KeysCLI.keys(["--help"]).stdout
         var commands = keysHelp.split(separator: "\n").filter { $0.hasPrefix("  push-keys ") }.map { $0.trimmingCharacters(in: .whitespaces) }
-        commands += ["push-keys", "push-open", "push-seal", "push-seal seal", "push-seal batch", "push-seal media", "push-send",
+        commands += ["push-keys", "push-open", "push-seal", "push-seal seal", "push-seal batch", "push-seal media", "push-seal retract", "push-send",
                      "push-gateway", "push-gateway serve", "push-gateway keys create", "push-gateway keys list", "push-gateway keys revoke", "push-gateway migrate"]
         #expect(commands.count >= 16)
         for c in commands {

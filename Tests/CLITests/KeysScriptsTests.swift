@@ -6,7 +6,7 @@ import Testing
 
 /// Runs the Keys/ scripts against the built push-keys (and shellcheck when installed).
 @Suite struct KeysScriptsTests {
-    static let scripts = ["rotate.sh", "prune.sh", "provision-device.sh"]
+    static let scripts = ["rotate.sh", "prune.sh", "provision-device.sh", "provision-device-v2.sh"]
 
     @Test func scriptsPassShellcheckWhenInstalled() throws {
         let candidates = ["/usr/bin/shellcheck", "/usr/local/bin/shellcheck", "/bin/shellcheck"]
@@ -25,6 +25,40 @@ import Testing
             let text = try String(contentsOf: KeysCLI.repo.appendingPathComponent("Keys/" + s), encoding: .utf8)
             #expect(text.hasPrefix("#!/usr/bin/env bash") && text.contains("\nset -euo pipefail\n"), "\(s)")
         }
+    }
+
+    /// Keys/provision-device-v2.sh: entitlements written, the published sender keys pinned before
+    /// the device key is made, the registration record registered on the server, and the first
+    /// payload sealed to it decrypts on the phone (a fresh install, issue 24).
+    @Test func provisionV2PhoneDecryptsItsFirstPush() throws {
+        let dir = try KeysCLI.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let env = ["PUSH_KEYS": KeysCLI.tool]
+        let srv = dir.appendingPathComponent("srv").path, phone = dir.appendingPathComponent("phone").path
+        #expect(try KeysCLI.keys(["keychain", "init", "--keychain", srv]).status == 0)
+        #expect(try KeysCLI.keys(["sender", "generate", "--keychain", srv, "--app-id", KeysCLI.appID]).status == 0)
+        let published = try KeysCLI.keys(["sender", "export", "--keychain", srv, "--app-id", KeysCLI.appID, "--all"])
+        let senders = dir.appendingPathComponent("senders.jsonl")
+        try Data(published.stdout.utf8).write(to: senders)
+        let script = KeysCLI.repo.appendingPathComponent("Keys/provision-device-v2.sh").path
+        let prov = try KeysCLI.run(script, [phone, "TEAM123456", KeysCLI.appID, senders.path], env: env)
+        #expect(prov.status == 0, "\(prov.stderr)")
+        let lines = prov.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "app entitlements: \(phone).entitlements/app.json" && lines.contains("registration: \(phone).registration.json"))
+        #expect(lines.contains { $0.hasPrefix("pinned sender keys: ") && !$0.hasSuffix("none") }, "\(prov.stdout)")
+        let registered = try KeysCLI.keys(["register", "--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", "alice", phone + ".registration.json"])
+        #expect(registered.status == 0, "\(registered.stderr)")
+        let note = dir.appendingPathComponent("note.json")
+        try Data(#"{"title":"Welcome","body":"first push"}"#.utf8).write(to: note)
+        let sealed = try KeysCLI.run(KeysCLI.buildDirectory.appendingPathComponent("push-seal").path,
+                                     ["--keychain", srv, "--app-id", KeysCLI.appID, "--recipient", "alice", note.path])
+        #expect(sealed.status == 0, "\(sealed.stderr)")
+        let payload = dir.appendingPathComponent("payload.json")
+        try Data(sealed.stdout.utf8).write(to: payload)
+        let opened = try KeysCLI.run(KeysCLI.buildDirectory.appendingPathComponent("push-open").path,
+                                     ["--keychain", phone, "--app-id", KeysCLI.appID, "--entitlements", phone + ".entitlements/ext.json",
+                                      "--no-replay-guard", payload.path])
+        #expect(opened.stdout.contains("decrypted") && opened.stdout.contains("Welcome"), "\(opened.stdout) \(opened.stderr)")
     }
 
     @Test func provisionRotateAndPruneScripts() throws {

@@ -13,6 +13,9 @@ Subcommands:
   example                 prints the worked example of FORMAT.md §10.
   vectors-v2 --out DIR    writes Tests/Vectors/v2 (wire format v2, fixed ephemeral keys).
   example-v2              prints the worked example of FORMAT.md's version 2 part (§V.9).
+  revocation              reads a revocation record (FORMAT.md §V.12) on stdin, prints
+                          {"appId","keyIds","revokedAt"} or `error: <code>` and exits 65.
+  vectors-revocation      prints Tests/Vectors/revocation-records.json (FORMAT.md §V.12).
   serve                   JSON Lines on stdin/stdout, one request per line:
            {"op":"seal","key":HEX,"keyId":..,"appId":..,"plaintext":{..},"padding":bool[,"nonce":HEX]}
              -> {"fields":{"encrypted_data":..,"key_id":..,"enc_alg":..}}
@@ -162,11 +165,30 @@ def check_text(o, path):
         raise FormatError("invalidPlaintext", f"{path or 'plaintext'}: needs a non-empty title, subtitle or body")
 
 
+KINDS = ("display", "retract")
+MAX_RETRACT_IDS = 100
+MAX_ID_BYTES = 256
+
+
 def check_plaintext(o):
-    """FORMAT.md §5: the members a v1 receiver knows; unknown members are ignored."""
+    """FORMAT.md §5: the members a v1 receiver knows; unknown members are ignored.
+    §5.1: `kind` (absent = display) decides the content rule: a display message needs a
+    non-empty title, subtitle or body; a retract needs `ids`."""
     if not isinstance(o, dict):
         raise FormatError("invalidPlaintext", "not an object")
-    check_text(o, "")
+    kind = _opt(o, "kind")
+    if kind is not None and not isinstance(kind, str):
+        raise FormatError("invalidPlaintext", "kind: expected a string")
+    if kind is not None and kind not in KINDS:
+        raise FormatError("invalidPlaintext", "kind: not a kind this receiver knows")
+    kind = kind or "display"
+    if kind == "display":
+        check_text(o, "")
+    else:
+        for k in ("title", "subtitle", "body"):
+            v = _opt(o, k)
+            if v is not None and not isinstance(v, str):
+                raise FormatError("invalidPlaintext", f"{k}: expected a string")
     m = _opt(o, "media")
     if m is not None:
         if not isinstance(m, dict):
@@ -210,6 +232,17 @@ def check_plaintext(o):
     i = _opt(o, "id")
     if i is not None and not isinstance(i, str):
         raise FormatError("invalidPlaintext", "id: expected a string")
+    ids = _opt(o, "ids")
+    if ids is not None:
+        if not isinstance(ids, list):
+            raise FormatError("invalidPlaintext", "ids: expected an array")
+        if not 1 <= len(ids) <= MAX_RETRACT_IDS:
+            raise FormatError("invalidPlaintext", f"ids: expected 1-{MAX_RETRACT_IDS} notification ids")
+        for e in ids:
+            if not isinstance(e, str) or not 1 <= len(e.encode("utf-8")) <= MAX_ID_BYTES:
+                raise FormatError("invalidPlaintext", f"ids: each id is a string of 1-{MAX_ID_BYTES} bytes")
+    if kind == "retract" and ids is None:
+        raise FormatError("invalidPlaintext", "ids: a retract needs notification ids")
     a = _opt(o, "aps")
     if a is not None:
         if not isinstance(a, dict):
@@ -304,8 +337,14 @@ def seal(obj, key, key_id, app_id, padding=True, nonce=None):
     return {"encrypted_data": b64_encode(box), "key_id": key_id, "enc_alg": ALG}
 
 
-def apns_payload(fields):
-    p = {"aps": {"alert": {"title": "New message", "body": "Open the app to read it"}, "mutable-content": 1}}
+def apns_payload(fields, background=False):
+    """The APNs payload around the sealed fields: an alert with mutable-content (a display
+    message, for the extension) or, for a retract (§5.1), a background push
+    (`content-available: 1`, no alert, no mutable-content) that iOS hands to the app."""
+    if background:
+        p = {"aps": {"content-available": 1}}
+    else:
+        p = {"aps": {"alert": {"title": "New message", "body": "Open the app to read it"}, "mutable-content": 1}}
     p.update(fields)
     return p
 
@@ -377,6 +416,16 @@ def vectors(out):
     ok("ok-key-id-charset", "key id using every allowed character class",
        b64_encode(seal_bytes(raw_k, KEY, kid, APP, _nonce(4))), raw_k, key_id=kid)
 
+    retract = {"iat": 1796000000, "id": "x-1", "kind": "retract", "ids": ["m-1", "r-1"]}
+    raw_retract = encode_plaintext(retract)
+    hdr = [("expect", "open"), ("comment", "a retract (kind retract, ids) in a background payload: removes m-1 and r-1, shows nothing"),
+           ("key", KEY.hex()), ("key-id", "k1"), ("app-id", APP), ("plaintext-hex", raw_retract.hex())]
+    _write(out, "ok-retract", hdr, apns_payload({"encrypted_data": b64_encode(seal_bytes(raw_retract, KEY, "k1", APP, _nonce(5))),
+                                                "key_id": "k1", "enc_alg": ALG}, background=True))
+    raw_display = encode_plaintext({"title": "Lunch?", "kind": "display"})
+    ok("ok-kind-display", "kind display written out: the same as no kind",
+       b64_encode(seal_bytes(raw_display, KEY, "k1", APP, _nonce(6))), raw_display)
+
     good = {"encrypted_data": std, "key_id": "k1", "enc_alg": ALG}
     bad("wrong-key", "sealed under another key", "authenticationFailed", good,
         [("key", OTHER_KEY.hex()), ("key-id", "k1"), ("app-id", APP)])
@@ -446,6 +495,13 @@ def vectors(out):
     inner("inner-media-short-key", "media.key is 16 bytes", ("{\"body\":\"b\",\"media\":{\"url\":\"https://x.example/a\",\"key\":\"%s\"}}" % b64_encode(bytes(16))).encode())
     inner("inner-localization-not-object", "a localization is a string", b"{\"body\":\"b\",\"localizations\":{\"fr\":\"Bonjour\"}}")
     inner("inner-data-array", "data is an array", b"{\"body\":\"b\",\"data\":[1]}")
+    inner("inner-kind-unknown", "a kind the receiver does not know (never displayed)", b"{\"title\":\"t\",\"kind\":\"recall\"}")
+    inner("inner-kind-number", "kind is a number", b"{\"title\":\"t\",\"kind\":1}")
+    inner("inner-retract-no-ids", "a retract without ids", b"{\"kind\":\"retract\",\"iat\":1796000000}")
+    inner("inner-retract-empty-ids", "a retract with an empty ids array", b"{\"kind\":\"retract\",\"ids\":[]}")
+    inner("inner-ids-not-strings", "ids holds a number", b"{\"kind\":\"retract\",\"ids\":[\"m-1\",2]}")
+    inner("inner-retract-101-ids", "a retract naming 101 ids",
+          ("{\"kind\":\"retract\",\"ids\":[%s]}" % ",".join("\"m-%d\"" % i for i in range(101))).encode())
 
 
 # ---------------------------------------------------------------- version 2 (public-key mode)
@@ -589,6 +645,11 @@ def vectors_v2(out):
     _, rich_box = seal_bytes_v2(raw_rich, pk_r, kid, APP, SENDER_SK, skid, _ephemeral(3))
     ok("ok-auth-all-members", "auth mode, every plaintext member",
        dict(auth_fields, encrypted_data=b64_encode(rich_box)), dev + pinned, raw_rich)
+    raw_retract = encode_plaintext({"iat": 1796000000, "id": "x-1", "kind": "retract", "ids": ["m-1", "r-1"]})
+    _, retract_box = seal_bytes_v2(raw_retract, pk_r, kid, APP, SENDER_SK, skid, _ephemeral(4))
+    _write(out, "ok-auth-retract", [("expect", "open"), ("comment", "auth mode, a retract in a background payload")]
+           + dev + pinned + [("plaintext-hex", raw_retract.hex())],
+           apns_payload(dict(auth_fields, encrypted_data=b64_encode(retract_box)), background=True))
     bad("wrong-app-id", "sealed for com.example.app, opened by com.example.other (the info differs)",
         "authenticationFailed", auth_fields,
         [("device-key", DEVICE_SK.hex()), ("key-id", kid), ("app-id", "com.example.other")] + pinned)
@@ -693,6 +754,97 @@ def example():
     print("\n".join(lines))
 
 
+# --- Revocation records (FORMAT.md §V.12) ------------------------------------------------
+
+REVOCATION_MEMBERS = ("format", "version", "appId", "keyIds", "revokedAt")
+APP_ID_RE = re.compile(r"\A[A-Za-z0-9.-]{1,255}\Z")
+MAX_TIME = 253402300799
+
+
+def parse_revocation(raw):
+    """(app_id, key_ids, revoked_at) of a revocation record's bytes, or FormatError."""
+    try:
+        obj = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_dupes)
+    except (ValueError, UnicodeDecodeError, FormatError):
+        raise FormatError("malformedRecord", "not valid JSON (or a duplicate member)")
+    if not isinstance(obj, dict):
+        raise FormatError("malformedRecord", "not a JSON object")
+    for k in obj:
+        if k not in REVOCATION_MEMBERS:
+            raise FormatError("malformedRecord", "unknown member " + k)
+    if obj.get("format") != "pushseal-revocation":
+        raise FormatError("malformedRecord", "format")
+    if not _is_int(obj.get("version")) or obj["version"] != 1:
+        raise FormatError("malformedRecord", "version")
+    app = obj.get("appId")
+    if not isinstance(app, str):
+        raise FormatError("malformedRecord", "appId")
+    if not APP_ID_RE.match(app):
+        raise FormatError("invalidName", "appId")
+    ids = obj.get("keyIds")
+    if not isinstance(ids, list) or not 1 <= len(ids) <= 1000:
+        raise FormatError("malformedRecord", "keyIds")
+    out = []
+    for i in ids:
+        if not isinstance(i, str):
+            raise FormatError("malformedRecord", "keyIds member")
+        if not KEY_ID_RE.match(i):
+            raise FormatError("invalidName", "key id")
+        if i not in out:
+            out.append(i)
+    t = obj.get("revokedAt")
+    if not _is_int(t):
+        raise FormatError("malformedRecord", "revokedAt")
+    if not 0 <= t <= MAX_TIME:
+        raise FormatError("timeOutOfRange", "revokedAt")
+    return app, out, t
+
+
+def vectors_revocation():
+    app = "com.example.app"
+
+    def rec(**over):
+        o = {"format": "pushseal-revocation", "version": 1, "appId": app,
+             "keyIds": ["7t2IPaCpRRWT3Ao4", "oCiYEAMutBcnTuvE"], "revokedAt": 1796000000}
+        o.update(over)
+        return json.dumps({k: v for k, v in o.items() if v is not None}, separators=(",", ":"))
+    cases = [
+        ("ok", "a device key id and a sender key id", rec()),
+        ("ok-duplicate-ids", "a key id twice counts once", rec(keyIds=["k1", "k1", "k2"])),
+        ("ok-v1-key-id", "a v1 key id (8 characters)", rec(keyIds=["WMSaTIkB"])),
+        ("ok-1000-ids", "the most key ids one record lists", rec(keyIds=["k%d" % i for i in range(1000)])),
+        ("ok-member-order", "members in any order", json.dumps({"revokedAt": 0, "keyIds": ["a"], "appId": app, "version": 1, "format": "pushseal-revocation"})),
+        ("unknown-member", "an unknown member is refused (it could change what is revoked)", rec(senderKeyIds=["x"])),
+        ("wrong-format", "another format", rec(format="pushseal-sender-key")),
+        ("version-2", "another version", rec(version=2)),
+        ("version-string", "version not an integer", rec(version="1")),
+        ("no-app-id", "appId missing", rec(appId=None)),
+        ("bad-app-id", "appId with a character outside A-Z a-z 0-9 . -", rec(appId="com.example/app")),
+        ("empty-key-ids", "no key ids", rec(keyIds=[])),
+        ("1001-ids", "more than 1000 key ids", rec(keyIds=["k%d" % i for i in range(1001)])),
+        ("key-id-number", "a key id that is not a string", rec(keyIds=[12345678])),
+        ("key-id-bad-char", "a key id with '.'", rec(keyIds=["abc.def"])),
+        ("key-id-too-long", "a key id of 65 characters", rec(keyIds=["a" * 65])),
+        ("revoked-at-float", "revokedAt not an integer", rec(revokedAt=1796000000.5)),
+        ("revoked-at-negative", "revokedAt before 1970", rec(revokedAt=-1)),
+        ("revoked-at-too-late", "revokedAt after 9999-12-31T23:59:59Z", rec(revokedAt=MAX_TIME + 1)),
+        ("duplicate-member", "a member twice", rec()[:-1] + ',"revokedAt":0}'),
+        ("not-object", "an array", "[" + rec() + "]"),
+        ("not-json", "truncated", rec()[:-1]),
+    ]
+    out = []
+    for name, comment, text in cases:
+        try:
+            a, ids, t = parse_revocation(text.encode("utf-8"))
+            expect = {"expect": "valid", "appId": a, "keyIds": ids, "revokedAt": t}
+        except FormatError as e:
+            expect = {"expect": e.code}
+        out.append(dict({"name": name, "comment": comment, "record": text}, **expect))
+    print(json.dumps({"comment": "Revocation records (FORMAT.md §V.12), made by Tests/Interop/pushseal_ref.py vectors-revocation. "
+                      "expect: valid (with the parsed appId, keyIds without repeats, revokedAt) or the error code.",
+                      "cases": out}, indent=1))
+
+
 def serve():
     for line in sys.stdin:
         line = line.strip()
@@ -745,6 +897,8 @@ def main():
     v2.add_argument("--out", required=True)
     sub.add_parser("example-v2")
     sub.add_parser("serve")
+    sub.add_parser("revocation")
+    sub.add_parser("vectors-revocation")
     args = ap.parse_args()
     try:
         if args.cmd == "seal":
@@ -764,6 +918,11 @@ def main():
             example_v2()
         elif args.cmd == "serve":
             serve()
+        elif args.cmd == "revocation":
+            a, ids, t = parse_revocation(sys.stdin.buffer.read())
+            print(json.dumps({"appId": a, "keyIds": ids, "revokedAt": t}))
+        elif args.cmd == "vectors-revocation":
+            vectors_revocation()
     except FormatError as e:
         sys.stderr.write(f"pushseal_ref: error: {e.code}: {e.reason}\n")
         sys.exit(65)

@@ -40,7 +40,7 @@ final class LockedData: @unchecked Sendable {
         let dir = try TemporaryDirectory("gateway-process")
         defer { dir.remove() }
         let kek = dir.appending("kek")
-        FileManager.default.createFile(atPath: kek.path, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }), attributes: [.posixPermissions: 0o600])
+        #expect(FileManager.default.createFile(atPath: kek.path, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }), attributes: [.posixPermissions: 0o600]))
 
         let migrated = try runTool(tool, ["migrate", "--registry", cs, "--kek-file", kek.path, "--json"])
         #expect(migrated.status == 0, "\(migrated.stderr)")

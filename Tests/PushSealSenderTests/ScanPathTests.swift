@@ -44,7 +44,13 @@ import Testing
     }
 
     static func scan(_ json: [UInt8]) -> (notification: Notification, extra: Int64?)? {
-        json.withUnsafeBytes { Notification.scan($0, extraInteger: "ttl") }
+        var n = Notification()
+        var ttl: Int64?
+        let scanned = json.withUnsafeBytes { raw -> Bool in
+            guard var s = try? JSONReader.Scanner(raw) else { return false }
+            return Notification.scan(&s, into: &n, otherMember: { try SealRequest.scanTTL($0, &$1, into: &ttl) }) && (try? s.finish()) != nil
+        }
+        return scanned ? (n, ttl) : nil
     }
 
     @Test func scanPathReadsTheTreePathsNotification() throws {
@@ -57,7 +63,10 @@ import Testing
             #expect(scanned?.notification == tree.notification, "notification \(n): \(String(decoding: json, as: UTF8.self))")
             #expect(scanned?.extra == tree.ttlSeconds)
             // The sealer's form (text kept as spans of the input): same notification, same bytes.
-            let spans = Notification.scan(json, extraInteger: "ttl")
+            var spanned = Notification()
+            var spannedTTL: Int64?
+            let spans = Notification.scan(json, into: &spanned, otherMember: { try SealRequest.scanTTL($0, &$1, into: &spannedTTL) })
+                ? (notification: spanned, extra: spannedTTL) : nil
             #expect(spans?.notification == tree.notification, "notification \(n) (spans): \(String(decoding: json, as: UTF8.self))")
             #expect(try spans?.notification.encoded() == tree.notification.encoded())
         }

@@ -68,10 +68,10 @@ struct IOSExampleDriftTests {
         Document(path: relativePath, text: try String(contentsOf: repoRoot.appendingPathComponent(relativePath), encoding: .utf8))
     }
 
-    static func example() throws -> Document { try document("Examples/iOS/NotificationService.swift") }
-    static func deviceKeys() throws -> Document { try document("Examples/iOS/PushSealDeviceKeys.swift") }
-    static func wire() throws -> Document { try document("Examples/iOS/PushSealWire.swift") }
-    static func registration() throws -> Document { try document("Examples/iOS/PushSealRegistration.swift") }
+    static func example() throws -> Document { try document("Examples/iOS/Sources/PushSealNotificationExtension/NotificationService.swift") }
+    static func deviceKeys() throws -> Document { try document("Examples/iOS/Sources/PushSealDevice/PushSealDeviceKeys.swift") }
+    static func wire() throws -> Document { try document("Examples/iOS/Sources/PushSealDevice/PushSealWire.swift") }
+    static func registration() throws -> Document { try document("Examples/iOS/Sources/PushSealApp/PushSealRegistration.swift") }
     static func exampleReadme() throws -> Document { try document("Examples/iOS/README.md") }
     static func format() throws -> Document { try document("docs/FORMAT.md") }
     static func keychainDoc() throws -> Document { try document("docs/keychain.md") }
@@ -80,7 +80,7 @@ struct IOSExampleDriftTests {
     /// All Swift files of the iOS reference, one after the other.
     static func allSwift() throws -> Document {
         let files = [try example(), try deviceKeys(), try wire(), try registration()]
-        return Document(path: "Examples/iOS/*.swift", text: files.map(\.text).joined(separator: "\n"))
+        return Document(path: "Examples/iOS/Sources/*/*.swift", text: files.map(\.text).joined(separator: "\n"))
     }
 
     /// Every match of `pattern` in `text`, each as its groups (0 = the whole match; "" for a
@@ -103,8 +103,10 @@ struct IOSExampleDriftTests {
             media: MediaDescriptor(url: "https://example.com/a.png", type: "image/png",
                                    sha256: [UInt8](repeating: 1, count: 32), key: SecretBytes(copying: [UInt8](repeating: 2, count: 32))),
             localizations: [(locale: "fr", content: LocalizedContent(title: "t", subtitle: "s", body: "b"))],
-            data: ["k": .string("v")], iat: 1, exp: 2, id: "i")
+            data: ["k": .string("v")], aps: PresentationFields(threadID: "t"), iat: 1, exp: 2, id: "i", kind: .retract, ids: ["x"])
+        // Not a message a sender seals (a retract shows nothing), but the encoder writes every member.
         let object = try #require(try full.jsonValue().objectValue)
+        #expect(Set(object.members.map(\.key)) == Set(NotificationMember.allCases.map(\.name)), "a member of NotificationMember is not written")
         let media = try #require(object["media"]?.objectValue)
         let variant = try #require(object["localizations"]?.objectValue?["fr"]?.objectValue)
         return (Set(object.members.map(\.key)), Set(media.members.map(\.key)), Set(variant.members.map(\.key)))
@@ -315,7 +317,7 @@ struct IOSExampleDriftTests {
         let source = Document(path: example.path, text: example.text.replacingOccurrences(
             of: "try Self.requireNonZeroSharedSecret(", with: "Refusal(\"zeroSharedSecret\") ("))
         let exampleCodes = try source.section(from: "private static func string(", to: "private static func usableKey(").matches(#"(?:Refusal\(|notFound: )"([A-Za-z:]+)""#)
-            + (try source.section(from: "private func openV2(", to: "private static func requireNonZeroSharedSecret(").matches(#"(?:Refusal\(|notFound: )"([A-Za-z:]+)""#))
+            + (try source.section(from: "private static func openV2(", to: "private static func requireNonZeroSharedSecret(").matches(#"(?:Refusal\(|notFound: )"([A-Za-z:]+)""#))
         let shared = Set(pythonCodes).intersection(exampleCodes)
         let pythonOrder = firstOccurrences(pythonCodes).filter(shared.contains)
         let exampleOrder = firstOccurrences(exampleCodes).filter(shared.contains)
@@ -327,7 +329,7 @@ struct IOSExampleDriftTests {
 
     @Test("the example refuses a wrong-length enc and an all-zero X25519 result before CryptoKit's HPKE")
     func zeroSharedSecretCheck() throws {
-        let openV2 = try Self.example().section(from: "private func openV2(", to: "// MARK: What the app sees")
+        let openV2 = try Self.example().section(from: "private static func openV2(", to: "// MARK: What the app sees")
         let text = openV2.text
         let invalidEnc = try #require(text.range(of: "Curve25519.KeyAgreement.PublicKey(rawRepresentation: enc) else { throw Refusal(\"invalidEnc\") }"),
                                       "openV2 does not refuse an enc that is not a 32-byte point")
@@ -351,9 +353,12 @@ struct IOSExampleDriftTests {
         let source = try Self.example()
         let guardText = try source.section(from: "struct PushSealReplayGuard {", to: "// MARK: Plaintext")
         let didReceive = try source.section(from: "override func didReceive(", to: "override func serviceExtensionTimeWillExpire()")
-        #expect(didReceive.contains(".checkAndRecord(id: plaintext.id, iat: plaintext.iat, exp: plaintext.exp, now: now)"),
-                "didReceive does not consult the replay guard with id, iat and exp")
-        let check = try #require(didReceive.text.range(of: ".checkAndRecord("))
+        // didReceive receives through `receive` (shared with the app's retract handler), which
+        // consults the guard before it returns the plaintext.
+        let receive = try source.section(from: "static func receive(", to: "// MARK: Stage 1: read the fields")
+        #expect(receive.contains(".checkAndRecord(id: plaintext.id, iat: plaintext.iat, exp: plaintext.exp, now: now)"),
+                "receive does not consult the replay guard with id, iat and exp")
+        let check = try #require(didReceive.text.range(of: "try Self.receive("))
         let release = try #require(didReceive.text.range(of: "content.userInfo ="))
         #expect(check.upperBound < release.lowerBound, "the replay guard must decide before any content is built")
         // Kept until exp, else iat + max age; refused when older than it can vouch for.
@@ -381,7 +386,13 @@ struct IOSExampleDriftTests {
         let builder = try source.section(from: "static func sealedUserInfo(", to: "/// Presentation from the sealed")
         #expect(builder.contains("var userInfo: [AnyHashable: Any] = [PushSealConfig.sealedDataUserInfoKey: plaintext.data]"))
         #expect(builder.contains("if let aps = delivered[\"aps\"] { userInfo[\"aps\"] = aps }"))
-        #expect(try builder.matches(#"userInfo\[[^\]]+\] ="#, group: 0).count == 1, "sealedUserInfo copies more than aps from the delivered payload")
+        #expect(try builder.matches(#"userInfo\[[^\]]+\] = [a-z]+"#, group: 0) == [#"userInfo["aps"] = aps"#, "userInfo[PushSealConfig.sealedIDUserInfoKey] = id"],
+                "sealedUserInfo copies more than aps from the delivered payload")
+        #expect(try builder.matches(#"delivered\["#, group: 0).count == 1, "sealedUserInfo reads more than aps from the delivered payload")
+        // The sealed id under the key the emulation uses too (a retract finds it there).
+        #expect(source.contains("static let sealedIDUserInfoKey = \"\(UNMutableNotificationContentKeys.sealedID)\""))
+        #expect(builder.contains("userInfo[PushSealConfig.sealedIDUserInfoKey] = id"))
+        #expect(readme.contains("\"pushseal-id\":"))
     }
 
     // MARK: The device key layout of docs/keychain.md
@@ -543,5 +554,38 @@ struct IOSExampleDriftTests {
         // A v2 key id is the first 16 characters of the unpadded base64url of SHA-256(public key).
         #expect(try Self.format().contains("first\n16 characters of the unpadded base64url of SHA-256(public key)"))
         #expect(try Self.wire().contains("return String(urlSafe.prefix(16))"))
+    }
+}
+
+/// The emulation's `userInfo` key of the sealed id, spelled where the drift test can read it
+/// without importing PushSealExtension (PushSealWireTests does not depend on it): FORMAT.md
+/// §5.1 names it.
+enum UNMutableNotificationContentKeys {
+    static let sealedID = "pushseal-id"
+}
+
+extension IOSExampleDriftTests {
+    @Test("the app's retract handler opens with the extension's receive, expecting a retract, and removes by the sealed id")
+    func retractHandler() throws {
+        let app = try Self.document("Examples/iOS/AppDelegate.swift")
+        let handler = try Self.document("Examples/iOS/Sources/PushSealNotificationExtension/PushSealRetract.swift")
+        let example = try Self.example()
+        let spec = try Self.format()
+        #expect(app.contains("func application(_ application: UIApplication, didReceiveRemoteNotification userInfo: [AnyHashable: Any],"))
+        #expect(app.contains("fetchCompletionHandler completionHandler: @escaping (UIBackgroundFetchResult) -> Void)"))
+        #expect(app.contains("PushSealRetract.handle(userInfo)"))
+        #expect(handler.contains("NotificationService.receive(userInfo, appID: appID, now: now, expecting: .retract)"))
+        #expect(handler.contains("userInfo[PushSealConfig.sealedIDUserInfoKey]") && handler.contains("removeDeliveredNotifications(withIdentifiers:"))
+        #expect(example.contains("plaintext = try Self.receive(request.content.userInfo, appID: appID, now: now, expecting: .display)"))
+        // receive: open, then the kind, then exp, then the replay guard (the emulation's order).
+        let receive = try example.section(from: "static func receive(", to: "// MARK: Stage 1: read the fields")
+        let order = ["try open(", "plaintext.kind == kind", "now >= exp", "PushSealReplayGuard("]
+        let positions = order.compactMap { receive.text.range(of: $0)?.lowerBound }
+        #expect(positions.count == order.count && positions == positions.sorted(), "receive checks out of order: \(order)")
+        // The kinds of FORMAT.md §5.1 are the example's and the emulation's.
+        let kinds = Set(try spec.section(from: "### 5.1 Message kinds", to: "## 6.").matches(#"(?m)^\| \*\*([a-z]+)\*\*"#))
+        #expect(kinds == Set(MessageKind.allCases.map(\.rawValue)), "FORMAT.md §5.1 kinds \(kinds.sorted())")
+        #expect(example.contains("enum Kind: String, Sendable { case display, retract }"))
+        #expect(spec.contains("`pushseal-id`") || spec.contains("pushseal-id"), "FORMAT.md does not name the userInfo key of the sealed id")
     }
 }

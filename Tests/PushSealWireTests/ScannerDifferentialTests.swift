@@ -34,13 +34,13 @@ import Testing
     @discardableResult
     static func agree(_ bytes: [UInt8], _ name: String) -> Bool {
         let tree = tree(bytes)
-        let scanned = bytes.withUnsafeBytes { Notification.scan($0, extraInteger: "ttl") }
+        let scanned = bytes.withUnsafeBytes { Notification.stringScan($0) }
         if let scanned {
             #expect(Outcome.read(scanned.notification, ttl: scanned.extra) == tree, seedNote("\(name): the scanner read what the tree decoder did not"))
         }
         // The array form keeps text as spans of the input: the same answer, and (when read)
         // the same plaintext bytes as the tree decoder's notification.
-        let spans = Notification.scan(bytes, extraInteger: "ttl")
+        let spans = Notification.spanScan(bytes)
         #expect((spans != nil) == (scanned != nil), seedNote("\(name): the span scan and the string scan differ in giving up"))
         if let spans {
             #expect(Outcome.read(spans.notification, ttl: spans.extra) == tree, seedNote("\(name): the span scan read what the tree decoder did not"))
@@ -161,21 +161,50 @@ import Testing
             #expect(Notification.isVisible(text) == expected, seedNote("text \(i): \(text.unicodeScalars.map { String($0.value, radix: 16) })"))
             // The same text as the title of scanned JSON (a span, escaped where JSON needs it).
             let json = Array("{\"title\":".utf8) + ((try? JSONWriter.serialize(.string(text))) ?? []) + Array(",\"body\":\"\"}".utf8)
-            if let scanned = Notification.scan(json) {
+            if let scanned = Notification.spanScan(json, ttl: false) {
                 #expect(scanned.notification.hasVisibleText == expected, seedNote("text \(i) as a span"))
             }
         }
         #expect(blank > 100 && visible > 100, seedNote("blank \(blank), visible \(visible)"))
     }
 
-    @Test func memberNamesMapToTheirNumbersAndNothingElseDoes() {
-        let known = ["title", "subtitle", "body", "media", "localizations", "data", "iat", "exp", "ttl", "id"]
-        func member(_ name: String) -> Int? { Array(name.utf8).withUnsafeBytes { Notification.scannedMember($0, extraInteger: "ttl") } }
-        for (number, name) in known.enumerated() { #expect(member(name) == number, "\(name)") }
-        for name in ["Title", "titlf", "subtitlE", "bodY", "datA", "medIa", "iaT", "exq", "ttL", "iD", "ix", "localisations",
-                     "localizationS", "tit", "titles", "", "i", "xxxx", "xxxxx", "idid", "ttlx"] {
+    @Test func memberNamesMapToTheirCasesAndNothingElseDoes() {
+        func member(_ name: String) -> NotificationMember? { Array(name.utf8).withUnsafeBytes { NotificationMember.named($0) } }
+        for m in NotificationMember.allCases { #expect(member(m.name) == m, "\(m.name)") }
+        #expect(Notification.memberNames == NotificationMember.allCases.map(\.rawValue))
+        for (position, m) in NotificationMember.allCases.enumerated() { #expect(m.bitIndex == position, "\(m.name)") }
+        for name in ["Title", "titlf", "subtitlE", "bodY", "datA", "medIa", "iaT", "exq", "ttl", "ttL", "iD", "ix", "localisations",
+                     "localizationS", "tit", "titles", "", "i", "xxxx", "xxxxx", "idid", "ttlx", "kinD", "idS", "apS"] {
             #expect(member(name) == nil, "\(name)")
         }
-        #expect(Array("ttl".utf8).withUnsafeBytes { Notification.scannedMember($0, extraInteger: nil) } == nil)
+    }
+}
+
+extension Notification {
+    /// The sender's `ttl` as the scanner's other member (as `SealRequest` reads it).
+    static func testTTL(_ key: UnsafeRawBufferPointer, _ s: inout JSONReader.Scanner, _ ttl: inout Int64?) throws -> Bool {
+        guard ttl == nil, key.elementsEqual("ttl".utf8), try s.peekKind() == .number,
+              case .integer(let t) = try s.readNumber(), t >= 0 else { return false }
+        ttl = t
+        return true
+    }
+
+    /// The scan of a whole input over a scanner without a source (text members built as
+    /// `String`s), with `ttl` as the one other member.
+    static func stringScan(_ raw: UnsafeRawBufferPointer) -> (notification: Notification, extra: Int64?)? {
+        var n = Notification()
+        var ttl: Int64?
+        guard !raw.isEmpty, var s = try? JSONReader.Scanner(raw),
+              scan(&s, into: &n, otherMember: { try testTTL($0, &$1, &ttl) }), (try? s.finish()) != nil else { return nil }
+        return (n, ttl)
+    }
+
+    /// The span scan of a whole input (text members kept as spans), with `ttl` as the one
+    /// other member unless `ttl` is false.
+    static func spanScan(_ bytes: [UInt8], ttl readsTTL: Bool = true) -> (notification: Notification, extra: Int64?)? {
+        var n = Notification()
+        var ttl: Int64?
+        guard scan(bytes, into: &n, otherMember: { readsTTL ? try testTTL($0, &$1, &ttl) : false }) else { return nil }
+        return (n, ttl)
     }
 }

@@ -75,3 +75,23 @@ struct WireVectorTests {
         }
     }
 }
+
+@Suite("Wire format 1.1: the message kind round-trips with the Python reference")
+struct KindVectorTests {
+    /// Tests/Vectors/ok-retract.vector, written by pushseal_ref.py: it opens here, reads as a
+    /// retract, and the Swift encoder writes exactly the plaintext bytes Python sealed.
+    @Test func theRetractVectorOpensAndReEncodesToPythonsBytes() throws {
+        let v = try #require(WireVector.all().first { $0.name == "ok-retract.vector" }, "run pushseal_ref.py vectors")
+        let result = try v.run()
+        #expect(result.outcome == "open")
+        let raw = try #require(result.plaintext)
+        let n = try Notification(jsonBytes: raw)
+        #expect(n.kind == .retract && n.ids == ["m-1", "r-1"] && n.id == "x-1" && n.title == nil)
+        #expect(try n.encoded(padding: true) == raw)
+        // The display default is not written: the same plaintext bytes as before kinds.
+        let display = try #require(WireVector.all().first { $0.name == "ok-kind-display.vector" })
+        let shown = try Notification(jsonBytes: try #require(try display.run().plaintext))
+        #expect(shown.kind == .display && shown.title == "Lunch?")
+        #expect(try String(decoding: shown.encoded(padding: false), as: UTF8.self) == #"{"title":"Lunch?"}"#)
+    }
+}

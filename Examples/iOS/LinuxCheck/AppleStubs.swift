@@ -12,40 +12,40 @@ import Glibc
 #endif
 
 // CoreFoundation bits
-typealias CFTypeRef = AnyObject
-typealias CFString = NSString
-typealias CFDictionary = NSDictionary
-typealias CFTypeID = UInt
-func CFGetTypeID(_ x: AnyObject?) -> CFTypeID { 0 }
-func CFBooleanGetTypeID() -> CFTypeID { 1 }
-func CFNumberIsFloatType(_ n: NSNumber) -> Bool { false }
+public typealias CFTypeRef = AnyObject
+public typealias CFString = NSString
+public typealias CFDictionary = NSDictionary
+public typealias CFTypeID = UInt
+public func CFGetTypeID(_ x: AnyObject?) -> CFTypeID { 0 }
+public func CFBooleanGetTypeID() -> CFTypeID { 1 }
+public func CFNumberIsFloatType(_ n: NSNumber) -> Bool { false }
 
 // Security
-typealias OSStatus = Int32
-let errSecSuccess: OSStatus = 0
-let errSecItemNotFound: OSStatus = -25300
-let errSecMissingEntitlement: OSStatus = -34018
-let errSecParam: OSStatus = -50
-nonisolated(unsafe) let kSecClass: CFString = "class"
-nonisolated(unsafe) let kSecClassGenericPassword: CFString = "genp"
-nonisolated(unsafe) let kSecAttrService: CFString = "svce"
-nonisolated(unsafe) let kSecAttrAccount: CFString = "acct"
-nonisolated(unsafe) let kSecAttrAccessGroup: CFString = "agrp"
-nonisolated(unsafe) let kSecAttrLabel: CFString = "labl"
-nonisolated(unsafe) let kSecAttrAccessible: CFString = "pdmn"
-nonisolated(unsafe) let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = "cku"
-nonisolated(unsafe) let kSecValueData: CFString = "v_Data"
-nonisolated(unsafe) let kSecReturnData: CFString = "r_Data"
-nonisolated(unsafe) let kSecReturnAttributes: CFString = "r_Attributes"
-nonisolated(unsafe) let kSecMatchLimit: CFString = "m_Limit"
-nonisolated(unsafe) let kSecMatchLimitOne: CFString = "m_LimitOne"
-nonisolated(unsafe) let kSecMatchLimitAll: CFString = "m_LimitAll"
-nonisolated(unsafe) var fakeKeychain: [String: Data] = [:]   // "service|account" -> data
-func fkKey(_ q: CFDictionary) -> (String, String?) {
+public typealias OSStatus = Int32
+public let errSecSuccess: OSStatus = 0
+public let errSecItemNotFound: OSStatus = -25300
+public let errSecMissingEntitlement: OSStatus = -34018
+public let errSecParam: OSStatus = -50
+public nonisolated(unsafe) let kSecClass: CFString = "class"
+public nonisolated(unsafe) let kSecClassGenericPassword: CFString = "genp"
+public nonisolated(unsafe) let kSecAttrService: CFString = "svce"
+public nonisolated(unsafe) let kSecAttrAccount: CFString = "acct"
+public nonisolated(unsafe) let kSecAttrAccessGroup: CFString = "agrp"
+public nonisolated(unsafe) let kSecAttrLabel: CFString = "labl"
+public nonisolated(unsafe) let kSecAttrAccessible: CFString = "pdmn"
+public nonisolated(unsafe) let kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: CFString = "cku"
+public nonisolated(unsafe) let kSecValueData: CFString = "v_Data"
+public nonisolated(unsafe) let kSecReturnData: CFString = "r_Data"
+public nonisolated(unsafe) let kSecReturnAttributes: CFString = "r_Attributes"
+public nonisolated(unsafe) let kSecMatchLimit: CFString = "m_Limit"
+public nonisolated(unsafe) let kSecMatchLimitOne: CFString = "m_LimitOne"
+public nonisolated(unsafe) let kSecMatchLimitAll: CFString = "m_LimitAll"
+public nonisolated(unsafe) var fakeKeychain: [String: Data] = [:]   // "service|account" -> data
+public func fkKey(_ q: CFDictionary) -> (String, String?) {
     let d = q as? [String: Any] ?? [:]
     return (d[kSecAttrService as String] as? String ?? "", d[kSecAttrAccount as String] as? String)
 }
-func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     let (service, account) = fkKey(query)
     if let account {
         guard let data = fakeKeychain["\(service)|\(account)"] else { return errSecItemNotFound }
@@ -57,131 +57,140 @@ func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<C
     result?.pointee = items as NSArray
     return errSecSuccess
 }
-func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     let (service, account) = fkKey(attributes)
     fakeKeychain["\(service)|\(account ?? "")"] = (attributes as? [String: Any] ?? [:])[kSecValueData as String] as? Data
     return errSecSuccess
 }
-func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
+public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     let (service, account) = fkKey(query)
     guard fakeKeychain["\(service)|\(account ?? "")"] != nil else { return errSecItemNotFound }
     fakeKeychain["\(service)|\(account ?? "")"] = (attributesToUpdate as? [String: Any] ?? [:])[kSecValueData as String] as? Data
     return errSecSuccess
 }
-func SecItemDelete(_ query: CFDictionary) -> OSStatus {
+public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     let (service, account) = fkKey(query)
     return fakeKeychain.removeValue(forKey: "\(service)|\(account ?? "")") == nil ? errSecItemNotFound : errSecSuccess
 }
 
 // os
-struct OSLogPrivacy: Sendable { static let `public` = OSLogPrivacy(); static let `private` = OSLogPrivacy() }
-struct OSLogMessage: ExpressibleByStringInterpolation {
-    struct StringInterpolation: StringInterpolationProtocol {
-        init(literalCapacity: Int, interpolationCount: Int) {}
-        mutating func appendLiteral(_ s: String) {}
-        mutating func appendInterpolation(_ s: @autoclosure @escaping () -> String, privacy: OSLogPrivacy = .private) {}
-        mutating func appendInterpolation(_ s: @autoclosure @escaping () -> Int, privacy: OSLogPrivacy = .private) {}
-        mutating func appendInterpolation(_ s: @autoclosure @escaping () -> Int32, privacy: OSLogPrivacy = .private) {}
+public struct OSLogPrivacy: Sendable { public static let `public` = OSLogPrivacy(); public static let `private` = OSLogPrivacy() }
+public struct OSLogMessage: ExpressibleByStringInterpolation {
+    public struct StringInterpolation: StringInterpolationProtocol {
+        public init(literalCapacity: Int, interpolationCount: Int) {}
+        public mutating func appendLiteral(_ s: String) {}
+        public mutating func appendInterpolation(_ s: @autoclosure @escaping () -> String, privacy: OSLogPrivacy = .private) {}
+        public mutating func appendInterpolation(_ s: @autoclosure @escaping () -> Int, privacy: OSLogPrivacy = .private) {}
+        public mutating func appendInterpolation(_ s: @autoclosure @escaping () -> Int32, privacy: OSLogPrivacy = .private) {}
     }
-    init(stringLiteral: String) {}
-    init(stringInterpolation: StringInterpolation) {}
+    public init(stringLiteral: String) {}
+    public init(stringInterpolation: StringInterpolation) {}
 }
-struct Logger: Sendable {
-    init(subsystem: String, category: String) {}
-    func info(_ m: OSLogMessage) {}
-    func error(_ m: OSLogMessage) {}
+public struct Logger: Sendable {
+    public init(subsystem: String, category: String) {}
+    public func info(_ m: OSLogMessage) {}
+    public func error(_ m: OSLogMessage) {}
 }
 
 // CryptoKit
-protocol ContiguousBytesStub {}
-struct SymmetricKey { init<D: ContiguousBytes>(data: D) {} }
-struct SHA256Digest: Sequence, ContiguousBytes {
-    var bytes: [UInt8] = []
-    func makeIterator() -> Array<UInt8>.Iterator { bytes.makeIterator() }
-    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try bytes.withUnsafeBytes(body) }
+public protocol ContiguousBytesStub {}
+public struct SymmetricKey { public init<D: ContiguousBytes>(data: D) {} }
+public struct SHA256Digest: Sequence, ContiguousBytes {
+    public var bytes: [UInt8] = []
+    public func makeIterator() -> Array<UInt8>.Iterator { bytes.makeIterator() }
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try bytes.withUnsafeBytes(body) }
 }
-enum SHA256 { static func hash<D: DataProtocol>(data: D) -> SHA256Digest {
+public enum SHA256 { public static func hash<D: DataProtocol>(data: D) -> SHA256Digest {
     var out: [UInt8] = []
     for salt in 0..<4 { var h = Hasher(); h.combine(salt); h.combine(Array(data)); withUnsafeBytes(of: h.finalize()) { out += $0 } }
     return SHA256Digest(bytes: out)
 } }
-enum AES { enum GCM {
-    struct SealedBox { init<D: DataProtocol>(combined: D) throws {} }
-    static func open<AD: DataProtocol>(_ box: SealedBox, using key: SymmetricKey, authenticating: AD) throws -> Data { throw NSError(domain: "stub", code: 2) }
-    static func open(_ box: SealedBox, using key: SymmetricKey) throws -> Data { Data() }
+public enum AES { public enum GCM {
+    public struct SealedBox { public init<D: DataProtocol>(combined: D) throws {} }
+    public static func open<AD: DataProtocol>(_ box: SealedBox, using key: SymmetricKey, authenticating: AD) throws -> Data { throw NSError(domain: "stub", code: 2) }
+    public static func open(_ box: SealedBox, using key: SymmetricKey) throws -> Data { Data() }
 } }
-struct SharedSecret: ContiguousBytes {
-    var bytes: [UInt8] = []
-    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try bytes.withUnsafeBytes(body) }
+public struct SharedSecret: ContiguousBytes {
+    public var bytes: [UInt8] = []
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try bytes.withUnsafeBytes(body) }
 }
-protocol HPKEDiffieHellmanPrivateKey { associatedtype PublicKey }
-enum Curve25519 { enum KeyAgreement {
-    struct PublicKey { var raw: Data; init(raw: Data) { self.raw = raw }; init<D: ContiguousBytes>(rawRepresentation: D) throws { raw = rawRepresentation.withUnsafeBytes { Data($0) }; if raw.count != 32 { throw NSError(domain: "len", code: 1) } }; var rawRepresentation: Data { raw } }
-    struct PrivateKey: HPKEDiffieHellmanPrivateKey {
-        typealias PublicKey = Curve25519.KeyAgreement.PublicKey
-        var raw: Data
-        init() { raw = Data((0..<32).map { _ in UInt8.random(in: 0...255) }) }
-        init<D: ContiguousBytes>(rawRepresentation: D) throws { raw = rawRepresentation.withUnsafeBytes { Data($0) } }
-        var rawRepresentation: Data { raw }
-        var publicKey: Curve25519.KeyAgreement.PublicKey { Curve25519.KeyAgreement.PublicKey(raw: Data(raw.reversed().map { $0 ^ 0x55 })) }
-        func sharedSecretFromKeyAgreement(with publicKeyShare: Curve25519.KeyAgreement.PublicKey) throws -> SharedSecret { SharedSecret(bytes: publicKeyShare.raw.allSatisfy { $0 == 0 } ? [UInt8](repeating: 0, count: 32) : [UInt8](repeating: 7, count: 32)) }
+public protocol HPKEDiffieHellmanPrivateKey { associatedtype PublicKey }
+public enum Curve25519 { public enum KeyAgreement {
+    public struct PublicKey { public var raw: Data; public init(raw: Data) { self.raw = raw }; public init<D: ContiguousBytes>(rawRepresentation: D) throws { raw = rawRepresentation.withUnsafeBytes { Data($0) }; if raw.count != 32 { throw NSError(domain: "len", code: 1) } }; public var rawRepresentation: Data { raw } }
+    public struct PrivateKey: HPKEDiffieHellmanPrivateKey {
+        public typealias PublicKey = Curve25519.KeyAgreement.PublicKey
+        public var raw: Data
+        public init() { raw = Data((0..<32).map { _ in UInt8.random(in: 0...255) }) }
+        public init<D: ContiguousBytes>(rawRepresentation: D) throws { raw = rawRepresentation.withUnsafeBytes { Data($0) } }
+        public var rawRepresentation: Data { raw }
+        public var publicKey: Curve25519.KeyAgreement.PublicKey { Curve25519.KeyAgreement.PublicKey(raw: Data(raw.reversed().map { $0 ^ 0x55 })) }
+        public func sharedSecretFromKeyAgreement(with publicKeyShare: Curve25519.KeyAgreement.PublicKey) throws -> SharedSecret { SharedSecret(bytes: publicKeyShare.raw.allSatisfy { $0 == 0 } ? [UInt8](repeating: 0, count: 32) : [UInt8](repeating: 7, count: 32)) }
     }
 } }
-enum HPKE {
-    struct Ciphersuite {
-        enum KEM { case Curve25519_HKDF_SHA256, P256_HKDF_SHA256 }
-        enum KDF { case HKDF_SHA256 }
-        enum AEAD { case AES_GCM_256, AES_GCM_128, chaChaPoly }
-        init(kem: KEM, kdf: KDF, aead: AEAD) {}
+public enum HPKE {
+    public struct Ciphersuite {
+        public enum KEM { case Curve25519_HKDF_SHA256, P256_HKDF_SHA256 }
+        public enum KDF { case HKDF_SHA256 }
+        public enum AEAD { case AES_GCM_256, AES_GCM_128, chaChaPoly }
+        public init(kem: KEM, kdf: KDF, aead: AEAD) {}
     }
-    struct Recipient {
-        init<SK: HPKEDiffieHellmanPrivateKey>(privateKey: SK, ciphersuite: Ciphersuite, info: Data, encapsulatedKey: Data) throws {}
-        init<SK: HPKEDiffieHellmanPrivateKey>(privateKey: SK, ciphersuite: Ciphersuite, info: Data, encapsulatedKey: Data, authenticatedBy: SK.PublicKey) throws {}
-        mutating func open<C: DataProtocol, AD: DataProtocol>(_ ciphertext: C, authenticating aad: AD) throws -> Data { throw NSError(domain: "stub", code: 2) }
+    public struct Recipient {
+        public init<SK: HPKEDiffieHellmanPrivateKey>(privateKey: SK, ciphersuite: Ciphersuite, info: Data, encapsulatedKey: Data) throws {}
+        public init<SK: HPKEDiffieHellmanPrivateKey>(privateKey: SK, ciphersuite: Ciphersuite, info: Data, encapsulatedKey: Data, authenticatedBy: SK.PublicKey) throws {}
+        public mutating func open<C: DataProtocol, AD: DataProtocol>(_ ciphertext: C, authenticating aad: AD) throws -> Data { throw NSError(domain: "stub", code: 2) }
     }
 }
 
 // UserNotifications
-struct UNNotificationSoundName: RawRepresentable, Hashable { var rawValue: String; init(rawValue: String) { self.rawValue = rawValue } }
-class UNNotificationSound: NSObject {
-    class var `default`: UNNotificationSound { UNNotificationSound() }
-    convenience init(named: UNNotificationSoundName) { self.init() }
-    class func defaultCriticalSound(withAudioVolume volume: Float) -> UNNotificationSound { UNNotificationSound() }
-    class func criticalSoundNamed(_ name: UNNotificationSoundName, withAudioVolume volume: Float) -> UNNotificationSound { UNNotificationSound() }
+public struct UNNotificationSoundName: RawRepresentable, Hashable { public var rawValue: String; public init(rawValue: String) { self.rawValue = rawValue } }
+open class UNNotificationSound: NSObject {
+    public class var `default`: UNNotificationSound { UNNotificationSound() }
+    public convenience init(named: UNNotificationSoundName) { self.init() }
+    public class func defaultCriticalSound(withAudioVolume volume: Float) -> UNNotificationSound { UNNotificationSound() }
+    public class func criticalSoundNamed(_ name: UNNotificationSoundName, withAudioVolume volume: Float) -> UNNotificationSound { UNNotificationSound() }
 }
-enum UNNotificationInterruptionLevel: UInt { case passive, active, timeSensitive, critical }
-class UNNotificationAttachment: NSObject { init(identifier: String, url: URL, options: [AnyHashable: Any]?) throws {} }
-class UNNotificationContent: NSObject {
-    var title: String { "" }
-    var userInfo: [AnyHashable: Any] { [:] }
-    override func mutableCopy() -> Any { UNMutableNotificationContent() }
+public enum UNNotificationInterruptionLevel: UInt { case passive, active, timeSensitive, critical }
+open class UNNotificationAttachment: NSObject { public init(identifier: String, url: URL, options: [AnyHashable: Any]?) throws {} }
+open class UNNotificationContent: NSObject {
+    open var title: String { "" }
+    open var userInfo: [AnyHashable: Any] { [:] }
+    public override func mutableCopy() -> Any { UNMutableNotificationContent() }
 }
-class UNMutableNotificationContent: UNNotificationContent {
-    var _title = ""
-    override var title: String { get { _title } set { _title = newValue } }
-    var subtitle = ""
-    var body = ""
-    var threadIdentifier = ""
-    var categoryIdentifier = ""
-    var interruptionLevel: UNNotificationInterruptionLevel = .active
-    var sound: UNNotificationSound?
-    var attachments: [UNNotificationAttachment] = []
-    var _userInfo: [AnyHashable: Any] = [:]
-    override var userInfo: [AnyHashable: Any] { get { _userInfo } set { _userInfo = newValue } }
+open class UNMutableNotificationContent: UNNotificationContent {
+    public var _title = ""
+    public override var title: String { get { _title } set { _title = newValue } }
+    public var subtitle = ""
+    public var body = ""
+    public var threadIdentifier = ""
+    public var categoryIdentifier = ""
+    public var interruptionLevel: UNNotificationInterruptionLevel = .active
+    public var sound: UNNotificationSound?
+    public var attachments: [UNNotificationAttachment] = []
+    public var _userInfo: [AnyHashable: Any] = [:]
+    public override var userInfo: [AnyHashable: Any] { get { _userInfo } set { _userInfo = newValue } }
 }
-class UNNotificationRequest: NSObject { var content: UNNotificationContent { UNNotificationContent() } }
-class UNNotificationServiceExtension: NSObject {
-    func didReceive(_ request: UNNotificationRequest, withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void) {}
-    func serviceExtensionTimeWillExpire() {}
+open class UNNotificationRequest: NSObject {
+    public var identifier: String { "" }
+    public var content: UNNotificationContent { UNNotificationContent() }
+}
+open class UNNotification: NSObject { public var request: UNNotificationRequest { UNNotificationRequest() } }
+open class UNUserNotificationCenter: NSObject {
+    public class func current() -> UNUserNotificationCenter { UNUserNotificationCenter() }
+    public func getDeliveredNotifications(completionHandler: @escaping @Sendable ([UNNotification]) -> Void) { completionHandler([]) }
+    public func removeDeliveredNotifications(withIdentifiers identifiers: [String]) {}
+}
+open class UNNotificationServiceExtension: NSObject {
+    open func didReceive(_ request: UNNotificationRequest, withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void) {}
+    open func serviceExtensionTimeWillExpire() {}
 }
 
 // BackgroundTasks
-class BGTask: NSObject { var expirationHandler: (() -> Void)?; func setTaskCompleted(success: Bool) {} }
-class BGTaskRequest: NSObject { var earliestBeginDate: Date? }
-class BGAppRefreshTaskRequest: BGTaskRequest { init(identifier: String) {} }
-class BGTaskScheduler: NSObject {
-    nonisolated(unsafe) static let shared = BGTaskScheduler()
-    func register(forTaskWithIdentifier identifier: String, using queue: DispatchQueue?, launchHandler: @escaping (BGTask) -> Void) -> Bool { true }
-    func submit(_ r: BGTaskRequest) throws {}
+open class BGTask: NSObject { public var expirationHandler: (() -> Void)?; public func setTaskCompleted(success: Bool) {} }
+open class BGTaskRequest: NSObject { public var earliestBeginDate: Date? }
+open class BGAppRefreshTaskRequest: BGTaskRequest { public init(identifier: String) {} }
+open class BGTaskScheduler: NSObject {
+    public nonisolated(unsafe) static let shared = BGTaskScheduler()
+    public func register(forTaskWithIdentifier identifier: String, using queue: DispatchQueue?, launchHandler: @escaping (BGTask) -> Void) -> Bool { true }
+    public func submit(_ r: BGTaskRequest) throws {}
 }
-extension FileManager { func containerURL(forSecurityApplicationGroupIdentifier: String) -> URL? { nil } }
+extension FileManager { public func containerURL(forSecurityApplicationGroupIdentifier: String) -> URL? { nil } }

@@ -18,6 +18,7 @@ import Foundation
         try keyRecord()
         try lifecycle()
         try manifest(root: root)
+        try senderPins()
         try replayGuard()
         if failures.isEmpty {
             print("LinuxCheck: all checks passed")
@@ -58,7 +59,7 @@ import Foundation
                     try PushSealDeviceKeys.store(PushSealKeyRecord(kind: .senderKey, status: .primary, createdAt: 0, keyBytes: key), keyID: sender, appID: appID)
                 }
                 var outcome = "open"
-                do { _ = try NotificationService().open(payload, appID: appID, now: 1_796_000_100) } catch let r as Refusal { outcome = r.code }
+                do { _ = try NotificationService.open(payload, appID: appID, now: 1_796_000_100) } catch let r as Refusal { outcome = r.code }
                 let wanted = expect.replacingOccurrences(of: "error ", with: "")
                 let expected = decidedBeforeCrypto.contains(wanted) ? wanted : "authenticationFailed"  // the stub's crypto always fails
                 check(outcome == expected, "\(dir)/\(name): expected \(expected), the example gave \(outcome)")
@@ -172,6 +173,64 @@ import Foundation
         fakeKeychain[manifestKey] = nil
         if case .rolledBack = PushSealDeviceKeys.lookup(.v2DeviceKey, keyID: first.keyId, appID: app) {} else { check(false, "an item without a manifest opens") }
         check(code { try PushSealDeviceKeys.makeDeviceKey(appID: app, now: 3000) } == "keyRolledBack", "a write without a manifest")
+    }
+
+    /// Pinned sender keys carry the record's status and an end the device measures (G15, G14);
+    /// pinning a sender key ends version 1 with a migration window, and a v1 payload for an app
+    /// with a pin opens only inside it (G2); retired pins are unpinned after notAfter.
+    static func senderPins() throws {
+        let app = "com.example.app"
+        fakeKeychain = [:]
+        func code(_ body: () throws -> Any) -> String {
+            do { _ = try body(); return "ok" } catch let f as PushSealDeviceKeys.Failure { return f.code } catch { return "other" }
+        }
+        func pin(_ id: String) -> PushSealKeyRecord? {
+            if case .found(let r) = PushSealDeviceKeys.lookup(.senderKey, keyID: id, appID: app) { return r }
+            return nil
+        }
+        let key = "NYBy1jZYgNGu6jKa35EhODhR7SGijjt16WXQ0s0WYlQ="
+        func record(_ extra: String) -> Data {
+            Data(#"{"format":"pushseal-sender-key","version":2,"appId":"com.example.app","senderKeyId":"snd-old","publicKey":"\#(key)"\#(extra)}"#.utf8)
+        }
+        // A v1 key, primary, before any pin: a v1 payload for it reaches the crypto (no downgrade).
+        try PushSealDeviceKeys.store(PushSealKeyRecord(kind: .v1Key, status: .primary, createdAt: 0, keyBytes: Data(count: 32)), keyID: "v1a", appID: app)
+        let v1Payload: [AnyHashable: Any] = ["encrypted_data": PushSealWire.encodeBase64(Data(count: 40)), "key_id": "v1a", "enc_alg": "A256GCM"]
+        func outcome(now: Int64) -> String {
+            do { _ = try NotificationService.open(v1Payload, appID: app, now: now); return "open" } catch let r as Refusal { return r.code } catch { return "other" }
+        }
+        check(outcome(now: 1000) == "authenticationFailed", "v1 before any pin reaches the crypto")
+        // A primary pin (no status member: an older server).
+        check(code { try PushSealDeviceKeys.pinSender(recordJSON: record(""), appID: app, now: 1000, graceSeconds: 500, v1GraceSeconds: 300) } == "ok", "pin")
+        check(pin("snd-old")?.status == .primary && pin("snd-old")?.notAfter == PushSealKeyLayout.noTime, "a pin without status is primary, no end")
+        if case .found(let v1) = PushSealDeviceKeys.lookup(.v1Key, keyID: "v1a", appID: app) {
+            check(v1.status == .decryptOnly && v1.retiredAt == 1000 && v1.notAfter == 1300, "G2: the pin ends version 1 with a window")
+        } else {
+            check(false, "the v1 key is gone")
+        }
+        check(outcome(now: 1200) == "authenticationFailed", "G2: v1 inside its window reaches the crypto")
+        check(outcome(now: 1300) == "keyExpired", "G2: v1 after its window")
+        try PushSealDeviceKeys.store(PushSealKeyRecord(kind: .v1Key, status: .primary, createdAt: 0, keyBytes: Data(count: 32)), keyID: "v1a", appID: app)
+        check(outcome(now: 1200) == "downgradeRefused", "G2: a v1 key kept without an end date is a downgrade once a sender key is pinned")
+        // G15 + G14: the same key published decryptOnly: the pin moves forward, with the device's end.
+        let retired = #","status":"decryptOnly","retiredAt":1500,"notAfter":99999999"#
+        check(code { try PushSealDeviceKeys.pinSender(recordJSON: record(retired), appID: app, now: 2000, graceSeconds: 500) } == "ok", "pin retired")
+        check(pin("snd-old")?.status == .decryptOnly && pin("snd-old")?.retiredAt == 1500 && pin("snd-old")?.notAfter == 2500,
+              "G15/G14: status from the record, end = first sight + grace, not the sender's notAfter")
+        check(pin("snd-old")?.refusal(now: 2499) == nil && pin("snd-old")?.refusal(now: 2500) == "keyExpired", "G15: a retired pin stops verifying after notAfter")
+        check(pin("snd-old")?.refusal(iat: 1501) == "keys:keyRetired" && pin("snd-old")?.refusal(iat: 1500) == nil, "G14: iat after retirement")
+        // Publishing it again later neither extends its end nor moves it back.
+        check(code { try PushSealDeviceKeys.pinSender(recordJSON: record(retired), appID: app, now: 2400, graceSeconds: 500) } == "ok", "pin retired again")
+        check(code { try PushSealDeviceKeys.pinSender(recordJSON: record(""), appID: app, now: 2400) } == "ok", "pin primary again")
+        check(pin("snd-old")?.status == .decryptOnly && pin("snd-old")?.notAfter == 2500, "a pin's status and end only move forward")
+        check(try PushSealDeviceKeys.usableSenderKeyIDs(appID: app, now: 2499) == ["snd-old"] && (try PushSealDeviceKeys.usableSenderKeyIDs(appID: app, now: 2500)).isEmpty,
+              "usable sender key ids for the upload")
+        check(code { try PushSealDeviceKeys.pinSender(recordJSON: record(#","status":"retired""#), appID: app) } == "malformedRecord", "unknown status")
+        // Unpinned after notAfter, but only while another pin remains (the downgrade check stays on).
+        check(!(try PushSealDeviceKeys.prune(appID: app, now: 2500)).contains("snd-old"), "the last pin is kept")
+        let next = #"{"format":"pushseal-sender-key","version":2,"appId":"com.example.app","senderKeyId":"snd-new","publicKey":"AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=","status":"pending"}"#
+        check(code { try PushSealDeviceKeys.pinSender(recordJSON: Data(next.utf8), appID: app, now: 2500) } == "ok", "pin the next key (pending)")
+        check(pin("snd-new")?.status == .primary, "a pending sender key is pinned usable")
+        check(try PushSealDeviceKeys.prune(appID: app, now: 2500).contains("snd-old") && pin("snd-old") == nil, "G15: unpinned after notAfter")
     }
 
     static func replayGuard() throws {

@@ -3,8 +3,10 @@
 // Opens PushSeal wire format v1 (AES-256-GCM) and v2 (HPKE, base and auth mode) of
 // docs/FORMAT.md with Apple's frameworks only: CryptoKit (AES-256-GCM, HPKE, X25519, SHA-256),
 // Security (the key items of docs/keychain.md, read by PushSealDeviceKeys.swift) and
-// UserNotifications. Extension target files: this one, PushSealDeviceKeys.swift, PushSealWire.swift.
-// It cannot be compiled on Linux; Tests/PushSealWireTests/IOSExampleDriftTests.swift checks its
+// UserNotifications. The module (and product) PushSealNotificationExtension, over PushSealDevice;
+// the extension target subclasses `NotificationService` in one line (README.md). `receive` is the
+// one opener of the extension and of the app's retract handler (PushSealRetract.swift, FORMAT.md §5.1).
+// Checked on Linux by LinuxCheck/check.sh; Tests/PushSealWireTests/IOSExampleDriftTests.swift checks its
 // field names, algorithms, AAD and info strings, error codes, plaintext members, keychain layout
 // and the presence of the zero-shared-secret check and the replay guard against FORMAT.md,
 // keychain.md, the Python reference and the PushSealWire constants.
@@ -16,6 +18,7 @@
 import CryptoKit
 import Foundation
 import os
+@_exported import PushSealDevice
 import Security
 @preconcurrency import UserNotifications
 
@@ -28,6 +31,9 @@ enum PushSealConfig {
     /// The `userInfo` key under which the sealed `data` object is delivered to the app (F3):
     /// the `pushseal` member. Nothing else that was not sealed reaches `userInfo` except `aps`.
     static let sealedDataUserInfoKey = "pushseal"
+    /// The `userInfo` key under which a decrypted notification carries its sealed `id`: what the
+    /// app's retract handler (AppDelegate.swift) finds delivered notifications by.
+    public static let sealedIDUserInfoKey = "pushseal-id"
     /// iOS gives an extension about 30 s; keep a margin for the expiry path.
     static let budgetSeconds: TimeInterval = 30
     static let safetyMarginSeconds: TimeInterval = 4
@@ -43,16 +49,18 @@ enum PushSealConfig {
 
 /// Why opening stopped: a stable code of FORMAT.md §8 / §V.8, the key codes of docs/keychain.md (`corruptKey`, `keyExpired`, `keyDisabled`, `keys:keyRetired`),
 /// `keychain:<OSStatus>`, `expired`, or a replay guard outcome. Only the code is ever logged.
-struct Refusal: Error {
-    let code: String
+public struct Refusal: Error {
+    public let code: String
     init(_ code: String) { self.code = code }
 }
 
-/// The decrypting Notification Service Extension (NSExtensionPrincipalClass).
+/// The decrypting Notification Service Extension. Open, so the extension target names its own
+/// one-line subclass as NSExtensionPrincipalClass (`$(PRODUCT_MODULE_NAME).NotificationService`):
+/// `final class NotificationService: PushSealNotificationExtension.NotificationService {}`.
 ///
 /// `@unchecked Sendable`: URLSession's completion handler needs `self`; every mutable stored
 /// property is read and written only under `lock`.
-final class NotificationService: UNNotificationServiceExtension, @unchecked Sendable {
+open class NotificationService: UNNotificationServiceExtension, @unchecked Sendable {
     private let log = Logger(subsystem: "pushseal", category: "extension")
     private let lock = NSLock()
     private var contentHandler: ((UNNotificationContent) -> Void)?
@@ -61,7 +69,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
     private var delivered = false
     private var task: URLSessionTask?
 
-    override func didReceive(_ request: UNNotificationRequest,
+    open override func didReceive(_ request: UNNotificationRequest,
                              withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void) {
         let deadline = Date().addingTimeInterval(PushSealConfig.budgetSeconds - PushSealConfig.safetyMarginSeconds)
         lock.withLock {
@@ -73,13 +81,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         let plaintext: Plaintext
         do {
             let appID = Bundle.main.object(forInfoDictionaryKey: PushSealConfig.appIDInfoKey) as? String
-            plaintext = try open(request.content.userInfo, appID: appID, now: now)
-            // §5: `exp` is checked only after authentication; a stale message shows the original.
-            if let exp = plaintext.exp, now >= exp { throw Refusal("expired") }
-            // Security review F2: bounded by time, fails closed (see PushSealReplayGuard).
-            let verdict = PushSealReplayGuard(directory: PushSealConfig.appGroupDirectory())
-                .checkAndRecord(id: plaintext.id, iat: plaintext.iat, exp: plaintext.exp, now: now)
-            if let code = verdict.refusalCode { throw Refusal(code) }
+            plaintext = try Self.receive(request.content.userInfo, appID: appID, now: now, expecting: .display)
         } catch let refusal as Refusal {
             log.error("stage=open event=fallback code=\(refusal.code, privacy: .public)")
             return deliver()
@@ -105,7 +107,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         download(media, deadline: deadline)
     }
 
-    override func serviceExtensionTimeWillExpire() {
+    open override func serviceExtensionTimeWillExpire() {
         log.info("stage=expire event=deliverBestAttempt")
         deliver()
     }
@@ -122,6 +124,23 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         if let handler, let content { handler(content) }
     }
 
+    // MARK: Stage 1: open and check (the extension and the app's retract handler alike)
+
+    /// Opens a payload and checks it as every PushSeal receiver does, in order: the fields and
+    /// the box (``open(_:appID:now:)``), the message kind (FORMAT.md §5.1: the extension takes
+    /// only `display`, the app's background handler only `retract`; checked before the replay
+    /// guard, so a message sent down the wrong path does not use up its id), `exp` (only after
+    /// authentication), then the replay guard (security review F2: bounded by time, fails closed).
+    public static func receive(_ userInfo: [AnyHashable: Any], appID: String?, now: Int64, expecting kind: Plaintext.Kind) throws -> Plaintext {
+        let plaintext = try open(userInfo, appID: appID, now: now)
+        guard plaintext.kind == kind else { throw Refusal("wrongKind:\(plaintext.kind.rawValue)") }
+        if let exp = plaintext.exp, now >= exp { throw Refusal("expired") }
+        let verdict = PushSealReplayGuard(directory: PushSealConfig.appGroupDirectory())
+            .checkAndRecord(id: plaintext.id, iat: plaintext.iat, exp: plaintext.exp, now: now)
+        if let code = verdict.refusalCode { throw Refusal(code) }
+        return plaintext
+    }
+
     // MARK: Stage 1: read the fields (FORMAT.md §3 and §V.3, one order for both versions)
 
     /// A payload field: `missingField` when absent, `wrongFieldType` when not a JSON string.
@@ -134,7 +153,7 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
     /// The authenticated plaintext of a v1 or v2 payload; throws a `Refusal` for every failure.
     /// The order of checks is FORMAT.md §V.3 (which extends §3) and Tests/Interop/pushseal_ref.py's
     /// `parse_payload_v2` / `open_payload_v2`, so the first failing check decides the code.
-    private func open(_ userInfo: [AnyHashable: Any], appID: String?, now: Int64) throws -> Plaintext {
+    private static func open(_ userInfo: [AnyHashable: Any], appID: String?, now: Int64) throws -> Plaintext {
         // (1) presence, then type, field by field; (2) in auth mode, sender_key_id.
         let encryptedData = try Self.string(userInfo["encrypted_data"])
         let keyID = try Self.string(userInfo["key_id"])
@@ -201,10 +220,26 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
         }
     }
 
+    /// The app's pinned sender key ids (kind 3 items, whatever their status), or the refusal.
+    private static func pinnedSenderKeyIDs(appID: String) throws -> [String] {
+        switch PushSealDeviceKeys.pinnedSenderKeyIDs(appID: appID) {
+        case .success(let ids): return ids
+        case .failure(let failure) where failure.code == "keyRolledBack" || failure.code == "corruptKey": throw Refusal(failure.code)
+        case .failure(let failure): throw Refusal("keychain:\(failure.status ?? errSecParam)")
+        }
+    }
+
     // MARK: Version 1 (FORMAT.md §7 "Open")
 
-    private func openV1(_ box: Data, algorithm: String, keyID: String, appID: String, now: Int64) throws -> (bytes: Data, keys: [PushSealKeyRecord]) {
+    private static func openV1(_ box: Data, algorithm: String, keyID: String, appID: String, now: Int64) throws -> (bytes: Data, keys: [PushSealKeyRecord]) {
         let record = try Self.usableKey(.v1Key, keyID: keyID, appID: appID, now: now, notFound: "unknownKeyID")
+        // Security review G2: once the app pinned a sender key, version 1 is a downgrade unless
+        // the v1 key is kept with an end date (decryptOnly with notAfter: the migration window
+        // PushSealDeviceKeys.pinSender opens); its iat must also be before the retirement (below).
+        if !(try Self.pinnedSenderKeyIDs(appID: appID)).isEmpty,
+           record.status != .decryptOnly || record.notAfter == PushSealKeyLayout.noTime {
+            throw Refusal("downgradeRefused")
+        }
         guard record.keyBytes.count == PushSealWire.keyByteCount else { throw Refusal("invalidKey") }
         let aad = PushSealWire.aadV1(algorithm: algorithm, keyID: keyID, appID: appID)
         do {
@@ -219,15 +254,10 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
 
     // MARK: Version 2 (FORMAT.md §V.7 "Open")
 
-    private func openV2(_ box: Data, algorithm: String, keyID: String, senderKeyID: String?, appID: String,
+    private static func openV2(_ box: Data, algorithm: String, keyID: String, senderKeyID: String?, appID: String,
                         now: Int64) throws -> (bytes: Data, keys: [PushSealKeyRecord]) {
         // Step 2, sender policy, from the pinned sender keys (kind 3 items) of this app.
-        let pinned: [String]
-        switch PushSealDeviceKeys.pinnedSenderKeyIDs(appID: appID) {
-        case .success(let ids): pinned = ids
-        case .failure(let failure) where failure.code == "keyRolledBack" || failure.code == "corruptKey": throw Refusal(failure.code)
-        case .failure(let failure): throw Refusal("keychain:\(failure.status ?? errSecParam)")
-        }
+        let pinned = try Self.pinnedSenderKeyIDs(appID: appID)
         var senderRecord: PushSealKeyRecord?
         if senderKeyID == nil {
             // Base mode: refused once the app pinned any sender key.
@@ -290,13 +320,16 @@ final class NotificationService: UNNotificationServiceExtension, @unchecked Send
 
     // MARK: What the app sees (security review F3)
 
-    /// `userInfo` of a decrypted notification: the delivered `aps` and the sealed `data` under
-    /// the `pushseal` member (an empty object when nothing was sealed there). Every other
+    /// `userInfo` of a decrypted notification: the delivered `aps`, the sealed `data` under
+    /// the `pushseal` member (an empty object when nothing was sealed there) and the sealed `id`
+    /// under `pushseal-id`. Every other
     /// top-level member of the payload was not sealed and is dropped, so nothing unauthenticated
     /// can pass for sealed data.
     static func sealedUserInfo(_ plaintext: Plaintext, delivered: [AnyHashable: Any]) -> [AnyHashable: Any] {
         var userInfo: [AnyHashable: Any] = [PushSealConfig.sealedDataUserInfoKey: plaintext.data]
         if let aps = delivered["aps"] { userInfo["aps"] = aps }
+        // The sealed id, so a retract (AppDelegate.swift) can find this notification.
+        if let id = plaintext.id { userInfo[PushSealConfig.sealedIDUserInfoKey] = id }
         return userInfo
     }
 
@@ -532,7 +565,7 @@ struct PushSealReplayGuard {
 /// The opened notification. A known member with the wrong JSON type rejects the whole object;
 /// unknown members are ignored. (JSONSerialization keeps the last of duplicate names and does
 /// not cap nesting: stricter than §5 needs your own parser; the box is authenticated anyway.)
-struct Plaintext {
+public struct Plaintext {
     struct Media: Sendable { var url: String; var type: String?; var sha256: Data?; var key: Data? }
     struct Text { var title: String?; var subtitle: String?; var body: String? }
     /// The sealed presentation fields (README.md "Sealed presentation fields"), APNs' spelling.
@@ -545,7 +578,13 @@ struct Plaintext {
         var sound: Sound?
     }
 
+    /// What the receiver does with the message (FORMAT.md §5.1); absent is `display`.
+    public enum Kind: String, Sendable { case display, retract }
+
     var text: Text
+    public internal(set) var kind: Kind = .display
+    /// A retract's notification ids (1–100 strings of 1–256 bytes); empty for a display message.
+    public internal(set) var ids: [String] = []
     var media: Media?
     var localizations: [(tag: String, text: Text)] = []
     var data: [String: Any] = [:]
@@ -557,8 +596,25 @@ struct Plaintext {
     init?(json: Data) {
         guard json.first != 0xEF,  // no byte order mark
               let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any],
-              let text = Self.text(object) else { return nil }
-        self.text = text
+              let kindName = Self.string(object["kind"]) else { return nil }
+        // §5.1: an unknown kind is refused (never acted on, never displayed).
+        guard let kind = Kind(rawValue: kindName ?? "display") else { return nil }
+        self.kind = kind
+        if let i = object["ids"], !(i is NSNull) {
+            guard let i = i as? [String], (1...100).contains(i.count),
+                  i.allSatisfy({ (1...256).contains($0.utf8.count) }) else { return nil }
+            ids = i
+        }
+        // A display message needs a non-empty title, subtitle or body; a retract needs ids.
+        switch kind {
+        case .display:
+            guard let text = Self.text(object) else { return nil }
+            self.text = text
+        case .retract:
+            guard !ids.isEmpty, let t = Self.string(object["title"]), let s = Self.string(object["subtitle"]),
+                  let b = Self.string(object["body"]) else { return nil }
+            self.text = Text(title: t, subtitle: s, body: b)
+        }
         if let m = object["media"], !(m is NSNull) {
             guard let m = m as? [String: Any], let url = m["url"] as? String,
                   ["https://", "http://"].contains(where: { url.lowercased().hasPrefix($0) }),

@@ -1,9 +1,9 @@
 // PushSeal device keys on a real iPhone: the keychain layout of docs/keychain.md ("Device key
 // items (v1 and v2)"), read by the Notification Service Extension and written by the app.
-// Compile this file into BOTH targets (the app and the extension): the extension only reads
-// (`PushSealDeviceKeys.lookup`, `pinnedSenderKeyIDs`), the app makes, rotates, pins, imports
-// and lists. Apple frameworks only (CryptoKit, Security). It cannot be compiled on Linux;
-// Tests/PushSealWireTests/IOSExampleDriftTests.swift compares its service names, labels,
+// Module PushSealDevice, shared by both products (the app and the extension): the extension only
+// reads (`PushSealDeviceKeys.lookup`, `pinnedSenderKeyIDs`), the app makes, rotates, pins,
+// imports and lists. Apple frameworks only (CryptoKit, Security). Checked on Linux by
+// LinuxCheck/check.sh; Tests/PushSealWireTests/IOSExampleDriftTests.swift compares its service names, labels,
 // accessibility, record offsets, kinds and status codes with docs/keychain.md.
 //
 // The v2 provisioning story: the app makes its own X25519 key pair here, keeps the private key
@@ -15,27 +15,27 @@ import Security
 
 /// The byte layout of a key item's `kSecValueData` (docs/keychain.md): 59 bytes, integers
 /// big-endian.
-enum PushSealKeyLayout {
+public enum PushSealKeyLayout {
     /// Length of a key record: 1 + 1 + 1 + 8 + 8 + 8 + 32 bytes.
-    static let recordByteCount = 59
+    public static let recordByteCount = 59
     /// Value of the first byte.
-    static let layoutVersion: UInt8 = 1
-    static let layoutVersionOffset = 0
-    static let kindOffset = 1
-    static let statusOffset = 2
-    static let createdAtOffset = 3
-    static let retiredAtOffset = 11
-    static let notAfterOffset = 19
-    static let keyBytesOffset = 27
-    static let keyByteCount = 32
+    public static let layoutVersion: UInt8 = 1
+    public static let layoutVersionOffset = 0
+    public static let kindOffset = 1
+    public static let statusOffset = 2
+    public static let createdAtOffset = 3
+    public static let retiredAtOffset = 11
+    public static let notAfterOffset = 19
+    public static let keyBytesOffset = 27
+    public static let keyByteCount = 32
     /// `retiredAt` / `notAfter` when not set.
-    static let noTime: Int64 = -1
+    public static let noTime: Int64 = -1
     /// Grace window of a retired key: 30 days, in seconds (APNs may hold a message for weeks).
-    static let graceSeconds: Int64 = 30 * 24 * 60 * 60
+    public static let graceSeconds: Int64 = 30 * 24 * 60 * 60
 }
 
 /// What a key item holds (byte 1 of the record); each kind has its own service and label.
-enum PushSealKeyKind: UInt8, Sendable, CaseIterable {
+public enum PushSealKeyKind: UInt8, Sendable, CaseIterable {
     /// A version 1 AES-256-GCM key, provisioned by the server (`pushseal-key-record`).
     case v1Key = 1
     /// A version 2 X25519 private key, made on this device.
@@ -44,7 +44,7 @@ enum PushSealKeyKind: UInt8, Sendable, CaseIterable {
     case senderKey = 3
 
     /// `kSecAttrService` without the app id; the item's service is this followed by the app id.
-    var servicePrefix: String {
+    public var servicePrefix: String {
         switch self {
         case .v1Key, .v2DeviceKey: return "pushseal.key:"
         case .senderKey: return "pushseal.sender:"
@@ -52,7 +52,7 @@ enum PushSealKeyKind: UInt8, Sendable, CaseIterable {
     }
 
     /// `kSecAttrLabel` (shown in keychain tools; not part of the item's identity).
-    var label: String {
+    public var label: String {
         switch self {
         case .v1Key: return "PushSeal v1 key"
         case .v2DeviceKey: return "PushSeal v2 key"
@@ -61,18 +61,18 @@ enum PushSealKeyKind: UInt8, Sendable, CaseIterable {
     }
 
     /// `kSecAttrService` for `appID`, e.g. `pushseal.key:com.example.app`.
-    func service(appID: String) -> String { servicePrefix + appID }
+    public func service(appID: String) -> String { servicePrefix + appID }
 }
 
 /// A key's lifecycle state (byte 2 of the record). A destroyed key has no item at all.
-enum PushSealKeyStatus: UInt8, Sendable, Comparable {
+public enum PushSealKeyStatus: UInt8, Sendable, Comparable {
     case pending = 1
     case primary = 2
     case decryptOnly = 3
     case disabled = 4
 
     /// The spelling of `pushseal-key-record` (docs/keys.md) and of `list`.
-    var name: String {
+    public var name: String {
         switch self {
         case .pending: return "pending"
         case .primary: return "primary"
@@ -81,7 +81,7 @@ enum PushSealKeyStatus: UInt8, Sendable, Comparable {
         }
     }
 
-    init?(name: String) {
+    public init?(name: String) {
         switch name {
         case "pending": self = .pending
         case "primary": self = .primary
@@ -91,23 +91,23 @@ enum PushSealKeyStatus: UInt8, Sendable, Comparable {
         }
     }
 
-    static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// One key record (`kSecValueData` of a key item), docs/keychain.md.
-struct PushSealKeyRecord {
-    var kind: PushSealKeyKind
-    var status: PushSealKeyStatus
+public struct PushSealKeyRecord {
+    public var kind: PushSealKeyKind
+    public var status: PushSealKeyStatus
     /// Unix seconds (UTC).
-    var createdAt: Int64
+    public var createdAt: Int64
     /// Unix seconds; -1 = not retired. Set when a key becomes decryptOnly or disabled.
-    var retiredAt: Int64
+    public var retiredAt: Int64
     /// Unix seconds; -1 = none. End of a decryptOnly key's grace window.
-    var notAfter: Int64
+    public var notAfter: Int64
     /// 32 bytes: the AES key (kind 1), the X25519 private key (kind 2), the sender's public key (kind 3).
-    var keyBytes: Data
+    public var keyBytes: Data
 
-    init(kind: PushSealKeyKind, status: PushSealKeyStatus, createdAt: Int64,
+    public init(kind: PushSealKeyKind, status: PushSealKeyStatus, createdAt: Int64,
          retiredAt: Int64 = PushSealKeyLayout.noTime, notAfter: Int64 = PushSealKeyLayout.noTime, keyBytes: Data) {
         (self.kind, self.status, self.createdAt, self.retiredAt, self.notAfter, self.keyBytes)
             = (kind, status, createdAt, retiredAt, notAfter, keyBytes)
@@ -115,7 +115,7 @@ struct PushSealKeyRecord {
 
     /// Decodes 59 bytes; `nil` for another length, layout version, kind or status (damaged:
     /// the reader shows the original content, `corruptKey`, and never guesses).
-    init?(decoding data: Data) {
+    public init?(decoding data: Data) {
         let bytes = [UInt8](data)
         guard bytes.count == PushSealKeyLayout.recordByteCount,
               bytes[PushSealKeyLayout.layoutVersionOffset] == PushSealKeyLayout.layoutVersion,
@@ -132,7 +132,7 @@ struct PushSealKeyRecord {
     }
 
     /// The 59 bytes (big-endian integers). Holds key bytes: do not log it.
-    func encoded() -> Data {
+    public func encoded() -> Data {
         var out = [UInt8](repeating: 0, count: PushSealKeyLayout.recordByteCount)
         out[PushSealKeyLayout.layoutVersionOffset] = PushSealKeyLayout.layoutVersion
         out[PushSealKeyLayout.kindOffset] = kind.rawValue
@@ -153,7 +153,7 @@ struct PushSealKeyRecord {
     /// The reader rules of docs/keychain.md before opening: `nil` when the key may open at
     /// `now` (Unix seconds), else the fallback code. A decryptOnly key without `notAfter` (-1)
     /// has no end, as in the emulation's DeviceKeyring.
-    func refusal(now: Int64) -> String? {
+    public func refusal(now: Int64) -> String? {
         switch status {
         case .pending, .primary: return nil
         case .decryptOnly: return notAfter == PushSealKeyLayout.noTime || now < notAfter ? nil : "keyExpired"
@@ -163,7 +163,7 @@ struct PushSealKeyRecord {
 
     /// The reader rule after opening: a decryptOnly or disabled key with `retiredAt` ≥ 0 refuses
     /// a message whose sealed `iat` is later than `retiredAt` (`keys:keyRetired`).
-    func refusal(iat: Int64?) -> String? {
+    public func refusal(iat: Int64?) -> String? {
         guard status == .decryptOnly || status == .disabled, retiredAt >= 0, let iat, iat > retiredAt else { return nil }
         return "keys:keyRetired"
     }
@@ -178,44 +178,44 @@ extension UInt64 {
 /// `PushSeal key manifest`, same access group and accessibility as the key items. It lists every
 /// key item with the SHA-256 of the record the item must hold; a key item it does not vouch for
 /// (an older copy put back, a pruned key or removed pin restored) never opens: `keyRolledBack`.
-enum PushSealKeyManifestLayout {
-    static let servicePrefix = "pushseal.manifest:"
-    static let account = "manifest"
-    static let label = "PushSeal key manifest"
-    static let layoutVersion: UInt8 = 1
-    static let versionOffset = 0
-    static let generationOffset = 1
-    static let entryCountOffset = 9
-    static let entriesOffset = 11
-    static let digestByteCount = 32
-    static let maxEntryCount = 4096
+public enum PushSealKeyManifestLayout {
+    public static let servicePrefix = "pushseal.manifest:"
+    public static let account = "manifest"
+    public static let label = "PushSeal key manifest"
+    public static let layoutVersion: UInt8 = 1
+    public static let versionOffset = 0
+    public static let generationOffset = 1
+    public static let entryCountOffset = 9
+    public static let entriesOffset = 11
+    public static let digestByteCount = 32
+    public static let maxEntryCount = 4096
 
-    static func service(appID: String) -> String { servicePrefix + appID }
+    public static func service(appID: String) -> String { servicePrefix + appID }
 }
 
 /// The manifest's bytes (big-endian): version(1) ‖ generation(8, ≥ 1) ‖ entry count(2) ‖ entries
 /// sorted by (kind, key id bytes), each kind(1) ‖ key id length(1) ‖ key id ‖ digest(32) ‖
 /// previous digest(32); 32 zero bytes = none (a digest: the item is being deleted; a previous
 /// digest: no write in progress).
-struct PushSealKeyManifest: Equatable {
-    struct Entry: Equatable {
-        var kind: PushSealKeyKind
-        var keyID: String
+public struct PushSealKeyManifest: Equatable {
+    public struct Entry: Equatable {
+        public var kind: PushSealKeyKind
+        public var keyID: String
         /// SHA-256 of the record the item holds; nil while the item is being deleted.
-        var digest: Data?
+        public var digest: Data?
         /// SHA-256 of the record before the write in progress; nil when none.
-        var previousDigest: Data?
+        public var previousDigest: Data?
 
-        func accepts(_ digest: Data) -> Bool { digest == self.digest || digest == previousDigest }
+        public func accepts(_ digest: Data) -> Bool { digest == self.digest || digest == previousDigest }
     }
 
-    var generation: UInt64 = 0
-    var entries: [Entry] = []
+    public var generation: UInt64 = 0
+    public var entries: [Entry] = []
 
-    static func digest(_ data: Data) -> Data { Data(SHA256.hash(data: data)) }
+    public static func digest(_ data: Data) -> Data { Data(SHA256.hash(data: data)) }
 
     /// The entry of the item `keyID` under `kind`'s service (kinds 1 and 2 share one).
-    func entry(_ kind: PushSealKeyKind, keyID: String) -> Entry? {
+    public func entry(_ kind: PushSealKeyKind, keyID: String) -> Entry? {
         entries.first { $0.keyID == keyID && $0.kind.servicePrefix == kind.servicePrefix }
     }
 
@@ -224,10 +224,10 @@ struct PushSealKeyManifest: Equatable {
             : Array(a.keyID.utf8).lexicographicallyPrecedes(Array(b.keyID.utf8))
     }
 
-    init() {}
+    public init() {}
 
     /// `nil` for bytes that break the layout (damaged: nothing opens, `corruptKey`).
-    init?(decoding data: Data) {
+    public init?(decoding data: Data) {
         let bytes = [UInt8](data)
         typealias L = PushSealKeyManifestLayout
         guard bytes.count >= L.entriesOffset, bytes[L.versionOffset] == L.layoutVersion else { return nil }
@@ -254,7 +254,7 @@ struct PushSealKeyManifest: Equatable {
         guard at == bytes.count else { return nil }
     }
 
-    func encoded() -> Data {
+    public func encoded() -> Data {
         typealias L = PushSealKeyManifestLayout
         let sorted = entries.sorted(by: Self.ordered)
         var out: [UInt8] = [L.layoutVersion]
@@ -269,21 +269,21 @@ struct PushSealKeyManifest: Equatable {
 }
 
 /// The key items of one app in the shared keychain access group.
-enum PushSealDeviceKeys {
+public enum PushSealDeviceKeys {
     /// Info.plist key of both targets: the keychain access group they share (the app's first
     /// `keychain-access-groups` entry, e.g. `TEAMID.com.example.app.pushseal`).
-    static let accessGroupInfoKey = "PushSealKeychainAccessGroup"
+    public static let accessGroupInfoKey = "PushSealKeychainAccessGroup"
 
     /// Why an app-side operation failed. `code` is stable; no key bytes are ever included.
-    struct Failure: Error, CustomStringConvertible {
-        let code: String
-        let status: OSStatus?
-        init(_ code: String, status: OSStatus? = nil) { (self.code, self.status) = (code, status) }
-        var description: String { status.map { "\(code) (OSStatus \($0))" } ?? code }
+    public struct Failure: Error, CustomStringConvertible {
+        public let code: String
+        public let status: OSStatus?
+        public init(_ code: String, status: OSStatus? = nil) { (self.code, self.status) = (code, status) }
+        public var description: String { status.map { "\(code) (OSStatus \($0))" } ?? code }
     }
 
     /// The result of reading one key item (extension side).
-    enum Lookup {
+    public enum Lookup {
         case found(PushSealKeyRecord)
         /// No item under this service and account.
         case notFound
@@ -301,7 +301,7 @@ enum PushSealDeviceKeys {
         case failed(OSStatus)
     }
 
-    static func accessGroup() -> String? {
+    public static func accessGroup() -> String? {
         Bundle.main.object(forInfoDictionaryKey: accessGroupInfoKey) as? String
     }
 
@@ -318,7 +318,7 @@ enum PushSealDeviceKeys {
 
     /// Reads the item of `kind` under `keyID` (the account). The account must equal the
     /// payload's key id: no other key is ever tried.
-    static func lookup(_ kind: PushSealKeyKind, keyID: String, appID: String) -> Lookup {
+    public static func lookup(_ kind: PushSealKeyKind, keyID: String, appID: String) -> Lookup {
         guard var query = baseQuery(kind: kind, appID: appID, account: keyID) else { return .failed(errSecMissingEntitlement) }
         query[kSecReturnData as String] = true
         query[kSecMatchLimit as String] = kSecMatchLimitOne
@@ -347,7 +347,7 @@ enum PushSealDeviceKeys {
     }
 
     /// The app's key manifest; `nil` when it has none (never provisioned); `corruptKey` when damaged.
-    static func manifest(appID: String) -> Result<PushSealKeyManifest?, Failure> {
+    public static func manifest(appID: String) -> Result<PushSealKeyManifest?, Failure> {
         guard var query = manifestQuery(appID: appID) else { return .failure(Failure("notConfigured")) }
         query[kSecReturnData as String] = true
         query[kSecMatchLimit as String] = kSecMatchLimitOne
@@ -384,7 +384,7 @@ enum PushSealDeviceKeys {
 
     /// The accounts (key ids) of every item of `kind` for `appID`, attributes only (works in
     /// any lock state). Pinned sender keys: `pinnedSenderKeyIDs`.
-    static func keyIDs(_ kind: PushSealKeyKind, appID: String) -> Result<[String], Failure> {
+    public static func keyIDs(_ kind: PushSealKeyKind, appID: String) -> Result<[String], Failure> {
         guard var query = baseQuery(kind: kind, appID: appID, account: nil) else { return .failure(Failure("notConfigured")) }
         query[kSecReturnAttributes as String] = true
         query[kSecMatchLimit as String] = kSecMatchLimitAll
@@ -401,7 +401,7 @@ enum PushSealDeviceKeys {
     /// list turns on the downgrade check of FORMAT.md §V.7 step 2.
     /// The manifest's kind 3 entries count too: a pin item deleted behind the app's back keeps
     /// the downgrade check on; pin items without a manifest are `keyRolledBack`.
-    static func pinnedSenderKeyIDs(appID: String) -> Result<[String], Failure> {
+    public static func pinnedSenderKeyIDs(appID: String) -> Result<[String], Failure> {
         let items: [String]
         switch keyIDs(.senderKey, appID: appID) {
         case .success(let ids): items = ids
@@ -421,7 +421,7 @@ enum PushSealDeviceKeys {
     /// `kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`: readable while the phone is locked
     /// (when most notifications arrive), never in a backup or on another device. Written under
     /// the key manifest (`write`).
-    static func store(_ record: PushSealKeyRecord, keyID: String, appID: String) throws {
+    public static func store(_ record: PushSealKeyRecord, keyID: String, appID: String) throws {
         guard PushSealWire.isValidKeyID(keyID), PushSealWire.isValidAppID(appID) else { throw Failure("invalidName") }
         guard record.keyBytes.count == PushSealKeyLayout.keyByteCount else { throw Failure("invalidKey") }
         // v1 and v2 device keys share a service: never overwrite a key of the other kind.
@@ -430,7 +430,7 @@ enum PushSealDeviceKeys {
     }
 
     /// Deletes the item (a destroyed key: its item no longer exists), under the key manifest.
-    static func delete(_ kind: PushSealKeyKind, keyID: String, appID: String) throws {
+    public static func delete(_ kind: PushSealKeyKind, keyID: String, appID: String) throws {
         try write(kind, keyID: keyID, appID: appID, data: nil)
     }
 
@@ -654,24 +654,24 @@ enum PushSealDeviceKeys {
         }
     }
 
-    static func unixNow() -> Int64 { Int64(Date().timeIntervalSince1970) }
+    public static func unixNow() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
     // MARK: Version 2 device keys (FORMAT.md §V.5, §V.6)
 
     /// The registration record of FORMAT.md §V.6, what the app uploads with its APNs device token.
-    struct RegistrationRecord: Codable, Sendable {
-        var format = "pushseal-device-key"
-        var version = 2
-        var appId: String
-        var keyId: String
+    public struct RegistrationRecord: Codable, Sendable {
+        public var format = "pushseal-device-key"
+        public var version = 2
+        public var appId: String
+        public var keyId: String
         /// Standard padded base64 of the 32-byte X25519 public key.
-        var publicKey: String
+        public var publicKey: String
         /// Unix seconds (UTC).
-        var createdAt: Int64
+        public var createdAt: Int64
 
         /// Compact JSON, members sorted (readers ignore order), e.g.
         /// `{"appId":"com.example.app","createdAt":1796000000,"format":"pushseal-device-key",…}`.
-        func json() throws -> Data {
+        public func json() throws -> Data {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             return try encoder.encode(self)
@@ -683,7 +683,7 @@ enum PushSealDeviceKeys {
     /// record was registered (so the old key keeps opening until the server has the new one).
     /// - Returns: the registration record (no secret in it).
     /// - Throws: `Failure` `invalidName`, `notConfigured`, `corruptKey`, `keychain` (OSStatus).
-    static func makeDeviceKey(appID: String, now: Int64 = unixNow()) throws -> RegistrationRecord {
+    public static func makeDeviceKey(appID: String, now: Int64 = unixNow()) throws -> RegistrationRecord {
         guard PushSealWire.isValidAppID(appID) else { throw Failure("invalidAppID") }
         let privateKey = Curve25519.KeyAgreement.PrivateKey()
         let publicKey = privateKey.publicKey.rawRepresentation
@@ -697,7 +697,7 @@ enum PushSealDeviceKeys {
     }
 
     /// The registration record of a key the app holds (to upload it again).
-    static func registrationRecord(keyID: String, appID: String) throws -> RegistrationRecord {
+    public static func registrationRecord(keyID: String, appID: String) throws -> RegistrationRecord {
         guard let record = try existing(.v2DeviceKey, keyID: keyID, appID: appID) else { throw Failure("unknownKeyID") }
         let privateKey = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: record.keyBytes)
         return RegistrationRecord(appId: appID, keyId: keyID, publicKey: PushSealWire.encodeBase64(privateKey.publicKey.rawRepresentation),
@@ -707,7 +707,7 @@ enum PushSealDeviceKeys {
     /// Makes `keyID` the primary v2 key; every other pending or primary v2 key becomes
     /// `decryptOnly` with `retiredAt = now` and `notAfter = now + grace` (30 days by default).
     /// Call it once the server has accepted the new registration record.
-    static func promote(keyID: String, appID: String, now: Int64 = unixNow(), graceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws {
+    public static func promote(keyID: String, appID: String, now: Int64 = unixNow(), graceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws {
         guard var new = try existing(.v2DeviceKey, keyID: keyID, appID: appID) else { throw Failure("unknownKeyID") }
         guard new.status <= .primary else { throw Failure("invalidState") }  // never resurrect a retired key
         for (otherID, var other) in try records(.v2DeviceKey, appID: appID) where otherID != keyID && other.status <= .primary {
@@ -723,14 +723,17 @@ enum PushSealDeviceKeys {
     /// Rotation on the device: a new pair (pending while an older key is primary) and its new
     /// record; the caller registers it, then calls `promote`. Older private keys stay
     /// decryptOnly for the grace window and are deleted by `prune` after it.
-    static func rotate(appID: String, now: Int64 = unixNow()) throws -> RegistrationRecord {
+    public static func rotate(appID: String, now: Int64 = unixNow()) throws -> RegistrationRecord {
         try makeDeviceKey(appID: appID, now: now)
     }
 
     /// Deletes v1 and v2 key items whose grace window is over: decryptOnly or disabled with
-    /// `notAfter` ≤ now, and disabled keys without `notAfter` retired more than a grace ago.
+    /// `notAfter` ≤ now, and disabled keys without `notAfter` retired more than a grace ago; and
+    /// unpins retired sender keys after their `notAfter` (G15) while another pin remains (so the
+    /// downgrade check never turns off). A revoked (disabled) sender pin stays, so the same key
+    /// is never pinned again.
     /// - Returns: the key ids deleted.
-    static func prune(appID: String, now: Int64 = unixNow(), graceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws -> [String] {
+    public static func prune(appID: String, now: Int64 = unixNow(), graceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws -> [String] {
         var pruned: [String] = []
         for kind in [PushSealKeyKind.v1Key, .v2DeviceKey] {
             for (keyID, record) in try records(kind, appID: appID) where record.status >= .decryptOnly {
@@ -741,65 +744,129 @@ enum PushSealDeviceKeys {
                 pruned.append(keyID)
             }
         }
+        // Retired pins past their end, while another pin remains (the downgrade check stays on).
+        let pins = try records(.senderKey, appID: appID)
+        let ended = pins.filter { $0.record.status == .decryptOnly && $0.record.notAfter != PushSealKeyLayout.noTime && $0.record.notAfter <= now }
+        if ended.count < pins.count {
+            for (keyID, _) in ended {
+                try delete(.senderKey, keyID: keyID, appID: appID)
+                pruned.append(keyID)
+            }
+        }
         return pruned
     }
 
     // MARK: Pinned sender keys (FORMAT.md §V.6, §V.7 step 2)
 
-    /// The sender key record the server publishes.
-    struct SenderKeyRecord: Codable, Sendable {
-        var format: String
-        var version: Int
-        var appId: String
-        var senderKeyId: String
-        var publicKey: String
+    /// The sender key record the server publishes (FORMAT.md §V.6). `status`, `retiredAt` and
+    /// `notAfter` are optional (older servers omit them; security review G15): `pending` (published
+    /// ahead of a rotation, not sealing yet), `primary` (sealing), `decryptOnly` (retired at
+    /// `retiredAt`, accepted for messages sealed before it until `notAfter`).
+    public struct SenderKeyRecord: Codable, Sendable {
+        public var format: String
+        public var version: Int
+        public var appId: String
+        public var senderKeyId: String
+        public var publicKey: String
+        public var status: String?
+        public var retiredAt: Int64?
+        public var notAfter: Int64?
     }
 
-    /// Pins a sender public key (kind 3, status primary) from a `pushseal-sender-key` record.
-    /// Several may be pinned at once (sender key rotation: pin the new one before the server
-    /// switches). Refuses another app id, a bad key id, a key that is not 32 bytes, and a
-    /// low-order point (X25519 with any private key gives all zero: RFC 9180 §7.1.4).
+    /// Pins a sender public key (kind 3) from a `pushseal-sender-key` record. Several may be
+    /// pinned at once (a staged rotation publishes the next key before the server switches to
+    /// it). Refuses another app id, a bad key id, a key that is not 32 bytes, and a low-order
+    /// point (X25519 with any private key gives all zero: RFC 9180 §7.1.4).
+    ///
+    /// Status (G15): `pending`, `primary` or none → pinned `primary` (it verifies); `decryptOnly`
+    /// → pinned `decryptOnly` with the record's `retiredAt`, and an end this device measures
+    /// itself (G14): the earlier of the record's `notAfter` and now + `graceSeconds` (device
+    /// clock), so a retired key never verifies for longer than the grace after this device
+    /// learned of its retirement, whatever the sender claims. A pin's status only moves forward
+    /// (`primary` → `decryptOnly` → `disabled`); a revoked (disabled) pin stays disabled.
+    ///
+    /// Version 1 (G2): pinning a sender key ends the app's version 1 keys — each pending or
+    /// primary v1 key becomes `decryptOnly`, retired now, until now + `v1GraceSeconds` — so v1
+    /// payloads open only inside that migration window and only if sealed before the pin;
+    /// after it, only auth-mode payloads by a pinned sender open.
     /// - Returns: the sender key id.
     /// - Throws: `Failure` `malformedRecord`, `wrongAppID`, `invalidKeyID`, `invalidKey`,
     ///   `lowOrderPoint`, `duplicateKeyID` (same id, other bytes), `keychain`.
-    static func pinSender(recordJSON: Data, appID: String, now: Int64 = unixNow()) throws -> String {
+    public static func pinSender(recordJSON: Data, appID: String, now: Int64 = unixNow(),
+                          graceSeconds: Int64 = PushSealKeyLayout.graceSeconds,
+                          v1GraceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws -> String {
         guard let record = try? JSONDecoder().decode(SenderKeyRecord.self, from: recordJSON),
               record.format == "pushseal-sender-key", record.version == 2 else { throw Failure("malformedRecord") }
         guard record.appId == appID else { throw Failure("wrongAppID") }
         guard PushSealWire.isValidKeyID(record.senderKeyId) else { throw Failure("invalidKeyID") }
+        let published: PushSealKeyStatus
+        switch record.status {
+        case nil, "pending", "primary": published = .primary
+        case "decryptOnly": published = .decryptOnly
+        default: throw Failure("malformedRecord")
+        }
         guard let publicKey = PushSealWire.decodeBase64(record.publicKey), publicKey.count == PushSealWire.keyByteCount,
               let point = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: publicKey) else { throw Failure("invalidKey") }
         // A fresh scalar times a low-order point is the neutral element: all-zero output (or a
         // thrown error, which CryptoKit may give for it instead).
         guard let probe = try? Curve25519.KeyAgreement.PrivateKey().sharedSecretFromKeyAgreement(with: point),
               !PushSealWire.isAllZero(probe) else { throw Failure("lowOrderPoint") }
-        if let pinned = try existing(.senderKey, keyID: record.senderKeyId, appID: appID) {
-            guard pinned.keyBytes == publicKey else { throw Failure("duplicateKeyID") }
-            return record.senderKeyId  // already pinned; a status only moves forward
+        var pin = PushSealKeyRecord(kind: .senderKey, status: published, createdAt: now, keyBytes: publicKey)
+        if published == .decryptOnly {
+            pin.retiredAt = min(record.retiredAt ?? now, now)
+            pin.notAfter = min(record.notAfter ?? Int64.max, now + graceSeconds)
         }
-        try store(PushSealKeyRecord(kind: .senderKey, status: .primary, createdAt: now, keyBytes: publicKey),
-                  keyID: record.senderKeyId, appID: appID)
+        if let held = try existing(.senderKey, keyID: record.senderKeyId, appID: appID) {
+            guard held.keyBytes == publicKey else { throw Failure("duplicateKeyID") }
+            if held.status >= pin.status {
+                pin = held  // a status only moves forward; the device-measured end is kept
+            } else {
+                pin.createdAt = held.createdAt
+            }
+        }
+        try store(pin, keyID: record.senderKeyId, appID: appID)
+        try endVersion1(appID: appID, now: now, graceSeconds: v1GraceSeconds)
         return record.senderKeyId
+    }
+
+    /// The migration window's end (G2): every pending or primary v1 key of `appID` becomes
+    /// `decryptOnly`, retired `now`, until `now + graceSeconds` (0: ends now). Called by
+    /// `pinSender`; a v1 key still primary once a sender key is pinned is refused
+    /// (`downgradeRefused`) by the extension.
+    public static func endVersion1(appID: String, now: Int64 = unixNow(), graceSeconds: Int64 = PushSealKeyLayout.graceSeconds) throws {
+        for (keyID, var record) in try records(.v1Key, appID: appID) where record.status <= .primary {
+            record.status = .decryptOnly
+            record.retiredAt = now
+            record.notAfter = now + max(0, graceSeconds)
+            try store(record, keyID: keyID, appID: appID)
+        }
+    }
+
+    /// The sender key ids this device would accept now (pinned `primary`, or `decryptOnly` before
+    /// its end), for the registration upload's `pinnedSenderKeyIds` (the server counts who is
+    /// ready for a rotation: `push-keys sender status`).
+    public static func usableSenderKeyIDs(appID: String, now: Int64 = unixNow()) throws -> [String] {
+        try records(.senderKey, appID: appID).filter { $0.record.refusal(now: now) == nil }.map(\.keyID).sorted()
     }
 
     // MARK: Version 1 keys from the server (docs/keys.md "Provisioning")
 
     /// A `pushseal-key-record`, version 1 (docs/keys.md; Sources/PushSealKeyRecords/KeyRecord.swift).
-    struct V1KeyRecord: Decodable {
-        struct Entry: Decodable {
-            var keyId: String
-            var status: String
-            var createdAt: Int64
-            var retiredAt: Int64?
-            var notAfter: Int64?
+    public struct V1KeyRecord: Decodable {
+        public struct Entry: Decodable {
+            public var keyId: String
+            public var status: String
+            public var createdAt: Int64
+            public var retiredAt: Int64?
+            public var notAfter: Int64?
             /// Standard base64 of 32 bytes; absent for disabled and destroyed keys.
-            var key: String?
+            public var key: String?
         }
-        var format: String
-        var version: Int
-        var appId: String
-        var recipient: String
-        var keys: [Entry]
+        public var format: String
+        public var version: Int
+        public var appId: String
+        public var recipient: String
+        public var keys: [Entry]
     }
 
     /// Imports a version 1 key record (received over the app's own authenticated API) into
@@ -811,7 +878,7 @@ enum PushSealDeviceKeys {
     /// - Returns: the key ids written or deleted.
     /// - Throws: `Failure` `malformedRecord`, `wrongAppID`, `invalidKeyID`, `invalidKey`,
     ///   `duplicateKeyID`, `corruptKey`, `keychain`.
-    static func importV1(recordJSON: Data, appID: String) throws -> [String] {
+    public static func importV1(recordJSON: Data, appID: String) throws -> [String] {
         guard let record = try? JSONDecoder().decode(V1KeyRecord.self, from: recordJSON),
               record.format == "pushseal-key-record", record.version == 1 else { throw Failure("malformedRecord") }
         guard record.appId == appID else { throw Failure("wrongAppID") }
@@ -847,13 +914,13 @@ enum PushSealDeviceKeys {
     /// A revocation record: the listed key ids (device keys of kind 1 or 2, or pinned sender
     /// keys) become `disabled`, retired at `revokedAt`. Provisional format, see README.md:
     /// `{"format":"pushseal-revocation","version":1,"appId":"…","keyIds":["…"],"revokedAt":1796000000}`.
-    struct RevocationRecord: Codable, Sendable {
-        var format: String
-        var version: Int
-        var appId: String
-        var keyIds: [String]
+    public struct RevocationRecord: Codable, Sendable {
+        public var format: String
+        public var version: Int
+        public var appId: String
+        public var keyIds: [String]
         /// Unix seconds (UTC).
-        var revokedAt: Int64
+        public var revokedAt: Int64
     }
 
     /// Imports a revocation record (from the app's own authenticated API; a forged one can only
@@ -861,7 +928,7 @@ enum PushSealDeviceKeys {
     /// with `retiredAt` = the earlier of its own and `revokedAt`; device key bytes are zeroed.
     /// Unknown ids are skipped (the key may have been pruned).
     /// - Returns: the key ids disabled.
-    static func importRevocation(recordJSON: Data, appID: String) throws -> [String] {
+    public static func importRevocation(recordJSON: Data, appID: String) throws -> [String] {
         guard let record = try? JSONDecoder().decode(RevocationRecord.self, from: recordJSON),
               record.format == "pushseal-revocation", record.version == 1 else { throw Failure("malformedRecord") }
         guard record.appId == appID else { throw Failure("wrongAppID") }
@@ -890,18 +957,18 @@ enum PushSealDeviceKeys {
     // MARK: Listing (no secrets)
 
     /// One key item's metadata; `publicKey` (base64) for v2 device keys and sender keys.
-    struct KeyInfo: Codable, Sendable {
-        var kind: String
-        var keyId: String
-        var status: String
-        var createdAt: Int64
-        var retiredAt: Int64?
-        var notAfter: Int64?
-        var publicKey: String?
+    public struct KeyInfo: Codable, Sendable {
+        public var kind: String
+        public var keyId: String
+        public var status: String
+        public var createdAt: Int64
+        public var retiredAt: Int64?
+        public var notAfter: Int64?
+        public var publicKey: String?
     }
 
     /// Every key item of `appID`, without key bytes (v2 device keys show their public key).
-    static func list(appID: String) throws -> [KeyInfo] {
+    public static func list(appID: String) throws -> [KeyInfo] {
         var infos: [KeyInfo] = []
         for kind in PushSealKeyKind.allCases {
             for (keyID, record) in try records(kind, appID: appID) {
