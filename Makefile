@@ -16,7 +16,7 @@ export PUSHSEAL_SHARED := $(SHARED)
 shared-check:
 	@test -d "$(SHARED)/vectors" -a -d "$(SHARED)/cases" || { echo "make: error: the test vectors are not at $(SHARED) (need vectors/ and cases/)" >&2; echo "hint: make test SHARED=/path/to/shared  (or set PUSHSEAL_SHARED)" >&2; exit 66; }
 
-.PHONY: shared-check all deps build release demo demo-postgres test bench perf-check fuzz sanitize clean mock-native schema-probe
+.PHONY: shared-check all deps build release demo demo-postgres demo-gateway test bench perf-check fuzz sanitize clean mock-native schema-probe
 
 all: build
 
@@ -36,6 +36,12 @@ demo: release
 # PostgreSQL started and stopped by the script (scripts/pg-throwaway.sh, as the tests do).
 demo-postgres: release
 	@scripts/demo-postgres.sh
+
+# push-gateway as a backend uses it: a throwaway PostgreSQL, the native mock APNs, two gateway
+# instances on one database, Examples/gateway/backend.py (Python, standard library) registering 20
+# emulated phones and sending to them, send.mjs (Node, fetch), push-open on each phone. Stops all.
+demo-gateway: release
+	@scripts/demo-gateway.sh
 
 # The native mock APNs (Tests/MockAPNs/native, C on libnghttp2 + OpenSSL) as .build/mock-apns-native:
 # built with the system C compiler, never a SwiftPM product (a mock does not ship with the tools).

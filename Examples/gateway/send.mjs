@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+// Sending through push-gateway from Node: built-in fetch (Node 18+), no npm package.
+//
+//   PUSHSEAL_API_KEY=psk_... node send.mjs http://127.0.0.1:8080 RECIPIENT...
+//
+// POST /v1/notifications with one notification per recipient (202 = committed to the outbox),
+// then GET /v1/notifications/{id} until each is final. Prints one JSON line per recipient:
+// recipient, id, final status. The API key comes from the environment, never the command line.
+const FINAL = new Set(['accepted', 'unregistered', 'rejected', 'failed', 'expired']);
+
+const [gateway, ...recipients] = process.argv.slice(2);
+const key = process.env.PUSHSEAL_API_KEY;
+if (!gateway || recipients.length === 0 || !key) {
+  console.error('send.mjs: error: usage: PUSHSEAL_API_KEY=psk_... node send.mjs GATEWAY_URL RECIPIENT...');
+  process.exit(64);
+}
+
+async function call(method, path, body, headers = {}) {
+  const response = await fetch(gateway.replace(/\/$/, '') + path, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const answer = await response.json();
+  if (!response.ok) throw new Error(`HTTP ${response.status} ${answer.error?.code}: ${answer.error?.message}`);
+  return answer;
+}
+
+const items = recipients.map((recipient) => ({
+  recipient,
+  notification: { title: 'From Node', body: `A second message for ${recipient}` },
+  ttl: 3600,
+}));
+const sent = await call('POST', '/v1/notifications', { notifications: items }, { 'Idempotency-Key': `node-${Date.now()}` });
+const ids = new Map();
+for (const item of sent.notifications) {
+  if (item.error) throw new Error(`${item.recipient}: ${item.error.code}: ${item.error.message}`);
+  ids.set(item.id, item.recipient);
+}
+
+const deadline = Date.now() + 60_000;
+const pending = new Set(ids.keys());
+while (pending.size > 0) {
+  for (const id of [...pending]) {
+    const state = await call('GET', `/v1/notifications/${id}`);
+    if (FINAL.has(state.status)) {
+      pending.delete(id);
+      console.log(JSON.stringify({ recipient: ids.get(id), id, status: state.status, apnsId: state.apnsId }));
+    }
+  }
+  if (pending.size > 0) {
+    if (Date.now() > deadline) throw new Error(`${pending.size} notifications not final after 60 s`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
