@@ -56,7 +56,7 @@ final class PGConnection {
             throw RegistryError(.invalidConnectionString,
                 "the registry connection string is not valid: \(Self.redacted(Self.clean(text))) (check its keywords, quoting and %XX percent-encoding)")
         }
-        guard let c = PQconnectdb(conninfo) else { throw RegistryError(.unavailable, "libpq could not allocate a connection") }
+        guard let c = Self.connect(conninfo) else { throw RegistryError(.unavailable, "libpq could not allocate a connection") }
         guard PQstatus(c) == CONNECTION_OK else {
             let message = Self.redacted(Self.clean(String(cString: PQerrorMessage(c))))
             PQfinish(c)
@@ -68,6 +68,28 @@ final class PGConnection {
     }
 
     deinit { PQfinish(conn) }
+
+    /// Seconds a connection attempt may take when neither the connection string nor
+    /// `PGCONNECT_TIMEOUT` says: libpq's own default is to wait for the operating system (minutes
+    /// for a black-holed host), and a registry that cannot be reached should fail fast.
+    static let defaultConnectTimeoutSeconds = "10"
+
+    /// `PQconnectdbParams` with `connect_timeout` first and the connection string expanded after
+    /// it, so a `connect_timeout` the string gives wins (libpq: later keywords override earlier).
+    private static func connect(_ conninfo: String) -> OpaquePointer? {
+        let timeout = Environment.value("PGCONNECT_TIMEOUT") == nil ? defaultConnectTimeoutSeconds : nil
+        return conninfo.withCString { info in
+            "dbname".withCString { dbname in
+                "connect_timeout".withCString { timeoutKey in
+                    (timeout ?? "").withCString { timeoutValue in
+                        let keys: [UnsafePointer<CChar>?] = timeout == nil ? [dbname, nil] : [timeoutKey, dbname, nil]
+                        let values: [UnsafePointer<CChar>?] = timeout == nil ? [info, nil] : [timeoutValue, info, nil]
+                        return PQconnectdbParams(keys, values, 1)
+                    }
+                }
+            }
+        }
+    }
 
     /// `true` while libpq thinks the connection is usable.
     var isOK: Bool { PQstatus(conn) == CONNECTION_OK }

@@ -23,15 +23,13 @@ enum V2ServerCommands {
         return store
     }
 
-    /// ``keyMapErrors(_:)`` plus the v2 codes: `unknownRegistration` 66, `lowOrderPublicKey`
-    /// and `staleRegistration` 65.
+    /// ``keyMapErrors(_:)`` (which maps `lowOrderPublicKey`, `staleRegistration` and
+    /// `futureRegistration` to 65) plus the hint for `unknownRegistration` (66).
     static func mapErrors<R>(_ body: () throws -> R) throws -> R {
         do {
             return try keyMapErrors(body)
         } catch let e as CLIError where e.code == KeysError.Code.unknownRegistration.name {
             throw CLIError(code: e.code, e.message, hint: "the app registers its key: push-keys register --keychain DIR --recipient R RECORD", exitCode: .noInput)
-        } catch let e as CLIError where [KeysError.Code.lowOrderPublicKey.name, KeysError.Code.staleRegistration.name, KeysError.Code.futureRegistration.name].contains(e.code) {
-            throw CLIError(code: e.code, e.message, hint: e.hint, exitCode: .dataError)
         }
     }
 
