@@ -21,10 +21,24 @@ async function call(method, path, body, headers = {}) {
     headers: { Authorization: `Bearer ${key}`, ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
     body: body ? JSON.stringify(body) : undefined,
   });
-  const answer = await response.json();
+  // A proxy in front of the gateway may answer with HTML or nothing: read text, then parse.
+  const text = await response.text();
+  let answer;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    throw new Error(`HTTP ${response.status} from ${path}, not JSON: ${text.slice(0, 120).replace(/\s+/g, ' ')}`);
+  }
   if (!response.ok) throw new Error(`HTTP ${response.status} ${answer.error?.code}: ${answer.error?.message}`);
   return answer;
 }
+
+// One line on stderr and exit 1 for any failure (no stack trace): the gateway unreachable, an
+// error answer, or notifications not final in time.
+process.on('uncaughtException', (e) => {
+  console.error(`send.mjs: error: ${e.cause?.message ?? e.message}`);
+  process.exit(1);
+});
 
 const items = recipients.map((recipient) => ({
   recipient,
