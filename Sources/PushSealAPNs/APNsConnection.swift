@@ -25,13 +25,13 @@ final class APNsConnection {
         case refused
         case unsent
         case lost(sent: Bool)
-        case connectFailed(reason: String, retryable: Bool)
+        case connectFailed(reason: APNsReason.Client, retryable: Bool)
         /// Not from the connection: the engine's per-request timeout passed (``cancel(_:)``);
         /// `sent` when its END_STREAM had gone out.
         case timedOut(sent: Bool)
         /// nghttp2 cannot frame the request (a header block over its limits): nothing was
         /// sent, and a resend would fail the same way.
-        case notSendable(reason: String)
+        case notSendable(reason: APNsReason.Client)
     }
 
     enum State: Equatable {
@@ -114,7 +114,7 @@ final class APNsConnection {
         lastActivity = now
         input = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.inputByteCount, alignment: 16)
         let r = pushseal_tcp_connect(host, Int32(port))
-        guard r >= 0 else { throw Failure(reason: "connectionFailed", retryable: true) }
+        guard r >= 0 else { throw Failure(reason: .connectionFailed, retryable: true) }
         fd = r
     }
 
@@ -127,7 +127,7 @@ final class APNsConnection {
 
     /// Why a connection could not be made.
     struct Failure: Error {
-        let reason: String
+        let reason: APNsReason.Client
         let retryable: Bool
     }
 
@@ -163,13 +163,13 @@ final class APNsConnection {
         case .connecting:
             guard writable || failed else { return }
             guard pushseal_tcp_connect_result(fd) == 0 else {
-                fail(.connectFailed(reason: "connectionFailed", retryable: true))
+                fail(.connectFailed(reason: .connectionFailed, retryable: true))
                 return
             }
             localPort = Int(pushseal_tcp_local_port(fd))
             guard let t = pushseal_tls_connection_new(tlsContext, fd, host) else {
                 fd = -1  // closed by pushseal_tls_connection_new
-                fail(.connectFailed(reason: "connectionFailed", retryable: true))
+                fail(.connectFailed(reason: .connectionFailed, retryable: true))
                 return
             }
             tls = t
@@ -191,7 +191,7 @@ final class APNsConnection {
         switch r {
         case PUSHSEAL_TLS_OK:
             guard startSession() else {
-                fail(.connectFailed(reason: "transportUnavailable", retryable: false))
+                fail(.connectFailed(reason: .transportUnavailable, retryable: false))
                 return
             }
             state = .open
@@ -201,10 +201,10 @@ final class APNsConnection {
         case PUSHSEAL_TLS_WANT_READ, PUSHSEAL_TLS_WANT_WRITE:
             handshakeWants = r
         case PUSHSEAL_TLS_VERIFY_FAILED:
-            fail(.connectFailed(reason: "tlsVerificationFailed", retryable: false))
+            fail(.connectFailed(reason: .tlsVerificationFailed, retryable: false))
         default:
             // Includes a server without h2 (PUSHSEAL_TLS_NO_H2): APNs always speaks it.
-            fail(.connectFailed(reason: "connectionFailed", retryable: true))
+            fail(.connectFailed(reason: .connectionFailed, retryable: true))
         }
     }
 
@@ -316,7 +316,7 @@ final class APNsConnection {
     private func frameNotSent(_ frame: nghttp2_frame, _ code: Int32) {
         guard UInt32(frame.hd.type) == NGHTTP2_HEADERS.rawValue, let r = streams.removeValue(forKey: frame.hd.stream_id) else { return }
         if code == NGHTTP2_ERR_FRAME_SIZE_ERROR.rawValue || code == NGHTTP2_ERR_HEADER_COMP.rawValue {
-            ended.append((r, .notSendable(reason: "requestTooLarge")))
+            ended.append((r, .notSendable(reason: .requestTooLarge)))
         } else {
             ended.append((r, .unsent))
         }

@@ -144,7 +144,7 @@ final class APNsEngine: @unchecked Sendable {
                 let r = APNsRequest(item.notification, tag: item.tag, apnsID: item.notification.apnsID ?? APNsText.uuid(using: &random),
                                     submittedAt: item.submittedAt)
                 if stopping {
-                    deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil)
+                    deliver(r, kind: .failed, status: nil, reason: .client(.notSent), timestamp: nil)
                 } else if t < connectBlockedUntil {
                     schedule(r, at: connectBlockedUntil)
                 } else {
@@ -256,10 +256,10 @@ final class APNsEngine: @unchecked Sendable {
         stopPending = false
         shared.withLock { $0.statistics.sendingStopped = true }
         counters.sendingStopped = true
-        while let r = ready.popFirst() { deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil) }
-        for r in resend { deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil) }
+        while let r = ready.popFirst() { deliver(r, kind: .failed, status: nil, reason: .client(.notSent), timestamp: nil) }
+        for r in resend { deliver(r, kind: .failed, status: nil, reason: .client(.notSent), timestamp: nil) }
         resend = []
-        for (_, r) in delayed { deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil) }
+        for (_, r) in delayed { deliver(r, kind: .failed, status: nil, reason: .client(.notSent), timestamp: nil) }
         delayed = []
         // The streams in flight finish, but a wedged connection must not hold the stop for a
         // whole request timeout: each connection with streams gets a PING, and is retired
@@ -338,7 +338,7 @@ final class APNsEngine: @unchecked Sendable {
             guard chosen != nil else {
                 // The socket could not even be made: a failed connection attempt for this request.
                 if bindAttempt(r, t) {
-                    complete(r, .connectFailed(reason: "connectionFailed", retryable: true), connectionSerial: nextSerial - 1, port: nil)
+                    complete(r, .connectFailed(reason: .connectionFailed, retryable: true), connectionSerial: nextSerial - 1, port: nil)
                 }
                 return true
             }
@@ -357,7 +357,7 @@ final class APNsEngine: @unchecked Sendable {
         do {
             token = try tokens.current()
         } catch {
-            deliver(r, kind: .failed, status: nil, reason: "providerTokenFailed", timestamp: nil)
+            deliver(r, kind: .failed, status: nil, reason: .client(.providerTokenFailed), timestamp: nil)
             return false
         }
         if authorization.generation != token.generation { authorization = (token.generation, Array(("bearer " + token.jwt).utf8)) }
@@ -450,7 +450,7 @@ final class APNsEngine: @unchecked Sendable {
         // Connections that did not open in time.
         for c in connections where (c.state == .connecting || c.state == .handshaking || (c.state == .open && !c.settingsReceived))
             && t >= c.openedAt + connectTimeoutNanoseconds {
-            c.fail(.connectFailed(reason: "connectionFailed", retryable: true))
+            c.fail(.connectFailed(reason: .connectionFailed, retryable: true))
         }
         takeEnded()
     }
@@ -493,7 +493,7 @@ final class APNsEngine: @unchecked Sendable {
         r.lastConnectionSerial = connectionSerial
         if let port { r.lastConnectionPort = port }
         let result: APNsRetryPolicy.Result
-        var reason: String?
+        var reason: APNsReason?
         var timestamp: Int64?
         switch end {
         case .unsent where r.unsentResends < Self.maxRefusedResends:
@@ -502,17 +502,17 @@ final class APNsEngine: @unchecked Sendable {
             counters.requests -= 1
             r.unsentResends += 1
             if stopping {
-                deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil)
+                deliver(r, kind: .failed, status: nil, reason: .client(.notSent), timestamp: nil)
             } else {
                 resend.append(r)
             }
             return
         case .unsent:
             r.unsentResends = 0
-            result = .transportFailed(reason: "notSent", maybeSent: false, retryable: true)
-            reason = "notSent"
+            result = .transportFailed(reason: .notSent, maybeSent: false, retryable: true)
+            reason = .client(.notSent)
         case .notSendable(let why):
-            deliver(r, kind: .failed, status: nil, reason: why, timestamp: nil)
+            deliver(r, kind: .failed, status: nil, reason: .client(why), timestamp: nil)
             return
         case .refused:
             // Not processed by APNs (RFC 9113 §8.7): resent without counting an attempt, a bounded number of times in a row.
@@ -522,7 +522,7 @@ final class APNsEngine: @unchecked Sendable {
                 r.attempt -= 1
                 counters.requests -= 1
                 if stopping {
-                    deliver(r, kind: .failed, status: nil, reason: "notSent", timestamp: nil)
+                    deliver(r, kind: .failed, status: nil, reason: .client(.notSent), timestamp: nil)
                 } else {
                     resend.append(r)
                 }
@@ -530,27 +530,27 @@ final class APNsEngine: @unchecked Sendable {
             }
             r.refusedResends = 0
             r.newConnection = true
-            result = .transportFailed(reason: "refusedStream", maybeSent: false, retryable: true)
-            reason = "refusedStream"
+            result = .transportFailed(reason: .refusedStream, maybeSent: false, retryable: true)
+            reason = .client(.refusedStream)
         case .answered:
             r.refusedResends = 0
             consecutiveConnectFailures = 0
             if r.status != 200, !r.body.isEmpty, case .object(let o)? = try? JSONReader.parse(r.body) {
-                reason = o["reason"]?.stringValue
+                reason = o["reason"]?.stringValue.map(APNsReason.init)
                 timestamp = o["timestamp"]?.integerValue
             }
             let retryAfter = r.retryAfterValue.flatMap { APNsRetryAfter.seconds($0, nowSeconds: configuration.clock.wallSeconds()) }
             result = .answered(status: r.status, reason: reason, retryAfterSeconds: retryAfter.map(Double.init))
         case .lost(let sent):
-            result = .transportFailed(reason: "connectionLost", maybeSent: sent, retryable: true)
-            reason = "connectionLost"
+            result = .transportFailed(reason: .connectionLost, maybeSent: sent, retryable: true)
+            reason = .client(.connectionLost)
         case .timedOut(let sent):
-            result = .transportFailed(reason: "timeout", maybeSent: sent, retryable: true)
-            reason = "timeout"
+            result = .transportFailed(reason: .timeout, maybeSent: sent, retryable: true)
+            reason = .client(.timeout)
         case .connectFailed(let why, let retryable):
             connectionFailed(connectionSerial)
             result = .transportFailed(reason: why, maybeSent: false, retryable: retryable)
-            reason = why
+            reason = .client(why)
         }
         let decision = configuration.retry.decide(after: result, attempt: r.attempt, hasCollapseID: r.notification.collapseID != nil,
                                                   tokenRefreshed: r.tokenRefreshed, jitter: random.unit())
@@ -566,7 +566,7 @@ final class APNsEngine: @unchecked Sendable {
             deliver(r, kind: .failed, status: answeredStatus, reason: why, timestamp: nil)
         case .retry where stopping:
             // Stopping: no retry; the outcome says why the last attempt failed.
-            deliver(r, kind: .failed, status: answeredStatus, reason: reason ?? "notSent", timestamp: nil)
+            deliver(r, kind: .failed, status: answeredStatus, reason: reason ?? .client(.notSent), timestamp: nil)
         case .retry(let delay, let newConnection, let refreshToken):
             if refreshToken {
                 r.tokenRefreshed = true
@@ -580,14 +580,15 @@ final class APNsEngine: @unchecked Sendable {
         }
     }
 
-    private func deliver(_ r: APNsRequest, kind: APNsOutcome.Kind, status: Int?, reason: String?, timestamp: Int64?) {
+    private func deliver(_ r: APNsRequest, kind: APNsOutcome.Kind, status: Int?, reason typedReason: APNsReason?, timestamp: Int64?) {
+        let reason = typedReason?.text
         let invalidates = kind == .unregistered
         let outcome = APNsOutcome(tag: r.tag, deviceToken: r.notification.deviceToken, kind: kind, status: status, reason: reason,
                                   apnsID: r.apnsID, apnsUniqueID: kind == .accepted ? r.apnsUniqueID : nil,
                                   timestampMilliseconds: timestamp, attempts: r.attempt, connection: r.lastConnectionPort,
                                   latencyNanoseconds: now &- r.submittedAt, invalidatesToken: invalidates)
         var candidate: APNsInvalidation?
-        if kind == .unregistered || (status == 400 && reason == "BadDeviceToken") {
+        if kind == .unregistered || (status == 400 && typedReason == .apns(.badDeviceToken)) {
             candidate = APNsInvalidation(tag: r.tag, deviceToken: r.notification.deviceToken, reason: reason ?? "Unregistered",
                                          timestampMilliseconds: timestamp)
         }

@@ -43,9 +43,10 @@ public enum APNsResumeRule {
     /// it, no provider token, or APNs answered 429/500/503 to every attempt. (`timeout` and
     /// `connectionLost` are final `failed` reasons only when nothing was written, or with a
     /// collapse id: a resend is safe either way.)
-    public static let resendableFailures: Set<String> = [
-        "connectionFailed", "connectionLost", "timeout", "tlsVerificationFailed", "refusedStream", "notSent",
-        "providerTokenFailed", "TooManyRequests", "TooManyProviderTokenUpdates", "InternalServerError", "ServiceUnavailable", "Shutdown",
+    public static let resendableFailures: Set<APNsReason> = [
+        .client(.connectionFailed), .client(.connectionLost), .client(.timeout), .client(.tlsVerificationFailed),
+        .client(.refusedStream), .client(.notSent), .client(.providerTokenFailed),
+        .apns(.tooManyRequests), .apns(.tooManyProviderTokenUpdates), .apns(.internalServerError), .apns(.serviceUnavailable), .apns(.shutdown),
     ]
 
     /// `true` when an outcome of `kind` (with HTTP `status` and `reason`) lets the notification be
@@ -53,7 +54,7 @@ public enum APNsResumeRule {
     public static func isResendable(kind: APNsOutcome.Kind, status: Int?, reason: String?) -> Bool {
         guard kind == .failed else { return false }
         if let status, status == 429 || status == 500 || status == 503 { return true }
-        return reason.map { resendableFailures.contains($0) } ?? false
+        return reason.map { resendableFailures.contains(APNsReason($0)) } ?? false
     }
 
     /// The decision for a notification from what the earlier runs recorded.

@@ -63,35 +63,3 @@ public struct APNsInvalidation: Sendable, Hashable {
     }
 }
 
-/// The `reason` texts an outcome may carry that are known: APNs' documented error reasons
-/// (the `reason` of an error body) and the client's own failure reasons. A server can put any
-/// text in its `reason`; metrics and summaries use a reason as a label or a word only when it
-/// is one of these (``labelValue(_:)``), and escape it otherwise.
-public enum APNsReason {
-    /// APNs' documented reasons (Apple, "Handling notification responses from APNs").
-    public static let apns: Set<String> = [
-        "BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
-        "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType", "MissingDeviceToken", "MissingTopic",
-        "PayloadEmpty", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment", "ExpiredProviderToken", "Forbidden",
-        "InvalidProviderToken", "MissingProviderToken", "UnrelatedKeyIdInToken", "BadEnvironmentKeyInToken", "BadPath",
-        "MethodNotAllowed", "ExpiredToken", "Unregistered", "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests",
-        "InternalServerError", "ServiceUnavailable", "Shutdown",
-    ]
-    /// The client's own `failed` reasons.
-    public static let client: Set<String> = [
-        "timeout", "connectionFailed", "connectionLost", "mayHaveBeenDelivered", "tlsVerificationFailed", "refusedStream",
-        "notSent", "providerTokenFailed", "requestTooLarge", "transportUnavailable",
-    ]
-
-    /// `true` for a reason in ``apns`` or ``client``.
-    public static func isKnown(_ reason: String) -> Bool { apns.contains(reason) || client.contains(reason) }
-
-    /// `reason` when known (or a plain identifier of at most 64 ASCII letters and digits, as the
-    /// callers' own error codes are), else `other`: the value for a metrics label.
-    public static func labelValue(_ reason: String) -> String {
-        if isKnown(reason) { return reason }
-        let u = reason.utf8
-        let plain = !u.isEmpty && u.count <= 64 && u.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) }
-        return plain ? reason : "other"
-    }
-}

@@ -18,9 +18,9 @@ public struct APNsRetryPolicy: Sendable, Hashable {
     public enum Result: Sendable, Hashable {
         /// An HTTP answer: status, APNs' reason, and `Retry-After` in seconds if sent (any
         /// value: the decision bounds it to 0…``maxDelaySeconds``).
-        case answered(status: Int, reason: String?, retryAfterSeconds: Double?)
+        case answered(status: Int, reason: APNsReason?, retryAfterSeconds: Double?)
         /// No answer; `maybeSent` is `true` when the request may have reached APNs.
-        case transportFailed(reason: String, maybeSent: Bool, retryable: Bool)
+        case transportFailed(reason: APNsReason.Client, maybeSent: Bool, retryable: Bool)
     }
 
     /// What to do next.
@@ -32,7 +32,7 @@ public struct APNsRetryPolicy: Sendable, Hashable {
         /// Final: unregistered (410).
         case unregister
         /// Final: failed (reason for the outcome).
-        case fail(reason: String)
+        case fail(reason: APNsReason)
         /// Send again after `delaySeconds`; on a new connection when `newConnection`; with a
         /// refreshed provider token when `refreshToken`.
         case retry(delaySeconds: Double, newConnection: Bool, refreshToken: Bool)
@@ -53,28 +53,28 @@ public struct APNsRetryPolicy: Sendable, Hashable {
             switch (status, reason) {
             case (200, _): return .accept
             case (410, _): return .unregister
-            case (403, "ExpiredProviderToken"):
+            case (403, .apns(.expiredProviderToken)?):
                 guard !tokenRefreshed && attemptsLeft else { return .reject }
                 return .retry(delaySeconds: 0, newConnection: true, refreshToken: true)
-            case (429, "TooManyProviderTokenUpdates"):
-                guard attemptsLeft else { return .fail(reason: "TooManyProviderTokenUpdates") }
+            case (429, .apns(.tooManyProviderTokenUpdates)?):
+                guard attemptsLeft else { return .fail(reason: .apns(.tooManyProviderTokenUpdates)) }
                 return .retry(delaySeconds: max(backoff(attempt, jitter), retryAfter ?? 0), newConnection: false, refreshToken: false)
             case (429, _):
-                guard attemptsLeft else { return .fail(reason: reason ?? "TooManyRequests") }
+                guard attemptsLeft else { return .fail(reason: reason ?? .apns(.tooManyRequests)) }
                 return .retry(delaySeconds: max(backoff(attempt, jitter), retryAfter ?? 0), newConnection: false, refreshToken: false)
             case (500, _), (503, _):
-                guard attemptsLeft else { return .fail(reason: reason ?? "InternalServerError") }
+                guard attemptsLeft else { return .fail(reason: reason ?? .apns(.internalServerError)) }
                 return .retry(delaySeconds: max(backoff(attempt, jitter), retryAfter ?? 0), newConnection: true, refreshToken: false)
             default:
                 return .reject
             }
         case .transportFailed(let reason, let maybeSent, let retryable):
-            guard retryable else { return .fail(reason: reason) }
-            guard !maybeSent || hasCollapseID else { return .fail(reason: "mayHaveBeenDelivered") }
-            guard attemptsLeft else { return .fail(reason: reason) }
+            guard retryable else { return .fail(reason: .client(reason)) }
+            guard !maybeSent || hasCollapseID else { return .fail(reason: .client(.mayHaveBeenDelivered)) }
+            guard attemptsLeft else { return .fail(reason: .client(reason)) }
             // A timeout is not by itself a broken connection: the client probes it with a PING
             // (APNsConnectionHealth) and takes no new request there until the ACK comes.
-            return .retry(delaySeconds: backoff(attempt, jitter), newConnection: reason != "timeout", refreshToken: false)
+            return .retry(delaySeconds: backoff(attempt, jitter), newConnection: reason != .timeout, refreshToken: false)
         }
     }
 

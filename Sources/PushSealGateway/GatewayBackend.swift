@@ -177,7 +177,7 @@ public struct BackendMetrics: Sendable {
 
 extension BackendMetrics {
     /// Final outcomes so far: (outcome, reason or `""`) → count. Reasons outside
-    /// ``GatewayMetrics/knownReasons`` are counted as `other`.
+    /// ``GatewayMetrics/isKnownReason(_:)`` are counted as `other`.
     public typealias OutcomeCounts = [OutcomeKey: Int]
 
     /// An outcome and its reason, a label pair of `pushseal_gateway_notifications_total`.

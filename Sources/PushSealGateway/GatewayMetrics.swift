@@ -18,16 +18,13 @@ func renderHistogram(_ histogram: OutboxMetrics.Histogram?, _ name: String, into
 /// The gateway's own counters and the Prometheus text of `GET /metrics`
 /// (names `pushseal_gateway_*`, units in the name).
 public final class GatewayMetrics: Sendable {
-    /// APNs reasons shown as label values; any other reason is counted as `other` (a label
-    /// value never carries text a client or server chose freely).
-    public static let knownReasons: Set<String> = [
-        "", "BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
-        "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType", "MissingDeviceToken", "MissingTopic",
-        "PayloadEmpty", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment", "ExpiredProviderToken", "Forbidden",
-        "InvalidProviderToken", "MissingProviderToken", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken", "BadPath",
-        "MethodNotAllowed", "ExpiredToken", "Unregistered", "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests",
-        "InternalServerError", "ServiceUnavailable", "Shutdown", "cancelled", "expired", "mayHaveBeenDelivered", "rowAuthenticationFailed", "timeout", "connection",
-    ]
+    /// Reasons shown as label values: APNs' documented reasons and the APNs client's own
+    /// (``APNsReason``), and the gateway's own outbox reasons below; any other reason is counted
+    /// as `other` (a label value never carries text a client or server chose freely).
+    public static func isKnownReason(_ reason: String) -> Bool { APNsReason.isKnown(reason) || gatewayReasons.contains(reason) }
+
+    /// The outbox's own final reasons (docs/outbox.md), and `""` for none.
+    public static let gatewayReasons: Set<String> = ["", "cancelled", "expired", "rowAuthenticationFailed", "connection"]
 
     private struct RequestKey: Hashable { var route: String; var status: Int }
     private let requests = Locked<[RequestKey: UInt64]>([:])
@@ -62,7 +59,7 @@ public final class GatewayMetrics: Sendable {
         out += "# TYPE pushseal_gateway_notifications_total counter\n"
         var folded: [BackendMetrics.OutcomeKey: Int] = [:]
         for (key, n) in backend.outcomes {
-            let reason = Self.knownReasons.contains(key.reason) ? key.reason : "other"
+            let reason = Self.isKnownReason(key.reason) ? key.reason : "other"
             folded[BackendMetrics.OutcomeKey(outcome: key.outcome, reason: reason), default: 0] += n
         }
         for (key, n) in folded.sorted(by: { ($0.key.outcome, $0.key.reason) < ($1.key.outcome, $1.key.reason) }) {

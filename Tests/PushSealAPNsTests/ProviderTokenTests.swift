@@ -129,7 +129,7 @@ struct RetryPolicyTests {
     let policy = APNsRetryPolicy(maxAttempts: 5, baseDelaySeconds: 1, maxDelaySeconds: 60)
 
     func decide(_ status: Int, _ reason: String?, retryAfter: Double? = nil, attempt: Int = 1, refreshed: Bool = false) -> APNsRetryPolicy.Decision {
-        policy.decide(after: .answered(status: status, reason: reason, retryAfterSeconds: retryAfter), attempt: attempt,
+        policy.decide(after: .answered(status: status, reason: reason.map(APNsReason.init), retryAfterSeconds: retryAfter), attempt: attempt,
                       hasCollapseID: false, tokenRefreshed: refreshed, jitter: 0.5)
     }
 
@@ -154,24 +154,37 @@ struct RetryPolicyTests {
         #expect(decide(429, "TooManyProviderTokenUpdates") == .retry(delaySeconds: 0.75, newConnection: false, refreshToken: false))
         #expect(decide(500, "InternalServerError") == .retry(delaySeconds: 0.75, newConnection: true, refreshToken: false))
         #expect(decide(503, "ServiceUnavailable", attempt: 2) == .retry(delaySeconds: 1.5, newConnection: true, refreshToken: false))
-        #expect(decide(503, "Shutdown", attempt: 20) == .fail(reason: "Shutdown"), "attempts capped")
-        #expect(decide(500, "InternalServerError", attempt: 5) == .fail(reason: "InternalServerError"))
+        #expect(decide(503, "Shutdown", attempt: 20) == .fail(reason: .apns(.shutdown)), "attempts capped")
+        #expect(decide(500, "InternalServerError", attempt: 5) == .fail(reason: .apns(.internalServerError)))
         #expect(policy.backoff(30, 0.999) <= 60)
+        // A reason APNs may add later is kept as its text, and decided by its status alone.
+        #expect(decide(429, "SlowDownPlease", attempt: 5) == .fail(reason: .other("SlowDownPlease")))
+        #expect(decide(400, "SomethingNew") == .reject)
+    }
+
+    @Test("reasons are typed: every known text round-trips, any other text is kept")
+    func typedReasons() {
+        for s in APNsReason.Server.allCases { #expect(APNsReason(s.rawValue) == .apns(s) && APNsReason(s.rawValue).text == s.rawValue) }
+        for c in APNsReason.Client.allCases { #expect(APNsReason(c.rawValue) == .client(c) && APNsReason(c.rawValue).text == c.rawValue) }
+        #expect(APNsReason.Server.allCases.count == 32 && APNsReason.Client.allCases.count == 10)
+        #expect(APNsReason("BadEnvironmentKeyInToken") == .apns(.badEnvironmentKeyInToken))
+        #expect(APNsReason("badDeviceToken") == .other("badDeviceToken"), "APNs' spelling only")
+        #expect(!APNsReason("<script>").isKnown && APNsReason.labelValue("<script>") == "other" && APNsReason.labelValue("Unregistered") == "Unregistered")
     }
 
     @Test("transport failures: resent only when not sent yet or with a collapse id")
     func transport() {
-        let notSent = APNsRetryPolicy.Result.transportFailed(reason: "connectionFailed", maybeSent: false, retryable: true)
-        let maybe = APNsRetryPolicy.Result.transportFailed(reason: "timeout", maybeSent: true, retryable: true)
-        let tls = APNsRetryPolicy.Result.transportFailed(reason: "tlsVerificationFailed", maybeSent: false, retryable: false)
+        let notSent = APNsRetryPolicy.Result.transportFailed(reason: .connectionFailed, maybeSent: false, retryable: true)
+        let maybe = APNsRetryPolicy.Result.transportFailed(reason: .timeout, maybeSent: true, retryable: true)
+        let tls = APNsRetryPolicy.Result.transportFailed(reason: .tlsVerificationFailed, maybeSent: false, retryable: false)
         #expect(policy.decide(after: notSent, attempt: 1, hasCollapseID: false, tokenRefreshed: false, jitter: 0) == .retry(delaySeconds: 0.5, newConnection: true, refreshToken: false))
-        #expect(policy.decide(after: maybe, attempt: 1, hasCollapseID: false, tokenRefreshed: false, jitter: 0) == .fail(reason: "mayHaveBeenDelivered"))
+        #expect(policy.decide(after: maybe, attempt: 1, hasCollapseID: false, tokenRefreshed: false, jitter: 0) == .fail(reason: .client(.mayHaveBeenDelivered)))
         #expect(policy.decide(after: maybe, attempt: 1, hasCollapseID: true, tokenRefreshed: false, jitter: 0) == .retry(delaySeconds: 0.5, newConnection: false, refreshToken: false),
                 "a timeout is a busy connection: the same pool")
-        let lost = APNsRetryPolicy.Result.transportFailed(reason: "connectionLost", maybeSent: true, retryable: true)
+        let lost = APNsRetryPolicy.Result.transportFailed(reason: .connectionLost, maybeSent: true, retryable: true)
         #expect(policy.decide(after: lost, attempt: 1, hasCollapseID: true, tokenRefreshed: false, jitter: 0) == .retry(delaySeconds: 0.5, newConnection: true, refreshToken: false))
-        #expect(policy.decide(after: tls, attempt: 1, hasCollapseID: true, tokenRefreshed: false, jitter: 0) == .fail(reason: "tlsVerificationFailed"))
-        #expect(policy.decide(after: notSent, attempt: 5, hasCollapseID: false, tokenRefreshed: false, jitter: 0) == .fail(reason: "connectionFailed"))
+        #expect(policy.decide(after: tls, attempt: 1, hasCollapseID: true, tokenRefreshed: false, jitter: 0) == .fail(reason: .client(.tlsVerificationFailed)))
+        #expect(policy.decide(after: notSent, attempt: 5, hasCollapseID: false, tokenRefreshed: false, jitter: 0) == .fail(reason: .client(.connectionFailed)))
     }
 
     func bad(_ i: Int) -> APNsInvalidation { APNsInvalidation(tag: i, deviceToken: token(i), reason: "BadDeviceToken", timestampMilliseconds: nil) }

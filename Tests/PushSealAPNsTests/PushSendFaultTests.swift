@@ -215,7 +215,7 @@ struct PushSendFaultTests {
         #expect(s("Sun, 06 Nov 1994 08:49:37 GMT") == 0 && s("Sun, 06 Nov 1994 08:50:37 GMT") == 60)
         #expect(s("Sun, 06 Nov 1994 08:49:37 XYZ") == nil)
         let policy = APNsRetryPolicy(maxAttempts: 5, baseDelaySeconds: 1, maxDelaySeconds: 60)
-        let d = policy.decide(after: .answered(status: 429, reason: "TooManyRequests", retryAfterSeconds: 3600), attempt: 1, hasCollapseID: false,
+        let d = policy.decide(after: .answered(status: 429, reason: .apns(.tooManyRequests), retryAfterSeconds: 3600), attempt: 1, hasCollapseID: false,
                               tokenRefreshed: false, jitter: 0)
         #expect(d == .retry(delaySeconds: 60, newConnection: false, refreshToken: false))
         let inf = policy.decide(after: .answered(status: 503, reason: nil, retryAfterSeconds: .infinity), attempt: 1, hasCollapseID: false,
