@@ -18,7 +18,7 @@ enum SendExit {
 }
 
 /// `push-send`: the whole tool is this one command.
-struct SendCommand: Command {
+struct SendCommand: OptionsCommand {
     let path: [String] = []
     let options: [OptionSpec] = [
         .value("--p8", "FILE", "the APNs provider key (.p8, PKCS#8 P-256) from Apple's developer site"),
@@ -79,52 +79,39 @@ struct SendCommand: Command {
         jsonHelp: "report an error that stops push-send as one {\"error\": {…}} object on stdout"
     )
 
+    /// Installs the stop signals before anything else (reliability review R12: a SIGTERM in the
+    /// first milliseconds is a clean stop, not exit 143), then parses and runs.
     func run(_ context: CommandContext) throws -> ExitCode {
-        // SIGINT/SIGTERM set StopSignals.isRequested (no SA_RESTART: a blocked read returns EINTR);
-        // installed first, so a signal in the first milliseconds is a clean stop too.
+        // SIGINT/SIGTERM set StopSignals.isRequested (no SA_RESTART: a blocked read returns EINTR).
         do {
             try StopSignals.install()
         } catch let e as SystemError {
             throw CLIError(code: "ioError", "cannot set up the stop signals: \(Output.errorText(e.errno))", exitCode: .ioError)
         }
-        let a = context.arguments
-        try a.expectPositionals(max: 1)
-        let p8 = try a.required("--p8", "FILE")
-        let keyID = try a.required("--key-id", "ID")
-        let teamID = try a.required("--team-id", "ID")
-        let endpoint: APNsEndpoint
-        do {
-            endpoint = try Self.endpoint(a)
-        } catch let e as CLIError where StopSignals.isRequested {
-            // A stop signal interrupted the set-up (a blocked open returns EINTR): a clean stop, nothing sent.
-            _ = e
-            Output.stderr("push-send: stopped after line 0\n")
-            return SendExit.interrupted
+        let options = try SendOptions(parsing: context.arguments)
+        try options.validate()
+        return try run(options, context)
+    }
+
+    func run(_ o: SendOptions, _ context: CommandContext) throws -> ExitCode {
+        if let ca = o.caFile {
+            do {
+                _ = try FileDescriptor.open(ca, .readOnly)
+            } catch let e as SystemError {
+                // A stop signal interrupted the set-up (a blocked open returns EINTR): a clean stop, nothing sent.
+                if StopSignals.isRequested {
+                    Output.stderr("push-send: stopped after line 0\n")
+                    return SendExit.interrupted
+                }
+                throw CLIError(code: "noInput", "cannot read the CA file \(quoted(ca)): \(Output.errorText(e.errno))", exitCode: .noInput)
+            }
         }
-        var configuration = APNsClient.Configuration(endpoint: endpoint)
-        configuration.maxConnections = try bounded(a, "--connections", 1...16) ?? 1
-        configuration.maxInFlight = try bounded(a, "--in-flight", 1...100_000) ?? 1000
-        configuration.maxConcurrentStreams = 1000
-        configuration.stopOnBadDeviceTokenBurst = true
-        if let t = try bounded(a, "--timeout", 1...600) { configuration.requestTimeoutSeconds = Double(t) }
-        let attempts = try bounded(a, "--attempts", 1...20) ?? 5
-        let delayMs = try bounded(a, "--retry-delay", 0...60_000) ?? 1000
-        var pacer = try bounded(a, "--rate", 1...1_000_000).map { APNsRatePacer(ratePerSecond: Double($0), now: monotonicNanoseconds()) }
-        configuration.retry = APNsRetryPolicy(maxAttempts: attempts, baseDelaySeconds: Double(delayMs) / 1000, maxDelaySeconds: 60)
-        configuration.reconnectBaseDelaySeconds = max(0.001, min(1, Double(delayMs) / 1000))
-        var defaults = SendInput.Defaults()
-        defaults.deviceToken = a.value("--device-token")
-        defaults.topic = a.value("--topic")
-        defaults.pushType = a.value("--push-type")
-        if let p = a.value("--push-type"), APNsPushType(rawValue: p) == nil {
-            throw CLIError(code: "unknownPushType", "unknown push type \(quoted(p))", hint: "use one of: \(APNsPushType.allCases.map(\.rawValue).joined(separator: ", "))", exitCode: .usage)
-        }
-        defaults.priority = try a.integer("--priority").map { Int($0) }
-        defaults.expiration = try a.integer("--expiration")
-        defaults.collapseID = a.value("--collapse-id")
+        var pacer = o.rate.map { APNsRatePacer(ratePerSecond: Double($0), now: monotonicNanoseconds()) }
+        let defaults = o.defaults
+        let (p8, keyID, teamID) = (o.p8Path, o.keyID, o.teamID)
 
         // The assembly is PushSealServer's (the gateway's too): key, token cache, client.
-        let provider = APNsProviderConfiguration(p8Path: p8, keyID: keyID, teamID: teamID, client: configuration)
+        let provider = APNsProviderConfiguration(p8Path: p8, keyID: keyID, teamID: teamID, client: o.clientConfiguration)
         let tokens: ProviderTokenCache
         do {
             tokens = try provider.tokenCache()
@@ -134,15 +121,15 @@ struct SendCommand: Command {
 
         // Single payload: PAYLOAD.json is the payload (or push-seal's {payload, headers}); checked before anything is sent.
         var single: APNsNotification?
-        if let token = defaults.deviceToken, let path = a.positionals.first, path != "-", !path.hasSuffix(".jsonl") {
+        if let token = defaults.deviceToken, let path = o.input, path != "-", !path.hasSuffix(".jsonl") {
             single = try Self.singleNotification(path: path, token: token, defaults: defaults)
         }
 
-        let resumePath = a.value("--resume")
+        let resumePath = o.resumePath
         let resume = try resumePath.map(ResumeState.read)
-        let outcomesPath = a.value("--outcomes")
+        let outcomesPath = o.outcomesPath
         let outcomesFile = try outcomesPath.map { try Self.openAppend($0, what: "outcome") } ?? .standardOutput
-        let invalidationsFile = try a.value("--invalidations").map { try Self.openAppend($0, what: "invalidation") }
+        let invalidationsFile = try o.invalidationsPath.map { try Self.openAppend($0, what: "invalidation") }
         // Intents go to an --outcomes file only (standard output carries one outcome line per input line).
         let log = OutcomeLog(file: outcomesFile, invalidationsFile: invalidationsFile, progress: Output.isTerminal(2), intents: outcomesPath != nil)
 
@@ -179,7 +166,7 @@ struct SendCommand: Command {
             }
         } else {
             var input = FileDescriptor.standardInput
-            if let p = a.positionals.first, p != "-" {
+            if let p = o.input, p != "-" {
                 do {
                     input = try FileDescriptor.open(p, .readOnly)
                 } catch let e as SystemError {
@@ -268,7 +255,7 @@ struct SendCommand: Command {
         }
         Output.stderr(Summary.text(counts, statistics: statistics, mints: tokens.mintCount))
         if let resumePath { Output.stderr(resumed.summary(path: resumePath)) }
-        if let m = a.value("--metrics") { try Summary.writePrometheus(m, counts, statistics: statistics, mints: tokens.mintCount) }
+        if let m = o.metricsPath { try Summary.writePrometheus(m, counts, statistics: statistics, mints: tokens.mintCount) }
         if StopSignals.isRequested {
             Output.stderr("push-send: stopped after line \(lastLine)\n")
             return SendExit.interrupted
@@ -309,38 +296,6 @@ struct SendCommand: Command {
             now = monotonicNanoseconds()
         }
         pacer = p
-    }
-
-    /// The endpoint from --environment/--port or --host/--ca-file.
-    static func endpoint(_ a: Arguments) throws -> APNsEndpoint {
-        if let host = a.value("--host") {
-            if a.has("--environment") || a.has("--port") {
-                throw CLIError.usage("--host replaces --environment and --port", hint: "give either --host HOST:PORT (with --ca-file) or --environment")
-            }
-            if let ca = a.value("--ca-file") {
-                do {
-                    _ = try FileDescriptor.open(ca, .readOnly)
-                } catch let e as SystemError {
-                    throw CLIError(code: "noInput", "cannot read the CA file \(quoted(ca)): \(Output.errorText(e.errno))", exitCode: .noInput)
-                }
-            }
-            do {
-                return try APNsEndpoint(hostAndPort: host, caFile: a.value("--ca-file"))
-            } catch let e as APNsError {
-                throw CLIError.usage(e.reason, hint: "e.g. --host 127.0.0.1:8443 --ca-file mock-ca.pem")
-            }
-        }
-        if a.has("--ca-file") { throw CLIError.usage("--ca-file needs --host", hint: "Apple's endpoints are checked against the system's CAs") }
-        let name = a.value("--environment") ?? "production"
-        guard let environment = APNsEndpoint.Environment(rawValue: name) else {
-            throw CLIError.usage("--environment must be production or development, not \(quoted(name))")
-        }
-        let port = try a.integer("--port").map { Int($0) } ?? 443
-        do {
-            return try APNsEndpoint(environment, port: port)
-        } catch let e as APNsError {
-            throw CLIError.usage(e.reason)
-        }
     }
 
     /// One payload file (a payload object, or push-seal's `{"payload", "headers"}`) as a request.
@@ -389,11 +344,5 @@ struct SendCommand: Command {
             throw CLIError(code: "cannotCreate", "cannot end the partial last line of the \(what) file \(quoted(path)): \(Output.errorText(e.errno))", exitCode: .cannotCreate)
         }
         return file
-    }
-
-    private func bounded(_ a: Arguments, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {
-        guard let v = try a.integer(name) else { return nil }
-        guard range.contains(Int(v)) else { throw CLIError.usage("\(name) needs \(range.lowerBound) to \(range.upperBound), got \(v)") }
-        return Int(v)
     }
 }
