@@ -122,7 +122,6 @@ final class APNsConnection {
         if let session { nghttp2_session_del(session) }
         if let tls { pushseal_tls_connection_free(tls) } else if fd >= 0 { pushseal_tcp_close(fd) }
         input.deallocate()
-        headers.deallocate()
     }
 
     /// Why a connection could not be made.
@@ -461,22 +460,6 @@ final class APNsConnection {
     /// `apns-id`, different on every request, not indexed) and the payload as DATA.
     private func submit(_ r: APNsRequest, _ session: OpaquePointer) {
         let n = r.notification
-        // A copy of the block's pointers and counts, written back at the end (it may have grown).
-        var h = headers
-        defer { headers = h }
-        h.reset()
-        h.field(":method"); h.append("POST")
-        h.field(":scheme"); h.append("https")
-        h.field(":authority"); h.append(authority)
-        h.field(":path", index: false); h.append("/3/device/", n.deviceToken)
-        h.field("authorization"); h.append(r.authorization)
-        h.field("apns-push-type"); h.append(n.pushType.rawValue)
-        h.field("apns-topic"); h.append(n.topic)
-        h.field("apns-id", index: false); h.append(r.apnsID)
-        if let p = n.priority { h.field("apns-priority"); h.append(Int64(p)) }
-        if let e = n.expiration { h.field("apns-expiration"); h.append(e) }
-        if let c = n.collapseID { h.field("apns-collapse-id"); h.append(c) }
-        h.field("content-type"); h.append("application/json")
         var provider = nghttp2_data_provider()
         provider.source.ptr = Unmanaged.passUnretained(r).toOpaque()
         provider.read_callback = { _, _, buffer, capacity, flags, source, _ in
@@ -492,7 +475,24 @@ final class APNsConnection {
             if r.bodyOffset >= r.notification.payload.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
             return count
         }
-        let id = h.withList { nghttp2_submit_request(session, nil, $0.baseAddress, $0.count, &provider, nil) }
+        let authority = authority
+        let id = headers.fill { h in
+            h.reset()
+            h.field(":method"); h.append("POST")
+            h.field(":scheme"); h.append("https")
+            h.field(":authority"); h.append(authority)
+            h.field(":path", index: false); h.append("/3/device/", n.deviceToken)
+            h.field("authorization"); h.append(r.authorization)
+            h.field("apns-push-type"); h.append(n.pushType.rawValue)
+            h.field("apns-topic"); h.append(n.topic)
+            h.field("apns-id", index: false); h.append(r.apnsID)
+            if let p = n.priority { h.field("apns-priority"); h.append(Int64(p)) }
+            if let e = n.expiration { h.field("apns-expiration"); h.append(e) }
+            if let c = n.collapseID { h.field("apns-collapse-id"); h.append(c) }
+            h.field("content-type"); h.append("application/json")
+            // nghttp2 copies the values here, so the block is reused for the next request.
+            return h.withList { nghttp2_submit_request(session, nil, $0.baseAddress, $0.count, &provider, nil) }
+        }
         guard id > 0 else {
             // No stream ids left, or the session is going away: nothing was sent.
             ended.append((r, .unsent))

@@ -9,11 +9,16 @@ import PushSealSystem
 /// (the provider token) out of the tables on both sides.
 ///
 /// The buffers are allocated memory (an append is a bounds check and a copy, not an array's
-/// uniqueness and capacity checks), owned by the one ``APNsConnection`` that keeps the block:
-/// it takes a copy of the block (its pointers and counts) while it builds a request and writes
-/// it back after (two exclusive accesses instead of one per append), and calls
-/// ``deallocate()`` in its `deinit`. No other copy is kept.
-struct APNsHeaderBlock {
+/// uniqueness and capacity checks). The block is `~Copyable`: one owner (the ``APNsConnection``
+/// that keeps it), freed by its `deinit`, so no copy can free or grow the buffers under
+/// another. The connection builds a request inside ``fill(_:)``: one exclusive access to its
+/// stored block instead of one per append.
+///
+/// Why the pointer code is safe: every write goes through ``reserve(_:)`` or the list's growth
+/// check first, so it stays inside the allocation; the `nghttp2_nv` value pointers are set only
+/// inside ``withList(_:)`` and used only while its `body` runs, before any append can move the
+/// buffer; names are `StaticString`s, which live as long as the program.
+struct APNsHeaderBlock: ~Copyable {
     private var bytes: UnsafeMutablePointer<UInt8>
     private var byteCount = 0
     private var byteCapacity: Int
@@ -28,11 +33,13 @@ struct APNsHeaderBlock {
         list = .allocate(capacity: listCapacity)
     }
 
-    /// Frees the buffers (the owner's `deinit`); the block is not used after.
-    func deallocate() {
+    deinit {
         bytes.deallocate()
         list.deallocate()
     }
+
+    /// Runs `body` with the block (one exclusive access for a whole request's fields).
+    mutating func fill<R>(_ body: (inout APNsHeaderBlock) -> R) -> R { body(&self) }
 
     /// Empties the block (capacity kept).
     mutating func reset() {

@@ -93,7 +93,6 @@ struct APNsRatePacerTests {
     @Test("the request header list: static names, values in order, :path and apns-id not indexed")
     func headerBlock() {
         var h = APNsHeaderBlock()
-        defer { h.deallocate() }
         h.reset()
         h.field(":path", index: false); h.append("/3/device/", "00ff")
         h.field("apns-expiration"); h.append(Int64(0))
