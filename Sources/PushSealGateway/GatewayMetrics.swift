@@ -26,7 +26,7 @@ public final class GatewayMetrics: Sendable {
         "PayloadEmpty", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment", "ExpiredProviderToken", "Forbidden",
         "InvalidProviderToken", "MissingProviderToken", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken", "BadPath",
         "MethodNotAllowed", "ExpiredToken", "Unregistered", "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests",
-        "InternalServerError", "ServiceUnavailable", "Shutdown", "cancelled", "expired", "mayHaveBeenDelivered", "rowAuthenticationFailed", "timeout", "connection",
+        "InternalServerError", "ServiceUnavailable", "Shutdown", "cancelled", "retracted", "expired", "mayHaveBeenDelivered", "rowAuthenticationFailed", "timeout", "connection",
     ]
 
     private struct RequestKey: Hashable { var route: String; var status: Int }
@@ -67,6 +67,11 @@ public final class GatewayMetrics: Sendable {
         }
         for (key, n) in folded.sorted(by: { ($0.key.outcome, $0.key.reason) < ($1.key.outcome, $1.key.reason) }) {
             out += "pushseal_gateway_notifications_total{outcome=\"\(Self.escape(key.outcome))\",reason=\"\(Self.escape(key.reason))\"} \(n)\n"
+        }
+        out += "# HELP pushseal_gateway_retracts_total Notifications named by a retract request, by result: queued (a retract is queued for it), cancelled (it was still queued: never sent), refused.\n"
+        out += "# TYPE pushseal_gateway_retracts_total counter\n"
+        for result in ["queued", "cancelled", "refused"] {
+            out += "pushseal_gateway_retracts_total{result=\"\(result)\"} \(backend.retracts[result] ?? 0)\n"
         }
         out += "# HELP pushseal_gateway_queue_depth_notifications Notifications in the outbox not yet final.\n"
         out += "# TYPE pushseal_gateway_queue_depth_notifications gauge\n"
