@@ -259,7 +259,7 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         defer { f.gateway.stop() }
         let sent = try f.post("/v1/notifications", key: f.send, json: oneNotification)
         let id = try #require((sent.json?["notifications"] as? [[String: Any]])?.first?["id"] as? String)
-        #expect(try f.post("/v1/notifications/\(id)/retract", key: f.register, json: "").status == 403)
+        #expect(try f.post("/v1/notifications/\(id)/retract", key: f.register, json: "", headers: [("Content-Length", "0")]).status == 403)
         #expect(try f.post("/v1/notifications/retract", key: f.register, json: #"{"ids":["\#(id)"]}"#).status == 403)
         #expect(try f.post("/v1/notifications/retract", key: nil, json: #"{"ids":["\#(id)"]}"#).status == 401)
         let tooMany = "{\"ids\":[" + Array(repeating: "\"\(id)\"", count: 101).joined(separator: ",") + "]}"
@@ -269,7 +269,7 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         }
         #expect(try f.post("/v1/notifications/\(id)/retract", key: f.send, json: #"{"ids":[]}"#).status == 400, "the one-id route takes no body")
         #expect(f.backend.retractCalls == 0, "nothing reached the backend")
-        let one = try f.post("/v1/notifications/\(id)/retract", key: f.send, json: "")
+        let one = try f.post("/v1/notifications/\(id)/retract", key: f.send, json: "", headers: [("Content-Length", "0")])
         #expect(one.status == 202, "\(one.text)")
         #expect(try f.post("/v1/notifications/nope/retract", key: f.send, json: "{}").status == 404)
         let batch = try f.post("/v1/notifications/retract", key: f.send, json: #"{"ids":["\#(id)","nope"]}"#)
