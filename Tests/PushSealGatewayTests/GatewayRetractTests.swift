@@ -55,18 +55,8 @@ struct GatewayRetractTests {
             try runTool(t, args, cwd: dir.url, stdin: Data(stdin.utf8))
         }
 
-        let server = try PostgresServer.sharedServer()
-        let cs = try server.createDatabase()
-        _ = try PostgresKeyStore.migrate(connectionString: cs)
-        let registry = try PostgresKeyStore(connectionString: cs, kek: .generate(), reconnectWaitSeconds: 10)
-        let mock = try MockAPNs([:], kind: .native)
+        let (server, cs, registry, mock, outbox, worker) = try GatewayEndToEndTests.stack()
         defer { mock.stop() }
-        let outbox = try Outbox(store: ServerStore(store: registry),
-                                configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: Self.appID), environment: .development))
-        var client = APNsClient.Configuration(endpoint: try mock.endpoint())
-        client.reconnectBaseDelaySeconds = 0.01
-        let worker = try OutboxWorker(outbox: outbox, apns: APNsProviderConfiguration(p8Path: mock.p8Path, keyID: MockAPNs.keyID,
-                                                                                       teamID: MockAPNs.teamID, client: client))
         var workerStarted = false
         defer { if workerStarted { worker.drain() } }
         let sender = APIKey.generate(name: "backend", scopes: ["send", "register"], now: unixTimeSeconds())
