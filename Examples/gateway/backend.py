@@ -27,7 +27,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-FINAL = {"accepted", "unregistered", "rejected", "failed", "expired"}
+FINAL = {"accepted", "unregistered", "rejected", "failed", "expired", "cancelled"}
 
 
 class GatewayError(Exception):
@@ -77,6 +77,14 @@ class Gateway:
         """POST /v1/notifications with up to 1,000 items; returns the per-item answers, in order."""
         _, answer = self.request("POST", "/v1/notifications", {"notifications": items},
                                  {"Idempotency-Key": idempotency_key})
+        return answer["notifications"]
+
+    def retract(self, ids, idempotency_key=None):
+        """POST /v1/notifications/retract with up to 100 ids send() returned (a message deleted or
+        read elsewhere): one sealed retract per recipient, a queued one cancelled instead; returns
+        the per-id answers, in order ({"id": retract, "status": "queued"} | {"status": "cancelled"} | {"error"})."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        _, answer = self.request("POST", "/v1/notifications/retract", {"ids": list(ids)}, headers)
         return answer["notifications"]
 
     def status(self, notification_id):

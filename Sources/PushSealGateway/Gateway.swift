@@ -2,6 +2,7 @@ public import PushSealHTTP
 import PushSealJSON
 import PushSealCrypto
 import PushSealRegistry
+import PushSealServer
 import PushSealSystem
 
 /// push-gateway's HTTP API (version 1) on an ``HTTPServer``: authentication by API key with
@@ -126,6 +127,8 @@ public final class Gateway: Sendable {
         router.add("GET", "/metrics", with { g, r in try g.metricsPage(r) })
         router.add("POST", "/v1/notifications", with { g, r in try g.postNotifications(r) })
         router.add("GET", "/v1/notifications/{id}", with { g, r in try g.getNotification(r) })
+        router.add("POST", "/v1/notifications/retract", with { g, r in try g.postRetract(r, single: false) })
+        router.add("POST", "/v1/notifications/{id}/retract", with { g, r in try g.postRetract(r, single: true) })
         router.add("POST", "/v1/devices", with { g, r in try g.postDevice(r) })
         router.add("DELETE", "/v1/devices/{recipient}", with { g, r in try g.deleteDevice(r) })
         router.add("GET", "/v1/sender-keys", with { g, r in try g.publicRecords(r) { try $0.senderKeys(appID: $1) } })
@@ -148,15 +151,19 @@ public final class Gateway: Sendable {
         return .text(200, text, contentType: "text/plain; version=0.0.4; charset=utf-8")
     }
 
+    /// The `Idempotency-Key` header of `request` under the API key's id, `nil` without one.
+    /// - Throws: ``HTTPError`` 400 for an empty, overlong or non-visible-ASCII key.
+    private static func idempotency(_ request: HTTPRequest, key: GatewayAPIKeyRecord) throws -> (scope: String, key: String)? {
+        guard let k = request.header("Idempotency-Key") else { return nil }
+        guard !k.isEmpty, k.utf8.count <= 255, k.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+            throw HTTPError.invalid("Idempotency-Key must be 1 to 255 bytes of visible ASCII", field: "Idempotency-Key")
+        }
+        return (key.id, k)
+    }
+
     private func postNotifications(_ request: HTTPRequest) throws -> HTTPResponse {
         let key = try authorize(request, scope: "send")
-        var idempotency: (scope: String, key: String)?
-        if let k = request.header("Idempotency-Key") {
-            guard !k.isEmpty, k.utf8.count <= 255, k.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
-                throw HTTPError.invalid("Idempotency-Key must be 1 to 255 bytes of visible ASCII", field: "Idempotency-Key")
-            }
-            idempotency = (key.id, k)
-        }
+        let idempotency = try Self.idempotency(request, key: key)
         let submissions = try NotificationRequest.parse(try request.jsonBody())
         let hash = (try? SHA256Hasher.hash(request.body)) ?? []
         let answer = try backend.enqueue(submissions, idempotency: idempotency, bodySHA256: hash)
@@ -170,6 +177,56 @@ public final class Gateway: Sendable {
                 }
                 log.write("accept", members)
             }
+        }
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
+        if answer.replayed { headers.append(("Idempotent-Replayed", "true")) }
+        return HTTPResponse(status: 202, headers: headers, body: answer.body)
+    }
+
+    /// Ids a batch retract names at most (the retract message's own limit, FORMAT.md §5.1).
+    static let maxRetractIDs = 100
+
+    /// `POST /v1/notifications/{id}/retract` (body empty or `{}`) and `POST
+    /// /v1/notifications/retract` (`{"ids": [1–100 ids]}`): 202 with the result(s) after the commit.
+    private func postRetract(_ request: HTTPRequest, single: Bool) throws -> HTTPResponse {
+        let key = try authorize(request, scope: "send")
+        let idempotency = try Self.idempotency(request, key: key)
+        let ids: [String]
+        if single {
+            ids = [request.pathParameters["id"] ?? ""]
+            if !request.body.isEmpty {
+                guard case .object(let o) = try request.jsonBody(), o.count == 0 else {
+                    throw HTTPError.invalid("this route takes no body (or {})", field: "")
+                }
+            }
+        } else {
+            guard case .object(let o) = try request.jsonBody() else { throw HTTPError.invalid("the body must be a JSON object {\"ids\": [...]}", field: "") }
+            if let unknown = o.members.first(where: { $0.key != "ids" }) {
+                throw HTTPError.invalid("unknown member \(unknown.key.debugDescription)", field: unknown.key)
+            }
+            guard case .array(let list)? = o["ids"], (1...Self.maxRetractIDs).contains(list.count) else {
+                throw HTTPError.invalid("ids must be an array of 1 to \(Self.maxRetractIDs) notification ids", field: "ids")
+            }
+            ids = try list.enumerated().map { n, v in
+                guard case .string(let id) = v, (1...64).contains(id.utf8.count) else {
+                    throw HTTPError.invalid("each id must be a notification id the gateway returned (a string of 1 to 64 bytes)", field: "ids[\(n)]")
+                }
+                return id
+            }
+        }
+        let hash = (try? SHA256Hasher.hash(Array("\(request.method) \(request.path)\n".utf8) + request.body)) ?? []
+        let answer = try backend.retract(ids, single: single, idempotency: idempotency, requestSHA256: hash)
+        for r in answer.results {
+            var members: [(key: String, value: JSONValue)] = [("requestId", .string(request.requestID)), ("apiKeyId", .string(key.id))]
+            switch r {
+            case .queued(target: let target, recipient: let recipient, retractID: let retractID):
+                members += [("notification", .string(target)), ("recipient", .string(recipient)), ("id", .string(retractID)), ("status", .string("queued"))]
+            case .cancelled(target: let target, recipient: let recipient):
+                members += [("notification", .string(target)), ("recipient", .string(recipient)), ("status", .string("cancelled"))]
+            case .failed(target: let target, recipient: let recipient, code: let code, message: _):
+                members += [("notification", .string(target)), ("recipient", recipient.map { JSONValue.string($0) } ?? JSONValue.null), ("status", .string("refused")), ("error", .string(code))]
+            }
+            log.write("retract", members)
         }
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
         if answer.replayed { headers.append(("Idempotent-Replayed", "true")) }

@@ -99,6 +99,23 @@ public struct EnqueueAnswer: Sendable {
     }
 }
 
+/// What a retract answered.
+public struct RetractAnswer: Sendable {
+    /// One result per requested id, in order (empty for a replay).
+    public var results: [Outbox.RetractResult]
+    /// The 202 answer's body (a replay: the first one's bytes).
+    public var body: [UInt8]
+    /// `true`: the idempotency key was seen with the same request; nothing was done now.
+    public var replayed: Bool
+
+    /// Creates an answer.
+    public init(results: [Outbox.RetractResult], body: [UInt8], replayed: Bool) {
+        self.results = results
+        self.body = body
+        self.replayed = replayed
+    }
+}
+
 /// What readiness found.
 public struct Readiness: Sendable {
     /// `true` when the gateway can take work.
@@ -128,6 +145,18 @@ public protocol GatewayBackend: Sendable {
     /// - Throws: `HTTPError` 422 `idempotencyKeyReused` (the key with another body in 24 h).
     func enqueue(_ submissions: [NotificationSubmission], idempotency: (scope: String, key: String)?,
                  bodySHA256: [UInt8]) throws -> EnqueueAnswer
+    /// Retracts notifications this gateway accepted (`POST /v1/notifications/{id}/retract`,
+    /// `POST /v1/notifications/retract`): the queued ones are cancelled, for the others a sealed
+    /// retract per recipient is enqueued (a background push); returns after the commit.
+    /// - Parameters:
+    ///   - ids: the gateway's notification ids (1–100, shape checked).
+    ///   - single: `true` for the one-notification route (its failure is an HTTP error, its
+    ///     answer one result object).
+    ///   - idempotency: the API key's id and the `Idempotency-Key` header, or `nil`.
+    ///   - requestSHA256: the SHA-256 of the route and body.
+    /// - Throws: `HTTPError` 404 `notFound`, 409 `notRetractable`, 422 (the sealer's code, e.g.
+    ///   `noDeviceToken`) for `single`; 422 `idempotencyKeyReused`.
+    func retract(_ ids: [String], single: Bool, idempotency: (scope: String, key: String)?, requestSHA256: [UInt8]) throws -> RetractAnswer
     /// The state of notification `id`, `nil` when unknown.
     func notificationState(id: String) throws -> NotificationState?
     /// Registers the iOS reference's upload (`{"registration", "apnsDeviceToken", "apnsEnvironment"}`)
@@ -166,6 +195,8 @@ public struct BackendMetrics: Sendable {
     public var providerTokenMints: Int = 0
     /// Final outcomes by outcome and reason.
     public var outcomes: OutcomeCounts = [:]
+    /// Notifications named by retract requests, by result (`queued`, `cancelled`, `refused`).
+    public var retracts: [String: Int] = [:]
     /// Seconds per accept call (sealing every item); `nil`: no observation (all zero).
     public var sealLatency: OutboxMetrics.Histogram?
     /// Seconds per notification from the first send to APNs' final answer; `nil`: all zero.

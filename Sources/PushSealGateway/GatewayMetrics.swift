@@ -24,7 +24,7 @@ public final class GatewayMetrics: Sendable {
     public static func isKnownReason(_ reason: String) -> Bool { APNsReason.isKnown(reason) || gatewayReasons.contains(reason) }
 
     /// The outbox's own final reasons (docs/outbox.md), and `""` for none.
-    public static let gatewayReasons: Set<String> = ["", "cancelled", "expired", "rowAuthenticationFailed", "connection"]
+    public static let gatewayReasons: Set<String> = ["", "cancelled", "retracted", "expired", "rowAuthenticationFailed", "connection"]
 
     private struct RequestKey: Hashable { var route: String; var status: Int }
     private let requests = Locked<[RequestKey: UInt64]>([:])
@@ -64,6 +64,11 @@ public final class GatewayMetrics: Sendable {
         }
         for (key, n) in folded.sorted(by: { ($0.key.outcome, $0.key.reason) < ($1.key.outcome, $1.key.reason) }) {
             out += "pushseal_gateway_notifications_total{outcome=\"\(Self.escape(key.outcome))\",reason=\"\(Self.escape(key.reason))\"} \(n)\n"
+        }
+        out += "# HELP pushseal_gateway_retracts_total Notifications named by a retract request, by result: queued (a retract is queued for it), cancelled (it was still queued: never sent), refused.\n"
+        out += "# TYPE pushseal_gateway_retracts_total counter\n"
+        for result in ["queued", "cancelled", "refused"] {
+            out += "pushseal_gateway_retracts_total{result=\"\(result)\"} \(backend.retracts[result] ?? 0)\n"
         }
         out += "# HELP pushseal_gateway_queue_depth_notifications Notifications in the outbox not yet final.\n"
         out += "# TYPE pushseal_gateway_queue_depth_notifications gauge\n"

@@ -57,6 +57,27 @@ public final class ServerBackend: GatewayBackend {
         return EnqueueAnswer(results: results, body: acceptance.body, replayed: acceptance.replayed)
     }
 
+    public func retract(_ ids: [String], single: Bool, idempotency: (scope: String, key: String)?, requestSHA256: [UInt8]) throws -> RetractAnswer {
+        do {
+            let done = try outbox.retract(ids, single: single,
+                                          idempotency: idempotency.map { (Outbox.IdempotencyKey(scope: $0.scope, key: $0.key), requestSHA256) },
+                                          nowMs: unixTimeMilliseconds())
+            return RetractAnswer(results: done.results, body: done.body, replayed: done.replayed)
+        } catch let e as ServerError where e.code == .idempotencyKeyReused {
+            throw HTTPError(422, "idempotencyKeyReused", "this Idempotency-Key was used with a different request in the last 24 h")
+        } catch let e as ServerError where e.code == .invalidIdempotencyKey {
+            throw HTTPError.invalid(e.reason, field: "Idempotency-Key")
+        } catch let e as ServerError where e.code.name == "notFound" {
+            throw HTTPError.notFound(e.reason)
+        } catch let e as ServerError where e.code.name == "notRetractable" {
+            throw HTTPError(409, "notRetractable", e.reason)
+        } catch let e as ServerError {
+            throw HTTPError(422, e.code.name, e.reason)
+        } catch let e as RegistryError where e.code == .unavailable || e.code == .outcomeUnknown {
+            throw HTTPError.unavailable("the database cannot be reached; nothing was retracted unless a retry with the same Idempotency-Key says so")
+        }
+    }
+
     public func notificationState(id: String) throws -> NotificationState? {
         guard let s = try outbox.status(id: id), s.appID == appID else { return nil }
         return NotificationState(id: s.id, recipient: s.recipient, status: s.status, apnsID: s.apnsID, apnsUniqueID: s.apnsUniqueID,
@@ -159,6 +180,7 @@ public final class ServerBackend: GatewayBackend {
         let snapshot = outbox.metrics.snapshot()
         var m = BackendMetrics()
         for (pair, n) in snapshot.outcomes { m.outcomes[.init(outcome: pair.status, reason: pair.reason), default: 0] += n }
+        m.retracts = snapshot.retracts
         m.sealLatency = snapshot.sealLatency
         m.apnsLatency = snapshot.apnsLatency
         m.providerTokenMints = snapshot.providerTokenMints

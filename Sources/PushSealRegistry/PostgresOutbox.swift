@@ -52,6 +52,11 @@ public final class PostgresOutbox: Sendable {
         public var pushType: String, topic: String, priority: Int?, expiration: Int64?, collapseID: String?, apnsID: String
         /// Past this time (ms since 1970) the row ends `expired` unsent; `nil`: never.
         public var expiresAtMs: Int64?
+        /// The message kind sealed in it: `display` (the default) or `retract` (never retracted itself).
+        public var kind: String = "display"
+        /// The notification id the device sees when the caller chose it (stored sealed under a
+        /// KEK-derived key, column `device_id_sealed`); `nil`: the row's own ``id`` (the gateway's default).
+        public var deviceVisibleID: String?
 
         /// Creates a row (fields as above).
         public init(id: String, appID: String, recipient: String, environment: DeviceTokenEnvironment, deviceToken: String, payload: [UInt8],
@@ -180,28 +185,172 @@ public final class PostgresOutbox: Sendable {
             return r
         }
         let stored: Bool = try pool.transaction { c in
-            if let i = idempotency {
-                try c.exec("DELETE FROM pushseal_idempotency WHERE scope = $1 AND key = $2 AND created_at <= $3",
-                           [.text(i.scope), .text(i.key), .int(nowMs - Self.idempotencyLifetimeMs)])
-                let inserted = try c.exec("INSERT INTO pushseal_idempotency (scope, key, request_hash, response, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-                                          [.text(i.scope), .text(i.key), .bytes(i.requestHash), .bytes(i.response), .int(nowMs)])
-                if inserted.affected == 0 { return false }
-            }
-            for r in rows {
-                try c.exec("""
-                    INSERT INTO pushseal_outbox (id, app_id, recipient, environment, device_token, payload, push_type, topic, priority,
-                      expiration, collapse_id, apns_id, expires_at, status, created_at, updated_at, row_mac)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'queued', $14, $14, $15)
-                    """, [.text(r.id), .text(r.appID), .text(r.recipient), .text(r.environment.rawValue), .text(r.deviceToken), .bytes(r.payload),
-                          .text(r.pushType), .text(r.topic), r.priority.map { .int(Int64($0)) }, r.expiration.map { .int($0) },
-                          r.collapseID.map { .text($0) }, .text(r.apnsID), r.expiresAtMs.map { .int($0) }, .int(nowMs), .bytes(try mac.tag(Self.macFields(r)))])
-            }
-            if !rows.isEmpty { try c.exec("NOTIFY \(Self.channel)") }
+            guard try Self.keep(idempotency, on: c, nowMs: nowMs) else { return false }
+            try insert(rows, on: c, mac: mac, nowMs: nowMs)
             return true
         }
         if stored { return .none }
         guard let i = idempotency else { return .none }
         return try replay(scope: i.scope, key: i.key, requestHash: i.requestHash, nowMs: nowMs)
+    }
+
+    /// Stores an idempotency key with its answer on `c` (inside a transaction); `false` when
+    /// another request with the key committed first (store nothing then).
+    static func keep(_ idempotency: Idempotency?, on c: PGConnection, nowMs: Int64) throws -> Bool {
+        guard let i = idempotency else { return true }
+        try c.exec("DELETE FROM pushseal_idempotency WHERE scope = $1 AND key = $2 AND created_at <= $3",
+                   [.text(i.scope), .text(i.key), .int(nowMs - idempotencyLifetimeMs)])
+        let inserted = try c.exec("INSERT INTO pushseal_idempotency (scope, key, request_hash, response, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                                  [.text(i.scope), .text(i.key), .bytes(i.requestHash), .bytes(i.response), .int(nowMs)])
+        return inserted.affected > 0
+    }
+
+    /// Inserts `rows` `queued` on `c` (inside a transaction) and signals the workers at commit.
+    func insert(_ rows: [NewRow], on c: PGConnection, mac: RegistryRowMAC, nowMs: Int64) throws {
+        for r in rows {
+            let sealedID = try r.deviceVisibleID.map { try sealDeviceID($0, row: r) }
+            try c.exec("""
+                INSERT INTO pushseal_outbox (id, app_id, recipient, environment, device_token, payload, push_type, topic, priority,
+                  expiration, collapse_id, apns_id, expires_at, status, created_at, updated_at, row_mac, kind, device_id_sealed)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'queued', $14, $14, $15, $16, $17)
+                """, [.text(r.id), .text(r.appID), .text(r.recipient), .text(r.environment.rawValue), .text(r.deviceToken), .bytes(r.payload),
+                      .text(r.pushType), .text(r.topic), r.priority.map { .int(Int64($0)) }, r.expiration.map { .int($0) },
+                      r.collapseID.map { .text($0) }, .text(r.apnsID), r.expiresAtMs.map { .int($0) }, .int(nowMs), .bytes(try mac.tag(Self.macFields(r))),
+                      .text(r.kind), sealedID.map { .bytes($0) }])
+        }
+        if !rows.isEmpty { try c.exec("NOTIFY \(Self.channel)") }
+    }
+
+    // MARK: Device-visible ids
+
+    /// HKDF salt of the key a caller's own notification id is sealed under.
+    static let deviceIDSalt = Array("pushseal-outbox-device-id-v1".utf8)
+
+    /// The key and AAD of a row's sealed device id: HKDF-SHA256 of the KEK (salt
+    /// ``deviceIDSalt``, info the row id: one key per row, so random nonces never meet), the AAD
+    /// naming app and recipient (a sealed id moved to another row or recipient does not open).
+    func deviceIDKey(row id: String, appID: String, recipient: String) throws -> (key: SecretBytes, aad: [UInt8]) {
+        guard let kek else {
+            throw RegistryError(.kekRequired, "the outbox seals a caller's notification id under the key-encryption key: give --kek-file F")
+        }
+        let key = try HKDFSHA256.deriveKey(inputKeyMaterial: kek.key, salt: Self.deviceIDSalt, info: Array(id.lowercased().utf8), outputByteCount: 32)
+        return (key, Self.deviceIDSalt + [0] + Array(appID.utf8) + [0] + Array(recipient.utf8))
+    }
+
+    /// `id` sealed for `row` (AES-256-GCM, nonce ‖ ciphertext ‖ tag).
+    func sealDeviceID(_ id: String, row: NewRow) throws -> [UInt8] {
+        let (key, aad) = try deviceIDKey(row: row.id, appID: row.appID, recipient: row.recipient)
+        return try AES256GCM.seal(Array(id.utf8), with: key, authenticating: aad).combined
+    }
+
+    // MARK: Retract
+
+    /// A notification a retract names, as its row says.
+    public struct RetractTarget: Sendable, Hashable {
+        /// The gateway's id (the row's), app id, recipient, status and kind (`display` or `retract`).
+        public var id: String, appID: String, recipient: String, status: String, kind: String
+        /// The id the device recorded (the caller's own, opened; else the row's id); `nil` when a
+        /// sealed one does not open (changed without the KEK): it cannot be retracted.
+        public var deviceVisibleID: String?
+    }
+
+    /// The rows with these ids (unknown ids and ids that are not UUIDs are left out).
+    /// - Throws: `RegistryError` (`.kekRequired` for a sealed device id without the KEK).
+    public func retractTargets(_ ids: [String]) throws -> [RetractTarget] {
+        let uuids = ids.map { $0.lowercased() }.filter(Self.isUUID)
+        guard !uuids.isEmpty else { return [] }
+        let rows = try pool.run { c in
+            try c.exec("SELECT id, app_id, recipient, status, kind, device_id_sealed FROM pushseal_outbox WHERE id = ANY($1::uuid[])",
+                       [.text("{" + Set(uuids).sorted().joined(separator: ",") + "}")])
+        }
+        return try (0..<rows.rows.count).map { r in
+            let v = rows.rows[r]
+            guard let id = v[0], let app = v[1], let recipient = v[2], let status = v[3], let kind = v[4] else {
+                throw RegistryError(.corrupt, "an outbox row does not decode")
+            }
+            var visible: String? = id
+            if let sealed = try rows.bytes(r, 5) {
+                let (key, aad) = try deviceIDKey(row: id, appID: app, recipient: recipient)
+                visible = (try? SealedBox(combined: sealed)).flatMap { try? AES256GCM.open($0, with: key, authenticating: aad) }
+                    .map { String(decoding: $0, as: UTF8.self) }
+            }
+            return RetractTarget(id: id, appID: app, recipient: recipient, status: status, kind: kind, deviceVisibleID: visible)
+        }
+    }
+
+    /// `true` for a UUID in its text form (8-4-4-4-12 hex digits).
+    static func isUUID(_ s: String) -> Bool {
+        let u = Array(s.utf8)
+        guard u.count == 36 else { return false }
+        for (i, c) in u.enumerated() {
+            if [8, 13, 18, 23].contains(i) { guard c == UInt8(ascii: "-") else { return false }; continue }
+            guard (c >= 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70) else { return false }
+        }
+        return true
+    }
+
+    /// One retract message to store, and the notifications it retracts.
+    public struct RetractRow: Sendable {
+        /// The sealed retract (kind `retract`).
+        public var row: NewRow
+        /// The gateway ids of the notifications it names.
+        public var targets: [String]
+
+        /// Creates one (fields as above).
+        public init(row: NewRow, targets: [String]) {
+            self.row = row
+            self.targets = targets
+        }
+    }
+
+    /// Retracts in one transaction: the rows of `targets` still `queued` are ended `cancelled`
+    /// (reason `retracted`: never sent, so never shown); each of `retracts` is stored unless
+    /// every notification it names was just cancelled (a retract naming a cancelled one besides
+    /// others is harmless: the device finds nothing for it); the idempotency key is kept with
+    /// `answer(cancelled)`'s bytes. Returns after the commit.
+    /// - Parameters:
+    ///   - targets: gateway ids of the notifications to retract (rows locked `FOR UPDATE`).
+    ///   - retracts: the sealed retract messages, per recipient.
+    ///   - idempotency: scope, key and request hash (its `response` is replaced by `answer`'s), or `nil`.
+    ///   - answer: the answer body, from the ids cancelled now.
+    /// - Returns: the ids cancelled now, the retract ids stored and the answer; or the replay.
+    /// - Throws: `RegistryError` `.unavailable`, `.outcomeUnknown`, `.query`; `answer`'s errors.
+    public func retract(targets: [String], retracts: [RetractRow], idempotency: Idempotency?, nowMs: Int64,
+                        answer: (_ cancelled: Set<String>, _ stored: Set<String>) throws -> [UInt8]) throws -> (cancelled: Set<String>, stored: Set<String>, body: [UInt8], replay: Replay) {
+        let mac = try registry.rowMAC(table: Self.table)
+        let retracts = retracts.map { r -> RetractRow in
+            var r = r
+            r.row.id = r.row.id.lowercased()
+            r.row.apnsID = r.row.apnsID.lowercased()
+            r.targets = r.targets.map { $0.lowercased() }
+            return r
+        }
+        let done: (Set<String>, Set<String>, [UInt8])? = try pool.transaction { c in
+            // The key first (its answer is written below): a request that loses the race changes nothing.
+            var claim = idempotency
+            claim?.response = []
+            guard try Self.keep(claim, on: c, nowMs: nowMs) else { return nil }
+            var cancelled = Set<String>()
+            let uuids = Set(targets.map { $0.lowercased() }.filter(Self.isUUID)).sorted()
+            if !uuids.isEmpty {
+                let rows = try c.exec("""
+                    UPDATE pushseal_outbox SET status = 'cancelled', reason = 'retracted', updated_at = $2, finished_at = $2
+                    WHERE id IN (SELECT id FROM pushseal_outbox WHERE id = ANY($1::uuid[]) AND status = 'queued' AND kind = 'display' FOR UPDATE)
+                    RETURNING id
+                    """, [.text("{" + uuids.joined(separator: ",") + "}"), .int(nowMs)])
+                cancelled = Set(rows.rows.compactMap { $0[0] })
+            }
+            let kept = retracts.filter { !$0.targets.allSatisfy(cancelled.contains) }
+            let body = try answer(cancelled, Set(kept.map(\.row.id)))
+            if let i = idempotency {
+                try c.exec("UPDATE pushseal_idempotency SET response = $3 WHERE scope = $1 AND key = $2", [.text(i.scope), .text(i.key), .bytes(body)])
+            }
+            try insert(kept.map(\.row), on: c, mac: mac, nowMs: nowMs)
+            return (cancelled, Set(kept.map(\.row.id)), body)
+        }
+        if let done { return (done.0, done.1, done.2, .none) }
+        guard let i = idempotency else { return ([], [], [], .none) }
+        return ([], [], [], try replay(scope: i.scope, key: i.key, requestHash: i.requestHash, nowMs: nowMs))
     }
 
     // MARK: Claim, complete, reap
@@ -309,7 +458,8 @@ public final class PostgresOutbox: Sendable {
     }
 
     /// Returns the rows of expired leases (their instance died or stalled): with a collapse id
-    /// to `queued` (resent; the phone shows it once), without to `failed` `mayHaveBeenDelivered`.
+    /// to `queued` (resent; the phone shows it once), without to `failed` `mayHaveBeenDelivered`;
+    /// a retract always to `queued` (it shows nothing; the device's replay guard drops a second copy).
     /// Also drops idempotency keys older than 24 h.
     /// - Returns: (requeued, failed).
     /// - Throws: `RegistryError`.
@@ -318,12 +468,12 @@ public final class PostgresOutbox: Sendable {
         try pool.transaction { c in
             let requeued = try c.exec("""
                 UPDATE pushseal_outbox SET status = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = $1
-                WHERE status = 'sending' AND lease_until < $1 AND collapse_id IS NOT NULL
+                WHERE status = 'sending' AND lease_until < $1 AND (collapse_id IS NOT NULL OR kind = 'retract')
                 """, [.int(nowMs)]).affected
             let failed = try c.exec("""
                 UPDATE pushseal_outbox SET status = 'failed', reason = 'mayHaveBeenDelivered', lease_owner = NULL, lease_until = NULL,
                   updated_at = $1, finished_at = $1
-                WHERE status = 'sending' AND lease_until < $1 AND collapse_id IS NULL
+                WHERE status = 'sending' AND lease_until < $1 AND collapse_id IS NULL AND kind <> 'retract'
                 """, [.int(nowMs)]).affected
             try c.exec("DELETE FROM pushseal_idempotency WHERE created_at <= $1", [.int(nowMs - Self.idempotencyLifetimeMs)])
             if requeued > 0 { try c.exec("NOTIFY \(Self.channel)") }

@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 8
+    public static let currentVersion = 9
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -221,6 +221,18 @@ public enum RegistrySchema {
         ("staged sender key rotation: a sender key may be pending (published, not sealing) or disabled (revoked) (issue 24)", [
             "ALTER TABLE pushseal_sender_keys DROP CONSTRAINT pushseal_sender_keys_status",
             "ALTER TABLE pushseal_sender_keys ADD CONSTRAINT pushseal_sender_keys_status CHECK (status IN ('pending', 'primary', 'decryptOnly', 'disabled', 'destroyed'))",
+        ]),
+        ("retracting through the gateway: an outbox row's kind, the caller's own notification id sealed under the KEK, status cancelled (issue 29)", [
+            // kind: a retract is never retracted itself. device_id_sealed: the notification id the
+            // device sees when the caller chose it (AES-256-GCM under a KEK-derived key, AAD naming
+            // the row); NULL when it is the row's own id (the gateway's default).
+            """
+            ALTER TABLE pushseal_outbox
+              ADD COLUMN kind text NOT NULL DEFAULT 'display' CHECK (kind IN ('display', 'retract')),
+              ADD COLUMN device_id_sealed bytea CHECK (device_id_sealed IS NULL OR length(device_id_sealed) BETWEEN 29 AND 284)
+            """,
+            "ALTER TABLE pushseal_outbox DROP CONSTRAINT pushseal_outbox_status_check",
+            "ALTER TABLE pushseal_outbox ADD CONSTRAINT pushseal_outbox_status CHECK (status IN ('queued', 'sending', 'accepted', 'unregistered', 'rejected', 'failed', 'expired', 'cancelled'))",
         ]),
     ]
 

@@ -161,11 +161,21 @@ public final class Outbox: Sendable {
         func fail(_ code: String, _ message: String) -> SealOutcome {
             .failure(.failed(recipient: recipient, code: code, message: message))
         }
-        // The batch line: recipient, notification (with the item's ttl), aps.
+        // The batch line: recipient, notification (with the item's ttl and the device-visible
+        // id: the caller's own, else this row's id), aps; or a retract line.
+        let rowID = Self.uuid()
+        var callerID: String?
+        var kind = o["retract"] == nil ? "display" : "retract"
         var members: [(key: String, value: JSONValue)] = []
         for m in o where !Self.headerMembers.contains(m.key) {
-            if m.key == "notification", case .object(var n) = m.value, let ttl = o["ttl"], n["ttl"] == nil {
-                n["ttl"] = ttl
+            if m.key == "notification", case .object(var n) = m.value {
+                if let ttl = o["ttl"], n["ttl"] == nil { n["ttl"] = ttl }
+                switch n["id"] {
+                case nil, .null?: n["id"] = .string(rowID)
+                case .string(let s)?: callerID = s
+                default: break // the sealer refuses it
+                }
+                if n["kind"]?.stringValue == "retract" { kind = "retract" }
                 members.append((m.key, .object(n)))
             } else {
                 members.append((m.key, m.value))
@@ -206,11 +216,13 @@ public final class Outbox: Sendable {
         let type = pushType ?? APNsPushType(rawValue: parsed.headers["apns-push-type"]?.stringValue ?? "alert") ?? .alert
         let bundle = parsed.headers["apns-topic"]?.stringValue ?? configuration.sealer.appID
         let expiration = parsed.headers["apns-expiration"]?.stringValue.flatMap { Int64($0) }
-        let row = PostgresOutbox.NewRow(
-            id: Self.uuid(), appID: configuration.sealer.appID, recipient: parsed.recipient, environment: configuration.environment,
+        var row = PostgresOutbox.NewRow(
+            id: rowID, appID: configuration.sealer.appID, recipient: parsed.recipient, environment: configuration.environment,
             deviceToken: parsed.deviceToken, payload: parsed.payload, pushType: type.rawValue, topic: type.topic(forBundleID: bundle),
             priority: priority ?? parsed.headers["apns-priority"]?.stringValue.flatMap { Int($0) }, expiration: expiration,
             collapseID: collapseID, apnsID: Self.uuid(), expiresAtMs: expiration.flatMap { $0 == 0 ? nowMs + 60_000 : $0 * 1000 })
+        row.kind = kind
+        row.deviceVisibleID = kind == "display" ? callerID : nil
         let check = APNsNotification(deviceToken: row.deviceToken, payload: row.payload, pushType: type, topic: row.topic, priority: row.priority,
                                      expiration: row.expiration, collapseID: row.collapseID, apnsID: row.apnsID)
         do {

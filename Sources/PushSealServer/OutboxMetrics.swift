@@ -46,6 +46,10 @@ public final class OutboxMetrics: Sendable {
         public var connectionsOpened = 0
         /// Notifications this instance has in flight to APNs now.
         public var inFlight = 0
+        /// Notifications named by a retract request, by result: `queued` (a retract is queued
+        /// for it), `cancelled` (it was still queued: never sent), `refused` (unknown, itself a
+        /// retract, or the retract could not be sealed).
+        public var retracts: [String: Int] = [:]
     }
 
     /// A (status, reason) pair.
@@ -69,6 +73,8 @@ public final class OutboxMetrics: Sendable {
 
     /// A copy of every value now.
     public func snapshot() -> Snapshot { state.withLock { $0 } }
+
+    func retracted(_ result: String) { state.withLock { $0.retracts[result, default: 0] += 1 } }
 
     func itemRefused(code: String) { state.withLock { $0.refusedItems[code, default: 0] += 1 } }
 

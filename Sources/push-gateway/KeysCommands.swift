@@ -10,7 +10,7 @@ struct KeysCreateCommand: OptionsCommand {
     let path = ["keys", "create"]
     let options = GatewayRegistry.options + [
         OptionSpec.value("--name", "NAME", "who or what uses the key (1-128 characters), shown by keys list"),
-        OptionSpec.value("--scope", "SCOPES", "comma-separated: send (POST/GET /v1/notifications), register (POST/DELETE /v1/devices), admin (/metrics with --metrics-key)"),
+        OptionSpec.value("--scope", "SCOPES", "comma-separated: send (POST/GET /v1/notifications, POST …/retract), register (POST/DELETE /v1/devices), admin (/metrics with --metrics-key)"),
     ]
     let help = HelpText(
         overview: "create an API key: 32 random bytes printed once on standard output as psk_ID_SECRET; the registry keeps only its SHA-256, its name and scopes",

@@ -24,21 +24,32 @@ struct GatewayEndToEndTests {
                                                             ("apnsEnvironment", .string("development"))])))
     }
 
-    @Test("POST /v1/devices, POST /v1/notifications, the worker sends to the mock, GET shows accepted; the database holds no plaintext")
-    func registerSendAndTrack() throws {
+    /// A fresh database on the shared PostgreSQL (migrated), its registry under a new KEK, the
+    /// native mock APNs (the caller stops it), the outbox and a worker sending to the mock (not started).
+    static func stack() throws -> (PostgresServer, String, PostgresKeyStore, MockAPNs, Outbox, OutboxWorker) {
         let server = try PostgresServer.sharedServer()
         let cs = try server.createDatabase()
         _ = try PostgresKeyStore.migrate(connectionString: cs)
         let registry = try PostgresKeyStore(connectionString: cs, kek: .generate(), reconnectWaitSeconds: 10)
         let mock = try MockAPNs([:], kind: .native)
-        defer { mock.stop() }
+        do {
+            let outbox = try Outbox(store: ServerStore(store: registry),
+                                    configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: appID), environment: .development))
+            var client = APNsClient.Configuration(endpoint: try mock.endpoint())
+            client.reconnectBaseDelaySeconds = 0.01
+            let worker = try OutboxWorker(outbox: outbox, apns: APNsProviderConfiguration(p8Path: mock.p8Path, keyID: MockAPNs.keyID,
+                                                                                           teamID: MockAPNs.teamID, client: client))
+            return (server, cs, registry, mock, outbox, worker)
+        } catch {
+            mock.stop()
+            throw error
+        }
+    }
 
-        let outbox = try Outbox(store: ServerStore(store: registry),
-                                configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: Self.appID), environment: .development))
-        var client = APNsClient.Configuration(endpoint: try mock.endpoint())
-        client.reconnectBaseDelaySeconds = 0.01
-        let worker = try OutboxWorker(outbox: outbox, apns: APNsProviderConfiguration(p8Path: mock.p8Path, keyID: MockAPNs.keyID,
-                                                                                       teamID: MockAPNs.teamID, client: client))
+    @Test("POST /v1/devices, POST /v1/notifications, the worker sends to the mock, GET shows accepted; the database holds no plaintext")
+    func registerSendAndTrack() throws {
+        let (server, cs, registry, mock, outbox, worker) = try Self.stack()
+        defer { mock.stop() }
         try worker.start()
         var workerDrained = false
         defer { if !workerDrained { worker.drain() } }

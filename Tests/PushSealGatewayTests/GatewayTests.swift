@@ -4,6 +4,7 @@ import PushSealGateway
 import PushSealHTTP
 import PushSealJSON
 import PushSealRegistry
+import PushSealServer
 import PushSealTestSupport
 
 /// A backend that stores in memory and counts what reached it.
@@ -40,6 +41,21 @@ final class MemoryBackend: GatewayBackend, @unchecked Sendable {
             let body = try JSONWriter.serialize(NotificationRequest.answer(submissions, results))
             if let k { idempotent[k] = (bodySHA256, body) }
             return EnqueueAnswer(results: results, body: body, replayed: false)
+        }
+    }
+
+    var retractCalls: Int { lock.withLock { retracts } }
+    private var retracts = 0
+
+    func retract(_ ids: [String], single: Bool, idempotency: (scope: String, key: String)?, requestSHA256: [UInt8]) throws -> RetractAnswer {
+        try lock.withLock {
+            retracts += 1
+            let results: [Outbox.RetractResult] = ids.map { id in
+                queued[id].map { Outbox.RetractResult.queued(target: id, recipient: $0.recipient, retractID: UUID().uuidString.lowercased()) }
+                    ?? Outbox.RetractResult.failed(target: id, recipient: nil, code: "notFound", message: "no notification")
+            }
+            if single, case .failed(_, _, _, let message)? = results.first { throw HTTPError.notFound(message) }
+            return RetractAnswer(results: results, body: Array("{}".utf8), replayed: false)
         }
     }
 
@@ -235,6 +251,31 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         #expect(try f.post("/v1/devices?recipient=r1", key: f.send, json: #"{"registration":{},"apnsDeviceToken":"ab","apnsEnvironment":"development"}"#).status == 403)
         #expect(f.backend.enqueueCalls == 0)
         #expect(f.backend.registeredRecipients.isEmpty)
+    }
+
+    @Test("the retract routes: scope send, a strict batch body (400 before the backend), 404 for an unknown id, the route below /v1/notifications/{id}")
+    func retractRoutesCheckScopeAndBody() throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        let sent = try f.post("/v1/notifications", key: f.send, json: oneNotification)
+        let id = try #require((sent.json?["notifications"] as? [[String: Any]])?.first?["id"] as? String)
+        #expect(try f.post("/v1/notifications/\(id)/retract", key: f.register, json: "", headers: [("Content-Length", "0")]).status == 403)
+        #expect(try f.post("/v1/notifications/retract", key: f.register, json: #"{"ids":["\#(id)"]}"#).status == 403)
+        #expect(try f.post("/v1/notifications/retract", key: nil, json: #"{"ids":["\#(id)"]}"#).status == 401)
+        let tooMany = "{\"ids\":[" + Array(repeating: "\"\(id)\"", count: 101).joined(separator: ",") + "]}"
+        for bad in [#"{"ids":[]}"#, #"{"ids":"x"}"#, #"{"ids":[7]}"#, #"{"ids":[""]}"#, #"{"ids":["a"],"recipient":"b"}"#, #"{}"#, "[1]", tooMany] {
+            let r = try f.post("/v1/notifications/retract", key: f.send, json: bad)
+            #expect(r.status == 400 && r.errorCode == "invalidRequest", "\(bad.prefix(40)): \(r.status) \(r.text)")
+        }
+        #expect(try f.post("/v1/notifications/\(id)/retract", key: f.send, json: #"{"ids":[]}"#).status == 400, "the one-id route takes no body")
+        #expect(f.backend.retractCalls == 0, "nothing reached the backend")
+        let one = try f.post("/v1/notifications/\(id)/retract", key: f.send, json: "", headers: [("Content-Length", "0")])
+        #expect(one.status == 202, "\(one.text)")
+        #expect(try f.post("/v1/notifications/nope/retract", key: f.send, json: "{}").status == 404)
+        let batch = try f.post("/v1/notifications/retract", key: f.send, json: #"{"ids":["\#(id)","nope"]}"#)
+        #expect(batch.status == 202)
+        #expect(f.backend.retractCalls == 3)
+        #expect(try f.get("/v1/notifications/retract", key: f.send).status == 404, "GET reads the notification named retract: none")
     }
 
     @Test func rateLimitAnswers429WithRetryAfter() throws {

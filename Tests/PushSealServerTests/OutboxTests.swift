@@ -204,6 +204,42 @@ struct OutboxTests {
         #expect(try f.outbox.status(id: id3)?.reason == "rowAuthenticationFailed" && mock.answered().count == 1)
     }
 
+    @Test("retract: one background push per recipient (priority 5, no collapse id, kind retract); a caller's id is sealed to its row; a dead instance's retract is requeued")
+    func retractGroupsByRecipientAndIsRequeued() throws {
+        let f = try Fixture(recipients: ["a", "b"])
+        let now = unixTimeMilliseconds()
+        let own = JSONValue.object(JSONObject([("recipient", .string("a")), ("notification", .object(JSONObject([("body", .string("two")), ("id", .string("msg-a2"))])))]))
+        let accepted = try f.outbox.accept([Self.item("a", "one"), own, Self.item("b", "three"), Self.item("a", "four")], idempotency: nil, nowMs: now)
+        let ids = accepted.items.compactMap { if case .queued(let id, _) = $0 { id } else { nil } }
+        try #require(ids.count == 4)
+        #expect(try f.sql("SELECT count(*) FROM pushseal_outbox WHERE device_id_sealed IS NOT NULL") == "1", "only the caller's own id is stored")
+        #expect(try f.sql("SELECT position('msg-a2' in encode(device_id_sealed, 'escape')) FROM pushseal_outbox WHERE id = '\(ids[1])'") == "0")
+        // The fourth row gets the second's sealed id: it opens only in its own row.
+        _ = try f.sql("UPDATE pushseal_outbox SET device_id_sealed = (SELECT device_id_sealed FROM pushseal_outbox WHERE id = '\(ids[1])') WHERE id = '\(ids[3])'")
+        // All four were sent (claimed and completed).
+        let claimed = try f.outbox.rows.claim(owner: "sent", limit: 10, leaseMs: 60_000, nowMs: now)
+        try f.outbox.rows.complete(claimed.map { PostgresOutbox.Completion(id: $0.row.id, status: "accepted", httpStatus: 200, attempts: 1) }, owner: "sent", nowMs: now)
+
+        let done = try f.outbox.retract(ids, single: false, idempotency: nil, nowMs: now)
+        guard case .queued(_, "a", let forA) = done.results[0], case .queued(_, "a", let forA2) = done.results[1],
+              case .queued(_, "b", let forB) = done.results[2], case .failed(_, _, "notRetractable", _) = done.results[3] else {
+            Issue.record("unexpected results: \(done.results)"); return
+        }
+        #expect(forA == forA2 && forA != forB, "one retract per recipient")
+        for r in [forA, forB] {
+            #expect(try f.sql("SELECT kind, push_type, priority, collapse_id IS NULL, status FROM pushseal_outbox WHERE id = '\(r)'") == "retract|background|5|t|queued")
+        }
+        #expect(throws: ServerError.self) { try f.outbox.retract([forA], single: true, idempotency: nil, nowMs: now) }
+        #expect(try f.sql("SELECT count(*) FROM pushseal_outbox WHERE kind = 'retract'") == "2")
+
+        // An instance claims both retracts and dies: they are requeued without a collapse id.
+        let dead = try f.outbox.rows.claim(owner: "dead", limit: 10, leaseMs: 1, nowMs: now - 1000)
+        #expect(dead.count == 2)
+        let reaped = try f.outbox.rows.reap(nowMs: now)
+        #expect(reaped.requeued == 2 && reaped.failed == 0)
+        #expect(try f.outbox.status(id: forA)?.status == "queued")
+    }
+
     /// The outbox-stress helper next to the test binary.
     static var stressBinary: String {
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
