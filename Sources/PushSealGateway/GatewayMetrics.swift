@@ -24,7 +24,7 @@ public final class GatewayMetrics: Sendable {
     public static func isKnownReason(_ reason: String) -> Bool { APNsReason.isKnown(reason) || gatewayReasons.contains(reason) }
 
     /// The outbox's own final reasons (docs/outbox.md), and `""` for none.
-    public static let gatewayReasons: Set<String> = ["", "cancelled", "retracted", "expired", "rowAuthenticationFailed", "connection"]
+    public static let gatewayReasons: Set<String> = ["", "cancelled", "retracted", "forgotten", "expired", "rowAuthenticationFailed", "connection"]
 
     private struct RequestKey: Hashable { var route: String; var status: Int }
     private let requests = Locked<[RequestKey: UInt64]>([:])

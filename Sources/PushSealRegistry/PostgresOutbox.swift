@@ -505,7 +505,7 @@ public final class PostgresOutbox: Sendable {
                       createdAtMs: try rows.int(0, 10) ?? 0, updatedAtMs: try rows.int(0, 11) ?? 0, finishedAtMs: try rows.int(0, 12))
     }
 
-    /// Ends the queued notifications of a recipient unsent (`failed`, reason `cancelled`):
+    /// Ends the queued notifications of a recipient unsent (`cancelled`, reason `forgotten`):
     /// `DELETE /v1/devices/{recipient}`. Rows already being sent finish.
     /// - Returns: how many were cancelled.
     /// - Throws: `RegistryError`.
@@ -513,7 +513,7 @@ public final class PostgresOutbox: Sendable {
     public func cancelQueued(appID: String, recipient: String, nowMs: Int64) throws -> Int {
         try pool.run { c in
             try c.exec("""
-                UPDATE pushseal_outbox SET status = 'failed', reason = 'cancelled', updated_at = $3, finished_at = $3
+                UPDATE pushseal_outbox SET status = 'cancelled', reason = 'forgotten', updated_at = $3, finished_at = $3
                 WHERE app_id = $1 AND recipient = $2 AND status = 'queued'
                 """, [.text(appID), .text(recipient), .int(nowMs)]).affected
         }

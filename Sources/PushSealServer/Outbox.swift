@@ -296,7 +296,7 @@ public final class Outbox: Sendable {
         try rows.queueStatistics(nowMs: nowMs)
     }
 
-    /// Ends the queued notifications of `recipient` unsent (`failed`, reason `cancelled`).
+    /// Ends the queued notifications of `recipient` unsent (`cancelled`, reason `forgotten`).
     /// - Returns: how many.
     /// - Throws: `RegistryError`.
     @discardableResult

@@ -98,7 +98,7 @@ struct OutboxTests {
 
         // Cancel a recipient's queued notifications.
         #expect(try f.outbox.cancel(recipient: "alice", nowMs: unixTimeMilliseconds()) == 2)
-        #expect(try f.outbox.status(id: aliceID)?.status == "failed" && f.outbox.status(id: aliceID)?.reason == "cancelled")
+        #expect(try f.outbox.status(id: aliceID)?.status == "cancelled" && f.outbox.status(id: aliceID)?.reason == "forgotten")
     }
 
     @Test("two workers send every row once; a 410 removes the token in the outcome's transaction; past TTL is expired unsent")
