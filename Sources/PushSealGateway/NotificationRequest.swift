@@ -1,5 +1,6 @@
 import PushSealHTTP
 public import PushSealJSON
+import PushSealServer
 
 /// The body of `POST /v1/notifications` read strictly: one submission object, or
 /// `{"notifications": [ … ]}` with 1 to ``maxCount`` of them; any unknown member, wrong type
@@ -36,11 +37,24 @@ public enum NotificationRequest {
         if let unknown = o.members.first(where: { !members.contains($0.key) }) {
             throw HTTPError.invalid("unknown member \(unknown.key.debugDescription)", field: field(unknown.key))
         }
-        guard case .string(let recipient)? = o["recipient"], !recipient.isEmpty, recipient.utf8.count <= 256 else {
-            throw HTTPError.invalid("recipient must be a non-empty string of at most 256 bytes", field: field("recipient"))
+        // The registry's rule for a recipient (POST /v1/devices keeps the same).
+        guard case .string(let recipient)? = o["recipient"], (try? KeyID.validateRecipient(recipient)) != nil else {
+            throw HTTPError.invalid("recipient must be a string of 1 to 255 bytes without control characters or /", field: field("recipient"))
         }
         guard case .object(let notification)? = o["notification"] else {
             throw HTTPError.invalid("notification must be an object (the notification JSON push-seal takes)", field: field("notification"))
+        }
+        // A retract names notifications the gateway accepted: POST /v1/notifications/{id}/retract
+        // checks them (404, 409) and counts it; it is never a notification of this route.
+        if let member = ["kind", "ids"].first(where: { notification[$0] != nil }) {
+            throw HTTPError.invalid("notification.\(member) is not taken here: retract through POST /v1/notifications/{id}/retract or POST /v1/notifications/retract",
+                                    field: field("notification.\(member)"))
+        }
+        // The id the phone records and a retract names: 1 to 256 bytes, as a retract's ids are (FORMAT.md §5.1).
+        if let v = notification["id"], v != .null {
+            guard case .string(let id) = v, (1...256).contains(id.utf8.count) else {
+                throw HTTPError.invalid("notification.id must be a string of 1 to 256 bytes (or absent: the gateway's id is used)", field: field("notification.id"))
+            }
         }
         var s = NotificationSubmission(recipient: recipient, notification: notification)
         s.item = value

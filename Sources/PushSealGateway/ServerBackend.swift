@@ -109,8 +109,8 @@ public final class ServerBackend: GatewayBackend {
             return (recipient, done.added)
         } catch let e as KeysError where e.code == .duplicateKeyID || e.code == .invalidName || e.code == .timeOutOfRange {
             throw HTTPError(409, "registrationConflict", e.reason)
-        } catch let e as KeysError where e.code.name == "staleRegistration" {
-            throw HTTPError(409, "staleRegistration", e.reason)
+        } catch let e as KeysError where e.code == .staleRegistration || e.code == .registrationRevoked {
+            throw HTTPError(409, e.code.name, e.reason)
         }
     }
 

@@ -117,6 +117,10 @@ extension ErrorCode<KeysError> {
     /// after the server's clock (security review G8: it would become primary and refuse the
     /// real device's later uploads as stale): refused.
     public static var futureRegistration: Self { Self("futureRegistration") }
+    /// The record of a registration that was revoked (`registration revoke`, `DELETE
+    /// /v1/devices`): a revoked registration never becomes current again; the app makes a new
+    /// device key.
+    public static var registrationRevoked: Self { Self("registrationRevoked") }
 }
 
 extension DeviceRegistration {

@@ -7,8 +7,8 @@ import PushSealDeviceKeys
 /// changes the list and returns its audit changes; none means nothing changed (save nothing).
 extension V2KeyList {
     /// Adds `registration` as the primary; the former primary becomes `decryptOnly` at `now`.
-    /// The same key id and key again changes nothing.
-    /// - Throws: `KeysError` `.duplicateKeyID`, `.staleRegistration`, `.futureRegistration`
+    /// The same key id and key again changes nothing, unless that registration was revoked.
+    /// - Throws: `KeysError` `.duplicateKeyID`, `.registrationRevoked`, `.staleRegistration`, `.futureRegistration`
     ///   (`createdAt` more than 5 minutes after `now`).
     public mutating func register(_ registration: DeviceRegistration, now: Int64) throws -> [KeysetChange] {
         try DeviceRegistration.checkNotFuture(keyID: registration.keyID, createdAt: registration.createdAt, now: now)
@@ -16,6 +16,12 @@ extension V2KeyList {
         if let same = entries.first(where: { $0.keyID == registration.keyID }) {
             guard same.publicKey == raw else {
                 throw KeysError(.duplicateKeyID, "recipient \(owner) of \(appID) already has a registration \(registration.keyID) with another public key")
+            }
+            // A revoked registration never comes back (logout, a forgotten installation, a
+            // stolen phone): the same record again is refused, not "unchanged".
+            guard same.status != .disabled else {
+                throw KeysError(.registrationRevoked,
+                    "registration \(registration.keyID) of recipient \(owner) of \(appID) was revoked: the app must make a new device key and register that")
             }
             return []
         }

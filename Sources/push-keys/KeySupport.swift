@@ -213,7 +213,7 @@ func keyMapErrors<R>(_ body: () throws -> R) throws -> R {
             if e.code == .unknownKeyset { hint = "run 'push-keys list --keychain DIR' to see the keysets, or 'push-keys generate' to create one" }
         case .keysetExists: exit = .cannotCreate
         case .malformedRecord, .wrongAppID, .duplicateKeyID, .corruptKeyset, .keysetRolledBack, .corruptKey, .lowOrderPoint,
-             .lowOrderPublicKey, .staleRegistration, .futureRegistration: exit = .dataError
+             .lowOrderPublicKey, .staleRegistration, .futureRegistration, .registrationRevoked: exit = .dataError
         case .sealCountInUse: exit = .dataError; hint = "seal with the key in one store only; if the other store has stopped sealing with it for good, import again with --accept-seal-count (keys.md: one key, one sealing store)"
         case .invalidName, .noSharedAccessGroup, .timeOutOfRange: exit = .usage
         case .io: exit = .ioError

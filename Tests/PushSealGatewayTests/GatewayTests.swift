@@ -216,6 +216,14 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         ("empty batch", #"{"notifications":[]}"#, 400, "invalidRequest"),
         ("batch extra member", #"{"notifications":[{"recipient":"a","notification":{}}],"x":1}"#, 400, "invalidRequest"),
         ("duplicate key", #"{"recipient":"a","recipient":"b","notification":{}}"#, 400, "malformedJSON"),
+        // A newcomer's trial: these reached the database and failed the whole batch with a 500.
+        ("empty id", #"{"recipient":"a","notification":{"body":"x","id":""}}"#, 400, "invalidRequest"),
+        ("id over 256 bytes", #"{"recipient":"a","notification":{"body":"x","id":"\#(String(repeating: "i", count: 257))"}}"#, 400, "invalidRequest"),
+        ("id not a string", #"{"recipient":"a","notification":{"body":"x","id":7}}"#, 400, "invalidRequest"),
+        ("a retract on the send route", #"{"recipient":"a","notification":{"kind":"retract","ids":["m1"]}}"#, 400, "invalidRequest"),
+        ("ids on the send route", #"{"recipient":"a","notification":{"body":"x","ids":["m1"]}}"#, 400, "invalidRequest"),
+        ("recipient with a slash", #"{"recipient":"a/b","notification":{"body":"x"}}"#, 400, "invalidRequest"),
+        ("recipient with a NUL", #"{"recipient":"a\u0000b","notification":{"body":"x"}}"#, 400, "invalidRequest"),
     ] as [(String, String, Int, String)])
     func badSendBodies(_ name: String, _ body: String, _ status: Int, _ code: String) throws {
         let f = try Fixture()

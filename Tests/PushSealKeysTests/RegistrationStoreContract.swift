@@ -123,7 +123,10 @@ enum RegistrationStoreContract {
         #expect(revoked.status == .disabled && revoked.supersededAt == now + 1)
         #expect(try store.revokeRegistration(appID: appID, recipient: "alice", keyID: r1.keyID, now: now + 2) == revoked)
         #expect(throws: KeysError(.noPrimaryKey, "")) { try store.sealingRegistration(appID: appID, recipient: "alice") }
-        // The app registers again: sealed to from then on.
+        // The revoked record uploaded again is refused, not "unchanged" (it stays revoked).
+        #expect(throws: KeysError(.registrationRevoked, "")) { try store.register(r1, recipient: "alice", now: now + 2) }
+        #expect(throws: KeysError(.noPrimaryKey, "")) { try store.sealingRegistration(appID: appID, recipient: "alice") }
+        // The app registers again with a new key: sealed to from then on.
         let r2 = try registration(now + 3)
         try store.register(r2, recipient: "alice", now: now + 3)
         #expect(try store.sealingRegistration(appID: appID, recipient: "alice").keyID == r2.keyID)
