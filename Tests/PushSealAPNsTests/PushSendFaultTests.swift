@@ -269,7 +269,7 @@ struct PushSendFaultTests {
         // with requests in its own output buffer. Each line's body carries "n": LINE, which the
         // proxy reads from the HTTP/2 frames (it ends the TLS itself) to list every request whose
         // END_STREAM the client wrote to the socket before the drop.
-        let count = 6000, dropped = 3
+        let count = 3300, dropped = 3
         let voip = MockAPNs.topic + ".voip"
         let mock = try MockAPNs(["topics": [MockAPNs.topic, voip]])
         let report = mock.directory.appendingPathComponent("proxy-report.jsonl").path
@@ -279,7 +279,7 @@ struct PushSendFaultTests {
             "{\"line\":\(n),\"payload\":{\"aps\":{},\"n\":\(n),\"pad\":\"\(pad)\"},\"headers\":{\"apns-push-type\":\"voip\",\"apns-topic\":\"\(voip)\",\"apns-priority\":\"10\"},\"deviceToken\":\"\(token(n))\"}\n"
         }.joined()
         let args = ["--p8", mock.p8Path, "--key-id", MockAPNs.keyID, "--team-id", MockAPNs.teamID, "--host", "127.0.0.1:\(proxy.port)",
-                    "--ca-file", mock.caFile, "--retry-delay", "10", "--timeout", "60", "--in-flight", "4000", "-"]
+                    "--ca-file", mock.caFile, "--retry-delay", "10", "--timeout", "60", "--in-flight", "3000", "-"]
         let r = try Guarded.run(args, stdin: input, deadlineSeconds: 240)
         // The proxy writes a connection's line once it has read all the client wrote there.
         for _ in 0..<3000 where Guarded.objects(report).count < dropped { usleep(10_000) }
@@ -291,8 +291,10 @@ struct PushSendFaultTests {
         #expect(lines.count == count && Set(lines).count == count, "every line ends exactly once")
         let delivered = Set(outcomes.filter { $0["reason"] as? String == "mayHaveBeenDelivered" }.compactMap { $0["line"] as? Int })
         let accepted = outcomes.filter { $0["outcome"] as? String == "accepted" }
-        #expect(delivered.count + accepted.count == count, "every other line accepted: exit \(r.status): \(r.stderr)")
         let reports = Guarded.objects(report)
+        let attempts = Dictionary(grouping: outcomes, by: { "\($0["reason"] as? String ?? "accepted") \($0["attempts"] as? Int ?? 0)" }).mapValues(\.count)
+        #expect(delivered.count + accepted.count == count,
+                "every other line accepted: exit \(r.status), \(r.stderr); by reason and attempts \(attempts); proxy \(reports.map { $0.filter { $0.key != "endStreams" } })")
         #expect(reports.count == dropped, "\(reports)")
         let written = Set(reports.flatMap { $0["endStreams"] as? [Int] ?? [] })
         // The client blocked with requests it had not written: they were retried, not failed.
