@@ -109,47 +109,95 @@ extension DeviceKeyItem {
         return entries
     }
 
-    /// Rotates the app's v2 device key on the device: a new key pair becomes primary, and every
-    /// older pending or primary v2 key becomes `decryptOnly` with `retiredAt = now` and
-    /// `notAfter = now + grace`, so a message sealed to an older key before the rotation still
-    /// opens until then (and one sealed after it does not: `keys:keyRetired`). The app uploads
-    /// the new registration record; ``prune(appID:in:accessGroup:now:graceSeconds:)`` deletes
-    /// the old keys after the grace window. Also the first key when the app has none.
+    /// Rotates the app's v2 device key on the device, step one of two (the iOS reference's
+    /// `rotate`/`makeDeviceKey`; security review G13): the new key pair is stored `pending`
+    /// while the app holds a pending or primary v2 key (`primary` when it holds none, the first
+    /// key). Nothing is retired: the older key stays primary and opens everything the server
+    /// seals to the old registration until the app has uploaded the new registration record
+    /// and the server accepted it; then ``promote(keyID:appID:in:accessGroup:now:graceSeconds:)``
+    /// makes the new key primary and retires the older ones. A pending key opens too, so a
+    /// message sealed to the new registration before the promote is read.
     /// - Parameters:
     ///   - key: the new private key.
     ///   - keyID: its key id (1–64 of `A-Z a-z 0-9 _ -`), not held yet.
     ///   - appID, keychain, accessGroup: as ``store(_:keyID:appID:in:accessGroup:now:)``.
-    ///   - now: Unix seconds (UTC).
-    ///   - graceSeconds: the grace window, seconds (`now + grace` within ``KeyTime/maxTimeSeconds``).
-    /// - Returns: the new item's attributes and the key ids retired.
+    ///   - now: Unix seconds (UTC), the new key's `createdAt`.
+    /// - Returns: the new item's attributes and its status (`pending`, or `primary` for a first key).
     /// - Throws: `KeysError` `.invalidName`, `.duplicateKeyID` (the key id is held), `.timeOutOfRange`,
     ///   `.corruptKey` (an older v2 item is damaged: nothing changed); `KeychainError`.
     public static func rotate(to key: X25519.PrivateKey, keyID: String, appID: String, in keychain: Keychain, accessGroup: String?,
-                              now: Int64, graceSeconds: Int64) throws -> (item: ItemAttributes, retired: [String]) {
+                              now: Int64) throws -> (item: ItemAttributes, status: KeyStatus) {
+        try KeyID.validate(keyID)
+        try KeyID.validateAppID(appID)
+        try KeyTime.checkTime(now)
+        let usable = try usableV2Keys(appID: appID, in: keychain, accessGroup: accessGroup, refusing: keyID)
+        let status: KeyStatus = usable.isEmpty ? .primary : .pending
+        let record = try DeviceKeyRecord(kind: .v2DeviceKey, status: status, createdAt: now, key: key.rawRepresentation).encoded()
+        let item = try written(try writeItem(.v2DeviceKey, keyID: keyID, appID: appID, data: record, in: keychain, accessGroup: accessGroup,
+                                             mustBeNew: true))
+        return (item, status)
+    }
+
+    /// Rotation, step two (the iOS reference's `promote`; security review G13): run once the
+    /// server accepted the registration of `keyID`. Every other pending or primary v2 key
+    /// becomes `decryptOnly` with `retiredAt = now` and `notAfter = now + grace` — a message
+    /// sealed to it before `now` still opens until then, one sealed after it falls back
+    /// (`keys:keyRetired`) — and then `keyID` becomes primary (in that order, as the reference:
+    /// a crash in between leaves `keyID` pending, which opens, and running promote again
+    /// finishes). Promoting the primary again changes nothing (`promoted` false) but retires a
+    /// second primary left by an interrupted older rotation; a pending key made since stays pending.
+    /// - Parameters:
+    ///   - keyID: a pending (or the primary) v2 device key of `appID`.
+    ///   - appID, keychain, accessGroup: as ``store(_:keyID:appID:in:accessGroup:now:)``.
+    ///   - now: Unix seconds (UTC).
+    ///   - graceSeconds: the grace window, seconds (`now + grace` within ``KeyTime/maxTimeSeconds``).
+    /// - Returns: whether `keyID` changed to primary, and the key ids retired.
+    /// - Throws: `KeysError` `.invalidName`, `.timeOutOfRange`; `.unknownKey` (no v2 device key
+    ///   `keyID`); `.invalidState` (`keyID` is decryptOnly or disabled: a retired key never
+    ///   becomes primary again); `.corruptKey` (a v2 item is damaged: nothing changed); `KeychainError`.
+    public static func promote(keyID: String, appID: String, in keychain: Keychain, accessGroup: String?,
+                               now: Int64, graceSeconds: Int64) throws -> (promoted: Bool, retired: [String]) {
         try KeyID.validate(keyID)
         try KeyID.validateAppID(appID)
         let notAfter = try KeyTime.time(now, plus: graceSeconds, named: "the grace window")
+        guard var new = try DeviceKeyring(keychain: keychain, accessGroup: accessGroup).record(.v2DeviceKey, keyID: keyID, appID: appID) else {
+            throw KeysError(.unknownKey, "\(appID) holds no v2 device key \(keyID)")
+        }
+        guard new.status == .pending || new.status == .primary else {
+            throw KeysError(.invalidState, "the v2 device key \(keyID) of \(appID) is \(new.status.rawValue), not pending: a retired or revoked key never becomes primary again")
+        }
+        let wasPrimary = new.status == .primary
+        let others = try usableV2Keys(appID: appID, in: keychain, accessGroup: accessGroup, refusing: nil)
+            .filter { $0.0 != keyID && (!wasPrimary || $0.1.status == .primary) }
+        for (oldID, var record) in others {
+            record.status = .decryptOnly
+            record.retiredAt = now
+            record.notAfter = notAfter
+            try writeItem(.v2DeviceKey, keyID: oldID, appID: appID, data: try record.encoded(), in: keychain, accessGroup: accessGroup)
+        }
+        if !wasPrimary {
+            new.status = .primary
+            try writeItem(.v2DeviceKey, keyID: keyID, appID: appID, data: try new.encoded(), in: keychain, accessGroup: accessGroup)
+        }
+        return (!wasPrimary, others.map(\.0))
+    }
+
+    /// The app's pending and primary v2 device keys with their records, by key id.
+    /// - Parameter refusing: a key id that must not be held yet (`.duplicateKeyID`), or nil.
+    /// - Throws: `KeysError` `.duplicateKeyID`, `.corruptKey` (a damaged v2 item); `KeychainError`.
+    static func usableV2Keys(appID: String, in keychain: Keychain, accessGroup: String?,
+                             refusing: String?) throws -> [(String, DeviceKeyRecord)] {
         let keyring = DeviceKeyring(keychain: keychain, accessGroup: accessGroup)
         var current: [(String, DeviceKeyRecord)] = []
         for entry in try list(appID: appID, in: keychain, accessGroup: accessGroup) where entry.kind != .senderKey {
-            if entry.keyID == keyID { throw KeysError(.duplicateKeyID, "\(appID) already holds a device key \(keyID)") }
+            if entry.keyID == refusing { throw KeysError(.duplicateKeyID, "\(appID) already holds a device key \(entry.keyID)") }
             guard entry.kind == .v2DeviceKey else { continue }
             if entry.damaged { throw KeysError(.corruptKey, "the v2 device key item \(entry.keyID) of \(appID) is damaged; nothing changed") }
             if let record = try keyring.record(.v2DeviceKey, keyID: entry.keyID, appID: appID), record.status == .pending || record.status == .primary {
                 current.append((entry.keyID, record))
             }
         }
-        // The new key first: a crash before the old ones are retired leaves two usable keys, never none.
-        let new = try DeviceKeyRecord(kind: .v2DeviceKey, status: .primary, createdAt: now, key: key.rawRepresentation).encoded()
-        let item = try written(try writeItem(.v2DeviceKey, keyID: keyID, appID: appID, data: new, in: keychain, accessGroup: accessGroup,
-                                             mustBeNew: true))
-        for (oldID, var record) in current {
-            record.status = .decryptOnly
-            record.retiredAt = now
-            record.notAfter = notAfter
-            try writeItem(.v2DeviceKey, keyID: oldID, appID: appID, data: try record.encoded(), in: keychain, accessGroup: item.accessGroup)
-        }
-        return (item, current.map(\.0))
+        return current
     }
 
     /// Deletes the app's v1 and v2 device key items whose grace window is over — decryptOnly

@@ -72,7 +72,7 @@ enum DeviceCommands {
                     try DeviceKeyItem.store(key, keyID: keyID, appID: appID, in: kc, accessGroup: group, now: createdAt)
                 }
             } catch let e as CLIError where e.code == "keysetExists" {
-                throw CLIError(code: e.code, e.message, hint: "one v2 device key per app and access group: a new key is a rotation ('push-keys device rotate'); 'push-keys device list' shows the keys", exitCode: .cannotCreate)
+                throw CLIError(code: e.code, e.message, hint: "one v2 device key per app and access group: a new key is a rotation ('push-keys device rotate', then 'push-keys device promote' once the server accepted it); 'push-keys device list' shows the keys", exitCode: .cannotCreate)
             }
             let record = DeviceKeyItem.registrationRecord(appID: appID, keyID: keyID, publicKey: key.publicKey, createdAt: createdAt)
             if context.json {

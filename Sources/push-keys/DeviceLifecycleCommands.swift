@@ -7,10 +7,11 @@ import PushSealDeviceKeys
 import PushSealSystem
 import PushSealWire
 
-/// `push-keys device rotate` / `prune` / `pin-sender` / `list`: the rest of the device key's
-/// life in the one layout (docs/keychain.md "Device key items").
+/// `push-keys device rotate` / `promote` / `prune` / `pin-sender` / `list`: the rest of the
+/// device key's life in the one layout (docs/keychain.md "Device key items").
 enum DeviceLifecycleCommands {
-    static let all: [any Command] = [DeviceRotateCommand(), DevicePruneCommand(), DevicePinSenderCommand(), DeviceListCommand()]
+    static let all: [any Command] = [DeviceRotateCommand(), DevicePromoteCommand(), DevicePruneCommand(), DevicePinSenderCommand(),
+                                     DeviceListCommand()]
 
     /// The options every device command has: the keychain, the app's identity, `--app-id`, `--now`.
     static let base: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
@@ -59,34 +60,32 @@ enum DeviceLifecycleCommands {
     }
 }
 
-/// `push-keys device rotate`: a new v2 key pair, older ones decryptOnly for the grace window.
+/// `push-keys device rotate`: a new v2 key pair, pending until `device promote` (security review G13).
 struct DeviceRotateCommand: OptionsCommand {
     let path = ["device", "rotate"]
     let options: [OptionSpec] = DeviceLifecycleCommands.base + [
         .value("--key-id", "ID", "the new key's id (default: the first 16 characters of base64url(SHA-256(public key)), FORMAT.md §V.6)"),
-        KeyOptions.grace("grace window of the older v2 keys: they open messages sealed before the rotation until now + grace"),
     ]
     let help = HelpText(
-        overview: "rotate the app's v2 (HPKE) device key on the device: make a new key pair (primary), turn every older pending or primary v2 key decryptOnly (retiredAt now, notAfter now + grace), and print the new registration record for the app to upload",
-        usage: ["push-keys device rotate --keychain DIR IDENTITY --app-id APP [--key-id ID] [--grace DURATION] [--now UNIX] [--json]"],
+        overview: "rotate the app's v2 (HPKE) device key on the device, step one: make a new key pair, pending while the app holds a pending or primary v2 key (primary when it holds none), and print its registration record for the app to upload; the older key stays primary until 'push-keys device promote' after the server accepted the record",
+        usage: ["push-keys device rotate --keychain DIR IDENTITY --app-id APP [--key-id ID] [--now UNIX] [--json]"],
         examples: [
             "push-keys device rotate --keychain device-kc --entitlements app.json --app-id com.example.app > registration.json",
-            "push-keys device rotate --keychain device-kc --entitlements app.json --app-id com.example.app --grace 14d --json",
+            "push-keys device rotate --keychain device-kc --entitlements app.json --app-id com.example.app --json",
         ],
-        exitCodes: DeviceLifecycleCommands.exitCodes(checked: "an --app-id, --key-id, --grace or --now", dataError: "an older v2 device key item is damaged (corruptKey; nothing changed); the key id already held (duplicateKeyID)",
+        exitCodes: DeviceLifecycleCommands.exitCodes(checked: "an --app-id, --key-id or --now", dataError: "an older v2 device key item is damaged (corruptKey; nothing changed); the key id already held (duplicateKeyID)",
                                                      noInput: "the entitlements file missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
-            OUTPUT: the new registration record, one JSON line (as device generate); with --json: {"registration": record, "item": attributes, "retired": [key ids]}. A message sealed to an older key before the rotation opens until notAfter; one sealed after it falls back (keys:keyRetired). Run 'push-keys device prune' after the grace window to delete the old private keys. The iOS reference does the same in two steps (makeDeviceKey as pending, promote once the server accepted the record: Examples/iOS/Sources/PushSealDevice/PushSealDeviceKeys.swift).
+            OUTPUT: the new registration record, one JSON line (as device generate); with --json: {"registration": record, "item": attributes, "status": "pending" or "primary"}. Rotation takes two steps, as in the iOS reference (makeDeviceKey as pending, promote once the server accepted the record: Examples/iOS/Sources/PushSealDevice/PushSealDeviceKeys.swift; security review G13): upload the record (push-keys register on the server, or the app's registration request, POST /v1/devices), then run 'push-keys device promote --key-id ID'. Until then nothing is retired: the older key opens everything sealed to the old registration, and the pending key opens what the server already seals to the new one. Running rotate again before a promote adds another pending key; promote retires every other one.
             """
     )
 
     struct Options: CommandOptions {
-        let base: DeviceLifecycleCommands.Base, keyID: String?, grace: Int64
+        let base: DeviceLifecycleCommands.Base, keyID: String?
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             base = try DeviceLifecycleCommands.Base(parsing: a)
             keyID = a.value("--key-id")
-            grace = try keyGrace(a, now: base.now)
         }
         func validate() throws {
             try base.validate()
@@ -98,13 +97,76 @@ struct DeviceRotateCommand: OptionsCommand {
         let (kc, group) = try o.base.caller.open()
         let key = try X25519.PrivateKey()
         let keyID = try o.keyID ?? DeviceKeyItem.keyID(for: key.publicKey)
-        let (item, retired) = try keyMapErrors {
-            try DeviceKeyItem.rotate(to: key, keyID: keyID, appID: o.base.appID, in: kc, accessGroup: group, now: o.base.now, graceSeconds: o.grace)
+        let (item, status) = try keyMapErrors {
+            try DeviceKeyItem.rotate(to: key, keyID: keyID, appID: o.base.appID, in: kc, accessGroup: group, now: o.base.now)
         }
         let record = DeviceKeyItem.registrationRecord(appID: o.base.appID, keyID: keyID, publicKey: key.publicKey, createdAt: o.base.now)
         return DeviceLifecycleCommands.output(context, json: {
-            JSONObject([("registration", .object(record)), ("item", .object(KeychainCommands.json(item))), ("retired", .array(retired.map { .string($0) }))])
+            JSONObject([("registration", .object(record)), ("item", .object(KeychainCommands.json(item))), ("status", .string(status.rawValue))])
         }, text: { Output.json(.object(record)) + "\n" })
+    }
+}
+
+/// `push-keys device promote --key-id ID`: rotation, step two, once the server accepted the
+/// new registration: ID primary, the older v2 keys decryptOnly for the grace window (G13).
+struct DevicePromoteCommand: OptionsCommand {
+    let path = ["device", "promote"]
+    let options: [OptionSpec] = DeviceLifecycleCommands.base + [
+        .value("--key-id", "ID", "the pending v2 device key to make primary (required): the keyId of the registration record the server accepted"),
+        KeyOptions.grace("grace window of the older v2 keys: they open messages sealed before the promote until now + grace"),
+    ]
+    let help = HelpText(
+        overview: "rotate the app's v2 (HPKE) device key on the device, step two, once the server accepted the new registration record: make the pending key ID primary and turn every other pending or primary v2 key decryptOnly (retiredAt now, notAfter now + grace); idempotent",
+        usage: ["push-keys device promote --keychain DIR IDENTITY --app-id APP --key-id ID [--grace DURATION] [--now UNIX] [--json]"],
+        examples: [
+            "push-keys device promote --keychain device-kc --entitlements app.json --app-id com.example.app --key-id qPrTVOU9vBHbDH0W",
+            "push-keys device promote --keychain device-kc --entitlements app.json --app-id com.example.app --key-id qPrTVOU9vBHbDH0W --grace 14d --json",
+        ],
+        exitCodes: DeviceLifecycleCommands.exitCodes(
+            checked: "no --key-id; an --app-id, --key-id, --grace or --now",
+            dataError: "ID is decryptOnly or disabled (invalidState: a retired or revoked key never becomes primary again; nothing changed); a v2 device key item is damaged (corruptKey; nothing changed)",
+            noInput: "the entitlements file missing; no v2 device key ID for APP (unknownKey)"),
+        notes: KeychainCommands.identityNote + "\n\n" + """
+            OUTPUT: the primary key id, one line; with --json: {"appId", "keyId", "promoted" (false: ID was already primary), "retired": [key ids]}. A message sealed to a retired key before the promote opens until its notAfter; one sealed after it falls back (keys:keyRetired). Run it only once the server accepted the registration of ID (push-keys register, or a 2xx answer to the app's registration request): from then on the server seals to ID. Promoting the primary again changes nothing (a note on stderr says so; it only retires a second primary an interrupted older rotation left) and leaves a newer pending key pending. Run 'push-keys device prune' after the grace window to delete the retired private keys.
+            """
+    )
+
+    struct Options: CommandOptions {
+        let base: DeviceLifecycleCommands.Base, keyID: String, grace: Int64
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            base = try DeviceLifecycleCommands.Base(parsing: a)
+            keyID = try a.required("--key-id", "ID")
+            grace = try keyGrace(a, now: base.now)
+        }
+        func validate() throws {
+            try base.validate()
+            try keyUsageErrors { try KeyID.validate(keyID) }
+        }
+    }
+
+    func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
+        let (kc, group) = try o.base.caller.open()
+        let (promoted, retired): (Bool, [String])
+        do {
+            (promoted, retired) = try keyMapErrors {
+                try DeviceKeyItem.promote(keyID: o.keyID, appID: o.base.appID, in: kc, accessGroup: group, now: o.base.now, graceSeconds: o.grace)
+            }
+        } catch let e as CLIError where e.code == "unknownKey" {
+            throw CLIError(code: e.code, e.message, hint: "run 'push-keys device list' to see the app's keys; a new key comes from 'push-keys device rotate'",
+                           exitCode: .noInput)
+        } catch let e as CLIError where e.code == "invalidState" {
+            throw CLIError(code: e.code, e.message, hint: "promote the pending key of the last 'push-keys device rotate' (see 'push-keys device list'), or rotate again",
+                           exitCode: .dataError)
+        }
+        if !promoted && !context.json {
+            let what = retired.isEmpty ? "nothing changed" : "retired the other primary " + retired.joined(separator: " ")
+            Output.stderr("push-keys: \(o.keyID) is already the primary v2 device key of \(o.base.appID); \(what)\n")
+        }
+        return DeviceLifecycleCommands.output(context, json: {
+            JSONObject([("appId", .string(o.base.appID)), ("keyId", .string(o.keyID)), ("promoted", .bool(promoted)),
+                        ("retired", .array(retired.map { .string($0) }))])
+        }, text: { o.keyID + "\n" })
     }
 }
 

@@ -5,8 +5,8 @@ import PushSealSystem
 import PushSealTestSupport
 import PushSealWire
 
-/// The device side of v2 through the built tools: `push-keys device generate / rotate / prune /
-/// pin-sender / list` write the items of docs/keychain.md "Device key items", and `push-open`
+/// The device side of v2 through the built tools: `push-keys device generate / rotate / promote /
+/// prune / pin-sender / list` write the items of docs/keychain.md "Device key items", and `push-open`
 /// (the real host and extension) opens from them, with no key file and no interim option.
 @Suite(.serialized) struct DeviceKeyLifecycleCLITests {
     static let app = "com.example.app"
@@ -92,12 +92,16 @@ import PushSealWire
         let oldID = try #require(first["keyId"] as? String)
         // Sealed to the first key before the rotation, delivered after it.
         let inFlight = try Self.seal(to: first, iat: Self.t0 + 10)
-        let rotated = try Self.device("rotate", ["--grace", "1h", "--json"], now: Self.t0 + 20, in: dir)
+        let rotated = try Self.device("rotate", ["--json"], now: Self.t0 + 15, in: dir)
         #expect(rotated.status == 0, "\(rotated.stderr)")
+        #expect(rotated.json["status"] as? String == "pending")
         let second = try #require(rotated.json["registration"] as? [String: Any])
         let newID = try #require(second["keyId"] as? String)
         #expect(newID != oldID)
-        #expect(rotated.json["retired"] as? [String] == [oldID])
+        // The server accepted the new registration: promote it (retiredAt = t0 + 20).
+        let promoted = try Self.device("promote", ["--key-id", newID, "--grace", "1h", "--json"], now: Self.t0 + 20, in: dir)
+        #expect(promoted.status == 0, "\(promoted.stderr)")
+        #expect(promoted.json["retired"] as? [String] == [oldID] && promoted.json["promoted"] as? Bool == true, "\(promoted.stdout)")
         #expect(try Self.open(inFlight, now: Self.t0 + 30, in: dir).json["outcome"] as? String == "decrypted")
         #expect(try Self.open(try Self.seal(to: second, iat: Self.t0 + 25), now: Self.t0 + 30, in: dir).json["outcome"] as? String == "decrypted")
         // The old key vouches only for what was sealed before its retirement.
@@ -123,6 +127,84 @@ import PushSealWire
         let twice = try Self.device("generate", now: Self.t0, in: dir)
         #expect(twice.status == 73)
         #expect(twice.stderr.contains("push-keys device rotate"))
+    }
+
+    /// Security review G13: `device rotate` keeps the old key primary until `device promote`,
+    /// run once the server accepted the new registration. In between, the server (which still
+    /// has only the old registration) seals to the old key and the phone shows the text, not the
+    /// fallback (`keys:keyRetired` before the fix); a payload sealed to the new registration
+    /// opens with the pending key; after the promote the old key is decryptOnly as before.
+    @Test func rotationKeepsTheOldKeyPrimaryUntilTheServerAcceptedTheNewRegistration() throws {
+        let dir = try Self.setUp()
+        defer { dir.remove() }
+        func register(_ record: String, now: Int64) throws -> PushOpenCLITests.Result {
+            try Self.keys(["register", "--keychain", "srv", "--recipient", "alice", "--app-id", Self.app, "--now", String(now), record], in: dir)
+        }
+        /// push-seal to alice on the server (base mode), the notification's iat given.
+        func sealOnServer(iat: Int64) throws -> Data {
+            try Data(#"{"title":"Lunch?","body":"Noon \#(iat)","iat":\#(iat),"exp":\#(iat + 86_400)}"#.utf8).write(to: dir.appending("note.json"))
+            let r = try PushOpenCLITests.run("push-seal", ["--app-id", Self.app, "--recipient", "alice", "--keychain", "srv", "--format", "v2", "note.json"],
+                                             in: dir.url)
+            #expect(r.status == 0, "\(r.stderr)")
+            return Data(r.stdout.utf8)
+        }
+        #expect(try Self.keys(["keychain", "init", "--keychain", "srv"], in: dir).status == 0)
+        let generated = try Self.device("generate", now: Self.t0, in: dir)
+        let oldID = try #require(generated.json["keyId"] as? String)
+        try Data(generated.stdout.utf8).write(to: dir.appending("old.json"))
+        #expect(try register("old.json", now: Self.t0 + 1).status == 0)
+
+        // Step one: a pending key; its record goes to the server, which has not seen it yet.
+        let rotated = try Self.device("rotate", ["--json"], now: Self.t0 + 100, in: dir)
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        #expect(rotated.json["status"] as? String == "pending", "\(rotated.stdout)")
+        let newRecord = try #require(rotated.json["registration"] as? [String: Any])
+        let newID = try #require(newRecord["keyId"] as? String)
+        try JSONSerialization.data(withJSONObject: newRecord).write(to: dir.appending("new.json"))
+        func statuses(now: Int64) throws -> [String: String] {
+            let rows = try #require(try Self.device("list", ["--json"], now: now, in: dir).json["keys"] as? [[String: Any]])
+            return Dictionary(uniqueKeysWithValues: rows.compactMap { row in (row["keyId"] as? String).map { ($0, row["status"] as? String ?? "-") } })
+        }
+        #expect(try statuses(now: Self.t0 + 100) == [oldID: "primary", newID: "pending"])
+
+        // The server seals to the old registration after the rotation: the phone reads it.
+        let toOld = try sealOnServer(iat: Self.t0 + 200)
+        let opened = try Self.open(toOld, now: Self.t0 + 210, in: dir)
+        #expect(opened.json["outcome"] as? String == "decrypted", "\(opened.stdout) \(opened.stderr)")
+        #expect(opened.json["body"] as? String == "Noon \(Self.t0 + 200)")
+        #expect((try JSONSerialization.jsonObject(with: toOld) as? [String: Any])?["key_id"] as? String == oldID)
+
+        // The server accepts the new registration and seals to it at once: the pending key opens it.
+        #expect(try register("new.json", now: Self.t0 + 300).stdout == "\(Self.app) alice: registered \(newID)\n")
+        let pendingWindow = try Self.open(try sealOnServer(iat: Self.t0 + 310), now: Self.t0 + 320, in: dir)
+        #expect(pendingWindow.json["outcome"] as? String == "decrypted", "\(pendingWindow.stdout) \(pendingWindow.stderr)")
+
+        // Step two, after the server's answer: the new key primary, the old one decryptOnly for the grace window.
+        let promoted = try Self.device("promote", ["--key-id", newID, "--grace", "1h", "--json"], now: Self.t0 + 400, in: dir)
+        #expect(promoted.status == 0, "\(promoted.stderr)")
+        #expect(promoted.json["promoted"] as? Bool == true && promoted.json["retired"] as? [String] == [oldID], "\(promoted.stdout)")
+        #expect(try statuses(now: Self.t0 + 400) == [oldID: "decryptOnly", newID: "primary"])
+        #expect(try Self.open(try sealOnServer(iat: Self.t0 + 500), now: Self.t0 + 510, in: dir).json["outcome"] as? String == "decrypted")
+        // The old key: what was sealed before the promote opens within grace, what was sealed after it does not.
+        #expect(try Self.open(toOld, now: Self.t0 + 510, in: dir).json["outcome"] as? String == "decrypted")
+        let oldRecord = try #require(try JSONSerialization.jsonObject(with: Data(generated.stdout.utf8)) as? [String: Any])
+        #expect(try Self.open(try Self.seal(to: oldRecord, iat: Self.t0 + 450), now: Self.t0 + 510, in: dir).json["reason"] as? String == "keys:keyRetired")
+        #expect(try Self.open(toOld, now: Self.t0 + 400 + 3600, in: dir).json["reason"] as? String == "keyExpired")
+
+        // Promote again: nothing changes, exit 0, and it says so.
+        let again = try Self.device("promote", ["--key-id", newID], now: Self.t0 + 600, in: dir)
+        #expect(again.status == 0 && again.stdout == newID + "\n", "\(again.stderr)")
+        #expect(again.stderr.contains("already the primary") && again.stderr.contains("nothing changed"), "\(again.stderr)")
+        // A retired key never becomes primary again (65, invalidState); an unknown key id is 66 (unknownKey).
+        let retired = try Self.device("promote", ["--key-id", oldID], now: Self.t0 + 600, in: dir)
+        #expect(retired.status == 65 && retired.stderr.contains("is decryptOnly, not pending") && retired.stderr.contains("\nhint: "), "\(retired.stderr)")
+        let retiredJSON = try Self.device("promote", ["--key-id", oldID, "--json"], now: Self.t0 + 600, in: dir)
+        #expect((retiredJSON.json["error"] as? [String: Any])?["code"] as? String == "invalidState", "\(retiredJSON.stdout)")
+        let unknown = try Self.device("promote", ["--key-id", "no-such-key", "--json"], now: Self.t0 + 600, in: dir)
+        #expect(unknown.status == 66 && (unknown.json["error"] as? [String: Any])?["code"] as? String == "unknownKey", "\(unknown.stdout)")
+        #expect(((unknown.json["error"] as? [String: Any])?["hint"] as? String)?.contains("push-keys device list") == true)
+        #expect(try Self.device("promote", [], now: Self.t0 + 600, in: dir).status == 64)
+        #expect(try statuses(now: Self.t0 + 600) == [oldID: "decryptOnly", newID: "primary"])
     }
 
     @Test func senderKeyRotationWithBothKeysPinned() throws {

@@ -96,10 +96,24 @@ final class FaultProxy: @unchecked Sendable {
     private let process = Process()
     private let stdin = Pipe()
 
-    init(target: Int, blackholeFirstAfter bytes: Int) throws {
+    /// R2: the first connection wedged (no byte moves either way) after `bytes` from the client.
+    convenience init(target: Int, blackholeFirstAfter bytes: Int) throws {
+        try self.init(target: target, arguments: ["--blackhole-first-after", String(bytes)])
+    }
+
+    /// R10: the first `connections` connections (TLS ended at the proxy with the mock's
+    /// certificate from `mock`'s directory) forward `bytes` of HTTP/2 from the client, stall
+    /// until the client's writes block, then drop; one report line per dropped connection in
+    /// `report` (fault_proxy.py's docstring).
+    convenience init(dropping mock: MockAPNs, connections: Int, after bytes: Int, report: String) throws {
+        try self.init(target: mock.port, arguments: ["--tls-dir", URL(fileURLWithPath: mock.caFile).deletingLastPathComponent().path,
+                                                     "--drop-first", String(connections), "--drop-after", String(bytes), "--report", report])
+    }
+
+    private init(target: Int, arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", MockAPNs.mockDirectory.appendingPathComponent("fault_proxy.py").path,
-                             "--target", String(target), "--blackhole-first-after", String(bytes)]
+                             "--target", String(target)] + arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardInput = stdin
@@ -246,6 +260,59 @@ struct PushSendFaultTests {
         #expect(ports.count <= 1, "the failures are all on the wedged connection: \(ports)")
         #expect(failed.allSatisfy { $0["reason"] as? String == "mayHaveBeenDelivered" })
         print("R2 wedged connection: \(failed.count) of \(count) failed, \(accepted) accepted")
+    }
+
+    @Test("R10: a lost connection fails as mayHaveBeenDelivered only requests whose END_STREAM was written to the socket; those still in the client's own buffer are retried on a fresh connection")
+    func lostConnectionCountsOnlyWhatWasWritten() throws {
+        // VoIP payloads near their 5120-byte limit, 1000 streams a connection: more than the
+        // kernel's socket buffers hold, so when the proxy stops reading, the client's writes block
+        // with requests in its own output buffer. Each line's body carries "n": LINE, which the
+        // proxy reads from the HTTP/2 frames (it ends the TLS itself) to list every request whose
+        // END_STREAM the client wrote to the socket before the drop.
+        let count = 3300, dropped = 3
+        let voip = MockAPNs.topic + ".voip"
+        let mock = try MockAPNs(["topics": [MockAPNs.topic, voip]])
+        let report = mock.directory.appendingPathComponent("proxy-report.jsonl").path
+        let proxy = try FaultProxy(dropping: mock, connections: dropped, after: 200_000, report: report)
+        let pad = String(repeating: "p", count: 4950)
+        let input = (1...count).map { n in
+            "{\"line\":\(n),\"payload\":{\"aps\":{},\"n\":\(n),\"pad\":\"\(pad)\"},\"headers\":{\"apns-push-type\":\"voip\",\"apns-topic\":\"\(voip)\",\"apns-priority\":\"10\"},\"deviceToken\":\"\(token(n))\"}\n"
+        }.joined()
+        let args = ["--p8", mock.p8Path, "--key-id", MockAPNs.keyID, "--team-id", MockAPNs.teamID, "--host", "127.0.0.1:\(proxy.port)",
+                    "--ca-file", mock.caFile, "--retry-delay", "10", "--timeout", "60", "--in-flight", "3000", "-"]
+        let r = try Guarded.run(args, stdin: input, deadlineSeconds: 240)
+        // The proxy writes a connection's line once it has read all the client wrote there.
+        for _ in 0..<3000 where Guarded.objects(report).count < dropped { usleep(10_000) }
+        proxy.stop()
+        mock.stop()
+        #expect(!r.hung && !r.signaled, "\(r.stderr)")
+        let outcomes = try PushSend.outcomes(r.stdout)
+        let lines = outcomes.compactMap { $0["line"] as? Int }
+        #expect(lines.count == count && Set(lines).count == count, "every line ends exactly once")
+        let delivered = Set(outcomes.filter { $0["reason"] as? String == "mayHaveBeenDelivered" }.compactMap { $0["line"] as? Int })
+        let accepted = outcomes.filter { $0["outcome"] as? String == "accepted" }
+        let reports = Guarded.objects(report)
+        let attempts = Dictionary(grouping: outcomes, by: { "\($0["reason"] as? String ?? "accepted") \($0["attempts"] as? Int ?? 0)" }).mapValues(\.count)
+        #expect(delivered.count + accepted.count == count,
+                "every other line accepted: exit \(r.status), \(r.stderr); by reason and attempts \(attempts); proxy \(reports.map { $0.filter { $0.key != "endStreams" } })")
+        #expect(reports.count == dropped, "\(reports)")
+        let written = Set(reports.flatMap { $0["endStreams"] as? [Int] ?? [] })
+        // The client blocked with requests it had not written: they were retried, not failed.
+        #expect(reports.allSatisfy { ($0["blockedSendQueue"] as? Int ?? 0) > 0 }, "\(reports.map { $0.filter { $0.key != "endStreams" } })")
+        let retried = accepted.filter { ($0["attempts"] as? Int ?? 1) > 1 }.count
+        #expect(retried > 0)
+        // A request counts as written from the first byte of its last DATA frame (the safe side):
+        // per dropped connection at most that one frame, cut by the write that blocked, may be
+        // mayHaveBeenDelivered with its END_STREAM unwritten. Before the fix, every END_STREAM
+        // serialized into the client's 64 KB output buffer counted (about a dozen a connection).
+        let notWritten = delivered.subtracting(written).sorted()
+        #expect(notWritten.count <= dropped, "mayHaveBeenDelivered though its END_STREAM never reached the socket: \(notWritten.count) lines \(notWritten.prefix(20))")
+        // No line accepted twice, by the mock's own record.
+        var acceptedByToken: [String: Int] = [:]
+        for record in try mock.records() where record["status"] as? Int == 200 { acceptedByToken[record["token"] as? String ?? "", default: 0] += 1 }
+        #expect(acceptedByToken.values.allSatisfy { $0 == 1 }, "accepted twice: \(acceptedByToken.filter { $0.value > 1 }.count)")
+        #expect(accepted.allSatisfy { acceptedByToken[$0["deviceToken"] as? String ?? ""] == 1 })
+        print("R10 lost connections: \(delivered.count) mayHaveBeenDelivered (\(notWritten.count) of them not written), \(accepted.count) accepted (\(retried) after a retry), \(dropped) connections dropped")
     }
 
     @Test("G4: a 70,000-digit token and a 70,000-byte topic are refused before sending; the run ends and the other lines are accepted")

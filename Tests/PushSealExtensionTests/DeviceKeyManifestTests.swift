@@ -86,9 +86,10 @@ import Testing
         let d = try V2Device()
         defer { d.fixture.cleanUp() }
         let old = try d.sealed(iat: Self.now - 10)
-        // Rotate, then prune the old key after its grace window.
+        // Rotate and promote (the server accepted dev-2), then prune the old key after its grace window.
         let next = try X25519.PrivateKey()
-        _ = try DeviceKeyItem.rotate(to: next, keyID: "dev-2", appID: casesAppID, in: try d.app, accessGroup: sharedGroup, now: Self.now, graceSeconds: 100)
+        _ = try DeviceKeyItem.rotate(to: next, keyID: "dev-2", appID: casesAppID, in: try d.app, accessGroup: sharedGroup, now: Self.now)
+        _ = try DeviceKeyItem.promote(keyID: "dev-2", appID: casesAppID, in: try d.app, accessGroup: sharedGroup, now: Self.now, graceSeconds: 100)
         #expect(try reason(d, old) == "decrypted")
         let beforePrune = try Self.snapshot(d)
         #expect(try DeviceKeyItem.prune(appID: casesAppID, in: try d.app, accessGroup: sharedGroup, now: Self.now + 100) == [DeviceKeyItemsTests.deviceKeyID])
