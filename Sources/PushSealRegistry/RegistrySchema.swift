@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 8
+    public static let currentVersion = 9
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -221,6 +221,17 @@ public enum RegistrySchema {
         ("staged sender key rotation: a sender key may be pending (published, not sealing) or disabled (revoked) (issue 24)", [
             "ALTER TABLE pushseal_sender_keys DROP CONSTRAINT pushseal_sender_keys_status",
             "ALTER TABLE pushseal_sender_keys ADD CONSTRAINT pushseal_sender_keys_status CHECK (status IN ('pending', 'primary', 'decryptOnly', 'disabled', 'destroyed'))",
+        ]),
+        // Issue 24, the pins a device reports with its registration. Numbered 9 on the branch that
+        // made it; when another migration 9 merges first this becomes 10 (it depends on nothing
+        // after 8: two columns of pushseal_registrations, in the row MAC when set).
+        ("registrations record the sender key ids their device reported pinned (staged sender rotation, issue 24)", [
+            """
+            ALTER TABLE pushseal_registrations
+              ADD COLUMN pinned_sender_key_ids text CHECK (pinned_sender_key_ids ~ '^([A-Za-z0-9_-]{1,64}(,[A-Za-z0-9_-]{1,64})*)?$'),
+              ADD COLUMN pins_reported_at bigint,
+              ADD CONSTRAINT pushseal_registrations_pins CHECK ((pinned_sender_key_ids IS NULL) = (pins_reported_at IS NULL))
+            """,
         ]),
     ]
 
