@@ -10,7 +10,10 @@
 #   4. the device token loop on the registry: tokens in the registry (push-keys token add),
 #      push-seal batch --device-tokens | push-send against the mock APNs (Tests/MockAPNs, on
 #      loopback), which answers 410 for two tokens; push-keys token invalidate on the outcomes
-#      removes the one registered before the 410 and keeps the one registered again after it.
+#      removes the one registered before the 410 and keeps the one registered again after it;
+#   5. version 2 on the registry: a sender key in the registry, a phone that makes its own device
+#      key and pins the sender key, its upload body stored by push-keys register (registration,
+#      token, pins), push-seal in auth mode, push-open decrypts on the phone.
 # Usage: scripts/demo-postgres.sh [--bin DIR] [--lines N]   (default .build/release, 10000 lines: several batch chunks of 2,048, so the rotation lands inside)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -144,5 +147,39 @@ left=$("$bin/push-keys" token list --app-id "$APP" | cut -d' ' -f2 | tr '\n' ' '
 [[ $left == "$R carol " ]] || fail "tokens left: $left"
 echo "   tokens left in the registry: $left(bob's, dead before it was registered again, is gone; the audit table has the lines)"
 
+echo "5. version 2 on the registry: the phone makes its own key, the server seals to it in auth mode:"
+sender=$("$bin/push-keys" sender generate --app-id "$APP")
+sender_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["senderKeyId"])' "$sender")
+echo "   push-keys sender generate: sender key $sender_id (its private half wrapped under the KEK in pushseal_sender_keys)"
+"$bin/push-keys" sender export --app-id "$APP" --all > "$work/sender-keys.json"
+phone=(--keychain "$work/dana-iphone" --entitlements "$work/app.json" --app-id "$APP")
+"$bin/push-keys" keychain init --keychain "$work/dana-iphone" >/dev/null
+env -u PUSHSEAL_REGISTRY -u PUSHSEAL_KEK_FILE "$bin/push-keys" device generate "${phone[@]}" > "$work/dana-record.json"
+env -u PUSHSEAL_REGISTRY -u PUSHSEAL_KEK_FILE "$bin/push-keys" device pin-sender "${phone[@]}" "$work/sender-keys.json" >/dev/null
+D=$(printf 'd4%.0s' {1..32})
+python3 - "$work" "$D" "$sender_id" <<'PY'
+import json, sys
+work, token, sender = sys.argv[1:4]
+record = json.load(open(f"{work}/dana-record.json"))
+body = {"registration": record, "apnsDeviceToken": token, "apnsEnvironment": "production", "pinnedSenderKeyIds": [sender]}
+json.dump(body, open(f"{work}/dana-upload.json", "w"))
+print(f"   dana's iPhone: device key {record['keyId']} made on the phone (the private key never leaves it), sender key {sender} pinned")
+PY
+echo "   push-keys register (the upload body the iOS app POSTs): $("$bin/push-keys" register --recipient dana "$work/dana-upload.json")"
+"$bin/push-keys" sender status --app-id "$APP" | tail -1 | sed 's/^/   push-keys sender status: /'
+printf '{"title":"Hello dana","body":"sealed to the key your phone made"}\n' > "$work/dana-note.json"
+"$bin/push-seal" --app-id "$APP" --recipient dana "$work/dana-note.json" > "$work/dana.payload.json"
+python3 - "$work/dana.payload.json" "$sender_id" <<'PY' || exit 1
+import json, sys
+p = json.load(open(sys.argv[1]))
+if p.get("sender_key_id") != sys.argv[2]:
+    sys.exit(f"demo-postgres: error: the v2 payload is not sealed with sender key {sys.argv[2]}: {sorted(p)}")
+print(f"   push-seal: enc_alg {p['enc_alg']}, key_id {p['key_id']}, sender_key_id {p['sender_key_id']}")
+PY
+out=$(env -u PUSHSEAL_REGISTRY -u PUSHSEAL_KEK_FILE "$bin/push-open" --keychain "$work/dana-iphone" --app-id "$APP" --entitlements "$work/ext.json" "$work/dana.payload.json")
+outcome=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); print(o.get("outcome"), "—", o.get("title"), "/", o.get("body"))' "$out")
+[[ $outcome == decrypted* ]] || fail "push-open of dana's v2 payload: $outcome"
+echo "   push-open on dana's iPhone: $outcome"
+
 echo
-echo "Done: two processes, one registry, a rotation in the middle, nothing lost; dead tokens cleaned up from push-send's 410s; the server and the mock are stopped and $work removed."
+echo "Done: two processes, one registry, a rotation in the middle, nothing lost; dead tokens cleaned up from push-send's 410s; a v2 phone registered and decrypted; the server and the mock are stopped and $work removed."

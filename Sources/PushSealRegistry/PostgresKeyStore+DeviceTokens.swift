@@ -131,6 +131,24 @@ extension PostgresKeyStore: DeviceTokenStore {
         return there.rows.isEmpty ? .unknown : .keptReregistered
     }
 
+    /// Removes the recipient's tokens (all, or `token`) in one transaction with their audit rows
+    /// (`removeDeviceToken` `removed`).
+    /// - Throws: `KeysError` `.invalidName`, `.invalidDeviceToken`, `.timeOutOfRange`; `RegistryError`.
+    @discardableResult
+    public func removeDeviceTokens(appID: String, recipient: String, token: String?, time: Int64) throws -> [DeviceToken] {
+        let token = try DeviceToken.checkRemove(appID: appID, recipient: recipient, token: token, time: time)
+        return try pool.transaction { c in
+            let deleted = try c.exec("""
+                DELETE FROM pushseal_device_tokens WHERE app_id = $1 AND recipient = $2 AND ($3::text IS NULL OR token = $3)
+                RETURNING recipient, token, environment, registered_at
+                """, [.text(appID), .text(recipient), token.map { .text($0) }])
+            // Rows being deleted are not authenticated: removing them is what the caller asked.
+            let removed = try deviceTokenRows(deleted, appID: appID, verified: false).sorted { $0.environment < $1.environment }
+            for t in removed { try insertAudit(c, KeysetChange.deviceTokenRemoved(t, reason: .removed, time: time), appID: appID, recipient: recipient) }
+            return removed
+        }
+    }
+
     // MARK: Rows
 
     /// Rows of (recipient, token, environment, registered_at, row_mac), each authenticated

@@ -36,6 +36,13 @@ extension PostgresKeyStore: V2KeyListStore {
         }
     }
 
+    /// The app ids with sender keys, sorted.
+    /// - Throws: `RegistryError`.
+    public func senderKeyAppIDs() throws -> [String] {
+        let rows = try pool.run { c in try c.exec("SELECT DISTINCT app_id FROM pushseal_sender_keys ORDER BY app_id") }
+        return rows.rows.compactMap { $0[0] }
+    }
+
     /// Whether any recipient of `appID` has a registration: one `SELECT EXISTS`, so a batch of
     /// v1 recipients costs no per-recipient round trip for v2 (asked once per batch chunk).
     /// - Throws: `RegistryError`.
@@ -61,7 +68,8 @@ extension PostgresKeyStore: V2KeyListStore {
             let rows = try pool.run { c in
                 try c.exec("""
                     SELECT l.owner, l.version, l.primary_key_id, l.entry_count, l.row_mac,
-                           r.key_id, r.status, r.created_at, r.registered_at, r.superseded_at, r.public_key, r.position, r.kem_id, r.row_mac
+                           r.key_id, r.status, r.created_at, r.registered_at, r.superseded_at, r.public_key, r.position, r.kem_id, r.row_mac,
+                           r.pinned_sender_key_ids, r.pins_reported_at
                     FROM pushseal_v2_lists l LEFT JOIN pushseal_registrations r
                       ON r.app_id = l.app_id AND r.recipient = l.owner AND r.status = 'primary'
                     WHERE l.app_id = $1 AND l.owner = ANY($2::text[])
@@ -147,7 +155,7 @@ extension PostgresKeyStore: V2KeyListStore {
         }
     }
 
-    static let registrationColumns = "key_id, status, created_at, registered_at, superseded_at, public_key, position, kem_id, row_mac"
+    static let registrationColumns = "key_id, status, created_at, registered_at, superseded_at, public_key, position, kem_id, row_mac, pinned_sender_key_ids, pins_reported_at"
     static let senderKeyColumns = "key_id, status, created_at, retired_at, not_after, public_key, wrapped_private_key, position, row_mac"
 
     /// Decodes ``registrationColumns`` starting at column `c`.
@@ -156,8 +164,19 @@ extension PostgresKeyStore: V2KeyListStore {
               let registered = try rows.int(r, c + 3), let key = try rows.bytes(r, c + 5), let position = try rows.int(r, c + 6), let kem = try rows.int(r, c + 7) else {
             throw RegistryError(.corrupt, "a registration row of \(appID)/\(owner) does not decode")
         }
-        return StoredEntry(entry: V2KeyList.Entry(keyID: id, status: status, createdAt: created, registeredAt: registered, retiredAt: try rows.int(r, c + 4), publicKey: key),
+        let pins = rows.rows[r][c + 9].map(Self.pinsFromColumn), pinsAt = try rows.int(r, c + 10)
+        guard (pins == nil) == (pinsAt == nil) else { throw RegistryError(.corrupt, "a registration row of \(appID)/\(owner) has pins without their time") }
+        return StoredEntry(entry: V2KeyList.Entry(keyID: id, status: status, createdAt: created, registeredAt: registered, retiredAt: try rows.int(r, c + 4), publicKey: key,
+                                                  pinnedSenderKeyIDs: pins, pinsReportedAt: pinsAt),
                            position: position, mac: try rows.bytes(r, c + 8), wrapped: nil, kemID: kem)
+    }
+
+    /// `pinned_sender_key_ids` as stored: the ids joined with `,` (a key id has none; `""`: reported empty).
+    static func pinsColumn(_ pins: [String]) -> String { pins.joined(separator: ",") }
+
+    /// The ids of a `pinned_sender_key_ids` value.
+    static func pinsFromColumn(_ text: String) -> [String] {
+        text.isEmpty ? [] : text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
     }
 
     /// Decodes ``senderKeyColumns`` starting at column `c`.
@@ -266,10 +285,12 @@ extension PostgresKeyStore: V2KeyListStore {
     private func insertRegistration(_ c: PGConnection, _ list: V2KeyList, _ i: Int, _ e: V2KeyList.Entry, version: Int64, mac: RegistryRowMAC) throws {
         let tag = try mac.tag(Self.registrationFields(appID: list.appID, recipient: list.owner, e, position: i, listVersion: version))
         try c.exec("""
-            INSERT INTO pushseal_registrations (app_id, recipient, key_id, kem_id, public_key, created_at, superseded_at, position, status, registered_at, row_mac)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+            INSERT INTO pushseal_registrations (app_id, recipient, key_id, kem_id, public_key, created_at, superseded_at, position, status, registered_at, row_mac,
+                                                pinned_sender_key_ids, pins_reported_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
             """, [.text(list.appID), .text(list.owner), .text(e.keyID), .int(Self.registrationKEMID), .bytes(e.publicKey), .int(e.createdAt), e.retiredAt.map { .int($0) },
-                  .int(Int64(i)), .text(e.status.rawValue), .int(e.registeredAt), .bytes(tag)])
+                  .int(Int64(i)), .text(e.status.rawValue), .int(e.registeredAt), .bytes(tag),
+                  e.pinnedSenderKeyIDs.map { .text(Self.pinsColumn($0)) }, e.pinnedSenderKeyIDs == nil ? nil : .int(e.pinsReportedAt ?? 0)])
     }
 
     /// Rewraps every sender private key under `newKEK` inside ``rewrap(to:)``'s transaction.

@@ -9,7 +9,12 @@ import PushSealServerKeys
 /// KEK for that table, over the row's identity and content:
 ///
 /// - a registration: app id, recipient, key id, KEM id, public key, createdAt, supersededAt,
-///   position, status, registeredAt, and its list's version;
+///   position, status, registeredAt, and its list's version; then, when the device reported
+///   them (schema 10, issue 24), the sender key ids it pinned and when — they decide whether
+///   `sender promote` goes ahead, so they are trust-relevant. The two fields are appended only
+///   to rows that have them: rows of before keep their tags (no re-tagging, the same table
+///   label), and the field count is part of the authenticated encoding, so clearing the pins
+///   of a row, or adding some, fails its tag;
 /// - a sender key: app id, key id, position, status, createdAt, retiredAt, notAfter, public key,
 ///   wrapped private key, and its list's version;
 /// - a list: app id, owner, version, the primary's key id (or none) and the number of rows;
@@ -34,8 +39,12 @@ extension PostgresKeyStore {
 
     static func registrationFields(appID: String, recipient: String, _ e: V2KeyList.Entry, kemID: Int64 = registrationKEMID, position: Int,
                                    listVersion: Int64) -> [RegistryRowField] {
-        [.text(appID), .text(recipient), .text(e.keyID), .int(kemID), .bytes(e.publicKey), .int(e.createdAt), .int(e.retiredAt),
-         .int(Int64(position)), .text(e.status.rawValue), .int(e.registeredAt), .int(listVersion)]
+        let fields: [RegistryRowField] = [.text(appID), .text(recipient), .text(e.keyID), .int(kemID), .bytes(e.publicKey), .int(e.createdAt), .int(e.retiredAt),
+                                          .int(Int64(position)), .text(e.status.rawValue), .int(e.registeredAt), .int(listVersion)]
+        // Schema 10 (issue 24): the reported pins, when there are any, after the fields of before
+        // (a row without them keeps the tag it had; a row with them never verifies without them).
+        guard let pins = e.pinnedSenderKeyIDs else { return fields }
+        return fields + [.text(pinsColumn(pins)), .int(e.pinsReportedAt ?? 0)]
     }
 
     static func senderKeyFields(appID: String, _ e: V2KeyList.Entry, wrapped: [UInt8]?, position: Int, listVersion: Int64) -> [RegistryRowField] {

@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 9
+    public static let currentVersion = 10
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -233,6 +233,16 @@ public enum RegistrySchema {
             """,
             "ALTER TABLE pushseal_outbox DROP CONSTRAINT pushseal_outbox_status_check",
             "ALTER TABLE pushseal_outbox ADD CONSTRAINT pushseal_outbox_status CHECK (status IN ('queued', 'sending', 'accepted', 'unregistered', 'rejected', 'failed', 'expired', 'cancelled'))",
+        ]),
+        // Issue 24, the pins a device reports with its registration (migration 10: two columns
+        // of pushseal_registrations, in the row MAC when set).
+        ("registrations record the sender key ids their device reported pinned (staged sender rotation, issue 24)", [
+            """
+            ALTER TABLE pushseal_registrations
+              ADD COLUMN pinned_sender_key_ids text CHECK (pinned_sender_key_ids ~ '^([A-Za-z0-9_-]{1,64}(,[A-Za-z0-9_-]{1,64})*)?$'),
+              ADD COLUMN pins_reported_at bigint,
+              ADD CONSTRAINT pushseal_registrations_pins CHECK ((pinned_sender_key_ids IS NULL) = (pins_reported_at IS NULL))
+            """,
         ]),
     ]
 

@@ -8,7 +8,7 @@ import PushSealWire
 /// Input line: `{"recipient": "…", "notification": {…}}`, optionally with `deviceToken`, `aps`
 /// and `collapseId` (``BatchLineFields``: the line's own clear fields, the sealer's options as
 /// defaults). Output line, one per input line in
-/// the same order (blank lines, ``Line/isBlank``, are the caller's to skip): `{"recipient":…,"line":N,"payload":{…},"headers":{…}}` (plus `"changes":[…]`
+/// the same order (blank lines, ``Line/isBlank``, are the caller's to skip): `{"recipient":…,"line":N,"id":…,"payload":{…},"headers":{…}}` (plus `"changes":[…]`
 /// when the fit ladder changed something) or `{"recipient":…|null,"line":N,"error":{"code":…,"message":…}}`;
 /// `N` is the 1-based input line number, so outputs of a repeated recipient can be matched to their inputs.
 /// A bad line never stops the batch. The caller streams: it reads a bounded chunk, calls
@@ -168,6 +168,7 @@ public struct BatchSealer: Sendable {
         var recipient: String?
         var fields = BatchLineFields()  // the tree path's (the scan path keeps its own in `scanned`)
         var scannedToken: String?       // the scan path's device token, for an error line
+        var notificationID: String?     // the notification's id once known, for an error line
         do {
             if let n = line.overlongByteCount {
                 throw SenderError(.lineTooLong, "the line is \(n) bytes, longer than the limit")
@@ -181,16 +182,19 @@ public struct BatchSealer: Sendable {
                 if scanned.fields.deviceToken == nil, let tokens { scanned.fields.deviceToken = try tokens.token(for: scanned.recipient) }
                 scannedToken = scanned.fields.deviceToken
                 try SealRequest.checkTTL(exp: scanned.notification.exp, ttlSeconds: scanned.ttl)
+                notificationID = scanned.notification.id
                 let clear = try sealer.clearPart(overriding: scanned.fields)
                 let sealed = try sealer.seal(&scanned.notification, ttlSeconds: scanned.ttl, for: scanned.recipient, clear: clear)
-                return (Self.output(recipient: scanned.recipient, line: line.number, deviceToken: scanned.fields.deviceToken, sealed: sealed), nil)
+                return (Self.output(recipient: scanned.recipient, line: line.number, id: scanned.notification.id, deviceToken: scanned.fields.deviceToken,
+                                    sealed: sealed), nil)
             }
             let (r, n) = try Self.treeLine(line.bytes, recipient: &recipient, fields: &fields)
             if fields.deviceToken == nil, let tokens { fields.deviceToken = try tokens.token(for: r) }
+            if case .string(let id)? = n["id"] { notificationID = id }
             var request = try SealRequest(json: n)
             let clear = try sealer.clearPart(overriding: fields)
             let sealed = try sealer.seal(&request.notification, ttlSeconds: request.ttlSeconds, for: r, clear: clear)
-            return (Self.output(recipient: r, line: line.number, deviceToken: fields.deviceToken, sealed: sealed), nil)
+            return (Self.output(recipient: r, line: line.number, id: request.notification.id, deviceToken: fields.deviceToken, sealed: sealed), nil)
         } catch {
             let (code, message) = BatchSealer.describe(error)
             var w = PayloadWriter(capacity: 256)
@@ -198,6 +202,10 @@ public struct BatchSealer: Sendable {
             if let recipient { w.string(recipient) } else { w.raw("null") }
             w.raw(",\"line\":")
             w.integer(Int64(line.number))
+            if let notificationID {
+                w.raw(",\"id\":")
+                w.string(notificationID)
+            }
             if let token = scannedToken ?? fields.deviceToken {
                 w.raw(",\"deviceToken\":")
                 w.string(token)
@@ -316,14 +324,21 @@ public struct BatchSealer: Sendable {
         return .object(o)
     }
 
-    /// `{"recipient":…,"line":N[,"deviceToken":…],"payload":{…},"headers":{…}[,"changes":[…]]}`
-    /// and a newline (`N`: the 1-based input line number; the device token as the line gave it).
-    static func output(recipient: String, line: Int, deviceToken: String? = nil, sealed: SealedNotification) -> [UInt8] {
+    /// `{"recipient":…,"line":N[,"id":…][,"deviceToken":…],"payload":{…},"headers":{…}[,"changes":[…]]}`
+    /// and a newline (`N`: the 1-based input line number; `id` the notification's id as sealed,
+    /// given or generated, repeated outside the payload for push-send's outcome lines: the pipe
+    /// between the two is local, push-send sends only `payload` and `headers` to APNs; the device
+    /// token as the line gave it).
+    static func output(recipient: String, line: Int, id: String? = nil, deviceToken: String? = nil, sealed: SealedNotification) -> [UInt8] {
         var w = PayloadWriter(capacity: sealed.payload.count + recipient.utf8.count + 256)
         w.raw("{\"recipient\":")
         w.string(recipient)
         w.raw(",\"line\":")
         w.integer(Int64(line))
+        if let id {
+            w.raw(",\"id\":")
+            w.string(id)
+        }
         if let deviceToken {
             w.raw(",\"deviceToken\":")
             w.string(deviceToken)

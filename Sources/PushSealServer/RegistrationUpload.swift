@@ -25,7 +25,7 @@ public struct RegistrationUpload: Sendable {
     ///   - expectedAppID: the app the server takes registrations for; `nil`: any.
     /// - Throws: ``ServerError`` `.malformedUpload` (not a JSON object, `apnsDeviceToken` or
     ///   `apnsEnvironment` missing or of the wrong type or value, `pinnedSenderKeyIds` not an
-    ///   array of strings); `KeysError` from the record (`.malformedRecord`, `.wrongAppID`,
+    ///   array of key ids, or more than ``V2KeyList/maxPinnedSenderKeyIDs``); `KeysError` from the record (`.malformedRecord`, `.wrongAppID`,
     ///   `.invalidName`, `.lowOrderPublicKey`, `.timeOutOfRange`) or the token (`.invalidDeviceToken`).
     public init(body: [UInt8], expectedAppID: String?) throws {
         guard body.count <= Self.maxByteCount else {
@@ -56,10 +56,16 @@ public struct RegistrationUpload: Sendable {
         case nil, .null?:
             pinnedSenderKeyIDs = nil
         case .array(let a)?:
-            pinnedSenderKeyIDs = try a.map { v in
+            let ids = try a.map { v in
                 guard let s = v.stringValue else { throw ServerError(.malformedUpload, "pinnedSenderKeyIds holds a member that is not a string") }
                 return s
             }
+            do {
+                _ = try V2KeyList.canonicalPins(ids)
+            } catch let e as KeysError {
+                throw ServerError(.malformedUpload, "the upload's pinnedSenderKeyIds: \(e.reason)")
+            }
+            pinnedSenderKeyIDs = ids
         default:
             throw ServerError(.malformedUpload, "the upload's pinnedSenderKeyIds is not an array of key ids")
         }
@@ -82,7 +88,8 @@ public struct RegistrationImport: Sendable {
 }
 
 extension ServerStore {
-    /// Imports an upload for `recipient`: registers the public key, then stores the device token
+    /// Imports an upload for `recipient`: registers the public key (with the sender key ids the
+    /// device reported pinned, when it said: `sender status` counts them), then stores the device token
     /// (the recipient's former token of that environment replaced). Idempotent: the same upload
     /// again changes nothing but the token's `registeredAt`. The two changes are two atomic steps
     /// of the store; if the second fails the call throws and the app's retry completes it (the
@@ -104,7 +111,8 @@ extension ServerStore {
         try KeyID.validateRecipient(recipient)
         let tokens = upload.deviceToken == nil ? nil : try deviceTokenStore()
         let previous = try? registrations.registrations(appID: appID, recipient: recipient).current?.keyID
-        let (info, added) = try registrations.register(upload.registration, recipient: recipient, now: nowMilliseconds / 1000)
+        let (info, added) = try registrations.register(upload.registration, recipient: recipient, now: nowMilliseconds / 1000,
+                                                       pinnedSenderKeyIDs: upload.pinnedSenderKeyIDs)
         var stored: DeviceToken?
         var replaced: [DeviceToken] = []
         if let tokens, let token = upload.deviceToken, let environment = upload.environment {

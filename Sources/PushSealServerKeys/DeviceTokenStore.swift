@@ -27,7 +27,7 @@ public import PushSealKeyRecords
 /// token) and (app id, recipient, environment)). Every change is audited like a key change, in
 /// the same trail (`keys-audit.log`, the registry's `pushseal_audit`), in the same atomic step:
 /// `addDeviceToken` per token added (or re-registered), `removeDeviceToken` per token removed
-/// (`reason` `replaced`, `movedToRecipient` or `unregistered`), see ``KeysetChange/deviceTokenAdded(_:time:)``.
+/// (`reason` `replaced`, `movedToRecipient`, `unregistered` or `removed`), see ``KeysetChange/deviceTokenAdded(_:time:)``.
 public protocol DeviceTokenStore: ServerKeyStore {
     /// Adds (or replaces) the token of (app id, recipient, environment).
     /// - Parameters:
@@ -62,6 +62,17 @@ public protocol DeviceTokenStore: ServerKeyStore {
     /// - Throws: `KeysError` `.invalidName` (the app id), `.invalidDeviceToken`, `.timeOutOfRange`
     ///   (checked before anything changes); the store's errors.
     func invalidateDeviceTokens(_ unregistrations: [(token: String, unregisteredAtMs: Int64)], appID: String) throws -> [DeviceTokenInvalidation]
+
+    /// Removes the tokens of (app id, recipient) — every one, or only `token` — whatever their
+    /// `registeredAt` (`push-keys token remove`: logout, account deletion, a stolen phone), in one
+    /// atomic change audited as `removeDeviceToken` with `reason` `removed` per token.
+    /// - Parameters:
+    ///   - token: the one token to remove (any case), or `nil` for all of the recipient's.
+    ///   - time: Unix seconds of the change (the audit lines').
+    /// - Returns: the tokens removed; empty when the recipient has none (or not `token`).
+    /// - Throws: `KeysError` `.invalidName`, `.invalidDeviceToken`, `.timeOutOfRange`; the store's errors.
+    @discardableResult
+    func removeDeviceTokens(appID: String, recipient: String, token: String?, time: Int64) throws -> [DeviceToken]
 }
 
 extension DeviceTokenStore {
@@ -148,6 +159,16 @@ public struct DeviceToken: Sendable, Hashable {
         return try normalized(token)
     }
 
+    /// Checks the arguments of ``DeviceTokenStore/removeDeviceTokens(appID:recipient:token:time:)``.
+    /// - Returns: the token in lower case, or `nil`.
+    /// - Throws: `KeysError` `.invalidName`, `.invalidDeviceToken`, `.timeOutOfRange`.
+    public static func checkRemove(appID: String, recipient: String, token: String?, time: Int64) throws -> String? {
+        try KeyID.validateAppID(appID)
+        try KeyID.validateRecipient(recipient)
+        try KeyTime.checkTime(time)
+        return try token.map(normalized)
+    }
+
     /// Checks every 410 and returns the tokens in lower case.
     /// - Throws: `KeysError` `.invalidDeviceToken`, `.timeOutOfRange`.
     public static func checkUnregistrations(_ u: [(token: String, unregisteredAtMs: Int64)]) throws -> [(token: String, unregisteredAtMs: Int64)] {
@@ -192,7 +213,7 @@ extension KeysetChange {
         switch reason {
         case .unregistered(let ms): members.append(("unregisteredAt", .integer(ms)))
         case .movedToRecipient(let r): members.append(("byRecipient", .string(r)))
-        case .replaced: break
+        case .replaced, .removed: break
         }
         return KeysetChange(event: KeyStore.AuditEvent(event: "removeDeviceToken", time: time, members: members))
     }
@@ -219,6 +240,8 @@ public enum DeviceTokenRemoval: Sendable, Hashable {
     case movedToRecipient(String)
     /// An APNs 410 whose timestamp (ms since 1970, UTC) is after the token's `registeredAt`.
     case unregistered(Int64)
+    /// Removed on request (``DeviceTokenStore/removeDeviceTokens(appID:recipient:token:time:)``).
+    case removed
 
     /// `replaced`, `movedToRecipient`, `unregistered`.
     public var name: String {
@@ -226,6 +249,7 @@ public enum DeviceTokenRemoval: Sendable, Hashable {
         case .replaced: "replaced"
         case .movedToRecipient: "movedToRecipient"
         case .unregistered: "unregistered"
+        case .removed: "removed"
         }
     }
 }

@@ -104,6 +104,22 @@ extension KeyStore: DeviceTokenStore {
         }
     }
 
+    /// Removes the recipient's tokens (all, or `token`) under the lock, audited `removeDeviceToken` `removed`.
+    /// - Throws: `KeysError` `.invalidName`, `.invalidDeviceToken`, `.timeOutOfRange`, `.corruptKeyset`; `KeychainError`.
+    @discardableResult
+    public func removeDeviceTokens(appID: String, recipient: String, token: String?, time: Int64) throws -> [DeviceToken] {
+        let token = try DeviceToken.checkRemove(appID: appID, recipient: recipient, token: token, time: time)
+        return try withLock {
+            guard let held = try loadTokenItem(appID: appID, recipient: recipient) else { return [] }
+            let removed = held.filter { token == nil || $0.token == token }
+            guard !removed.isEmpty else { return [] }
+            let sink = try audit.open(keychain: keychain)
+            try saveTokenItem(appID: appID, recipient: recipient, held.filter { !removed.contains($0) }, exists: true)
+            for t in removed { try writeAudit(KeysetChange.deviceTokenRemoved(t, reason: .removed, time: time).event, appID: appID, recipient: recipient, to: sink) }
+            return removed
+        }
+    }
+
     // MARK: Items
 
     private func tokenQuery(appID: String, recipient: String?) -> ItemQuery {

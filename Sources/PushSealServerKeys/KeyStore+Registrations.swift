@@ -21,12 +21,7 @@ extension KeyStore: V2KeyListStore {
     /// Every recipient's registrations in ``accessGroup``, sorted by app id then recipient.
     /// - Throws: `KeysError` `.corruptKeyset`; `KeychainError`.
     public func allRegistrations() throws -> [RegistrationSet] {
-        let items: [KeychainItem]
-        do {
-            items = try keychain.copyMatching(ItemQuery(accessGroup: accessGroup), limit: .all, returning: [.attributes])
-        } catch let e as KeychainError where e.code == .itemNotFound {
-            return []
-        }
+        let items = try groupItems()
         let prefix = Self.registrationService(appID: "")
         var out: [RegistrationSet] = []
         for item in items where item.attributes.service.hasPrefix(prefix) {
@@ -34,6 +29,22 @@ extension KeyStore: V2KeyListStore {
             if let list = try loadV2List(.registrations, appID: appID, owner: item.attributes.account, withSecrets: false) { out.append(try list.registrationSet()) }
         }
         return out.sorted { ($0.appID, $0.recipient) < ($1.appID, $1.recipient) }
+    }
+
+    /// The app ids with a sender key item, sorted.
+    /// - Throws: `KeychainError`.
+    public func senderKeyAppIDs() throws -> [String] {
+        let prefix = Self.senderKeyService(appID: "")
+        return Set(try groupItems().map(\.attributes.service).filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }).sorted()
+    }
+
+    /// Every item of ``accessGroup``, attributes only (empty when none).
+    private func groupItems() throws -> [KeychainItem] {
+        do {
+            return try keychain.copyMatching(ItemQuery(accessGroup: accessGroup), limit: .all, returning: [.attributes])
+        } catch let e as KeychainError where e.code == .itemNotFound {
+            return []
+        }
     }
 
     /// A watch over the registration item's change token; `nil` without one.

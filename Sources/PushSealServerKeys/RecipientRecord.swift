@@ -86,6 +86,7 @@ extension V2KeyList {
     static func sameEntry(_ a: Entry, _ b: Entry) -> Bool {
         a.keyID == b.keyID && a.status == b.status && a.createdAt == b.createdAt && a.registeredAt == b.registeredAt && a.retiredAt == b.retiredAt
             && a.notAfter == b.notAfter && a.publicKey == b.publicKey && a.secret == b.secret
+            && a.pinnedSenderKeyIDs == b.pinnedSenderKeyIDs && a.pinsReportedAt == b.pinsReportedAt
     }
 
     /// This list's entries under another owner (an app's sender keys moving between stores that

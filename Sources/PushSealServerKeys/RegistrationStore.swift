@@ -41,6 +41,16 @@ public protocol RegistrationStore: ServerKeyStore {
     @discardableResult
     func register(_ registration: DeviceRegistration, recipient: String, now: Int64) throws -> (info: RegistrationInfo, added: Bool)
 
+    /// ``register(_:recipient:now:)``, recording with the registration the sender key ids the
+    /// device reported pinned (`nil`: it did not say; the stored list is kept), in the same
+    /// atomic change (audited `register` and, when the list changed, `reportPins`).
+    /// Default: the registration without the pins (a store that cannot keep them).
+    /// - Throws: as ``register(_:recipient:now:)``; `KeysError` `.invalidName` (a bad pinned key
+    ///   id, or more than ``V2KeyList/maxPinnedSenderKeyIDs``).
+    @discardableResult
+    func register(_ registration: DeviceRegistration, recipient: String, now: Int64, pinnedSenderKeyIDs: [String]?) throws
+        -> (info: RegistrationInfo, added: Bool)
+
     /// The registrations of (app id, recipient), oldest first.
     /// - Throws: `KeysError` `.unknownRegistration`, `.invalidName`, `.corruptKeyset`; the store's errors.
     func registrations(appID: String, recipient: String) throws -> RegistrationSet
@@ -96,6 +106,11 @@ public protocol RegistrationStore: ServerKeyStore {
     /// - Throws: `KeysError` `.invalidName`, `.corruptKeyset`; the store's errors.
     func senderKeys(appID: String) throws -> [SenderKeyInfo]
 
+    /// The app ids that have sender keys, sorted. Default: the app ids of ``allRegistrations()``
+    /// (a store that cannot list its sender key lists).
+    /// - Throws: the store's errors.
+    func senderKeyAppIDs() throws -> [String]
+
     /// The app's primary sender key with its private half, for sealing in auth mode; `nil`
     /// when the app has none (base mode). Holds a secret: never print it.
     /// - Throws: `KeysError` `.invalidName`, `.corruptKeyset`; `CryptoError`; the store's errors.
@@ -103,6 +118,22 @@ public protocol RegistrationStore: ServerKeyStore {
 }
 
 extension RegistrationStore {
+    /// The app ids of every registration (see the requirement).
+    public func senderKeyAppIDs() throws -> [String] { Array(Set(try allRegistrations().map(\.appID))).sorted() }
+
+    /// The registration without the pins (see the requirement).
+    @discardableResult
+    public func register(_ registration: DeviceRegistration, recipient: String, now: Int64, pinnedSenderKeyIDs: [String]?) throws
+        -> (info: RegistrationInfo, added: Bool) {
+        try register(registration, recipient: recipient, now: now)
+    }
+
+    /// Active in the last `days` days at `now`: the current registration was registered, or its
+    /// device reported a changed pin list, since `now - days × 86,400`.
+    public static func isActive(_ r: RegistrationInfo, now: Int64, days: Int64 = 30) -> Bool {
+        max(r.registeredAt, r.pinsReportedAt ?? Int64.min) >= now - days * 86_400
+    }
+
     /// `true`: look each recipient up.
     public func mayHaveRegistrations(appID: String) throws -> Bool { true }
 
@@ -154,9 +185,17 @@ public struct RegistrationInfo: Sendable, Hashable {
     public var registeredAt: Int64
     /// When a newer registration superseded it, or it was revoked: Unix seconds (UTC), or `nil`.
     public var supersededAt: Int64?
+    /// The sender key ids the device reported pinned with this registration (its upload's
+    /// `pinnedSenderKeyIds`, sorted); `nil`: never reported (a bare record, an older app).
+    public var pinnedSenderKeyIDs: [String]?
+    /// When the device last reported a changed pin list: Unix seconds (UTC), or `nil`.
+    public var pinsReportedAt: Int64?
 
     /// Creates registration metadata (for a store that keeps it elsewhere).
-    public init(keyID: String, publicKey: X25519.PublicKey, status: KeyStatus, createdAt: Int64, registeredAt: Int64, supersededAt: Int64?) {
+    public init(keyID: String, publicKey: X25519.PublicKey, status: KeyStatus, createdAt: Int64, registeredAt: Int64, supersededAt: Int64?,
+                pinnedSenderKeyIDs: [String]? = nil, pinsReportedAt: Int64? = nil) {
+        self.pinnedSenderKeyIDs = pinnedSenderKeyIDs
+        self.pinsReportedAt = pinsReportedAt
         self.keyID = keyID
         self.publicKey = publicKey
         self.status = status
@@ -249,5 +288,54 @@ public struct SenderKeyInfo: Sendable, Hashable {
         if let retiredAt { members.append(("retiredAt", .integer(retiredAt))) }
         if let notAfter { members.append(("notAfter", .integer(notAfter))) }
         return JSONObject(members)
+    }
+}
+
+/// Who is ready for an app's next sender key (staged rotation, issue 24): counted over the
+/// registrations active in the last 30 days (``RegistrationStore/isActive(_:now:days:)``), from
+/// the sender key ids their devices reported pinned with their uploads.
+public struct SenderPinReadiness: Sendable, Hashable {
+    /// The app's pending (next) sender key; `nil` when none is pending.
+    public var nextKeyID: String?
+    /// Current registrations active in the last 30 days.
+    public var activeRegistrations: Int
+    /// Of those, how many reported the next key pinned (0 without a next key).
+    public var pinnedNext: Int
+    /// Of those, how many never reported their pins (a bare record, an app before issue 24):
+    /// they count as not pinned.
+    public var pinsNotReported: Int
+
+    /// Active registrations that have not pinned the next key (the pins outstanding).
+    public var outstanding: Int { nextKeyID == nil ? 0 : activeRegistrations - pinnedNext }
+
+    /// Whether at least `percent` % of the active registrations pinned the next key (`true`
+    /// with none active: nobody to leave behind).
+    public func meets(percent: Int64) -> Bool {
+        Int64(pinnedNext) * 100 >= percent * Int64(activeRegistrations)
+    }
+
+    /// Creates one.
+    public init(nextKeyID: String?, activeRegistrations: Int, pinnedNext: Int, pinsNotReported: Int) {
+        self.nextKeyID = nextKeyID
+        self.activeRegistrations = activeRegistrations
+        self.pinnedNext = pinnedNext
+        self.pinsNotReported = pinsNotReported
+    }
+}
+
+extension RegistrationStore {
+    /// Counts who pinned `appID`'s pending sender key (see ``SenderPinReadiness``).
+    /// - Parameter now: Unix seconds (UTC).
+    /// - Throws: `KeysError` `.invalidName`, `.corruptKeyset`; the store's errors.
+    public func pinReadiness(appID: String, now: Int64) throws -> SenderPinReadiness {
+        let next = try senderKeys(appID: appID).last { $0.status == .pending }?.keyID
+        var out = SenderPinReadiness(nextKeyID: next, activeRegistrations: 0, pinnedNext: 0, pinsNotReported: 0)
+        for set in try allRegistrations() where set.appID == appID {
+            guard let r = set.current, Self.isActive(r, now: now) else { continue }
+            out.activeRegistrations += 1
+            guard let pins = r.pinnedSenderKeyIDs else { out.pinsNotReported += 1; continue }
+            if let next, pins.contains(next) { out.pinnedNext += 1 }
+        }
+        return out
     }
 }

@@ -40,6 +40,36 @@ extension V2KeyList {
         return [Self.change("register", now, members)]
     }
 
+    /// The most sender key ids an upload may report pinned (a phone pins the primary, the next
+    /// key and the former keys still in grace: a handful).
+    public static let maxPinnedSenderKeyIDs = 32
+
+    /// `ids` as stored: each checked (``KeyID/validate(_:)``), sorted, duplicates dropped.
+    /// - Throws: `KeysError` `.invalidName` (a bad key id, or more than ``maxPinnedSenderKeyIDs``).
+    public static func canonicalPins(_ ids: [String]) throws -> [String] {
+        for id in ids { try KeyID.validate(id) }
+        let out = Array(Set(ids)).sorted()
+        guard out.count <= maxPinnedSenderKeyIDs else {
+            throw KeysError(.invalidName, "\(out.count) pinned sender key ids reported, more than \(maxPinnedSenderKeyIDs)")
+        }
+        return out
+    }
+
+    /// Records the sender key ids the device of registration `keyID` reported pinned (issue 24:
+    /// who is ready for a staged sender rotation). A list equal to the stored one changes nothing;
+    /// otherwise audited as `reportPins` (`keyId`, `pinnedSenderKeyIds`: public ids).
+    /// - Throws: `KeysError` `.unknownKey`, `.invalidName` (``canonicalPins(_:)``).
+    public mutating func reportPins(keyID: String, pinnedSenderKeyIDs ids: [String], now: Int64) throws -> [KeysetChange] {
+        guard let i = entries.firstIndex(where: { $0.keyID == keyID }) else {
+            throw KeysError(.unknownKey, "recipient \(owner) of \(appID) has no registration \(keyID)")
+        }
+        let pins = try Self.canonicalPins(ids)
+        guard entries[i].pinnedSenderKeyIDs != pins else { return [] }
+        entries[i].pinnedSenderKeyIDs = pins
+        entries[i].pinsReportedAt = now
+        return [Self.change("reportPins", now, [("keyId", .string(keyID)), ("pinnedSenderKeyIds", .array(pins.map { .string($0) }))])]
+    }
+
     /// Revokes registration `keyID` (status `disabled`, `retiredAt` now). Idempotent.
     /// - Throws: `KeysError` `.unknownKey`.
     public mutating func revokeRegistration(keyID: String, now: Int64) throws -> [KeysetChange] {
@@ -174,7 +204,8 @@ extension V2KeyList {
     public func registrationSet() throws -> RegistrationSet {
         RegistrationSet(appID: appID, recipient: owner, registrations: try entries.map { e in
             RegistrationInfo(keyID: e.keyID, publicKey: try X25519.PublicKey(rawRepresentation: e.publicKey), status: e.status,
-                             createdAt: e.createdAt, registeredAt: e.registeredAt, supersededAt: e.retiredAt)
+                             createdAt: e.createdAt, registeredAt: e.registeredAt, supersededAt: e.retiredAt,
+                             pinnedSenderKeyIDs: e.pinnedSenderKeyIDs, pinsReportedAt: e.pinsReportedAt)
         })
     }
 

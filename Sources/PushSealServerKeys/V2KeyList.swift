@@ -7,14 +7,18 @@ public import PushSealKeyRecords
 /// big-endian:
 ///
 /// ```
-/// "PSV2" | layout 2 | kind (1 registrations, 2 sender keys) | generation (u64)
+/// "PSV2" | layout (2 or 3) | kind (1 registrations, 2 sender keys) | generation (u64)
 /// | appID (u8 length, bytes) | owner (u8 length, bytes: the recipient, "-" for sender keys) | count (u16)
 /// | count × [ keyID (u8 length, bytes) | status tag (u8) | createdAt | registeredAt
 ///             | retiredAt (-1: none) | notAfter (-1: none) (4 × i64) | public key (32)
-///             | private key (u8 length 0 or 32, bytes) ]
+///             | private key (u8 length 0 or 32, bytes)
+///             | layout 3 only: pins (u8: 0 none reported, 1 reported, then pinsReportedAt (i64)
+///               | count (u8) | count × keyID (u8 length, bytes)) ]
 /// ```
 ///
-/// Layout 1 (before the generation) reads as generation 0. The generation grows by one at
+/// Layout 1 (before the generation) reads as generation 0. Layout 3 (issue 24: the sender key
+/// ids a device reported pinned, with its registration) is written only when an entry has
+/// reported pins, so a list without them stays readable by the builds before it. The generation grows by one at
 /// every save and is checked against the store's counter item (security review F5, as for
 /// keysets: an older copy of the item put back is refused, so a revoked registration or a
 /// rotated-out sender key does not come back). The item's data is encrypted at rest by the keychain like every item; a sender entry's
@@ -46,10 +50,18 @@ public struct V2KeyList: Sendable {
         public var publicKey: [UInt8]
         /// A sender key's 32-byte private key; `nil` for registrations and destroyed sender keys.
         public var secret: SecretBytes? = nil
+        /// Registrations: the sender key ids the device reported pinned (the upload's
+        /// `pinnedSenderKeyIds`, sorted, each at most once); `nil`: never reported.
+        public var pinnedSenderKeyIDs: [String]? = nil
+        /// Registrations: when the device last reported a changed pin list (Unix seconds, UTC);
+        /// `nil` exactly when ``pinnedSenderKeyIDs`` is.
+        public var pinsReportedAt: Int64? = nil
 
         /// Creates an entry (a store that keeps entries as rows).
         public init(keyID: String, status: KeyStatus, createdAt: Int64, registeredAt: Int64, retiredAt: Int64? = nil, notAfter: Int64? = nil,
-                    publicKey: [UInt8], secret: SecretBytes? = nil) {
+                    publicKey: [UInt8], secret: SecretBytes? = nil, pinnedSenderKeyIDs: [String]? = nil, pinsReportedAt: Int64? = nil) {
+            self.pinnedSenderKeyIDs = pinnedSenderKeyIDs
+            self.pinsReportedAt = pinsReportedAt
             self.keyID = keyID
             self.status = status
             self.createdAt = createdAt
@@ -84,7 +96,8 @@ public struct V2KeyList: Sendable {
 
     /// The encoded bytes (wipe them after use: a sender list holds private keys).
     func encode() -> [UInt8] {
-        var out = Self.magic + [2, kind.rawValue]
+        let layout: UInt8 = entries.contains { $0.pinnedSenderKeyIDs != nil } ? 3 : 2
+        var out = Self.magic + [layout, kind.rawValue]
         func text(_ s: String) { out.append(UInt8(truncatingIfNeeded: s.utf8.count)); out += s.utf8 }
         func int(_ v: Int64) { withUnsafeBytes(of: v.bigEndian) { out += $0 } }
         int(Int64(bitPattern: generation))
@@ -99,6 +112,15 @@ public struct V2KeyList: Sendable {
             if let key = e.secret {
                 out.append(UInt8(truncatingIfNeeded: key.byteCount))
                 key.withUnsafeBytes { out += $0 }
+            } else {
+                out.append(0)
+            }
+            guard layout == 3 else { continue }
+            if let pins = e.pinnedSenderKeyIDs {
+                out.append(1)
+                int(e.pinsReportedAt ?? 0)
+                out.append(UInt8(truncatingIfNeeded: pins.count))
+                for id in pins { text(id) }
             } else {
                 out.append(0)
             }
@@ -122,9 +144,9 @@ public struct V2KeyList: Sendable {
             return s
         }
         func int() throws -> Int64 { Int64(bitPattern: try take(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }) }
-        guard Array(try take(4)) == magic, let layout = try take(1).first, layout == 1 || layout == 2,
+        guard Array(try take(4)) == magic, let layout = try take(1).first, (1...3).contains(layout),
               try take(1).first == kind.rawValue else { throw corrupt() }
-        let generation = layout == 2 ? UInt64(bitPattern: try int()) : 0
+        let generation = layout >= 2 ? UInt64(bitPattern: try int()) : 0
         let appID = try text(), owner = try text()
         let count = try take(2).reduce(0) { $0 << 8 | Int($1) }
         var entries: [Entry] = []
@@ -136,9 +158,20 @@ public struct V2KeyList: Sendable {
             let n = Int(try take(1).first ?? 0)
             guard n == 0 || n == 32 else { throw corrupt() }
             let secret = n == 0 ? nil : SecretBytes(copying: try take(n))
+            var pins: [String]?, pinsAt: Int64?
+            if layout == 3 {
+                switch try take(1).first {
+                case 0?: break
+                case 1?:
+                    pinsAt = try int()
+                    let count = Int(try take(1).first ?? 0)
+                    pins = try (0..<count).map { _ in try text() }
+                default: throw corrupt()
+                }
+            }
             entries.append(Entry(keyID: keyID, status: status, createdAt: createdAt, registeredAt: registeredAt,
                                  retiredAt: retiredAt < 0 ? nil : retiredAt, notAfter: notAfter < 0 ? nil : notAfter,
-                                 publicKey: publicKey, secret: secret))
+                                 publicKey: publicKey, secret: secret, pinnedSenderKeyIDs: pins, pinsReportedAt: pinsAt))
         }
         guard at == bytes.count else { throw corrupt() }
         var list = V2KeyList(kind: kind, appID: appID, owner: owner, entries: entries)

@@ -39,13 +39,24 @@ extension V2KeyListStore {
     @discardableResult
     public func register(_ registration: DeviceRegistration, recipient: String, now: Int64 = KeyTime.now()) throws
         -> (info: RegistrationInfo, added: Bool) {
+        try register(registration, recipient: recipient, now: now, pinnedSenderKeyIDs: nil)
+    }
+
+    /// Imports `registration` for `recipient` with the sender key ids its device reported pinned
+    /// (`nil`: not reported, the stored ones kept); audited as `register` and `reportPins`.
+    /// - Throws: `KeysError` `.duplicateKeyID`, `.staleRegistration`, `.invalidName`, `.timeOutOfRange`; the store's errors.
+    @discardableResult
+    public func register(_ registration: DeviceRegistration, recipient: String, now: Int64, pinnedSenderKeyIDs: [String]?) throws
+        -> (info: RegistrationInfo, added: Bool) {
         try KeyID.validateRecipient(recipient)
         try KeyTime.checkTime(now)
+        if let pins = pinnedSenderKeyIDs { _ = try V2KeyList.canonicalPins(pins) }  // before any change
         var added = false
         let list = try changeV2List(.registrations, appID: registration.appID, owner: recipient, allowCreate: true) { list in
             let changes = try list.register(registration, now: now)
             added = !changes.isEmpty
-            return changes
+            guard let pins = pinnedSenderKeyIDs else { return changes }
+            return changes + (try list.reportPins(keyID: registration.keyID, pinnedSenderKeyIDs: pins, now: now))
         }
         return (try Self.registration(registration.keyID, in: list), added)
     }

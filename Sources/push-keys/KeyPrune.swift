@@ -55,29 +55,38 @@ struct KeyPruneCommand: OptionsCommand {
 struct KeyDueCommand: OptionsCommand {
     let path = ["due"]
     let options = KeyOptions.reading + [.duration("--period", "rotation period: a primary older than this is due (default 30d; at most 253402300799 seconds)"),
-        .value("--max-seals", "N", "seal count that makes a keyset due, 0 or more (default 16777216 = 2^24)"), KeyOptions.now]
+        .value("--max-seals", "N", "seal count that makes a keyset due, 0 or more (default 16777216 = 2^24)"),
+        .duration("--registration-period", "v2: a current registration registered longer ago than this is due, the app's background rotation has not run (default 45d)"),
+        KeyOptions.now]
     let help = HelpText(
-        overview: "list keysets whose primary is older than the rotation period or past 2^24 seals (or that have no primary, or an unfinished rotation)",
-        usage: ["push-keys due --keychain DIR [IDENTITY] [--period DURATION] [--max-seals N] [--now UNIX] [--json]"],
-        examples: ["push-keys due --keychain server-kc", "push-keys due --keychain server-kc --period 7d --json"],
+        overview: "list keysets whose primary is older than the rotation period or past 2^24 seals (or that have no primary, or an unfinished rotation); and in version 2, sender keys older than the period, next sender keys not promoted (with the pins outstanding) and registrations not rotated within 45 days",
+        usage: ["push-keys due --keychain DIR [IDENTITY] [--period DURATION] [--max-seals N] [--registration-period DURATION] [--now UNIX] [--json]"],
+        examples: ["push-keys due --keychain server-kc", "push-keys due --keychain server-kc --period 7d --json",
+                   "push-keys due --registry postgresql:///pushseal --kek-file kek"],
         exitCodes: KeyOptions.exitCodes(usage: ["a --period that is not a duration of at most 253402300799 seconds", "a --max-seals that is not an integer of 0 or more", KeyOptions.badNow],
                                         ioError: "reading the keychain"),
         notes: KeyOptions.notes([
             "Text output, one line per due keyset (tab-separated): APP RECIPIENT KEY_ID AGE_SECONDS SEALS REASONS (REASONS: age, seals, noPrimary, unfinishedRotation joined by commas).",
+            "VERSION 2 (a server keychain or registry with sender keys or registrations), lines of the same shape after the keysets: 'APP - KEY_ID AGE_SECONDS - senderKeyAge' (the primary sender key is older than --period: push-keys sender add, then promote); 'APP - KEY_ID AGE_SECONDS - nextKeyNotPromoted[,pinsOutstanding=N]' (a next sender key waits for sender promote; N active registrations have not reported it pinned: sender status); 'APP R KEY_ID AGE_SECONDS - registrationNotRotated' (the current registration is older than --registration-period: the app's 30-day background rotation does not run on that phone). AGE_SECONDS counts from the key's creation, or the registration's import.",
+            "--json: {\"due\": [{appId, recipient, keyId, ageSeconds, sealCount, reasons}]}; version 2 entries have recipient null for sender keys, sealCount null, reasons [\"senderKeyAge\"], [\"nextKeyNotPromoted\"] (plus activeRegistrations, pinnedNext, pinsOutstanding, pinsNotReported) or [\"registrationNotRotated\"].",
         ], audited: false))
 
     struct Options: CommandOptions {
-        let store: KeyStoreOptions, period: Int64, maxSeals: Int64?, now: Int64
+        let store: KeyStoreOptions, period: Int64, maxSeals: Int64?, registrationPeriod: Int64, now: Int64
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
             period = try a.duration("--period") ?? KeyStore.defaultRotationPeriodSeconds
             maxSeals = try a.integer("--max-seals")
+            registrationPeriod = try a.duration("--registration-period") ?? KeyStore.defaultRegistrationRotationSeconds
             now = try keyNow(a)
         }
         func validate() throws {
             try store.validate()
-            try keyUsageErrors { try KeyTime.checkDuration(period, named: "--period") }
+            try keyUsageErrors {
+                try KeyTime.checkDuration(period, named: "--period")
+                try KeyTime.checkDuration(registrationPeriod, named: "--registration-period")
+            }
             if let n = maxSeals, n < 0 { throw CLIError.usage("--max-seals needs a seal count of 0 or more, got \(n)") }
         }
     }
@@ -87,16 +96,37 @@ struct KeyDueCommand: OptionsCommand {
         let maxSeals = o.maxSeals.map { UInt64($0) } ?? KeyStore.dueSealThreshold
         let store = try o.store.open()
         let due = try keyMapErrors { try store.due(now: now, rotationPeriodSeconds: period, sealThreshold: maxSeals) }
+        let v2 = try keyMapErrors { () -> [V2DueItem] in
+            guard let registrations = store as? any RegistrationStore else { return [] }
+            return try registrations.dueV2(now: now, senderPeriodSeconds: period, registrationPeriodSeconds: o.registrationPeriod)
+        }
         if c.json {
             keyPrintJSON(.object(JSONObject([("due", .array(due.map {
                 .object(JSONObject([("appId", .string($0.appID)), ("recipient", .string($0.recipient)), ("keyId", $0.keyID.map { .string($0) } ?? .null),
                          ("ageSeconds", KeyJSON.opt($0.ageSeconds)), ("sealCount", .integer(Int64(clamping: $0.sealCount))), ("reasons", .array($0.reasons.map { .string($0) }))]))
-            }))])))
+            } + v2.map(Self.json)))])))
         } else {
             Output.stdout(due.map { [$0.appID, $0.recipient, $0.keyID ?? "-", $0.ageSeconds.map(String.init) ?? "-", String($0.sealCount),
-                                     $0.reasons.joined(separator: ",")].joined(separator: "\t") + "\n" }.joined())
+                                     $0.reasons.joined(separator: ",")].joined(separator: "\t") + "\n" }.joined()
+                + v2.map { [$0.appID, $0.recipient ?? "-", $0.keyID, String($0.ageSeconds), "-", Self.reasons($0)].joined(separator: "\t") + "\n" }.joined())
         }
         return .success
+    }
+
+    /// `nextKeyNotPromoted,pinsOutstanding=N` (N > 0), or the reason alone.
+    static func reasons(_ d: V2DueItem) -> String {
+        guard let pins = d.pins, pins.outstanding > 0 else { return d.reason.rawValue }
+        return d.reason.rawValue + ",pinsOutstanding=\(pins.outstanding)"
+    }
+
+    static func json(_ d: V2DueItem) -> JSONValue {
+        var members: [(String, JSONValue)] = [("appId", .string(d.appID)), ("recipient", d.recipient.map { .string($0) } ?? .null), ("keyId", .string(d.keyID)),
+                                              ("ageSeconds", .integer(d.ageSeconds)), ("sealCount", .null), ("reasons", .array([.string(d.reason.rawValue)]))]
+        if let p = d.pins {
+            members += [("activeRegistrations", .integer(Int64(p.activeRegistrations))), ("pinnedNext", .integer(Int64(p.pinnedNext))),
+                        ("pinsOutstanding", .integer(Int64(p.outstanding))), ("pinsNotReported", .integer(Int64(p.pinsNotReported)))]
+        }
+        return .object(JSONObject(members))
     }
 }
 

@@ -39,6 +39,12 @@ enum SenderStagedCommands {
         }
     }
 
+    /// `pinned by M of N (P %); pins not reported by U`.
+    static func describe(_ p: SenderPinReadiness) -> String {
+        let percent = p.activeRegistrations == 0 ? 100 : p.pinnedNext * 100 / p.activeRegistrations
+        return "pinned by \(p.pinnedNext) of \(p.activeRegistrations) (\(percent) %); pins not reported by \(p.pinsNotReported)"
+    }
+
     static let flow = "STAGED ROTATION: sender add (the next key is published: phones pin it at their next refresh; send the \"keys changed\" push) → sender status → sender promote (sealing switches; the former key stays decryptOnly, published, for --grace) → sender retire (the former key ends now). After a suspected leak: sender promote --force, then sender retire --now (the former key is revoked: push-keys revocations export lists it, phones disable it), SECURITY.md. sender rotate does add and promote in one step: every phone that has not refreshed since shows the fallback (unknownSenderKey) until it does."
 }
 
@@ -82,25 +88,24 @@ struct SenderStatusCommand: OptionsCommand {
         examples: ["push-keys sender status --keychain server-kc --app-id com.example.app"],
         exitCodes: V2ServerCommands.exitCodes(usage: ["a bad --app-id or --now"]),
         notes: KeyOptions.notes([
-            "Text output: one line per key, 'APP KEYID STATUS created T retired T notAfter T [published]', then 'APP active registrations N (registered or re-registered in the last 30 days); pinned: not recorded'. --json: {\"senderKeys\": [...], \"activeRegistrations\": N, \"pinnedReported\": false}.",
-            "PINS: the count of active registrations that pinned the next key needs the uploads' pinnedSenderKeyIds, which this build does not store yet (docs/registration.md); until it does, sender promote needs --force.",
+            "Text output: one line per key, 'APP KEYID STATUS created T retired T notAfter T [published]', then 'APP active registrations N (registered, re-registered or reporting new pins in the last 30 days)' and, with a next key, 'APP next KEYID pinned by M of N (P %); pins not reported by U'. --json: {\"senderKeys\": [...], \"activeRegistrations\": N, \"nextKeyId\": KEYID or null, \"pinnedNext\": M, \"pinsOutstanding\": N - M, \"pinsNotReported\": U}.",
+            "PINS: each upload (push-keys register with the app's body, POST /v1/devices) reports the sender key ids the phone has pinned (pinnedSenderKeyIds); a registration that never reported them (a bare record, an app before issue 24) counts as not pinned. sender promote --min-pinned P compares M / N with P.",
             SenderStagedCommands.flow, V2ServerCommands.storeNote], audited: false))
 
     typealias Options = SenderOptions
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
         let store = try SenderStagedCommands.open(o.store)
-        let (keys, active) = try SenderStagedCommands.mapErrors { () -> ([SenderKeyInfo], Int) in
-            let since = o.now - 30 * 86_400
-            let active = try store.allRegistrations().filter { $0.appID == o.appID }
-                .filter { ($0.current?.registeredAt ?? Int64.min) >= since }.count
-            return (try store.senderKeys(appID: o.appID), active)
-        }
+        let (keys, pins) = try SenderStagedCommands.mapErrors { (try store.senderKeys(appID: o.appID), try store.pinReadiness(appID: o.appID, now: o.now)) }
         if c.json {
-            SenderStagedCommands.printKeys(keys, now: o.now, c, extra: [("activeRegistrations", .integer(Int64(active))), ("pinnedReported", .bool(false))])
+            SenderStagedCommands.printKeys(keys, now: o.now, c, extra: [
+                ("activeRegistrations", .integer(Int64(pins.activeRegistrations))), ("nextKeyId", pins.nextKeyID.map { .string($0) } ?? .null),
+                ("pinnedNext", .integer(Int64(pins.pinnedNext))), ("pinsOutstanding", .integer(Int64(pins.outstanding))),
+                ("pinsNotReported", .integer(Int64(pins.pinsNotReported)))])
         } else {
             SenderStagedCommands.printKeys(keys, now: o.now, c)
-            Output.stdout("\(o.appID) active registrations \(active) (registered or re-registered in the last 30 days); pinned: not recorded\n")
+            Output.stdout("\(o.appID) active registrations \(pins.activeRegistrations) (registered, re-registered or reporting new pins in the last 30 days)\n")
+            if let next = pins.nextKeyID { Output.stdout("\(o.appID) next \(next) \(SenderStagedCommands.describe(pins))\n") }
         }
         return .success
     }
@@ -111,13 +116,14 @@ struct SenderPromoteCommand: OptionsCommand {
     let path = ["sender", "promote"]
     let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.grace("how long the former sender key stays published and accepted"),
         .value("--min-pinned", "P", "the percentage of registrations active in the last 30 days that must have pinned the next key (default 100)"),
-        .flag("--force", "promote without the pin check (after a suspected leak, or while pins are not recorded)"), KeyOptions.now]
+        .flag("--force", "promote without the pin check (after a suspected leak)"), KeyOptions.now]
     let help = HelpText(
         overview: "switch the app's sealing to its pending sender key; the former primary stays decryptOnly (published, accepted by phones for messages sealed before now) for --grace",
         usage: ["push-keys sender promote --keychain DIR --app-id APP [--min-pinned P | --force] [--grace 30d] [--audit-log FILE] [--now UNIX] [--json]"],
-        examples: ["push-keys sender promote --keychain server-kc --app-id com.example.app --force",
+        examples: ["push-keys sender promote --keychain server-kc --app-id com.example.app",
+                   "push-keys sender promote --keychain server-kc --app-id com.example.app --min-pinned 95",
                    "push-keys sender promote --registry postgresql:///pushseal --kek-file kek --app-id com.example.app --force --grace 7d"],
-        exitCodes: ["1   notEnoughPinned: fewer registrations than --min-pinned report the next key pinned (or pins are not recorded): nothing changed; --force overrides"]
+        exitCodes: ["1   notEnoughPinned: fewer than --min-pinned % of the registrations active in the last 30 days reported the next key pinned (sender status shows the count): nothing changed; --force overrides"]
             + V2ServerCommands.exitCodes(usage: ["a bad --app-id, --now, --grace or --min-pinned (0 to 100)"],
                                          dataError: "no pending sender key (invalidState): push-keys sender add",
                                          noInput: "the app has no sender key (unknownKeyset)"),
@@ -144,10 +150,14 @@ struct SenderPromoteCommand: OptionsCommand {
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
         let (app, now) = (o.sender.appID, o.sender.now)
         let store = try SenderStagedCommands.open(o.sender.store)
-        if !o.force && o.minPinned > 0 {
-            throw CLIError(code: "notEnoughPinned",
-                           "\(app): cannot tell how many registrations pinned the next sender key (this build does not record the uploads' pinnedSenderKeyIds); nothing changed",
-                           hint: "once the apps refreshed (the \"keys changed\" push, or a day of launches), push-keys sender promote ... --force", exitCode: .failure)
+        if !o.force {
+            let pins = try SenderStagedCommands.mapErrors { try store.pinReadiness(appID: app, now: now) }
+            if pins.nextKeyID != nil, !pins.meets(percent: o.minPinned) {
+                throw CLIError(code: "notEnoughPinned",
+                               "\(app): the next sender key \(pins.nextKeyID ?? "") is \(SenderStagedCommands.describe(pins)), below --min-pinned \(o.minPinned) %; nothing changed",
+                               hint: "wait for the apps to refresh (the \"keys changed\" push, or a day of launches) and check push-keys sender status; --force promotes anyway (those phones show the fallback)",
+                               exitCode: .failure)
+            }
         }
         let keys = try SenderStagedCommands.mapErrors { try store.promoteSenderKey(appID: app, graceSeconds: o.grace, now: now) }
         SenderStagedCommands.printKeys(keys, now: now, c)

@@ -5,11 +5,11 @@ import PushSealServer
 import PushSealServerKeys
 import PushSealSystem
 
-/// `push-keys token add / list / invalidate`: the APNs device tokens of a server store (a server
+/// `push-keys token add / list / invalidate / remove`: the APNs device tokens of a server store (a server
 /// keychain or the registry, both ``DeviceTokenStore``s), looked up by `push-seal batch
 /// --device-tokens` and cleaned up from `push-send`'s outcome lines.
 enum TokenCommands {
-    static let all: [any Command] = [TokenAddCommand(), TokenListCommand(), TokenInvalidateCommand()]
+    static let all: [any Command] = [TokenAddCommand(), TokenListCommand(), TokenInvalidateCommand(), TokenRemoveCommand()]
 
     /// The store of the options, as a device token store.
     /// - Throws: `CLIError` 64 for a store without device tokens.
@@ -124,6 +124,69 @@ struct TokenAddCommand: OptionsCommand {
             var out = "\(o.appID) \(o.recipient) \(o.environment.rawValue): added \(added.token)\n"
             for r in replaced { out += "  replaced \(r.token) (\(r.recipient) \(r.environment.rawValue))\n" }
             Output.stdout(out)
+        }
+        return .success
+    }
+}
+
+/// `push-keys token remove --app-id APP --recipient R [--token T]`: forget a recipient's tokens.
+struct TokenRemoveCommand: OptionsCommand {
+    let path = ["token", "remove"]
+    let options = KeyOptions.changing + [
+        KeyOptions.appID, KeyOptions.recipient,
+        .value("--token", "T", "only this token (hex, any case); default: every token of the recipient"),
+    ]
+    let help = HelpText(
+        overview: "remove a recipient's APNs device tokens (all, or one with --token) whatever their registration time: logout, account deletion, a stolen phone; nothing is sent to that installation until the app registers a token again",
+        usage: ["push-keys token remove --keychain DIR --app-id APP --recipient R [--token T] [--audit-log FILE] [--json]"],
+        examples: [
+            "push-keys token remove --keychain server-kc --app-id com.example.app --recipient alice-iphone",
+            "push-keys token remove --registry postgresql:///pushseal --kek-file kek --app-id com.example.app --recipient alice-iphone --token 740f4707bebcf74f --json",
+            "push-keys audit --registry postgresql:///pushseal --recipient alice-iphone   # removeDeviceToken, reason removed",
+        ],
+        exitCodes: TokenCommands.exitCodes(usage: ["a bad --app-id or --recipient", "a --token that is not 2 to 256 hex digits of even length (invalidDeviceToken)"],
+                                           noInput: "the recipient has no device token (unknownRecipient), or not --token T (unknownToken): nothing changed"),
+        notes: KeyOptions.notes([
+            "To forget an installation completely, also revoke its v2 registration (push-keys registration revoke) or v1 keyset (push-keys revoke). push-keys token invalidate is the other way tokens go: APNs 410s, which keep a token registered again after the 410.",
+            "Text output: 'APP R E: removed TOKEN' per token removed. --json: {\"removed\": [{appId, recipient, environment, token, registeredAt}]}. Audited as removeDeviceToken with reason removed (push-keys audit --recipient R shows it).",
+            TokenCommands.storeNote,
+        ], audited: true))
+
+    struct Options: CommandOptions {
+        let store: KeyStoreOptions, appID: String, recipient: String, token: String?
+        init(parsing a: Arguments) throws {
+            _ = try Positionals(a, max: 0)
+            store = try KeyStoreOptions(parsing: a)
+            appID = try a.required("--app-id", "APP")
+            recipient = try a.required("--recipient", "R")
+            token = a.value("--token")
+        }
+        func validate() throws {
+            try store.validate()
+            _ = try TokenCommands.mapErrors(badToken: .usage) {
+                try keyUsageErrors { try DeviceToken.checkRemove(appID: appID, recipient: recipient, token: token, time: 0) }
+            }
+        }
+    }
+
+    func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
+        let store = try TokenCommands.open(o.store)
+        let removed = try TokenCommands.mapErrors(badToken: .usage) {
+            try store.removeDeviceTokens(appID: o.appID, recipient: o.recipient, token: o.token, time: KeyTime.now())
+        }
+        guard !removed.isEmpty else {
+            if let token = o.token {
+                throw CLIError(code: "unknownToken", "\(o.appID) \(o.recipient) has no device token \(token.lowercased()): nothing changed",
+                               hint: "push-keys token list --app-id \(o.appID) --recipient \(o.recipient) shows the recipient's tokens", exitCode: .noInput)
+            }
+            throw CLIError(code: "unknownRecipient", "\(o.appID) \(o.recipient) has no device token: nothing changed",
+                           hint: "push-keys token list --app-id \(o.appID) shows who has tokens; push-keys audit --recipient \(o.recipient) shows what happened to them",
+                           exitCode: .noInput)
+        }
+        if c.json {
+            keyPrintJSON(.object(JSONObject([("removed", .array(removed.map(TokenCommands.json)))])))
+        } else {
+            Output.stdout(removed.map { "\($0.appID) \($0.recipient) \($0.environment.rawValue): removed \($0.token)\n" }.joined())
         }
         return .success
     }

@@ -2,6 +2,7 @@ import PushSealCLI
 import PushSealCrypto
 import PushSealJSON
 import PushSealKeyRecords
+import PushSealServer
 import PushSealServerKeys
 import PushSealSystem
 import PushSealWire
@@ -36,7 +37,9 @@ enum V2ServerCommands {
     static func json(_ r: RegistrationInfo) -> JSONValue {
         .object(JSONObject([("keyId", .string(r.keyID)), ("status", .string(r.status.rawValue)),
                             ("publicKey", .string(WireBase64.encode(r.publicKey.rawRepresentation))), ("createdAt", .integer(r.createdAt)),
-                            ("registeredAt", .integer(r.registeredAt)), ("supersededAt", KeyJSON.opt(r.supersededAt))]))
+                            ("registeredAt", .integer(r.registeredAt)), ("supersededAt", KeyJSON.opt(r.supersededAt)),
+                            ("pinnedSenderKeyIds", r.pinnedSenderKeyIDs.map { .array($0.map { .string($0) }) } ?? .null),
+                            ("pinsReportedAt", KeyJSON.opt(r.pinsReportedAt))]))
     }
 
     static func json(_ k: SenderKeyInfo, now: Int64) -> JSONValue {
@@ -63,7 +66,7 @@ struct RegisterCommand: OptionsCommand {
         KeyOptions.now,
     ]
     let help = HelpText(
-        overview: "import a v2 device registration record (pushseal-device-key, from a file or stdin) for a recipient: its public key becomes the one push-seal seals to",
+        overview: "import a v2 device registration (the app's upload body, or a bare pushseal-device-key record; from a file or stdin) for a recipient: its public key becomes the one push-seal seals to, with the upload's APNs device token and pinned sender key ids",
         usage: ["push-keys register --keychain DIR --recipient R [--app-id APP] [--audit-log FILE] [--now UNIX] [RECORD | -] [--json]"],
         examples: [
             "push-keys register --keychain server-kc --recipient alice-iphone --app-id com.example.app registration.json",
@@ -71,13 +74,14 @@ struct RegisterCommand: OptionsCommand {
         ],
         exitCodes: V2ServerCommands.exitCodes(
             usage: ["a bad --recipient, --app-id or --now", "more than one RECORD"],
-            dataError: "a malformed record (not JSON, wrong format or version, a publicKey that is not base64 of 32 bytes, a bad keyId or createdAt), a record for another app id (--app-id), a low-order public key (lowOrderPublicKey), a key id the recipient already has with another key (duplicateKeyID), a record created before the recipient's current registration (staleRegistration), a record created more than 5 minutes after the server's clock (futureRegistration)",
+            dataError: "a malformed upload (malformedUpload: a member of the wrong type, a bad apnsDeviceToken or apnsEnvironment, pinnedSenderKeyIds not an array of key ids) or record (not JSON, wrong format or version, a publicKey that is not base64 of 32 bytes, a bad keyId or createdAt), a record for another app id (--app-id), a low-order public key (lowOrderPublicKey), a key id the recipient already has with another key (duplicateKeyID), a record created before the recipient's current registration (staleRegistration), a record created more than 5 minutes after the server's clock (futureRegistration)",
             noInput: "RECORD missing",
             ioError: "reading RECORD, the keychain, its lock file or the audit log"),
         notes: KeyOptions.notes([
-            "RECORD: {\"format\":\"pushseal-device-key\",\"version\":2,\"appId\",\"keyId\",\"publicKey\",\"createdAt\"} (FORMAT.md §V.6), what 'push-keys device generate' prints and the app uploads with its APNs device token over its own authenticated API. RECORD, - or none reads standard input. The server decides the recipient (one app installation): never take it from the record.",
+            "RECORD: the upload body the app POSTs (Examples/iOS), {\"registration\": {...}, \"apnsDeviceToken\": HEX, \"apnsEnvironment\": \"production\" | \"development\", \"pinnedSenderKeyIds\"?: [ids]}, or the bare record {\"format\":\"pushseal-device-key\",\"version\":2,\"appId\",\"keyId\",\"publicKey\",\"createdAt\"} (FORMAT.md §V.6) that 'push-keys device generate' prints. RECORD, - or none reads standard input. The server decides the recipient (one app installation): never take it from the record.",
+            "UPLOAD BODY: the registration, then the device token (the recipient's former token of that environment replaced, as push-keys token add) in one command; pinnedSenderKeyIds, when present, are stored with the registration (audited reportPins when they changed): push-keys sender status counts who pinned the next sender key and sender promote --min-pinned relies on them. Without the member the stored pins are kept.",
             "HISTORY: the new registration becomes primary (sealed to); the former one becomes decryptOnly with supersededAt (the device may still open messages in flight with its old key). The same record again changes nothing (exit 0, 'already registered'). Audited as register.",
-            "Text output: 'APP R: registered KEYID' or 'APP R: already registered KEYID'. --json: {\"added\", \"appId\", \"recipient\", \"registration\": {keyId, status, publicKey, createdAt, registeredAt, supersededAt}}.",
+            "Text output: 'APP R: registered KEYID' or 'APP R: already registered KEYID', then '; token ENV stored' and '; pinned sender keys: IDS' for an upload body. --json: {\"added\", \"appId\", \"recipient\", \"registration\": {keyId, status, publicKey, createdAt, registeredAt, supersededAt, pinnedSenderKeyIds, pinsReportedAt}, \"deviceToken\"?: {token, environment, registeredAt (ms)}}.",
             V2ServerCommands.storeNote,
         ], audited: true))
 
@@ -97,22 +101,39 @@ struct RegisterCommand: OptionsCommand {
     }
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
-        let bytes = try InputReader.readAll(o.file, limitByteCount: 64 << 10)
-        let registration: DeviceRegistration
+        let bytes = try InputReader.readAll(o.file, limitByteCount: RegistrationUpload.maxByteCount)
+        let upload: RegistrationUpload
         do {
-            registration = try V2ServerCommands.mapErrors { try DeviceRegistration(record: bytes, expectedAppID: o.expectedAppID) }
+            upload = try V2ServerCommands.mapErrors { try RegistrationUpload(body: bytes, expectedAppID: o.expectedAppID) }
+        } catch let e as ServerError {
+            throw CLIError(code: e.code.name, e.reason, hint: "the body is {\"registration\": RECORD, \"apnsDeviceToken\", \"apnsEnvironment\", \"pinnedSenderKeyIds\"?} or a bare RECORD",
+                           exitCode: .dataError)
+        } catch let e as CLIError where e.code == KeysError.Code.invalidDeviceToken.name {
+            throw CLIError(code: e.code, "the upload's apnsDeviceToken: \(e.message)", hint: e.hint, exitCode: .dataError)
         } catch let e as CLIError where [KeysError.Code.invalidName.name, KeysError.Code.timeOutOfRange.name].contains(e.code) {
             // A bad keyId, appId or createdAt inside the record is bad input data (65, malformedRecord), not a usage error:
             // the command line was right, the uploaded record was not.
             throw CLIError(code: KeysError.Code.malformedRecord.name, "the registration record: \(e.message)", hint: e.hint, exitCode: .dataError)
         }
+        let registration = upload.registration
         let store = try V2ServerCommands.open(o.store)
-        let (info, added) = try V2ServerCommands.mapErrors { try store.register(registration, recipient: o.recipient, now: o.now) }
+        let imported = try V2ServerCommands.mapErrors {
+            try ServerStore(store: store).importRegistration(upload, recipient: o.recipient, nowMilliseconds: o.now * 1000)
+        }
+        let (info, added) = (imported.registration, imported.added)
         if c.json {
-            keyPrintJSON(.object(JSONObject([("added", .bool(added)), ("appId", .string(registration.appID)), ("recipient", .string(o.recipient)),
-                                             ("registration", V2ServerCommands.json(info))])))
+            var members: [(String, JSONValue)] = [("added", .bool(added)), ("appId", .string(registration.appID)), ("recipient", .string(o.recipient)),
+                                                  ("registration", V2ServerCommands.json(info))]
+            if let t = imported.deviceToken {
+                members.append(("deviceToken", .object(JSONObject([("token", .string(t.token)), ("environment", .string(t.environment.rawValue)),
+                                                                  ("registeredAt", .integer(t.registeredAtMs))]))))
+            }
+            keyPrintJSON(.object(JSONObject(members)))
         } else {
-            Output.stdout("\(registration.appID) \(o.recipient): \(added ? "registered" : "already registered") \(info.keyID)\n")
+            var line = "\(registration.appID) \(o.recipient): \(added ? "registered" : "already registered") \(info.keyID)"
+            if let t = imported.deviceToken { line += "; token \(t.environment.rawValue) stored" }
+            if let pins = upload.pinnedSenderKeyIDs { line += "; pinned sender keys: \(pins.isEmpty ? "none" : pins.sorted().joined(separator: " "))" }
+            Output.stdout(line + "\n")
         }
         return .success
     }

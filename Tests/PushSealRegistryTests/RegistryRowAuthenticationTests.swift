@@ -16,7 +16,7 @@ import Testing
     static let evilKey = String(repeating: "e7", count: 32)
     /// Undoes migration 5, keeping the rows: what a registry upgraded from schema 4 holds.
     static let backToSchema4 = """
-            ALTER TABLE pushseal_registrations DROP COLUMN row_mac;
+            ALTER TABLE pushseal_registrations DROP COLUMN row_mac, DROP COLUMN pinned_sender_key_ids, DROP COLUMN pins_reported_at;
             ALTER TABLE pushseal_sender_keys DROP COLUMN row_mac;
             ALTER TABLE pushseal_device_tokens DROP COLUMN row_mac;
             ALTER TABLE pushseal_v2_lists DROP COLUMN row_mac, DROP COLUMN primary_key_id, DROP COLUMN entry_count;

@@ -99,6 +99,45 @@ import Testing
         #expect(audit.allSatisfy { $0[store] is String }, "the location member: keychain or registry")
     }
 
+    /// `push-keys token remove` (issue 24, "Forgetting an installation"): one token or every
+    /// token of a recipient, whatever its registration time; audited as removeDeviceToken with
+    /// reason removed and readable by `push-keys audit --recipient`; an unknown recipient or
+    /// token is exit 66 and changes nothing; a bad token 64.
+    @Test(arguments: ["keychain", "registry"])
+    func removeOneOrEveryToken(_ store: String) throws {
+        let dir = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let keys = RegistryCLITests.tool("push-keys")
+        let s = try Self.storeArguments(store, in: dir)
+        let app = ["--app-id", Self.app]
+        func run(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String) { try RegistryCLITests.run([keys] + args) }
+        for (r, env, token) in [("alice", "production", "a1a1"), ("alice", "development", "d1d1"), ("bob", "production", "b2b2")] {
+            #expect(try run(["token", "add"] + s + app + ["--recipient", r, "--environment", env, "--registered-at", "9000000000000", token]).status == 0)
+        }
+        // Unknown recipient, unknown token: 66, nothing changed.
+        let noOne = try run(["token", "remove"] + s + app + ["--recipient", "carol"])
+        #expect(noOne.status == 66 && noOne.stderr.hasPrefix("push-keys: error: com.example.app carol has no device token") && noOne.stderr.contains("hint: "),
+                "\(noOne.stderr)")
+        let noToken = try run(["token", "remove"] + s + app + ["--recipient", "alice", "--token", "b2b2"])
+        #expect(noToken.status == 66 && noToken.stderr.contains("has no device token b2b2"), "\(noToken.stderr)")
+        #expect(try run(["token", "remove"] + s + app + ["--recipient", "alice", "--token", "xyz"]).status == 64)
+        #expect(try run(["token", "list"] + s).stdout.split(separator: "\n").count == 3)
+        // One token (any case), though registered "in the future": removal is not a 410.
+        let one = try run(["token", "remove"] + s + app + ["--recipient", "alice", "--token", "D1D1"])
+        #expect(one.status == 0 && one.stdout == "com.example.app alice development: removed d1d1\n", "\(one.stdout) \(one.stderr)")
+        // Every token of bob, then of alice.
+        #expect(try run(["token", "remove"] + s + app + ["--recipient", "bob"]).stdout == "com.example.app bob production: removed b2b2\n")
+        let all = try run(["token", "remove"] + s + app + ["--recipient", "alice", "--json"])
+        #expect((Self.json(all.stdout)["removed"] as? [[String: Any]])?.map { $0["token"] as? String } == ["a1a1"], "\(all.stdout)")
+        #expect(try run(["token", "list"] + s).stdout.isEmpty)
+        #expect(try run(["token", "remove"] + s + app + ["--recipient", "alice"]).status == 66, "removing again: nothing left")
+        // The audit trail says what happened, per recipient.
+        let trail = try run(["audit"] + s + ["--recipient", "alice", "--app-id", Self.app])
+        let removals = trail.stdout.split(separator: "\n").map { Self.json(String($0)) }.filter { $0["event"] as? String == "removeDeviceToken" }
+        #expect(removals.map { "\($0["token"] ?? "-") \($0["reason"] ?? "-") \($0["environment"] ?? "-")" } == ["d1d1 removed development", "a1a1 removed production"],
+                "\(trail.stdout) \(trail.stderr)")
+    }
+
     /// The audit lines of the store of `storeArguments` (the keychain's keys-audit.log, the
     /// registry's pushseal_audit table), as JSON objects, oldest first.
     static func auditLines(_ storeArguments: [String], in dir: URL) throws -> [[String: Any]] {
