@@ -59,7 +59,8 @@ done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-gateway.XXXXXX")
 chmod 700 "$work"
-APP=com.example.app TEAM=ABCDE12345 KID=ABC123DEFG GW_TOOL=bench-gateway
+APP=com.example.app TEAM=ABCDE12345 KID=ABC123DEFG
+export GW_TOOL=bench-gateway  # gateway-stack.sh names errors with it
 # shellcheck source=scripts/gateway-stack.sh disable=SC1091
 source "$root/scripts/gateway-stack.sh"
 sink_pid=
@@ -137,6 +138,9 @@ outcomes() {
   echo "$(sql "SELECT count(*) FILTER (WHERE status = 'accepted') || ' ' || count(*) FROM pushseal_outbox")" \
     "$(sql "SELECT string_agg(status || ' ' || n, ', ' ORDER BY status) FROM (SELECT status, count(*) AS n FROM pushseal_outbox GROUP BY status) g")"
 }
+# commits: transactions committed in the database so far (all clients: the gateways' accept and
+# worker transactions, the bench's own queries).
+commits() { sql "SELECT xact_commit FROM pg_stat_database WHERE datname = 'pushseal'"; }
 # The enc_alg of one outbox row's payload (docs/FORMAT.md: the v2 ones name HPKE, base or auth).
 row_format() {
   sql "SELECT convert_from(payload, 'UTF8') FROM pushseal_outbox LIMIT 1" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("enc_alg", "?"))'
@@ -167,13 +171,16 @@ for fmt in v1 v2; do
   pipe_note[$fmt]="$ok of $tn accepted, $(python3 -c "print(f'{$b - $a:.1f}')") s"
 
   sql "TRUNCATE pushseal_outbox"
+  commits_before=$(commits)
   python3 "$load" batches --body "$work/body-$fmt.json" --requests $((tn / 500)) --threads "$clients" "${GW_URLS[@]}" > "$work/gw-$fmt.json"
   wait_drained
+  sleep 1  # the statistics reach pg_stat_database within a second
+  commit_note="$(python3 -c "print(f'{($(commits) - $commits_before) / ($tn / 500):.0f}')") database commits per request of 500"
   read -r ok _ statuses < <(outcomes)
   start_ms=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["startMs"])' "$work/gw-$fmt.json")
   end_ms=$(sql "SELECT max(finished_at) FROM pushseal_outbox")
   gw_rate[$fmt]=$(python3 -c "print(round($ok / (($end_ms - $start_ms) / 1000)))")
-  gw_note[$fmt]="$ok of $tn accepted ($statuses), $(python3 -c "print(f'{($end_ms - $start_ms) / 1000:.1f}')") s; 202s after $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$work/gw-$fmt.json") s"
+  gw_note[$fmt]="$ok of $tn accepted ($statuses), $commit_note, $(python3 -c "print(f'{($end_ms - $start_ms) / 1000:.1f}')") s; 202s after $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$work/gw-$fmt.json") s"
   fmt_seen[$fmt]=$(row_format)
 done
 

@@ -31,7 +31,8 @@ for t in python3 node openssl; do
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/pushseal-demo-gw.XXXXXX")
 chmod 700 "$work"
-APP=com.example.app TEAM=ABCDE12345 KID=ABC123DEFG PHONES=20 GW_TOOL=demo-gateway
+APP=com.example.app TEAM=ABCDE12345 KID=ABC123DEFG PHONES=20
+export GW_TOOL=demo-gateway  # gateway-stack.sh names errors with it
 # shellcheck source=scripts/gateway-stack.sh disable=SC1091
 source "$root/scripts/gateway-stack.sh"
 cleanup() {
