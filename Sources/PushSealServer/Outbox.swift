@@ -122,25 +122,37 @@ public final class Outbox: Sendable {
             }
         }
         let start = monotonicNanoseconds()
-        var results: [ItemResult] = []
+        var results: [ItemResult?] = Array(repeating: nil, count: items.count)
         var newRows: [PostgresOutbox.NewRow] = []
+        // Every item is checked first, then all are sealed in ONE batch: the registry's keys,
+        // seal counters and device tokens are then read and reserved once per request, not
+        // once per item (500 round trips and commits for a request of 500 before).
+        var ready: [(index: Int, item: PreparedItem)] = []
         for (n, item) in items.enumerated() {
-            switch seal(item, line: n + 1, nowMs: nowMs) {
-            case .success(let row):
-                newRows.append(row)
-                results.append(.queued(id: row.id, recipient: row.recipient))
-            case .failure(let f):
-                results.append(f)
-                metrics.itemRefused(code: { if case .failed(_, let c, _) = f { c } else { "" } }())
+            switch prepare(item) {
+            case .success(let p): ready.append((n, p))
+            case .failure(let f): results[n] = f.result
             }
         }
+        let sealed = sealLines(ready.map(\.item))
+        for (k, r) in ready.enumerated() {
+            switch row(r.item, sealedLine: sealed[k], nowMs: nowMs) {
+            case .success(let row):
+                newRows.append(row)
+                results[r.index] = .queued(id: row.id, recipient: row.recipient)
+            case .failure(let f):
+                results[r.index] = f
+            }
+        }
+        let answers = results.map { $0 ?? .failed(recipient: nil, code: "sealFailed", message: "the sealer gave no payload") }
+        for case .failed(_, let code, _) in answers { metrics.itemRefused(code: code) }
         metrics.sealed(count: newRows.count, nanoseconds: monotonicNanoseconds() &- start)
-        let body = try Self.body(results)
+        let body = try Self.body(answers)
         let replay = try rows.enqueue(newRows, idempotency: idempotency.map {
             PostgresOutbox.Idempotency(scope: $0.key.scope, key: $0.key.key, requestHash: $0.requestHash, response: body)
         }, nowMs: nowMs)
         switch replay {
-        case .none: return Acceptance(items: results, body: body, replayed: false)
+        case .none: return Acceptance(items: answers, body: body, replayed: false)
         case .same(let first): return try Self.replayed(first)
         case .differentBody: throw ServerError(.idempotencyKeyReused, "the idempotency key was used with another request body in the last 24 h")
         }
@@ -152,14 +164,39 @@ public final class Outbox: Sendable {
         case failure(ItemResult)
     }
 
-    /// One item sealed into a row, or its error.
-    func seal(_ item: JSONValue, line: Int, nowMs: Int64) -> SealOutcome {
+    /// An item checked and written as a `push-seal batch` line, with the members the line does
+    /// not carry (the outbox's own headers).
+    struct PreparedItem {
+        var line: [UInt8]
+        var collapseID: String?
+        var priority: Int?
+        var pushType: APNsPushType?
+    }
+
+    /// An item refused before sealing.
+    struct Refusal: Error {
+        var result: ItemResult
+    }
+
+    /// The output line of each prepared item, in order (one `BatchSealer.seal` call for all:
+    /// one bulk read of keys and device tokens, one reservation of seal counters). An empty
+    /// line where the sealer's output does not split into one line per item (never expected).
+    func sealLines(_ items: [PreparedItem]) -> [[UInt8]] {
+        guard !items.isEmpty else { return [] }
+        let out = batch.seal(items.enumerated().map { BatchSealer.Line(number: $0.offset + 1, bytes: $0.element.line) }).output
+        // Each output line ends in a newline; JSON strings hold none unescaped.
+        let lines = out.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast().map(Array.init)
+        return lines.count == items.count ? lines : Array(repeating: [], count: items.count)
+    }
+
+    /// One item checked and written as a batch line, or its error.
+    func prepare(_ item: JSONValue) -> Result<PreparedItem, Refusal> {
         guard case .object(let o) = item else {
-            return .failure(.failed(recipient: nil, code: "invalidNotification", message: "an item must be a JSON object"))
+            return .failure(Refusal(result: .failed(recipient: nil, code: "invalidNotification", message: "an item must be a JSON object")))
         }
         let recipient = o["recipient"]?.stringValue
-        func fail(_ code: String, _ message: String) -> SealOutcome {
-            .failure(.failed(recipient: recipient, code: code, message: message))
+        func fail(_ code: String, _ message: String) -> Result<PreparedItem, Refusal> {
+            .failure(Refusal(result: .failed(recipient: recipient, code: code, message: message)))
         }
         // The batch line: recipient, notification (with the item's ttl), aps.
         var members: [(key: String, value: JSONValue)] = []
@@ -196,7 +233,17 @@ public final class Outbox: Sendable {
         } catch {
             return fail("invalidNotification", "the item cannot be written as a batch line")
         }
-        let out = batch.seal([BatchSealer.Line(number: line, bytes: lineBytes)]).output
+        return .success(PreparedItem(line: lineBytes, collapseID: collapseID, priority: priority, pushType: pushType))
+    }
+
+    /// A prepared item's sealed output line made into a row, or its error (the sealer's, or the
+    /// APNs request check's).
+    func row(_ item: PreparedItem, sealedLine out: [UInt8], nowMs: Int64) -> SealOutcome {
+        let (collapseID, priority, pushType) = (item.collapseID, item.priority, item.pushType)
+        func fail(_ code: String, _ message: String) -> SealOutcome {
+            let recipient: String? = if case .object(let o)? = try? JSONReader.parse(item.line) { o["recipient"]?.stringValue } else { nil }
+            return .failure(.failed(recipient: recipient, code: code, message: message))
+        }
         guard let parsed = Self.sealedLine(out) else {
             guard case .object(let e)? = try? JSONReader.parse(out), case .object(let err)? = e["error"] else {
                 return fail("sealFailed", "the sealer gave no payload")
