@@ -11,11 +11,12 @@
 # Knobs (environment): BENCH_GATEWAY_N (the RSS run's notifications, 1,000,000),
 #   BENCH_GATEWAY_THROUGHPUT_N (per throughput row, 50,000), BENCH_GATEWAY_LATENCY_SECONDS (20),
 #   BENCH_GATEWAY_RECIPIENTS (per format, 64), BENCH_GATEWAY_CLIENTS (load generator threads for
-#   the batches, 8), BENCH_GATEWAY_KEEP=1 keeps the work directory.
+#   the batches, 8), BENCH_GATEWAY_THREADS (each instance's --threads, 8: a request waits for
+#   the database, so more threads than cores keep the cores busy), BENCH_GATEWAY_KEEP=1 keeps the work directory.
 #
 # The stack (scripts/gateway-stack.sh, as make demo-gateway starts it): a throwaway PostgreSQL
 # WITH fsync (a commit waits for the disk, as in production), the native mock APNs, two
-# `push-gateway serve` instances on the one database (4 HTTP threads and 1 APNs connection
+# `push-gateway serve` instances on the one database (BENCH_GATEWAY_THREADS HTTP threads and 1 APNs connection
 # each, rate limit lifted). Recipients: R v1 keysets ("r0"…, registry-stress bulk-load, tokens by
 # push-keys token add) and R v2 installations ("d0"…: push-keys device generate, registered
 # through POST /v1/devices); the app has a sender key, so v2 is auth mode. Notifications: a title
@@ -41,6 +42,7 @@ tn=${BENCH_GATEWAY_THROUGHPUT_N:-50000}
 lat_s=${BENCH_GATEWAY_LATENCY_SECONDS:-20}
 recipients=${BENCH_GATEWAY_RECIPIENTS:-64}
 clients=${BENCH_GATEWAY_CLIENTS:-8}
+threads=${BENCH_GATEWAY_THREADS:-8}
 quick=0
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -83,7 +85,7 @@ sql() { "$PG_BIN/psql" -X -q -At -h "$PG_DIR" -p 5432 -U pushseal -d pushseal -c
 PUSHSEAL_API_KEY=$("$bin/push-gateway" keys create --name bench --scope send,register)
 export PUSHSEAL_API_KEY
 gw_mock_start ""
-start_gateways() { for g in A B; do gw_start "$g" --rate 1000000 --burst 1000000 --threads 4 --connections 1; done; }
+start_gateways() { for g in A B; do gw_start "$g" --rate 1000000 --burst 1000000 --threads "$threads" --connections 1; done; }
 start_gateways
 
 # Recipients: v1 keysets r0… with tokens, v2 installations d0… registered through the gateway.
@@ -224,7 +226,7 @@ bench_s=$(python3 -c "print(round($(now) - $bench_start))")
 ratio() { python3 -c "print(round(100 * $1 / max(1, $2)))"; }
 echo "## push-gateway end to end, beside the push-seal batch | push-send pipeline"
 echo
-echo "Two push-gateway instances (4 HTTP threads, 1 APNs connection each) on one throwaway PostgreSQL $("$PG_BIN/postgres" --version | grep -oE '[0-9]+(\.[0-9]+)*' | head -1) with fsync on (Unix socket), the native mock APNs, the load generator (Benchmarks/gateway_load.py: Python threads, http.client keep-alive) and the pipeline, all on the same $(nproc) cores; load average $load_start at the start, $(loadavg) at the end; $bench_s s in all. $recipients v1 and $recipients v2 recipients, a 300-byte body each. The ratio of one run is the figure to compare: absolute rates depend on what else the cores run$( [[ $quick -eq 1 ]] && echo "; --quick: a check of the script, not the figures")."
+echo "Two push-gateway instances ($threads HTTP threads, 1 APNs connection each) on one throwaway PostgreSQL $("$PG_BIN/postgres" --version | grep -oE '[0-9]+(\.[0-9]+)*' | head -1) with fsync on (Unix socket), the native mock APNs, the load generator (Benchmarks/gateway_load.py: Python threads, http.client keep-alive) and the pipeline, all on the same $(nproc) cores; load average $load_start at the start, $(loadavg) at the end; $bench_s s in all. $recipients v1 and $recipients v2 recipients, a 300-byte body each. The ratio of one run is the figure to compare: absolute rates depend on what else the cores run$( [[ $quick -eq 1 ]] && echo "; --quick: a check of the script, not the figures")."
 echo
 echo "| measurement | result |"
 echo "|---|---|"
