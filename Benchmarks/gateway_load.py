@@ -27,6 +27,7 @@ import argparse
 import http.client
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -200,6 +201,9 @@ def sink(_a):
 
 
 def main():
+    # A parent may start us with SIGTERM blocked (a test runner that handles its own signals):
+    # the bench stops the sink with SIGTERM, so take the default action back.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGINT])
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="mode", required=True)
     b = sub.add_parser("batches")

@@ -188,6 +188,8 @@ done
 
 # 3. Latency at 500/s offered (v2), single-notification requests.
 sql "TRUNCATE pushseal_outbox"
+log_from=()
+for g in A B; do log_from+=("$(wc -l < "$work/gateway-$g.log")"); done
 python3 "$load" rate --items "$work/items-v2.jsonl" --rate 500 --seconds "$lat_s" --out "$work/lat.tsv" "${GW_URLS[@]}" > "$work/lat.json"
 wait_drained
 sql "SELECT id, status, finished_at FROM pushseal_outbox" > "$work/lat-rows.txt"
@@ -207,6 +209,13 @@ print(f'{o["sent"]} requests ({statuses}) at {o["achievedPerSecond"]}/s achieved
 PY
 )
 IFS='|' read -r lat_what lat_202 lat_after <<< "$lat"
+# The gateways' own time per request in that run (their "request" log lines: durationMs), to tell
+# the server's time from the queue in front of it.
+lat_server=$(for k in 0 1; do tail -n +"$((log_from[k] + 1))" "$work/gateway-$([[ $k -eq 0 ]] && echo A || echo B).log"; done | python3 -c '
+import json, sys
+d = sorted(o["durationMs"] for o in map(json.loads, sys.stdin) if o.get("event") == "request" and o.get("route") == "POST /v1/notifications")
+pct = lambda p: round(d[min(len(d) - 1, int(round(p / 100 * (len(d) - 1))))], 2) if d else None
+print(f"p50 {pct(50)} ms, p99 {pct(99)} ms ({len(d)} requests)")')
 
 # 4. Peak RSS per instance over N notifications through two fresh instances (v2).
 gw_stop_gateways
@@ -238,6 +247,7 @@ for fmt in v1 v2; do
 done
 echo "| published anchors (other software, other machines) | gorush about 5,000/s per instance; apns2 up to 10,000/s |"
 echo "| latency: $lat_what, 2 instances, v2 | to the 202: $lat_202 |"
+echo "| latency: the gateways' own time per request in that run (their log's durationMs) | $lat_server |"
 echo "| latency: from the 202 to accepted by the mock (the row's finished_at) | $lat_after |"
 echo "| peak RSS (VmHWM) per instance, $n notifications through 2 fresh instances ($big_ok of $big_total accepted; $big_statuses) | $(IFS=/; echo "${rss[*]}") MiB; the run took $big_s s |"
 echo

@@ -28,6 +28,8 @@ import Testing
         #expect(lines.contains { $0.hasPrefix("| v2: gateway") && $0.contains("payload format HPKE-AUTH-X25519-A256GCM;") }, "\(r.stdout)")
         #expect(lines.contains { $0.hasPrefix("| v1: gateway") && !$0.contains("HPKE") }, "\(r.stdout)")
         #expect(lines.contains { $0.hasPrefix("| latency: 500 requests (202 500)") }, "\(r.stdout)")
+        #expect(lines.contains { $0.hasPrefix("| latency: the gateways' own time per request") && $0.hasSuffix("(500 requests) |") }, "\(r.stdout)")
+        #expect(lines.contains { $0.hasPrefix("| latency: from the 202 to accepted") && $0.hasSuffix("(500 accepted) |") }, "\(r.stdout)")
         let rss = lines.first { $0.hasPrefix("| peak RSS (VmHWM) per instance, 1000 notifications") }
         #expect(rss?.contains("(1000 of 1000 accepted; accepted 1000)") == true, "\(r.stdout)")
         #expect(rss?.range(of: #"\| [0-9]+\.[0-9]/[0-9]+\.[0-9] MiB; the run took"#, options: .regularExpression) != nil, "\(r.stdout)")
