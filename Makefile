@@ -16,7 +16,7 @@ export PUSHSEAL_SHARED := $(SHARED)
 shared-check:
 	@test -d "$(SHARED)/vectors" -a -d "$(SHARED)/cases" || { echo "make: error: the test vectors are not at $(SHARED) (need vectors/ and cases/)" >&2; echo "hint: make test SHARED=/path/to/shared  (or set PUSHSEAL_SHARED)" >&2; exit 66; }
 
-.PHONY: shared-check all deps build release demo demo-postgres demo-gateway test bench perf-check fuzz sanitize clean mock-native schema-probe
+.PHONY: shared-check all deps build release demo demo-postgres demo-gateway test bench bench-gateway perf-check fuzz sanitize clean mock-native schema-probe
 
 all: build
 
@@ -66,6 +66,16 @@ bench:
 	@.build/release/push-bench $(BENCH_ARGS)
 	@scripts/bench-apns.sh $(BENCH_APNS_ARGS)
 	@scripts/bench-registry.sh $(BENCH_REGISTRY_ARGS)
+	@scripts/bench-gateway.sh $(BENCH_GATEWAY_ARGS)
+
+# The gateway section of `make bench` alone (scripts/bench-gateway.sh: throughput beside the
+# push-seal batch | push-send pipeline, latency at 500/s, peak RSS per instance). Sizes:
+# BENCH_GATEWAY_N (1,000,000), BENCH_GATEWAY_THROUGHPUT_N, …; BENCH_GATEWAY_ARGS=--quick to check it.
+bench-gateway:
+	@scripts/install-deps.sh >&2
+	@$(SWIFT) build -c release >&2
+	@scripts/build-mock-apns.sh >/dev/null
+	@scripts/bench-gateway.sh $(BENCH_GATEWAY_ARGS)
 
 # The plaintext schema's compile-fail check (issue 27 step 3): every codec's switch over
 # NotificationMember must refuse a member it does not handle (scripts/schema-probe.sh).

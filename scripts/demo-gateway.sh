@@ -29,65 +29,33 @@ done
 for t in python3 node openssl; do
   command -v "$t" >/dev/null || { echo "demo-gateway: error: $t is needed" >&2; echo "hint: scripts/install-deps.sh" >&2; exit 69; }
 done
-native=$("$root/scripts/build-mock-apns.sh") || { echo "demo-gateway: error: the native mock APNs could not be built" >&2; echo "hint: scripts/install-deps.sh" >&2; exit 70; }
-# shellcheck source=scripts/pg-throwaway.sh disable=SC1091
-source "$root/scripts/pg-throwaway.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/pushseal-demo-gw.XXXXXX")
 chmod 700 "$work"
-pids=()
+APP=com.example.app TEAM=ABCDE12345 KID=ABC123DEFG PHONES=20
+export GW_TOOL=demo-gateway  # gateway-stack.sh names errors with it
+# shellcheck source=scripts/gateway-stack.sh disable=SC1091
+source "$root/scripts/gateway-stack.sh"
 cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  pg_throwaway_stop
+  gw_stack_stop
   if [[ -n ${DEMO_GATEWAY_KEEP:-} ]]; then echo "demo-gateway: kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
-fail() { echo "demo-gateway: error: $*" >&2; exit 1; }
-APP=com.example.app TEAM=ABCDE12345 KID=ABC123DEFG PHONES=20
-# wait_line FILE PATTERN PID WHAT: waits until FILE has a line matching PATTERN, or PID exited.
-wait_line() {
-  while ! grep -q "$2" "$1" 2>/dev/null; do
-    kill -0 "$3" 2>/dev/null || fail "$4 did not start: $(tail -3 "$1" "${1%.*}.err" 2>/dev/null)"
-    sleep 0.05
-  done
-}
+fail() { gw_fail "$@"; }
 
 echo "push-gateway demo — everything on this machine, in $work"
 echo
-pg_throwaway_start
-"$bin/push-keys" registry new-kek --out "$work/kek"
-export PUSHSEAL_REGISTRY=$PG_CONNINFO PUSHSEAL_KEK_FILE=$work/kek
-"$bin/push-gateway" migrate | sed 's/^/   migrate: /'
+gw_db_start > "$work/migrate.out"
+sed 's/^/   migrate: /' "$work/migrate.out"
 sender=$("$bin/push-keys" sender generate --app-id "$APP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["senderKeyId"])')
 PUSHSEAL_API_KEY=$("$bin/push-gateway" keys create --name demo-backend --scope send,register)
 export PUSHSEAL_API_KEY
 echo "1. a throwaway PostgreSQL ($PG_DIR), the schema, the app's v2 sender key $sender (push-keys sender generate), an API key (push-gateway keys create: ${PUSHSEAL_API_KEY:0:20}…, shown once)"
 
-openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/AuthKey.p8" 2>/dev/null
-chmod 600 "$work/AuthKey.p8"
-printf '{"keys":[{"keyId":"%s","teamId":"%s","p8":"%s"}],"topics":["%s"],"record":"%s"}\n' \
-  "$KID" "$TEAM" "$work/AuthKey.p8" "$APP" "$work/mock-record.jsonl" > "$work/mock.json"
-"$native" --config "$work/mock.json" --detached < /dev/null > "$work/mock.out" 2> "$work/mock.err" &
-mock_pid=$!
-pids+=("$mock_pid")
-wait_line "$work/mock.out" '^listening' "$mock_pid" "the mock APNs"
-read -r _ mock_port mock_ca < "$work/mock.out"
-echo "   the native mock APNs (standing in for Apple) on 127.0.0.1:$mock_port"
+gw_mock_start "$work/mock-record.jsonl"
+echo "   the native mock APNs (standing in for Apple) on 127.0.0.1:$MOCK_PORT"
 
-urls=()
-for g in A B; do
-  "$bin/push-gateway" serve --app-id "$APP" --listen 127.0.0.1:0 --threads 2 --environment development \
-    --p8 "$work/AuthKey.p8" --key-id "$KID" --team-id "$TEAM" --host "127.0.0.1:$mock_port" --ca-file "$mock_ca" \
-    < /dev/null > "$work/gateway-$g.out" 2> "$work/gateway-$g.log" &
-  pids+=("$!")
-  wait_line "$work/gateway-$g.log" '"event":"listening"' "$!" "gateway $g"
-  port=$(python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    o = json.loads(l)
-    if o.get("event") == "listening": print(o["port"]); break' "$work/gateway-$g.log")
-  urls+=("http://127.0.0.1:$port")
-done
+for g in A B; do gw_start "$g" --threads 2; done
+urls=("${GW_URLS[@]}")
 echo "2. two push-gateway serve instances on the one database: A at ${urls[0]}, B at ${urls[1]}"
 
 # What the app downloads from GET /v1/sender-keys (public, no API key) and pins: one file per record.
@@ -139,10 +107,10 @@ echo "   pg_dump of the database: $(wc -l < "$work/dump.sql") lines, no word of 
 
 echo "6. what each phone displays (push-open on the phone's keychain, the payload APNs received):"
 # The gateways stop first (SIGTERM: they drain and write their outcomes), then the mock (its record is complete).
-for p in "${pids[@]:1}"; do kill "$p"; wait "$p" || fail "a gateway did not exit 0 on SIGTERM"; done
+gw_stop_gateways
 echo "   requests answered: gateway A $(grep -c '"event":"request"' "$work/gateway-A.log"), gateway B $(grep -c '"event":"request"' "$work/gateway-B.log"); both stopped on SIGTERM with exit 0"
-kill "$mock_pid"; wait "$mock_pid" || true
-pids=()
+kill "$MOCK_PID"; wait "$MOCK_PID" || true
+MOCK_PID=
 "$PG_BIN/psql" -X -q -At -h "$PG_DIR" -p 5432 -U pushseal -d pushseal \
   -c "SELECT apns_id, recipient, convert_from(payload, 'UTF8') FROM pushseal_outbox" -F $'\t' > "$work/outbox.tsv"
 for word in shipped "From Node" "second message"; do

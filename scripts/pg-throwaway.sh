@@ -5,6 +5,9 @@
 # the one user `pushseal`; as root the server runs as the system user pushseal-test
 # (scripts/install-deps.sh creates it: PostgreSQL refuses to run as root).
 #
+# The server runs without fsync (-F) unless PG_THROWAWAY_FSYNC=on (make bench-gateway's latency
+# rows: a commit then waits for the disk, as in production).
+#
 # Source it, then: pg_throwaway_start (sets PG_DIR and PG_CONNINFO, a libpq connection string
 # for database pushseal), pg_throwaway_stop (stops the server, removes PG_DIR; safe to call twice,
 # put it in an EXIT trap).
@@ -22,8 +25,10 @@ pg_throwaway_start() {
   chmod 700 "$PG_DIR"
   [[ ${#PG_AS[@]} -gt 0 ]] && chown pushseal-test: "$PG_DIR"
   "${PG_AS[@]}" "$bin/initdb" -D "$PG_DIR/data" -U pushseal --auth=trust -E UTF8 --no-sync --no-instructions >/dev/null
+  local fsync=-F
+  [[ ${PG_THROWAWAY_FSYNC:-} == on ]] && fsync=
   "${PG_AS[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w -t 60 \
-    -o "-k $PG_DIR -c listen_addresses= -c port=5432 -F -c max_connections=200" start >/dev/null
+    -o "-k $PG_DIR -c listen_addresses= -c port=5432 $fsync -c max_connections=200" start >/dev/null
   "$bin/psql" -X -q -h "$PG_DIR" -p 5432 -U pushseal -d postgres -c "CREATE DATABASE pushseal" >/dev/null
   export PG_CONNINFO="host=$PG_DIR port=5432 user=pushseal dbname=pushseal"
 }

@@ -205,18 +205,28 @@ public final class PostgresOutbox: Sendable {
         return inserted.affected > 0
     }
 
-    /// Inserts `rows` `queued` on `c` (inside a transaction) and signals the workers at commit.
+    /// Inserts `rows` `queued` on `c` (inside a transaction) and signals the workers at commit:
+    /// one multi-row `INSERT` per ``rowsPerStatement`` rows (a statement per row was a round trip
+    /// per row and most of a request's time: bench-gateway).
     func insert(_ rows: [NewRow], on c: PGConnection, mac: RegistryRowMAC, nowMs: Int64) throws {
-        for r in rows {
-            let sealedID = try r.deviceVisibleID.map { try sealDeviceID($0, row: r) }
+        for start in stride(from: 0, to: rows.count, by: Self.rowsPerStatement) {
+            var params: [PGValue?] = []
+            var tuples: [String] = []
+            for r in rows[start..<min(start + Self.rowsPerStatement, rows.count)] {
+                let b = params.count
+                let sealedID = try r.deviceVisibleID.map { try sealDeviceID($0, row: r) }
+                tuples.append("(" + (1...13).map { "$\(b + $0)" }.joined(separator: ", ")
+                              + ", 'queued', $\(b + 14), $\(b + 14), $\(b + 15), $\(b + 16), $\(b + 17))")
+                params += [.text(r.id), .text(r.appID), .text(r.recipient), .text(r.environment.rawValue), .text(r.deviceToken), .bytes(r.payload),
+                           .text(r.pushType), .text(r.topic), r.priority.map { .int(Int64($0)) }, r.expiration.map { .int($0) },
+                           r.collapseID.map { .text($0) }, .text(r.apnsID), r.expiresAtMs.map { .int($0) }, .int(nowMs), .bytes(try mac.tag(Self.macFields(r))),
+                           .text(r.kind), sealedID.map { .bytes($0) }]
+            }
             try c.exec("""
                 INSERT INTO pushseal_outbox (id, app_id, recipient, environment, device_token, payload, push_type, topic, priority,
                   expiration, collapse_id, apns_id, expires_at, status, created_at, updated_at, row_mac, kind, device_id_sealed)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'queued', $14, $14, $15, $16, $17)
-                """, [.text(r.id), .text(r.appID), .text(r.recipient), .text(r.environment.rawValue), .text(r.deviceToken), .bytes(r.payload),
-                      .text(r.pushType), .text(r.topic), r.priority.map { .int(Int64($0)) }, r.expiration.map { .int($0) },
-                      r.collapseID.map { .text($0) }, .text(r.apnsID), r.expiresAtMs.map { .int($0) }, .int(nowMs), .bytes(try mac.tag(Self.macFields(r))),
-                      .text(r.kind), sealedID.map { .bytes($0) }])
+                VALUES \(tuples.joined(separator: ", "))
+                """, params)
         }
         if !rows.isEmpty { try c.exec("NOTIFY \(Self.channel)") }
     }
@@ -415,22 +425,52 @@ public final class PostgresOutbox: Sendable {
     @discardableResult
     public func complete(_ items: [Completion], owner: String, nowMs: Int64) throws -> [String: DeviceTokenInvalidation] {
         guard !items.isEmpty else { return [:] }
+        // Groups of distinct ids, each one multi-row UPDATE (a statement per row was a round trip
+        // per row): a second completion of one id lands in a later group and, as before, finds
+        // the row no longer `sending`.
+        var groups: [[Completion]] = [[]]
+        var seen = Set<String>()
+        for i in items {
+            if groups[groups.count - 1].count == Self.rowsPerStatement || !seen.insert(i.id.lowercased()).inserted {
+                groups.append([])
+                seen = [i.id.lowercased()]
+            }
+            groups[groups.count - 1].append(i)
+        }
         return try pool.transaction { c in
             var out: [String: DeviceTokenInvalidation] = [:]
-            for i in items {
+            for group in groups where !group.isEmpty {
+                var params: [PGValue?] = [.text(owner), .int(nowMs)]
+                var tuples: [String] = []
+                for i in group {
+                    let b = params.count
+                    tuples.append("($\(b + 1)::uuid, $\(b + 2)::text, $\(b + 3)::integer, $\(b + 4)::text, $\(b + 5)::text, $\(b + 6)::integer)")
+                    params += [.text(i.id), .text(i.status), i.httpStatus.map { .int(Int64($0)) }, i.reason.map { .text($0) },
+                               i.apnsUniqueID.map { .text($0) }, .int(Int64(i.attempts))]
+                }
                 let updated = try c.exec("""
-                    UPDATE pushseal_outbox SET status = $3, http_status = $4, reason = $5, apns_unique_id = $6, attempts = attempts + $7,
-                      lease_owner = NULL, lease_until = NULL, updated_at = $8, finished_at = $8
-                    WHERE id = $1 AND status = 'sending' AND lease_owner = $2
-                    RETURNING app_id, device_token
-                    """, [.text(i.id), .text(owner), .text(i.status), i.httpStatus.map { .int(Int64($0)) }, i.reason.map { .text($0) },
-                          i.apnsUniqueID.map { .text($0) }, .int(Int64(i.attempts)), .int(nowMs)])
-                guard let ts = i.unregisteredAtMs, !updated.rows.isEmpty, let app = updated.rows[0][0], let token = updated.rows[0][1] else { continue }
-                out[i.id] = try invalidate(c, token: token, unregisteredAtMs: ts, appID: app, nowMs: nowMs)
+                    UPDATE pushseal_outbox o SET status = v.status, http_status = v.http_status, reason = v.reason, apns_unique_id = v.apns_unique_id,
+                      attempts = o.attempts + v.attempts, lease_owner = NULL, lease_until = NULL, updated_at = $2, finished_at = $2
+                    FROM (VALUES \(tuples.joined(separator: ", "))) AS v(id, status, http_status, reason, apns_unique_id, attempts)
+                    WHERE o.id = v.id AND o.status = 'sending' AND o.lease_owner = $1
+                    RETURNING o.id, o.app_id, o.device_token
+                    """, params)
+                var rowsByID: [String: (app: String, token: String)] = [:]
+                for row in updated.rows {
+                    if let id = row[0], let app = row[1], let token = row[2] { rowsByID[id.lowercased()] = (app, token) }
+                }
+                for i in group {
+                    guard let ts = i.unregisteredAtMs, let r = rowsByID[i.id.lowercased()] else { continue }
+                    out[i.id] = try invalidate(c, token: r.token, unregisteredAtMs: ts, appID: r.app, nowMs: nowMs)
+                }
             }
             return out
         }
     }
+
+    /// Rows per multi-row INSERT or UPDATE (15 parameters a row for an INSERT: 15,000 of
+    /// PostgreSQL's 65,535 at most).
+    static let rowsPerStatement = 1000
 
     /// The 410 rule on `c` (the registry's own, with its audit row).
     func invalidate(_ c: PGConnection, token: String, unregisteredAtMs: Int64, appID: String, nowMs: Int64) throws -> DeviceTokenInvalidation {
