@@ -261,13 +261,15 @@ public final class PostgresOutbox: Sendable {
     /// Records final outcomes in one transaction; a 410's token is removed in it too when it was
     /// registered before the 410's timestamp (with its audit row). A row `owner` no longer holds
     /// (its lease was reaped) is left alone.
-    /// - Returns: per 410 completion, what it did to the token (by notification id).
+    /// - Returns: the ids whose outcome was written now (rows `owner` still held) and, per 410
+    ///   completion, what it did to the token (by notification id).
     /// - Throws: `RegistryError` `.unavailable`, `.outcomeUnknown`, `.query`.
     @discardableResult
-    public func complete(_ items: [Completion], owner: String, nowMs: Int64) throws -> [String: DeviceTokenInvalidation] {
-        guard !items.isEmpty else { return [:] }
+    public func complete(_ items: [Completion], owner: String, nowMs: Int64) throws -> (written: Set<String>, invalidations: [String: DeviceTokenInvalidation]) {
+        guard !items.isEmpty else { return ([], [:]) }
         return try pool.transaction { c in
             var out: [String: DeviceTokenInvalidation] = [:]
+            var written = Set<String>()
             for i in items {
                 let updated = try c.exec("""
                     UPDATE pushseal_outbox SET status = $3, http_status = $4, reason = $5, apns_unique_id = $6, attempts = attempts + $7,
@@ -276,10 +278,11 @@ public final class PostgresOutbox: Sendable {
                     RETURNING app_id, device_token
                     """, [.text(i.id), .text(owner), .text(i.status), i.httpStatus.map { .int(Int64($0)) }, i.reason.map { .text($0) },
                           i.apnsUniqueID.map { .text($0) }, .int(Int64(i.attempts)), .int(nowMs)])
+                if !updated.rows.isEmpty { written.insert(i.id) }
                 guard let ts = i.unregisteredAtMs, !updated.rows.isEmpty, let app = updated.rows[0][0], let token = updated.rows[0][1] else { continue }
                 out[i.id] = try invalidate(c, token: token, unregisteredAtMs: ts, appID: app, nowMs: nowMs)
             }
-            return out
+            return (written, out)
         }
     }
 
@@ -311,10 +314,11 @@ public final class PostgresOutbox: Sendable {
     /// Returns the rows of expired leases (their instance died or stalled): with a collapse id
     /// to `queued` (resent; the phone shows it once), without to `failed` `mayHaveBeenDelivered`.
     /// Also drops idempotency keys older than 24 h.
-    /// - Returns: (requeued, failed).
+    /// - Returns: how many were requeued, and the rows ended `failed` `mayHaveBeenDelivered`
+    ///   (id, recipient, `apns-id`, attempts) for the log.
     /// - Throws: `RegistryError`.
     @discardableResult
-    public func reap(nowMs: Int64) throws -> (requeued: Int, failed: Int) {
+    public func reap(nowMs: Int64) throws -> (requeued: Int, failed: [(id: String, recipient: String, apnsID: String, attempts: Int)]) {
         try pool.transaction { c in
             let requeued = try c.exec("""
                 UPDATE pushseal_outbox SET status = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = $1
@@ -324,10 +328,14 @@ public final class PostgresOutbox: Sendable {
                 UPDATE pushseal_outbox SET status = 'failed', reason = 'mayHaveBeenDelivered', lease_owner = NULL, lease_until = NULL,
                   updated_at = $1, finished_at = $1
                 WHERE status = 'sending' AND lease_until < $1 AND collapse_id IS NULL
-                """, [.int(nowMs)]).affected
+                RETURNING id, recipient, apns_id, attempts
+                """, [.int(nowMs)])
             try c.exec("DELETE FROM pushseal_idempotency WHERE created_at <= $1", [.int(nowMs - Self.idempotencyLifetimeMs)])
             if requeued > 0 { try c.exec("NOTIFY \(Self.channel)") }
-            return (requeued, failed)
+            let ended = try failed.rows.indices.map { r in
+                (id: failed.rows[r][0] ?? "", recipient: failed.rows[r][1] ?? "", apnsID: failed.rows[r][2] ?? "", attempts: Int(try failed.int(r, 3) ?? 0))
+            }
+            return (requeued, ended)
         }
     }
 

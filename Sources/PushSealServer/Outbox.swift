@@ -73,7 +73,21 @@ public final class Outbox: Sendable {
     public let configuration: Configuration
     /// Counters and histograms for the HTTP layer's `/metrics`.
     public let metrics = OutboxMetrics()
-    private let batch: BatchSealer
+    /// The sealer accept uses, the sender key id it seals auth mode with, and when the store's
+    /// primary sender key was last compared with it (monotonic ns).
+    private struct Sealing: Sendable {
+        var batch: BatchSealer
+        var senderKeyID: String?
+        var checkedAt: UInt64
+    }
+
+    private let sealing: Locked<Sealing>
+    private let deviceTokens: StoreDeviceTokens
+    private let sealerConfiguration: SealerConfiguration
+
+    /// How often accept compares the sealer's sender key with the store's primary: 1 s, in ns
+    /// (issue 24: a running sealer follows a promotion or retirement within 5 s, no restart).
+    public static let senderKeyCheckNanoseconds: UInt64 = 1_000_000_000
 
     /// The outbox of a registry store.
     /// - Throws: ``ServerError`` `.unsupportedStore` (a file keychain: the outbox needs
@@ -85,11 +99,35 @@ public final class Outbox: Sendable {
         self.store = store
         self.configuration = configuration
         rows = PostgresOutbox(registry: registry)
-        var sealing = configuration.sealer
-        sealing.options.collapseID = nil
-        let sealer = try store.sealer(sealing)
-        batch = BatchSealer(sealer: sealer, concurrency: 1,
-                            deviceTokens: StoreDeviceTokens(store: try store.deviceTokenStore(), environment: configuration.environment))
+        var sealerConfiguration = configuration.sealer
+        sealerConfiguration.options.collapseID = nil
+        self.sealerConfiguration = sealerConfiguration
+        deviceTokens = StoreDeviceTokens(store: try store.deviceTokenStore(), environment: configuration.environment)
+        let made = try store.sealerAndSenderKey(sealerConfiguration)
+        sealing = Locked(Sealing(batch: BatchSealer(sealer: made.sealer, concurrency: 1, deviceTokens: deviceTokens),
+                                 senderKeyID: made.senderKeyID, checkedAt: monotonicNanoseconds()))
+    }
+
+    /// The sealer to seal with now: once a second, the store's primary sender key is compared
+    /// with the one the sealer uses, and a promotion (or a retirement that changed the primary)
+    /// rebuilds it. A store that cannot be read keeps the current sealer until the next check.
+    func currentSealer() -> BatchSealer {
+        let now = monotonicNanoseconds()
+        let (batch, due, senderKeyID) = sealing.withLock { s -> (BatchSealer, Bool, String?) in
+            let due = now &- s.checkedAt >= Self.senderKeyCheckNanoseconds
+            if due { s.checkedAt = now }
+            return (s.batch, due, s.senderKeyID)
+        }
+        guard due, sealerConfiguration.format != .v1,
+              let keys = try? store.registrationStore().senderKeys(appID: sealerConfiguration.appID) else { return batch }
+        let primary = keys.last { $0.status == .primary }?.keyID
+        guard primary != senderKeyID, let made = try? store.sealerAndSenderKey(sealerConfiguration) else { return batch }
+        let fresh = BatchSealer(sealer: made.sealer, concurrency: 1, deviceTokens: deviceTokens)
+        sealing.withLock {
+            $0.batch = fresh
+            $0.senderKeyID = made.senderKeyID
+        }
+        return fresh
     }
 
     /// The SHA-256 of a request body, for an idempotency key.
@@ -124,8 +162,9 @@ public final class Outbox: Sendable {
         let start = monotonicNanoseconds()
         var results: [ItemResult] = []
         var newRows: [PostgresOutbox.NewRow] = []
+        let sealer = currentSealer()
         for (n, item) in items.enumerated() {
-            switch seal(item, line: n + 1, nowMs: nowMs) {
+            switch seal(item, line: n + 1, nowMs: nowMs, sealer: sealer) {
             case .success(let row):
                 newRows.append(row)
                 results.append(.queued(id: row.id, recipient: row.recipient))
@@ -153,7 +192,7 @@ public final class Outbox: Sendable {
     }
 
     /// One item sealed into a row, or its error.
-    func seal(_ item: JSONValue, line: Int, nowMs: Int64) -> SealOutcome {
+    func seal(_ item: JSONValue, line: Int, nowMs: Int64, sealer: BatchSealer) -> SealOutcome {
         guard case .object(let o) = item else {
             return .failure(.failed(recipient: nil, code: "invalidNotification", message: "an item must be a JSON object"))
         }
@@ -196,7 +235,7 @@ public final class Outbox: Sendable {
         } catch {
             return fail("invalidNotification", "the item cannot be written as a batch line")
         }
-        let out = batch.seal([BatchSealer.Line(number: line, bytes: lineBytes)]).output
+        let out = sealer.seal([BatchSealer.Line(number: line, bytes: lineBytes)]).output
         guard let parsed = Self.sealedLine(out) else {
             guard case .object(let e)? = try? JSONReader.parse(out), case .object(let err)? = e["error"] else {
                 return fail("sealFailed", "the sealer gave no payload")
