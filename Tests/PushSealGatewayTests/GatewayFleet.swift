@@ -48,6 +48,29 @@ func waitUntil(seconds: Double, every pause: Double = 0.02, _ condition: () thro
     return try condition()
 }
 
+/// Runs `push-gateway` with `arguments` expecting it to exit (a refusal): its status and
+/// standard error; a child still running after `seconds` is killed and reported as -1.
+func runGatewayExpectingExit(_ arguments: [String], seconds: Double = 60) throws -> (status: Int32, stderr: String) {
+    let p = Process()
+    p.executableURL = try #require(builtTool("push-gateway"), "push-gateway is not built")
+    p.arguments = arguments
+    let err = Pipe()
+    p.standardError = err
+    p.standardOutput = FileHandle.nullDevice
+    p.standardInput = FileHandle.nullDevice
+    let log = ChildLog(err)
+    try p.run()
+    if !waitUntil(seconds: seconds, every: 0.05, { !p.isRunning }) {
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        log.waitForEnd()
+        return (-1, log.contents)
+    }
+    p.waitUntilExit()
+    log.waitForEnd()
+    return (p.terminationStatus, log.contents)
+}
+
 /// A `push-gateway serve` child: started, waited for until it logs `listening`, stopped by
 /// SIGTERM or SIGKILL.
 final class GatewayChild: @unchecked Sendable {

@@ -128,8 +128,7 @@ struct GatewayServeTests {
         let base = ["--registry", fleet.cs, "--kek-file", fleet.kek, "--app-id", GatewayFleet.appID, "--listen", "127.0.0.1:0", "--threads", "2", "--drain-seconds", "5"]
 
         #expect(chmod(key, 0o644) == 0)
-        let tool = try #require(builtTool("push-gateway"))
-        let refused = try runTool(tool, ["serve"] + base + tls)
+        let refused = try runGatewayExpectingExit(["serve"] + base + tls)
         #expect(refused.status == 77, "\(refused.stderr)")
         #expect(refused.stderr.contains("push-gateway: error:") && refused.stderr.contains("chmod 600"))
         #expect(!refused.stderr.contains("PRIVATE KEY"))
@@ -160,12 +159,11 @@ struct GatewayServeTests {
         let keys = try #require(builtTool("push-keys"), "push-keys is not built")
         let secret = fleet.dir.appending("registration-secret").path
         #expect(try runTool(keys, ["registration-token", "new-secret", "--out", secret]).status == 0)
-        let tool = try #require(builtTool("push-gateway"))
         let base = ["serve", "--registry", fleet.cs, "--kek-file", fleet.kek, "--app-id", GatewayFleet.appID, "--listen", "127.0.0.1:0", "--no-worker"]
-        let missing = try runTool(tool, base + ["--registration-token-secret", secret + ".missing"])
+        let missing = try runGatewayExpectingExit(base + ["--registration-token-secret", secret + ".missing"])
         #expect(missing.status == 66, "\(missing.stderr)")
         #expect(chmod(secret, 0o640) == 0)
-        let open = try runTool(tool, base + ["--registration-token-secret", secret])
+        let open = try runGatewayExpectingExit(base + ["--registration-token-secret", secret])
         #expect(open.status == 77 && open.stderr.contains("push-gateway: error:"), "\(open.stderr)")
         #expect(chmod(secret, 0o600) == 0)
 
