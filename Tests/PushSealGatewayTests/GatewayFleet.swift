@@ -51,8 +51,9 @@ func waitUntil(seconds: Double, every pause: Double = 0.02, _ condition: () thro
 /// Runs `push-gateway` with `arguments` expecting it to exit (a refusal): its status and
 /// standard error; a child still running after `seconds` is killed and reported as -1.
 func runGatewayExpectingExit(_ arguments: [String], seconds: Double = 60) throws -> (status: Int32, stderr: String) {
+    let tool = try #require(builtTool("push-gateway"), "push-gateway is not built")
     let p = Process()
-    p.executableURL = try #require(builtTool("push-gateway"), "push-gateway is not built")
+    p.executableURL = tool
     p.arguments = arguments
     let err = Pipe()
     p.standardError = err
