@@ -85,6 +85,9 @@ public final class APNsClient: Sendable {
         public var refusedStreamsResent = 0
         /// Connections opened (TLS handshake done, HTTP/2 agreed).
         public var connectionsOpened = 0
+        /// Connections open now (opened and not yet closed): a gauge, where
+        /// ``connectionsOpened`` only grows.
+        public var connectionsOpen = 0
         /// `BadDeviceToken` answers the burst guard did not turn into invalidations.
         public var suppressedInvalidations = 0
         /// `true` once the guard saw a `BadDeviceToken` burst.

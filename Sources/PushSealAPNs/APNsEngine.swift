@@ -194,6 +194,7 @@ final class APNsEngine: @unchecked Sendable {
             c.ended = []
         }
         connections = []
+        counters.connectionsOpen = 0
         invalidationGuard.finish()
         counters.suppressedInvalidations = invalidationGuard.suppressedCount
         publishStatistics()
@@ -206,6 +207,7 @@ final class APNsEngine: @unchecked Sendable {
             s.statistics.requests = snapshot.requests
             s.statistics.refusedStreamsResent = snapshot.refusedStreamsResent
             s.statistics.connectionsOpened = snapshot.connectionsOpened
+            s.statistics.connectionsOpen = snapshot.connectionsOpen
             s.statistics.suppressedInvalidations = snapshot.suppressedInvalidations
             s.statistics.badDeviceTokenBurst = snapshot.badDeviceTokenBurst
             s.statistics.sendingStopped = snapshot.sendingStopped
@@ -414,6 +416,7 @@ final class APNsEngine: @unchecked Sendable {
             if c.state == .closed { closed = true }
         }
         if closed { connections.removeAll { $0.state == .closed && $0.ended.isEmpty } }
+        counters.connectionsOpen = connections.reduce(0) { $0 + ($1.wasOpened && $1.state != .closed ? 1 : 0) }
     }
 
     /// Times out the attempts whose deadline passed.

@@ -2,6 +2,7 @@ public import PushSealHTTP
 import PushSealJSON
 import PushSealCrypto
 import PushSealRegistry
+import PushSealRegistrationTokens
 import PushSealServer
 import PushSealSystem
 
@@ -20,8 +21,11 @@ public final class Gateway: Sendable {
         public var rateBurst: Double = 200
         /// Seconds `stop` waits for requests in flight.
         public var drainSeconds: Double = 20
+        /// Registration tokens `POST /v1/devices` accepts besides API keys with scope `register`
+        /// (`--registration-token-secret`); `nil`: API keys only, a token is 401.
+        public var registrationTokens: RegistrationTokenPolicy?
 
-        /// The defaults: open metrics, 100 requests/s with bursts of 200 per key, 20 s drain.
+        /// The defaults: open metrics, 100 requests/s with bursts of 200 per key, 20 s drain, no registration tokens.
         public init() {}
     }
 
@@ -250,15 +254,41 @@ public final class Gateway: Sendable {
     /// The members `POST /v1/devices` takes (the iOS reference's upload body).
     static let deviceMembers: Set<String> = ["registration", "apnsDeviceToken", "apnsEnvironment", "pinnedSenderKeyIds"]
 
+    /// Who is registering: an API key with scope `register` (names any recipient with
+    /// `?recipient=`), or a registration token (registers its `sub` only).
+    private enum Registrant {
+        case apiKey(GatewayAPIKeyRecord)
+        case token(RegistrationToken)
+    }
+
+    /// The credential of a `POST /v1/devices`: a registration token when the bearer has a JWT's
+    /// form, else an API key with scope `register`.
+    /// - Throws: ``HTTPError`` 401 `invalidRegistrationToken` (refused token, or tokens not
+    ///   enabled), 429 per recipient; the API key errors of ``authorize(_:scope:)``.
+    private func authorizeRegistration(_ request: HTTPRequest) throws -> Registrant {
+        guard let text = request.bearerToken, RegistrationTokenPolicy.looksLikeToken(text) else {
+            return .apiKey(try authorize(request, scope: "register"))
+        }
+        guard let policy = settings.registrationTokens else {
+            throw HTTPError(401, "invalidRegistrationToken", "this gateway takes no registration tokens (started without --registration-token-secret)",
+                            headers: [("WWW-Authenticate", "Bearer realm=\"push-gateway\", error=\"invalid_token\"")])
+        }
+        let claims = try policy.verify(text, now: unixTimeSeconds())
+        if let wait = limiter.take("token:" + claims.recipient, nowNanoseconds: monotonicNanoseconds()) {
+            metrics.countRateLimited()
+            throw HTTPError(429, "rateLimited", "registrations of this recipient are over the rate limit; retry after \(wait) s",
+                            headers: [("Retry-After", String(wait))])
+        }
+        return .token(claims)
+    }
+
     private func postDevice(_ request: HTTPRequest) throws -> HTTPResponse {
-        // Seam for the v2 production issue: a registration token (issued to the app) will be
-        // accepted here besides an API key with scope `register`.
-        let key = try authorize(request, scope: "register")
+        let registrant = try authorizeRegistration(request)
         guard case .object(let upload) = try request.jsonBody() else { throw HTTPError.invalid("the body must be a JSON object", field: "") }
         if let unknown = upload.members.first(where: { !Self.deviceMembers.contains($0.key) }) {
             throw HTTPError.invalid("unknown member \(unknown.key.debugDescription)", field: unknown.key)
         }
-        guard case .object? = upload["registration"] else { throw HTTPError.invalid("registration must be an object (the app's record)", field: "registration") }
+        guard case .object(let record)? = upload["registration"] else { throw HTTPError.invalid("registration must be an object (the app's record)", field: "registration") }
         guard case .string(let token)? = upload["apnsDeviceToken"], (2...256).contains(token.utf8.count), token.utf8.count % 2 == 0,
               token.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || ($0 >= 65 && $0 <= 70) }) else {
             throw HTTPError.invalid("apnsDeviceToken must be the device token in hex", field: "apnsDeviceToken")
@@ -268,12 +298,28 @@ public final class Gateway: Sendable {
                 throw HTTPError.invalid("apnsEnvironment must be production or development", field: "apnsEnvironment")
             }
         }
-        guard let recipient = request.query["recipient"], !recipient.isEmpty, recipient.utf8.count <= 256 else {
-            throw HTTPError.invalid("name the installation as ?recipient= (your backend's id for it)", field: "recipient")
+        let recipient: String
+        var who: [(key: String, value: JSONValue)] = [("requestId", .string(request.requestID))]
+        switch registrant {
+        case .apiKey(let key):
+            guard let named = request.query["recipient"], !named.isEmpty, named.utf8.count <= 256 else {
+                throw HTTPError.invalid("name the installation as ?recipient= (your backend's id for it)", field: "recipient")
+            }
+            recipient = named
+            who.append(("apiKeyId", .string(key.id)))
+        case .token(let claims):
+            // The token decides the recipient and the app; the upload may only agree with them.
+            if let named = request.query["recipient"], named != claims.recipient {
+                throw HTTPError(403, "forbidden", "the registration token registers \(claims.recipient.debugDescription), not \(named.debugDescription)")
+            }
+            guard case .string(let app)? = record["appId"], app == claims.appID else {
+                throw HTTPError(403, "forbidden", "the registration's appId is not the token's audience \(claims.appID.debugDescription)")
+            }
+            recipient = claims.recipient
+            who.append(("registrationTokenId", .string(claims.tokenID)))
         }
         let (_, created) = try backend.registerDevice(request.body, recipient: recipient)
-        log.write("register", [("requestId", .string(request.requestID)), ("apiKeyId", .string(key.id)), ("recipient", .string(recipient)),
-                               ("deviceToken", .string(GatewayLog.deviceTokenHint(token))), ("created", .bool(created))])
+        log.write("register", who + [("recipient", .string(recipient)), ("deviceToken", .string(GatewayLog.deviceTokenHint(token))), ("created", .bool(created))])
         return .json(created ? 201 : 200, .object(JSONObject([("recipient", .string(recipient)), ("status", .string(created ? "registered" : "unchanged"))])))
     }
 

@@ -189,8 +189,10 @@ public struct BackendMetrics: Sendable {
     public var queueDepth: Int = 0
     /// Age of the oldest queued notification, seconds.
     public var oldestQueuedAgeSeconds: Double = 0
-    /// HTTP/2 connections to APNs opened by this instance (APNsClient counts opened, not open).
+    /// HTTP/2 connections to APNs opened by this instance (a counter).
     public var apnsConnectionsOpened: Int = 0
+    /// HTTP/2 connections to APNs this instance has open now (a gauge).
+    public var apnsConnectionsOpen: Int = 0
     /// Provider tokens minted by this instance.
     public var providerTokenMints: Int = 0
     /// Final outcomes by outcome and reason.

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 public import PushSealJSON
+public import PushSealServer
 import PushSealSystem
 
 /// One JSON object a line on standard error: a line per request and per final outcome. Lines
@@ -38,6 +39,19 @@ public final class GatewayLog: Sendable {
                 offset += n
             }
         }
+    }
+
+    /// The `outcome` line of a notification's final status: `id`, `apnsId`, `recipient`,
+    /// `status`, `httpStatus`, `reason`, `apnsUniqueId`, `attempts` (what ``OutboxWorker``'s
+    /// `onFinal` reports; never the payload or the device token).
+    public func outcome(_ f: OutboxWorker.FinalOutcome) {
+        var members: [(key: String, value: JSONValue)] = [("id", .string(f.id)), ("apnsId", .string(f.apnsID)), ("recipient", .string(f.recipient)),
+                                                          ("status", .string(f.status))]
+        if let v = f.httpStatus { members.append(("httpStatus", .integer(Int64(v)))) }
+        if let v = f.reason { members.append(("reason", .string(v))) }
+        if let v = f.apnsUniqueID { members.append(("apnsUniqueId", .string(v))) }
+        members.append(("attempts", .integer(Int64(f.attempts))))
+        write("outcome", members)
     }
 
     /// The first 8 hex digits of a device token and its length (`7f3a09c1…(64)`): enough to tell

@@ -185,6 +185,7 @@ public final class ServerBackend: GatewayBackend {
         m.apnsLatency = snapshot.apnsLatency
         m.providerTokenMints = snapshot.providerTokenMints
         m.apnsConnectionsOpened = snapshot.connectionsOpened
+        m.apnsConnectionsOpen = snapshot.connectionsOpen
         if let q = try? outbox.rows.queueStatistics(nowMs: unixTimeMilliseconds()) {
             m.queueDepth = q.queued
             m.oldestQueuedAgeSeconds = Double(q.oldestQueuedAgeMs) / 1000

@@ -420,11 +420,12 @@ public final class PostgresOutbox: Sendable {
     /// Records final outcomes in one transaction; a 410's token is removed in it too when it was
     /// registered before the 410's timestamp (with its audit row). A row `owner` no longer holds
     /// (its lease was reaped) is left alone.
-    /// - Returns: per 410 completion, what it did to the token (by notification id).
+    /// - Returns: the ids whose outcome was written now (rows `owner` still held) and, per 410
+    ///   completion, what it did to the token (by notification id).
     /// - Throws: `RegistryError` `.unavailable`, `.outcomeUnknown`, `.query`.
     @discardableResult
-    public func complete(_ items: [Completion], owner: String, nowMs: Int64) throws -> [String: DeviceTokenInvalidation] {
-        guard !items.isEmpty else { return [:] }
+    public func complete(_ items: [Completion], owner: String, nowMs: Int64) throws -> (written: Set<String>, invalidations: [String: DeviceTokenInvalidation]) {
+        guard !items.isEmpty else { return ([], [:]) }
         // Groups of distinct ids, each one multi-row UPDATE (a statement per row was a round trip
         // per row): a second completion of one id lands in a later group and, as before, finds
         // the row no longer `sending`.
@@ -439,6 +440,7 @@ public final class PostgresOutbox: Sendable {
         }
         return try pool.transaction { c in
             var out: [String: DeviceTokenInvalidation] = [:]
+            var written = Set<String>()
             for group in groups where !group.isEmpty {
                 var params: [PGValue?] = [.text(owner), .int(nowMs)]
                 var tuples: [String] = []
@@ -460,11 +462,13 @@ public final class PostgresOutbox: Sendable {
                     if let id = row[0], let app = row[1], let token = row[2] { rowsByID[id.lowercased()] = (app, token) }
                 }
                 for i in group {
-                    guard let ts = i.unregisteredAtMs, let r = rowsByID[i.id.lowercased()] else { continue }
+                    guard let r = rowsByID[i.id.lowercased()] else { continue }
+                    written.insert(i.id)
+                    guard let ts = i.unregisteredAtMs else { continue }
                     out[i.id] = try invalidate(c, token: r.token, unregisteredAtMs: ts, appID: r.app, nowMs: nowMs)
                 }
             }
-            return out
+            return (written, out)
         }
     }
 
@@ -501,10 +505,11 @@ public final class PostgresOutbox: Sendable {
     /// to `queued` (resent; the phone shows it once), without to `failed` `mayHaveBeenDelivered`;
     /// a retract always to `queued` (it shows nothing; the device's replay guard drops a second copy).
     /// Also drops idempotency keys older than 24 h.
-    /// - Returns: (requeued, failed).
+    /// - Returns: how many were requeued, and the rows ended `failed` `mayHaveBeenDelivered`
+    ///   (id, recipient, `apns-id`, attempts) for the log.
     /// - Throws: `RegistryError`.
     @discardableResult
-    public func reap(nowMs: Int64) throws -> (requeued: Int, failed: Int) {
+    public func reap(nowMs: Int64) throws -> (requeued: Int, failed: [(id: String, recipient: String, apnsID: String, attempts: Int)]) {
         try pool.transaction { c in
             let requeued = try c.exec("""
                 UPDATE pushseal_outbox SET status = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = $1
@@ -514,10 +519,14 @@ public final class PostgresOutbox: Sendable {
                 UPDATE pushseal_outbox SET status = 'failed', reason = 'mayHaveBeenDelivered', lease_owner = NULL, lease_until = NULL,
                   updated_at = $1, finished_at = $1
                 WHERE status = 'sending' AND lease_until < $1 AND collapse_id IS NULL AND kind <> 'retract'
-                """, [.int(nowMs)]).affected
+                RETURNING id, recipient, apns_id, attempts
+                """, [.int(nowMs)])
             try c.exec("DELETE FROM pushseal_idempotency WHERE created_at <= $1", [.int(nowMs - Self.idempotencyLifetimeMs)])
             if requeued > 0 { try c.exec("NOTIFY \(Self.channel)") }
-            return (requeued, failed)
+            let ended = try failed.rows.indices.map { r in
+                (id: failed.rows[r][0] ?? "", recipient: failed.rows[r][1] ?? "", apnsID: failed.rows[r][2] ?? "", attempts: Int(try failed.int(r, 3) ?? 0))
+            }
+            return (requeued, ended)
         }
     }
 

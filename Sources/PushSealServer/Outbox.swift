@@ -73,7 +73,21 @@ public final class Outbox: Sendable {
     public let configuration: Configuration
     /// Counters and histograms for the HTTP layer's `/metrics`.
     public let metrics = OutboxMetrics()
-    private let batch: BatchSealer
+    /// The sealer accept uses, the sender key id it seals auth mode with, and when the store's
+    /// primary sender key was last compared with it (monotonic ns).
+    private struct Sealing: Sendable {
+        var batch: BatchSealer
+        var senderKeyID: String?
+        var checkedAt: UInt64
+    }
+
+    private let sealing: Locked<Sealing>
+    private let deviceTokens: StoreDeviceTokens
+    private let sealerConfiguration: SealerConfiguration
+
+    /// How often accept compares the sealer's sender key with the store's primary: 1 s, in ns
+    /// (issue 24: a running sealer follows a promotion or retirement within 5 s, no restart).
+    public static let senderKeyCheckNanoseconds: UInt64 = 1_000_000_000
 
     /// The outbox of a registry store.
     /// - Throws: ``ServerError`` `.unsupportedStore` (a file keychain: the outbox needs
@@ -85,11 +99,35 @@ public final class Outbox: Sendable {
         self.store = store
         self.configuration = configuration
         rows = PostgresOutbox(registry: registry)
-        var sealing = configuration.sealer
-        sealing.options.collapseID = nil
-        let sealer = try store.sealer(sealing)
-        batch = BatchSealer(sealer: sealer, concurrency: 1,
-                            deviceTokens: StoreDeviceTokens(store: try store.deviceTokenStore(), environment: configuration.environment))
+        var sealerConfiguration = configuration.sealer
+        sealerConfiguration.options.collapseID = nil
+        self.sealerConfiguration = sealerConfiguration
+        deviceTokens = StoreDeviceTokens(store: try store.deviceTokenStore(), environment: configuration.environment)
+        let made = try store.sealerAndSenderKey(sealerConfiguration)
+        sealing = Locked(Sealing(batch: BatchSealer(sealer: made.sealer, concurrency: 1, deviceTokens: deviceTokens),
+                                 senderKeyID: made.senderKeyID, checkedAt: monotonicNanoseconds()))
+    }
+
+    /// The sealer to seal with now: once a second, the store's primary sender key is compared
+    /// with the one the sealer uses, and a promotion (or a retirement that changed the primary)
+    /// rebuilds it. A store that cannot be read keeps the current sealer until the next check.
+    func currentSealer() -> BatchSealer {
+        let now = monotonicNanoseconds()
+        let (batch, due, senderKeyID) = sealing.withLock { s -> (BatchSealer, Bool, String?) in
+            let due = now &- s.checkedAt >= Self.senderKeyCheckNanoseconds
+            if due { s.checkedAt = now }
+            return (s.batch, due, s.senderKeyID)
+        }
+        guard due, sealerConfiguration.format != .v1,
+              let keys = try? store.registrationStore().senderKeys(appID: sealerConfiguration.appID) else { return batch }
+        let primary = keys.last { $0.status == .primary }?.keyID
+        guard primary != senderKeyID, let made = try? store.sealerAndSenderKey(sealerConfiguration) else { return batch }
+        let fresh = BatchSealer(sealer: made.sealer, concurrency: 1, deviceTokens: deviceTokens)
+        sealing.withLock {
+            $0.batch = fresh
+            $0.senderKeyID = made.senderKeyID
+        }
+        return fresh
     }
 
     /// The SHA-256 of a request body, for an idempotency key.
@@ -134,7 +172,7 @@ public final class Outbox: Sendable {
             case .failure(let f): results[n] = f.result
             }
         }
-        let sealed = sealLines(ready.map(\.item))
+        let sealed = sealLines(ready.map(\.item), sealer: currentSealer())
         for (k, r) in ready.enumerated() {
             switch row(r.item, sealedLine: sealed[k], nowMs: nowMs) {
             case .success(let row):
@@ -168,7 +206,7 @@ public final class Outbox: Sendable {
     func seal(_ item: JSONValue, line: Int, nowMs: Int64) -> SealOutcome {
         switch prepare(item) {
         case .failure(let f): return .failure(f.result)
-        case .success(let p): return row(p, sealedLine: sealLines([p])[0], nowMs: nowMs)
+        case .success(let p): return row(p, sealedLine: sealLines([p], sealer: currentSealer())[0], nowMs: nowMs)
         }
     }
 
@@ -194,9 +232,9 @@ public final class Outbox: Sendable {
     /// The output line of each prepared item, in order (one `BatchSealer.seal` call for all:
     /// one bulk read of keys and device tokens, one reservation of seal counters). An empty
     /// line where the sealer's output does not split into one line per item (never expected).
-    func sealLines(_ items: [PreparedItem]) -> [[UInt8]] {
+    func sealLines(_ items: [PreparedItem], sealer: BatchSealer) -> [[UInt8]] {
         guard !items.isEmpty else { return [] }
-        let out = batch.seal(items.enumerated().map { BatchSealer.Line(number: $0.offset + 1, bytes: $0.element.line) }).output
+        let out = sealer.seal(items.enumerated().map { BatchSealer.Line(number: $0.offset + 1, bytes: $0.element.line) }).output
         // Each output line ends in a newline; JSON strings hold none unescaped.
         let lines = out.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast().map(Array.init)
         return lines.count == items.count ? lines : Array(repeating: [], count: items.count)

@@ -42,8 +42,10 @@ public final class OutboxMetrics: Sendable {
         public var apnsLatency = Histogram()
         /// Provider tokens this instance minted (the fleet's: `PostgresOutbox.providerTokenMints`).
         public var providerTokenMints = 0
-        /// APNs connections this instance opened.
+        /// APNs connections this instance opened (a counter).
         public var connectionsOpened = 0
+        /// APNs connections this instance has open now (a gauge).
+        public var connectionsOpen = 0
         /// Notifications this instance has in flight to APNs now.
         public var inFlight = 0
         /// Notifications named by a retract request, by result: `queued` (a retract is queued
@@ -92,10 +94,11 @@ public final class OutboxMetrics: Sendable {
         }
     }
 
-    func client(mints: Int, connections: Int, inFlight: Int) {
+    func client(mints: Int, connections: Int, open: Int, inFlight: Int) {
         state.withLock {
             $0.providerTokenMints = mints
             $0.connectionsOpened = connections
+            $0.connectionsOpen = open
             $0.inFlight = inFlight
         }
     }

@@ -30,19 +30,49 @@ public final class OutboxWorker: Sendable {
         public var leaseMs: Int64 = 60_000
         /// The longest wait without a notification before looking again, ms (1000).
         public var pollIntervalMs = 1000
+        /// Called once per final outcome this instance wrote, after its transaction committed
+        /// (and per row its reaper ended `failed` `mayHaveBeenDelivered`): the gateway's
+        /// `outcome` log line. Runs on the worker's thread: keep it short.
+        public var onFinal: (@Sendable (FinalOutcome) -> Void)?
 
         /// The defaults above.
         public init() {}
     }
 
+    /// A final outcome written to the outbox, as the log shows it: ids, recipient, status,
+    /// reason, attempts; never the payload or the device token.
+    public struct FinalOutcome: Sendable, Hashable {
+        /// The notification id (the gateway's).
+        public var id: String
+        /// The recipient it was sealed for.
+        public var recipient: String
+        /// The `apns-id` it was sent with (made at accept time).
+        public var apnsID: String
+        /// `accepted`, `unregistered`, `rejected`, `failed` or `expired`.
+        public var status: String
+        /// APNs' HTTP status, when it answered.
+        public var httpStatus: Int?
+        /// APNs' reason or the gateway's (`ttlPassed`, `mayHaveBeenDelivered`, …).
+        public var reason: String?
+        /// `apns-unique-id` (development environment), when APNs gave one.
+        public var apnsUniqueID: String?
+        /// APNs requests made for it in all (earlier instances included).
+        public var attempts: Int
+    }
+
     private struct InFlight: Sendable {
         var id: String
         var startedAt: UInt64
+        var recipient: String
+        var apnsID: String
+        var priorAttempts: Int
     }
 
     private struct State: Sendable {
         var inFlight: [Int: InFlight] = [:]
         var completions: [PostgresOutbox.Completion] = []
+        /// Per completion not yet written: what the log line needs besides it.
+        var pendingFinals: [String: FinalOutcome] = [:]
         var badTokens: [APNsInvalidation] = []
         var nextTag = 0
         var stopping = false
@@ -78,6 +108,8 @@ public final class OutboxWorker: Sendable {
                 s.completions.append(PostgresOutbox.Completion(
                     id: f.id, status: o.kind.rawValue, httpStatus: o.status, reason: o.reason, apnsUniqueID: o.apnsUniqueID,
                     attempts: o.attempts, unregisteredAtMs: o.kind == .unregistered ? o.timestampMilliseconds : nil))
+                s.pendingFinals[f.id] = FinalOutcome(id: f.id, recipient: f.recipient, apnsID: f.apnsID, status: o.kind.rawValue, httpStatus: o.status,
+                                                     reason: o.reason, apnsUniqueID: o.apnsUniqueID, attempts: f.priorAttempts + o.attempts)
             }
             metrics.finished(status: o.kind.rawValue, reason: o.reason, apnsNanoseconds: o.latencyNanoseconds)
         }, onInvalidation: { i in
@@ -113,7 +145,13 @@ public final class OutboxWorker: Sendable {
         while !state.withLock({ $0.stopping }) {
             let now = unixTimeMilliseconds()
             if now - lastReap >= configuration.leaseMs / 4 {
-                if (try? rows.reap(nowMs: now)) != nil { lastReap = now }
+                if let reaped = try? rows.reap(nowMs: now) {
+                    lastReap = now
+                    for r in reaped.failed {
+                        configuration.onFinal?(FinalOutcome(id: r.id, recipient: r.recipient, apnsID: r.apnsID, status: "failed",
+                                                            reason: "mayHaveBeenDelivered", attempts: r.attempts))
+                    }
+                }
             }
             let inFlight = state.withLock { $0.inFlight.count }
             if inFlight > 0, now - lastRenew >= configuration.leaseMs / 3 {
@@ -152,33 +190,38 @@ public final class OutboxWorker: Sendable {
     private func dispatch(_ c: PostgresOutbox.Claimed, nowMs: Int64) {
         let r = c.row
         if !c.authentic {
-            finish(r.id, "failed", reason: "rowAuthenticationFailed")
+            finish(c, "failed", reason: "rowAuthenticationFailed")
             return
         }
         if let expires = r.expiresAtMs, expires < nowMs {
-            finish(r.id, "expired", reason: "ttlPassed")
+            finish(c, "expired", reason: "ttlPassed")
             return
         }
         let n = APNsNotification(deviceToken: r.deviceToken, payload: r.payload, pushType: APNsPushType(rawValue: r.pushType) ?? .alert,
                                  topic: r.topic, priority: r.priority, expiration: r.expiration, collapseID: r.collapseID, apnsID: r.apnsID)
         let tag = state.withLock { s -> Int in
             s.nextTag += 1
-            s.inFlight[s.nextTag] = InFlight(id: r.id, startedAt: monotonicNanoseconds())
+            s.inFlight[s.nextTag] = InFlight(id: r.id, startedAt: monotonicNanoseconds(), recipient: r.recipient, apnsID: r.apnsID, priorAttempts: c.attempts)
             return s.nextTag
         }
         do {
             try client.send(n, tag: tag)
         } catch let e as APNsError {
             state.withLock { _ = $0.inFlight.removeValue(forKey: tag) }
-            finish(r.id, "rejected", reason: e.code.name)
+            finish(c, "rejected", reason: e.code.name)
         } catch {
             state.withLock { _ = $0.inFlight.removeValue(forKey: tag) }
-            finish(r.id, "rejected", reason: "invalidNotification")
+            finish(c, "rejected", reason: "invalidNotification")
         }
     }
 
-    private func finish(_ id: String, _ status: String, reason: String) {
-        state.withLock { $0.completions.append(PostgresOutbox.Completion(id: id, status: status, reason: reason)) }
+    /// Ends a claimed row unsent.
+    private func finish(_ c: PostgresOutbox.Claimed, _ status: String, reason: String) {
+        let r = c.row
+        state.withLock {
+            $0.completions.append(PostgresOutbox.Completion(id: r.id, status: status, reason: reason))
+            $0.pendingFinals[r.id] = FinalOutcome(id: r.id, recipient: r.recipient, apnsID: r.apnsID, status: status, reason: reason, attempts: c.attempts)
+        }
         outbox.metrics.finished(status: status, reason: reason, apnsNanoseconds: nil)
     }
 
@@ -190,11 +233,17 @@ public final class OutboxWorker: Sendable {
             defer { s.completions = []; s.badTokens = [] }
             return (s.completions, s.badTokens)
         }
-        outbox.metrics.client(mints: tokens.mintCount, connections: client.statistics.connectionsOpened, inFlight: state.withLock { $0.inFlight.count })
+        let statistics = client.statistics
+        outbox.metrics.client(mints: tokens.mintCount, connections: statistics.connectionsOpened, open: statistics.connectionsOpen,
+                              inFlight: state.withLock { $0.inFlight.count })
         var ok = true
         if !batch.isEmpty {
             do {
-                try outbox.rows.complete(batch, owner: configuration.instanceID, nowMs: unixTimeMilliseconds())
+                let written = try outbox.rows.complete(batch, owner: configuration.instanceID, nowMs: unixTimeMilliseconds()).written
+                let finals = state.withLock { s in batch.compactMap { s.pendingFinals.removeValue(forKey: $0.id) } }
+                if let onFinal = configuration.onFinal {
+                    for f in finals where written.contains(f.id) { onFinal(f) }
+                }
             } catch {
                 state.withLock { $0.completions = batch + $0.completions }
                 ok = false

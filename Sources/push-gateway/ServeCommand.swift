@@ -3,6 +3,7 @@ import PushSealGateway
 import PushSealHTTP
 import PushSealJSON
 import PushSealRegistry
+import PushSealRegistrationTokens
 import PushSealRegistryCLI
 import PushSealServer
 import PushSealSystem
@@ -17,6 +18,7 @@ struct ServeCommand: OptionsCommand {
         OptionSpec.flag("--metrics-key", "GET /metrics needs an API key with scope admin (else it is open: keep it off public networks)"),
         OptionSpec.value("--tls-cert", "FILE", "serve HTTPS with this PEM certificate chain (with --tls-key); without both, plain HTTP behind a TLS-terminating proxy"),
         OptionSpec.value("--tls-key", "FILE", "the PEM private key of --tls-cert (0600)"),
+        OptionSpec.value("--registration-token-secret", "FILE", "accept registration tokens at POST /v1/devices: HS256 JWTs {sub, aud, iat, exp, jti} your backend mints under this shared secret (push-keys registration-token; 0600, at least 32 printable ASCII characters; docs/registration.md)"),
         OptionSpec.value("--max-body-bytes", "N", "longest request body (1048576; 1024 up to 16777216); longer is 413"),
         OptionSpec.value("--rate", "N", "requests a second per API key (100), with bursts of --burst; over it: 429 with Retry-After"),
         OptionSpec.value("--burst", "N", "requests at once per API key (200)"),
@@ -28,6 +30,7 @@ struct ServeCommand: OptionsCommand {
         OptionSpec.value("--host", "HOST:PORT", "send to another server instead of Apple's (a test server or the mock APNs); give its --ca-file"),
         OptionSpec.value("--ca-file", "FILE", "PEM CA certificates to trust for --host"),
         OptionSpec.value("--connections", "N", "APNs connections at most (1; up to 16)"),
+        OptionSpec.value("--lease-seconds", "S", "how long a notification this instance's worker claimed stays its own without a renewal (60; 2 to 600; renewed every third of it): after a crash, another instance returns its notifications this long after the last renewal"),
         OptionSpec.flag("--no-worker", "accept and answer only: this instance sends nothing (another instance's worker sends the outbox)"),
     ]
     let help = HelpText(
@@ -35,11 +38,13 @@ struct ServeCommand: OptionsCommand {
         usage: ["push-gateway serve --registry URI --kek-file F --app-id BUNDLE [--listen HOST:PORT] [--tls-cert F --tls-key F] [--metrics-key] [options]"],
         examples: ["push-gateway serve --registry postgresql:///pushseal?host=/run/postgresql --kek-file /etc/pushseal/kek --app-id com.example.app --listen 127.0.0.1:8080"],
         exitCodes: GatewayRegistry.exitCodes([
-            "66  the TLS certificate or key file is missing",
+            "65  the registration token secret is shorter than 32 characters or holds other than printable ASCII",
+            "66  the TLS certificate or key file, or the registration token secret file, is missing",
+            "77  the registration token secret file or the --tls-key file is not private (mode 0600, yours, no symbolic link) or not readable",
             "71  the address cannot be listened on (in use, not this machine's) or the TLS key or certificate was refused",
         ]),
         notes: """
-        Logs: one JSON object per line on standard error: {"event":"listening","address","port"} at start, one "request" line per request (requestId, method, route, status, durationMs), "accept" / "register" / "forget" lines (ids, recipients, statuses; never a notification's text, a full device token or a key), "stopping" and "stopped".
+        Logs: one JSON object per line on standard error: {"event":"listening","address","port"} at start, one "request" line per request (requestId, method, route, status, durationMs), "accept" / "register" / "forget" lines, one "outcome" line per notification's final status (id, apnsId, recipient, status, httpStatus, reason, attempts; never a notification's text, a full device token or a key), "stopping" and "stopped".
         SIGTERM or SIGINT: /readyz answers 503, the listening socket closes, requests in flight finish (--drain-seconds at most), then the process exits 0. Run several instances on one registry to scale out.
         """)
 
@@ -50,7 +55,9 @@ struct ServeCommand: OptionsCommand {
         var settings = Gateway.Settings()
         let tlsCert: String?
         let tlsKey: String?
+        let registrationTokenSecret: String?
         let apns: APNsProviderConfiguration?
+        var leaseMs: Int64 = 60_000
         let environment: DeviceTokenEnvironment
 
         init(parsing a: Arguments) throws {
@@ -69,11 +76,13 @@ struct ServeCommand: OptionsCommand {
             settings.drainSeconds = Double(try Self.bounded(a, "--drain-seconds", 0...600) ?? 20)
             tlsCert = a.value("--tls-cert")
             tlsKey = a.value("--tls-key")
+            registrationTokenSecret = a.value("--registration-token-secret")
             let envName = a.value("--environment") ?? "production"
             guard let env = DeviceTokenEnvironment(rawValue: envName), let apnsEnv = APNsEndpoint.Environment(rawValue: envName) else {
                 throw CLIError.usage("--environment must be production or development, not \(quoted(envName))")
             }
             environment = env
+            if let lease = try Self.bounded(a, "--lease-seconds", 2...600) { leaseMs = Int64(lease) * 1000 }
             if a.has("--no-worker") {
                 apns = nil
             } else {
@@ -109,7 +118,11 @@ struct ServeCommand: OptionsCommand {
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
         var http = o.http
         if let cert = o.tlsCert, let key = o.tlsKey {
-            http.tls = HTTPServer.TLS(certificatePEM: try Self.readPEM(cert), privateKeyPEM: try Self.readPEM(key))
+            http.tls = HTTPServer.TLS(certificatePEM: try Self.readPEM(cert), privateKeyPEM: try Self.readPrivatePEM(key))
+        }
+        var settings = o.settings
+        if let path = o.registrationTokenSecret {
+            settings.registrationTokens = RegistrationTokenPolicy(secret: try Self.loadSecret(path), appID: o.appID)
         }
         try StopSignals.install()
         let registry = try o.registry.open()
@@ -125,7 +138,10 @@ struct ServeCommand: OptionsCommand {
         var worker: OutboxWorker?
         if let apns = o.apns {
             do {
-                worker = try OutboxWorker(outbox: outbox, apns: apns)
+                var work = OutboxWorker.Configuration()
+                work.leaseMs = o.leaseMs
+                work.onFinal = { log.outcome($0) }
+                worker = try OutboxWorker(outbox: outbox, apns: apns, configuration: work)
                 try worker?.start()
             } catch let e as APNsError {
                 throw CLIError(code: e.code.name, e.reason, hint: "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id", exitCode: .dataError)
@@ -134,7 +150,7 @@ struct ServeCommand: OptionsCommand {
         let backend = try ServerBackend(outbox: outbox, worker: worker)
         let gateway: Gateway
         do {
-            gateway = try Gateway(http: http, settings: o.settings, backend: backend, keys: registry, log: log)
+            gateway = try Gateway(http: http, settings: settings, backend: backend, keys: registry, log: log)
         } catch let e as HTTPServerError {
             throw CLIError(code: e.code.name, e.reason, hint: "choose another --listen address or port", exitCode: ExitCode(71))
         }
@@ -147,6 +163,30 @@ struct ServeCommand: OptionsCommand {
         worker?.drain()
         log.write("stopped", [])
         return .success
+    }
+
+    /// The registration token secret at `path`: 66 missing, 77 not private or unreadable, 65 bad text.
+    static func loadSecret(_ path: String) throws -> RegistrationTokenSecret {
+        do {
+            return try RegistrationTokenSecret.load(path: path)
+        } catch let e as RegistrationTokenError {
+            let exit: ExitCode = e.reason.hasPrefix("no registration token secret") ? .noInput : e.reason.hasPrefix("cannot read") ? .noPermission : .dataError
+            throw CLIError(code: e.code.name, e.reason, hint: e.suggestion ?? "push-keys registration-token new-secret --out FILE", exitCode: exit)
+        }
+    }
+
+    /// The text of the TLS private key's PEM file, held to the private-file rules (0600, yours,
+    /// no symbolic link): 66 missing, 77 not private.
+    static func readPrivatePEM(_ path: String) throws -> String {
+        do {
+            guard let bytes = try PrivateFile.read(path, maxByteCount: 1 << 20) else {
+                throw CLIError(code: "noInput", "no TLS key at \(quoted(path))", exitCode: .noInput)
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        } catch let e as SystemError {
+            throw CLIError(code: e.code.name, "the TLS key \(quoted(path)) is refused: \(e.reason)", hint: "chmod 600 \(path) (owned by the user running push-gateway, not a symbolic link)",
+                           exitCode: .noPermission)
+        }
     }
 
     /// The text of a PEM file (read once at start; libmicrohttpd keeps its own copy).

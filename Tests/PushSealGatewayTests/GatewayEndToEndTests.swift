@@ -5,6 +5,7 @@ import PushSealGateway
 import PushSealHTTP
 import PushSealDeviceKeys
 import PushSealRegistry
+import PushSealRegistrationTokens
 import PushSealServer
 import PushSealSystem
 import PushSealTestSupport
@@ -27,10 +28,7 @@ struct GatewayEndToEndTests {
     /// A fresh database on the shared PostgreSQL (migrated), its registry under a new KEK, the
     /// native mock APNs (the caller stops it), the outbox and a worker sending to the mock (not started).
     static func stack() throws -> (PostgresServer, String, PostgresKeyStore, MockAPNs, Outbox, OutboxWorker) {
-        let server = try PostgresServer.sharedServer()
-        let cs = try server.createDatabase()
-        _ = try PostgresKeyStore.migrate(connectionString: cs)
-        let registry = try PostgresKeyStore(connectionString: cs, kek: .generate(), reconnectWaitSeconds: 10)
+        let (server, cs, registry) = try freshRegistry()
         let mock = try MockAPNs([:], kind: .native)
         do {
             let outbox = try Outbox(store: ServerStore(store: registry),
@@ -46,10 +44,26 @@ struct GatewayEndToEndTests {
         }
     }
 
+    /// The shared PostgreSQL, a new migrated database in it and the registry on it.
+    static func freshRegistry() throws -> (PostgresServer, String, PostgresKeyStore) {
+        let server = try PostgresServer.sharedServer()
+        let cs = try server.createDatabase()
+        _ = try PostgresKeyStore.migrate(connectionString: cs)
+        return (server, cs, try PostgresKeyStore(connectionString: cs, kek: .generate(), reconnectWaitSeconds: 10))
+    }
+
     @Test("POST /v1/devices, POST /v1/notifications, the worker sends to the mock, GET shows accepted; the database holds no plaintext")
     func registerSendAndTrack() throws {
-        let (server, cs, registry, mock, outbox, worker) = try Self.stack()
+        let (server, cs, registry) = try Self.freshRegistry()
+        let mock = try MockAPNs([:], kind: .native)
         defer { mock.stop() }
+
+        let outbox = try Outbox(store: ServerStore(store: registry),
+                                configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: Self.appID), environment: .development))
+        var client = APNsClient.Configuration(endpoint: try mock.endpoint())
+        client.reconnectBaseDelaySeconds = 0.01
+        let worker = try OutboxWorker(outbox: outbox, apns: APNsProviderConfiguration(p8Path: mock.p8Path, keyID: MockAPNs.keyID,
+                                                                                       teamID: MockAPNs.teamID, client: client))
         try worker.start()
         var workerDrained = false
         defer { if !workerDrained { worker.drain() } }
@@ -60,8 +74,16 @@ struct GatewayEndToEndTests {
         let gateway = try Gateway(http: http, backend: try ServerBackend(outbox: outbox, worker: worker), keys: registry, log: GatewayLog(enabled: false))
         let auth = [("Authorization", "Bearer \(send.text)"), ("Content-Type", "application/json")]
 
+        // The phone: a device keychain and its v2 key made as the app makes it (push-keys device generate).
+        let phoneDir = try TemporaryDirectory("gateway-e2e-phone")
+        let keys = try #require(builtTool("push-keys"), "push-keys is not built")
+        let identity = ["--keychain", phoneDir.appending("keychain").path, "--access-group", "\(MockAPNs.teamID).\(Self.appID).shared",
+                        "--app-group", "group.\(Self.appID)", "--app-id", Self.appID]
+        #expect(try runTool(keys, ["keychain", "init", "--keychain", phoneDir.appending("keychain").path]).status == 0)
+        let generated = try runTool(keys, ["device", "generate"] + identity)
+        #expect(generated.status == 0, "\(generated.stderr)")
         let token = String(repeating: "5a", count: 32)
-        let body = try Self.upload(token: token)
+        let body = Array(#"{"registration":\#(generated.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),"apnsDeviceToken":"\#(token)","apnsEnvironment":"development"}"#.utf8)
         let registered = try #require(try rawHTTP(port: gateway.server.port, "POST", "/v1/devices?recipient=phone-1", headers: auth, body: body))
         #expect(registered.status == 201, "\(registered.text)")
         let again = try #require(try rawHTTP(port: gateway.server.port, "POST", "/v1/devices?recipient=phone-1", headers: auth, body: body))
@@ -91,6 +113,17 @@ struct GatewayEndToEndTests {
         let answered = try mock.answered()
         #expect(answered.count == 1, "sent once, the replay enqueued nothing")
 
+        // What the phone shows: the payload the mock accepted (found by its apns-id in the outbox) opened by push-open.
+        let apnsID = try #require(answered.first?["apnsId"] as? String)
+        let payload = try server.psql(cs, "SELECT convert_from(payload, 'UTF8') FROM pushseal_outbox WHERE apns_id = '\(apnsID)'::uuid")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!payload.isEmpty, "the mock accepted \(apnsID), which is in no outbox row")
+        let opened = try runTool(try #require(builtTool("push-open"), "push-open is not built"), identity + ["-"], stdin: Data(payload.utf8))
+        #expect(opened.status == 0, "\(opened.stderr)")
+        let shown = try #require(try JSONSerialization.jsonObject(with: opened.stdoutBytes) as? [String: Any], "\(opened.stdout)")
+        #expect(shown["outcome"] as? String == "decrypted", "\(shown)")
+        #expect(shown["title"] as? String == "Quetzal-Marmalade" && shown["body"] as? String == "Obsidian-Tangerine", "\(shown)")
+
         let dump = try server.run("pg_dump", ["-d", cs, "--inserts"], asServerUser: false)
         for word in ["Quetzal", "Marmalade", "Obsidian", "Tangerine"] { #expect(!dump.contains(word), "\(word) is in the dump") }
         #expect(!dump.contains(send.text) && !dump.contains(String(send.text.suffix(64))), "the API key is stored as its SHA-256 only")
@@ -106,5 +139,44 @@ struct GatewayEndToEndTests {
         gateway.stop()
         worker.drain()
         workerDrained = true
+    }
+
+    @Test("a registration token registers its sub on the registry (record and token in one step); refused tokens store nothing")
+    func registrationTokenOnTheRegistry() throws {
+        let (_, _, registry) = try Self.freshRegistry()
+        let store = ServerStore(store: registry)
+        let outbox = try Outbox(store: store, configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: Self.appID), environment: .development))
+        let secret = try RegistrationTokenSecret(text: RegistrationTokenSecret.generateText())
+        var settings = Gateway.Settings()
+        settings.registrationTokens = RegistrationTokenPolicy(secret: secret, appID: Self.appID)
+        var http = HTTPServer.Configuration()
+        http.threadCount = 2
+        let gateway = try Gateway(http: http, settings: settings, backend: try ServerBackend(outbox: outbox, worker: nil), keys: registry,
+                                  log: GatewayLog(enabled: false))
+        defer { gateway.stop() }
+        let now = unixTimeSeconds()
+        let token = String(repeating: "7c", count: 32)
+        let body = try Self.upload(token: token)
+        func post(_ path: String, _ jwt: String) throws -> RawHTTPResponse {
+            try #require(try rawHTTP(port: gateway.server.port, "POST", path, headers: [("Authorization", "Bearer \(jwt)"), ("Content-Type", "application/json")], body: body))
+        }
+        let other = try RegistrationTokenSecret(text: RegistrationTokenSecret.generateText())
+        for jwt in [try RegistrationToken.mint(recipient: "phone-t", appID: Self.appID, issuedAt: now - 90_000, secret: secret),
+                    try RegistrationToken.mint(recipient: "phone-t", appID: "com.example.other", issuedAt: now, secret: secret),
+                    try RegistrationToken.mint(recipient: "phone-t", appID: Self.appID, issuedAt: now, secret: other)] {
+            let r = try post("/v1/devices", jwt)
+            #expect(r.status == 401 && r.errorCode == "invalidRegistrationToken", "\(r.text)")
+        }
+        let good = try RegistrationToken.mint(recipient: "phone-t", appID: Self.appID, issuedAt: now, secret: secret)
+        #expect(try post("/v1/devices?recipient=phone-x", good).status == 403)
+        #expect(try registry.deviceTokens(appID: Self.appID, recipient: "phone-t").isEmpty)
+        #expect(try registry.deviceTokens(appID: Self.appID, recipient: "phone-x").isEmpty)
+        #expect((try? store.registrationStore().registrations(appID: Self.appID, recipient: "phone-t"))?.registrations.isEmpty ?? true)
+
+        let registered = try post("/v1/devices", good)
+        #expect(registered.status == 201, "\(registered.text)")
+        #expect(try post("/v1/devices", good).status == 200, "the same record again with the same token changes nothing")
+        #expect(try registry.deviceTokens(appID: Self.appID, recipient: "phone-t").map(\.token) == [token])
+        #expect(try store.registrationStore().registrations(appID: Self.appID, recipient: "phone-t").registrations.count == 1)
     }
 }

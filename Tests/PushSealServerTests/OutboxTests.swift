@@ -236,7 +236,7 @@ struct OutboxTests {
         let dead = try f.outbox.rows.claim(owner: "dead", limit: 10, leaseMs: 1, nowMs: now - 1000)
         #expect(dead.count == 2)
         let reaped = try f.outbox.rows.reap(nowMs: now)
-        #expect(reaped.requeued == 2 && reaped.failed == 0)
+        #expect(reaped.requeued == 2 && reaped.failed.isEmpty)
         #expect(try f.outbox.status(id: forA)?.status == "queued")
     }
 

@@ -25,7 +25,9 @@ public struct PushSealRegistration: Sendable {
         /// The bearer of each request, fetched fresh: for POST `devices` a registration token
         /// your backend minted for this installation after the app's login (docs/registration.md;
         /// `push-keys registration-token` or any JWT library), for the GETs whatever the
-        /// endpoint asks (the same token does). Never a PushSeal key.
+        /// endpoint asks (the same token does). Never a PushSeal key. The gateway
+        /// (`push-gateway serve --registration-token-secret`) takes a token until its `exp`;
+        /// `401 invalidRegistrationToken` means fetch a new one from your backend.
         public var bearerToken: @Sendable () async throws -> String
 
         public init(appID: String, apiBaseURL: URL, bearerToken: @escaping @Sendable () async throws -> String) {
