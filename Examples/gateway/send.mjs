@@ -5,8 +5,16 @@
 //
 // POST /v1/notifications with one notification per recipient (202 = committed to the outbox),
 // then GET /v1/notifications/{id} until each is final. Prints one JSON line per recipient:
-// recipient, id, final status. The API key comes from the environment, never the command line.
-const FINAL = new Set(['accepted', 'unregistered', 'rejected', 'failed', 'expired']);
+// recipient, id, final status (or the item's error: the others still go; exit 1 at the end). The
+// API key comes from the environment, never the command line.
+//
+// Idempotency: every send has a key (PUSHSEAL_IDEMPOTENCY_KEY, else a new random one, printed on
+// stderr). To retry a send whose answer was lost, run it again with the same recipients and
+// PUSHSEAL_IDEMPOTENCY_KEY set to that key: the gateway answers as the first time and enqueues
+// nothing twice. In your backend, store the key with the message it sends before the first try.
+import { randomUUID } from 'node:crypto';
+
+const FINAL = new Set(['accepted', 'unregistered', 'rejected', 'failed', 'expired', 'cancelled']);
 
 const [gateway, ...recipients] = process.argv.slice(2);
 const key = process.env.PUSHSEAL_API_KEY;
@@ -45,11 +53,20 @@ const items = recipients.map((recipient) => ({
   notification: { title: 'From Node', body: `A second message for ${recipient}` },
   ttl: 3600,
 }));
-const sent = await call('POST', '/v1/notifications', { notifications: items }, { 'Idempotency-Key': `node-${Date.now()}` });
+const request = { notifications: items };
+const idempotencyKey = process.env.PUSHSEAL_IDEMPOTENCY_KEY ?? `node-${randomUUID()}`;
+console.error(`send.mjs: idempotency key ${idempotencyKey} (to retry this send: PUSHSEAL_IDEMPOTENCY_KEY=${idempotencyKey})`);
+const sent = await call('POST', '/v1/notifications', request, { 'Idempotency-Key': idempotencyKey });
 const ids = new Map();
+let refused = 0;
 for (const item of sent.notifications) {
-  if (item.error) throw new Error(`${item.recipient}: ${item.error.code}: ${item.error.message}`);
-  ids.set(item.id, item.recipient);
+  if (item.error) {
+    // Per-item errors (unknown recipient, no device token, too large …) do not fail the others.
+    refused += 1;
+    console.log(JSON.stringify({ recipient: item.recipient, error: item.error }));
+  } else {
+    ids.set(item.id, item.recipient);
+  }
 }
 
 const deadline = Date.now() + 60_000;
@@ -66,4 +83,8 @@ while (pending.size > 0) {
     if (Date.now() > deadline) throw new Error(`${pending.size} notifications not final after 60 s`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+if (refused > 0) {
+  console.error(`send.mjs: error: ${refused} of ${items.length} notifications were refused (their lines above)`);
+  process.exit(1);
 }

@@ -123,7 +123,13 @@ public final class Gateway: Sendable {
         func with(_ body: @escaping @Sendable (Gateway, HTTPRequest) throws -> HTTPResponse) -> HTTPRouter.Handler {
             { request in
                 guard let gateway = box.withLock({ $0 }) else { throw HTTPError.unavailable("starting") }
-                return try body(gateway, request)
+                do {
+                    return try body(gateway, request)
+                } catch let e as RegistryError where e.code == .unavailable || e.code == .outcomeUnknown {
+                    // Any route: the database is down or the commit's outcome is unknown. A 503
+                    // the client retries (with the same Idempotency-Key), never a 500.
+                    throw HTTPError.unavailable("the database cannot be reached; retry (a send with the same Idempotency-Key is never queued twice)")
+                }
             }
         }
         router.add("GET", "/healthz", with { _, _ in .json(200, .object(["status": .string("ok")])) })

@@ -84,9 +84,11 @@ public enum RegistryOptions {
 extension RegistryLocation {
     /// Opens the registry: checks the schema version and, when a KEK file is given, reads it
     /// (0600, yours, not a link, 32 bytes or 64 hex digits) and checks that it is the registry's.
+    /// - Parameter reconnectWaitSeconds: how long an operation waits for a restarting server
+    ///   before it fails `unavailable` (30 s for the tools; the gateway answers 503 sooner).
     /// - Throws: `CLIError` with the codes of ``RegistryOptions/cliError(_:)``.
-    public func open() throws -> PostgresKeyStore {
+    public func open(reconnectWaitSeconds: Double = 30) throws -> PostgresKeyStore {
         let kek = try RegistryOptions.kek(file: kekFile)
-        return try RegistryOptions.mapping { try PostgresKeyStore(connectionString: connectionString, kek: kek) }
+        return try RegistryOptions.mapping { try PostgresKeyStore(connectionString: connectionString, kek: kek, reconnectWaitSeconds: reconnectWaitSeconds) }
     }
 }

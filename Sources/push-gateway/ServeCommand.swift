@@ -33,6 +33,9 @@ struct ServeCommand: OptionsCommand {
         OptionSpec.value("--lease-seconds", "S", "how long a notification this instance's worker claimed stays its own without a renewal (60; 2 to 600; renewed every third of it): after a crash, another instance returns its notifications this long after the last renewal"),
         OptionSpec.flag("--no-worker", "accept and answer only: this instance sends nothing (another instance's worker sends the outbox)"),
     ]
+    /// Seconds a request waits for a restarting database before it answers 503.
+    static let databaseWaitSeconds: Double = 5
+
     let help = HelpText(
         overview: "serve the HTTP API (docs/gateway.md, docs/gateway.openapi.json) on the registry until SIGINT or SIGTERM: /v1/notifications, /v1/devices, /v1/sender-keys, /v1/revocations, /healthz, /readyz, /metrics",
         usage: ["push-gateway serve --registry URI --kek-file F --app-id BUNDLE [--listen HOST:PORT] [--tls-cert F --tls-key F] [--metrics-key] [options]"],
@@ -42,9 +45,10 @@ struct ServeCommand: OptionsCommand {
             "66  the TLS certificate or key file, or the registration token secret file, is missing",
             "77  the registration token secret file or the --tls-key file is not private (mode 0600, yours, no symbolic link) or not readable",
             "71  the address cannot be listened on (in use, not this machine's) or the TLS key or certificate was refused",
-        ]),
+        ]).map { $0.hasPrefix("69 ") ? "69  the database cannot be reached at start (refused, no socket, authentication failed); lost later, the gateway keeps running (below)" : $0 },
         notes: """
         Logs: one JSON object per line on standard error: {"event":"listening","address","port"} at start, one "request" line per request (requestId, method, route, status, durationMs), "accept" / "register" / "forget" lines, one "outcome" line per notification's final status (id, apnsId, recipient, status, httpStatus, reason, attempts; never a notification's text, a full device token or a key), "stopping" and "stopped".
+        The database lost while serving: a request waits up to \(Int(databaseWaitSeconds)) s for it, then answers 503 unavailable with Retry-After (later requests at once, until it answers again); /readyz says unavailable; the process keeps running and recovers by itself.
         SIGTERM or SIGINT: /readyz answers 503, the listening socket closes, requests in flight finish (--drain-seconds at most), then the process exits 0. Run several instances on one registry to scale out.
         """)
 
@@ -125,7 +129,9 @@ struct ServeCommand: OptionsCommand {
             settings.registrationTokens = RegistrationTokenPolicy(secret: try Self.loadSecret(path), appID: o.appID)
         }
         try StopSignals.install()
-        let registry = try o.registry.open()
+        // A request waits at most this long for a restarting database, then answers 503 (the
+        // client retries); the tools' 30 s would hold an HTTP request for half a minute.
+        let registry = try o.registry.open(reconnectWaitSeconds: Self.databaseWaitSeconds)
         let log = GatewayLog()
         let outbox: Outbox
         do {
