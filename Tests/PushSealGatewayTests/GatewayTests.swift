@@ -80,7 +80,8 @@ final class MemoryBackend: GatewayBackend, @unchecked Sendable {
     }
 
     func senderKeys(appID: String?) throws -> JSONValue? {
-        (appID ?? "com.example.app") == "com.example.app" ? .array([.object(["format": .string("pushseal-sender-key")])]) : nil
+        guard ready else { throw RegistryError(.unavailable, "cannot connect to the registry: connection refused") }
+        return (appID ?? "com.example.app") == "com.example.app" ? .array([.object(["format": .string("pushseal-sender-key")])]) : nil
     }
 
     func revocations(appID: String?) throws -> JSONValue? {
@@ -348,6 +349,18 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         #expect(!m.text.contains("Evil"))
         #expect(m.text.contains("pushseal_gateway_seal_duration_seconds_bucket{le=\"+Inf\"} 0"))
         #expect(GatewayMetrics.escape("a\"b\\c\nd") == #"a\"b\\c\nd"#)
+    }
+
+    /// A newcomer's trial: GET /v1/sender-keys answered 500 while the database was down.
+    @Test func aRouteAnswers503WhenTheDatabaseIsDown() throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        f.backend.ready = false
+        let r = try f.get("/v1/sender-keys?appId=com.example.app", key: nil)
+        #expect(r.status == 503 && r.errorCode == "unavailable" && r.header("retry-after") != nil, "\(r.status) \(r.text)")
+        #expect(!r.text.contains("connection refused"), "libpq's text stays in the log")
+        f.backend.ready = true
+        #expect(try f.get("/v1/sender-keys?appId=com.example.app", key: nil).status == 200)
     }
 
     @Test func readyzIs503WhileDraining() throws {
