@@ -156,4 +156,4 @@ done
 [[ $shown -eq $((PHONES + 3)) ]] || fail "$shown notifications opened, $((PHONES + 3)) expected"
 
 echo
-echo "Done: $PHONES phones registered and $((PHONES + 3)) notifications sent through two gateway instances on one database, each accepted once by the mock APNs and opened on its phone; the database held sealed payloads only (checked in its dump). Everything is stopped and $work removed."
+echo "Done: $PHONES phones registered and $((PHONES + 3)) notifications sent through two gateway instances on one database, each accepted once by the mock APNs and opened on its phone; the database held sealed payloads only (checked in its dump). Everything is stopped and $work $([[ -n ${DEMO_GATEWAY_KEEP:-} ]] && echo kept || echo removed)."
