@@ -60,10 +60,7 @@ enum DeviceCommands {
         func store(_ key: X25519.PrivateKey, _ context: CommandContext) throws -> ExitCode {
             let (kc, group) = try caller.open()
             // The first run after a reinstall removes PushSeal's leftover items of the app first.
-            let removed = try KeychainCommands.mapping { try DeviceReinstall.prepare(kc, accessGroup: group, appID: appID) }
-            if removed > 0 {
-                context.warn("removed \(removed) leftover PushSeal items of \(appID) (a reinstall: the App Group container had no install marker, \(DeviceReinstall.markerName))")
-            }
+            try DeviceReinstall.prepareRun(kc, accessGroup: group, appID: appID, context)
             let createdAt = now ?? KeyTime.now()
             let keyID = try self.keyID ?? DeviceKeyItem.keyID(for: key.publicKey)
             let item: ItemAttributes

@@ -69,4 +69,14 @@ enum DeviceReinstall {
         }
         return removed
     }
+
+    /// ``prepare(_:accessGroup:appID:)`` for a command's write as the app, with a warning on
+    /// stderr when it removed a reinstall's leftovers.
+    /// - Throws: `CLIError` (keychain errors mapped; 74 when the marker cannot be written).
+    static func prepareRun(_ keychain: Keychain, accessGroup: String?, appID: String, _ c: CommandContext) throws {
+        let removed = try KeychainCommands.mapping { try prepare(keychain, accessGroup: accessGroup, appID: appID) }
+        if removed > 0 {
+            c.warn("removed \(removed) leftover PushSeal items of \(appID) (a reinstall: the App Group container had no install marker, \(markerName))")
+        }
+    }
 }
