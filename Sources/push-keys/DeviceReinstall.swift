@@ -29,4 +29,16 @@ enum DeviceReinstall {
             c.warn("removed \(removed) leftover PushSeal items of \(appID) (a reinstall: the App Group container had no install marker, \(markerName))")
         }
     }
+
+    /// ``DeviceKeyItem/checkWriteGroup(appID:in:accessGroup:)`` for a command writing the app's
+    /// key items into `accessGroup`: refused (65) before anything changes, with the way out.
+    /// - Throws: `CLIError` 65 `accessGroupMismatch`; keychain errors mapped.
+    static func checkWriteGroup(_ keychain: Keychain, accessGroup: String, appID: String) throws {
+        let others = try KeychainCommands.mapping { try DeviceKeyItem.groupsHoldingItems(appID: appID, in: keychain) }.filter { $0 != accessGroup }
+        guard let held = others.first else { return }
+        throw CLIError(code: "accessGroupMismatch",
+                       "\(appID)'s key items and key manifest are in access group \(others.joined(separator: ", ")), not \(accessGroup): a key written there would not be covered by the manifest the extension reads; nothing was changed",
+                       hint: "write into \(held) (--access-group \(held)), or move the app's items first: push-keys keychain migrate --keychain DIR --from \(held) --to \(accessGroup) --app-id \(appID)",
+                       exitCode: .dataError)
+    }
 }

@@ -20,6 +20,7 @@ struct KeyGenerateCommand: OptionsCommand {
         ],
         exitCodes: KeyOptions.exitCodes(
             usage: ["a bad app id or recipient", "an unknown --accessibility (or any but afterFirstUnlockThisDeviceOnly into a device keychain)", KeyOptions.badNow],
+            dataError: "into a device keychain, an --access-group other than the one holding the app's key items and key manifest (accessGroupMismatch; nothing changed)",
             createsKeychain: true,
             cannotCreate: "the keyset already exists (generate never replaces one: use rotate); into a device keychain, the app already has a pending or primary v1 key item there, or a legacy keyset of R; or DIR could not be created as a new keychain"),
         notes: KeyOptions.notes([
@@ -66,6 +67,7 @@ struct KeyGenerateCommand: OptionsCommand {
     private func generateItem(_ o: Options, _ c: CommandContext) throws -> ExitCode {
         let (app, recipient) = (o.keyset.appID, o.keyset.recipient)
         let store = try o.store.openKeychain(create: true, accessibility: DeviceKeyItem.accessibility)
+        try DeviceReinstall.checkWriteGroup(store.keychain, accessGroup: store.accessGroup, appID: app)
         try DeviceReinstall.prepareRun(store.keychain, accessGroup: store.accessGroup, appID: app, c)
         let key = try keyMapErrors {
             do {

@@ -25,7 +25,7 @@ struct KeyImportCommand: OptionsCommand {
         ],
         exitCodes: KeyOptions.exitCodes(
             usage: ["an unknown --accessibility", "a malformed --app-id", "a bad --grace or --now", "more than one FILE"],
-            dataError: "a malformed or truncated key record or one over 1 MiB, a record for another app id (--app-id, or the identity's application-identifier), a key id already in the keyset with other key bytes, a primary that has already sealed elsewhere into a server keychain (without --accept-seal-count)",
+            dataError: "into a device keychain, an --access-group other than the one holding the app's key items and key manifest (accessGroupMismatch; nothing changed: import into that group, or move it first with push-keys keychain migrate); a malformed or truncated key record or one over 1 MiB, a record for another app id (--app-id, or the identity's application-identifier), a key id already in the keyset with other key bytes, a primary that has already sealed elsewhere into a server keychain (without --accept-seal-count)",
             noInput: "FILE missing",
             createsKeychain: true,
             cannotCreate: "DIR could not be created as a new keychain",
@@ -120,6 +120,8 @@ struct KeyImportCommand: OptionsCommand {
     /// (``DeviceKeyItem/importV1``), after converting a legacy keyset of the same recipient.
     private func importItems(_ record: KeyRecord, _ o: Options, _ c: CommandContext) throws -> ExitCode {
         let store = try o.store.openKeychain(create: true, accessibility: DeviceKeyItem.accessibility)
+        // The app's items and manifest stay in one group: an import aimed at another is refused first.
+        try DeviceReinstall.checkWriteGroup(store.keychain, accessGroup: store.accessGroup, appID: record.appID)
         // A run of the app like `device generate`: on a first run after a reinstall (no install
         // marker) PushSeal's leftover items of the app go first, and the marker is written, so a
         // later `device generate` keeps what this import writes.
