@@ -110,7 +110,9 @@ import PushSealTestSupport
         // kept in the App Group container) records the alert shown; the extension wrote nothing.
         let after = try Self.snapshot("phone2", in: dir).filter { !$0.key.hasPrefix("app-groups/group.x/pushseal-delivered.") && $0.key != "app-groups/group.x" }
         #expect(after == before, "push-open wrote into the restored keychain: \(Set(after.keys).symmetricDifference(before.keys)) \(after.keys.filter { after[$0] != before[$0] })")
-        // The app's next run: a new key under a new key id, which opens.
+        // The app's next run: a new key under a new key id, which opens; the old id never names new bytes.
+        let reused = try Self.keys(["device", "generate", "--keychain", "phone2"] + Self.identity + ["--app-id", Life.app, "--key-id", oldID, "--now", String(Life.t0 + 3)], in: dir)
+        #expect(reused.status == 65 && reused.stderr.contains("left behind"), "\(reused.stderr)")
         let next = try Self.keys(["device", "generate", "--keychain", "phone2"] + Self.identity + ["--app-id", Life.app, "--now", String(Life.t0 + 3)], in: dir)
         #expect(next.status == 0, "\(next.stderr)")
         let newID = try #require(next.json["keyId"] as? String)
