@@ -10,6 +10,8 @@ import PushSealTestSupport
 @Suite(.serialized) struct KeychainBackupCLITests {
     typealias Life = DeviceKeyLifecycleCLITests
     static let identity = ["--access-group", "T.shared", "--app-group", "group.x"]
+    /// The clock, as push-seal stamps `iat` (v1 payloads sealed now).
+    static var clock: Int64 { Int64(Date().timeIntervalSince1970) }
 
     static func keys(_ args: [String], in dir: TemporaryDirectory, stdin: Data? = nil) throws -> PushOpenCLITests.Result {
         try PushOpenCLITests.run("push-keys", args, in: dir.url, stdin: stdin)
@@ -123,6 +125,27 @@ import PushSealTestSupport
         #expect(try Self.open(try Life.seal(to: registration, iat: Life.t0 + 6), keychain: "phone2", now: Life.t0 + 7, in: dir).json["reason"] as? String == "unknownKey")
     }
 
+    /// A v1 key made on the phone (`push-keys generate`, a kind 1 item) stays behind too: the
+    /// server's payloads fall back with `unknownKey` on the new phone, and open on the old one.
+    @Test func aVersionOneKeyStaysBehindOnANewDevice() throws {
+        let dir = try TemporaryDirectory("pushseal-backup-v1")
+        defer { dir.remove() }
+        #expect(try Self.keys(["keychain", "init", "--keychain", "phone"], in: dir).status == 0)
+        #expect(try Self.keys(["keychain", "init", "--keychain", "phone2"], in: dir).status == 0)
+        #expect(try Self.keys(["generate", "--keychain", "phone"] + Self.identity + ["--app-id", Life.app, "--recipient", "alice"], in: dir).status == 0)
+        #expect(try Self.keys(["export", "--keychain", "phone"] + Self.identity + ["--app-id", Life.app, "--recipient", "alice", "--out", "k.json"], in: dir).status == 0)
+        #expect(try Self.keys(["import", "--keychain", "srv", "--app-id", Life.app, "k.json"], in: dir).status == 0)
+        try Self.writePassphrase("pw", "pass", in: dir)
+        #expect(try Self.keys(["keychain", "backup", "--keychain", "phone", "--passphrase-file", "pass", "--out", "b"], in: dir).status == 0)
+        let restored = try Self.keys(["keychain", "restore", "--keychain", "phone2", "--from", "b", "--passphrase-file", "pass", "--to-new-device", "--json"], in: dir)
+        #expect(restored.status == 0 && restored.json["skipped"] as? Int == 2, "\(restored.stdout) \(restored.stderr)")
+        let sealed = try PushOpenCLITests.run("push-seal", ["--app-id", Life.app, "--recipient", "alice", "--keychain", "srv", "--title", "t", "--body", "b"], in: dir.url)
+        try #require(sealed.status == 0, "\(sealed.stderr)")
+        let fallback = try Self.open(Data(sealed.stdout.utf8), keychain: "phone2", now: Self.clock, in: dir)
+        #expect(fallback.status == 1 && fallback.json["reason"] as? String == "unknownKey", "\(fallback.stdout)")
+        #expect(try Self.open(Data(sealed.stdout.utf8), keychain: "phone", now: Self.clock, in: dir).json["outcome"] as? String == "decrypted")
+    }
+
     @Test func aWrongPassphraseADamagedFileOrAnotherDeviceChangeNothing() throws {
         let dir = try TemporaryDirectory("pushseal-backup-bad")
         defer { dir.remove() }
@@ -156,3 +179,4 @@ import PushSealTestSupport
         #expect(try Self.snapshot("phone2", in: dir) == before)
     }
 }
+
