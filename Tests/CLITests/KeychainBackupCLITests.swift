@@ -179,4 +179,3 @@ import PushSealTestSupport
         #expect(try Self.snapshot("phone2", in: dir) == before)
     }
 }
-
