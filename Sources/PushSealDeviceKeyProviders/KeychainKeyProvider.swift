@@ -113,6 +113,9 @@ extension KeychainKeyProvider: PinnedSenderKeySource {
     /// items in reach but not this one (the lookup then reports `unknownKey`).
     /// - The key id is a key item of another app id in reach: `KeysError` `.wrongAppID`
     ///   naming both (the extension's `PushSealAppID` set to its own bundle id, say).
+    /// - Nothing of the app is in reach and the keychain was restored onto a new device that
+    ///   left the app's key items behind (``Keychain/restoreLeftBehind()``): `KeysError`
+    ///   `.unknownKey` (the key is gone from this device).
     /// - Nothing of the app is in reach, neither key items nor its key manifest: `KeychainError`
     ///   `.itemNotFound` (-25300) saying the app's keychain group is not among the extension's
     ///   (Keychain Sharing), or the device is not provisioned. A named group the identity
@@ -133,6 +136,11 @@ extension KeychainKeyProvider: PinnedSenderKeySource {
         let legacy = kind == .v1Key ? try matches(ItemQuery(service: KeychainNames.service(appID: appID), accessGroup: group)) : []
         guard try matches(ItemQuery(service: service, accessGroup: group)).isEmpty, legacy.isEmpty,
               try DeviceKeyItem.manifest(appID: appID, in: keychain, accessGroup: group) == nil else { return }
+        // A keychain restored onto a new device left the app's …ThisDeviceOnly key items behind:
+        // the key is gone from this device (unknownKey, as on iOS), not a setup mistake.
+        if try keychain.restoreLeftBehind().contains(where: { $0.service == service || $0.service == DeviceKeyManifest.service(appID: appID) }) {
+            throw KeysError(.unknownKey, "no key item \(keyID) of \(appID): this keychain was restored from a backup onto a new device, which leaves …ThisDeviceOnly key items behind; the app's next run makes and registers a new key")
+        }
         let groups = group.map { [$0] } ?? keychain.entitlements.keychainAccessGroups
         throw KeychainError(.itemNotFound, "no key item of \(appID) is in reach of the extension (access groups \(groups.joined(separator: ", "))): the app's shared keychain group is missing from the extension's keychain-access-groups (Keychain Sharing), or the device was never provisioned")
     }

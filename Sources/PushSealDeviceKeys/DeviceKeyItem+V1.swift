@@ -92,3 +92,44 @@ extension DeviceKeyItem {
         return changed
     }
 }
+
+extension DeviceKeyItem {
+    /// The app's version 1 key items (kind 1) as a key record for `recipient`, for the other
+    /// side (`push-keys export` from a device keychain whose keys `push-keys generate` made):
+    /// every kind 1 item the key manifest vouches for (``DeviceKeyring/record(_:keyID:appID:)``),
+    /// by key id; a disabled key travels without bytes. A primary key's `promotedAt` is its
+    /// `createdAt` (the items keep no promotion time); seal counts are 0 (a device never seals).
+    /// - Parameters:
+    ///   - appID: the app's bundle identifier.
+    ///   - recipient: the recipient the record names (the items keep none: one app installation
+    ///     has one recipient).
+    ///   - keyID: only this key; nil for every kind 1 item.
+    ///   - keychain: the device keychain, opened as the app.
+    ///   - accessGroup: the group; nil: every group of the identity.
+    /// - Returns: the record (holds key bytes: the caller wipes its encoding).
+    /// - Throws: `KeysError` `.unknownKeyset` (no kind 1 item), `.unknownKey` (no item `keyID`),
+    ///   `.keyRolledBack`, `.corruptKey`, `.invalidName`; `KeychainError`.
+    public static func exportV1(appID: String, recipient: String, keyID: String? = nil, in keychain: Keychain,
+                                accessGroup: String?) throws -> KeyRecord {
+        try KeyID.validateAppID(appID)
+        try KeyID.validateRecipient(recipient)
+        if let keyID { try KeyID.validate(keyID) }
+        let keyring = DeviceKeyring(keychain: keychain, accessGroup: accessGroup)
+        let ids = try list(appID: appID, in: keychain, accessGroup: accessGroup)
+            .filter { $0.kind == .v1Key && $0.keysetRecipient == nil }.map(\.keyID)
+        guard !ids.isEmpty else {
+            throw KeysError(.unknownKeyset, "\(appID) has no v1 key items in this device keychain")
+        }
+        var keys: [ManagedKey] = []
+        for id in ids where keyID == nil || keyID == id {
+            guard let r = try keyring.record(.v1Key, keyID: id, appID: appID) else { continue }
+            let info = KeyInfo(keyID: id, status: r.status, createdAt: r.createdAt, promotedAt: r.status == .pending ? nil : r.createdAt,
+                               retiredAt: r.retiredAt, notAfter: r.notAfter)
+            keys.append(ManagedKey(info: info, secret: r.status == .disabled ? nil : r.key))
+        }
+        if let keyID, keys.isEmpty {
+            throw KeysError(.unknownKey, "\(appID) has no v1 key item \(keyID)")
+        }
+        return KeyRecord(appID: appID, recipient: recipient, keys: keys)
+    }
+}

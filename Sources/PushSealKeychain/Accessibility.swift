@@ -30,7 +30,7 @@ public enum Accessibility: String, Sendable, Hashable, CaseIterable, CustomStrin
         }
     }
 
-    /// `true` for the `ThisDeviceOnly` variants (recorded; the emulation has no backup/migration).
+    /// `true` for the `ThisDeviceOnly` variants: never restored from a backup onto another device (``KeychainBackup``).
     public var isThisDeviceOnly: Bool {
         switch self {
         case .whenUnlocked, .afterFirstUnlock: false

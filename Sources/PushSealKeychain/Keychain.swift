@@ -47,6 +47,10 @@ public final class Keychain: @unchecked Sendable {
     private let metadataKey: SecretBytes
     /// The metadata key (authenticates item headers and the device state; never leaves the module).
     var metadataKeyForRecords: SecretBytes { metadataKey }
+    /// A key only this device derives (HKDF-SHA256 of the device secret under `label`): what a
+    /// backup seals `ThisDeviceOnly` items under (``KeychainBackup``). Never leaves the module.
+    /// - Throws: `KeychainError` `.io` when the derivation fails.
+    func deviceBoundKey(_ label: String) throws -> SecretBytes { try KeyWrap.kek(deviceSecret, label) }
     /// Class C key when it is wrapped by the device secret (no passcode, or a version 1 keychain).
     private let afterFirstUnlockKey: SecretBytes?
     /// Class A key when no passcode is set (wrapped by the device secret alone).

@@ -1,5 +1,6 @@
 import PushSealCrypto
-import PushSealKeyRecords
+import PushSealJSON
+public import PushSealKeyRecords
 public import PushSealDeviceKeys
 import PushSealKeychain
 
@@ -58,5 +59,43 @@ extension KeyStore {
         } catch let e as KeychainError where e.code == .itemNotFound {
             // already deleted (a second run after a crash)
         }
+    }
+}
+
+extension KeyStore {
+    /// `push-keys generate` into a device keychain: one new version 1 key (32 random bytes,
+    /// primary, created `now`) written as a kind 1 device key item under the app's key manifest
+    /// (``DeviceKeyItem/importV1(_:expectedAppID:in:accessGroup:)``: the layout the iOS
+    /// reference reads, docs/keychain.md "Device key items"), never a keyset item. Audited as
+    /// `generate` (key id only). Refuses, changing nothing, when the app already has a current
+    /// v1 key there — a pending or primary kind 1 item, or a legacy keyset of `recipient`:
+    /// replacing one is a rotation.
+    /// - Parameters:
+    ///   - appID: the app's bundle identifier.
+    ///   - recipient: the recipient of the key record `push-keys export` makes from it.
+    ///   - now: Unix seconds, 0 to `KeyTime.maxTimeSeconds`.
+    /// - Returns: the new key's metadata (its key id).
+    /// - Throws: `KeysError` `.keysetExists`, `.invalidName`, `.timeOutOfRange`, `.keyRolledBack`
+    ///   (items of the app the manifest does not vouch for), `.io` (the audit log); `KeychainError`.
+    @discardableResult
+    public func generateDeviceKeyItem(appID: String, recipient: String, now: Int64) throws -> KeyInfo {
+        try KeyID.validateAppID(appID)
+        try KeyID.validateRecipient(recipient)
+        try KeyTime.checkTime(now)
+        let entries = try DeviceKeyItem.list(appID: appID, in: keychain, accessGroup: accessGroup).filter { $0.kind == .v1Key }
+        let current = entries.filter { $0.keysetRecipient == recipient || ($0.keysetRecipient == nil && ($0.status == .primary || $0.status == .pending)) }
+        if !current.isEmpty {
+            let ids = current.map(\.keyID).joined(separator: ", ")
+            throw KeysError(.keysetExists, "\(appID) already has a current v1 key in this device keychain (\(ids))")
+        }
+        let sink = try audit.open(keychain: keychain)
+        let info = KeyInfo(keyID: KeyID.generate(avoiding: Set(entries.map(\.keyID))), status: .primary, createdAt: now, promotedAt: now)
+        let record = KeyRecord(appID: appID, recipient: recipient,
+                               keys: [ManagedKey(info: info, secret: SecretBytes(randomByteCount: AES256GCM.keyByteCount))])
+        try DeviceKeyItem.importV1(record, in: keychain, accessGroup: accessGroup)
+        try writeAudit(AuditEvent(event: "generate", time: now, members: [("keyId", .string(info.keyID)), ("status", .string("primary")),
+                                                                         ("layout", .string("deviceItems"))]),
+                       appID: appID, recipient: recipient, to: sink)
+        return info
     }
 }

@@ -2,7 +2,7 @@ import PushSealCrypto
 import PushSealJSON
 import PushSealKeychain
 import PushSealSystem
-import PushSealKeyRecords
+public import PushSealKeyRecords
 
 /// The file keychain as a ``DeviceTokenStore``: one generic-password item per (app id,
 /// recipient) in the keysets' access group, service `pushseal.device-tokens:<appID>`, account

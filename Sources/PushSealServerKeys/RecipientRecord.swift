@@ -1,7 +1,7 @@
 import PushSealCrypto
 import PushSealJSON
 import PushSealKeychain
-import PushSealKeyRecords
+public import PushSealKeyRecords
 
 /// Everything a server store holds for one recipient (`push-keys registry import` / `export`):
 /// its v1 keyset (keys, statuses, times, seal counters, an unfinished rotation), its v2

@@ -28,9 +28,10 @@ enum DeviceCommands {
         """
 
     static func exitCodes(dataError: String? = nil, noInput: String? = nil) -> [String] {
-        KeychainCommands.exitCodes(keychainError: "errSecDuplicateItem -25299, errSecMissingEntitlement -34018",
+        let reused = "a --key-id of a key the restore onto this device left behind (keyIDReused)"
+        return KeychainCommands.exitCodes(keychainError: "errSecDuplicateItem -25299, errSecMissingEntitlement -34018",
                                    usage: ["no identity", "an --app-id, --key-id or --now that breaks its rule"],
-                                   dataError: dataError, noInput: noInput,
+                                   dataError: dataError.map { $0 + "; " + reused } ?? reused, noInput: noInput,
                                    cannotCreate: "the app already has a v2 device key in that access group (keysetExists)", readsSecrets: true)
     }
 
@@ -60,12 +61,16 @@ enum DeviceCommands {
         func store(_ key: X25519.PrivateKey, _ context: CommandContext) throws -> ExitCode {
             let (kc, group) = try caller.open()
             // The first run after a reinstall removes PushSeal's leftover items of the app first.
-            let removed = try KeychainCommands.mapping { try DeviceReinstall.prepare(kc, accessGroup: group, appID: appID) }
-            if removed > 0 {
-                context.warn("removed \(removed) leftover PushSeal items of \(appID) (a reinstall: the App Group container had no install marker, \(DeviceReinstall.markerName))")
-            }
+            try DeviceReinstall.prepareRun(kc, accessGroup: group, appID: appID, context)
             let createdAt = now ?? KeyTime.now()
             let keyID = try self.keyID ?? DeviceKeyItem.keyID(for: key.publicKey)
+            // After a restore onto a new device the old key ids are known (the restore record):
+            // new bytes never take one, or the server would pair the old id with another key.
+            let left = try KeychainCommands.mapping { try kc.restoreLeftBehind() }
+            if left.contains(where: { $0.service == DeviceKeyItem.service(appID: appID) && $0.account == keyID }) {
+                throw CLIError(code: "keyIDReused", "key id \(keyID) named a key of \(appID) that the restore onto this device left behind; a new key never takes an old key id",
+                               hint: "drop --key-id (the default id is derived from the new public key)", exitCode: .dataError)
+            }
             let item: ItemAttributes
             do {
                 item = try keyMapErrors {

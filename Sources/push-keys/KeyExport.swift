@@ -5,6 +5,7 @@ import PushSealCLI
 import PushSealCrypto
 import PushSealKeyRecords
 import PushSealServerKeys
+import PushSealDeviceKeys
 /// `push-keys export`: write a key record for the other side.
 struct KeyExportCommand: OptionsCommand {
     let path = ["export"]
@@ -27,6 +28,7 @@ struct KeyExportCommand: OptionsCommand {
         notes: KeyOptions.notes([
             "With --out and --json a summary object is printed; without --out the record itself is the one JSON object on stdout.",
             "Key bytes of disabled and destroyed keys are left out of the record. Export changes nothing, so nothing is audited.",
+            "From a device keychain (IDENTITY given): the app's kind 1 device key items (what push-keys generate and import write there; docs/keychain.md \"Device key items\"), as a record for R (the items name no recipient); a device keychain with none exports its legacy keyset item of APP and R, as before 0.2.0.",
         ], audited: false))
 
     struct Options: CommandOptions {
@@ -47,8 +49,13 @@ struct KeyExportCommand: OptionsCommand {
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
         let (app, recipient, out) = (o.keyset.appID, o.keyset.recipient, o.out)
-        let store = try o.store.open()
-        let record = try keyMapErrors { try store.exportRecord(appID: app, recipient: recipient, keyID: o.keyID) }
+        let record: KeyRecord
+        if !o.store.identity.isEmpty, o.store.keystore.registry == nil {
+            record = try exportDevice(o)
+        } else {
+            let store = try o.store.open()
+            record = try keyMapErrors { try store.exportRecord(appID: app, recipient: recipient, keyID: o.keyID) }
+        }
         var bytes = record.encoded()
         defer { SecretBytes.wipe(&bytes) }
         guard let out else {
@@ -74,5 +81,18 @@ struct KeyExportCommand: OptionsCommand {
             Output.stdout(Output.terminalSafe(out) + "\n")
         }
         return .success
+    }
+
+    /// From a device keychain: its kind 1 key items, else (none) its legacy keyset item.
+    private func exportDevice(_ o: Options) throws -> KeyRecord {
+        let store = try o.store.openKeychain()
+        let (app, recipient) = (o.keyset.appID, o.keyset.recipient)
+        return try keyMapErrors {
+            do {
+                return try DeviceKeyItem.exportV1(appID: app, recipient: recipient, keyID: o.keyID, in: store.keychain, accessGroup: store.accessGroup)
+            } catch let e as KeysError where e.code == .unknownKeyset {
+                return try store.exportRecord(appID: app, recipient: recipient, keyID: o.keyID)
+            }
+        }
     }
 }

@@ -25,7 +25,7 @@ struct KeyImportCommand: OptionsCommand {
         ],
         exitCodes: KeyOptions.exitCodes(
             usage: ["an unknown --accessibility", "a malformed --app-id", "a bad --grace or --now", "more than one FILE"],
-            dataError: "a malformed or truncated key record or one over 1 MiB, a record for another app id (--app-id, or the identity's application-identifier), a key id already in the keyset with other key bytes, a primary that has already sealed elsewhere into a server keychain (without --accept-seal-count)",
+            dataError: "into a device keychain, an --access-group other than the one holding the app's key items and key manifest (accessGroupMismatch; nothing changed: import into that group, or move it first with push-keys keychain migrate); a malformed or truncated key record or one over 1 MiB, a record for another app id (--app-id, or the identity's application-identifier), a key id already in the keyset with other key bytes, a primary that has already sealed elsewhere into a server keychain (without --accept-seal-count)",
             noInput: "FILE missing",
             createsKeychain: true,
             cannotCreate: "DIR could not be created as a new keychain",
@@ -97,7 +97,7 @@ struct KeyImportCommand: OptionsCommand {
             // A legacy keyset written into a device keychain is a run of the app too: the
             // first-run check (install marker) comes first, so a later import or `device
             // generate` converts this keyset instead of removing it as a leftover.
-            try prepareAppRun(device.keychain, accessGroup: device.accessGroup, appID: record.appID, c)
+            try DeviceReinstall.prepareRun(device.keychain, accessGroup: device.accessGroup, appID: record.appID, c)
         }
         let result = try keyMapErrors {
             if o.store.identity.isEmpty, !o.acceptSealCount {
@@ -120,10 +120,12 @@ struct KeyImportCommand: OptionsCommand {
     /// (``DeviceKeyItem/importV1``), after converting a legacy keyset of the same recipient.
     private func importItems(_ record: KeyRecord, _ o: Options, _ c: CommandContext) throws -> ExitCode {
         let store = try o.store.openKeychain(create: true, accessibility: DeviceKeyItem.accessibility)
+        // The app's items and manifest stay in one group: an import aimed at another is refused first.
+        try DeviceReinstall.checkWriteGroup(store.keychain, accessGroup: store.accessGroup, appID: record.appID)
         // A run of the app like `device generate`: on a first run after a reinstall (no install
         // marker) PushSeal's leftover items of the app go first, and the marker is written, so a
         // later `device generate` keeps what this import writes.
-        try prepareAppRun(store.keychain, accessGroup: store.accessGroup, appID: record.appID, c)
+        try DeviceReinstall.prepareRun(store.keychain, accessGroup: store.accessGroup, appID: record.appID, c)
         let (converted, changed) = try keyMapErrors {
             if let expected = o.expectedAppID, expected != record.appID {
                 throw KeysError(.wrongAppID, "the key record is for \(record.appID), not \(expected)")
@@ -140,16 +142,6 @@ struct KeyImportCommand: OptionsCommand {
             Output.stdout("\(record.appID) \(record.recipient): \(changed.isEmpty ? "already up to date" : "imported " + changed.joined(separator: " "))\n")
         }
         return .success
-    }
-
-    /// The first-run check of a write as the app (``DeviceReinstall/prepare(_:accessGroup:appID:)``),
-    /// with a warning when it removed a reinstall's leftovers.
-    /// - Throws: `CLIError` (keychain errors, 74 when the marker cannot be written).
-    private func prepareAppRun(_ keychain: Keychain, accessGroup: String?, appID: String, _ c: CommandContext) throws {
-        let removed = try KeychainCommands.mapping { try DeviceReinstall.prepare(keychain, accessGroup: accessGroup, appID: appID) }
-        if removed > 0 {
-            c.warn("removed \(removed) leftover PushSeal items of \(appID) (a reinstall: the App Group container had no install marker, \(DeviceReinstall.markerName))")
-        }
     }
 
     /// A revocation record (security review F4): every listed key id of the app becomes

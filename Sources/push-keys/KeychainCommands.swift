@@ -12,6 +12,7 @@ enum KeychainCommands {
     static let all: [any Command] = [
         KeychainInitCommand(), KeychainAddCommand(), KeychainGetCommand(), KeychainUpdateCommand(),
         KeychainDeleteCommand(), KeychainListCommand(), KeychainDeviceStateCommand(), KeychainMigrateCommand(),
+        KeychainBackupCommand(), KeychainRestoreCommand(),
     ]
 
     static let keychainOption = OptionSpec.value("--keychain", "DIR", "the emulated device keychain directory (required)")

@@ -1,6 +1,7 @@
 import Foundation
 import PushSealKeychain
 import PushSealKeyRecords
+import PushSealDeviceKeys
 import Testing
 
 /// Identity options of the key lifecycle commands follow `push-keys keychain`: with
@@ -20,15 +21,15 @@ import Testing
         let base = ["--keychain", dev, "--entitlements", ent]  // list reads only: it takes no --audit-log
         let gen = try KeysCLI.keys(["generate"] + base + ["--audit-log", "/dev/null"] + ["--access-group", Self.second, "--app-id", KeysCLI.appID, "--recipient", "r"])
         #expect(gen.status == 0, "\(gen.stderr)")
-        // The item is in the named group, not the identity's first one.
+        // The key item (and its manifest) is in the named group, not the identity's first one.
         let kc = try Keychain(opening: URL(fileURLWithPath: dev), as: try Entitlements.load(from: URL(fileURLWithPath: ent)))
-        let items = try kc.copyMatching(ItemQuery(service: KeychainNames.service(appID: KeysCLI.appID)), limit: .all)
+        let items = try kc.copyMatching(ItemQuery(service: DeviceKeyItem.service(appID: KeysCLI.appID)), limit: .all)
         #expect(items.map(\.attributes.accessGroup) == [Self.second])
-        // list and revoke find it there; without the group they look in the first group.
-        let list = try KeysCLI.keys(["list"] + base + ["--access-group", Self.second, "--json"])
+        // device list finds it there, not in the first group.
+        let list = try KeysCLI.keys(["device", "list"] + base + ["--access-group", Self.second, "--app-id", KeysCLI.appID, "--json"])
         #expect(list.status == 0 && list.stdout.contains("\"accessGroup\":\"\(Self.second)\""), "\(list.stderr)")
-        let listFirst = try KeysCLI.keys(["list"] + base + ["--json"])
-        #expect(listFirst.status == 0 && !listFirst.stdout.contains(Self.second))
+        let listFirst = try KeysCLI.keys(["device", "list"] + base + ["--access-group", "TEAM123456.com.example.shared", "--app-id", KeysCLI.appID, "--json"])
+        #expect(listFirst.status == 0 && (KeysCLI.json(listFirst.stdout)["keys"] as? [Any])?.isEmpty == true, "\(listFirst.stdout)")
         // The same rule as push-keys keychain: a group the identity lacks is -34018.
         let lacks = try KeysCLI.keys(["list"] + base + ["--access-group", "TEAM123456.other", "--json"])
         #expect(lacks.status == 1 && lacks.stdout.contains("-34018"), "\(lacks.stdout) \(lacks.stderr)")
