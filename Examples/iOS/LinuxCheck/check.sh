@@ -42,9 +42,9 @@ rewrite() {  # rewrite SRC DST STUBIMPORT
 # 2. The modules, as SwiftPM builds them (whole module, Swift 6 mode).
 mod="$work/modules"
 mkdir -p "$mod"
-compile() {  # compile MODULE FILES...
+compile() {  # compile MODULE FILES... (warnings are errors: an iOS project building these in Swift 6 sees the same)
     local name="$1"; shift
-    "$swiftc" -swift-version 6 -parse-as-library -wmo -Onone -module-name "$name" -I "$mod" \
+    "$swiftc" -swift-version 6 -warnings-as-errors -parse-as-library -wmo -Onone -module-name "$name" -I "$mod" \
         -emit-module -emit-module-path "$mod/$name.swiftmodule" -c -o "$mod/$name.o" "$@"
 }
 compile AppleStubs "$here/AppleStubs.swift"
@@ -56,7 +56,7 @@ compile PushSealDevice "$work/PushSealDevice"/*.swift
 compile PushSealNotificationExtension "$work/PushSealNotificationExtension"/*.swift
 compile PushSealApp "$work/PushSealApp"/*.swift
 # The extension target's one-line subclass (README.md) against the library, from a module of its own.
-printf 'import PushSealNotificationExtension\nfinal class NotificationService: PushSealNotificationExtension.NotificationService {}\n' > "$work/Principal.swift"
+printf 'import PushSealNotificationExtension\nfinal class NotificationService: PushSealNotificationExtension.NotificationService, @unchecked Sendable {}\n' > "$work/Principal.swift"
 compile ExtensionTarget "$work/Principal.swift"
 echo "check.sh: modules: PushSealDevice, PushSealNotificationExtension, PushSealApp and an extension target's subclass compile"
 

@@ -56,7 +56,7 @@ public struct Refusal: Error {
 
 /// The decrypting Notification Service Extension. Open, so the extension target names its own
 /// one-line subclass as NSExtensionPrincipalClass (`$(PRODUCT_MODULE_NAME).NotificationService`):
-/// `final class NotificationService: PushSealNotificationExtension.NotificationService {}`.
+/// `final class NotificationService: PushSealNotificationExtension.NotificationService, @unchecked Sendable {}`.
 ///
 /// `@unchecked Sendable`: URLSession's completion handler needs `self`; every mutable stored
 /// property is read and written only under `lock`.
