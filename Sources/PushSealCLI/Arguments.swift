@@ -1,24 +1,72 @@
-/// One option a command accepts.
+import PushSealSystem
+
+/// One option a command accepts: the one declaration of it. The parser accepts exactly the
+/// declared options, `--help` lists exactly them (``HelpText/render(options:)``), and a command's
+/// ``CommandOptions`` reads each through the reader its ``kind`` names; `DeclarationTests`
+/// (CLITests) checks for every command of every tool that each declared option is read, each
+/// read option is declared, and each read uses the declared kind.
 public struct OptionSpec: Sendable, Hashable {
+    /// How an option's value is read: the reader of ``Arguments`` that parses it.
+    public enum Kind: Sendable, Hashable {
+        /// No value: ``Arguments/has(_:)``.
+        case flag
+        /// Text: ``Arguments/value(_:)``, ``Arguments/values(_:)`` or ``Arguments/required(_:hint:)``
+        /// (a command may parse the text further, e.g. as an enumeration or a range).
+        case text
+        /// A decimal integer: ``Arguments/integer(_:)``.
+        case integer
+        /// A duration: ``Arguments/duration(_:)``.
+        case duration
+    }
+
     /// The long name with dashes, e.g. `--keychain`.
     public let name: String
-    /// `true` when the option takes a value (`--keychain DIR` or `--keychain=DIR`).
-    public let takesValue: Bool
+    /// How the value is read (``Kind/flag`` for an option without a value).
+    public let kind: Kind
     /// `true` when the option may be given more than once (values are collected in order).
     public let repeatable: Bool
-    /// Placeholder for help, e.g. `DIR`.
+    /// Placeholder for help and for the `missing`/`needs a value` errors, e.g. `DIR`.
     public let valueName: String
-    /// One-line help text.
+    /// One-line help text, as declared (``HelpText/render(options:)`` appends the range, the
+    /// default and, for a duration, the accepted forms).
     public let help: String
+    /// The values an ``Kind/integer`` option accepts, when bounded: ``Arguments/integer(_:)``
+    /// refuses others (64) and `--help` states the range.
+    public let range: ClosedRange<Int64>?
+    /// The value, as it would be given on the command line, that the readers return when the
+    /// option is absent (`nil`: none); `--help` states it.
+    public let defaultValue: String?
 
-    /// An option taking a value.
-    public static func value(_ name: String, _ valueName: String, _ help: String, repeatable: Bool = false) -> OptionSpec {
-        OptionSpec(name: name, takesValue: true, repeatable: repeatable, valueName: valueName, help: help)
+    /// `true` when the option takes a value (`--keychain DIR` or `--keychain=DIR`).
+    public var takesValue: Bool { kind != .flag }
+
+    /// Creates a declaration; the static constructors are the short forms.
+    init(name: String, kind: Kind, repeatable: Bool = false, valueName: String, help: String,
+         range: ClosedRange<Int64>? = nil, defaultValue: String? = nil) {
+        self.name = name
+        self.kind = kind
+        self.repeatable = repeatable
+        self.valueName = valueName
+        self.help = help
+        self.range = range
+        self.defaultValue = defaultValue
+    }
+
+    /// An option taking a text value; `default` is what ``Arguments/value(_:)`` returns when it
+    /// is absent.
+    public static func value(_ name: String, _ valueName: String, _ help: String, repeatable: Bool = false, default: String? = nil) -> OptionSpec {
+        OptionSpec(name: name, kind: .text, repeatable: repeatable, valueName: valueName, help: help, defaultValue: `default`)
+    }
+
+    /// An option taking a decimal integer, read with ``Arguments/integer(_:)``: within `range`
+    /// when given, `default` when absent.
+    public static func integer(_ name: String, _ valueName: String, _ help: String, range: ClosedRange<Int64>? = nil, default: Int64? = nil) -> OptionSpec {
+        OptionSpec(name: name, kind: .integer, valueName: valueName, help: help, range: range, defaultValue: `default`.map { String($0) })
     }
 
     /// A flag without a value.
     public static func flag(_ name: String, _ help: String) -> OptionSpec {
-        OptionSpec(name: name, takesValue: false, repeatable: false, valueName: "", help: help)
+        OptionSpec(name: name, kind: .flag, valueName: "", help: help)
     }
 }
 
@@ -31,14 +79,28 @@ public struct Arguments: Sendable {
     private var values: [String: [String]] = [:]
     /// Positional arguments in order.
     public private(set) var positionals: [String] = []
+    /// The declared options by name, `--help` and `--json` included.
+    private let byName: [String: OptionSpec]
+    /// Records the reads when a test probes a command's parsing (``ReadLog``); `nil` otherwise.
+    let log: ReadLog?
+
+    /// The options every command accepts without declaring them.
+    static let implicit: [OptionSpec] = [.flag("--help", "show this help"), .flag("--json", "print one JSON object")]
 
     /// Parses `argv` (without the tool and subcommand names) against `specs`.
     /// `--help` and `--json` are always accepted.
     /// - Throws: `CLIError` with exit code 64.
     public init(_ argv: [String], specs: [OptionSpec]) throws {
-        let all = specs + [.flag("--help", "show this help"), .flag("--json", "print one JSON object")]
+        try self.init(argv, specs: specs, log: nil)
+    }
+
+    /// Parses as ``init(_:specs:)``, recording every read in `log`.
+    init(_ argv: [String], specs: [OptionSpec], log: ReadLog?) throws {
+        self.log = log
+        let all = specs + Arguments.implicit
         var byName: [String: OptionSpec] = [:]
         for s in all { byName[s.name] = s }
+        self.byName = byName
         var i = 0
         var optionsEnded = false
         while i < argv.count {
@@ -78,40 +140,85 @@ public struct Arguments: Sendable {
         }
     }
 
+    /// `true` when the command declares `name` (a shared option group reads an option only
+    /// where the command offers it).
+    public func declares(_ name: String) -> Bool { byName[name] != nil }
+
     /// `true` when the flag or option was given.
-    public func has(_ name: String) -> Bool { values[name] != nil }
+    public func has(_ name: String) -> Bool {
+        log?.record(name, as: .presence, declared: byName[name])
+        return values[name] != nil
+    }
 
-    /// The value of a single-valued option, or `nil` when absent.
-    public func value(_ name: String) -> String? { values[name]?.last }
+    /// The value of a single-valued text option, or `nil` when absent.
+    public func value(_ name: String) -> String? {
+        log?.record(name, as: .text, declared: byName[name])
+        return values[name]?.last ?? byName[name]?.defaultValue
+    }
 
-    /// Every value of a repeatable option, in order (empty when absent).
-    public func values(_ name: String) -> [String] { values[name] ?? [] }
+    /// Every value of a repeatable text option, in order (empty when absent).
+    public func values(_ name: String) -> [String] {
+        log?.record(name, as: .repeatedText, declared: byName[name])
+        return values[name] ?? []
+    }
 
-    /// The value of a required option.
-    /// - Throws: `CLIError` (64) naming the option when it is missing.
-    public func required(_ name: String, _ valueName: String = "VALUE", hint: String? = nil) throws -> String {
-        guard let v = value(name), !v.isEmpty else {
-            throw CLIError.usage("missing \(name) \(valueName)", hint: hint)
+    /// The value of a required text option, or of one declared with a default.
+    /// - Throws: `CLIError` (64) `missing --NAME VALUENAME` (the declared value name) when it is
+    ///   missing (and has no default) or empty.
+    public func required(_ name: String, hint: String? = nil) throws -> String {
+        log?.record(name, as: .text, declared: byName[name])
+        guard let v = values[name]?.last ?? byName[name]?.defaultValue, !v.isEmpty else {
+            if let log, log.lenient { return log.samples[name] ?? "x" }
+            throw CLIError.usage("missing \(name) \(byName[name]?.valueName ?? "VALUE")", hint: hint)
         }
         return v
     }
 
-    /// An integer option, or `nil` when absent.
-    /// - Throws: `CLIError` (64) when the value is not an integer.
+    /// An integer option: its value, else its declared default, else `nil`.
+    /// - Throws: `CLIError` (64) `--NAME needs an integer, got 'V'`, or `--NAME needs LOW to
+    ///   HIGH, got N` outside its declared range.
     public func integer(_ name: String) throws -> Int64? {
-        guard let v = value(name) else { return nil }
+        log?.record(name, as: .integer, declared: byName[name])
+        let spec = byName[name]
+        guard let v = values[name]?.last ?? spec?.defaultValue else { return nil }
         guard let i = Int64(v) else { throw CLIError.usage("\(name) needs an integer, got \(quoted(v))") }
+        if let range = spec?.range, !range.contains(i) {
+            throw CLIError.usage("\(name) needs \(range.lowerBound) to \(range.upperBound), got \(i)")
+        }
         return i
+    }
+
+    /// An integer option declared with a default: its value, else the default.
+    /// - Throws: as ``integer(_:)``; `CLIError` `internal` (exit 1) when the declaration has no default.
+    public func integerWithDefault(_ name: String) throws -> Int64 {
+        try withDefault(name, as: .integerWithDefault, read: integer)
     }
 
     /// A duration option in seconds: `90`, `90s`, `15m`, `12h`, `30d`, or `2w`.
     /// - Throws: `CLIError` (64) when the value is not a duration.
     public func duration(_ name: String) throws -> Int64? {
-        guard let v = value(name) else { return nil }
+        log?.record(name, as: .duration, declared: byName[name])
+        guard let v = values[name]?.last ?? byName[name]?.defaultValue else { return nil }
         guard let seconds = Arguments.parseDuration(v) else {
             throw CLIError.usage("\(name) needs a duration like 3600, 90m, 12h or 30d, got \(quoted(v))")
         }
         return seconds
+    }
+
+    /// A duration option declared with a default: its value, else the default, in seconds.
+    /// - Throws: as ``duration(_:)``; `CLIError` `internal` (exit 1) when the declaration has no default.
+    public func durationWithDefault(_ name: String) throws -> Int64 {
+        try withDefault(name, as: .durationWithDefault, read: duration)
+    }
+
+    /// `read(name)`, which applies the declared default; a missing default is a programming error.
+    private func withDefault(_ name: String, as kind: ReadLog.Read, read: (String) throws -> Int64?) throws -> Int64 {
+        log?.record(name, as: kind, declared: byName[name])
+        guard let value = try read(name) else {
+            if let log, log.lenient { return 0 }
+            throw CLIError(code: "internal", "option \(name) is read with its default but declares none", exitCode: .failure)
+        }
+        return value
     }
 
     /// Parses `90`, `90s`, `15m`, `12h`, `30d`, `2w` into seconds; `nil` if malformed or negative.
@@ -133,6 +240,52 @@ public struct Arguments: Sendable {
     public func expectPositionals(max: Int) throws {
         if positionals.count > max {
             throw CLIError.usage("unexpected argument \(quoted(positionals[max]))")
+        }
+    }
+}
+
+/// What a test learns by parsing a command's options with a probe: the options read, how, and
+/// the reads that disagree with the declarations (`DeclarationTests` in CLITests).
+final class ReadLog: Sendable {
+    /// How an option was read.
+    enum Read: Sendable, Hashable {
+        case presence, text, repeatedText, integer, integerWithDefault, duration, durationWithDefault
+    }
+    /// `true`: a missing required option reads as its ``samples`` value (else `x`) instead of
+    /// throwing, so the probe reads on.
+    let lenient: Bool
+    /// Values by option name for ``lenient`` reads of missing required options.
+    let samples: [String: String]
+    private let state = Locked<(read: Set<String>, mismatches: [String])>(([], []))
+
+    /// A log; `lenient` and `samples` as ``lenient`` and ``samples``.
+    init(lenient: Bool, samples: [String: String] = [:]) {
+        self.lenient = lenient
+        self.samples = samples
+    }
+
+    /// The names read so far.
+    var read: Set<String> { state.withLock { $0.read } }
+    /// One line per read that is not what the declaration says (undeclared, or another kind).
+    var mismatches: [String] { state.withLock { $0.mismatches } }
+
+    /// Records a read of `name` as `read`; notes it when `declared` (the command's declaration of
+    /// `name`, `nil` when it declares none) does not allow that reader.
+    func record(_ name: String, as read: Read, declared: OptionSpec?) {
+        let problem: String?
+        switch (read, declared) {
+        case (_, nil): problem = "\(name) is read but not declared"
+        case (.presence, _?): problem = nil
+        case (.text, let d?): problem = d.kind == .text && !d.repeatable ? nil : "\(name) is read as text but declared \(d.kind)\(d.repeatable ? " repeatable" : "")"
+        case (.repeatedText, let d?): problem = d.kind == .text && d.repeatable ? nil : "\(name) is read as repeatable text but declared \(d.kind)\(d.repeatable ? " repeatable" : "")"
+        case (.integer, let d?): problem = d.kind == .integer ? nil : "\(name) is read as an integer but declared \(d.kind)"
+        case (.integerWithDefault, let d?), (.durationWithDefault, let d?):
+            problem = d.defaultValue != nil ? nil : "\(name) is read with its default but declares none"
+        case (.duration, let d?): problem = d.kind == .duration ? nil : "\(name) is read as a duration but declared \(d.kind)"
+        }
+        state.withLock {
+            $0.read.insert(name)
+            if let problem, !$0.mismatches.contains(problem) { $0.mismatches.append(problem) }
         }
     }
 }

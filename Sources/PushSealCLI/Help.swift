@@ -34,8 +34,8 @@ public struct HelpText: Sendable {
         self.jsonHelp = jsonHelp
     }
 
-    /// Renders the help with `options` (the `--help` and `--json` flags are listed too). An
-    /// option's help gets " (repeatable)" appended when it is repeatable and does not say so.
+    /// Renders the help with `options` (the `--help` and `--json` flags are listed too), each
+    /// described by its ``OptionSpec/helpLine``.
     public func render(options: [OptionSpec]) -> String {
         var out = HelpText.wrap(overview, firstPrefix: "OVERVIEW: ", indent: 10) + "\n\nUSAGE:\n"
         for u in usage { out += "  \(u)\n" }
@@ -46,7 +46,7 @@ public struct HelpText: Sendable {
         let width = min((left.map(\.count).max() ?? 0) + 2, 34)
         for (l, o) in zip(left, all) {
             let pad = l.count < width ? String(repeating: " ", count: width - l.count) : "  "
-            let text = o.repeatable && !o.help.contains("repeat") ? o.help + " (repeatable)" : o.help
+            let text = o.helpLine
             out += HelpText.wrap(text, firstPrefix: "  \(l)\(pad)", indent: 2 + width) + "\n"
         }
         if !examples.isEmpty {
@@ -111,9 +111,34 @@ public struct HelpText: Sendable {
 }
 
 extension OptionSpec {
-    /// A duration option (value `DURATION`): its help gets the accepted forms appended, so every
-    /// duration option says the same. Parse it with ``Arguments/duration(_:)``.
-    public static func duration(_ name: String, _ help: String) -> OptionSpec {
-        .value(name, "DURATION", help + "; seconds, or a number with a unit s, m, h, d or w (90m, 12h, 30d, 2w)")
+    /// A duration option (value `DURATION`): `--help` appends the accepted forms, so every
+    /// duration option says the same; `default` (seconds) is what ``Arguments/duration(_:)``
+    /// returns when it is absent, shown as ``durationText(_:)``.
+    public static func duration(_ name: String, _ help: String, default: Int64? = nil) -> OptionSpec {
+        OptionSpec(name: name, kind: .duration, valueName: "DURATION", help: help, defaultValue: `default`.map(durationText))
+    }
+
+    /// The description `--help` gives: the declared help, then in parentheses the range and the
+    /// default (`1 to 16; default 1`), then for a duration the accepted forms, then
+    /// ` (repeatable)` for a repeatable option whose help does not say so.
+    public var helpLine: String {
+        var text = help
+        var facts: [String] = []
+        if let range { facts.append("\(range.lowerBound) to \(range.upperBound)") }
+        if let defaultValue { facts.append("default \(defaultValue)") }
+        if !facts.isEmpty { text += " (\(facts.joined(separator: "; ")))" }
+        if kind == .duration { text += "; seconds, or a number with a unit s, m, h, d or w (90m, 12h, 30d, 2w)" }
+        if repeatable && !help.contains("repeat") { text += " (repeatable)" }
+        return text
+    }
+
+    /// `seconds` in the largest unit of ``Arguments/parseDuration(_:)`` that divides it, weeks
+    /// aside (`30d`, `1h`, `90m`; `0`): what `--help` shows as a duration's default.
+    public static func durationText(_ seconds: Int64) -> String {
+        guard seconds > 0 else { return "0" }
+        for (unit, size) in [("d", Int64(86400)), ("h", 3600), ("m", 60)] where seconds % size == 0 {
+            return "\(seconds / size)\(unit)"
+        }
+        return "\(seconds)s"
     }
 }

@@ -37,7 +37,8 @@ public struct IdentityOptions: Sendable, Equatable {
         entitlementsFile = arguments.value("--\(prefix)entitlements")
         accessGroups = arguments.values("--\(prefix)access-group")
         appGroups = arguments.values("--\(prefix)app-group")
-        applicationIdentifier = arguments.value("--\(prefix)application-identifier")
+        let application = "--\(prefix)application-identifier"  // only where the command offers it
+        applicationIdentifier = arguments.declares(application) ? arguments.value(application) : nil
     }
 
     /// The shared rules: no empty group or application identifier; with `--entitlements`, no
@@ -152,7 +153,7 @@ public struct RegistryLocation: Sendable, Equatable {
         if let r = arguments.value("--registry") {
             guard !r.isEmpty else { throw CLIError.usage("--registry cannot be empty") }
             connectionString = r
-        } else if !arguments.has("--keychain"), let r = Self.environment(Self.environmentVariable) {
+        } else if !(arguments.declares("--keychain") && arguments.has("--keychain")), let r = Self.environment(Self.environmentVariable) {
             connectionString = r
         } else {
             return nil
@@ -188,7 +189,7 @@ public struct KeysetOptions: Sendable, Equatable {
     /// Reads the group: `--app-id` first, then `--recipient`, as the usage lines name them.
     /// - Throws: `CLIError` (64) for the first one missing (with `hint` when given).
     public init(parsing arguments: Arguments, hint: String? = nil) throws {
-        appID = try arguments.required("--app-id", "APP", hint: hint)
-        recipient = try arguments.required("--recipient", "R", hint: hint)
+        appID = try arguments.required("--app-id", hint: hint)
+        recipient = try arguments.required("--recipient", hint: hint)
     }
 }

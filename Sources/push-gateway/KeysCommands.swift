@@ -26,8 +26,8 @@ struct KeysCreateCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             registry = try GatewayRegistry.location(a)
-            name = try a.required("--name", "NAME")
-            scopes = try a.required("--scope", "SCOPES").split(separator: ",").map(String.init)
+            name = try a.required("--name")
+            scopes = try a.required("--scope").split(separator: ",").map(String.init)
         }
         func validate() throws {
             guard (1...128).contains(name.count) else { throw CLIError.usage("--name must be 1 to 128 characters") }

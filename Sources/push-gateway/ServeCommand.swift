@@ -14,23 +14,23 @@ struct ServeCommand: OptionsCommand {
     let options = GatewayRegistry.options + [
         OptionSpec.value("--app-id", "BUNDLE", "the app (bundle id, the APNs topic) this gateway registers devices and seals notifications for"),
         OptionSpec.value("--listen", "HOST:PORT", "where to listen (127.0.0.1:8080 by default; :8080 for every IPv4 address, [::1]:8080 for IPv6; port 0 for any free one, logged at start)"),
-        OptionSpec.value("--threads", "N", "HTTP threads, each with its own epoll set (4; 1 to 64); a request may hold one while it waits for the database"),
+        OptionSpec.integer("--threads", "N", "HTTP threads, each with its own epoll set; a request may hold one while it waits for the database", range: 1...64, default: 4),
         OptionSpec.flag("--metrics-key", "GET /metrics needs an API key with scope admin (else it is open: keep it off public networks)"),
         OptionSpec.value("--tls-cert", "FILE", "serve HTTPS with this PEM certificate chain (with --tls-key); without both, plain HTTP behind a TLS-terminating proxy"),
         OptionSpec.value("--tls-key", "FILE", "the PEM private key of --tls-cert (0600)"),
         OptionSpec.value("--registration-token-secret", "FILE", "accept registration tokens at POST /v1/devices: HS256 JWTs {sub, aud, iat, exp, jti} your backend mints under this shared secret (push-keys registration-token; 0600, at least 32 printable ASCII characters; docs/registration.md)"),
-        OptionSpec.value("--max-body-bytes", "N", "longest request body (1048576; 1024 up to 16777216); longer is 413"),
-        OptionSpec.value("--rate", "N", "requests a second per API key (100), with bursts of --burst; over it: 429 with Retry-After"),
-        OptionSpec.value("--burst", "N", "requests at once per API key (200)"),
-        OptionSpec.value("--drain-seconds", "S", "on SIGTERM, how long requests in flight may take to finish (20; 0 up to 600)"),
+        OptionSpec.integer("--max-body-bytes", "N", "longest request body; longer is 413", range: 1024...(16 << 20), default: 1 << 20),
+        OptionSpec.integer("--rate", "N", "requests a second per API key, with bursts of --burst; over it: 429 with Retry-After", range: 1...1_000_000, default: 100),
+        OptionSpec.integer("--burst", "N", "requests at once per API key", range: 1...1_000_000, default: 200),
+        OptionSpec.integer("--drain-seconds", "S", "on SIGTERM, how long requests in flight may take to finish", range: 0...600, default: 20),
         OptionSpec.value("--p8", "FILE", "the APNs provider key (.p8, PKCS#8 P-256), as push-send takes it"),
         OptionSpec.value("--key-id", "ID", "the key's 10-character key id"),
         OptionSpec.value("--team-id", "ID", "your 10-character team id"),
-        OptionSpec.value("--environment", "ENV", "production (the default) or development: Apple's endpoint and the device tokens' environment"),
+        OptionSpec.value("--environment", "ENV", "production or development: Apple's endpoint and the device tokens' environment", default: "production"),
         OptionSpec.value("--host", "HOST:PORT", "send to another server instead of Apple's (a test server or the mock APNs); give its --ca-file"),
         OptionSpec.value("--ca-file", "FILE", "PEM CA certificates to trust for --host"),
-        OptionSpec.value("--connections", "N", "APNs connections at most (1; up to 16)"),
-        OptionSpec.value("--lease-seconds", "S", "how long a notification this instance's worker claimed stays its own without a renewal (60; 2 to 600; renewed every third of it): after a crash, another instance returns its notifications this long after the last renewal"),
+        OptionSpec.integer("--connections", "N", "APNs connections at most", range: 1...16, default: 1),
+        OptionSpec.integer("--lease-seconds", "S", "how long a notification this instance's worker claimed stays its own without a renewal (renewed every third of it): after a crash, another instance returns its notifications this long after the last renewal", range: 2...600, default: 60),
         OptionSpec.flag("--no-worker", "accept and answer only: this instance sends nothing (another instance's worker sends the outbox)"),
     ]
     /// Seconds a request waits for a restarting database before it answers 503.
@@ -61,32 +61,32 @@ struct ServeCommand: OptionsCommand {
         let tlsKey: String?
         let registrationTokenSecret: String?
         let apns: APNsProviderConfiguration?
-        var leaseMs: Int64 = 60_000
+        let leaseMs: Int64
         let environment: DeviceTokenEnvironment
 
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             registry = try GatewayRegistry.location(a)
-            appID = try a.required("--app-id", "BUNDLE")
+            appID = try a.required("--app-id")
             http.port = 8080
             if let listen = a.value("--listen") {
                 do { try http.setListenAddress(listen) } catch let e as HTTPServerError { throw CLIError.usage(e.reason) }
             }
-            http.threadCount = try Self.bounded(a, "--threads", 1...64) ?? 4
-            http.limits.maxBodyByteCount = try Self.bounded(a, "--max-body-bytes", 1024...(16 << 20)) ?? (1 << 20)
+            http.threadCount = Int(try a.integerWithDefault("--threads"))
+            http.limits.maxBodyByteCount = Int(try a.integerWithDefault("--max-body-bytes"))
             settings.metricsNeedKey = a.has("--metrics-key")
-            settings.ratePerSecond = Double(try Self.bounded(a, "--rate", 1...1_000_000) ?? 100)
-            settings.rateBurst = Double(try Self.bounded(a, "--burst", 1...1_000_000) ?? 200)
-            settings.drainSeconds = Double(try Self.bounded(a, "--drain-seconds", 0...600) ?? 20)
+            settings.ratePerSecond = Double(try a.integerWithDefault("--rate"))
+            settings.rateBurst = Double(try a.integerWithDefault("--burst"))
+            settings.drainSeconds = Double(try a.integerWithDefault("--drain-seconds"))
             tlsCert = a.value("--tls-cert")
             tlsKey = a.value("--tls-key")
             registrationTokenSecret = a.value("--registration-token-secret")
-            let envName = a.value("--environment") ?? "production"
+            let envName = try a.required("--environment")  // declared with its default
             guard let env = DeviceTokenEnvironment(rawValue: envName), let apnsEnv = APNsEndpoint.Environment(rawValue: envName) else {
                 throw CLIError.usage("--environment must be production or development, not \(quoted(envName))")
             }
             environment = env
-            if let lease = try Self.bounded(a, "--lease-seconds", 2...600) { leaseMs = Int64(lease) * 1000 }
+            leaseMs = try a.integerWithDefault("--lease-seconds") * 1000
             if a.has("--no-worker") {
                 apns = nil
             } else {
@@ -102,20 +102,14 @@ struct ServeCommand: OptionsCommand {
                     throw CLIError.usage(e.reason, hint: "e.g. --host 127.0.0.1:8443 --ca-file mock-ca.pem")
                 }
                 var client = APNsClient.Configuration(endpoint: endpoint)
-                client.maxConnections = try Self.bounded(a, "--connections", 1...16) ?? 1
-                apns = APNsProviderConfiguration(p8Path: try a.required("--p8", "FILE", hint: "or --no-worker for an instance that only accepts"),
-                                                 keyID: try a.required("--key-id", "ID"), teamID: try a.required("--team-id", "ID"), client: client)
+                client.maxConnections = Int(try a.integerWithDefault("--connections"))
+                apns = APNsProviderConfiguration(p8Path: try a.required("--p8", hint: "or --no-worker for an instance that only accepts"),
+                                                 keyID: try a.required("--key-id"), teamID: try a.required("--team-id"), client: client)
             }
         }
 
         func validate() throws {
             guard (tlsCert == nil) == (tlsKey == nil) else { throw CLIError.usage("give --tls-cert and --tls-key together") }
-        }
-
-        static func bounded(_ a: Arguments, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {
-            guard let v = try a.integer(name) else { return nil }
-            guard range.contains(Int(v)) else { throw CLIError.usage("\(name) must be from \(range.lowerBound) to \(range.upperBound)") }
-            return Int(v)
         }
     }
 

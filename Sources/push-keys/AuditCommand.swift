@@ -29,7 +29,7 @@ struct AuditCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            recipient = try a.required("--recipient", "R")
+            recipient = try a.required("--recipient")
             appID = a.value("--app-id")
         }
         func validate() throws {

@@ -18,7 +18,7 @@ enum DeviceCommands {
     static let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
         .value("--app-id", "APP", "the app's bundle identifier (required): the item's service is pushseal.key:APP"),
         .value("--key-id", "ID", "the key id (1-64 of A-Z a-z 0-9 _ -; default: the first 16 characters of base64url(SHA-256(public key)), FORMAT.md §V.6)"),
-        .value("--now", "UNIX", "the record's createdAt, seconds since 1970 UTC (default: now)"),
+        .integer("--now", "UNIX", "the record's createdAt, seconds since 1970 UTC (default: now)"),
     ]
 
     static let output = """
@@ -41,7 +41,7 @@ enum DeviceCommands {
 
         init(parsing a: Arguments) throws {
             caller = try KeychainCallerOptions(parsing: a)
-            appID = try a.required("--app-id", "APP")
+            appID = try a.required("--app-id")
             keyID = a.value("--key-id")
             now = try a.integer("--now")
         }
@@ -143,7 +143,7 @@ struct DeviceImportCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             common = try DeviceCommands.Common(parsing: a)
-            keyFile = try a.required("--key-file", "F", hint: "give --key-file FILE, a 0600 file with the key as 64 hex digits or base64")
+            keyFile = try a.required("--key-file", hint: "give --key-file FILE, a 0600 file with the key as 64 hex digits or base64")
         }
         func validate() throws { try common.validate() }
     }

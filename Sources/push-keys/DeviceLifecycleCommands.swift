@@ -16,7 +16,7 @@ enum DeviceLifecycleCommands {
     /// The options every device command has: the keychain, the app's identity, `--app-id`, `--now`.
     static let base: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
         .value("--app-id", "APP", "the app's bundle identifier (required): items pushseal.key:APP and pushseal.sender:APP"),
-        .value("--now", "UNIX", "the device clock, seconds since 1970 UTC (default: now)"),
+        .integer("--now", "UNIX", "the device clock, seconds since 1970 UTC (default: now)"),
     ]
 
     /// Keychain, identity, app id and time, parsed and checked.
@@ -25,7 +25,7 @@ enum DeviceLifecycleCommands {
 
         init(parsing a: Arguments) throws {
             caller = try KeychainCallerOptions(parsing: a)
-            appID = try a.required("--app-id", "APP")
+            appID = try a.required("--app-id")
             now = try keyNow(a)
         }
 
@@ -136,7 +136,7 @@ struct DevicePromoteCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             base = try DeviceLifecycleCommands.Base(parsing: a)
-            keyID = try a.required("--key-id", "ID")
+            keyID = try a.required("--key-id")
             grace = try keyGrace(a, now: base.now)
         }
         func validate() throws {

@@ -54,9 +54,9 @@ struct KeyPruneCommand: OptionsCommand {
 /// `push-keys due`: keysets that need a rotation.
 struct KeyDueCommand: OptionsCommand {
     let path = ["due"]
-    let options = KeyOptions.reading + [.duration("--period", "rotation period: a primary older than this is due (default 30d; at most 253402300799 seconds)"),
-        .value("--max-seals", "N", "seal count that makes a keyset due, 0 or more (default 16777216 = 2^24)"),
-        .duration("--registration-period", "v2: a current registration registered longer ago than this is due, the app's background rotation has not run (default 45d)"),
+    let options = KeyOptions.reading + [.duration("--period", "rotation period: a primary older than this is due; at most 253402300799 seconds", default: KeyStore.defaultRotationPeriodSeconds),
+        .integer("--max-seals", "N", "seal count that makes a keyset due, 0 or more (default 16777216 = 2^24)"),
+        .duration("--registration-period", "v2: a current registration registered longer ago than this is due, the app's background rotation has not run", default: KeyStore.defaultRegistrationRotationSeconds),
         KeyOptions.now]
     let help = HelpText(
         overview: "list keysets whose primary is older than the rotation period or past 2^24 seals (or that have no primary, or an unfinished rotation); and in version 2, sender keys older than the period, next sender keys not promoted (with the pins outstanding) and registrations not rotated within 45 days",
@@ -76,9 +76,9 @@ struct KeyDueCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            period = try a.duration("--period") ?? KeyStore.defaultRotationPeriodSeconds
+            period = try a.durationWithDefault("--period")
             maxSeals = try a.integer("--max-seals")
-            registrationPeriod = try a.duration("--registration-period") ?? KeyStore.defaultRegistrationRotationSeconds
+            registrationPeriod = try a.durationWithDefault("--registration-period")
             now = try keyNow(a)
         }
         func validate() throws {

@@ -23,12 +23,12 @@ enum KeyOptions {
     static let auditLog = OptionSpec.value("--audit-log", "FILE", "audit lines to FILE, or - for stderr (default: DIR/keys-audit.log)")
     static let appID = OptionSpec.value("--app-id", "APP", "the app's bundle identifier, the APNs topic (required)")
     static let recipient = OptionSpec.value("--recipient", "R", "the recipient, one app installation (required)")
-    static let now = OptionSpec.value("--now", "UNIX", "the current time in Unix seconds, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: the clock)")
+    static let now = OptionSpec.integer("--now", "UNIX", "the current time in Unix seconds, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: the clock)")
     /// `--accessibility` of generate and import.
     static let accessibility = OptionSpec.value("--accessibility", "A",
         "accessibility of a new keyset item: \(KeychainCommands.accessibilityNames) (default afterFirstUnlockThisDeviceOnly; a class the extension cannot read while the phone is locked gets a warning)")
     /// `--grace` of import, promote and rotate.
-    static func grace(_ help: String) -> OptionSpec { .duration("--grace", help + " (default 30d; now + grace must not pass 9999-12-31T23:59:59Z)") }
+    static func grace(_ help: String) -> OptionSpec { .duration("--grace", help + "; now + grace must not pass 9999-12-31T23:59:59Z", default: KeyTime.defaultGraceSeconds) }
     /// The usage-error clause of `--now` for ``exitCodes(failure:usage:dataError:noInput:createsKeychain:cannotCreate:ioError:noPermission:)``.
     static let badNow = "a --now that is not an integer from 0 to 253402300799 (9999-12-31T23:59:59Z)"
     /// The usage-error clause of `--grace`.
@@ -104,7 +104,7 @@ struct KeyStoreOptions: CommandOptions {
     init(parsing a: Arguments) throws {
         keystore = try KeystoreOptions(parsing: a, allowingRegistry: true)
         identity = IdentityOptions(parsing: a)
-        auditLog = a.value("--audit-log")
+        auditLog = a.declares("--audit-log") ? a.value("--audit-log") : nil  // commands that change keys offer it
     }
 
     func validate() throws { try identity.validate() }
@@ -162,11 +162,11 @@ func keyNow(_ a: Arguments) throws -> Int64 {
     return now
 }
 
-/// `--grace` (default 30 days) for a command running at `now` (from ``keyNow(_:)``): a duration
+/// `--grace` (its declared default: `KeyTime.defaultGraceSeconds`) for a command running at `now` (from ``keyNow(_:)``): a duration
 /// that keeps `now + grace` at or before `KeyTime.maxTimeSeconds`.
 /// - Throws: `CLIError` (64) for a malformed or too long grace.
 func keyGrace(_ a: Arguments, now: Int64) throws -> Int64 {
-    let grace = try a.duration("--grace") ?? KeyTime.defaultGraceSeconds
+    let grace = try a.durationWithDefault("--grace")
     _ = try keyUsageErrors { try KeyTime.time(now, plus: grace, named: "--grace", nowNamed: a.has("--now") ? "--now" : "now") }
     return grace
 }

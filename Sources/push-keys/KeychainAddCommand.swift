@@ -36,7 +36,7 @@ struct KeychainAddCommand: OptionsCommand {
             item = try KeychainItemOptions(parsing: a)
             label = a.value("--label")
             accessibility = try KeychainCommands.accessibility(a) ?? .default
-            dataFile = try a.required("--data-file", "F", hint: "give --data-file FILE, or --data-file - for standard input")
+            dataFile = try a.required("--data-file", hint: "give --data-file FILE, or --data-file - for standard input")
         }
         func validate() throws { try caller.validate() }
     }

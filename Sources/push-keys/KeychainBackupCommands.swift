@@ -76,8 +76,8 @@ struct KeychainBackupCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             keychain = try KeychainCommands.keychainURL(a)
-            passphraseFile = try a.required("--passphrase-file", "F", hint: "give --passphrase-file F, a 0600 file whose first line is the passphrase")
-            out = try a.required("--out", "FILE")
+            passphraseFile = try a.required("--passphrase-file", hint: "give --passphrase-file F, a 0600 file whose first line is the passphrase")
+            out = try a.required("--out")
         }
     }
 
@@ -138,8 +138,8 @@ struct KeychainRestoreCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             keychain = try KeychainCommands.keychainURL(a)
-            passphraseFile = try a.required("--passphrase-file", "F", hint: "give --passphrase-file F, a 0600 file whose first line is the passphrase")
-            from = try a.required("--from", "FILE")
+            passphraseFile = try a.required("--passphrase-file", hint: "give --passphrase-file F, a 0600 file whose first line is the passphrase")
+            from = try a.required("--from")
             switch (a.has("--to-new-device"), a.has("--same-device")) {
             case (true, false): target = .newDevice
             case (false, true): target = .sameDevice

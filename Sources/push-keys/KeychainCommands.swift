@@ -68,7 +68,7 @@ enum KeychainCommands {
 
     /// The keychain directory from `--keychain` (required).
     static func keychainURL(_ a: Arguments) throws -> URL {
-        URL(fileURLWithPath: try a.required("--keychain", "DIR"), isDirectory: true)
+        URL(fileURLWithPath: try a.required("--keychain"), isDirectory: true)
     }
 
     static func open(_ url: URL, as entitlements: Entitlements) throws -> Keychain {
@@ -194,8 +194,8 @@ struct KeychainItemOptions: Sendable {
 
     init(parsing a: Arguments) throws {
         itemClass = try KeychainCommands.itemClass(a)
-        service = try a.required("--service", "S")
-        account = try a.required("--account", "A")
+        service = try a.required("--service")
+        account = try a.required("--account")
     }
 
     /// The query for this item in `accessGroup` (`nil`: every group of the caller).

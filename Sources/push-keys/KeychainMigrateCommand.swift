@@ -37,8 +37,8 @@ struct KeychainMigrateCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             keychain = try KeychainCommands.keychainURL(a)
-            from = try a.required("--from", "G1")
-            to = try a.required("--to", "G2")
+            from = try a.required("--from")
+            to = try a.required("--to")
             appID = try keyAppID(a)
         }
         func validate() throws {

@@ -40,8 +40,8 @@ struct RegistrationTokenMintCommand: OptionsCommand {
     let path = ["registration-token"]
     let options = [
         RegistrationTokenCommands.secretFile, KeyOptions.recipient, KeyOptions.appID,
-        .duration("--lifetime", "how long the token is accepted: 1s to 24h (default 1h)"),
-        .value("--now", "UNIX", "iat, seconds since 1970 UTC (default: the clock)"),
+        .duration("--lifetime", "how long the token is accepted: 1s to 24h", default: RegistrationToken.defaultLifetimeSeconds),
+        .integer("--now", "UNIX", "iat, seconds since 1970 UTC (default: the clock)"),
         .value("--token-id", "ID", "jti (default: 22 random base64url characters)"),
     ]
     let help = HelpText(
@@ -62,10 +62,10 @@ struct RegistrationTokenMintCommand: OptionsCommand {
         let secretFile: String, recipient: String, appID: String, lifetime: Int64, now: Int64, tokenID: String
         init(parsing a: Arguments) throws {
             try a.expectPositionals(max: 0)
-            secretFile = try a.required("--secret-file", "FILE")
-            recipient = try a.required("--recipient", "R")
-            appID = try a.required("--app-id", "APP")
-            lifetime = try a.duration("--lifetime") ?? RegistrationToken.defaultLifetimeSeconds
+            secretFile = try a.required("--secret-file")
+            recipient = try a.required("--recipient")
+            appID = try a.required("--app-id")
+            lifetime = try a.durationWithDefault("--lifetime")
             now = try a.integer("--now") ?? unixTimeSeconds()
             tokenID = a.value("--token-id") ?? RegistrationToken.newTokenID()
         }
@@ -112,7 +112,7 @@ struct RegistrationTokenNewSecretCommand: OptionsCommand {
         let out: String
         init(parsing a: Arguments) throws {
             try a.expectPositionals(max: 0)
-            out = try a.required("--out", "FILE")
+            out = try a.required("--out")
         }
     }
 

@@ -128,7 +128,7 @@ struct RegistryMigrateCommand: OptionsCommand {
 struct RegistryImportCommand: OptionsCommand {
     let path = ["registry", "import"]
     let options = [RegistryCommands.registry, RegistryOptions.kekFile, RegistryCommands.keychain, KeyOptions.now,
-                   .value("--batch-size", "N", "recipients a transaction, 1 to 10000 (default \(PostgresKeyStore.defaultBulkBatchSize))")]
+                   .integer("--batch-size", "N", "recipients a transaction", range: 1...10_000, default: Int64(PostgresKeyStore.defaultBulkBatchSize))]
     let help = HelpText(
         overview: "copy everything a server file keychain holds into the registry as it is: v1 keysets (keys, statuses, times, seal counters, unfinished rotations), v2 registrations and sender keys, device tokens; in batches of recipients (one transaction each: keysets the registry lacks are bulk-inserted), resumable and idempotent",
         usage: ["push-keys registry import --keychain DIR [--registry URI] [--kek-file F] [--now UNIX] [--batch-size N] [--json]"],
@@ -141,9 +141,7 @@ struct RegistryImportCommand: OptionsCommand {
         let transfer: RegistryCommands.TransferOptions, batchSize: Int
         init(parsing a: Arguments) throws {
             transfer = try RegistryCommands.TransferOptions(parsing: a)
-            let n = try a.integer("--batch-size") ?? Int64(PostgresKeyStore.defaultBulkBatchSize)
-            guard (1...10_000).contains(n) else { throw CLIError.usage("--batch-size needs an integer from 1 to 10000, got \(n)") }
-            batchSize = Int(n)
+            batchSize = Int(try a.integerWithDefault("--batch-size"))
         }
     }
 
@@ -217,8 +215,8 @@ struct RegistryRewrapCommand: OptionsCommand {
         let registry: RegistryLocation, newKEKFile: String
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
-            _ = try a.required("--kek-file", "OLD")
-            newKEKFile = try a.required("--new-kek-file", "NEW")
+            _ = try a.required("--kek-file")
+            newKEKFile = try a.required("--new-kek-file")
             registry = try RegistryCommands.location(a)
         }
     }
@@ -246,7 +244,7 @@ struct RegistryNewKEKCommand: OptionsCommand {
         let out: String
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
-            out = try a.required("--out", "FILE")
+            out = try a.required("--out")
         }
     }
 

@@ -62,8 +62,8 @@ struct RegistrationRevokeCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            appID = try a.required("--app-id", "APP")
-            recipient = try a.required("--recipient", "R")
+            appID = try a.required("--app-id")
+            recipient = try a.required("--recipient")
             keyID = a.value("--key-id")
             now = try keyNow(a)
         }
@@ -125,7 +125,7 @@ struct RevocationsExportCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            appID = try a.required("--app-id", "APP")
+            appID = try a.required("--app-id")
         }
         func validate() throws {
             try store.validate()

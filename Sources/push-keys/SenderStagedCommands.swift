@@ -115,7 +115,7 @@ struct SenderStatusCommand: OptionsCommand {
 struct SenderPromoteCommand: OptionsCommand {
     let path = ["sender", "promote"]
     let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.grace("how long the former sender key stays published and accepted"),
-        .value("--min-pinned", "P", "the percentage of registrations active in the last 30 days that must have pinned the next key (default 100)"),
+        .integer("--min-pinned", "P", "the percentage of registrations active in the last 30 days that must have pinned the next key", range: 0...100, default: 100),
         .flag("--force", "promote without the pin check (after a suspected leak)"), KeyOptions.now]
     let help = HelpText(
         overview: "switch the app's sealing to its pending sender key; the former primary stays decryptOnly (published, accepted by phones for messages sealed before now) for --grace",
@@ -138,12 +138,11 @@ struct SenderPromoteCommand: OptionsCommand {
             _ = try Positionals(a, max: 0)
             sender = try SenderOptions(parsing: a)
             grace = try keyGrace(a, now: sender.now)
-            minPinned = try a.integer("--min-pinned") ?? 100
+            minPinned = try a.integerWithDefault("--min-pinned")
             force = a.has("--force")
         }
         func validate() throws {
             try sender.validate()
-            guard (0...100).contains(minPinned) else { throw CLIError.usage("--min-pinned must be 0 to 100 (a percentage), got \(minPinned)") }
         }
     }
 

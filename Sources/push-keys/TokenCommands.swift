@@ -58,7 +58,7 @@ enum TokenCommands {
     }
 
     static func environment(_ a: Arguments, required: Bool) throws -> DeviceTokenEnvironment? {
-        guard let v = required ? try a.required("--environment", "E") : a.value("--environment") else { return nil }
+        guard let v = required ? try a.required("--environment") : a.value("--environment") else { return nil }
         guard let e = DeviceTokenEnvironment(rawValue: v) else { throw CLIError.usage("--environment must be production or development, got \(quoted(v))") }
         return e
     }
@@ -75,7 +75,7 @@ struct TokenAddCommand: OptionsCommand {
     let path = ["token", "add"]
     let options = KeyOptions.changing + [
         KeyOptions.appID, KeyOptions.recipient, TokenCommands.environment,
-        .value("--registered-at", "MS", "when the app registered the token, in milliseconds since 1970 UTC (default: the clock); a 410 older than this keeps it. A value that reads as seconds (10^9 to 10^11: 1970-01-12 to 1973-03-03 in ms) or as microseconds (10^14 and up: past the year 5138 in ms) is refused"),
+        .integer("--registered-at", "MS", "when the app registered the token, in milliseconds since 1970 UTC (default: the clock); a 410 older than this keeps it. A value that reads as seconds (10^9 to 10^11: 1970-01-12 to 1973-03-03 in ms) or as microseconds (10^14 and up: past the year 5138 in ms) is refused"),
     ]
     let help = HelpText(
         overview: "store the APNs device token the app registered for a recipient (replacing the recipient's former token of that environment), for push-seal batch --device-tokens",
@@ -99,8 +99,8 @@ struct TokenAddCommand: OptionsCommand {
             guard let t = positionals.first else { throw CLIError.usage("give the device TOKEN (hex digits)") }
             token = t
             store = try KeyStoreOptions(parsing: a)
-            appID = try a.required("--app-id", "APP")
-            recipient = try a.required("--recipient", "R")
+            appID = try a.required("--app-id")
+            recipient = try a.required("--recipient")
             environment = try TokenCommands.environment(a, required: true) ?? .production
             registeredAtMs = try a.integer("--registered-at").map(TokenCommands.checkedRegisteredAt) ?? unixTimeMilliseconds()
         }
@@ -157,8 +157,8 @@ struct TokenRemoveCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            appID = try a.required("--app-id", "APP")
-            recipient = try a.required("--recipient", "R")
+            appID = try a.required("--app-id")
+            recipient = try a.required("--recipient")
             token = a.value("--token")
         }
         func validate() throws {
@@ -269,7 +269,7 @@ struct TokenInvalidateCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            appID = try a.required("--app-id", "APP")
+            appID = try a.required("--app-id")
             switch (a.value("--outcomes"), a.value("--invalidations")) {
             case (let o?, nil): outcomes = o
             case (nil, let i?): outcomes = i

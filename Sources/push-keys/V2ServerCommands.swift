@@ -90,7 +90,7 @@ struct RegisterCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             file = try Positionals(a, max: 1).first
             store = try KeyStoreOptions(parsing: a)
-            recipient = try a.required("--recipient", "R")
+            recipient = try a.required("--recipient")
             expectedAppID = try keyAppID(a)
             now = try keyNow(a)
         }
@@ -194,7 +194,7 @@ struct SenderOptions: CommandOptions {
     let store: KeyStoreOptions, appID: String, now: Int64
     init(parsing a: Arguments) throws {
         store = try KeyStoreOptions(parsing: a)
-        appID = try a.required("--app-id", "APP")
+        appID = try a.required("--app-id")
         now = try keyNow(a)
     }
     func validate() throws {

@@ -27,7 +27,7 @@ struct OpenCommand: OptionsCommand {
         .value("--locale", "L", "the device locale, e.g. pt-BR: picks the sealed localization and the --strings table (default: the notification's default texts)"),
         OpenCommand.stringsOption,
         .value("--budget", "SECONDS", "the extension's time budget in seconds, up to 3600, e.g. 30 or 2.5 (default 30)"),
-        .value("--now", "UNIX", "the device clock for exp and key grace windows, seconds since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: now)"),
+        .integer("--now", "UNIX", "the device clock for exp and key grace windows, seconds since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: now)"),
         .flag("--no-replay-guard", "for trying a payload repeatedly: do not check or record its id in the replay cache (the guard is on by default, as on a device)"),
         .flag("--fail-attachment-store", "emulate iOS failing to move the attachment into its own store when the content is handed back: the text is shown without it (reason media:storeFailed)"),
         .flag("--allow-insecure-loopback", "allow plain http media from 127.0.0.1, ::1 and localhost (tests)"),
@@ -95,7 +95,7 @@ struct OpenCommand: OptionsCommand {
             asApp = a.has("--as-app")
             requestID = a.value("--request-id")
             keychainPath = try KeystoreOptions.keychainDirectory(parsing: a)
-            appID = try a.required("--app-id", "APP")
+            appID = try a.required("--app-id")
             budget = try OpenCommand.budgetSeconds(a)
             now = try a.integer("--now")
             identity = IdentityOptions(parsing: a, namedGroupMeaning: "the group the key is read from")

@@ -11,9 +11,4 @@ import PushSealSystem
 if Environment.value("GNUTLS_NO_IMPLICIT_INIT") == nil { Environment.set("GNUTLS_NO_IMPLICIT_INIT", to: "1") }
 #endif
 
-let tool = Tool(
-    name: "push-open",
-    overview: "show what an iOS device would display for a PushSeal APNs payload",
-    commands: [OpenCommand()]
-)
-tool.main()
+pushOpenTool.main()

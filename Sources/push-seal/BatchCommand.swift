@@ -22,7 +22,7 @@ struct BatchCommand: OptionsCommand {
 
     let path = ["batch"]
     let options: [OptionSpec] = SealOptionSpecs.keys + SealOptionSpecs.payload + [
-        .value("--jobs", "N", "worker threads (default: every core)"),
+        .integer("--jobs", "N", "worker threads (default: every core)"),
         .flag("--device-tokens", "a line without its own \"deviceToken\" gets its recipient's token from the store (push-keys token add), looked up in bulk per chunk; a recipient without one fails that line (noDeviceToken)"),
         .value("--environment", "E", "with --device-tokens: the tokens of production (default) or development, as push-send --environment"),
         .value("--first-line", "N", "the line number of the first input line (default 1), an integer of at least 1: after 'stopped after line N', rerun on the rest of the input with --first-line N+1"),

@@ -34,7 +34,7 @@ struct MediaCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             guard let input = try Positionals(a, max: 1).first else { throw CLIError.usage("missing FILE", hint: "push-seal media FILE --out BLOB") }
             self.input = input
-            out = try a.required("--out", "BLOB")
+            out = try a.required("--out")
             (url, type, descriptorOut, force) = (a.value("--url"), a.value("--type"), a.value("--descriptor-out"), a.has("--force"))
         }
         func validate() throws {

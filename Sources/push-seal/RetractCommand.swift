@@ -40,7 +40,7 @@ struct RetractCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal retract --help")
-            recipient = try a.required("--recipient", "R")
+            recipient = try a.required("--recipient")
             ids = a.values("--id")
             retractID = a.value("--retract-id")
             seal = try SealOptionGroup(parsing: a)

@@ -66,7 +66,7 @@ struct SealCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             file = try Positionals(a, max: 1).first
             try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal --help")
-            recipient = try a.required("--recipient", "R")
+            recipient = try a.required("--recipient")
             seal = try SealOptionGroup(parsing: a)
             (title, subtitle, body, id, mediaURL) = (a.value("--title"), a.value("--subtitle"), a.value("--body"), a.value("--id"), a.value("--media-url"))
             mediaSHA256 = a.value("--media-sha256")

@@ -99,10 +99,10 @@ enum SealOptionSpecs {
         .value("--fallback-body", "TEXT", "clear-text alert body (default \"\(FallbackAlert.defaultBody)\")"),
         .duration("--ttl", "expiry for notifications without their own exp or ttl, from now (default 30d, the keys' grace window): sets exp (checked on the device) and apns-expiration; 0 is APNs' \"deliver now or never\" (apns-expiration 0, sealed exp = iat + 60 s); exp must not pass 9999-12-31T23:59:59Z"),
         .flag("--no-expiry", "seal no exp and send no apns-expiration for notifications without their own exp or ttl (the device's replay guard then keeps their id for 30 days after iat and refuses them after that)"),
-        .value("--priority", "N", "apns-priority: 10 (default) or 5"),
+        .integer("--priority", "N", "apns-priority: 10 (default) or 5"),
         .value("--collapse-id", "ID", "apns-collapse-id (at most 64 bytes)"),
         .value("--sound", "NAME", "aps.sound, in clear"),
-        .value("--badge", "N", "aps.badge, in clear"),
+        .integer("--badge", "N", "aps.badge, in clear"),
         .value("--thread-id", "ID", "aps.thread-id, in clear"),
         .value("--category", "ID", "aps.category, in clear"),
         .value("--interruption-level", "LEVEL", "aps.interruption-level: passive, active, time-sensitive, critical"),
@@ -132,18 +132,25 @@ struct SealOptionGroup: Sendable {
     /// first, in its USAGE order).
     /// - Throws: `CLIError` 64 for a malformed number or duration.
     init(parsing a: Arguments) throws {
-        appID = try a.required("--app-id", "APP")
+        appID = try a.required("--app-id")
         keystore = try KeystoreOptions(parsing: a, allowingRegistry: true)
         format = try sealFormat(a)
         var options = SealOptions()
-        options.fallback = FallbackAlert(title: a.value("--fallback-title") ?? FallbackAlert.defaultTitle,
-                                         body: a.value("--fallback-body") ?? FallbackAlert.defaultBody)
         if a.has("--no-expiry") {
             guard !a.has("--ttl") else { throw CLIError.usage("give either --ttl or --no-expiry, not both") }
             options.defaultTTLSeconds = nil
         } else if let ttl = try a.duration("--ttl") {
             options.defaultTTLSeconds = ttl
         }
+        options.padding = !a.has("--no-padding")
+        // The alert and APNs options: every payload option but the three above, which are all
+        // that `push-seal retract` offers (its payload is fixed: no alert, background priority).
+        guard a.declares("--fallback-title") else {
+            self.options = options
+            return
+        }
+        options.fallback = FallbackAlert(title: a.value("--fallback-title") ?? FallbackAlert.defaultTitle,
+                                         body: a.value("--fallback-body") ?? FallbackAlert.defaultBody)
         if let p = try a.integer("--priority") { options.priority = Int(truncatingIfNeeded: p) }
         options.collapseID = a.value("--collapse-id")
         options.aps = APSFields(sound: a.value("--sound"), badge: try a.integer("--badge"), threadID: a.value("--thread-id"),
@@ -153,7 +160,6 @@ struct SealOptionGroup: Sendable {
                                     return d
                                 }, targetContentID: a.value("--target-content-id"), filterCriteria: a.value("--filter-criteria"))
         options.fit = a.has("--fit")
-        options.padding = !a.has("--no-padding")
         self.options = options
     }
 

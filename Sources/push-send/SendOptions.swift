@@ -3,8 +3,8 @@ import PushSealCLI
 import PushSealSystem
 
 /// push-send's options, parsed and checked before anything is opened or sent (no I/O here: the
-/// files are opened by ``SendCommand/run(_:_:)``). The help text of each option is in
-/// ``SendCommand/options``.
+/// files are opened by ``SendCommand/run(_:_:)``). Each option's declaration (help, kind, range,
+/// default) is in ``SendCommand/options``.
 struct SendOptions: CommandOptions {
     /// `--p8 FILE`: the APNs provider key's path.
     let p8Path: String
@@ -16,8 +16,8 @@ struct SendOptions: CommandOptions {
     let caFile: String?
     /// `--connections` (1…16, default 1) and `--in-flight` (1…100,000, default 1,000).
     let connections: Int, inFlight: Int
-    /// `--timeout` in seconds (1…600), when given.
-    let timeoutSeconds: Int?
+    /// `--timeout` in seconds (1…600, default 10).
+    let timeoutSeconds: Int
     /// `--attempts` (1…20, default 5) and `--retry-delay` in milliseconds (0…60,000, default 1,000).
     let attempts: Int, retryDelayMilliseconds: Int
     /// `--rate` in notifications a second (1…1,000,000), when given.
@@ -36,16 +36,16 @@ struct SendOptions: CommandOptions {
     ///   `--ca-file` without `--host`, more than one input.
     init(parsing a: Arguments) throws {
         try a.expectPositionals(max: 1)
-        p8Path = try a.required("--p8", "FILE")
-        keyID = try a.required("--key-id", "ID")
-        teamID = try a.required("--team-id", "ID")
+        p8Path = try a.required("--p8")
+        keyID = try a.required("--key-id")
+        teamID = try a.required("--team-id")
         (endpoint, caFile) = try Self.endpoint(a)
-        connections = try Self.bounded(a, "--connections", 1...16) ?? 1
-        inFlight = try Self.bounded(a, "--in-flight", 1...100_000) ?? 1000
-        timeoutSeconds = try Self.bounded(a, "--timeout", 1...600)
-        attempts = try Self.bounded(a, "--attempts", 1...20) ?? 5
-        retryDelayMilliseconds = try Self.bounded(a, "--retry-delay", 0...60_000) ?? 1000
-        rate = try Self.bounded(a, "--rate", 1...1_000_000)
+        connections = Int(try a.integerWithDefault("--connections"))
+        inFlight = Int(try a.integerWithDefault("--in-flight"))
+        timeoutSeconds = Int(try a.integerWithDefault("--timeout"))
+        attempts = Int(try a.integerWithDefault("--attempts"))
+        retryDelayMilliseconds = Int(try a.integerWithDefault("--retry-delay"))
+        rate = try a.integer("--rate").map { Int($0) }
         if let p = a.value("--push-type"), APNsPushType(rawValue: p) == nil {
             throw CLIError(code: "unknownPushType", "unknown push type \(quoted(p))", hint: "use one of: \(APNsPushType.allCases.map(\.rawValue).joined(separator: ", "))", exitCode: .usage)
         }
@@ -66,7 +66,7 @@ struct SendOptions: CommandOptions {
         configuration.maxInFlight = inFlight
         configuration.maxConcurrentStreams = 1000
         configuration.stopOnBadDeviceTokenBurst = true
-        if let timeoutSeconds { configuration.requestTimeoutSeconds = Double(timeoutSeconds) }
+        configuration.requestTimeoutSeconds = Double(timeoutSeconds)
         configuration.retry = APNsRetryPolicy(maxAttempts: attempts, baseDelaySeconds: Double(retryDelayMilliseconds) / 1000, maxDelaySeconds: 60)
         configuration.reconnectBaseDelaySeconds = max(0.001, min(1, Double(retryDelayMilliseconds) / 1000))
         return configuration
@@ -85,22 +85,15 @@ struct SendOptions: CommandOptions {
             }
         }
         if a.has("--ca-file") { throw CLIError.usage("--ca-file needs --host", hint: "Apple's endpoints are checked against the system's CAs") }
-        let name = a.value("--environment") ?? "production"
+        let name = try a.required("--environment")  // declared with its default
         guard let environment = APNsEndpoint.Environment(rawValue: name) else {
             throw CLIError.usage("--environment must be production or development, not \(quoted(name))")
         }
-        let port = try a.integer("--port").map { Int($0) } ?? 443
+        let port = Int(try a.integerWithDefault("--port"))
         do {
             return (try APNsEndpoint(environment, port: port), nil)
         } catch let e as APNsError {
             throw CLIError.usage(e.reason)
         }
-    }
-
-    /// `name`'s integer value when given, checked against `range`.
-    private static func bounded(_ a: Arguments, _ name: String, _ range: ClosedRange<Int>) throws -> Int? {
-        guard let v = try a.integer(name) else { return nil }
-        guard range.contains(Int(v)) else { throw CLIError.usage("\(name) needs \(range.lowerBound) to \(range.upperBound), got \(v)") }
-        return Int(v)
     }
 }

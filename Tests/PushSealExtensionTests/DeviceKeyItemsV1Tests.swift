@@ -101,7 +101,7 @@ import Testing
         // ... then its item deleted around the toolkit: the keyset's primary k1 must not answer.
         try app.delete(ItemQuery(service: DeviceKeyKind.v1Key.service(appID: casesAppID), account: "k1", accessGroup: sharedGroup))
         #expect(try reason("k1", casesKey) == "keyRolledBack")
-        // A key id the manifest never listed still reads the legacy keyset (devices of before 0.3.0).
+        // A key id the manifest never listed still reads the legacy keyset (devices of before 0.2.0).
         #expect(try reason("k9", Self.otherKey) == "unknownKey")
     }
 }
