@@ -162,12 +162,12 @@ public struct Arguments: Sendable {
         return values[name] ?? []
     }
 
-    /// The value of a required text option, or of one declared with a default.
+    /// The value of a required text option.
     /// - Throws: `CLIError` (64) `missing --NAME VALUENAME` (the declared value name) when it is
-    ///   missing (and has no default) or empty.
+    ///   missing or empty.
     public func required(_ name: String, hint: String? = nil) throws -> String {
         log?.record(name, as: .text, declared: byName[name])
-        guard let v = values[name]?.last ?? byName[name]?.defaultValue, !v.isEmpty else {
+        guard let v = values[name]?.last, !v.isEmpty else {
             if let log, log.lenient { return log.samples[name] ?? "x" }
             throw CLIError.usage("missing \(name) \(byName[name]?.valueName ?? "VALUE")", hint: hint)
         }
@@ -191,7 +191,7 @@ public struct Arguments: Sendable {
     /// An integer option declared with a default: its value, else the default.
     /// - Throws: as ``integer(_:)``; `CLIError` `internal` (exit 1) when the declaration has no default.
     public func integerWithDefault(_ name: String) throws -> Int64 {
-        try withDefault(name, as: .integerWithDefault, read: integer)
+        try withDefault(name, as: .integerWithDefault, placeholder: 0, read: integer)
     }
 
     /// A duration option in seconds: `90`, `90s`, `15m`, `12h`, `30d`, or `2w`.
@@ -208,14 +208,20 @@ public struct Arguments: Sendable {
     /// A duration option declared with a default: its value, else the default, in seconds.
     /// - Throws: as ``duration(_:)``; `CLIError` `internal` (exit 1) when the declaration has no default.
     public func durationWithDefault(_ name: String) throws -> Int64 {
-        try withDefault(name, as: .durationWithDefault, read: duration)
+        try withDefault(name, as: .durationWithDefault, placeholder: 0, read: duration)
+    }
+
+    /// A text option declared with a default: its value (even empty), else the default.
+    /// - Throws: `CLIError` `internal` (exit 1) when the declaration has no default.
+    public func valueWithDefault(_ name: String) throws -> String {
+        try withDefault(name, as: .textWithDefault, placeholder: "x", read: value)
     }
 
     /// `read(name)`, which applies the declared default; a missing default is a programming error.
-    private func withDefault(_ name: String, as kind: ReadLog.Read, read: (String) throws -> Int64?) throws -> Int64 {
+    private func withDefault<T>(_ name: String, as kind: ReadLog.Read, placeholder: T, read: (String) throws -> T?) throws -> T {
         log?.record(name, as: kind, declared: byName[name])
         guard let value = try read(name) else {
-            if let log, log.lenient { return 0 }
+            if let log, log.lenient { return placeholder }
             throw CLIError(code: "internal", "option \(name) is read with its default but declares none", exitCode: .failure)
         }
         return value
@@ -249,7 +255,7 @@ public struct Arguments: Sendable {
 final class ReadLog: Sendable {
     /// How an option was read.
     enum Read: Sendable, Hashable {
-        case presence, text, repeatedText, integer, integerWithDefault, duration, durationWithDefault
+        case presence, text, textWithDefault, repeatedText, integer, integerWithDefault, duration, durationWithDefault
     }
     /// `true`: a missing required option reads as its ``samples`` value (else `x`) instead of
     /// throwing, so the probe reads on.
@@ -279,7 +285,7 @@ final class ReadLog: Sendable {
         case (.text, let d?): problem = d.kind == .text && !d.repeatable ? nil : "\(name) is read as text but declared \(d.kind)\(d.repeatable ? " repeatable" : "")"
         case (.repeatedText, let d?): problem = d.kind == .text && d.repeatable ? nil : "\(name) is read as repeatable text but declared \(d.kind)\(d.repeatable ? " repeatable" : "")"
         case (.integer, let d?): problem = d.kind == .integer ? nil : "\(name) is read as an integer but declared \(d.kind)"
-        case (.integerWithDefault, let d?), (.durationWithDefault, let d?):
+        case (.textWithDefault, let d?), (.integerWithDefault, let d?), (.durationWithDefault, let d?):
             problem = d.defaultValue != nil ? nil : "\(name) is read with its default but declares none"
         case (.duration, let d?): problem = d.kind == .duration ? nil : "\(name) is read as a duration but declared \(d.kind)"
         }

@@ -81,7 +81,7 @@ struct ServeCommand: OptionsCommand {
             tlsCert = a.value("--tls-cert")
             tlsKey = a.value("--tls-key")
             registrationTokenSecret = a.value("--registration-token-secret")
-            let envName = try a.required("--environment")  // declared with its default
+            let envName = try a.valueWithDefault("--environment")
             guard let env = DeviceTokenEnvironment(rawValue: envName), let apnsEnv = APNsEndpoint.Environment(rawValue: envName) else {
                 throw CLIError.usage("--environment must be production or development, not \(quoted(envName))")
             }

@@ -85,7 +85,7 @@ struct SendOptions: CommandOptions {
             }
         }
         if a.has("--ca-file") { throw CLIError.usage("--ca-file needs --host", hint: "Apple's endpoints are checked against the system's CAs") }
-        let name = try a.required("--environment")  // declared with its default
+        let name = try a.valueWithDefault("--environment")
         guard let environment = APNsEndpoint.Environment(rawValue: name) else {
             throw CLIError.usage("--environment must be production or development, not \(quoted(name))")
         }

@@ -43,7 +43,7 @@ import Testing
         let absent = try Arguments([], specs: specs)
         #expect(try absent.integerWithDefault("--connections") == 1)
         #expect(try absent.durationWithDefault("--grace") == 2_592_000)
-        #expect(try absent.required("--environment") == "production")
+        #expect(try absent.valueWithDefault("--environment") == "production")
         #expect(!absent.has("--environment"))
         #expect(try Arguments(["--connections", "16"], specs: specs).integer("--connections") == 16)
         for (argv, message) in [(["--connections", "17"], "--connections needs 1 to 16, got 17"), (["--connections", "0"], "--connections needs 1 to 16, got 0")] {
