@@ -2,20 +2,21 @@ import PushSealSystem
 
 /// One option a command accepts: the one declaration of it. The parser accepts exactly the
 /// declared options, `--help` lists exactly them (``HelpText/render(options:)``), and a command's
-/// ``CommandOptions`` reads each through the reader its ``kind`` names; `DeclarationTests`
-/// (CLITests) checks for every command of every tool that each declared option is read, each
-/// read option is declared, and each read uses the declared kind.
+/// ``CommandOptions`` reads each through the reader its ``kind`` names; CLIDeclarationTests
+/// checks for every command of every tool that each declared option is read, each read option
+/// is declared, and each read uses the declared kind.
 public struct OptionSpec: Sendable, Hashable {
     /// How an option's value is read: the reader of ``Arguments`` that parses it.
     public enum Kind: Sendable, Hashable {
         /// No value: ``Arguments/has(_:)``.
         case flag
-        /// Text: ``Arguments/value(_:)``, ``Arguments/values(_:)`` or ``Arguments/required(_:hint:)``
-        /// (a command may parse the text further, e.g. as an enumeration or a range).
+        /// Text: ``Arguments/value(_:)``, ``Arguments/values(_:)``, ``Arguments/required(_:hint:)``
+        /// or ``Arguments/valueWithDefault(_:)`` (a command may parse the text further, e.g. as an
+        /// enumeration).
         case text
-        /// A decimal integer: ``Arguments/integer(_:)``.
+        /// A decimal integer: ``Arguments/integer(_:)`` or ``Arguments/integerWithDefault(_:)``.
         case integer
-        /// A duration: ``Arguments/duration(_:)``.
+        /// A duration: ``Arguments/duration(_:)`` or ``Arguments/durationWithDefault(_:)``.
         case duration
     }
 
