@@ -42,6 +42,7 @@ import Testing
                 condition.broadcast()
                 condition.unlock()
             }
+            ignoreBrokenPipes()
             try process.run()
             let reader = out.fileHandleForReading
             Thread.detachNewThread {
@@ -62,7 +63,7 @@ import Testing
             }
         }
 
-        func write(_ text: String) { input.fileHandleForWriting.write(Data(text.utf8)) }
+        func write(_ text: String) { try? input.fileHandleForWriting.write(contentsOf: Data(text.utf8)) }
         func closeInput() { try? input.fileHandleForWriting.close() }
 
         /// The complete output lines so far.
