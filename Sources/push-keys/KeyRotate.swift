@@ -76,7 +76,9 @@ struct KeyRotateCommand: OptionsCommand {
             }
             // The new key item goes where the app's items and manifest are: else refused here,
             // before the server keyset or the device changes.
-            if let device { try DeviceReinstall.checkWriteGroup(device.keychain, accessGroup: device.accessGroup, appID: app) }
+            if let device {
+                try DeviceReinstall.checkWriteGroup(device.keychain, accessGroup: device.accessGroup, appID: app, option: "--device-access-group")
+            }
         }
         // Test hook, read only by debug builds (a release binary never looks at the variable):
         // die at a named step, as a crash or a power cut would.

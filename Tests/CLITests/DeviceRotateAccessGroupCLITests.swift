@@ -71,7 +71,7 @@ import PushSealTestSupport
         #expect(try DeviceImportAccessGroupCLITests.sealAndOpen("r1", in: dir).json["outcome"] as? String == "decrypted")
         let rotate = ["rotate", "--keychain", "srv"] + name + ["--device-keychain", "dev"] + Self.aim(target, prefix: "device-") + ["--now", "1796000100"]
         guard (target ?? Self.groups[0]) == manifest else {
-            try Self.expectRefused(rotate, in: dir, held: manifest)
+            try Self.expectRefused(rotate, in: dir, held: "--device-access-group " + manifest)
             // Refused before the server keyset changed: the old key still seals and opens.
             #expect(try DeviceImportAccessGroupCLITests.sealAndOpen("r1", in: dir).json["outcome"] as? String == "decrypted")
             return
