@@ -21,7 +21,12 @@ fi
 # FoundationEssentials only: full Foundation (and ICU with it) costs push-open ~15 ms and ~5 MiB
 # at every start (issue 5's cold-start and RSS targets). A module push-open links that writes
 # `import Foundation` without the `canImport(FoundationEssentials)` guard brings it back.
-if heavy=$(ldd "$bin" | grep -E 'libFoundation\.so|libFoundationInternationalization\.so|lib_FoundationICU\.so'); then
+# On Linux push-open links the Swift runtime statically (Package.swift, issue 28), so full
+# Foundation would show as its symbols rather than as a shared library: both are checked.
+nm "$bin" > "$scratch/push-open.nm" 2>/dev/null || true
+# shellcheck disable=SC2016  # $s is the Swift mangling prefix, not a variable
+if heavy=$(ldd "$bin" | grep -E 'libFoundation\.so|libFoundationInternationalization\.so|lib_FoundationICU\.so' \
+           || grep -E '\$s(10Foundation|31FoundationInternationalization)[0-9A-Za-z_]' "$scratch/push-open.nm"); then
     echo "check-push-open-product: error: push-open links full Foundation/ICU:" >&2
     echo "$heavy" >&2
     echo "hint: import FoundationEssentials under '#if canImport(FoundationEssentials)' in the modules push-open links" >&2

@@ -142,6 +142,23 @@ public struct MediaDownloader: Sendable {
     public let logger: any DiagnosticLogger
     /// The network side.
     public let fetcher: any MediaFetching
+    /// Bytes of the box read per step when opening sealed media (tests make it small).
+    var openChunkByteCount = MediaDownloader.openChunkByteCount
+    /// Sees every step of opening sealed media (tests: the bound on what is held at once, and
+    /// that no plaintext is readable before the tag verified).
+    var openObserver: (@Sendable (OpenStep) -> Void)?
+
+    /// A step of opening sealed media, as ``openObserver`` sees it.
+    enum OpenStep: Sendable, Equatable {
+        /// `byteCount` bytes of the box were read (nonce, a ciphertext chunk, or the tag).
+        case read(byteCount: Int)
+        /// `byteCount` plaintext bytes were written to the private `.opening` file; the
+        /// chunk's buffers are released (wiped) before the next read.
+        case wrote(byteCount: Int)
+        /// Every chunk is written and the tag read; it is checked next. `partial` is the
+        /// private file holding the unverified plaintext.
+        case checkingTag(partial: URL)
+    }
 
     /// Creates a downloader.
     /// - Parameters:
@@ -347,7 +364,7 @@ public struct MediaDownloader: Sendable {
         guard plaintextByteCount <= MediaType.largestMaxByteCount else {
             throw ExtensionError(.attachmentInvalidFileSize, "decrypted media of \(plaintextByteCount) bytes is over every limit")
         }
-        func read(_ count: Int) throws -> [UInt8] {
+        func readExactly(_ count: Int) throws -> [UInt8] {
             do {
                 let data = try box.read(upToCount: count)
                 guard data.count == count else {
@@ -359,6 +376,11 @@ public struct MediaDownloader: Sendable {
             } catch {
                 throw ExtensionError(.mediaTransferFailed, "cannot read the downloaded box")
             }
+        }
+        func read(_ count: Int) throws -> [UInt8] {
+            let data = try readExactly(count)
+            openObserver?(.read(byteCount: data.count))
+            return data
         }
 
         let partial = containerDirectory.appendingPathComponent(".\(base).opening")
@@ -383,7 +405,7 @@ public struct MediaDownloader: Sendable {
         var header: [UInt8] = []
         var remaining = plaintextByteCount
         while remaining > 0 {
-            let chunk = try read(min(Self.openChunkByteCount, remaining))
+            let chunk = try read(min(openChunkByteCount, remaining))
             remaining -= chunk.count
             var plain: [UInt8]
             do {
@@ -400,9 +422,11 @@ public struct MediaDownloader: Sendable {
                 SecretBytes.wipe(&plain)
                 throw ExtensionError(.mediaTransferFailed, "cannot write the decrypted media to the App Group container")
             }
+            openObserver?(.wrote(byteCount: plain.count))
             SecretBytes.wipe(&plain)
         }
         let tag = try read(AES256GCM.tagByteCount)
+        openObserver?(.checkingTag(partial: partial))
         do {
             try stream.finish(tag: tag)
         } catch {

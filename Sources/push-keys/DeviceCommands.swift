@@ -28,7 +28,7 @@ enum DeviceCommands {
         """
 
     static func exitCodes(dataError: String? = nil, noInput: String? = nil) -> [String] {
-        let reused = "a --key-id of a key the restore onto this device left behind (keyIDReused)"
+        let reused = "a --key-id of a key the restore onto this device left behind (keyIDReused); an access group other than the one holding the app's key items and key manifest (accessGroupMismatch; nothing changed: use that group, or move the items first with push-keys keychain migrate)"
         return KeychainCommands.exitCodes(keychainError: "errSecDuplicateItem -25299, errSecMissingEntitlement -34018",
                                    usage: ["no identity", "an --app-id, --key-id or --now that breaks its rule"],
                                    dataError: dataError.map { $0 + "; " + reused } ?? reused, noInput: noInput,
@@ -60,8 +60,9 @@ enum DeviceCommands {
         /// Stores `key` and prints the registration record (text: one JSON line; --json: with the item).
         func store(_ key: X25519.PrivateKey, _ context: CommandContext) throws -> ExitCode {
             let (kc, group) = try caller.open()
-            // The first run after a reinstall removes PushSeal's leftover items of the app first.
-            try DeviceReinstall.prepareRun(kc, accessGroup: group, appID: appID, context)
+            // The app's items and manifest stay in one group (refused before anything changes);
+            // the first run after a reinstall removes PushSeal's leftover items of the app first.
+            try DeviceReinstall.prepareWrite(kc, accessGroup: group, appID: appID, context)
             let createdAt = now ?? KeyTime.now()
             let keyID = try self.keyID ?? DeviceKeyItem.keyID(for: key.publicKey)
             // After a restore onto a new device the old key ids are known (the restore record):

@@ -73,7 +73,7 @@ struct DeviceRotateCommand: OptionsCommand {
             "push-keys device rotate --keychain device-kc --entitlements app.json --app-id com.example.app > registration.json",
             "push-keys device rotate --keychain device-kc --entitlements app.json --app-id com.example.app --json",
         ],
-        exitCodes: DeviceLifecycleCommands.exitCodes(checked: "an --app-id, --key-id or --now", dataError: "an older v2 device key item is damaged (corruptKey; nothing changed); the key id already held (duplicateKeyID)",
+        exitCodes: DeviceLifecycleCommands.exitCodes(checked: "an --app-id, --key-id or --now", dataError: "an older v2 device key item is damaged (corruptKey; nothing changed); the key id already held (duplicateKeyID); an access group other than the one holding the app's key items and key manifest (accessGroupMismatch; nothing changed: use that group, or move the items first with push-keys keychain migrate)",
                                                      noInput: "the entitlements file missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
             OUTPUT: the new registration record, one JSON line (as device generate); with --json: {"registration": record, "item": attributes, "status": "pending" or "primary"}. Rotation takes two steps, as in the iOS reference (makeDeviceKey as pending, promote once the server accepted the record: Examples/iOS/Sources/PushSealDevice/PushSealDeviceKeys.swift; security review G13): upload the record (push-keys register on the server, or the app's registration request, POST /v1/devices), then run 'push-keys device promote --key-id ID'. Until then nothing is retired: the older key opens everything sealed to the old registration, and the pending key opens what the server already seals to the new one. Running rotate again before a promote adds another pending key; promote retires every other one.
@@ -95,6 +95,8 @@ struct DeviceRotateCommand: OptionsCommand {
 
     func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
         let (kc, group) = try o.base.caller.open()
+        // The new key goes where the app's items and manifest are, or nowhere (nothing changed).
+        try DeviceReinstall.checkWriteGroup(kc, accessGroup: group, appID: o.base.appID)
         let key = try X25519.PrivateKey()
         let keyID = try o.keyID ?? DeviceKeyItem.keyID(for: key.publicKey)
         let (item, status) = try keyMapErrors {
@@ -124,7 +126,7 @@ struct DevicePromoteCommand: OptionsCommand {
         ],
         exitCodes: DeviceLifecycleCommands.exitCodes(
             checked: "no --key-id; an --app-id, --key-id, --grace or --now",
-            dataError: "ID is decryptOnly or disabled (invalidState: a retired or revoked key never becomes primary again; nothing changed); a v2 device key item is damaged (corruptKey; nothing changed)",
+            dataError: "ID is decryptOnly or disabled (invalidState: a retired or revoked key never becomes primary again; nothing changed); a v2 device key item is damaged (corruptKey; nothing changed); an access group other than the one holding the app's key items and key manifest (accessGroupMismatch; nothing changed: use that group, or move the items first with push-keys keychain migrate)",
             noInput: "the entitlements file missing; no v2 device key ID for APP (unknownKey)"),
         notes: KeychainCommands.identityNote + "\n\n" + """
             OUTPUT: the primary key id, one line; with --json: {"appId", "keyId", "promoted" (false: ID was already primary), "retired": [key ids]}. A message sealed to a retired key before the promote opens until its notAfter; one sealed after it falls back (keys:keyRetired). Run it only once the server accepted the registration of ID (push-keys register, or a 2xx answer to the app's registration request): from then on the server seals to ID. Promoting the primary again changes nothing (a note on stderr says so; it only retires a second primary an interrupted older rotation left) and leaves a newer pending key pending. Run 'push-keys device prune' after the grace window to delete the retired private keys.
@@ -147,6 +149,8 @@ struct DevicePromoteCommand: OptionsCommand {
 
     func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
         let (kc, group) = try o.base.caller.open()
+        // Its writes (the new primary, the retired keys, the manifest) stay in one group.
+        try DeviceReinstall.checkWriteGroup(kc, accessGroup: group, appID: o.base.appID)
         let (promoted, retired): (Bool, [String])
         do {
             (promoted, retired) = try keyMapErrors {
@@ -225,7 +229,7 @@ struct DevicePinSenderCommand: OptionsCommand {
         ],
         exitCodes: DeviceLifecycleCommands.exitCodes(
             checked: "an --app-id or --now, no RECORD, - given twice, more than \(maxRecordCount) records",
-            dataError: "a RECORD (or one of its lines) is not a pushseal-sender-key record of version 2, is for another app id (wrongAppID), has a publicKey that is not base64 of 32 bytes or is a low-order point (lowOrderPoint), or names a senderKeyId pinned (or given twice) with other key bytes (duplicateKeyID); nothing is pinned then",
+            dataError: "a RECORD (or one of its lines) is not a pushseal-sender-key record of version 2, is for another app id (wrongAppID), has a publicKey that is not base64 of 32 bytes or is a low-order point (lowOrderPoint), or names a senderKeyId pinned (or given twice) with other key bytes (duplicateKeyID); nothing is pinned then; an access group other than the one holding the app's key items and key manifest (accessGroupMismatch; nothing changed: use that group, or move the items first with push-keys keychain migrate)",
             noInput: "the entitlements file or a RECORD file missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
             RECORD: a file, or - for standard input (at most once), holding one {"format":"pushseal-sender-key","version":2,"appId","senderKeyId","publicKey"} (public data) or several, one per line (as push-keys sender export --all prints them; blank lines skipped). All or none: every record is checked before anything is written, and pins added by a run that then fails are removed again. Each pin is a keychain item (service pushseal.sender:APP, account = sender key id, label "\(DeviceKeyItem.senderLabel)", a 59-byte key record of kind 3, status primary; docs/keychain.md "Device key items"), written under the app's key manifest. Pinning the same record again changes nothing.
@@ -263,12 +267,10 @@ struct DevicePinSenderCommand: OptionsCommand {
             }
         }
         let (kc, group) = try o.base.caller.open()
-        // A run of the app: the first one after a reinstall removes PushSeal's leftovers first and
-        // writes the install marker, so a later `device generate` keeps these pins.
-        let removed = try KeychainCommands.mapping { try DeviceReinstall.prepare(kc, accessGroup: group, appID: o.base.appID) }
-        if removed > 0 {
-            context.warn("removed \(removed) leftover PushSeal items of \(o.base.appID) (a reinstall: the App Group container had no install marker, \(DeviceReinstall.markerName))")
-        }
+        // A write as the app: pins go where the app's items and manifest are (else refused before
+        // anything changes), and the first run after a reinstall removes PushSeal's leftovers
+        // first and writes the install marker, so a later `device generate` keeps these pins.
+        try DeviceReinstall.prepareWrite(kc, accessGroup: group, appID: o.base.appID, context)
         let pins = try keyMapErrors { try DeviceKeyItem.pinSenders(senders, appID: o.base.appID, in: kc, accessGroup: group, now: o.base.now) }
         return DeviceLifecycleCommands.output(context, json: {
             let list = pins.map { p -> JSONValue in

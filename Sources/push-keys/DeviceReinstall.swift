@@ -30,15 +30,26 @@ enum DeviceReinstall {
         }
     }
 
-    /// ``DeviceKeyItem/checkWriteGroup(appID:in:accessGroup:)`` for a command writing the app's
-    /// key items into `accessGroup`: refused (65) before anything changes, with the way out.
+    /// ``DeviceKeyItem/writeGroupCheck(appID:in:accessGroup:)`` for a command writing the app's
+    /// key items into `accessGroup` (`nil`: the identity's first group): refused (65) before
+    /// anything changes, with the way out. Every writer of device key items runs it first
+    /// (import, generate, rotate --device-keychain, device generate/import/rotate/promote,
+    /// pin-sender). `option` names the command's group option in the hint.
     /// - Throws: `CLIError` 65 `accessGroupMismatch`; keychain errors mapped.
-    static func checkWriteGroup(_ keychain: Keychain, accessGroup: String, appID: String) throws {
-        let others = try KeychainCommands.mapping { try DeviceKeyItem.groupsHoldingItems(appID: appID, in: keychain) }.filter { $0 != accessGroup }
+    static func checkWriteGroup(_ keychain: Keychain, accessGroup: String?, appID: String, option: String = "--access-group") throws {
+        let (target, others) = try KeychainCommands.mapping { try DeviceKeyItem.writeGroupCheck(appID: appID, in: keychain, accessGroup: accessGroup) }
         guard let held = others.first else { return }
         throw CLIError(code: "accessGroupMismatch",
-                       "\(appID)'s key items and key manifest are in access group \(others.joined(separator: ", ")), not \(accessGroup): a key written there would not be covered by the manifest the extension reads; nothing was changed",
-                       hint: "write into \(held) (--access-group \(held)), or move the app's items first: push-keys keychain migrate --keychain DIR --from \(held) --to \(accessGroup) --app-id \(appID)",
+                       "\(appID)'s key items and key manifest are in access group \(others.joined(separator: ", ")), not \(target): a key written there would not be covered by the manifest the extension reads; nothing was changed",
+                       hint: "write into \(held) (\(option) \(held)), or move the app's items first: push-keys keychain migrate --keychain DIR --from \(held) --to \(target) --app-id \(appID)",
                        exitCode: .dataError)
+    }
+
+    /// A write as the app: ``checkWriteGroup(_:accessGroup:appID:)``, then
+    /// ``prepareRun(_:accessGroup:appID:_:)`` (the first run after a reinstall).
+    /// - Throws: `CLIError` 65 `accessGroupMismatch` (nothing changed), 74; keychain errors mapped.
+    static func prepareWrite(_ keychain: Keychain, accessGroup: String?, appID: String, _ c: CommandContext) throws {
+        try checkWriteGroup(keychain, accessGroup: accessGroup, appID: appID)
+        try prepareRun(keychain, accessGroup: accessGroup, appID: appID, c)
     }
 }

@@ -67,8 +67,7 @@ struct KeyGenerateCommand: OptionsCommand {
     private func generateItem(_ o: Options, _ c: CommandContext) throws -> ExitCode {
         let (app, recipient) = (o.keyset.appID, o.keyset.recipient)
         let store = try o.store.openKeychain(create: true, accessibility: DeviceKeyItem.accessibility)
-        try DeviceReinstall.checkWriteGroup(store.keychain, accessGroup: store.accessGroup, appID: app)
-        try DeviceReinstall.prepareRun(store.keychain, accessGroup: store.accessGroup, appID: app, c)
+        try DeviceReinstall.prepareWrite(store.keychain, accessGroup: store.accessGroup, appID: app, c)
         let key = try keyMapErrors {
             do {
                 return try store.generateDeviceKeyItem(appID: app, recipient: recipient, now: o.now)

@@ -121,11 +121,10 @@ struct KeyImportCommand: OptionsCommand {
     private func importItems(_ record: KeyRecord, _ o: Options, _ c: CommandContext) throws -> ExitCode {
         let store = try o.store.openKeychain(create: true, accessibility: DeviceKeyItem.accessibility)
         // The app's items and manifest stay in one group: an import aimed at another is refused first.
-        try DeviceReinstall.checkWriteGroup(store.keychain, accessGroup: store.accessGroup, appID: record.appID)
-        // A run of the app like `device generate`: on a first run after a reinstall (no install
-        // marker) PushSeal's leftover items of the app go first, and the marker is written, so a
-        // later `device generate` keeps what this import writes.
-        try DeviceReinstall.prepareRun(store.keychain, accessGroup: store.accessGroup, appID: record.appID, c)
+        // Then, a run of the app like `device generate`: on a first run after a reinstall (no
+        // install marker) PushSeal's leftover items of the app go first, and the marker is
+        // written, so a later `device generate` keeps what this import writes.
+        try DeviceReinstall.prepareWrite(store.keychain, accessGroup: store.accessGroup, appID: record.appID, c)
         let (converted, changed) = try keyMapErrors {
             if let expected = o.expectedAppID, expected != record.appID {
                 throw KeysError(.wrongAppID, "the key record is for \(record.appID), not \(expected)")

@@ -27,7 +27,7 @@ struct KeyRotateCommand: OptionsCommand {
         exitCodes: KeyOptions.exitCodes(
             failure: "the device keychain is the server keychain; an interrupted rotation whose recorded grace takes notAfter past 9999-12-31T23:59:59Z (finish it with push-keys promote --grace)",
             usage: ["a bad app id or recipient", KeyOptions.badGrace, KeyOptions.badNow, "--device-keychain without a device identity or a device identity without it"],
-            dataError: "the new key id already in the device keyset with other key bytes",
+            dataError: "the new key id already in the device keyset with other key bytes; a device access group other than the one holding the app's key items and key manifest (accessGroupMismatch; nothing changed: use that group, or move the items first with push-keys keychain migrate)",
             noInput: "no keyset for APP and R; no keychain at the device DIR",
             ioError: "the server or device keychain, their lock files or the audit log"),
         notes: KeyOptions.notes([
@@ -73,6 +73,11 @@ struct KeyRotateCommand: OptionsCommand {
             device = try keyMapErrors {
                 try KeyStore(keychain: try Keychain(opening: URL(fileURLWithPath: dir), as: entitlements), accessGroup: group,
                              audit: o.store.audit, deviceKeyItems: true)
+            }
+            // The new key item goes where the app's items and manifest are: else refused here,
+            // before the server keyset or the device changes.
+            if let device {
+                try DeviceReinstall.checkWriteGroup(device.keychain, accessGroup: device.accessGroup, appID: app, option: "--device-access-group")
             }
         }
         // Test hook, read only by debug builds (a release binary never looks at the variable):

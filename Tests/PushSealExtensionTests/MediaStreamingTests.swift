@@ -266,6 +266,73 @@ private struct FailingFetcher: MediaFetching {
         #expect(mode == 0o600)
     }
 
+    /// Bounded memory (issue 28: the extension's peak with a 9 MB image stays under 20 MiB,
+    /// whatever the size): opening reads the box one chunk at a time and writes each chunk's
+    /// plaintext before reading the next, so at most one chunk of box and one of plaintext are
+    /// held, independent of the file's size; while the tag is checked, the unverified plaintext
+    /// is only in the private `.opening` file (0600, outside `Attachments`), and a wrong tag
+    /// leaves no file at all. Seen through the downloader's step observer with a 4 KiB chunk.
+    @Test(arguments: [false, true])
+    func sealedMediaIsHeldOneChunkAtATimeAndNeverReadableBeforeTheTag(tampered: Bool) throws {
+        let s = try server()
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let chunk = 4096
+        let plain = sampleBytes(.png, byteCount: 25 * chunk + 123)
+        let key = SecretBytes(randomByteCount: 32)
+        var box = try AES256GCM.seal(plain, with: key).combined
+        if tampered { box[box.count - 1] ^= 0x01 }
+        let name = "bounded-\(UUID().uuidString)"
+        try writeFile(box, named: name, in: s.filesDirectory)
+        final class Steps: @unchecked Sendable {
+            let lock = NSLock()
+            var steps: [MediaDownloader.OpenStep] = []
+            /// At the tag check: the container's visible entries, the partial file's mode and size.
+            var atTag: (visible: [String], attachments: [String], mode: Int?, size: Int?)?
+        }
+        let seen = Steps()
+        var d = MediaDownloader(containerDirectory: dir, allowInsecureLoopback: true)
+        d.openChunkByteCount = chunk
+        d.openObserver = { step in
+            seen.lock.withLock { seen.steps.append(step) }
+            guard case .checkingTag(let partial) = step else { return }
+            let attributes = try? FileManager.default.attributesOfItem(atPath: partial.path)
+            let attachments = filesIn(dir.appendingPathComponent(MediaStore.attachmentsDirectoryName))
+            let visible = filesIn(dir).filter { !$0.hasPrefix(".") && $0 != MediaStore.attachmentsDirectoryName }
+            seen.lock.withLock {
+                seen.atTag = (visible, attachments.flatMap { filesIn(dir.appendingPathComponent(MediaStore.attachmentsDirectoryName).appendingPathComponent($0)) },
+                              attributes?[.posixPermissions] as? Int, (attributes?[.size] as? NSNumber)?.intValue)
+            }
+        }
+        let download = { try d.download(MediaDownload(url: s.url("/files/\(name)"), key: key), timeoutSeconds: 5) }
+        if tampered {
+            #expect(throws: ExtensionError(.mediaDecryptionFailed, "")) { try download() }
+            #expect(filesIn(dir).allSatisfy { filesIn(dir.appendingPathComponent($0)).isEmpty }, "\(filesIn(dir))")
+        } else {
+            let media = try download()
+            #expect(try Data(contentsOf: media.fileURL) == Data(plain))
+        }
+        let steps = seen.lock.withLock { seen.steps }
+        // Nonce, 26 ciphertext chunks (25 full, one of 123 bytes), tag; each chunk written before the next read.
+        let reads = steps.compactMap { if case .read(let n) = $0 { n } else { nil } }
+        #expect(reads == [AES256GCM.nonceByteCount] + Array(repeating: chunk, count: 25) + [123, AES256GCM.tagByteCount])
+        let writes = steps.compactMap { if case .wrote(let n) = $0 { n } else { nil } }
+        #expect(writes == Array(repeating: chunk, count: 25) + [123])
+        var pendingReads = 0
+        for step in steps.dropFirst() {  // after the nonce
+            switch step {
+            case .read: pendingReads += 1
+            case .wrote: pendingReads -= 1
+            case .checkingTag: break
+            }
+            #expect(pendingReads <= 1, "two chunks read before one was written: \(steps)")
+        }
+        // At the tag check the plaintext is only in the private partial file, complete and 0600.
+        let atTag = try #require(seen.lock.withLock { seen.atTag })
+        #expect(atTag.visible.isEmpty && atTag.attachments.isEmpty, "\(atTag)")
+        #expect(atTag.mode == 0o600 && atTag.size == plain.count, "\(atTag)")
+    }
+
     /// FORMAT.md §5: the media box has empty AAD, so a box sealed with any AAD does not open.
     @Test func mediaBoxAADIsEmpty() throws {
         let s = try server()
