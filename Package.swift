@@ -121,15 +121,17 @@ let package = Package(
         // relative relocations (no 900 KB relocation table read at start), and with the functions
         // a run executes laid out together (link-order.txt, scripts/gen-push-open-order.sh), so
         // the pages the kernel maps around each fault hold code that runs. Only layout changes.
+        // Release builds only (what `make bench` measures and what is deployed): the test bundle
+        // links the tools' modules (CLIDeclarationTests), and no static Testing/XCTest exists.
         .executableTarget(name: "push-open", dependencies: ["PushSealCLI", "PushSealExtension", "PushSealDeviceKeyProviders", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"],
                           exclude: ["link-order.txt"],
                           linkerSettings: [.unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
                                                          "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/push-open/link-order.txt",
-                                                         "-Xlinker", "--no-warn-symbol-ordering"], .when(platforms: [.linux])),
+                                                         "-Xlinker", "--no-warn-symbol-ordering"], .when(platforms: [.linux], configuration: .release)),
                                            // What the shared FoundationEssentials names as its own dependencies.
-                                           .linkedLibrary("_FoundationCollections", .when(platforms: [.linux])),
-                                           .linkedLibrary("_FoundationCShims", .when(platforms: [.linux])),
-                                           .linkedLibrary("swiftSynchronization", .when(platforms: [.linux]))]),
+                                           .linkedLibrary("_FoundationCollections", .when(platforms: [.linux], configuration: .release)),
+                                           .linkedLibrary("_FoundationCShims", .when(platforms: [.linux], configuration: .release)),
+                                           .linkedLibrary("swiftSynchronization", .when(platforms: [.linux], configuration: .release))]),
         .executableTarget(name: "push-keys", dependencies: ["PushSealCLI", "PushSealServer", "PushSealRegistrationTokens", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealRegistry", "PushSealRegistryCLI"]),
         .executableTarget(name: "push-send", dependencies: ["PushSealCLI", "PushSealServer", "PushSealAPNs", "PushSealJSON", "PushSealSystem"]),
         .executableTarget(name: "push-gateway", dependencies: ["PushSealCLI", "PushSealGateway", "PushSealRegistrationTokens", "PushSealHTTP", "PushSealServer", "PushSealRegistry", "PushSealRegistryCLI", "PushSealJSON", "PushSealSystem"]),

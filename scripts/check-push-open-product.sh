@@ -21,7 +21,7 @@ fi
 # FoundationEssentials only: full Foundation (and ICU with it) costs push-open ~15 ms and ~5 MiB
 # at every start (issue 5's cold-start and RSS targets). A module push-open links that writes
 # `import Foundation` without the `canImport(FoundationEssentials)` guard brings it back.
-# On Linux push-open links the Swift runtime statically (Package.swift, issue 28), so full
+# A release build of push-open links the Swift runtime statically (Package.swift, issue 28), so full
 # Foundation would show as its symbols rather than as a shared library: both are checked.
 nm "$bin" > "$scratch/push-open.nm" 2>/dev/null || true
 # shellcheck disable=SC2016  # $s is the Swift mangling prefix, not a variable
