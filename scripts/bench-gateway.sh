@@ -10,6 +10,7 @@
 #             (default .build/release)
 # Knobs (environment): BENCH_GATEWAY_N (the RSS run's notifications, 1,000,000),
 #   BENCH_GATEWAY_THROUGHPUT_N (per throughput row, 50,000), BENCH_GATEWAY_LATENCY_SECONDS (20),
+#   BENCH_GATEWAY_LATENCY_RATE (single requests a second offered in the latency row, 500),
 #   BENCH_GATEWAY_RECIPIENTS (per format, 64), BENCH_GATEWAY_CLIENTS (load generator threads for
 #   the batches, 8), BENCH_GATEWAY_THREADS (each instance's --threads, 8: a request waits for
 #   the database, so more threads than cores keep the cores busy), BENCH_GATEWAY_KEEP=1 keeps the work directory,
@@ -35,7 +36,7 @@
 #      over both instances; from the first send to the last outcome committed, the rows'
 #      finished_at), notifications accepted by the mock per second, and the ratio; and the CPU
 #      seconds the gateways, PostgreSQL and the mock used in that time (/proc/PID/stat);
-#   3. latency: single-notification POSTs at 500/s offered, open loop (gateway_rate, 64 keep-alive
+#   3. latency: single-notification POSTs at 500/s offered (BENCH_GATEWAY_LATENCY_RATE), open loop (gateway_rate, 64 keep-alive
 #      connections), for S seconds (v2): p50/p99 time to the 202 from each request's due time
 #      (the figure: a queue in front of the server counts), from its send time, and the
 #      generator's own send lag; from the 202 to the outcome (the row's finished_at: the
@@ -48,6 +49,7 @@ bin=$root/.build/release
 n=${BENCH_GATEWAY_N:-1000000}
 tn=${BENCH_GATEWAY_THROUGHPUT_N:-50000}
 lat_s=${BENCH_GATEWAY_LATENCY_SECONDS:-20}
+lat_rate=${BENCH_GATEWAY_LATENCY_RATE:-500}
 recipients=${BENCH_GATEWAY_RECIPIENTS:-64}
 clients=${BENCH_GATEWAY_CLIENTS:-8}
 threads=${BENCH_GATEWAY_THREADS:-8}
@@ -240,16 +242,16 @@ for fmt in v1 v2; do
   fmt_seen[$fmt]=$(row_format)
 done
 
-# 3. Latency at 500/s offered (v2), single-notification requests.
+# 3. Latency at $lat_rate/s offered (v2), single-notification requests.
 sql "TRUNCATE pushseal_outbox"
 log_from=()
 for g in A B; do log_from+=("$(wc -l < "$work/gateway-$g.log")"); done
 # shellcheck disable=SC2046 # pg_pids: one word per process
 read -r cpu_gw cpu_pg < <(echo "$(cpu_seconds "${GW_PIDS[@]}") $(cpu_seconds $(pg_pids))")
-"$rate_gen" --items "$work/items-v2.jsonl" --rate 500 --seconds "$lat_s" --out "$work/lat.tsv" "${GW_URLS[@]}" > "$work/lat.json"
+"$rate_gen" --items "$work/items-v2.jsonl" --rate "$lat_rate" --seconds "$lat_s" --out "$work/lat.tsv" "${GW_URLS[@]}" > "$work/lat.json"
 wait_drained
 # shellcheck disable=SC2046
-lat_cpu=$(python3 -c "n = $lat_s * 500; print(f'CPU per request (accept and send): gateways {($(cpu_seconds "${GW_PIDS[@]}") - $cpu_gw) / n * 1e6:.0f} µs, PostgreSQL {($(cpu_seconds $(pg_pids)) - $cpu_pg) / n * 1e6:.0f} µs')")
+lat_cpu=$(python3 -c "n = $lat_s * $lat_rate; print(f'CPU per request (accept and send): gateways {($(cpu_seconds "${GW_PIDS[@]}") - $cpu_gw) / n * 1e6:.0f} µs, PostgreSQL {($(cpu_seconds $(pg_pids)) - $cpu_pg) / n * 1e6:.0f} µs')")
 profile "latency"
 sql "SELECT id, status, finished_at FROM pushseal_outbox" > "$work/lat-rows.txt"
 lat=$(python3 - "$work/lat.json" "$work/lat.tsv" "$work/lat-rows.txt" <<'PY'
