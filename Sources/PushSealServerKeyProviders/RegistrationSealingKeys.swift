@@ -32,10 +32,7 @@ public enum SealFormatPolicy: String, Sendable, CaseIterable {
 /// (a promotion or rotation is followed without a restart; issue 24).
 /// A store that says the app has no registrations at all
 /// (``RegistrationStore/mayHaveRegistrations(appID:)``, one query on the registry) is not asked
-/// per recipient until it says otherwise (asked when made and at each batch chunk; a `true`
-/// answer is reused for ``registrationsHintNanoseconds`` — a stale `true` only costs the
-/// per-recipient lookups, never a wrong seal — so a gateway's single-notification requests do
-/// not each pay that round trip).
+/// per recipient until it says otherwise (asked when made and at each batch chunk).
 ///
 /// **Key caches.** ``registry``'s v2 entries keep each registration's imported public key and,
 /// in auth mode, its `HPKE.AuthPair` (the static-static DH with the sender key) by key id,
@@ -83,11 +80,6 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
     /// The store's ``RegistrationStore/mayHaveRegistrations(appID:)`` for this provider's app,
     /// asked when made and at each batch chunk (guarded by `lock`).
     private var appMayHaveRegistrations = true
-    /// When the store last said `true` (monotonic ns; 0: never).
-    private var registrationsHintAt: UInt64 = 0
-
-    /// How long a `true` from ``RegistrationStore/mayHaveRegistrations(appID:)`` is reused: 1 s, in ns.
-    public static let registrationsHintNanoseconds: UInt64 = 1_000_000_000
     /// A cached registration is read again after this long: 1 s, in nanoseconds.
     static let revalidationNanoseconds: UInt64 = 1_000_000_000
 
@@ -151,7 +143,7 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
     /// registry) and cached for the chunk, and only those without one load their v1 key, so a
     /// recipient sealed with v2 reserves no v1 seals and no seal of the chunk makes a round trip.
     public func beginBatch(appID: String, recipients: [String]) {
-        let may = registrationsHint()
+        let may = (try? registrations?.mayHaveRegistrations(appID: self.appID)) ?? true
         noteChunk(mayHaveRegistrations: may)
         if policy != .v1, may || appID != self.appID { prefill(appID: appID, recipients: recipients) }
         guard policy != .v2 else { return v1.beginBatch() }
@@ -190,23 +182,6 @@ public final class RegistrationSealingKeys: SealingKeyProvider, @unchecked Senda
         lock.unlock()
         // A former registration no longer sealed to: its cached key and pair go.
         for keyID in formers { forget(keyID) }
-    }
-
-    /// The store's ``RegistrationStore/mayHaveRegistrations(appID:)`` for this provider's app,
-    /// reused while a `true` is younger than ``registrationsHintNanoseconds``.
-    private func registrationsHint() -> Bool {
-        let now = monotonicNanoseconds()
-        lock.lock()
-        let fresh = appMayHaveRegistrations && registrationsHintAt != 0 && now &- registrationsHintAt < Self.registrationsHintNanoseconds
-        lock.unlock()
-        if fresh { return true }
-        let may = (try? registrations?.mayHaveRegistrations(appID: appID)) ?? true
-        if may {
-            lock.lock()
-            registrationsHintAt = now
-            lock.unlock()
-        }
-        return may
     }
 
     private func noteChunk(mayHaveRegistrations may: Bool) {
