@@ -10,12 +10,17 @@
 #             (default .build/release)
 # Knobs (environment): BENCH_GATEWAY_N (the RSS run's notifications, 1,000,000),
 #   BENCH_GATEWAY_THROUGHPUT_N (per throughput row, 50,000), BENCH_GATEWAY_LATENCY_SECONDS (20),
+#   BENCH_GATEWAY_LATENCY_RATE (single requests a second offered in the latency row, 500),
 #   BENCH_GATEWAY_RECIPIENTS (per format, 64), BENCH_GATEWAY_CLIENTS (load generator threads for
 #   the batches, 8), BENCH_GATEWAY_THREADS (each instance's --threads, 8: a request waits for
-#   the database, so more threads than cores keep the cores busy), BENCH_GATEWAY_KEEP=1 keeps the work directory.
+#   the database, so more threads than cores keep the cores busy), BENCH_GATEWAY_KEEP=1 keeps the work directory,
+#   BENCH_GATEWAY_PROFILE=1 loads pg_stat_statements and writes each phase's statements (calls,
+#   total ms, WAL bytes) to stderr (it costs a little: figures of such a run are not the ones to publish).
 #
 # The stack (scripts/gateway-stack.sh, as make demo-gateway starts it): a throwaway PostgreSQL
-# WITH fsync (a commit waits for the disk, as in production), the native mock APNs, two
+# WITH fsync and synchronous_commit on (a commit waits for the disk, as in production), with the
+# server settings docs/gateway.md recommends for production ($pg_settings below: group commit,
+# WAL buffers and compression, fewer checkpoints; none weakens durability), the native mock APNs, two
 # `push-gateway serve` instances on the one database (BENCH_GATEWAY_THREADS HTTP threads and 1 APNs connection
 # each, rate limit lifted). Recipients: R v1 keysets ("r0"…, registry-stress bulk-load, tokens by
 # push-keys token add) and R v2 installations ("d0"…: push-keys device generate, registered
@@ -23,15 +28,19 @@
 # and a 300-byte body each, round robin over the recipients.
 #
 # Measures, in one run:
-#   1. the load generator's ceiling (Benchmarks/gateway_load.py against its trivial sink): batch
-#      requests/s and its own send lag at 500 single requests/s;
+#   1. the load generators' ceilings against a trivial sink (Benchmarks/gateway_load.py sink):
+#      gateway_load.py's batch requests/s, and the open-loop generator's (Benchmarks/gateway_rate.c,
+#      C on libcurl, built here with cc) latency and own send lag at 500 single requests/s;
 #   2. throughput, v1 and v2: the pipeline (push-seal batch --registry --device-tokens | push-send,
 #      one process each) and the gateway (POSTs of 500 items from the generator's threads spread
 #      over both instances; from the first send to the last outcome committed, the rows'
-#      finished_at), notifications accepted by the mock per second, and the ratio;
-#   3. latency: single-notification POSTs at 500/s offered, open loop, for S seconds (v2): p50/p99
-#      time to the 202 (from each request's due time), and from the 202 to the outcome (the row's
-#      finished_at: the worker's commit after the mock accepted it);
+#      finished_at), notifications accepted by the mock per second, and the ratio; and the CPU
+#      seconds the gateways, PostgreSQL and the mock used in that time (/proc/PID/stat);
+#   3. latency: single-notification POSTs at 500/s offered (BENCH_GATEWAY_LATENCY_RATE), open loop (gateway_rate, 64 keep-alive
+#      connections), for S seconds (v2): p50/p99 time to the 202 from each request's due time
+#      (the figure: a queue in front of the server counts), from its send time, and the
+#      generator's own send lag; from the 202 to the outcome (the row's finished_at: the
+#      worker's commit after the mock accepted it);
 #   4. peak RSS (VmHWM) of each instance over a run of N notifications through two fresh instances,
 #      and that run's time.
 set -euo pipefail
@@ -40,6 +49,7 @@ bin=$root/.build/release
 n=${BENCH_GATEWAY_N:-1000000}
 tn=${BENCH_GATEWAY_THROUGHPUT_N:-50000}
 lat_s=${BENCH_GATEWAY_LATENCY_SECONDS:-20}
+lat_rate=${BENCH_GATEWAY_LATENCY_RATE:-500}
 recipients=${BENCH_GATEWAY_RECIPIENTS:-64}
 clients=${BENCH_GATEWAY_CLIENTS:-8}
 threads=${BENCH_GATEWAY_THREADS:-8}
@@ -78,9 +88,46 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 bench_start=$(now)
 load_start=$(loadavg)
 
-export PG_THROWAWAY_FSYNC=on
+# The generator of the latency row.
+rate_gen=$work/gateway_rate
+# shellcheck disable=SC2046 # pkg-config's flags, word-split on purpose
+"${CC:-cc}" -std=c11 -O2 -Wall -Wextra -Werror -o "$rate_gen" "$root/Benchmarks/gateway_rate.c" $(pkg-config --cflags --libs libcurl) ||
+  { echo "bench-gateway: error: Benchmarks/gateway_rate.c does not build" >&2; echo "hint: scripts/install-deps.sh (a C compiler, libcurl4-openssl-dev)" >&2; exit 69; }
+
+# PostgreSQL: fsync (PG_THROWAWAY_FSYNC) and synchronous_commit on, and the settings
+# docs/gateway.md recommends for production.
+pg_settings="-c synchronous_commit=on -c shared_buffers=128MB -c wal_buffers=16MB -c wal_compression=on -c max_wal_size=4GB -c checkpoint_timeout=15min -c commit_delay=200 -c commit_siblings=4"
+[[ -n ${BENCH_GATEWAY_PROFILE:-} ]] && pg_settings+=" -c shared_preload_libraries=pg_stat_statements,auto_explain -c pg_stat_statements.track=all -c auto_explain.log_min_duration=${BENCH_GATEWAY_PROFILE_EXPLAIN_MS:-100} -c auto_explain.log_analyze=on"
+export PG_THROWAWAY_FSYNC=on PG_THROWAWAY_SETTINGS=$pg_settings
 gw_db_start > /dev/null
 sql() { "$PG_BIN/psql" -X -q -At -h "$PG_DIR" -p 5432 -U pushseal -d pushseal -c "$1"; }
+# profile NAME: with BENCH_GATEWAY_PROFILE, the statements since the last call (to stderr), then reset.
+profile() {
+  [[ -n ${BENCH_GATEWAY_PROFILE:-} ]] || return 0
+  echo "--- statements: $1 (calls | total ms | mean ms | WAL bytes | query)" >&2
+  sql "SELECT calls, round(total_exec_time::numeric, 1), round(mean_exec_time::numeric, 3), wal_bytes, left(regexp_replace(query, '\s+', ' ', 'g'), 150)
+       FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >&2
+  sql "SELECT pg_stat_statements_reset()" > /dev/null
+  # auto_explain's plans of the statements slower than BENCH_GATEWAY_PROFILE_EXPLAIN_MS (100) in this phase.
+  echo "--- plans: $1" >&2
+  grep -A14 'duration: .* plan:' "$PG_DIR/log" | cut -c1-200 | head -n "${BENCH_GATEWAY_PROFILE_PLAN_LINES:-60}" >&2 || true
+  : > "$PG_DIR/log"
+}
+if [[ -n ${BENCH_GATEWAY_PROFILE:-} ]]; then sql "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" > /dev/null; fi
+# cpu_seconds PID…: user + system CPU seconds these processes used so far.
+cpu_seconds() {
+  local p t=0
+  for p in "$@"; do
+    [[ -r /proc/$p/stat ]] && t=$(( t + $(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$p/stat") ))
+  done
+  python3 -c "print($t / $(getconf CLK_TCK))"
+}
+# pg_pids: the PostgreSQL server's processes (the postmaster and its children: backends, WAL writer, …).
+pg_pids() {
+  local pm
+  pm=$(head -1 "$PG_DIR/data/postmaster.pid")
+  echo "$pm" $(pgrep -P "$pm")
+}
 "$bin/push-keys" sender generate --app-id "$APP" > /dev/null
 PUSHSEAL_API_KEY=$("$bin/push-gateway" keys create --name bench --scope send,register)
 export PUSHSEAL_API_KEY
@@ -130,7 +177,9 @@ PY
 # wait_drained: until no row is queued or sending (a deadline of 30 minutes).
 wait_drained() {
   local deadline=$(( $(date +%s) + 1800 ))
-  while [[ $(sql "SELECT count(*) FROM pushseal_outbox WHERE status IN ('queued', 'sending')") != 0 ]]; do
+  # Two EXISTS on the partial indexes (a count over the table was a scan of every row five
+  # times a second: PostgreSQL CPU taken from the run being measured).
+  while [[ $(sql "SELECT EXISTS (SELECT 1 FROM pushseal_outbox WHERE status = 'queued') OR EXISTS (SELECT 1 FROM pushseal_outbox WHERE status = 'sending')") != f ]]; do
     (( $(date +%s) < deadline )) || gw_fail "the outbox did not drain in 30 minutes"
     sleep 0.2
   done
@@ -154,11 +203,12 @@ sink_pid=$!
 gw_wait_line "$work/sink.out" '^listening' "$sink_pid" "the load generator's sink"
 sink_url=http://127.0.0.1:$(awk '{print $2}' "$work/sink.out")
 python3 "$load" batches --body "$work/body-v2.json" --requests $(( quick ? 200 : 2000 )) --threads "$clients" "$sink_url" > "$work/ceiling.json"
-python3 "$load" rate --items "$work/items-v2.jsonl" --rate 500 --seconds "$lat_s" --out "$work/sink-rate.tsv" "$sink_url" > "$work/sink-rate.json"
+"$rate_gen" --items "$work/items-v2.jsonl" --rate 500 --seconds "$lat_s" --out "$work/sink-rate.tsv" "$sink_url" > "$work/sink-rate.json"
 kill "$sink_pid"; wait "$sink_pid" 2>/dev/null || true
 sink_pid=
 ceiling=$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); r=o["requests"]/o["seconds"]; print(f"{round(r):,} requests/s of 500 items = {round(r*500):,} notifications/s")' "$work/ceiling.json")
-sink_lat=$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(f"""p50 {o["p50Ms"]} ms, p99 {o["p99Ms"]} ms to the answer; its own send lag p99 {o["lagP99Ms"]} ms""")' "$work/sink-rate.json")
+sink_lat=$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(f"""p50 {o["p50Ms"]} ms, p99 {o["p99Ms"]} ms to the answer from the due time (from the send time p99 {o["sendP99Ms"]} ms); its own send lag p99 {o["lagP99Ms"]} ms""")' "$work/sink-rate.json")
+profile "setup"
 
 # 2. Throughput, v1 and v2, pipeline then gateway.
 declare -A pipe_rate gw_rate pipe_note gw_note fmt_seen
@@ -173,25 +223,36 @@ for fmt in v1 v2; do
   pipe_note[$fmt]="$ok of $tn accepted, $(python3 -c "print(f'{$b - $a:.1f}')") s"
 
   sql "TRUNCATE pushseal_outbox"
+  profile "pipeline $fmt"
   commits_before=$(commits)
+  # shellcheck disable=SC2046 # pg_pids: one word per process
+  read -r cpu_gw cpu_pg cpu_mock < <(echo "$(cpu_seconds "${GW_PIDS[@]}") $(cpu_seconds $(pg_pids)) $(cpu_seconds "$MOCK_PID")")
   python3 "$load" batches --body "$work/body-$fmt.json" --requests $((tn / 500)) --threads "$clients" "${GW_URLS[@]}" > "$work/gw-$fmt.json"
   wait_drained
+  # shellcheck disable=SC2046
+  cpu_note=$(python3 -c "print(f'CPU: gateways {$(cpu_seconds "${GW_PIDS[@]}") - $cpu_gw:.1f} s, PostgreSQL {$(cpu_seconds $(pg_pids)) - $cpu_pg:.1f} s, mock {$(cpu_seconds "$MOCK_PID") - $cpu_mock:.1f} s')")
+  profile "gateway $fmt"
   sleep 1  # the statistics reach pg_stat_database within a second
   commit_note="$(python3 -c "print(f'{($(commits) - $commits_before) / ($tn / 500):.0f}')") database commits per request of 500"
   read -r ok _ statuses < <(outcomes)
   start_ms=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["startMs"])' "$work/gw-$fmt.json")
   end_ms=$(sql "SELECT max(finished_at) FROM pushseal_outbox")
   gw_rate[$fmt]=$(python3 -c "print(round($ok / (($end_ms - $start_ms) / 1000)))")
-  gw_note[$fmt]="$ok of $tn accepted ($statuses), $commit_note, $(python3 -c "print(f'{($end_ms - $start_ms) / 1000:.1f}')") s; 202s after $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$work/gw-$fmt.json") s"
+  gw_note[$fmt]="$ok of $tn accepted ($statuses), $commit_note, $cpu_note, $(python3 -c "print(f'{($end_ms - $start_ms) / 1000:.1f}')") s; 202s after $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$work/gw-$fmt.json") s"
   fmt_seen[$fmt]=$(row_format)
 done
 
-# 3. Latency at 500/s offered (v2), single-notification requests.
+# 3. Latency at $lat_rate/s offered (v2), single-notification requests.
 sql "TRUNCATE pushseal_outbox"
 log_from=()
 for g in A B; do log_from+=("$(wc -l < "$work/gateway-$g.log")"); done
-python3 "$load" rate --items "$work/items-v2.jsonl" --rate 500 --seconds "$lat_s" --out "$work/lat.tsv" "${GW_URLS[@]}" > "$work/lat.json"
+# shellcheck disable=SC2046 # pg_pids: one word per process
+read -r cpu_gw cpu_pg < <(echo "$(cpu_seconds "${GW_PIDS[@]}") $(cpu_seconds $(pg_pids))")
+"$rate_gen" --items "$work/items-v2.jsonl" --rate "$lat_rate" --seconds "$lat_s" --out "$work/lat.tsv" "${GW_URLS[@]}" > "$work/lat.json"
 wait_drained
+# shellcheck disable=SC2046
+lat_cpu=$(python3 -c "n = $lat_s * $lat_rate; print(f'CPU per request (accept and send): gateways {($(cpu_seconds "${GW_PIDS[@]}") - $cpu_gw) / n * 1e6:.0f} µs, PostgreSQL {($(cpu_seconds $(pg_pids)) - $cpu_pg) / n * 1e6:.0f} µs')")
+profile "latency"
 sql "SELECT id, status, finished_at FROM pushseal_outbox" > "$work/lat-rows.txt"
 lat=$(python3 - "$work/lat.json" "$work/lat.tsv" "$work/lat-rows.txt" <<'PY'
 import json, sys
@@ -204,7 +265,7 @@ after = sorted(rows[i][1] - int(t202) for i, _, t202, _ in (l.split("\t") for l 
                if i in rows and rows[i][0] == "accepted" and rows[i][1] is not None)
 pct = lambda v, p: v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))] if v else None
 statuses = ", ".join(f"{k} {v}" for k, v in sorted(o["statuses"].items()))
-print(f'{o["sent"]} requests ({statuses}) at {o["achievedPerSecond"]}/s achieved|p50 {o["p50Ms"]} ms, p99 {o["p99Ms"]} ms, max {o["maxMs"]} ms (generator send lag p99 {o["lagP99Ms"]} ms)|'
+print(f'{o["sent"]} requests ({statuses}) at {o["achievedPerSecond"]}/s achieved|from the due time p50 {o["p50Ms"]} ms, **p99 {o["p99Ms"]} ms**, max {o["maxMs"]} ms; from the send time p50 {o["sendP50Ms"]} ms, p99 {o["sendP99Ms"]} ms (generator send lag p99 {o["lagP99Ms"]} ms)|'
       f'p50 {pct(after, 50)} ms, p99 {pct(after, 99)} ms, max {after[-1] if after else None} ms ({len(after)} accepted)')
 PY
 )
@@ -235,19 +296,19 @@ bench_s=$(python3 -c "print(round($(now) - $bench_start))")
 ratio() { python3 -c "print(round(100 * $1 / max(1, $2)))"; }
 echo "## push-gateway end to end, beside the push-seal batch | push-send pipeline"
 echo
-echo "Two push-gateway instances ($threads HTTP threads, 1 APNs connection each) on one throwaway PostgreSQL $("$PG_BIN/postgres" --version | grep -oE '[0-9]+(\.[0-9]+)*' | head -1) with fsync on (Unix socket), the native mock APNs, the load generator (Benchmarks/gateway_load.py: Python threads, http.client keep-alive) and the pipeline, all on the same $(nproc) cores; load average $load_start at the start, $(loadavg) at the end; $bench_s s in all. $recipients v1 and $recipients v2 recipients, a 300-byte body each. The ratio of one run is the figure to compare: absolute rates depend on what else the cores run$( [[ $quick -eq 1 ]] && echo "; --quick: a check of the script, not the figures")."
+echo "Two push-gateway instances ($threads HTTP threads, 1 APNs connection each) on one throwaway PostgreSQL $("$PG_BIN/postgres" --version | grep -oE '[0-9]+(\.[0-9]+)*' | head -1) with fsync and synchronous_commit on (Unix socket; $pg_settings), the native mock APNs, the load generators (Benchmarks/gateway_load.py for the batches: Python threads, http.client keep-alive; Benchmarks/gateway_rate.c for the latency row: C on libcurl, open loop, 64 keep-alive connections) and the pipeline, all on the same $(nproc) cores; load average $load_start at the start, $(loadavg) at the end; $bench_s s in all. $recipients v1 and $recipients v2 recipients, a 300-byte body each. The ratio of one run is the figure to compare: absolute rates depend on what else the cores run$( [[ $quick -eq 1 ]] && echo "; --quick: a check of the script, not the figures")."
 echo
 echo "| measurement | result |"
 echo "|---|---|"
-echo "| load generator ceiling (against its trivial sink, $clients threads) | $ceiling |"
-echo "| load generator at 500 single requests/s (against the sink) | $sink_lat |"
+echo "| batch load generator ceiling (gateway_load.py against its trivial sink, $clients threads) | $ceiling |"
+echo "| open-loop generator at 500 single requests/s (gateway_rate against the Python sink) | $sink_lat |"
 for fmt in v1 v2; do
   echo "| $fmt: pipeline (push-seal batch --device-tokens \| push-send; ${pipe_note[$fmt]}) | ${pipe_rate[$fmt]} notifications/s |"
   echo "| $fmt: gateway, POSTs of 500, $clients client threads over 2 instances (payload format ${fmt_seen[$fmt]}; ${gw_note[$fmt]}) | ${gw_rate[$fmt]} notifications/s = **$(ratio "${gw_rate[$fmt]}" "${pipe_rate[$fmt]}") % of the pipeline** |"
 done
 echo "| published anchors (other software, other machines) | gorush about 5,000/s per instance; apns2 up to 10,000/s |"
 echo "| latency: $lat_what, 2 instances, v2 | to the 202: $lat_202 |"
-echo "| latency: the gateways' own time per request in that run (their log's durationMs) | $lat_server |"
+echo "| latency: the gateways' own time per request in that run (their log's durationMs; $lat_cpu) | $lat_server |"
 echo "| latency: from the 202 to accepted by the mock (the row's finished_at) | $lat_after |"
 echo "| peak RSS (VmHWM) per instance, $n notifications through 2 fresh instances ($big_ok of $big_total accepted; $big_statuses) | $(IFS=/; echo "${rss[*]}") MiB; the run took $big_s s |"
 echo

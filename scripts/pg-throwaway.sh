@@ -6,7 +6,8 @@
 # (scripts/install-deps.sh creates it: PostgreSQL refuses to run as root).
 #
 # The server runs without fsync (-F) unless PG_THROWAWAY_FSYNC=on (make bench-gateway's latency
-# rows: a commit then waits for the disk, as in production).
+# rows: a commit then waits for the disk, as in production). PG_THROWAWAY_SETTINGS: more server
+# options (`-c name=value …`, word-split; make bench-gateway's production settings).
 #
 # Source it, then: pg_throwaway_start (sets PG_DIR and PG_CONNINFO, a libpq connection string
 # for database pushseal), pg_throwaway_stop (stops the server, removes PG_DIR; safe to call twice,
@@ -28,7 +29,7 @@ pg_throwaway_start() {
   local fsync=-F
   [[ ${PG_THROWAWAY_FSYNC:-} == on ]] && fsync=
   "${PG_AS[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w -t 60 \
-    -o "-k $PG_DIR -c listen_addresses= -c port=5432 $fsync -c max_connections=200" start >/dev/null
+    -o "-k $PG_DIR -c listen_addresses= -c port=5432 $fsync -c max_connections=200 ${PG_THROWAWAY_SETTINGS:-}" start >/dev/null
   "$bin/psql" -X -q -h "$PG_DIR" -p 5432 -U pushseal -d postgres -c "CREATE DATABASE pushseal" >/dev/null
   export PG_CONNINFO="host=$PG_DIR port=5432 user=pushseal dbname=pushseal"
 }

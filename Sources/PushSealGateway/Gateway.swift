@@ -178,15 +178,15 @@ public final class Gateway: Sendable {
         let hash = (try? SHA256Hasher.hash(request.body)) ?? []
         let answer = try backend.enqueue(submissions, idempotency: idempotency, bodySHA256: hash)
         if !answer.replayed {
-            for (s, r) in zip(submissions, answer.results) {
+            log.write(zip(submissions, answer.results).map { s, r in
                 var members: [(key: String, value: JSONValue)] = [("requestId", .string(request.requestID)), ("apiKeyId", .string(key.id)),
                                                                   ("recipient", .string(s.recipient))]
                 switch r {
                 case .queued(let id): members += [("id", .string(id)), ("status", .string("queued"))]
                 case .refused(let code, _): members += [("status", .string("refused")), ("error", .string(code))]
                 }
-                log.write("accept", members)
-            }
+                return ("accept", members)
+            })
         }
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
         if answer.replayed { headers.append(("Idempotent-Replayed", "true")) }

@@ -44,13 +44,21 @@ extension PostgresKeyStore: V2KeyListStore {
     }
 
     /// Whether any recipient of `appID` has a registration: one `SELECT EXISTS`, so a batch of
-    /// v1 recipients costs no per-recipient round trip for v2 (asked once per batch chunk).
+    /// v1 recipients costs no per-recipient round trip for v2 (asked once per batch chunk). A
+    /// `true` is reused for ``registrationsHintNanoseconds`` without asking (a stale `true` only
+    /// costs the per-recipient lookups that follow, never a wrong seal; a `false` is asked again
+    /// every time): the gateway's single-notification requests are a chunk each, and this was
+    /// one of their round trips.
     /// - Throws: `RegistryError`.
     public func mayHaveRegistrations(appID: String) throws -> Bool {
+        let now = monotonicNanoseconds()
+        if let seen = registrationsSeen.withLock({ $0[appID] }), now &- seen < Self.registrationsHintNanoseconds { return true }
         let rows = try pool.run { c in
             try c.exec("SELECT EXISTS (SELECT 1 FROM pushseal_registrations WHERE app_id = $1)", [.text(appID)])
         }
-        return rows.rows.first?.first == "t"
+        let may = rows.rows.first?.first == "t"
+        if may { registrationsSeen.withLock { $0[appID] = now } }
+        return may
     }
 
     /// The current registration and list version of every recipient of `appID` in

@@ -52,6 +52,10 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     private var seenXmin: String?
     private var lastRefresh: UInt64 = 0
     private var refreshFailed = false
+    /// When ``mayHaveRegistrations(appID:)`` last found a registration, per app (monotonic ns).
+    let registrationsSeen = Locked<[String: UInt64]>([:])
+    /// How long a `true` from ``mayHaveRegistrations(appID:)`` is reused without asking: 1 s, in ns.
+    public static let registrationsHintNanoseconds: UInt64 = 1_000_000_000
 
     /// Opens the registry at `connectionString` and checks its schema (and the KEK, when given).
     /// - Parameters:

@@ -184,6 +184,19 @@ public final class PostgresOutbox: Sendable {
             r.apnsID = r.apnsID.lowercased()
             return r
         }
+        if idempotency == nil {
+            // Without a key: nothing to store for no row, and up to ``rowsPerStatement`` rows are
+            // ONE statement (insert and notify) committed on its own: one round trip and one
+            // commit instead of BEGIN, INSERT, NOTIFY, COMMIT (bench-gateway, single requests).
+            // It inserts with ON CONFLICT (id) DO NOTHING, so when the connection is lost while it
+            // runs it is simply run again on a new one: rows the first run committed are found
+            // by their (random, this request's own) ids and kept, the others are inserted.
+            guard !rows.isEmpty else { return .none }
+            if rows.count <= Self.rowsPerStatement {
+                try pool.run(retryUnknownOutcome: true) { c in try insert(rows, on: c, mac: mac, nowMs: nowMs, alone: true) }
+                return .none
+            }
+        }
         let stored: Bool = try pool.transaction { c in
             guard try Self.keep(idempotency, on: c, nowMs: nowMs) else { return false }
             try insert(rows, on: c, mac: mac, nowMs: nowMs)
@@ -208,7 +221,11 @@ public final class PostgresOutbox: Sendable {
     /// Inserts `rows` `queued` on `c` (inside a transaction) and signals the workers at commit:
     /// one multi-row `INSERT` per ``rowsPerStatement`` rows (a statement per row was a round trip
     /// per row and most of a request's time: bench-gateway).
-    func insert(_ rows: [NewRow], on c: PGConnection, mac: RegistryRowMAC, nowMs: Int64) throws {
+    /// - Parameter alone: `rows` fit one statement that runs outside a transaction (autocommit):
+    ///   the `NOTIFY` is made in that statement (`pg_notify` after the insert), not another, and
+    ///   rows already stored under their ids are left as they are (`ON CONFLICT (id) DO
+    ///   NOTHING`: the statement may be run again after a lost connection).
+    func insert(_ rows: [NewRow], on c: PGConnection, mac: RegistryRowMAC, nowMs: Int64, alone: Bool = false) throws {
         for start in stride(from: 0, to: rows.count, by: Self.rowsPerStatement) {
             var params: [PGValue?] = []
             var tuples: [String] = []
@@ -222,13 +239,15 @@ public final class PostgresOutbox: Sendable {
                            r.collapseID.map { .text($0) }, .text(r.apnsID), r.expiresAtMs.map { .int($0) }, .int(nowMs), .bytes(try mac.tag(Self.macFields(r))),
                            .text(r.kind), sealedID.map { .bytes($0) }]
             }
-            try c.exec("""
+            let insert = """
                 INSERT INTO pushseal_outbox (id, app_id, recipient, environment, device_token, payload, push_type, topic, priority,
                   expiration, collapse_id, apns_id, expires_at, status, created_at, updated_at, row_mac, kind, device_id_sealed)
                 VALUES \(tuples.joined(separator: ", "))
-                """, params)
+                """
+            // A data-modifying WITH runs to completion whether the outer query reads it or not.
+            try c.exec(alone ? "WITH stored AS (\(insert) ON CONFLICT (id) DO NOTHING) SELECT pg_notify('\(Self.channel)', '')" : insert, params)
         }
-        if !rows.isEmpty { try c.exec("NOTIFY \(Self.channel)") }
+        if !rows.isEmpty, !alone { try c.exec("NOTIFY \(Self.channel)") }
     }
 
     // MARK: Device-visible ids
@@ -379,11 +398,19 @@ public final class PostgresOutbox: Sendable {
 
     /// Claims up to `limit` queued rows, oldest first, for `owner` until `nowMs + leaseMs`
     /// (`SELECT … FOR UPDATE SKIP LOCKED`: two instances never claim one row).
+    ///
+    /// The queued rows are walked with a plain index scan of `pushseal_outbox_queued`
+    /// (`enable_bitmapscan` off for this transaction): every claimed row leaves a dead entry at
+    /// the front of that index until a vacuum, and only a plain index scan marks such entries
+    /// dead for the next scan; the bitmap scan the planner picked visited all of them again on
+    /// every claim (5 ms for a claim that found nothing at 500 single requests/s: bench-gateway's
+    /// pg_stat_statements and auto_explain).
     /// - Throws: `RegistryError` `.unavailable`, `.query`, `.corrupt`.
     public func claim(owner: String, limit: Int, leaseMs: Int64, nowMs: Int64) throws -> [Claimed] {
         let mac = try registry.rowMAC(table: Self.table)
         let rows = try pool.transaction { c in
-            try c.exec("""
+            try c.exec("SET LOCAL enable_bitmapscan = off")
+            return try c.exec("""
                 UPDATE pushseal_outbox o SET status = 'sending', lease_owner = $1, lease_until = $2, sends = o.sends + 1, updated_at = $3
                 FROM (SELECT id FROM pushseal_outbox WHERE status = 'queued' ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED) q
                 WHERE o.id = q.id
@@ -439,6 +466,11 @@ public final class PostgresOutbox: Sendable {
             groups[groups.count - 1].append(i)
         }
         return try pool.transaction { c in
+            // Each row found by its primary key or by hashing, never a nested loop that compares
+            // every `sending` row with every completion: the planner, misled by few `sending`
+            // rows in its statistics, chose that loop (quadratic: 100-250 ms for 500
+            // completions, the largest share of PostgreSQL's time in bench-gateway's batch rows).
+            try c.exec("SET LOCAL enable_nestloop = off")
             var out: [String: DeviceTokenInvalidation] = [:]
             var written = Set<String>()
             for group in groups where !group.isEmpty {
