@@ -274,30 +274,29 @@ public struct NotificationSealer: Sendable {
 
         /// Writes the tail for `context` through `e`.
         func write<S: ByteSink>(_ context: borrowing EnvelopeContext, to e: inout PlaintextEncoder<S>) {
-            e.raw("\",\"key_id\":")
-            e.string(context.keyID)
-            e.raw(",\"enc_alg\":")
-            e.string(algorithmName)
+            e.raw("\",\"key_id\":\"")
+            e.verbatim(context.keyID)
+            e.raw("\",\"enc_alg\":\"")
+            e.verbatim(algorithmName)
             for (name, value) in zip(headerFieldNames, context.headerValues) {
-                e.raw(",")
-                e.string(name)
-                e.raw(":")
-                e.string(value)
+                e.raw("\",\"")
+                e.verbatim(name)
+                e.raw("\":\"")
+                e.verbatim(value)
             }
-            e.raw("}")
+            e.raw("\"}")
         }
     }
 
     /// `prefix` ‖ base64(`box`) ‖ `tail` (of `tailByteCount` bytes for `context`), written into
-    /// one allocation of the payload's size.
+    /// one allocation of exactly the payload's size.
     static func payload(prefix: [UInt8], box: RawSpan, tail: PayloadTail, tailByteCount: Int,
                         context: borrowing EnvelopeContext) -> [UInt8] {
-        var e = PlaintextEncoder(into: [UInt8]())
-        e.sink.reserveCapacity(prefix.count + WireBase64.encodedByteCount(box.byteCount) + tailByteCount)
-        e.sink.append(contentsOf: prefix)
-        WireBase64.append(encoding: box, to: &e.sink)
-        tail.write(context, to: &e)
-        return e.sink
+        PlaintextEncoder.bytes(exactly: prefix.count + WireBase64.encodedByteCount(box.byteCount) + tailByteCount) { e in
+            e.verbatim(prefix)
+            e.sink.appendBase64(box)
+            tail.write(context, to: &e)
+        }
     }
 
     /// The sender's error for what the wire module's seal entries throw: the encoder's

@@ -92,6 +92,17 @@ public struct BoundedByteSink: ByteSink {
         writtenByteCount += bytes.count
     }
 
+    /// Appends the standard padded base64 of `bytes` (``WireBase64/encode(_:into:)``, public
+    /// bytes only: not constant-time), or sets ``overflowed``.
+    public mutating func appendBase64(_ bytes: RawSpan) {
+        let n = WireBase64.encodedByteCount(bytes.byteCount)
+        guard writtenByteCount + n <= capacity else { didOverflow = true; return }
+        // Safe: the encoder writes exactly n bytes, and writtenByteCount + n <= capacity was
+        // checked just above; `src` is valid inside the closure and not kept.
+        bytes.withUnsafeBytes { src in WireBase64.encode(src, into: base + writtenByteCount) }
+        writtenByteCount += n
+    }
+
     /// Appends `n` spaces (Padmé padding, FORMAT.md §6), or sets ``overflowed``.
     @inlinable public mutating func appendSpaces(_ n: Int) {
         guard n >= 0, writtenByteCount + n <= capacity else { didOverflow = true; return }

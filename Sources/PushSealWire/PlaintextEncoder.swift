@@ -112,6 +112,22 @@ public struct PlaintextEncoder<Sink: ByteSink> {
         sink.append(bytes: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
+    /// Appends `s`'s UTF-8 as it is, without quotes or escapes: for text whose own rules leave
+    /// nothing to escape (key ids, algorithm names, header values: `A-Z a-z 0-9 _ -`).
+    @inlinable public mutating func verbatim(_ s: String) {
+        // Safe: the UTF-8 buffer is valid inside each closure, and the sink copies it.
+        if s.utf8.withContiguousStorageIfAvailable({ sink.append(bytes: UnsafeRawBufferPointer($0)) }) == nil {
+            var s = s
+            s.withUTF8 { sink.append(bytes: UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    /// Appends `bytes` as they are (e.g. a payload's clear part, written before).
+    @inlinable public mutating func verbatim(_ bytes: [UInt8]) {
+        // Safe: the bytes are valid inside the closure, and the sink copies them.
+        bytes.withUnsafeBytes { sink.append(bytes: $0) }
+    }
+
     /// Appends `s` as a JSON string literal with quotes.
     @inlinable public mutating func string(_ s: String) {
         sink.append(0x22)
@@ -272,6 +288,33 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     }
 }
 extension PlaintextEncoder: Sendable where Sink: Sendable {}
+
+extension PlaintextEncoder where Sink == BoundedByteSink {
+    /// An array of exactly `byteCount` bytes, written by `body` through an encoder over the
+    /// array's own new storage (no zero fill first, no growth): the sender's APNs payload.
+    /// - Parameters:
+    ///   - byteCount: the bytes `body` writes (at least 1), counted by writing the same bytes
+    ///     (into a ``ByteCounter``); writing more or fewer breaks that invariant and traps.
+    ///   - body: writes the bytes; the encoder must not be used after it returns.
+    /// - Returns: the bytes written.
+    /// - Throws: what `body` throws (the array is then dropped).
+    public static func bytes(exactly byteCount: Int, _ body: (inout Self) throws -> Void) rethrows -> [UInt8] {
+        precondition(byteCount > 0, "an exactly sized array needs at least one byte")
+        return try [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initialized in
+            // Safe: `buffer` is the array's storage for byteCount bytes, alive until this closure
+            // returns; the sink writes only inside it (every append checks the capacity), and
+            // `initialized` is set to exactly the bytes written (UInt8 needs no deinitialising
+            // when `body` throws and it stays 0).
+            guard let sink = BoundedByteSink(UnsafeMutableRawBufferPointer(buffer)) else {
+                preconditionFailure("a non-empty array buffer has a base address")
+            }
+            var e = PlaintextEncoder(into: sink)
+            try body(&e)
+            precondition(!e.sink.overflowed && e.sink.count == byteCount, "the bytes written differ from the count measured by writing them")
+            initialized = e.sink.count
+        }
+    }
+}
 
 /// `CPushSealSIMD`'s JSON string scan for ``PlaintextEncoder``: an index `j >= i` such that
 /// `p[i..<j]` is ASCII with no byte to escape (`j` is at a flagged byte, a non-ASCII byte, or

@@ -57,29 +57,6 @@ public enum WireBase64 {
         (0..<4096).map { v in UInt16(t[v >> 6]) | UInt16(t[v & 63]) << 8 }
     }
 
-    /// Appends standard padded base64 (RFC 4648 §4) of the public bytes `bytes` to `out`
-    /// (``encode(_:into:)``, written straight into `out`'s new capacity, no zero fill first).
-    /// Not constant-time: never for keys.
-    /// - Parameters:
-    ///   - bytes: any bytes (the sender's sealed box).
-    ///   - out: grows by ``encodedByteCount(_:)`` of `bytes.byteCount`.
-    public static func append(encoding bytes: RawSpan, to out: inout [UInt8]) {
-        let n = encodedByteCount(bytes.byteCount)
-        guard n > 0 else { return }
-        out.append(addingCapacity: n) { (tail: inout OutputSpan<UInt8>) in
-            tail.withUnsafeMutableBufferPointer { buffer, initialized in
-                bytes.withUnsafeBytes { src in
-                    // Safe: `buffer` is the n bytes of new capacity (non-empty, so it has a base
-                    // address) and `encode` writes exactly n = encodedByteCount(src.count) bytes;
-                    // `src` and `buffer` are valid for these closures only, and not kept.
-                    guard let base = buffer.baseAddress else { return }
-                    encode(src, into: UnsafeMutableRawPointer(base))
-                    initialized = n
-                }
-            }
-        }
-    }
-
     /// Writes standard padded base64 (RFC 4648 §4) of the public bytes at `bytes` to `out`,
     /// exactly ``encodedByteCount(_:)`` bytes, no quotes. Not constant-time: never for keys.
     /// On x86-64 the whole 3-byte groups go through `CPushSealSIMD` (AVX2 or SSSE3, picked at

@@ -5,26 +5,28 @@ public import PushSealCrypto
 extension WireFormat {
     /// Encodes `notification` (``PlaintextEncoder``), pads it and seals it through
     /// ``seal(_:key:context:algorithm:into:)`` in one temporary buffer of `plaintextCapacity` +
-    /// the box's bytes (on the stack up to 1 KiB), then hands `body` the box. The plaintext is
-    /// zeroed before the buffer is released, on every exit.
+    /// the box's bytes (on the stack up to 1 KiB), then hands `body` the box to build the
+    /// payload from. The plaintext is zeroed before the buffer is released, on every exit.
+    /// (Not generic: an unspecialized generic here looked up its result's type metadata on
+    /// every seal, about 5 % of a full seal.)
     /// - Parameters:
     ///   - notification: the notification, borrowed (not copied).
     ///   - plaintextCapacity: room for the padded plaintext in bytes (at least 1).
     ///   - padding: pad to the Padmé length (FORMAT.md §6).
     ///   - fits: whether a padded plaintext of that many bytes fits the caller's payload.
     ///   - key, context, algorithm: as ``seal(_:key:context:algorithm:into:)``.
-    ///   - body: given the box (valid only inside it), e.g. writes it into a payload.
+    ///   - body: given the box (valid only inside it), returns the payload.
     /// - Returns: `body`'s result; `nil` when the padded plaintext is larger than
     ///   `plaintextCapacity` or `fits` refuses it (the caller's growable, fitting path).
     /// - Throws: `FormatError` `.nonFiniteNumber` (an infinite or NaN number in `data`); as
     ///   ``seal(_:key:context:algorithm:into:)``; what `body` throws.
-    public static func sealInTemporary<R>(_ notification: borrowing Notification, plaintextCapacity: Int, padding: Bool,
-                                          fits: (_ paddedPlaintextByteCount: Int) -> Bool, key: SecretBytes,
-                                          context: EnvelopeContext, algorithm: any EnvelopeAlgorithm,
-                                          _ body: (_ box: RawSpan) throws -> R) throws -> R? {
+    public static func sealInTemporary(_ notification: borrowing Notification, plaintextCapacity: Int, padding: Bool,
+                                       fits: (_ paddedPlaintextByteCount: Int) -> Bool, key: SecretBytes,
+                                       context: EnvelopeContext, algorithm: any EnvelopeAlgorithm,
+                                       _ body: (_ box: RawSpan) throws -> [UInt8]) throws -> [UInt8]? {
         let capacity = max(1, plaintextCapacity)
         let boxCapacity = algorithm.boxByteCount(plaintextByteCount: capacity)
-        return try withUnsafeTemporaryAllocation(byteCount: capacity + boxCapacity, alignment: 16) { scratch -> R? in
+        return try withUnsafeTemporaryAllocation(byteCount: capacity + boxCapacity, alignment: 16) { scratch -> [UInt8]? in
             // Safe: `scratch` is capacity + boxCapacity bytes (both ranges below lie inside it)
             // and lives until this closure returns; the sink and the box do not leave it (the
             // box reaches `body` as a span confined to that call). A non-empty allocation has a
@@ -52,10 +54,10 @@ extension WireFormat {
     /// Seals `plaintext` (already padded) through ``seal(_:key:context:algorithm:into:)`` into a
     /// temporary buffer and hands `body` the box (valid only inside it): the sender's path for
     /// a plaintext built in a growable array.
-    /// - Returns: `body`'s result.
+    /// - Returns: the payload `body` returns.
     /// - Throws: as ``seal(_:key:context:algorithm:into:)``; what `body` throws.
-    public static func seal<R>(_ plaintext: [UInt8], key: SecretBytes, context: EnvelopeContext, algorithm: any EnvelopeAlgorithm,
-                               _ body: (_ box: RawSpan) throws -> R) throws -> R {
+    public static func seal(_ plaintext: [UInt8], key: SecretBytes, context: EnvelopeContext, algorithm: any EnvelopeAlgorithm,
+                            _ body: (_ box: RawSpan) throws -> [UInt8]) throws -> [UInt8] {
         try plaintext.withUnsafeBytes { p in
             try withUnsafeTemporaryAllocation(byteCount: algorithm.boxByteCount(plaintextByteCount: p.count), alignment: 16) { box in
                 let written = try seal(p, key: key, context: context, algorithm: algorithm, into: box)
