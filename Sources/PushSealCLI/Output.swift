@@ -15,19 +15,17 @@ import PushSealSystem
 public enum Output {
     /// Writes `text` to standard output (data only); skipped once a write to it has failed.
     public static func stdout(_ text: String) {
-        var t = text
-        t.withUTF8 { writeStandardOutput(UnsafeRawBufferPointer($0)) }
+        writeStandardOutput { try $0.writeAll(text) }
     }
 
     /// Writes `text` to standard error (diagnostics).
     public static func stderr(_ text: String) {
-        var t = text
-        t.withUTF8 { _ = writeAll(UnsafeRawBufferPointer($0), to: .standardError) }
+        _ = write(to: .standardError) { try $0.writeAll(text) }
     }
 
     /// Writes raw bytes to standard output; skipped once a write to it has failed.
     public static func stdout(bytes: [UInt8]) {
-        bytes.withUnsafeBytes { writeStandardOutput($0) }
+        writeStandardOutput { try $0.writeAll(bytes) }
     }
 
     /// Writes raw bytes to standard output, for a command that must stop at the first failed
@@ -46,19 +44,20 @@ public enum Output {
     /// The first failed stdout write, shared by every thread that prints.
     private static let standardOutput = Locked<Int32?>(nil)
 
-    private static func writeStandardOutput(_ buffer: UnsafeRawBufferPointer) {
+    /// Runs `writeAll` on standard output unless a write to it has failed before.
+    private static func writeStandardOutput(_ writeAll: (FileDescriptor) throws -> Void) {
         // Holding the lock for the write also keeps two threads' lines whole.
         standardOutput.withLock { failure in
             guard failure == nil else { return }
-            failure = writeAll(buffer, to: .standardOutput)
+            failure = write(to: .standardOutput, writeAll)
         }
     }
 
-    /// Writes all of `buffer` to `file` (``FileDescriptor/writeAll(_:)-(UnsafeRawBufferPointer)``).
+    /// Runs `writeAll` (one of `FileDescriptor`'s `writeAll` entries) on `file`.
     /// - Returns: `nil` on success, else the `errno` of the failed write.
-    private static func writeAll(_ buffer: UnsafeRawBufferPointer, to file: FileDescriptor) -> Int32? {
+    private static func write(to file: FileDescriptor, _ writeAll: (FileDescriptor) throws -> Void) -> Int32? {
         do {
-            try file.writeAll(buffer)
+            try writeAll(file)
             return nil
         } catch let e as SystemError {
             return e.errno

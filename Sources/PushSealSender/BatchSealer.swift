@@ -86,10 +86,8 @@ public struct BatchSealer: Sendable {
 
     /// Seals `lines` in parallel and returns their output lines in order.
     public func seal(_ lines: [Line]) -> Chunk {
-        let results = UnsafeMutableBufferPointer<(bytes: [UInt8], failureCode: String?)>.allocate(capacity: lines.count)
-        results.initialize(repeating: ([], nil))
-        defer { results.deinitialize(); results.deallocate() }
-        let slots = ResultSlots(buffer: results)
+        var results: [LineResult] = []
+        results.reserveCapacity(lines.count)
         var runStart = 0
         while runStart < lines.count {
             let runEnd = min(runStart + Self.revalidationLineCount, lines.count)
@@ -104,17 +102,24 @@ public struct BatchSealer: Sendable {
             let count = runEnd - runStart
             let tasks = (count + Self.linesPerTask - 1) / Self.linesPerTask
             if concurrency == 1 || tasks == 1 {
-                for i in runStart..<runEnd { slots.buffer[i] = sealLineReportingCode(lines[i], tokens: tokens) }
+                for i in runStart..<runEnd { results.append(sealLineReportingCode(lines[i], tokens: tokens)) }
             } else {
+                // Each task seals its lines into its own array and hands it over under the lock
+                // once (one lock per linesPerTask lines); the run's results are then taken in order.
                 let base = runStart
                 let next = Locked(0)
+                let done = Locked([[LineResult]](repeating: [], count: tasks))
                 DispatchQueue.concurrentPerform(iterations: min(concurrency, tasks)) { _ in
                     while let t = next.takeIndex(below: tasks) {
                         let start = base + t * Self.linesPerTask
                         let end = min(start + Self.linesPerTask, runEnd)
-                        for i in start..<end { slots.buffer[i] = sealLineReportingCode(lines[i], tokens: tokens) }
+                        var sealed: [LineResult] = []
+                        sealed.reserveCapacity(end - start)
+                        for i in start..<end { sealed.append(sealLineReportingCode(lines[i], tokens: tokens)) }
+                        done.withLock { $0[t] = sealed }
                     }
                 }
+                done.withLock { for taskResults in $0 { results.append(contentsOf: taskResults) } }
             }
             runStart = runEnd
         }
@@ -367,12 +372,8 @@ public struct BatchSealer: Sendable {
     }
 }
 
-/// The per-line result buffer shared by the workers of one chunk.
-/// `@unchecked Sendable` is safe: each worker writes only its own disjoint index range, and the
-/// buffer is read only after `concurrentPerform` has returned (which joins every worker).
-struct ResultSlots: @unchecked Sendable {
-    let buffer: UnsafeMutableBufferPointer<(bytes: [UInt8], failureCode: String?)>
-}
+/// One line's output bytes and, for a failed line, its error code.
+typealias LineResult = (bytes: [UInt8], failureCode: String?)
 
 /// An error a key provider throws that maps onto a ``SenderError`` for reporting.
 public protocol SenderErrorConvertible: Error {

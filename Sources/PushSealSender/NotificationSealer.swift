@@ -195,28 +195,15 @@ public struct NotificationSealer: Sendable {
             throw SenderError(.sealFailed, "could not seal: \(e.code)")
         }
         let tail = PayloadTail(algorithmName: algorithm.name, headerFieldNames: algorithm.headerFieldNames)
-        let tailByteCount = tail.count(context)
+        let tailByteCount = tail.byteCount(context)
         let fixedByteCount = prefix.count + tailByteCount
         func size(_ plaintextByteCount: Int) -> Int {
             fixedByteCount + WireBase64.encodedByteCount(algorithm.boxByteCount(plaintextByteCount: plaintextByteCount))
         }
-        // Seals through the one seal entry point into `boxBuffer` (room for the box) and
-        // base64-encodes straight from it into the payload (no box array).
-        func sealPayload(_ plaintext: UnsafeRawBufferPointer, into boxBuffer: UnsafeMutableRawBufferPointer) throws -> [UInt8] {
-            do {
-                let written = try WireFormat.seal(plaintext, key: sealingKey.key, context: context, algorithm: algorithm, into: boxBuffer)
-                return Self.payload(prefix: prefix, box: UnsafeRawBufferPointer(rebasing: boxBuffer[0..<written]), tail: tail,
-                                    tailByteCount: tailByteCount, context: context)
-            } catch let e as CryptoError {
-                throw SenderError(.sealFailed, "could not seal: \(e.code)")
-            } catch let e as FormatError {
-                throw SenderError(e.code == .invalidKey ? .keyUnavailable : .sealFailed, "could not seal: \(e.reason)")
-            }
-        }
-        func sealPayload(_ plaintext: UnsafeRawBufferPointer) throws -> [UInt8] {
-            try withUnsafeTemporaryAllocation(byteCount: algorithm.boxByteCount(plaintextByteCount: plaintext.count), alignment: 16) {
-                try sealPayload(plaintext, into: $0)
-            }
+        // The wire module seals into a temporary buffer and hands over the box, which is
+        // base64-encoded straight from there into the payload (no box array).
+        func assemble(_ box: RawSpan) -> [UInt8] {
+            Self.payload(prefix: prefix, box: box, tail: tail, tailByteCount: tailByteCount, context: context)
         }
         // The common case with one temporary buffer: the plaintext, padded, and its box side by
         // side; of 1 KiB (on the stack) when the estimate fits, else sized by the estimate (at
@@ -225,10 +212,13 @@ public struct NotificationSealer: Sendable {
         let estimate = n.estimatedByteCount()
         let plaintextCapacity = estimate <= Self.smallPlaintextByteCount ? Self.smallPlaintextByteCount
             : min(SealOptions.maxPayloadByteCount, (estimate + 63) & ~63)
-        let boxCapacity = algorithm.boxByteCount(plaintextByteCount: plaintextCapacity)
-        let quick = try withUnsafePointer(to: &n) { notification in
-            try Self.quickPayload(notification, plaintextCapacity: plaintextCapacity, boxByteCount: boxCapacity,
-                                  padding: options.padding, size: size, seal: sealPayload)
+        let quick: [UInt8]?
+        do {
+            quick = try WireFormat.sealInTemporary(n, plaintextCapacity: plaintextCapacity, padding: options.padding,
+                                                   fits: { size($0) <= SealOptions.maxPayloadByteCount },
+                                                   key: sealingKey.key, context: context, algorithm: algorithm, assemble)
+        } catch {
+            throw Self.senderError(error)
         }
         var changes: [FitChange] = []
         let payload: [UInt8]
@@ -239,7 +229,11 @@ public struct NotificationSealer: Sendable {
             var fitted = try fittedPlaintext(&plain, n, clear: clear, size: size)
             defer { SecretBytes.wipe(&fitted.0) }
             changes = fitted.1
-            payload = try fitted.0.withUnsafeBytes { try sealPayload($0) }
+            do {
+                payload = try WireFormat.seal(fitted.0, key: sealingKey.key, context: context, algorithm: algorithm, assemble)
+            } catch {
+                throw Self.senderError(error)
+            }
         }
         // A retract: `background`, priority 5 (APNs refuses 10 for a background push).
         let headers = APNsHeaders(pushType: isRetract ? "background" : "alert", topic: appID, priority: isRetract ? 5 : options.priority,
@@ -252,30 +246,6 @@ public struct NotificationSealer: Sendable {
     /// (`withUnsafeTemporaryAllocation`; a larger one is a heap allocation).
     static let smallPlaintextByteCount = 480
 
-    /// The payload of `n` sealed with one temporary buffer of `plaintextCapacity` +
-    /// `boxByteCount` bytes: `n` encoded and padded into the first part, `seal` given it and
-    /// the second part; `nil` when the plaintext does not fit the buffer or, padded, the
-    /// payload (`size` gives the payload's byte count for a plaintext's): the caller's slow path.
-    /// `n` comes by pointer: a closure that captures a notification copies it (every member
-    /// retained and released again).
-    private static func quickPayload(_ n: UnsafePointer<Notification>, plaintextCapacity: Int, boxByteCount: Int, padding: Bool, size: (Int) -> Int,
-                                     seal: (UnsafeRawBufferPointer, UnsafeMutableRawBufferPointer) throws -> [UInt8]) throws -> [UInt8]? {
-        try withUnsafeTemporaryAllocation(byteCount: plaintextCapacity + boxByteCount, alignment: 16) { scratch -> [UInt8]? in
-            guard let sink = BoundedByteSink(UnsafeMutableRawBufferPointer(rebasing: scratch[0..<plaintextCapacity])) else { return nil }
-            var e = PlaintextEncoder(into: sink)
-            // The plaintext does not outlive the seal in this buffer (the stack, or the heap for
-            // a large notification), whether it sealed, threw or did not fit.
-            defer { SecretBytes.wipe(UnsafeMutableRawBufferPointer(mutating: e.sink.written)) }
-            try encode(n, &e)
-            guard !e.sink.overflowed else { return nil }
-            let padded = padding ? Padme.paddedLength(e.sink.count) : e.sink.count
-            guard size(padded) <= SealOptions.maxPayloadByteCount else { return nil }
-            e.sink.appendSpaces(padded - e.sink.count)
-            guard !e.sink.overflowed else { return nil }
-            return try seal(e.sink.written, UnsafeMutableRawBufferPointer(rebasing: scratch[plaintextCapacity...]))
-        }
-    }
-
     /// A fresh notification id: ``SealOptions/generatedIDByteCount`` random bytes as unpadded
     /// base64url (22 characters).
     static func generatedID() -> String {
@@ -287,69 +257,57 @@ public struct NotificationSealer: Sendable {
 
     /// The payload after the base64 box: `","key_id":"<keyID>","enc_alg":"<name>"`, then
     /// `,"<field>":"<value>"` for each of the algorithm's header fields, then `"}`. Names and
-    /// values need no escaping (the registry and the seal entry point check their characters).
-    /// The key id and header values are read from the seal's context where they lie (not
-    /// copied into the tail: each copy of a string is a retain and a release).
+    /// values need no escaping (the registry and the seal entry point check their characters),
+    /// so the encoder writes them as they are. The key id and header values are read from the
+    /// seal's context where they lie (not copied into the tail: each copy of a string is a
+    /// retain and a release).
     struct PayloadTail {
         let algorithmName: String
         let headerFieldNames: [String]
 
-        /// The tail's byte count for `context`.
-        func count(_ context: borrowing EnvelopeContext) -> Int {
-            var n = 12 + context.keyID.utf8.count + 13 + algorithmName.utf8.count + 2
-            for (name, value) in zip(headerFieldNames, context.headerValues) { n += 6 + name.utf8.count + value.utf8.count }
-            return n
+        /// The tail's byte count for `context`, counted by writing it.
+        func byteCount(_ context: borrowing EnvelopeContext) -> Int {
+            var counter = PlaintextEncoder(into: ByteCounter())
+            write(context, to: &counter)
+            return counter.sink.count
         }
 
-        /// Writes the tail for `context` at `out` (room for ``count(_:)`` bytes) and returns the
-        /// bytes written.
-        func write(_ context: borrowing EnvelopeContext, to out: UnsafeMutableRawPointer) -> Int {
-            var at = Self.put("\",\"key_id\":\"", out, 0)
-            at = Self.put(context.keyID, out, at)
-            at = Self.put("\",\"enc_alg\":\"", out, at)
-            at = Self.put(algorithmName, out, at)
+        /// Writes the tail for `context` through `e`.
+        func write<S: ByteSink>(_ context: borrowing EnvelopeContext, to e: inout PlaintextEncoder<S>) {
+            e.raw("\",\"key_id\":\"")
+            e.verbatim(context.keyID)
+            e.raw("\",\"enc_alg\":\"")
+            e.verbatim(algorithmName)
             for (name, value) in zip(headerFieldNames, context.headerValues) {
-                at = Self.put("\",\"", out, at)
-                at = Self.put(name, out, at)
-                at = Self.put("\":\"", out, at)
-                at = Self.put(value, out, at)
+                e.raw("\",\"")
+                e.verbatim(name)
+                e.raw("\":\"")
+                e.verbatim(value)
             }
-            return Self.put("\"}", out, at)
-        }
-
-        // Plain static functions with the offset passed through (not nested functions that
-        // capture it, which cost a dynamic exclusivity check per call).
-        private static func put(_ s: StaticString, _ out: UnsafeMutableRawPointer, _ at: Int) -> Int {
-            Memory.copy(out + at, from: s.utf8Start, count: s.utf8CodeUnitCount)
-            return at + s.utf8CodeUnitCount
-        }
-
-        private static func put(_ s: String, _ out: UnsafeMutableRawPointer, _ at: Int) -> Int {
-            s.withContiguousUTF8 { u in
-                if let b = u.baseAddress { (out + at).copyMemory(from: b, byteCount: u.count) }
-                return at + u.count
-            }
+            e.raw("\"}")
         }
     }
 
     /// `prefix` ‖ base64(`box`) ‖ `tail` (of `tailByteCount` bytes for `context`), written into
     /// one allocation of exactly the payload's size.
-    static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, tail: PayloadTail, tailByteCount: Int,
+    static func payload(prefix: [UInt8], box: RawSpan, tail: PayloadTail, tailByteCount: Int,
                         context: borrowing EnvelopeContext) -> [UInt8] {
-        let encoded = WireBase64.encodedByteCount(box.count)
-        let total = prefix.count + encoded + tailByteCount
-        // Every byte is written below (prefix, base64, tail), so no zero fill first.
-        return [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
-            guard let o = UnsafeMutableRawPointer(out.baseAddress) else { return }
-            var at = 0
-            prefix.withUnsafeBytes { p in
-                if let b = p.baseAddress { o.copyMemory(from: b, byteCount: p.count) }
-                at += p.count
-            }
-            WireBase64.encode(box, into: o + at)
-            at += encoded
-            at += tail.write(context, to: o + at)
-            initialized = at
+        PlaintextEncoder.bytes(exactly: prefix.count + WireBase64.encodedByteCount(box.byteCount) + tailByteCount) { e in
+            e.verbatim(prefix)
+            e.sink.appendBase64(box)
+            tail.write(context, to: &e)
+        }
+    }
+
+    /// The sender's error for what the wire module's seal entries throw: the encoder's
+    /// `nonFiniteNumber` (a NaN in `data` built in code, refused earlier by validation) is
+    /// `.invalidNotification`, a wrong key `.keyUnavailable`, any other failure `.sealFailed`.
+    private static func senderError(_ error: any Error) -> any Error {
+        switch error {
+        case let e as FormatError where e.code == .nonFiniteNumber: SenderError(.invalidNotification, e.reason)
+        case let e as FormatError: SenderError(e.code == .invalidKey ? .keyUnavailable : .sealFailed, "could not seal: \(e.reason)")
+        case let e as CryptoError: SenderError(.sealFailed, "could not seal: \(e.code)")
+        default: error
         }
     }
 
@@ -412,23 +370,16 @@ public struct NotificationSealer: Sendable {
         return (best, changes)
     }
 
-    /// Encodes `n` with the wire module's encoder; `nonFiniteNumber` (a NaN in `data` built in
-    /// code, refused earlier by validation) becomes `.invalidNotification`.
-    /// The notification at `n` (a pointer: the quick path holds it in a closure, where passing
-    /// the value would copy it; no closure around the call either).
-    private static func encode<S: ByteSink>(_ n: UnsafePointer<Notification>, _ e: inout PlaintextEncoder<S>) throws {
+    /// `n`'s plaintext in a growable array (no padding); `nonFiniteNumber` (a NaN in `data`
+    /// built in code, refused earlier by validation) becomes `.invalidNotification`.
+    private static func encoded(_ n: borrowing Notification) throws -> [UInt8] {
+        var e = PlaintextEncoder(into: [UInt8]())
+        e.sink.reserveCapacity(3072)
         do {
-            try e.encode(pointer: n)
+            try e.encode(n)
         } catch let error as FormatError {
             throw SenderError(.invalidNotification, error.reason)
         }
-    }
-
-    /// `n`'s plaintext in a growable array (no padding).
-    private static func encoded(_ n: Notification) throws -> [UInt8] {
-        var e = PlaintextEncoder(into: [UInt8]())
-        e.sink.reserveCapacity(3072)
-        try withUnsafePointer(to: n) { try encode($0, &e) }
         return e.sink
     }
 }

@@ -48,8 +48,8 @@ public struct SealRequest: Sendable, Equatable {
     /// - Returns: `false` for another key, a repeated `ttl` or a value that is not a
     ///   non-negative integer (the tree decoder then gives the precise error).
     /// - Throws: the scanner's errors.
-    static func scanTTL(_ key: UnsafeRawBufferPointer, _ s: inout JSONReader.Scanner, into ttl: inout Int64?) throws -> Bool {
-        guard ttl == nil, key.elementsEqual("ttl".utf8), try s.peekKind() == .number,
+    static func scanTTL(_ key: String, _ s: inout JSONReader.Scanner, into ttl: inout Int64?) throws -> Bool {
+        guard ttl == nil, key == "ttl", try s.peekKind() == .number,
               case .integer(let t) = try s.readNumber(), t >= 0 else { return false }
         ttl = t
         return true

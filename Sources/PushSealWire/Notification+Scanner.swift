@@ -8,9 +8,9 @@ import PushSealSystem
 // tree decoder by a differential test (PushSealWireTests/ScannerDifferentialTests).
 extension Notification {
     /// Reads a member the caller accepts beside the plaintext's own (the sender's `ttl`): given
-    /// the member's key (UTF-8 bytes, no escapes) and the scanner at its value, it reads the
-    /// value and returns `true`, or returns `false` (or throws) to take the tree decoder.
-    public typealias ScannedOtherMember = (_ key: UnsafeRawBufferPointer, _ scanner: inout JSONReader.Scanner) throws -> Bool
+    /// the member's key (it had no escapes) and the scanner at its value, it reads the value and
+    /// returns `true`, or returns `false` (or throws) to take the tree decoder.
+    public typealias ScannedOtherMember = (_ key: String, _ scanner: inout JSONReader.Scanner) throws -> Bool
 
     /// Scans the notification object at the scanner's position by the rules of
     /// ``init(sendingJSON:extraMemberNames:extraMember:checkingTimes:)``, into the caller's value
@@ -63,7 +63,7 @@ extension Notification {
         while let key = try s.nextKey() {
             guard !key.hasEscapes else { return false }
             guard let member = NotificationMember.named(s.rawBytes(key)) else {
-                guard try otherMember(s.rawBytes(key), &s) else { return false }
+                guard try otherMember(s.string(key), &s) else { return false }
                 continue
             }
             let bit = UInt32(1) << UInt32(member.bitIndex)

@@ -367,9 +367,10 @@ enum NotificationText: Sendable {
         case .string(let s):
             return Notification.isVisible(s)
         case .span(let start, let end, _, _):
+            precondition(start >= 0 && start <= end && end <= source.count, "a notification text span lies outside its source")
             let verdict = source.withUnsafeBytes { b -> Notification.ASCIIVisibility in
-                guard start >= 0, start <= end, end <= b.count else { return .undecided }
-                return Notification.asciiVisibility(UnsafeRawBufferPointer(rebasing: b[start..<end]))
+                // Safe: start..<end is inside `b` (checked just above), borrowed for this call.
+                Notification.asciiVisibility(UnsafeRawBufferPointer(rebasing: b[start..<end]))
             }
             switch verdict {
             case .visible: return true
@@ -382,16 +383,31 @@ enum NotificationText: Sendable {
     /// The decoded string (`source` is the notification's).
     @usableFromInline func string(in source: [UInt8]) -> String {
         switch self {
+        case .string(let s): s
+        // Safe: the bytes are borrowed for the call and only read.
+        case .span: source.withUnsafeBytes { string(in: $0) }
+        }
+    }
+
+    /// The decoded string (`source`: the bytes of the notification's `source`).
+    @usableFromInline func string(in source: UnsafeRawBufferPointer) -> String {
+        switch self {
         case .string(let s):
             return s
         case .span(let start, let end, let hasEscapes, _):
-            return source.withUnsafeBufferPointer { b -> String in
-                guard let base = b.baseAddress, start >= 1, start <= end, end < b.count else { return "" }
-                if !hasEscapes { return String(decoding: UnsafeBufferPointer(start: base + start, count: end - start), as: UTF8.self) }
-                // Scanned and validated before, so reading it again (from its opening quote) cannot fail.
-                guard let decoded = JSONReader.decodeString(in: b, openingQuoteAt: start - 1) else { return "" }
-                return String(decoding: decoded, as: UTF8.self)
+            // A span lies between the quotes of a JSON string the scanner read from `source`
+            // (so 1 <= start <= end < count), and `source` is set with its spans and never
+            // changed alone. One outside is a broken invariant, not an input: trap rather than
+            // read as "".
+            precondition(start >= 1 && start <= end && end < source.count, "a notification text span lies outside its source")
+            let bytes = source.assumingMemoryBound(to: UInt8.self)
+            // Safe: start..<end is inside `source` (checked just above), borrowed for this call.
+            if !hasEscapes { return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self) }
+            // Scanned and validated before, so reading it again (from its opening quote) cannot fail.
+            guard let decoded = JSONReader.decodeString(in: bytes, openingQuoteAt: start - 1) else {
+                preconditionFailure("a scanned notification text no longer decodes")
             }
+            return String(decoding: decoded, as: UTF8.self)
         }
     }
 }
@@ -510,6 +526,7 @@ public struct MediaDescriptor: Sendable, Equatable {
         o["url"] = .string(url)
         if let type { o["type"] = .string(type) }
         if let sha256 { o["sha256"] = .string(Hex.encode(sha256)) }
+        // Safe: the key's bytes are read inside the closure only (constant-time encoder).
         if let key { o["key"] = .string(key.withUnsafeBytes { WireBase64.encodeSecret($0) }) }
         return .object(o)
     }

@@ -107,10 +107,11 @@ final class OutputBuffer {
     }
 
     func seal(_ plaintext: [UInt8], to recipient: X25519.PublicKey, info: [UInt8], sender: X25519.PrivateKey?) throws {
+        let noAAD: [UInt8] = []
         _ = try plaintext.withUnsafeBytes { p in
             try info.withUnsafeBytes { i in
-                try bytes.withUnsafeMutableBytes { o in
-                    try HPKE.seal(p, to: recipient, info: i, authenticating: UnsafeRawBufferPointer(start: nil, count: 0), sender: sender, psk: nil, into: o)
+                try noAAD.withUnsafeBytes { a in
+                    try bytes.withUnsafeMutableBytes { o in try HPKE.seal(p, to: recipient, info: i, authenticating: a, sender: sender, psk: nil, into: o) }
                 }
             }
         }

@@ -58,9 +58,7 @@ private func feed(_ file: FileDescriptor, line: [UInt8], count: Int) {
     var remaining = count
     while remaining > 0 {
         let n = min(remaining, perBlock)
-        let ok = block.withUnsafeBytes { raw in
-            (try? file.writeAll(UnsafeRawBufferPointer(rebasing: raw[0 ..< n * line.count]))) != nil
-        }
+        let ok = (try? file.writeAll(n == perBlock ? block : Array(block[0 ..< n * line.count]))) != nil
         if !ok { return }
         remaining -= n
     }

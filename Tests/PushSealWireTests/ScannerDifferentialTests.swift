@@ -182,8 +182,8 @@ import Testing
 
 extension Notification {
     /// The sender's `ttl` as the scanner's other member (as `SealRequest` reads it).
-    static func testTTL(_ key: UnsafeRawBufferPointer, _ s: inout JSONReader.Scanner, _ ttl: inout Int64?) throws -> Bool {
-        guard ttl == nil, key.elementsEqual("ttl".utf8), try s.peekKind() == .number,
+    static func testTTL(_ key: String, _ s: inout JSONReader.Scanner, _ ttl: inout Int64?) throws -> Bool {
+        guard ttl == nil, key == "ttl", try s.peekKind() == .number,
               case .integer(let t) = try s.readNumber(), t >= 0 else { return false }
         ttl = t
         return true
