@@ -286,49 +286,35 @@ public struct NotificationSealer: Sendable {
     }
 
     /// The payload after the base64 box: `","key_id":"<keyID>","enc_alg":"<name>"`, then
-    /// `,"<field>":"<value>"` for each of the algorithm's header fields, then `"}`. Names and
-    /// values need no escaping (the registry and the seal entry point check their characters).
-    /// The key id and header values are read from the seal's context where they lie (not
-    /// copied into the tail: each copy of a string is a retain and a release).
+    /// `,"<field>":"<value>"` for each of the algorithm's header fields, then `"}` — written
+    /// through the JSON writer, and counted by writing it into a ``ByteCounter``. The key id
+    /// and header values are read from the seal's context where they lie (not copied into the
+    /// tail: each copy of a string is a retain and a release).
     struct PayloadTail {
         let algorithmName: String
         let headerFieldNames: [String]
 
         /// The tail's byte count for `context`.
         func count(_ context: borrowing EnvelopeContext) -> Int {
-            var n = 12 + context.keyID.utf8.count + 13 + algorithmName.utf8.count + 2
-            for (name, value) in zip(headerFieldNames, context.headerValues) { n += 6 + name.utf8.count + value.utf8.count }
-            return n
+            var counter = JSONSinkWriter(into: ByteCounter())
+            write(context, to: &counter)
+            return counter.sink.count
         }
 
-        /// Writes the tail for `context` at `out` (room for ``count(_:)`` bytes) and returns the
-        /// bytes written.
-        func write(_ context: borrowing EnvelopeContext, to out: UnsafeMutableRawPointer) -> Int {
-            var at = Self.put("\",\"key_id\":\"", out, 0)
-            at = Self.put(context.keyID, out, at)
-            at = Self.put("\",\"enc_alg\":\"", out, at)
-            at = Self.put(algorithmName, out, at)
+        /// Writes the tail for `context`: the clear part left the box's string open after
+        /// `"encrypted_data":"`, so the tail closes it and continues the payload object.
+        func write<S: ByteSink>(_ context: borrowing EnvelopeContext, to w: inout JSONSinkWriter<S>) {
+            w.raw("\"")
+            w.continueAfterValue()
+            w.key(static: "key_id")
+            w.string(context.keyID)
+            w.key(static: "enc_alg")
+            w.string(algorithmName)
             for (name, value) in zip(headerFieldNames, context.headerValues) {
-                at = Self.put("\",\"", out, at)
-                at = Self.put(name, out, at)
-                at = Self.put("\":\"", out, at)
-                at = Self.put(value, out, at)
+                w.key(name)
+                w.string(value)
             }
-            return Self.put("\"}", out, at)
-        }
-
-        // Plain static functions with the offset passed through (not nested functions that
-        // capture it, which cost a dynamic exclusivity check per call).
-        private static func put(_ s: StaticString, _ out: UnsafeMutableRawPointer, _ at: Int) -> Int {
-            Memory.copy(out + at, from: s.utf8Start, count: s.utf8CodeUnitCount)
-            return at + s.utf8CodeUnitCount
-        }
-
-        private static func put(_ s: String, _ out: UnsafeMutableRawPointer, _ at: Int) -> Int {
-            s.withContiguousUTF8 { u in
-                if let b = u.baseAddress { (out + at).copyMemory(from: b, byteCount: u.count) }
-                return at + u.count
-            }
+            w.endObject()
         }
     }
 
@@ -336,21 +322,11 @@ public struct NotificationSealer: Sendable {
     /// one allocation of exactly the payload's size.
     static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, tail: PayloadTail, tailByteCount: Int,
                         context: borrowing EnvelopeContext) -> [UInt8] {
-        let encoded = WireBase64.encodedByteCount(box.count)
-        let total = prefix.count + encoded + tailByteCount
-        // Every byte is written below (prefix, base64, tail), so no zero fill first.
-        return [UInt8](unsafeUninitializedCapacity: total) { out, initialized in
-            guard let o = UnsafeMutableRawPointer(out.baseAddress) else { return }
-            var at = 0
-            prefix.withUnsafeBytes { p in
-                if let b = p.baseAddress { o.copyMemory(from: b, byteCount: p.count) }
-                at += p.count
-            }
-            WireBase64.encode(box, into: o + at)
-            at += encoded
-            at += tail.write(context, to: o + at)
-            initialized = at
-        }
+        var w = JSONWriter(reservingCapacity: prefix.count + WireBase64.encodedByteCount(box.count) + tailByteCount)
+        w.bytes.append(contentsOf: prefix)
+        WireBase64.encode(box, appendingTo: &w.bytes)
+        tail.write(context, to: &w)
+        return w.bytes
     }
 
     /// The plaintext bytes to seal (`written`, padded), or fitted down the ladder when asked.

@@ -1,26 +1,30 @@
 public import PushSealJSON
-import PushSealSystem
 public import PushSealCrypto
-internal import CPushSealSIMD
 
 /// The one writer of the plaintext layout (FORMAT.md §5): compact UTF-8 JSON, members in
-/// ``NotificationMember`` order (the table's), absent ones and `kind` `display` omitted;
-/// minimal escapes (`"`, `\`, control characters below U+0020 only; never `\/`; every other
-/// scalar as raw UTF-8); integers in decimal; doubles in Swift's shortest round-trip form.
+/// ``NotificationMember`` order (the table's), absent ones and `kind` `display` omitted. It
+/// states the layout only: every byte goes through PushSealJSON's ``JSONSinkWriter`` (minimal
+/// escapes — `"`, `\`, control characters below U+0020 only; never `\/`; every other scalar as
+/// raw UTF-8; integers in decimal; doubles in Swift's shortest round-trip form).
 ///
 /// Generic over its ``ByteSink``: `[UInt8]` for ``Notification/encoded(padding:)``, a
-/// ``BoundedByteSink`` for the sender's stack buffer. The sender's clear `aps` part is written
-/// with the same primitives (``string(_:)``, ``integer(_:)``, ``number(_:)``).
+/// ``BoundedByteSink`` for the sender's stack buffer.
 public struct PlaintextEncoder<Sink: ByteSink> {
+    /// The writer; its sink holds the bytes.
+    public var writer: JSONSinkWriter<Sink>
+
     /// Where the bytes go.
-    public var sink: Sink
+    @inlinable public var sink: Sink {
+        get { writer.sink }
+        _modify { yield &writer.sink }
+    }
 
     // Every method is @inlinable so a client module gets a version specialized for its sink
     // (an unspecialized generic call per byte costs more than the AES-GCM seal itself).
 
     /// An encoder writing into `sink`.
     @inlinable public init(into sink: Sink) {
-        self.sink = sink
+        writer = JSONSinkWriter(into: sink)
     }
 
     /// Writes `notification`'s plaintext object (no padding).
@@ -36,231 +40,76 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     @inlinable public mutating func encode(pointer p: UnsafePointer<Notification>) throws {
         // The scanned source is borrowed once for the text members (passing the array to each
         // retained and released it every time).
-        try p.pointee.source.withUnsafeBytes { source in try encodeMembers(p, source: source) }
+        do {
+            try p.pointee.source.withUnsafeBytes { source in try encodeMembers(p, source: source) }
+        } catch let e as JSONError {
+            throw FormatError(.nonFiniteNumber, e.reason)
+        }
     }
 
     /// The members of ``encode(pointer:)``; `source` is the notification's `source` bytes.
     @inlinable mutating func encodeMembers(_ p: UnsafePointer<Notification>, source: UnsafeRawBufferPointer) throws {
-        sink.append(UInt8(ascii: "{"))
-        var first = true
+        writer.beginObject()
         for m in NotificationMember.allCases {
             switch m {  // schema-switch: encoder
-            case .title: if let t = p.pointee.titleText { member(",\"title\":", first: &first); text(t, in: source, of: p) }
-            case .subtitle: if let t = p.pointee.subtitleText { member(",\"subtitle\":", first: &first); text(t, in: source, of: p) }
-            case .body: if let t = p.pointee.bodyText { member(",\"body\":", first: &first); text(t, in: source, of: p) }
+            case .title: if let t = p.pointee.titleText { writer.key(static: "title"); text(t, in: source, of: p) }
+            case .subtitle: if let t = p.pointee.subtitleText { writer.key(static: "subtitle"); text(t, in: source, of: p) }
+            case .body: if let t = p.pointee.bodyText { writer.key(static: "body"); text(t, in: source, of: p) }
             case .media:
                 if let m = p.pointee.media {
-                    member(",\"media\":", first: &first)
-                    raw("{\"url\":")
-                    string(m.url)
-                    if let t = m.type { raw(",\"type\":"); string(t) }
-                    if let h = m.sha256Hex { raw(",\"sha256\":"); string(h) }
-                    if let k = m.key { raw(",\"key\":"); string(k.withUnsafeBytes { WireBase64.encodeSecret($0) }) }
-                    sink.append(UInt8(ascii: "}"))
+                    writer.key(static: "media")
+                    writer.beginObject()
+                    writer.key(static: "url"); writer.string(m.url)
+                    if let t = m.type { writer.key(static: "type"); writer.string(t) }
+                    if let h = m.sha256Hex { writer.key(static: "sha256"); writer.string(h) }
+                    if let k = m.key { writer.key(static: "key"); writer.string(k.withUnsafeBytes { WireBase64.encodeSecret($0) }) }
+                    writer.endObject()
                 }
             case .localizations:
                 if !p.pointee.localizations.isEmpty {
-                    member(",\"localizations\":", first: &first)
-                    sink.append(UInt8(ascii: "{"))
-                    for (i, l) in p.pointee.localizations.enumerated() {
-                        if i > 0 { sink.append(UInt8(ascii: ",")) }
-                        string(l.locale)
-                        sink.append(UInt8(ascii: ":"))
-                        sink.append(UInt8(ascii: "{"))
-                        var firstText = true
-                        if let v = l.content.title { member(",\"title\":", first: &firstText); string(v) }
-                        if let v = l.content.subtitle { member(",\"subtitle\":", first: &firstText); string(v) }
-                        if let v = l.content.body { member(",\"body\":", first: &firstText); string(v) }
-                        sink.append(UInt8(ascii: "}"))
+                    writer.key(static: "localizations")
+                    writer.beginObject()
+                    for l in p.pointee.localizations {
+                        writer.key(l.locale)
+                        writer.beginObject()
+                        if let v = l.content.title { writer.key(static: "title"); writer.string(v) }
+                        if let v = l.content.subtitle { writer.key(static: "subtitle"); writer.string(v) }
+                        if let v = l.content.body { writer.key(static: "body"); writer.string(v) }
+                        writer.endObject()
                     }
-                    sink.append(UInt8(ascii: "}"))
+                    writer.endObject()
                 }
-            case .data: if let d = p.pointee.data { member(",\"data\":", first: &first); try object(d) }
-            case .aps: if let a = p.pointee.aps, case .object(let o) = a.jsonValue() { member(",\"aps\":", first: &first); try object(o) }
-            case .iat: if let t = p.pointee.iat { member(",\"iat\":", first: &first); integer(t) }
-            case .exp: if let t = p.pointee.exp { member(",\"exp\":", first: &first); integer(t) }
-            case .id: if let t = p.pointee.idText { member(",\"id\":", first: &first); text(t, in: source, of: p) }
+            case .data: if let d = p.pointee.data { writer.key(static: "data"); try writer.write(d) }
+            case .aps: if let a = p.pointee.aps, case .object(let o) = a.jsonValue() { writer.key(static: "aps"); try writer.write(o) }
+            case .iat: if let t = p.pointee.iat { writer.key(static: "iat"); writer.integer(t) }
+            case .exp: if let t = p.pointee.exp { writer.key(static: "exp"); writer.integer(t) }
+            case .id: if let t = p.pointee.idText { writer.key(static: "id"); text(t, in: source, of: p) }
             case .kind:
                 // `display`, the default, is not written: a display plaintext reads as before kinds.
                 switch p.pointee.kind {
                 case .display: break
-                case .retract: member(",\"kind\":\"retract\"", first: &first)
+                case .retract: writer.key(static: "kind"); writer.string(MessageKind.retract.rawValue)
                 }
             case .ids:
                 if !p.pointee.ids.isEmpty {
-                    member(",\"ids\":", first: &first)
-                    sink.append(UInt8(ascii: "["))
-                    for (i, id) in p.pointee.ids.enumerated() {
-                        if i > 0 { sink.append(UInt8(ascii: ",")) }
-                        string(id)
-                    }
-                    sink.append(UInt8(ascii: "]"))
+                    writer.key(static: "ids")
+                    writer.beginArray()
+                    for id in p.pointee.ids { writer.string(id) }
+                    writer.endArray()
                 }
             }
         }
-        sink.append(UInt8(ascii: "}"))
+        writer.endObject()
     }
 
-    /// Appends a member's key: `comma` is `,"<name>":`, written without its comma for the
-    /// object's first member (`first`, then cleared). One copy per key.
-    @inlinable @inline(__always) mutating func member(_ comma: StaticString, first: inout Bool) {
-        let skip = first ? 1 : 0
-        first = false
-        sink.append(bytes: UnsafeRawBufferPointer(start: comma.utf8Start + skip, count: comma.utf8CodeUnitCount - skip))
-    }
-
-    /// Appends ASCII text known to need no escape (punctuation, a literal key).
-    @inlinable @inline(__always) public mutating func raw(_ text: StaticString) {
-        sink.append(bytes: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
-
-    /// Appends `s` as a JSON string literal with quotes.
-    @inlinable public mutating func string(_ s: String) {
-        sink.append(0x22)
-        // In place for a native string (no copy of it, so no retain and release).
-        if s.utf8.withContiguousStorageIfAvailable({ appendEscaped($0) }) == nil {
-            var s = s
-            s.withUTF8 { appendEscaped($0) }
-        }
-        sink.append(0x22)
-    }
-
-    /// Appends a notification's text member as a JSON string literal with quotes: a scanned
-    /// span that is already minimally escaped is copied from `source` (the bytes of `n`'s
-    /// `source`) as it is (the bytes this encoder would write for its decoded string), anything
-    /// else is escaped.
+    /// Writes a notification's text member: a scanned span that is already minimally escaped
+    /// is copied from `source` (the bytes of `n`'s `source`) as it is (the bytes the writer
+    /// would write for its decoded string), anything else is escaped.
     @inlinable mutating func text(_ t: NotificationText, in source: UnsafeRawBufferPointer, of n: UnsafePointer<Notification>) {
         guard case .span(let start, let end, _, true) = t, start >= 0, start <= end, end <= source.count, let base = source.baseAddress else {
-            return string(t.string(in: n.pointee.source))
+            return writer.string(t.string(in: n.pointee.source))
         }
-        sink.append(0x22)
-        sink.append(bytes: UnsafeRawBufferPointer(start: base + start, count: end - start))
-        sink.append(0x22)
-    }
-
-    /// Appends `s` as a JSON string literal with quotes.
-    @inlinable public mutating func string(_ s: Substring) {
-        sink.append(0x22)
-        var s = s
-        s.withUTF8 { appendEscaped($0) }
-        sink.append(0x22)
-    }
-
-    @inlinable mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
-        var start = 0
-        let n = utf8.count
-        while true {
-            let i = Self.firstEscapeIndex(utf8, from: start)
-            if start < i { sink.append(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[start..<i]))) }
-            if i >= n { return }
-            let c = utf8[i]
-            sink.append(0x5C)
-            switch c {
-            case 0x22: sink.append(0x22)
-            case 0x5C: sink.append(0x5C)
-            case 0x0A: sink.append(UInt8(ascii: "n"))
-            case 0x0D: sink.append(UInt8(ascii: "r"))
-            case 0x09: sink.append(UInt8(ascii: "t"))
-            case 0x08: sink.append(UInt8(ascii: "b"))
-            case 0x0C: sink.append(UInt8(ascii: "f"))
-            default:
-                raw("u00")
-                let hex: StaticString = "0123456789abcdef"
-                sink.append(hex.utf8Start[Int(c >> 4)])
-                sink.append(hex.utf8Start[Int(c & 0xF)])
-            }
-            start = i + 1
-        }
-    }
-
-    /// The index of the first byte at or after `from` that needs an escape (a control
-    /// character, `"` or `\`), or `utf8.count`. A long run goes through `CPushSealSIMD`'s
-    /// scan first (it stops at the first non-ASCII byte too); then eight bytes at a time (SWAR).
-    @inlinable @inline(__always)
-    static func firstEscapeIndex(_ utf8: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
-        let n = utf8.count
-        var i = from
-        guard let base = utf8.baseAddress else { return n }
-        if n - i >= 32 { i = plainASCIIPrefixEnd(base, from: i, end: n) }
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        while i + 8 <= n {
-            let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-            // A byte b has its high bit set in `flags` when b < 0x20, b == 0x22 or b == 0x5C
-            // (exact for bytes < 0x80; bytes >= 0x80 never match because of `& ~w`).
-            let control = w &- ones &* 0x20
-            let quote = (w ^ (ones &* 0x22)) &- ones
-            let backslash = (w ^ (ones &* 0x5C)) &- ones
-            let quoteMask = quote & ~(w ^ (ones &* 0x22))
-            let backslashMask = backslash & ~(w ^ (ones &* 0x5C))
-            let flags = (control | quoteMask | backslashMask) & ~w & highs
-            if flags != 0 {
-                return i + (flags.littleEndian.trailingZeroBitCount >> 3)
-            }
-            i += 8
-        }
-        while i < n {
-            let c = utf8[i]
-            if c < 0x20 || c == 0x22 || c == 0x5C { return i }
-            i += 1
-        }
-        return n
-    }
-
-    /// Appends `value` in decimal (``DecimalText``).
-    @inlinable public mutating func integer(_ value: Int64) {
-        DecimalText.withDigits(value) { sink.append(bytes: $0) }
-    }
-
-    /// Appends a finite `Double` in Swift's shortest round-trip form (`0.5`, `1.0`, `1e-07`).
-    /// - Throws: `FormatError` `.nonFiniteNumber` for NaN or infinity, which JSON cannot express.
-    @inlinable public mutating func number(_ value: Double) throws {
-        guard value.isFinite else { throw FormatError(.nonFiniteNumber, "cannot write \(value) as JSON") }
-        var text = value.description
-        text.withUTF8 { sink.append(bytes: UnsafeRawBufferPointer($0)) }
-    }
-
-    /// Appends any JSON value (objects in member order).
-    /// - Throws: `FormatError` `.nonFiniteNumber`.
-    @inlinable public mutating func value(_ value: JSONValue) throws {
-        switch value {
-        case .null: raw("null")
-        case .bool(let b): if b { raw("true") } else { raw("false") }
-        case .integer(let i): integer(i)
-        case .number(let d): try number(d)
-        case .string(let s): string(s)
-        case .array(let a):
-            sink.append(UInt8(ascii: "["))
-            for (i, v) in a.enumerated() {
-                if i > 0 { sink.append(UInt8(ascii: ",")) }
-                try self.value(v)
-            }
-            sink.append(UInt8(ascii: "]"))
-        case .object(let o):
-            try object(o)
-        }
-    }
-
-    /// Appends an object with its members in order.
-    /// - Throws: `FormatError` `.nonFiniteNumber`.
-    @inlinable public mutating func object(_ o: JSONObject) throws {
-        sink.append(UInt8(ascii: "{"))
-        var first = true
-        for m in o {
-            if !first { sink.append(UInt8(ascii: ",")) }
-            first = false
-            string(m.key)
-            sink.append(UInt8(ascii: ":"))
-            try value(m.value)
-        }
-        sink.append(UInt8(ascii: "}"))
+        writer.string(plain: UnsafeRawBufferPointer(start: base + start, count: end - start))
     }
 }
 extension PlaintextEncoder: Sendable where Sink: Sendable {}
-
-/// `CPushSealSIMD`'s JSON string scan for ``PlaintextEncoder``: an index `j >= i` such that
-/// `p[i..<j]` is ASCII with no byte to escape (`j` is at a flagged byte, a non-ASCII byte, or
-/// fewer than 16 bytes before `end`). Not inlinable: the C module is this module's own import.
-@usableFromInline func plainASCIIPrefixEnd(_ p: UnsafePointer<UInt8>, from i: Int, end: Int) -> Int {
-    pushseal_json_skip_plain(p, i, end)
-}

@@ -52,6 +52,19 @@ public enum WireBase64 {
     /// The length of standard padded base64 of `byteCount` bytes: 4·⌈n/3⌉.
     @inlinable public static func encodedByteCount(_ byteCount: Int) -> Int { (byteCount + 2) / 3 * 4 }
 
+    /// Appends the standard base64 of `bytes` (padded, no quotes) to `out`: one growth of the
+    /// array, no intermediate string. Not constant-time: never for keys.
+    /// - Parameters:
+    ///   - bytes: public bytes (a sealed box).
+    ///   - out: the array to append ``encodedByteCount(_:)`` bytes to.
+    public static func encode(_ bytes: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]) {
+        let at = out.count
+        out.append(contentsOf: repeatElement(0, count: encodedByteCount(bytes.count)))
+        out.withUnsafeMutableBytes { o in
+            if let b = o.baseAddress { encode(bytes, into: b + at) }
+        }
+    }
+
     /// Two base64 characters for every 12-bit value, as little-endian `UInt16`s (8 KiB).
     private static let pairs: [UInt16] = standardAlphabet.withUTF8Buffer { t in
         (0..<4096).map { v in UInt16(t[v >> 6]) | UInt16(t[v & 63]) << 8 }

@@ -1,6 +1,8 @@
 import PushSealSystem
-/// Where ``PlaintextEncoder`` writes bytes: a growable `[UInt8]`, or a ``BoundedByteSink``
-/// over a fixed buffer (the sender's stack buffer, no allocation).
+
+/// Where ``JSONSinkWriter`` (and the wire module's plaintext encoder on it) writes bytes: a
+/// growable `[UInt8]`, a ``BoundedByteSink`` over a fixed buffer (the sender's stack buffer, no
+/// allocation), or a ``ByteCounter`` that only counts (to size a payload by writing it once).
 public protocol ByteSink {
     /// Appends one byte.
     mutating func append(_ byte: UInt8)
@@ -15,12 +17,29 @@ extension Array: ByteSink where Element == UInt8 {
     }
 }
 
+/// A sink that keeps nothing and counts the bytes written to it: the size of what a writer
+/// would write, found by running the same writer (no length counted by hand).
+public struct ByteCounter: ByteSink, Sendable {
+    @usableFromInline var counted = 0
+    /// Bytes written so far.
+    @inlinable public var count: Int { counted }
+
+    /// A counter at 0.
+    @inlinable public init() {}
+
+    /// Counts one byte.
+    @inlinable @inline(__always) public mutating func append(_ byte: UInt8) { counted += 1 }
+
+    /// Counts `bytes.count` bytes.
+    @inlinable @inline(__always) public mutating func append(bytes: UnsafeRawBufferPointer) { counted += bytes.count }
+}
+
 /// A sink over a fixed buffer that never allocates: past its capacity it only sets
 /// ``overflowed`` (the caller then writes again into a growable sink). The buffer must
 /// outlive the sink.
 public struct BoundedByteSink: ByteSink {
-    // Internal storage is @usableFromInline and the methods @inlinable, so PlaintextEncoder
-    // specializes for this sink in client modules.
+    // Internal storage is @usableFromInline and the methods @inlinable, so the writers
+    // specialize for this sink in client modules.
     @usableFromInline let base: UnsafeMutableRawPointer
     /// The buffer's byte count.
     public let capacity: Int
