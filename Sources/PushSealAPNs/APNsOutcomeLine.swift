@@ -11,6 +11,8 @@ public import PushSealJSON
 ///   an `error` object or `"resumed":true`, and `"attempts":0`.
 /// - An intent line: `{"line", "intent":"send", "apnsId"}`, written before the request goes out.
 /// - An invalidation line: `{"line", "deviceToken", "reason", "timestamp"?}`.
+///
+/// The writers are inlinable: push-send's pending buffer gets a writer specialized for it.
 public enum APNsOutcomeLine {
     /// What an input line says about its notification, repeated in its outcome line.
     public struct Context: Sendable, Hashable {
@@ -29,7 +31,7 @@ public enum APNsOutcomeLine {
     }
 
     /// Writes the outcome line of `o` (with `context`'s members) and its newline.
-    public static func write<S: ByteSink>(_ o: APNsOutcome, context: Context, to w: inout JSONSinkWriter<S>) {
+    @inlinable public static func write<S: ByteSink>(_ o: APNsOutcome, context: Context, to w: inout JSONSinkWriter<S>) {
         start(line: o.tag, context: context, deviceToken: o.deviceToken, to: &w)
         w.key(static: "outcome"); w.string(o.kind.rawValue)
         if let s = o.status { w.key(static: "status"); w.integer(s) }
@@ -46,7 +48,7 @@ public enum APNsOutcomeLine {
 
     /// Writes the outcome line of an input line that was not sent (bad input): outcome
     /// `failed`, reason `code`, `error` `{code, message}`, attempts 0.
-    public static func writeNotSent<S: ByteSink>(line: Int, deviceToken: String, code: String, message: String, context: Context,
+    @inlinable public static func writeNotSent<S: ByteSink>(line: Int, deviceToken: String, code: String, message: String, context: Context,
                                                  to w: inout JSONSinkWriter<S>) {
         start(line: line, context: context, deviceToken: deviceToken, to: &w)
         w.key(static: "outcome"); w.string(APNsOutcome.Kind.failed.rawValue)
@@ -67,7 +69,7 @@ public enum APNsOutcomeLine {
     /// Writes the outcome line of an input line `--resume` does not send again because an
     /// earlier run recorded its intent and no outcome: outcome `failed`, reason
     /// ``mayHaveBeenDelivered``, `"resumed":true`, attempts 0.
-    public static func writeUnconfirmed<S: ByteSink>(line: Int, deviceToken: String, context: Context, to w: inout JSONSinkWriter<S>) {
+    @inlinable public static func writeUnconfirmed<S: ByteSink>(line: Int, deviceToken: String, context: Context, to w: inout JSONSinkWriter<S>) {
         start(line: line, context: context, deviceToken: deviceToken, to: &w)
         w.key(static: "outcome"); w.string(APNsOutcome.Kind.failed.rawValue)
         w.key(static: "reason"); w.string(mayHaveBeenDelivered)
@@ -78,7 +80,7 @@ public enum APNsOutcomeLine {
     }
 
     /// Writes the intent line of `i` and its newline.
-    public static func write<S: ByteSink>(_ i: APNsIntent, to w: inout JSONSinkWriter<S>) {
+    @inlinable public static func write<S: ByteSink>(_ i: APNsIntent, to w: inout JSONSinkWriter<S>) {
         w.beginObject()
         w.key(static: "line"); w.integer(i.tag)
         w.key(static: "intent"); w.string("send")
@@ -88,7 +90,7 @@ public enum APNsOutcomeLine {
     }
 
     /// Writes the invalidation line of `i` and its newline.
-    public static func write<S: ByteSink>(_ i: APNsInvalidation, to w: inout JSONSinkWriter<S>) {
+    @inlinable public static func write<S: ByteSink>(_ i: APNsInvalidation, to w: inout JSONSinkWriter<S>) {
         w.beginObject()
         w.key(static: "line"); w.integer(i.tag)
         w.key(static: "deviceToken"); w.string(i.deviceToken)
@@ -98,7 +100,7 @@ public enum APNsOutcomeLine {
         w.endLine()
     }
 
-    private static func start<S: ByteSink>(line: Int, context: Context, deviceToken: String, to w: inout JSONSinkWriter<S>) {
+    @inlinable static func start<S: ByteSink>(line: Int, context: Context, deviceToken: String, to w: inout JSONSinkWriter<S>) {
         w.beginObject()
         w.key(static: "line"); w.integer(line)
         if let r = context.recipient { w.key(static: "recipient"); w.string(r) }

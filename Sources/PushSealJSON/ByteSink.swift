@@ -17,6 +17,13 @@ extension Array: ByteSink where Element == UInt8 {
     }
 }
 
+extension ByteSink {
+    /// Appends the bytes of `array` as they are.
+    @inlinable @inline(__always) public mutating func append(array: [UInt8]) {
+        array.withUnsafeBytes { append(bytes: $0) }
+    }
+}
+
 /// A sink that keeps nothing and counts the bytes written to it: the size of what a writer
 /// would write, found by running the same writer (no length counted by hand).
 public struct ByteCounter: ByteSink, Sendable {
@@ -72,6 +79,15 @@ public struct BoundedByteSink: ByteSink {
         guard writtenByteCount + bytes.count <= capacity else { didOverflow = true; return }
         if let p = bytes.baseAddress { Memory.copy(base + writtenByteCount, from: p, count: bytes.count) }
         writtenByteCount += bytes.count
+    }
+
+    /// Lets `write` fill the next `byteCount` bytes in place (they count as written), or sets
+    /// ``overflowed`` without calling it: for a codec that writes straight into memory (base64).
+    /// `write` must initialize all `byteCount` bytes of the buffer it is given.
+    @inlinable public mutating func append(byteCount: Int, writingWith write: (UnsafeMutableRawBufferPointer) -> Void) {
+        guard byteCount >= 0, writtenByteCount + byteCount <= capacity else { didOverflow = true; return }
+        write(UnsafeMutableRawBufferPointer(start: base + writtenByteCount, count: byteCount))
+        writtenByteCount += byteCount
     }
 
     /// Appends `n` spaces (Padmé padding, FORMAT.md §6), or sets ``overflowed``.

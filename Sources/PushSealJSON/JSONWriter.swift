@@ -76,9 +76,18 @@ public struct JSONSinkWriter<Sink: ByteSink> {
         needsComma = false
     }
 
+    /// ``key(_:)`` for a key whose bytes are known to need no escape (checked by whoever made
+    /// it: an envelope's header field name), copied as it is.
+    @inlinable public mutating func key(plain key: String) {
+        comma()
+        plainQuoted(key)
+        sink.append(0x3A)
+        needsComma = false
+    }
+
     /// ``key(_:)`` for a key fixed in the program, copied as it is: for keys that need no
     /// escaping (no `"`, `\\` or control character — member names such as `deviceToken`).
-    @inlinable public mutating func key(static key: StaticString) {
+    @inlinable @inline(__always) public mutating func key(static key: StaticString) {
         comma()
         sink.append(0x22)
         raw(key)
@@ -122,9 +131,17 @@ public struct JSONSinkWriter<Sink: ByteSink> {
         try value.withUnsafeBytes { try string(utf8: $0) }
     }
 
+    /// Writes a string value known to need no escape (checked by whoever made it: a key id, an
+    /// algorithm name), copied as it is.
+    @inlinable public mutating func string(plain value: String) {
+        comma()
+        plainQuoted(value)
+        needsComma = true
+    }
+
     /// Writes a string value whose UTF-8 bytes are known to need no escape (checked by whoever
     /// made them: base64 text, hex digits, a registry's key id), copied as they are.
-    @inlinable public mutating func string(plain value: UnsafeRawBufferPointer) {
+    @inlinable @inline(__always) public mutating func string(plain value: UnsafeRawBufferPointer) {
         comma()
         sink.append(0x22)
         sink.append(bytes: value)
@@ -280,6 +297,16 @@ public struct JSONSinkWriter<Sink: ByteSink> {
         }
     }
 
+    /// `"` `s` `"`, its bytes copied without an escape scan (the caller vouches for them).
+    @inlinable mutating func plainQuoted(_ s: String) {
+        sink.append(0x22)
+        if s.utf8.withContiguousStorageIfAvailable({ sink.append(bytes: UnsafeRawBufferPointer($0)) }) == nil {
+            var copy = s
+            copy.withUTF8 { sink.append(bytes: UnsafeRawBufferPointer($0)) }
+        }
+        sink.append(0x22)
+    }
+
     /// `"` the UTF-8 bytes escaped `"` (no comma): the one JSON string escaper. Plain runs are
     /// copied whole, found by ``ByteScan/firstEscapeIndex(_:from:end:)``.
     @inlinable public mutating func quoted(utf8 u: UnsafeBufferPointer<UInt8>) {
@@ -319,6 +346,21 @@ public struct JSONSinkWriter<Sink: ByteSink> {
 }
 
 extension JSONSinkWriter: Sendable where Sink: Sendable {}
+
+extension JSONSinkWriter where Sink == BoundedByteSink {
+    /// The bytes `body` writes, at most `capacity`, written straight into the returned array's
+    /// storage (no growth, no zero fill, no copy): for a document whose size is known first
+    /// (an APNs payload, counted by writing it into a ``ByteCounter``). Past `capacity` the
+    /// sink stops (``BoundedByteSink/overflowed``) and the array holds what fitted.
+    @inlinable public static func bytes(capacity: Int, _ body: (inout JSONSinkWriter<BoundedByteSink>) throws -> Void) rethrows -> [UInt8] {
+        try [UInt8](unsafeUninitializedCapacity: max(capacity, 1)) { buffer, initialized in
+            guard let sink = BoundedByteSink(UnsafeMutableRawBufferPointer(buffer)) else { return }
+            var w = JSONSinkWriter(into: sink)
+            try body(&w)
+            initialized = w.sink.count
+        }
+    }
+}
 
 /// The JSON writer over a growable byte array: the common case (payloads, `--json`, logs).
 public typealias JSONWriter = JSONSinkWriter<[UInt8]>

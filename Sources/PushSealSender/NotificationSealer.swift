@@ -306,13 +306,15 @@ public struct NotificationSealer: Sendable {
         func write<S: ByteSink>(_ context: borrowing EnvelopeContext, to w: inout JSONSinkWriter<S>) {
             w.raw("\"")
             w.continueAfterValue()
+            // Names and values need no escaping: the registry and the seal entry point check
+            // their characters (key ids A-Z a-z 0-9 _ -, base64 header values).
             w.key(static: "key_id")
-            w.string(context.keyID)
+            w.string(plain: context.keyID)
             w.key(static: "enc_alg")
-            w.string(algorithmName)
+            w.string(plain: algorithmName)
             for (name, value) in zip(headerFieldNames, context.headerValues) {
-                w.key(name)
-                w.string(value)
+                w.key(plain: name)
+                w.string(plain: value)
             }
             w.endObject()
         }
@@ -322,11 +324,11 @@ public struct NotificationSealer: Sendable {
     /// one allocation of exactly the payload's size.
     static func payload(prefix: [UInt8], box: UnsafeRawBufferPointer, tail: PayloadTail, tailByteCount: Int,
                         context: borrowing EnvelopeContext) -> [UInt8] {
-        var w = JSONWriter(reservingCapacity: prefix.count + WireBase64.encodedByteCount(box.count) + tailByteCount)
-        w.bytes.append(contentsOf: prefix)
-        WireBase64.encode(box, appendingTo: &w.bytes)
-        tail.write(context, to: &w)
-        return w.bytes
+        JSONSinkWriter.bytes(capacity: prefix.count + WireBase64.encodedByteCount(box.count) + tailByteCount) { w in
+            w.sink.append(array: prefix)
+            WireBase64.encode(box, appendingTo: &w.sink)
+            tail.write(context, to: &w)
+        }
     }
 
     /// The plaintext bytes to seal (`written`, padded), or fitted down the ladder when asked.

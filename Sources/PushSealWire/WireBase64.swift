@@ -1,6 +1,7 @@
 internal import CPushSealSIMD
 internal import CSodium
 import PushSealSystem
+public import PushSealJSON
 
 /// Base64 as wire format v1 writes and reads it (FORMAT.md §4).
 ///
@@ -52,16 +53,15 @@ public enum WireBase64 {
     /// The length of standard padded base64 of `byteCount` bytes: 4·⌈n/3⌉.
     @inlinable public static func encodedByteCount(_ byteCount: Int) -> Int { (byteCount + 2) / 3 * 4 }
 
-    /// Appends the standard base64 of `bytes` (padded, no quotes) to `out`: one growth of the
-    /// array, no intermediate string. Not constant-time: never for keys.
+    /// Appends the standard base64 of `bytes` (padded, no quotes) to `sink`, encoded in place.
+    /// Not constant-time: never for keys.
     /// - Parameters:
     ///   - bytes: public bytes (a sealed box).
-    ///   - out: the array to append ``encodedByteCount(_:)`` bytes to.
-    public static func encode(_ bytes: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]) {
-        let at = out.count
-        out.append(contentsOf: repeatElement(0, count: encodedByteCount(bytes.count)))
-        out.withUnsafeMutableBytes { o in
-            if let b = o.baseAddress { encode(bytes, into: b + at) }
+    ///   - sink: where ``encodedByteCount(_:)`` bytes go (``BoundedByteSink/overflowed`` when
+    ///     they do not fit).
+    public static func encode(_ bytes: UnsafeRawBufferPointer, appendingTo sink: inout BoundedByteSink) {
+        sink.append(byteCount: encodedByteCount(bytes.count)) { out in
+            if let o = out.baseAddress { encode(bytes, into: o) }
         }
     }
 
