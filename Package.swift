@@ -164,7 +164,7 @@ let package = Package(
         .testTarget(name: "CLIDeclarationTests", dependencies: ["PushSealCLI", "push-seal", "push-open", "push-keys", "push-send", "push-gateway"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
-        .testTarget(name: "PushSealServerTests", dependencies: ["PushSealServer", "PushSealAPNs", "PushSealRegistry", "PushSealDeviceKeys", "PushSealKeychain", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
+        .testTarget(name: "PushSealServerTests", dependencies: ["PushSealServer", "PushSealAPNs", "PushSealSender", "PushSealRegistry", "PushSealDeviceKeys", "PushSealKeychain", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealRegistrationTokensTests", dependencies: ["PushSealRegistrationTokens", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealAPNsTests", dependencies: ["PushSealAPNs", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealHTTPTests", dependencies: ["PushSealHTTP", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),

@@ -97,7 +97,9 @@ public final class GatewayMetrics: Sendable {
         return out
     }
 
-    /// A label value escaped for the text format: backslash, double quote and line feed.
+    /// A label value escaped for the Prometheus text format: backslash, double quote and line
+    /// feed, the three escapes that format has. Not JSON's escaping (no `\u`, no other control
+    /// character escaped): JSON is written by PushSealJSON's writer alone.
     public static func escape(_ value: String) -> String {
         var out = ""
         for c in value.unicodeScalars {

@@ -229,6 +229,12 @@ extension JSONReader {
             return true
         }
 
+        /// ``skipValue(ifEqualTo:)-(UnsafeRawBufferPointer)`` with the value's bytes in an array.
+        public mutating func skipValue(ifEqualTo raw: [UInt8]) -> Bool {
+            // Safe: the array's bytes are valid inside the closure and only compared there.
+            raw.withUnsafeBytes { skipValue(ifEqualTo: $0) }
+        }
+
         /// Checks that only whitespace follows the document's value.
         /// - Throws: `JSONError` `.invalidJSON`.
         public mutating func finish() throws {

@@ -1,4 +1,3 @@
-internal import CPushSealSIMD
 internal import PushSealSystem
 
 /// A strict, fast JSON reader (RFC 8259) that produces ``JSONValue``.
@@ -124,93 +123,6 @@ enum UTF8Validation {
             i += n
         }
         return nil
-    }
-}
-
-// MARK: - Eight bytes at a time (shared with JSONWriter)
-
-enum ByteScan {
-    static let ones: UInt64 = 0x0101_0101_0101_0101
-    static let highBits: UInt64 = 0x8080_8080_8080_8080
-
-    /// Whether any of the eight bytes in `x` is below 0x20, `"` or `\` — the bytes a JSON
-    /// string must escape. Exact (no false answers) for bytes of any value.
-    @inline(__always)
-    static func needsEscape(_ x: UInt64) -> Bool {
-        let control = (x &- ones &* 0x20) & ~x & highBits
-        let q = x ^ (ones &* 0x22)
-        let quote = (q &- ones) & ~q & highBits
-        let b = x ^ (ones &* 0x5C)
-        let backslash = (b &- ones) & ~b & highBits
-        return (control | quote | backslash) != 0
-    }
-
-    /// Whether the eight bytes in `x` leave the reader's fast path: non-ASCII, or a byte
-    /// that ``needsEscape(_:)`` flags.
-    @inline(__always)
-    static func leavesPlainASCII(_ x: UInt64) -> Bool {
-        x & highBits != 0 || needsEscape(x)
-    }
-
-    /// The high bit of each byte of `x` (little-endian) that leaves the reader's fast path
-    /// (``leavesPlainASCII(_:)``), exact at the lowest set bit: a borrow in the subtractions
-    /// only runs upward from a byte that is itself flagged, so `trailingZeroBitCount >> 3` is
-    /// the offset of the first such byte (higher bits may be false).
-    @inline(__always)
-    static func plainASCIIExits(_ x: UInt64) -> UInt64 {
-        let control = x &- ones &* 0x20
-        let q = x ^ (ones &* 0x22)
-        let b = x ^ (ones &* 0x5C)
-        return ((control | (q &- ones) & ~q | (b &- ones) & ~b) & ~x | x) & highBits
-    }
-
-    /// The offset of the first byte at or after `i` that leaves plain ASCII
-    /// (``plainASCIIExits(_:)``), found a word at a time, or a point fewer than 8 bytes before
-    /// `end` with only plain bytes before it. Two words are tried first (keys and most values
-    /// end there); a longer run goes through ``skipPlainASCII16(_:from:end:)`` from there.
-    @inline(__always)
-    static func skipPlainWords(_ p: UnsafePointer<UInt8>, from i: Int, end: Int) -> Int {
-        var j = i
-        var words = 0
-        while j + 8 <= end {
-            let exits = plainASCIIExits(load(p, at: j))
-            if exits != 0 { return j + exits.trailingZeroBitCount >> 3 }
-            j += 8
-            words += 1
-            if words == 2, end - j >= 32 { j = skipPlainASCII16(p, from: j, end: end) }
-        }
-        return j
-    }
-
-    /// An index `j >= i` such that `p[i..<j]` is plain ASCII (no byte ``leavesPlainASCII(_:)``
-    /// flags) and either `p[j..<j+16]` holds a flagged byte or fewer than 16 bytes are left.
-    /// On x86-64 `CPushSealSIMD` scans first (32 or 16 bytes per step, stopping at the flagged
-    /// byte itself); then two words per step, one branch.
-    @inline(__always)
-    static func skipPlainASCII16(_ p: UnsafePointer<UInt8>, from i: Int, end: Int) -> Int {
-        skipPlainASCII16Portable(p, from: i < end ? pushseal_json_skip_plain(p, i, end) : i, end: end)
-    }
-
-    /// ``skipPlainASCII16(_:from:end:)`` without the vectorized scan: what non-x86 CPUs run
-    /// (tests call it directly, since on x86-64 it only ever sees the C scan's stopping point).
-    @inline(__always)
-    static func skipPlainASCII16Portable(_ p: UnsafePointer<UInt8>, from i: Int, end: Int) -> Int {
-        var j = i
-        while j + 16 <= end {
-            let a = load(p, at: j), b = load(p, at: j + 8)
-            let qa = a ^ (ones &* 0x22), qb = b ^ (ones &* 0x22)
-            let ba = a ^ (ones &* 0x5C), bb = b ^ (ones &* 0x5C)
-            let fa = (a &- ones &* 0x20) & ~a | (qa &- ones) & ~qa | (ba &- ones) & ~ba
-            let fb = (b &- ones &* 0x20) & ~b | (qb &- ones) & ~qb | (bb &- ones) & ~bb
-            if (a | b | fa | fb) & highBits != 0 { return j }
-            j += 16
-        }
-        return j
-    }
-
-    @inline(__always)
-    static func load(_ p: UnsafePointer<UInt8>, at i: Int) -> UInt64 {
-        UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
     }
 }
 

@@ -1,11 +1,15 @@
-/// A compact JSON writer (RFC 8259) that appends UTF-8 to a byte buffer.
+import PushSealSystem
+
+/// A compact JSON writer (RFC 8259) that appends UTF-8 to a ``ByteSink``: a growable `[UInt8]`
+/// (``JSONWriter``), a ``BoundedByteSink`` over a stack buffer, push-send's pending output, or a
+/// ``ByteCounter`` that only counts. The one JSON writer of the package, and its one escaper.
 ///
 /// Output has no whitespace outside strings and no needless escapes: inside strings only `"`,
 /// `\` and the control characters U+0000–U+001F are escaped (`\b \f \n \r \t` short forms,
 /// `\u00XX` for the rest, lower-case hex); `/`, U+2028, U+2029 and every other character are
-/// written as raw UTF-8. Integers are written in decimal; doubles in their shortest
-/// round-trip form (Swift's `description`, always with a `.` or an exponent so they read back
-/// as numbers, not integers). Infinity and NaN are refused (`.nonFiniteNumber`).
+/// written as raw UTF-8. Integers are written in decimal (`DecimalText`); doubles in their
+/// shortest round-trip form (Swift's `description`, always with a `.` or an exponent so they
+/// read back as numbers, not integers). Infinity and NaN are refused (`.nonFiniteNumber`).
 ///
 /// Use ``write(_:)`` for a ``JSONValue`` tree, or the low-level calls to stream a document
 /// field by field without building a tree; commas are inserted automatically:
@@ -22,83 +26,90 @@
 /// ```
 ///
 /// The low-level calls do not check the document's structure (a `key` outside an object, or a
-/// missing `end…`, produce invalid JSON): the caller writes a fixed shape.
-public struct JSONWriter: Sendable {
-    /// The UTF-8 bytes written so far.
-    public private(set) var bytes: [UInt8]
+/// missing `end…`, produce invalid JSON): the caller writes a fixed shape. Every method is
+/// `@inlinable`, so a client module gets a writer specialized for its sink.
+public struct JSONSinkWriter<Sink: ByteSink> {
+    /// Where the bytes go.
+    public var sink: Sink
     /// Whether the next value or key needs a `,` before it.
-    private var needsComma = false
+    @usableFromInline var needsComma = false
 
-    /// An empty writer.
-    /// - Parameter reservingCapacity: bytes to reserve up front (e.g. 4096 for an APNs payload).
-    public init(reservingCapacity: Int = 0) {
-        bytes = []
-        bytes.reserveCapacity(reservingCapacity)
-    }
-
-    /// Number of bytes written so far.
-    public var byteCount: Int { bytes.count }
-
-    /// Empties the buffer (keeping its capacity) to write another document.
-    public mutating func reset() {
-        bytes.removeAll(keepingCapacity: true)
-        needsComma = false
+    /// A writer appending to `sink`, at the start of a value (no comma before the first).
+    @inlinable public init(into sink: Sink) {
+        self.sink = sink
     }
 
     // MARK: Structure
 
     /// Writes `{` (preceded by `,` when needed).
-    public mutating func beginObject() {
+    @inlinable public mutating func beginObject() {
         comma()
-        bytes.append(0x7B)
+        sink.append(0x7B)
         needsComma = false
     }
 
     /// Writes `}`.
-    public mutating func endObject() {
-        bytes.append(0x7D)
+    @inlinable public mutating func endObject() {
+        sink.append(0x7D)
         needsComma = true
     }
 
     /// Writes `[` (preceded by `,` when needed).
-    public mutating func beginArray() {
+    @inlinable public mutating func beginArray() {
         comma()
-        bytes.append(0x5B)
+        sink.append(0x5B)
         needsComma = false
     }
 
     /// Writes `]`.
-    public mutating func endArray() {
-        bytes.append(0x5D)
+    @inlinable public mutating func endArray() {
+        sink.append(0x5D)
         needsComma = true
     }
 
     /// Writes an object member's key and the `:` (preceded by `,` when needed); write its
     /// value next.
-    public mutating func key(_ key: String) {
+    @inlinable public mutating func key(_ key: String) {
         comma()
-        appendQuoted(key)
-        bytes.append(0x3A)
+        quoted(key)
+        sink.append(0x3A)
+        needsComma = false
+    }
+
+    /// ``key(_:)`` for a key whose bytes are known to need no escape (checked by whoever made
+    /// it: an envelope's header field name), copied as it is.
+    @inlinable public mutating func key(plain key: String) {
+        comma()
+        plainQuoted(key)
+        sink.append(0x3A)
         needsComma = false
     }
 
     /// ``key(_:)`` for a key fixed in the program, copied as it is: for keys that need no
     /// escaping (no `"`, `\\` or control character — member names such as `deviceToken`).
-    public mutating func key(static key: StaticString) {
+    @inlinable @inline(__always) public mutating func key(static key: StaticString) {
         comma()
-        bytes.append(0x22)
-        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        bytes.append(0x22)
-        bytes.append(0x3A)
+        sink.append(0x22)
+        raw(key)
+        sink.append(0x22)
+        sink.append(0x3A)
         needsComma = false
     }
 
     // MARK: Values
 
-    /// Writes a string value, escaped as described on ``JSONWriter``.
-    public mutating func string(_ value: String) {
+    /// Writes a string value, escaped as described on ``JSONSinkWriter``.
+    @inlinable public mutating func string(_ value: String) {
         comma()
-        appendQuoted(value)
+        quoted(value)
+        needsComma = true
+    }
+
+    /// Writes a string value, escaped as described on ``JSONSinkWriter``.
+    @inlinable public mutating func string(_ value: Substring) {
+        comma()
+        var v = value
+        v.withUTF8 { quoted(utf8: $0) }
         needsComma = true
     }
 
@@ -110,9 +121,7 @@ public struct JSONWriter: Sendable {
             throw JSONError(.invalidUTF8, "ill-formed UTF-8 at byte offset \(offset) of a string to write")
         }
         comma()
-        bytes.append(0x22)
-        appendEscaped(value.assumingMemoryBound(to: UInt8.self))
-        bytes.append(0x22)
+        quoted(utf8: value.assumingMemoryBound(to: UInt8.self))
         needsComma = true
     }
 
@@ -122,16 +131,44 @@ public struct JSONWriter: Sendable {
         try value.withUnsafeBytes { try string(utf8: $0) }
     }
 
-    /// Writes an integer in decimal.
-    public mutating func integer(_ value: Int64) {
+    /// Writes a string value known to need no escape (checked by whoever made it: a key id, an
+    /// algorithm name), copied as it is.
+    @inlinable public mutating func string(plain value: String) {
         comma()
-        appendInteger(value)
+        plainQuoted(value)
+        needsComma = true
+    }
+
+    /// Writes a string value whose UTF-8 bytes are known to need no escape (checked by whoever
+    /// made them: base64 text, hex digits, a registry's key id), copied as they are.
+    @inlinable @inline(__always) public mutating func string(plain value: UnsafeRawBufferPointer) {
+        comma()
+        sink.append(0x22)
+        sink.append(bytes: value)
+        sink.append(0x22)
         needsComma = true
     }
 
     /// Writes an integer in decimal.
-    public mutating func integer(_ value: Int) {
+    @inlinable public mutating func integer(_ value: Int64) {
+        comma()
+        DecimalText.withDigits(value) { sink.append(bytes: $0) }
+        needsComma = true
+    }
+
+    /// Writes an integer in decimal.
+    @inlinable public mutating func integer(_ value: Int) {
         integer(Int64(value))
+    }
+
+    /// Writes an integer in decimal as a JSON string (`"10"`): for values a protocol gives as
+    /// text, such as APNs header values.
+    @inlinable public mutating func string(decimal value: Int64) {
+        comma()
+        sink.append(0x22)
+        DecimalText.withDigits(value) { sink.append(bytes: $0) }
+        sink.append(0x22)
+        needsComma = true
     }
 
     /// Writes `units / 10^fractionDigits` as a decimal number with exactly `fractionDigits`
@@ -139,60 +176,65 @@ public struct JSONWriter: Sendable {
     /// `decimal(-5, fractionDigits: 2)` writes `-0.05`): fixed-point values such as
     /// milliseconds kept in microseconds, without a `Double`. `fractionDigits` is clamped to
     /// 0…18; 0 writes an integer.
-    public mutating func decimal(_ units: Int64, fractionDigits: Int) {
+    @inlinable public mutating func decimal(_ units: Int64, fractionDigits: Int) {
         let digits = max(0, min(18, fractionDigits))
         guard digits > 0 else { return integer(units) }
         comma()
-        if units < 0 { bytes.append(0x2D) }
+        if units < 0 { sink.append(0x2D) }
         var scale: UInt64 = 1
         for _ in 0..<digits { scale *= 10 }
         let m = units.magnitude
-        appendInteger(Int64(m / scale))
-        bytes.append(0x2E)
-        var fraction = m % scale
-        let at = bytes.count
-        bytes.append(contentsOf: repeatElement(0x30, count: digits))
-        for i in stride(from: at + digits - 1, through: at, by: -1) {
-            bytes[i] = 0x30 &+ UInt8(truncatingIfNeeded: fraction % 10)
-            fraction /= 10
-        }
+        DecimalText.withDigits(Int64(m / scale)) { sink.append(bytes: $0) }
+        sink.append(0x2E)
+        // scale + fraction has one more digit than the fraction's zero-padded form: a leading 1.
+        DecimalText.withDigits(Int64(scale + m % scale)) { sink.append(bytes: UnsafeRawBufferPointer(rebasing: $0.dropFirst())) }
         needsComma = true
     }
 
     /// Writes a double in its shortest round-trip form (e.g. `0.1`, `1.0`, `1e+100`).
     /// Nothing is written when it is infinite or NaN.
     /// - Throws: ``JSONError`` `.nonFiniteNumber` for infinity and NaN.
-    public mutating func number(_ value: Double) throws {
+    @inlinable public mutating func number(_ value: Double) throws {
         guard value.isFinite else {
             throw JSONError(.nonFiniteNumber, "cannot write \(value) as JSON")
         }
         comma()
-        bytes.append(contentsOf: value.description.utf8)
+        var text = value.description
+        text.withUTF8 { sink.append(bytes: UnsafeRawBufferPointer($0)) }
         needsComma = true
     }
 
     /// Writes `true` or `false`.
-    public mutating func bool(_ value: Bool) {
+    @inlinable public mutating func bool(_ value: Bool) {
         comma()
-        if value {
-            bytes.append(contentsOf: [0x74, 0x72, 0x75, 0x65])
-        } else {
-            bytes.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])
-        }
+        if value { raw("true") } else { raw("false") }
         needsComma = true
     }
 
     /// Writes `null`.
-    public mutating func null() {
+    @inlinable public mutating func null() {
         comma()
-        bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
+        raw("null")
         needsComma = true
+    }
+
+    /// Writes a value already serialized as JSON (a sealed payload inside a batch line), copied
+    /// as it is; the caller vouches that it is one well-formed JSON value.
+    @inlinable public mutating func value(json bytes: UnsafeRawBufferPointer) {
+        comma()
+        sink.append(bytes: bytes)
+        needsComma = true
+    }
+
+    /// ``value(json:)-(UnsafeRawBufferPointer)`` for bytes in an array.
+    @inlinable public mutating func value(json bytes: [UInt8]) {
+        bytes.withUnsafeBytes { value(json: $0) }
     }
 
     /// Writes a whole value (objects keep their member order).
     /// - Throws: ``JSONError`` `.nonFiniteNumber` when the tree holds an infinite or NaN
-    ///   number; the buffer then holds a partial document.
-    public mutating func write(_ value: JSONValue) throws {
+    ///   number; the sink then holds a partial document.
+    @inlinable public mutating func write(_ value: JSONValue) throws {
         switch value {
         case .null: null()
         case .bool(let b): bool(b)
@@ -204,13 +246,147 @@ public struct JSONWriter: Sendable {
             for e in elements { try write(e) }
             endArray()
         case .object(let object):
-            beginObject()
-            for m in object.members {
-                key(m.key)
-                try write(m.value)
-            }
-            endObject()
+            try write(object)
         }
+    }
+
+    /// Writes an object with its members in order.
+    /// - Throws: ``JSONError`` `.nonFiniteNumber` (see ``write(_:)-(JSONValue)``).
+    @inlinable public mutating func write(_ object: JSONObject) throws {
+        beginObject()
+        for m in object {
+            key(m.key)
+            try write(m.value)
+        }
+        endObject()
+    }
+
+    // MARK: Layout by hand
+
+    /// Appends ASCII text fixed in the program as it is — punctuation or a run of literal
+    /// members (`,"title":`) — with no comma logic: for a writer that states a fixed layout
+    /// (the plaintext encoder). Follow with ``continueAfterValue()`` when a member may follow.
+    @inlinable @inline(__always) public mutating func raw(_ text: StaticString) {
+        sink.append(bytes: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// Marks that a value was just written by hand (``raw(_:)``): the next key or value gets
+    /// its comma.
+    @inlinable public mutating func continueAfterValue() {
+        needsComma = true
+    }
+
+    /// Ends a line of JSON Lines: writes `\n`; the next value starts a new document (no comma).
+    @inlinable public mutating func endLine() {
+        sink.append(0x0A)
+        needsComma = false
+    }
+
+    // MARK: The escaper
+
+    @inlinable @inline(__always) mutating func comma() {
+        if needsComma { sink.append(0x2C) }
+    }
+
+    /// `"` `s` escaped `"` (no comma).
+    @inlinable public mutating func quoted(_ s: String) {
+        // In place for a native string (no copy of it, so no retain and release).
+        if s.utf8.withContiguousStorageIfAvailable({ quoted(utf8: $0) }) == nil {
+            var copy = s
+            copy.withUTF8 { quoted(utf8: $0) }
+        }
+    }
+
+    /// `"` `s` `"`, its bytes copied without an escape scan (the caller vouches for them).
+    @inlinable mutating func plainQuoted(_ s: String) {
+        sink.append(0x22)
+        if s.utf8.withContiguousStorageIfAvailable({ sink.append(bytes: UnsafeRawBufferPointer($0)) }) == nil {
+            var copy = s
+            copy.withUTF8 { sink.append(bytes: UnsafeRawBufferPointer($0)) }
+        }
+        sink.append(0x22)
+    }
+
+    /// `"` the UTF-8 bytes escaped `"` (no comma): the one JSON string escaper. Plain runs are
+    /// copied whole, found by ``ByteScan/firstEscapeIndex(_:from:end:)``.
+    @inlinable public mutating func quoted(utf8 u: UnsafeBufferPointer<UInt8>) {
+        sink.append(0x22)
+        if let p = u.baseAddress {
+            let n = u.count
+            var start = 0
+            while true {
+                let i = ByteScan.firstEscapeIndex(p, from: start, end: n)
+                if start < i { sink.append(bytes: UnsafeRawBufferPointer(start: p + start, count: i - start)) }
+                if i >= n { break }
+                escape(p[i])
+                start = i + 1
+            }
+        }
+        sink.append(0x22)
+    }
+
+    /// The escape of one byte that needs it (below 0x20, `"` or `\`).
+    @inlinable mutating func escape(_ c: UInt8) {
+        sink.append(0x5C)
+        switch c {
+        case 0x22: sink.append(0x22)
+        case 0x5C: sink.append(0x5C)
+        case 0x0A: sink.append(UInt8(ascii: "n"))
+        case 0x0D: sink.append(UInt8(ascii: "r"))
+        case 0x09: sink.append(UInt8(ascii: "t"))
+        case 0x08: sink.append(UInt8(ascii: "b"))
+        case 0x0C: sink.append(UInt8(ascii: "f"))
+        default:
+            raw("u00")
+            let hex: StaticString = "0123456789abcdef"
+            sink.append(hex.utf8Start[Int(c >> 4)])
+            sink.append(hex.utf8Start[Int(c & 0xF)])
+        }
+    }
+}
+
+extension JSONSinkWriter: Sendable where Sink: Sendable {}
+
+extension JSONSinkWriter where Sink == BoundedByteSink {
+    /// The bytes `body` writes, at most `capacity`, written straight into the returned array's
+    /// storage (no growth, no zero fill, no copy): for a document whose size is known first
+    /// (an APNs payload, counted by writing it into a ``ByteCounter``). Past `capacity` the
+    /// sink stops (``BoundedByteSink/overflowed``) and the array holds what fitted.
+    @inlinable public static func bytes(capacity: Int, _ body: (inout JSONSinkWriter<BoundedByteSink>) throws -> Void) rethrows -> [UInt8] {
+        try [UInt8](unsafeUninitializedCapacity: max(capacity, 1)) { buffer, initialized in
+            guard let sink = BoundedByteSink(UnsafeMutableRawBufferPointer(buffer)) else { return }
+            var w = JSONSinkWriter(into: sink)
+            try body(&w)
+            initialized = w.sink.count
+        }
+    }
+}
+
+/// The JSON writer over a growable byte array: the common case (payloads, `--json`, logs).
+public typealias JSONWriter = JSONSinkWriter<[UInt8]>
+
+extension JSONSinkWriter where Sink == [UInt8] {
+    /// An empty writer.
+    /// - Parameter reservingCapacity: bytes to reserve up front (e.g. 4096 for an APNs payload).
+    @inlinable public init(reservingCapacity: Int = 0) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(reservingCapacity)
+        self.init(into: bytes)
+    }
+
+    /// The UTF-8 bytes written so far.
+    @inlinable public var bytes: [UInt8] {
+        get { sink }
+        _modify { yield &sink }
+    }
+
+    /// Number of bytes written so far.
+    @inlinable public var byteCount: Int { sink.count }
+
+    /// Empties the buffer (keeping its capacity) to write another document.
+    @inlinable public mutating func reset() {
+        sink.removeAll(keepingCapacity: true)
+        needsComma = false
     }
 
     // MARK: One-shot helpers
@@ -223,20 +399,9 @@ public struct JSONWriter: Sendable {
         return writer.bytes
     }
 
-    /// How ``serialize(_:style:)`` lays a document out.
-    public enum Style: Sendable, Hashable {
-        /// No whitespace outside strings, members in their order (payloads, `--json`, logs).
-        case compact
-        /// For files people read (`keychain.meta`): members sorted by key (Swift string order),
-        /// two-space indent, one member or element a line, `"key" : value` (the layout of
-        /// Foundation's `.prettyPrinted, .sortedKeys`); empty objects and arrays as `{}`, `[]`.
-        /// Strings are escaped as in compact output.
-        case prettySortedKeys
-    }
-
     /// The serialization of `value` in `style`, as UTF-8.
     /// - Throws: ``JSONError`` `.nonFiniteNumber` when it holds an infinite or NaN number.
-    public static func serialize(_ value: JSONValue, style: Style) throws -> [UInt8] {
+    public static func serialize(_ value: JSONValue, style: JSONWriterStyle) throws -> [UInt8] {
         guard style == .prettySortedKeys else { return try serialize(value) }
         var writer = JSONWriter(reservingCapacity: 256)
         try writer.writePretty(value, indent: 0)
@@ -245,30 +410,30 @@ public struct JSONWriter: Sendable {
 
     private mutating func writePretty(_ value: JSONValue, indent: Int) throws {
         func newline(_ depth: Int) {
-            bytes.append(0x0A)
-            bytes.append(contentsOf: repeatElement(0x20, count: depth * 2))
+            sink.append(0x0A)
+            sink.append(contentsOf: repeatElement(0x20, count: depth * 2))
         }
         switch value {
         case .object(let object) where object.count > 0:
-            bytes.append(0x7B)
+            sink.append(0x7B)
             for (i, m) in object.members.sorted(by: { $0.key < $1.key }).enumerated() {
-                if i > 0 { bytes.append(0x2C) }
+                if i > 0 { sink.append(0x2C) }
                 newline(indent + 1)
-                appendQuoted(m.key)
-                bytes.append(contentsOf: [0x20, 0x3A, 0x20])  // " : "
+                quoted(m.key)
+                raw(" : ")
                 try writePretty(m.value, indent: indent + 1)
             }
             newline(indent)
-            bytes.append(0x7D)
+            sink.append(0x7D)
         case .array(let elements) where !elements.isEmpty:
-            bytes.append(0x5B)
+            sink.append(0x5B)
             for (i, e) in elements.enumerated() {
-                if i > 0 { bytes.append(0x2C) }
+                if i > 0 { sink.append(0x2C) }
                 newline(indent + 1)
                 try writePretty(e, indent: indent + 1)
             }
             newline(indent)
-            bytes.append(0x5D)
+            sink.append(0x5D)
         default:
             needsComma = false
             try write(value)
@@ -281,104 +446,15 @@ public struct JSONWriter: Sendable {
     public static func serializeToString(_ value: JSONValue) throws -> String {
         String(decoding: try serialize(value), as: UTF8.self)
     }
+}
 
-    /// The exact number of bytes ``string(_:)`` writes for `string`: its UTF-8 length plus
-    /// the escapes plus the two quotation marks. Nothing is written; use it to plan a byte
-    /// budget (APNs: 4096 bytes).
-    /// - Parameter string: any string.
-    /// - Returns: a byte count ≥ 2.
-    public static func utf8ByteCount(escaping string: String) -> Int {
-        if let n = string.utf8.withContiguousStorageIfAvailable({ escapedByteCount($0) }) {
-            return n
-        }
-        var copy = string
-        return copy.withUTF8 { escapedByteCount($0) }
-    }
-
-    // MARK: Internals
-
-    @inline(__always)
-    private mutating func comma() {
-        if needsComma { bytes.append(0x2C) }
-    }
-
-    private static func escapedByteCount(_ u: UnsafeBufferPointer<UInt8>) -> Int {
-        var n = u.count + 2
-        guard let p = u.baseAddress else { return n }
-        let count = u.count
-        var j = 0
-        while j < count {
-            if j + 8 <= count, !ByteScan.needsEscape(ByteScan.load(p, at: j)) {
-                j += 8
-                continue
-            }
-            let b = p[j]
-            j += 1
-            guard b < 0x20 || b == 0x22 || b == 0x5C else { continue }
-            switch b {
-            case 0x22, 0x5C, 0x08, 0x0C, 0x0A, 0x0D, 0x09: n += 1  // two-byte escape
-            default: n += 5  // \u00XX
-            }
-        }
-        return n
-    }
-
-    private mutating func appendQuoted(_ s: String) {
-        bytes.append(0x22)
-        if s.utf8.withContiguousStorageIfAvailable({ appendEscaped($0) }) == nil {
-            var copy = s
-            copy.withUTF8 { appendEscaped($0) }
-        }
-        bytes.append(0x22)
-    }
-
-    private mutating func appendEscaped(_ u: UnsafeBufferPointer<UInt8>) {
-        guard let p = u.baseAddress else { return }
-        let count = u.count
-        var runStart = 0
-        var j = 0
-        while j < count {
-            if j + 8 <= count, !ByteScan.needsEscape(ByteScan.load(p, at: j)) {
-                j += 8
-                continue
-            }
-            let b = p[j]
-            j += 1
-            if b >= 0x20, b != 0x22, b != 0x5C { continue }
-            let escapeAt = j - 1
-            if escapeAt > runStart { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: u[runStart..<escapeAt])) }
-            runStart = j
-            switch b {
-            case 0x22: bytes.append(contentsOf: [0x5C, 0x22])  // \"
-            case 0x5C: bytes.append(contentsOf: [0x5C, 0x5C])  // \\
-            case 0x08: bytes.append(contentsOf: [0x5C, 0x62])  // \b
-            case 0x0C: bytes.append(contentsOf: [0x5C, 0x66])  // \f
-            case 0x0A: bytes.append(contentsOf: [0x5C, 0x6E])  // \n
-            case 0x0D: bytes.append(contentsOf: [0x5C, 0x72])  // \r
-            case 0x09: bytes.append(contentsOf: [0x5C, 0x74])  // \t
-            default:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
-            }
-        }
-        if runStart < count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: u[runStart...])) }
-    }
-
-    private mutating func appendInteger(_ value: Int64) {
-        if value < 0 { bytes.append(0x2D) }
-        var m = value.magnitude
-        if m < 10 {
-            bytes.append(0x30 &+ UInt8(truncatingIfNeeded: m))
-            return
-        }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
-            var n = 20
-            while m > 0 {
-                n -= 1
-                buffer[n] = 0x30 &+ UInt8(truncatingIfNeeded: m % 10)
-                m /= 10
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[n..<20]))
-        }
-    }
+/// How ``JSONSinkWriter/serialize(_:style:)`` lays a document out.
+public enum JSONWriterStyle: Sendable, Hashable {
+    /// No whitespace outside strings, members in their order (payloads, `--json`, logs).
+    case compact
+    /// For files people read (`keychain.meta`): members sorted by key (Swift string order),
+    /// two-space indent, one member or element a line, `"key" : value` (the layout of
+    /// Foundation's `.prettyPrinted, .sortedKeys`); empty objects and arrays as `{}`, `[]`.
+    /// Strings are escaped as in compact output.
+    case prettySortedKeys
 }

@@ -202,24 +202,9 @@ public struct BatchSealer: Sendable {
             return (Self.output(recipient: r, line: line.number, id: request.notification.id, deviceToken: fields.deviceToken, sealed: sealed), nil)
         } catch {
             let (code, message) = BatchSealer.describe(error)
-            var w = PayloadWriter(capacity: 256)
-            w.raw("{\"recipient\":")
-            if let recipient { w.string(recipient) } else { w.raw("null") }
-            w.raw(",\"line\":")
-            w.integer(Int64(line.number))
-            if let notificationID {
-                w.raw(",\"id\":")
-                w.string(notificationID)
-            }
-            if let token = scannedToken ?? fields.deviceToken {
-                w.raw(",\"deviceToken\":")
-                w.string(token)
-            }
-            w.raw(",\"error\":{\"code\":")
-            w.string(code)
-            w.raw(",\"message\":")
-            w.string(message)
-            w.raw("}}\n")
+            var w = JSONWriter(reservingCapacity: 256)
+            BatchLine.writeFailed(recipient: recipient, line: line.number, id: notificationID, deviceToken: scannedToken ?? fields.deviceToken,
+                                  code: code, message: message, to: &w)
             return (w.bytes, code)
         }
     }
@@ -329,38 +314,12 @@ public struct BatchSealer: Sendable {
         return .object(o)
     }
 
-    /// `{"recipient":…,"line":N[,"id":…][,"deviceToken":…],"payload":{…},"headers":{…}[,"changes":[…]]}`
-    /// and a newline (`N`: the 1-based input line number; `id` the notification's id as sealed,
-    /// given or generated, repeated outside the payload for push-send's outcome lines: the pipe
-    /// between the two is local, push-send sends only `payload` and `headers` to APNs; the device
-    /// token as the line gave it).
+    /// The sealed line (``BatchLine/writeSealed(recipient:line:id:deviceToken:payload:headers:changes:to:)``)
+    /// and its newline.
     static func output(recipient: String, line: Int, id: String? = nil, deviceToken: String? = nil, sealed: SealedNotification) -> [UInt8] {
-        var w = PayloadWriter(capacity: sealed.payload.count + recipient.utf8.count + 256)
-        w.raw("{\"recipient\":")
-        w.string(recipient)
-        w.raw(",\"line\":")
-        w.integer(Int64(line))
-        if let id {
-            w.raw(",\"id\":")
-            w.string(id)
-        }
-        if let deviceToken {
-            w.raw(",\"deviceToken\":")
-            w.string(deviceToken)
-        }
-        w.raw(",\"payload\":")
-        w.bytes.append(contentsOf: sealed.payload)
-        w.raw(",\"headers\":")
-        sealed.headers.write(to: &w)
-        if !sealed.changes.isEmpty {
-            w.raw(",\"changes\":[")
-            for (i, c) in sealed.changes.enumerated() {
-                if i > 0 { w.byte(UInt8(ascii: ",")) }
-                w.string(c.description)
-            }
-            w.byte(UInt8(ascii: "]"))
-        }
-        w.raw("}\n")
+        var w = JSONWriter(reservingCapacity: sealed.payload.count + recipient.utf8.count + 256)
+        BatchLine.writeSealed(recipient: recipient, line: line, id: id, deviceToken: deviceToken, payload: sealed.payload,
+                              headers: sealed.headers, changes: sealed.changes, to: &w)
         return w.bytes
     }
 

@@ -1,3 +1,4 @@
+import PushSealJSON
 import PushSealWire
 
 /// The clear part of a payload: `aps` with the fallback alert, `mutable-content` and the
@@ -75,48 +76,62 @@ public struct ClearPart: Sendable {
                               ("target-content-id", aps.targetContentID), ("filter-criteria", aps.filterCriteria)] {
             if let value, value.isEmpty { throw SenderError(.invalidOption, "\(name) must not be empty") }
         }
-        var w = PayloadWriter(capacity: 256)
-        w.raw("{\"aps\":{\"alert\":{")
-        var first = true
-        func member(_ name: StaticString) {
-            if !first { w.byte(UInt8(ascii: ",")) }
-            first = false
-            w.raw(name)
+        var w = JSONWriter(reservingCapacity: 256)
+        w.beginObject()
+        w.key(static: "aps")
+        w.beginObject()
+        w.key(static: "alert")
+        w.beginObject()
+        func text(_ name: StaticString, _ value: String?) {
+            guard let value else { return }
+            w.key(static: name)
+            w.string(value)
         }
         func args(_ name: StaticString, _ values: [String]?) {
             guard let values else { return }
-            member(name)
-            w.byte(UInt8(ascii: "["))
-            for (i, v) in values.enumerated() {
-                if i > 0 { w.byte(UInt8(ascii: ",")) }
-                w.string(v)
+            w.key(static: name)
+            w.beginArray()
+            for v in values { w.string(v) }
+            w.endArray()
+        }
+        text("title", f.title.isEmpty ? nil : f.title)
+        text("body", f.body.isEmpty ? nil : f.body)
+        text("subtitle", f.subtitle)
+        text("title-loc-key", f.titleLocKey)
+        args("title-loc-args", f.titleLocArgs)
+        text("subtitle-loc-key", f.subtitleLocKey)
+        args("subtitle-loc-args", f.subtitleLocArgs)
+        text("loc-key", f.locKey)
+        args("loc-args", f.locArgs)
+        w.endObject()
+        w.key(static: "mutable-content")
+        w.integer(1)
+        do {
+            switch aps.soundValue {
+            case .named(let s)?: text("sound", s)
+            case .critical(let name, let volume)?:
+                w.key(static: "sound")
+                w.beginObject()
+                w.key(static: "critical"); w.integer(1)
+                text("name", name)
+                w.key(static: "volume"); try w.number(volume)
+                w.endObject()
+            case nil: break
             }
-            w.byte(UInt8(ascii: "]"))
+            if let b = aps.badge { w.key(static: "badge"); w.integer(b) }
+            text("thread-id", aps.threadID)
+            text("category", aps.category)
+            text("interruption-level", aps.interruptionLevel)
+            if let r = aps.relevanceScore { w.key(static: "relevance-score"); try w.number(r) }
+        } catch let e as JSONError {
+            throw SenderError(.invalidOption, "JSON has no NaN or infinity (\(e.reason))")
         }
-        if !f.title.isEmpty { member("\"title\":"); w.string(f.title) }
-        if !f.body.isEmpty { member("\"body\":"); w.string(f.body) }
-        if let s = f.subtitle { member("\"subtitle\":"); w.string(s) }
-        if let k = f.titleLocKey { member("\"title-loc-key\":"); w.string(k) }
-        args("\"title-loc-args\":", f.titleLocArgs)
-        if let k = f.subtitleLocKey { member("\"subtitle-loc-key\":"); w.string(k) }
-        args("\"subtitle-loc-args\":", f.subtitleLocArgs)
-        if let k = f.locKey { member("\"loc-key\":"); w.string(k) }
-        args("\"loc-args\":", f.locArgs)
-        w.raw("},\"mutable-content\":1")
-        switch aps.soundValue {
-        case .named(let s)?: w.raw(",\"sound\":"); w.string(s)
-        case .critical(let name, let volume)?:
-            w.raw(",\"sound\":{\"critical\":1,\"name\":"); w.string(name); w.raw(",\"volume\":"); try w.number(volume); w.raw("}")
-        case nil: break
-        }
-        if let b = aps.badge { w.raw(",\"badge\":"); w.integer(b) }
-        if let t = aps.threadID { w.raw(",\"thread-id\":"); w.string(t) }
-        if let c = aps.category { w.raw(",\"category\":"); w.string(c) }
-        if let l = aps.interruptionLevel { w.raw(",\"interruption-level\":"); w.string(l) }
-        if let r = aps.relevanceScore { w.raw(",\"relevance-score\":"); try w.number(r) }
-        if let t = aps.targetContentID { w.raw(",\"target-content-id\":"); w.string(t) }
-        if let c = aps.filterCriteria { w.raw(",\"filter-criteria\":"); w.string(c) }
-        w.raw("},\"encrypted_data\":\"")
+        text("target-content-id", aps.targetContentID)
+        text("filter-criteria", aps.filterCriteria)
+        w.endObject()
+        // The box's string is opened here and closed by the payload's tail (after the base64).
+        w.key(static: "encrypted_data")
+        w.raw("\"")
         self.storage = Storage(fallback: fallback, aps: aps, collapseID: collapseID, prefix: w.bytes)
     }
 

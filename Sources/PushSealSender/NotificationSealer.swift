@@ -256,35 +256,37 @@ public struct NotificationSealer: Sendable {
     }
 
     /// The payload after the base64 box: `","key_id":"<keyID>","enc_alg":"<name>"`, then
-    /// `,"<field>":"<value>"` for each of the algorithm's header fields, then `"}`. Names and
-    /// values need no escaping (the registry and the seal entry point check their characters),
-    /// so the encoder writes them as they are. The key id and header values are read from the
-    /// seal's context where they lie (not copied into the tail: each copy of a string is a
-    /// retain and a release).
+    /// `,"<field>":"<value>"` for each of the algorithm's header fields, then `"}` — written
+    /// through the JSON writer, and counted by writing it into a ``ByteCounter``. The key id
+    /// and header values are read from the seal's context where they lie (not copied into the
+    /// tail: each copy of a string is a retain and a release).
     struct PayloadTail {
         let algorithmName: String
         let headerFieldNames: [String]
 
         /// The tail's byte count for `context`, counted by writing it.
         func byteCount(_ context: borrowing EnvelopeContext) -> Int {
-            var counter = PlaintextEncoder(into: ByteCounter())
+            var counter = JSONSinkWriter(into: ByteCounter())
             write(context, to: &counter)
             return counter.sink.count
         }
 
-        /// Writes the tail for `context` through `e`.
-        func write<S: ByteSink>(_ context: borrowing EnvelopeContext, to e: inout PlaintextEncoder<S>) {
-            e.raw("\",\"key_id\":\"")
-            e.verbatim(context.keyID)
-            e.raw("\",\"enc_alg\":\"")
-            e.verbatim(algorithmName)
+        /// Writes the tail for `context`: the clear part left the box's string open after
+        /// `"encrypted_data":"`, so the tail closes it and continues the payload object.
+        func write<S: ByteSink>(_ context: borrowing EnvelopeContext, to w: inout JSONSinkWriter<S>) {
+            w.raw("\"")
+            w.continueAfterValue()
+            // Names and values need no escaping: the registry and the seal entry point check
+            // their characters (key ids A-Z a-z 0-9 _ -, base64 header values).
+            w.key(static: "key_id")
+            w.string(plain: context.keyID)
+            w.key(static: "enc_alg")
+            w.string(plain: algorithmName)
             for (name, value) in zip(headerFieldNames, context.headerValues) {
-                e.raw("\",\"")
-                e.verbatim(name)
-                e.raw("\":\"")
-                e.verbatim(value)
+                w.key(plain: name)
+                w.string(plain: value)
             }
-            e.raw("\"}")
+            w.endObject()
         }
     }
 
@@ -292,11 +294,14 @@ public struct NotificationSealer: Sendable {
     /// one allocation of exactly the payload's size.
     static func payload(prefix: [UInt8], box: RawSpan, tail: PayloadTail, tailByteCount: Int,
                         context: borrowing EnvelopeContext) -> [UInt8] {
-        PlaintextEncoder.bytes(exactly: prefix.count + WireBase64.encodedByteCount(box.byteCount) + tailByteCount) { e in
-            e.verbatim(prefix)
-            e.sink.appendBase64(box)
-            tail.write(context, to: &e)
+        let byteCount = prefix.count + WireBase64.encodedByteCount(box.byteCount) + tailByteCount
+        let bytes = JSONSinkWriter.bytes(capacity: byteCount) { w in
+            w.sink.append(array: prefix)
+            WireBase64.encode(box, appendingTo: &w.sink)
+            tail.write(context, to: &w)
         }
+        precondition(bytes.count == byteCount, "the payload's bytes differ from the count measured by writing them")
+        return bytes
     }
 
     /// The sender's error for what the wire module's seal entries throw: the encoder's

@@ -1,3 +1,4 @@
+public import PushSealJSON
 public import PushSealWire
 
 /// The alert APNs and the lock screen see when the extension does not run or cannot open the
@@ -179,24 +180,23 @@ public struct APNsHeaders: Sendable, Hashable {
     /// Writes the headers as one JSON object of strings (`{"apns-push-type":"alert",…}`): the
     /// bytes of ``fields`` written in order, without building that array (`push-seal batch`
     /// writes this for every line).
-    public func write(to writer: inout PayloadWriter) {
-        writer.raw("{\"apns-push-type\":")
+    public func write<S: ByteSink>(to writer: inout JSONSinkWriter<S>) {
+        writer.beginObject()
+        writer.key(static: "apns-push-type")
         writer.string(pushType)
-        writer.raw(",\"apns-topic\":")
+        writer.key(static: "apns-topic")
         writer.string(topic)
-        writer.raw(",\"apns-priority\":\"")
-        writer.integer(Int64(priority))
-        writer.byte(UInt8(ascii: "\""))
+        writer.key(static: "apns-priority")
+        writer.string(decimal: Int64(priority))
         if let expiration {
-            writer.raw(",\"apns-expiration\":\"")
-            writer.integer(expiration)
-            writer.byte(UInt8(ascii: "\""))
+            writer.key(static: "apns-expiration")
+            writer.string(decimal: expiration)
         }
         if let collapseID {
-            writer.raw(",\"apns-collapse-id\":")
+            writer.key(static: "apns-collapse-id")
             writer.string(collapseID)
         }
-        writer.byte(UInt8(ascii: "}"))
+        writer.endObject()
     }
 }
 

@@ -421,15 +421,14 @@ public final class Outbox: Sendable {
         private var buffer: [UInt8] = []
         private var offset = 0
 
-        /// Calls `body` with the next 16 bytes.
-        mutating func next16<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        /// Calls `body` with the next 16 bytes (indexed from 0).
+        mutating func next16<R>(_ body: (Span<UInt8>) -> R) -> R {
             if offset + 16 > buffer.count {
                 buffer = SecureRandom.bytes(4096)
                 offset = 0
             }
             defer { offset += 16 }
-            let start = offset
-            return buffer.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<(start + 16)])) }
+            return body(buffer.span.extracting(offset..<(offset + 16)))
         }
     }
 

@@ -3,7 +3,8 @@ public import PushSealServerKeys
 public import PushSealAPNs
 import PushSealJSON
 
-/// The dead tokens in push-send's output, for `push-keys token invalidate`: its outcome lines
+/// The dead tokens in push-send's output, for `push-keys token invalidate`, read by
+/// ``APNsOutcomeLine`` (push-send's own codec): its outcome lines
 /// (`{"line", "deviceToken", "outcome": "unregistered", …, "timestamp"}`) or its
 /// `--invalidations` lines (`{"line", "deviceToken", "reason", "timestamp"?}`). Every line must
 /// be one of the two: anything else is refused (``ServerError`` `.unknownInput`), so a wrong
@@ -42,24 +43,23 @@ public struct PushSendInvalidations: Sendable {
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         if bytes.last != UInt8(ascii: "\n") { lines.removeLast() }
         for (i, raw) in lines.enumerated() where !raw.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0d }) {
-            guard case .object(let o)? = try? JSONReader.parse(Array(raw)) else {
+            guard let r = APNsOutcomeLine.read(Array(raw)) else {
                 throw ServerError(.invalidOutcome, "outcome line \(i + 1) is not a JSON object")
             }
-            let lineNumber = o["line"]?.integerValue
-            if let outcome = o["outcome"]?.stringValue {
+            if let outcome = r.outcome {
                 outcomeLines += 1
-                guard outcome == "unregistered" else { continue }
-                guard let token = o["deviceToken"]?.stringValue else {
+                guard outcome == APNsOutcome.Kind.unregistered.rawValue else { continue }
+                guard let token = r.deviceToken else {
                     throw ServerError(.invalidOutcome, "outcome line \(i + 1) is unregistered without a deviceToken string")
                 }
-                guard let ts = o["timestamp"]?.integerValue else { noTimestamp += 1; continue }
-                items.append(Item(line: lineNumber, deviceToken: token, unregisteredAtMs: ts))
-            } else if let token = o["deviceToken"]?.stringValue, let reason = o["reason"]?.stringValue {
+                guard let ts = r.timestamp else { noTimestamp += 1; continue }
+                items.append(Item(line: r.line, deviceToken: token, unregisteredAtMs: ts))
+            } else if r.isInvalidation, let token = r.deviceToken, let reason = r.reason {
                 invalidationLines += 1
-                if let ts = o["timestamp"]?.integerValue {
-                    items.append(Item(line: lineNumber, deviceToken: token, unregisteredAtMs: ts))
+                if let ts = r.timestamp {
+                    items.append(Item(line: r.line, deviceToken: token, unregisteredAtMs: ts))
                 } else if reason == "BadDeviceToken" {
-                    items.append(Item(line: lineNumber, deviceToken: token, unregisteredAtMs: nowMilliseconds))
+                    items.append(Item(line: r.line, deviceToken: token, unregisteredAtMs: nowMilliseconds))
                 } else {
                     noTimestamp += 1
                 }

@@ -14,6 +14,16 @@ public enum Memory {
         return UnsafeRawPointer(hit) - base
     }
 
+    /// The index of the first `byte` in `bytes[range]` (`memchr`), an index of `bytes`; `nil`
+    /// when there is none. `range` must lie inside `bytes` (it traps otherwise).
+    public static func firstIndex(of byte: UInt8, in bytes: [UInt8], _ range: Range<Int>) -> Int? {
+        precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "a search range outside its bytes")
+        // Safe: `range` is inside `bytes` (checked above), whose storage is valid in the closure.
+        return bytes.withUnsafeBytes { b in
+            firstIndex(of: byte, in: UnsafeRawBufferPointer(rebasing: b[range])).map { range.lowerBound + $0 }
+        }
+    }
+
     /// Whether the `count` bytes at `a` and `b` are equal (`memcmp`; not constant time: public
     /// data only, never secrets).
     @inline(__always)

@@ -1,6 +1,7 @@
 internal import CPushSealSIMD
 internal import CSodium
 import PushSealSystem
+public import PushSealJSON
 
 /// Base64 as wire format v1 writes and reads it (FORMAT.md §4).
 ///
@@ -51,6 +52,25 @@ public enum WireBase64 {
 
     /// The length of standard padded base64 of `byteCount` bytes: 4·⌈n/3⌉.
     @inlinable public static func encodedByteCount(_ byteCount: Int) -> Int { (byteCount + 2) / 3 * 4 }
+
+    /// Appends the standard base64 of `bytes` (padded, no quotes) to `sink`, encoded in place.
+    /// Not constant-time: never for keys.
+    /// - Parameters:
+    ///   - bytes: public bytes (a sealed box).
+    ///   - sink: where ``encodedByteCount(_:)`` bytes go (``BoundedByteSink/overflowed`` when
+    ///     they do not fit).
+    public static func encode(_ bytes: UnsafeRawBufferPointer, appendingTo sink: inout BoundedByteSink) {
+        sink.append(byteCount: encodedByteCount(bytes.count)) { out in
+            if let o = out.baseAddress { encode(bytes, into: o) }
+        }
+    }
+
+    /// ``encode(_:appendingTo:)`` of the public bytes of `bytes` (a sealed box handed over as a
+    /// span), or sets the sink's `overflowed`.
+    public static func encode(_ bytes: RawSpan, appendingTo sink: inout BoundedByteSink) {
+        // Safe: the span's bytes are valid inside the closure and only read there.
+        bytes.withUnsafeBytes { encode($0, appendingTo: &sink) }
+    }
 
     /// Two base64 characters for every 12-bit value, as little-endian `UInt16`s (8 KiB).
     private static let pairs: [UInt16] = standardAlphabet.withUTF8Buffer { t in

@@ -1,4 +1,5 @@
 public import PushSealCrypto
+import PushSealJSON
 
 // The sender's seal entries: plaintext and box in temporary buffers that only this module
 // touches by pointer; the caller gets the box as a `RawSpan` for the length of a closure.
@@ -66,5 +67,15 @@ extension WireFormat {
                 return try body(UnsafeRawBufferPointer(rebasing: box[0..<written]).bytes)
             }
         }
+    }
+}
+
+extension BoundedByteSink {
+    /// Zeroes the bytes written (`SecretBytes.wipe`, which the optimizer cannot drop).
+    fileprivate func wipe() {
+        // Safe: `written` lies inside the sink's buffer (every append checks the capacity), which
+        // is alive (``WireFormat/sealInTemporary`` calls this before it releases the buffer),
+        // and the buffer was writable when the sink was made over it.
+        SecretBytes.wipe(UnsafeMutableRawBufferPointer(mutating: written))
     }
 }

@@ -122,7 +122,7 @@ struct BatchCommand: OptionsCommand {
             }
         }
         try Self.refuseDirectory(input, name: o.input.flatMap { $0 == "-" ? nil : $0 } ?? "standard input")
-        var reader = LineReader(input: input, maxLineByteCount: BatchCommand.maxLineByteCount, firstLineNumber: Int(o.firstLine ?? 1))
+        var reader = JSONLinesReader(input: input, maxLineByteCount: BatchCommand.maxLineByteCount, firstLineNumber: Int(o.firstLine ?? 1))
         try Self.installStopSignals()
         let progress = Output.isTerminal(2)
         var total = 0
@@ -152,9 +152,10 @@ struct BatchCommand: OptionsCommand {
                 reading: while lines.count < BatchCommand.chunkLineCount && bytes < BatchCommand.chunkByteCount {
                     // Block only with nothing to seal or write; while a chunk is sealed, wait for
                     // input until it is done; with idle workers, take only what is ready now.
-                    let waiting: LineReader.Waiting = inFlight != nil ? .untilWoken(sealed) : lines.isEmpty ? .block : .never
+                    let waiting: JSONLinesReader.Waiting = inFlight != nil ? .untilWoken(sealed) : lines.isEmpty ? .block : .never
                     switch try reader.next(waiting) {
-                    case .line(let line):
+                    case .line(let read):
+                        let line = BatchSealer.Line(number: read.number, bytes: read.bytes, overlongByteCount: read.overlongByteCount)
                         if line.isBlank { continue } // no output line, but it keeps its line number
                         bytes += line.bytes.count
                         lines.append(line)

@@ -75,9 +75,9 @@ struct MediaCommand: OptionsCommand {
             throw CLIError(code: "ioError", "cannot write \(out)", exitCode: .ioError)
         }
         blob.close()
-        var w = PayloadWriter(capacity: 256)
+        var w = JSONWriter(reservingCapacity: 256)
         // url, type, sha256 (lower-case hex), key (standard base64): PushSealWire's spelling.
-        if case .object(let o) = sealed.media.jsonValue() { try w.object(o) }
+        if case .object(let o) = sealed.media.jsonValue() { try w.write(o) }
         w.raw("\n")
         guard let descriptorOut = o.descriptorOut else {
             Output.stdout(bytes: w.bytes)

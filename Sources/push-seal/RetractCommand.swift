@@ -1,3 +1,4 @@
+import PushSealJSON
 import PushSealCLI
 import PushSealWire
 import PushSealSender
@@ -68,11 +69,13 @@ struct RetractCommand: OptionsCommand {
 /// `{"headers": {…}, "payload": {…}}` and a newline.
 func sealedOutput(_ sealed: SealedNotification, withHeaders: Bool) -> [UInt8] {
     guard withHeaders else { return sealed.payload + [0x0A] }
-    var w = PayloadWriter(capacity: sealed.payload.count + 256)
-    w.raw("{\"headers\":")
+    var w = JSONWriter(reservingCapacity: sealed.payload.count + 256)
+    w.beginObject()
+    w.key(static: "headers")
     sealed.headers.write(to: &w)
-    w.raw(",\"payload\":")
-    w.bytes.append(contentsOf: sealed.payload)
-    w.raw("}\n")
+    w.key(static: "payload")
+    w.value(json: sealed.payload)
+    w.endObject()
+    w.raw("\n")
     return w.bytes
 }

@@ -40,26 +40,25 @@ struct ResumeState {
         } catch let e as SystemError {
             throw InputReader.openError(path, errno: e.errno)
         }
-        var lines = InputLines(file: file)
+        var lines = JSONLinesReader(input: file, maxLineByteCount: SendInput.maxLineByteCount)
         var state = ResumeState()
-        while let (bytes, overlong) = try lines.next(stop: { false }) {
-            if overlong || bytes.isEmpty { continue }
-            state.apply(bytes)
+        while case .line(let read) = try lines.next(.block) {
+            if read.overlongByteCount != nil || read.bytes.isEmpty { continue }
+            state.apply(read.bytes)
         }
         return state
     }
 
-    /// Applies one line of the file.
+    /// Applies one line of the file (read by ``APNsOutcomeLine/read(_:)``).
     mutating func apply(_ bytes: [UInt8]) {
-        guard case .object(let o)? = try? JSONReader.parse(bytes), let n = o["line"]?.integerValue, n >= 1, n <= Int64(Int32.max) else {
+        guard let r = APNsOutcomeLine.read(bytes), let n = r.line, n >= 1, n <= Int64(Int32.max) else {
             ignoredLineCount += 1
             return
         }
         let line = Int(n)
-        if let text = o["outcome"]?.stringValue, let kind = APNsOutcome.Kind(rawValue: text) {
+        if let kind = r.kind {
             intentOnly.remove(line)
-            let status = o["status"]?.integerValue.map { Int($0) }
-            if APNsResumeRule.isResendable(kind: kind, status: status, reason: o["reason"]?.stringValue) {
+            if APNsResumeRule.isResendable(kind: kind, status: r.status, reason: r.reason) {
                 final.remove(line)
                 success.remove(line)
                 rejected.remove(line)
@@ -70,7 +69,7 @@ struct ResumeState {
                 if kind == .accepted { success.insert(line) } else { success.remove(line) }
                 if kind == .rejected || kind == .unregistered { rejected.insert(line) } else { rejected.remove(line) }
             }
-        } else if o["intent"] != nil {
+        } else if r.isIntent {
             intentOnly.insert(line)
         } else {
             ignoredLineCount += 1

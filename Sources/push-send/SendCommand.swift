@@ -174,15 +174,15 @@ struct SendCommand: OptionsCommand {
                     throw InputReader.openError(p, errno: e.errno)
                 }
             }
-            var reader = InputLines(file: input)
+            var reader = JSONLinesReader(input: input, maxLineByteCount: SendInput.maxLineByteCount)
             var headerCache = SendInput.HeaderCache()
             var lineContext = OutcomeLog.LineContext()
             do {
-                while !mustStop(), let (bytes, overlong) = try reader.next(stop: { StopSignals.isRequested }) {
-                    let physical = reader.lineNumber
-                    if overlong {
+                while !mustStop(), case .line(let read) = try reader.next(.block) {
+                    let (physical, bytes) = (read.number, read.bytes)
+                    if read.overlongByteCount != nil {
                         if resume?.isFinal(physical) != true {
-                            log.addInvalid(line: physical, deviceToken: "", code: "lineTooLong", message: "the line is over \(InputLines.maxLineByteCount) bytes")
+                            log.addInvalid(line: physical, deviceToken: "", code: "lineTooLong", message: "the line is over \(SendInput.maxLineByteCount) bytes")
                         }
                         lastLine = physical
                         continue

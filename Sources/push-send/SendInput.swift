@@ -2,6 +2,7 @@ import PushSealSystem
 import PushSealAPNs
 import PushSealCLI
 import PushSealJSON
+import PushSealServer
 
 /// One input line turned into a request, or the reason it cannot be sent.
 enum SendInput {
@@ -40,7 +41,7 @@ enum SendInput {
     }
 
     /// Parses one line: `{"line"?, "deviceToken", "payload": {…}, "headers": {…}}` (push-seal
-    /// batch's output plus a device token), or a batch error line (`"error"`: not sealed).
+    /// batch's output plus a device token: ``BatchLine``), or a batch error line (`"error"`: not sealed).
     /// The payload is sent as the exact bytes of the line's `payload` member (checked as JSON,
     /// not decoded). With `validating` false the notification is not checked here
     /// (``APNsClient/send(_:tag:)`` checks it and throws the same errors).
@@ -50,109 +51,56 @@ enum SendInput {
         return parse(bytes, physicalLine: physicalLine, defaults: defaults, cache: &cache, validating: true, context: &context)
     }
 
-    /// The longest `recipient` or `id` repeated in an outcome line, in bytes (longer: left out).
-    static let maxContextByteCount = 1024
+    /// The longest input line, in bytes (longer: `lineTooLong`).
+    static let maxLineByteCount = 1 << 20
 
     /// ``parse(_:physicalLine:defaults:)`` reusing `cache` from the line before; `context` gets
     /// the line's `recipient` and `id` (strings), for its outcome line, whatever the result.
+    /// The line is read by PushSealSender's ``BatchLine`` codec (push-seal batch's writer).
     static func parse(_ bytes: [UInt8], physicalLine: Int, defaults: Defaults, cache: inout HeaderCache, validating: Bool,
                       context: inout OutcomeLog.LineContext) -> Parsed {
-        context = OutcomeLog.LineContext()
-        var found = OutcomeLog.LineContext()
-        defer { context = found }
-        var line = physicalLine
-        var token = defaults.deviceToken ?? ""
-        var payload: [UInt8]?
-        var headersRaw: UnsafeRawBufferPointer?
-        var fields: Result<HeaderFields, SendLineError>?
-        var batchError: String?
+        var r = BatchLine.Read()
+        var failure: BatchLine.ReadError?
         do {
-            try bytes.withUnsafeBytes { raw in
-                var s = try JSONReader.Scanner(raw)
-                try s.beginObject()
-                while let key = try s.nextKey() {
-                    if s.rawEquals(key, "payload") {
-                        guard try s.peekKind() == .object else { throw SendLineError(code: "badPayload", message: "\"payload\" is not a JSON object") }
-                        let start = s.offset
-                        try s.skipValue()
-                        payload = Array(raw[start..<s.offset])
-                    } else if s.rawEquals(key, "headers") {
-                        guard try s.peekKind() == .object else { throw SendLineError(code: "badHeaders", message: "\"headers\" is not a JSON object") }
-                        let start = s.offset
-                        // The same bytes as the last line's headers: stepped over, not checked again.
-                        let same = cache.raw.map { c in c.withUnsafeBytes { s.skipValue(ifEqualTo: $0) } } ?? false
-                        if !same { try s.skipValue() }
-                        headersRaw = UnsafeRawBufferPointer(rebasing: raw[start..<s.offset])
-                    } else if s.rawEquals(key, "deviceToken") {
-                        guard try s.peekKind() == .string else { throw SendLineError(code: "badDeviceToken", message: "\"deviceToken\" is not a string") }
-                        token = s.string(try s.readString())
-                    } else if s.rawEquals(key, "line") {
-                        guard case .integer(let n) = try s.readNumber(), n >= 1, n <= Int64(Int32.max) else {
-                            throw SendLineError(code: "badLine", message: "\"line\" is not a positive integer")
-                        }
-                        line = Int(n)
-                    } else if s.rawEquals(key, "recipient") || s.rawEquals(key, "id") {
-                        let isRecipient = s.rawEquals(key, "recipient")
-                        if case .string(let v) = try s.readValue(), v.utf8.count <= Self.maxContextByteCount {
-                            if isRecipient { found.recipient = v } else { found.id = v }
-                        }
-                    } else if s.rawEquals(key, "error") {
-                        let e = try s.readValue()
-                        batchError = e["code"]?.stringValue ?? "sealFailed"
-                    } else {
-                        _ = try s.readValue()
-                    }
-                }
-                try s.finish()
-                fields = Self.fields(headersRaw, defaults: defaults, cache: &cache)
-            }
-        } catch let e as SendLineError {
-            return .invalid(line: line, deviceToken: token, code: e.code, message: e.message)
-        } catch let e as JSONError {
-            return .invalid(line: line, deviceToken: token, code: "badInput", message: "not a JSON object: \(e.reason)")
+            try BatchLine.read(bytes, sameHeadersAs: cache.raw, into: &r)
+        } catch let e as BatchLine.ReadError {
+            failure = e
         } catch {
-            return .invalid(line: line, deviceToken: token, code: "badInput", message: "\(error)")
+            failure = BatchLine.ReadError(code: "badInput", message: "\(error)")
         }
-        if let batchError {
+        context = OutcomeLog.LineContext(recipient: r.recipient, id: r.id)
+        let line = r.line ?? physicalLine
+        let token = r.deviceToken ?? defaults.deviceToken ?? ""
+        if let failure { return .invalid(line: line, deviceToken: token, code: failure.code, message: failure.message) }
+        let fields = Self.fields(r.headers.map { bytes[$0] }, same: r.headersAreTheSame, defaults: defaults, cache: &cache)
+        if let batchError = r.errorCode {
             return .invalid(line: line, deviceToken: token, code: "notSealed", message: "push-seal batch could not seal this line (\(batchError))")
         }
-        guard let payload else {
+        guard let payload = r.payload.map({ Array(bytes[$0]) }) else {
             return .invalid(line: line, deviceToken: token, code: "badPayload", message: "the line has no \"payload\" object")
         }
         guard !token.isEmpty else {
             return .invalid(line: line, deviceToken: token, code: "missingDeviceToken", message: "the line has no \"deviceToken\" (and no --device-token was given)")
         }
         switch fields {
-        case .success(let f)?:
+        case .success(let f):
             let n = APNsNotification(deviceToken: token, payload: payload, pushType: f.pushType, topic: f.topic,
                                      priority: f.priority, expiration: f.expiration, collapseID: f.collapseID)
             if validating, case .failure(let e) = validated(n) { return .invalid(line: line, deviceToken: token, code: e.code, message: e.message) }
             return .notification(line: line, n)
-        case .failure(let e)?:
+        case .failure(let e):
             return .invalid(line: line, deviceToken: token, code: e.code, message: e.message)
-        case nil:
-            return .invalid(line: line, deviceToken: token, code: "badInput", message: "not a JSON object")
         }
     }
 
-    /// The fields of a `headers` member given as its raw bytes (`nil`: the line has none), from
-    /// `cache` when they are the same bytes as the last line's.
-    private static func fields(_ raw: UnsafeRawBufferPointer?, defaults: Defaults, cache: inout HeaderCache) -> Result<HeaderFields, SendLineError> {
-        if let cached = cache.fields {
-            let same: Bool = switch (raw, cache.raw) {
-            case (nil, nil): true
-            case (let r?, let c?): r.count == c.count && c.withUnsafeBytes { c in
-                guard let a = r.baseAddress, let b = c.baseAddress else { return r.count == 0 }
-                return Memory.equal(a, b, count: r.count)
-            }
-            default: false
-            }
-            if same { return cached }
-        }
+    /// The fields of a `headers` member given as its bytes (`nil`: the line has none), from
+    /// `cache` when they are the same bytes as the last line's (`same`, or both absent).
+    private static func fields(_ raw: ArraySlice<UInt8>?, same: Bool, defaults: Defaults, cache: inout HeaderCache) -> Result<HeaderFields, SendLineError> {
+        if let cached = cache.fields, same || (raw == nil && cache.raw == nil) { return cached }
         var headers: JSONObject?
         if let raw {
-            // Checked by the scanner already: this parse cannot fail but for the limits.
-            guard case .object(let h)? = try? JSONReader.parse(raw) else {
+            // Checked by the reader already: this parse cannot fail but for the limits.
+            guard case .object(let h)? = try? JSONReader.parse(Array(raw)) else {
                 return .failure(SendLineError(code: "badHeaders", message: "\"headers\" is not a JSON object"))
             }
             headers = h

@@ -22,16 +22,9 @@ struct UnsafeContainmentTests {
     /// Files outside the allowed places that still hold pointer types, each with the reason and
     /// what removes it. Remove a line when its file is clean (the test says so).
     static let pending: [String: String] = [
-        // Step 2 (the JSON toolkit, branch json27) rewrites these:
-        "Sources/PushSealSender/PayloadWriter.swift": "raw(bytes:) over the old byte sink: Step 2's JSONWriter",
-        "Sources/push-send/OutcomeLog.swift": "the outcome line's stack writer and SWAR test: Step 2's JSONWriter on push-send's pending buffer",
-        "Sources/push-send/InputLines.swift": "the line reader: Step 2's one JSON Lines reader in the CLI kit",
-        "Sources/push-send/SendInput.swift": "the header cache's raw bytes: Step 2's codec for the input line",
-        "Sources/push-seal/BatchLineReader.swift": "the line reader: Step 2's one JSON Lines reader in the CLI kit",
         // The wire module: the envelopes' seal/open entries and the encoder's byte sink take raw
         // buffers (one base call per algorithm); next: RawSpan/MutableRawSpan parameters and the
         // sink protocol over spans, leaving pointers to PushSealCrypto.
-        "Sources/PushSealWire/ByteSink.swift": "the sink protocol's append(bytes:) and the bounded sink's storage",
         "Sources/PushSealWire/PlaintextEncoder.swift": "spans copied from the scanned source; the escape scan",
         "Sources/PushSealWire/WireFormat+SealInTemporary.swift": "the sender's temporary plaintext and box (closure-scoped)",
         "Sources/PushSealWire/WireFormat.swift": "the one seal entry point's plaintext and box",
@@ -120,15 +113,8 @@ struct UnsafeContainmentTests {
         let listed = Set(paths)
         let stale = Self.pending.keys.filter { !listed.contains($0) }.sorted()
         #expect(stale.isEmpty, "pending files that do not exist: \(stale)")
-        // Files of the pointer-free modules on the pending list belong to another step's branch:
-        // their problems are reported apart, so the rest of the rule still holds meanwhile.
         let problems = Self.problems(files)
-        let otherSteps = problems.filter { p in Self.pending.keys.contains { p.hasPrefix($0 + ":") } }
-        let own = problems.filter { !otherSteps.contains($0) }
-        #expect(own.isEmpty, "\(own.joined(separator: "\n"))")
-        withKnownIssue("pointer code in the sender and push-send that Step 2 (the JSON toolkit) removes") {
-            #expect(otherSteps.isEmpty, "\(otherSteps.joined(separator: "\n"))")
-        }
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 
     @Test func theRuleFindsPointerCodeOutsideTheAllowedPlaces() {

@@ -188,12 +188,20 @@ func echoThroughPython(_ documents: [[UInt8]]) throws -> [String] {
 
 @Suite("JSONWriter")
 struct JSONWriterTests {
+    /// The bytes the writer writes for `s` as a string value, counted by a ``ByteCounter`` sink
+    /// (the same writer: sizing by writing, no separate escaped-length counter).
+    static func counted(_ s: String) -> Int {
+        var w = JSONSinkWriter(into: ByteCounter())
+        w.string(s)
+        return w.sink.count
+    }
+
     @Test func escapesOnlyWhatItMust() throws {
         let text = "a\"b\\c/d\u{0}\u{1}\u{8}\u{9}\u{A}\u{C}\u{D}\u{1F}\u{7F}\u{2028}\u{2029}é😀"
         let bytes = try JSONWriter.serialize(.string(text))
         let expected = "\"a\\\"b\\\\c/d\\u0000\\u0001\\b\\t\\n\\f\\r\\u001f\u{7F}\u{2028}\u{2029}é😀\""
         #expect(bytes == Array(expected.utf8), "\(String(decoding: bytes, as: UTF8.self))")
-        #expect(JSONWriter.utf8ByteCount(escaping: text) == bytes.count)
+        #expect(Self.counted(text) == bytes.count)
     }
 
     @Test func compactStructureAndCommas() throws {
@@ -266,7 +274,7 @@ struct JSONWriterTests {
                 Issue.record(seedNote("string \(n): \(violation)"))
                 return
             }
-            #expect(JSONWriter.utf8ByteCount(escaping: s) == bytes.count, seedNote("string \(n)"))
+            #expect(Self.counted(s) == bytes.count, seedNote("string \(n)"))
             let back = try JSONReader.parse(bytes)
             #expect(strictlyEqual(back, .string(s)), seedNote("string \(n)"))
             let foundation = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])

@@ -78,12 +78,14 @@ import PushSealWire
             if !n.localizations.isEmpty, sealed.changes.isEmpty {
                 expect["localizations"] = .object(JSONObject(n.localizations.map { (key: $0.locale, value: $0.content.jsonValue()) }))
             }
-            var w = PayloadWriter()
-            w.raw("{\"payload\":")
-            w.bytes += sealed.payload
-            w.raw(",\"expect\":")
-            try w.object(expect)
-            w.raw("}\n")
+            var w = JSONWriter()
+            w.beginObject()
+            w.key(static: "payload")
+            w.value(json: sealed.payload)
+            w.key(static: "expect")
+            try w.write(expect)
+            w.endObject()
+            w.endLine()
             lines += w.bytes
         }
         let file = try Fixture.temporaryFile(lines)

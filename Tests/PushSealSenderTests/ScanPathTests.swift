@@ -12,7 +12,7 @@ import Testing
     /// written with needless escapes, random whitespace.
     static func randomNotification(_ rng: inout SeededGenerator) -> [UInt8] {
         func literal(_ s: String) -> String {
-            var w = PayloadWriter()
+            var w = JSONWriter()
             w.string(s)
             var text = String(decoding: w.bytes, as: UTF8.self)
             if Int.random(in: 0..<4, using: &rng) == 0 { text = text.replacingOccurrences(of: "/", with: "\\/") }

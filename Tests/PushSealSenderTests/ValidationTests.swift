@@ -23,8 +23,8 @@ import Testing
         o["exp"] = n.exp.map(JSONValue.integer)
         o["ttl"] = n.ttlSeconds.map(JSONValue.integer)
         o["id"] = n.id.map(JSONValue.string)
-        var w = PayloadWriter()
-        try w.object(o)
+        var w = JSONWriter()
+        try w.write(o)
         return w.bytes
     }
 
@@ -175,8 +175,8 @@ import Testing
         #expect(try Notification(jsonBytes: Fixture.open(deepest.payload)).data == nested(63))
         #expect(throws: SenderError(.invalidNotification, "")) { try sealer.seal(Draft(title: "T", data: nested(64)), for: "alice") }
         // The receiver indeed refuses that plaintext.
-        var w = PayloadWriter()
-        try w.object(["title": .string("T"), "data": .object(nested(64))])
+        var w = JSONWriter()
+        try w.write(["title": .string("T"), "data": .object(nested(64))])
         #expect(throws: FormatError(.invalidPlaintext, "")) { try Notification(jsonBytes: w.bytes) }
         for x in [Double.nan, .infinity, -.infinity] {
             do {

@@ -1,7 +1,8 @@
 import PushSealSystem
-import PushSealCrypto
-/// Where ``PlaintextEncoder`` writes bytes: a growable `[UInt8]`, a ``BoundedByteSink`` over a
-/// temporary buffer (the sender's stack buffer, no allocation), or a ``ByteCounter``.
+
+/// Where ``JSONSinkWriter`` (and the wire module's plaintext encoder on it) writes bytes: a
+/// growable `[UInt8]`, a ``BoundedByteSink`` over a fixed buffer (the sender's stack buffer, no
+/// allocation), or a ``ByteCounter`` that only counts (to size a payload by writing it once).
 public protocol ByteSink {
     /// Appends one byte.
     mutating func append(_ byte: UInt8)
@@ -18,32 +19,39 @@ extension Array: ByteSink where Element == UInt8 {
     }
 }
 
-/// A sink that only counts: the byte count of what an encoder would write, measured by writing
-/// it (no hand-counted lengths).
+extension ByteSink {
+    /// Appends the bytes of `array` as they are.
+    @inlinable @inline(__always) public mutating func append(array: [UInt8]) {
+        array.withUnsafeBytes { append(bytes: $0) }
+    }
+}
+
+/// A sink that keeps nothing and counts the bytes written to it: the size of what a writer
+/// would write, found by running the same writer (no length counted by hand).
 public struct ByteCounter: ByteSink, Sendable {
     @usableFromInline var counted = 0
-    /// Bytes appended so far.
+    /// Bytes written so far.
     @inlinable public var count: Int { counted }
 
     /// A counter at 0.
     @inlinable public init() {}
 
     /// Counts one byte.
-    @inlinable public mutating func append(_ byte: UInt8) { counted += 1 }
+    @inlinable @inline(__always) public mutating func append(_ byte: UInt8) { counted += 1 }
 
     /// Counts `bytes.count` bytes.
-    @inlinable public mutating func append(bytes: UnsafeRawBufferPointer) { counted += bytes.count }
+    @inlinable @inline(__always) public mutating func append(bytes: UnsafeRawBufferPointer) { counted += bytes.count }
 }
 
 /// A sink over a fixed temporary buffer that never allocates: past its capacity it only sets
 /// ``overflowed`` (the caller then writes again into a growable sink).
 ///
-/// There is no public initialiser: a sink exists only inside the closure of a module entry
-/// that owns its buffer for exactly that long (the sender's
-/// ``WireFormat/sealInTemporary(_:plaintextCapacity:padding:fits:key:context:algorithm:_:)``).
+/// There is no public initialiser: a sink exists only inside the closure of a package entry
+/// that owns its buffer for exactly that long (``JSONSinkWriter/bytes(capacity:_:)``, the
+/// sender's `WireFormat.sealInTemporary`).
 public struct BoundedByteSink: ByteSink {
-    // Internal storage is @usableFromInline and the methods @inlinable, so PlaintextEncoder
-    // specializes for this sink in client modules.
+    // Internal storage is @usableFromInline and the methods @inlinable, so the writers
+    // specialize for this sink in client modules.
     @usableFromInline let base: UnsafeMutableRawPointer
     /// The buffer's byte count.
     public let capacity: Int
@@ -54,24 +62,16 @@ public struct BoundedByteSink: ByteSink {
     /// `true` once a write did not fit; the contents are then incomplete.
     @inlinable public var overflowed: Bool { didOverflow }
 
-    /// A sink over `buffer` (module-internal: every sink is made by a closure-scoped entry that
+    /// A sink over `buffer` (package-internal: every sink is made by a closure-scoped entry that
     /// owns the buffer for the sink's whole use); `nil` for an empty buffer.
-    @usableFromInline init?(_ buffer: UnsafeMutableRawBufferPointer) {
+    @inlinable package init?(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let b = buffer.baseAddress else { return nil }
         base = b
         capacity = buffer.count
     }
 
-    /// Zeroes the bytes written (`SecretBytes.wipe`, which the optimizer cannot drop).
-    @usableFromInline func wipe() {
-        // Safe: `base..<base + writtenByteCount` is inside the buffer (every append checks the
-        // capacity first), and the buffer is alive (the entry that made the sink calls this
-        // before it releases the buffer).
-        SecretBytes.wipe(UnsafeMutableRawBufferPointer(start: base, count: writtenByteCount))
-    }
-
-    /// The bytes written so far; valid while the buffer is (module-internal, see the type).
-    @usableFromInline var written: UnsafeRawBufferPointer {
+    /// The bytes written so far; valid while the buffer is (package-internal, see the type).
+    @inlinable package var written: UnsafeRawBufferPointer {
         // Safe: `base..<base + writtenByteCount` was written and lies inside the buffer.
         UnsafeRawBufferPointer(start: base, count: writtenByteCount)
     }
@@ -92,15 +92,15 @@ public struct BoundedByteSink: ByteSink {
         writtenByteCount += bytes.count
     }
 
-    /// Appends the standard padded base64 of `bytes` (``WireBase64/encode(_:into:)``, public
-    /// bytes only: not constant-time), or sets ``overflowed``.
-    public mutating func appendBase64(_ bytes: RawSpan) {
-        let n = WireBase64.encodedByteCount(bytes.byteCount)
-        guard writtenByteCount + n <= capacity else { didOverflow = true; return }
-        // Safe: the encoder writes exactly n bytes, and writtenByteCount + n <= capacity was
-        // checked just above; `src` is valid inside the closure and not kept.
-        bytes.withUnsafeBytes { src in WireBase64.encode(src, into: base + writtenByteCount) }
-        writtenByteCount += n
+    /// Lets `write` fill the next `byteCount` bytes in place (they count as written), or sets
+    /// ``overflowed`` without calling it: for a codec that writes straight into memory (base64).
+    /// `write` must initialize all `byteCount` bytes of the buffer it is given.
+    @inlinable public mutating func append(byteCount: Int, writingWith write: (UnsafeMutableRawBufferPointer) -> Void) {
+        guard byteCount >= 0, writtenByteCount + byteCount <= capacity else { didOverflow = true; return }
+        // Safe: the span handed to `write` ends at writtenByteCount + byteCount <= capacity,
+        // checked just above, and is valid only for the call.
+        write(UnsafeMutableRawBufferPointer(start: base + writtenByteCount, count: byteCount))
+        writtenByteCount += byteCount
     }
 
     /// Appends `n` spaces (Padmé padding, FORMAT.md §6), or sets ``overflowed``.

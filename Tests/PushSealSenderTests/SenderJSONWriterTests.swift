@@ -5,7 +5,9 @@ import Testing
 import PushSealWire
 @testable import PushSealSender
 
-@Suite struct PayloadWriterTests {
+/// The sender's JSON output goes through PushSealJSON's one writer (`JSONWriter`, the escaper
+/// and `DecimalText`): its headers object, strings, integers and values.
+@Suite struct SenderJSONWriterTests {
     /// `APNsHeaders.write(to:)` writes its fields directly: the same JSON object as ``fields``
     /// serialized in order, for every combination of optional headers and awkward values.
     @Test func headersWriteTheirFieldsInOrder() throws {
@@ -15,17 +17,15 @@ import PushSealWire
                     for expiration: Int64? in [nil, 0, 1_764_000_000] {
                         for collapseID: String? in [nil, "", "id-1", "\u{1}😀"] {
                             let h = APNsHeaders(pushType: pushType, topic: topic, priority: priority, expiration: expiration, collapseID: collapseID)
-                            var w = PayloadWriter()
+                            var w = JSONWriter()
                             h.write(to: &w)
-                            var expected = PayloadWriter()
-                            expected.byte(UInt8(ascii: "{"))
-                            for (i, f) in h.fields.enumerated() {
-                                if i > 0 { expected.byte(UInt8(ascii: ",")) }
-                                expected.string(f.name)
-                                expected.byte(UInt8(ascii: ":"))
+                            var expected = JSONWriter()
+                            expected.beginObject()
+                            for f in h.fields {
+                                expected.key(f.name)
                                 expected.string(f.value)
                             }
-                            expected.byte(UInt8(ascii: "}"))
+                            expected.endObject()
                             #expect(w.bytes == expected.bytes, "\(h.fields)")
                             #expect((try? JSONReader.parse(w.bytes)) != nil)
                         }
@@ -36,7 +36,7 @@ import PushSealWire
     }
 
     @Test func writesMinimalEscapesAndNoSlashEscape() {
-        var w = PayloadWriter()
+        var w = JSONWriter()
         w.string("a/b\"c\\d\n\u{1}é😀\u{7F}")
         let text = String(decoding: w.bytes, as: UTF8.self)
         #expect(text == "\"a/b\\\"c\\\\d\\n\\u0001é😀\u{7F}\"")
@@ -44,9 +44,11 @@ import PushSealWire
     }
 
     @Test func integersAndBase64() {
-        var w = PayloadWriter()
-        for i: Int64 in [0, 7, -7, 1234567890, .max, .min] { w.integer(i); w.byte(0x20) }
-        #expect(String(decoding: w.bytes, as: UTF8.self) == "0 7 -7 1234567890 9223372036854775807 -9223372036854775808 ")
+        var w = JSONWriter()
+        w.beginArray()
+        for i: Int64 in [0, 7, -7, 1234567890, .max, .min] { w.integer(i) }
+        w.endArray()
+        #expect(String(decoding: w.bytes, as: UTF8.self) == "[0,7,-7,1234567890,9223372036854775807,-9223372036854775808]")
         // Every power of ten and its neighbours, both signs, and random values: Swift's own text.
         var values: [Int64] = [.max, .min, .max - 1, .min + 1]
         var p: Int64 = 1
@@ -57,7 +59,7 @@ import PushSealWire
         var random = SeededGenerator(seed: 8)
         values += (0..<2_000).map { _ in Int64(bitPattern: random.next() >> UInt64.random(in: 0...63, using: &random)) }
         for v in values {
-            var one = PayloadWriter()
+            var one = JSONWriter()
             one.integer(v)
             #expect(String(decoding: one.bytes, as: UTF8.self) == String(v))
         }
@@ -78,11 +80,15 @@ import PushSealWire
         var rng = SeededGenerator(seed: 0x5EED)
         for _ in 0..<3000 {
             let s = String(String.UnicodeScalarView(randomString(&rng).unicodeScalars.filter { $0 != "\u{FEFF}" }))
-            var w = PayloadWriter()
-            w.raw("{\"k\":")
+            var w = JSONWriter()
+            w.beginObject()
+            w.key(static: "k")
             w.string(s)
-            w.raw("}")
-            #expect(w.bytes.count == PayloadWriter.escapedByteCount(s) + 6)
+            w.endObject()
+            // Counted by the same writer into a counting sink: the bytes the array got.
+            var counted = JSONSinkWriter(into: ByteCounter())
+            counted.string(s)
+            #expect(w.bytes.count == counted.sink.count + 6)
             let o = try Fixture.json(w.bytes)
             let back = try #require(o["k"] as? String)
             #expect(Array(back.unicodeScalars) == Array(s.unicodeScalars), "seed string \(s.unicodeScalars.map { String($0.value, radix: 16) })")
@@ -98,12 +104,12 @@ import PushSealWire
         var lines: [UInt8] = []
         for _ in 0..<3000 {
             let s = randomString(&rng)
-            var w = PayloadWriter()
-            w.byte(UInt8(ascii: "["))
+            var w = JSONWriter()
+            w.beginArray()
             w.string(s)
-            w.raw(",\"")
-            w.bytes.append(contentsOf: s.utf8.map { String(format: "%02x", $0) }.joined().utf8)
-            w.raw("\"]\n")
+            w.string(s.utf8.map { String(format: "%02x", $0) }.joined())
+            w.endArray()
+            w.endLine()
             lines += w.bytes
         }
         let file = try Fixture.temporaryFile(lines)
@@ -138,9 +144,9 @@ import PushSealWire
 
     @Test func writesJSONValuesThatParseBack() throws {
         let v: JSONValue = .object(["a": .array([.integer(1), .bool(true), .null, .number(0.5), .string("x/y")]), "b": .object([:])])
-        var w = PayloadWriter()
-        try w.value(v)
+        var w = JSONWriter()
+        try w.write(v)
         #expect(String(decoding: w.bytes, as: UTF8.self) == "{\"a\":[1,true,null,0.5,\"x/y\"],\"b\":{}}")
-        #expect(throws: SenderError(.invalidOption, "")) { try w.number(.nan) }
+        #expect(throws: JSONError.self) { try w.number(.nan) }
     }
 }

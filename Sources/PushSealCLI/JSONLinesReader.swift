@@ -1,8 +1,7 @@
-import PushSealSystem
-import PushSealCLI
-import PushSealSender
+public import PushSealSystem
 
-/// Reads lines from a file with a per-line byte limit: an overlong line is reported
+/// The CLI kit's one JSON Lines reader (`push-seal batch`'s input, `push-send`'s input and its
+/// `--resume` file). Reads lines from a file with a per-line byte limit: an overlong line is reported
 /// by its length and its bytes are skipped, never buffered. The limit and the reported length
 /// do not count the line ending, `\n` or `\r\n`. Reads 64 KiB at a time and finds newlines
 /// with `memchr` (``Memory/firstIndex(of:in:)``).
@@ -11,9 +10,19 @@ import PushSealSender
 /// need a read that has no data yet (a quiet pipe) and the caller did not ask to wait, or its
 /// wake-up pipe was woken first, so a caller can seal and write what it has. A stop request (``StopSignals``) is honoured before each read:
 /// the complete lines already read still come out, a partial line is dropped.
-struct LineReader {
+public struct JSONLinesReader {
+    /// One line read.
+    public struct Line: Sendable {
+        /// 1-based line number in the input (counting blank and overlong lines).
+        public var number: Int
+        /// The line's bytes without the newline and a trailing `\r` (empty when it was too long).
+        public var bytes: [UInt8]
+        /// When the line was longer than the reader's limit: its length in bytes; its bytes were dropped.
+        public var overlongByteCount: Int?
+    }
+
     /// How ``next(_:)`` may wait for input.
-    enum Waiting {
+    public enum Waiting: Sendable {
         /// Block until input arrives (or a stop).
         case block
         /// Never wait: answer ``Next/notReady`` when no input is ready now.
@@ -23,9 +32,9 @@ struct LineReader {
     }
 
     /// What ``next(_:)`` found.
-    enum Next {
+    public enum Next: Sendable {
         /// The next line.
-        case line(BatchSealer.Line)
+        case line(Line)
         /// The end of the input.
         case end
         /// The next line needs input that is not there yet (not when blocking).
@@ -34,14 +43,16 @@ struct LineReader {
         case stopped
     }
 
-    let input: FileDescriptor
-    let maxLineByteCount: Int
+    /// The file read.
+    public let input: FileDescriptor
+    /// The longest line returned, in bytes (without its line ending).
+    public let maxLineByteCount: Int
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
     private var start = 0
     private var end = 0
     private var eof = false
     /// The number of the last complete line returned (the first line is `firstLineNumber`).
-    private(set) var lineNumber: Int
+    public private(set) var lineNumber: Int
     // The line being read, kept across a ``Next/notReady``: its bytes so far, its length
     // (counting skipped bytes of an overlong line), its last byte, and whether it is overlong.
     private var line: [UInt8] = []
@@ -49,8 +60,11 @@ struct LineReader {
     private var lastByte: UInt8 = 0
     private var overlong = false
 
-    /// - Parameter firstLineNumber: the number of the first line (`--first-line`, default 1).
-    init(input: FileDescriptor, maxLineByteCount: Int, firstLineNumber: Int = 1) {
+    /// A reader of `input` (read from where it is).
+    /// - Parameters:
+    ///   - maxLineByteCount: the longest line returned; longer ones come back empty with their length.
+    ///   - firstLineNumber: the number of the first line (`--first-line`, default 1).
+    public init(input: FileDescriptor, maxLineByteCount: Int, firstLineNumber: Int = 1) {
         self.input = input
         self.maxLineByteCount = maxLineByteCount
         self.lineNumber = firstLineNumber - 1
@@ -60,7 +74,7 @@ struct LineReader {
     /// - Parameter waiting: whether to wait when no input is ready (a read that would block
     ///   is never made otherwise).
     /// - Throws: `CLIError` 74 on a read error.
-    mutating func next(_ waiting: Waiting) throws -> Next {
+    public mutating func next(_ waiting: Waiting) throws -> Next {
         while true {
             if start == end {
                 if eof { break }
@@ -92,9 +106,7 @@ struct LineReader {
                 end = n
             }
             let (s, e) = (start, end)
-            let newline: Int? = buffer.withUnsafeBytes { b -> Int? in
-                Memory.firstIndex(of: 0x0A, in: UnsafeRawBufferPointer(rebasing: b[s..<e])).map { s + $0 }
-            }
+            let newline = Memory.firstIndex(of: 0x0A, in: buffer, s..<e)
             let stop = newline ?? end
             let piece = stop - start
             length += piece
@@ -123,7 +135,7 @@ struct LineReader {
 
     /// The line read so far, numbered, without its trailing `\r`; over the limit (measured
     /// without the `\r`), a line with no bytes and its length. Resets the line state.
-    private mutating func finish() -> BatchSealer.Line {
+    private mutating func finish() -> Line {
         lineNumber += 1
         let contentLength = length > 0 && lastByte == 0x0D ? length - 1 : length
         var l: [UInt8] = []
@@ -131,9 +143,9 @@ struct LineReader {
         let wasOverlong = overlong
         (length, lastByte, overlong) = (0, 0, false)
         if wasOverlong || contentLength > maxLineByteCount {
-            return BatchSealer.Line(number: lineNumber, bytes: [], overlongByteCount: contentLength)
+            return Line(number: lineNumber, bytes: [], overlongByteCount: contentLength)
         }
         if l.last == 0x0D { l.removeLast() }
-        return BatchSealer.Line(number: lineNumber, bytes: l)
+        return Line(number: lineNumber, bytes: l, overlongByteCount: nil)
     }
 }
