@@ -192,9 +192,9 @@ public final class DecryptingServiceExtension: UNNotificationServiceExtension, @
 
     /// Key lookup, open, checks and localization. Returns the plaintext when the best attempt
     /// is now decrypted content, `nil` when it stays the original (reason set).
-    private func decrypt(_ request: UNNotificationRequest) -> Notification? {
+    private func decrypt(_ request: UNNotificationRequest) -> PushNotification? {
         // keyLookup, open, check: the stages the app's background handler runs too.
-        let plaintext: Notification
+        let plaintext: PushNotification
         switch SealedMessageReceiver(configuration: configuration, logger: context.logger).receive(request.payload, expecting: .display) {
         case .refused(let reason, let detail):
             fallBack(reason, detail)

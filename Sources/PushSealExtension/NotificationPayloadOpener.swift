@@ -24,5 +24,5 @@ public protocol NotificationPayloadOpener: Sendable {
     /// - Throws: when the box does not authenticate or the plaintext is not a valid object;
     ///   mapped to a token by ``FallbackReason/open(_:)``; the description (no plaintext in it)
     ///   goes to the detail.
-    func open(_ envelope: SealedPayload, with key: SecretBytes, appID: String) throws -> PushSealWire.Notification
+    func open(_ envelope: SealedPayload, with key: SecretBytes, appID: String) throws -> PushSealWire.PushNotification
 }

@@ -70,7 +70,7 @@ public struct RetractHandler: Sendable {
             return Result(outcome: .refused, reason: Self.centerUnavailable,
                           detail: "nothing removed: the app has no App Group container, so no notification center", removed: [], notFound: [])
         }
-        let plaintext: Notification
+        let plaintext: PushNotification
         switch SealedMessageReceiver(configuration: configuration, logger: logger).receive(payload, expecting: .retract) {
         case .refused(let reason, let detail):
             return Result(outcome: .refused, reason: reason, detail: "nothing removed: \(detail)", removed: [], notFound: [])

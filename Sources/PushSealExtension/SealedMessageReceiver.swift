@@ -12,7 +12,7 @@ struct SealedMessageReceiver {
     /// What receiving gave.
     enum Outcome {
         /// Authentic, current, of the expected kind, and (with a guard) recorded as seen.
-        case opened(Notification)
+        case opened(PushNotification)
         /// Refused: a stable reason token (``FallbackReason``) and a human detail.
         case refused(reason: String, detail: String)
     }
@@ -45,7 +45,7 @@ struct SealedMessageReceiver {
         }
 
         start = ContinuousClock.now
-        let plaintext: Notification
+        let plaintext: PushNotification
         do {
             plaintext = try configuration.opener.open(envelope, with: key, appID: configuration.appID)
             log("open", "ok", since: start, [("keyID", keyID), ("encryptedByteCount", String(payload[WireFormat.encryptedDataField]?.stringValue?.utf8.count ?? 0))])

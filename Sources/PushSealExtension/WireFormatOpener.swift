@@ -112,7 +112,7 @@ public struct WireFormatOpener: NotificationPayloadOpener {
     ///   - appID: the app's bundle identifier from the extension's configuration.
     /// - Returns: the plaintext, after the box authenticated.
     /// - Throws: `FormatError` `.authenticationFailed`, `.invalidKey`, `.invalidAppID`, `.invalidPlaintext`.
-    public func open(_ envelope: SealedPayload, with key: SecretBytes, appID: String) throws -> PushSealWire.Notification {
+    public func open(_ envelope: SealedPayload, with key: SecretBytes, appID: String) throws -> PushSealWire.PushNotification {
         try envelope.open(with: key, appID: appID)
     }
 }

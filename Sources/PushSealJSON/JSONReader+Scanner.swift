@@ -51,7 +51,7 @@ extension JSONReader {
         var parser: Parser
         private var afterValue = false
         /// The document as an array when the scanner was made by ``scanning(_:limits:_:)``:
-        /// then `Notification.scan` keeps its text members as spans of it (no `String`s).
+        /// then `PushNotification.scan` keeps its text members as spans of it (no `String`s).
         public internal(set) var source: [UInt8]?
 
         init(parser: Parser) { self.parser = parser }
@@ -74,8 +74,8 @@ extension JSONReader {
         }
 
         /// Runs `body` with a scanner at the start of `bytes` (see ``init(_:limits:)``). The
-        /// scanner also holds `bytes` itself, so a `Notification` scanned from it
-        /// (`Notification.scan(_:into:otherMember:)`) keeps its text as spans of `bytes` and is
+        /// scanner also holds `bytes` itself, so a `PushNotification` scanned from it
+        /// (`PushNotification.scan(_:into:otherMember:)`) keeps its text as spans of `bytes` and is
         /// encoded by copying them, valid for as long as the notification lives.
         /// - Returns: what `body` returns.
         /// - Throws: `FormatError` `.inputTooLarge`, `.invalidJSON` (empty input); what `body` throws.

@@ -62,7 +62,7 @@ public struct RevocationRecord: Sendable, Hashable {
         }
         guard case .object(let o) = value else { throw KeysError(.malformedRecord, "revocation record: not a JSON object") }
         for m in o where !["format", "version", "appId", "keyIds", "revokedAt"].contains(m.key) {
-            throw KeysError(.malformedRecord, "revocation record: unknown member \(Notification.excerpt(m.key)) (known: format, version, appId, keyIds, revokedAt)")
+            throw KeysError(.malformedRecord, "revocation record: unknown member \(PushNotification.excerpt(m.key)) (known: format, version, appId, keyIds, revokedAt)")
         }
         guard o["format"]?.stringValue == Self.format else { throw KeysError(.malformedRecord, "revocation record: format must be \"\(Self.format)\"") }
         guard o["version"]?.integerValue == 1 else { throw KeysError(.malformedRecord, "revocation record: version must be 1") }

@@ -211,14 +211,14 @@ public struct BatchSealer: Sendable {
 
     /// The scan path of one line: `{"recipient": "…", "notification": {…}}` with those two
     /// members and optionally the ``BatchLineFields`` ones, the notification read by the wire
-    /// module's scanner (`Notification.scan`); returns the recipient, notification, `ttl` and
+    /// module's scanner (`PushNotification.scan`); returns the recipient, notification, `ttl` and
     /// the line's own fields, or `nil` to take the tree path (which gives the precise error).
-    static func scanLine(_ s: inout JSONReader.Scanner) -> (recipient: String, notification: Notification, ttl: Int64?, fields: BatchLineFields)? {
+    static func scanLine(_ s: inout JSONReader.Scanner) -> (recipient: String, notification: PushNotification, ttl: Int64?, fields: BatchLineFields)? {
         do {
             guard try s.peekKind() == .object else { return nil }
             try s.beginObject()
             var recipient: String?
-            var scanned: Notification?
+            var scanned: PushNotification?
             var ttl: Int64?
             var fields = BatchLineFields()
             var seen: [String] = []  // at most three names: a small array, no hashing
@@ -229,8 +229,8 @@ public struct BatchSealer: Sendable {
                     guard !r.isEmpty else { return nil }
                     recipient = r
                 } else if scanned == nil, !key.hasEscapes, s.rawEquals(key, "notification") {
-                    var n = Notification()
-                    guard Notification.scan(&s, into: &n, otherMember: { try SealRequest.scanTTL($0, &$1, into: &ttl) }) else { return nil }
+                    var n = PushNotification()
+                    guard PushNotification.scan(&s, into: &n, otherMember: { try SealRequest.scanTTL($0, &$1, into: &ttl) }) else { return nil }
                     scanned = n
                 } else if !key.hasEscapes, let name = Self.lineFieldName(s, key), !seen.contains(name) {
                     seen.append(name)
@@ -286,10 +286,10 @@ public struct BatchSealer: Sendable {
         for m in o where m.key != "recipient" && m.key != "notification" && m.key != "retract" {
             // A retract line is a background push: no clear aps, no collapse id (FORMAT.md §5.1).
             if retract != nil, m.key != "deviceToken" {
-                throw SenderError(.invalidNotification, "a retract line carries recipient, retract and deviceToken only, not \(Notification.excerpt(m.key)) (a retract is a background push without an alert)")
+                throw SenderError(.invalidNotification, "a retract line carries recipient, retract and deviceToken only, not \(PushNotification.excerpt(m.key)) (a retract is a background push without an alert)")
             }
             guard try fields.take(m.key, m.value) else {
-                throw SenderError(.invalidNotification, "unknown member \(Notification.excerpt(m.key)) (known: \((["recipient", "notification", "retract"] + BatchLineFields.memberNames).joined(separator: ", ")))")
+                throw SenderError(.invalidNotification, "unknown member \(PushNotification.excerpt(m.key)) (known: \((["recipient", "notification", "retract"] + BatchLineFields.memberNames).joined(separator: ", ")))")
             }
         }
         guard case .string(let r)? = o["recipient"], !r.isEmpty else {

@@ -25,18 +25,18 @@ public enum MediaSealer {
     /// - Parameters:
     ///   - file: the media file's bytes (1 byte to ``maxFileByteCount``).
     ///   - url: where the blob will be served: empty (fill it in before sealing) or an absolute
-    ///     `https://` or `http://` URL (`Notification.isValidMediaURL(_:)`).
-    ///   - type: the MIME type (`Notification.isValidMediaType(_:)`, e.g.
+    ///     `https://` or `http://` URL (`PushNotification.isValidMediaURL(_:)`).
+    ///   - type: the MIME type (`PushNotification.isValidMediaType(_:)`, e.g.
     ///     `image/jpeg`); `nil` sniffs it from the magic bytes (``sniffType(_:)``).
     /// - Returns: the blob and its descriptor.
     /// - Throws: `SenderError` `.invalidMedia` (empty or too large, or a `url` or `type` the
     ///   sealer would refuse), `.sealFailed`.
     public static func seal(_ file: [UInt8], url: String, type: String? = nil) throws -> Sealed {
-        guard url.isEmpty || Notification.isValidMediaURL(url) else {
-            throw SenderError(.invalidMedia, "the media url must be an absolute https:// or http:// URL (or empty, to fill in later), got \(Notification.excerpt(url))")
+        guard url.isEmpty || PushNotification.isValidMediaURL(url) else {
+            throw SenderError(.invalidMedia, "the media url must be an absolute https:// or http:// URL (or empty, to fill in later), got \(PushNotification.excerpt(url))")
         }
-        if let type, !Notification.isValidMediaType(type) {
-            throw SenderError(.invalidMedia, "the media type must be a MIME type type/subtype of token characters such as image/jpeg, got \(Notification.excerpt(type))")
+        if let type, !PushNotification.isValidMediaType(type) {
+            throw SenderError(.invalidMedia, "the media type must be a MIME type type/subtype of token characters such as image/jpeg, got \(PushNotification.excerpt(type))")
         }
         guard !file.isEmpty else { throw SenderError(.invalidMedia, "the media file is empty") }
         guard file.count <= maxFileByteCount else {

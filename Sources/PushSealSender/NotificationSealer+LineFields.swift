@@ -7,7 +7,7 @@ extension NotificationSealer {
     /// fallback alert). Checked by the rules of the command-line options (``ClearPart``), and
     /// `thread-id`, `category`, `interruption-level` and `sound` (a name or
     /// `{"critical", "name", "volume"}`) by the rules of the sealed `aps`
-    /// (`Notification.sendingPresentation`); `null` keeps the default.
+    /// (`PushNotification.sendingPresentation`); `null` keeps the default.
     /// - Throws: `SenderError` `.invalidNotification` naming the member (a wrong type, an
     ///   unknown member, a value the options would refuse), `.emptyFallbackAlert`.
     func clearPart(overriding fields: BatchLineFields) throws -> ClearPart {
@@ -41,11 +41,11 @@ extension NotificationSealer {
                 case "mutable-content":
                     throw SenderError(.invalidNotification, "aps.mutable-content is always 1 (push-seal sets it): leave it out")
                 default:
-                    throw SenderError(.invalidNotification, "unknown member aps.\(Notification.excerpt(m.key)) (known: \(BatchLineFields.apsMemberNames.joined(separator: ", ")))")
+                    throw SenderError(.invalidNotification, "unknown member aps.\(PushNotification.excerpt(m.key)) (known: \(BatchLineFields.apsMemberNames.joined(separator: ", ")))")
                 }
             }
             if presentation.count > 0 {
-                let p = try SenderError.fromNotificationRules { try Notification.sendingPresentation(.object(presentation)) }
+                let p = try SenderError.fromNotificationRules { try PushNotification.sendingPresentation(.object(presentation)) }
                 if presentation["thread-id"] != nil { aps.threadID = p.threadID }
                 if presentation["category"] != nil { aps.category = p.category }
                 if presentation["interruption-level"] != nil { aps.interruptionLevel = p.interruptionLevel }
@@ -78,7 +78,7 @@ extension NotificationSealer {
             case "subtitle-loc-args": a.subtitleLocArgs = try lineStrings(m.value, name)
             case "loc-args": a.locArgs = try lineStrings(m.value, name)
             default:
-                throw SenderError(.invalidNotification, "unknown member aps.alert.\(Notification.excerpt(m.key)) (known: \(BatchLineFields.alertMemberNames.joined(separator: ", ")))")
+                throw SenderError(.invalidNotification, "unknown member aps.alert.\(PushNotification.excerpt(m.key)) (known: \(BatchLineFields.alertMemberNames.joined(separator: ", ")))")
             }
         }
         return a

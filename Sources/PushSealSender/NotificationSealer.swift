@@ -49,7 +49,7 @@ public struct NotificationSealer: Sendable {
                 registry: EnvelopeRegistry = .standard) throws {
         guard !appID.isEmpty else { throw SenderError(.invalidOption, "the app id must not be empty") }
         guard WireFormat.isValidAppID(appID) else {
-            throw SenderError(.invalidOption, "app id \(Notification.excerpt(appID)) is not 1-255 bytes of printable ASCII other than |")
+            throw SenderError(.invalidOption, "app id \(PushNotification.excerpt(appID)) is not 1-255 bytes of printable ASCII other than |")
         }
         guard options.priority == 10 || options.priority == 5 else {
             throw SenderError(.invalidOption, "apns-priority must be 10 or 5, got \(options.priority)")
@@ -70,7 +70,7 @@ public struct NotificationSealer: Sendable {
 
     /// Reads the JSON form of a notification (see ``SealRequest/init(json:)``) and seals it.
     ///
-    /// A well-formed notification is read by the wire module's scanner (`Notification.scan`,
+    /// A well-formed notification is read by the wire module's scanner (`PushNotification.scan`,
     /// the reader's rules, no JSON tree); anything unusual (a wrong type, an unknown member)
     /// takes the tree decoder, which gives the same payload or the precise error.
     /// - Parameters:
@@ -79,9 +79,9 @@ public struct NotificationSealer: Sendable {
     /// - Throws: `SenderError` `.invalidJSON` and everything ``seal(_:for:)`` throws.
     public func seal(notificationJSON: [UInt8], for recipient: String) throws -> SealedNotification {
         // Scanned into this value in place (a returned notification would be copied).
-        var scanned = Notification()
+        var scanned = PushNotification()
         var ttl: Int64?
-        if Notification.scan(notificationJSON, into: &scanned, otherMember: { try SealRequest.scanTTL($0, &$1, into: &ttl) }) {
+        if PushNotification.scan(notificationJSON, into: &scanned, otherMember: { try SealRequest.scanTTL($0, &$1, into: &ttl) }) {
             try SealRequest.checkTTL(exp: scanned.exp, ttlSeconds: ttl)
             return try seal(&scanned, ttlSeconds: ttl, for: recipient)
         }
@@ -124,12 +124,12 @@ public struct NotificationSealer: Sendable {
     /// - Throws: as ``seal(_:for:)-(SealRequest,_)``; `.invalidNotification` for 0 or more than
     ///   100 ids, or an empty or overlong id.
     public func sealRetract(ids: [String], retractID: String? = nil, ttlSeconds: Int64? = nil, for recipient: String) throws -> SealedNotification {
-        try seal(SealRequest(Notification.retract(ids: ids, id: retractID), ttlSeconds: ttlSeconds), for: recipient)
+        try seal(SealRequest(PushNotification.retract(ids: ids, id: retractID), ttlSeconds: ttlSeconds), for: recipient)
     }
 
     /// Seals `notification` for `recipient` (``seal(_:for:)-(SealRequest,_)`` with a TTL).
     /// - Throws: as ``seal(_:for:)-(SealRequest,_)``.
-    public func seal(_ notification: PushSealWire.Notification, ttlSeconds: Int64? = nil, for recipient: String) throws -> SealedNotification {
+    public func seal(_ notification: PushSealWire.PushNotification, ttlSeconds: Int64? = nil, for recipient: String) throws -> SealedNotification {
         try seal(SealRequest(notification, ttlSeconds: ttlSeconds), for: recipient)
     }
 
@@ -137,7 +137,7 @@ public struct NotificationSealer: Sendable {
     /// `n` is the caller's, filled in place (`iat`, `exp` are set here; not copied, so its
     /// members are not retained again); its members were checked by the sending rules.
     /// `clear`: the payload's clear part, `nil` for the sealer's own (``clear``).
-    func seal(_ n: inout Notification, ttlSeconds: Int64?, for recipient: String, clear: ClearPart? = nil) throws -> SealedNotification {
+    func seal(_ n: inout PushNotification, ttlSeconds: Int64?, for recipient: String, clear: ClearPart? = nil) throws -> SealedNotification {
         // A retract is a background push whatever the options' or a line's alert (FORMAT.md §5.1).
         if n.kind == .retract { return try seal(&n, ttlSeconds: ttlSeconds, for: recipient, clearPart: ClearPart.background) }
         // Borrowed, not copied (`clear ?? self.clear` made a copy: a retain and release per seal).
@@ -145,7 +145,7 @@ public struct NotificationSealer: Sendable {
         return try seal(&n, ttlSeconds: ttlSeconds, for: recipient, clearPart: self.clear)
     }
 
-    private func seal(_ n: inout Notification, ttlSeconds: Int64?, for recipient: String, clearPart clear: borrowing ClearPart) throws -> SealedNotification {
+    private func seal(_ n: inout PushNotification, ttlSeconds: Int64?, for recipient: String, clearPart clear: borrowing ClearPart) throws -> SealedNotification {
         let prefix = clear.prefix
         guard !recipient.isEmpty else { throw SenderError(.invalidOption, "the recipient must not be empty") }
         // The receiver's rule: title, subtitle and body all empty or white space is blankContent
@@ -172,7 +172,7 @@ public struct NotificationSealer: Sendable {
             apnsExpiration = ttl == 0 ? 0 : e
         }
         let (iat, exp) = (n.iat, n.exp)  // not `n` in the closure: capturing it copies the notification
-        try SenderError.fromNotificationRules { try Notification.checkTimes(iat: iat, exp: exp) }
+        try SenderError.fromNotificationRules { try PushNotification.checkTimes(iat: iat, exp: exp) }
 
         let sealingKey: SealingKey
         do {
@@ -318,7 +318,7 @@ public struct NotificationSealer: Sendable {
 
     /// The plaintext bytes to seal (`written`, padded), or fitted down the ladder when asked.
     /// `written` is taken over (padded in place, without a copy).
-    private func fittedPlaintext(_ written: inout [UInt8], _ n: Notification, clear: ClearPart, size: (Int) -> Int) throws -> ([UInt8], [FitChange]) {
+    private func fittedPlaintext(_ written: inout [UInt8], _ n: PushNotification, clear: ClearPart, size: (Int) -> Int) throws -> ([UInt8], [FitChange]) {
         let limit = SealOptions.maxPayloadByteCount
         var plain: [UInt8] = []
         swap(&plain, &written)
@@ -377,7 +377,7 @@ public struct NotificationSealer: Sendable {
 
     /// `n`'s plaintext in a growable array (no padding); `nonFiniteNumber` (a NaN in `data`
     /// built in code, refused earlier by validation) becomes `.invalidNotification`.
-    private static func encoded(_ n: borrowing Notification) throws -> [UInt8] {
+    private static func encoded(_ n: borrowing PushNotification) throws -> [UInt8] {
         var e = PlaintextEncoder(into: [UInt8]())
         e.sink.reserveCapacity(3072)
         do {

@@ -1,30 +1,27 @@
 public import PushSealWire
 public import PushSealJSON
 
-/// The wire module's `Notification` (named here once: Foundation, imported too, has its own `Notification`).
-typealias Notification = PushSealWire.Notification
-
-/// What a sender asks to seal: the wire module's `Notification` (everything that goes inside
+/// What a sender asks to seal: the wire module's `PushNotification` (everything that goes inside
 /// `encrypted_data`) and, optionally, a time to live that the sealer turns into `exp`.
 ///
-/// Its JSON form is the notification's sending form (`Notification(sendingJSON:)`) plus
+/// Its JSON form is the notification's sending form (`PushNotification(sendingJSON:)`) plus
 /// `ttl` (an integer number of seconds, not sealed itself). A value built in code is checked
 /// by the same rules when it is sealed (``validate()``): the sender never seals a plaintext a
 /// receiver rejects.
 public struct SealRequest: Sendable, Equatable {
     /// What the user should see; `iat` defaults to the seal time when `nil`.
-    public var notification: PushSealWire.Notification
+    public var notification: PushSealWire.PushNotification
     /// Time to live in seconds from the seal (0 or more); the sealer turns it into `exp`, which
     /// must stay at most `WireFormat.maxTimeSeconds`. Exclusive with `notification.exp`.
     public var ttlSeconds: Int64?
 
     /// Creates a request.
-    public init(_ notification: PushSealWire.Notification, ttlSeconds: Int64? = nil) {
+    public init(_ notification: PushSealWire.PushNotification, ttlSeconds: Int64? = nil) {
         self.notification = notification
         self.ttlSeconds = ttlSeconds
     }
 
-    /// Reads the JSON form (the sending form of `Notification` plus `ttl`).
+    /// Reads the JSON form (the sending form of `PushNotification` plus `ttl`).
     /// - Throws: `SenderError` `.invalidNotification` naming the member for a wrong JSON type,
     ///   an unknown member, a time out of range (negative, after `WireFormat.maxTimeSeconds`,
     ///   `exp` before `iat`, both `exp` and `ttl`), or a `media`, `localizations` or `data` a
@@ -32,18 +29,18 @@ public struct SealRequest: Sendable, Equatable {
     public init(json: JSONValue) throws {
         var ttl: Int64?
         let notification = try SenderError.fromNotificationRules {
-            try Notification(sendingJSON: json, extraMemberNames: ["ttl"], extraMember: { key, value in
+            try PushNotification(sendingJSON: json, extraMemberNames: ["ttl"], extraMember: { key, value in
                 guard key == "ttl" else { return false }
-                ttl = try Notification.sendingTime(value, "ttl")
+                ttl = try PushNotification.sendingTime(value, "ttl")
                 return true
             }, checkingTimes: false)
         }
         self.init(notification, ttlSeconds: ttl)
         try Self.checkTTL(exp: notification.exp, ttlSeconds: ttl)
-        try SenderError.fromNotificationRules { try Notification.checkTimes(iat: notification.iat, exp: notification.exp) }
+        try SenderError.fromNotificationRules { try PushNotification.checkTimes(iat: notification.iat, exp: notification.exp) }
     }
 
-    /// The scanner's reading of `ttl` (`Notification.scan`'s `otherMember`): when `key` is
+    /// The scanner's reading of `ttl` (`PushNotification.scan`'s `otherMember`): when `key` is
     /// `ttl` and not seen before, reads a non-negative integer into `ttl`.
     /// - Returns: `false` for another key, a repeated `ttl` or a value that is not a
     ///   non-negative integer (the tree decoder then gives the precise error).
@@ -68,14 +65,14 @@ public struct SealRequest: Sendable, Equatable {
         try self.init(json: value)
     }
 
-    /// Checks a request built in code by the rules of its JSON form (`Notification.validate()`
+    /// Checks a request built in code by the rules of its JSON form (`PushNotification.validate()`
     /// and the TTL rules).
     /// - Throws: `SenderError` `.invalidNotification` naming the member.
     public func validate() throws {
         try SenderError.fromNotificationRules { try notification.validate(checkingTimes: false) }
-        if let ttlSeconds { _ = try SenderError.fromNotificationRules { try Notification.sendingTime(.integer(ttlSeconds), "ttl") } }
+        if let ttlSeconds { _ = try SenderError.fromNotificationRules { try PushNotification.sendingTime(.integer(ttlSeconds), "ttl") } }
         try Self.checkTTL(exp: notification.exp, ttlSeconds: ttlSeconds)
-        try SenderError.fromNotificationRules { try Notification.checkTimes(iat: notification.iat, exp: notification.exp) }
+        try SenderError.fromNotificationRules { try PushNotification.checkTimes(iat: notification.iat, exp: notification.exp) }
     }
 
     /// Not both `exp` and a TTL.

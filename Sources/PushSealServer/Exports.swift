@@ -1,6 +1,6 @@
 // PushSealServer is the one library a server needs (Examples/server depends on it alone): the
 // modules whose types its API takes and returns are re-exported, so `import PushSealServer`
-// names `SealRequest`, `Notification`, `SealOptions` (PushSealSender, PushSealWire),
+// names `SealRequest`, `PushNotification`, `SealOptions` (PushSealSender, PushSealWire),
 // `DeviceTokenStore`, `DeviceRegistration` (PushSealServerKeys, PushSealKeyRecords), `SealFormatPolicy`
 // (PushSealServerKeyProviders), `APNsClient`, `APNsNotification`, `APNsOutcome` (PushSealAPNs) and
 // `JSONValue` (PushSealJSON, the notification's `data`).

@@ -1,9 +1,9 @@
 /// The members of the plaintext object (FORMAT.md §5), in the table's order: the one list of the
 /// plaintext schema.
 ///
-/// Every codec of ``Notification`` switches over it exhaustively — the receiving decoder
+/// Every codec of ``PushNotification`` switches over it exhaustively — the receiving decoder
 /// (`init(json:)`), the sending decoder (`init(sendingJSON:)`), the scanner (`scan`), the encoder
-/// (``PlaintextEncoder``), ``Notification/validate(checkingTimes:)``, `==` and the size estimate —
+/// (``PlaintextEncoder``), ``PushNotification/validate(checkingTimes:)``, `==` and the size estimate —
 /// so a new member does not compile until each of them handles it. Each such `switch` carries
 /// the comment `schema-switch:` naming its codec; `scripts/schema-probe.sh` compiles the module
 /// with the test-only member `schemaProbe` (`-D PUSHSEAL_SCHEMA_PROBE`) and checks that every one
@@ -72,7 +72,7 @@ public enum MessageKind: String, CaseIterable, Sendable {
     /// (at least one non-empty). The default.
     case display
     /// Take back earlier notifications: the app's background handler removes the delivered
-    /// notifications whose `id` is in ``Notification/ids`` and shows nothing. Sent as a
+    /// notifications whose `id` is in ``PushNotification/ids`` and shows nothing. Sent as a
     /// background push (`content-available`), never to the extension.
     case retract
 

@@ -7,7 +7,7 @@ public import PushSealCrypto
 /// escapes — `"`, `\`, control characters below U+0020 only; never `\/`; every other scalar as
 /// raw UTF-8; integers in decimal; doubles in Swift's shortest round-trip form).
 ///
-/// Generic over its ``ByteSink``: `[UInt8]` for ``Notification/encoded(padding:)``, a
+/// Generic over its ``ByteSink``: `[UInt8]` for ``PushNotification/encoded(padding:)``, a
 /// ``BoundedByteSink`` for the sender's stack buffer.
 public struct PlaintextEncoder<Sink: ByteSink> {
     /// The writer; its sink holds the bytes.
@@ -30,7 +30,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     /// Writes `notification`'s plaintext object (no padding), reading each member where it lies:
     /// the notification is borrowed, not copied (a copy retains and releases every member).
     /// - Throws: `FormatError` `.nonFiniteNumber` when `data` holds an infinite or NaN number.
-    @inlinable public mutating func encode(_ notification: borrowing Notification) throws {
+    @inlinable public mutating func encode(_ notification: borrowing PushNotification) throws {
         // The scanned source is borrowed once for the text members (passing the array to each
         // retained and released it every time).
         do {
@@ -42,7 +42,7 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     }
 
     /// The members of ``encode(_:)``; `source` is the notification's `source` bytes.
-    @inlinable mutating func encodeMembers(_ n: borrowing Notification, source: UnsafeRawBufferPointer) throws {
+    @inlinable mutating func encodeMembers(_ n: borrowing PushNotification, source: UnsafeRawBufferPointer) throws {
         writer.beginObject()
         for m in NotificationMember.allCases {
             switch m {  // schema-switch: encoder

@@ -42,10 +42,10 @@ public struct PresentationFields: Sendable, Hashable {
     /// `null` means absent. Error reasons name the member, never quote its value (F15).
     /// - Throws: `FormatError` `.invalidPlaintext` (`aps.<member>: <problem>`).
     public init(json value: JSONValue) throws {
-        guard case .object(let o) = value else { throw Notification.wrongType("aps", "object", value) }
+        guard case .object(let o) = value else { throw PushNotification.wrongType("aps", "object", value) }
         func string(_ name: String) throws -> String? {
-            guard let v = try Notification.optional(o, name, path: "aps.") else { return nil }
-            guard case .string(let s) = v else { throw Notification.wrongType("aps.\(name)", "string", v) }
+            guard let v = try PushNotification.optional(o, name, path: "aps.") else { return nil }
+            guard case .string(let s) = v else { throw PushNotification.wrongType("aps.\(name)", "string", v) }
             return s
         }
         threadID = try string("thread-id")
@@ -54,26 +54,26 @@ public struct PresentationFields: Sendable, Hashable {
         if let l = interruptionLevel, !Self.interruptionLevels.contains(l) {
             throw FormatError(.invalidPlaintext, "aps.interruption-level: expected passive, active, time-sensitive or critical")
         }
-        switch try Notification.optional(o, "sound", path: "aps.") {
+        switch try PushNotification.optional(o, "sound", path: "aps.") {
         case nil:
             sound = nil
         case .string(let name)?:
             sound = .named(name)
         case .object(let so)?:
             var name = "default"
-            if let n = try Notification.optional(so, "name", path: "aps.sound.") {
-                guard case .string(let s) = n else { throw Notification.wrongType("aps.sound.name", "string", n) }
+            if let n = try PushNotification.optional(so, "name", path: "aps.sound.") {
+                guard case .string(let s) = n else { throw PushNotification.wrongType("aps.sound.name", "string", n) }
                 name = s
             }
             var critical: Int64 = 0
-            if let c = try Notification.optional(so, "critical", path: "aps.sound.") {
+            if let c = try PushNotification.optional(so, "critical", path: "aps.sound.") {
                 guard case .integer(let i) = c, i == 0 || i == 1 else {
                     throw FormatError(.invalidPlaintext, "aps.sound.critical: expected the integer 0 or 1")
                 }
                 critical = i
             }
             var volume = 1.0
-            if let v = try Notification.optional(so, "volume", path: "aps.sound.") {
+            if let v = try PushNotification.optional(so, "volume", path: "aps.sound.") {
                 let x: Double? = switch v {
                 case .integer(let i): Double(i)
                 case .number(let d): d
@@ -84,7 +84,7 @@ public struct PresentationFields: Sendable, Hashable {
             }
             sound = critical == 1 ? .critical(name: name, volume: volume) : .named(name)
         case let other?:
-            throw Notification.wrongType("aps.sound", "string or object", other)
+            throw PushNotification.wrongType("aps.sound", "string or object", other)
         }
     }
 

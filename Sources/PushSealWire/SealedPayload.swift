@@ -149,10 +149,10 @@ public struct SealedPayload: Sendable, Hashable {
     /// - Returns: the notification.
     /// - Throws: `FormatError` `.authenticationFailed`, `.invalidKey`, `.invalidAppID`,
     ///   `.invalidPlaintext` (authentic, but not a UTF-8 JSON object of the documented shape).
-    public func open(with key: SecretBytes, appID: String) throws -> Notification {
+    public func open(with key: SecretBytes, appID: String) throws -> PushNotification {
         var bytes = try openBytes(with: key, appID: appID)
         defer { SecretBytes.wipe(&bytes) }
-        return try Notification(jsonBytes: bytes)
+        return try PushNotification(jsonBytes: bytes)
     }
 
     public static func == (lhs: SealedPayload, rhs: SealedPayload) -> Bool {

@@ -21,7 +21,7 @@ extension WireFormat {
     ///   `plaintextCapacity` or `fits` refuses it (the caller's growable, fitting path).
     /// - Throws: `FormatError` `.nonFiniteNumber` (an infinite or NaN number in `data`); as
     ///   ``seal(_:key:context:algorithm:into:)``; what `body` throws.
-    public static func sealInTemporary(_ notification: borrowing Notification, plaintextCapacity: Int, padding: Bool,
+    public static func sealInTemporary(_ notification: borrowing PushNotification, plaintextCapacity: Int, padding: Bool,
                                        fits: (_ paddedPlaintextByteCount: Int) -> Bool, key: SecretBytes,
                                        context: EnvelopeContext, algorithm: any EnvelopeAlgorithm,
                                        _ body: (_ box: RawSpan) throws -> [UInt8]) throws -> [UInt8]? {

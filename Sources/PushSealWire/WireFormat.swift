@@ -126,7 +126,7 @@ public enum WireFormat {
     /// - Returns: the field values to write into the payload.
     /// - Throws: as ``seal(_:key:context:algorithm:into:)``; `FormatError` `.nonFiniteNumber`
     ///   (an infinite or NaN number in `data`).
-    public static func seal(plaintext: Notification, key: SecretBytes, keyID: String, appID: String,
+    public static func seal(plaintext: PushNotification, key: SecretBytes, keyID: String, appID: String,
                             padding: Bool = true, algorithm: any EnvelopeAlgorithm = A256GCMEnvelope()) throws -> SealedFields {
         var bytes = try plaintext.encoded(padding: padding)
         defer { SecretBytes.wipe(&bytes) }
@@ -135,7 +135,7 @@ public enum WireFormat {
 
     /// Seals already-encoded plaintext bytes (a UTF-8 JSON object, padded or not) through
     /// ``seal(_:key:context:algorithm:into:)``. The bytes are not checked: use this only with
-    /// the output of ``Notification/encoded(padding:)`` or for test vectors.
+    /// the output of ``PushNotification/encoded(padding:)`` or for test vectors.
     /// - Throws: as ``seal(_:key:context:algorithm:into:)``.
     public static func seal(encodedPlaintext: [UInt8], key: SecretBytes, keyID: String, appID: String,
                             algorithm: any EnvelopeAlgorithm = A256GCMEnvelope()) throws -> SealedFields {

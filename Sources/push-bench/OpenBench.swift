@@ -5,11 +5,8 @@ import PushSealWire
 import PushSealSender
 import PushSealExtension
 
-/// The wire module's `Notification` (named here once: Foundation, imported too, has its own `Notification`).
-typealias Notification = PushSealWire.Notification
-
 /// Receiver: the full in-process open of one notification — APNs payload bytes in,
-/// `Notification` out (JSONReader, the three sealed fields, base64, AES-256-GCM with
+/// `PushNotification` out (JSONReader, the three sealed fields, base64, AES-256-GCM with
 /// the AAD, inner JSON) — for payloads carrying 256 B, 1 KB and 2 KB notifications (SenderBench's
 /// inputs, sealed by `NotificationSealer`, so Padmé-padded with `iat`). Key lookup is not timed.
 ///
@@ -23,7 +20,7 @@ typealias Notification = PushSealWire.Notification
 /// sealed fields + base64), to see where the full open's time goes.
 struct OpenBench: BenchSection {
     let settings: BenchSettings
-    let title = "receiver (full open: APNs payload in, Notification out)"
+    let title = "receiver (full open: APNs payload in, notification out)"
     static let sizes = SenderBench.sizes
     static let appID = "com.example.app"
 
@@ -69,7 +66,7 @@ struct OpenBench: BenchSection {
     static let registry = EnvelopeRegistry.standard
 
     /// The job being timed: payload bytes → plaintext (the extension's opener, parse once).
-    static func fullOpen(_ payload: [UInt8], key: SecretBytes) throws -> Notification {
+    static func fullOpen(_ payload: [UInt8], key: SecretBytes) throws -> PushNotification {
         let opener = WireFormatOpener(registry: registry)
         return try opener.open(try opener.envelope(in: try JSONReader.parse(payload)), with: key, appID: appID)
     }

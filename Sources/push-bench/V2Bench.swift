@@ -7,7 +7,7 @@ import PushSealExtension
 /// Wire format v2 (FORMAT.md §V), the whole job as v1's SenderBench / OpenBench time it:
 /// `v2-fullseal` / `v2-auth-fullseal` (notification JSON in, APNs payload out, through
 /// `NotificationSealer` with the HPKE entries of `EnvelopeRegistry.addingV2`) and `v2-fullopen`
-/// / `v2-auth-fullopen` (payload bytes in, `Notification` out, through the extension's opener
+/// / `v2-auth-fullopen` (payload bytes in, `PushNotification` out, through the extension's opener
 /// with `EnvelopeRegistry.opening(pinnedSenders:)`) at 256 B / 1 KB / 2 KB of input JSON
 /// (SenderBench's inputs).
 ///
@@ -60,7 +60,7 @@ struct V2Bench: BenchSection {
         let raw = try RawX25519(peer: device.publicKey.rawRepresentation)
         let keyCache = X25519.PrivateKeyCache()
 
-        func fullOpen(_ o: WireFormatOpener, _ payload: [UInt8]) throws -> Notification {
+        func fullOpen(_ o: WireFormatOpener, _ payload: [UInt8]) throws -> PushNotification {
             try o.open(try o.envelope(in: try JSONReader.parse(payload)), with: privateKey, appID: Self.appID)
         }
         // The floors again inside this section (interleaved with the v2 rows, so a changing

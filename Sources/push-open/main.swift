@@ -1,4 +1,4 @@
-// push-open: what a device would display for an APNs payload (the decrypting Notification
+// push-open: what a device would display for an APNs payload (the decrypting PushNotification
 // Service Extension run in its emulated host). Thin dispatcher; the command is OpenCommand.swift.
 import PushSealCLI
 import PushSealSystem

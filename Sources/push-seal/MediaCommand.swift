@@ -39,10 +39,10 @@ struct MediaCommand: OptionsCommand {
         }
         func validate() throws {
             // The sealer's own rules (MediaSealer.seal checks them too): a bad flag is a usage error.
-            if let url, !Notification.isValidMediaURL(url) {
+            if let url, !PushNotification.isValidMediaURL(url) {
                 throw CLIError.usage("--url needs an absolute https:// or http:// URL, got \(quoted(url))", hint: "e.g. --url https://cdn.example.com/m/cat.jpg.sealed, or leave it out and fill in \"url\" before sealing")
             }
-            if let type, !Notification.isValidMediaType(type) {
+            if let type, !PushNotification.isValidMediaType(type) {
                 throw CLIError.usage("--type needs a MIME type type/subtype of token characters, got \(quoted(type))", hint: "e.g. --type image/jpeg, or leave it out to take the type from the file's magic bytes")
             }
             if descriptorOut == nil {

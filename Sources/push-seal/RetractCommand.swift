@@ -58,7 +58,7 @@ struct RetractCommand: OptionsCommand {
 
     func run(_ o: Options, _ context: CommandContext) throws -> ExitCode {
         let sealer = try o.seal.sealer()
-        let request = SealRequest(Notification.retract(ids: o.ids, id: o.retractID))
+        let request = SealRequest(PushNotification.retract(ids: o.ids, id: o.retractID))
         let sealed = try mappingSenderErrors { try sealer.seal(request, for: o.recipient) }
         Output.stdout(bytes: sealedOutput(sealed, withHeaders: o.withHeaders))
         return .success

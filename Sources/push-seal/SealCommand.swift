@@ -101,7 +101,7 @@ struct SealCommand: OptionsCommand {
             let bytes = try InputReader.readAll(path, limitByteCount: 1 << 20)
             request = try mappingSenderErrors { try SealRequest(jsonBytes: bytes) }
         } else {
-            request = SealRequest(Notification())
+            request = SealRequest(PushNotification())
         }
         if let t = o.title { request.notification.title = t }
         if let t = o.subtitle { request.notification.subtitle = t }

@@ -10,9 +10,6 @@ import PushSealRegistryCLI
 import PushSealSender
 import PushSealServer
 
-/// The wire module's `Notification` (Foundation, imported too, has its own `Notification`).
-typealias Notification = PushSealWire.Notification
-
 /// push-seal's own exit codes, beyond the common ones.
 enum SealExit {
     /// 2: `batch` processed every line but at least one failed (its output line says why).

@@ -32,8 +32,8 @@ struct UnsafeContainmentTests {
         "Sources/PushSealWire/A256GCMEnvelope.swift": "AES-256-GCM seal/open and the AAD buffer",
         "Sources/PushSealWire/HPKEBaseEnvelope.swift": "HPKE seal and the info buffer",
         "Sources/PushSealWire/HPKEAuthEnvelope.swift": "HPKE auth-mode seal",
-        "Sources/PushSealWire/Notification.swift": "text spans read from the source bytes",
-        "Sources/PushSealWire/Notification+Validation.swift": "the ASCII visibility scan",
+        "Sources/PushSealWire/PushNotification.swift": "text spans read from the source bytes",
+        "Sources/PushSealWire/PushNotification+Validation.swift": "the ASCII visibility scan",
         "Sources/PushSealWire/NotificationMember.swift": "member lookup by the scanner's key bytes",
         // Keys parsed from files and keychain records (secrets decoded in place):
         "Sources/PushSealKeyRecords/KeyRecord.swift": "key text decoded in place into SecretBytes",
@@ -127,7 +127,7 @@ struct UnsafeContainmentTests {
         #expect(Self.problems([("Sources/PushSealWire/X.swift", scoped)]).isEmpty)
         #expect(Self.problems([("Sources/PushSealSender/X.swift", scoped)]).count == 1)
         #expect(Self.problems([("Sources/push-send/X.swift", commented)]).isEmpty)
-        #expect(Self.problems([("Sources/PushSealWire/Notification.swift", commented)])
-            == ["Sources/PushSealWire/Notification.swift holds no pointer types any more: take it off UnsafeContainmentTests.pending"])
+        #expect(Self.problems([("Sources/PushSealWire/PushNotification.swift", commented)])
+            == ["Sources/PushSealWire/PushNotification.swift holds no pointer types any more: take it off UnsafeContainmentTests.pending"])
     }
 }

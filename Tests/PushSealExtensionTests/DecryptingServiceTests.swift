@@ -177,7 +177,7 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
                 if failKeyID { throw Opaque() }
                 return try WireFormatOpener().envelope(in: payload)
             }
-            func open(_ envelope: SealedPayload, with key: SecretBytes, appID: String) throws -> Notification { throw Opaque() }
+            func open(_ envelope: SealedPayload, with key: SecretBytes, appID: String) throws -> PushNotification { throw Opaque() }
             func key(for keyID: String) throws -> SecretBytes { throw Opaque() }
         }
         func host(_ opener: Failing, _ provider: any NotificationKeyProvider) -> ExtensionHost {
@@ -393,7 +393,7 @@ private func expectOriginal(_ r: ExtensionHost.Result, reason: String, sourceLoc
 /// An injected opener whose plaintext has no text at all (the codec never gives one).
 private struct BlankOpener: NotificationPayloadOpener {
     func envelope(in payload: JSONValue) throws -> SealedPayload { try WireFormatOpener().envelope(in: payload) }
-    func open(_ envelope: SealedPayload, with key: SecretBytes, appID: String) throws -> Notification {
-        Notification(title: "", body: "")
+    func open(_ envelope: SealedPayload, with key: SecretBytes, appID: String) throws -> PushNotification {
+        PushNotification(title: "", body: "")
     }
 }

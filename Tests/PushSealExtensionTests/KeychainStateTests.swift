@@ -8,7 +8,7 @@ import Testing
 
 /// A payload for `plaintext` sealed with the cases' key under `keyID` (wire format v1).
 private func casePayload(_ title: String, keyID: String = "k1") throws -> JSONValue {
-    let sealed = try WireFormat.seal(plaintext: Notification(title: title, body: "body of \(title)"),
+    let sealed = try WireFormat.seal(plaintext: PushNotification(title: title, body: "body of \(title)"),
                                      key: casesKey, keyID: keyID, appID: casesAppID)
     return .object([
         "aps": .object(["alert": .object(["title": .string(fallbackTitle), "body": .string(fallbackBody)]), "mutable-content": .integer(1)]),

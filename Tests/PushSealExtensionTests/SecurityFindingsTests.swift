@@ -111,16 +111,16 @@ import Testing
     func noPlaintextInErrors() throws {
         let secret = "patient-4711-diagnosis-HIV"
         for text in ["{\"title\":\"t\",\"\(secret)\":1,\"\(secret)\":2}", "{\"title\":\"t\",\"localizations\":{\"\(secret)!\":{\"title\":\"x\"}}}"] {
-            #expect(throws: FormatError.self) { try Notification(jsonBytes: Array(text.utf8)) }
+            #expect(throws: FormatError.self) { try PushNotification(jsonBytes: Array(text.utf8)) }
             do {
-                _ = try Notification(jsonBytes: Array(text.utf8))
+                _ = try PushNotification(jsonBytes: Array(text.utf8))
             } catch let e as FormatError {
                 #expect(e.code == .invalidPlaintext)
                 #expect(!e.reason.contains("patient") && !e.reason.contains("4711"), "\(e.reason)")
             }
         }
         do {
-            _ = try Notification(jsonBytes: Array("{\"title\":\"t\",\"\(secret)\":1,\"\(secret)\":2}".utf8))
+            _ = try PushNotification(jsonBytes: Array("{\"title\":\"t\",\"\(secret)\":1,\"\(secret)\":2}".utf8))
         } catch let e as FormatError {
             #expect(e.reason.contains("duplicateKey at byte offset"), "\(e.reason)")
         }

@@ -172,7 +172,7 @@ struct SharedMediaCaseTests {
         let server = try #require(MediaServer.shared, "python3 is needed to run the local media server")
         let plainBytes = try Data(contentsOf: try #require(sharedData("cases/notifications/n12.plain.json").url))
         let text = String(decoding: plainBytes, as: UTF8.self).replacingOccurrences(of: "PORT", with: String(server.port))
-        let plain = try Notification(json: try JSONReader.parse(Array(text.utf8)))
+        let plain = try PushNotification(json: try JSONReader.parse(Array(text.utf8)))
         let sealed = try WireFormat.seal(plaintext: plain, key: casesKey, keyID: "k1", appID: casesAppID)
         var payload = try sharedPayload("notifications/n12.payload.json")
         guard case .object(var root) = payload else { Issue.record("n12 is not an object"); return }

@@ -8,9 +8,6 @@ import PushSealSystem
 import Testing
 @testable import PushSealExtension
 
-/// The wire module's `Notification` (named here once: Foundation, imported too, has its own `Notification`).
-typealias Notification = PushSealWire.Notification
-
 /// A fresh temporary directory (mode 0700), removed by the caller when done.
 func makeTemporaryDirectory() throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("pushseal-ext-\(UUID().uuidString)")

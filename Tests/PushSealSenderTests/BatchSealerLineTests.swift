@@ -99,6 +99,6 @@ import Testing
         }
         // A single seal throws the sender's error too.
         let sealer = try NotificationSealer(appID: Fixture.appID, keys: RecordingKeys(), clock: { Fixture.now })
-        #expect(throws: SenderError(.keyStoreLocked, "")) { try sealer.seal(SealRequest(Notification(title: "t")), for: "locked") }
+        #expect(throws: SenderError(.keyStoreLocked, "")) { try sealer.seal(SealRequest(PushNotification(title: "t")), for: "locked") }
     }
 }

@@ -62,7 +62,7 @@ import PushSealWire
         var lines: [UInt8] = []
         let count = 300
         for i in 0..<count {
-            var n = Notification(title: randomString(&rng), subtitle: i % 3 == 0 ? randomString(&rng) : nil,
+            var n = PushNotification(title: randomString(&rng), subtitle: i % 3 == 0 ? randomString(&rng) : nil,
                                          body: "b" + randomString(&rng, maxLength: i % 10 == 0 ? 1500 : 60), id: "id-\(i)")
             if i % 4 == 0 { n.media = .init(url: "https://cdn.example.com/\(i)/a b.jpg", type: "image/jpeg") }
             if i % 5 == 0 { n.localizations = [(locale: "fr", content: LocalizedContent(title: "Titre \(i)", body: "Corps/é"))] }

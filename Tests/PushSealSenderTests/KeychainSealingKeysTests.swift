@@ -80,7 +80,7 @@ import Testing
             return [KeyStore.AuditEvent(event: "testDestroy", time: KeyTime.now())]
         }
         let sealer = try s.sealer()
-        let n = Notification(title: "t")
+        let n = PushNotification(title: "t")
         expectSender(.unknownRecipient, "no keyset for recipient carol") { try sealer.seal(n, for: "carol") }
         // A name that breaks the keychain's naming rules is a bad option, not an unknown recipient.
         expectSender(.invalidOption, "without control characters or /") { try sealer.seal(n, for: "not a name/..") }
@@ -137,9 +137,9 @@ import Testing
         let erin = try s.store.generate(appID: Self.appID, recipient: "erin")
         try s.store.setSealCount(appID: Self.appID, recipient: "erin", keyID: erin.keyID, to: KeyInfo.sealLimit - 1)
         let sealer = try s.sealer()
-        _ = try sealer.seal(Notification(title: "last"), for: "erin")
-        expectSender(.sealLimitReached, "2^32") { try sealer.seal(Notification(title: "one too many"), for: "erin") }
-        expectSender(.sealLimitReached) { try s.sealer().seal(Notification(title: "fresh process"), for: "erin") }
+        _ = try sealer.seal(PushNotification(title: "last"), for: "erin")
+        expectSender(.sealLimitReached, "2^32") { try sealer.seal(PushNotification(title: "one too many"), for: "erin") }
+        expectSender(.sealLimitReached) { try s.sealer().seal(PushNotification(title: "fresh process"), for: "erin") }
     }
 
     @Test func malformedNamesAreBadOptionsBeforeAnyKeychainRead() throws {
@@ -170,11 +170,11 @@ import Testing
         try s.store.generate(appID: Self.appID, recipient: "alice")
         let keychain = try Keychain(opening: s.dir, as: KeyStore.serverIdentity)
         try keychain.setDeviceState(.beforeFirstUnlock)
-        expectSender(.keyStoreLocked, "errSecInteractionNotAllowed (-25308)") { try s.sealer().seal(Notification(title: "t"), for: "alice") }
-        expectSender(.keyStoreLocked, "keyset com.example.app/alice") { try s.sealer().seal(Notification(title: "t"), for: "alice") }
+        expectSender(.keyStoreLocked, "errSecInteractionNotAllowed (-25308)") { try s.sealer().seal(PushNotification(title: "t"), for: "alice") }
+        expectSender(.keyStoreLocked, "keyset com.example.app/alice") { try s.sealer().seal(PushNotification(title: "t"), for: "alice") }
         // Unlocked again, the same keychain seals.
         try keychain.setDeviceState(.unlocked)
-        _ = try s.sealer().seal(Notification(title: "t"), for: "alice")
+        _ = try s.sealer().seal(PushNotification(title: "t"), for: "alice")
     }
 
     @Test func missingAndInsecureKeychainsAreRefused() throws {

@@ -11,7 +11,7 @@ import PushSealWire
         options.aps = APSFields(sound: "default", badge: 3, threadID: "t", category: "c", interruptionLevel: "time-sensitive", relevanceScore: 0.5)
         options.priority = 5
         options.collapseID = "c1"
-        let sealed = try Fixture.sealer(options).seal(Notification(title: "Ana", body: "Dinner at 8?"), ttlSeconds: 60, for: "alice")
+        let sealed = try Fixture.sealer(options).seal(PushNotification(title: "Ana", body: "Dinner at 8?"), ttlSeconds: 60, for: "alice")
         let text = String(decoding: sealed.payload, as: UTF8.self)
         #expect(text.hasPrefix("{\"aps\":{\"alert\":{\"title\":\"New message\",\"body\":\"Open the app to read it\"},\"mutable-content\":1,\"sound\":\"default\",\"badge\":3,\"thread-id\":\"t\",\"category\":\"c\",\"interruption-level\":\"time-sensitive\",\"relevance-score\":0.5},\"encrypted_data\":\""))
         #expect(text.hasSuffix("\",\"key_id\":\"k1\",\"enc_alg\":\"A256GCM\"}"))
@@ -26,7 +26,7 @@ import PushSealWire
     }
 
     @Test func plaintextIsPaddedToPadmeLengthUnlessOff() throws {
-        let n = Notification(title: "Ana", body: String(repeating: "x", count: 977))
+        let n = PushNotification(title: "Ana", body: String(repeating: "x", count: 977))
         let padded = try Fixture.open(try Fixture.sealer().seal(n, for: "alice").payload)
         var off = SealOptions()
         off.padding = false
@@ -48,11 +48,11 @@ import PushSealWire
         #expect(throws: SenderError(.invalidOption, "")) { try Fixture.sealer(SealOptions(aps: APSFields(relevanceScore: 1.5))) }
         #expect(throws: SenderError(.invalidOption, "")) { try Fixture.sealer(SealOptions(aps: APSFields(badge: -1))) }
         let s = try Fixture.sealer()
-        #expect(throws: SenderError(.emptyNotification, "")) { try s.seal(Notification(title: "", body: ""), for: "alice") }
-        #expect(throws: SenderError(.emptyNotification, "")) { try s.seal(Notification(), for: "alice") }
-        #expect(throws: SenderError(.unknownRecipient, "")) { try s.seal(Notification(title: "t"), for: "carol") }
-        #expect(throws: SenderError(.keyUnavailable, "")) { try s.seal(Notification(title: "t"), for: "bob") }
-        #expect(throws: SenderError(.invalidNotification, "")) { try s.seal(Notification(title: "t", exp: 5), ttlSeconds: 5, for: "alice") }
+        #expect(throws: SenderError(.emptyNotification, "")) { try s.seal(PushNotification(title: "", body: ""), for: "alice") }
+        #expect(throws: SenderError(.emptyNotification, "")) { try s.seal(PushNotification(), for: "alice") }
+        #expect(throws: SenderError(.unknownRecipient, "")) { try s.seal(PushNotification(title: "t"), for: "carol") }
+        #expect(throws: SenderError(.keyUnavailable, "")) { try s.seal(PushNotification(title: "t"), for: "bob") }
+        #expect(throws: SenderError(.invalidNotification, "")) { try s.seal(PushNotification(title: "t", exp: 5), ttlSeconds: 5, for: "alice") }
     }
 
     /// A provider's key with a key id the wire format refuses (checked once when the key is
@@ -64,7 +64,7 @@ import PushSealWire
                                         (Fixture.appID, "alice", SealingKey(keyID: "k1", key: Fixture.key))])
         let s = try NotificationSealer(appID: Fixture.appID, keys: keys, clock: { Fixture.now })
         for recipient in ["eve", "long"] {
-            #expect(throws: SenderError(.keyUnavailable, "")) { try s.seal(Notification(title: "t"), for: recipient) }
+            #expect(throws: SenderError(.keyUnavailable, "")) { try s.seal(PushNotification(title: "t"), for: recipient) }
             #expect(throws: SenderError(.keyUnavailable, "")) { try s.seal(notificationJSON: Array(#"{"title":"t"}"#.utf8), for: recipient) }
         }
         #expect(try s.seal(notificationJSON: Array(#"{"title":"t"}"#.utf8), for: "alice").keyID == "k1")
@@ -100,7 +100,7 @@ import PushSealWire
         var sawError = false
         var sawSuccess = false
         for count in 1000...1800 {
-            let n = Notification(title: "Résumé", body: String(repeating: "é", count: count))
+            let n = PushNotification(title: "Résumé", body: String(repeating: "é", count: count))
             do {
                 let p = try strict.seal(n, for: "alice").payload
                 #expect(p.count <= 4096)
@@ -129,7 +129,7 @@ import PushSealWire
         let original = String(repeating: unit, count: 4000 / unit.utf8.count + 1)
         // No generated id or default exp: the maximality check below rebuilds the plaintext.
         let sealer = try Fixture.sealer(SealOptions(defaultTTLSeconds: nil, generatesIDs: false, fit: true))
-        let sealed = try sealer.seal(Notification(title: "T", body: original), for: "alice")
+        let sealed = try sealer.seal(PushNotification(title: "T", body: original), for: "alice")
         #expect(sealed.payload.count <= 4096)
         let body = try #require(try Fixture.plaintext(sealed.payload)["body"] as? String)
         #expect(body.hasSuffix("…"))
@@ -146,7 +146,7 @@ import PushSealWire
         #expect(to == kept.count)
         // Maximal: one more Character would not have fitted.
         let longer = String(originalCharacters[0...kept.count]) + "…"
-        var n = Notification(title: "T", body: longer)
+        var n = PushNotification(title: "T", body: longer)
         n.iat = Fixture.now
         let plain = try n.encoded(padding: false)
         let fixed = sealed.payload.count - WireBase64.encodedByteCount(try Fixture.open(sealed.payload).count + 28)
@@ -158,7 +158,7 @@ import PushSealWire
         let sealer = try Fixture.sealer(SealOptions(fit: true))
         // Fits once the media is gone, so the body stays whole.
         let body = String(repeating: "b", count: 2550)
-        let sealed = try sealer.seal(Notification(title: "T", body: body, media: media), for: "alice")
+        let sealed = try sealer.seal(PushNotification(title: "T", body: body, media: media), for: "alice")
         #expect(sealed.payload.count <= 4096)
         #expect(sealed.changes.first.map { if case .droppedPadding = $0 { true } else { false } } == true)
         #expect(sealed.changes.contains(.droppedMedia))
@@ -166,14 +166,14 @@ import PushSealWire
         #expect(plain["media"] == nil)
         #expect(plain["body"] as? String == body)
         // Without fit the same notification is a size error.
-        #expect(throws: SenderError(.payloadTooLarge, "")) { try Fixture.sealer().seal(Notification(title: "T", body: body, media: media), for: "alice") }
+        #expect(throws: SenderError(.payloadTooLarge, "")) { try Fixture.sealer().seal(PushNotification(title: "T", body: body, media: media), for: "alice") }
         // A huge title cannot be fitted by shortening the body.
-        #expect(throws: SenderError(.cannotFit, "")) { try sealer.seal(Notification(title: String(repeating: "t", count: 3500), body: "b"), for: "alice") }
+        #expect(throws: SenderError(.cannotFit, "")) { try sealer.seal(PushNotification(title: String(repeating: "t", count: 3500), body: "b"), for: "alice") }
     }
 
     @Test func tenThousandSealsHaveDistinctNonces() throws {
         let sealer = try Fixture.sealer()
-        let n = Notification(title: "Same", body: "Same every time")
+        let n = PushNotification(title: "Same", body: "Same every time")
         var nonces = Set<[UInt8]>()
         for _ in 0..<10_000 {
             let o = try Fixture.json(try sealer.seal(n, for: "alice").payload)

@@ -38,7 +38,7 @@ import Testing
     }
 
     /// Opens a payload as a device holding `device` and pinning `pinned`.
-    static func open(_ payload: [UInt8], device: X25519.PrivateKey, pinned: [PinnedSenderKey]) throws -> PushSealWire.Notification {
+    static func open(_ payload: [UInt8], device: X25519.PrivateKey, pinned: [PinnedSenderKey]) throws -> PushSealWire.PushNotification {
         let registry = EnvelopeRegistry.opening(pinnedSenders: pinned)
         let sealed = try SealedPayload(payload: try JSONReader.parse(payload), registry: registry)
         return try sealed.open(with: device.rawRepresentation, appID: appID)

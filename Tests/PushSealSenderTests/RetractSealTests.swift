@@ -26,7 +26,7 @@ import Testing
         let sealer = try Fixture.sealer(options)
         let sealed = try sealer.seal(SealRequest(.retract(ids: ["m-1", "m-2"])), for: "alice")
         try Self.expectBackground(sealed)
-        let opened = try Notification(jsonBytes: try Fixture.open(sealed.payload))
+        let opened = try PushNotification(jsonBytes: try Fixture.open(sealed.payload))
         #expect(opened.kind == .retract && opened.ids == ["m-1", "m-2"])
         #expect(opened.id != nil && opened.iat == Fixture.now && opened.exp != nil, "a retract gets an id, iat and exp like any message")
         #expect(opened.title == nil && opened.body == nil)
@@ -44,9 +44,9 @@ import Testing
         try Self.expectBackground(tree)
         #expect(try Fixture.open(scanned.payload) == Fixture.open(tree.payload))
         // The scanner reads a retract itself (no fallback to the tree).
-        var n = Notification()
+        var n = PushNotification()
         var ttl: Int64?
-        #expect(Notification.scan(json, into: &n, otherMember: { try SealRequest.scanTTL($0, &$1, into: &ttl) }))
+        #expect(PushNotification.scan(json, into: &n, otherMember: { try SealRequest.scanTTL($0, &$1, into: &ttl) }))
         #expect(n.kind == .retract && n.ids == ["a", "b"] && ttl == 60)
     }
 
@@ -72,10 +72,10 @@ import Testing
         let many = (0...100).map { "\"m-\($0)\"" }.joined(separator: ",")
         #expect(refused(#"{"kind":"retract","ids":[\#(many)]}"#)?.contains("got 101") == true)
         // The same rules for a value built in code.
-        var built = Notification.retract(ids: ["a"])
+        var built = PushNotification.retract(ids: ["a"])
         built.body = "b"
         #expect(throws: SenderError.self) { try sealer.seal(SealRequest(built), for: "alice") }
-        #expect(throws: SenderError.self) { try sealer.seal(SealRequest(Notification(title: "t", ids: ["a"])), for: "alice") }
+        #expect(throws: SenderError.self) { try sealer.seal(SealRequest(PushNotification(title: "t", ids: ["a"])), for: "alice") }
     }
 
     @Test func aBatchLineRetracts() throws {
@@ -88,7 +88,7 @@ import Testing
         let payload = try #require(line["payload"] as? [String: Any])
         #expect((payload["aps"] as? [String: Any])?.count == 1)
         let sealed = try JSONSerialization.data(withJSONObject: payload)
-        let opened = try Notification(jsonBytes: try Fixture.open([UInt8](sealed)))
+        let opened = try PushNotification(jsonBytes: try Fixture.open([UInt8](sealed)))
         #expect(opened.kind == .retract && opened.ids == ["m-1", "m-2"])
         for bad in [#"{"recipient":"alice","retract":["a"],"notification":{"title":"t"}}"#, #"{"recipient":"alice","retract":["a"],"aps":{"sound":"x"}}"#,
                     #"{"recipient":"alice","retract":[]}"#] {

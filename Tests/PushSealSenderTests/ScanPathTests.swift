@@ -43,12 +43,12 @@ import Testing
         return Array(("{" + members.joined(separator: sep) + "}").utf8)
     }
 
-    static func scan(_ json: [UInt8]) -> (notification: Notification, extra: Int64?)? {
-        var n = Notification()
+    static func scan(_ json: [UInt8]) -> (notification: PushNotification, extra: Int64?)? {
+        var n = PushNotification()
         var ttl: Int64?
         let scanned = json.withUnsafeBytes { raw -> Bool in
             guard var s = try? JSONReader.Scanner(raw) else { return false }
-            return Notification.scan(&s, into: &n, otherMember: { try SealRequest.scanTTL($0, &$1, into: &ttl) }) && (try? s.finish()) != nil
+            return PushNotification.scan(&s, into: &n, otherMember: { try SealRequest.scanTTL($0, &$1, into: &ttl) }) && (try? s.finish()) != nil
         }
         return scanned ? (n, ttl) : nil
     }
@@ -63,9 +63,9 @@ import Testing
             #expect(scanned?.notification == tree.notification, "notification \(n): \(String(decoding: json, as: UTF8.self))")
             #expect(scanned?.extra == tree.ttlSeconds)
             // The sealer's form (text kept as spans of the input): same notification, same bytes.
-            var spanned = Notification()
+            var spanned = PushNotification()
             var spannedTTL: Int64?
-            let spans = Notification.scan(json, into: &spanned, otherMember: { try SealRequest.scanTTL($0, &$1, into: &spannedTTL) })
+            let spans = PushNotification.scan(json, into: &spanned, otherMember: { try SealRequest.scanTTL($0, &$1, into: &spannedTTL) })
                 ? (notification: spanned, extra: spannedTTL) : nil
             #expect(spans?.notification == tree.notification, "notification \(n) (spans): \(String(decoding: json, as: UTF8.self))")
             #expect(try spans?.notification.encoded() == tree.notification.encoded())

@@ -13,7 +13,7 @@ import PushSealWire
         let s = try Fixture.sealer()
         var ids: Set<String> = []
         for _ in 0..<20 {
-            let sealed = try s.seal(Notification(title: "Ana", body: "hi"), for: "alice")
+            let sealed = try s.seal(PushNotification(title: "Ana", body: "hi"), for: "alice")
             let plain = try Fixture.plaintext(sealed.payload)
             let id = try #require(plain["id"] as? String)
             #expect(id.utf8.count == 22 && id.utf8.allSatisfy { c in
@@ -25,7 +25,7 @@ import PushSealWire
         }
         #expect(ids.count == 20, "ids repeat")
         // The notification's own id and exp win.
-        let own = try Fixture.plaintext(try s.seal(Notification(title: "t", exp: Fixture.now + 5, id: "mine"), for: "alice").payload)
+        let own = try Fixture.plaintext(try s.seal(PushNotification(title: "t", exp: Fixture.now + 5, id: "mine"), for: "alice").payload)
         #expect(own["id"] as? String == "mine" && (own["exp"] as? NSNumber)?.int64Value == Fixture.now + 5)
         // The JSON form and batch take the same defaults.
         let json = try Fixture.plaintext(try s.seal(notificationJSON: Array("{\"title\":\"t\"}".utf8), for: "alice").payload)
@@ -40,7 +40,7 @@ import PushSealWire
     @Test("F2: --no-expiry (defaultTTLSeconds nil) and generatesIDs false turn the defaults off")
     func defaultsCanBeTurnedOff() throws {
         let s = try Fixture.sealer(SealOptions(defaultTTLSeconds: nil, generatesIDs: false))
-        let sealed = try s.seal(Notification(title: "t"), for: "alice")
+        let sealed = try s.seal(PushNotification(title: "t"), for: "alice")
         let plain = try Fixture.plaintext(sealed.payload)
         #expect(plain["id"] == nil && plain["exp"] == nil && sealed.headers.expiration == nil)
         #expect(!sealed.headers.fields.contains { $0.name == "apns-expiration" })
@@ -49,7 +49,7 @@ import PushSealWire
     @Test("ttl 0 is APNs' now-or-never: apns-expiration 0 and a sealed exp of iat + 60 s, never born expired")
     func zeroTTL() throws {
         for s in [try Fixture.sealer(), try Fixture.sealer(SealOptions(defaultTTLSeconds: 0))] {
-            let viaRequest = try s.seal(Notification(title: "t"), ttlSeconds: s.options.defaultTTLSeconds == 0 ? nil : 0, for: "alice")
+            let viaRequest = try s.seal(PushNotification(title: "t"), ttlSeconds: s.options.defaultTTLSeconds == 0 ? nil : 0, for: "alice")
             let viaJSON = try s.seal(notificationJSON: Array((s.options.defaultTTLSeconds == 0 ? "{\"title\":\"t\"}" : "{\"title\":\"t\",\"ttl\":0}").utf8), for: "alice")
             for sealed in [viaRequest, viaJSON] {
                 let plain = try Fixture.plaintext(sealed.payload)
@@ -68,11 +68,11 @@ import PushSealWire
     @Test("reserved names at the top of data are refused at seal time with a clear error")
     func reservedDataNames() throws {
         let s = try Fixture.sealer()
-        for name in Notification.reservedDataNames {
+        for name in PushNotification.reservedDataNames {
             let json = "{\"title\":\"t\",\"data\":{\"\(name)\":1}}"
             #expect(throws: SenderError(.invalidNotification, "")) { try s.seal(notificationJSON: Array(json.utf8), for: "alice") }
             do {
-                _ = try s.seal(Notification(title: "t", data: [name: .integer(1)]), for: "alice")
+                _ = try s.seal(PushNotification(title: "t", data: [name: .integer(1)]), for: "alice")
                 Issue.record("\(name) in data was sealed")
             } catch let e as SenderError {
                 #expect(e.code == .invalidNotification && e.reason.contains("data.\(name) is a reserved name"), "\(e.reason)")
@@ -95,7 +95,7 @@ import PushSealWire
         let sound = try #require(aps["sound"] as? [String: Any])
         #expect((sound["critical"] as? NSNumber)?.intValue == 1 && sound["name"] as? String == "a.caf" && (sound["volume"] as? NSNumber)?.doubleValue == 0.5)
         // The receiver reads back the same fields.
-        let opened = try Notification(jsonBytes: try Fixture.open(sealed.payload))
+        let opened = try PushNotification(jsonBytes: try Fixture.open(sealed.payload))
         #expect(opened.aps == PresentationFields(threadID: "chat", category: "REPLY", interruptionLevel: "critical", sound: .critical(name: "a.caf", volume: 0.5)))
         for bad in [#"{"title":"t","aps":{"alert":"x"}}"#, #"{"title":"t","aps":{"interruption-level":"loud"}}"#, #"{"title":"t","aps":{"sound":{"critical":2}}}"#, #"{"title":"t","aps":[]}"#] {
             #expect(throws: SenderError(.invalidNotification, "")) { try s.seal(notificationJSON: Array(bad.utf8), for: "alice") }

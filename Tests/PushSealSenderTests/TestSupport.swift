@@ -4,9 +4,6 @@ import PushSealCrypto
 import PushSealWire
 @testable import PushSealSender
 
-/// The wire module's `Notification` (named here once: Foundation, imported too, has its own `Notification`).
-typealias Notification = PushSealWire.Notification
-
 /// Fixed test key 0x00…0x1f under key id `k1` for `alice` of `com.example.app`, and a
 /// disabled key for `bob`.
 enum Fixture {

@@ -7,7 +7,7 @@ import PushSealWire
 import Testing
 
 /// A notification built in code is refused exactly as the same notification in JSON, and the
-/// sender never seals a plaintext the receivers (PushSealWire's `Notification` and
+/// sender never seals a plaintext the receivers (PushSealWire's `PushNotification` and
 /// the Python reference) reject.
 @Suite struct ValidationTests {
     /// The JSON spelling of `n`, members in the order of `Draft`.
@@ -154,7 +154,7 @@ import Testing
                 continue
             }
             #expect(results[1] == results[0] && results[2] == results[0], "\(results)")
-            let opened = try Notification(jsonBytes: plain)
+            let opened = try PushNotification(jsonBytes: plain)
             // A ttl of 0 is apns-expiration 0 with a sealed exp of iat + 60 s.
             #expect(expiration == opened.exp || (expiration == 0 && opened.exp == opened.iat.map { $0 + SealOptions.immediateTTLSeconds }))
             #expect(opened.exp.map { $0 <= maxTime && $0 >= (opened.iat ?? 0) } != false)
@@ -172,12 +172,12 @@ import Testing
         }
         // 63 levels of data under the plaintext object: 64 in all, the receiver's limit.
         let deepest = try sealer.seal(Draft(title: "T", data: nested(63)), for: "alice")
-        #expect(try Notification(jsonBytes: Fixture.open(deepest.payload)).data == nested(63))
+        #expect(try PushNotification(jsonBytes: Fixture.open(deepest.payload)).data == nested(63))
         #expect(throws: SenderError(.invalidNotification, "")) { try sealer.seal(Draft(title: "T", data: nested(64)), for: "alice") }
         // The receiver indeed refuses that plaintext.
         var w = JSONWriter()
         try w.write(["title": .string("T"), "data": .object(nested(64))])
-        #expect(throws: FormatError(.invalidPlaintext, "")) { try Notification(jsonBytes: w.bytes) }
+        #expect(throws: FormatError(.invalidPlaintext, "")) { try PushNotification(jsonBytes: w.bytes) }
         for x in [Double.nan, .infinity, -.infinity] {
             do {
                 _ = try sealer.seal(Draft(title: "T", data: ["x": .array([.number(x)])]), for: "alice")
@@ -237,7 +237,7 @@ import Testing
                 refusedCount += 1
             case .sealed(let plain, _):
                 sealedCount += 1
-                #expect(throws: Never.self, "notification \(i)") { try Notification(jsonBytes: plain) }
+                #expect(throws: Never.self, "notification \(i)") { try PushNotification(jsonBytes: plain) }
                 let payload = try sealer.seal(n.request(), for: "alice").payload
                 lines += Array("{\"payload\":".utf8) + payload + Array(",\"expect\":{}}\n".utf8)
             }
@@ -309,17 +309,17 @@ import Testing
 
     @Test func mediaRulesAndTheMediaSealer() throws {
         for good in ["image/jpeg", "video/mp4", "application/octet-stream", "application/vnd.example+json", "x-a/x.b_c!#$%&'*^`|~"] {
-            #expect(Notification.isValidMediaType(good), "\(good)")
+            #expect(PushNotification.isValidMediaType(good), "\(good)")
         }
         for bad in ["", "image", "image/", "/jpeg", "image/jpeg/x", "image/jpeg; q=1", "image /jpeg", "imäge/jpeg", "image/jp\"eg",
                     String(repeating: "a", count: 128) + "/b"] {
-            #expect(!Notification.isValidMediaType(bad), "\(bad)")
+            #expect(!PushNotification.isValidMediaType(bad), "\(bad)")
         }
         for good in ["https://cdn.example.com/a.jpg", "HTTP://127.0.0.1:8080/x", "https://x/a b"] {
-            #expect(Notification.isValidMediaURL(good), "\(good)")
+            #expect(PushNotification.isValidMediaURL(good), "\(good)")
         }
         for bad in ["", "not a url", "ftp://x/y", "javascript:alert(1)", "file:///etc/passwd", "https://", "http://x", "https://x/\u{7F}", "https://x\t/"] {
-            #expect(!Notification.isValidMediaURL(bad), "\(bad)")
+            #expect(!PushNotification.isValidMediaURL(bad), "\(bad)")
         }
         // The media sealer writes only descriptors the sealer accepts (an empty url is filled in later).
         let file: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 1, 2, 3]
@@ -365,7 +365,7 @@ struct Draft {
             }
             typed.append((locale: l.key, content: LocalizedContent(title: o["title"]?.stringValue, subtitle: o["subtitle"]?.stringValue, body: o["body"]?.stringValue)))
         }
-        return SealRequest(Notification(title: title, subtitle: subtitle, body: body, media: media, localizations: typed,
+        return SealRequest(PushNotification(title: title, subtitle: subtitle, body: body, media: media, localizations: typed,
                                         data: data, iat: iat, exp: exp, id: id), ttlSeconds: ttlSeconds)
     }
 }

@@ -38,7 +38,7 @@ import PushSealTestSupport
             // The plaintext and the payload, sealed with a clear part of awkward strings.
             let options = SealOptions(fallback: FallbackAlert(title: s, body: "b" + s), aps: APSFields(sound: s, badge: Int64(i), threadID: s))
             let sealer = try NotificationSealer(appID: "com.example.app", keys: keys, options: options, clock: { 1_796_000_000 })
-            var n = PushSealWire.Notification(title: s, body: "b" + s, id: "id-\(i)")
+            var n = PushSealWire.PushNotification(title: s, body: "b" + s, id: "id-\(i)")
             n.data = ["k": .string(s), "n": .integer(-Int64(i)), "list": .array([.null, .bool(true), .number(0.25)])]
             n.localizations = [(locale: s.isEmpty ? "fr" : "fr-\(i)", content: LocalizedContent(title: s, body: s))]
             out.append(Written(kind: "plaintext", bytes: try n.encoded(padding: true)))
@@ -145,7 +145,7 @@ import PushSealTestSupport
             // default, which the encoder leaves out).
             guard case .object(let o) = try JSONReader.parse(bytes), o["kind"]?.stringValue != MessageKind.display.rawValue,
                   o.members.allSatisfy({ m in NotificationMember.allCases.contains { $0.rawValue == m.key } }) else { continue }
-            let n = try PushSealWire.Notification(jsonBytes: bytes)
+            let n = try PushSealWire.PushNotification(jsonBytes: bytes)
             let unpadded = Array(bytes.reversed().drop(while: { $0 == 0x20 }).reversed())
             #expect(try n.encoded(padding: false) == unpadded, "\(name)")
             #expect(try n.encoded(padding: bytes.count != unpadded.count) == bytes, "\(name)")

@@ -63,7 +63,7 @@ struct TestGatewayTests {
         let sealer = try store.sealer(SealerConfiguration(appID: Self.appID))
         let apns = APNsProviderConfiguration(p8Path: mock.p8Path, keyID: MockAPNs.keyID, teamID: MockAPNs.teamID, client: client)
         let gateway = try NotificationDispatcher(store: store, sealer: sealer, apns: apns, environment: .development)
-        let message = SealRequest(Notification(title: "Ana", body: "Dinner on Friday?", id: "m-1"), ttlSeconds: 3600)
+        let message = SealRequest(PushNotification(title: "Ana", body: "Dinner on Friday?", id: "m-1"), ttlSeconds: 3600)
         let delivered = try await gateway.send(message, to: "bob")
         let gone = try await gateway.send(message, to: "alice")
         await #expect(throws: ServerError(.noDeviceToken, "")) { try await gateway.send(message, to: "carol") }

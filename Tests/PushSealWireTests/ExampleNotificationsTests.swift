@@ -34,7 +34,7 @@ struct ExampleNotificationsTests {
             // push-seal's input: the plaintext members plus `ttl` (turned into `exp` when sealing).
             let unknown = Set(object.members.map(\.key)).subtracting(names.top).subtracting(["ttl"])
             #expect(unknown.isEmpty, "\(example.name) has members push-seal rejects: \(unknown.sorted())")
-            let plaintext = try Notification(json: json)
+            let plaintext = try PushNotification(json: json)
             let fields = try WireFormat.seal(plaintext: plaintext, key: key, keyID: "k1", appID: "com.example.app")
             var payload = JSONObject()
             fields.write(into: &payload)

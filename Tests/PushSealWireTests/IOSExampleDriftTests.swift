@@ -11,7 +11,7 @@ import Testing
 ///
 /// Every name comes from a source of truth, never from a copy in this file: the v1 payload field
 /// names and algorithm from `WireFormat`'s constants, the v1 AAD from `WireFormat.aad`, the
-/// plaintext member names from what `NotificationPlaintext.jsonValue()` writes, the accessibility
+/// plaintext member names from what `PushNotification.jsonValue()` writes, the accessibility
 /// constant from `PushSealKeychain.Accessibility`; the v2 names, `info` strings and error codes
 /// from FORMAT.md's part 2 tables and the Python reference; the key item layout (services,
 /// labels, accessibility, record offsets, kinds, status codes) from keychain.md's table and
@@ -98,7 +98,7 @@ struct IOSExampleDriftTests {
     /// Member names the real plaintext codec writes, found by encoding a plaintext with every
     /// member set: (top level, inside `media`, inside one `localizations` variant).
     static func plaintextMemberNames() throws -> (top: Set<String>, media: Set<String>, localized: Set<String>) {
-        let full = Notification(
+        let full = PushNotification(
             title: "t", subtitle: "s", body: "b",
             media: MediaDescriptor(url: "https://example.com/a.png", type: "image/png",
                                    sha256: [UInt8](repeating: 1, count: 32), key: SecretBytes(copying: [UInt8](repeating: 2, count: 32))),

@@ -5,8 +5,8 @@ import PushSealTestSupport
 import Testing
 @testable import PushSealWire
 
-/// The scanner (`Notification.scan`) is only an alternative decoder: wherever it gives an
-/// answer, it is the tree decoder's (`Notification(sendingJSON:)` after `JSONReader.parse`),
+/// The scanner (`PushNotification.scan`) is only an alternative decoder: wherever it gives an
+/// answer, it is the tree decoder's (`PushNotification(sendingJSON:)` after `JSONReader.parse`),
 /// and it gives up on everything the tree decoder refuses. Held over every
 /// `Examples/notifications/*.json`, every plaintext and payload of the fuzz corpus (`Fuzz/corpus`),
 /// and seeded random inputs (`PUSHSEAL_TEST_SEED`, printed in every failure).
@@ -14,7 +14,7 @@ import Testing
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     enum Outcome: Equatable {
-        case read(Notification, ttl: Int64?)
+        case read(PushNotification, ttl: Int64?)
         case refused
     }
 
@@ -22,9 +22,9 @@ import Testing
     static func tree(_ bytes: [UInt8]) -> Outcome {
         var ttl: Int64?
         guard let value = try? JSONReader.parse(bytes),
-              let n = try? Notification(sendingJSON: value, extraMemberNames: ["ttl"], extraMember: { key, v in
+              let n = try? PushNotification(sendingJSON: value, extraMemberNames: ["ttl"], extraMember: { key, v in
                   guard key == "ttl" else { return false }
-                  ttl = try Notification.sendingTime(v, "ttl")
+                  ttl = try PushNotification.sendingTime(v, "ttl")
                   return true
               }) else { return .refused }
         return .read(n, ttl: ttl)
@@ -34,13 +34,13 @@ import Testing
     @discardableResult
     static func agree(_ bytes: [UInt8], _ name: String) -> Bool {
         let tree = tree(bytes)
-        let scanned = bytes.withUnsafeBytes { Notification.stringScan($0) }
+        let scanned = bytes.withUnsafeBytes { PushNotification.stringScan($0) }
         if let scanned {
             #expect(Outcome.read(scanned.notification, ttl: scanned.extra) == tree, seedNote("\(name): the scanner read what the tree decoder did not"))
         }
         // The array form keeps text as spans of the input: the same answer, and (when read)
         // the same plaintext bytes as the tree decoder's notification.
-        let spans = Notification.spanScan(bytes)
+        let spans = PushNotification.spanScan(bytes)
         #expect((spans != nil) == (scanned != nil), seedNote("\(name): the span scan and the string scan differ in giving up"))
         if let spans {
             #expect(Outcome.read(spans.notification, ttl: spans.extra) == tree, seedNote("\(name): the span scan read what the tree decoder did not"))
@@ -142,7 +142,7 @@ import Testing
     }
 
     /// The receiver's blankContent rule, spelled out on the decoded strings.
-    static func visibleByCharacters(_ n: Notification) -> Bool {
+    static func visibleByCharacters(_ n: PushNotification) -> Bool {
         [n.title, n.subtitle, n.body].contains { $0?.contains { !$0.isWhitespace } ?? false }
     }
 
@@ -158,10 +158,10 @@ import Testing
             let text = (0..<Int.random(in: 0...6, using: &rng)).map { _ in pieces.randomElement(using: &rng) ?? " " }.joined()
             let expected = text.contains { !$0.isWhitespace }
             if expected { visible += 1 } else { blank += 1 }
-            #expect(Notification.isVisible(text) == expected, seedNote("text \(i): \(text.unicodeScalars.map { String($0.value, radix: 16) })"))
+            #expect(PushNotification.isVisible(text) == expected, seedNote("text \(i): \(text.unicodeScalars.map { String($0.value, radix: 16) })"))
             // The same text as the title of scanned JSON (a span, escaped where JSON needs it).
             let json = Array("{\"title\":".utf8) + ((try? JSONWriter.serialize(.string(text))) ?? []) + Array(",\"body\":\"\"}".utf8)
-            if let scanned = Notification.spanScan(json, ttl: false) {
+            if let scanned = PushNotification.spanScan(json, ttl: false) {
                 #expect(scanned.notification.hasVisibleText == expected, seedNote("text \(i) as a span"))
             }
         }
@@ -171,7 +171,7 @@ import Testing
     @Test func memberNamesMapToTheirCasesAndNothingElseDoes() {
         func member(_ name: String) -> NotificationMember? { Array(name.utf8).withUnsafeBytes { NotificationMember.named($0) } }
         for m in NotificationMember.allCases { #expect(member(m.name) == m, "\(m.name)") }
-        #expect(Notification.memberNames == NotificationMember.allCases.map(\.rawValue))
+        #expect(PushNotification.memberNames == NotificationMember.allCases.map(\.rawValue))
         for (position, m) in NotificationMember.allCases.enumerated() { #expect(m.bitIndex == position, "\(m.name)") }
         for name in ["Title", "titlf", "subtitlE", "bodY", "datA", "medIa", "iaT", "exq", "ttl", "ttL", "iD", "ix", "localisations",
                      "localizationS", "tit", "titles", "", "i", "xxxx", "xxxxx", "idid", "ttlx", "kinD", "idS", "apS"] {
@@ -180,7 +180,7 @@ import Testing
     }
 }
 
-extension Notification {
+extension PushNotification {
     /// The sender's `ttl` as the scanner's other member (as `SealRequest` reads it).
     static func testTTL(_ key: String, _ s: inout JSONReader.Scanner, _ ttl: inout Int64?) throws -> Bool {
         guard ttl == nil, key == "ttl", try s.peekKind() == .number,
@@ -191,8 +191,8 @@ extension Notification {
 
     /// The scan of a whole input over a scanner without a source (text members built as
     /// `String`s), with `ttl` as the one other member.
-    static func stringScan(_ raw: UnsafeRawBufferPointer) -> (notification: Notification, extra: Int64?)? {
-        var n = Notification()
+    static func stringScan(_ raw: UnsafeRawBufferPointer) -> (notification: PushNotification, extra: Int64?)? {
+        var n = PushNotification()
         var ttl: Int64?
         guard !raw.isEmpty, var s = try? JSONReader.Scanner(raw),
               scan(&s, into: &n, otherMember: { try testTTL($0, &$1, &ttl) }), (try? s.finish()) != nil else { return nil }
@@ -201,8 +201,8 @@ extension Notification {
 
     /// The span scan of a whole input (text members kept as spans), with `ttl` as the one
     /// other member unless `ttl` is false.
-    static func spanScan(_ bytes: [UInt8], ttl readsTTL: Bool = true) -> (notification: Notification, extra: Int64?)? {
-        var n = Notification()
+    static func spanScan(_ bytes: [UInt8], ttl readsTTL: Bool = true) -> (notification: PushNotification, extra: Int64?)? {
+        var n = PushNotification()
         var ttl: Int64?
         guard scan(bytes, into: &n, otherMember: { readsTTL ? try testTTL($0, &$1, &ttl) : false }) else { return nil }
         return (n, ttl)

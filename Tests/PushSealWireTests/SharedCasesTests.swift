@@ -40,7 +40,7 @@ struct SharedCasesTests {
         let sealed = try SealedPayload(payload: payload)
         #expect(sealed.keyID == "k1")
         let opened = try sealed.open(with: WireTestSupport.casesKey, appID: Self.appID)
-        let expected = try Notification(json: expectedJSON)
+        let expected = try PushNotification(json: expectedJSON)
         #expect(Self.utf8(opened.title) == Self.utf8(expectedJSON["title"]?.stringValue), "\(name) title")
         #expect(Self.utf8(opened.subtitle) == Self.utf8(expectedJSON["subtitle"]?.stringValue), "\(name) subtitle")
         #expect(Self.utf8(opened.body) == Self.utf8(expectedJSON["body"]?.stringValue), "\(name) body")

@@ -6,16 +6,16 @@ import Testing
 /// quietly giving `""` and sealing an empty title (issue 27, step 4).
 @Suite struct SpanInvariantTests {
     /// A scanned notification whose title span is then pointed past its source.
-    static func brokenNotification() -> Notification {
-        var n = Notification()
-        #expect(Notification.scan(Array(#"{"title":"Hello","body":"World"}"#.utf8), into: &n))
+    static func brokenNotification() -> PushNotification {
+        var n = PushNotification()
+        #expect(PushNotification.scan(Array(#"{"title":"Hello","body":"World"}"#.utf8), into: &n))
         n.titleText = .span(start: 100, end: 120, hasEscapes: false, isMinimallyEscaped: true)
         return n
     }
 
     @Test func aSpanInsideItsSourceReadsAndEncodes() throws {
-        var n = Notification()
-        #expect(Notification.scan(Array(#"{"title":"Hello","body":"World"}"#.utf8), into: &n))
+        var n = PushNotification()
+        #expect(PushNotification.scan(Array(#"{"title":"Hello","body":"World"}"#.utf8), into: &n))
         #expect(n.title == "Hello")
         #expect(try n.encoded(padding: false) == Array(#"{"title":"Hello","body":"World"}"#.utf8))
     }

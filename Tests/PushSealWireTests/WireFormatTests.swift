@@ -124,15 +124,15 @@ struct PadmeTests {
             #expect(Array(padded.prefix(plain.count)) == plain)
             #expect(padded.dropFirst(plain.count).allSatisfy { $0 == 0x20 })
             #expect(try JSONReader.parse(padded) == (try p.jsonValue()))
-            #expect(try Notification(jsonBytes: padded) == p)
+            #expect(try PushNotification(jsonBytes: padded) == p)
         }
     }
 }
 
 @Suite("Wire format v1: plaintext object")
 struct NotificationTests {
-    func decode(_ json: String) throws -> Notification {
-        try Notification(jsonBytes: Array(json.utf8))
+    func decode(_ json: String) throws -> PushNotification {
+        try PushNotification(jsonBytes: Array(json.utf8))
     }
 
     func reason(_ json: String) -> String? {
@@ -156,7 +156,7 @@ struct NotificationTests {
         #expect(p.data == ["n": .integer(1), "b": .bool(true)])
         #expect(p.iat == 1_796_000_000 && p.exp == 1_796_000_600 && p.id == "x-1")
         // Re-encoding keeps member order and drops the unknown member.
-        let again = try Notification(jsonBytes: try p.encoded(padding: false))
+        let again = try PushNotification(jsonBytes: try p.encoded(padding: false))
         #expect(again == p)
         #expect(String(decoding: try p.encoded(padding: false), as: UTF8.self).hasPrefix(#"{"title":"T","subtitle":"S","body":"B","media":{"url""#))
     }
@@ -201,7 +201,7 @@ struct NotificationTests {
     }
 
     @Test func notUTF8IsInvalidPlaintext() {
-        let e = WireTestSupport.errorCode { try Notification(jsonBytes: [0x7B, 0x22, 0x62, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) }
+        let e = WireTestSupport.errorCode { try PushNotification(jsonBytes: [0x7B, 0x22, 0x62, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) }
         #expect(e == "invalidPlaintext")
     }
 }
@@ -210,7 +210,7 @@ struct NotificationTests {
 struct SealedPayloadTests {
     static let key = WireTestSupport.casesKey
     static let app = "com.example.app"
-    static let note = Notification(title: "Hi", body: "Noon? 🍜", iat: 1_796_000_000)
+    static let note = PushNotification(title: "Hi", body: "Noon? 🍜", iat: 1_796_000_000)
 
     static func sealedPayload(_ change: (inout JSONObject) -> Void = { _ in }) throws -> JSONValue {
         let fields = try WireFormat.seal(plaintext: note, key: key, keyID: "k1", appID: app)
@@ -281,7 +281,7 @@ struct SealedPayloadTests {
     }
 
     @Test func everyBitFlipFailsToOpen() throws {
-        let small = Notification(body: "x")
+        let small = PushNotification(body: "x")
         let fields = try WireFormat.seal(plaintext: small, key: Self.key, keyID: "k1", appID: Self.app, padding: false)
         let box = try WireBase64.decode(fields.encryptedData)
         #expect(box.count == 12 + 12 + 16)
@@ -304,8 +304,8 @@ enum RandomNotification {
         return (0..<n).map { _ in pool.randomElement(using: &g) ?? "a" }.joined()
     }
 
-    static func make<G: RandomNumberGenerator>(using g: inout G) -> Notification {
-        var p = Notification()
+    static func make<G: RandomNumberGenerator>(using g: inout G) -> PushNotification {
+        var p = PushNotification()
         p.title = Bool.random(using: &g) ? text(40, using: &g) : nil
         p.subtitle = Bool.random(using: &g) ? text(20, using: &g) : nil
         p.body = p.title == nil || Bool.random(using: &g) ? text(200, using: &g) : nil

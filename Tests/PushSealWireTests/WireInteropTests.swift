@@ -105,7 +105,7 @@ struct WireInteropTests {
                 Issue.record("Python could not open notification \(i): \(r)")
                 continue
             }
-            #expect(try Notification(json: plaintext) == n, "notification \(i)")
+            #expect(try PushNotification(json: plaintext) == n, "notification \(i)")
             #expect(WireTestSupport.hex(hex) == (try n.encoded(padding: i % 2 == 0)), "notification \(i): plaintext bytes")
         }
         #expect(responses[notes.count]["error"]?.stringValue == "authenticationFailed")

@@ -43,5 +43,3 @@ enum WireTestSupport {
 }
 
 
-/// The wire module's `Notification` (named here once: Foundation, imported too, has its own `Notification`).
-typealias Notification = PushSealWire.Notification

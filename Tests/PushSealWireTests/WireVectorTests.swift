@@ -49,7 +49,7 @@ struct WireVector: CustomStringConvertible, Sendable {
             let sealed = try SealedPayload(payload: try JSONReader.parse(payload), registry: registry)
             guard sealed.keyID == keyID else { return ("error unknownKeyID", nil) }
             let raw = try sealed.openBytes(with: key, appID: appID)
-            _ = try Notification(jsonBytes: raw)
+            _ = try PushNotification(jsonBytes: raw)
             return ("open", raw)
         } catch let e as FormatError {
             return ("error \(e.code.name)", nil)
@@ -85,12 +85,12 @@ struct KindVectorTests {
         let result = try v.run()
         #expect(result.outcome == "open")
         let raw = try #require(result.plaintext)
-        let n = try Notification(jsonBytes: raw)
+        let n = try PushNotification(jsonBytes: raw)
         #expect(n.kind == .retract && n.ids == ["m-1", "r-1"] && n.id == "x-1" && n.title == nil)
         #expect(try n.encoded(padding: true) == raw)
         // The display default is not written: the same plaintext bytes as before kinds.
         let display = try #require(WireVector.all().first { $0.name == "ok-kind-display.vector" })
-        let shown = try Notification(jsonBytes: try #require(try display.run().plaintext))
+        let shown = try PushNotification(jsonBytes: try #require(try display.run().plaintext))
         #expect(shown.kind == .display && shown.title == "Lunch?")
         #expect(try String(decoding: shown.encoded(padding: false), as: UTF8.self) == #"{"title":"Lunch?"}"#)
     }

@@ -17,9 +17,6 @@
 import Foundation
 import PushSealServer
 
-/// The wire module's `Notification` (Foundation, imported too, has its own `Notification`).
-typealias Notification = PushSealWire.Notification
-
 func fail(_ message: String, hint: String? = nil, code: Int32) -> Never {
     FileHandle.standardError.write(Data("seal-server-example: error: \(message)\n".utf8))
     if let hint { FileHandle.standardError.write(Data("hint: \(hint)\n".utf8)) }
@@ -110,7 +107,7 @@ do {
 // MARK: 2. Build the notification. All of it is sealed: APNs sees none of it.
 
 let notification = SealRequest(
-    Notification(
+    PushNotification(
         title: "Ana",
         subtitle: "Dinner on Friday",
         body: "Table for four at 8 — shall I book it? 🍝",

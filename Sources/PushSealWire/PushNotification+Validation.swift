@@ -8,11 +8,11 @@ internal import Foundation
 
 // The sender's rules for a notification, one function per rule, shared by every way in: the
 // JSON form a sender reads (`init(sendingJSON:extraMember:)`), the scanner
-// (`Notification.scan`) and a value built in code (`validate()`). They are the receiver's rules
+// (`PushNotification.scan`) and a value built in code (`validate()`). They are the receiver's rules
 // (`init(json:)`, FORMAT.md §5, the Python reference in Tests/Interop) plus a few a sender adds,
 // so a sender never seals what a device rejects. Errors are `FormatError` `.invalidPlaintext`
 // whose reason names the member.
-extension Notification {
+extension PushNotification {
     /// The members of the sending form, in the order reasons list them (``NotificationMember``'s).
     public static let memberNames = NotificationMember.allCases.map(\.name)
 

@@ -1,9 +1,6 @@
 public import PushSealWire
 
-/// The wire module's `Notification` (named here once: Foundation, imported too, has its own `Notification`).
-typealias Notification = PushSealWire.Notification
-
-extension Notification {
+extension PushNotification {
     /// Title, subtitle and body for `locale`: the variant whose tag matches the locale, else
     /// the locale with its last subtag removed, and so on (`pt-BR` → `pt`), else the default.
     /// Tags compare case-insensitively with `_` read as `-`. A variant's missing field falls

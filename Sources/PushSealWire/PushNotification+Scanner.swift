@@ -2,11 +2,11 @@ public import PushSealJSON
 import PushSealSystem
 // The scanner: an alternative decoder of the sending form (`init(sendingJSON:)`) that reads a
 // notification object member by member with `JSONReader.Scanner`, without building the JSON
-// tree. It produces the same `Notification` for what it accepts and gives up (`false`) on
+// tree. It produces the same `PushNotification` for what it accepts and gives up (`false`) on
 // anything unusual — a wrong type, an unknown or duplicate member, an escaped key — so the
 // caller takes the tree decoder, which gives the same result or the precise error. Held to the
 // tree decoder by a differential test (PushSealWireTests/ScannerDifferentialTests).
-extension Notification {
+extension PushNotification {
     /// Reads a member the caller accepts beside the plaintext's own (the sender's `ttl`): given
     /// the member's key (it had no escapes) and the scanner at its value, it reads the value and
     /// returns `true`, or returns `false` (or throws) to take the tree decoder.
@@ -20,11 +20,11 @@ extension Notification {
     /// made over an array), else built as `String`s.
     /// - Parameters:
     ///   - s: a scanner positioned at the object; after `false` its position is unspecified.
-    ///   - n: a fresh `Notification()`, filled in; unspecified after `false`.
+    ///   - n: a fresh `PushNotification()`, filled in; unspecified after `false`.
     ///   - otherMember: reads a member that is not a ``NotificationMember`` (default: none).
     /// - Returns: `false` to take the tree decoder (a wrong type, an unknown, duplicate or
     ///   escaped key, a rule broken).
-    public static func scan(_ s: inout JSONReader.Scanner, into n: inout Notification,
+    public static func scan(_ s: inout JSONReader.Scanner, into n: inout PushNotification,
                             otherMember: ScannedOtherMember = { _, _ in false }) -> Bool {
         if let source = s.source { n.source = source }
         return (try? scanMembers(&s, into: &n, otherMember: otherMember, spans: s.source != nil)) == true
@@ -35,11 +35,11 @@ extension Notification {
     /// them without building `String`s.
     /// - Parameters:
     ///   - input: UTF-8 JSON text of one object, nothing after it but white space.
-    ///   - n: a fresh `Notification()`, filled in; unspecified after `false`.
+    ///   - n: a fresh `PushNotification()`, filled in; unspecified after `false`.
     ///   - limits: the reader's limits.
     ///   - otherMember: reads a member that is not a ``NotificationMember`` (default: none).
     /// - Returns: `false` for anything the tree decoder must read, including trailing bytes.
-    public static func scan(_ input: [UInt8], into n: inout Notification, limits: JSONReader.Limits = .default,
+    public static func scan(_ input: [UInt8], into n: inout PushNotification, limits: JSONReader.Limits = .default,
                             otherMember: ScannedOtherMember = { _, _ in false }) -> Bool {
         guard !input.isEmpty, input.count <= limits.maxByteCount else { return false }
         // The scanner made here directly (not through `Scanner.scanning`, whose scanner keeps a
@@ -55,7 +55,7 @@ extension Notification {
     /// spans of `n.source`, the scanned input (else build `String`s).
     /// - Returns: `false` to take the tree decoder.
     /// - Throws: the scanner's errors (also: take the tree decoder).
-    private static func scanMembers(_ s: inout JSONReader.Scanner, into n: inout Notification,
+    private static func scanMembers(_ s: inout JSONReader.Scanner, into n: inout PushNotification,
                                     otherMember: ScannedOtherMember, spans: Bool) throws -> Bool {
         var seen: UInt32 = 0
         guard try s.peekKind() == .object else { return false }

@@ -7,9 +7,9 @@ public import PushSealCrypto
 /// Decoding is strict about the members it knows (a wrong JSON type is an error naming the
 /// member) and ignores members it does not know, so later minor versions can add members
 /// that version-1 receivers skip. `null` for an optional member means "absent".
-public struct Notification: Sendable, Equatable {
+public struct PushNotification: Sendable, Equatable {
     // Text members are stored as ``NotificationText``: a `String`, or (from the scanner, see
-    // `Notification+Scanner.swift`) a span of `source`, the JSON text it read, so a scanned
+    // `PushNotification+Scanner.swift`) a span of `source`, the JSON text it read, so a scanned
     // notification is encoded by copying its already validated, minimally escaped input bytes
     // without building a `String` or escaping again. Reading a member gives the same `String`
     // either way; assigning one stores a `String`.
@@ -94,18 +94,18 @@ public struct Notification: Sendable, Equatable {
     /// - Parameters:
     ///   - ids: 1–100 notification ids of earlier notifications to the same recipient.
     ///   - id: the retract's own id (for the receiver's replay guard); the sealer draws one when `nil`.
-    public static func retract(ids: [String], id: String? = nil) -> Notification {
-        Notification(id: id, kind: .retract, ids: ids)
+    public static func retract(ids: [String], id: String? = nil) -> PushNotification {
+        PushNotification(id: id, kind: .retract, ids: ids)
     }
 
     /// Equal when every member of ``NotificationMember`` is (texts compared decoded, so a
     /// scanned and a built notification of the same content are equal).
-    public static func == (lhs: Notification, rhs: Notification) -> Bool {
+    public static func == (lhs: PushNotification, rhs: PushNotification) -> Bool {
         NotificationMember.allCases.allSatisfy { lhs.hasEqual($0, to: rhs) }
     }
 
     /// Whether `member` is the same in `self` and `other`.
-    private func hasEqual(_ member: NotificationMember, to other: Notification) -> Bool {
+    private func hasEqual(_ member: NotificationMember, to other: PushNotification) -> Bool {
         switch member {  // schema-switch: equality
         case .title: title == other.title
         case .subtitle: subtitle == other.subtitle
@@ -327,7 +327,7 @@ public struct Notification: Sendable, Equatable {
     }
 }
 
-/// How ``Notification`` stores a text member: a `String`, or the content of a JSON string in
+/// How ``PushNotification`` stores a text member: a `String`, or the content of a JSON string in
 /// the notification's `source` bytes (the scanner's input), already checked by the reader's
 /// rules (strict UTF-8, escapes, no raw control characters).
 @usableFromInline
@@ -361,16 +361,16 @@ enum NotificationText: Sendable {
 
     /// Whether the decoded string holds a character that is not white space
     /// (`Character.isWhitespace`; `source` is the notification's): a span is read in place
-    /// while its bytes are ASCII (see `Notification.isVisible(_:)`).
+    /// while its bytes are ASCII (see `PushNotification.isVisible(_:)`).
     func isVisible(in source: [UInt8]) -> Bool {
         switch self {
         case .string(let s):
-            return Notification.isVisible(s)
+            return PushNotification.isVisible(s)
         case .span(let start, let end, _, _):
             precondition(start >= 0 && start <= end && end <= source.count, "a notification text span lies outside its source")
-            let verdict = source.withUnsafeBytes { b -> Notification.ASCIIVisibility in
+            let verdict = source.withUnsafeBytes { b -> PushNotification.ASCIIVisibility in
                 // Safe: start..<end is inside `b` (checked just above), borrowed for this call.
-                Notification.asciiVisibility(UnsafeRawBufferPointer(rebasing: b[start..<end]))
+                PushNotification.asciiVisibility(UnsafeRawBufferPointer(rebasing: b[start..<end]))
             }
             switch verdict {
             case .visible: return true
@@ -435,8 +435,8 @@ public struct LocalizedContent: Sendable, Hashable {
     ///   - path: its name in errors, e.g. `localizations.fr`.
     /// - Throws: `FormatError` `.invalidPlaintext` (`<path>: <problem>`).
     public init(json value: JSONValue, path: String) throws {
-        guard case .object(let o) = value else { throw Notification.wrongType(path, "object", value) }
-        let t = try Notification.textMembers(o, path: path + ".")
+        guard case .object(let o) = value else { throw PushNotification.wrongType(path, "object", value) }
+        let t = try PushNotification.textMembers(o, path: path + ".")
         title = t.title
         subtitle = t.subtitle
         body = t.body
@@ -476,24 +476,24 @@ public struct MediaDescriptor: Sendable, Equatable {
     /// `http://` URL; `type` a string; `sha256` 64 hex digits; `key` base64 of 32 bytes.
     /// - Throws: `FormatError` `.invalidPlaintext` (`media.<member>: <problem>`).
     public init(json value: JSONValue) throws {
-        guard case .object(let o) = value else { throw Notification.wrongType("media", "object", value) }
-        guard let u = try Notification.optional(o, "url", path: "media.") else {
+        guard case .object(let o) = value else { throw PushNotification.wrongType("media", "object", value) }
+        guard let u = try PushNotification.optional(o, "url", path: "media.") else {
             throw FormatError(.invalidPlaintext, "media.url: missing")
         }
-        guard case .string(let url) = u else { throw Notification.wrongType("media.url", "string", u) }
+        guard case .string(let url) = u else { throw PushNotification.wrongType("media.url", "string", u) }
         let lower = url.lowercased()
         guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), url.utf8.count > 8 else {
             throw FormatError(.invalidPlaintext, "media.url: expected an absolute https:// or http:// URL")
         }
         self.url = url
-        if let t = try Notification.optional(o, "type", path: "media.") {
-            guard case .string(let s) = t else { throw Notification.wrongType("media.type", "string", t) }
+        if let t = try PushNotification.optional(o, "type", path: "media.") {
+            guard case .string(let s) = t else { throw PushNotification.wrongType("media.type", "string", t) }
             type = s
         } else {
             type = nil
         }
-        if let h = try Notification.optional(o, "sha256", path: "media.") {
-            guard case .string(let s) = h else { throw Notification.wrongType("media.sha256", "string", h) }
+        if let h = try PushNotification.optional(o, "sha256", path: "media.") {
+            guard case .string(let s) = h else { throw PushNotification.wrongType("media.sha256", "string", h) }
             guard let bytes = Hex.decode(s), bytes.count == 32 else {
                 throw FormatError(.invalidPlaintext, "media.sha256: expected 64 hexadecimal digits, got \(s.utf8.count) characters")
             }
@@ -501,8 +501,8 @@ public struct MediaDescriptor: Sendable, Equatable {
         } else {
             sha256 = nil
         }
-        if let k = try Notification.optional(o, "key", path: "media.") {
-            guard case .string(let s) = k else { throw Notification.wrongType("media.key", "string", k) }
+        if let k = try PushNotification.optional(o, "key", path: "media.") {
+            guard case .string(let s) = k else { throw PushNotification.wrongType("media.key", "string", k) }
             var bytes: [UInt8]
             do {
                 bytes = try WireBase64.decodeSecret(s)
