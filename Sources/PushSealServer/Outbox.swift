@@ -310,7 +310,14 @@ public final class Outbox: Sendable {
             guard case .object(let e)? = try? JSONReader.parse(out), case .object(let err)? = e["error"] else {
                 return fail("sealFailed", "the sealer gave no payload")
             }
-            return fail(err["code"]?.stringValue ?? "sealFailed", err["message"]?.stringValue ?? "")
+            let code = err["code"]?.stringValue ?? "sealFailed"
+            if code == ErrorCode<ServerError>.noDeviceToken.name {
+                // The sealer's own text speaks of a batch line's deviceToken member, which an
+                // outbox item does not have: say what the caller of the outbox can do.
+                let recipient: String? = if case .object(let o)? = try? JSONReader.parse(item.line) { o["recipient"]?.stringValue } else { nil }
+                return fail(code, "recipient \(recipient ?? "?") has no \(configuration.environment.rawValue) device token: register the installation with its APNs device token first (POST /v1/devices)")
+            }
+            return fail(code, err["message"]?.stringValue ?? "")
         }
         let type = pushType ?? APNsPushType(rawValue: parsed.headers["apns-push-type"]?.stringValue ?? "alert") ?? .alert
         let bundle = parsed.headers["apns-topic"]?.stringValue ?? configuration.sealer.appID

@@ -71,7 +71,11 @@ struct OutboxTests {
         guard case .queued(let aliceID, "alice") = first.items[0], case .queued(let bobID, "bob") = first.items[2] else {
             Issue.record("items 1 and 3 should be queued: \(first.items)"); return
         }
-        if case .failed(_, let code, _) = first.items[1] { #expect(code == "noDeviceToken") } else { Issue.record("item 2 should fail") }
+        if case .failed(_, let code, let message) = first.items[1] {
+            #expect(code == "noDeviceToken")
+            // The outbox's wording, not push-seal batch's (an item has no deviceToken member).
+            #expect(message.contains("nobody") && message.contains("POST /v1/devices") && !message.contains("deviceToken)"), "\(message)")
+        } else { Issue.record("item 2 should fail") }
         if case .failed(_, let code, _) = first.items[3] { #expect(code == "invalidNotification") } else { Issue.record("item 4 should fail") }
         #expect(try f.sql("SELECT count(*) FROM pushseal_outbox") == "2")
         // A random collapse id by default; the caller's own wins.
