@@ -77,6 +77,27 @@ public final class PostgresOutbox: Sendable {
         }
     }
 
+    /// A row ended `cancelled` without being sent (``cancelQueued(appID:recipient:nowMs:)``,
+    /// ``retract(targets:retracts:idempotency:nowMs:answer:)``): what its final outcome line names.
+    public struct CancelledRow: Sendable, Hashable {
+        /// The gateway id (lower-case UUID).
+        public var id: String
+        /// The recipient it was sealed for.
+        public var recipient: String
+        /// The `apns-id` it would have been sent with.
+        public var apnsID: String
+        /// APNs requests made for it (0 for a row never claimed).
+        public var attempts: Int
+    }
+
+    /// The ``CancelledRow``s of an `UPDATE … RETURNING id, recipient, apns_id, attempts`.
+    static func cancelledRows(_ result: PGRows) -> [CancelledRow] {
+        result.rows.compactMap { v in
+            guard v.count == 4, let id = v[0], let recipient = v[1], let apnsID = v[2] else { return nil }
+            return CancelledRow(id: id, recipient: recipient, apnsID: apnsID, attempts: v[3].flatMap { Int($0) } ?? 0)
+        }
+    }
+
     /// A claimed row: what the worker sends.
     public struct Claimed: Sendable {
         /// The stored fields.
@@ -342,10 +363,12 @@ public final class PostgresOutbox: Sendable {
     ///   - retracts: the sealed retract messages, per recipient.
     ///   - idempotency: scope, key and request hash (its `response` is replaced by `answer`'s), or `nil`.
     ///   - answer: the answer body, from the ids cancelled now.
-    /// - Returns: the ids cancelled now, the retract ids stored and the answer; or the replay.
+    /// - Returns: the rows cancelled now (their ids as `cancelled`), the retract ids stored and
+    ///   the answer; or the replay.
     /// - Throws: `RegistryError` `.unavailable`, `.outcomeUnknown`, `.query`; `answer`'s errors.
     public func retract(targets: [String], retracts: [RetractRow], idempotency: Idempotency?, nowMs: Int64,
-                        answer: (_ cancelled: Set<String>, _ stored: Set<String>) throws -> [UInt8]) throws -> (cancelled: Set<String>, stored: Set<String>, body: [UInt8], replay: Replay) {
+                        answer: (_ cancelled: Set<String>, _ stored: Set<String>) throws -> [UInt8])
+        throws -> (cancelled: Set<String>, cancelledRows: [CancelledRow], stored: Set<String>, body: [UInt8], replay: Replay) {
         let mac = try registry.rowMAC(table: Self.table)
         let retracts = retracts.map { r -> RetractRow in
             var r = r
@@ -354,32 +377,33 @@ public final class PostgresOutbox: Sendable {
             r.targets = r.targets.map { $0.lowercased() }
             return r
         }
-        let done: (Set<String>, Set<String>, [UInt8])? = try pool.transaction { c in
+        let done: ([CancelledRow], Set<String>, [UInt8])? = try pool.transaction { c in
             // The key first (its answer is written below): a request that loses the race changes nothing.
             var claim = idempotency
             claim?.response = []
             guard try Self.keep(claim, on: c, nowMs: nowMs) else { return nil }
-            var cancelled = Set<String>()
+            var cancelledRows: [CancelledRow] = []
             let uuids = Set(targets.map { $0.lowercased() }.filter(Self.isUUID)).sorted()
             if !uuids.isEmpty {
                 let rows = try c.exec("""
                     UPDATE pushseal_outbox SET status = 'cancelled', reason = 'retracted', updated_at = $2, finished_at = $2
                     WHERE id IN (SELECT id FROM pushseal_outbox WHERE id = ANY($1::uuid[]) AND status = 'queued' AND kind = 'display' FOR UPDATE)
-                    RETURNING id
+                    RETURNING id, recipient, apns_id, attempts
                     """, [.text("{" + uuids.joined(separator: ",") + "}"), .int(nowMs)])
-                cancelled = Set(rows.rows.compactMap { $0[0] })
+                cancelledRows = Self.cancelledRows(rows)
             }
+            let cancelled = Set(cancelledRows.map(\.id))
             let kept = retracts.filter { !$0.targets.allSatisfy(cancelled.contains) }
             let body = try answer(cancelled, Set(kept.map(\.row.id)))
             if let i = idempotency {
                 try c.exec("UPDATE pushseal_idempotency SET response = $3 WHERE scope = $1 AND key = $2", [.text(i.scope), .text(i.key), .bytes(body)])
             }
             try insert(kept.map(\.row), on: c, mac: mac, nowMs: nowMs)
-            return (cancelled, Set(kept.map(\.row.id)), body)
+            return (cancelledRows, Set(kept.map(\.row.id)), body)
         }
-        if let done { return (done.0, done.1, done.2, .none) }
-        guard let i = idempotency else { return ([], [], [], .none) }
-        return ([], [], [], try replay(scope: i.scope, key: i.key, requestHash: i.requestHash, nowMs: nowMs))
+        if let done { return (Set(done.0.map(\.id)), done.0, done.1, done.2, .none) }
+        guard let i = idempotency else { return ([], [], [], [], .none) }
+        return ([], [], [], [], try replay(scope: i.scope, key: i.key, requestHash: i.requestHash, nowMs: nowMs))
     }
 
     // MARK: Claim, complete, reap
@@ -588,15 +612,16 @@ public final class PostgresOutbox: Sendable {
 
     /// Ends the queued notifications of a recipient unsent (`cancelled`, reason `forgotten`):
     /// `DELETE /v1/devices/{recipient}`. Rows already being sent finish.
-    /// - Returns: how many were cancelled.
+    /// - Returns: the rows cancelled (after the commit).
     /// - Throws: `RegistryError`.
     @discardableResult
-    public func cancelQueued(appID: String, recipient: String, nowMs: Int64) throws -> Int {
+    public func cancelQueued(appID: String, recipient: String, nowMs: Int64) throws -> [CancelledRow] {
         try pool.run { c in
-            try c.exec("""
+            Self.cancelledRows(try c.exec("""
                 UPDATE pushseal_outbox SET status = 'cancelled', reason = 'forgotten', updated_at = $3, finished_at = $3
                 WHERE app_id = $1 AND recipient = $2 AND status = 'queued'
-                """, [.text(appID), .text(recipient), .int(nowMs)]).affected
+                RETURNING id, recipient, apns_id, attempts
+                """, [.text(appID), .text(recipient), .int(nowMs)]))
         }
     }
 

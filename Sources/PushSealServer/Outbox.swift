@@ -23,6 +23,10 @@ public final class Outbox: Sendable {
         public var sealer: SealerConfiguration
         /// The environment of the device tokens the rows are addressed to.
         public var environment: DeviceTokenEnvironment
+        /// Called after the commit for each row the outbox itself ends `cancelled` (reason
+        /// `forgotten` by ``cancel(recipient:nowMs:)``, `retracted` by a retract): the final
+        /// outcomes the worker's `onFinal` never sees. `nil`: nobody is told.
+        public var onCancelled: (@Sendable (OutboxWorker.FinalOutcome) -> Void)?
 
         /// A configuration (fields as above).
         public init(sealer: SealerConfiguration, environment: DeviceTokenEnvironment) {
@@ -482,7 +486,18 @@ public final class Outbox: Sendable {
     /// - Throws: `RegistryError`.
     @discardableResult
     public func cancel(recipient: String, nowMs: Int64) throws -> Int {
-        try rows.cancelQueued(appID: configuration.sealer.appID, recipient: recipient, nowMs: nowMs)
+        let cancelled = try rows.cancelQueued(appID: configuration.sealer.appID, recipient: recipient, nowMs: nowMs)
+        reportCancelled(cancelled, reason: "forgotten")
+        return cancelled.count
+    }
+
+    /// Hands each row ended `cancelled` to ``Configuration/onCancelled`` (after its commit).
+    func reportCancelled(_ rows: [PostgresOutbox.CancelledRow], reason: String) {
+        guard let report = configuration.onCancelled else { return }
+        for r in rows {
+            report(OutboxWorker.FinalOutcome(id: r.id, recipient: r.recipient, apnsID: r.apnsID, status: "cancelled",
+                                             httpStatus: nil, reason: reason, apnsUniqueID: nil, attempts: r.attempts))
+        }
     }
 }
 

@@ -136,6 +136,7 @@ extension Outbox {
         case .same(let body): return RetractAcceptance(results: [], body: body, replayed: true)
         case .differentBody: throw ServerError(.idempotencyKeyReused, "the idempotency key was used with another request in the last 24 h")
         }
+        reportCancelled(done.cancelledRows, reason: "retracted")
         let final = results(cancelled: done.cancelled, stored: done.stored)
         for r in final {
             switch r {

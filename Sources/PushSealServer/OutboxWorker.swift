@@ -48,7 +48,8 @@ public final class OutboxWorker: Sendable {
         public var recipient: String
         /// The `apns-id` it was sent with (made at accept time).
         public var apnsID: String
-        /// `accepted`, `unregistered`, `rejected`, `failed` or `expired`.
+        /// `accepted`, `unregistered`, `rejected`, `failed`, `expired`, or `cancelled` (reported by
+        /// the outbox itself, ``Outbox/Configuration/onCancelled``).
         public var status: String
         /// APNs' HTTP status, when it answered.
         public var httpStatus: Int?

@@ -129,7 +129,10 @@ struct ServeCommand: OptionsCommand {
         let log = GatewayLog()
         let outbox: Outbox
         do {
-            outbox = try Outbox(store: ServerStore(store: registry), configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: o.appID), environment: o.environment))
+            var configuration = Outbox.Configuration(sealer: SealerConfiguration(appID: o.appID), environment: o.environment)
+            // Rows cancelled by DELETE /v1/devices or a retract get their outcome line too.
+            configuration.onCancelled = { log.outcome($0) }
+            outbox = try Outbox(store: ServerStore(store: registry), configuration: configuration)
         } catch let e as RegistryError {
             throw RegistryOptions.cliError(e)
         } catch let e as any CodedError {

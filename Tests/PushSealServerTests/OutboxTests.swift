@@ -17,6 +17,8 @@ struct OutboxTests {
         let outbox: Outbox
         let tokens: [String: String]
         let kek: KeyEncryptionKey
+        /// What the outbox reported through `onCancelled`, in order.
+        let cancelled = Locked<[OutboxWorker.FinalOutcome]>([])
 
         /// A migrated registry with `recipients` registered (v2, development tokens) and an outbox.
         init(recipients: [String]) throws {
@@ -34,7 +36,9 @@ struct OutboxTests {
                 tokens[r] = token
             }
             self.tokens = tokens
-            outbox = try Outbox(store: store, configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: OutboxTests.appID), environment: .development))
+            var configuration = Outbox.Configuration(sealer: SealerConfiguration(appID: OutboxTests.appID), environment: .development)
+            configuration.onCancelled = { [cancelled] f in cancelled.withLock { $0.append(f) } }
+            outbox = try Outbox(store: store, configuration: configuration)
         }
 
         func apns(_ mock: MockAPNs) throws -> APNsProviderConfiguration {
@@ -101,8 +105,14 @@ struct OutboxTests {
         for word in ["Zanzibar", "Quokka", "Yttrium", "Walrus", "secret-body"] { #expect(!dump.contains(word), "\(word) is in the dump") }
 
         // Cancel a recipient's queued notifications.
+        #expect(f.cancelled.withLock { $0 }.isEmpty)
         #expect(try f.outbox.cancel(recipient: "alice", nowMs: unixTimeMilliseconds()) == 2)
         #expect(try f.outbox.status(id: aliceID)?.status == "cancelled" && f.outbox.status(id: aliceID)?.reason == "forgotten")
+        // Each row it cancelled is reported once, as its final outcome (the gateway logs it).
+        let reported = f.cancelled.withLock { $0 }
+        #expect(reported.count == 2 && Set(reported.map(\.id)).count == 2 && reported.map(\.id).contains(aliceID), "\(reported)")
+        #expect(reported.allSatisfy { $0.status == "cancelled" && $0.reason == "forgotten" && $0.recipient == "alice" && !$0.apnsID.isEmpty && $0.attempts == 0 })
+        #expect(try f.outbox.cancel(recipient: "alice", nowMs: unixTimeMilliseconds()) == 0 && f.cancelled.withLock { $0 }.count == 2)
     }
 
     @Test("two workers send every row once; a 410 removes the token in the outcome's transaction; past TTL is expired unsent")
@@ -242,6 +252,15 @@ struct OutboxTests {
         let reaped = try f.outbox.rows.reap(nowMs: now)
         #expect(reaped.requeued == 2 && reaped.failed.isEmpty)
         #expect(try f.outbox.status(id: forA)?.status == "queued")
+
+        // A notification retracted while still queued is cancelled, and reported once as its final outcome.
+        #expect(f.cancelled.withLock { $0 }.isEmpty)
+        let late = try f.outbox.accept([Self.item("b", "five")], idempotency: nil, nowMs: now)
+        guard case .queued(let lateID, "b")? = late.items.first else { Issue.record("\(late.items)"); return }
+        _ = try f.outbox.retract([lateID], single: true, idempotency: nil, nowMs: now)
+        #expect(try f.outbox.status(id: lateID)?.status == "cancelled")
+        let reported = f.cancelled.withLock { $0 }
+        #expect(reported.map(\.id) == [lateID] && reported.first?.reason == "retracted" && reported.first?.recipient == "b", "\(reported)")
     }
 
     /// The outbox-stress helper next to the test binary.
