@@ -128,9 +128,9 @@ public final class ServerBackend: GatewayBackend {
                 found = true
             }
         }
-        let held = try tokens.deviceTokens(appID: app, recipient: recipient)
-        if !held.isEmpty {
-            _ = try tokens.invalidateDeviceTokens(held.map { ($0.token, now + 1) }, appID: app)
+        // Every token of the installation goes, whatever its `registeredAt` (audited `removed`,
+        // as `push-keys token remove`): a forgotten installation is not an APNs 410.
+        if !(try tokens.removeDeviceTokens(appID: app, recipient: recipient, token: nil, time: now / 1000)).isEmpty {
             found = true
         }
         if try outbox.cancel(recipient: recipient, nowMs: now) > 0 { found = true }

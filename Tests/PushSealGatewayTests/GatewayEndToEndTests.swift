@@ -128,7 +128,10 @@ struct GatewayEndToEndTests {
         for word in ["Quetzal", "Marmalade", "Obsidian", "Tangerine"] { #expect(!dump.contains(word), "\(word) is in the dump") }
         #expect(!dump.contains(send.text) && !dump.contains(String(send.text.suffix(64))), "the API key is stored as its SHA-256 only")
 
-        // Forget the installation: the token goes.
+        // Forget the installation: every token goes, also one stamped by a clock an hour ahead (a
+        // simulated 410 "now" would keep it: an unregistration older than the registration).
+        try registry.addDeviceToken(String(repeating: "cd", count: 32), appID: Self.appID, recipient: "phone-1",
+                                    environment: .production, registeredAtMs: unixTimeMilliseconds() + 3_600_000)
         let forgot = try #require(try rawHTTP(port: gateway.server.port, "DELETE", "/v1/devices/phone-1", headers: [auth[0]]))
         #expect(forgot.status == 204)
         #expect(try registry.deviceTokens(appID: Self.appID, recipient: "phone-1").isEmpty)
