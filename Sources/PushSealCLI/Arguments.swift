@@ -90,8 +90,12 @@ public struct Arguments: Sendable {
     /// Records the reads when a test probes a command's parsing (``ReadLog``); `nil` otherwise.
     let log: ReadLog?
 
+    /// `--help` (and `-h`): every command accepts it without declaring it.
+    public static let helpFlag = Option.flag("--help", "show this help")
+    /// `--json`: every command accepts it without declaring it (``CommandContext/json``).
+    public static let jsonFlag = Option.flag("--json", "print one JSON object")
     /// The options every command accepts without declaring them.
-    static let implicit: [OptionSpec] = [.flag("--help", "show this help"), .flag("--json", "print one JSON object")]
+    static let implicit: [OptionSpec] = OptionSpec.list(helpFlag, jsonFlag)
 
     /// Parses `argv` (without the tool and subcommand names) against `specs`.
     /// `--help` and `--json` are always accepted.

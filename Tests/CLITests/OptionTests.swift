@@ -49,7 +49,7 @@ import Testing
     @Test func everyKindReadsItsValue() throws {
         let a = try parse(["--title", "Hi", "--format=v1", "--environment", "development", "--out", "o.bin", "--group", "A",
                            "--group=B", "--force", "--badge", "7", "--jobs", "2", "--ttl", "15m", "--grace", "2h"])
-        let title: String? = try a[Self.title]
+        let title: String? = a[Self.title]
         let out: String = try a[Self.out]
         let groups: [String] = a[Self.group]
         let force: Bool = a[Self.force]
