@@ -9,7 +9,7 @@ struct KeychainAddCommand: OptionsCommand {
     static let service = KeychainCommands.service.withHelp("kSecAttrService (required)")
     static let account = KeychainCommands.account.withHelp("kSecAttrAccount (required)")
     static let label = Option.text("--label", "L", "kSecAttrLabel")
-    static let accessibility = KeychainCommands.accessibilityOption.withHelp( "kSecAttrAccessible: \(KeychainCommands.accessibilityNames) (default whenUnlocked, as on iOS)")
+    static let accessibility = KeychainCommands.accessibilityOption.withHelp("kSecAttrAccessible: \(KeychainCommands.accessibilityNames) (default whenUnlocked, as on iOS)")
     static let dataFile = Option.text("--data-file", "F", "the secret data from file F, - for standard input (required; never on the command line, which other users can read)")
 
     let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [

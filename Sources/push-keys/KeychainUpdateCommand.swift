@@ -9,7 +9,7 @@ struct KeychainUpdateCommand: OptionsCommand {
     static let service = KeychainCommands.service.withHelp("kSecAttrService of the item (required)")
     static let account = KeychainCommands.account.withHelp("kSecAttrAccount of the item (required)")
     static let label = Option.text("--label", "L", "new kSecAttrLabel")
-    static let accessibility = KeychainCommands.accessibilityOption.withHelp( "new kSecAttrAccessible: \(KeychainCommands.accessibilityNames)")
+    static let accessibility = KeychainCommands.accessibilityOption.withHelp("new kSecAttrAccessible: \(KeychainCommands.accessibilityNames)")
     static let newService = Option.text("--new-service", "S", "new kSecAttrService")
     static let newAccount = Option.text("--new-account", "A", "new kSecAttrAccount")
     static let newAccessGroup = Option.text("--new-access-group", "G", "move the item to access group G (the caller must be entitled to it)")
