@@ -1,10 +1,12 @@
 import PushSealSystem
 
-/// One option a command accepts: the one declaration of it. The parser accepts exactly the
-/// declared options, `--help` lists exactly them (``HelpText/render(options:)``), and a command's
-/// ``CommandOptions`` reads each through the reader its ``kind`` names; CLIDeclarationTests
-/// checks for every command of every tool that each declared option is read, each read option
-/// is declared, and each read uses the declared kind.
+/// One option a command accepts, as the parser and `--help` see it. A command declares each
+/// option once as an ``Option`` (which carries this spec and the typed reader its ``kind``
+/// names) and lists the specs in its `options`: the parser accepts exactly them, `--help` lists
+/// exactly them (``HelpText/render(options:)``), and the command's ``CommandOptions`` reads each
+/// through the same ``Option``; CLIDeclarationTests checks for every command of every tool that
+/// each declared option is read, each read option is declared, and each read uses the declared
+/// kind.
 public struct OptionSpec: Sendable, Hashable {
     /// How an option's value is read: the reader of ``Arguments`` that parses it.
     public enum Kind: Sendable, Hashable {
@@ -54,7 +56,7 @@ public struct OptionSpec: Sendable, Hashable {
     }
 
     /// An option taking a text value; `default` is what ``Arguments/value(_:)`` returns when it
-    /// is absent.
+    /// is absent. A command declares it through ``Option/text(_:_:_:default:)`` and its kin.
     public static func value(_ name: String, _ valueName: String, _ help: String, repeatable: Bool = false, default: String? = nil) -> OptionSpec {
         OptionSpec(name: name, kind: .text, repeatable: repeatable, valueName: valueName, help: help, defaultValue: `default`)
     }
@@ -73,6 +75,9 @@ public struct OptionSpec: Sendable, Hashable {
 
 /// Parsed command-line arguments of one (sub)command: options by name, then positionals.
 ///
+/// A command reads an option through its declaration, `try arguments[option]` (``Option``); the
+/// readers by name below are the kit's own, which those declarations call.
+///
 /// Rules: `--name VALUE` or `--name=VALUE`; `--` ends options; `-` alone is a positional
 /// (standard input); an unknown option, a missing value or a repeated non-repeatable option is
 /// a usage error (exit 64). `-h` is accepted as `--help`.
@@ -85,8 +90,12 @@ public struct Arguments: Sendable {
     /// Records the reads when a test probes a command's parsing (``ReadLog``); `nil` otherwise.
     let log: ReadLog?
 
+    /// `--help` (and `-h`): every command accepts it without declaring it.
+    public static let helpFlag = Option.flag("--help", "show this help")
+    /// `--json`: every command accepts it without declaring it (``CommandContext/json``).
+    public static let jsonFlag = Option.flag("--json", "print one JSON object")
     /// The options every command accepts without declaring them.
-    static let implicit: [OptionSpec] = [.flag("--help", "show this help"), .flag("--json", "print one JSON object")]
+    static let implicit: [OptionSpec] = OptionSpec.list(helpFlag, jsonFlag)
 
     /// Parses `argv` (without the tool and subcommand names) against `specs`.
     /// `--help` and `--json` are always accepted.
@@ -143,22 +152,22 @@ public struct Arguments: Sendable {
 
     /// `true` when the command declares `name` (a shared option group reads an option only
     /// where the command offers it).
-    public func declares(_ name: String) -> Bool { byName[name] != nil }
+    func declares(_ name: String) -> Bool { byName[name] != nil }
 
     /// `true` when the flag or option was given.
-    public func has(_ name: String) -> Bool {
+    func has(_ name: String) -> Bool {
         log?.record(name, as: .presence, declared: byName[name])
         return values[name] != nil
     }
 
     /// The value of a single-valued text option, or `nil` when absent.
-    public func value(_ name: String) -> String? {
+    func value(_ name: String) -> String? {
         log?.record(name, as: .text, declared: byName[name])
         return values[name]?.last ?? byName[name]?.defaultValue
     }
 
     /// Every value of a repeatable text option, in order (empty when absent).
-    public func values(_ name: String) -> [String] {
+    func values(_ name: String) -> [String] {
         log?.record(name, as: .repeatedText, declared: byName[name])
         return values[name] ?? []
     }
@@ -166,7 +175,7 @@ public struct Arguments: Sendable {
     /// The value of a required text option.
     /// - Throws: `CLIError` (64) `missing --NAME VALUENAME` (the declared value name) when it is
     ///   missing or empty.
-    public func required(_ name: String, hint: String? = nil) throws -> String {
+    func required(_ name: String, hint: String? = nil) throws -> String {
         log?.record(name, as: .text, declared: byName[name])
         guard let v = values[name]?.last, !v.isEmpty else {
             if let log, log.lenient { return log.samples[name] ?? "x" }
@@ -178,7 +187,7 @@ public struct Arguments: Sendable {
     /// An integer option: its value, else its declared default, else `nil`.
     /// - Throws: `CLIError` (64) `--NAME needs an integer, got 'V'`, or `--NAME needs LOW to
     ///   HIGH, got N` outside its declared range.
-    public func integer(_ name: String) throws -> Int64? {
+    func integer(_ name: String) throws -> Int64? {
         log?.record(name, as: .integer, declared: byName[name])
         let spec = byName[name]
         guard let v = values[name]?.last ?? spec?.defaultValue else { return nil }
@@ -191,13 +200,13 @@ public struct Arguments: Sendable {
 
     /// An integer option declared with a default: its value, else the default.
     /// - Throws: as ``integer(_:)``; `CLIError` `internal` (exit 1) when the declaration has no default.
-    public func integerWithDefault(_ name: String) throws -> Int64 {
+    func integerWithDefault(_ name: String) throws -> Int64 {
         try withDefault(name, as: .integerWithDefault, placeholder: 0, read: integer)
     }
 
     /// A duration option in seconds: `90`, `90s`, `15m`, `12h`, `30d`, or `2w`.
     /// - Throws: `CLIError` (64) when the value is not a duration.
-    public func duration(_ name: String) throws -> Int64? {
+    func duration(_ name: String) throws -> Int64? {
         log?.record(name, as: .duration, declared: byName[name])
         guard let v = values[name]?.last ?? byName[name]?.defaultValue else { return nil }
         guard let seconds = Arguments.parseDuration(v) else {
@@ -208,13 +217,13 @@ public struct Arguments: Sendable {
 
     /// A duration option declared with a default: its value, else the default, in seconds.
     /// - Throws: as ``duration(_:)``; `CLIError` `internal` (exit 1) when the declaration has no default.
-    public func durationWithDefault(_ name: String) throws -> Int64 {
+    func durationWithDefault(_ name: String) throws -> Int64 {
         try withDefault(name, as: .durationWithDefault, placeholder: 0, read: duration)
     }
 
     /// A text option declared with a default: its value (even empty), else the default.
     /// - Throws: `CLIError` `internal` (exit 1) when the declaration has no default.
-    public func valueWithDefault(_ name: String) throws -> String {
+    func valueWithDefault(_ name: String) throws -> String {
         try withDefault(name, as: .textWithDefault, placeholder: "x", read: value)
     }
 

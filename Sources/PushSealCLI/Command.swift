@@ -13,7 +13,7 @@ public struct CommandContext: Sendable {
     /// The parsed arguments of this command.
     public let arguments: Arguments
     /// `true` when `--json` was given: print exactly one JSON object on stdout.
-    public var json: Bool { arguments.has("--json") }
+    public var json: Bool { arguments[Arguments.jsonFlag] }
 
     /// Creates a context.
     public init(toolName: String, arguments: Arguments) {

@@ -1,8 +1,9 @@
 /// A command's options as typed values: parsed from ``Arguments`` (each value's own type and
 /// form), then checked as a whole by ``validate()`` before the command runs.
 ///
-/// Parsing reads one value at a time (an integer that is not an integer, a missing required
-/// option: `CLIError` 64); ``validate()`` holds the rules that relate options to each other
+/// Parsing reads one value at a time through the option's declaration, `try arguments[option]`
+/// (``Option``: the same declaration the command's `options` list gives `--help`; an integer that
+/// is not an integer, a missing required option: `CLIError` 64); ``validate()`` holds the rules that relate options to each other
 /// (`--app-group` cannot be combined with `--entitlements`) and the naming rules of values.
 /// Neither opens a file or a keychain, so every usage error comes before any effect.
 public protocol CommandOptions: Sendable {

@@ -39,8 +39,8 @@ public struct HelpText: Sendable {
     public func render(options: [OptionSpec]) -> String {
         var out = HelpText.wrap(overview, firstPrefix: "OVERVIEW: ", indent: 10) + "\n\nUSAGE:\n"
         for u in usage { out += "  \(u)\n" }
-        let json = OptionSpec.flag("--json", jsonHelp ?? "print exactly one JSON object (errors too)")
-        let all = options + [json, .flag("--help", "show this help")]
+        let json = Arguments.jsonFlag.withHelp(jsonHelp ?? "print exactly one JSON object (errors too)")
+        let all = options + [json.spec, Arguments.helpFlag.spec]
         out += "\nOPTIONS:\n"
         let left = all.map { $0.takesValue ? "\($0.name) \($0.valueName)" : $0.name }
         let width = min((left.map(\.count).max() ?? 0) + 2, 34)

@@ -34,11 +34,26 @@ public struct IdentityOptions: Sendable, Equatable {
     public init(parsing arguments: Arguments, prefix: String = "", namedGroupMeaning: String = "the keysets' group") {
         self.prefix = prefix
         self.namedGroupMeaning = namedGroupMeaning
-        entitlementsFile = arguments.value("--\(prefix)entitlements")
-        accessGroups = arguments.values("--\(prefix)access-group")
-        appGroups = arguments.values("--\(prefix)app-group")
-        let application = "--\(prefix)application-identifier"  // only where the command offers it
-        applicationIdentifier = arguments.declares(application) ? arguments.value(application) : nil
+        let read = Self.declarations(prefix: prefix)
+        entitlementsFile = arguments[read.entitlements]
+        accessGroups = arguments[read.accessGroup]
+        appGroups = arguments[read.appGroup]
+        // Only where the command offers it.
+        applicationIdentifier = arguments.declares(read.applicationIdentifier) ? arguments[read.applicationIdentifier] : nil
+    }
+
+    /// The group's options with the `prefix` after `--` (`device-`: `--device-entitlements` …):
+    /// the one place their names and value names are written. A command lists them with its
+    /// own help (``Option/withHelp(_:)``); ``init(parsing:prefix:namedGroupMeaning:)`` reads
+    /// them.
+    /// - Returns: `--entitlements FILE`, `--access-group G` (repeatable), `--app-group G`
+    ///   (repeatable) and `--application-identifier ID`.
+    public static func declarations(prefix: String = "") -> (entitlements: Option<String?>, accessGroup: Option<[String]>,
+                                                             appGroup: Option<[String]>, applicationIdentifier: Option<String?>) {
+        (.text("--\(prefix)entitlements", "FILE", "the caller's entitlements file"),
+         .repeated("--\(prefix)access-group", "G", "a keychain access group of the caller"),
+         .repeated("--\(prefix)app-group", "G", "an App Group of the caller"),
+         .text("--\(prefix)application-identifier", "ID", "the caller's application-identifier entitlement"))
     }
 
     /// The shared rules: no empty group or application identifier; with `--entitlements`, no
@@ -89,6 +104,10 @@ public struct IdentityOptions: Sendable, Equatable {
 /// opens keysets through this group gets both at once; the tool turns a registry location into
 /// a store (push-keys and push-seal through PushSealRegistryCLI), so this module needs no libpq.
 public struct KeystoreOptions: Sendable, Equatable {
+    /// `--keychain DIR`: the one declaration of the option; a command lists it with its own
+    /// help (``Option/withHelp(_:)``).
+    public static let keychain = Option.text("--keychain", "DIR", "the keychain directory (required)")
+
     /// `--keychain DIR`; `nil` when a registry is selected.
     public let keychainPath: String?
     /// The registry of `--registry` (or `PUSHSEAL_REGISTRY` without `--keychain`); `nil` for the keychain.
@@ -104,7 +123,7 @@ public struct KeystoreOptions: Sendable, Equatable {
     ///   `give --keychain DIR or --registry URI, not both`.
     public init(parsing arguments: Arguments, hint: String? = nil, allowingRegistry: Bool = false) throws {
         if allowingRegistry, let registry = try RegistryLocation(parsing: arguments) {
-            guard !arguments.has("--keychain") else { throw CLIError.usage("give --keychain DIR or --registry URI, not both") }
+            guard !arguments.has(Self.keychain) else { throw CLIError.usage("give --keychain DIR or --registry URI, not both") }
             self.registry = registry
             keychainPath = nil
         } else {
@@ -116,7 +135,7 @@ public struct KeystoreOptions: Sendable, Equatable {
     /// `--keychain DIR` alone, for a command that only ever opens a file keychain.
     /// - Throws: `CLIError` (64) `missing --keychain DIR` (with `hint` when given).
     public static func keychainDirectory(parsing arguments: Arguments, hint: String? = nil) throws -> String {
-        guard let dir = arguments.value("--keychain"), !dir.isEmpty else {
+        guard let dir = arguments[keychain], !dir.isEmpty else {
             throw CLIError.usage("missing --keychain DIR", hint: hint)
         }
         return dir
@@ -132,6 +151,13 @@ public struct RegistryLocation: Sendable, Equatable {
     public static let environmentVariable = "PUSHSEAL_REGISTRY"
     /// `PUSHSEAL_KEK_FILE`: the KEK file used when `--kek-file` is absent.
     public static let kekEnvironmentVariable = "PUSHSEAL_KEK_FILE"
+    /// `--registry URI`: the one declaration of the option (a command whose help says more
+    /// lists it with ``Option/withHelp(_:)``).
+    public static let registryOption = Option.text("--registry", "URI",
+        "a PostgreSQL registry instead of --keychain: any libpq connection URI or string, e.g. postgresql:///pushseal?host=/run/postgresql (default: $PUSHSEAL_REGISTRY when --keychain is absent). ARGV IS VISIBLE to every local user (ps): never put a password in it; use PGPASSFILE or ~/.pgpass (or $PUSHSEAL_REGISTRY)")
+    /// `--kek-file F`: the key-encryption key file of a registry.
+    public static let kekFileOption = Option.text("--kek-file", "F",
+        "with a registry: the key-encryption key file (32 bytes or 64 hex digits, 0600, yours, not a link; default: $PUSHSEAL_KEK_FILE)")
 
     /// The libpq connection string (URI or key=value).
     public let connectionString: String
@@ -146,14 +172,14 @@ public struct RegistryLocation: Sendable, Equatable {
 
     /// Reads `--registry` (else `PUSHSEAL_REGISTRY` when `--keychain` is absent) and `--kek-file`
     /// (else `PUSHSEAL_KEK_FILE`); `nil` when no registry is selected.
-    /// - Parameter kekOption: the KEK option's name (`--kek-file`; the environment applies to it only).
+    /// - Parameter kekOption: the KEK option (``kekFileOption``; the environment applies to it only).
     /// - Throws: `CLIError` (64) for an empty `--registry` or `--kek-file`.
-    public init?(parsing arguments: Arguments, kekOption: String = "--kek-file") throws {
+    public init?(parsing arguments: Arguments, kekOption: Option<String?> = kekFileOption) throws {
         let connectionString: String
-        if let r = arguments.value("--registry") {
-            guard !r.isEmpty else { throw CLIError.usage("--registry cannot be empty") }
+        if let r = arguments[Self.registryOption] {
+            guard !r.isEmpty else { throw CLIError.usage("\(Self.registryOption.name) cannot be empty") }
             connectionString = r
-        } else if !(arguments.declares("--keychain") && arguments.has("--keychain")), let r = Self.environment(Self.environmentVariable) {
+        } else if !(arguments.declares(KeystoreOptions.keychain) && arguments.has(KeystoreOptions.keychain)), let r = Self.environment(Self.environmentVariable) {
             connectionString = r
         } else {
             return nil
@@ -161,14 +187,14 @@ public struct RegistryLocation: Sendable, Equatable {
         self.init(connectionString: connectionString, kekFile: try Self.kekFile(parsing: arguments, option: kekOption))
     }
 
-    /// The KEK file of `option`, else (for `--kek-file`) `PUSHSEAL_KEK_FILE`, else `nil`.
+    /// The KEK file of `option`, else (for ``kekFileOption``) `PUSHSEAL_KEK_FILE`, else `nil`.
     /// - Throws: `CLIError` (64) for an empty value.
-    public static func kekFile(parsing arguments: Arguments, option: String = "--kek-file") throws -> String? {
-        if let f = arguments.value(option) {
-            guard !f.isEmpty else { throw CLIError.usage("\(option) cannot be empty") }
+    public static func kekFile(parsing arguments: Arguments, option: Option<String?> = kekFileOption) throws -> String? {
+        if let f = arguments[option] {
+            guard !f.isEmpty else { throw CLIError.usage("\(option.name) cannot be empty") }
             return f
         }
-        return option == "--kek-file" ? environment(kekEnvironmentVariable) : nil
+        return option.name == kekFileOption.name ? environment(kekEnvironmentVariable) : nil
     }
 
     /// A non-empty environment variable.
@@ -181,6 +207,12 @@ public struct RegistryLocation: Sendable, Equatable {
 /// The keyset option group: which keyset a command works on, `--app-id APP --recipient R`.
 /// The naming rules (FORMAT.md §3.2) are checked by the tool, which owns them.
 public struct KeysetOptions: Sendable, Equatable {
+    /// `--app-id APP`: the one declaration of the option; a command lists it with its own help
+    /// (``Option/withHelp(_:)``).
+    public static let appIDOption = Option.text("--app-id", "APP", "the app's bundle identifier, the APNs topic (required)")
+    /// `--recipient R`, as ``appIDOption``.
+    public static let recipientOption = Option.text("--recipient", "R", "the recipient, one app installation (required)")
+
     /// `--app-id APP`, the app's bundle identifier (APNs topic).
     public let appID: String
     /// `--recipient R`, one app installation.
@@ -189,7 +221,7 @@ public struct KeysetOptions: Sendable, Equatable {
     /// Reads the group: `--app-id` first, then `--recipient`, as the usage lines name them.
     /// - Throws: `CLIError` (64) for the first one missing (with `hint` when given).
     public init(parsing arguments: Arguments, hint: String? = nil) throws {
-        appID = try arguments.required("--app-id", hint: hint)
-        recipient = try arguments.required("--recipient", hint: hint)
+        appID = try arguments.required(Self.appIDOption, hint: hint)
+        recipient = try arguments.required(Self.recipientOption, hint: hint)
     }
 }

@@ -8,12 +8,10 @@ import PushSealSystem
 /// `--keychain DIR` and `--registry` exclude each other; the environment variable is used only
 /// when neither option is given.
 public enum RegistryOptions {
-    /// `--registry URI`.
-    public static let registry = OptionSpec.value("--registry", "URI",
-        "a PostgreSQL registry instead of --keychain: any libpq connection URI or string, e.g. postgresql:///pushseal?host=/run/postgresql (default: $PUSHSEAL_REGISTRY when --keychain is absent). ARGV IS VISIBLE to every local user (ps): never put a password in it; use PGPASSFILE or ~/.pgpass (or $PUSHSEAL_REGISTRY)")
-    /// `--kek-file F`.
-    public static let kekFile = OptionSpec.value("--kek-file", "F",
-        "with a registry: the key-encryption key file (32 bytes or 64 hex digits, 0600, yours, not a link; default: $PUSHSEAL_KEK_FILE)")
+    /// `--registry URI` (``PushSealCLI/RegistryLocation/registryOption``).
+    public static let registry = RegistryLocation.registryOption.spec
+    /// `--kek-file F` (``PushSealCLI/RegistryLocation/kekFileOption``).
+    public static let kekFile = RegistryLocation.kekFileOption.spec
     /// Both options.
     public static let all = [registry, kekFile]
 

@@ -3,6 +3,7 @@ import Foundation
 import PushSealCrypto
 import PushSealExtension
 import PushSealWire
+import PushSealCLI
 
 /// `push-bench media URL [--key BASE64] [--sha256 HEX]`: downloads one media file with the
 /// extension's ``MediaDownloader`` into a fresh temporary directory (removed afterwards) and
@@ -10,33 +11,17 @@ import PushSealWire
 /// peak RSS of a plain or sealed download (issue #6: under 24 MiB with a 9 MB image).
 /// - Returns: the process exit code (0 ok, 64 usage, 70 the download failed).
 func runMediaProbe(_ arguments: [String]) -> Int32 {
-    var url: String?
-    var keyText: String?
-    var sha256: String?
-    var index = 0
-    while index < arguments.count {
-        let argument = arguments[index]
-        switch argument {
-        case "--key", "--sha256":
-            guard index + 1 < arguments.count else {
-                writeStandardError("push-bench: error: \(argument) needs a value\n")
-                return 64
-            }
-            if argument == "--key" { keyText = arguments[index + 1] } else { sha256 = arguments[index + 1] }
-            index += 2
-        default:
-            guard url == nil, !argument.hasPrefix("-") else {
-                writeStandardError("push-bench: error: unexpected argument '\(argument)'\nhint: push-bench media URL [--key BASE64] [--sha256 HEX]\n")
-                return 64
-            }
-            url = argument
-            index += 1
-        }
+    let hint = "push-bench media URL [--key BASE64] [--sha256 HEX]"
+    guard let options = BenchOptions.parse(arguments, BenchOptions.media, positionals: 1, hint: hint) else { return 64 }
+    if options[Arguments.helpFlag] {
+        print(usage)
+        return 0
     }
-    guard let url else {
-        writeStandardError("push-bench: error: media needs a URL\nhint: push-bench media URL [--key BASE64] [--sha256 HEX]\n")
+    guard let url = options.positionals.first else {
+        writeStandardError("push-bench: error: media needs a URL\nhint: \(hint)\n")
         return 64
     }
+    let (keyText, sha256) = (options[BenchOptions.key], options[BenchOptions.sha256])
     var key: SecretBytes?
     if let keyText {
         guard var bytes = try? WireBase64.decodeSecret(keyText) else {

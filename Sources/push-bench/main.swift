@@ -2,7 +2,7 @@
 // same jobs by the Python and Node peers (Benchmarks/peers), then prints one Markdown table.
 // One file per section (CryptoBench.swift, …); add a section to `sections` below.
 import Foundation
-import enum PushSealCLI.PushSealVersion
+import PushSealCLI
 import PushSealSystem
 
 let usage = """
@@ -65,42 +65,36 @@ if CommandLine.arguments.dropFirst().first == "media" { ProcessControl.exit(runM
 if CommandLine.arguments.dropFirst().first == "probe" { ProcessControl.exit(runInstructionProbe(Array(CommandLine.arguments.dropFirst(2)))) }
 
 ProcessControl.ignoreBrokenPipe()
-var settings = BenchSettings.full
-var markdownOnly = false
-var batchLines = ProcessInfo.processInfo.environment["PUSH_BENCH_BATCH_LINES"].flatMap { Int($0) }
-var onlySections: [String] = []
 let sectionNames = ["crypto", "hpke", "sender", "open", "v2"]
-var arguments = Array(CommandLine.arguments.dropFirst())
-while !arguments.isEmpty {
-    let argument = arguments.removeFirst()
-    switch argument {
-    case "--quick": settings = .quick
-    case "--self-test": settings = .selfTest
-    case "--markdown": markdownOnly = true
-    case "--batch-lines":
-        guard let value = arguments.first.flatMap({ Int($0) }), value > 0 else {
-            writeStandardError("push-bench: error: --batch-lines needs a positive number\nhint: push-bench --batch-lines 1000000\n")
-            ProcessControl.exit(64)
-        }
-        arguments.removeFirst()
-        batchLines = value
-    case "--section":
-        guard let value = arguments.first, sectionNames.contains(value) else {
-            writeStandardError("push-bench: error: --section needs one of \(sectionNames.joined(separator: ", "))\nhint: push-bench --section v2\n")
-            ProcessControl.exit(64)
-        }
-        arguments.removeFirst()
-        onlySections.append(value)
-    case "-h", "--help":
-        print(usage)
-        ProcessControl.exit(0)
-    case "--version":
-        print(PushSealVersion.line(tool: "push-bench"))
-        ProcessControl.exit(0)
-    default:
-        writeStandardError("push-bench: error: unknown option '\(argument)'\nhint: push-bench --quick\n")
+guard let options = BenchOptions.parse(Array(CommandLine.arguments.dropFirst()), BenchOptions.main, positionals: 0, hint: "push-bench --quick") else {
+    ProcessControl.exit(64)
+}
+if options[Arguments.helpFlag] {
+    print(usage)
+    ProcessControl.exit(0)
+}
+if options[BenchOptions.version] {
+    print(PushSealVersion.line(tool: "push-bench"))
+    ProcessControl.exit(0)
+}
+if options[BenchOptions.quick] && options[BenchOptions.selfTest] {
+    writeStandardError("push-bench: error: give --quick or --self-test, not both\nhint: push-bench --quick\n")
+    ProcessControl.exit(64)
+}
+var settings = options[BenchOptions.selfTest] ? BenchSettings.selfTest : options[BenchOptions.quick] ? .quick : .full
+let markdownOnly = options[BenchOptions.markdown]
+var batchLines = ProcessInfo.processInfo.environment["PUSH_BENCH_BATCH_LINES"].flatMap { Int($0) }
+if let text = options[BenchOptions.batchLines] {
+    guard let value = Int(text), value > 0 else {
+        writeStandardError("push-bench: error: --batch-lines needs a positive number\nhint: push-bench --batch-lines 1000000\n")
         ProcessControl.exit(64)
     }
+    batchLines = value
+}
+let onlySections = options[BenchOptions.section]
+if let unknown = onlySections.first(where: { !sectionNames.contains($0) }) {
+    writeStandardError("push-bench: error: --section needs one of \(sectionNames.joined(separator: ", ")), got '\(unknown)'\nhint: push-bench --section v2\n")
+    ProcessControl.exit(64)
 }
 if let batchLines { settings.batchLines = batchLines }
 Output.shared.markdownOnly = markdownOnly

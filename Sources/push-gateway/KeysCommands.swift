@@ -8,9 +8,12 @@ import PushSealSystem
 /// `push-gateway keys create`: a new API key, shown once.
 struct KeysCreateCommand: OptionsCommand {
     let path = ["keys", "create"]
+    static let name = Option.text("--name", "NAME", "who or what uses the key (1-128 characters), shown by keys list")
+    static let scope = Option.text("--scope", "SCOPES", "comma-separated: send (POST/GET /v1/notifications, POST …/retract), register (POST/DELETE /v1/devices), admin (/metrics with --metrics-key)")
+
     let options = GatewayRegistry.options + [
-        OptionSpec.value("--name", "NAME", "who or what uses the key (1-128 characters), shown by keys list"),
-        OptionSpec.value("--scope", "SCOPES", "comma-separated: send (POST/GET /v1/notifications, POST …/retract), register (POST/DELETE /v1/devices), admin (/metrics with --metrics-key)"),
+        KeysCreateCommand.name.spec,
+        KeysCreateCommand.scope.spec,
     ]
     let help = HelpText(
         overview: "create an API key: 32 random bytes printed once on standard output as psk_ID_SECRET; the registry keeps only its SHA-256, its name and scopes",
@@ -26,8 +29,8 @@ struct KeysCreateCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             registry = try GatewayRegistry.location(a)
-            name = try a.required("--name")
-            scopes = try a.required("--scope").split(separator: ",").map(String.init)
+            name = try a.required(KeysCreateCommand.name)
+            scopes = try a.required(KeysCreateCommand.scope).split(separator: ",").map(String.init)
         }
         func validate() throws {
             guard (1...128).contains(name.count) else { throw CLIError.usage("--name must be 1 to 128 characters") }

@@ -11,27 +11,48 @@ import PushSealSystem
 /// `push-gateway serve`: the HTTP API until SIGTERM.
 struct ServeCommand: OptionsCommand {
     let path = ["serve"]
+    static let appID = Option.text("--app-id", "BUNDLE", "the app (bundle id, the APNs topic) this gateway registers devices and seals notifications for")
+    static let listen = Option.text("--listen", "HOST:PORT", "where to listen (127.0.0.1:8080 by default; :8080 for every IPv4 address, [::1]:8080 for IPv6; port 0 for any free one, logged at start)")
+    static let threads = Option.integerWithDefault("--threads", "N", "HTTP threads, each with its own epoll set; a request may hold one while it waits for the database", range: 1...64, default: 4)
+    static let metricsKey = Option.flag("--metrics-key", "GET /metrics needs an API key with scope admin (else it is open: keep it off public networks)")
+    static let tlsCert = Option.text("--tls-cert", "FILE", "serve HTTPS with this PEM certificate chain (with --tls-key); without both, plain HTTP behind a TLS-terminating proxy")
+    static let tlsKey = Option.text("--tls-key", "FILE", "the PEM private key of --tls-cert (0600)")
+    static let registrationTokenSecret = Option.text("--registration-token-secret", "FILE", "accept registration tokens at POST /v1/devices: HS256 JWTs {sub, aud, iat, exp, jti} your backend mints under this shared secret (push-keys registration-token; 0600, at least 32 printable ASCII characters; docs/registration.md)")
+    static let maxBodyBytes = Option.integerWithDefault("--max-body-bytes", "N", "longest request body; longer is 413", range: 1024...(16 << 20), default: 1 << 20)
+    static let rate = Option.integerWithDefault("--rate", "N", "requests a second per API key, with bursts of --burst; over it: 429 with Retry-After", range: 1...1_000_000, default: 100)
+    static let burst = Option.integerWithDefault("--burst", "N", "requests at once per API key", range: 1...1_000_000, default: 200)
+    static let drainSeconds = Option.integerWithDefault("--drain-seconds", "S", "on SIGTERM, how long requests in flight may take to finish", range: 0...600, default: 20)
+    static let p8 = Option.text("--p8", "FILE", "the APNs provider key (.p8, PKCS#8 P-256), as push-send takes it")
+    static let keyID = Option.text("--key-id", "ID", "the key's 10-character key id")
+    static let teamID = Option.text("--team-id", "ID", "your 10-character team id")
+    static let environment = Option.textWithDefault("--environment", "ENV", "production or development: Apple's endpoint and the device tokens' environment", default: "production")
+    static let host = Option.text("--host", "HOST:PORT", "send to another server instead of Apple's (a test server or the mock APNs); give its --ca-file")
+    static let caFile = Option.text("--ca-file", "FILE", "PEM CA certificates to trust for --host")
+    static let connections = Option.integerWithDefault("--connections", "N", "APNs connections at most", range: 1...16, default: 1)
+    static let leaseSeconds = Option.integerWithDefault("--lease-seconds", "S", "how long a notification this instance's worker claimed stays its own without a renewal (renewed every third of it): after a crash, another instance returns its notifications this long after the last renewal", range: 2...600, default: 60)
+    static let noWorker = Option.flag("--no-worker", "accept and answer only: this instance sends nothing (another instance's worker sends the outbox)")
+
     let options = GatewayRegistry.options + [
-        OptionSpec.value("--app-id", "BUNDLE", "the app (bundle id, the APNs topic) this gateway registers devices and seals notifications for"),
-        OptionSpec.value("--listen", "HOST:PORT", "where to listen (127.0.0.1:8080 by default; :8080 for every IPv4 address, [::1]:8080 for IPv6; port 0 for any free one, logged at start)"),
-        OptionSpec.integer("--threads", "N", "HTTP threads, each with its own epoll set; a request may hold one while it waits for the database", range: 1...64, default: 4),
-        OptionSpec.flag("--metrics-key", "GET /metrics needs an API key with scope admin (else it is open: keep it off public networks)"),
-        OptionSpec.value("--tls-cert", "FILE", "serve HTTPS with this PEM certificate chain (with --tls-key); without both, plain HTTP behind a TLS-terminating proxy"),
-        OptionSpec.value("--tls-key", "FILE", "the PEM private key of --tls-cert (0600)"),
-        OptionSpec.value("--registration-token-secret", "FILE", "accept registration tokens at POST /v1/devices: HS256 JWTs {sub, aud, iat, exp, jti} your backend mints under this shared secret (push-keys registration-token; 0600, at least 32 printable ASCII characters; docs/registration.md)"),
-        OptionSpec.integer("--max-body-bytes", "N", "longest request body; longer is 413", range: 1024...(16 << 20), default: 1 << 20),
-        OptionSpec.integer("--rate", "N", "requests a second per API key, with bursts of --burst; over it: 429 with Retry-After", range: 1...1_000_000, default: 100),
-        OptionSpec.integer("--burst", "N", "requests at once per API key", range: 1...1_000_000, default: 200),
-        OptionSpec.integer("--drain-seconds", "S", "on SIGTERM, how long requests in flight may take to finish", range: 0...600, default: 20),
-        OptionSpec.value("--p8", "FILE", "the APNs provider key (.p8, PKCS#8 P-256), as push-send takes it"),
-        OptionSpec.value("--key-id", "ID", "the key's 10-character key id"),
-        OptionSpec.value("--team-id", "ID", "your 10-character team id"),
-        OptionSpec.value("--environment", "ENV", "production or development: Apple's endpoint and the device tokens' environment", default: "production"),
-        OptionSpec.value("--host", "HOST:PORT", "send to another server instead of Apple's (a test server or the mock APNs); give its --ca-file"),
-        OptionSpec.value("--ca-file", "FILE", "PEM CA certificates to trust for --host"),
-        OptionSpec.integer("--connections", "N", "APNs connections at most", range: 1...16, default: 1),
-        OptionSpec.integer("--lease-seconds", "S", "how long a notification this instance's worker claimed stays its own without a renewal (renewed every third of it): after a crash, another instance returns its notifications this long after the last renewal", range: 2...600, default: 60),
-        OptionSpec.flag("--no-worker", "accept and answer only: this instance sends nothing (another instance's worker sends the outbox)"),
+        ServeCommand.appID.spec,
+        ServeCommand.listen.spec,
+        ServeCommand.threads.spec,
+        ServeCommand.metricsKey.spec,
+        ServeCommand.tlsCert.spec,
+        ServeCommand.tlsKey.spec,
+        ServeCommand.registrationTokenSecret.spec,
+        ServeCommand.maxBodyBytes.spec,
+        ServeCommand.rate.spec,
+        ServeCommand.burst.spec,
+        ServeCommand.drainSeconds.spec,
+        ServeCommand.p8.spec,
+        ServeCommand.keyID.spec,
+        ServeCommand.teamID.spec,
+        ServeCommand.environment.spec,
+        ServeCommand.host.spec,
+        ServeCommand.caFile.spec,
+        ServeCommand.connections.spec,
+        ServeCommand.leaseSeconds.spec,
+        ServeCommand.noWorker.spec,
     ]
     /// Seconds a request waits for a restarting database before it answers 503.
     static let databaseWaitSeconds: Double = 5
@@ -67,44 +88,44 @@ struct ServeCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             registry = try GatewayRegistry.location(a)
-            appID = try a.required("--app-id")
+            appID = try a.required(ServeCommand.appID)
             http.port = 8080
-            if let listen = a.value("--listen") {
+            if let listen = a[ServeCommand.listen] {
                 do { try http.setListenAddress(listen) } catch let e as HTTPServerError { throw CLIError.usage(e.reason) }
             }
-            http.threadCount = Int(try a.integerWithDefault("--threads"))
-            http.limits.maxBodyByteCount = Int(try a.integerWithDefault("--max-body-bytes"))
-            settings.metricsNeedKey = a.has("--metrics-key")
-            settings.ratePerSecond = Double(try a.integerWithDefault("--rate"))
-            settings.rateBurst = Double(try a.integerWithDefault("--burst"))
-            settings.drainSeconds = Double(try a.integerWithDefault("--drain-seconds"))
-            tlsCert = a.value("--tls-cert")
-            tlsKey = a.value("--tls-key")
-            registrationTokenSecret = a.value("--registration-token-secret")
-            let envName = try a.valueWithDefault("--environment")
+            http.threadCount = Int(try a[ServeCommand.threads])
+            http.limits.maxBodyByteCount = Int(try a[ServeCommand.maxBodyBytes])
+            settings.metricsNeedKey = a.has(ServeCommand.metricsKey)
+            settings.ratePerSecond = Double(try a[ServeCommand.rate])
+            settings.rateBurst = Double(try a[ServeCommand.burst])
+            settings.drainSeconds = Double(try a[ServeCommand.drainSeconds])
+            tlsCert = a[ServeCommand.tlsCert]
+            tlsKey = a[ServeCommand.tlsKey]
+            registrationTokenSecret = a[ServeCommand.registrationTokenSecret]
+            let envName = try a[ServeCommand.environment]
             guard let env = DeviceTokenEnvironment(rawValue: envName), let apnsEnv = APNsEndpoint.Environment(rawValue: envName) else {
                 throw CLIError.usage("--environment must be production or development, not \(quoted(envName))")
             }
             environment = env
-            leaseMs = try a.integerWithDefault("--lease-seconds") * 1000
-            if a.has("--no-worker") {
+            leaseMs = try a[ServeCommand.leaseSeconds] * 1000
+            if a.has(ServeCommand.noWorker) {
                 apns = nil
             } else {
                 let endpoint: APNsEndpoint
                 do {
-                    if let host = a.value("--host") {
-                        endpoint = try APNsEndpoint(hostAndPort: host, caFile: a.value("--ca-file"))
+                    if let host = a[ServeCommand.host] {
+                        endpoint = try APNsEndpoint(hostAndPort: host, caFile: a[ServeCommand.caFile])
                     } else {
-                        guard !a.has("--ca-file") else { throw CLIError.usage("--ca-file needs --host") }
+                        guard !a.has(ServeCommand.caFile) else { throw CLIError.usage("--ca-file needs --host") }
                         endpoint = try APNsEndpoint(apnsEnv)
                     }
                 } catch let e as APNsError {
                     throw CLIError.usage(e.reason, hint: "e.g. --host 127.0.0.1:8443 --ca-file mock-ca.pem")
                 }
                 var client = APNsClient.Configuration(endpoint: endpoint)
-                client.maxConnections = Int(try a.integerWithDefault("--connections"))
-                apns = APNsProviderConfiguration(p8Path: try a.required("--p8", hint: "or --no-worker for an instance that only accepts"),
-                                                 keyID: try a.required("--key-id"), teamID: try a.required("--team-id"), client: client)
+                client.maxConnections = Int(try a[ServeCommand.connections])
+                apns = APNsProviderConfiguration(p8Path: try a.required(ServeCommand.p8, hint: "or --no-worker for an instance that only accepts"),
+                                                 keyID: try a.required(ServeCommand.keyID), teamID: try a.required(ServeCommand.teamID), client: client)
             }
         }
 

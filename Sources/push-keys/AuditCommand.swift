@@ -10,7 +10,8 @@ import PushSealSystem
 /// file keychain's `keys-audit.log` (or `--audit-log FILE`) or the registry's `pushseal_audit`.
 struct AuditCommand: OptionsCommand {
     let path = ["audit"]
-    let options = KeyOptions.reading + [KeyOptions.recipient, .value("--app-id", "APP", "only this app's lines"), KeyOptions.auditLog]
+    static let appID = KeyOptions.appID.withHelp("only this app's lines")
+    let options = KeyOptions.reading + [KeyOptions.recipient.spec, Self.appID.spec, KeyOptions.auditLog.spec]
     let help = HelpText(
         overview: "print the audit trail of one recipient (every key, registration, sender key and device token change, oldest first): why did this user stop getting notifications",
         usage: ["push-keys audit --keychain DIR --recipient R [--app-id APP] [--audit-log FILE] [--json]",
@@ -29,8 +30,8 @@ struct AuditCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            recipient = try a.required("--recipient")
-            appID = a.value("--app-id")
+            recipient = try a.required(KeyOptions.recipient)
+            appID = a[AuditCommand.appID]
         }
         func validate() throws {
             try store.validate()

@@ -15,10 +15,14 @@ import PushSealDeviceKeys
 enum DeviceCommands {
     static let all: [any Command] = [DeviceGenerateCommand(), DeviceImportCommand()] + DeviceLifecycleCommands.all
 
+    static let appID = KeysetOptions.appIDOption.withHelp("the app's bundle identifier (required): the item's service is pushseal.key:APP")
+    static let keyID = Option.text("--key-id", "ID", "the key id (1-64 of A-Z a-z 0-9 _ -; default: the first 16 characters of base64url(SHA-256(public key)), FORMAT.md §V.6)")
+    static let now = KeyOptions.now.withHelp("the record's createdAt, seconds since 1970 UTC (default: now)")
+
     static let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
-        .value("--app-id", "APP", "the app's bundle identifier (required): the item's service is pushseal.key:APP"),
-        .value("--key-id", "ID", "the key id (1-64 of A-Z a-z 0-9 _ -; default: the first 16 characters of base64url(SHA-256(public key)), FORMAT.md §V.6)"),
-        .integer("--now", "UNIX", "the record's createdAt, seconds since 1970 UTC (default: now)"),
+        DeviceCommands.appID.spec,
+        DeviceCommands.keyID.spec,
+        DeviceCommands.now.spec,
     ]
 
     static let output = """
@@ -41,9 +45,9 @@ enum DeviceCommands {
 
         init(parsing a: Arguments) throws {
             caller = try KeychainCallerOptions(parsing: a)
-            appID = try a.required("--app-id")
-            keyID = a.value("--key-id")
-            now = try a.integer("--now")
+            appID = try a.required(DeviceCommands.appID)
+            keyID = a[DeviceCommands.keyID]
+            now = try a[DeviceCommands.now]
         }
 
         /// Identity required; app id, key id and time by their rules.
@@ -123,8 +127,10 @@ struct DeviceGenerateCommand: OptionsCommand {
 /// `push-keys device import`: an existing X25519 private key (restore, tests) into the device keychain.
 struct DeviceImportCommand: OptionsCommand {
     let path = ["device", "import"]
+    static let keyFile = Option.text("--key-file", "F", "the 32-byte X25519 private key as 64 hex digits or base64, in a private file (0600, yours, not a link; required; never on the command line)")
+
     let options: [OptionSpec] = DeviceCommands.options + [
-        .value("--key-file", "F", "the 32-byte X25519 private key as 64 hex digits or base64, in a private file (0600, yours, not a link; required; never on the command line)"),
+        DeviceImportCommand.keyFile.spec,
     ]
     let help = HelpText(
         overview: "store an existing v2 (HPKE) device private key in the device keychain (a restore, or a test key) and print its registration record",
@@ -144,7 +150,7 @@ struct DeviceImportCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             common = try DeviceCommands.Common(parsing: a)
-            keyFile = try a.required("--key-file", hint: "give --key-file FILE, a 0600 file with the key as 64 hex digits or base64")
+            keyFile = try a.required(DeviceImportCommand.keyFile, hint: "give --key-file FILE, a 0600 file with the key as 64 hex digits or base64")
         }
         func validate() throws { try common.validate() }
     }

@@ -14,9 +14,12 @@ enum DeviceLifecycleCommands {
                                      DeviceListCommand()]
 
     /// The options every device command has: the keychain, the app's identity, `--app-id`, `--now`.
+    static let appID = KeysetOptions.appIDOption.withHelp("the app's bundle identifier (required): items pushseal.key:APP and pushseal.sender:APP")
+    static let now = KeyOptions.now.withHelp("the device clock, seconds since 1970 UTC (default: now)")
+
     static let base: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
-        .value("--app-id", "APP", "the app's bundle identifier (required): items pushseal.key:APP and pushseal.sender:APP"),
-        .integer("--now", "UNIX", "the device clock, seconds since 1970 UTC (default: now)"),
+        DeviceLifecycleCommands.appID.spec,
+        DeviceLifecycleCommands.now.spec,
     ]
 
     /// Keychain, identity, app id and time, parsed and checked.
@@ -25,7 +28,7 @@ enum DeviceLifecycleCommands {
 
         init(parsing a: Arguments) throws {
             caller = try KeychainCallerOptions(parsing: a)
-            appID = try a.required("--app-id")
+            appID = try a.required(DeviceLifecycleCommands.appID)
             now = try keyNow(a)
         }
 
@@ -63,8 +66,10 @@ enum DeviceLifecycleCommands {
 /// `push-keys device rotate`: a new v2 key pair, pending until `device promote` (security review G13).
 struct DeviceRotateCommand: OptionsCommand {
     let path = ["device", "rotate"]
+    static let keyID = Option.text("--key-id", "ID", "the new key's id (default: the first 16 characters of base64url(SHA-256(public key)), FORMAT.md §V.6)")
+
     let options: [OptionSpec] = DeviceLifecycleCommands.base + [
-        .value("--key-id", "ID", "the new key's id (default: the first 16 characters of base64url(SHA-256(public key)), FORMAT.md §V.6)"),
+        DeviceRotateCommand.keyID.spec,
     ]
     let help = HelpText(
         overview: "rotate the app's v2 (HPKE) device key on the device, step one: make a new key pair, pending while the app holds a pending or primary v2 key (primary when it holds none), and print its registration record for the app to upload; the older key stays primary until 'push-keys device promote' after the server accepted the record",
@@ -85,7 +90,7 @@ struct DeviceRotateCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             base = try DeviceLifecycleCommands.Base(parsing: a)
-            keyID = a.value("--key-id")
+            keyID = a[DeviceRotateCommand.keyID]
         }
         func validate() throws {
             try base.validate()
@@ -113,9 +118,11 @@ struct DeviceRotateCommand: OptionsCommand {
 /// new registration: ID primary, the older v2 keys decryptOnly for the grace window (G13).
 struct DevicePromoteCommand: OptionsCommand {
     let path = ["device", "promote"]
+    static let keyID = Option.text("--key-id", "ID", "the pending v2 device key to make primary (required): the keyId of the registration record the server accepted")
+
     let options: [OptionSpec] = DeviceLifecycleCommands.base + [
-        .value("--key-id", "ID", "the pending v2 device key to make primary (required): the keyId of the registration record the server accepted"),
-        KeyOptions.grace("grace window of the older v2 keys: they open messages sealed before the promote until now + grace"),
+        DevicePromoteCommand.keyID.spec,
+        KeyOptions.grace("grace window of the older v2 keys: they open messages sealed before the promote until now + grace").spec,
     ]
     let help = HelpText(
         overview: "rotate the app's v2 (HPKE) device key on the device, step two, once the server accepted the new registration record: make the pending key ID primary and turn every other pending or primary v2 key decryptOnly (retiredAt now, notAfter now + grace); idempotent",
@@ -138,7 +145,7 @@ struct DevicePromoteCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             base = try DeviceLifecycleCommands.Base(parsing: a)
-            keyID = try a.required("--key-id")
+            keyID = try a.required(DevicePromoteCommand.keyID)
             grace = try keyGrace(a, now: base.now)
         }
         func validate() throws {
@@ -178,7 +185,7 @@ struct DevicePromoteCommand: OptionsCommand {
 struct DevicePruneCommand: OptionsCommand {
     let path = ["device", "prune"]
     let options: [OptionSpec] = DeviceLifecycleCommands.base + [
-        KeyOptions.grace("for a disabled key without notAfter: deleted once retiredAt + grace has passed"),
+        KeyOptions.grace("for a disabled key without notAfter: deleted once retiredAt + grace has passed").spec,
     ]
     let help = HelpText(
         overview: "delete the app's v1 and v2 device key items whose grace window is over (decryptOnly or disabled with notAfter at or before now; disabled without notAfter retired at least a grace ago); pinned sender keys are kept",

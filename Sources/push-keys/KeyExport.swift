@@ -9,9 +9,12 @@ import PushSealDeviceKeys
 /// `push-keys export`: write a key record for the other side.
 struct KeyExportCommand: OptionsCommand {
     let path = ["export"]
-    let options = KeyOptions.reading + [KeyOptions.appID, KeyOptions.recipient,
-        .value("--key-id", "K", "export only this key (default: the whole keyset)"),
-        .value("--out", "FILE", "write the record to FILE, created exclusively with mode 0600 (default: stdout, when it is not a terminal nor a regular file others can read)")]
+    static let out = Option.text("--out", "FILE", "write the record to FILE, created exclusively with mode 0600 (default: stdout, when it is not a terminal nor a regular file others can read)")
+    static let keyID = Option.text("--key-id", "K", "export only this key (default: the whole keyset)")
+
+    let options = KeyOptions.reading + [KeyOptions.appID.spec, KeyOptions.recipient.spec,
+        KeyExportCommand.keyID.spec,
+        KeyExportCommand.out.spec]
     let help = HelpText(
         overview: "export a keyset (or one key) as a JSON key record holding key bytes, written only to a new file (O_EXCL, mode 0600) or to stdout when stdout is neither a terminal nor a regular file with group or other permission bits (chmod 600 it first)",
         usage: ["push-keys export --keychain DIR [IDENTITY] --app-id APP --recipient R [--key-id K] [--out FILE] [--json]"],
@@ -37,8 +40,8 @@ struct KeyExportCommand: OptionsCommand {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
             keyset = try KeysetOptions(parsing: a)
-            keyID = a.value("--key-id")
-            out = a.value("--out")
+            keyID = a[KeyExportCommand.keyID]
+            out = a[KeyExportCommand.out]
         }
         func validate() throws {
             try store.validate()

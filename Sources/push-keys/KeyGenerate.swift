@@ -9,8 +9,8 @@ import PushSealDeviceKeys
 /// "Device key items"), never a legacy keyset item.
 struct KeyGenerateCommand: OptionsCommand {
     let path = ["generate"]
-    let options = [KeyOptions.keychainCreated] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.appID, KeyOptions.recipient,
-        KeyOptions.accessibility, KeyOptions.now]
+    let options = [KeyOptions.keychainCreated.spec] + KeyOptions.identity + [KeyOptions.auditLog.spec, KeyOptions.appID.spec, KeyOptions.recipient.spec,
+        KeyOptions.accessibility.spec, KeyOptions.now.spec]
     let help = HelpText(
         overview: "create a keyset for an app id and recipient with one primary key (32 random bytes) and print its key id; into a device keychain (IDENTITY given) the key is one kind 1 device key item, as the iOS reference reads it; creates the keychain if DIR does not exist",
         usage: ["push-keys generate --keychain DIR [IDENTITY] --app-id APP --recipient R [--accessibility A] [--audit-log FILE] [--now UNIX] [--json]"],
@@ -89,7 +89,7 @@ struct KeyGenerateCommand: OptionsCommand {
 /// Parses `--accessibility` (default afterFirstUnlockThisDeviceOnly).
 /// - Throws: `CLIError` 64 for an unknown class.
 func keyAccessibility(_ a: Arguments) throws -> Accessibility {
-    guard let v = a.value("--accessibility") else { return .afterFirstUnlockThisDeviceOnly }
+    guard let v = a[KeyOptions.accessibility] else { return .afterFirstUnlockThisDeviceOnly }
     guard let acc = Accessibility(rawValue: v) else {
         throw CLIError.usage("unknown accessibility \(quoted(v))", hint: "one of: " + Accessibility.allCases.map(\.rawValue).joined(separator: ", "))
     }

@@ -10,12 +10,17 @@ import PushSealServerKeys
 /// `push-keys import`: add a key record to a keychain.
 struct KeyImportCommand: OptionsCommand {
     let path = ["import"]
-    let options = [KeyOptions.keychainCreated] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.accessibility,
-        .value("--app-id", "APP", "refuse a record for another app id"),
-        .flag("--device-items", "the default into a device keychain (IDENTITY given), kept for scripts: one kind 1 item per key in the one device layout (docs/keychain.md \"Device key items\", as the iOS reference writes them), under the app's key manifest"),
-        .flag("--legacy-keyset", "into a device keychain: write the legacy keyset item (pushseal.keyset:APP) instead of key items, as before 0.2.0 (the iOS reference cannot read it; for tests of the legacy reader and of the conversion)"),
-        .flag("--accept-seal-count", "into a server keychain: accept a primary key that has already sealed in another store (its seal count is not 0); see keys.md, one key, one sealing store"),
-        KeyOptions.grace("grace window of a local primary superseded by the record's newer one"), KeyOptions.now]
+    static let appID = KeysetOptions.appIDOption.withHelp("refuse a record for another app id")
+    static let deviceItems = Option.flag("--device-items", "the default into a device keychain (IDENTITY given), kept for scripts: one kind 1 item per key in the one device layout (docs/keychain.md \"Device key items\", as the iOS reference writes them), under the app's key manifest")
+    static let legacyKeyset = Option.flag("--legacy-keyset", "into a device keychain: write the legacy keyset item (pushseal.keyset:APP) instead of key items, as before 0.2.0 (the iOS reference cannot read it; for tests of the legacy reader and of the conversion)")
+    static let acceptSealCount = Option.flag("--accept-seal-count", "into a server keychain: accept a primary key that has already sealed in another store (its seal count is not 0); see keys.md, one key, one sealing store")
+
+    let options = [KeyOptions.keychainCreated.spec] + KeyOptions.identity + [KeyOptions.auditLog.spec, KeyOptions.accessibility.spec,
+        KeyImportCommand.appID.spec,
+        KeyImportCommand.deviceItems.spec,
+        KeyImportCommand.legacyKeyset.spec,
+        KeyImportCommand.acceptSealCount.spec,
+        KeyOptions.grace("grace window of a local primary superseded by the record's newer one").spec, KeyOptions.now.spec]
     let help = HelpText(
         overview: "import a JSON key record, or a revocation record, (from a file or stdin) into a server or device keychain; idempotent and all-or-nothing: any error changes nothing",
         usage: ["push-keys import --keychain DIR [IDENTITY] [--app-id APP] [--legacy-keyset] [--accept-seal-count] [--accessibility A] [--grace DURATION] [--audit-log FILE] [--now UNIX] [FILE | -] [--json]"],
@@ -50,9 +55,9 @@ struct KeyImportCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             file = try Positionals(a, max: 1).first
             store = try KeyStoreOptions(parsing: a)
-            acceptSealCount = a.has("--accept-seal-count")
-            legacyKeyset = a.has("--legacy-keyset")
-            deviceItems = a.has("--device-items") || (!store.identity.isEmpty && store.keystore.registry == nil && !legacyKeyset)
+            acceptSealCount = a.has(KeyImportCommand.acceptSealCount)
+            legacyKeyset = a.has(KeyImportCommand.legacyKeyset)
+            deviceItems = a.has(KeyImportCommand.deviceItems) || (!store.identity.isEmpty && store.keystore.registry == nil && !legacyKeyset)
             accessibility = try keyAccessibility(a)
             expectedAppID = try keyAppID(a)
             now = try keyNow(a)

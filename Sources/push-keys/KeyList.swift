@@ -5,7 +5,9 @@ import PushSealServerKeys
 /// `push-keys list`: keysets, key ids, statuses, times, seal counts — never key bytes.
 struct KeyListCommand: OptionsCommand {
     let path = ["list"]
-    let options = KeyOptions.reading + [.value("--app-id", "APP", "only this app id"), .value("--recipient", "R", "only this recipient")]
+    static let appID = KeyOptions.appID.withHelp("only this app id")
+    static let recipient = KeyOptions.recipient.withHelp("only this recipient")
+    let options = KeyOptions.reading + [Self.appID.spec, Self.recipient.spec]
     let help = HelpText(
         overview: "list keysets: key ids, statuses, times and seal counts (never key bytes)",
         usage: ["push-keys list --keychain DIR [IDENTITY] [--app-id APP] [--recipient R] [--json]"],
@@ -24,7 +26,7 @@ struct KeyListCommand: OptionsCommand {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
             appID = try keyAppID(a)
-            recipient = a.value("--recipient")
+            recipient = a[KeyListCommand.recipient]
         }
         func validate() throws { try store.validate() }
 

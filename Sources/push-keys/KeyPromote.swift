@@ -5,9 +5,11 @@ import PushSealServerKeys
 /// `push-keys promote`: make a key the primary.
 struct KeyPromoteCommand: OptionsCommand {
     let path = ["promote"]
-    let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.recipient,
-        .value("--key-id", "K", "the key to promote (default: the pending key of an unfinished rotation)"),
-        KeyOptions.grace("grace window of the old primary: it opens messages until now + grace"), KeyOptions.now]
+    static let keyID = Option.text("--key-id", "K", "the key to promote (default: the pending key of an unfinished rotation)")
+
+    let options = KeyOptions.changing + [KeyOptions.appID.spec, KeyOptions.recipient.spec,
+        KeyPromoteCommand.keyID.spec,
+        KeyOptions.grace("grace window of the old primary: it opens messages until now + grace").spec, KeyOptions.now.spec]
     let help = HelpText(
         overview: "make a pending (or decryptOnly) key the primary; the old primary becomes decryptOnly until now + grace; idempotent",
         usage: ["push-keys promote --keychain DIR [IDENTITY] --app-id APP --recipient R [--key-id K] [--grace DURATION] [--audit-log FILE] [--now UNIX] [--json]"],
@@ -26,7 +28,7 @@ struct KeyPromoteCommand: OptionsCommand {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
             keyset = try KeysetOptions(parsing: a)
-            keyID = a.value("--key-id")
+            keyID = a[KeyPromoteCommand.keyID]
             now = try keyNow(a)
             grace = try keyGrace(a, now: now)
         }
@@ -56,8 +58,8 @@ struct KeyPromoteCommand: OptionsCommand {
 /// `push-keys revoke`: disable a key at once.
 struct KeyRevokeCommand: OptionsCommand {
     let path = ["revoke"]
-    let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.recipient,
-        .value("--key-id", "K", "the key to disable (required, or give it as KID)"), KeyOptions.now]
+    static let keyID = KeyPromoteCommand.keyID.withHelp("the key to disable (required, or give it as KID)")
+    let options = KeyOptions.changing + [KeyOptions.appID.spec, KeyOptions.recipient.spec, Self.keyID.spec, KeyOptions.now.spec]
     let help = HelpText(
         overview: "disable a key now: it neither seals nor opens; messages sealed with it and still in flight fall back to their APNs alert text; idempotent",
         usage: ["push-keys revoke --keychain DIR [IDENTITY] --app-id APP --recipient R --key-id K [--audit-log FILE] [--now UNIX] [--json]",
@@ -76,7 +78,7 @@ struct KeyRevokeCommand: OptionsCommand {
             let kid = try Positionals(a, max: 1).first
             store = try KeyStoreOptions(parsing: a)
             keyset = try KeysetOptions(parsing: a)
-            guard let k = a.value("--key-id") ?? kid else { throw CLIError.usage("missing --key-id K") }
+            guard let k = a[KeyRevokeCommand.keyID] ?? kid else { throw CLIError.usage("missing --key-id K") }
             keyID = k
             now = try keyNow(a)
         }

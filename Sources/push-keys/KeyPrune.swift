@@ -6,7 +6,7 @@ import PushSealServerKeys
 /// `push-keys prune`: destroy keys past their grace window.
 struct KeyPruneCommand: OptionsCommand {
     let path = ["prune"]
-    let options = KeyOptions.changing + [KeyOptions.now]
+    let options = KeyOptions.changing + [KeyOptions.now.spec]
     let help = HelpText(
         overview: "destroy every decryptOnly key past its notAfter: key bytes are zeroed and removed, a tombstone remains so opening reports \"key destroyed\"; idempotent",
         usage: ["push-keys prune --keychain DIR [IDENTITY] [--audit-log FILE] [--now UNIX] [--json]"],
@@ -54,10 +54,15 @@ struct KeyPruneCommand: OptionsCommand {
 /// `push-keys due`: keysets that need a rotation.
 struct KeyDueCommand: OptionsCommand {
     let path = ["due"]
-    let options = KeyOptions.reading + [.duration("--period", "rotation period: a primary older than this is due; at most 253402300799 seconds", default: KeyStore.defaultRotationPeriodSeconds),
-        .integer("--max-seals", "N", "seal count that makes a keyset due, 0 or more (default 16777216 = 2^24)"),
-        .duration("--registration-period", "v2: a current registration registered longer ago than this is due, the app's background rotation has not run", default: KeyStore.defaultRegistrationRotationSeconds),
-        KeyOptions.now]
+    static let maxSeals = Option.integer("--max-seals", "N", "seal count that makes a keyset due, 0 or more (default 16777216 = 2^24)")
+    static let registrationPeriod = Option.durationWithDefault("--registration-period", "v2: a current registration registered longer ago than this is due, the app's background rotation has not run", default: KeyStore.defaultRegistrationRotationSeconds)
+
+    static let period = Option.durationWithDefault("--period", "rotation period: a primary older than this is due; at most 253402300799 seconds", default: KeyStore.defaultRotationPeriodSeconds)
+
+    let options = KeyOptions.reading + [KeyDueCommand.period.spec,
+        KeyDueCommand.maxSeals.spec,
+        KeyDueCommand.registrationPeriod.spec,
+        KeyOptions.now.spec]
     let help = HelpText(
         overview: "list keysets whose primary is older than the rotation period or past 2^24 seals (or that have no primary, or an unfinished rotation); and in version 2, sender keys older than the period, next sender keys not promoted (with the pins outstanding) and registrations not rotated within 45 days",
         usage: ["push-keys due --keychain DIR [IDENTITY] [--period DURATION] [--max-seals N] [--registration-period DURATION] [--now UNIX] [--json]"],
@@ -76,9 +81,9 @@ struct KeyDueCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            period = try a.durationWithDefault("--period")
-            maxSeals = try a.integer("--max-seals")
-            registrationPeriod = try a.durationWithDefault("--registration-period")
+            period = try a[KeyDueCommand.period]
+            maxSeals = try a[KeyDueCommand.maxSeals]
+            registrationPeriod = try a[KeyDueCommand.registrationPeriod]
             now = try keyNow(a)
         }
         func validate() throws {

@@ -6,14 +6,20 @@ import PushSealServerKeys
 /// `push-keys rotate`: add, install on the device, promote.
 struct KeyRotateCommand: OptionsCommand {
     let path = ["rotate"]
-    let options = [KeyOptions.serverKeychain] + KeyOptions.identity + [KeyOptions.auditLog, KeyOptions.appID, KeyOptions.recipient,
-        KeyOptions.grace("grace window of the old primary: it opens messages until now + grace"),
-        .value("--device-keychain", "DIR", "also install the new key in this device keychain before promoting, as kind 1 device key items (docs/keychain.md \"Device key items\"; a legacy keyset of the recipient there is converted first)"),
-        .value("--device-entitlements", "FILE", "device identity: the app's entitlements JSON or plist"),
-        .value("--device-access-group", "G", "without --device-entitlements: a keychain-access-groups entry of the device identity; with it: the device keysets' access group (at most one)", repeatable: true),
-        .value("--device-app-group", "G", "without --device-entitlements: an application group of the device identity", repeatable: true),
-        .flag("--no-promote", "stop after adding (and installing); run 'push-keys promote' once devices hold the key"),
-        KeyOptions.now]
+    static let deviceKeychain = Option.text("--device-keychain", "DIR", "also install the new key in this device keychain before promoting, as kind 1 device key items (docs/keychain.md \"Device key items\"; a legacy keyset of the recipient there is converted first)")
+    static let deviceEntitlements = IdentityOptions.declarations(prefix: "device-").entitlements.withHelp("device identity: the app's entitlements JSON or plist")
+    static let deviceAccessGroup = IdentityOptions.declarations(prefix: "device-").accessGroup.withHelp("without --device-entitlements: a keychain-access-groups entry of the device identity; with it: the device keysets' access group (at most one)")
+    static let deviceAppGroup = IdentityOptions.declarations(prefix: "device-").appGroup.withHelp("without --device-entitlements: an application group of the device identity")
+    static let noPromote = Option.flag("--no-promote", "stop after adding (and installing); run 'push-keys promote' once devices hold the key")
+
+    let options = [KeyOptions.serverKeychain.spec] + KeyOptions.identity + [KeyOptions.auditLog.spec, KeyOptions.appID.spec, KeyOptions.recipient.spec,
+        KeyOptions.grace("grace window of the old primary: it opens messages until now + grace").spec,
+        KeyRotateCommand.deviceKeychain.spec,
+        KeyRotateCommand.deviceEntitlements.spec,
+        KeyRotateCommand.deviceAccessGroup.spec,
+        KeyRotateCommand.deviceAppGroup.spec,
+        KeyRotateCommand.noPromote.spec,
+        KeyOptions.now.spec]
     let help = HelpText(
         overview: "rotate a keyset in Tink's order: add a new non-primary key to the server keyset, install it in the device keychain (when given), then promote it on the server; the old primary opens messages until now + grace; every step is idempotent: rerun an interrupted rotation to complete it",
         usage: [
@@ -46,9 +52,9 @@ struct KeyRotateCommand: OptionsCommand {
             keyset = try KeysetOptions(parsing: a)
             now = try keyNow(a)
             grace = try keyGrace(a, now: now)
-            deviceKeychain = a.value("--device-keychain")
+            deviceKeychain = a[KeyRotateCommand.deviceKeychain]
             deviceIdentity = IdentityOptions(parsing: a, prefix: "device-")
-            promote = !a.has("--no-promote")
+            promote = !a.has(KeyRotateCommand.noPromote)
         }
         func validate() throws {
             try store.validate()

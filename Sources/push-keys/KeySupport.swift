@@ -12,34 +12,36 @@ import PushSealRegistryCLI
 
 /// Options, exit codes and notes shared by the key-lifecycle commands.
 enum KeyOptions {
-    static let keychain = OptionSpec.value("--keychain", "DIR", "the keychain directory, server or device (required)")
+    static let keychain = KeystoreOptions.keychain.withHelp("the keychain directory, server or device (required)")
     /// `--keychain` of rotate, which takes the device keychain as `--device-keychain`.
-    static let serverKeychain = OptionSpec.value("--keychain", "DIR", "the server keychain directory (required)")
+    static let serverKeychain = KeystoreOptions.keychain.withHelp("the server keychain directory (required)")
     /// `--keychain` of the commands that create the keychain when it does not exist (generate, import).
-    static let keychainCreated = OptionSpec.value("--keychain", "DIR", "the keychain directory, server or device (required; created when it does not exist)")
-    static let entitlements = OptionSpec.value("--entitlements", "FILE", "identity: entitlements JSON or plist (default: the server identity, access group pushseal.server)")
-    static let accessGroup = OptionSpec.value("--access-group", "G", "without --entitlements: a keychain-access-groups entry of the identity, in order; with --entitlements: the keysets' access group (at most one)", repeatable: true)
-    static let appGroup = OptionSpec.value("--app-group", "G", "without --entitlements: an application group of the identity", repeatable: true)
-    static let auditLog = OptionSpec.value("--audit-log", "FILE", "audit lines to FILE, or - for stderr (default: DIR/keys-audit.log)")
-    static let appID = OptionSpec.value("--app-id", "APP", "the app's bundle identifier, the APNs topic (required)")
-    static let recipient = OptionSpec.value("--recipient", "R", "the recipient, one app installation (required)")
-    static let now = OptionSpec.integer("--now", "UNIX", "the current time in Unix seconds, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: the clock)")
+    static let keychainCreated = KeystoreOptions.keychain.withHelp("the keychain directory, server or device (required; created when it does not exist)")
+    static let entitlements = IdentityOptions.declarations().entitlements.withHelp("identity: entitlements JSON or plist (default: the server identity, access group pushseal.server)")
+    static let accessGroup = IdentityOptions.declarations().accessGroup.withHelp("without --entitlements: a keychain-access-groups entry of the identity, in order; with --entitlements: the keysets' access group (at most one)")
+    static let appGroup = IdentityOptions.declarations().appGroup.withHelp("without --entitlements: an application group of the identity")
+    static let auditLog = Option.text("--audit-log", "FILE", "audit lines to FILE, or - for stderr (default: DIR/keys-audit.log)")
+    static let appID = KeysetOptions.appIDOption.withHelp("the app's bundle identifier, the APNs topic (required)")
+    static let recipient = KeysetOptions.recipientOption.withHelp("the recipient, one app installation (required)")
+    static let now = Option.integer("--now", "UNIX", "the current time in Unix seconds, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: the clock)")
     /// `--accessibility` of generate and import.
-    static let accessibility = OptionSpec.value("--accessibility", "A",
+    static let accessibility = KeychainCommands.accessibilityOption.withHelp(
         "accessibility of a new keyset item: \(KeychainCommands.accessibilityNames) (default afterFirstUnlockThisDeviceOnly; a class the extension cannot read while the phone is locked gets a warning)")
     /// `--grace` of import, promote and rotate.
-    static func grace(_ help: String) -> OptionSpec { .duration("--grace", help + "; now + grace must not pass 9999-12-31T23:59:59Z", default: KeyTime.defaultGraceSeconds) }
+    static func grace(_ help: String) -> Option<Int64> { gracePeriod.withHelp(help + "; now + grace must not pass 9999-12-31T23:59:59Z") }
+    /// `--grace DURATION` as ``keyGrace(_:now:)`` reads it (commands list ``grace(_:)``).
+    static let gracePeriod = Option.durationWithDefault("--grace", "the grace window", default: KeyTime.defaultGraceSeconds)
     /// The usage-error clause of `--now` for ``exitCodes(failure:usage:dataError:noInput:createsKeychain:cannotCreate:ioError:noPermission:)``.
     static let badNow = "a --now that is not an integer from 0 to 253402300799 (9999-12-31T23:59:59Z)"
     /// The usage-error clause of `--grace`.
     static let badGrace = "a --grace that is not a duration or takes now + grace past 9999-12-31T23:59:59Z"
     /// The identity options, and the registry's (`--registry`, `--kek-file`: every command that
     /// takes the identity opens the server store through ``KeyStoreOptions/open(create:accessibility:)``).
-    static let identity = [entitlements, accessGroup, appGroup] + RegistryOptions.all
+    static let identity = OptionSpec.list(entitlements, accessGroup, appGroup) + RegistryOptions.all
     /// The options of a command that changes keysets (and so writes audit lines).
-    static let changing = [keychain] + identity + [auditLog]
+    static let changing = [keychain.spec] + identity + [auditLog.spec]
     /// The options of a read-only command: nothing is audited.
-    static let reading = [keychain] + identity
+    static let reading = [keychain.spec] + identity
 
     /// Exit-code help lines of a key-lifecycle command: the codes every one can exit with, plus
     /// what each means for this command.
@@ -104,7 +106,7 @@ struct KeyStoreOptions: CommandOptions {
     init(parsing a: Arguments) throws {
         keystore = try KeystoreOptions(parsing: a, allowingRegistry: true)
         identity = IdentityOptions(parsing: a)
-        auditLog = a.declares("--audit-log") ? a.value("--audit-log") : nil  // commands that change keys offer it
+        auditLog = a.declares(KeyOptions.auditLog) ? a[KeyOptions.auditLog] : nil  // commands that change keys offer it
     }
 
     func validate() throws { try identity.validate() }
@@ -157,8 +159,8 @@ func keyEntitlements(_ identity: IdentityOptions) throws -> (Entitlements, Strin
 /// `--now`, else the clock: Unix seconds from 0 to `KeyTime.maxTimeSeconds` (9999-12-31T23:59:59Z).
 /// - Throws: `CLIError` (64) for a value that is not an integer or is out of that range.
 func keyNow(_ a: Arguments) throws -> Int64 {
-    let now = try a.integer("--now") ?? KeyTime.now()
-    try keyUsageErrors { try KeyTime.checkTime(now, named: a.has("--now") ? "--now" : "the clock") }
+    let now = try a[KeyOptions.now] ?? KeyTime.now()
+    try keyUsageErrors { try KeyTime.checkTime(now, named: a.has(KeyOptions.now) ? KeyOptions.now.name : "the clock") }
     return now
 }
 
@@ -166,8 +168,8 @@ func keyNow(_ a: Arguments) throws -> Int64 {
 /// that keeps `now + grace` at or before `KeyTime.maxTimeSeconds`.
 /// - Throws: `CLIError` (64) for a malformed or too long grace.
 func keyGrace(_ a: Arguments, now: Int64) throws -> Int64 {
-    let grace = try a.durationWithDefault("--grace")
-    _ = try keyUsageErrors { try KeyTime.time(now, plus: grace, named: "--grace", nowNamed: a.has("--now") ? "--now" : "now") }
+    let grace = try a[KeyOptions.gracePeriod]
+    _ = try keyUsageErrors { try KeyTime.time(now, plus: grace, named: KeyOptions.gracePeriod.name, nowNamed: a.has(KeyOptions.now) ? KeyOptions.now.name : "now") }
     return grace
 }
 
@@ -191,7 +193,7 @@ extension KeysetOptions {
 /// push-seal and push-open apply to their `--app-id`).
 /// - Throws: `CLIError` 64 `invalidName` for a malformed app id.
 func keyAppID(_ a: Arguments) throws -> String? {
-    guard let app = a.value("--app-id") else { return nil }
+    guard let app = a[KeysetOptions.appIDOption] else { return nil }
     try keyUsageErrors { try KeyID.validateAppID(app) }
     return app
 }

@@ -6,13 +6,19 @@ import PushSealKeychain
 /// `push-keys keychain add`: SecItemAdd.
 struct KeychainAddCommand: OptionsCommand {
     let path = ["keychain", "add"]
+    static let service = KeychainCommands.service.withHelp("kSecAttrService (required)")
+    static let account = KeychainCommands.account.withHelp("kSecAttrAccount (required)")
+    static let label = Option.text("--label", "L", "kSecAttrLabel")
+    static let accessibility = KeychainCommands.accessibilityOption.withHelp("kSecAttrAccessible: \(KeychainCommands.accessibilityNames) (default whenUnlocked, as on iOS)")
+    static let dataFile = Option.text("--data-file", "F", "the secret data from file F, - for standard input (required; never on the command line, which other users can read)")
+
     let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
-        .value("--service", "S", "kSecAttrService (required)"),
-        .value("--account", "A", "kSecAttrAccount (required)"),
-        .value("--label", "L", "kSecAttrLabel"),
-        .value("--accessibility", "A", "kSecAttrAccessible: \(KeychainCommands.accessibilityNames) (default whenUnlocked, as on iOS)"),
-        KeychainCommands.itemClassOption,
-        .value("--data-file", "F", "the secret data from file F, - for standard input (required; never on the command line, which other users can read)"),
+        KeychainAddCommand.service.spec,
+        KeychainAddCommand.account.spec,
+        KeychainAddCommand.label.spec,
+        KeychainAddCommand.accessibility.spec,
+        KeychainCommands.itemClassOption.spec,
+        KeychainAddCommand.dataFile.spec,
     ]
     let help = HelpText(
         overview: "add a keychain item (SecItemAdd); a second add of the same class, access group, service and account fails with errSecDuplicateItem (-25299)",
@@ -34,9 +40,9 @@ struct KeychainAddCommand: OptionsCommand {
             _ = try Positionals(a, max: 0)
             caller = try KeychainCallerOptions(parsing: a)
             item = try KeychainItemOptions(parsing: a)
-            label = a.value("--label")
+            label = a[KeychainAddCommand.label]
             accessibility = try KeychainCommands.accessibility(a) ?? .default
-            dataFile = try a.required("--data-file", hint: "give --data-file FILE, or --data-file - for standard input")
+            dataFile = try a.required(KeychainAddCommand.dataFile, hint: "give --data-file FILE, or --data-file - for standard input")
         }
         func validate() throws { try caller.validate() }
     }

@@ -9,8 +9,9 @@ import PushSealSystem
 /// and its restore onto the same or a new device, as an encrypted iOS backup (docs/keychain.md
 /// "Backup and restore"; ``KeychainBackup``).
 enum KeychainBackupCommands {
-    static let passphraseOption = OptionSpec.value("--passphrase-file", "F",
-        "the backup passphrase: the first line of F, a private file (0600, yours, not a link; required; never on the command line or in the environment)")
+    static let passphraseOption = Option.required("--passphrase-file", "F",
+        "the backup passphrase: the first line of F, a private file (0600, yours, not a link; required; never on the command line or in the environment)",
+        hint: "give --passphrase-file F, a 0600 file whose first line is the passphrase")
 
     /// The passphrase: the first line of `--passphrase-file F`, checked like a key file.
     /// - Throws: `CLIError` 66 (missing), 77 (readable by others), 65 (empty first line or not a regular file).
@@ -51,9 +52,11 @@ enum KeychainBackupCommands {
 /// `push-keys keychain backup --keychain DIR --passphrase-file F --out FILE`.
 struct KeychainBackupCommand: OptionsCommand {
     let path = ["keychain", "backup"]
+    static let outOption = Option.text("--out", "FILE", "the backup file, created exclusively with mode 0600 (required; never overwritten)")
+
     let options: [OptionSpec] = [
-        KeychainCommands.keychainOption, KeychainBackupCommands.passphraseOption,
-        .value("--out", "FILE", "the backup file, created exclusively with mode 0600 (required; never overwritten)"),
+        KeychainCommands.keychainOption, KeychainBackupCommands.passphraseOption.spec,
+        KeychainBackupCommand.outOption.spec,
     ]
     let help = HelpText(
         overview: "write an encrypted backup of the whole emulated keychain (every item of every access group), as an encrypted iOS backup holds the keychain: restore it with push-keys keychain restore --to-new-device or --same-device",
@@ -76,8 +79,8 @@ struct KeychainBackupCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             keychain = try KeychainCommands.keychainURL(a)
-            passphraseFile = try a.required("--passphrase-file", hint: "give --passphrase-file F, a 0600 file whose first line is the passphrase")
-            out = try a.required("--out")
+            passphraseFile = try a[KeychainBackupCommands.passphraseOption]
+            out = try a.required(KeychainBackupCommand.outOption)
         }
     }
 
@@ -107,11 +110,15 @@ struct KeychainBackupCommand: OptionsCommand {
 /// `push-keys keychain restore --keychain DIR --from FILE --passphrase-file F (--to-new-device | --same-device)`.
 struct KeychainRestoreCommand: OptionsCommand {
     let path = ["keychain", "restore"]
+    static let from = Option.text("--from", "FILE", "the backup file (required)")
+    static let toNewDevice = Option.flag("--to-new-device", "DIR is another device: its …ThisDeviceOnly items are not restored (as on iOS)")
+    static let sameDevice = Option.flag("--same-device", "DIR is the device that made the backup: every item is restored; another device is refused")
+
     let options: [OptionSpec] = [
-        KeychainCommands.keychainOption, KeychainBackupCommands.passphraseOption,
-        .value("--from", "FILE", "the backup file (required)"),
-        .flag("--to-new-device", "DIR is another device: its …ThisDeviceOnly items are not restored (as on iOS)"),
-        .flag("--same-device", "DIR is the device that made the backup: every item is restored; another device is refused"),
+        KeychainCommands.keychainOption, KeychainBackupCommands.passphraseOption.spec,
+        KeychainRestoreCommand.from.spec,
+        KeychainRestoreCommand.toNewDevice.spec,
+        KeychainRestoreCommand.sameDevice.spec,
     ]
     let help = HelpText(
         overview: "restore an encrypted keychain backup into DIR as iOS restores onto an erased device: DIR's items are replaced by the backup's; onto a new device the …ThisDeviceOnly items (every PushSeal key item and key manifest) stay behind",
@@ -138,9 +145,9 @@ struct KeychainRestoreCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             keychain = try KeychainCommands.keychainURL(a)
-            passphraseFile = try a.required("--passphrase-file", hint: "give --passphrase-file F, a 0600 file whose first line is the passphrase")
-            from = try a.required("--from")
-            switch (a.has("--to-new-device"), a.has("--same-device")) {
+            passphraseFile = try a[KeychainBackupCommands.passphraseOption]
+            from = try a.required(KeychainRestoreCommand.from)
+            switch (a.has(KeychainRestoreCommand.toNewDevice), a.has(KeychainRestoreCommand.sameDevice)) {
             case (true, false): target = .newDevice
             case (false, true): target = .sameDevice
             default:

@@ -15,14 +15,25 @@ enum KeychainCommands {
         KeychainBackupCommand(), KeychainRestoreCommand(),
     ]
 
-    static let keychainOption = OptionSpec.value("--keychain", "DIR", "the emulated device keychain directory (required)")
+    static let keychainOption = KeystoreOptions.keychain.withHelp("the emulated device keychain directory (required)").spec
+    /// `--service S` (kSecAttrService); a command that describes it otherwise lists ``Option/withHelp(_:)``.
+    static let service = Option.text("--service", "S", "kSecAttrService (required)")
+    /// `--account A` (kSecAttrAccount).
+    static let account = Option.text("--account", "A", "kSecAttrAccount (required)")
+    /// `--accessibility A` (kSecAttrAccessible), read by ``accessibility(_:)``.
+    static let accessibilityOption = Option.text("--accessibility", "A", "kSecAttrAccessible: \(KeychainCommands.accessibilityNames)")
+    static let entitlements = IdentityOptions.declarations().entitlements.withHelp("the caller's identity: JSON or plist with application-identifier, keychain-access-groups, application-groups")
+    static let accessGroup = IdentityOptions.declarations().accessGroup.withHelp("without --entitlements: a keychain access group of the caller (repeat it for more, in order; the first is the default group); with --entitlements: at most one, the item's access group")
+    static let appGroup = IdentityOptions.declarations().appGroup.withHelp("without --entitlements: an App Group (application group) of the caller (repeat it for more)")
+    static let applicationIdentifier = IdentityOptions.declarations().applicationIdentifier.withHelp("without --entitlements: the caller's application-identifier entitlement, TEAMID.bundle.id (not the bundle id alone)")
+
     static let identityOptions: [OptionSpec] = [
-        .value("--entitlements", "FILE", "the caller's identity: JSON or plist with application-identifier, keychain-access-groups, application-groups"),
-        .value("--access-group", "G", "without --entitlements: a keychain access group of the caller (repeat it for more, in order; the first is the default group); with --entitlements: at most one, the item's access group", repeatable: true),
-        .value("--app-group", "G", "without --entitlements: an App Group (application group) of the caller (repeat it for more)", repeatable: true),
-        .value("--application-identifier", "ID", "without --entitlements: the caller's application-identifier entitlement, TEAMID.bundle.id (not the bundle id alone)"),
+        KeychainCommands.entitlements.spec,
+        KeychainCommands.accessGroup.spec,
+        KeychainCommands.appGroup.spec,
+        KeychainCommands.applicationIdentifier.spec,
     ]
-    static let itemClassOption = OptionSpec.value("--class", "C", "item class: genericPassword (default) or key")
+    static let itemClassOption = Option.text("--class", "C", "item class: genericPassword (default) or key")
     static let accessibilityNames = Accessibility.allCases.map(\.rawValue).joined(separator: ", ")
 
     /// The usage placeholder for the caller's identity, spelled out in ``identityNote``.
@@ -68,7 +79,7 @@ enum KeychainCommands {
 
     /// The keychain directory from `--keychain` (required).
     static func keychainURL(_ a: Arguments) throws -> URL {
-        URL(fileURLWithPath: try a.required("--keychain"), isDirectory: true)
+        URL(fileURLWithPath: try a.required(KeystoreOptions.keychain), isDirectory: true)
     }
 
     static func open(_ url: URL, as entitlements: Entitlements) throws -> Keychain {
@@ -86,14 +97,14 @@ enum KeychainCommands {
     }
 
     static func itemClass(_ a: Arguments) throws -> ItemClass {
-        guard let v = a.value("--class") else { return .genericPassword }
+        guard let v = a[itemClassOption] else { return .genericPassword }
         guard let c = ItemClass(rawValue: v) else { throw CLIError.usage("unknown --class \(quoted(v))", hint: "use genericPassword or key") }
         return c
     }
 
-    static func accessibility(_ a: Arguments, _ name: String = "--accessibility") throws -> Accessibility? {
-        guard let v = a.value(name) else { return nil }
-        guard let acc = Accessibility(rawValue: v) else { throw CLIError.usage("unknown \(name) \(quoted(v))", hint: "use one of \(accessibilityNames)") }
+    static func accessibility(_ a: Arguments) throws -> Accessibility? {
+        guard let v = a[accessibilityOption] else { return nil }
+        guard let acc = Accessibility(rawValue: v) else { throw CLIError.usage("unknown \(accessibilityOption.name) \(quoted(v))", hint: "use one of \(accessibilityNames)") }
         return acc
     }
 
@@ -194,8 +205,8 @@ struct KeychainItemOptions: Sendable {
 
     init(parsing a: Arguments) throws {
         itemClass = try KeychainCommands.itemClass(a)
-        service = try a.required("--service")
-        account = try a.required("--account")
+        service = try a.required(KeychainCommands.service)
+        account = try a.required(KeychainCommands.account)
     }
 
     /// The query for this item in `accessGroup` (`nil`: every group of the caller).

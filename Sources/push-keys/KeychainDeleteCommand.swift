@@ -7,9 +7,9 @@ import PushSealKeychain
 struct KeychainDeleteCommand: OptionsCommand {
     let path = ["keychain", "delete"]
     let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
-        .value("--service", "S", "kSecAttrService (required)"),
-        .value("--account", "A", "kSecAttrAccount (required)"),
-        KeychainCommands.itemClassOption,
+        KeychainCommands.service.spec,
+        KeychainCommands.account.spec,
+        KeychainCommands.itemClassOption.spec,
     ]
     let help = HelpText(
         overview: "delete keychain items (SecItemDelete): every match in the caller's access groups (or in --access-group with --entitlements); works while locked",

@@ -7,9 +7,11 @@ import PushSealKeychain
 /// `push-keys keychain device-state`: print or set the emulated device's lock state.
 struct KeychainDeviceStateCommand: OptionsCommand {
     let path = ["keychain", "device-state"]
+    static let passcodeFile = Option.text("--passcode-file", "F", "the device passcode (first line of F, - for standard input); needed to unlock a device that has one")
+
     let options: [OptionSpec] = [
         KeychainCommands.keychainOption,
-        .value("--passcode-file", "F", "the device passcode (first line of F, - for standard input); needed to unlock a device that has one"),
+        KeychainDeviceStateCommand.passcodeFile.spec,
     ]
     let help = HelpText(
         overview: "print the emulated device's lock state, or set it to unlocked, locked or beforeFirstUnlock (a reboot)",
@@ -41,7 +43,7 @@ struct KeychainDeviceStateCommand: OptionsCommand {
                 return s
             }
             keychain = try KeychainCommands.keychainURL(a)
-            passcodeFile = a.value("--passcode-file")
+            passcodeFile = a[KeychainDeviceStateCommand.passcodeFile]
         }
     }
 

@@ -8,11 +8,15 @@ import PushSealKeychain
 /// `push-keys keychain get`: SecItemCopyMatching with match limit one, returning data and attributes.
 struct KeychainGetCommand: OptionsCommand {
     let path = ["keychain", "get"]
+    static let service = KeychainCommands.service.withHelp("kSecAttrService (required)")
+    static let account = KeychainCommands.account.withHelp("kSecAttrAccount (required)")
+    static let reveal = Option.flag("--reveal", "also print the secret data (standard base64), never to a terminal (pipe it or redirect it to a 0600 file); without it the secret is read and checked, never printed")
+
     let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
-        .value("--service", "S", "kSecAttrService (required)"),
-        .value("--account", "A", "kSecAttrAccount (required)"),
-        KeychainCommands.itemClassOption,
-        .flag("--reveal", "also print the secret data (standard base64), never to a terminal (pipe it or redirect it to a 0600 file); without it the secret is read and checked, never printed"),
+        KeychainGetCommand.service.spec,
+        KeychainGetCommand.account.spec,
+        KeychainCommands.itemClassOption.spec,
+        KeychainGetCommand.reveal.spec,
     ]
     let help = HelpText(
         overview: "read one keychain item the way an app or extension does (SecItemCopyMatching, match limit one): the secret is decrypted, so a WhenUnlocked item on a locked device fails with errSecInteractionNotAllowed (-25308)",
@@ -34,7 +38,7 @@ struct KeychainGetCommand: OptionsCommand {
             _ = try Positionals(a, max: 0)
             caller = try KeychainCallerOptions(parsing: a)
             item = try KeychainItemOptions(parsing: a)
-            reveal = a.has("--reveal")
+            reveal = a.has(KeychainGetCommand.reveal)
         }
         func validate() throws {
             try caller.validate()

@@ -11,11 +11,15 @@ import PushSealKeychain
 /// `push-keys keychain init`: creates an emulated device keychain.
 struct KeychainInitCommand: OptionsCommand {
     let path = ["keychain", "init"]
+    static let passcodeFile = Option.text("--passcode-file", "F", "give the device a passcode, read from the first line of F (- for standard input)")
+    static let deviceSecret = DeviceSecretOptions.fileOption
+    static let deviceSecretInside = DeviceSecretOptions.insideOption
+
     let options: [OptionSpec] = [
         KeychainCommands.keychainOption,
-        .value("--passcode-file", "F", "give the device a passcode, read from the first line of F (- for standard input)"),
-        .value("--device-secret", "FILE", "write the 32-byte device secret to FILE (created 0600, must not exist) instead of DIR.secret beside the directory"),
-        .flag("--device-secret-inside", "keep the device secret inside the directory (DIR/device-secret), the layout of an emulated phone whose directory is copied as a whole; a copy of DIR then reads everything"),
+        KeychainInitCommand.passcodeFile.spec,
+        KeychainInitCommand.deviceSecret.spec,
+        KeychainInitCommand.deviceSecretInside.spec,
     ]
     let help = HelpText(
         overview: "create a keychain (an emulated iOS device keychain, or a server's): a 0700 directory with fresh class keys, its device secret beside it (DIR.secret), device state unlocked",
@@ -38,7 +42,7 @@ struct KeychainInitCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             keychain = try KeychainCommands.keychainURL(a)
-            passcodeFile = a.value("--passcode-file")
+            passcodeFile = a[KeychainInitCommand.passcodeFile]
             deviceSecret = DeviceSecretOptions(parsing: a)
         }
         func validate() throws { try deviceSecret.validate() }

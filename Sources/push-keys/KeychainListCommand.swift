@@ -6,9 +6,11 @@ import PushSealKeychain
 /// `push-keys keychain list`: attributes of items (never secrets).
 struct KeychainListCommand: OptionsCommand {
     let path = ["keychain", "list"]
+    static let service = KeychainCommands.service.withHelp("only items with this kSecAttrService")
+
     let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
-        .value("--service", "S", "only items with this kSecAttrService"),
-        KeychainCommands.itemClassOption,
+        KeychainListCommand.service.spec,
+        KeychainCommands.itemClassOption.spec,
     ]
     let help = HelpText(
         overview: "list keychain items' attributes, never their secrets; works in any device state",
@@ -33,7 +35,7 @@ struct KeychainListCommand: OptionsCommand {
             _ = try Positionals(a, max: 0)
             caller = try KeychainCallerOptions(parsing: a)
             itemClass = try KeychainCommands.itemClass(a)
-            service = a.value("--service")
+            service = a[KeychainListCommand.service]
         }
         func validate() throws { try caller.validate(required: false) }
     }

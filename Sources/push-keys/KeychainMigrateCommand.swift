@@ -10,11 +10,15 @@ import PushSealKeychain
 /// (docs/keychain.md "Moving keys between access groups").
 struct KeychainMigrateCommand: OptionsCommand {
     let path = ["keychain", "migrate"]
+    static let from = Option.text("--from", "G1", "the access group the items are in now (required)")
+    static let to = Option.text("--to", "G2", "the access group they move to (required; the app must be entitled to both)")
+    static let appID = KeysetOptions.appIDOption.withHelp("only this app's items (service pushseal.…:APP); default: every PushSeal item of the group")
+
     let options: [OptionSpec] = [
         KeychainCommands.keychainOption,
-        .value("--from", "G1", "the access group the items are in now (required)"),
-        .value("--to", "G2", "the access group they move to (required; the app must be entitled to both)"),
-        .value("--app-id", "APP", "only this app's items (service pushseal.…:APP); default: every PushSeal item of the group"),
+        KeychainMigrateCommand.from.spec,
+        KeychainMigrateCommand.to.spec,
+        KeychainMigrateCommand.appID.spec,
     ]
     let help = HelpText(
         overview: "move PushSeal's keychain items (key items, key manifests, keysets and their counters; services pushseal.…) from one access group to another: copy each, verify the copies, then delete the source copies naming their group; crash-safe (a rerun finishes) and idempotent",
@@ -37,8 +41,8 @@ struct KeychainMigrateCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             keychain = try KeychainCommands.keychainURL(a)
-            from = try a.required("--from")
-            to = try a.required("--to")
+            from = try a.required(KeychainMigrateCommand.from)
+            to = try a.required(KeychainMigrateCommand.to)
             appID = try keyAppID(a)
         }
         func validate() throws {

@@ -6,16 +6,25 @@ import PushSealKeychain
 /// `push-keys keychain update`: SecItemUpdate.
 struct KeychainUpdateCommand: OptionsCommand {
     let path = ["keychain", "update"]
+    static let service = KeychainCommands.service.withHelp("kSecAttrService of the item (required)")
+    static let account = KeychainCommands.account.withHelp("kSecAttrAccount of the item (required)")
+    static let label = Option.text("--label", "L", "new kSecAttrLabel")
+    static let accessibility = KeychainCommands.accessibilityOption.withHelp("new kSecAttrAccessible: \(KeychainCommands.accessibilityNames)")
+    static let newService = Option.text("--new-service", "S", "new kSecAttrService")
+    static let newAccount = Option.text("--new-account", "A", "new kSecAttrAccount")
+    static let newAccessGroup = Option.text("--new-access-group", "G", "move the item to access group G (the caller must be entitled to it)")
+    static let dataFile = Option.text("--data-file", "F", "new secret data from file F (- for standard input)")
+
     let options: [OptionSpec] = [KeychainCommands.keychainOption] + KeychainCommands.identityOptions + [
-        .value("--service", "S", "kSecAttrService of the item (required)"),
-        .value("--account", "A", "kSecAttrAccount of the item (required)"),
-        KeychainCommands.itemClassOption,
-        .value("--label", "L", "new kSecAttrLabel"),
-        .value("--accessibility", "A", "new kSecAttrAccessible: \(KeychainCommands.accessibilityNames)"),
-        .value("--new-service", "S", "new kSecAttrService"),
-        .value("--new-account", "A", "new kSecAttrAccount"),
-        .value("--new-access-group", "G", "move the item to access group G (the caller must be entitled to it)"),
-        .value("--data-file", "F", "new secret data from file F (- for standard input)"),
+        KeychainUpdateCommand.service.spec,
+        KeychainUpdateCommand.account.spec,
+        KeychainCommands.itemClassOption.spec,
+        KeychainUpdateCommand.label.spec,
+        KeychainUpdateCommand.accessibility.spec,
+        KeychainUpdateCommand.newService.spec,
+        KeychainUpdateCommand.newAccount.spec,
+        KeychainUpdateCommand.newAccessGroup.spec,
+        KeychainUpdateCommand.dataFile.spec,
     ]
     let help = HelpText(
         overview: "change a keychain item (SecItemUpdate); bumps its modification date; a change that collides with another item fails with errSecDuplicateItem (-25299) and changes nothing",
@@ -38,9 +47,9 @@ struct KeychainUpdateCommand: OptionsCommand {
             _ = try Positionals(a, max: 0)
             caller = try KeychainCallerOptions(parsing: a)
             item = try KeychainItemOptions(parsing: a)
-            (newService, newAccount, label, newAccessGroup) = (a.value("--new-service"), a.value("--new-account"), a.value("--label"), a.value("--new-access-group"))
+            (newService, newAccount, label, newAccessGroup) = (a[KeychainUpdateCommand.newService], a[KeychainUpdateCommand.newAccount], a[KeychainUpdateCommand.label], a[KeychainUpdateCommand.newAccessGroup])
             accessibility = try KeychainCommands.accessibility(a)
-            dataFile = a.value("--data-file")
+            dataFile = a[KeychainUpdateCommand.dataFile]
         }
         func validate() throws {
             try caller.validate()

@@ -10,7 +10,7 @@ import PushSealSystem
 enum RegistrationTokenCommands {
     static let all: [any Command] = [RegistrationTokenMintCommand(), RegistrationTokenNewSecretCommand()]
 
-    static let secretFile = OptionSpec.value("--secret-file", "FILE", "the registration token secret shared with the gateway (required; 0600, at least 32 printable ASCII characters)")
+    static let secretFile = Option.text("--secret-file", "FILE", "the registration token secret shared with the gateway (required; 0600, at least 32 printable ASCII characters)")
 
     static let secretNote = "SECRET FILE: printable ASCII, at least 32 characters, one trailing newline ignored; the HMAC-SHA256 key is the text itself, so any JWT library mints with the file's contents as the HS256 secret (PyJWT: jwt.encode(claims, open(F).read().strip(), \"HS256\")). Private: mode 0600, owned by you, not a symbolic link. See docs/registration.md."
 
@@ -38,11 +38,15 @@ enum RegistrationTokenCommands {
 /// `push-keys registration-token --secret-file F --recipient R --app-id A [--lifetime D]`.
 struct RegistrationTokenMintCommand: OptionsCommand {
     let path = ["registration-token"]
+    static let lifetime = Option.durationWithDefault("--lifetime", "how long the token is accepted: 1s to 24h", default: RegistrationToken.defaultLifetimeSeconds)
+    static let now = KeyOptions.now.withHelp("iat, seconds since 1970 UTC (default: the clock)")
+    static let tokenID = Option.text("--token-id", "ID", "jti (default: 22 random base64url characters)")
+
     let options = [
-        RegistrationTokenCommands.secretFile, KeyOptions.recipient, KeyOptions.appID,
-        .duration("--lifetime", "how long the token is accepted: 1s to 24h", default: RegistrationToken.defaultLifetimeSeconds),
-        .integer("--now", "UNIX", "iat, seconds since 1970 UTC (default: the clock)"),
-        .value("--token-id", "ID", "jti (default: 22 random base64url characters)"),
+        RegistrationTokenCommands.secretFile.spec, KeyOptions.recipient.spec, KeyOptions.appID.spec,
+        RegistrationTokenMintCommand.lifetime.spec,
+        RegistrationTokenMintCommand.now.spec,
+        RegistrationTokenMintCommand.tokenID.spec,
     ]
     let help = HelpText(
         overview: "mint a registration token: an HS256 JWT {sub: R, aud: APP, iat, exp, jti} the app presents once to POST /v1/devices to register recipient R",
@@ -62,12 +66,12 @@ struct RegistrationTokenMintCommand: OptionsCommand {
         let secretFile: String, recipient: String, appID: String, lifetime: Int64, now: Int64, tokenID: String
         init(parsing a: Arguments) throws {
             try a.expectPositionals(max: 0)
-            secretFile = try a.required("--secret-file")
-            recipient = try a.required("--recipient")
-            appID = try a.required("--app-id")
-            lifetime = try a.durationWithDefault("--lifetime")
-            now = try a.integer("--now") ?? unixTimeSeconds()
-            tokenID = a.value("--token-id") ?? RegistrationToken.newTokenID()
+            secretFile = try a.required(RegistrationTokenCommands.secretFile)
+            recipient = try a.required(KeyOptions.recipient)
+            appID = try a.required(KeyOptions.appID)
+            lifetime = try a[RegistrationTokenMintCommand.lifetime]
+            now = try a[RegistrationTokenMintCommand.now] ?? unixTimeSeconds()
+            tokenID = a[RegistrationTokenMintCommand.tokenID] ?? RegistrationToken.newTokenID()
         }
         func validate() throws {
             guard lifetime > 0, lifetime <= RegistrationToken.maximumLifetimeSeconds else {
@@ -97,7 +101,8 @@ struct RegistrationTokenMintCommand: OptionsCommand {
 /// `push-keys registration-token new-secret --out FILE`.
 struct RegistrationTokenNewSecretCommand: OptionsCommand {
     let path = ["registration-token", "new-secret"]
-    let options = [OptionSpec.value("--out", "FILE", "where to write the new secret (required; created 0600, never replaced)")]
+    static let out = Option.required("--out", "FILE", "where to write the new secret (required; created 0600, never replaced)")
+    let options = [Self.out.spec]
     let help = HelpText(
         overview: "create a registration token secret: 43 random base64url characters (256 bits) in a new 0600 file, for your backend and the gateway",
         usage: ["push-keys registration-token new-secret --out FILE"],
@@ -112,7 +117,7 @@ struct RegistrationTokenNewSecretCommand: OptionsCommand {
         let out: String
         init(parsing a: Arguments) throws {
             try a.expectPositionals(max: 0)
-            out = try a.required("--out")
+            out = try a[RegistrationTokenNewSecretCommand.out]
         }
     }
 

@@ -13,8 +13,8 @@ import PushSealSystem
 enum RegistryCommands {
     static let all: [any Command] = [RegistryMigrateCommand(), RegistryImportCommand(), RegistryExportCommand(), RegistryRewrapCommand(), RegistryNewKEKCommand()]
 
-    static let registry = OptionSpec.value("--registry", "URI", "the registry: any libpq connection URI or string (default: $PUSHSEAL_REGISTRY). ARGV IS VISIBLE to every local user (ps): never put a password in it; use PGPASSFILE or ~/.pgpass (or $PUSHSEAL_REGISTRY)")
-    static let keychain = OptionSpec.value("--keychain", "DIR", "the server keychain directory (required)")
+    static let registry = RegistryLocation.registryOption.withHelp("the registry: any libpq connection URI or string (default: $PUSHSEAL_REGISTRY). ARGV IS VISIBLE to every local user (ps): never put a password in it; use PGPASSFILE or ~/.pgpass (or $PUSHSEAL_REGISTRY)")
+    static let keychain = KeyOptions.serverKeychain
 
     static func exitCodes(_ extra: [String] = []) -> [String] {
         RegistryOptions.exitCodeLines(merging: ["0   success", "1   a statement failed (SQLSTATE on stderr, sqlState in --json), or an internal error",
@@ -22,13 +22,13 @@ enum RegistryCommands {
             + extra)
     }
 
-    /// The registry of `--registry` (else `$PUSHSEAL_REGISTRY`) and `kekOption` (`--kek-file`,
-    /// else `$PUSHSEAL_KEK_FILE`), required by every registry command. `--keychain` here is the
+    /// The registry of `--registry` (else `$PUSHSEAL_REGISTRY`) and `--kek-file` (else
+    /// `$PUSHSEAL_KEK_FILE`), required by every registry command. `--keychain` here is the
     /// file keychain on the other side (import, export), so it does not exclude `--registry`.
     /// - Throws: `CLIError` 64 `missing --registry URI`.
-    static func location(_ a: Arguments, kekOption: String = "--kek-file") throws -> RegistryLocation {
-        let kekFile = try RegistryLocation.kekFile(parsing: a, option: kekOption)
-        if let r = a.value("--registry") {
+    static func location(_ a: Arguments) throws -> RegistryLocation {
+        let kekFile = try RegistryLocation.kekFile(parsing: a)
+        if let r = a[registry] {
             guard !r.isEmpty else { throw CLIError.usage("--registry cannot be empty") }
             return RegistryLocation(connectionString: r, kekFile: kekFile)
         }
@@ -76,7 +76,7 @@ enum RegistryCommands {
 
 struct RegistryMigrateCommand: OptionsCommand {
     let path = ["registry", "migrate"]
-    let options = [RegistryCommands.registry, RegistryOptions.kekFile]
+    let options = [RegistryCommands.registry.spec, RegistryOptions.kekFile]
     let help = HelpText(
         overview: "create or upgrade the registry's schema (tables, indexes, the schema_version row); idempotent, and safe to run from two processes at once (a transaction advisory lock); with the KEK, authenticate once the rows written before schema 5",
         usage: ["push-keys registry migrate [--registry URI] [--kek-file F] [--json]"],
@@ -127,8 +127,8 @@ struct RegistryMigrateCommand: OptionsCommand {
 
 struct RegistryImportCommand: OptionsCommand {
     let path = ["registry", "import"]
-    let options = [RegistryCommands.registry, RegistryOptions.kekFile, RegistryCommands.keychain, KeyOptions.now,
-                   .integer("--batch-size", "N", "recipients a transaction", range: 1...10_000, default: Int64(PostgresKeyStore.defaultBulkBatchSize))]
+    static let batchSize = Option.integerWithDefault("--batch-size", "N", "recipients a transaction", range: 1...10_000, default: Int64(PostgresKeyStore.defaultBulkBatchSize))
+    let options = [RegistryCommands.registry.spec, RegistryOptions.kekFile, RegistryCommands.keychain.spec, KeyOptions.now.spec, Self.batchSize.spec]
     let help = HelpText(
         overview: "copy everything a server file keychain holds into the registry as it is: v1 keysets (keys, statuses, times, seal counters, unfinished rotations), v2 registrations and sender keys, device tokens; in batches of recipients (one transaction each: keysets the registry lacks are bulk-inserted), resumable and idempotent",
         usage: ["push-keys registry import --keychain DIR [--registry URI] [--kek-file F] [--now UNIX] [--batch-size N] [--json]"],
@@ -141,7 +141,7 @@ struct RegistryImportCommand: OptionsCommand {
         let transfer: RegistryCommands.TransferOptions, batchSize: Int
         init(parsing a: Arguments) throws {
             transfer = try RegistryCommands.TransferOptions(parsing: a)
-            batchSize = Int(try a.integerWithDefault("--batch-size"))
+            batchSize = Int(try a[RegistryImportCommand.batchSize])
         }
     }
 
@@ -163,7 +163,7 @@ struct RegistryImportCommand: OptionsCommand {
 
 struct RegistryExportCommand: OptionsCommand {
     let path = ["registry", "export"]
-    let options = [RegistryCommands.registry, RegistryOptions.kekFile, RegistryCommands.keychain, KeyOptions.now]
+    let options = [RegistryCommands.registry.spec, RegistryOptions.kekFile, RegistryCommands.keychain.spec, KeyOptions.now.spec]
     let help = HelpText(
         overview: "copy everything the registry holds into a server file keychain as it is: v1 keysets (keys, statuses, times, seal counters), v2 registrations and sender keys, device tokens; creates DIR when it does not exist; idempotent",
         usage: ["push-keys registry export --keychain DIR [--registry URI] [--kek-file F] [--now UNIX] [--json]"],
@@ -202,8 +202,9 @@ struct RegistryExportCommand: OptionsCommand {
 
 struct RegistryRewrapCommand: OptionsCommand {
     let path = ["registry", "rewrap"]
-    let options = [RegistryCommands.registry, .value("--kek-file", "OLD", "the current key-encryption key file (required)"),
-                   .value("--new-kek-file", "NEW", "the new key-encryption key file (required; push-keys registry new-kek makes one)")]
+    static let oldKEKFile = RegistryLocation.kekFileOption.withHelp("the current key-encryption key file (required)", valueName: "OLD")
+    static let newKEKFile = Option.text("--new-kek-file", "NEW", "the new key-encryption key file (required; push-keys registry new-kek makes one)")
+    let options = [RegistryCommands.registry.spec, Self.oldKEKFile.spec, Self.newKEKFile.spec]
     let help = HelpText(
         overview: "rewrap every stored key under a new key-encryption key, in one transaction, and make it the registry's KEK; the key bytes do not change, so running senders keep sealing (restart them with the new --kek-file)",
         usage: ["push-keys registry rewrap --kek-file OLD --new-kek-file NEW [--registry URI] [--json]"],
@@ -215,8 +216,8 @@ struct RegistryRewrapCommand: OptionsCommand {
         let registry: RegistryLocation, newKEKFile: String
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
-            _ = try a.required("--kek-file")
-            newKEKFile = try a.required("--new-kek-file")
+            _ = try a.required(RegistryRewrapCommand.oldKEKFile)
+            newKEKFile = try a.required(RegistryRewrapCommand.newKEKFile)
             registry = try RegistryCommands.location(a)
         }
     }
@@ -232,7 +233,8 @@ struct RegistryRewrapCommand: OptionsCommand {
 
 struct RegistryNewKEKCommand: OptionsCommand {
     let path = ["registry", "new-kek"]
-    let options = [OptionSpec.value("--out", "FILE", "the new key-encryption key file (required; created 0600, never overwritten)")]
+    static let out = Option.required("--out", "FILE", "the new key-encryption key file (required; created 0600, never overwritten)")
+    let options = [Self.out.spec]
     let help = HelpText(
         overview: "write a new random key-encryption key (32 bytes as 64 hex digits) to a new 0600 file",
         usage: ["push-keys registry new-kek --out FILE [--json]"],
@@ -244,7 +246,7 @@ struct RegistryNewKEKCommand: OptionsCommand {
         let out: String
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
-            out = try a.required("--out")
+            out = try a[RegistryNewKEKCommand.out]
         }
     }
 

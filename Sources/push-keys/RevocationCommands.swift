@@ -40,8 +40,9 @@ enum RevocationCommands {
 /// `push-keys registration revoke --app-id APP --recipient R [--key-id K]`.
 struct RegistrationRevokeCommand: OptionsCommand {
     let path = ["registration", "revoke"]
-    let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.recipient,
-        .value("--key-id", "K", "only this registration (default: every registration of the recipient not yet revoked)"), KeyOptions.now]
+    static let keyID = Option.text("--key-id", "K", "only this registration (default: every registration of the recipient not yet revoked)")
+    let options = KeyOptions.changing + [KeyOptions.appID.spec, KeyOptions.recipient.spec,
+        RegistrationRevokeCommand.keyID.spec, KeyOptions.now.spec]
     let help = HelpText(
         overview: "revoke a recipient's v2 registrations (logout, account deletion, a stolen phone): nothing is sealed to them again, and the next revocations export lists their key ids so the phone disables them",
         usage: ["push-keys registration revoke --keychain DIR --app-id APP --recipient R [--key-id K] [--audit-log FILE] [--now UNIX] [--json]"],
@@ -62,9 +63,9 @@ struct RegistrationRevokeCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            appID = try a.required("--app-id")
-            recipient = try a.required("--recipient")
-            keyID = a.value("--key-id")
+            appID = try a.required(KeyOptions.appID)
+            recipient = try a.required(KeyOptions.recipient)
+            keyID = a[RegistrationRevokeCommand.keyID]
             now = try keyNow(a)
         }
         func validate() throws {
@@ -106,7 +107,7 @@ struct RegistrationRevokeCommand: OptionsCommand {
 /// `push-keys revocations export --app-id APP`.
 struct RevocationsExportCommand: OptionsCommand {
     let path = ["revocations", "export"]
-    let options = KeyOptions.reading + [KeyOptions.appID]
+    let options = KeyOptions.reading + [KeyOptions.appID.spec]
     let help = HelpText(
         overview: "print the app's revocation list (FORMAT.md §V.12): a JSON array of pushseal-revocation records naming every revoked registration and sender key, what GET /v1/revocations serves and phones apply",
         usage: ["push-keys revocations export --keychain DIR --app-id APP"],
@@ -125,7 +126,7 @@ struct RevocationsExportCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            appID = try a.required("--app-id")
+            appID = try a.required(KeyOptions.appID)
         }
         func validate() throws {
             try store.validate()

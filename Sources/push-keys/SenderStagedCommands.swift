@@ -51,7 +51,7 @@ enum SenderStagedCommands {
 /// `push-keys sender add --app-id APP`.
 struct SenderAddCommand: OptionsCommand {
     let path = ["sender", "add"]
-    let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.now]
+    let options = KeyOptions.changing + [KeyOptions.appID.spec, KeyOptions.now.spec]
     let help = HelpText(
         overview: "publish the app's next v2 sender key (pending: served to apps by sender export --all, not used to seal) ahead of sender promote",
         usage: ["push-keys sender add --keychain DIR --app-id APP [--audit-log FILE] [--now UNIX] [--json]"],
@@ -81,7 +81,7 @@ struct SenderAddCommand: OptionsCommand {
 /// `push-keys sender status --app-id APP`.
 struct SenderStatusCommand: OptionsCommand {
     let path = ["sender", "status"]
-    let options = KeyOptions.reading + [KeyOptions.appID, KeyOptions.now]
+    let options = KeyOptions.reading + [KeyOptions.appID.spec, KeyOptions.now.spec]
     let help = HelpText(
         overview: "show the app's sender keys (pending, primary, decryptOnly, disabled, destroyed) and the registrations active in the last 30 days",
         usage: ["push-keys sender status --keychain DIR --app-id APP [--now UNIX] [--json]"],
@@ -114,9 +114,12 @@ struct SenderStatusCommand: OptionsCommand {
 /// `push-keys sender promote --app-id APP [--min-pinned P] [--force] [--grace D]`.
 struct SenderPromoteCommand: OptionsCommand {
     let path = ["sender", "promote"]
-    let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.grace("how long the former sender key stays published and accepted"),
-        .integer("--min-pinned", "P", "the percentage of registrations active in the last 30 days that must have pinned the next key", range: 0...100, default: 100),
-        .flag("--force", "promote without the pin check (after a suspected leak)"), KeyOptions.now]
+    static let force = Option.flag("--force", "promote without the pin check (after a suspected leak)")
+    static let minPinned = Option.integerWithDefault("--min-pinned", "P", "the percentage of registrations active in the last 30 days that must have pinned the next key", range: 0...100, default: 100)
+
+    let options = KeyOptions.changing + [KeyOptions.appID.spec, KeyOptions.grace("how long the former sender key stays published and accepted").spec,
+        SenderPromoteCommand.minPinned.spec,
+        SenderPromoteCommand.force.spec, KeyOptions.now.spec]
     let help = HelpText(
         overview: "switch the app's sealing to its pending sender key; the former primary stays decryptOnly (published, accepted by phones for messages sealed before now) for --grace",
         usage: ["push-keys sender promote --keychain DIR --app-id APP [--min-pinned P | --force] [--grace 30d] [--audit-log FILE] [--now UNIX] [--json]"],
@@ -138,8 +141,8 @@ struct SenderPromoteCommand: OptionsCommand {
             _ = try Positionals(a, max: 0)
             sender = try SenderOptions(parsing: a)
             grace = try keyGrace(a, now: sender.now)
-            minPinned = try a.integerWithDefault("--min-pinned")
-            force = a.has("--force")
+            minPinned = try a[SenderPromoteCommand.minPinned]
+            force = a[SenderPromoteCommand.force]
         }
         func validate() throws {
             try sender.validate()
@@ -167,9 +170,11 @@ struct SenderPromoteCommand: OptionsCommand {
 /// `push-keys sender retire --app-id APP [--now]`.
 struct SenderRetireCommand: OptionsCommand {
     let path = ["sender", "retire"]
-    let options = KeyOptions.changing + [KeyOptions.appID,
-        .flag("--revoke", "revoke the former keys (a suspected leak): disabled, private keys dropped, listed by push-keys revocations export"),
-        KeyOptions.now]
+    static let revoke = Option.flag("--revoke", "revoke the former keys (a suspected leak): disabled, private keys dropped, listed by push-keys revocations export")
+
+    let options = KeyOptions.changing + [KeyOptions.appID.spec,
+        SenderRetireCommand.revoke.spec,
+        KeyOptions.now.spec]
     let help = HelpText(
         overview: "end the app's former (decryptOnly) sender keys now: their published notAfter becomes now, so phones stop accepting them at their next refresh; --revoke revokes them",
         usage: ["push-keys sender retire --keychain DIR --app-id APP [--revoke] [--audit-log FILE] [--now UNIX] [--json]"],
@@ -186,7 +191,7 @@ struct SenderRetireCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             sender = try SenderOptions(parsing: a)
-            revoke = a.has("--revoke")
+            revoke = a.has(SenderRetireCommand.revoke)
         }
         func validate() throws { try sender.validate() }
     }

@@ -34,7 +34,7 @@ enum TokenCommands {
                             ("token", .string(t.token)), ("registeredAt", .integer(t.registeredAtMs))]))
     }
 
-    static let environment = OptionSpec.value("--environment", "E", "production or development: the APNs environment the token is from (the app's aps-environment entitlement) (required)")
+    static let environmentOption = Option.text("--environment", "E", "production or development: the APNs environment the token is from (the app's aps-environment entitlement) (required)")
 
     /// `--environment E`.
     /// - Throws: `CLIError` 64 for another value.
@@ -58,7 +58,7 @@ enum TokenCommands {
     }
 
     static func environment(_ a: Arguments, required: Bool) throws -> DeviceTokenEnvironment? {
-        guard let v = required ? try a.required("--environment") : a.value("--environment") else { return nil }
+        guard let v = required ? try a.required(environmentOption) : a[environmentOption] else { return nil }
         guard let e = DeviceTokenEnvironment(rawValue: v) else { throw CLIError.usage("--environment must be production or development, got \(quoted(v))") }
         return e
     }
@@ -73,9 +73,11 @@ enum TokenCommands {
 /// `push-keys token add --app-id APP --recipient R --environment E TOKEN`.
 struct TokenAddCommand: OptionsCommand {
     let path = ["token", "add"]
+    static let registeredAt = Option.integer("--registered-at", "MS", "when the app registered the token, in milliseconds since 1970 UTC (default: the clock); a 410 older than this keeps it. A value that reads as seconds (10^9 to 10^11: 1970-01-12 to 1973-03-03 in ms) or as microseconds (10^14 and up: past the year 5138 in ms) is refused")
+
     let options = KeyOptions.changing + [
-        KeyOptions.appID, KeyOptions.recipient, TokenCommands.environment,
-        .integer("--registered-at", "MS", "when the app registered the token, in milliseconds since 1970 UTC (default: the clock); a 410 older than this keeps it. A value that reads as seconds (10^9 to 10^11: 1970-01-12 to 1973-03-03 in ms) or as microseconds (10^14 and up: past the year 5138 in ms) is refused"),
+        KeyOptions.appID.spec, KeyOptions.recipient.spec, TokenCommands.environmentOption.spec,
+        TokenAddCommand.registeredAt.spec,
     ]
     let help = HelpText(
         overview: "store the APNs device token the app registered for a recipient (replacing the recipient's former token of that environment), for push-seal batch --device-tokens",
@@ -99,10 +101,10 @@ struct TokenAddCommand: OptionsCommand {
             guard let t = positionals.first else { throw CLIError.usage("give the device TOKEN (hex digits)") }
             token = t
             store = try KeyStoreOptions(parsing: a)
-            appID = try a.required("--app-id")
-            recipient = try a.required("--recipient")
+            appID = try a.required(KeyOptions.appID)
+            recipient = try a.required(KeyOptions.recipient)
             environment = try TokenCommands.environment(a, required: true) ?? .production
-            registeredAtMs = try a.integer("--registered-at").map(TokenCommands.checkedRegisteredAt) ?? unixTimeMilliseconds()
+            registeredAtMs = try a[TokenAddCommand.registeredAt].map(TokenCommands.checkedRegisteredAt) ?? unixTimeMilliseconds()
         }
         func validate() throws {
             try store.validate()
@@ -132,9 +134,11 @@ struct TokenAddCommand: OptionsCommand {
 /// `push-keys token remove --app-id APP --recipient R [--token T]`: forget a recipient's tokens.
 struct TokenRemoveCommand: OptionsCommand {
     let path = ["token", "remove"]
+    static let token = Option.text("--token", "T", "only this token (hex, any case); default: every token of the recipient")
+
     let options = KeyOptions.changing + [
-        KeyOptions.appID, KeyOptions.recipient,
-        .value("--token", "T", "only this token (hex, any case); default: every token of the recipient"),
+        KeyOptions.appID.spec, KeyOptions.recipient.spec,
+        TokenRemoveCommand.token.spec,
     ]
     let help = HelpText(
         overview: "remove a recipient's APNs device tokens (all, or one with --token) whatever their registration time: logout, account deletion, a stolen phone; nothing is sent to that installation until the app registers a token again",
@@ -157,9 +161,9 @@ struct TokenRemoveCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            appID = try a.required("--app-id")
-            recipient = try a.required("--recipient")
-            token = a.value("--token")
+            appID = try a.required(KeyOptions.appID)
+            recipient = try a.required(KeyOptions.recipient)
+            token = a[TokenRemoveCommand.token]
         }
         func validate() throws {
             try store.validate()
@@ -195,9 +199,12 @@ struct TokenRemoveCommand: OptionsCommand {
 /// `push-keys token list`: the stored device tokens (public data).
 struct TokenListCommand: OptionsCommand {
     let path = ["token", "list"]
+    static let appID = KeysetOptions.appIDOption.withHelp("only this app's tokens")
+    static let recipient = KeysetOptions.recipientOption.withHelp("only this recipient's (with --app-id)")
+
     let options = KeyOptions.reading + [
-        .value("--app-id", "APP", "only this app's tokens"),
-        .value("--recipient", "R", "only this recipient's (with --app-id)"),
+        TokenListCommand.appID.spec,
+        TokenListCommand.recipient.spec,
     ]
     let help = HelpText(
         overview: "list the APNs device tokens of a server keychain or registry, with their environments and registration times",
@@ -235,10 +242,13 @@ struct TokenListCommand: OptionsCommand {
 /// outcome lines or its `--invalidations` lines, read by PushSealServer's `PushSendInvalidations`).
 struct TokenInvalidateCommand: OptionsCommand {
     let path = ["token", "invalidate"]
+    static let outcomes = Option.text("--outcomes", "FILE", "push-send's outcome lines (its stdout or --outcomes file) or its --invalidations lines; - for standard input (required, or --invalidations)")
+    static let invalidations = Option.text("--invalidations", "FILE", "push-send's --invalidations file (the same as --outcomes FILE: either kind of line is read)")
+
     let options = KeyOptions.changing + [
-        KeyOptions.appID,
-        .value("--outcomes", "FILE", "push-send's outcome lines (its stdout or --outcomes file) or its --invalidations lines; - for standard input (required, or --invalidations)"),
-        .value("--invalidations", "FILE", "push-send's --invalidations file (the same as --outcomes FILE: either kind of line is read)"),
+        KeyOptions.appID.spec,
+        TokenInvalidateCommand.outcomes.spec,
+        TokenInvalidateCommand.invalidations.spec,
     ]
     let help = HelpText(
         overview: "remove the device tokens APNs answered 410 for (push-send's \"unregistered\" outcome lines or its --invalidations lines), each only if it was registered before the 410's timestamp",
@@ -269,8 +279,8 @@ struct TokenInvalidateCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             store = try KeyStoreOptions(parsing: a)
-            appID = try a.required("--app-id")
-            switch (a.value("--outcomes"), a.value("--invalidations")) {
+            appID = try a.required(KeyOptions.appID)
+            switch (a[TokenInvalidateCommand.outcomes], a[TokenInvalidateCommand.invalidations]) {
             case (let o?, nil): outcomes = o
             case (nil, let i?): outcomes = i
             case (nil, nil): throw CLIError.usage("missing --outcomes FILE", hint: "give push-send's outcome file (--outcomes FILE) or its invalidation file (--invalidations FILE)")

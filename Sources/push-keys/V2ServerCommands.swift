@@ -60,10 +60,12 @@ enum V2ServerCommands {
 /// `push-keys register --recipient R RECORD`: import a device's registration record.
 struct RegisterCommand: OptionsCommand {
     let path = ["register"]
+    static let appID = KeysetOptions.appIDOption.withHelp("refuse a record for another app id")
+
     let options = KeyOptions.changing + [
-        KeyOptions.recipient,
-        .value("--app-id", "APP", "refuse a record for another app id"),
-        KeyOptions.now,
+        KeyOptions.recipient.spec,
+        RegisterCommand.appID.spec,
+        KeyOptions.now.spec,
     ]
     let help = HelpText(
         overview: "import a v2 device registration (the app's upload body, or a bare pushseal-device-key record; from a file or stdin) for a recipient: its public key becomes the one push-seal seals to, with the upload's APNs device token and pinned sender key ids",
@@ -90,7 +92,7 @@ struct RegisterCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             file = try Positionals(a, max: 1).first
             store = try KeyStoreOptions(parsing: a)
-            recipient = try a.required("--recipient")
+            recipient = try a.required(KeyOptions.recipient)
             expectedAppID = try keyAppID(a)
             now = try keyNow(a)
         }
@@ -142,9 +144,12 @@ struct RegisterCommand: OptionsCommand {
 /// `push-keys registrations`: list the v2 registrations (public data).
 struct RegistrationsCommand: OptionsCommand {
     let path = ["registrations"]
+    static let appID = KeysetOptions.appIDOption.withHelp("only this app's registrations")
+    static let recipient = KeysetOptions.recipientOption.withHelp("only this recipient's (with --app-id)")
+
     let options = KeyOptions.reading + [
-        .value("--app-id", "APP", "only this app's registrations"),
-        .value("--recipient", "R", "only this recipient's (with --app-id)"),
+        RegistrationsCommand.appID.spec,
+        RegistrationsCommand.recipient.spec,
     ]
     let help = HelpText(
         overview: "list the v2 device registrations of a server keychain with their history (key ids, statuses, times; public keys with --json)",
@@ -194,7 +199,7 @@ struct SenderOptions: CommandOptions {
     let store: KeyStoreOptions, appID: String, now: Int64
     init(parsing a: Arguments) throws {
         store = try KeyStoreOptions(parsing: a)
-        appID = try a.required("--app-id")
+        appID = try a.required(KeyOptions.appID)
         now = try keyNow(a)
     }
     func validate() throws {
@@ -208,7 +213,7 @@ struct SenderOptions: CommandOptions {
 /// `push-keys sender generate`: the app's first sender key.
 struct SenderGenerateCommand: OptionsCommand {
     let path = ["sender", "generate"]
-    let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.now]
+    let options = KeyOptions.changing + [KeyOptions.appID.spec, KeyOptions.now.spec]
     let help = HelpText(
         overview: "make the app's v2 sender key (an X25519 key pair held by the server keychain) and print its public record, which apps pin",
         usage: ["push-keys sender generate --keychain DIR --app-id APP [--audit-log FILE] [--now UNIX] [--json]"],
@@ -246,7 +251,7 @@ struct SenderGenerateCommand: OptionsCommand {
 /// `push-keys sender rotate`: a new primary sender key, the former kept published for the grace window.
 struct SenderRotateCommand: OptionsCommand {
     let path = ["sender", "rotate"]
-    let options = KeyOptions.changing + [KeyOptions.appID, KeyOptions.grace("how long the former sender key stays published"), KeyOptions.now]
+    let options = KeyOptions.changing + [KeyOptions.appID.spec, KeyOptions.grace("how long the former sender key stays published").spec, KeyOptions.now.spec]
     let help = HelpText(
         overview: "give the app a new v2 sender key at once (for emergencies: the staged sender add / promote avoids fallbacks): push-seal seals with it from its next run, a running push-seal batch within a second; the former one stays published (sender export --all) until now + grace, then is destroyed by the next rotation",
         usage: ["push-keys sender rotate --keychain DIR --app-id APP [--grace DURATION] [--audit-log FILE] [--now UNIX] [--json]"],
@@ -289,9 +294,11 @@ struct SenderRotateCommand: OptionsCommand {
 /// `push-keys sender export`: the sender key record(s) apps pin.
 struct SenderExportCommand: OptionsCommand {
     let path = ["sender", "export"]
-    let options = KeyOptions.reading + [KeyOptions.appID,
-        .flag("--all", "every published key (the primary and former keys still in their grace window), one record a line"),
-        KeyOptions.now]
+    static let all = Option.flag("--all", "every published key (the primary and former keys still in their grace window), one record a line")
+
+    let options = KeyOptions.reading + [KeyOptions.appID.spec,
+        SenderExportCommand.all.spec,
+        KeyOptions.now.spec]
     let help = HelpText(
         overview: "print the app's v2 sender key record (public data) for apps to pin; --all prints every published one",
         usage: ["push-keys sender export --keychain DIR --app-id APP [--all] [--now UNIX] [--json]"],
@@ -310,7 +317,7 @@ struct SenderExportCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
             sender = try SenderOptions(parsing: a)
-            all = a.has("--all")
+            all = a.has(SenderExportCommand.all)
         }
         func validate() throws { try sender.validate() }
     }

@@ -10,7 +10,7 @@ import PushSealSystem
 
 extension OpenCommand {
     /// `--strings DIR`: the app's localized strings, for a localized fallback alert.
-    static let stringsOption = OptionSpec.value("--strings", "DIR", "the app's strings for a localized fallback alert (title-loc-key, loc-key, loc-args): DIR/<locale>.lproj/Localizable.strings for --locale (then its shorter tags, e.g. pt-BR, pt_BR, pt), else DIR/Base.lproj/Localizable.strings, else DIR/Localizable.strings; without it a localized alert shows its keys")
+    static let stringsOption = Option.text("--strings", "DIR", "the app's strings for a localized fallback alert (title-loc-key, loc-key, loc-args): DIR/<locale>.lproj/Localizable.strings for --locale (then its shorter tags, e.g. pt-BR, pt_BR, pt), else DIR/Base.lproj/Localizable.strings, else DIR/Localizable.strings; without it a localized alert shows its keys")
 
     /// The largest `Localizable.strings` read: 8 MiB.
     static let maxStringsByteCount = 8 << 20

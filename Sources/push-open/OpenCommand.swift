@@ -18,23 +18,39 @@ import PushSealKeychain
 struct OpenCommand: OptionsCommand {
     let path: [String] = []
 
+    static let keychain = KeystoreOptions.keychain.withHelp("the device keychain directory (required; push-keys keychain init makes one)")
+    static let appID = KeysetOptions.appIDOption.withHelp("the app's bundle identifier (APNs topic), bound into the AAD (required; never read from the payload)")
+    static let entitlements = IdentityOptions.declarations().entitlements.withHelp("the extension's identity: JSON or plist with keychain-access-groups and application-groups")
+    static let accessGroup = IdentityOptions.declarations().accessGroup.withHelp("without --entitlements: a keychain access group of the extension (repeat it for more, in order); with --entitlements: at most one, the group the key is read from (default: every group of the identity)")
+    static let appGroup = IdentityOptions.declarations().appGroup.withHelp("without --entitlements: an App Group of the extension (repeat it for more; the first is the media and replay container)")
+    static let locale = Option.text("--locale", "L", "the device locale, e.g. pt-BR: picks the sealed localization and the --strings table (default: the notification's default texts)")
+    static let budget = Option.text("--budget", "SECONDS", "the extension's time budget in seconds, up to 3600, e.g. 30 or 2.5 (default 30)")
+    static let now = Option.integer("--now", "UNIX", "the device clock for exp and key grace windows, seconds since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: now)")
+    static let noReplayGuard = Option.flag("--no-replay-guard", "for trying a payload repeatedly: do not check or record its id in the replay cache (the guard is on by default, as on a device)")
+    static let failAttachmentStore = Option.flag("--fail-attachment-store", "emulate iOS failing to move the attachment into its own store when the content is handed back: the text is shown without it (reason media:storeFailed)")
+    static let allowInsecureLoopback = Option.flag("--allow-insecure-loopback", "allow plain http media from 127.0.0.1, ::1 and localhost (tests)")
+    static let verbose = Option.flag("--verbose", "print the diagnostic lines (stages, durations, sizes; never plaintext) on stderr")
+    static let asApp = Option.flag("--as-app", "run the payload through the app's background handler instead of the extension (a retract: remove the delivered notifications it lists, show nothing; FORMAT.md §5.1)")
+    static let delivered = Option.flag("--delivered", "print the emulated notification center (the notifications delivered so far, in the App Group container) instead of opening a payload")
+    static let requestID = Option.text("--request-id", "ID", "the notification request's identifier, recorded in the notification center and naming the attachment store's directory (default: push-open- and the first 32 hex digits of the payload's SHA-256, so the same payload is the same request)")
+
     let options: [OptionSpec] = [
-        .value("--keychain", "DIR", "the device keychain directory (required; push-keys keychain init makes one)"),
-        .value("--app-id", "APP", "the app's bundle identifier (APNs topic), bound into the AAD (required; never read from the payload)"),
-        .value("--entitlements", "FILE", "the extension's identity: JSON or plist with keychain-access-groups and application-groups"),
-        .value("--access-group", "G", "without --entitlements: a keychain access group of the extension (repeat it for more, in order); with --entitlements: at most one, the group the key is read from (default: every group of the identity)", repeatable: true),
-        .value("--app-group", "G", "without --entitlements: an App Group of the extension (repeat it for more; the first is the media and replay container)", repeatable: true),
-        .value("--locale", "L", "the device locale, e.g. pt-BR: picks the sealed localization and the --strings table (default: the notification's default texts)"),
-        OpenCommand.stringsOption,
-        .value("--budget", "SECONDS", "the extension's time budget in seconds, up to 3600, e.g. 30 or 2.5 (default 30)"),
-        .integer("--now", "UNIX", "the device clock for exp and key grace windows, seconds since 1970 UTC, 0 to 253402300799 = 9999-12-31T23:59:59Z (default: now)"),
-        .flag("--no-replay-guard", "for trying a payload repeatedly: do not check or record its id in the replay cache (the guard is on by default, as on a device)"),
-        .flag("--fail-attachment-store", "emulate iOS failing to move the attachment into its own store when the content is handed back: the text is shown without it (reason media:storeFailed)"),
-        .flag("--allow-insecure-loopback", "allow plain http media from 127.0.0.1, ::1 and localhost (tests)"),
-        .flag("--verbose", "print the diagnostic lines (stages, durations, sizes; never plaintext) on stderr"),
-        .flag("--as-app", "run the payload through the app's background handler instead of the extension (a retract: remove the delivered notifications it lists, show nothing; FORMAT.md §5.1)"),
-        .flag("--delivered", "print the emulated notification center (the notifications delivered so far, in the App Group container) instead of opening a payload"),
-        .value("--request-id", "ID", "the notification request's identifier, recorded in the notification center and naming the attachment store's directory (default: push-open- and the first 32 hex digits of the payload's SHA-256, so the same payload is the same request)"),
+        OpenCommand.keychain.spec,
+        OpenCommand.appID.spec,
+        OpenCommand.entitlements.spec,
+        OpenCommand.accessGroup.spec,
+        OpenCommand.appGroup.spec,
+        OpenCommand.locale.spec,
+        OpenCommand.stringsOption.spec,
+        OpenCommand.budget.spec,
+        OpenCommand.now.spec,
+        OpenCommand.noReplayGuard.spec,
+        OpenCommand.failAttachmentStore.spec,
+        OpenCommand.allowInsecureLoopback.spec,
+        OpenCommand.verbose.spec,
+        OpenCommand.asApp.spec,
+        OpenCommand.delivered.spec,
+        OpenCommand.requestID.spec,
     ]
 
     let help = HelpText(
@@ -90,21 +106,21 @@ struct OpenCommand: OptionsCommand {
         let locale: String?, strings: String?, allowInsecureLoopback: Bool, replayGuard: Bool, verbose: Bool, failAttachmentStore: Bool
         let asApp: Bool, delivered: Bool, requestID: String?
         init(parsing a: Arguments) throws {
-            delivered = a.has("--delivered")
+            delivered = a.has(OpenCommand.delivered)
             payloadFile = try Positionals(a, max: delivered ? 0 : 1).first
-            asApp = a.has("--as-app")
-            requestID = a.value("--request-id")
+            asApp = a.has(OpenCommand.asApp)
+            requestID = a[OpenCommand.requestID]
             keychainPath = try KeystoreOptions.keychainDirectory(parsing: a)
-            appID = try a.required("--app-id")
+            appID = try a.required(OpenCommand.appID)
             budget = try OpenCommand.budgetSeconds(a)
-            now = try a.integer("--now")
+            now = try a[OpenCommand.now]
             identity = IdentityOptions(parsing: a, namedGroupMeaning: "the group the key is read from")
-            locale = a.value("--locale")
-            strings = a.value("--strings")
-            allowInsecureLoopback = a.has("--allow-insecure-loopback")
-            replayGuard = !a.has("--no-replay-guard")
-            verbose = a.has("--verbose")
-            failAttachmentStore = a.has("--fail-attachment-store")
+            locale = a[OpenCommand.locale]
+            strings = a[OpenCommand.stringsOption]
+            allowInsecureLoopback = a.has(OpenCommand.allowInsecureLoopback)
+            replayGuard = !a.has(OpenCommand.noReplayGuard)
+            verbose = a.has(OpenCommand.verbose)
+            failAttachmentStore = a.has(OpenCommand.failAttachmentStore)
         }
         func validate() throws {
             // The device keyset's naming rule, as push-seal and push-keys check it: a usage error,
@@ -205,7 +221,7 @@ struct OpenCommand: OptionsCommand {
     }
 
     static func budgetSeconds(_ a: Arguments) throws -> Double {
-        guard let text = a.value("--budget") else { return ExtensionHost.defaultBudgetSeconds }
+        guard let text = a[OpenCommand.budget] else { return ExtensionHost.defaultBudgetSeconds }
         guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
             throw CLIError.usage("--budget needs a number of seconds between 0 and 3600, got \(quoted(text))")
         }

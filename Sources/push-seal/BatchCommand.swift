@@ -21,12 +21,13 @@ struct BatchCommand: OptionsCommand {
     static let interrupted = ExitCode(130)
 
     let path = ["batch"]
-    let options: [OptionSpec] = SealOptionSpecs.keys + SealOptionSpecs.payload + [
-        .integer("--jobs", "N", "worker threads (default: every core)"),
-        .flag("--device-tokens", "a line without its own \"deviceToken\" gets its recipient's token from the store (push-keys token add), looked up in bulk per chunk; a recipient without one fails that line (noDeviceToken)"),
-        .value("--environment", "E", "with --device-tokens: the tokens of production (default) or development, as push-send --environment"),
-        .value("--first-line", "N", "the line number of the first input line (default 1), an integer of at least 1: after 'stopped after line N', rerun on the rest of the input with --first-line N+1"),
-    ]
+    static let jobs = Option.integer("--jobs", "N", "worker threads (default: every core)")
+    static let deviceTokens = Option.flag("--device-tokens", "a line without its own \"deviceToken\" gets its recipient's token from the store (push-keys token add), looked up in bulk per chunk; a recipient without one fails that line (noDeviceToken)")
+    static let environment = Option.text("--environment", "E", "with --device-tokens: the tokens of production (default) or development, as push-send --environment")
+    static let firstLine = Option.text("--first-line", "N", "the line number of the first input line (default 1), an integer of at least 1: after 'stopped after line N', rerun on the rest of the input with --first-line N+1")
+
+    let options: [OptionSpec] = SealOptionSpecs.keys + SealOptionSpecs.payload + OptionSpec.list(
+        Self.jobs, Self.deviceTokens, Self.environment, Self.firstLine)
     let help = HelpText(
         overview: "seal a stream of notifications: one {\"recipient\", \"notification\"} per input line (optionally with \"deviceToken\", \"aps\", \"collapseId\"), one {\"recipient\", \"line\", \"id\", \"deviceToken\", \"payload\", \"headers\"} or {\"recipient\", \"line\", \"id\", \"deviceToken\", \"error\"} per output line, in input order (\"line\": the 1-based input line number; \"id\": the notification id as sealed, given or generated, for push-send's outcome lines (known on an error line only when the input gave it); \"deviceToken\" only when the line gave one)",
         usage: ["push-seal batch --app-id APP --keychain DIR [options] [LINES.jsonl | -]"],
@@ -69,16 +70,17 @@ struct BatchCommand: OptionsCommand {
         let deviceTokens: DeviceTokenEnvironment?
         init(parsing a: Arguments) throws {
             input = try Positionals(a, max: 1).first
-            try requireInUsageOrder(a, [("--app-id", "APP"), ("--keychain", "DIR")], helpCommand: "push-seal batch --help")
+            typealias C = BatchCommand
+            try requireInUsageOrder(a, [SealOptionSpecs.appID, SealOptionSpecs.keychain], helpCommand: "push-seal batch --help")
             seal = try SealOptionGroup(parsing: a)
-            jobs = try a.integer("--jobs")
-            let environment = try a.value("--environment").map { v in
+            jobs = try a[C.jobs]
+            let environment = try a[C.environment].map { v in
                 guard let e = DeviceTokenEnvironment(rawValue: v) else { throw CLIError.usage("--environment must be production or development, got \(quoted(v))") }
                 return e
             }
-            if environment != nil, !a.has("--device-tokens") { throw CLIError.usage("--environment goes with --device-tokens") }
-            deviceTokens = a.has("--device-tokens") ? environment ?? .production : nil
-            if let v = a.value("--first-line") {
+            if environment != nil, !a[C.deviceTokens] { throw CLIError.usage("--environment goes with --device-tokens") }
+            deviceTokens = a[C.deviceTokens] ? environment ?? .production : nil
+            if let v = a[C.firstLine] {
                 guard let f = Int64(v) else {
                     throw CLIError.usage("--first-line needs an integer of at least 1, got \(quoted(v))", hint: BatchCommand.firstLineHint)
                 }

@@ -8,13 +8,13 @@ import PushSealSender
 /// `push-seal media FILE --out BLOB [--url URL] [--type MIME] [--force]`: encrypt a media file for a sealed notification.
 struct MediaCommand: OptionsCommand {
     let path = ["media"]
-    let options: [OptionSpec] = [
-        .value("--out", "BLOB", "where to write the encrypted blob, mode 0644 (required; must not exist unless --force)"),
-        .value("--url", "URL", "the absolute https:// or http:// URL the blob will be served from, written into the descriptor (default: empty; fill it in before sealing)"),
-        .value("--type", "MIME", "the MIME type, type/subtype of token characters, e.g. image/jpeg (default: from the file's magic bytes)"),
-        .value("--descriptor-out", "FILE", "write the descriptor (it holds the key) to FILE, created exclusively with mode 0600 (default: stdout, when it is not a terminal nor a regular file others can read)"),
-        .flag("--force", "overwrite BLOB if it exists (never through a symbolic link)"),
-    ]
+    static let out = Option.required("--out", "BLOB", "where to write the encrypted blob, mode 0644 (required; must not exist unless --force)")
+    static let url = Option.text("--url", "URL", "the absolute https:// or http:// URL the blob will be served from, written into the descriptor (default: empty; fill it in before sealing)")
+    static let type = Option.text("--type", "MIME", "the MIME type, type/subtype of token characters, e.g. image/jpeg (default: from the file's magic bytes)")
+    static let descriptorOut = Option.text("--descriptor-out", "FILE", "write the descriptor (it holds the key) to FILE, created exclusively with mode 0600 (default: stdout, when it is not a terminal nor a regular file others can read)")
+    static let force = Option.flag("--force", "overwrite BLOB if it exists (never through a symbolic link)")
+
+    let options: [OptionSpec] = OptionSpec.list(Self.out, Self.url, Self.type, Self.descriptorOut, Self.force)
     let help = HelpText(
         overview: "encrypt a media file with a fresh AES-256-GCM key into a blob to upload anywhere, and print the descriptor {url, type, sha256, key} to put in the notification's \"media\"",
         usage: ["push-seal media FILE --out BLOB [--url URL] [--type MIME] [--descriptor-out FILE] [--force]"],
@@ -34,8 +34,9 @@ struct MediaCommand: OptionsCommand {
         init(parsing a: Arguments) throws {
             guard let input = try Positionals(a, max: 1).first else { throw CLIError.usage("missing FILE", hint: "push-seal media FILE --out BLOB") }
             self.input = input
-            out = try a.required("--out")
-            (url, type, descriptorOut, force) = (a.value("--url"), a.value("--type"), a.value("--descriptor-out"), a.has("--force"))
+            typealias C = MediaCommand
+            out = try a[C.out]
+            (url, type, descriptorOut, force) = (a[C.url], a[C.type], a[C.descriptorOut], a[C.force])
         }
         func validate() throws {
             // The sealer's own rules (MediaSealer.seal checks them too): a bad flag is a usage error.

@@ -8,12 +8,13 @@ import PushSealSender
 struct RetractCommand: OptionsCommand {
     let path = ["retract"]
 
-    let options: [OptionSpec] = SealOptionSpecs.keys + [
-        .value("--recipient", "R", "the recipient (one app installation) whose delivered notifications to remove (required)"),
-        .value("--id", "ID", "the id of a delivered notification to remove (1 to \(MessageKind.maxRetractIDs), repeat the option; the id the notification was sealed with)", repeatable: true),
-        .value("--retract-id", "ID", "the retract's own id, for the device's replay guard (default: a random one)"),
-        .flag("--with-headers", "print {\"headers\": {…}, \"payload\": {…}} instead of the payload alone (apns-push-type background, apns-priority 5)"),
-    ] + SealOptionSpecs.payload.filter { ["--ttl", "--no-expiry", "--no-padding"].contains($0.name) }
+    static let recipient = KeysetOptions.recipientOption.withHelp("the recipient (one app installation) whose delivered notifications to remove (required)")
+    static let id = Option.repeated("--id", "ID", "the id of a delivered notification to remove (1 to \(MessageKind.maxRetractIDs), repeat the option; the id the notification was sealed with)")
+    static let retractID = Option.text("--retract-id", "ID", "the retract's own id, for the device's replay guard (default: a random one)")
+    static let withHeaders = Option.flag("--with-headers", "print {\"headers\": {…}, \"payload\": {…}} instead of the payload alone (apns-push-type background, apns-priority 5)")
+
+    let options: [OptionSpec] = SealOptionSpecs.keys + OptionSpec.list(Self.recipient, Self.id, Self.retractID, Self.withHeaders)
+        + SealOptionSpecs.retractPayload
 
     let help = HelpText(
         overview: "seal a retract for one recipient: a background push that makes the app remove the delivered notifications with these ids (FORMAT.md §5.1), and print the APNs payload JSON",
@@ -40,12 +41,13 @@ struct RetractCommand: OptionsCommand {
         let withHeaders: Bool
         init(parsing a: Arguments) throws {
             _ = try Positionals(a, max: 0)
-            try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal retract --help")
-            recipient = try a.required("--recipient")
-            ids = a.values("--id")
-            retractID = a.value("--retract-id")
+            typealias C = RetractCommand
+            try requireInUsageOrder(a, [SealOptionSpecs.appID, C.recipient, SealOptionSpecs.keychain], helpCommand: "push-seal retract --help")
+            recipient = try a.required(C.recipient)
+            ids = a[C.id]
+            retractID = a[C.retractID]
             seal = try SealOptionGroup(parsing: a)
-            withHeaders = a.has("--with-headers")
+            withHeaders = a[C.withHeaders]
         }
         func validate() throws {
             try checkKeysetNames(recipient: recipient)

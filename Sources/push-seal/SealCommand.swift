@@ -15,16 +15,18 @@ struct SealCommand: OptionsCommand {
     /// The command as `push-seal seal` (`alias: false`) or as the bare default form.
     init(alias: Bool = false) { path = alias ? [] : ["seal"] }
 
-    let options: [OptionSpec] = SealOptionSpecs.keys + [
-        .value("--recipient", "R", "the recipient (one app installation) whose primary key seals the notification (required)"),
-        .value("--title", "TEXT", "notification title (overrides the file's; visible to other users of this machine in the process list: prefer the file or stdin)"),
-        .value("--subtitle", "TEXT", "notification subtitle (overrides the file's; visible to other users, as --title)"),
-        .value("--body", "TEXT", "notification body (overrides the file's; visible to other users, as --title)"),
-        .value("--media-url", "URL", "attach the media at URL, not encrypted (overrides the file's media; needs --media-sha256; for encrypted media put the descriptor of 'push-seal media' in the file's \"media\")"),
-        .value("--media-sha256", "HEX", "SHA-256 of the file at --media-url (64 hex digits, e.g. from sha256sum): the device drops media that does not match, so the CDN cannot swap it"),
-        .value("--id", "ID", "notification id, for the device's replay guard (overrides the file's; default: a random one, 16 bytes in base64url)"),
-        .flag("--with-headers", "print {\"headers\": {…}, \"payload\": {…}} instead of the payload alone"),
-    ] + SealOptionSpecs.payload
+    static let recipient = KeysetOptions.recipientOption.withHelp("the recipient (one app installation) whose primary key seals the notification (required)")
+    static let title = Option.text("--title", "TEXT", "notification title (overrides the file's; visible to other users of this machine in the process list: prefer the file or stdin)")
+    static let subtitle = Option.text("--subtitle", "TEXT", "notification subtitle (overrides the file's; visible to other users, as --title)")
+    static let body = Option.text("--body", "TEXT", "notification body (overrides the file's; visible to other users, as --title)")
+    static let mediaURL = Option.text("--media-url", "URL", "attach the media at URL, not encrypted (overrides the file's media; needs --media-sha256; for encrypted media put the descriptor of 'push-seal media' in the file's \"media\")")
+    static let mediaSHA256 = Option.text("--media-sha256", "HEX", "SHA-256 of the file at --media-url (64 hex digits, e.g. from sha256sum): the device drops media that does not match, so the CDN cannot swap it")
+    static let id = Option.text("--id", "ID", "notification id, for the device's replay guard (overrides the file's; default: a random one, 16 bytes in base64url)")
+    static let withHeaders = Option.flag("--with-headers", "print {\"headers\": {…}, \"payload\": {…}} instead of the payload alone")
+
+    let options: [OptionSpec] = SealOptionSpecs.keys
+        + OptionSpec.list(Self.recipient, Self.title, Self.subtitle, Self.body, Self.mediaURL, Self.mediaSHA256, Self.id, Self.withHeaders)
+        + SealOptionSpecs.payload
 
     let help = HelpText(
         overview: "seal one notification for one recipient and print the APNs payload JSON (compact, at most 4096 bytes); 'push-seal batch' seals many, 'push-seal media' encrypts an image or other media file",
@@ -65,12 +67,13 @@ struct SealCommand: OptionsCommand {
         let withHeaders: Bool
         init(parsing a: Arguments) throws {
             file = try Positionals(a, max: 1).first
-            try requireInUsageOrder(a, [("--app-id", "APP"), ("--recipient", "R"), ("--keychain", "DIR")], helpCommand: "push-seal --help")
-            recipient = try a.required("--recipient")
+            typealias C = SealCommand
+            try requireInUsageOrder(a, [SealOptionSpecs.appID, C.recipient, SealOptionSpecs.keychain], helpCommand: "push-seal --help")
+            recipient = try a.required(C.recipient)
             seal = try SealOptionGroup(parsing: a)
-            (title, subtitle, body, id, mediaURL) = (a.value("--title"), a.value("--subtitle"), a.value("--body"), a.value("--id"), a.value("--media-url"))
-            mediaSHA256 = a.value("--media-sha256")
-            withHeaders = a.has("--with-headers")
+            (title, subtitle, body, id, mediaURL) = (a[C.title], a[C.subtitle], a[C.body], a[C.id], a[C.mediaURL])
+            mediaSHA256 = a[C.mediaSHA256]
+            withHeaders = a[C.withHeaders]
         }
         func validate() throws {
             try checkKeysetNames(recipient: recipient)

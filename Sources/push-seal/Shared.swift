@@ -73,48 +73,73 @@ extension SealCommand {
 /// one missing is reported (not whichever the code happens to read first).
 /// - Parameters:
 ///   - a: the parsed arguments.
-///   - options: `(name, valueName)` pairs in USAGE order, e.g. `("--app-id", "APP")`.
+///   - options: the required text options in USAGE order, e.g. ``SealOptionSpecs/appID``.
 ///   - helpCommand: the help to point at, e.g. `push-seal --help`.
 /// - Throws: `CLIError` 64 `missing NAME VALUE` with `hint: see 'HELP'`.
-func requireInUsageOrder(_ a: Arguments, _ options: [(name: String, valueName: String)], helpCommand: String) throws {
+func requireInUsageOrder(_ a: Arguments, _ options: [Option<String?>], helpCommand: String) throws {
     // With --registry (or $PUSHSEAL_REGISTRY), --keychain is not needed.
     let registry = ((try? RegistryLocation(parsing: a)) ?? nil) != nil
-    for o in options where (a.value(o.name) ?? "").isEmpty && !(registry && o.name == "--keychain") {
-        throw CLIError.usage("missing \(o.name) \(o.valueName)", hint: "see '\(helpCommand)'")
+    for o in options where (a[o] ?? "").isEmpty && !(registry && o.name == KeystoreOptions.keychain.name) {
+        throw CLIError.usage("missing \(o.name) \(o.spec.valueName)", hint: "see '\(helpCommand)'")
     }
 }
 
-/// Option specs shared by the single seal and `batch` (parsed by ``SealOptionGroup``).
+/// The options shared by the single seal, `batch` and `retract`, each declared once (parsed by
+/// ``SealOptionGroup``).
 enum SealOptionSpecs {
-    static let keys: [OptionSpec] = [
-        .value("--app-id", "APP", "the app's bundle identifier (APNs topic), bound into the AAD (required)"),
-        .value("--keychain", "DIR", "the server keychain holding the recipients' keysets and v2 registrations (required unless --registry; push-keys generate makes one)"),
-        .value("--format", "V", "v1 or v2: seal only that wire format (default: v2 for a recipient with a v2 registration, v1 for one with a keyset; v2 is auth mode when the app has a sender key)"),
-    ] + RegistryOptions.all
-    static let payload: [OptionSpec] = [
-        .value("--fallback-title", "TEXT", "clear-text alert title (default \"\(FallbackAlert.defaultTitle)\")"),
-        .value("--fallback-body", "TEXT", "clear-text alert body (default \"\(FallbackAlert.defaultBody)\")"),
-        .duration("--ttl", "expiry for notifications without their own exp or ttl, from now (default 30d, the keys' grace window): sets exp (checked on the device) and apns-expiration; 0 is APNs' \"deliver now or never\" (apns-expiration 0, sealed exp = iat + 60 s); exp must not pass 9999-12-31T23:59:59Z"),
-        .flag("--no-expiry", "seal no exp and send no apns-expiration for notifications without their own exp or ttl (the device's replay guard then keeps their id for 30 days after iat and refuses them after that)"),
-        .integer("--priority", "N", "apns-priority: 10 (default) or 5"),
-        .value("--collapse-id", "ID", "apns-collapse-id (at most 64 bytes)"),
-        .value("--sound", "NAME", "aps.sound, in clear"),
-        .integer("--badge", "N", "aps.badge, in clear"),
-        .value("--thread-id", "ID", "aps.thread-id, in clear"),
-        .value("--category", "ID", "aps.category, in clear"),
-        .value("--interruption-level", "LEVEL", "aps.interruption-level: passive, active, time-sensitive, critical"),
-        .value("--relevance-score", "X", "aps.relevance-score, 0 to 1"),
-        .value("--target-content-id", "ID", "aps.target-content-id, in clear"),
-        .value("--filter-criteria", "ID", "aps.filter-criteria, in clear"),
-        .flag("--fit", "over budget: drop padding, then media, then shorten the body with an ellipsis"),
-        .flag("--no-padding", "do not pad the plaintext to its Padmé length (padding hides the exact text length from APNs)"),
-    ]
+    /// `--app-id APP`.
+    static let appID = KeysetOptions.appIDOption.withHelp("the app's bundle identifier (APNs topic), bound into the AAD (required)")
+    /// `--keychain DIR`.
+    static let keychain = KeystoreOptions.keychain.withHelp("the server keychain holding the recipients' keysets and v2 registrations (required unless --registry; push-keys generate makes one)")
+    /// `--format v1|v2` (``sealFormat(_:)``).
+    static let format = Option.text("--format", "V", "v1 or v2: seal only that wire format (default: v2 for a recipient with a v2 registration, v1 for one with a keyset; v2 is auth mode when the app has a sender key)")
+    /// `--fallback-title TEXT`.
+    static let fallbackTitle = Option.text("--fallback-title", "TEXT", "clear-text alert title (default \"\(FallbackAlert.defaultTitle)\")")
+    /// `--fallback-body TEXT`.
+    static let fallbackBody = Option.text("--fallback-body", "TEXT", "clear-text alert body (default \"\(FallbackAlert.defaultBody)\")")
+    /// `--ttl DURATION`.
+    static let ttl = Option.duration("--ttl", "expiry for notifications without their own exp or ttl, from now (default 30d, the keys' grace window): sets exp (checked on the device) and apns-expiration; 0 is APNs' \"deliver now or never\" (apns-expiration 0, sealed exp = iat + 60 s); exp must not pass 9999-12-31T23:59:59Z")
+    /// `--no-expiry`.
+    static let noExpiry = Option.flag("--no-expiry", "seal no exp and send no apns-expiration for notifications without their own exp or ttl (the device's replay guard then keeps their id for 30 days after iat and refuses them after that)")
+    /// `--priority N`.
+    static let priority = Option.integer("--priority", "N", "apns-priority: 10 (default) or 5")
+    /// `--collapse-id ID`.
+    static let collapseID = Option.text("--collapse-id", "ID", "apns-collapse-id (at most 64 bytes)")
+    /// `--sound NAME`.
+    static let sound = Option.text("--sound", "NAME", "aps.sound, in clear")
+    /// `--badge N`.
+    static let badge = Option.integer("--badge", "N", "aps.badge, in clear")
+    /// `--thread-id ID`.
+    static let threadID = Option.text("--thread-id", "ID", "aps.thread-id, in clear")
+    /// `--category ID`.
+    static let category = Option.text("--category", "ID", "aps.category, in clear")
+    /// `--interruption-level LEVEL`.
+    static let interruptionLevel = Option.text("--interruption-level", "LEVEL", "aps.interruption-level: passive, active, time-sensitive, critical")
+    /// `--relevance-score X`.
+    static let relevanceScore = Option.text("--relevance-score", "X", "aps.relevance-score, 0 to 1")
+    /// `--target-content-id ID`.
+    static let targetContentID = Option.text("--target-content-id", "ID", "aps.target-content-id, in clear")
+    /// `--filter-criteria ID`.
+    static let filterCriteria = Option.text("--filter-criteria", "ID", "aps.filter-criteria, in clear")
+    /// `--fit`.
+    static let fit = Option.flag("--fit", "over budget: drop padding, then media, then shorten the body with an ellipsis")
+    /// `--no-padding`.
+    static let noPadding = Option.flag("--no-padding", "do not pad the plaintext to its Padmé length (padding hides the exact text length from APNs)")
 
+    /// The app, the store and the format.
+    static let keys: [OptionSpec] = OptionSpec.list(appID, keychain, format) + RegistryOptions.all
+    /// The payload options of the single seal and `batch`.
+    static let payload: [OptionSpec] = OptionSpec.list(fallbackTitle, fallbackBody, ttl, noExpiry, priority, collapseID, sound, badge,
+                                                       threadID, category, interruptionLevel, relevanceScore, targetContentID,
+                                                       filterCriteria, fit, noPadding)
+    /// The payload options of `retract` (its payload is fixed: no alert, background priority).
+    static let retractPayload: [OptionSpec] = OptionSpec.list(ttl, noExpiry, noPadding)
 }
 
 /// The seal option group of the single seal and `batch`: `--app-id`, the keystore
 /// (``KeystoreOptions``, `--keychain DIR`) and the payload options (``SealOptionSpecs/payload``)
-/// as the sender's `SealOptions`. A new payload option is one spec and one line here.
+/// as the sender's `SealOptions`. A new payload option is one declaration in ``SealOptionSpecs``
+/// and one line here.
 struct SealOptionGroup: Sendable {
     /// `--app-id APP`.
     let appID: String
@@ -129,34 +154,35 @@ struct SealOptionGroup: Sendable {
     /// first, in its USAGE order).
     /// - Throws: `CLIError` 64 for a malformed number or duration.
     init(parsing a: Arguments) throws {
-        appID = try a.required("--app-id")
+        typealias S = SealOptionSpecs
+        appID = try a.required(S.appID)
         keystore = try KeystoreOptions(parsing: a, allowingRegistry: true)
         format = try sealFormat(a)
         var options = SealOptions()
-        if a.has("--no-expiry") {
-            guard !a.has("--ttl") else { throw CLIError.usage("give either --ttl or --no-expiry, not both") }
+        if a[S.noExpiry] {
+            guard !a.has(S.ttl) else { throw CLIError.usage("give either --ttl or --no-expiry, not both") }
             options.defaultTTLSeconds = nil
-        } else if let ttl = try a.duration("--ttl") {
+        } else if let ttl = try a[S.ttl] {
             options.defaultTTLSeconds = ttl
         }
-        options.padding = !a.has("--no-padding")
+        options.padding = !a[S.noPadding]
         // The alert and APNs options: every payload option but the three above, which are all
         // that `push-seal retract` offers (its payload is fixed: no alert, background priority).
-        guard a.declares("--fallback-title") else {
+        guard a.declares(S.fallbackTitle) else {
             self.options = options
             return
         }
-        options.fallback = FallbackAlert(title: a.value("--fallback-title") ?? FallbackAlert.defaultTitle,
-                                         body: a.value("--fallback-body") ?? FallbackAlert.defaultBody)
-        if let p = try a.integer("--priority") { options.priority = Int(truncatingIfNeeded: p) }
-        options.collapseID = a.value("--collapse-id")
-        options.aps = APSFields(sound: a.value("--sound"), badge: try a.integer("--badge"), threadID: a.value("--thread-id"),
-                                category: a.value("--category"), interruptionLevel: a.value("--interruption-level"),
-                                relevanceScore: try a.value("--relevance-score").map { v in
+        options.fallback = FallbackAlert(title: a[S.fallbackTitle] ?? FallbackAlert.defaultTitle,
+                                         body: a[S.fallbackBody] ?? FallbackAlert.defaultBody)
+        if let p = try a[S.priority] { options.priority = Int(truncatingIfNeeded: p) }
+        options.collapseID = a[S.collapseID]
+        options.aps = APSFields(sound: a[S.sound], badge: try a[S.badge], threadID: a[S.threadID],
+                                category: a[S.category], interruptionLevel: a[S.interruptionLevel],
+                                relevanceScore: try a[S.relevanceScore].map { v in
                                     guard let d = Double(v) else { throw CLIError.usage("--relevance-score needs a number from 0 to 1, got \(quoted(v))") }
                                     return d
-                                }, targetContentID: a.value("--target-content-id"), filterCriteria: a.value("--filter-criteria"))
-        options.fit = a.has("--fit")
+                                }, targetContentID: a[S.targetContentID], filterCriteria: a[S.filterCriteria])
+        options.fit = a[S.fit]
         self.options = options
     }
 

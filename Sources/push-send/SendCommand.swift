@@ -20,31 +20,7 @@ enum SendExit {
 /// `push-send`: the whole tool is this one command.
 struct SendCommand: OptionsCommand {
     let path: [String] = []
-    let options: [OptionSpec] = [
-        .value("--p8", "FILE", "the APNs provider key (.p8, PKCS#8 P-256) from Apple's developer site"),
-        .value("--key-id", "ID", "the key's 10-character key id"),
-        .value("--team-id", "ID", "your 10-character team id"),
-        .value("--environment", "ENV", "production (api.push.apple.com) or development (api.sandbox.push.apple.com)", default: "production"),
-        .integer("--port", "PORT", "443 or 2197", default: 443),
-        .value("--host", "HOST:PORT", "send to another server instead (a test server or the mock APNs); give its --ca-file"),
-        .value("--ca-file", "FILE", "PEM CA certificates to trust for --host instead of the system's"),
-        .value("--device-token", "HEX", "the device token for lines without \"deviceToken\", or for a single PAYLOAD.json"),
-        .value("--topic", "BUNDLE", "apns-topic for lines without one (the app's bundle id; the push type's suffix is added)"),
-        .value("--push-type", "TYPE", "apns-push-type for lines without one (alert by default)"),
-        .integer("--priority", "N", "apns-priority for lines without one: 10, 5 or 1 (background: 5)"),
-        .integer("--expiration", "SECONDS", "apns-expiration for lines without one: seconds since 1970, 0 for now-or-never"),
-        .value("--collapse-id", "ID", "apns-collapse-id for lines without one (at most 64 bytes)"),
-        .value("--outcomes", "FILE", "append the outcome lines to FILE instead of standard output (created 0600; with an intent line before each request goes out)"),
-        .value("--resume", "FILE", "the outcome file of an interrupted run: lines with a final outcome there are not sent again, failures that never reached APNs are"),
-        .value("--invalidations", "FILE", "append the device tokens to delete (410 with its timestamp, or BadDeviceToken) to FILE"),
-        .value("--metrics", "FILE", "write the summary as Prometheus text to FILE at the end"),
-        .integer("--connections", "N", "connections at most; a retry on a new connection may add one", range: 1...16, default: 1),
-        .integer("--in-flight", "N", "notifications in flight at most; memory is bounded by it", range: 1...100_000, default: 1000),
-        .integer("--timeout", "SECONDS", "one attempt's time limit", range: 1...600, default: 10),
-        .integer("--attempts", "N", "attempts per notification at most", range: 1...20, default: 5),
-        .integer("--retry-delay", "MS", "first back-off delay in milliseconds, doubled each retry up to 60 s, with jitter", range: 0...60_000, default: 1000),
-        .integer("--rate", "N", "send at most N notifications a second (without it: as fast as APNs answers), paced on the monotonic clock with bursts of 1% of N", range: 1...1_000_000),
-    ]
+    let options: [OptionSpec] = SendOptions.all
     let help = HelpText(
         overview: "send notifications to APNs over HTTP/2 with a provider token (ES256 JWT from your .p8 key): each input line is push-seal batch's output ({\"line\", \"payload\", \"headers\"}) with a \"deviceToken\"; or give one PAYLOAD.json and --device-token. Writes one outcome line per input line: {\"line\", \"deviceToken\", \"outcome\": \"accepted\" | \"rejected\" | \"unregistered\" | \"failed\", \"status\", \"reason\", \"apnsId\", \"apnsUniqueId\", \"timestamp\" (410, ms since 1970), \"attempts\", \"connection\", \"latencyMs\"}, in completion order",
         usage: [
