@@ -299,7 +299,14 @@ final class Fetch: MediaFetchTask, @unchecked Sendable {
     func body(_ buffer: UnsafeMutablePointer<CChar>?, _ count: Int) -> Int {
         guard count > 0 else { return 0 }
         guard responseDelivered, !isCancelled else { return 0 }
-        guard events?.receive(UnsafeRawBufferPointer(start: buffer, count: count)) == true else {
+        guard let buffer else { return 0 }
+        // Safe: libcurl hands over `count` readable bytes at `buffer`, valid until this callback
+        // returns; the span given to `receive` cannot outlive that call (it is borrowed, not
+        // escapable). `char` and UInt8 have the same size and layout.
+        let accepted = buffer.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
+            events?.receive(UnsafeBufferPointer(start: bytes, count: count).span) == true
+        }
+        guard accepted else {
             stoppedByCaller = true
             return 0
         }
