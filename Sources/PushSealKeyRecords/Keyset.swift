@@ -65,15 +65,20 @@ package struct Keyset {
 
     // MARK: Encoding
 
+    /// The length of ``encode()``'s item data in bytes (the layout above).
+    package var encodedByteCount: Int {
+        var count = Self.magic.count + 1 + 8 + 2 + appID.utf8.count + 2 + recipient.utf8.count + 1 + 2
+        if let r = rotation { count += 1 + r.keyID.utf8.count + 8 }
+        for k in keys { count += 1 + k.info.keyID.utf8.count + 1 + 5 * 8 + 1 + (k.secret?.byteCount ?? 0) }
+        return count
+    }
+
     /// The item data (version 2). It holds key bytes: the caller wipes it (`SecretBytes.wipe`).
-    /// Written into one array reserved at its final size up front, so no reallocation leaves a
-    /// copy of a key behind in a freed buffer.
+    /// Written into one array reserved at its final size (``encodedByteCount``) up front, so no
+    /// reallocation leaves a copy of a key behind in a freed buffer.
     package func encode() -> [UInt8] {
-        var capacity = Self.magic.count + 1 + 8 + 2 + appID.utf8.count + 2 + recipient.utf8.count + 1 + 2
-        if let r = rotation { capacity += 1 + r.keyID.utf8.count + 8 }
-        for k in keys { capacity += 1 + k.info.keyID.utf8.count + 1 + 5 * 8 + 1 + (k.secret?.byteCount ?? 0) }
         var out: [UInt8] = []
-        out.reserveCapacity(capacity)
+        out.reserveCapacity(encodedByteCount)
         out += Self.magic
         out.append(2)
         Self.putInt64(&out, Int64(bitPattern: generation))

@@ -41,4 +41,22 @@ import Testing
         #expect(reason(Data(Array(0..<48) as [UInt8]).base64EncodedString())?.contains("keys[0].key is not base64") == true)
         #expect(reason("AAEC*wQF")?.contains("keys[0].key is not base64") == true)
     }
+
+    @Test func aKeysetItemIsWrittenAtTheSizeItReservesAndReadBack() throws {
+        let keys = [
+            ManagedKey(info: KeyInfo(keyID: "q3Zk_9Ab", status: .primary, createdAt: 1_767_225_600, promotedAt: 1_767_225_600, sealCount: 7),
+                       secret: SecretBytes(copying: Self.key)),
+            ManagedKey(info: KeyInfo(keyID: "gone", status: .destroyed, createdAt: 1_767_000_000, retiredAt: 1_767_100_000), secret: nil),
+        ]
+        for rotation in [nil, Keyset.Rotation(keyID: "q3Zk_9Ab", graceSeconds: 86_400, phase: .promoted)] {
+            let keyset = Keyset(appID: "com.example.app", recipient: "alice-iphone", keys: keys, rotation: rotation, generation: 3)
+            var bytes = keyset.encode()
+            defer { SecretBytes.wipe(&bytes) }
+            // Written into the capacity reserved up front: no reallocation left a copy of the key.
+            #expect(bytes.count == keyset.encodedByteCount)
+            let read = try Keyset.decode(bytes)
+            #expect(read.keys.map(\.info) == keys.map(\.info) && read.rotation?.keyID == rotation?.keyID && read.generation == 3)
+            #expect(read.keys[0].secret?.copyBytes() == Self.key && read.keys[1].secret == nil)
+        }
+    }
 }
