@@ -79,7 +79,7 @@ let package = Package(
         .target(name: "PushSealKeychain", dependencies: ["PushSealSystem", "PushSealJSON", "PushSealCrypto"]),
         // The keys, split along the device/server seam (docs/modules.md "Keys"):
         // PushSealKeyRecords: what both sides share (key records, ids, statuses, keysets, KeyTime, KeychainNames).
-        .target(name: "PushSealKeyRecords", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealJSON", "PushSealSystem", "CSodium"]),
+        .target(name: "PushSealKeyRecords", dependencies: ["PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealJSON", "PushSealSystem"]),
         // PushSealDeviceKeys: the device's key items, manifest, keyring and revocation; no server store.
         .target(name: "PushSealDeviceKeys", dependencies: ["PushSealKeyRecords", "PushSealCrypto", "PushSealWire", "PushSealKeychain", "PushSealJSON", "PushSealSystem"]),
         // PushSealServerKeys: the server store protocols (ServerKeyStore and its refinements), keysets,

@@ -24,6 +24,12 @@ public final class SHA256Hasher {
     /// Feeds `bytes` into the hash.
     public func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
+    /// Feeds `bytes` into the hash, read in place (e.g. a media chunk borrowed from the fetcher).
+    public func update(_ bytes: Span<UInt8>) {
+        // Safe: the span's bytes are valid for the closure, and OpenSSL only reads them there.
+        bytes.withUnsafeBytes { update($0) }
+    }
+
     /// Finishes and returns the 32-byte digest. Call once.
     /// - Throws: `CryptoError` `.internalFailure` if OpenSSL failed.
     public func finalize() throws -> [UInt8] {

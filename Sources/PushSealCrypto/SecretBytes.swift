@@ -26,6 +26,22 @@ public final class SecretBytes: @unchecked Sendable, Equatable, CustomStringConv
         count = bytes.count
     }
 
+    /// Copies the bytes of `bytes` into a new secret (the non-generic path for a key read in
+    /// place from a larger buffer, e.g. `bytes.span.extracting(offset..<(offset + 32))`): one copy,
+    /// straight into this object's storage. The caller wipes the source.
+    /// - Parameter bytes: the secret, any length.
+    public init(copying bytes: Span<UInt8>) {
+        let target = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 16)
+        target.initializeMemory(as: UInt8.self, repeating: 0)
+        // Safe: `target` holds at least `bytes.count` bytes and the source is valid for the
+        // closure; the two do not overlap (the storage is new).
+        bytes.withUnsafeBytes { source in
+            if let base = source.baseAddress { target.baseAddress?.copyMemory(from: base, byteCount: source.count) }
+        }
+        storage = target
+        count = bytes.count
+    }
+
     /// Creates `byteCount` fresh random bytes from libsodium's `randombytes_buf`.
     /// - Parameter byteCount: number of bytes, e.g. 32 for an AES-256 key.
     public init(randomByteCount byteCount: Int) {
@@ -33,6 +49,30 @@ public final class SecretBytes: @unchecked Sendable, Equatable, CustomStringConv
         storage.initializeMemory(as: UInt8.self, repeating: 0)
         SecureRandom.fill(UnsafeMutableRawBufferPointer(rebasing: storage[0..<byteCount]))
         count = byteCount
+    }
+
+    /// A secret written in place by `fill` (the closure-scoped base of ``init(decodingBase64:maxByteCount:)``
+    /// and ``init(decodingHex:byteCount:)``): the key bytes go straight into this object's own
+    /// storage, so no other buffer ever holds them.
+    /// - Parameters:
+    ///   - capacity: the storage's size in bytes; `fill` may use all of it.
+    ///   - fill: given the zeroed storage (valid only inside the call), writes the secret at its
+    ///     start and returns its length (at most `capacity`), or `nil` to fail.
+    /// - Returns: `nil` when `fill` does; the storage is then wiped and released.
+    init?(capacity: Int, filling fill: (UnsafeMutableRawBufferPointer) -> Int?) {
+        let capacity = max(capacity, 0)
+        let target = UnsafeMutableRawBufferPointer.allocate(byteCount: max(capacity, 1), alignment: 16)
+        target.initializeMemory(as: UInt8.self, repeating: 0)
+        // Safe: the rebased buffer is the first `capacity` bytes of `target` (allocated with at
+        // least that many above) and is not kept by `fill` past its return.
+        guard let n = fill(UnsafeMutableRawBufferPointer(rebasing: target[0..<capacity])), (0...capacity).contains(n) else {
+            // A failed decode may have written part of a key: wipe before releasing, as deinit would.
+            sodium_memzero(target.baseAddress, target.count)
+            target.deallocate()
+            return nil
+        }
+        storage = target
+        count = n
     }
 
     private let count: Int

@@ -90,28 +90,19 @@ extension DeviceKeyItem {
     /// Reads a 32-byte X25519 private key written as text: 64 hex digits (either case) or
     /// base64 of 32 bytes (FORMAT.md §4 reading rules), trailing spaces and line ends ignored.
     /// For key files (`push-keys device import`).
+    ///
+    /// The text is read in place (a span of `text`, no copy) and decoded by libsodium's
+    /// constant-time decoders straight into the returned `SecretBytes`
+    /// (``SecretBytes/init(decodingHex:byteCount:)``, ``WireBase64/decodeSecret(_:byteCount:)``):
+    /// no unwiped array ever holds the key.
     /// - Parameter text: the file's bytes (a secret: the caller wipes its copy).
     /// - Returns: the 32 bytes, or nil when the text is neither form.
     public static func privateKey(fromText text: [UInt8]) -> SecretBytes? {
         var end = text.count
         while end > 0, [0x0A, 0x0D, 0x20, 0x09].contains(text[end - 1]) { end -= 1 }
-        var raw: [UInt8] = []
-        defer { SecretBytes.wipe(&raw) }
-        text.withUnsafeBytes { all in
-            let t = UnsafeRawBufferPointer(rebasing: all[..<end])
-            if t.count == 2 * X25519.privateKeyByteCount {
-                var i = 0
-                while i + 1 < t.count, let h = Hex.value(ofDigit: t[i]), let l = Hex.value(ofDigit: t[i + 1]) {
-                    raw.append(h << 4 | l)
-                    i += 2
-                }
-                if raw.count == X25519.privateKeyByteCount { return }
-                SecretBytes.wipe(&raw)
-                raw = []
-            }
-            if let bytes = try? WireBase64.decodeSecret(t) { raw = bytes }
-        }
-        return raw.count == X25519.privateKeyByteCount ? SecretBytes(copying: raw) : nil
+        let key = text.span.extracting(0..<end)
+        if let secret = SecretBytes(decodingHex: key, byteCount: X25519.privateKeyByteCount) { return secret }
+        return WireBase64.decodeSecret(key, byteCount: X25519.privateKeyByteCount)
     }
 
 }

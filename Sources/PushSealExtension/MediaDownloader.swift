@@ -522,13 +522,14 @@ final class Transfer: @unchecked Sendable {
     var hasFailed: Bool { state.withLock { $0.error != nil } }
 
     /// Streams one chunk: counts, sniffs, enforces the limit, hashes and writes — under the lock.
+    /// The chunk is hashed and written straight from the fetcher's buffer (no copy).
     /// - Returns: false when the transfer must stop (error recorded).
-    func receive(_ data: UnsafeRawBufferPointer) -> Bool {
+    func receive(_ data: Span<UInt8>) -> Bool {
         state.withLock { s -> Bool in
             guard s.error == nil, !s.fileClosed else { return false }
             s.byteCount += data.count
             if s.header.count < MediaType.sniffByteCount {
-                s.header.append(contentsOf: data.prefix(MediaType.sniffByteCount - s.header.count))
+                for i in 0..<min(data.count, MediaType.sniffByteCount - s.header.count) { s.header.append(data[i]) }
                 if sniffContent, s.header.count >= MediaType.sniffByteCount {
                     guard let type = MediaType.sniff(s.header) else {
                         s.error = ExtensionError(.attachmentUnrecognizedType, "content is not a supported media type (magic bytes)\(s.contentType.map { ", Content-Type \($0)" } ?? "")")

@@ -1,11 +1,10 @@
 import PushSealJSON
-internal import CSodium
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-package import PushSealCrypto
+import PushSealCrypto
 import PushSealWire
 import PushSealKeychain
 
@@ -42,7 +41,7 @@ public struct KeyRecord: Sendable {
     ///
     /// Written with `JSONWriter` into one buffer reserved up front (so no partial copy is left
     /// behind by a reallocation); each key's base64 is made by libsodium's constant-time
-    /// `sodium_bin2base64` in a scratch buffer that is wiped.
+    /// `sodium_bin2base64` (``SecretBytes/base64Text()``) in a scratch array that is wiped.
     public func encoded() -> [UInt8] {
         var out: [UInt8]
         do {
@@ -66,7 +65,7 @@ public struct KeyRecord: Sendable {
                 w.key("sealCount"); w.integer(Int64(clamping: k.info.sealCount))
                 if let secret = k.secret {
                     w.key("key")
-                    var text = Self.base64(secret)
+                    var text = secret.base64Text()
                     defer { SecretBytes.wipe(&text) }
                     // Base64 is ASCII, so this never throws.
                     try? w.string(utf8: text)
@@ -82,60 +81,49 @@ public struct KeyRecord: Sendable {
         return out
     }
 
-    /// Standard padded base64 (RFC 4648 §4) of `secret`, constant-time (libsodium).
-    package static func base64(_ secret: SecretBytes) -> [UInt8] {
-        let length = (secret.byteCount + 2) / 3 * 4
-        var text = [UInt8](repeating: 0, count: length + 1)
-        secret.withUnsafeBytes { raw in
-            text.withUnsafeMutableBufferPointer { out in
-                out.baseAddress?.withMemoryRebound(to: CChar.self, capacity: length + 1) { c in
-                    _ = sodium_bin2base64(c, length + 1, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count,
-                                          sodium_base64_VARIANT_ORIGINAL)
-                }
-            }
-        }
-        text[length] = 0
-        text.removeLast()  // the NUL; capacity (and the bytes) stay in this buffer
-        return text
-    }
-
     /// Decodes and validates a record, then wipes `bytes` (zeroes every byte, on success and on
     /// error): the import path, where the record text holds key bytes.
     /// - Parameter bytes: the JSON (at most 1 MiB).
     /// - Throws: as ``init(decoding:)``.
     public init(wiping bytes: inout [UInt8]) throws {
         defer { SecretBytes.wipe(&bytes) }
-        self = try bytes.withUnsafeBytes { try Self.parse($0) }
+        self = try Self.parse(bytes)
     }
 
     /// Decodes and validates a record (the caller wipes `bytes`; see ``init(wiping:)``).
     ///
     /// Read with `JSONReader.Scanner` (strict RFC 8259: malformed UTF-8, duplicate members and
-    /// trailing bytes are refused); each key's base64 is decoded straight from the input bytes by
-    /// libsodium's constant-time `sodium_base642bin` (standard alphabet, padded, no JSON escapes)
-    /// into a buffer that is wiped, so no `String` ever holds key text. Unknown members are ignored.
+    /// trailing bytes are refused); each key's base64 is decoded in place, from a span of the input
+    /// bytes, by libsodium's constant-time `sodium_base642bin` (standard alphabet, padded, no JSON
+    /// escapes) straight into the key's `SecretBytes` (``SecretBytes/init(decodingBase64:maxByteCount:)``):
+    /// no `String`, array or scratch buffer ever holds key text or key bytes, so the only copies
+    /// are `bytes` (the caller's to wipe) and the secret (zeroed when released). Unknown members
+    /// are ignored.
     /// - Parameter bytes: the JSON (at most 1 MiB).
     /// - Throws: `KeysError` `.malformedRecord` (not JSON, truncated, wrong format or version,
     ///   missing, duplicate or mistyped field, a time after ``KeyTime/maxTimeSeconds``, key not 32
     ///   bytes of base64, key on a destroyed key or missing on a usable one, more than one primary), `.invalidName` (bad key id, app id or
     ///   recipient), `.duplicateKeyID` (one key id twice).
     public init(decoding bytes: [UInt8]) throws {
-        self = try bytes.withUnsafeBytes { try Self.parse($0) }
+        self = try Self.parse(bytes)
     }
 
     package static func bad(_ what: String) -> KeysError { KeysError(.malformedRecord, "key record: \(what)") }
 
-    package static func parse(_ raw: UnsafeRawBufferPointer) throws -> KeyRecord {
-        guard raw.count <= 1 << 20 else { throw bad("larger than 1 MiB") }
+    package static func parse(_ bytes: [UInt8]) throws -> KeyRecord {
+        guard bytes.count <= 1 << 20 else { throw bad("larger than 1 MiB") }
         do {
-            return try parseJSON(raw)
+            // The scanner reads `bytes` in place (no copy of the record text).
+            return try JSONReader.Scanner.scanning(bytes, limits: JSONReader.Limits(maxByteCount: 1 << 20, maxDepth: 16)) {
+                try parseJSON(&$0, bytes)
+            }
         } catch let e as JSONError {
             throw bad("not a JSON object (malformed or truncated): \(e.reason)")
         }
     }
 
-    private static func parseJSON(_ raw: UnsafeRawBufferPointer) throws -> KeyRecord {
-        var s = try JSONReader.Scanner(raw, limits: JSONReader.Limits(maxByteCount: 1 << 20, maxDepth: 16))
+    /// The record scanned by `s` from `source`, the bytes it reads (key text is decoded from them).
+    private static func parseJSON(_ s: inout JSONReader.Scanner, _ source: [UInt8]) throws -> KeyRecord {
         guard try s.peekKind() == .object else { throw bad("not a JSON object (malformed or truncated)") }
         try s.beginObject()
         var seen = Set<String>()
@@ -155,7 +143,7 @@ public struct KeyRecord: Sendable {
                 var list: [ManagedKey] = []
                 var ids = Set<String>()
                 while try s.nextElement() {
-                    let k = try parseKey(&s, list.count)
+                    let k = try parseKey(&s, source, list.count)
                     guard ids.insert(k.info.keyID).inserted else { throw KeysError(.duplicateKeyID, "key record: key id \(k.info.keyID) appears twice") }
                     list.append(k)
                 }
@@ -189,7 +177,7 @@ public struct KeyRecord: Sendable {
         return v
     }
 
-    private static func parseKey(_ s: inout JSONReader.Scanner, _ n: Int) throws -> ManagedKey {
+    private static func parseKey(_ s: inout JSONReader.Scanner, _ source: [UInt8], _ n: Int) throws -> ManagedKey {
         guard try s.peekKind() == .object else { throw bad("keys[\(n)] is not an object") }
         try s.beginObject()
         var seen = Set<String>()
@@ -218,7 +206,7 @@ public struct KeyRecord: Sendable {
                 guard try s.peekKind() == .string else { throw bad("keys[\(n)].key is not base64") }
                 let text = try s.readString()
                 guard !text.hasEscapes else { throw bad("keys[\(n)].key is not plain base64 (it has JSON escapes)") }
-                secret = try decodeKey(s.rawBytes(text), n)
+                secret = try decodeKey(source.span.extracting(text.start..<text.end), n)
             default:
                 _ = try s.readValue()
             }
@@ -238,21 +226,15 @@ public struct KeyRecord: Sendable {
                           secret: secret)
     }
 
-    /// 32 key bytes from standard padded base64 at `text` (libsodium, constant-time), via a
-    /// wiped scratch buffer.
-    private static func decodeKey(_ text: UnsafeRawBufferPointer, _ n: Int) throws -> SecretBytes {
-        let capacity = AES256GCM.keyByteCount + 3
-        var bytes = [UInt8](repeating: 0, count: capacity)
-        defer { SecretBytes.wipe(&bytes) }
-        var decoded = 0
-        let status: Int32 = bytes.withUnsafeMutableBufferPointer { out in
-            guard let t = text.baseAddress, let o = out.baseAddress else { return -1 }
-            return sodium_base642bin(o, capacity, t.assumingMemoryBound(to: CChar.self), text.count, nil, &decoded, nil,
-                                     sodium_base64_VARIANT_ORIGINAL)
+    /// 32 key bytes from the standard padded base64 `text`, a span of the record's bytes,
+    /// decoded by libsodium (constant-time) straight into the secret: no scratch copy to wipe.
+    /// Room for a few bytes more than a key, so a near miss is reported with its length.
+    private static func decodeKey(_ text: Span<UInt8>, _ n: Int) throws -> SecretBytes {
+        guard let secret = SecretBytes(decodingBase64: text, maxByteCount: AES256GCM.keyByteCount + 3) else {
+            throw bad("keys[\(n)].key is not base64")
         }
-        guard status == 0 else { throw bad("keys[\(n)].key is not base64") }
-        guard decoded == AES256GCM.keyByteCount else { throw bad("keys[\(n)].key is \(decoded) bytes, expected 32") }
-        return SecretBytes(copying: bytes.prefix(decoded))
+        guard secret.byteCount == AES256GCM.keyByteCount else { throw bad("keys[\(n)].key is \(secret.byteCount) bytes, expected 32") }
+        return secret
     }
 }
 

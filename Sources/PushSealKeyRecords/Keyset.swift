@@ -65,8 +65,21 @@ package struct Keyset {
 
     // MARK: Encoding
 
+    /// The length of ``encode()``'s item data in bytes (the layout above).
+    package var encodedByteCount: Int {
+        var count = Self.magic.count + 1 + 8 + 2 + appID.utf8.count + 2 + recipient.utf8.count + 1 + 2
+        if let r = rotation { count += 1 + r.keyID.utf8.count + 8 }
+        for k in keys { count += 1 + k.info.keyID.utf8.count + 1 + 5 * 8 + 1 + (k.secret?.byteCount ?? 0) }
+        return count
+    }
+
+    /// The item data (version 2). It holds key bytes: the caller wipes it (`SecretBytes.wipe`).
+    /// Written into one array reserved at its final size (``encodedByteCount``) up front, so no
+    /// reallocation leaves a copy of a key behind in a freed buffer.
     package func encode() -> [UInt8] {
-        var out = Self.magic
+        var out: [UInt8] = []
+        out.reserveCapacity(encodedByteCount)
+        out += Self.magic
         out.append(2)
         Self.putInt64(&out, Int64(bitPattern: generation))
         Self.putString16(&out, appID)
@@ -90,7 +103,7 @@ package struct Keyset {
             Self.putInt64(&out, Int64(bitPattern: k.info.sealCount))
             if let s = k.secret {
                 out.append(UInt8(truncatingIfNeeded: s.byteCount))
-                s.withUnsafeBytes { out.append(contentsOf: $0) }
+                s.appendBytes(to: &out)
             } else {
                 out.append(0)
             }
@@ -127,7 +140,9 @@ package struct Keyset {
             var secret: SecretBytes?
             if n > 0 {
                 guard r.offset + n <= bytes.count else { throw Reader.bad }
-                secret = bytes.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[r.offset..<(r.offset + n)])) }
+                // Copied once, from a span of the item data straight into the secret (the caller
+                // wipes `bytes`); no intermediate array holds the key.
+                secret = SecretBytes(copying: bytes.span.extracting(r.offset..<(r.offset + n)))
                 r.offset += n
             }
             keys.append(ManagedKey(info: KeyInfo(keyID: id, status: status, createdAt: created, promotedAt: promoted,

@@ -188,6 +188,9 @@ final class Fetch: MediaFetchTask, @unchecked Sendable {
 
     /// Options shared by every hop. False if libcurl refused one.
     private func configure(_ easy: UnsafeMutableRawPointer, headers: UnsafeMutablePointer<curl_slist>?) -> Bool {
+        // Safe: the callbacks get `self` back unretained; they run only inside `perform` on the
+        // transfer thread, whose closure holds `self` until `run` returns, and `transfer` cleans
+        // the easy handle up (no callback after that) before it returns.
         let me = Unmanaged.passUnretained(self).toOpaque()
         var ok = true
         func set(_ code: CURLcode) { ok = ok && code == CURLE_OK }
@@ -231,6 +234,7 @@ final class Fetch: MediaFetchTask, @unchecked Sendable {
         if isCancelled { return CURLE_ABORTED_BY_CALLBACK }
         var left: Int32 = 0
         while let message = pushseal_lazy_curl_multi_info_read(multi, &left) {
+            // Safe: libcurl's message stays valid until the next call on `multi`; it is read here only.
             if message.pointee.msg == CURLMSG_DONE { return pushseal_lazy_curl_msg_result(message) }
         }
         return CURLE_FAILED_INIT
@@ -240,6 +244,8 @@ final class Fetch: MediaFetchTask, @unchecked Sendable {
     /// 0 to abort the hop (redirect approved, response refused, cancelled).
     func header(_ buffer: UnsafeMutablePointer<CChar>?, _ count: Int) -> Int {
         guard let buffer, !isCancelled else { return 0 }
+        // Safe: libcurl hands over `count` readable bytes at `buffer`, valid until this callback
+        // returns; `line` and its slices are read here only (values leave as `String`s).
         let line = UnsafeRawBufferPointer(start: buffer, count: count)
         if line.starts(with: "HTTP/".utf8) {
             head = ResponseHead()
@@ -286,6 +292,8 @@ final class Fetch: MediaFetchTask, @unchecked Sendable {
         guard !isCancelled else { return CURL_SOCKET_BAD }
         var bytes = [UInt8](repeating: 0, count: 16)
         var port: Int32 = 0
+        // Safe: `pushseal_lazy_curl_sockaddr_ip` writes at most 16 bytes (an IPv6 address) into
+        // `bytes`, which holds 16; `address` is libcurl's, valid for this callback.
         let version = bytes.withUnsafeMutableBufferPointer { b -> Int32 in
             guard let base = b.baseAddress else { return 0 }
             return pushseal_lazy_curl_sockaddr_ip(address, base, &port)
@@ -299,7 +307,14 @@ final class Fetch: MediaFetchTask, @unchecked Sendable {
     func body(_ buffer: UnsafeMutablePointer<CChar>?, _ count: Int) -> Int {
         guard count > 0 else { return 0 }
         guard responseDelivered, !isCancelled else { return 0 }
-        guard events?.receive(UnsafeRawBufferPointer(start: buffer, count: count)) == true else {
+        guard let buffer else { return 0 }
+        // Safe: libcurl hands over `count` readable bytes at `buffer`, valid until this callback
+        // returns; the span given to `receive` cannot outlive that call (it is borrowed, not
+        // escapable). `char` and UInt8 have the same size and layout.
+        let accepted = buffer.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
+            events?.receive(UnsafeBufferPointer(start: bytes, count: count).span) == true
+        }
+        guard accepted else {
             stoppedByCaller = true
             return 0
         }

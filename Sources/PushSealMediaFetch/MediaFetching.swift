@@ -23,8 +23,10 @@ public protocol MediaFetchEvents: AnyObject, Sendable {
     func redirect(to url: String) -> Bool
     /// The response head: HTTP status, `Content-Type`, `Content-Length` in bytes. True receives the body.
     func response(status: Int, contentType: String?, contentLength: Int?) -> Bool
-    /// A body chunk. False stops the transfer (the fetcher cancels it).
-    func receive(_ bytes: UnsafeRawBufferPointer) -> Bool
+    /// A body chunk, borrowed from the network side's receive buffer for this call only (no
+    /// copy is made to hand it over; copy what must be kept). False stops the transfer (the
+    /// fetcher cancels it).
+    func receive(_ bytes: Span<UInt8>) -> Bool
     /// The end, exactly once.
     func complete(_ completion: MediaFetchCompletion)
 }

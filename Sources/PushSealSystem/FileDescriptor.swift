@@ -166,6 +166,13 @@ public final class FileDescriptor {
         try bytes.withUnsafeBytes { try writeAll($0) }
     }
 
+    /// Writes all of `bytes`, read in place (as ``writeAll(_:)-(UnsafeRawBufferPointer)``), e.g. a
+    /// media chunk borrowed from the fetcher.
+    public func writeAll(_ bytes: Span<UInt8>) throws {
+        // Safe: the span's bytes are valid for the closure, and `write` only reads them there.
+        try bytes.withUnsafeBytes { try writeAll($0) }
+    }
+
     /// Writes all of `text`'s UTF-8 (as ``writeAll(_:)-(UnsafeRawBufferPointer)``).
     public func writeAll(_ text: String) throws {
         var t = text

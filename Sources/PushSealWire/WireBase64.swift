@@ -2,6 +2,7 @@ internal import CPushSealSIMD
 internal import CSodium
 import PushSealSystem
 public import PushSealJSON
+public import PushSealCrypto
 
 /// Base64 as wire format v1 writes and reads it (FORMAT.md §4).
 ///
@@ -353,6 +354,9 @@ public enum WireBase64 {
                                       &decodedCount, nil, variant)
                 }
             }
+            // A failed decode may have written part of a key before it stopped: zero it before
+            // the buffer is released (safe: `o` holds `capacity` bytes, all within this array).
+            if status != 0 { sodium_memzero(o, capacity) }
             initialized = status == 0 ? decodedCount : 0
         }
         guard status == 0 else {
@@ -360,6 +364,21 @@ public enum WireBase64 {
             throw FormatError(.invalidBase64, invalidReason(text, urlSafe: urlSafe, padded: padded))
         }
         return bytes
+    }
+
+    /// Decodes secret key text (a key file's) by the reading rules above with libsodium (as
+    /// ``decodeSecret(_:)-(String)``) into a new `SecretBytes`, from a span of the caller's
+    /// buffer (no copy of the text). The decoded bytes pass through one array of their exact
+    /// size, which is wiped before this returns, on every path.
+    /// - Parameters:
+    ///   - text: the base64 text.
+    ///   - byteCount: the key's length in bytes (32 for an X25519 private key).
+    /// - Returns: the key, or `nil` when `text` is not base64 of exactly `byteCount` bytes.
+    public static func decodeSecret(_ text: Span<UInt8>, byteCount: Int) -> SecretBytes? {
+        // Safe: the span's bytes are valid for the closure and only read there.
+        guard var bytes = try? text.withUnsafeBytes({ try decodeSecret($0) }) else { return nil }
+        defer { SecretBytes.wipe(&bytes) }
+        return bytes.count == byteCount ? SecretBytes(copying: bytes.span) : nil
     }
 
     /// A reason that says what is wrong without echoing the (possibly long) text.

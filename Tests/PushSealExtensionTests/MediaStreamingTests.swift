@@ -70,12 +70,12 @@ private final class RecordingEvents: MediaFetchEvents, @unchecked Sendable {
         return true
     }
 
-    func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    func receive(_ bytes: Span<UInt8>) -> Bool {
         enter(); defer { leave() }
         let first = lock.withLock { () -> Bool in
             _chunkCount += 1
             _largestChunk = max(_largestChunk, bytes.count)
-            _bytes.append(contentsOf: bytes)
+            for i in bytes.indices { _bytes.append(bytes[i]) }
             return _chunkCount == 1
         }
         if first {
