@@ -161,7 +161,7 @@ let package = Package(
         .testTarget(name: "PushSealRegistryTests", dependencies: ["PushSealRegistry", "PushSealServerKeyProviders", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealWire", "PushSealCrypto", "PushSealJSON", "PushSealSystem"]),
         .testTarget(name: "CLITests", dependencies: ["PushSealWire", "PushSealCLI", "PushSealServerKeys", "PushSealDeviceKeys", "PushSealKeyRecords", "PushSealKeychain", "PushSealCrypto", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         // The tools' option declarations, read in process (the executables imported @testable).
-        .testTarget(name: "CLIDeclarationTests", dependencies: ["PushSealCLI", "push-seal", "push-open", "push-keys", "push-send", "push-gateway"]),
+        .testTarget(name: "CLIDeclarationTests", dependencies: ["PushSealCLI", "PushSealAPNs", "PushSealSystem", "push-seal", "push-open", "push-keys", "push-send", "push-gateway"]),
         // The envelope seam: a test-only second enc_alg through the real sender and extension.
         .testTarget(name: "EnvelopeSeamTests", dependencies: ["PushSealWire", "PushSealCrypto", "PushSealSender", "PushSealExtension", "PushSealJSON", "PushSealSystem", "PushSealTestSupport"]),
         .testTarget(name: "PushSealServerTests", dependencies: ["PushSealServer", "PushSealAPNs", "PushSealSender", "PushSealRegistry", "PushSealDeviceKeys", "PushSealKeychain", "PushSealCrypto", "PushSealSystem", "PushSealTestSupport"]),
