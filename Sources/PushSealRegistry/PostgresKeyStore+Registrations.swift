@@ -159,7 +159,7 @@ extension PostgresKeyStore: V2KeyListStore {
         var kemID: Int64
 
         func fields(appID: String, owner: String, listVersion: Int64) -> [RegistryRowField] {
-            PostgresKeyStore.registrationFields(appID: appID, recipient: owner, entry, kemID: kemID, position: Int(position), listVersion: listVersion)
+            registrationFields(appID: appID, recipient: owner, entry, kemID: kemID, position: Int(position), listVersion: listVersion)
         }
     }
 
