@@ -2,6 +2,7 @@ internal import CPushSealSIMD
 internal import CSodium
 import PushSealSystem
 public import PushSealJSON
+public import PushSealCrypto
 
 /// Base64 as wire format v1 writes and reads it (FORMAT.md §4).
 ///
@@ -160,6 +161,13 @@ public enum WireBase64 {
             }
             return length
         }
+    }
+
+    /// Encodes a key's bytes as standard padded base64 (``encodeSecret(_:)-(UnsafeRawBufferPointer)``,
+    /// constant time), read in place.
+    public static func encodeSecret(_ key: SecretBytes) -> String {
+        // Safe: the key's bytes are read during the call only, never kept.
+        key.withUnsafeBytes { encodeSecret($0) }
     }
 
     /// Decodes public `text` (e.g. `encrypted_data`) by the tolerant reading rules above, with
