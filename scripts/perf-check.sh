@@ -8,7 +8,7 @@
 # difference, so start-up and set-up cancel out:
 #   fullseal-256, fullseal-1024   push-bench probe fullseal: notification JSON in, APNs payload out
 #   fullopen-256, fullopen-1024   push-bench probe fullopen: APNs payload in, notification out
-#   batch-line-1024               push-seal batch with a server keychain, one 1 KB line (every thread)
+#   batch-line-1024               push-seal batch --jobs 1 with a server keychain, one 1 KB line (one sealing thread: a count that does not depend on the core count or on how the workers' waits interleave)
 #   send-notification             push-send, one 1 KB notification to the native mock APNs (every
 #                                 thread of push-send; the mock runs outside callgrind)
 # The core seal (AES-256-GCM of the same bytes) is counted too and printed beside the full seal,
@@ -148,7 +148,7 @@ for n in (4096, 12288):
         f.write(line * n)
 PY
 for n in 4096 12288; do
-  total[$n]=$(count "$work/batch-$n.out" "$work/push-seal" batch --app-id com.example.app --keychain "$kc" "$work/batch-$n.jsonl")
+  total[$n]=$(count "$work/batch-$n.out" "$work/push-seal" batch --jobs 1 --app-id com.example.app --keychain "$kc" "$work/batch-$n.jsonl")
   [[ $(grep -c '"payload"' "$work/batch-$n.out") -eq $n ]] || { echo "perf-check: error: push-seal batch did not seal every line" >&2; exit 70; }
 done
 figure[batch-line-1024]=$(per_op 4096 12288 "${total[4096]}" "${total[12288]}")

@@ -103,6 +103,48 @@ public struct BoundedByteSink: ByteSink {
         writtenByteCount += byteCount
     }
 
+    /// Runs `body` with a sink over a temporary buffer of `capacity` bytes (at least 1) and,
+    /// after it, `trailingByteCount` more bytes as a span: the sender's plaintext and the box it
+    /// is sealed into, in one allocation (on the stack up to 1 KiB), valid only during the
+    /// call (package-internal, see the type).
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` throws.
+    @inlinable package static func withTemporary<R>(capacity: Int, trailingByteCount: Int,
+                                                    _ body: (BoundedByteSink, inout MutableRawSpan) throws -> R) rethrows -> R {
+        let capacity = max(1, capacity)
+        return try withUnsafeTemporaryAllocation(byteCount: capacity + max(0, trailingByteCount), alignment: 16) { scratch in
+            // Safe: both ranges lie inside `scratch`, which lives until this closure returns;
+            // the sink and the span do not leave `body` (the sink's buffer has no other way
+            // out, the span is non-escapable). A non-empty allocation has a base address.
+            guard let sink = BoundedByteSink(UnsafeMutableRawBufferPointer(rebasing: scratch[0..<capacity])) else {
+                preconditionFailure("a temporary allocation of at least 1 byte has a base address")
+            }
+            let trailing = UnsafeMutableRawBufferPointer(rebasing: scratch[capacity...])
+            var span = trailing.mutableBytes
+            return try body(sink, &span)
+        }
+    }
+
+    /// Runs `body` with the bytes written so far, as a span valid during the call.
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` throws.
+    @inlinable package func withWrittenBytes<R>(_ body: (RawSpan) throws -> R) rethrows -> R {
+        // Safe: `base..<base + writtenByteCount` was written and lies inside the buffer, which
+        // the closure-scoped entry that made this sink keeps alive while the sink is used.
+        let bytes = UnsafeRawBufferPointer(start: base, count: writtenByteCount)
+        return try body(bytes.bytes)
+    }
+
+    /// Runs `body` with the bytes written so far, writable (to wipe a plaintext in place).
+    /// - Returns: what `body` returns.
+    /// - Throws: what `body` throws.
+    @inlinable package mutating func withWrittenMutableBytes<R>(_ body: (inout MutableRawSpan) throws -> R) rethrows -> R {
+        // Safe: as ``withWrittenBytes(_:)``; the buffer was writable when the sink was made.
+        let bytes = UnsafeMutableRawBufferPointer(start: base, count: writtenByteCount)
+        var span = bytes.mutableBytes
+        return try body(&span)
+    }
+
     /// Appends `n` spaces (Padmé padding, FORMAT.md §6), or sets ``overflowed``.
     @inlinable public mutating func appendSpaces(_ n: Int) {
         guard n >= 0, writtenByteCount + n <= capacity else { didOverflow = true; return }

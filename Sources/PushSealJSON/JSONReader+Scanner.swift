@@ -247,6 +247,16 @@ extension JSONReader {
             UnsafeRawBufferPointer(start: parser.p + span.start, count: span.byteCount)
         }
 
+        /// Runs `body` with the content bytes of `span` as written in the input (escapes not
+        /// decoded), e.g. to match a key against known names without building a `String`.
+        /// - Returns: what `body` returns.
+        @inlinable public func withRawBytes<R>(_ span: StringSpan, _ body: (Span<UInt8>) throws -> R) rethrows -> R {
+            // Safe: the content lies inside the input (the scanner made the span of bytes it
+            // read), which is valid while the scanner is used; the span ends with the call.
+            let bytes = rawBytes(span).assumingMemoryBound(to: UInt8.self)
+            return try body(bytes.span)
+        }
+
         /// The decoded string of `span`.
         public func string(_ span: StringSpan) -> String {
             if !span.hasEscapes {
@@ -360,5 +370,25 @@ extension JSONReader {
         parser.i = quoteIndex
         guard (try? parser.scanString()) != nil else { return nil }
         return parser.scratch
+    }
+
+    /// The decoded string of the JSON string content `start..<end` of the document `bytes` (a
+    /// span a ``Scanner`` read and validated, kept by the caller): copied as it is without
+    /// escapes, else decoded from its opening quote at `start - 1`. `nil` when the range does
+    /// not lie inside `bytes` or no valid string starts there.
+    /// - Parameters:
+    ///   - bytes: the whole JSON document.
+    ///   - start: offset of the first content byte (just after the opening quote), at least 1.
+    ///   - end: offset of the closing quote.
+    ///   - hasEscapes: whether the content has a backslash escape (``StringSpan/hasEscapes``).
+    public static func decodedString(in bytes: RawSpan, start: Int, end: Int, hasEscapes: Bool) -> String? {
+        guard start >= 1, start <= end, end < bytes.byteCount else { return nil }
+        // Safe: the document's memory is valid for the call and only read; `start..<end` lies
+        // inside it (checked just above).
+        return bytes.withUnsafeBytes { raw in
+            let u = raw.assumingMemoryBound(to: UInt8.self)
+            if !hasEscapes { return String(decoding: UnsafeBufferPointer(rebasing: u[start..<end]), as: UTF8.self) }
+            return decodeString(in: u, openingQuoteAt: start - 1).map { String(decoding: $0, as: UTF8.self) }
+        }
     }
 }

@@ -149,6 +149,14 @@ public struct JSONSinkWriter<Sink: ByteSink> {
         needsComma = true
     }
 
+    /// Writes a string value whose UTF-8 bytes are known to need no escape (see
+    /// ``string(plain:)-(UnsafeRawBufferPointer)``), given as a span (a text kept as it was
+    /// scanned), copied as they are.
+    @inlinable @inline(__always) public mutating func string(plain value: RawSpan) {
+        // Safe: the span's memory is valid for the call and only copied from.
+        value.withUnsafeBytes { string(plain: $0) }
+    }
+
     /// Writes an integer in decimal.
     @inlinable public mutating func integer(_ value: Int64) {
         comma()

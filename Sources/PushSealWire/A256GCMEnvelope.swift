@@ -37,32 +37,14 @@ public struct A256GCMEnvelope: EnvelopeAlgorithm {
 
     /// The AAD `pushseal:v1|A256GCM|<key_id>|<app_id>`, written on the stack (≤ 340 bytes for
     /// valid ids) and passed to `body`.
-    public func withBinding<R>(_ context: EnvelopeContext, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+    public func withBinding<R>(_ context: EnvelopeContext, _ body: (RawSpan) throws -> R) throws -> R {
         try Self.withAAD(keyID: context.keyID, appID: context.appID, body)
     }
 
-    static func withAAD<R>(keyID: String, appID: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        let prefix = aadPrefix
-        return try keyID.withContiguousUTF8 { kb in
-            try appID.withContiguousUTF8 { ab in
-                let count = prefix.utf8CodeUnitCount + kb.count + 1 + ab.count
-                return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buf in
-                    guard let base = buf.baseAddress else {
-                        return try aad(algorithm: WireFormat.algorithm, keyID: keyID, appID: appID).withUnsafeBytes(body)
-                    }
-                    // Plain stores at computed offsets (no nested function capturing a cursor,
-                    // which would box it on the heap at every seal and open).
-                    base.copyMemory(from: prefix.utf8Start, byteCount: prefix.utf8CodeUnitCount)
-                    var at = prefix.utf8CodeUnitCount
-                    if let b = kb.baseAddress { (base + at).copyMemory(from: b, byteCount: kb.count) }
-                    at += kb.count
-                    (base + at).storeBytes(of: WireFormat.aadSeparator, as: UInt8.self)
-                    at += 1
-                    if let b = ab.baseAddress { (base + at).copyMemory(from: b, byteCount: ab.count) }
-                    return try body(UnsafeRawBufferPointer(buf))
-                }
-            }
-        }
+    /// The AAD from its constant prefix (``aadPrefix``), `keyID`, `|` and `appID`, in a
+    /// temporary buffer valid during `body`.
+    static func withAAD<R>(keyID: String, appID: String, _ body: (RawSpan) throws -> R) rethrows -> R {
+        try TemporaryBytes.joining(aadPrefix, keyID, WireFormat.aadSeparator, appID, body)
     }
 
     /// `pushseal:v1|A256GCM|`: ``WireFormat/version``, ``WireFormat/algorithm`` and their
@@ -72,11 +54,11 @@ public struct A256GCMEnvelope: EnvelopeAlgorithm {
     /// Seals with a fresh random nonce.
     /// - Throws: `FormatError` `.invalidKey` (not 32 bytes); `CryptoError` `.internalFailure`,
     ///   `.invalidParameter` (box too small).
-    public func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext,
-                     into box: UnsafeMutableRawBufferPointer) throws -> Int {
+    public func seal(_ plaintext: RawSpan, key: SecretBytes, context: EnvelopeContext,
+                     into box: inout MutableRawSpan) throws -> Int {
         guard key.byteCount == AES256GCM.keyByteCount else { throw Self.wrongKey(key) }
         return try Self.withAAD(keyID: context.keyID, appID: context.appID) { aad in
-            try AES256GCM.seal(plaintext, with: key, authenticating: aad, into: box)
+            try AES256GCM.seal(plaintext, with: key, authenticating: aad, into: &box)
         }
     }
 
@@ -89,12 +71,7 @@ public struct A256GCMEnvelope: EnvelopeAlgorithm {
         }
         do {
             return try Self.withAAD(keyID: context.keyID, appID: context.appID) { aad in
-                try box.withUnsafeBytes { c in
-                    let n = AES256GCM.nonceByteCount, t = c.count - AES256GCM.tagByteCount
-                    return try AES256GCM.open(nonce: UnsafeRawBufferPointer(rebasing: c[0..<n]),
-                                              ciphertext: UnsafeRawBufferPointer(rebasing: c[n..<t]),
-                                              tag: UnsafeRawBufferPointer(rebasing: c[t...]), with: key, authenticating: aad)
-                }
+                try AES256GCM.open(combined: box.span.bytes, with: key, authenticating: aad)
             }
         } catch let error as CryptoError where error.code == .authenticationFailed {
             throw FormatError(.authenticationFailed, "the box did not authenticate for key id \(WireFormat.describe(context.keyID)) and app id \(WireFormat.describe(context.appID)) (wrong key, wrong key id or app id, or modified data)")

@@ -95,13 +95,15 @@ public protocol EnvelopeAlgorithm: Sendable {
     /// the entry's own configuration (v2 auth: its sender key id). Empty for `A256GCM`.
     func sealingHeaderValues(keyID: String, appID: String) throws -> [String]
     /// The bytes this algorithm binds the box to (v1: the AAD, v2: the HPKE `info`), built in
-    /// a temporary buffer and passed to `body`, valid only during the call.
-    func withBinding<R>(_ context: EnvelopeContext, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R
-    /// Seals `plaintext` into `box` (room for ``boxByteCount(plaintextByteCount:)`` bytes) and
-    /// returns the bytes written. The context is already checked.
+    /// a temporary buffer and passed to `body` as a span, valid only during the call.
+    func withBinding<R>(_ context: EnvelopeContext, _ body: (RawSpan) throws -> R) throws -> R
+    /// Seals `plaintext` into the start of `box` (room for ``boxByteCount(plaintextByteCount:)``
+    /// bytes) and returns the bytes written. The context is already checked. Spans, not
+    /// pointers: an entry hands them to PushSealCrypto's span entries (`AES256GCM.seal`,
+    /// `HPKE.seal`), which alone touch the memory by pointer.
     /// - Throws: `FormatError` `.invalidKey`; `CryptoError` `.internalFailure`, `.invalidParameter`.
-    func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext,
-              into box: UnsafeMutableRawBufferPointer) throws -> Int
+    func seal(_ plaintext: RawSpan, key: SecretBytes, context: EnvelopeContext,
+              into box: inout MutableRawSpan) throws -> Int
     /// Opens `box` and returns the plaintext (padding included), only after it authenticated.
     /// - Throws: `FormatError` `.authenticationFailed`, `.invalidKey`, `.truncatedBox`.
     func open(_ box: [UInt8], key: SecretBytes, context: EnvelopeContext) throws -> [UInt8]

@@ -112,7 +112,7 @@ public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
     /// The HPKE `info` `pushseal:v2|HPKE-AUTH-X25519-A256GCM|<key_id>|<app_id>|<sender_key_id>`
     /// (FORMAT.md §V.3.2), in a temporary buffer valid during `body`.
     /// - Throws: `FormatError` `.missingField` when the context has no `sender_key_id` value.
-    public func withBinding<R>(_ context: EnvelopeContext, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+    public func withBinding<R>(_ context: EnvelopeContext, _ body: (RawSpan) throws -> R) throws -> R {
         guard context.headerValues.count == 1, let sender = context.headerValues.first else {
             throw FormatError(.missingField, "\(Self.algorithmName) binds \(Self.senderKeyIDField)", field: Self.senderKeyIDField)
         }
@@ -124,22 +124,20 @@ public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
     /// - Throws: `FormatError` `.invalidKey` (not 32 bytes, or no sender private key),
     ///   `.zeroSharedSecret` (a low-order public key); `CryptoError` `.invalidParameter`,
     ///   `.internalFailure`.
-    public func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext,
-                     into box: UnsafeMutableRawBufferPointer) throws -> Int {
+    public func seal(_ plaintext: RawSpan, key: SecretBytes, context: EnvelopeContext,
+                     into box: inout MutableRawSpan) throws -> Int {
         guard let senderKey, let senderKeyID else { throw Self.noSenderKey() }
         guard let pairCache else {
             let recipient = try HPKEEnvelopeSupport.publicKey(key, algorithm: name)
             return try withBinding(context) { info in
-                try HPKEEnvelopeSupport.mapped(context) { try HPKE.seal(plaintext, to: recipient, info: info, sender: senderKey, into: box) }
+                try HPKEEnvelopeSupport.mapped(context) { try HPKE.seal(plaintext, to: recipient, info: info, sender: senderKey, into: &box) }
             }
         }
         guard key.byteCount == X25519.publicKeyByteCount else { throw HPKEEnvelopeSupport.wrongKey(key, algorithm: name) }
         return try withBinding(context) { info in
             try HPKEEnvelopeSupport.mapped(context) {
-                let pair = try key.withUnsafeBytes {
-                    try pairCache.pair(sender: senderKey, senderKeyID: senderKeyID, recipientPublicKey: $0, recipientKeyID: context.keyID)
-                }
-                return try HPKE.seal(plaintext, for: pair, info: info, into: box)
+                let pair = try pairCache.pair(sender: senderKey, senderKeyID: senderKeyID, recipientPublicKey: key, recipientKeyID: context.keyID)
+                return try HPKE.seal(plaintext, for: pair, info: info, into: &box)
             }
         }
     }
@@ -155,10 +153,10 @@ public struct HPKEAuthEnvelope: EnvelopeAlgorithm {
         return try withBinding(context) { info in
             try HPKEEnvelopeSupport.mapped(context) {
                 guard let pairCache, let senderKeyID = context.headerValues.first else {
-                    return try box.withUnsafeBytes { try HPKE.open($0, with: recipient, info: info, sender: sender) }
+                    return try HPKE.open(box.span.bytes, with: recipient, info: info, sender: sender)
                 }
                 let pair = try pairCache.pair(recipient: recipient, recipientKeyID: context.keyID, sender: sender, senderKeyID: senderKeyID)
-                return try box.withUnsafeBytes { try HPKE.open($0, with: recipient, from: pair, info: info) }
+                return try HPKE.open(box.span.bytes, with: recipient, from: pair, info: info)
             }
         }
     }

@@ -1,4 +1,5 @@
 public import PushSealCrypto
+import PushSealSystem
 
 /// Wire format version 2, base mode (FORMAT.md §V.2, §V.3): `enc_alg`
 /// `HPKE-BASE-X25519-A256GCM`, HPKE (RFC 9180) `mode_base` with DHKEM(X25519, HKDF-SHA256),
@@ -64,18 +65,18 @@ public struct HPKEBaseEnvelope: EnvelopeAlgorithm {
 
     /// The HPKE `info` `pushseal:v2|HPKE-BASE-X25519-A256GCM|<key_id>|<app_id>` (FORMAT.md
     /// §V.3.2), in a temporary buffer valid during `body`.
-    public func withBinding<R>(_ context: EnvelopeContext, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+    public func withBinding<R>(_ context: EnvelopeContext, _ body: (RawSpan) throws -> R) throws -> R {
         try HPKEEnvelopeSupport.withInfo([HPKEEnvelopeSupport.version, Self.algorithmName, context.keyID, context.appID], body)
     }
 
     /// Seals to the device public key `key` (`SealBase`, RFC 9180 §6.1), fresh ephemeral key.
     /// - Throws: `FormatError` `.invalidKey` (not 32 bytes), `.zeroSharedSecret` (a low-order
     ///   public key); `CryptoError` `.invalidParameter` (box too small), `.internalFailure`.
-    public func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext,
-                     into box: UnsafeMutableRawBufferPointer) throws -> Int {
+    public func seal(_ plaintext: RawSpan, key: SecretBytes, context: EnvelopeContext,
+                     into box: inout MutableRawSpan) throws -> Int {
         let recipient = try HPKEEnvelopeSupport.publicKey(key, keyID: context.keyID, cache: publicKeyCache, algorithm: name)
         return try withBinding(context) { info in
-            try HPKEEnvelopeSupport.mapped(context) { try HPKE.seal(plaintext, to: recipient, info: info, into: box) }
+            try HPKEEnvelopeSupport.mapped(context) { try HPKE.seal(plaintext, to: recipient, info: info, into: &box) }
         }
     }
 
@@ -87,7 +88,7 @@ public struct HPKEBaseEnvelope: EnvelopeAlgorithm {
         let recipient = try HPKEEnvelopeSupport.privateKey(key, keyID: context.keyID, cache: keyCache, algorithm: name)
         try admit(boxByteCount: box.count, headerValues: context.headerValues)
         return try withBinding(context) { info in
-            try HPKEEnvelopeSupport.mapped(context) { try box.withUnsafeBytes { try HPKE.open($0, with: recipient, info: info) } }
+            try HPKEEnvelopeSupport.mapped(context) { try HPKE.open(box.span.bytes, with: recipient, info: info) }
         }
     }
 }
@@ -97,17 +98,9 @@ enum HPKEEnvelopeSupport {
     /// The `info` prefix of version 2.
     static let version = "pushseal:v2"
 
-    /// `parts` joined by `|`, UTF-8, in a temporary buffer.
-    static func withInfo<R>(_ parts: [String], _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        let count = parts.reduce(parts.count - 1) { $0 + $1.utf8.count }
-        return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buf in
-            var i = 0
-            for (n, part) in parts.enumerated() {
-                if n > 0 { buf[i] = WireFormat.aadSeparator; i += 1 }
-                for b in part.utf8 { buf[i] = b; i += 1 }
-            }
-            return try body(UnsafeRawBufferPointer(buf))
-        }
+    /// `parts` joined by `|`, UTF-8, in a temporary buffer valid during `body`.
+    static func withInfo<R>(_ parts: [String], _ body: (RawSpan) throws -> R) rethrows -> R {
+        try TemporaryBytes.joining(parts, separator: WireFormat.aadSeparator, body)
     }
 
     /// `.invalidEnc` below 32 bytes, `.truncatedBox` below 48 (FORMAT.md §V.3 step 7).
@@ -131,8 +124,8 @@ enum HPKEEnvelopeSupport {
     static func publicKey(_ key: SecretBytes, keyID: String = "", cache: X25519.PublicKeyCache? = nil,
                           algorithm: String) throws -> X25519.PublicKey {
         guard key.byteCount == X25519.publicKeyByteCount else { throw wrongKey(key, algorithm: algorithm) }
-        guard let cache else { return try key.withUnsafeBytes { try X25519.PublicKey(rawBytes: $0) } }
-        return try key.withUnsafeBytes { try cache.publicKey(for: keyID, rawBytes: $0) }
+        guard let cache else { return try X25519.PublicKey.imported(from: key) }
+        return try cache.publicKey(for: keyID, rawRepresentation: key)
     }
 
     /// The device private key from an opening key's bytes: from `cache` when it holds the same

@@ -44,12 +44,15 @@ public enum NotificationMember: String, CaseIterable, Sendable {
 
     /// The member whose name is the UTF-8 bytes `key`, or `nil` (the scanner's lookup: no
     /// `String` built). Every case is found by its name (`NotificationMemberTests`).
-    static func named(_ key: UnsafeRawBufferPointer) -> NotificationMember? {
+    static func named(_ key: Span<UInt8>) -> NotificationMember? {
         func equals(_ name: StaticString) -> Bool {
             guard key.count == name.utf8CodeUnitCount else { return false }
-            let t = name.utf8Start
-            for i in 0..<key.count where key[i] != t[i] { return false }
-            return true
+            // Safe: `withUTF8Buffer` lends the literal's bytes for the call; both are read at
+            // indices below `key.count`, the literal's length too (checked just above).
+            return name.withUTF8Buffer { t in
+                for i in 0..<key.count where key[i] != t[i] { return false }
+                return true
+            }
         }
         // By length first: one or two comparisons a key.
         switch key.count {

@@ -1,5 +1,5 @@
 public import PushSealJSON
-public import PushSealCrypto
+import PushSealCrypto
 
 /// The one writer of the plaintext layout (FORMAT.md §5): compact UTF-8 JSON, members in
 /// ``NotificationMember`` order (the table's), absent ones and `kind` `display` omitted. It
@@ -34,15 +34,14 @@ public struct PlaintextEncoder<Sink: ByteSink> {
         // The scanned source is borrowed once for the text members (passing the array to each
         // retained and released it every time).
         do {
-            // Safe: the source bytes are borrowed for the whole encode and only read (text spans).
-            try notification.source.withUnsafeBytes { source in try encodeMembers(notification, source: source) }
+            try encodeMembers(notification, source: notification.source.span.bytes)
         } catch let e as JSONError {
             throw FormatError(.nonFiniteNumber, e.reason)
         }
     }
 
     /// The members of ``encode(_:)``; `source` is the notification's `source` bytes.
-    @inlinable mutating func encodeMembers(_ n: borrowing PushNotification, source: UnsafeRawBufferPointer) throws {
+    @inlinable mutating func encodeMembers(_ n: borrowing PushNotification, source: RawSpan) throws {
         writer.beginObject()
         for m in NotificationMember.allCases {
             switch m {  // schema-switch: encoder
@@ -56,8 +55,8 @@ public struct PlaintextEncoder<Sink: ByteSink> {
                     writer.key(static: "url"); writer.string(m.url)
                     if let t = m.type { writer.key(static: "type"); writer.string(t) }
                     if let h = m.sha256Hex { writer.key(static: "sha256"); writer.string(h) }
-                    // Safe: the key's bytes are read inside the closure only (constant-time encoder).
-                    if let k = m.key { writer.key(static: "key"); writer.string(k.withUnsafeBytes { WireBase64.encodeSecret($0) }) }
+                    // The key's bytes are read in place by the constant-time encoder.
+                    if let k = m.key { writer.key(static: "key"); writer.string(WireBase64.encodeSecret(k)) }
                     writer.endObject()
                 }
             case .localizations:
@@ -100,17 +99,15 @@ public struct PlaintextEncoder<Sink: ByteSink> {
     /// Writes a notification's text member: a scanned span that is already minimally escaped
     /// is copied from `source` (the bytes of the notification's `source`) as it is (the bytes the
     /// writer would write for its decoded string), anything else is escaped.
-    @inlinable mutating func text(_ t: NotificationText, in source: UnsafeRawBufferPointer) {
+    @inlinable mutating func text(_ t: NotificationText, in source: RawSpan) {
         guard case .span(let start, let end, _, true) = t else {
             return writer.string(t.string(in: source))
         }
         // A span lies inside its notification's source: the scanner makes spans only of the
         // bytes it read, and `source` is set with them and never changed alone (the stored
         // members are internal). One outside is a broken invariant, not an input: trap.
-        precondition(start >= 0 && start <= end && end <= source.count, "a notification text span lies outside its source")
-        // Safe: `start..<end` is inside `source` (checked just above), which the caller borrows
-        // for this call; an empty source gives an empty span.
-        writer.string(plain: UnsafeRawBufferPointer(rebasing: source[start..<end]))
+        precondition(start >= 0 && start <= end && end <= source.byteCount, "a notification text span lies outside its source")
+        writer.string(plain: source.extracting(start..<end))
     }
 }
 extension PlaintextEncoder: Sendable where Sink: Sendable {}

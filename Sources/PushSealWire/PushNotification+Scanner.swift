@@ -62,7 +62,7 @@ extension PushNotification {
         try s.beginObject()
         while let key = try s.nextKey() {
             guard !key.hasEscapes else { return false }
-            guard let member = NotificationMember.named(s.rawBytes(key)) else {
+            guard let member = s.withRawBytes(key, { NotificationMember.named($0) }) else {
                 guard try otherMember(s.string(key), &s) else { return false }
                 continue
             }

@@ -190,9 +190,7 @@ extension PushNotification {
     /// joiner), so the text shows a character; ASCII white space is skipped; the first
     /// non-ASCII byte hands the whole text to the `Character` rule.
     static func isVisible(_ text: String) -> Bool {
-        var utf8 = text
-        let verdict = utf8.withUTF8 { asciiVisibility(UnsafeRawBufferPointer($0)) }
-        switch verdict {
+        switch asciiVisibility(text.utf8.span) {
         case .visible: return true
         case .blank: return false
         case .undecided: return text.contains { !$0.isWhitespace }
@@ -201,8 +199,9 @@ extension PushNotification {
 
     /// What the ASCII prefix of UTF-8 `bytes` tells (see ``isVisible(_:)-(String)``); a
     /// backslash (an escape in a span) is undecided too.
-    static func asciiVisibility(_ bytes: UnsafeRawBufferPointer) -> ASCIIVisibility {
-        for b in bytes {
+    static func asciiVisibility(_ bytes: Span<UInt8>) -> ASCIIVisibility {
+        for i in bytes.indices {
+            let b = bytes[i]
             switch b {
             case 0x09...0x0D, 0x20: continue
             case 0x21...0x7E where b != UInt8(ascii: "\\"): return .visible

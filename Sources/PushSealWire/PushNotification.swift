@@ -368,11 +368,7 @@ enum NotificationText: Sendable {
             return PushNotification.isVisible(s)
         case .span(let start, let end, _, _):
             precondition(start >= 0 && start <= end && end <= source.count, "a notification text span lies outside its source")
-            let verdict = source.withUnsafeBytes { b -> PushNotification.ASCIIVisibility in
-                // Safe: start..<end is inside `b` (checked just above), borrowed for this call.
-                PushNotification.asciiVisibility(UnsafeRawBufferPointer(rebasing: b[start..<end]))
-            }
-            switch verdict {
+            switch PushNotification.asciiVisibility(source.span.extracting(start..<end)) {
             case .visible: return true
             case .blank: return false
             case .undecided: return string(in: source).contains { !$0.isWhitespace }
@@ -384,13 +380,12 @@ enum NotificationText: Sendable {
     @usableFromInline func string(in source: [UInt8]) -> String {
         switch self {
         case .string(let s): s
-        // Safe: the bytes are borrowed for the call and only read.
-        case .span: source.withUnsafeBytes { string(in: $0) }
+        case .span: string(in: source.span.bytes)
         }
     }
 
     /// The decoded string (`source`: the bytes of the notification's `source`).
-    @usableFromInline func string(in source: UnsafeRawBufferPointer) -> String {
+    @usableFromInline func string(in source: RawSpan) -> String {
         switch self {
         case .string(let s):
             return s
@@ -399,15 +394,12 @@ enum NotificationText: Sendable {
             // (so 1 <= start <= end < count), and `source` is set with its spans and never
             // changed alone. One outside is a broken invariant, not an input: trap rather than
             // read as "".
-            precondition(start >= 1 && start <= end && end < source.count, "a notification text span lies outside its source")
-            let bytes = source.assumingMemoryBound(to: UInt8.self)
-            // Safe: start..<end is inside `source` (checked just above), borrowed for this call.
-            if !hasEscapes { return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self) }
+            precondition(start >= 1 && start <= end && end < source.byteCount, "a notification text span lies outside its source")
             // Scanned and validated before, so reading it again (from its opening quote) cannot fail.
-            guard let decoded = JSONReader.decodeString(in: bytes, openingQuoteAt: start - 1) else {
+            guard let decoded = JSONReader.decodedString(in: source, start: start, end: end, hasEscapes: hasEscapes) else {
                 preconditionFailure("a scanned notification text no longer decodes")
             }
-            return String(decoding: decoded, as: UTF8.self)
+            return decoded
         }
     }
 }
@@ -527,7 +519,7 @@ public struct MediaDescriptor: Sendable, Equatable {
         if let type { o["type"] = .string(type) }
         if let sha256 { o["sha256"] = .string(Hex.encode(sha256)) }
         // Safe: the key's bytes are read inside the closure only (constant-time encoder).
-        if let key { o["key"] = .string(key.withUnsafeBytes { WireBase64.encodeSecret($0) }) }
+        if let key { o["key"] = .string(WireBase64.encodeSecret(key)) }
         return .object(o)
     }
 

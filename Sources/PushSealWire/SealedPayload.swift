@@ -1,5 +1,6 @@
 public import PushSealJSON
 public import PushSealCrypto
+import PushSealSystem
 
 /// The sealed part of an APNs payload, read and checked once (FORMAT.md §3, §8): the decoded
 /// box, the key id to look the key up by, the algorithm and its header values.
@@ -125,7 +126,7 @@ public struct SealedPayload: Sendable, Hashable {
 
     /// The bytes this box must verify under for `appID` (A256GCM: the AAD; v2: the HPKE `info`).
     public func aad(appID: String) throws -> [UInt8] {
-        try envelope.withBinding(context(appID: appID)) { Array($0) }
+        try envelope.withBinding(context(appID: appID)) { TemporaryBytes.array($0) }
     }
 
     /// Opens the box and returns the raw plaintext bytes (padding included), without decoding them.

@@ -163,6 +163,13 @@ public enum WireBase64 {
         }
     }
 
+    /// Encodes a key's bytes as standard padded base64 (``encodeSecret(_:)-(UnsafeRawBufferPointer)``,
+    /// constant time), read in place.
+    public static func encodeSecret(_ key: SecretBytes) -> String {
+        // Safe: the key's bytes are read during the call only, never kept.
+        key.withUnsafeBytes { encodeSecret($0) }
+    }
+
     /// Decodes public `text` (e.g. `encrypted_data`) by the tolerant reading rules above, with
     /// a table lookup per character (timing depends on the text: never for keys, use
     /// ``decodeSecret(_:)``).

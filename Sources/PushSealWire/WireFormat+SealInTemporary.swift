@@ -1,8 +1,10 @@
 public import PushSealCrypto
 import PushSealJSON
+import PushSealSystem
 
-// The sender's seal entries: plaintext and box in temporary buffers that only this module
-// touches by pointer; the caller gets the box as a `RawSpan` for the length of a closure.
+// The sender's seal entries: plaintext and box in temporary buffers lent as spans (the buffers
+// themselves are made by PushSealJSON's `BoundedByteSink.withTemporary` and PushSealSystem's
+// `TemporaryBytes`); the caller gets the box as a `RawSpan` for the length of a closure.
 extension WireFormat {
     /// Encodes `notification` (``PlaintextEncoder``), pads it and seals it through
     /// ``seal(_:key:context:algorithm:into:)`` in one temporary buffer of `plaintextCapacity` +
@@ -27,28 +29,21 @@ extension WireFormat {
                                        _ body: (_ box: RawSpan) throws -> [UInt8]) throws -> [UInt8]? {
         let capacity = max(1, plaintextCapacity)
         let boxCapacity = algorithm.boxByteCount(plaintextByteCount: capacity)
-        return try withUnsafeTemporaryAllocation(byteCount: capacity + boxCapacity, alignment: 16) { scratch -> [UInt8]? in
-            // Safe: `scratch` is capacity + boxCapacity bytes (both ranges below lie inside it)
-            // and lives until this closure returns; the sink and the box do not leave it (the
-            // box reaches `body` as a span confined to that call). A non-empty allocation has a
-            // base address, so the sink exists.
-            guard let sink = BoundedByteSink(UnsafeMutableRawBufferPointer(rebasing: scratch[0..<capacity])) else {
-                preconditionFailure("a temporary allocation of at least 1 byte has a base address")
-            }
+        return try BoundedByteSink.withTemporary(capacity: capacity, trailingByteCount: boxCapacity) { sink, box -> [UInt8]? in
             var e = PlaintextEncoder(into: sink)
             // The plaintext does not outlive the seal in this buffer, whether it sealed, threw or
             // did not fit.
-            defer { e.sink.wipe() }
+            defer { e.sink.withWrittenMutableBytes { SecretBytes.wipe(&$0) } }
             try e.encode(notification)
             guard !e.sink.overflowed else { return nil }
             let padded = padding ? Padme.paddedLength(e.sink.count) : e.sink.count
             guard fits(padded) else { return nil }
             e.sink.appendSpaces(padded - e.sink.count)
             guard !e.sink.overflowed else { return nil }
-            let box = UnsafeMutableRawBufferPointer(rebasing: scratch[capacity...])
-            let written = try seal(e.sink.written, key: key, context: context, algorithm: algorithm, into: box)
-            // Safe: `seal` wrote `written` <= box.count bytes at the start of `box`.
-            return try body(UnsafeRawBufferPointer(rebasing: box[0..<written]).bytes)
+            let written = try e.sink.withWrittenBytes { plaintext in
+                try seal(plaintext, key: key, context: context, algorithm: algorithm, into: &box)
+            }
+            return try body(box.bytes.extracting(0..<written))
         }
     }
 
@@ -59,23 +54,9 @@ extension WireFormat {
     /// - Throws: as ``seal(_:key:context:algorithm:into:)``; what `body` throws.
     public static func seal(_ plaintext: [UInt8], key: SecretBytes, context: EnvelopeContext, algorithm: any EnvelopeAlgorithm,
                             _ body: (_ box: RawSpan) throws -> [UInt8]) throws -> [UInt8] {
-        try plaintext.withUnsafeBytes { p in
-            try withUnsafeTemporaryAllocation(byteCount: algorithm.boxByteCount(plaintextByteCount: p.count), alignment: 16) { box in
-                let written = try seal(p, key: key, context: context, algorithm: algorithm, into: box)
-                // Safe: `seal` wrote `written` <= box.count bytes at the start of `box`, which
-                // lives until this closure returns; the span is confined to `body`.
-                return try body(UnsafeRawBufferPointer(rebasing: box[0..<written]).bytes)
-            }
+        try TemporaryBytes.with(byteCount: algorithm.boxByteCount(plaintextByteCount: plaintext.count)) { box in
+            let written = try seal(plaintext.span.bytes, key: key, context: context, algorithm: algorithm, into: &box)
+            return try body(box.bytes.extracting(0..<written))
         }
-    }
-}
-
-extension BoundedByteSink {
-    /// Zeroes the bytes written (`SecretBytes.wipe`, which the optimizer cannot drop).
-    fileprivate func wipe() {
-        // Safe: `written` lies inside the sink's buffer (every append checks the capacity), which
-        // is alive (``WireFormat/sealInTemporary`` calls this before it releases the buffer),
-        // and the buffer was writable when the sink was made over it.
-        SecretBytes.wipe(UnsafeMutableRawBufferPointer(mutating: written))
     }
 }

@@ -91,13 +91,14 @@ public enum WireFormat {
     ///   - context: key id (1–64 of `A-Z a-z 0-9 _ -`), app id (FORMAT.md §3.2) and the
     ///     algorithm's header values (each 1–64 of `A-Z a-z 0-9 _ -`).
     ///   - algorithm: the entry to seal with (default `A256GCM`).
-    ///   - box: room for `algorithm.boxByteCount(plaintextByteCount: plaintext.count)` bytes.
+    ///   - box: room for `algorithm.boxByteCount(plaintextByteCount: plaintext.byteCount)` bytes,
+    ///     written from its start.
     /// - Returns: the box bytes written.
     /// - Throws: `FormatError` `.invalidKeyID`, `.invalidAppID`, `.invalidKey`; `CryptoError`
     ///   `.invalidParameter` (box too small), `.internalFailure` (random generator or OpenSSL).
-    public static func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext,
+    public static func seal(_ plaintext: RawSpan, key: SecretBytes, context: EnvelopeContext,
                             algorithm: any EnvelopeAlgorithm = A256GCMEnvelope(),
-                            into box: UnsafeMutableRawBufferPointer) throws -> Int {
+                            into box: inout MutableRawSpan) throws -> Int {
         if !context.identifiersChecked {
             try validateKeyID(context.keyID)
             try validateAppID(context.appID)
@@ -109,7 +110,7 @@ public enum WireFormat {
         guard key.byteCount == algorithm.keyByteCount else {
             throw FormatError(.invalidKey, "an \(algorithm.name) key is \(algorithm.keyByteCount) bytes, got \(key.byteCount)")
         }
-        return try algorithm.seal(plaintext, key: key, context: context, into: box)
+        return try algorithm.seal(plaintext, key: key, context: context, into: &box)
     }
 
     /// Seals a notification for the APNs payload fields: encodes `plaintext` (``PlaintextEncoder``),
@@ -141,8 +142,11 @@ public enum WireFormat {
                             algorithm: any EnvelopeAlgorithm = A256GCMEnvelope()) throws -> SealedFields {
         let context = EnvelopeContext(keyID: keyID, appID: appID, headerValues: try algorithm.sealingHeaderValues(keyID: keyID, appID: appID))
         var box = [UInt8](repeating: 0, count: algorithm.boxByteCount(plaintextByteCount: encodedPlaintext.count))
-        let written = try encodedPlaintext.withUnsafeBytes { p in
-            try box.withUnsafeMutableBytes { b in try seal(p, key: key, context: context, algorithm: algorithm, into: b) }
+        let written: Int
+        do {
+            var span = box.mutableSpan
+            var bytes = span.mutableBytes
+            written = try seal(encodedPlaintext.span.bytes, key: key, context: context, algorithm: algorithm, into: &bytes)
         }
         return SealedFields(encryptedData: WireBase64.encode(Array(box[0..<written])), keyID: keyID, algorithm: algorithm.name,
                             headerFields: zip(algorithm.headerFieldNames, context.headerValues).map { (name: $0, value: $1) })

@@ -106,8 +106,8 @@ import PushSealExtension
             var keyByteCount: Int { 32 }
             var minimumBoxByteCount: Int { 28 }
             func boxByteCount(plaintextByteCount: Int) -> Int { 28 + plaintextByteCount }
-            func withBinding<R>(_ context: EnvelopeContext, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R { try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-            func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext, into box: UnsafeMutableRawBufferPointer) throws -> Int { 0 }
+            func withBinding<R>(_ context: EnvelopeContext, _ body: (RawSpan) throws -> R) throws -> R { try body(RawSpan()) }
+            func seal(_ plaintext: RawSpan, key: SecretBytes, context: EnvelopeContext, into box: inout MutableRawSpan) throws -> Int { 0 }
             func open(_ box: [UInt8], key: SecretBytes, context: EnvelopeContext) throws -> [UInt8] { [] }
         }
         #expect(throws: FormatError(.unknownAlgorithm, "")) { try EnvelopeRegistry.standard.adding(Bad(name: "A\"B", headerFieldNames: [])) }

@@ -19,28 +19,29 @@ struct TestEnvelope: EnvelopeAlgorithm {
     func sealingHeaderValues(keyID: String, appID: String) throws -> [String] { [senderKeyID] }
 
     /// `pushseal:test|TEST-HKDF-A256GCM|<key_id>|<app_id>|<sender_key_id>`.
-    func withBinding<R>(_ context: EnvelopeContext, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        try Array((["pushseal:test", name, context.keyID, context.appID] + context.headerValues).joined(separator: "|").utf8).withUnsafeBytes(body)
+    func withBinding<R>(_ context: EnvelopeContext, _ body: (RawSpan) throws -> R) throws -> R {
+        let info = binding(context)
+        return try body(info.span.bytes)
+    }
+
+    private func binding(_ context: EnvelopeContext) -> [UInt8] {
+        Array((["pushseal:test", name, context.keyID, context.appID] + context.headerValues).joined(separator: "|").utf8)
     }
 
     private func derivedKey(_ key: SecretBytes, enc: [UInt8], context: EnvelopeContext) throws -> SecretBytes {
-        try withBinding(context) { info in
-            try HKDFSHA256.deriveKey(inputKeyMaterial: key, salt: enc, info: Array(info), outputByteCount: AES256GCM.keyByteCount)
-        }
+        try HKDFSHA256.deriveKey(inputKeyMaterial: key, salt: enc, info: binding(context), outputByteCount: AES256GCM.keyByteCount)
     }
 
-    func seal(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, context: EnvelopeContext,
-              into box: UnsafeMutableRawBufferPointer) throws -> Int {
+    func seal(_ plaintext: RawSpan, key: SecretBytes, context: EnvelopeContext,
+              into box: inout MutableRawSpan) throws -> Int {
         guard key.byteCount == keyByteCount else { throw FormatError(.invalidKey, "a test key is 32 bytes") }
-        guard box.count >= boxByteCount(plaintextByteCount: plaintext.count), let base = box.baseAddress else {
+        guard box.byteCount >= boxByteCount(plaintextByteCount: plaintext.byteCount) else {
             throw CryptoError(.invalidParameter, "box too small")
         }
         let enc = SecureRandom.bytes(Self.encByteCount)
-        base.copyMemory(from: enc, byteCount: enc.count)
-        let inner = try AES256GCM.seal(plaintext, with: try derivedKey(key, enc: enc, context: context),
-                                       authenticating: UnsafeRawBufferPointer(start: nil, count: 0),
-                                       into: UnsafeMutableRawBufferPointer(rebasing: box[Self.encByteCount...]))
-        return Self.encByteCount + inner
+        let inner = try AES256GCM.seal(plaintext.withUnsafeBytes { Array($0) }, with: try derivedKey(key, enc: enc, context: context)).combined
+        for (i, b) in (enc + inner).enumerated() { box.storeBytes(of: b, toByteOffset: i, as: UInt8.self) }
+        return enc.count + inner.count
     }
 
     func open(_ box: [UInt8], key: SecretBytes, context: EnvelopeContext) throws -> [UInt8] {

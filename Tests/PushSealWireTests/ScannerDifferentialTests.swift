@@ -169,7 +169,7 @@ import Testing
     }
 
     @Test func memberNamesMapToTheirCasesAndNothingElseDoes() {
-        func member(_ name: String) -> NotificationMember? { Array(name.utf8).withUnsafeBytes { NotificationMember.named($0) } }
+        func member(_ name: String) -> NotificationMember? { let bytes = Array(name.utf8); return NotificationMember.named(bytes.span) }
         for m in NotificationMember.allCases { #expect(member(m.name) == m, "\(m.name)") }
         #expect(PushNotification.memberNames == NotificationMember.allCases.map(\.rawValue))
         for (position, m) in NotificationMember.allCases.enumerated() { #expect(m.bitIndex == position, "\(m.name)") }

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 @testable import PushSealWire
 import PushSealCrypto
+import PushSealSystem
 
 @Suite("Wire format v1: constants, AAD, identifiers")
 struct WireFormatConstantsTests {
@@ -16,7 +17,7 @@ struct WireFormatConstantsTests {
     @Test func stackAADMatchesTheArrayAADAndTheConstants() throws {
         #expect(A256GCMEnvelope.aadPrefix.description == WireFormat.version + "|" + WireFormat.algorithm + "|")
         for (keyID, appID) in [("k1", "com.example.app"), (String(repeating: "K", count: 64), "a"), ("x-_9", String(repeating: "b", count: 255))] {
-            let stack = try A256GCMEnvelope.withAAD(keyID: keyID, appID: appID) { Array($0) }
+            let stack = A256GCMEnvelope.withAAD(keyID: keyID, appID: appID) { TemporaryBytes.array($0) }
             #expect(stack == WireFormat.aad(algorithm: WireFormat.algorithm, keyID: keyID, appID: appID))
         }
     }
