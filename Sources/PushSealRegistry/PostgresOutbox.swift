@@ -57,6 +57,8 @@ public final class PostgresOutbox: Sendable {
         /// The notification id the device sees when the caller chose it (stored sealed under a
         /// KEK-derived key, column `device_id_sealed`); `nil`: the row's own ``id`` (the gateway's default).
         public var deviceVisibleID: String?
+        /// When it was accepted (`created_at`, ms since 1970); `nil`: the `nowMs` it is stored with.
+        public var acceptedAtMs: Int64?
 
         /// Creates a row (fields as above).
         public init(id: String, appID: String, recipient: String, environment: DeviceTokenEnvironment, deviceToken: String, payload: [UInt8],
@@ -257,7 +259,7 @@ public final class PostgresOutbox: Sendable {
                               + ", 'queued', $\(b + 14), $\(b + 14), $\(b + 15), $\(b + 16), $\(b + 17))")
                 params += [.text(r.id), .text(r.appID), .text(r.recipient), .text(r.environment.rawValue), .text(r.deviceToken), .bytes(r.payload),
                            .text(r.pushType), .text(r.topic), r.priority.map { .int(Int64($0)) }, r.expiration.map { .int($0) },
-                           r.collapseID.map { .text($0) }, .text(r.apnsID), r.expiresAtMs.map { .int($0) }, .int(nowMs), .bytes(try mac.tag(Self.macFields(r))),
+                           r.collapseID.map { .text($0) }, .text(r.apnsID), r.expiresAtMs.map { .int($0) }, .int(r.acceptedAtMs ?? nowMs), .bytes(try mac.tag(Self.macFields(r))),
                            .text(r.kind), sealedID.map { .bytes($0) }]
             }
             let insert = """
@@ -658,7 +660,8 @@ public final class PostgresOutbox: Sendable {
         }
 
         /// Waits up to `timeoutMs` for a notification; `true` when one came (or the connection
-        /// had to be made again, or ``interrupt()`` was called: the caller looks anyway).
+        /// had to be made again, or ``interrupt()`` was called: the caller looks anyway); `false`
+        /// at the time-out or after a ``wake()``.
         public func wait(timeoutMs: Int) -> Bool {
             lock.withLock {
                 if interrupted.withLock({ $0 }) { return true }
@@ -680,6 +683,12 @@ public final class PostgresOutbox: Sendable {
                 if PQconsumeInput(c.conn) == 0 { connection = nil; return true }
                 return Self.drain(c)
             }
+        }
+
+        /// Ends a ``wait(timeoutMs:)`` in progress (or the next one) once, returning `false`
+        /// unless a notification came too: the worker has something else to do (outcomes to write).
+        public func wake() {
+            wakeUp?.wake()
         }
 
         /// Ends a ``wait(timeoutMs:)`` in progress, and every later one at once (a draining worker).
