@@ -496,6 +496,10 @@ public final class PostgresOutbox: Sendable {
             // every `sending` row with every completion: the planner, misled by few `sending`
             // rows in its statistics, chose that loop (quadratic: 100-250 ms for 500
             // completions, the largest share of PostgreSQL's time in bench-gateway's batch rows).
+            // The rows are also named by `id = ANY(…)`, so they are found through the primary key:
+            // without it the hash join read the whole table (or every `sending` entry of the
+            // leases index, dead ones included) for each write, 5-9 ms for a few outcomes once
+            // the table held 10,000 rows (bench-gateway's latency row, pg_stat_statements).
             try c.exec("SET LOCAL enable_nestloop = off")
             var out: [String: DeviceTokenInvalidation] = [:]
             var written = Set<String>()
@@ -512,9 +516,9 @@ public final class PostgresOutbox: Sendable {
                     UPDATE pushseal_outbox o SET status = v.status, http_status = v.http_status, reason = v.reason, apns_unique_id = v.apns_unique_id,
                       attempts = o.attempts + v.attempts, lease_owner = NULL, lease_until = NULL, updated_at = $2, finished_at = $2
                     FROM (VALUES \(tuples.joined(separator: ", "))) AS v(id, status, http_status, reason, apns_unique_id, attempts)
-                    WHERE o.id = v.id AND o.status = 'sending' AND o.lease_owner = $1
+                    WHERE o.id = v.id AND o.id = ANY($\(params.count + 1)::uuid[]) AND o.status = 'sending' AND o.lease_owner = $1
                     RETURNING o.id, o.app_id, o.device_token
-                    """, params)
+                    """, params + [.text("{" + group.map(\.id).joined(separator: ",") + "}")])
                 var rowsByID: [String: (app: String, token: String)] = [:]
                 for row in updated.rows {
                     if let id = row[0], let app = row[1], let token = row[2] { rowsByID[id.lowercased()] = (app, token) }
