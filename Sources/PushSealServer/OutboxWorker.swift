@@ -119,7 +119,10 @@ public final class OutboxWorker: Sendable {
             metrics.finished(status: o.kind.rawValue, reason: o.reason, apnsNanoseconds: o.latencyNanoseconds)
         }, onInvalidation: { i in
             // 410s are applied with their outcome; BadDeviceToken the guard released, here.
-            if i.timestampMilliseconds == nil { state.withLock { $0.badTokens.append(i) } }
+            if i.timestampMilliseconds == nil {
+                state.withLock { $0.badTokens.append(i) }
+                listener.wake()
+            }
         })
     }
 
