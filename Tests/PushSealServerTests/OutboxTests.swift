@@ -201,13 +201,16 @@ struct OutboxTests {
         #expect(try !f.sql("SELECT jwt FROM pushseal_provider_tokens").contains("eyJ"))
     }
 
-    @Test("an idle worker is woken by NOTIFY (its polling interval is 10 minutes); drain with nothing in flight ends it")
+    @Test("an idle worker is woken by NOTIFY and by its first outcome (its polling interval and lease renewal are 10 minutes); drain with nothing in flight ends it")
     func notifyWakesAnIdleWorker() throws {
         let f = try Fixture(recipients: ["n"])
         let mock = try MockAPNs([:], kind: .native)
         defer { mock.stop() }
         var settings = OutboxWorker.Configuration()
         settings.pollIntervalMs = 600_000
+        // Nothing else wakes it while the request is in flight (leases renewed every 10 minutes):
+        // the outcome is written because the APNs client's outcome wakes the worker.
+        settings.leaseMs = 1_800_000
         let w = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock), configuration: settings)
         try w.start()
         // Wait until the worker listens (then it waits for a NOTIFY, or 10 minutes).
