@@ -14,6 +14,8 @@
 #   BENCH_GATEWAY_RECIPIENTS (per format, 64), BENCH_GATEWAY_CLIENTS (load generator threads for
 #   the batches, 8), BENCH_GATEWAY_THREADS (each instance's --threads, 8: a request waits for
 #   the database, so more threads than cores keep the cores busy), BENCH_GATEWAY_KEEP=1 keeps the work directory,
+#   BENCH_GATEWAY_ONLY=latency runs the latency row alone (no ceilings, throughput or RSS rows: a
+#   quick iteration on the single-request path; its table has that row only),
 #   BENCH_GATEWAY_PROFILE=1 loads pg_stat_statements and writes each phase's statements (calls,
 #   total ms, WAL bytes) to stderr (it costs a little: figures of such a run are not the ones to publish).
 #
@@ -53,6 +55,8 @@ lat_rate=${BENCH_GATEWAY_LATENCY_RATE:-500}
 recipients=${BENCH_GATEWAY_RECIPIENTS:-64}
 clients=${BENCH_GATEWAY_CLIENTS:-8}
 threads=${BENCH_GATEWAY_THREADS:-8}
+only=${BENCH_GATEWAY_ONLY:-}
+[[ -z $only || $only == latency ]] || { echo "bench-gateway: error: BENCH_GATEWAY_ONLY takes latency (or nothing), not $only" >&2; exit 64; }
 quick=0
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -198,6 +202,8 @@ row_format() {
 }
 
 # 1. The generator's ceiling, against its own trivial sink.
+declare -A pipe_rate gw_rate pipe_note gw_note fmt_seen
+if [[ -z $only ]]; then
 python3 "$load" sink > "$work/sink.out" 2> "$work/sink.err" &
 sink_pid=$!
 gw_wait_line "$work/sink.out" '^listening' "$sink_pid" "the load generator's sink"
@@ -211,7 +217,6 @@ sink_lat=$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(f"
 profile "setup"
 
 # 2. Throughput, v1 and v2, pipeline then gateway.
-declare -A pipe_rate gw_rate pipe_note gw_note fmt_seen
 for fmt in v1 v2; do
   a=$(now)
   "$bin/push-seal" batch --app-id "$APP" --device-tokens --environment development "$work/lines-$fmt.jsonl" 2> "$work/seal-$fmt.err" |
@@ -241,6 +246,7 @@ for fmt in v1 v2; do
   gw_note[$fmt]="$ok of $tn accepted ($statuses), $commit_note, $cpu_note, $(python3 -c "print(f'{($end_ms - $start_ms) / 1000:.1f}')") s; 202s after $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$work/gw-$fmt.json") s"
   fmt_seen[$fmt]=$(row_format)
 done
+fi
 
 # 3. Latency at $lat_rate/s offered (v2), single-notification requests.
 sql "TRUNCATE pushseal_outbox"
@@ -279,6 +285,7 @@ pct = lambda p: round(d[min(len(d) - 1, int(round(p / 100 * (len(d) - 1))))], 2)
 print(f"p50 {pct(50)} ms, p99 {pct(99)} ms ({len(d)} requests)")')
 
 # 4. Peak RSS per instance over N notifications through two fresh instances (v2).
+if [[ -z $only ]]; then
 gw_stop_gateways
 sql "TRUNCATE pushseal_outbox"
 start_gateways
@@ -290,6 +297,7 @@ rss=()
 for p in "${GW_PIDS[@]}"; do rss+=("$(awk '/^VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$p/status")"); done
 read -r big_ok big_total big_statuses < <(outcomes)
 big_s=$(python3 -c "print(round($b - $a))")
+fi
 gw_stop_gateways
 bench_s=$(python3 -c "print(round($(now) - $bench_start))")
 
@@ -300,6 +308,7 @@ echo "Two push-gateway instances ($threads HTTP threads, 1 APNs connection each)
 echo
 echo "| measurement | result |"
 echo "|---|---|"
+if [[ -z $only ]]; then
 echo "| batch load generator ceiling (gateway_load.py against its trivial sink, $clients threads) | $ceiling |"
 echo "| open-loop generator at 500 single requests/s (gateway_rate against the Python sink) | $sink_lat |"
 for fmt in v1 v2; do
@@ -307,9 +316,10 @@ for fmt in v1 v2; do
   echo "| $fmt: gateway, POSTs of 500, $clients client threads over 2 instances (payload format ${fmt_seen[$fmt]}; ${gw_note[$fmt]}) | ${gw_rate[$fmt]} notifications/s = **$(ratio "${gw_rate[$fmt]}" "${pipe_rate[$fmt]}") % of the pipeline** |"
 done
 echo "| published anchors (other software, other machines) | gorush about 5,000/s per instance; apns2 up to 10,000/s |"
+fi
 echo "| latency: $lat_what, 2 instances, v2 | to the 202: $lat_202 |"
 echo "| latency: the gateways' own time per request in that run (their log's durationMs; $lat_cpu) | $lat_server |"
 echo "| latency: from the 202 to accepted by the mock (the row's finished_at) | $lat_after |"
-echo "| peak RSS (VmHWM) per instance, $n notifications through 2 fresh instances ($big_ok of $big_total accepted; $big_statuses) | $(IFS=/; echo "${rss[*]}") MiB; the run took $big_s s |"
+[[ -n $only ]] || echo "| peak RSS (VmHWM) per instance, $n notifications through 2 fresh instances ($big_ok of $big_total accepted; $big_statuses) | $(IFS=/; echo "${rss[*]}") MiB; the run took $big_s s |"
 echo
 echo "Targets (issue 23): the gateway ≥ 50 % of the pipeline in the same run (v1 and v2); p99 to the 202 ≤ 10 ms and p99 from the 202 to accepted ≤ 100 ms at 500/s; peak RSS ≤ 64 MiB per instance over 1,000,000 notifications."

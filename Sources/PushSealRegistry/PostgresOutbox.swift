@@ -57,6 +57,8 @@ public final class PostgresOutbox: Sendable {
         /// The notification id the device sees when the caller chose it (stored sealed under a
         /// KEK-derived key, column `device_id_sealed`); `nil`: the row's own ``id`` (the gateway's default).
         public var deviceVisibleID: String?
+        /// When it was accepted (`created_at`, ms since 1970); `nil`: the `nowMs` it is stored with.
+        public var acceptedAtMs: Int64?
 
         /// Creates a row (fields as above).
         public init(id: String, appID: String, recipient: String, environment: DeviceTokenEnvironment, deviceToken: String, payload: [UInt8],
@@ -257,7 +259,7 @@ public final class PostgresOutbox: Sendable {
                               + ", 'queued', $\(b + 14), $\(b + 14), $\(b + 15), $\(b + 16), $\(b + 17))")
                 params += [.text(r.id), .text(r.appID), .text(r.recipient), .text(r.environment.rawValue), .text(r.deviceToken), .bytes(r.payload),
                            .text(r.pushType), .text(r.topic), r.priority.map { .int(Int64($0)) }, r.expiration.map { .int($0) },
-                           r.collapseID.map { .text($0) }, .text(r.apnsID), r.expiresAtMs.map { .int($0) }, .int(nowMs), .bytes(try mac.tag(Self.macFields(r))),
+                           r.collapseID.map { .text($0) }, .text(r.apnsID), r.expiresAtMs.map { .int($0) }, .int(r.acceptedAtMs ?? nowMs), .bytes(try mac.tag(Self.macFields(r))),
                            .text(r.kind), sealedID.map { .bytes($0) }]
             }
             let insert = """
@@ -494,6 +496,10 @@ public final class PostgresOutbox: Sendable {
             // every `sending` row with every completion: the planner, misled by few `sending`
             // rows in its statistics, chose that loop (quadratic: 100-250 ms for 500
             // completions, the largest share of PostgreSQL's time in bench-gateway's batch rows).
+            // The rows are also named by `id = ANY(…)`, so they are found through the primary key:
+            // without it the hash join read the whole table (or every `sending` entry of the
+            // leases index, dead ones included) for each write, 5-9 ms for a few outcomes once
+            // the table held 10,000 rows (bench-gateway's latency row, pg_stat_statements).
             try c.exec("SET LOCAL enable_nestloop = off")
             var out: [String: DeviceTokenInvalidation] = [:]
             var written = Set<String>()
@@ -510,9 +516,9 @@ public final class PostgresOutbox: Sendable {
                     UPDATE pushseal_outbox o SET status = v.status, http_status = v.http_status, reason = v.reason, apns_unique_id = v.apns_unique_id,
                       attempts = o.attempts + v.attempts, lease_owner = NULL, lease_until = NULL, updated_at = $2, finished_at = $2
                     FROM (VALUES \(tuples.joined(separator: ", "))) AS v(id, status, http_status, reason, apns_unique_id, attempts)
-                    WHERE o.id = v.id AND o.status = 'sending' AND o.lease_owner = $1
+                    WHERE o.id = v.id AND o.id = ANY($\(params.count + 1)::uuid[]) AND o.status = 'sending' AND o.lease_owner = $1
                     RETURNING o.id, o.app_id, o.device_token
-                    """, params)
+                    """, params + [.text("{" + group.map(\.id).joined(separator: ",") + "}")])
                 var rowsByID: [String: (app: String, token: String)] = [:]
                 for row in updated.rows {
                     if let id = row[0], let app = row[1], let token = row[2] { rowsByID[id.lowercased()] = (app, token) }
@@ -658,7 +664,8 @@ public final class PostgresOutbox: Sendable {
         }
 
         /// Waits up to `timeoutMs` for a notification; `true` when one came (or the connection
-        /// had to be made again, or ``interrupt()`` was called: the caller looks anyway).
+        /// had to be made again, or ``interrupt()`` was called: the caller looks anyway); `false`
+        /// at the time-out or after a ``wake()``.
         public func wait(timeoutMs: Int) -> Bool {
             lock.withLock {
                 if interrupted.withLock({ $0 }) { return true }
@@ -680,6 +687,12 @@ public final class PostgresOutbox: Sendable {
                 if PQconsumeInput(c.conn) == 0 { connection = nil; return true }
                 return Self.drain(c)
             }
+        }
+
+        /// Ends a ``wait(timeoutMs:)`` in progress (or the next one) once, returning `false`
+        /// unless a notification came too: the worker has something else to do (outcomes to write).
+        public func wake() {
+            wakeUp?.wake()
         }
 
         /// Ends a ``wait(timeoutMs:)`` in progress, and every later one at once (a draining worker).

@@ -102,20 +102,27 @@ public final class OutboxWorker: Sendable {
         // One provider token per (team, key) for the whole fleet, in the registry.
         tokens = ProviderTokenCache(key: try apns.tokenCache().key, shared: RegistryProviderTokens(rows: outbox.rows))
         listener = outbox.rows.listener()
-        let state = self.state, metrics = outbox.metrics
+        let state = self.state, metrics = outbox.metrics, listener = self.listener
         client = try APNsClient(configuration: settings, tokens: tokens, onOutcome: { o in
-            state.withLock { s in
-                guard let f = s.inFlight.removeValue(forKey: o.tag) else { return }
-                s.completions.append(PostgresOutbox.Completion(
+            let first = state.withLock { s -> Bool in
+                guard let f = s.inFlight.removeValue(forKey: o.tag) else { return false }
+                defer { s.completions.append(PostgresOutbox.Completion(
                     id: f.id, status: o.kind.rawValue, httpStatus: o.status, reason: o.reason, apnsUniqueID: o.apnsUniqueID,
-                    attempts: o.attempts, unregisteredAtMs: o.kind == .unregistered ? o.timestampMilliseconds : nil))
+                    attempts: o.attempts, unregisteredAtMs: o.kind == .unregistered ? o.timestampMilliseconds : nil)) }
                 s.pendingFinals[f.id] = FinalOutcome(id: f.id, recipient: f.recipient, apnsID: f.apnsID, status: o.kind.rawValue, httpStatus: o.status,
                                                      reason: o.reason, apnsUniqueID: o.apnsUniqueID, attempts: f.priorAttempts + o.attempts)
+                return s.completions.isEmpty
             }
+            // The first outcome since the last write wakes the worker to write it (later ones
+            // join that write): no polling while requests are in flight.
+            if first { listener.wake() }
             metrics.finished(status: o.kind.rawValue, reason: o.reason, apnsNanoseconds: o.latencyNanoseconds)
         }, onInvalidation: { i in
             // 410s are applied with their outcome; BadDeviceToken the guard released, here.
-            if i.timestampMilliseconds == nil { state.withLock { $0.badTokens.append(i) } }
+            if i.timestampMilliseconds == nil {
+                state.withLock { $0.badTokens.append(i) }
+                listener.wake()
+            }
         })
     }
 
@@ -140,9 +147,17 @@ public final class OutboxWorker: Sendable {
     /// `true` once ``drain()`` finished.
     public var isStopped: Bool { stopped.withLock { $0 } }
 
+    /// The loop: claims when a `NOTIFY` came (an enqueue committed, rows reaped or released),
+    /// when the last claim was full (more may wait), or at the poll interval (the fallback);
+    /// writes outcomes when the APNs client's first outcome since the last write wakes it
+    /// (``PostgresOutbox/Listener/wake()``). It used to look again every 10 ms while requests
+    /// were in flight: a claim transaction (four round trips) per 10 ms and per `NOTIFY` on
+    /// each instance, most of them empty, which took PostgreSQL's CPU from the requests being
+    /// accepted (bench-gateway, single requests at 500/s).
     private func run() {
         let rows = outbox.rows
         var lastReap: Int64 = 0, lastRenew = unixTimeMilliseconds()
+        var claimDue = true
         while !state.withLock({ $0.stopping }) {
             let now = unixTimeMilliseconds()
             if now - lastReap >= configuration.leaseMs / 4 {
@@ -161,22 +176,32 @@ public final class OutboxWorker: Sendable {
             flush()
             var claimed: [PostgresOutbox.Claimed] = []
             let room = configuration.maxInFlight - inFlight
-            if room > 0 {
+            if room > 0, claimDue {
+                let limit = min(configuration.claimBatch, room)
                 do {
-                    claimed = try rows.claim(owner: configuration.instanceID, limit: min(configuration.claimBatch, room),
-                                             leaseMs: configuration.leaseMs, nowMs: now)
+                    claimed = try rows.claim(owner: configuration.instanceID, limit: limit, leaseMs: configuration.leaseMs, nowMs: now)
                     if !claimed.isEmpty { lastRenew = now }
                 } catch {
                     // The database is away: look again after a wait (the rows stay where they are).
                     _ = listener.wait(timeoutMs: configuration.pollIntervalMs)
                     continue
                 }
+                // A full claim may have left rows behind: claim again without waiting.
+                claimDue = claimed.count == limit
             }
             for c in claimed { dispatch(c, nowMs: now) }
             flush()
-            if claimed.isEmpty {
-                _ = listener.wait(timeoutMs: inFlight > 0 ? 10 : configuration.pollIntervalMs)
+            if claimDue && room > 0 { continue }
+            // While requests are in flight, wake in time to renew their leases.
+            var timeout = configuration.pollIntervalMs
+            if state.withLock({ !$0.inFlight.isEmpty }) {
+                timeout = Int(max(1, min(Int64(timeout), configuration.leaseMs / 3 - (unixTimeMilliseconds() - lastRenew))))
             }
+            let waitStart = monotonicNanoseconds()
+            let notified = listener.wait(timeoutMs: timeout)
+            // Claim after a NOTIFY or at the time-out (polling: a NOTIFY may be lost with its
+            // connection); a wake for outcomes alone only writes them.
+            if notified || monotonicNanoseconds() &- waitStart >= UInt64(max(0, timeout - 1)) * 1_000_000 { claimDue = true }
         }
         client.finish()
         var tries = 0

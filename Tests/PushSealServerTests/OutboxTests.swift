@@ -115,6 +115,46 @@ struct OutboxTests {
         #expect(try f.outbox.cancel(recipient: "alice", nowMs: unixTimeMilliseconds()) == 0 && f.cancelled.withLock { $0 }.count == 2)
     }
 
+    @Test("small requests without an idempotency key stored together (group commit): each gets its own answers and rows, once, at its own time")
+    func concurrentSmallRequestsKeepTheirOwnAnswers() throws {
+        let recipients = (0..<8).map { "g\($0)" }
+        let f = try Fixture(recipients: recipients)
+        let base = unixTimeMilliseconds() - 50_000
+        let requests = 64
+        // Request n: one or two items for recipient g(n % 8) (every fifth also names nobody), accepted at base + n.
+        let answers = Locked<[Int: Outbox.Acceptance]>([:])
+        let failures = Locked<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: requests) { n in
+            var items = [Self.item(recipients[n % recipients.count], "req-\(n)")]
+            if n % 5 == 0 { items.append(Self.item("nobody", "x-\(n)")) }
+            do {
+                let a = try f.outbox.accept(items, idempotency: nil, nowMs: base + Int64(n))
+                answers.withLock { $0[n] = a }
+            } catch {
+                failures.withLock { $0.append("\(n): \(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        let all = answers.withLock { $0 }
+        #expect(all.count == requests)
+        var ids = Set<String>()
+        for (n, a) in all {
+            #expect(!a.replayed && a.items.count == (n % 5 == 0 ? 2 : 1))
+            guard case .queued(let id, let recipient)? = a.items.first else { Issue.record("request \(n) not queued: \(a.items)"); continue }
+            #expect(recipient == recipients[n % recipients.count])
+            #expect(ids.insert(id).inserted, "id \(id) given twice")
+            // The answer body is this request's own.
+            let body = String(decoding: a.body, as: UTF8.self)
+            #expect(body.contains(id) && body.components(separatedBy: "\"id\"").count == 2, "\(body)")
+            if n % 5 == 0 {
+                if case .failed(_, let code, _) = a.items[1] { #expect(code == "noDeviceToken") } else { Issue.record("request \(n)'s second item should fail") }
+            }
+            // Its row: stored once, for its recipient, accepted at its own time.
+            #expect(try f.sql("SELECT recipient || ' ' || created_at FROM pushseal_outbox WHERE id = '\(id)'") == "\(recipient) \(base + Int64(n))")
+        }
+        #expect(try f.sql("SELECT count(*) FROM pushseal_outbox") == "\(requests)")
+    }
+
     @Test("two workers send every row once; a 410 removes the token in the outcome's transaction; past TTL is expired unsent")
     func twoWorkersSendOnce() throws {
         let recipients = (0..<20).map { "r\($0)" }
@@ -161,13 +201,16 @@ struct OutboxTests {
         #expect(try !f.sql("SELECT jwt FROM pushseal_provider_tokens").contains("eyJ"))
     }
 
-    @Test("an idle worker is woken by NOTIFY (its polling interval is 10 minutes); drain with nothing in flight ends it")
+    @Test("an idle worker is woken by NOTIFY and by its first outcome (its polling interval and lease renewal are 10 minutes); drain with nothing in flight ends it")
     func notifyWakesAnIdleWorker() throws {
         let f = try Fixture(recipients: ["n"])
         let mock = try MockAPNs([:], kind: .native)
         defer { mock.stop() }
         var settings = OutboxWorker.Configuration()
         settings.pollIntervalMs = 600_000
+        // Nothing else wakes it while the request is in flight (leases renewed every 10 minutes):
+        // the outcome is written because the APNs client's outcome wakes the worker.
+        settings.leaseMs = 1_800_000
         let w = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock), configuration: settings)
         try w.start()
         // Wait until the worker listens (then it waits for a NOTIFY, or 10 minutes).
