@@ -190,6 +190,10 @@ struct GatewayChaosTests {
         return Settled(rows: rows.count, accepted: accepted, failed: statusOf.values.filter { $0 == "failed" }.count, mock: seen)
     }
 
+    /// SIGKILLs in the group commit test (a kill between a group's answers and its commit is what
+    /// it can catch: the more kills, the likelier).
+    static let singleKills = 8
+
     /// Single-notification requests for the group commit test (`PUSHSEAL_GATEWAY_CHAOS_SINGLES`, 2,000 by default).
     static var singles: Int { Int(ProcessInfo.processInfo.environment["PUSHSEAL_GATEWAY_CHAOS_SINGLES"] ?? "") ?? 2_000 }
 
@@ -257,10 +261,10 @@ struct GatewayChaosTests {
             thread.start()
             return thread
         }
-        // Four SIGKILLs at random request counts, alternating instances; each victim's metrics read just before.
+        // Eight SIGKILLs at random request counts, alternating instances; each victim's metrics read just before.
         var random = SystemRandomNumberGenerator()
         var counts: [(answered: Int, groups: Int)] = []
-        let marks = (1...4).map { k in max(1, total * k / 5 + Int.random(in: -total / 20...total / 20 + 1, using: &random)) }
+        let marks = (1...Self.singleKills).map { k in max(1, total * k / (Self.singleKills + 1) + Int.random(in: -total / 40...total / 40 + 1, using: &random)) }
         for (n, mark) in marks.enumerated() {
             waitUntil(seconds: 240, every: 0.005) { progress.finished >= min(mark, total) || progress.failure != nil }
             let which = n % 2
@@ -286,7 +290,7 @@ struct GatewayChaosTests {
         // counted before its commit, a 202 after it: the comparison can only undercount groups).
         let answered = counts.map(\.answered).reduce(0, +), groups = counts.map(\.groups).reduce(0, +)
         #expect(answered > groups, "no group held more than one request: \(answered) 202s, \(groups) seal calls")
-        print("gateway group-commit chaos: \(total) single requests, \(ids.count) answered 202, \(progress.lost) answers lost, 4 SIGKILLs; "
+        print("gateway group-commit chaos: \(total) single requests, \(ids.count) answered 202, \(progress.lost) answers lost, \(Self.singleKills) SIGKILLs; "
               + "\(end.rows) rows, \(end.accepted) accepted, \(end.failed) failed; the instances' metrics read: \(answered) 202s in \(groups) seal calls; "
               + "the mock accepted \(end.mock.values.map(\.count).reduce(0, +)) requests for \(end.mock.count) notifications")
     }
