@@ -76,7 +76,7 @@ public final class GatewayMetrics: Sendable {
         out += "# HELP pushseal_gateway_oldest_queued_age_seconds Age of the oldest queued notification.\n"
         out += "# TYPE pushseal_gateway_oldest_queued_age_seconds gauge\n"
         out += "pushseal_gateway_oldest_queued_age_seconds \(backend.oldestQueuedAgeSeconds)\n"
-        out += "# HELP pushseal_gateway_seal_duration_seconds Time to seal one notification.\n"
+        out += "# HELP pushseal_gateway_seal_duration_seconds Time to seal one batch: the items of a request, or of the small requests stored together in one commit.\n"
         out += "# TYPE pushseal_gateway_seal_duration_seconds histogram\n"
         renderHistogram(backend.sealLatency, "pushseal_gateway_seal_duration_seconds", into: &out)
         out += "# HELP pushseal_gateway_apns_request_duration_seconds Time from sending a request to APNs to its answer.\n"
