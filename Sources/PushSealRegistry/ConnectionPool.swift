@@ -48,7 +48,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func giveBack(_ c: PGConnection) {
-        guard c.isOK, !c.committing else { return }
+        guard c.isOK, !c.committing, !c.discard else { return }
         lock.lock()
         defer { lock.unlock() }
         if idle.count < maxIdle { idle.append(c) }

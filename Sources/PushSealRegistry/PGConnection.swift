@@ -62,6 +62,18 @@ final class PGConnection {
             PQfinish(c)
             throw RegistryError(.unavailable, "cannot connect to the registry: \(message)")
         }
+        // Prepared statements (``exec(_:_:)``) are planned anew for each call's values: a
+        // generic plan, which PostgreSQL may switch to after five calls, cannot see how many ids
+        // an `= ANY($n)` array holds and chose whole-table scans (the outcome write went from
+        // 0.3 to 1.5 ms, bench-gateway). Parsing once is the saving; the plans stay as before.
+        let set = PQexec(c, "SET plan_cache_mode = force_custom_plan")
+        let setOK = PQresultStatus(set) == PGRES_COMMAND_OK
+        PQclear(set)
+        guard setOK else {
+            let message = Self.redacted(Self.clean(String(cString: PQerrorMessage(c))))
+            PQfinish(c)
+            throw RegistryError(.unavailable, "cannot set up the registry connection: \(message)")
+        }
         conn = c
         // Quiet NOTICEs (CREATE TABLE IF NOT EXISTS …) instead of printing them on stderr.
         PQsetNoticeProcessor(c, { _, _ in }, nil)
@@ -132,17 +144,46 @@ final class PGConnection {
         s.split(whereSeparator: { $0 == "\n" || $0 == "\t" }).map { $0.trimmingCharacters() }.filter { !$0.isEmpty }.joined(separator: " ")
     }
 
-    /// Runs one parameterized statement.
-    /// - Parameters:
-    ///   - sql: the statement with `$1 …` placeholders.
-    ///   - params: the values (`nil` = NULL).
-    /// - Returns: the rows (empty for commands).
-    /// - Throws: `RegistryError` `.query` with the SQLSTATE; `.unavailable` when the connection
-    ///   was lost (SQLSTATE class 08, the server shutting down: 57P01-57P03, or a failure with
-    ///   no SQLSTATE: libpq's own, while sending or reading).
-    @discardableResult
-    func exec(_ sql: String, _ params: [PGValue?] = []) throws -> PGRows {
-        // Each parameter in its own C buffer (text NUL-terminated), zeroed and freed after the call.
+    /// Statement names by SQL text: the statements prepared on this connection (server side,
+    /// for the session's life). A statement with parameters is parsed and planned once per
+    /// connection instead of per call (`PQprepare`, then `PQexecPrepared`): at 500 single
+    /// notifications/s that parsing and planning was most of PostgreSQL's CPU beside the
+    /// statements' own execution (bench-gateway, pg_stat_statements).
+    private var prepared: [String: String] = [:]
+    /// Set when the connection must not be reused (a prepared statement's cached plan was
+    /// invalidated by a change of a table's columns): the pool drops it.
+    var discard = false
+    /// Statements prepared on one connection at most; texts beyond it run unprepared. The texts
+    /// are the registry's own (a multi-row statement has one text per row count), so the cap
+    /// only bounds the server's memory per connection.
+    static let maxPreparedStatements = 128
+    /// Statements with more parameters run unprepared (a multi-row statement of hundreds of rows
+    /// runs once per hundreds of rows: its parsing is not worth a cached plan's memory).
+    static let maxPreparedParameters = 256
+
+    /// `false` when `PUSHSEAL_PREPARED_STATEMENTS=off`: every statement runs unprepared (for a
+    /// pooler that cannot keep prepared statements, e.g. PgBouncer before 1.21 in transaction mode).
+    static let prepares = Environment.value("PUSHSEAL_PREPARED_STATEMENTS") != "off"
+
+    /// The name `sql` is prepared under on this connection, preparing it first when it is new;
+    /// `nil` to run it unprepared (no parameters: transaction control, `SET`, DDL; too many
+    /// parameters; the cache full; a transaction in error, where only ROLLBACK may follow).
+    /// - Throws: as ``exec(_:_:)`` (the error of preparing is the statement's own error).
+    private func preparedName(_ sql: String, parameterCount: Int) throws -> String? {
+        if let name = prepared[sql] { return name }
+        guard Self.prepares, parameterCount > 0, parameterCount <= Self.maxPreparedParameters, prepared.count < Self.maxPreparedStatements,
+              PQtransactionStatus(conn) != PQTRANS_INERROR else { return nil }
+        let name = "pushseal_\(prepared.count + 1)"
+        let result = PQprepare(conn, name, sql, Int32(parameterCount), nil)
+        defer { PQclear(result) }
+        _ = try check(result)
+        prepared[sql] = name
+        return name
+    }
+
+    /// A statement's parameters in C buffers (text NUL-terminated, bytes as binary), lent to
+    /// `body` with their lengths and formats, zeroed and freed after it.
+    private func withParameters<R>(_ params: [PGValue?], _ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) throws -> R) rethrows -> R {
         var buffers: [UnsafeMutableBufferPointer<UInt8>?] = []
         var lengths: [Int32] = []
         var formats: [Int32] = []
@@ -173,15 +214,94 @@ final class PGConnection {
         let pointers: [UnsafePointer<CChar>?] = buffers.map { b in
             b?.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }
         }
-        let result = PQexecParams(conn, sql, Int32(params.count), nil, pointers, lengths, formats, 0)
-        guard let result else {
-            throw RegistryError(.unavailable, "the registry connection failed: \(Self.clean(String(cString: PQerrorMessage(conn))))")
+        return try body(pointers, lengths, formats)
+    }
+
+    /// Runs one parameterized statement (prepared on this connection when it has parameters:
+    /// ``preparedName(_:parameterCount:)``).
+    /// - Parameters:
+    ///   - sql: the statement with `$1 …` placeholders.
+    ///   - params: the values (`nil` = NULL).
+    /// - Returns: the rows (empty for commands).
+    /// - Throws: `RegistryError` `.query` with the SQLSTATE; `.unavailable` when the connection
+    ///   was lost (SQLSTATE class 08, the server shutting down: 57P01-57P03, or a failure with
+    ///   no SQLSTATE: libpq's own, while sending or reading).
+    @discardableResult
+    func exec(_ sql: String, _ params: [PGValue?] = []) throws -> PGRows {
+        let name = try preparedName(sql, parameterCount: params.count)
+        let result = withParameters(params) { pointers, lengths, formats in
+            if let name { return PQexecPrepared(conn, name, Int32(params.count), pointers, lengths, formats, 0) }
+            return PQexecParams(conn, sql, Int32(params.count), nil, pointers, lengths, formats, 0)
         }
         defer { PQclear(result) }
+        return try rows(of: check(result))
+    }
+
+    /// Runs `statements` in ONE round trip (libpq's pipeline mode, one `Sync`): PostgreSQL runs
+    /// them in order as one implicit transaction (a `SET LOCAL` among them holds for the ones
+    /// after it) and commits it when the last succeeds; the first that fails rolls every one
+    /// back, and the rest are not run. For the outbox's claim and outcome writes, which were a
+    /// `BEGIN`, a `SET LOCAL`, the statement and a `COMMIT`: four round trips, each a wake-up
+    /// on both sides (bench-gateway, single requests at 500/s). The commit is on the wire for
+    /// the whole call (``committing``): a connection lost during it leaves the outcome unknown.
+    /// - Returns: each statement's rows, in order.
+    /// - Throws: as ``exec(_:_:)``: the first failing statement's error.
+    func pipeline(_ statements: [(sql: String, params: [PGValue?])]) throws -> [PGRows] {
+        guard !statements.isEmpty else { return [] }
+        var names: [String?] = []
+        for s in statements { names.append(try preparedName(s.sql, parameterCount: s.params.count)) }
+        guard PQenterPipelineMode(conn) == 1 else { throw lost() }
+        committing = true
+        defer { _ = PQexitPipelineMode(conn) }
+        for (s, name) in zip(statements, names) {
+            let sent = withParameters(s.params) { pointers, lengths, formats in
+                if let name { return PQsendQueryPrepared(conn, name, Int32(s.params.count), pointers, lengths, formats, 0) }
+                return PQsendQueryParams(conn, s.sql, Int32(s.params.count), nil, pointers, lengths, formats, 0)
+            }
+            guard sent == 1 else { throw lost() }
+        }
+        guard PQpipelineSync(conn) == 1 else { throw lost() }
+        // One result and a NULL per statement (PGRES_PIPELINE_ABORTED after a failure), then
+        // the Sync's PGRES_PIPELINE_SYNC; every one is read before the first error is thrown.
+        var out: [PGRows] = []
+        var failure: (any Error)?
+        for _ in statements {
+            guard let result = PQgetResult(conn) else { throw lost() }
+            defer { PQclear(result) }
+            if PQresultStatus(result) != PGRES_PIPELINE_ABORTED, failure == nil {
+                do { out.append(try rows(of: check(result))) } catch { failure = error }
+            }
+            while let extra = PQgetResult(conn) { PQclear(extra) }
+        }
+        guard let sync = PQgetResult(conn) else { throw lost() }
+        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+        PQclear(sync)
+        if let failure {
+            // Rolled back: nothing of it was committed.
+            if synced { committing = false }
+            throw failure
+        }
+        guard synced, out.count == statements.count else { throw lost() }
+        committing = false
+        return out
+    }
+
+    /// The error of a connection libpq reports failed (sending, or reading a result).
+    private func lost() -> RegistryError {
+        RegistryError(.unavailable, "the registry connection failed: \(Self.clean(String(cString: PQerrorMessage(conn))))")
+    }
+
+    /// `result` when it is a success; its error otherwise (classified as ``exec(_:_:)`` says).
+    /// The caller clears `result` either way.
+    /// A prepared statement whose cached plan a table change invalidated (SQLSTATE 0A000,
+    /// "cached plan must not change result type") marks the connection ``discard``.
+    private func check(_ result: OpaquePointer?) throws -> OpaquePointer {
+        guard let result else { throw lost() }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
             let message = Self.clean(String(cString: PQresultErrorMessage(result)))
+            if state == "0A000" { discard = true }
             // Every error the server sends has a SQLSTATE; one without is libpq's own, i.e. the
             // connection failed while the statement was sent or its answer read ("server closed
             // the connection unexpectedly"), even while PQstatus still reads OK (R8).
@@ -191,6 +311,11 @@ final class PGConnection {
             }
             throw RegistryError(.query, "registry statement failed (SQLSTATE \(state ?? "?")): \(message)", sqlState: state)
         }
+        return result
+    }
+
+    /// The rows of a successful result, copied out (the caller clears it).
+    private func rows(of result: OpaquePointer) -> PGRows {
         let n = Int(PQntuples(result)), m = Int(PQnfields(result))
         var rows: [[String?]] = []
         rows.reserveCapacity(n)

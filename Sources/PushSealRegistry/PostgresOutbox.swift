@@ -422,6 +422,14 @@ public final class PostgresOutbox: Sendable {
          .int(r.expiresAtMs)]
     }
 
+    /// The claim: up to `$4` queued rows, oldest first, leased to `$1` until `$2` at `$3`.
+    static let claimStatement = """
+        UPDATE pushseal_outbox o SET status = 'sending', lease_owner = $1, lease_until = $2, sends = o.sends + 1, updated_at = $3
+        FROM (SELECT id FROM pushseal_outbox WHERE status = 'queued' ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED) q
+        WHERE o.id = q.id
+        RETURNING \(rowColumns.split(separator: ",").map { "o." + $0.trimmingCharacters() }.joined(separator: ", "))
+        """
+
     /// Claims up to `limit` queued rows, oldest first, for `owner` until `nowMs + leaseMs`
     /// (`SELECT … FOR UPDATE SKIP LOCKED`: two instances never claim one row).
     ///
@@ -434,14 +442,12 @@ public final class PostgresOutbox: Sendable {
     /// - Throws: `RegistryError` `.unavailable`, `.query`, `.corrupt`.
     public func claim(owner: String, limit: Int, leaseMs: Int64, nowMs: Int64) throws -> [Claimed] {
         let mac = try registry.rowMAC(table: Self.table)
-        let rows = try pool.transaction { c in
-            try c.exec("SET LOCAL enable_bitmapscan = off")
-            return try c.exec("""
-                UPDATE pushseal_outbox o SET status = 'sending', lease_owner = $1, lease_until = $2, sends = o.sends + 1, updated_at = $3
-                FROM (SELECT id FROM pushseal_outbox WHERE status = 'queued' ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED) q
-                WHERE o.id = q.id
-                RETURNING \(Self.rowColumns.split(separator: ",").map { "o." + $0.trimmingCharacters() }.joined(separator: ", "))
-                """, [.text(owner), .int(nowMs + leaseMs), .int(nowMs), .int(Int64(limit))])
+        // One round trip: the setting and the claim in one pipelined implicit transaction.
+        let rows = try pool.run { c in
+            try c.pipeline([
+                ("SET LOCAL enable_bitmapscan = off", []),
+                (Self.claimStatement, [.text(owner), .int(nowMs + leaseMs), .int(nowMs), .int(Int64(limit))]),
+            ])[1]
         }
         return try (0..<rows.rows.count).map { r in
             func text(_ c: Int) throws -> String {
@@ -491,46 +497,65 @@ public final class PostgresOutbox: Sendable {
             }
             groups[groups.count - 1].append(i)
         }
+        // One statement per group: every row found by its primary key or by hashing, never a
+        // nested loop that compares every `sending` row with every completion: the planner,
+        // misled by few `sending` rows in its statistics, chose that loop (quadratic: 100-250 ms
+        // for 500 completions, the largest share of PostgreSQL's time in bench-gateway's batch
+        // rows). The rows are also named by `id = ANY(…)`, so they are found through the primary
+        // key: without it the hash join read the whole table (or every `sending` entry of the
+        // leases index, dead ones included) for each write, 5-9 ms for a few outcomes once the
+        // table held 10,000 rows (bench-gateway's latency row, pg_stat_statements).
+        let statements: [(sql: String, params: [PGValue?])] = groups.filter { !$0.isEmpty }.map { group in
+            var params: [PGValue?] = [.text(owner), .int(nowMs)]
+            var tuples: [String] = []
+            for i in group {
+                let b = params.count
+                tuples.append("($\(b + 1)::uuid, $\(b + 2)::text, $\(b + 3)::integer, $\(b + 4)::text, $\(b + 5)::text, $\(b + 6)::integer)")
+                params += [.text(i.id), .text(i.status), i.httpStatus.map { .int(Int64($0)) }, i.reason.map { .text($0) },
+                           i.apnsUniqueID.map { .text($0) }, .int(Int64(i.attempts))]
+            }
+            return ("""
+                UPDATE pushseal_outbox o SET status = v.status, http_status = v.http_status, reason = v.reason, apns_unique_id = v.apns_unique_id,
+                  attempts = o.attempts + v.attempts, lease_owner = NULL, lease_until = NULL, updated_at = $2, finished_at = $2
+                FROM (VALUES \(tuples.joined(separator: ", "))) AS v(id, status, http_status, reason, apns_unique_id, attempts)
+                WHERE o.id = v.id AND o.id = ANY($\(params.count + 1)::uuid[]) AND o.status = 'sending' AND o.lease_owner = $1
+                RETURNING o.id, o.app_id, o.device_token
+                """, params + [.text("{" + group.map(\.id).joined(separator: ",") + "}")])
+        }
+        let setting: (sql: String, params: [PGValue?]) = ("SET LOCAL enable_nestloop = off", [])
+        /// The written rows of one statement's answer: app and device token by lower-case id.
+        func written(_ updated: PGRows) -> [String: (app: String, token: String)] {
+            var rowsByID: [String: (app: String, token: String)] = [:]
+            for row in updated.rows {
+                if let id = row[0], let app = row[1], let token = row[2] { rowsByID[id.lowercased()] = (app, token) }
+            }
+            return rowsByID
+        }
+        let nonEmpty = groups.filter { !$0.isEmpty }
+        guard items.contains(where: { $0.unregisteredAtMs != nil }) else {
+            // No 410 to apply: the setting and every group's statement in one round trip.
+            let answers = try pool.run { c in try c.pipeline([setting] + statements) }.dropFirst()
+            var done = Set<String>()
+            for (group, updated) in zip(nonEmpty, answers) {
+                let rowsByID = written(updated)
+                for i in group where rowsByID[i.id.lowercased()] != nil { done.insert(i.id) }
+            }
+            return (done, [:])
+        }
         return try pool.transaction { c in
-            // Each row found by its primary key or by hashing, never a nested loop that compares
-            // every `sending` row with every completion: the planner, misled by few `sending`
-            // rows in its statistics, chose that loop (quadratic: 100-250 ms for 500
-            // completions, the largest share of PostgreSQL's time in bench-gateway's batch rows).
-            // The rows are also named by `id = ANY(…)`, so they are found through the primary key:
-            // without it the hash join read the whole table (or every `sending` entry of the
-            // leases index, dead ones included) for each write, 5-9 ms for a few outcomes once
-            // the table held 10,000 rows (bench-gateway's latency row, pg_stat_statements).
-            try c.exec("SET LOCAL enable_nestloop = off")
+            try c.exec(setting.sql)
             var out: [String: DeviceTokenInvalidation] = [:]
-            var written = Set<String>()
-            for group in groups where !group.isEmpty {
-                var params: [PGValue?] = [.text(owner), .int(nowMs)]
-                var tuples: [String] = []
-                for i in group {
-                    let b = params.count
-                    tuples.append("($\(b + 1)::uuid, $\(b + 2)::text, $\(b + 3)::integer, $\(b + 4)::text, $\(b + 5)::text, $\(b + 6)::integer)")
-                    params += [.text(i.id), .text(i.status), i.httpStatus.map { .int(Int64($0)) }, i.reason.map { .text($0) },
-                               i.apnsUniqueID.map { .text($0) }, .int(Int64(i.attempts))]
-                }
-                let updated = try c.exec("""
-                    UPDATE pushseal_outbox o SET status = v.status, http_status = v.http_status, reason = v.reason, apns_unique_id = v.apns_unique_id,
-                      attempts = o.attempts + v.attempts, lease_owner = NULL, lease_until = NULL, updated_at = $2, finished_at = $2
-                    FROM (VALUES \(tuples.joined(separator: ", "))) AS v(id, status, http_status, reason, apns_unique_id, attempts)
-                    WHERE o.id = v.id AND o.id = ANY($\(params.count + 1)::uuid[]) AND o.status = 'sending' AND o.lease_owner = $1
-                    RETURNING o.id, o.app_id, o.device_token
-                    """, params + [.text("{" + group.map(\.id).joined(separator: ",") + "}")])
-                var rowsByID: [String: (app: String, token: String)] = [:]
-                for row in updated.rows {
-                    if let id = row[0], let app = row[1], let token = row[2] { rowsByID[id.lowercased()] = (app, token) }
-                }
+            var done = Set<String>()
+            for (group, statement) in zip(nonEmpty, statements) {
+                let rowsByID = written(try c.exec(statement.sql, statement.params))
                 for i in group {
                     guard let r = rowsByID[i.id.lowercased()] else { continue }
-                    written.insert(i.id)
+                    done.insert(i.id)
                     guard let ts = i.unregisteredAtMs else { continue }
                     out[i.id] = try invalidate(c, token: r.token, unregisteredAtMs: ts, appID: r.app, nowMs: nowMs)
                 }
             }
-            return (written, out)
+            return (done, out)
         }
     }
 

@@ -30,6 +30,15 @@ public final class OutboxWorker: Sendable {
         public var leaseMs: Int64 = 60_000
         /// The longest wait without a notification before looking again, ms (1000).
         public var pollIntervalMs = 1000
+        /// The shortest time between two claims, ms (20), unless the first was full: the
+        /// `NOTIFY`s of every instance's commits in that time cost one claim, not one each.
+        /// At 500 single requests/s each instance claimed ~500 times a second (most claims
+        /// empty: the other instance had the row), a third of PostgreSQL's statements
+        /// (bench-gateway). It adds at most this much to the time from the 202 to the send.
+        public var claimIntervalMs = 20
+        /// The shortest time between two writes of outcomes, ms (20), unless `claimBatch`
+        /// outcomes wait or the worker drains: the outcomes of that time share one write.
+        public var outcomeWriteIntervalMs = 20
         /// Called once per final outcome this instance wrote, after its transaction committed
         /// (and per row its reaper ended `failed` `mayHaveBeenDelivered`): the gateway's
         /// `outcome` log line. Runs on the worker's thread: keep it short.
@@ -153,11 +162,34 @@ public final class OutboxWorker: Sendable {
     /// (``PostgresOutbox/Listener/wake()``). It used to look again every 10 ms while requests
     /// were in flight: a claim transaction (four round trips) per 10 ms and per `NOTIFY` on
     /// each instance, most of them empty, which took PostgreSQL's CPU from the requests being
-    /// accepted (bench-gateway, single requests at 500/s).
+    /// accepted (bench-gateway, single requests at 500/s). Two claims that were not full are
+    /// at least ``Configuration/claimIntervalMs`` apart, two writes of outcomes at least
+    /// ``Configuration/outcomeWriteIntervalMs``.
     private func run() {
         let rows = outbox.rows
         var lastReap: Int64 = 0, lastRenew = unixTimeMilliseconds()
         var claimDue = true
+        // Monotonic ns: the last claim that was not full, the last look at the table (claim or
+        // poll), the last write of outcomes.
+        var lastClaim: UInt64 = 0, lastLook = monotonicNanoseconds(), lastWrite: UInt64 = 0
+        /// Milliseconds left until `intervalMs` has passed since `since` (0: it has).
+        func remainingMs(since: UInt64, intervalMs: Int) -> Int {
+            let elapsed = Int((monotonicNanoseconds() &- since) / 1_000_000)
+            return since == 0 ? 0 : max(0, intervalMs - elapsed)
+        }
+        /// Writes the outcomes when the interval since the last write has passed or a claim's
+        /// worth waits; the milliseconds until the next write is due, when some wait.
+        func writeIfDue() -> Int? {
+            let (waiting, bad) = state.withLock { ($0.completions.count, $0.badTokens.count) }
+            guard waiting + bad > 0 else {
+                updateClientMetrics()
+                return nil
+            }
+            let wait = waiting >= configuration.claimBatch ? 0 : remainingMs(since: lastWrite, intervalMs: configuration.outcomeWriteIntervalMs)
+            guard wait == 0 else { return wait }
+            lastWrite = monotonicNanoseconds()
+            return flush() ? nil : configuration.outcomeWriteIntervalMs
+        }
         while !state.withLock({ $0.stopping }) {
             let now = unixTimeMilliseconds()
             if now - lastReap >= configuration.leaseMs / 4 {
@@ -173,11 +205,13 @@ public final class OutboxWorker: Sendable {
             if inFlight > 0, now - lastRenew >= configuration.leaseMs / 3 {
                 if (try? rows.renewLeases(owner: configuration.instanceID, leaseMs: configuration.leaseMs, nowMs: now)) != nil { lastRenew = now }
             }
-            flush()
+            _ = writeIfDue()
             var claimed: [PostgresOutbox.Claimed] = []
             let room = configuration.maxInFlight - inFlight
-            if room > 0, claimDue {
+            let claimWait = remainingMs(since: lastClaim, intervalMs: configuration.claimIntervalMs)
+            if room > 0, claimDue, claimWait == 0 {
                 let limit = min(configuration.claimBatch, room)
+                lastLook = monotonicNanoseconds()
                 do {
                     claimed = try rows.claim(owner: configuration.instanceID, limit: limit, leaseMs: configuration.leaseMs, nowMs: now)
                     if !claimed.isEmpty { lastRenew = now }
@@ -188,20 +222,23 @@ public final class OutboxWorker: Sendable {
                 }
                 // A full claim may have left rows behind: claim again without waiting.
                 claimDue = claimed.count == limit
+                lastClaim = claimDue ? 0 : lastLook
             }
             for c in claimed { dispatch(c, nowMs: now) }
-            flush()
-            if claimDue && room > 0 { continue }
-            // While requests are in flight, wake in time to renew their leases.
-            var timeout = configuration.pollIntervalMs
+            let writeWait = writeIfDue()
+            if claimDue && room > 0 && claimWait == 0 { continue }
+            // While requests are in flight, wake in time to renew their leases; a claim or a
+            // write waiting for its interval, when it is due.
+            var timeout = max(1, configuration.pollIntervalMs - Int((monotonicNanoseconds() &- lastLook) / 1_000_000))
             if state.withLock({ !$0.inFlight.isEmpty }) {
                 timeout = Int(max(1, min(Int64(timeout), configuration.leaseMs / 3 - (unixTimeMilliseconds() - lastRenew))))
             }
-            let waitStart = monotonicNanoseconds()
+            if claimDue && room > 0 { timeout = min(timeout, max(1, remainingMs(since: lastClaim, intervalMs: configuration.claimIntervalMs))) }
+            if let writeWait { timeout = min(timeout, max(1, writeWait)) }
             let notified = listener.wait(timeoutMs: timeout)
-            // Claim after a NOTIFY or at the time-out (polling: a NOTIFY may be lost with its
-            // connection); a wake for outcomes alone only writes them.
-            if notified || monotonicNanoseconds() &- waitStart >= UInt64(max(0, timeout - 1)) * 1_000_000 { claimDue = true }
+            // Claim after a NOTIFY or at the poll interval (polling: a NOTIFY may be lost with
+            // its connection); a wake for outcomes alone only writes them.
+            if notified || monotonicNanoseconds() &- lastLook >= UInt64(max(0, configuration.pollIntervalMs - 1)) * 1_000_000 { claimDue = true }
         }
         client.finish()
         var tries = 0
@@ -251,6 +288,13 @@ public final class OutboxWorker: Sendable {
         outbox.metrics.finished(status: status, reason: reason, apnsNanoseconds: nil)
     }
 
+    /// The APNs client's gauges and counters for `/metrics`.
+    private func updateClientMetrics() {
+        let statistics = client.statistics
+        outbox.metrics.client(mints: tokens.mintCount, connections: statistics.connectionsOpened, open: statistics.connectionsOpen,
+                              inFlight: state.withLock { $0.inFlight.count })
+    }
+
     /// Writes the outcomes gathered so far in one transaction (and the guard's BadDeviceToken
     /// invalidations); `true` when nothing is left to write.
     @discardableResult
@@ -259,9 +303,7 @@ public final class OutboxWorker: Sendable {
             defer { s.completions = []; s.badTokens = [] }
             return (s.completions, s.badTokens)
         }
-        let statistics = client.statistics
-        outbox.metrics.client(mints: tokens.mintCount, connections: statistics.connectionsOpened, open: statistics.connectionsOpen,
-                              inFlight: state.withLock { $0.inFlight.count })
+        updateClientMetrics()
         var ok = true
         if !batch.isEmpty {
             do {

@@ -215,6 +215,9 @@ import Testing
             guard n >= 8, readExactly(n - 4) != nil else { return }
             send(message("R", [0, 0, 0, 0]) + message("Z", [UInt8(ascii: "I")]))
             var buffer = [UInt8](repeating: 0, count: 65536)
+            // The connection's own setting (`SET plan_cache_mode …`) succeeds; the statement after it fails.
+            _ = buffer.withUnsafeMutableBytes { read(c, $0.baseAddress, $0.count) }
+            send(message("C", Array("SET".utf8) + [0]) + message("Z", [UInt8(ascii: "I")]))
             _ = buffer.withUnsafeMutableBytes { read(c, $0.baseAddress, $0.count) }
             let fields = Array("SERROR".utf8) + [0] + Array("Mserver closed the connection unexpectedly".utf8) + [0, 0]
             send(message("E", fields) + message("Z", [UInt8(ascii: "I")]))
