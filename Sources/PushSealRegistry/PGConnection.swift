@@ -238,8 +238,9 @@ final class PGConnection {
     }
 
     /// Runs `statements` in ONE round trip (libpq's pipeline mode, one `Sync`): PostgreSQL runs
-    /// them in order as one implicit transaction (a `SET LOCAL` among them holds for the ones
-    /// after it) and commits it when the last succeeds; the first that fails rolls every one
+    /// them in order as one implicit transaction (a `set_config(name, value, true)` among them
+    /// holds for the ones after it; `SET LOCAL` too, with a warning in the server's log) and
+    /// commits it when the last succeeds; the first that fails rolls every one
     /// back, and the rest are not run. For the outbox's claim and outcome writes, which were a
     /// `BEGIN`, a `SET LOCAL`, the statement and a `COMMIT`: four round trips, each a wake-up
     /// on both sides (bench-gateway, single requests at 500/s). The commit is on the wire for

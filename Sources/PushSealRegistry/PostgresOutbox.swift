@@ -442,10 +442,12 @@ public final class PostgresOutbox: Sendable {
     /// - Throws: `RegistryError` `.unavailable`, `.query`, `.corrupt`.
     public func claim(owner: String, limit: Int, leaseMs: Int64, nowMs: Int64) throws -> [Claimed] {
         let mac = try registry.rowMAC(table: Self.table)
-        // One round trip: the setting and the claim in one pipelined implicit transaction.
+        // One round trip: the setting (for this transaction only; SET LOCAL would warn in the
+        // server's log outside an explicit transaction block) and the claim, in one pipelined
+        // implicit transaction.
         let rows = try pool.run { c in
             try c.pipeline([
-                ("SET LOCAL enable_bitmapscan = off", []),
+                ("SELECT set_config('enable_bitmapscan', 'off', true)", []),
                 (Self.claimStatement, [.text(owner), .int(nowMs + leaseMs), .int(nowMs), .int(Int64(limit))]),
             ])[1]
         }
@@ -522,7 +524,9 @@ public final class PostgresOutbox: Sendable {
                 RETURNING o.id, o.app_id, o.device_token
                 """, params + [.text("{" + group.map(\.id).joined(separator: ",") + "}")])
         }
-        let setting: (sql: String, params: [PGValue?]) = ("SET LOCAL enable_nestloop = off", [])
+        // `set_config(…, true)`: for this transaction only, like SET LOCAL, which PostgreSQL
+        // refuses with a warning (in its log) outside an explicit transaction block.
+        let setting: (sql: String, params: [PGValue?]) = ("SELECT set_config('enable_nestloop', 'off', true)", [])
         /// The written rows of one statement's answer: app and device token by lower-case id.
         func written(_ updated: PGRows) -> [String: (app: String, token: String)] {
             var rowsByID: [String: (app: String, token: String)] = [:]

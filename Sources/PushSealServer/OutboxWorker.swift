@@ -98,6 +98,12 @@ public final class OutboxWorker: Sendable {
     public let tokens: ProviderTokenCache
     private let state = Locked(State())
     private let stopped = Locked<Bool>(false)
+    private let claims = Locked(0)
+
+    /// How many claims this worker has made (each one round trip to the database, whatever it
+    /// found): with ``Configuration/claimIntervalMs`` a stream of single commits costs a claim
+    /// per interval, not one per commit.
+    public var claimCount: Int { claims.withLock { $0 } }
     private let listener: PostgresOutbox.Listener
 
     /// Makes the worker and its APNs client (connections open on the first send); ``start()``
@@ -212,6 +218,7 @@ public final class OutboxWorker: Sendable {
             if room > 0, claimDue, claimWait == 0 {
                 let limit = min(configuration.claimBatch, room)
                 lastLook = monotonicNanoseconds()
+                claims.withLock { $0 += 1 }
                 do {
                     claimed = try rows.claim(owner: configuration.instanceID, limit: limit, leaseMs: configuration.leaseMs, nowMs: now)
                     if !claimed.isEmpty { lastRenew = now }

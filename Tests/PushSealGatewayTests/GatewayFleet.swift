@@ -90,10 +90,19 @@ final class GatewayChild: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         log = ChildLog(err)
         try process.run()
-        waitUntil(seconds: 60) { !process.isRunning || log.events.contains { $0["event"] as? String == "listening" } }
+        let start = monotonicNanoseconds()
+        waitUntil(seconds: 120) { !process.isRunning || log.events.contains { $0["event"] as? String == "listening" } }
         guard let listening = log.events.first(where: { $0["event"] as? String == "listening" }), let p = listening["port"] as? Int else {
+            // Still running without having listened (a start slower than the wait, on a loaded
+            // machine): killed, so the test fails with its log instead of waiting for an exit
+            // that never comes.
+            let running = process.isRunning
+            if running { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             log.waitForEnd()
+            if running {
+                throw TestFailure("push-gateway serve did not log listening within \((monotonicNanoseconds() - start) / 1_000_000_000) s (killed): \(log.contents.suffix(2000))")
+            }
             throw TestFailure("push-gateway serve did not start (exit \(process.terminationStatus)): \(log.contents.suffix(2000))")
         }
         port = p

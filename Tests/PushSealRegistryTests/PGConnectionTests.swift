@@ -4,7 +4,7 @@ import Testing
 
 /// The connection's prepared statements and pipelines (issue 23, speed): each statement with
 /// parameters is parsed once per connection and gives the same answers as unprepared; a pipeline
-/// is one implicit transaction (a `SET LOCAL` in it holds for the statements after it and ends
+/// is one implicit transaction (a `set_config(…, true)` in it holds for the statements after it and ends
 /// with it; a failure rolls every statement back and leaves the connection usable).
 @Suite struct PGConnectionTests {
     /// A connection to a fresh database of the shared server, with a table `t (k int primary key, v text)`.
@@ -54,10 +54,10 @@ import Testing
         #expect(try c.exec("SELECT count(*) FROM t WHERE k > $1", [.int(0)]).int(0, 0) == 1)
     }
 
-    @Test func aPipelineIsOneTransactionWhoseSetLocalHoldsForTheStatementsAfterIt() throws {
+    @Test func aPipelineIsOneTransactionWhoseLocalSettingHoldsForTheStatementsAfterIt() throws {
         let c = try Self.connection()
         let answers = try c.pipeline([
-            ("SET LOCAL enable_bitmapscan = off", []),
+            ("SELECT set_config('enable_bitmapscan', 'off', true)", []),
             ("SELECT current_setting('enable_bitmapscan') || $1", [.text("!")]),
             ("INSERT INTO t (k, v) VALUES ($1, $2) RETURNING k", [.int(7), .text("seven")]),
         ])

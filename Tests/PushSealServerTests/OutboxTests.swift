@@ -229,6 +229,29 @@ struct OutboxTests {
         #expect(w.isStopped)
     }
 
+    @Test("single commits in a burst share claims: at most one claim per claimIntervalMs unless full; every row is sent once")
+    func aBurstOfCommitsSharesClaims() throws {
+        let f = try Fixture(recipients: ["c"])
+        let mock = try MockAPNs([:], kind: .native)
+        defer { mock.stop() }
+        var settings = OutboxWorker.Configuration()
+        settings.claimIntervalMs = 500
+        let w = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock), configuration: settings)
+        try w.start()
+        // 40 requests of one item, each its own commit and NOTIFY: a claim per NOTIFY would be ~40.
+        var ids: [String] = []
+        for n in 0..<40 {
+            let accepted = try f.outbox.accept([Self.item("c", "burst \(n)")], idempotency: nil, nowMs: unixTimeMilliseconds())
+            if case .queued(let id, _)? = accepted.items.first { ids.append(id) }
+        }
+        #expect(ids.count == 40)
+        try f.waitUntilDone(limitSeconds: 60)
+        w.drain()
+        #expect(try ids.allSatisfy { try f.outbox.status(id: $0)?.status == "accepted" })
+        #expect(try mock.answered().count == 40)
+        #expect(w.claimCount <= 20, "\(w.claimCount) claims for 40 commits")
+    }
+
     @Test("a dead instance's rows: resent when they have a collapse id, failed mayHaveBeenDelivered without")
     func reaperRespectsCollapseIDs() throws {
         let f = try Fixture(recipients: ["a", "b"])
