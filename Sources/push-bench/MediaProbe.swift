@@ -22,6 +22,11 @@ func runMediaProbe(_ arguments: [String]) -> Int32 {
         return 64
     }
     let (keyText, sha256) = (options[BenchOptions.key], options[BenchOptions.sha256])
+    if let sha256, sha256.utf8.count != 64 || Hex.decode(sha256) == nil {
+        // A usage error, not a failed download (which the check would report after fetching).
+        writeStandardError("push-bench: error: --sha256 must be 64 hex digits, got \(sha256.utf8.count) characters\nhint: \(hint)\n")
+        return 64
+    }
     var key: SecretBytes?
     if let keyText {
         guard var bytes = try? WireBase64.decodeSecret(keyText) else {

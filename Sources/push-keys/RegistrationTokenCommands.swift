@@ -1,5 +1,6 @@
 import PushSealCLI
 import PushSealJSON
+import PushSealKeyRecords
 import PushSealRegistrationTokens
 import PushSealSystem
 
@@ -77,6 +78,8 @@ struct RegistrationTokenMintCommand: OptionsCommand {
             guard lifetime > 0, lifetime <= RegistrationToken.maximumLifetimeSeconds else {
                 throw CLIError.usage("--lifetime must be 1s to 24h, got \(lifetime) s", hint: "registration tokens are short-lived: mint one per registration")
             }
+            // iat as every other --now: 1970 to 9999 (a negative iat was minted before).
+            try keyUsageErrors { try KeyTime.checkTime(now, named: "--now") }
             try RegistrationTokenCommands.mapErrors {
                 try RegistrationToken(recipient: recipient, appID: appID, issuedAt: now, expiresAt: now + lifetime, tokenID: tokenID).checkClaims()
             }

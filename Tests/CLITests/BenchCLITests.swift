@@ -121,6 +121,15 @@ struct BenchCLITests {
         #expect(bad.stderr.hasPrefix("push-bench: error: --section"))
     }
 
+    @Test(arguments: ["zz", String(repeating: "a", count: 63), String(repeating: "g", count: 64)])
+    func mediaWithABadDigestIsAUsageErrorBeforeAnyDownload(_ digest: String) throws {
+        // The URL is never fetched (nothing listens there): the digest is refused first.
+        let r = try KeysCLI.run(Self.bench, ["media", "http://127.0.0.1:9/a.jpg", "--sha256", digest])
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.hasPrefix("push-bench: error: --sha256 must be 64 hex digits") && r.stderr.contains("hint: "))
+        #expect(r.stdout.isEmpty)
+    }
+
     @Test func unknownOptionIsAUsageError() throws {
         let r = try KeysCLI.run(Self.bench, ["--fastest"])
         #expect(r.status == 64)

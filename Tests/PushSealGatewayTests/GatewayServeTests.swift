@@ -171,6 +171,11 @@ struct GatewayServeTests {
         defer { gw.stop() }
         let minted = try runTool(keys, ["registration-token", "--secret-file", secret, "--recipient", "phone-jwt", "--app-id", GatewayFleet.appID])
         #expect(minted.status == 0, "\(minted.stderr)")
+        // --now is a time from 1970 to 9999, as in every other command: a usage error, no token.
+        for bad in ["-1", "253402300800"] {
+            let refused = try runTool(keys, ["registration-token", "--secret-file", secret, "--recipient", "phone-jwt", "--app-id", GatewayFleet.appID, "--now", bad])
+            #expect(refused.status == 64 && refused.stdout.isEmpty && refused.stderr.contains("push-keys: error:") && refused.stderr.contains("--now"), "\(refused.stderr)")
+        }
         let jwt = minted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let body = try GatewayEndToEndTests.upload(token: String(repeating: "f6", count: 32))
         let r = try #require(try rawHTTP(port: UInt16(gw.port), "POST", "/v1/devices", headers: [("Authorization", "Bearer \(jwt)"), ("Content-Type", "application/json")], body: body))
