@@ -6,8 +6,11 @@ import Darwin
 
 /// A child process started with `posix_spawnp` (a bare name is searched in `PATH`), with a
 /// clean signal state (nothing blocked; SIGPIPE, SIGTERM, SIGINT and SIGHUP at their
-/// defaults), reaped with `wait4` for its exit status and peak RSS. For tools that run
-/// other programs and measure them (push-bench); not for anything that handles secrets.
+/// defaults) and only descriptors 0, 1 and 2 open, reaped with `wait4(pid)` for its exit
+/// status and peak RSS. For tools that run other programs and measure them (push-bench) and
+/// for tests' children; not for anything that handles secrets. Unlike Foundation's `Process`
+/// it keeps no monitor thread: nothing else waits for the child, so one child that runs on
+/// can never hold up noticing another's exit.
 public struct ChildProcess: Sendable {
     /// Where one of the child's standard streams goes.
     public enum Stream: Sendable {
@@ -61,6 +64,9 @@ public struct ChildProcess: Sendable {
                 posix_spawn_file_actions_adddup2(&actions, fd, target)
             }
         }
+        // Nothing else of the parent's (another child's pipe end would keep that child's
+        // reader from seeing end of file until this one exits too).
+        closeFrom3(&actions)
         // The parent may run with signals blocked (a test runner's Process does that) and
         // SIGPIPE ignored; a child must see the defaults.
         var attributes = posix_spawnattr_t()
@@ -102,13 +108,50 @@ public struct ChildProcess: Sendable {
         return Exit(status: code, wallNanoseconds: wall, maxRSSKiB: Int(usage.ru_maxrss))
     }
 
+    /// The child's ``Exit`` if it has ended (reaped now, `wait4` with `WNOHANG`), else `nil`.
+    /// Reap a child once: after an ``Exit`` has been returned the pid is gone. A child that
+    /// someone else reaped reads as status 0.
+    public func poll() -> Exit? {
+        var status: Int32 = 0
+        var usage = rusage()
+        var reaped: pid_t
+        repeat { reaped = wait4(pid, &status, WNOHANG, &usage) } while reaped < 0 && errno == EINTR
+        if reaped == 0 { return nil }
+        let wall = monotonicNanoseconds() - startedNanoseconds
+        if reaped < 0 { return Exit(status: 0, wallNanoseconds: wall) }
+        let signal = status & 0x7f
+        let code = signal == 0 ? (status >> 8) & 0xff : 128 + signal
+        return Exit(status: code, wallNanoseconds: wall, maxRSSKiB: Int(usage.ru_maxrss))
+    }
+
+    /// Sends `signal` to the child (`kill(2)`). Only before the child has been reaped by
+    /// ``poll()`` or ``wait(since:)``: after that its pid may be another process's.
+    public func send(_ signal: Int32) { sendSignal(signal, to: pid) }
+
     /// Sends SIGKILL (for a helper that holds no state worth a clean exit); reap it with
     /// ``wait(since:)``.
-    public func kill() { sendKill(pid) }
+    public func kill() { sendSignal(SIGKILL, to: pid) }
 }
 
-/// `kill(pid, SIGKILL)` (outside the type, whose `kill()` would shadow libc's).
-private func sendKill(_ pid: pid_t) { _ = kill(pid, SIGKILL) }
+/// Adds glibc's `posix_spawn_file_actions_addclosefrom_np(actions, 3)` (glibc 2.34+): the Swift
+/// Glibc module does not export it (a GNU extension), so it is looked up once. Without it
+/// (another libc) the child keeps what the parent did not mark close-on-exec.
+/// - Parameter actions: a `posix_spawn_file_actions_t` the caller initialized (`&actions`).
+public func closeFrom3(_ actions: UnsafeMutableRawPointer) {
+    if let add = addCloseFrom { _ = add(actions.assumingMemoryBound(to: posix_spawn_file_actions_t.self), 3) }
+}
+
+private let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+#if os(Linux)
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+#else
+    return nil
+#endif
+}()
+
+/// `kill(pid, signal)` (outside the type, whose `kill()` would shadow libc's).
+private func sendSignal(_ signal: Int32, to pid: pid_t) { _ = kill(pid, signal) }
 
 extension FileDescriptor {
     /// A pipe, both ends close-on-exec (a child gets an end only through

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PushSealAPNs
+import PushSealSystem
 
 /// A mock APNs in a child process: started with a config, waited for until it prints
 /// `listening PORT CAFILE`, stopped by ``stop()`` (and by the end of its standard input if the
@@ -45,8 +46,15 @@ final class MockAPNs: @unchecked Sendable {
     let recordPath: String
     let port: Int
     let caFile: String
-    private let process = Process()
-    private let stdin = Pipe()
+    /// The mock, started with `posix_spawn` (``ChildProcess``), not Foundation's `Process`: its
+    /// Linux monitor thread reaps children one at a time, so a child still running could hold up
+    /// noticing this one's exit, and a test waiting for it hung.
+    private let process: ChildProcess
+    /// The parent's end of the mock's standard input (close-on-exec): the mock exits at its end
+    /// of file, so also when the test process dies.
+    private let stdin: FileDescriptor
+    private let lock = NSLock()
+    private var stopped = false
 
     /// Starts a mock (`kind`: Node by default). `config` is merged over the defaults (one key, one topic, a record file).
     init(_ config: [String: Any] = [:], p8Path existingKey: String? = nil, kind: Kind = .node) throws {
@@ -61,22 +69,27 @@ final class MockAPNs: @unchecked Sendable {
         for (k, v) in config { full[k] = v }
         let configPath = directory.appendingPathComponent("config.json")
         try JSONSerialization.data(withJSONObject: full).write(to: configPath)
+        let argv: [String]
         switch kind {
-        case .node:
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["node", Self.script, "--config", configPath.path]
-        case .native:
-            process.executableURL = URL(fileURLWithPath: try Self.nativeBuild.get())
-            process.arguments = ["--config", configPath.path]
+        case .node: argv = ["/usr/bin/env", "node", Self.script, "--config", configPath.path]
+        case .native: argv = [try Self.nativeBuild.get(), "--config", configPath.path]
         }
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardInput = stdin
-        try process.run()
+        let input = try FileDescriptor.makePipe()
+        let out = try FileDescriptor.makePipe()
+        guard let child = ChildProcess.spawn(argv, stdin: .descriptor(input.read.rawValue), stdout: .descriptor(out.write.rawValue),
+                                             stderr: .descriptor(FileDescriptor.standardError.rawValue)) else {
+            throw MockFailure(description: "mock APNs (\(kind)) could not be started: \(argv[0])")
+        }
+        input.read.close()
+        out.write.close()
+        process = child
+        stdin = input.write
         // Wait for the ready line (a blocking read: the event itself, no sleep).
-        let (line, words) = Self.readyLine(out)
+        let (line, words) = Self.readyLine(out.read)
+        out.read.close()
         guard words.count >= 3, words[0] == "listening", let port = Int(words[1]) else {
-            process.terminate()
+            child.kill()
+            _ = child.wait()
             let hint = kind == .node ? "is node 20 installed?" : "its error is on stderr; fault scripts need the Node mock"
             throw MockFailure(description: "mock APNs (\(kind)) did not start (\(hint)): \(String(decoding: line, as: UTF8.self))")
         }
@@ -101,12 +114,25 @@ final class MockAPNs: @unchecked Sendable {
     /// The answered requests (not refused streams).
     func answered() throws -> [[String: Any]] { try records().filter { $0["refused"] == nil } }
 
-    /// Stops the mock and waits for it (the record file is complete afterwards).
+    /// Stops the mock (SIGTERM, then SIGKILL if it has not ended within 30 s) and reaps it (the
+    /// record file is complete afterwards). Idempotent.
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
+        let first = lock.withLock { () -> Bool in
+            defer { stopped = true }
+            return !stopped
         }
+        guard first else { return }
+        process.send(SIGTERM)
+        let deadline = monotonicNanoseconds() + 30_000_000_000
+        while process.poll() == nil {
+            if monotonicNanoseconds() > deadline {
+                process.kill()
+                _ = process.wait()
+                break
+            }
+            pauseThread(seconds: 0.01)
+        }
+        stdin.close()
     }
 
     deinit {
@@ -119,9 +145,18 @@ extension MockAPNs {
     /// A child's first line on `out` (a blocking read until its newline or end), and its words:
     /// the mocks' and the fault proxy's `listening PORT …`.
     static func readyLine(_ out: Pipe) -> (line: Data, words: [Substring]) {
+        readyLine { out.fileHandleForReading.availableData }
+    }
+
+    /// ``readyLine(_:)`` from a descriptor.
+    static func readyLine(_ out: FileDescriptor) -> (line: Data, words: [Substring]) {
+        readyLine { Data((try? out.read(upToCount: 1)) ?? []) }
+    }
+
+    private static func readyLine(_ next: () -> Data) -> (line: Data, words: [Substring]) {
         var line = Data()
         while !line.contains(0x0A) {
-            let chunk = out.fileHandleForReading.availableData
+            let chunk = next()
             if chunk.isEmpty { break }
             line.append(chunk)
         }

@@ -8,17 +8,24 @@ import PushSealTestSupport
 final class ChildLog: @unchecked Sendable {
     private let lock = NSLock()
     private var text = ""
-    private let done = DispatchSemaphore(value: 0)
+    private var ended = false
+    private let source: FileDescriptor
 
-    init(_ pipe: Pipe) {
-        let handle = pipe.fileHandleForReading
+    /// Reads `source` (the parent's read end of the child's standard error) until end of file,
+    /// then closes it.
+    init(_ source: FileDescriptor) {
+        self.source = source
         Thread {
+            let source = self.source
+            var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                self.lock.withLock { self.text += String(decoding: chunk, as: UTF8.self) }
+                let n = (try? buffer.withUnsafeMutableBytes { try source.read(into: $0) }) ?? 0
+                if n == 0 { break }
+                let chunk = String(decoding: buffer[..<n], as: UTF8.self)
+                self.lock.withLock { self.text += chunk }
             }
-            self.done.signal()
+            source.close()
+            self.lock.withLock { self.ended = true }
         }.start()
     }
 
@@ -30,10 +37,11 @@ final class ChildLog: @unchecked Sendable {
         contents.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 
-    /// Waits for the writer to close (the child exited); returns at once after the first time.
-    func waitForEnd() {
-        done.wait()
-        done.signal()
+    /// Waits up to `seconds` for end of file (every writer closed: the child and anything it
+    /// left running); whether it came.
+    @discardableResult
+    func waitForEnd(seconds: Double = 30) -> Bool {
+        waitUntil(seconds: seconds, every: 0.01) { lock.withLock { ended } }
     }
 }
 
@@ -48,62 +56,98 @@ func waitUntil(seconds: Double, every pause: Double = 0.02, _ condition: () thro
     return try condition()
 }
 
+/// A `push-gateway` child started with `posix_spawn` (``ChildProcess``: only descriptors 0–2
+/// open, a clean signal state) and reaped by its own pid. Not Foundation's `Process`: on Linux
+/// its monitor thread reaps children one at a time with a blocking `wait4`, so a gateway still
+/// running could keep the exit of another from being noticed, and a test waiting for that exit
+/// before it stopped the first hung (seen in `GatewayChaosTests`). Every wait here has a
+/// deadline.
+final class GatewayProcess: @unchecked Sendable {
+    private let child: ChildProcess
+    let log: ChildLog
+    private let lock = NSLock()
+    private var exit: Int32?
+
+    /// Starts `push-gateway` with `arguments`; standard input and output are `/dev/null`,
+    /// standard error goes to ``log``.
+    init(_ arguments: [String]) throws {
+        let tool = try #require(builtTool("push-gateway"), "push-gateway is not built")
+        let pipe = try FileDescriptor.makePipe()
+        guard let child = ChildProcess.spawn([tool.path] + arguments, stderr: .descriptor(pipe.write.rawValue)) else {
+            throw TestFailure("cannot start \(tool.path)")
+        }
+        pipe.write.close()
+        self.child = child
+        log = ChildLog(pipe.read)
+    }
+
+    /// The child's pid.
+    var pid: Int32 { child.pid }
+
+    /// The exit status (128 + the signal for a signal) once the child has ended, else `nil`.
+    var status: Int32? {
+        lock.withLock {
+            if exit == nil, let ended = child.poll() { exit = ended.status }
+            return exit
+        }
+    }
+
+    /// Whether the child has not ended yet.
+    var isRunning: Bool { status == nil }
+
+    /// Sends `signal` unless the child has ended (and been reaped: its pid could be reused).
+    func signal(_ signal: Int32) {
+        lock.withLock { if exit == nil { child.send(signal) } }
+    }
+
+    /// Waits up to `seconds` for the child to end, then (still running) SIGKILLs it and waits
+    /// for that; then waits for the end of its log. The status, or `nil` when it outlived the
+    /// wait and had to be killed.
+    @discardableResult
+    func waitForExit(seconds: Double) -> Int32? {
+        let ended = waitUntil(seconds: seconds, every: 0.01) { status != nil }
+        if !ended {
+            signal(SIGKILL)
+            waitUntil(seconds: 60, every: 0.01) { status != nil }
+        }
+        log.waitForEnd()
+        return ended ? status : nil
+    }
+
+    deinit { signal(SIGKILL); _ = waitUntil(seconds: 10, every: 0.01) { status != nil } }
+}
+
 /// Runs `push-gateway` with `arguments` expecting it to exit (a refusal): its status and
 /// standard error; a child still running after `seconds` is killed and reported as -1.
 func runGatewayExpectingExit(_ arguments: [String], seconds: Double = 60) throws -> (status: Int32, stderr: String) {
-    let tool = try #require(builtTool("push-gateway"), "push-gateway is not built")
-    let p = Process()
-    p.executableURL = tool
-    p.arguments = arguments
-    let err = Pipe()
-    p.standardError = err
-    p.standardOutput = FileHandle.nullDevice
-    p.standardInput = FileHandle.nullDevice
-    let log = ChildLog(err)
-    try p.run()
-    if !waitUntil(seconds: seconds, every: 0.05, { !p.isRunning }) {
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
-        log.waitForEnd()
-        return (-1, log.contents)
-    }
-    p.waitUntilExit()
-    log.waitForEnd()
-    return (p.terminationStatus, log.contents)
+    let p = try GatewayProcess(arguments)
+    let status = p.waitForExit(seconds: seconds) ?? -1
+    return (status, p.log.contents)
 }
 
 /// A `push-gateway serve` child: started, waited for until it logs `listening`, stopped by
 /// SIGTERM or SIGKILL.
 final class GatewayChild: @unchecked Sendable {
-    let process = Process()
-    let log: ChildLog
+    let process: GatewayProcess
     private(set) var port = 0
+
+    /// The child's standard error.
+    var log: ChildLog { process.log }
 
     /// Starts `push-gateway serve` with `arguments` (after `serve`).
     init(_ arguments: [String]) throws {
-        let tool = try #require(builtTool("push-gateway"), "push-gateway is not built")
-        process.executableURL = tool
-        process.arguments = ["serve"] + arguments
-        let err = Pipe()
-        process.standardError = err
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        log = ChildLog(err)
-        try process.run()
+        process = try GatewayProcess(["serve"] + arguments)
         let start = monotonicNanoseconds()
+        let log = process.log
         waitUntil(seconds: 120) { !process.isRunning || log.events.contains { $0["event"] as? String == "listening" } }
         guard let listening = log.events.first(where: { $0["event"] as? String == "listening" }), let p = listening["port"] as? Int else {
             // Still running without having listened (a start slower than the wait, on a loaded
-            // machine): killed, so the test fails with its log instead of waiting for an exit
-            // that never comes.
-            let running = process.isRunning
-            if running { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-            log.waitForEnd()
-            if running {
+            // machine): killed, so the test fails with its log.
+            let status = process.waitForExit(seconds: 0)
+            if status == nil {
                 throw TestFailure("push-gateway serve did not log listening within \((monotonicNanoseconds() - start) / 1_000_000_000) s (killed): \(log.contents.suffix(2000))")
             }
-            throw TestFailure("push-gateway serve did not start (exit \(process.terminationStatus)): \(log.contents.suffix(2000))")
+            throw TestFailure("push-gateway serve did not start (exit \(status ?? -1)): \(log.contents.suffix(2000))")
         }
         port = p
     }
@@ -111,23 +155,18 @@ final class GatewayChild: @unchecked Sendable {
     /// The `outcome` lines logged so far.
     var outcomes: [[String: Any]] { log.events.filter { $0["event"] as? String == "outcome" } }
 
-    /// SIGTERM and the exit status.
+    /// SIGTERM and the exit status; -1 when it did not exit within 120 s (then SIGKILLed).
     @discardableResult
     func stop() -> Int32 {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        process.waitUntilExit()
-        log.waitForEnd()
-        return process.terminationStatus
+        process.signal(SIGTERM)
+        return process.waitForExit(seconds: 120) ?? -1
     }
 
     /// SIGKILL, waited for.
     func kill9() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        log.waitForEnd()
+        process.signal(SIGKILL)
+        process.waitForExit(seconds: 60)
     }
-
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }
 
 /// A database made ready for gateway children: a KEK file, the schema (`push-gateway migrate`),

@@ -3,14 +3,6 @@ import Testing
 import PushSealSystem
 import PushSealTestSupport
 
-/// Bytes handed from a reader thread, waited for once.
-final class LockedData: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var data = Data()
-    func set(_ d: Data) { data = d; done.signal() }
-    func wait() -> Data { done.wait(); return data }
-}
-
 /// The `push-gateway` binary on a real PostgreSQL: migrate, keys create/list/revoke, serve,
 /// the OpenAPI document checked against it by schemathesis, SIGTERM exits 0.
 @Suite(.serialized) struct GatewayProcessTests {
@@ -20,16 +12,6 @@ final class LockedData: @unchecked Sendable {
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
         return nil
-    }
-
-    /// Reads `handle` line by line until a line contains `marker` (bounded by the child's life).
-    static func waitForLine(_ handle: FileHandle, containing marker: String, seen: inout String) -> String? {
-        while true {
-            let chunk = handle.availableData
-            if chunk.isEmpty { return nil }
-            seen += String(decoding: chunk, as: UTF8.self)
-            if let line = seen.split(separator: "\n").first(where: { $0.contains(marker) }) { return String(line) }
-        }
     }
 
     @Test("migrate, keys create/list/revoke, serve; schemathesis finds no 5xx and no answer off the schema; SIGTERM exits 0")
@@ -53,21 +35,9 @@ final class LockedData: @unchecked Sendable {
         let bad = try runTool(tool, ["keys", "create", "--registry", cs, "--name", "x", "--scope", "root"])
         #expect(bad.status == 64 && bad.stderr.contains("push-gateway: error:"))
 
-        let serve = Process()
-        serve.executableURL = tool
-        serve.arguments = ["serve", "--registry", cs, "--kek-file", kek.path, "--app-id", "com.example.app", "--listen", "127.0.0.1:0",
-                           "--no-worker", "--rate", "100000", "--burst", "100000", "--drain-seconds", "5"]
-        let errPipe = Pipe()
-        serve.standardError = errPipe
-        serve.standardOutput = FileHandle.nullDevice
-        try serve.run()
-        var log = ""
-        let listening = try #require(Self.waitForLine(errPipe.fileHandleForReading, containing: "\"listening\"", seen: &log))
-        let port = try #require((try JSONSerialization.jsonObject(with: Data(listening.utf8)) as? [String: Any])?["port"] as? Int)
-        // Keep reading the log (a full pipe would stall the gateway's log writes).
-        let rest = LockedData()
-        let reader = Thread { rest.set(errPipe.fileHandleForReading.readDataToEndOfFile()) }
-        reader.start()
+        let serve = try GatewayChild(["--registry", cs, "--kek-file", kek.path, "--app-id", "com.example.app", "--listen", "127.0.0.1:0",
+                                      "--no-worker", "--rate", "100000", "--burst", "100000", "--drain-seconds", "5"])
+        let port = serve.port
         #expect(try rawHTTP(port: UInt16(port), "GET", "/readyz")?.status == 200)
         let sent = try #require(try rawHTTP(port: UInt16(port), "POST", "/v1/notifications",
                                             headers: [("Authorization", "Bearer \(key)"), ("Content-Type", "application/json")],
@@ -86,10 +56,8 @@ final class LockedData: @unchecked Sendable {
             Issue.record("schemathesis (st) is not installed: run scripts/install-deps.sh")
         }
 
-        kill(serve.processIdentifier, SIGTERM)
-        serve.waitUntilExit()
-        log += String(decoding: rest.wait(), as: UTF8.self)
-        #expect(serve.terminationStatus == 0 && serve.terminationReason == .exit)
+        #expect(serve.stop() == 0)
+        let log = serve.log.contents
         #expect(log.contains("\"event\":\"stopped\""))
         #expect(!log.contains(key) && !log.contains(String(key.suffix(64))), "the key never reaches the log")
         #expect(!log.contains("Zebra"), "a notification's text never reaches the log")

@@ -1,4 +1,5 @@
 import Foundation
+import PushSealSystem
 
 /// A throwaway PostgreSQL for the tests: `initdb` into a temporary directory, a Unix socket in
 /// that directory (no TCP listener at all), started and stopped with `pg_ctl`. PostgreSQL refuses
@@ -156,6 +157,9 @@ func spawn(_ argv: [String], environment: [String]? = nil) throws -> (status: In
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 1, base + ".out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     posix_spawn_file_actions_addopen(&actions, 2, base + ".err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    // Nothing else of the test process's: `pg_ctl start` leaves a server running, which would
+    // otherwise hold another child's pipe end (its reader would not see end of file) for good.
+    closeFrom3(&actions)
     var cargs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
     defer { for a in cargs { free(a) } }
     var pid: pid_t = 0
@@ -188,6 +192,7 @@ final class PipedChild {
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_addclose(&actions, fds[0])
         posix_spawn_file_actions_addclose(&actions, fds[1])
+        closeFrom3(&actions)
         var cargs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { for a in cargs { free(a) } }
         var p: pid_t = 0
