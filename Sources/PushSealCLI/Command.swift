@@ -173,7 +173,10 @@ public struct Tool: Sendable {
     /// Selects and runs the command; returns its exit code or throws the error to report.
     private func dispatch(_ argv: [String]) throws -> ExitCode {
         let sorted = commands.sorted { $0.path.count > $1.path.count }
-        if argv == ["--version"] {
+        // `--version` alone, before a command or among a command's options (unless the command
+        // has its own), prints the version: what `--version` means on every tool.
+        if argv == ["--version"] || argv.first == "--version"
+            || (givesFlag(argv, "--version") && command(for: argv).map { !$0.options.contains { $0.name == "--version" } } ?? true) {
             printer.out(PushSealVersion.line(tool: name) + "\n")
             return .success
         }
@@ -198,6 +201,16 @@ public struct Tool: Sendable {
             throw CLIError.usage("unknown command '\(name) \(argv.prefix(2).joined(separator: " "))'", hint: "run '\(name) \(group) --help' for its subcommands")
         }
         guard let command = command(for: argv) else {
+            // Options before the command (`push-keys --json device generate`): each command takes
+            // its own, after its name.
+            let leading = argv.prefix { $0.hasPrefix("-") }
+            if !leading.isEmpty, let meant = self.command(for: Array(argv.dropFirst(leading.count))), !meant.path.isEmpty {
+                // The rest is not echoed (it may hold notification text).
+                let rest = argv.count > leading.count + meant.path.count ? ["…"] : []
+                let fixed = ([name] + meant.path + leading.map { Output.terminalSafe($0) } + rest).joined(separator: " ")
+                throw CLIError.usage("\(quoted(leading[leading.startIndex])) comes before the command; options go after it",
+                                     hint: "run '\(fixed)'")
+            }
             throw CLIError.usage("unknown command \(quoted(argv.first ?? ""))", hint: "run '\(name) --help' for the commands")
         }
         let rest = Array(argv.dropFirst(command.path.count))

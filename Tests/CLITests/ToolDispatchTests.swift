@@ -62,6 +62,27 @@ private struct TypedProbe: OptionsCommand {
         #expect(sink.err.contains("probe: error: bad name"))
     }
 
+    @Test("--version before a command or among its options prints the version; an option before the command says where it goes, without echoing the rest")
+    func versionAnywhereAndOptionsBeforeTheCommand() {
+        let sink = Sink()
+        let t = Tool(name: "probe", overview: "o", commands: tool.commands,
+                     printer: Printer(out: { sink.out += $0 }, err: { sink.err += $0 }))
+        let line = "probe \(PushSealVersion.current) (PushSeal, wire formats v1 and v2)\n"
+        #expect(t.run(["--version", "solo"]) == .success && sink.out == line)
+        sink.out = ""
+        #expect(t.run(["group", "a", "--version"]) == .success && sink.out == line)
+        sink.out = ""
+        // A value, not the flag: the command runs.
+        #expect(t.run(["solo", "--name", "--version"]) == ExitCode(11) && sink.out.isEmpty)
+        #expect(t.run(["--json", "group", "a", "--name", "Secret-Title"]) == .usage)
+        #expect(sink.err.contains("probe: error: '--json' comes before the command; options go after it"))
+        #expect(sink.err.contains("hint: run 'probe group a --json …'"))
+        #expect(!sink.err.contains("Secret-Title"))
+        sink.err = ""
+        #expect(t.run(["--json", "zzz"]) == .usage)
+        #expect(sink.err.contains("unknown command '--json'"))
+    }
+
     @Test func typedOptionsParseThenValidateBeforeRun() {
         let t = Tool(name: "probe", overview: "o", commands: [TypedProbe()], printer: .silent)
         #expect(t.run(["typed", "--count", "3"]) == ExitCode(23))
