@@ -28,10 +28,16 @@ struct PGRows {
 
     /// Column `c` of row `r` decoded from `bytea`'s hex output (`\x0a1b…`), or `nil` for NULL.
     func bytes(_ r: Int, _ c: Int) throws -> [UInt8]? {
-        guard let s = rows[r][c] else { return nil }
-        guard s.hasPrefix("\\x") else { throw RegistryError(.corrupt, "a bytea column is not in hex output format") }
-        guard let out = Hex.decode(String(s.dropFirst(2))) else { throw RegistryError(.corrupt, "a bytea column holds a non-hex digit or an odd count") }
-        return out
+        guard var s = rows[r][c] else { return nil }
+        return try s.withUTF8 { u in
+            guard u.count >= 2, u[0] == UInt8(ascii: "\\"), u[1] == UInt8(ascii: "x") else {
+                throw RegistryError(.corrupt, "a bytea column is not in hex output format")
+            }
+            guard let out = Hex.decode(utf8: UnsafeBufferPointer(rebasing: u[2...])) else {
+                throw RegistryError(.corrupt, "a bytea column holds a non-hex digit or an odd count")
+            }
+            return out
+        }
     }
 }
 

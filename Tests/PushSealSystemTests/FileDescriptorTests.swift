@@ -98,6 +98,35 @@ import Testing
         #expect(Hex.decode("zz") == nil)
     }
 
+    /// The table-driven decoder against a digit-by-digit reference (``Hex/value(ofDigit:)``):
+    /// every byte value in either place of a pair, and random strings of hex digits with a few
+    /// other bytes and odd lengths mixed in.
+    @Test func hexDecodeMatchesADigitByDigitReference() {
+        func reference(_ u: [UInt8]) -> [UInt8]? {
+            guard u.count % 2 == 0 else { return nil }
+            var out: [UInt8] = []
+            for i in stride(from: 0, to: u.count, by: 2) {
+                guard let hi = Hex.value(ofDigit: u[i]), let lo = Hex.value(ofDigit: u[i + 1]) else { return nil }
+                out.append(hi << 4 | lo)
+            }
+            return out
+        }
+        func decoded(_ u: [UInt8]) -> [UInt8]? { u.withUnsafeBufferPointer { Hex.decode(utf8: $0) } }
+        for b in 0...255 {
+            for pair in [[UInt8(b), 0x30], [0x41, UInt8(b)]] { #expect(decoded(pair) == reference(pair), "byte \(b)") }
+        }
+        var rng = SeededGenerator(stream: 2)
+        let digits = Array("0123456789abcdefABCDEF".utf8)
+        for _ in 0..<2_000 {
+            let count = Int.random(in: 0...80, using: &rng)
+            let u = (0..<count).map { _ in
+                UInt8.random(in: 0...99, using: &rng) == 0 ? UInt8.random(in: 0...255, using: &rng) : digits[Int.random(in: 0..<digits.count, using: &rng)]
+            }
+            #expect(decoded(u) == reference(u), seedNote())
+            if let s = String(validating: u, as: UTF8.self) { #expect(Hex.decode(s) == reference(u), seedNote()) }
+        }
+    }
+
     @Test func errorsCompareByCodeOnly() {
         #expect(SystemError(.io, "one") == SystemError(.io, "two"))
         #expect(SystemError(.io, "one") != SystemError(.notFound, "one"))
