@@ -198,7 +198,7 @@ outcomes() {
 commits() { sql "SELECT xact_commit FROM pg_stat_database WHERE datname = 'pushseal'"; }
 # The enc_alg of one outbox row's payload (docs/FORMAT.md: the v2 ones name HPKE, base or auth).
 row_format() {
-  sql "SELECT convert_from(payload, 'UTF8') FROM pushseal_outbox_payloads LIMIT 1" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("enc_alg", "?"))'
+  sql "SELECT convert_from(payload, 'UTF8') FROM pushseal_outbox LIMIT 1" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("enc_alg", "?"))'
 }
 
 # 1. The generator's ceiling, against its own trivial sink.
@@ -227,7 +227,7 @@ for fmt in v1 v2; do
   pipe_rate[$fmt]=$(python3 -c "print(round($ok / ($b - $a)))")
   pipe_note[$fmt]="$ok of $tn accepted, $(python3 -c "print(f'{$b - $a:.1f}')") s"
 
-  sql "TRUNCATE pushseal_outbox, pushseal_outbox_payloads"
+  sql "TRUNCATE pushseal_outbox"
   profile "pipeline $fmt"
   commits_before=$(commits)
   # shellcheck disable=SC2046 # pg_pids: one word per process
@@ -249,7 +249,7 @@ done
 fi
 
 # 3. Latency at $lat_rate/s offered (v2), single-notification requests.
-sql "TRUNCATE pushseal_outbox, pushseal_outbox_payloads"
+sql "TRUNCATE pushseal_outbox"
 log_from=()
 for g in A B; do log_from+=("$(wc -l < "$work/gateway-$g.log")"); done
 # shellcheck disable=SC2046 # pg_pids: one word per process
@@ -287,7 +287,7 @@ print(f"p50 {pct(50)} ms, p99 {pct(99)} ms ({len(d)} requests)")')
 # 4. Peak RSS per instance over N notifications through two fresh instances (v2).
 if [[ -z $only ]]; then
 gw_stop_gateways
-sql "TRUNCATE pushseal_outbox, pushseal_outbox_payloads"
+sql "TRUNCATE pushseal_outbox"
 start_gateways
 a=$(now)
 python3 "$load" batches --body "$work/body-v2.json" --requests $((n / 500)) --threads "$clients" "${GW_URLS[@]}" > "$work/big.json"

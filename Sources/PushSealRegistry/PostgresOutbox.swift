@@ -252,30 +252,23 @@ public final class PostgresOutbox: Sendable {
         for start in stride(from: 0, to: rows.count, by: Self.rowsPerStatement) {
             var params: [PGValue?] = []
             var tuples: [String] = []
-            var payloads: [String] = []
             for r in rows[start..<min(start + Self.rowsPerStatement, rows.count)] {
                 let b = params.count
                 let sealedID = try r.deviceVisibleID.map { try sealDeviceID($0, row: r) }
-                tuples.append("(" + (1...12).map { "$\(b + $0)" }.joined(separator: ", ")
-                              + ", 'queued', $\(b + 13), $\(b + 13), $\(b + 14), $\(b + 15), $\(b + 16))")
-                payloads.append("($\(b + 1)::uuid, $\(b + 17)::bytea)")
-                params += [.text(r.id), .text(r.appID), .text(r.recipient), .text(r.environment.rawValue), .text(r.deviceToken),
+                tuples.append("(" + (1...13).map { "$\(b + $0)" }.joined(separator: ", ")
+                              + ", 'queued', $\(b + 14), $\(b + 14), $\(b + 15), $\(b + 16), $\(b + 17))")
+                params += [.text(r.id), .text(r.appID), .text(r.recipient), .text(r.environment.rawValue), .text(r.deviceToken), .bytes(r.payload),
                            .text(r.pushType), .text(r.topic), r.priority.map { .int(Int64($0)) }, r.expiration.map { .int($0) },
                            r.collapseID.map { .text($0) }, .text(r.apnsID), r.expiresAtMs.map { .int($0) }, .int(r.acceptedAtMs ?? nowMs), .bytes(try mac.tag(Self.macFields(r))),
-                           .text(r.kind), sealedID.map { .bytes($0) }, .bytes(r.payload)]
+                           .text(r.kind), sealedID.map { .bytes($0) }]
             }
-            // The row and its payload in one statement (a data-modifying WITH runs to completion
-            // whether the outer query reads it or not); the payload in its own table, written
-            // once: the claim and the outcome write rewrite the row, not the ~1 KB payload
-            // (registry migration 11).
-            let conflict = alone ? " ON CONFLICT (id) DO NOTHING" : ""
-            try c.exec("""
-                WITH stored AS (INSERT INTO pushseal_outbox (id, app_id, recipient, environment, device_token, push_type, topic, priority,
+            let insert = """
+                INSERT INTO pushseal_outbox (id, app_id, recipient, environment, device_token, payload, push_type, topic, priority,
                   expiration, collapse_id, apns_id, expires_at, status, created_at, updated_at, row_mac, kind, device_id_sealed)
-                VALUES \(tuples.joined(separator: ", "))\(conflict)),
-                payloads AS (INSERT INTO pushseal_outbox_payloads (id, payload) VALUES \(payloads.joined(separator: ", "))\(conflict))
-                SELECT \(alone ? "pg_notify('\(Self.channel)', '')" : "1")
-                """, params)
+                VALUES \(tuples.joined(separator: ", "))
+                """
+            // A data-modifying WITH runs to completion whether the outer query reads it or not.
+            try c.exec(alone ? "WITH stored AS (\(insert) ON CONFLICT (id) DO NOTHING) SELECT pg_notify('\(Self.channel)', '')" : insert, params)
         }
         if !rows.isEmpty, !alone { try c.exec("NOTIFY \(Self.channel)") }
     }
@@ -417,8 +410,7 @@ public final class PostgresOutbox: Sendable {
 
     // MARK: Claim, complete, reap
 
-    /// What a claim returns of a row, in this order (`p.payload` from the payload table).
-    static let rowColumns = "o.id, o.app_id, o.recipient, o.environment, o.device_token, p.payload, o.push_type, o.topic, o.priority, o.expiration, o.collapse_id, o.apns_id, o.expires_at, o.attempts, o.sends, o.row_mac"
+    static let rowColumns = "id, app_id, recipient, environment, device_token, payload, push_type, topic, priority, expiration, collapse_id, apns_id, expires_at, attempts, sends, row_mac"
     /// The table (and the row MAC's key label).
     static let table = "pushseal_outbox"
 
@@ -434,9 +426,8 @@ public final class PostgresOutbox: Sendable {
     static let claimStatement = """
         UPDATE pushseal_outbox o SET status = 'sending', lease_owner = $1, lease_until = $2, sends = o.sends + 1, updated_at = $3
         FROM (SELECT id FROM pushseal_outbox WHERE status = 'queued' ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED) q
-          LEFT JOIN pushseal_outbox_payloads p ON p.id = q.id
         WHERE o.id = q.id
-        RETURNING \(rowColumns)
+        RETURNING \(rowColumns.split(separator: ",").map { "o." + $0.trimmingCharacters() }.joined(separator: ", "))
         """
 
     /// Claims up to `limit` queued rows, oldest first, for `owner` until `nowMs + leaseMs`
@@ -465,12 +456,9 @@ public final class PostgresOutbox: Sendable {
                 guard let v = rows.rows[r][c] else { throw RegistryError(.corrupt, "an outbox row has a NULL column \(c)") }
                 return v
             }
-            guard let environment = DeviceTokenEnvironment(rawValue: try text(3)) else {
+            guard let environment = DeviceTokenEnvironment(rawValue: try text(3)), let payload = try rows.bytes(r, 5) else {
                 throw RegistryError(.corrupt, "an outbox row does not decode")
             }
-            // A row whose payload is missing (deleted by hand) claims with an empty one: its MAC
-            // does not verify, so the worker ends it failed instead of leaving it queued.
-            let payload = try rows.bytes(r, 5) ?? []
             let row = NewRow(id: try text(0), appID: try text(1), recipient: try text(2), environment: environment, deviceToken: try text(4),
                              payload: payload, pushType: try text(6), topic: try text(7), priority: try rows.int(r, 8).map { Int($0) },
                              expiration: try rows.int(r, 9), collapseID: rows.rows[r][10], apnsID: try text(11), expiresAtMs: try rows.int(r, 12))

@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 11
+    public static let currentVersion = 10
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -243,20 +243,6 @@ public enum RegistrySchema {
               ADD COLUMN pins_reported_at bigint,
               ADD CONSTRAINT pushseal_registrations_pins CHECK ((pinned_sender_key_ids IS NULL) = (pins_reported_at IS NULL))
             """,
-        ]),
-        // Issue 23, v1 throughput (migration 11): the sealed payload in a table of its own, written
-        // once. The claim and the outcome write each rewrote the whole ~1.4 KB row, payload
-        // included (as much WAL as the insert, per write: bench-gateway's pg_stat_statements);
-        // PostgreSQL moves a value out of line only in rows over ~2 KB, so it had to be a table.
-        // Deleting an outbox row deletes its payload (the foreign key's cascade).
-        ("the outbox's sealed payloads in a table of their own, written once (issue 23)", [
-            """
-            CREATE TABLE pushseal_outbox_payloads (
-              id uuid PRIMARY KEY REFERENCES pushseal_outbox (id) ON DELETE CASCADE,
-              payload bytea NOT NULL CHECK (length(payload) BETWEEN 1 AND 5120))
-            """,
-            "INSERT INTO pushseal_outbox_payloads (id, payload) SELECT id, payload FROM pushseal_outbox",
-            "ALTER TABLE pushseal_outbox DROP COLUMN payload",
         ]),
     ]
 

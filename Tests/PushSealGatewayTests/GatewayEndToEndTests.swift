@@ -115,7 +115,7 @@ struct GatewayEndToEndTests {
 
         // What the phone shows: the payload the mock accepted (found by its apns-id in the outbox) opened by push-open.
         let apnsID = try #require(answered.first?["apnsId"] as? String)
-        let payload = try server.psql(cs, "SELECT convert_from(p.payload, 'UTF8') FROM pushseal_outbox o JOIN pushseal_outbox_payloads p USING (id) WHERE o.apns_id = '\(apnsID)'::uuid")
+        let payload = try server.psql(cs, "SELECT convert_from(payload, 'UTF8') FROM pushseal_outbox WHERE apns_id = '\(apnsID)'::uuid")
             .trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(!payload.isEmpty, "the mock accepted \(apnsID), which is in no outbox row")
         let opened = try runTool(try #require(builtTool("push-open"), "push-open is not built"), identity + ["-"], stdin: Data(payload.utf8))

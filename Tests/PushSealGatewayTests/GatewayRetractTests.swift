@@ -38,7 +38,7 @@ struct GatewayRetractTests {
         let apnsID = try server.psql(cs, "SELECT apns_id FROM pushseal_outbox WHERE id = '\(id)'").trimmingCharacters(in: .whitespacesAndNewlines)
         let record = try #require(try mock.answered().first { ($0["apnsId"] as? String)?.lowercased() == apnsID && $0["status"] as? Int == 200 },
                                   "the mock accepted no request with apns-id \(apnsID)")
-        let payload = try server.psql(cs, "SELECT convert_from(p.payload, 'UTF8') FROM pushseal_outbox o JOIN pushseal_outbox_payloads p USING (id) WHERE o.apns_id = '\(apnsID)'")
+        let payload = try server.psql(cs, "SELECT convert_from(payload, 'UTF8') FROM pushseal_outbox WHERE apns_id = '\(apnsID)'")
         return (payload.trimmingCharacters(in: .whitespacesAndNewlines), record)
     }
 

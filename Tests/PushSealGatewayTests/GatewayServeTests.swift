@@ -48,7 +48,7 @@ struct GatewayServeTests {
 
     /// The `sender_key_id` of the payload the outbox holds for notification `id`.
     static func senderKeyID(_ fleet: GatewayFleet, _ server: PostgresServer, _ id: String) throws -> String? {
-        let text = try server.psql(fleet.cs, "SELECT convert_from(payload, 'UTF8') FROM pushseal_outbox_payloads WHERE id = '\(id)'")
+        let text = try server.psql(fleet.cs, "SELECT convert_from(payload, 'UTF8') FROM pushseal_outbox WHERE id = '\(id)'")
         let payload = try JSONSerialization.jsonObject(with: Data(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8)) as? [String: Any]
         return payload?["sender_key_id"] as? String
     }

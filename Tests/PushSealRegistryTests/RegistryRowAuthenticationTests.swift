@@ -21,7 +21,7 @@ import Testing
             ALTER TABLE pushseal_device_tokens DROP COLUMN row_mac;
             ALTER TABLE pushseal_v2_lists DROP COLUMN row_mac, DROP COLUMN primary_key_id, DROP COLUMN entry_count;
             DROP TABLE pushseal_row_auth_pending;
-            DROP TABLE pushseal_outbox, pushseal_outbox_payloads, pushseal_idempotency, pushseal_provider_tokens, pushseal_gateway_api_keys;
+            DROP TABLE pushseal_outbox, pushseal_idempotency, pushseal_provider_tokens, pushseal_gateway_api_keys;
             DELETE FROM pushseal_schema_version WHERE version >= 5
         """
 

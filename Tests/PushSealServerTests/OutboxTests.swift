@@ -284,31 +284,6 @@ struct OutboxTests {
         #expect(try f.outbox.status(id: id3)?.reason == "rowAuthenticationFailed" && mock.answered().count == 1)
     }
 
-    @Test("migration 11 moves queued rows' payloads to pushseal_outbox_payloads (claimed intact, authentic); a row whose payload is gone is claimed unauthentic, never stuck queued")
-    func payloadsMoveToTheirOwnTable() throws {
-        let f = try Fixture(recipients: ["a", "b"])
-        let accepted = try f.outbox.accept([Self.item("a", "one"), Self.item("b", "two")], idempotency: nil, nowMs: unixTimeMilliseconds())
-        let ids = accepted.items.compactMap { if case .queued(let id, _) = $0 { id } else { nil } }
-        try #require(ids.count == 2)
-        let before = try f.sql("SELECT id || ':' || encode(payload, 'hex') FROM pushseal_outbox_payloads ORDER BY id")
-        // Back to schema 10 (the payload a column of the row), then migrated again.
-        _ = try f.sql("""
-            ALTER TABLE pushseal_outbox ADD COLUMN payload bytea;
-            UPDATE pushseal_outbox o SET payload = p.payload FROM pushseal_outbox_payloads p WHERE p.id = o.id;
-            DROP TABLE pushseal_outbox_payloads;
-            DELETE FROM pushseal_schema_version WHERE version = 11
-            """)
-        #expect(try PostgresKeyStore.migrate(connectionString: f.cs) == [11])
-        #expect(try f.sql("SELECT id || ':' || encode(payload, 'hex') FROM pushseal_outbox_payloads ORDER BY id") == before)
-        #expect(try f.sql("SELECT count(*) FROM information_schema.columns WHERE table_name = 'pushseal_outbox' AND column_name = 'payload'") == "0")
-        _ = try f.sql("DELETE FROM pushseal_outbox_payloads WHERE id = '\(ids[1])'")
-        let claimed = try f.outbox.rows.claim(owner: "w", limit: 10, leaseMs: 60_000, nowMs: unixTimeMilliseconds())
-        #expect(claimed.count == 2)
-        let byID = Dictionary(uniqueKeysWithValues: claimed.map { ($0.row.id.lowercased(), $0) })
-        #expect(byID[ids[0].lowercased()]?.authentic == true && byID[ids[0].lowercased()]?.row.payload.isEmpty == false)
-        #expect(byID[ids[1].lowercased()]?.authentic == false, "a row without its payload does not verify")
-    }
-
     @Test("retract: one background push per recipient (priority 5, no collapse id, kind retract); a caller's id is sealed to its row; a dead instance's retract is requeued")
     func retractGroupsByRecipientAndIsRequeued() throws {
         let f = try Fixture(recipients: ["a", "b"])
