@@ -160,11 +160,27 @@ extension FileDescriptor {
     /// - Throws: ``SystemError`` (`pipe`).
     public static func makePipe() throws -> (read: FileDescriptor, write: FileDescriptor) {
         var fds: [Int32] = [0, 0]
-        // pipe2 is not in Glibc's Swift overlay: pipe, then FD_CLOEXEC on both ends. Callers
-        // spawn from one thread, so no child can inherit an end between the calls.
-        guard pipe(&fds) == 0 else { throw SystemError.call("pipe", "a pipe", errno: errno) }
-        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        if let pipe2 = pipe2Function {
+            // Both ends close-on-exec from the start: a child spawned by another thread at the
+            // same moment (tests run in parallel) cannot inherit one.
+            guard pipe2(&fds, O_CLOEXEC) == 0 else { throw SystemError.call("pipe2", "a pipe", errno: errno) }
+        } else {
+            guard pipe(&fds) == 0 else { throw SystemError.call("pipe", "a pipe", errno: errno) }
+            _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        }
         return (FileDescriptor(adopting: fds[0], path: "a pipe"), FileDescriptor(adopting: fds[1], path: "a pipe"))
     }
 }
+
+/// glibc's `pipe2(2)`, looked up once: the Swift Glibc module does not export it. `nil` where it
+/// is missing (then `pipe` and `fcntl`, with a moment in which a concurrent spawn could inherit
+/// an end).
+private let pipe2Function: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32)? = {
+#if os(Linux)
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pipe2") else { return nil }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32).self)
+#else
+    return nil
+#endif
+}()

@@ -127,6 +127,17 @@ import Testing
         }
     }
 
+    @Test("makePipe's ends are close-on-exec (no child inherits one but through a dup), and a spawned child sees end of file only when the write end is closed")
+    func pipesAreCloseOnExec() throws {
+        let pipe = try FileDescriptor.makePipe()
+        #expect(fcntl(pipe.read.rawValue, F_GETFD) & FD_CLOEXEC != 0)
+        #expect(fcntl(pipe.write.rawValue, F_GETFD) & FD_CLOEXEC != 0)
+        let child = try #require(ChildProcess.spawn(["/bin/sh", "-c", "printf ready"], stdout: .descriptor(pipe.write.rawValue)))
+        pipe.write.close()
+        #expect(try pipe.read.readAll(limit: 64) == Array("ready".utf8))
+        #expect(child.wait().status == 0)
+    }
+
     @Test func errorsCompareByCodeOnly() {
         #expect(SystemError(.io, "one") == SystemError(.io, "two"))
         #expect(SystemError(.io, "one") != SystemError(.notFound, "one"))
