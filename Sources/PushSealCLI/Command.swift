@@ -175,7 +175,7 @@ public struct Tool: Sendable {
         let sorted = commands.sorted { $0.path.count > $1.path.count }
         // `--version` alone, before a command or among a command's options (unless the command
         // has its own), prints the version: what `--version` means on every tool.
-        if argv == ["--version"] || argv.first == "--version"
+        if argv.first == "--version"
             || (givesFlag(argv, "--version") && command(for: argv).map { !$0.options.contains { $0.name == "--version" } } ?? true) {
             printer.out(PushSealVersion.line(tool: name) + "\n")
             return .success

@@ -141,14 +141,8 @@ public func closeFrom3(_ actions: UnsafeMutableRawPointer) {
     if let add = addCloseFrom { _ = add(actions.assumingMemoryBound(to: posix_spawn_file_actions_t.self), 3) }
 }
 
-private let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
-#if os(Linux)
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-#else
-    return nil
-#endif
-}()
+private let addCloseFrom = glibcFunction("posix_spawn_file_actions_addclosefrom_np",
+                                         as: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
 
 /// `kill(pid, signal)` (outside the type, whose `kill()` would shadow libc's).
 private func sendSignal(_ signal: Int32, to pid: pid_t) { _ = kill(pid, signal) }
@@ -176,11 +170,4 @@ extension FileDescriptor {
 /// glibc's `pipe2(2)`, looked up once: the Swift Glibc module does not export it. `nil` where it
 /// is missing (then `pipe` and `fcntl`, with a moment in which a concurrent spawn could inherit
 /// an end).
-private let pipe2Function: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32)? = {
-#if os(Linux)
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pipe2") else { return nil }
-    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32).self)
-#else
-    return nil
-#endif
-}()
+private let pipe2Function = glibcFunction("pipe2", as: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32).self)

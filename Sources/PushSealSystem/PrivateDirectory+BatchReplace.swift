@@ -78,12 +78,5 @@ extension PrivateDirectory {
 
     /// glibc's `syncfs(2)` (flush the file system holding a descriptor), looked up once: the
     /// Swift Glibc module does not export it (it is a GNU extension). `nil` elsewhere.
-    private static let syncfsFunction: (@convention(c) (Int32) -> Int32)? = {
-#if os(Linux)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
-#else
-        return nil
-#endif
-    }()
+    private static let syncfsFunction = glibcFunction("syncfs", as: (@convention(c) (Int32) -> Int32).self)
 }
