@@ -64,6 +64,10 @@ public final class HTTPServer: @unchecked Sendable {
     private var daemon: OpaquePointer?
     private var inFlight = 0
     private var draining = false
+    /// The listening socket ``stopAccepting()`` took back from libmicrohttpd (shut down, not yet
+    /// closed), or -1. Closed only after `MHD_stop_daemon`: libmicrohttpd's pool threads may still
+    /// touch it until then, and a number closed early could be reused by another open.
+    private var quiescedSocket: Int32 = -1
     /// Signalled when the last request in flight ends while draining.
     private let drained = DispatchSemaphore(value: 0)
     /// The sockaddr bytes libmicrohttpd binds (kept alive for the daemon's life).
@@ -162,15 +166,25 @@ public final class HTTPServer: @unchecked Sendable {
         lock.withLock { daemon.map { Int(pushseal_mhd_connection_count($0)) } ?? 0 }
     }
 
-    /// Stops accepting connections (the listening socket is closed) and answers new requests on
-    /// open keep-alive connections with 503 `draining` and `Connection: close`; requests already
-    /// being handled finish.
+    /// Stops accepting connections (the listening socket stops listening: new connections are
+    /// refused) and answers new requests on open keep-alive connections with 503 `draining` and
+    /// `Connection: close`; requests already being handled finish.
+    ///
+    /// The socket is shut down here and closed by ``stop(drainingUpToSeconds:)`` after
+    /// `MHD_stop_daemon`, as libmicrohttpd's `MHD_quiesce_daemon` asks of threaded daemons: a pool
+    /// thread may still be about to `accept()` on it, and closing it at once let that descriptor
+    /// number be reused by another open in the process while libmicrohttpd still held it.
     public func stopAccepting() {
         lock.withLock {
             guard !draining, let daemon else { return }
             draining = true
             let fd = MHD_quiesce_daemon(daemon)
-            if fd >= 0 { close(fd) }
+            if fd >= 0 {
+                // Linux: shutdown(2) of a listening TCP socket ends the listen (queued and new
+                // connections are reset), without giving the descriptor number back.
+                _ = shutdown(fd, Int32(SHUT_RDWR))
+                quiescedSocket = fd
+            }
         }
     }
 
@@ -185,6 +199,8 @@ public final class HTTPServer: @unchecked Sendable {
         }
         guard let d = lock.withLock({ () -> OpaquePointer? in defer { daemon = nil }; return daemon }) else { return }
         MHD_stop_daemon(d)
+        let quiesced = lock.withLock { () -> Int32 in defer { quiescedSocket = -1 }; return quiescedSocket }
+        if quiesced >= 0 { _ = close(quiesced) }
         contextBox?.release()
         contextBox = nil
     }

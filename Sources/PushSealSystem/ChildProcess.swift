@@ -32,12 +32,23 @@ public struct ChildProcess: Sendable {
         /// Peak resident set size (`ru_maxrss`), KiB on Linux. Linux carries the parent's
         /// high-water mark before `exec` into it, so small children read high.
         public let maxRSSKiB: Int
+        /// The signal that ended the child, or `nil` when it exited (``status`` is then its
+        /// exit status; 128 + a signal number there can also be an ordinary exit).
+        public let signal: Int32?
 
         /// Creates a result (`status` 127 with zero costs: a child that never started).
-        public init(status: Int32, wallNanoseconds: UInt64 = 0, maxRSSKiB: Int = 0) {
+        public init(status: Int32, wallNanoseconds: UInt64 = 0, maxRSSKiB: Int = 0, signal: Int32? = nil) {
             self.status = status
             self.wallNanoseconds = wallNanoseconds
             self.maxRSSKiB = maxRSSKiB
+            self.signal = signal
+        }
+
+        /// The result for a `wait4` status word.
+        init(waitStatus: Int32, wallNanoseconds: UInt64, usage: rusage) {
+            let signal = waitStatus & 0x7f
+            self.init(status: signal == 0 ? (waitStatus >> 8) & 0xff : 128 + signal, wallNanoseconds: wallNanoseconds,
+                      maxRSSKiB: Int(usage.ru_maxrss), signal: signal == 0 ? nil : signal)
         }
     }
 
@@ -47,9 +58,16 @@ public struct ChildProcess: Sendable {
     public let startedNanoseconds: UInt64
 
     /// Starts `argv` (its first element is the program) with the given streams.
-    /// - Returns: the child, or `nil` when it could not be started (`posix_spawnp` failed).
-    public static func spawn(_ argv: [String], stdin: Stream = .null, stdout: Stream = .null,
-                             stderr: Stream = .null) -> ChildProcess? {
+    /// - Parameters:
+    ///   - argv: the program and its arguments.
+    ///   - environment: the child's whole environment (`NAME=value` entries); `nil`: this
+    ///     process's.
+    ///   - workingDirectory: the child's working directory (glibc's
+    ///     `posix_spawn_file_actions_addchdir_np`); `nil`: this process's.
+    /// - Returns: the child, or `nil` when it could not be started (`posix_spawnp` failed, or a
+    ///   working directory was asked for where that call is missing).
+    public static func spawn(_ argv: [String], environment: [String]? = nil, workingDirectory: String? = nil,
+                             stdin: Stream = .null, stdout: Stream = .null, stderr: Stream = .null) -> ChildProcess? {
         guard let program = argv.first else { return nil }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -67,6 +85,10 @@ public struct ChildProcess: Sendable {
         // Nothing else of the parent's (another child's pipe end would keep that child's
         // reader from seeing end of file until this one exits too).
         closeFrom3(&actions)
+        if let workingDirectory {
+            guard let addChdir else { return nil }
+            guard addChdir(&actions, workingDirectory) == 0 else { return nil }
+        }
         // The parent may run with signals blocked (a test runner's Process does that) and
         // SIGPIPE ignored; a child must see the defaults.
         var attributes = posix_spawnattr_t()
@@ -82,10 +104,29 @@ public struct ChildProcess: Sendable {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { for p in cArguments { free(p) } }
+        var cEnvironment: [UnsafeMutablePointer<CChar>?] = (environment ?? []).map { strdup($0) } + [nil]
+        defer { for p in cEnvironment { free(p) } }
         let started = monotonicNanoseconds()
         var pid: pid_t = 0
-        guard posix_spawnp(&pid, program, &actions, &attributes, &cArguments, environ) == 0 else { return nil }
+        let rc = environment == nil ? posix_spawnp(&pid, program, &actions, &attributes, &cArguments, environ)
+                                    : posix_spawnp(&pid, program, &actions, &attributes, &cArguments, &cEnvironment)
+        guard rc == 0 else { return nil }
         return ChildProcess(pid: pid, startedNanoseconds: started)
+    }
+
+    /// This process's environment with `overrides` set on top, as `NAME=value` entries for
+    /// ``spawn(_:environment:workingDirectory:stdin:stdout:stderr:)``.
+    public static func environment(overriding overrides: [String: String]) -> [String] {
+        var entries: [String] = []
+        var index = 0
+        while let entry = environ[index] {
+            let text = String(cString: entry)
+            let name = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? text
+            if overrides[name] == nil { entries.append(text) }
+            index += 1
+        }
+        for (name, value) in overrides.sorted(by: { $0.key < $1.key }) { entries.append("\(name)=\(value)") }
+        return entries
     }
 
     /// Starts `argv` and waits for it; an ``Exit`` with status 127 when it could not start.
@@ -102,10 +143,7 @@ public struct ChildProcess: Sendable {
         var status: Int32 = 0
         var usage = rusage()
         while wait4(pid, &status, 0, &usage) < 0, errno == EINTR {}
-        let wall = monotonicNanoseconds() - (since ?? startedNanoseconds)
-        let signal = status & 0x7f
-        let code = signal == 0 ? (status >> 8) & 0xff : 128 + signal
-        return Exit(status: code, wallNanoseconds: wall, maxRSSKiB: Int(usage.ru_maxrss))
+        return Exit(waitStatus: status, wallNanoseconds: monotonicNanoseconds() - (since ?? startedNanoseconds), usage: usage)
     }
 
     /// The child's ``Exit`` if it has ended (reaped now, `wait4` with `WNOHANG`), else `nil`.
@@ -119,9 +157,7 @@ public struct ChildProcess: Sendable {
         if reaped == 0 { return nil }
         let wall = monotonicNanoseconds() - startedNanoseconds
         if reaped < 0 { return Exit(status: 0, wallNanoseconds: wall) }
-        let signal = status & 0x7f
-        let code = signal == 0 ? (status >> 8) & 0xff : 128 + signal
-        return Exit(status: code, wallNanoseconds: wall, maxRSSKiB: Int(usage.ru_maxrss))
+        return Exit(waitStatus: status, wallNanoseconds: wall, usage: usage)
     }
 
     /// Sends `signal` to the child (`kill(2)`). Only before the child has been reaped by
@@ -140,6 +176,10 @@ public struct ChildProcess: Sendable {
 public func closeFrom3(_ actions: UnsafeMutableRawPointer) {
     if let add = addCloseFrom { _ = add(actions.assumingMemoryBound(to: posix_spawn_file_actions_t.self), 3) }
 }
+
+/// glibc's `posix_spawn_file_actions_addchdir_np` (2.29+), looked up once; `nil` where missing.
+private let addChdir = glibcFunction("posix_spawn_file_actions_addchdir_np",
+                                     as: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32).self)
 
 private let addCloseFrom = glibcFunction("posix_spawn_file_actions_addclosefrom_np",
                                          as: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)

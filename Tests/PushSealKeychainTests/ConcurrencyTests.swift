@@ -1,5 +1,6 @@
 import Foundation
 import PushSealCrypto
+import PushSealSystem
 @testable import PushSealKeychain
 import Testing
 
@@ -7,34 +8,50 @@ import Testing
 @Suite(.serialized) struct ConcurrencyTests {
     static var helper: URL { Fixture.buildDirectory.appendingPathComponent("keychain-stress") }
 
-    static func spawn(_ args: [String], stdout: Pipe? = nil) throws -> Process {
-        guard FileManager.default.isExecutableFile(atPath: helper.path) else {
-            throw KeychainError(.keychainMissing, "keychain-stress is not built at \(helper.path): run `swift build --build-tests` first")
-        }
-        let p = Process()
-        p.executableURL = helper
-        p.arguments = args
-        p.standardOutput = stdout ?? FileHandle.nullDevice
-        let err = Pipe()
-        p.standardError = err
-        try p.run()
-        return p
-    }
+    /// A `keychain-stress` child (``ChildProcess``: posix_spawn, reaped by its pid); its
+    /// standard error goes to a file read when it has ended, its standard output to `stdout`
+    /// (a pipe's write end) or `/dev/null`.
+    final class Helper {
+        let child: ChildProcess
+        private let errorFile: String
+        private var ended: ChildProcess.Exit?
 
-    static func finish(_ p: Process) -> (status: Int32, stderr: String) {
-        let data = (p.standardError as? Pipe)?.fileHandleForReading.readDataToEndOfFile() ?? Data()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+        init(_ args: [String], stdout: FileDescriptor? = nil) throws {
+            guard FileManager.default.isExecutableFile(atPath: ConcurrencyTests.helper.path) else {
+                throw KeychainError(.keychainMissing, "keychain-stress is not built at \(ConcurrencyTests.helper.path): run `swift build --build-tests` first")
+            }
+            errorFile = NSTemporaryDirectory() + "pushseal-kc-stress-\(UUID().uuidString).err"
+            guard let child = ChildProcess.spawn([ConcurrencyTests.helper.path] + args,
+                                                 stdout: stdout.map { .descriptor($0.rawValue) } ?? .null,
+                                                 stderr: .file(errorFile)) else {
+                throw KeychainError(.io, "cannot start \(ConcurrencyTests.helper.path)")
+            }
+            self.child = child
+        }
+
+        /// Whether the child still runs (reaps it once it has ended).
+        var isRunning: Bool {
+            if ended == nil { ended = child.poll() }
+            return ended == nil
+        }
+
+        /// Waits for the end: the exit and what it wrote to standard error.
+        func finish() -> (exit: ChildProcess.Exit, stderr: String) {
+            let exit = ended ?? child.wait()
+            ended = exit
+            defer { unlink(errorFile) }
+            return (exit, String(decoding: FileManager.default.contents(atPath: errorFile) ?? Data(), as: UTF8.self))
+        }
     }
 
     @Test func twoProcessesAdd200ItemsEach() throws {
         let (root, dir) = try Fixture.keychain()
         defer { try? FileManager.default.removeItem(at: root) }
-        let a = try Self.spawn(["add", dir.path, "app", "200", "app"])
-        let b = try Self.spawn(["add", dir.path, "ext", "200", "ext"])
+        let a = try Helper(["add", dir.path, "app", "200", "app"])
+        let b = try Helper(["add", dir.path, "ext", "200", "ext"])
         for p in [a, b] {
-            let r = Self.finish(p)
-            #expect(r.status == 0, "\(r.stderr)")
+            let r = p.finish()
+            #expect(r.exit.status == 0 && r.exit.signal == nil, "\(r.stderr)")
         }
         let kc = try Keychain(opening: dir, as: Fixture.ext)
         let all = try kc.copyMatching(ItemQuery(service: "stress"), limit: .all, returning: [.data])
@@ -51,8 +68,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: root) }
         let kc = try Keychain(opening: dir, as: Fixture.app)
         try kc.add(service: "stress", account: "shared", data: Fixture.secret("initial"))
-        let a = try Self.spawn(["update", dir.path, "500", "A"])
-        let b = try Self.spawn(["update", dir.path, "500", "B"])
+        let a = try Helper(["update", dir.path, "500", "A"])
+        let b = try Helper(["update", dir.path, "500", "B"])
         // Read while they write: every read must see a complete, authentic item.
         var reads = 0
         let query = ItemQuery(service: "stress", account: "shared")
@@ -64,8 +81,8 @@ import Testing
             reads += 1
         }
         for p in [a, b] {
-            let r = Self.finish(p)
-            #expect(r.status == 0, "\(r.stderr)")
+            let r = p.finish()
+            #expect(r.exit.status == 0 && r.exit.signal == nil, "\(r.stderr)")
         }
         #expect(reads > 0)
         let final = Fixture.text(try kc.copyData(query)) ?? ""
@@ -83,19 +100,20 @@ import Testing
         var g = SystemRandomNumberGenerator()
         var lastVictim = "victim-0-0"
         for round in 0..<200 {
-            let out = Pipe()
-            let p = try Self.spawn(["write-loop", dir.path], stdout: out)
+            let out = try FileDescriptor.makePipe()
+            let p = try Helper(["write-loop", dir.path], stdout: out.write)
+            out.write.close()
             // Wait until it is writing, then kill it at a random moment.
-            let ready = out.fileHandleForReading.availableData
+            let ready = try out.read.read(upToCount: 5)
+            out.read.close()
             #expect(String(decoding: ready, as: UTF8.self).hasPrefix("ready"), "round \(round)")
             usleep(UInt32.random(in: 0...8000, using: &g))
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            #expect(p.terminationReason == .uncaughtSignal)
+            p.child.send(SIGKILL)
+            #expect(p.finish().exit.signal == SIGKILL)
             // The keychain opens; the victim holds a value some writer wrote; bystanders are intact.
             let fresh = try Keychain(opening: dir, as: Fixture.app)
             let victim = Fixture.text(try fresh.copyData(ItemQuery(service: "stress", account: "victim"))) ?? ""
-            #expect(victim == lastVictim || (victim.hasPrefix("victim-\(p.processIdentifier)-")), "round \(round): \(victim)")
+            #expect(victim == lastVictim || (victim.hasPrefix("victim-\(p.child.pid)-")), "round \(round): \(victim)")
             lastVictim = victim
             for name in bystanders {
                 #expect(Fixture.text(try fresh.copyData(ItemQuery(service: "other", account: name))) == name + "-secret")
