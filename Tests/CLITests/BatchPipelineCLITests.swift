@@ -1,6 +1,7 @@
 import PushSealTestSupport
 import Foundation
 import Testing
+import PushSealSystem
 
 /// `push-seal batch` as the front of a live pipeline (issue 14): a line is written while the
 /// input stays open, SIGINT/SIGTERM finish the lines read and say where they stopped, and
@@ -19,35 +20,17 @@ import Testing
     /// `@unchecked Sendable`: `output`, `outputEnded` and `exited` are guarded by `condition`;
     /// the rest is set in `init` and only read after.
     final class LiveBatch: @unchecked Sendable {
-        let process = Process()
-        private let input = Pipe()
-        private let out = Pipe()
-        private let err = Pipe()
+        let child: TestChild
         private let condition = NSCondition()
         private var output = Data()
         private var outputEnded = false
-        private var exited = false
-        private var errors = Data()
-        private let errorsDone = DispatchSemaphore(value: 0)
 
         init(_ binary: URL, _ arguments: [String]) throws {
-            process.executableURL = binary
-            process.arguments = arguments
-            process.standardInput = input
-            process.standardOutput = out
-            process.standardError = err
-            process.terminationHandler = { [condition] _ in
-                condition.lock()
-                self.exited = true
-                condition.broadcast()
-                condition.unlock()
-            }
-            ignoreBrokenPipes()
-            try process.run()
-            let reader = out.fileHandleForReading
+            child = try TestChild([binary.path] + arguments, stdinPipe: true)
+            let child = self.child
             Thread.detachNewThread {
                 while true {
-                    let d = reader.availableData
+                    let d = child.readOutput()
                     self.condition.lock()
                     if d.isEmpty { self.outputEnded = true } else { self.output.append(d) }
                     self.condition.broadcast()
@@ -55,16 +38,10 @@ import Testing
                     if d.isEmpty { return }
                 }
             }
-            let errReader = err.fileHandleForReading
-            Thread.detachNewThread {
-                let d = errReader.readDataToEndOfFile()
-                self.errors = d
-                self.errorsDone.signal()
-            }
         }
 
-        func write(_ text: String) { try? input.fileHandleForWriting.write(contentsOf: Data(text.utf8)) }
-        func closeInput() { try? input.fileHandleForWriting.close() }
+        func write(_ text: String) { try? child.write(Array(text.utf8)) }
+        func closeInput() { child.closeInput() }
 
         /// The complete output lines so far.
         var lines: [String] {
@@ -85,23 +62,25 @@ import Testing
             return true
         }
 
-        /// Waits for the exit (or the guard, then kills it) and returns the status and stderr.
+        /// Waits for the end of its output and its exit (or the guard, then kills it) and
+        /// returns the status and stderr.
         func waitForExit() -> (status: Int32, signaled: Bool, stderr: String)? {
             let deadline = Date().addingTimeInterval(BatchPipelineCLITests.guardSeconds)
             condition.lock()
-            while !exited || !outputEnded {
+            while !outputEnded {
                 if !condition.wait(until: deadline) { break }
             }
-            let done = exited
             condition.unlock()
-            guard done else {
-                process.interrupt()
-                kill(process.processIdentifier, SIGKILL)
+            // Its standard output ended: the exit follows (polled for, up to the same guard).
+            while child.isRunning && Date() < deadline { pauseThread(seconds: 0.005) }
+            guard !child.isRunning else {
+                child.signal(SIGKILL)
+                child.wait()
                 return nil
             }
             closeInput()
-            errorsDone.wait()
-            return (process.terminationStatus, process.terminationReason == .uncaughtSignal, String(decoding: errors, as: UTF8.self))
+            let exit = child.wait()
+            return (exit.signal ?? exit.status, exit.signal != nil, String(decoding: child.errorOutput(), as: UTF8.self))
         }
 
         static func completeLines(_ data: Data) -> [String] {
@@ -150,7 +129,7 @@ import Testing
         // More complete lines and a partial one, then the signal: wherever the reading stopped,
         // each line up to N has one output line and none after N has any.
         batch.write(inputs[3..<5].joined() + "{\"recipient\":\"alice\",\"notif")
-        if signal == "SIGTERM" { batch.process.terminate() } else { batch.process.interrupt() }
+        batch.child.signal(signal == "SIGTERM" ? SIGTERM : SIGINT)
         let exit = try #require(batch.waitForExit(), "push-seal batch did not stop on \(signal)")
         #expect(exit.status == 130 && !exit.signaled, "status \(exit.status): \(exit.stderr)")
         let stopLines = exit.stderr.split(separator: "\n").filter { $0.hasPrefix("push-seal: stopped after line ") }

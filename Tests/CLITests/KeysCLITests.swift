@@ -282,16 +282,10 @@ enum KeysCLI {
                     "--device-entitlements", app, "--grace", "1d"]
         var kills = 0
         for _ in 0..<100 {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: KeysCLI.tool)
-            p.arguments = args
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            try p.run()
+            let p = try TestChild([KeysCLI.tool] + args, stdout: .null, stderr: .null)
             usleep(UInt32.random(in: 0...90_000))
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            if p.terminationReason == .uncaughtSignal { kills += 1 }
+            p.signal(SIGKILL)
+            if p.wait().signal != nil { kills += 1 }
             try KeysCLI.checkConsistent(server: srv, device: dev, recipient: r)
         }
         let done = try KeysCLI.keys(args)

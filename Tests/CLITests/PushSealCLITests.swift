@@ -64,18 +64,11 @@ import Testing
             try? FileManager.default.removeItem(at: inURL)
             try? FileManager.default.removeItem(at: errURL)
         }
-        let p = Process()
-        p.executableURL = binary
-        p.arguments = args
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = try FileHandle(forWritingTo: errURL)
-        p.standardInput = try FileHandle(forReadingFrom: inURL)
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
+        let p = try TestChild([binary.path] + args, stdinFile: inURL.path, stderr: .file(errURL.path))
+        let o = p.readOutputToEnd()
+        let exit = p.wait()
         let e = try Data(contentsOf: errURL)
-        return Run(status: p.terminationStatus, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self), outBytes: o)
+        return Run(status: exit.signal ?? exit.status, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self), outBytes: o)
     }
 
     func object(_ text: String) throws -> [String: Any] {

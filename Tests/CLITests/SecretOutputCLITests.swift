@@ -12,21 +12,8 @@ import Testing
 
     /// Runs `tool` with standard output to `stdout` (a file handle), or to a pipe when `nil`.
     static func run(_ tool: String, _ args: [String], cwd: URL, stdout: FileHandle? = nil, stdin: [UInt8] = []) throws -> Run {
-        let p = Process()
-        p.executableURL = KeysCLI.buildDirectory.appendingPathComponent(tool)
-        p.arguments = args
-        p.currentDirectoryURL = cwd
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        p.standardOutput = stdout ?? out
-        p.standardError = err
-        p.standardInput = input
-        try p.run()
-        input.fileHandleForWriting.write(Data(stdin))
-        try input.fileHandleForWriting.close()
-        let o = stdout == nil ? out.fileHandleForReading.readDataToEndOfFile() : Data()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Run(status: p.terminationStatus, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self))
+        let r = try runTool(KeysCLI.buildDirectory.appendingPathComponent(tool), args, cwd: cwd, stdin: Data(stdin), stdout: stdout)
+        return Run(status: r.status, out: r.stdout, err: r.stderr)
     }
 
     /// Runs `tool` with standard output (and error) on a pseudo-terminal, through `script -qec`;

@@ -83,14 +83,14 @@ import Testing
     typealias V2 = PushSealV2CLITests
 
     /// Reads one line from `handle` (blocking).
-    static func readLine(_ handle: FileHandle, buffer: inout Data) -> String? {
+    static func readLine(_ child: TestChild, buffer: inout Data) -> String? {
         while true {
             if let i = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: buffer[buffer.startIndex..<i], as: UTF8.self)
                 buffer = Data(buffer[(i + 1)...])
                 return line
             }
-            let more = handle.availableData
+            let more = child.readOutput()
             if more.isEmpty { return nil }
             buffer.append(more)
         }
@@ -104,24 +104,20 @@ import Testing
         let published = try V2.run("push-keys", ["sender", "export"] + kc + ["--all"], in: dir)
         try Data(published.stdout.utf8).write(to: dir.appendingPathComponent("published.json"))
 
-        let process = Process()
-        process.executableURL = PushOpenCLITests.binary("push-seal")
-        process.arguments = ["batch", "--keychain", "kc", "--app-id", app, "-"]
-        process.currentDirectoryURL = dir
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
         let errors = dir.appendingPathComponent("batch.stderr")
-        #expect(FileManager.default.createFile(atPath: errors.path, contents: nil))
-        process.standardError = try FileHandle(forWritingTo: errors)
+        let process = try TestChild([PushOpenCLITests.binary("push-seal").path, "batch", "--keychain", "kc", "--app-id", app, "-"],
+                                    cwd: dir.path, stdinPipe: true, stderr: .file(errors.path))
         func stderrText() -> String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
-        try process.run()
-        defer { if process.isRunning { process.terminate() }; process.waitUntilExit() }
+        defer {
+            process.closeInput()
+            process.signal(SIGTERM)
+            process.wait()
+        }
         var buffer = Data()
         func sealOne(_ n: Int) throws -> (keyID: String?, payload: String) {
             // The throwing write: a batch that died is a recorded failure with its stderr, not a crash.
-            try input.fileHandleForWriting.write(contentsOf: Data(#"{"recipient":"alice","notification":{"title":"n\#(n)","body":"b"}}"#.utf8 + [10]))
-            let line = try #require(Self.readLine(output.fileHandleForReading, buffer: &buffer), "push-seal batch ended: \(stderrText())")
+            try process.write(Array(#"{"recipient":"alice","notification":{"title":"n\#(n)","body":"b"}}"#.utf8) + [10])
+            let line = try #require(Self.readLine(process, buffer: &buffer), "push-seal batch ended: \(stderrText())")
             let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
             let payload = try #require(o["payload"] as? [String: Any], "\(line)")
             return (payload["sender_key_id"] as? String, String(decoding: try JSONSerialization.data(withJSONObject: payload), as: UTF8.self))
@@ -149,6 +145,5 @@ import Testing
         for payload in [payloads[switchAt - 1], payloads[switchAt]] {
             #expect(try V2.pushOpen(payload, in: dir, pinned: ["published.json"]).stdout.contains("decrypted"))
         }
-        try? input.fileHandleForWriting.close()
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PushSealAPNs
+import PushSealTestSupport
 
 /// Collects a client's outcomes and invalidations (from its transfer thread).
 final class Collected: @unchecked Sendable {
@@ -283,14 +284,10 @@ struct APNsClientRetryTests {
         // A CA of our own that did not sign the mock's certificate.
         let otherCA = mock.directory.appendingPathComponent("other-ca.pem").path
         try TestKey.write(to: mock.directory.appendingPathComponent("other-ca.key").path)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["openssl", "req", "-x509", "-key", mock.directory.appendingPathComponent("other-ca.key").path,
-                       "-subj", "/CN=Another CA", "-days", "1", "-out", otherCA]
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
+        let made = try runTool(URL(fileURLWithPath: "/usr/bin/env"),
+                               ["openssl", "req", "-x509", "-key", mock.directory.appendingPathComponent("other-ca.key").path,
+                                "-subj", "/CN=Another CA", "-days", "1", "-out", otherCA])
+        #expect(made.status == 0 && !made.signaled, "\(made.stderr)")
         var configuration = APNsClient.Configuration(endpoint: try APNsEndpoint(hostAndPort: "127.0.0.1:\(mock.port)", caFile: otherCA))
         configuration.reconnectBaseDelaySeconds = 0.01
         let collected = Collected()

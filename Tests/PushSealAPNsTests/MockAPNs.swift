@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import PushSealAPNs
 import PushSealSystem
+import PushSealTestSupport
 
 /// A mock APNs in a child process: started with a config, waited for until it prints
 /// `listening PORT CAFILE`, stopped by ``stop()`` (and by the end of its standard input if the
@@ -22,17 +23,13 @@ final class MockAPNs: @unchecked Sendable {
     /// The native mock's binary, built (or found up to date) once per test run: the path, or why it could not be built.
     static let nativeBuild: Result<String, MockFailure> = {
         let root = mockDirectory.deletingLastPathComponent().deletingLastPathComponent()
-        let p = Process()
-        p.executableURL = root.appendingPathComponent("scripts/build-mock-apns.sh")
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        do { try p.run() } catch { return .failure(MockFailure(description: "scripts/build-mock-apns.sh did not run: \(error)")) }
-        let path = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        guard p.terminationStatus == 0, !path.isEmpty else {
-            return .failure(MockFailure(description: "the native mock APNs could not be built (scripts/build-mock-apns.sh): \(errors)"))
+        let r: ToolResult
+        do { r = try runTool(root.appendingPathComponent("scripts/build-mock-apns.sh"), []) } catch {
+            return .failure(MockFailure(description: "scripts/build-mock-apns.sh did not run: \(error)"))
+        }
+        let path = r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard r.status == 0, !r.signaled, !path.isEmpty else {
+            return .failure(MockFailure(description: "the native mock APNs could not be built (scripts/build-mock-apns.sh): \(r.stderr)"))
         }
         return .success(path)
     }()
@@ -172,13 +169,8 @@ struct MockFailure: Error, CustomStringConvertible {
 enum TestKey {
     /// Writes a fresh PKCS#8 P-256 key (an Apple `.p8` file's shape) to `path`.
     static func write(to path: String, arguments: [String] = ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["openssl"] + arguments + ["-out", path]
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw MockFailure(description: "openssl genpkey failed") }
+        let r = try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["openssl"] + arguments + ["-out", path])
+        guard r.status == 0, !r.signaled else { throw MockFailure(description: "openssl genpkey failed: \(r.stderr)") }
     }
 }
 

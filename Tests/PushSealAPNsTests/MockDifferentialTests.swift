@@ -268,18 +268,10 @@ struct MockDifferentialTests {
         let config = dir.appendingPathComponent("config.json")
         let members: [String: Any] = ["keys": [] as [Any], member: [String: Any]()]
         try JSONSerialization.data(withJSONObject: members).write(to: config)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try MockAPNs.nativeBuild.get())
-        p.arguments = ["--config", config.path, "--detached"]
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 78, "exit status \(p.terminationStatus): \(errors)")
-        #expect(output.isEmpty, "it must not start listening")
+        let r = try runTool(URL(fileURLWithPath: try MockAPNs.nativeBuild.get()), ["--config", config.path, "--detached"])
+        let errors = r.stderr
+        #expect(r.status == 78 && !r.signaled, "exit status \(r.status): \(errors)")
+        #expect(r.stdoutBytes.isEmpty, "it must not start listening")
         #expect(errors.hasPrefix("mock-apns-native: error: config member \"\(member)\""), "\(errors)")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import PushSealCrypto
 @testable import PushSealAPNs
+import PushSealTestSupport
 
 @Suite("Provider tokens (ES256 JWT) and the 20/60-minute rules")
 struct ProviderTokenTests {
@@ -47,15 +48,8 @@ struct ProviderTokenTests {
         key.verify(sig, (h + '.' + c).encode(), ec.ECDSA(hashes.SHA256()))
         print('ok')
         """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", script, dir.appendingPathComponent("AuthKey.p8").path, token.jwt]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0 && text == "ok\n", "Python could not verify the JWT")
+        let r = try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script, dir.appendingPathComponent("AuthKey.p8").path, token.jwt])
+        #expect(r.status == 0 && r.stdout == "ok\n", "Python could not verify the JWT: \(r.stderr)")
     }
 
     @Test("one token is reused; a new one only after 50 minutes, never one used 60 minutes after its iat")

@@ -70,19 +70,16 @@ struct PushSendCLITests {
         let inputPath = dir.appendingPathComponent("in.jsonl").path
         try (1...count).map { PushSend.line($0, token: token($0)) }.joined().write(toFile: inputPath, atomically: true, encoding: .utf8)
         let outPath = dir.appendingPathComponent("out.jsonl").path
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: PushSend.executable)
-        p.arguments = PushSend.base(mock) + ["--in-flight", "20", "--outcomes", outPath, inputPath]
-        p.standardError = FileHandle.nullDevice
-        try p.run()
+        let p = try TestChild([PushSend.executable] + PushSend.base(mock) + ["--in-flight", "20", "--outcomes", outPath, inputPath],
+                              stdout: .null, stderr: .null)
         // Wait until part of the run has outcomes, then SIGKILL it mid-run.
         while (try? String(contentsOfFile: outPath, encoding: .utf8))?.split(separator: "\n").count ?? 0 < 500 {
             #expect(p.isRunning, "push-send finished before it could be killed")
             if !p.isRunning { return }
             usleep(5_000)
         }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        p.signal(SIGKILL)
+        p.wait()
         let firstRun = try String(contentsOfFile: outPath, encoding: .utf8)
         let completeFirst = firstRun.hasSuffix("\n") ? firstRun : String(firstRun[..<(firstRun.lastIndex(of: "\n").map { firstRun.index(after: $0) } ?? firstRun.startIndex)])
         // Lines with an outcome, or an intent (written before a request's bytes went out).
@@ -114,28 +111,22 @@ struct PushSendCLITests {
     @Test("SIGTERM: the lines read are finished, 'stopped after line N', exit 130")
     func sigterm() throws {
         let mock = try MockAPNs()
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: PushSend.executable)
-        p.arguments = PushSend.base(mock) + ["-"]
-        let input = Pipe(), out = Pipe(), err = Pipe()
-        p.standardInput = input
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        input.fileHandleForWriting.write(Data((1...5).map { PushSend.line($0, token: token($0)) }.joined().utf8))
+        let p = try TestChild([PushSend.executable] + PushSend.base(mock) + ["-"], stdinPipe: true)
+        try p.write(Array((1...5).map { PushSend.line($0, token: token($0)) }.joined().utf8))
         // Wait for the five outcome lines (the input stays open: a quiet producer).
         var text = Data()
         while String(decoding: text, as: UTF8.self).split(separator: "\n").count < 5 {
-            let chunk = out.fileHandleForReading.availableData
+            let chunk = p.readOutput()
             if chunk.isEmpty { break }
             text.append(chunk)
         }
-        kill(p.processIdentifier, SIGTERM)
-        text.append(out.fileHandleForReading.readDataToEndOfFile())
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
+        p.signal(SIGTERM)
+        text.append(p.readOutputToEnd())
+        let stderr = String(decoding: p.errorOutput(), as: UTF8.self)
+        let exit = p.wait()
+        p.closeInput()
         mock.stop()
-        #expect(p.terminationStatus == 130)
+        #expect(exit.status == 130 && exit.signal == nil)
         #expect(stderr.contains("push-send: stopped after line 5"), "\(stderr)")
         #expect(try PushSend.outcomes(String(decoding: text, as: UTF8.self)).count == 5)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PushSealAPNs
+import PushSealTestSupport
 
 /// Issue 26's acceptance: push-send SIGKILLed at random points of a 20,000-line run and resumed
 /// until a run ends by itself, over both mocks. Counted against the mock's own record:
@@ -39,13 +40,9 @@ struct PushSendChaosTests {
             var lastStatus: Int32 = -1
             while true {
                 runs += 1
-                let p = Process()
-                p.executableURL = URL(fileURLWithPath: Guarded.executable)
-                p.arguments = PushSend.base(mock) + ["--outcomes", out] + (runs > 1 ? ["--resume", out] : []) + [inputPath]
-                p.standardError = FileHandle.nullDevice
-                p.standardOutput = FileHandle.nullDevice
                 let before = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
-                try p.run()
+                let p = try TestChild([Guarded.executable] + PushSend.base(mock) + ["--outcomes", out] + (runs > 1 ? ["--resume", out] : []) + [inputPath],
+                                      stdout: .null, stderr: .null)
                 // Up to two kills per trial, each once the file grew by 5-40 % of a whole run's outcomes.
                 if runs <= 2 {
                     let threshold = before + Int(Double(Self.count * 230) * (0.05 + 0.35 * random.unit()))
@@ -53,13 +50,13 @@ struct PushSendChaosTests {
                         usleep(2000)
                     }
                     if p.isRunning {
-                        kill(p.processIdentifier, SIGKILL)
+                        p.signal(SIGKILL)
                         kills += 1
                     }
                 }
-                p.waitUntilExit()
-                lastStatus = p.terminationStatus
-                if p.terminationReason == .exit { break }
+                let exit = p.wait()
+                lastStatus = exit.status
+                if exit.signal == nil { break }
                 #expect(runs < 6, "a run ends by itself")
                 if runs >= 6 { break }
             }

@@ -1,4 +1,5 @@
 import PushSealTestSupport
+import PushSealSystem
 import Foundation
 import Testing
 @testable import PushSealAPNs
@@ -21,43 +22,30 @@ enum Guarded {
     static var executable: String { ProcessInfo.processInfo.environment["PUSHSEAL_PUSH_SEND_UNDER_TEST"] ?? PushSend.executable }
 
     static func run(_ arguments: [String], stdin: String = "", stdout: FileHandle? = nil, deadlineSeconds: Double = 90,
-                    onStart: (Process) -> Void = { _ in }) throws -> Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = arguments
-        let input = Pipe(), out = Pipe(), err = Pipe()
-        p.standardInput = input
-        p.standardOutput = stdout ?? out
-        p.standardError = err
-        try p.run()
+                    onStart: (TestChild) -> Void = { _ in }) throws -> Result {
+        let p = try TestChild([executable] + arguments, stdinPipe: true,
+                              stdout: stdout.map { .descriptor($0.fileDescriptor) } ?? .pipe)
         let hung = Flag()
-        let pid = p.processIdentifier
-        DispatchQueue.global().asyncAfter(deadline: .now() + deadlineSeconds) {
+        let watchdog = DispatchWorkItem {
             if p.isRunning {
                 hung.set()
-                kill(pid, SIGKILL)
+                p.signal(SIGKILL)
             }
         }
-        // Written with write(2), SIGPIPE ignored: push-send may stop reading (that is what some tests check).
-        signal(SIGPIPE, SIG_IGN)
-        let writer = input.fileHandleForWriting
+        DispatchQueue.global().asyncAfter(deadline: .now() + deadlineSeconds, execute: watchdog)
+        defer { watchdog.cancel() }
+        // SIGPIPE ignored (TestChild does it): push-send may stop reading (that is what some tests check).
         let bytes = Array(stdin.utf8)
         Thread.detachNewThread {
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes[offset...].withUnsafeBytes { write(writer.fileDescriptor, $0.baseAddress, $0.count) }
-                if n <= 0 { break }
-                offset += n
-            }
-            try? writer.close()
+            try? p.write(bytes)
+            p.closeInput()
         }
-        let errBox = Box(), outBox = Box()
-        Thread.detachNewThread { errBox.set(err.fileHandleForReading.readDataToEndOfFile()) }
-        if stdout == nil { Thread.detachNewThread { outBox.set(out.fileHandleForReading.readDataToEndOfFile()) } } else { outBox.set(Data()) }
+        let outBox = Box()
+        if stdout == nil { Thread.detachNewThread { outBox.set(p.readOutputToEnd()) } } else { outBox.set(Data()) }
         onStart(p)
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: String(decoding: outBox.wait(), as: UTF8.self),
-                      stderr: String(decoding: errBox.wait(), as: UTF8.self), hung: hung.isSet, signaled: p.terminationReason == .uncaughtSignal)
+        let exit = p.wait()
+        return Result(status: exit.signal ?? exit.status, stdout: String(decoding: outBox.wait(), as: UTF8.self),
+                      stderr: String(decoding: p.errorOutput(), as: UTF8.self), hung: hung.isSet, signaled: exit.signal != nil)
     }
 
     final class Flag: @unchecked Sendable {
@@ -93,8 +81,7 @@ enum Guarded {
 /// or when the test process's end closes its standard input.
 final class FaultProxy: @unchecked Sendable {
     let port: Int
-    private let process = Process()
-    private let stdin = Pipe()
+    private let process: TestChild
 
     /// R2: the first connection wedged (no byte moves either way) after `bytes` from the client.
     convenience init(target: Int, blackholeFirstAfter bytes: Int) throws {
@@ -111,16 +98,12 @@ final class FaultProxy: @unchecked Sendable {
     }
 
     private init(target: Int, arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", MockAPNs.mockDirectory.appendingPathComponent("fault_proxy.py").path,
-                             "--target", String(target)] + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardInput = stdin
-        try process.run()
+        process = try TestChild(["/usr/bin/env", "python3", MockAPNs.mockDirectory.appendingPathComponent("fault_proxy.py").path,
+                                 "--target", String(target)] + arguments, stdinPipe: true, stderr: .descriptor(2))
+        guard let out = process.outputPipe else { throw MockFailure(description: "the fault proxy has no output pipe") }
         let (line, words) = MockAPNs.readyLine(out)
         guard words.count >= 2, words[0] == "listening", let port = Int(words[1]) else {
-            process.terminate()
+            process.signal(SIGTERM)
             throw MockFailure(description: "the fault proxy did not start: \(String(decoding: line, as: UTF8.self))")
         }
         self.port = port
@@ -128,8 +111,8 @@ final class FaultProxy: @unchecked Sendable {
 
     /// Ends it by closing its standard input (it exits at the end of it), and waits.
     func stop() {
-        try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.waitUntilExit() }
+        process.closeInput()
+        process.wait()
     }
 
     deinit { stop() }
@@ -159,9 +142,10 @@ struct PushSendFaultTests {
     @Test("R9: a closed standard output is a quiet 74, and the rest is not sent")
     func closedStdoutIsQuiet() throws {
         let mock = try MockAPNs()
-        let out = Pipe()
-        try out.fileHandleForReading.close()
-        let r = try Guarded.run(PushSend.base(mock) + ["--in-flight", "20", "-"], stdin: Self.lines(1...3000), stdout: out.fileHandleForWriting)
+        let out = try FileDescriptor.makePipe()
+        out.read.close()
+        let r = try Guarded.run(PushSend.base(mock) + ["--in-flight", "20", "-"], stdin: Self.lines(1...3000),
+                                stdout: FileHandle(fileDescriptor: out.write.rawValue, closeOnDealloc: false))
         mock.stop()
         #expect(r.status == 74 && !r.hung)
         #expect(!r.stderr.contains("error"), "quiet: \(r.stderr)")
@@ -461,9 +445,9 @@ struct PushSendFaultTests {
                     "--ca-file", fifo, "-"]
         let r = try Guarded.run(args, deadlineSeconds: 60) { p in
             // Wait until it blocks in the FIFO's open (the kernel's wait_for_partner), then SIGTERM.
-            let wchan = "/proc/\(p.processIdentifier)/wchan"
+            let wchan = "/proc/\(p.pid)/wchan"
             while p.isRunning, (try? String(contentsOfFile: wchan, encoding: .utf8)) != "wait_for_partner" { usleep(1000) }
-            kill(p.processIdentifier, SIGTERM)
+            p.signal(SIGTERM)
         }
         mock.stop()
         #expect(!r.signaled && r.status == 130, "exit \(r.status), signaled \(r.signaled): \(r.stderr)")
@@ -489,7 +473,7 @@ struct PushSendFaultTests {
                 usleep(300_000)
             }
             signalledAt = Date()
-            kill(p.processIdentifier, SIGTERM)
+            p.signal(SIGTERM)
         }
         proxy.stop()
         mock.stop()

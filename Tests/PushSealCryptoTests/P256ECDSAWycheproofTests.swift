@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PushSealCrypto
+import PushSealTestSupport
 
 /// Wycheproof ECDSA P1363 verify file (`ecdsa_p1363_verify_schema_v1.json`), the fields we use.
 struct EcdsaP1363TestFile: Decodable {
@@ -101,15 +102,6 @@ enum TestKeys {
 
     /// The standard output of `openssl ARGS`.
     static func pem(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["openssl"] + arguments).stdout
     }
 }

@@ -6,6 +6,7 @@ import PushSealKeychain
 @testable import PushSealKeyRecords
 @testable import PushSealServerKeys
 import Testing
+import PushSealTestSupport
 
 /// The file keychain's batch path (`KeyStore` as a `BulkSealingKeyStore`): a chunk's
 /// reservations written together, watches that survive the store's own reservation but not
@@ -95,11 +96,13 @@ import Testing
         defer { f.cleanup() }
         let many = (0..<300).map { "m\($0)" }
         for r in many { try f.server.generate(appID: KeysFixture.appID, recipient: r) }
-        let (p, input, output) = try ServerKeyringCacheTests.startBatch(keychain: f.serverDir)
+        let p = try ServerKeyringCacheTests.startBatch(keychain: f.serverDir)
         // Round-robin over the recipients: every chunk of 2,048 lines names all 300.
-        let lines = Data(many.map { "{\"recipient\":\"\($0)\",\"notification\":{\"title\":\"t\",\"body\":\"b\"}}\n" }.joined().utf8)
+        let lines = Array(many.map { "{\"recipient\":\"\($0)\",\"notification\":{\"title\":\"t\",\"body\":\"b\"}}\n" }.joined().utf8)
+        let written = DispatchSemaphore(value: 0)
         let writer = Thread {
-            for _ in 0..<100 { guard (try? input.fileHandleForWriting.write(contentsOf: lines)) != nil else { return } }
+            defer { written.signal() }
+            for _ in 0..<100 { guard (try? p.write(lines)) != nil else { return } }
         }
         writer.start()
         // Read payload lines well into the third chunk, then kill without warning.
@@ -107,7 +110,7 @@ import Testing
         var total = 0
         var pending = Data()
         while total < 5_000 {
-            let d = output.fileHandleForReading.availableData
+            let d = p.readOutput()
             if d.isEmpty { break }
             pending.append(d)
             while let nl = pending.firstIndex(of: 0x0A) {
@@ -119,9 +122,11 @@ import Testing
                 total += 1
             }
         }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
-        try? input.fileHandleForWriting.close()
+        p.signal(SIGKILL)
+        p.wait()
+        // The writer ends at its first failed write (the reader is gone); only then is the input closed.
+        written.wait()
+        p.closeInput()
         #expect(total >= 5_000)
         for r in many {
             let stored = try f.server.keyset(appID: KeysFixture.appID, recipient: r).primary?.sealCount ?? 0

@@ -5,6 +5,7 @@ import PushSealKeychain
 @testable import PushSealServerKeys
 import Testing
 import PushSealKeyRecords
+import PushSealTestSupport
 
 /// The sender's cache of unlocked keysets and reserved counter blocks: changes made elsewhere
 /// are seen at the next seal, the counter never under-counts, and threads share it safely.
@@ -24,31 +25,16 @@ import PushSealKeyRecords
 
     static func run(_ tool: String, _ args: [String]) throws -> Int32 {
         let dir = try #require(buildDirectory, "push-keys and push-seal must be built (swift build --build-tests)")
-        let p = Process()
-        p.executableURL = dir.appendingPathComponent(tool)
-        p.arguments = args
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        return p.terminationStatus
+        let exit = try TestChild([dir.appendingPathComponent(tool).path] + args, stdout: .null, stderr: .null).wait()
+        return exit.signal ?? exit.status
     }
 
-    /// `push-seal batch` on the keychain at `keychain`, reading stdin from the returned input
-    /// pipe and writing to the output pipe (SIGPIPE ignored: a writer may still be writing when
-    /// the child is killed).
-    static func startBatch(keychain: URL) throws -> (Process, input: Pipe, output: Pipe) {
+    /// `push-seal batch` on the keychain at `keychain`, its standard input and output piped
+    /// (SIGPIPE ignored: a writer may still be writing when the child is killed).
+    static func startBatch(keychain: URL) throws -> TestChild {
         let dir = try #require(Self.buildDirectory, "push-seal must be built")
-        signal(SIGPIPE, SIG_IGN)
-        let p = Process()
-        p.executableURL = dir.appendingPathComponent("push-seal")
-        p.arguments = ["batch", "--app-id", KeysFixture.appID, "--keychain", keychain.path, "-"]
-        let input = Pipe(), output = Pipe()
-        p.standardInput = input
-        p.standardOutput = output
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        return (p, input, output)
+        return try TestChild([dir.appendingPathComponent("push-seal").path, "batch", "--app-id", KeysFixture.appID, "--keychain", keychain.path, "-"],
+                             stdinPipe: true, stderr: .null)
     }
 
     func storedCount(_ store: KeyStore, _ recipient: String) throws -> UInt64 {
@@ -268,18 +254,20 @@ import PushSealKeyRecords
         let f = try KeysFixture()
         defer { f.cleanup() }
         try f.server.generate(appID: KeysFixture.appID, recipient: alice)
-        let (p, input, output) = try Self.startBatch(keychain: f.serverDir)
+        let p = try Self.startBatch(keychain: f.serverDir)
         let line = Array("{\"recipient\":\"\(alice)\",\"notification\":{\"title\":\"t\",\"body\":\"b\"}}\n".utf8)
+        let written = DispatchSemaphore(value: 0)
         let writer = Thread {
-            let chunk = Data(Array(repeating: line, count: 100).flatMap { $0 })
-            for _ in 0..<200 { guard (try? input.fileHandleForWriting.write(contentsOf: chunk)) != nil else { return } }
+            defer { written.signal() }
+            let chunk = Array(repeating: line, count: 100).flatMap { $0 }
+            for _ in 0..<200 { guard (try? p.write(chunk)) != nil else { return } }
         }
         writer.start()
         // Read payload lines until well past two blocks, then kill without warning.
         var seen = 0
         var pending = Data()
         while seen < 2500 {
-            let d = output.fileHandleForReading.availableData
+            let d = p.readOutput()
             if d.isEmpty { break }
             pending.append(d)
             while let nl = pending.firstIndex(of: 0x0A) {
@@ -287,9 +275,11 @@ import PushSealKeyRecords
                 pending.removeSubrange(pending.startIndex...nl)
             }
         }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
-        try? input.fileHandleForWriting.close()
+        p.signal(SIGKILL)
+        p.wait()
+        // The writer ends at its first failed write (the reader is gone); only then is the input closed.
+        written.wait()
+        p.closeInput()
         #expect(seen >= 2500)
         #expect(try storedCount(f.server, alice) >= UInt64(seen))
     }

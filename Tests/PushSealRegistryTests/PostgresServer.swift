@@ -110,14 +110,10 @@ final class PostgresServer: @unchecked Sendable {
     /// A detached shell that waits for this process to go away, then stops the server: the
     /// safety net for a test process that dies without running its `atexit` handlers.
     private func startWatchdog() {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
         let stop = (user.map { "/usr/sbin/runuser -u \($0) -- " } ?? "") + "\(bin.path)/pg_ctl -D \(dataDir) -m immediate stop"
-        p.arguments = ["-c", "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop) >/dev/null 2>&1; rm -rf \(dir.path)"]
-        p.standardInput = FileHandle.nullDevice
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try? p.run()
+        // Never waited for: it outlives this process on purpose (ChildProcess keeps no monitor
+        // thread, and its descriptors are only /dev/null).
+        _ = ChildProcess.spawn(["/bin/sh", "-c", "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop) >/dev/null 2>&1; rm -rf \(dir.path)"])
     }
 
     private nonisolated(unsafe) static var servers: [PostgresServer] = []

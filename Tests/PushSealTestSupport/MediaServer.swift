@@ -22,8 +22,7 @@ public final class MediaServer: Sendable {
     public let port: Int
     /// The directory `/files/NAME` serves from (and `/stall?seen=` marks in).
     public let filesDirectory: URL
-    private let process: Process
-    private let stdin: Pipe
+    private let process: TestChild
 
     /// The process's server, started on first use; nil when python3 cannot start it.
     public static let shared: MediaServer? = try? MediaServer()
@@ -117,28 +116,21 @@ os._exit(0)
         try Data(Self.script.utf8).write(to: scriptURL)
         let files = dir.appendingPathComponent("files")
         try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", scriptURL.path, files.path]
-        let out = Pipe()
-        let input = Pipe()
-        process.standardOutput = out
-        process.standardInput = input
-        try process.run()
+        // Its standard input stays open for the life of the test process (the server's lifetime).
+        let process = try TestChild(["/usr/bin/env", "python3", scriptURL.path, files.path], stdinPipe: true, stderr: .descriptor(2))
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = out.fileHandleForReading.availableData
+            let chunk = process.readOutput()
             if chunk.isEmpty { break }
             line.append(chunk)
         }
         guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
+            process.signal(SIGTERM)
             throw CocoaError(.fileReadCorruptFile)
         }
         self.port = port
         self.filesDirectory = files
         self.process = process
-        self.stdin = input
     }
 
     /// `http://127.0.0.1:PORT<path>`.

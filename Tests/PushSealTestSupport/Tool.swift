@@ -148,3 +148,145 @@ final class DataBox: @unchecked Sendable {
     func set(_ d: Data) { data = d; done.signal() }
     func wait() -> Data { done.wait(); return data }
 }
+
+/// A child process a test drives while it runs: started with ``ChildProcess`` (posix_spawn,
+/// only descriptors 0–2 open in the child, a clean signal state), reaped by its own pid, its
+/// pipes ``FileDescriptor``s each closed once by their owner (see
+/// ``runTool(_:_:cwd:environment:stdin:stdout:)`` for why not Foundation's `Process`).
+/// Standard error, when piped, is read on a thread of its own so the child never stalls on it.
+public final class TestChild: @unchecked Sendable {
+    // @unchecked Sendable: `ended` is guarded by `lock`; the descriptors are used by one thread
+    // at a time (the test's), the error pipe only by its reader thread.
+
+    /// Where one of the child's output streams goes.
+    public enum Output: Sendable {
+        /// A pipe this object reads (standard output: ``readOutput()``; standard error: ``errorOutput()``).
+        case pipe
+        /// `/dev/null`.
+        case null
+        /// A file, created or truncated (0600).
+        case file(String)
+        /// An open descriptor of the test's, duplicated onto the stream.
+        case descriptor(Int32)
+    }
+
+    /// The child's process id.
+    public let pid: Int32
+    private let child: ChildProcess
+    private let input: FileDescriptor?
+    private let output: FileDescriptor?
+    private let errors: DataBox?
+    private let lock = NSLock()
+    private var ended: ChildProcess.Exit?
+
+    /// Starts `argv` (the program first; a bare name is looked up in `PATH`).
+    /// - Parameters:
+    ///   - environment: variables set on top of this process's environment.
+    ///   - cwd: the working directory (default: this process's).
+    ///   - stdinPipe: `true`: standard input is a pipe fed by ``write(_:)`` and ended by
+    ///     ``closeInput()``; `false`: `stdinFile`, or `/dev/null`.
+    ///   - stdinFile: a file read as standard input (a regular file, as a shell's `<` gives).
+    ///   - stdout: where standard output goes.
+    ///   - stderr: where standard error goes.
+    /// - Throws: ``ToolStartFailure`` when it cannot be started; ``SystemError`` for a pipe.
+    public init(_ argv: [String], environment: [String: String] = [:], cwd: String? = nil, stdinPipe: Bool = false,
+                stdinFile: String? = nil, stdout: Output = .pipe, stderr: Output = .pipe) throws {
+        ignoreBrokenPipes()
+        let inputPipe = stdinPipe ? try FileDescriptor.makePipe() : nil
+        let outputPipe = if case .pipe = stdout { try FileDescriptor.makePipe() } else { nil as (read: FileDescriptor, write: FileDescriptor)? }
+        let errorPipe = if case .pipe = stderr { try FileDescriptor.makePipe() } else { nil as (read: FileDescriptor, write: FileDescriptor)? }
+        func stream(_ output: Output, _ pipe: (read: FileDescriptor, write: FileDescriptor)?) -> ChildProcess.Stream {
+            switch output {
+            case .pipe: pipe.map { .descriptor($0.write.rawValue) } ?? .null
+            case .null: .null
+            case .file(let path): .file(path)
+            case .descriptor(let fd): .descriptor(fd)
+            }
+        }
+        guard let child = ChildProcess.spawn(argv, environment: environment.isEmpty ? nil : ChildProcess.environment(overriding: environment),
+                                             workingDirectory: cwd,
+                                             stdin: inputPipe.map { .descriptor($0.read.rawValue) } ?? stdinFile.map { .file($0) } ?? .null,
+                                             stdout: stream(stdout, outputPipe), stderr: stream(stderr, errorPipe)) else {
+            throw ToolStartFailure(path: argv.first ?? "")
+        }
+        inputPipe?.read.close()
+        outputPipe?.write.close()
+        errorPipe?.write.close()
+        self.child = child
+        pid = child.pid
+        input = inputPipe?.write
+        output = outputPipe?.read
+        if let errorPipe {
+            let box = DataBox()
+            let end = HandedOver(errorPipe.read)
+            Thread.detachNewThread { box.set(readToEnd(end.value)) }
+            errors = box
+        } else {
+            errors = nil
+        }
+    }
+
+    /// The read end of the child's standard output pipe (`nil` unless ``Output/pipe``), for a
+    /// caller that reads it its own way.
+    public var outputPipe: FileDescriptor? { output }
+
+    /// Writes `bytes` to the child's standard input (all of them, unless it stopped reading).
+    /// - Throws: ``SystemError`` (`write`: `EPIPE` once the child closed its end).
+    public func write(_ bytes: [UInt8]) throws { try input?.writeAll(bytes) }
+
+    /// Ends the child's standard input (end of file for it).
+    public func closeInput() { input?.close() }
+
+    /// The next bytes on the child's standard output (one read, blocking); empty at end of file.
+    public func readOutput() -> Data {
+        guard let output else { return Data() }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let n = (try? buffer.withUnsafeMutableBytes { try output.read(into: $0) }) ?? 0
+        return n > 0 ? Data(buffer[..<n]) : Data()
+    }
+
+    /// The rest of the child's standard output, to end of file.
+    public func readOutputToEnd() -> Data {
+        var data = Data()
+        while true {
+            let chunk = readOutput()
+            if chunk.isEmpty { return data }
+            data.append(chunk)
+        }
+    }
+
+    /// Everything the child wrote to standard error (waits for end of file: the child and
+    /// anything it left running closed it); empty when it was not piped.
+    public func errorOutput() -> Data { errors?.wait() ?? Data() }
+
+    /// Whether the child still runs (it is reaped once it has ended).
+    public var isRunning: Bool { lock.withLock { poll() == nil } }
+
+    /// Sends `signal` unless the child has ended and been reaped (its pid could be reused).
+    public func signal(_ signal: Int32) {
+        lock.withLock { if poll() == nil { child.send(signal) } }
+    }
+
+    /// Waits for the child's end.
+    @discardableResult
+    public func wait() -> ChildProcess.Exit {
+        if let done = lock.withLock({ poll() }) { return done }
+        let exit = child.wait()
+        lock.withLock { ended = exit }
+        return exit
+    }
+
+    /// Under `lock`: the exit once reaped (reaping now if it just ended).
+    private func poll() -> ChildProcess.Exit? {
+        if ended == nil { ended = child.poll() }
+        return ended
+    }
+
+    deinit {
+        // A test that failed early may leave its child running: never leave it behind.
+        if lock.withLock({ poll() }) == nil {
+            child.kill()
+            _ = child.wait()
+        }
+    }
+}

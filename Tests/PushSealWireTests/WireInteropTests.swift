@@ -17,13 +17,8 @@ struct WireInteropTests {
     /// one parsed response a request. Fails the test, with the install hint, when Python or
     /// `cryptography` is missing.
     static func serve(_ requests: [JSONValue]) throws -> [JSONValue] {
-        let check = Process()
-        check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        check.arguments = ["python3", "-c", "import cryptography"]
-        check.standardError = FileHandle.nullDevice
-        try check.run()
-        check.waitUntilExit()
-        try #require(check.terminationStatus == 0,
+        let check = try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import cryptography"])
+        try #require(check.status == 0 && !check.signaled,
                      "python3 with the cryptography package is needed for the interop tests: `make test` installs it via scripts/install-deps.sh")
 
         var input: [UInt8] = []
@@ -36,16 +31,10 @@ struct WireInteropTests {
         try Data(input).write(to: inputURL)
         defer { try? FileManager.default.removeItem(at: inputURL) }
 
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", script.path, "serve"]
-        p.standardInput = try FileHandle(forReadingFrom: inputURL)
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        try #require(p.terminationStatus == 0, "pushseal_ref.py serve exited with \(p.terminationStatus)")
+        let p = try TestChild(["/usr/bin/env", "python3", script.path, "serve"], stdinFile: inputURL.path, stderr: .descriptor(2))
+        let data = p.readOutputToEnd()
+        let exit = p.wait()
+        try #require(exit.status == 0 && exit.signal == nil, "pushseal_ref.py serve exited with \(exit.status)")
         let lines = data.split(separator: 0x0A)
         try #require(lines.count == requests.count, "expected \(requests.count) responses, got \(lines.count)")
         return try lines.map { try JSONReader.parse(Array($0)) }
