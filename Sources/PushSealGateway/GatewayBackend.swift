@@ -199,6 +199,8 @@ public struct BackendMetrics: Sendable {
     public var outcomes: OutcomeCounts = [:]
     /// Notifications named by retract requests, by result (`queued`, `cancelled`, `refused`).
     public var retracts: [String: Int] = [:]
+    /// Finished notifications this instance deleted after the retention time (`--keep-finished`).
+    public var outboxDeleted: Int = 0
     /// Seconds per accept call (sealing every item); `nil`: no observation (all zero).
     public var sealLatency: OutboxMetrics.Histogram?
     /// Seconds per notification from the first send to APNs' final answer; `nil`: all zero.

@@ -70,6 +70,9 @@ public final class GatewayMetrics: Sendable {
         for result in ["queued", "cancelled", "refused"] {
             out += "pushseal_gateway_retracts_total{result=\"\(result)\"} \(backend.retracts[result] ?? 0)\n"
         }
+        out += "# HELP pushseal_gateway_outbox_deleted_total Finished notifications this instance deleted from the outbox after the retention time (--keep-finished).\n"
+        out += "# TYPE pushseal_gateway_outbox_deleted_total counter\n"
+        out += "pushseal_gateway_outbox_deleted_total \(backend.outboxDeleted)\n"
         out += "# HELP pushseal_gateway_queue_depth_notifications Notifications in the outbox not yet final.\n"
         out += "# TYPE pushseal_gateway_queue_depth_notifications gauge\n"
         out += "pushseal_gateway_queue_depth_notifications \(backend.queueDepth)\n"

@@ -181,6 +181,7 @@ public final class ServerBackend: GatewayBackend {
         var m = BackendMetrics()
         for (pair, n) in snapshot.outcomes { m.outcomes[.init(outcome: pair.status, reason: pair.reason), default: 0] += n }
         m.retracts = snapshot.retracts
+        m.outboxDeleted = snapshot.deletedFinished
         m.sealLatency = snapshot.sealLatency
         m.apnsLatency = snapshot.apnsLatency
         m.providerTokenMints = snapshot.providerTokenMints

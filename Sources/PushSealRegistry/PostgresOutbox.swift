@@ -621,6 +621,24 @@ public final class PostgresOutbox: Sendable {
         }
     }
 
+    /// Deletes up to `limit` finished rows (any final status) whose `finished_at` is before
+    /// `cutoffMs`, oldest first; rows another instance is deleting at the same moment are
+    /// skipped (`FOR UPDATE SKIP LOCKED`), so instances never wait for each other. Queued and
+    /// sending rows are never deleted. Their idempotency answers (24 h) and a device's copy are
+    /// not affected; `GET /v1/notifications/{id}` and retracts answer `notFound` afterwards.
+    /// - Returns: the rows deleted.
+    /// - Throws: `RegistryError`.
+    public func deleteFinished(before cutoffMs: Int64, limit: Int) throws -> Int {
+        guard limit > 0 else { return 0 }
+        return try pool.run { c in
+            try c.exec("""
+                DELETE FROM pushseal_outbox WHERE id IN (
+                  SELECT id FROM pushseal_outbox WHERE finished_at IS NOT NULL AND finished_at < $1
+                  ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+                """, [.int(cutoffMs), .int(Int64(limit))]).affected
+        }
+    }
+
     // MARK: Lookups
 
     /// The status of one notification, `nil` when unknown.

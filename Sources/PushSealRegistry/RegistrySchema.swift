@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 10
+    public static let currentVersion = 11
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -243,6 +243,12 @@ public enum RegistrySchema {
               ADD COLUMN pins_reported_at bigint,
               ADD CONSTRAINT pushseal_registrations_pins CHECK ((pinned_sender_key_ids IS NULL) = (pins_reported_at IS NULL))
             """,
+        ]),
+        // Issue 23, retention (migration 11): push-gateway deletes finished outbox rows once they
+        // are older than --keep-finished; this index finds them without reading the table. Only
+        // a row's final version enters it (finished_at is set once, with the final status).
+        ("finished outbox rows found by their finish time, for push-gateway's retention (issue 23)", [
+            "CREATE INDEX pushseal_outbox_finished ON pushseal_outbox (finished_at) WHERE finished_at IS NOT NULL",
         ]),
     ]
 

@@ -52,6 +52,8 @@ public final class OutboxMetrics: Sendable {
         /// for it), `cancelled` (it was still queued: never sent), `refused` (unknown, itself a
         /// retract, or the retract could not be sealed).
         public var retracts: [String: Int] = [:]
+        /// Finished rows this instance's retention deleted (``OutboxRetention``).
+        public var deletedFinished = 0
     }
 
     /// A (status, reason) pair.
@@ -75,6 +77,8 @@ public final class OutboxMetrics: Sendable {
 
     /// A copy of every value now.
     public func snapshot() -> Snapshot { state.withLock { $0 } }
+
+    func deletedFinished(_ count: Int) { state.withLock { $0.deletedFinished += count } }
 
     func retracted(_ result: String) { state.withLock { $0.retracts[result, default: 0] += 1 } }
 

@@ -22,6 +22,8 @@ extension ErrorCode<ServerError> {
     public static var invalidOutcome: Self { Self("invalidOutcome") }
     /// The recipient has no device token for the environment (nothing to send to).
     public static var noDeviceToken: Self { Self("noDeviceToken") }
+    /// A background thread (the outbox retention's) could not be created.
+    public static var threadNotStarted: Self { Self("threadNotStarted") }
 }
 
 // Re-exported so that code importing only this module reads `code`, `reason` and `suggestion`.

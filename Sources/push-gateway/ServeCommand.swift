@@ -30,6 +30,7 @@ struct ServeCommand: OptionsCommand {
     static let caFile = Option.text("--ca-file", "FILE", "PEM CA certificates to trust for --host")
     static let connections = Option.integerWithDefault("--connections", "N", "APNs connections at most", range: 1...16, default: 1)
     static let leaseSeconds = Option.integerWithDefault("--lease-seconds", "S", "how long a notification this instance's worker claimed stays its own without a renewal (renewed every third of it): after a crash, another instance returns its notifications this long after the last renewal", range: 2...600, default: 60)
+    static let keepFinished = Option.durationWithDefault("--keep-finished", "how long a notification's row stays in the outbox after its final status (GET /v1/notifications/{id} and retracts answer for it until then); older rows are deleted, every minute, by each instance; 0 keeps them for good", default: OutboxRetention.Configuration().keepFinishedMs / 1000)
     static let noWorker = Option.flag("--no-worker", "accept and answer only: this instance sends nothing (another instance's worker sends the outbox)")
 
     let options = GatewayRegistry.options + [
@@ -52,6 +53,7 @@ struct ServeCommand: OptionsCommand {
         ServeCommand.caFile.spec,
         ServeCommand.connections.spec,
         ServeCommand.leaseSeconds.spec,
+        ServeCommand.keepFinished.spec,
         ServeCommand.noWorker.spec,
     ]
     /// Seconds a request waits for a restarting database before it answers 503.
@@ -68,7 +70,7 @@ struct ServeCommand: OptionsCommand {
             "71  the address cannot be listened on (in use, not this machine's) or the TLS key or certificate was refused",
         ]).map { $0.hasPrefix("69 ") ? "69  the database cannot be reached at start (refused, no socket, authentication failed); lost later, the gateway keeps running (below)" : $0 },
         notes: """
-        Logs: one JSON object per line on standard error: {"event":"listening","address","port"} at start, one "request" line per request (requestId, method, route, status, durationMs), "accept" / "register" / "forget" lines, one "outcome" line per notification's final status (id, apnsId, recipient, status, httpStatus, reason, attempts; never a notification's text, a full device token or a key), "stopping" and "stopped".
+        Logs: one JSON object per line on standard error: {"event":"listening","address","port"} at start, one "request" line per request (requestId, method, route, status, durationMs), "accept" / "register" / "forget" lines, one "outcome" line per notification's final status (id, apnsId, recipient, status, httpStatus, reason, attempts; never a notification's text, a full device token or a key), "retention" (deleted: rows older than --keep-finished), "stopping" and "stopped".
         The database lost while serving: a request waits up to \(Int(databaseWaitSeconds)) s for it, then answers 503 unavailable with Retry-After (later requests at once, until it answers again); /readyz says unavailable; the process keeps running and recovers by itself.
         SIGTERM or SIGINT: /readyz answers 503, the listening socket closes, requests in flight finish (--drain-seconds at most), then the process exits 0. Run several instances on one registry to scale out.
         """)
@@ -83,6 +85,8 @@ struct ServeCommand: OptionsCommand {
         let registrationTokenSecret: String?
         let apns: APNsProviderConfiguration?
         let leaseMs: Int64
+        /// `--keep-finished` in ms; 0: keep for good.
+        let keepFinishedMs: Int64
         let environment: DeviceTokenEnvironment
 
         init(parsing a: Arguments) throws {
@@ -108,6 +112,9 @@ struct ServeCommand: OptionsCommand {
             }
             environment = env
             leaseMs = try a[ServeCommand.leaseSeconds] * 1000
+            let keep = try a[ServeCommand.keepFinished]
+            guard keep <= 100 * 365 * 86400 else { throw CLIError.usage("--keep-finished is at most 100 years (5200w); 0 keeps rows for good") }
+            keepFinishedMs = keep * 1000
             if a.has(ServeCommand.noWorker) {
                 apns = nil
             } else {
@@ -171,6 +178,14 @@ struct ServeCommand: OptionsCommand {
                 throw CLIError(code: e.code.name, e.reason, hint: "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id", exitCode: .dataError)
             }
         }
+        var retention: OutboxRetention?
+        if o.keepFinishedMs > 0 {
+            var keep = OutboxRetention.Configuration()
+            keep.keepFinishedMs = o.keepFinishedMs
+            keep.onDeleted = { log.write("retention", [("deleted", .integer(Int64($0)))]) }
+            retention = OutboxRetention(outbox: outbox, configuration: keep)
+            try retention?.start()
+        }
         let backend = try ServerBackend(outbox: outbox, worker: worker)
         let gateway: Gateway
         do {
@@ -185,6 +200,7 @@ struct ServeCommand: OptionsCommand {
         gateway.stop()
         // Every claimed row is sent and its outcome written, or its lease released, before exit.
         worker?.drain()
+        retention?.stop()
         log.write("stopped", [])
         return .success
     }

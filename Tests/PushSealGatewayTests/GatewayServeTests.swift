@@ -188,5 +188,36 @@ struct GatewayServeTests {
         #expect(gw.log.events.contains { $0["event"] as? String == "register" && $0["recipient"] as? String == "phone-jwt" && $0["registrationTokenId"] is String })
     }
 
+    @Test("--keep-finished: an instance deletes finished rows older than it at start and every minute (log line, metric, 404 after); 0 keeps them; a bad duration is 64")
+    func keepFinishedDeletesOldRows() throws {
+        let server = try PostgresServer.sharedServer()
+        let fleet = try GatewayFleet(server: server)
+        let token = String(repeating: "d4", count: 32)
+        var gw = try fleet.start(["--threads", "2", "--keep-finished", "0"])
+        try fleet.register(port: gw.port, recipient: "phone-old", deviceToken: token)
+        let item = #"{"recipient":"phone-old","notification":{"title":"t","body":"b"}}"#
+        let ids = try fleet.send(port: gw.port, #"{"notifications":[\#(item),\#(item),\#(item)]}"#)
+        let fresh = try fleet.send(port: gw.port, item)
+        #expect(ids.count == 3 && fresh.count == 1)
+        #expect(waitUntil(seconds: 30) { gw.outcomes.count == 4 }, "\(gw.log.contents.suffix(2000))")
+        #expect(gw.stop() == 0)
+        #expect(!gw.log.events.contains { $0["event"] as? String == "retention" }, "0 keeps every row")
+        // Three of them finished two days ago.
+        let twoDaysAgo = unixTimeMilliseconds() - 2 * 86_400_000
+        _ = try server.psql(fleet.cs, "UPDATE pushseal_outbox SET finished_at = \(twoDaysAgo) WHERE id IN (\(ids.map { "'\($0)'" }.joined(separator: ",")))")
+
+        gw = try fleet.start(["--threads", "2", "--keep-finished", "1d"])
+        #expect(waitUntil(seconds: 30) { gw.log.events.contains { $0["event"] as? String == "retention" } }, "\(gw.log.contents.suffix(2000))")
+        let line = gw.log.events.first { $0["event"] as? String == "retention" }
+        #expect(line?["deleted"] as? Int == 3)
+        for id in ids { #expect(try fleet.status(port: gw.port, id)?["error"] != nil, "\(id) is gone") }
+        #expect(try fleet.status(port: gw.port, fresh[0])?["status"] as? String == "accepted", "a row finished a moment ago stays")
+        #expect(metricValue(try fleet.metrics(port: gw.port), "pushseal_gateway_outbox_deleted_total") == 3)
+        #expect(gw.stop() == 0)
+
+        let bad = try runGatewayExpectingExit(["serve"] + fleet.serveArguments(["--keep-finished", "5x"]))
+        #expect(bad.status == 64 && bad.stderr.contains("--keep-finished"), "\(bad.stderr)")
+    }
+
     func server(_ fleet: GatewayFleet) throws -> PostgresServer { try PostgresServer.sharedServer() }
 }

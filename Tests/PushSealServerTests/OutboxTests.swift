@@ -284,6 +284,61 @@ struct OutboxTests {
         #expect(try f.outbox.status(id: id3)?.reason == "rowAuthenticationFailed" && mock.answered().count == 1)
     }
 
+    @Test("retention deletes finished rows older than its time, in batches, each once though two instances run at once; queued, sending and newer rows stay")
+    func retentionDeletesOnlyOldFinishedRows() throws {
+        let f = try Fixture(recipients: ["a"])
+        let now = unixTimeMilliseconds()
+        let day: Int64 = 86_400_000
+        let accepted = try f.outbox.accept((0..<30).map { Self.item("a", "r\($0)") }, idempotency: nil, nowMs: now)
+        let ids = accepted.items.compactMap { if case .queued(let id, _) = $0 { id } else { nil } }
+        try #require(ids.count == 30)
+        func set(_ range: Range<Int>, _ assignments: String) throws {
+            _ = try f.sql("UPDATE pushseal_outbox SET \(assignments) WHERE id IN (\(range.map { "'\(ids[$0])'" }.joined(separator: ",")))")
+        }
+        // 0..<20 finished 10 days ago (every final status); 20..<24 an hour ago; 24..<27 queued
+        // and 27..<30 sending (an expired lease), both created 10 days ago.
+        let finals = ["accepted", "unregistered", "rejected", "failed", "expired", "cancelled"]
+        for i in 0..<20 { try set(i..<(i + 1), "status = '\(finals[i % finals.count])', finished_at = \(now - 10 * day - Int64(i))") }
+        try set(20..<24, "status = 'accepted', finished_at = \(now - 3_600_000)")
+        try set(24..<27, "created_at = \(now - 10 * day)")
+        try set(27..<30, "status = 'sending', lease_owner = 'gone', lease_until = \(now - 10 * day), created_at = \(now - 10 * day)")
+
+        var keep = OutboxRetention.Configuration()
+        keep.keepFinishedMs = 7 * day
+        keep.batch = 3
+        let reported = Locked<[Int]>([])
+        keep.onDeleted = { n in reported.withLock { $0.append(n) } }
+        let instances = [OutboxRetention(outbox: f.outbox, configuration: keep), OutboxRetention(outbox: f.outbox, configuration: keep)]
+        let counts = Locked<[Int]>([])
+        let errors = Locked<[String]>([])
+        let done = DispatchGroup()
+        for retention in instances {
+            done.enter()
+            DispatchQueue.global().async {
+                defer { done.leave() }
+                do {
+                    let n = try retention.pass(nowMs: now)
+                    counts.withLock { $0.append(n) }
+                } catch {
+                    errors.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        done.wait()
+        #expect(errors.withLock { $0 }.isEmpty, "\(errors.withLock { $0 })")
+        #expect(counts.withLock { $0.reduce(0, +) } == 20, "\(counts.withLock { $0 })")
+        #expect(reported.withLock { $0.reduce(0, +) } == 20)
+        #expect(f.outbox.metrics.snapshot().deletedFinished == 20)
+        let left = Set(try f.sql("SELECT id FROM pushseal_outbox").split(separator: "\n").map(String.init))
+        #expect(left == Set(ids[20...]), "only the old finished rows are gone")
+        #expect(try f.outbox.status(id: ids[0]) == nil)
+        // Nothing more is old enough: a pass deletes nothing and reports nothing.
+        #expect(try instances[0].pass(nowMs: now) == 0)
+        #expect(reported.withLock { $0.count } <= 2)
+        // The finish-time index is what finds them (migration 11).
+        #expect(try f.sql("SELECT count(*) FROM pg_indexes WHERE indexname = 'pushseal_outbox_finished'") == "1")
+    }
+
     @Test("retract: one background push per recipient (priority 5, no collapse id, kind retract); a caller's id is sealed to its row; a dead instance's retract is requeued")
     func retractGroupsByRecipientAndIsRequeued() throws {
         let f = try Fixture(recipients: ["a", "b"])
