@@ -68,7 +68,7 @@ class Gateway:
             raise GatewayError(e.code, parsed) from None
 
     def register(self, recipient, upload):
-        """POST /v1/devices?recipient=ID with the app's upload body; returns "registered" or "unchanged"."""
+        """POST /v1/devices?recipient=ID with the app's upload body; returns "registered", "tokenUpdated" or "unchanged"."""
         path = "/v1/devices?recipient=" + urllib.parse.quote(recipient, safe="")
         _, answer = self.request("POST", path, upload)
         return answer["status"]

@@ -324,9 +324,13 @@ public final class Gateway: Sendable {
             recipient = claims.recipient
             who.append(("registrationTokenId", .string(claims.tokenID)))
         }
-        let (_, created) = try backend.registerDevice(request.body, recipient: recipient)
-        log.write("register", who + [("recipient", .string(recipient)), ("deviceToken", .string(GatewayLog.deviceTokenHint(token))), ("created", .bool(created))])
-        return .json(created ? 201 : 200, .object(JSONObject([("recipient", .string(recipient)), ("status", .string(created ? "registered" : "unchanged"))])))
+        let (_, created, tokenReplaced) = try backend.registerDevice(request.body, recipient: recipient)
+        log.write("register", who + [("recipient", .string(recipient)), ("deviceToken", .string(GatewayLog.deviceTokenHint(token))), ("created", .bool(created)),
+                                     ("tokenReplaced", .bool(tokenReplaced))])
+        // 201 registered: a new registration; 200 tokenUpdated: the known record with a device
+        // token that replaced the stored one; 200 unchanged: nothing new.
+        let status = created ? "registered" : tokenReplaced ? "tokenUpdated" : "unchanged"
+        return .json(created ? 201 : 200, .object(JSONObject([("recipient", .string(recipient)), ("status", .string(status))])))
     }
 
     private func deleteDevice(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -346,7 +350,12 @@ public final class Gateway: Sendable {
         let body = (try? JSONWriter.serialize(value)) ?? []
         let etag = "\"" + Hex.encode(((try? SHA256Hasher.hash(body)) ?? []).prefix(16)) + "\""
         let headers: [(name: String, value: String)] = [("ETag", etag), ("Cache-Control", "public, max-age=60")]
-        if let match = request.header("If-None-Match"), match.split(separator: ",").contains(where: { $0.trimmingCharacters() == etag || $0.trimmingCharacters() == "*" }) {
+        // RFC 9110 §13.1.2: If-None-Match compares weakly, so W/"x" matches "x" (a proxy or CDN
+        // may have weakened the tag it stored).
+        if let match = request.header("If-None-Match"), match.split(separator: ",").contains(where: {
+            let tag = $0.trimmingCharacters()
+            return tag == "*" || tag == etag || tag == "W/" + etag
+        }) {
             return HTTPResponse(status: 304, headers: headers)
         }
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")] + headers, body: body)

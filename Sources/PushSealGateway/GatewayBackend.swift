@@ -160,14 +160,16 @@ public protocol GatewayBackend: Sendable {
     /// The state of notification `id`, `nil` when unknown.
     func notificationState(id: String) throws -> NotificationState?
     /// Registers the iOS reference's upload (`{"registration", "apnsDeviceToken", "apnsEnvironment"}`)
-    /// for `recipient`: the public key and the token; the same record again changes nothing.
+    /// for `recipient`: the public key and the token; the same record again registers nothing,
+    /// but a device token it has not stored yet replaces the installation's former one.
     /// - Parameters:
     ///   - body: the upload's JSON bytes (its shape already checked by the gateway).
     ///   - recipient: the installation the caller named (never read from the upload).
-    /// - Returns: the recipient and whether anything was stored now.
+    /// - Returns: the recipient, whether the registration is new, and whether the device token
+    ///   replaced another one (the app's token changed, or it was another installation's).
     /// - Throws: `HTTPError` 400 `invalidRegistration` for a record that does not check, 409 for
     ///   a conflicting or stale one.
-    func registerDevice(_ body: [UInt8], recipient: String) throws -> (recipient: String, created: Bool)
+    func registerDevice(_ body: [UInt8], recipient: String) throws -> (recipient: String, created: Bool, tokenReplaced: Bool)
     /// Forgets an installation: registration revoked, tokens removed, queued notifications cancelled.
     /// - Returns: `false` when the recipient is unknown.
     func forgetDevice(appID: String?, recipient: String) throws -> Bool

@@ -23,8 +23,10 @@ public final class GatewayMetrics: Sendable {
     /// as `other` (a label value never carries text a client or server chose freely).
     public static func isKnownReason(_ reason: String) -> Bool { APNsReason.isKnown(reason) || gatewayReasons.contains(reason) }
 
-    /// The outbox's own final reasons (docs/outbox.md), and `""` for none.
-    public static let gatewayReasons: Set<String> = ["", "cancelled", "retracted", "forgotten", "expired", "rowAuthenticationFailed", "connection"]
+    /// The outbox's own final reasons (docs/outbox.md: `ttlPassed` for `expired`,
+    /// `invalidNotification` for a row APNs' client refused before sending, …), and `""` for none.
+    public static let gatewayReasons: Set<String> = ["", "cancelled", "retracted", "forgotten", "expired", "ttlPassed", "invalidNotification",
+                                                     "rowAuthenticationFailed", "connection"]
 
     private struct RequestKey: Hashable { var route: String; var status: Int }
     private let requests = Locked<[RequestKey: UInt64]>([:])

@@ -94,7 +94,7 @@ public final class ServerBackend: GatewayBackend {
         }
     }
 
-    public func registerDevice(_ body: [UInt8], recipient: String) throws -> (recipient: String, created: Bool) {
+    public func registerDevice(_ body: [UInt8], recipient: String) throws -> (recipient: String, created: Bool, tokenReplaced: Bool) {
         try Self.checkRecipient(recipient)
         let upload: RegistrationUpload
         do {
@@ -106,7 +106,7 @@ public final class ServerBackend: GatewayBackend {
         }
         do {
             let done = try store.importRegistration(upload, recipient: recipient, nowMilliseconds: unixTimeMilliseconds())
-            return (recipient, done.added)
+            return (recipient, done.added, !done.replacedTokens.isEmpty)
         } catch let e as KeysError where e.code == .duplicateKeyID || e.code == .invalidName || e.code == .timeOutOfRange {
             throw HTTPError(409, "registrationConflict", e.reason)
         } catch let e as KeysError where e.code == .staleRegistration || e.code == .registrationRevoked {

@@ -4,9 +4,17 @@ extension HTTPServer {
     /// Bounds on what a request may be; a request beyond one is answered with its 4xx and the
     /// handler never sees it.
     public struct Limits: Sendable, Hashable {
-        /// Longest body in bytes (1 MiB default); a longer Content-Length is 413 `bodyTooLarge`
-        /// before any of the body is read.
+        /// Longest body in bytes (1 MiB default); a longer Content-Length is 413 `bodyTooLarge`,
+        /// its body never stored (read and dropped first, see ``maxDrainedByteCount``).
         public var maxBodyByteCount: Int = 1 << 20
+        /// The body of a request the checks refuse (413, 415, 503 `draining`, …) is read and
+        /// dropped before the answer when its Content-Length is at most this (16 MiB default)
+        /// and the client did not send `Expect: 100-continue` (which gets the answer before any
+        /// body is sent). A client that writes its whole body before it reads (Python's urllib
+        /// and http.client) then gets the answer, not a broken pipe: answering early and closing
+        /// with its bytes unread resets the connection, and the answer with it. A longer body is
+        /// answered at once and the connection closed. 0 never reads one.
+        public var maxDrainedByteCount: Int = 16 << 20
         /// Longest path and query in bytes (8 KiB default); longer is 414 `urlTooLong`.
         public var maxURLByteCount: Int = 8 << 10
         /// Most header lines (64 default); more is 431 `headersTooLarge`.

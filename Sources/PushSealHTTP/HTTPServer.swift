@@ -17,10 +17,12 @@ import PushSealSystem
 /// header of ``Limits/singleHeaders`` (400 `duplicateHeader`) or query argument (400
 /// `duplicateQueryParameter`); `Transfer-Encoding` with `Content-Length` (400
 /// `conflictingFraming`) or without it (411 `lengthRequired`); a malformed `Content-Length`
-/// (400 `invalidContentLength`); over ``Limits/maxBodyByteCount`` (413 `bodyTooLarge`, before
-/// any of it is read); `POST`/`PUT`/`PATCH` without `Content-Length` (411); a body on
+/// (400 `invalidContentLength`); over ``Limits/maxBodyByteCount`` (413 `bodyTooLarge`, the body
+/// never stored); `POST`/`PUT`/`PATCH` without `Content-Length` (411); a body on
 /// `GET`/`HEAD`/`DELETE` (400 `unexpectedBody`); a body whose type is not `application/json`
-/// (415 `unsupportedMediaType`); a body that is not UTF-8 (400 `invalidUTF8`).
+/// (415 `unsupportedMediaType`); a body that is not UTF-8 (400 `invalidUTF8`). A refused
+/// request's body is read and dropped before the answer (``Limits/maxDrainedByteCount``), so a
+/// client that writes all of it before reading gets the answer, not a reset connection.
 ///
 /// A response gets `X-Request-Id` (the request's id) and, unless the handler set one,
 /// `Cache-Control: no-store`.
@@ -253,6 +255,8 @@ final class RequestState: @unchecked Sendable {
     var body: [UInt8] = []
     var response: HTTPResponse?
     var refusal: String?
+    /// A refusal answered once the body has been read and dropped (``Limits/maxDrainedByteCount``).
+    var pendingRefusal: HTTPError?
 
     init() {
         var rng = SystemRandomNumberGenerator()
@@ -272,7 +276,7 @@ private let httpAccessHandler: MHD_AccessHandlerCallback = { cls, connection, ur
     if let existing = conCls.pointee {
         let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
         if uploadDataSize.pointee > 0 {
-            if state.response == nil, let uploadData {
+            if state.response == nil, state.pendingRefusal == nil, let uploadData {
                 uploadData.withMemoryRebound(to: UInt8.self, capacity: uploadDataSize.pointee) {
                     state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: uploadDataSize.pointee))
                 }
@@ -281,6 +285,10 @@ private let httpAccessHandler: MHD_AccessHandlerCallback = { cls, connection, ur
             return .YES
         }
         guard state.response == nil else { return .YES }
+        if let refusal = state.pendingRefusal {
+            var response = HTTPResponse.error(refusal)
+            return queue(&response, state: state, connection: connection, server: server, close: true)
+        }
         var response: HTTPResponse
         if String(validating: state.body, as: UTF8.self) == nil {
             state.refusal = "invalidUTF8"
@@ -297,6 +305,11 @@ private let httpAccessHandler: MHD_AccessHandlerCallback = { cls, connection, ur
     let draining = server.begin()
     if let refusal = check(state, server: server, connection: connection, url: url, method: method, draining: draining) {
         state.refusal = refusal.code
+        if readsBodyFirst(state, limits: server.configuration.limits) {
+            // Answered once the body is in (and dropped): see Limits.maxDrainedByteCount.
+            state.pendingRefusal = refusal
+            return .YES
+        }
         var response = HTTPResponse.error(refusal)
         return queue(&response, state: state, connection: connection, server: server, close: true)
     }
@@ -330,6 +343,30 @@ private func queue(_ response: inout HTTPResponse, state: RequestState, connecti
     return MHD_queue_response(connection, UInt32(response.status), made)
 }
 
+/// The path of a request target in absolute form (`http://host:8080/v1/…`, which a client sends to
+/// a proxy and RFC 9112 §3.2.2 has servers accept): what follows the authority (`/` when nothing
+/// does). Any other target is returned as it is.
+func originPath(_ target: String) -> String {
+    let u = target.utf8
+    for scheme in ["http://", "https://"] where u.count >= scheme.utf8.count
+        && u.prefix(scheme.utf8.count).elementsEqual(scheme.utf8, by: { ($0 | 0x20) == $1 }) {
+        let rest = target.utf8.dropFirst(scheme.utf8.count)
+        guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return "/" }
+        return String(target[slash...])
+    }
+    return target
+}
+
+/// Whether a refused request's body is read (and dropped) before its answer: one plain
+/// Content-Length above 0 and at most ``HTTPServer/Limits/maxDrainedByteCount``, no
+/// Transfer-Encoding, no `Expect: 100-continue`.
+private func readsBodyFirst(_ state: RequestState, limits: HTTPServer.Limits) -> Bool {
+    guard state.headers["transfer-encoding"] == nil, state.headers["expect"] == nil,
+          let lengths = state.headers["content-length"], lengths.count == 1, let text = lengths.first,
+          !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let length = Int(text) else { return false }
+    return length > 0 && length <= limits.maxDrainedByteCount
+}
+
 /// The server's checks on a request's line and headers; the error answer, or `nil` to go on.
 private func check(_ state: RequestState, server: HTTPServer, connection: OpaquePointer?, url: UnsafePointer<CChar>?,
                    method: UnsafePointer<CChar>?, draining: Bool) -> HTTPError? {
@@ -341,7 +378,7 @@ private func check(_ state: RequestState, server: HTTPServer, connection: Opaque
     guard let url, let path = String(validatingCString: url) else {
         return HTTPError(400, "invalidURL", "the path is not valid UTF-8")
     }
-    state.path = path
+    state.path = originPath(path)
     // Headers, then query arguments (values may be NULL for a bare `?name`).
     final class Collected {
         var pairs: [(String, String?)] = []

@@ -595,7 +595,9 @@ public final class PostgresOutbox: Sendable {
     /// Returns the rows of expired leases (their instance died or stalled): with a collapse id
     /// to `queued` (resent; the phone shows it once), without to `failed` `mayHaveBeenDelivered`;
     /// a retract always to `queued` (it shows nothing; the device's replay guard drops a second copy).
-    /// Also drops idempotency keys older than 24 h.
+    /// A dead instance's requests were never recorded: each of its claims counts as one attempt
+    /// (`attempts` becomes at least `sends`), so a row that may have been delivered never reads
+    /// 0 attempts. Also drops idempotency keys older than 24 h.
     /// - Returns: how many were requeued, and the rows ended `failed` `mayHaveBeenDelivered`
     ///   (id, recipient, `apns-id`, attempts) for the log.
     /// - Throws: `RegistryError`.
@@ -603,12 +605,13 @@ public final class PostgresOutbox: Sendable {
     public func reap(nowMs: Int64) throws -> (requeued: Int, failed: [(id: String, recipient: String, apnsID: String, attempts: Int)]) {
         try pool.transaction { c in
             let requeued = try c.exec("""
-                UPDATE pushseal_outbox SET status = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = $1
+                UPDATE pushseal_outbox SET status = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = $1,
+                  attempts = greatest(attempts, sends)
                 WHERE status = 'sending' AND lease_until < $1 AND (collapse_id IS NOT NULL OR kind = 'retract')
                 """, [.int(nowMs)]).affected
             let failed = try c.exec("""
                 UPDATE pushseal_outbox SET status = 'failed', reason = 'mayHaveBeenDelivered', lease_owner = NULL, lease_until = NULL,
-                  updated_at = $1, finished_at = $1
+                  updated_at = $1, finished_at = $1, attempts = greatest(attempts, sends)
                 WHERE status = 'sending' AND lease_until < $1 AND collapse_id IS NULL AND kind <> 'retract'
                 RETURNING id, recipient, apns_id, attempts
                 """, [.int(nowMs)])

@@ -26,7 +26,7 @@ public enum RegistryOptions {
     public static let exitCodeLines = [
         "69  with --registry: the database cannot be reached when the command starts (refused, no socket, authentication failed), or is lost for more than 30 s later",
         "75  with --registry: the connection was lost while a change was committing (it may or may not be stored): run the command again",
-        "78  with --registry: the registry's schema is older than this build (run push-keys registry migrate) or newer (refused)",
+        "78  with --registry: the registry's schema is older than this build (run push-keys registry migrate, or push-gateway migrate: the same) or newer (refused)",
     ]
 
     /// A command's exit-code help lines with ``exitCodeLines`` merged in, in numeric order
@@ -65,7 +65,7 @@ public enum RegistryOptions {
         case .unavailable:
             exit = unavailable
             hint = "check that PostgreSQL runs and the connection string (--registry or $PUSHSEAL_REGISTRY; PG* variables, ~/.pgpass) is right"
-        case .schemaTooOld: exit = config; hint = "push-keys registry migrate --registry URI --kek-file F"
+        case .schemaTooOld: exit = config; hint = "push-keys registry migrate --registry URI --kek-file F (or push-gateway migrate, the same)"
         case .schemaTooNew: exit = config
         case .outcomeUnknown: exit = tempFail
         case .kekFile, .wrongKEK: exit = .noPermission

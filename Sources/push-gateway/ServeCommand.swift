@@ -64,15 +64,15 @@ struct ServeCommand: OptionsCommand {
         usage: ["push-gateway serve --registry URI --kek-file F --app-id BUNDLE [--listen HOST:PORT] [--tls-cert F --tls-key F] [--metrics-key] [options]"],
         examples: ["push-gateway serve --registry postgresql:///pushseal?host=/run/postgresql --kek-file /etc/pushseal/kek --app-id com.example.app --listen 127.0.0.1:8080"],
         exitCodes: GatewayRegistry.exitCodes([
-            "65  the registration token secret is shorter than 32 characters or holds other than printable ASCII",
-            "66  the TLS certificate or key file, or the registration token secret file, is missing",
-            "77  the registration token secret file or the --tls-key file is not private (mode 0600, yours, no symbolic link) or not readable",
+            "65  the registration token secret is shorter than 32 characters or holds other than printable ASCII, or the --p8 file is not a P-256 key",
+            "66  the TLS certificate or key file, the registration token secret file, or the --p8 file is missing (or the .p8 unreadable)",
+            "77  the registration token secret file, the --tls-key file or the --p8 file is not private (mode 0600, yours, no symbolic link), or the secret or key file not readable",
             "71  the address cannot be listened on (in use, not this machine's) or the TLS key or certificate was refused",
         ]).map { $0.hasPrefix("69 ") ? "69  the database cannot be reached at start (refused, no socket, authentication failed); lost later, the gateway keeps running (below)" : $0 },
         notes: """
         Logs: one JSON object per line on standard error: {"event":"listening","address","port"} at start, one "request" line per request (requestId, method, route, status, durationMs), "accept" / "register" / "forget" lines, one "outcome" line per notification's final status (id, apnsId, recipient, status, httpStatus, reason, attempts; never a notification's text, a full device token or a key), "retention" (deleted: rows older than --keep-finished), "stopping" and "stopped".
         The database lost while serving: a request waits up to \(Int(databaseWaitSeconds)) s for it, then answers 503 unavailable with Retry-After (later requests at once, until it answers again); /readyz says unavailable; the process keeps running and recovers by itself.
-        SIGTERM or SIGINT: /readyz answers 503, the listening socket closes, requests in flight finish (--drain-seconds at most), then the process exits 0. Run several instances on one registry to scale out.
+        SIGTERM or SIGINT: the listening socket stops listening (new connections are refused), requests on open connections (/readyz too) get 503 draining, requests in flight finish (--drain-seconds at most), then the process exits 0. Run several instances on one registry to scale out.
         """)
 
     struct Options: CommandOptions {
@@ -175,7 +175,7 @@ struct ServeCommand: OptionsCommand {
                 worker = try OutboxWorker(outbox: outbox, apns: apns, configuration: work)
                 try worker?.start()
             } catch let e as APNsError {
-                throw CLIError(code: e.code.name, e.reason, hint: "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id", exitCode: .dataError)
+                throw Self.providerKeyError(e, path: apns.p8Path)
             }
         }
         var retention: OutboxRetention?
@@ -203,6 +203,22 @@ struct ServeCommand: OptionsCommand {
         retention?.stop()
         log.write("stopped", [])
         return .success
+    }
+
+    /// The CLI error for a provider key the worker cannot use, with push-send's exit codes for the
+    /// same file: 66 missing or unreadable, 77 breaking the private-file rules (mode, owner,
+    /// link), 65 not a P-256 key.
+    static func providerKeyError(_ e: APNsError, path: String) -> CLIError {
+        let missing: Bool
+        do { missing = try PrivateFile.status(followingLinks: path) == nil } catch { missing = false }
+        if missing || e.reason.contains("cannot read") {
+            return CLIError(code: e.code.name, e.reason, hint: "give the path of the AuthKey_KEYID.p8 file Apple issued (developer.apple.com, Keys), or --no-worker for an instance that only accepts",
+                            exitCode: .noInput)
+        }
+        if e.reason.hasPrefix("the .p8 key file ") {
+            return CLIError(code: "insecureKeyFile", e.reason, hint: "keep the .p8 a regular file of yours, mode 0600 (chmod 600 \(quoted(path)))", exitCode: .noPermission)
+        }
+        return CLIError(code: e.code.name, e.reason, hint: "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id", exitCode: .dataError)
     }
 
     /// The registration token secret at `path`: 66 missing, 77 not private or unreadable, 65 bad text.

@@ -87,7 +87,16 @@ struct GatewayEndToEndTests {
         let registered = try #require(try rawHTTP(port: gateway.server.port, "POST", "/v1/devices?recipient=phone-1", headers: auth, body: body))
         #expect(registered.status == 201, "\(registered.text)")
         let again = try #require(try rawHTTP(port: gateway.server.port, "POST", "/v1/devices?recipient=phone-1", headers: auth, body: body))
-        #expect(again.status == 200)
+        #expect(again.status == 200 && again.json?["status"] as? String == "unchanged", "\(again.text)")
+        #expect(try registry.deviceTokens(appID: Self.appID, recipient: "phone-1").map(\.token) == [token])
+        // The same record with the app's new APNs token: the token is replaced, and the answer says so.
+        let newToken = String(repeating: "6b", count: 32)
+        let moved = Array(String(decoding: body, as: UTF8.self).replacingOccurrences(of: token, with: newToken).utf8)
+        let updated = try #require(try rawHTTP(port: gateway.server.port, "POST", "/v1/devices?recipient=phone-1", headers: auth, body: moved))
+        #expect(updated.status == 200 && updated.json?["status"] as? String == "tokenUpdated", "\(updated.text)")
+        #expect(try registry.deviceTokens(appID: Self.appID, recipient: "phone-1").map(\.token) == [newToken])
+        let back = try #require(try rawHTTP(port: gateway.server.port, "POST", "/v1/devices?recipient=phone-1", headers: auth, body: body))
+        #expect(back.json?["status"] as? String == "tokenUpdated")
         #expect(try registry.deviceTokens(appID: Self.appID, recipient: "phone-1").map(\.token) == [token])
 
         let notification = #"{"notifications":[{"recipient":"phone-1","notification":{"title":"Quetzal-Marmalade","body":"Obsidian-Tangerine"}},{"recipient":"nobody","notification":{"body":"x"}}]}"#

@@ -219,5 +219,26 @@ struct GatewayServeTests {
         #expect(bad.status == 64 && bad.stderr.contains("--keep-finished"), "\(bad.stderr)")
     }
 
+    @Test("--p8 refusals have push-send's exit codes: missing 66, readable by others 77, not a P-256 key 65")
+    func providerKeyRefusals() throws {
+        let fleet = try GatewayFleet(server: try PostgresServer.sharedServer())
+        func serve(p8: String) throws -> (status: Int32, stderr: String) {
+            var args = fleet.serveArguments()
+            if let i = args.firstIndex(of: "--p8") { args[i + 1] = p8 }
+            return try runGatewayExpectingExit(["serve"] + args)
+        }
+        let missing = try serve(p8: fleet.dir.appending("AuthKey_MISSING.p8").path)
+        #expect(missing.status == 66 && missing.stderr.contains("hint:"), "\(missing.stderr)")
+        let open = fleet.dir.appending("open.p8").path
+        #expect(FileManager.default.createFile(atPath: open, contents: try Data(contentsOf: URL(fileURLWithPath: fleet.mock.p8Path)),
+                                               attributes: [.posixPermissions: 0o644]))
+        let readable = try serve(p8: open)
+        #expect(readable.status == 77, "\(readable.stderr)")
+        let garbage = fleet.dir.appending("garbage.p8").path
+        #expect(FileManager.default.createFile(atPath: garbage, contents: Data("not a key\n".utf8), attributes: [.posixPermissions: 0o600]))
+        let notAKey = try serve(p8: garbage)
+        #expect(notAKey.status == 65, "\(notAKey.stderr)")
+    }
+
     func server(_ fleet: GatewayFleet) throws -> PostgresServer { try PostgresServer.sharedServer() }
 }

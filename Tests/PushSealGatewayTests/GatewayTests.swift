@@ -63,11 +63,11 @@ final class MemoryBackend: GatewayBackend, @unchecked Sendable {
         lock.withLock { queued[id].map { NotificationState(id: id, recipient: $0.recipient, status: "queued", createdAtMs: 1) } }
     }
 
-    func registerDevice(_ body: [UInt8], recipient: String) throws -> (recipient: String, created: Bool) {
+    func registerDevice(_ body: [UInt8], recipient: String) throws -> (recipient: String, created: Bool, tokenReplaced: Bool) {
         lock.withLock {
             let created = !registered.contains(recipient)
             if created { registered.append(recipient) }
-            return (recipient, created)
+            return (recipient, created, false)
         }
     }
 
@@ -95,6 +95,7 @@ final class MemoryBackend: GatewayBackend, @unchecked Sendable {
         m.queueDepth = stored
         m.outcomes[.init(outcome: "rejected", reason: "BadDeviceToken")] = 2
         m.outcomes[.init(outcome: "rejected", reason: "Evil\"}\nlabel")] = 1
+        m.outcomes[.init(outcome: "expired", reason: "ttlPassed")] = 3
         return m
     }
 }
@@ -327,6 +328,9 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         let etag = try #require(r.header("etag"))
         #expect(r.header("cache-control")?.contains("max-age") == true)
         #expect(try f.get("/v1/sender-keys?appId=com.example.app", key: nil, headers: [("If-None-Match", etag)]).status == 304)
+        #expect(try f.get("/v1/sender-keys?appId=com.example.app", key: nil, headers: [("If-None-Match", "\"other\", W/\(etag)")]).status == 304,
+                "weak comparison: a weakened tag in a list matches")
+        #expect(try f.get("/v1/sender-keys?appId=com.example.app", key: nil, headers: [("If-None-Match", "W/\"other\"")]).status == 200)
         #expect(try f.get("/v1/sender-keys?appId=other", key: nil).status == 404)
         #expect(try f.get("/v1/revocations", key: nil).status == 200)
         #expect(try f.get("/v1/revocations?appId=", key: nil).status == 400)
@@ -346,6 +350,7 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         #expect(m.text.contains(#"pushseal_gateway_requests_total{route="GET /healthz",status="200"} 1"#))
         #expect(m.text.contains(#"pushseal_gateway_notifications_total{outcome="rejected",reason="BadDeviceToken"} 2"#))
         #expect(m.text.contains(#"pushseal_gateway_notifications_total{outcome="rejected",reason="other"} 1"#))
+        #expect(m.text.contains(#"pushseal_gateway_notifications_total{outcome="expired",reason="ttlPassed"} 3"#), "the gateway's own reasons keep their name")
         #expect(!m.text.contains("Evil"))
         #expect(m.text.contains("pushseal_gateway_seal_duration_seconds_bucket{le=\"+Inf\"} 0"))
         #expect(GatewayMetrics.escape("a\"b\\c\nd") == #"a\"b\\c\nd"#)

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import PushSealHTTP
+@testable import PushSealHTTP
 import PushSealJSON
 import PushSealSystem
 import PushSealTestSupport
@@ -117,7 +117,8 @@ func startServer(_ calls: Calls, configure: (inout HTTPServer.Configuration) -> 
         ("400 two Content-Type", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}", 400, "duplicateHeader"),
         ("400 two query args", "GET /items/1?a=1&a=2 HTTP/1.1\r\nHost: x\r\n\r\n", 400, "duplicateQueryParameter"),
         ("400 body on GET", "GET /items/1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", 400, "unexpectedBody"),
-        ("413 10 MB", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10485760\r\n\r\n{", 413, "bodyTooLarge"),
+        ("413 10 MB expecting 100-continue", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10485760\r\nExpect: 100-continue\r\n\r\n", 413, "bodyTooLarge"),
+        ("413 over the drained size", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n{", 413, "bodyTooLarge"),
         ("400 bad length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2x\r\n\r\n{}", 400, nil),
         ("400 path not UTF-8", "GET /items/%FF HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalidURL"),
     ] as [(String, String, Int, String?)])
@@ -131,6 +132,45 @@ func startServer(_ calls: Calls, configure: (inout HTTPServer.Configuration) -> 
         #expect(r.status == status, Comment(rawValue: name))
         if let code { #expect(r.errorCode == code, Comment(rawValue: name)) }
         #expect(calls.handledCount == 0, Comment(rawValue: name))
+    }
+
+    /// A client that writes its whole body before it reads (Python's urllib and http.client do)
+    /// gets the refusal: the body is read and dropped first, so the connection is not reset
+    /// with the answer in it. The handler never runs and nothing of the body is kept.
+    @Test(arguments: [
+        ("413 12 MiB", "application/json", 12 << 20, 413, "bodyTooLarge"),
+        ("415 with 6 MiB", "text/plain", 6 << 20, 415, "unsupportedMediaType"),
+    ] as [(String, String, Int, Int, String)])
+    func aRefusedBodyIsReadBeforeTheAnswer(_ name: String, _ type: String, _ size: Int, _ status: Int, _ code: String) throws {
+        let calls = Calls()
+        let server = try startServer(calls) { $0.limits.maxBodyByteCount = 8 << 20 }
+        defer { server.stop(drainingUpToSeconds: 5) }
+        let c = try RawHTTPConnection(port: server.port)
+        // All of it before reading: more than the loopback socket buffers hold, so a server that
+        // answered and closed early would leave this write failing (EPIPE or a reset) and the
+        // answer lost. (With maxDrainedByteCount 0 this test fails.)
+        let request = Array("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: \(type)\r\nContent-Length: \(size)\r\n\r\n".utf8)
+            + [UInt8](repeating: 0x20, count: size)
+        #expect(c.sendCounting(request) == request.count, "the whole body was taken: \(name)")
+        let r = try #require(c.readResponse(), Comment(rawValue: name))
+        #expect(r.status == status && r.errorCode == code, Comment(rawValue: name))
+        #expect(r.header("connection") == "close", Comment(rawValue: name))
+        #expect(calls.handledCount == 0, Comment(rawValue: name))
+    }
+
+    /// RFC 9112 §3.2.2: the absolute form of a request target (what a client sends a proxy) is
+    /// routed by the path after its authority.
+    @Test func anAbsoluteFormTargetIsRoutedByItsPath() throws {
+        let calls = Calls()
+        let server = try startServer(calls)
+        defer { server.stop(drainingUpToSeconds: 5) }
+        let c = try RawHTTPConnection(port: server.port)
+        c.send("GET http://example.com:8080/items/1 HTTP/1.1\r\nHost: example.com:8080\r\n\r\n")
+        #expect(c.readResponse()?.status == 200)
+        c.send("GET HTTPS://example.com/items/1?x=1 HTTP/1.1\r\nHost: example.com\r\n\r\n")
+        #expect(c.readResponse()?.status == 200)
+        #expect(calls.handledCount == 2)
+        #expect(originPath("http://h") == "/" && originPath("/a/b") == "/a/b" && originPath("httpx://h/a") == "httpx://h/a")
     }
 
     @Test func aBodyThatIsNotUTF8IsRefused() throws {

@@ -271,6 +271,8 @@ struct OutboxTests {
         #expect(try f.outbox.status(id: ids[0])?.status == "accepted" && f.outbox.status(id: ids[0])?.sends == 2)
         let noCollapse = try f.outbox.status(id: ids[1])
         #expect(noCollapse?.status == "failed" && noCollapse?.reason == "mayHaveBeenDelivered")
+        #expect(noCollapse?.attempts == 1, "the dead instance's claim counts as an attempt: it may have been sent")
+        #expect(try f.outbox.status(id: ids[0])?.attempts == 2, "one by the dead instance, one by the worker")
         #expect(try mock.answered().count == 1, "only the row with a collapse id was sent again")
 
         // A row changed without the KEK is never sent.

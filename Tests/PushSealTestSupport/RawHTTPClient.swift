@@ -45,13 +45,18 @@ public final class RawHTTPConnection {
     deinit { close(fd) }
 
     /// Sends `bytes` whole (a peer that closes early ends the write quietly).
-    public func send(_ bytes: [UInt8]) {
+    public func send(_ bytes: [UInt8]) { _ = sendCounting(bytes) }
+
+    /// Sends `bytes` whole, or until the peer stops taking them.
+    /// - Returns: the bytes sent.
+    public func sendCounting(_ bytes: [UInt8]) -> Int {
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { return }
+            if n <= 0 { break }
             offset += n
         }
+        return offset
     }
 
     /// Sends `text` as UTF-8.
