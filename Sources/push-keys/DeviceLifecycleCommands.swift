@@ -233,13 +233,14 @@ struct DevicePinSenderCommand: OptionsCommand {
             "push-keys device pin-sender --keychain device-kc --entitlements app.json --app-id com.example.app sender.json",
             "push-keys device pin-sender --keychain device-kc --entitlements app.json --app-id com.example.app old-sender.json new-sender.json",
             "push-keys sender export ... --all | push-keys device pin-sender --keychain device-kc --entitlements app.json --app-id com.example.app -",
+            "curl -s https://gateway.example/v1/sender-keys | push-keys device pin-sender --keychain device-kc --entitlements app.json --app-id com.example.app -",
         ],
         exitCodes: DeviceLifecycleCommands.exitCodes(
             checked: "an --app-id or --now, no RECORD, - given twice, more than \(maxRecordCount) records",
             dataError: "a RECORD (or one of its lines) is not a pushseal-sender-key record of version 2, is for another app id (wrongAppID), has a publicKey that is not base64 of 32 bytes or is a low-order point (lowOrderPoint), or names a senderKeyId pinned (or given twice) with other key bytes (duplicateKeyID); nothing is pinned then; an access group other than the one holding the app's key items and key manifest (accessGroupMismatch; nothing changed: use that group, or move the items first with push-keys keychain migrate)",
             noInput: "the entitlements file or a RECORD file missing"),
         notes: KeychainCommands.identityNote + "\n\n" + """
-            RECORD: a file, or - for standard input (at most once), holding one {"format":"pushseal-sender-key","version":2,"appId","senderKeyId","publicKey"} (public data) or several, one per line (as push-keys sender export --all prints them; blank lines skipped). All or none: every record is checked before anything is written, and pins added by a run that then fails are removed again. Each pin is a keychain item (service pushseal.sender:APP, account = sender key id, label "\(DeviceKeyItem.senderLabel)", a 59-byte key record of kind 3, status primary; docs/keychain.md "Device key items"), written under the app's key manifest. Pinning the same record again changes nothing.
+            RECORD: a file, or - for standard input (at most once), holding one {"format":"pushseal-sender-key","version":2,"appId","senderKeyId","publicKey"} (public data), several one per line (as push-keys sender export --all prints them; blank lines skipped), or a JSON array of them (as push-gateway's GET /v1/sender-keys answers). All or none: every record is checked before anything is written, and pins added by a run that then fails are removed again. Each pin is a keychain item (service pushseal.sender:APP, account = sender key id, label "\(DeviceKeyItem.senderLabel)", a 59-byte key record of kind 3, status primary; docs/keychain.md "Device key items"), written under the app's key manifest. Pinning the same record again changes nothing.
 
             OUTPUT: the sender key ids, one per line; with --json: {"appId", "pins": [{"senderKeyId", "added" (false: already pinned), "item": attributes}]} and, with one record, its "senderKeyId", "added" and "item" at the top level too.
             """
@@ -266,8 +267,12 @@ struct DevicePinSenderCommand: OptionsCommand {
         for source in o.records {
             let bytes = try InputReader.readAll(source == "-" ? nil : source, limitByteCount: 64 << 10)
             let name = source == "-" ? "standard input" : source
-            for (line, record) in Self.records(in: bytes) {
-                senders.append(try Self.sender(record, named: line.map { "\(name) line \($0)" } ?? name, appID: o.base.appID))
+            let found = Self.records(in: bytes)
+            if found.isEmpty {
+                throw CLIError(code: KeysError.Code.malformedRecord.name, "\(name) holds no sender key record; nothing pinned", exitCode: .dataError)
+            }
+            for (place, record) in found {
+                senders.append(try Self.sender(record, named: place.map { "\(name) \($0)" } ?? name, appID: o.base.appID))
                 if senders.count > Self.maxRecordCount {
                     throw CLIError.usage("more than \(Self.maxRecordCount) sender key records")
                 }
@@ -291,14 +296,19 @@ struct DevicePinSenderCommand: OptionsCommand {
         }, text: { pins.map { $0.keyID + "\n" }.joined() })
     }
 
-    /// The records of one input: the whole input when it is one JSON value, else one per
-    /// non-blank line (with its 1-based line number).
-    static func records(in bytes: [UInt8]) -> [(line: Int?, bytes: [UInt8])] {
-        if (try? JSONReader.parse(bytes)) != nil || InputReader.jsonLineCount(bytes) == nil { return [(nil, bytes)] }
+    /// The records of one input, each with where it was (`nil`: the whole input): each element
+    /// of a JSON array (`element N`: what push-gateway's `GET /v1/sender-keys` answers), the
+    /// whole input when it is one other JSON value, else one per non-blank line (`line N`, 1-based).
+    static func records(in bytes: [UInt8]) -> [(place: String?, bytes: [UInt8])] {
+        if let value = try? JSONReader.parse(bytes) {
+            guard case .array(let elements) = value else { return [(nil, bytes)] }
+            return elements.enumerated().map { (place: "element \($0.offset + 1)", bytes: (try? JSONWriter.serialize($0.element)) ?? []) }
+        }
+        if InputReader.jsonLineCount(bytes) == nil { return [(nil, bytes)] }
         let blank: Set<UInt8> = [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r")]
         return bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated()
             .filter { $0.element.contains { !blank.contains($0) } }
-            .map { (line: $0.offset + 1, bytes: Array($0.element)) }
+            .map { (place: "line \($0.offset + 1)", bytes: Array($0.element)) }
     }
 
     /// One record, checked: another app id is refused as such before anything else is read from it.

@@ -291,11 +291,21 @@ import PushSealWire
         #expect(try pinned() == ["snd-a", "snd-b", "snd-c", "snd-d"])
         let again = try Self.device("pin-sender", ["bc.jsonl", "a.json"], now: Self.t0, in: dir)
         #expect(again.status == 0 && again.stdout == "snd-b\nsnd-c\nsnd-a\n", "\(again.stdout) \(again.stderr)")
+        // A JSON array of records, as push-gateway's GET /v1/sender-keys answers: each element
+        // pinned; an empty array pins nothing and says so; a bad element names its place.
+        let f = try Sender("snd-f"), g = try Sender("snd-g")
+        let array = try Self.device("pin-sender", ["-"], now: Self.t0, in: dir, stdin: Data("[\(f.record()),\n \(g.record())]".utf8))
+        #expect(array.status == 0 && array.stdout == "snd-f\nsnd-g\n", "\(array.stdout) \(array.stderr)")
+        let empty = try Self.device("pin-sender", ["-"], now: Self.t0, in: dir, stdin: Data("[]".utf8))
+        #expect(empty.status == 65 && empty.stderr.contains("no sender key record"), "\(empty.stderr)")
+        let badElement = try Self.device("pin-sender", ["-"], now: Self.t0, in: dir, stdin: Data("[\(f.record()), 7]".utf8))
+        #expect(badElement.status == 65 && badElement.stderr.contains("element 2"), "\(badElement.stderr)")
+        #expect(try pinned() == ["snd-a", "snd-b", "snd-c", "snd-d", "snd-f", "snd-g"])
         // An id pinned with other bytes, next to a new one: refused, the new one not pinned.
         let e = try Sender("snd-e")
         let clash = try Self.device("pin-sender", ["-"], now: Self.t0, in: dir, stdin: Data((e.record() + "\n" + (try Sender("snd-b").record())).utf8))
         #expect(clash.status == 65 && clash.stderr.contains("other key bytes"), "\(clash.stderr)")
-        #expect(try pinned() == ["snd-a", "snd-b", "snd-c", "snd-d"])
+        #expect(try pinned() == ["snd-a", "snd-b", "snd-c", "snd-d", "snd-f", "snd-g"])
         // Every pin works: auth mode by each opens.
         let registration = try Self.device("generate", now: Self.t0, in: dir).json
         for sender in [a, b, c, d] {
