@@ -21,6 +21,10 @@ public final class OutboxRetention: Sendable {
         public var intervalMs = 60_000
         /// Rows deleted per statement (5,000): one short transaction each.
         public var batch = 5_000
+        /// A pause between two statements of one pass, ms (50): a backlog (the first start
+        /// after an upgrade, a long outage) is worked off in steps that leave PostgreSQL room
+        /// for the notifications being accepted and sent.
+        public var pauseBetweenBatchesMs = 50
         /// Called after each pass that deleted rows, with their number (the gateway's log line
         /// and metric). Runs on the retention thread.
         public var onDeleted: (@Sendable (Int) -> Void)?
@@ -55,6 +59,7 @@ public final class OutboxRetention: Sendable {
             let n = try rows.deleteFinished(before: cutoff, limit: configuration.batch)
             total += n
             if n < configuration.batch { break }
+            if configuration.pauseBetweenBatchesMs > 0 { pauseThread(seconds: Double(configuration.pauseBetweenBatchesMs) / 1000) }
         }
         if total > 0 {
             metrics.deletedFinished(total)
