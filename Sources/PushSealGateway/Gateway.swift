@@ -70,7 +70,7 @@ public final class Gateway: Sendable {
                 ("requestId", .string(exchange.requestID)), ("method", .string(exchange.method)), ("route", .string(route)),
                 ("status", .integer(Int64(exchange.status))), ("durationMs", .number(Double(exchange.durationNanoseconds) / 1e6)),
             ]
-            if let refusal = exchange.refusal { members.append(("error", .string(refusal))) }
+            if let code = exchange.errorCode { members.append(("error", .string(code))) }
             if !exchange.completed { members.append(("completed", .bool(false))) }
             log.write("request", members)
         })

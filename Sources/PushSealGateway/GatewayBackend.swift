@@ -187,10 +187,13 @@ public protocol GatewayBackend: Sendable {
 
 /// The backend's numbers for `/metrics`.
 public struct BackendMetrics: Sendable {
-    /// Notifications queued (not yet final).
-    public var queueDepth: Int = 0
-    /// Age of the oldest queued notification, seconds.
-    public var oldestQueuedAgeSeconds: Double = 0
+    /// Whether the database answered the queue's numbers just now (`false`: they are unknown).
+    public var databaseUp = true
+    /// Notifications queued (not yet final); `nil` when the database did not answer (the
+    /// gauge is then left out of `/metrics`, never shown as 0).
+    public var queueDepth: Int? = 0
+    /// Age of the oldest queued notification, seconds; `nil` as ``queueDepth``.
+    public var oldestQueuedAgeSeconds: Double? = 0
     /// HTTP/2 connections to APNs opened by this instance (a counter).
     public var apnsConnectionsOpened: Int = 0
     /// HTTP/2 connections to APNs this instance has open now (a gauge).

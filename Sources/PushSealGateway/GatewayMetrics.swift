@@ -75,12 +75,15 @@ public final class GatewayMetrics: Sendable {
         out += "# HELP pushseal_gateway_outbox_deleted_total Finished notifications this instance deleted from the outbox after the retention time (--keep-finished).\n"
         out += "# TYPE pushseal_gateway_outbox_deleted_total counter\n"
         out += "pushseal_gateway_outbox_deleted_total \(backend.outboxDeleted)\n"
+        out += "# HELP pushseal_gateway_database_up Whether PostgreSQL answered this scrape's queue query (1) or not (0: the queue gauges below are left out).\n"
+        out += "# TYPE pushseal_gateway_database_up gauge\n"
+        out += "pushseal_gateway_database_up \(backend.databaseUp ? 1 : 0)\n"
         out += "# HELP pushseal_gateway_queue_depth_notifications Notifications in the outbox not yet final.\n"
         out += "# TYPE pushseal_gateway_queue_depth_notifications gauge\n"
-        out += "pushseal_gateway_queue_depth_notifications \(backend.queueDepth)\n"
+        if let depth = backend.queueDepth { out += "pushseal_gateway_queue_depth_notifications \(depth)\n" }
         out += "# HELP pushseal_gateway_oldest_queued_age_seconds Age of the oldest queued notification.\n"
         out += "# TYPE pushseal_gateway_oldest_queued_age_seconds gauge\n"
-        out += "pushseal_gateway_oldest_queued_age_seconds \(backend.oldestQueuedAgeSeconds)\n"
+        if let age = backend.oldestQueuedAgeSeconds { out += "pushseal_gateway_oldest_queued_age_seconds \(age)\n" }
         out += "# HELP pushseal_gateway_seal_duration_seconds Time to seal one batch: the items of a request, or of the small requests stored together in one commit.\n"
         out += "# TYPE pushseal_gateway_seal_duration_seconds histogram\n"
         renderHistogram(backend.sealLatency, "pushseal_gateway_seal_duration_seconds", into: &out)

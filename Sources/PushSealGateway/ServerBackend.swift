@@ -160,6 +160,12 @@ public final class ServerBackend: GatewayBackend {
         do {
             try registry.checkReachable()
             checks.append(("database", "ok"))
+        } catch let e as RegistryError where e.code == .schemaTooNew {
+            // The next version migrated the database while this one still runs (a rolling
+            // upgrade migrates first): its migrations only add what this build does not read,
+            // so this instance stays ready. Marking it not ready would take every instance of
+            // the old version out of the load balancer at the same moment.
+            checks.append(("database", "schemaNewer"))
         } catch let e as RegistryError {
             checks.append(("database", e.code.name))
             ready = false
@@ -190,6 +196,11 @@ public final class ServerBackend: GatewayBackend {
         if let q = try? outbox.rows.queueStatistics(nowMs: unixTimeMilliseconds()) {
             m.queueDepth = q.queued
             m.oldestQueuedAgeSeconds = Double(q.oldestQueuedAgeMs) / 1000
+        } else {
+            // Unknown, not empty: an alert on the backlog must not read "all clear" in an outage.
+            m.databaseUp = false
+            m.queueDepth = nil
+            m.oldestQueuedAgeSeconds = nil
         }
         return m
     }

@@ -12,6 +12,9 @@ public struct HTTPResponse: Sendable {
     /// The name of the route that answered, for logs and metrics (e.g. `POST /v1/notifications`);
     /// set by ``HTTPRouter``; not sent.
     public var routeName: String?
+    /// The error code of a JSON error answer made by ``error(_:)`` (`unauthorized`, …), for
+    /// logs; not sent apart from the body.
+    public var errorCode: String?
 
     /// Creates a response.
     /// - Parameters:
@@ -43,7 +46,9 @@ public struct HTTPResponse: Sendable {
     public static func error(_ error: HTTPError) -> HTTPResponse {
         var members: [(key: String, value: JSONValue)] = [("code", .string(error.code)), ("message", .string(error.message))]
         members += error.details
-        return json(error.status, .object(["error": .object(JSONObject(members))]), headers: error.headers)
+        var response = json(error.status, .object(["error": .object(JSONObject(members))]), headers: error.headers)
+        response.errorCode = error.code
+        return response
     }
 
     /// The value of header `name` (any case), if set.

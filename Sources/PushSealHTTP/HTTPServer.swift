@@ -46,6 +46,9 @@ public final class HTTPServer: @unchecked Sendable {
         public let durationNanoseconds: UInt64
         /// The error code of a JSON error answer the server itself made (checks), else `nil`.
         public let refusal: String?
+        /// The error code of any JSON error answer (the checks' or a handler's: `unauthorized`,
+        /// `invalidRequest`, `unavailable`, …), else `nil`.
+        public let errorCode: String?
         /// `true` when the whole response was sent (`false`: the client went away, a time-out).
         public let completed: Bool
     }
@@ -225,7 +228,7 @@ public final class HTTPServer: @unchecked Sendable {
         let response = state.response
         observer(Exchange(method: state.method, path: state.path, routeName: response?.routeName, status: response?.status ?? 0,
                           requestID: state.requestID, durationNanoseconds: monotonicNanoseconds() &- state.startNanoseconds,
-                          refusal: state.refusal, completed: completed))
+                          refusal: state.refusal, errorCode: response?.errorCode ?? state.refusal, completed: completed))
     }
 
     fileprivate func handle(_ request: HTTPRequest) -> HTTPResponse { handler(request) }

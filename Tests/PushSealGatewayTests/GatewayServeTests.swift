@@ -211,6 +211,9 @@ struct GatewayServeTests {
         let line = gw.log.events.first { $0["event"] as? String == "retention" }
         #expect(line?["deleted"] as? Int == 3)
         for id in ids { #expect(try fleet.status(port: gw.port, id)?["error"] != nil, "\(id) is gone") }
+        #expect(waitUntil(seconds: 10) {
+            gw.log.events.contains { $0["event"] as? String == "request" && $0["status"] as? Int == 404 && $0["error"] as? String == "notFound" }
+        }, "a request line names the error code of its answer")
         #expect(try fleet.status(port: gw.port, fresh[0])?["status"] as? String == "accepted", "a row finished a moment ago stays")
         #expect(metricValue(try fleet.metrics(port: gw.port), "pushseal_gateway_outbox_deleted_total") == 3)
         #expect(gw.stop() == 0)
@@ -238,6 +241,22 @@ struct GatewayServeTests {
         #expect(FileManager.default.createFile(atPath: garbage, contents: Data("not a key\n".utf8), attributes: [.posixPermissions: 0o600]))
         let notAKey = try serve(p8: garbage)
         #expect(notAKey.status == 65, "\(notAKey.stderr)")
+    }
+
+    @Test("a rolling upgrade: the next version's migrate (a newer schema) keeps a running instance ready ({\"database\":\"schemaNewer\"}) and serving; a new serve on it is refused (78)")
+    func aNewerSchemaKeepsRunningInstancesReady() throws {
+        let server = try PostgresServer.sharedServer()
+        let fleet = try GatewayFleet(server: server)
+        let gw = try fleet.start()
+        defer { gw.stop() }
+        #expect(try rawHTTP(port: UInt16(gw.port), "GET", "/readyz")?.status == 200)
+        _ = try server.psql(fleet.cs, "INSERT INTO pushseal_schema_version (version, description) VALUES (1000, 'the next version')")
+        let ready = try #require(try rawHTTP(port: UInt16(gw.port), "GET", "/readyz"))
+        #expect(ready.status == 200 && ready.text.contains("schemaNewer"), "\(ready.status) \(ready.text)")
+        try fleet.register(port: gw.port, recipient: "phone-up", deviceToken: String(repeating: "e5", count: 32))
+        #expect(try fleet.send(port: gw.port, #"{"recipient":"phone-up","notification":{"title":"t","body":"b"}}"#).count == 1)
+        let refused = try runGatewayExpectingExit(["serve"] + fleet.serveArguments())
+        #expect(refused.status == 78, "\(refused.stderr)")
     }
 
     func server(_ fleet: GatewayFleet) throws -> PostgresServer { try PostgresServer.sharedServer() }

@@ -92,7 +92,9 @@ final class MemoryBackend: GatewayBackend, @unchecked Sendable {
 
     func metricsSnapshot() -> BackendMetrics {
         var m = BackendMetrics()
-        m.queueDepth = stored
+        m.queueDepth = ready ? stored : nil
+        m.oldestQueuedAgeSeconds = ready ? 0 : nil
+        m.databaseUp = ready
         m.outcomes[.init(outcome: "rejected", reason: "BadDeviceToken")] = 2
         m.outcomes[.init(outcome: "rejected", reason: "Evil\"}\nlabel")] = 1
         m.outcomes[.init(outcome: "expired", reason: "ttlPassed")] = 3
@@ -354,6 +356,22 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         #expect(!m.text.contains("Evil"))
         #expect(m.text.contains("pushseal_gateway_seal_duration_seconds_bucket{le=\"+Inf\"} 0"))
         #expect(GatewayMetrics.escape("a\"b\\c\nd") == #"a\"b\\c\nd"#)
+    }
+
+    /// An operator's trial: the queue gauges read 0 while the database was down (a backlog alert
+    /// saw "all clear"); now they are left out and pushseal_gateway_database_up says 0.
+    @Test func theQueueGaugesAreLeftOutWhileTheDatabaseIsDown() throws {
+        let f = try Fixture()
+        defer { f.gateway.stop() }
+        let up = try f.get("/metrics", key: nil).text
+        #expect(up.contains("pushseal_gateway_database_up 1\n") && up.contains("\npushseal_gateway_queue_depth_notifications "))
+        f.backend.ready = false
+        let down = try f.get("/metrics", key: nil).text
+        #expect(down.contains("pushseal_gateway_database_up 0\n"), "\(down)")
+        let samples = down.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(!samples.contains { $0.hasPrefix("pushseal_gateway_queue_depth_notifications ") || $0.hasPrefix("pushseal_gateway_oldest_queued_age_seconds ") },
+                "no queue sample while the database is down")
+        #expect(down.contains("# TYPE pushseal_gateway_queue_depth_notifications gauge"))
     }
 
     /// A newcomer's trial: GET /v1/sender-keys answered 500 while the database was down.

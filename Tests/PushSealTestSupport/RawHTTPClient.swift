@@ -28,18 +28,29 @@ public final class RawHTTPConnection {
     private var buffer: [UInt8] = []
 
     /// Connects to 127.0.0.1:`port`.
+    /// - Throws: `POSIXError` `.ECONNREFUSED` when the connection cannot be made.
     public init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // The socket is this object's only once connected. A class initializer that throws after
+        // its stored properties are set still runs deinit: closing on failure here and again in
+        // deinit closed the number twice, and between the two another thread of the test process
+        // could have been given it (a gateway child's log pipe, a keychain directory: CI saw
+        // both closed under their owners while connections were refused during restarts).
+        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard s >= 0 else { throw POSIXError(.EMFILE) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var timeout = timeval(tv_sec: 20, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard rc == 0 else { close(fd); throw POSIXError(.ECONNREFUSED) }
+        guard rc == 0 else {
+            close(s)
+            throw POSIXError(.ECONNREFUSED)
+        }
+        fd = s
     }
 
     deinit { close(fd) }
