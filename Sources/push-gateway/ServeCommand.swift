@@ -70,7 +70,7 @@ struct ServeCommand: OptionsCommand {
             "71  the address cannot be listened on (in use, not this machine's) or the TLS key or certificate was refused",
         ]).map { $0.hasPrefix("69 ") ? "69  the database cannot be reached at start (refused, no socket, authentication failed); lost later, the gateway keeps running (below)" : $0 },
         notes: """
-        Logs: one JSON object per line on standard error: {"event":"listening","address","port"} at start, one "request" line per request (requestId, method, route, status, durationMs), "accept" / "register" / "forget" lines, one "outcome" line per notification's final status (id, apnsId, recipient, status, httpStatus, reason, attempts; never a notification's text, a full device token or a key), "retention" (deleted: rows older than --keep-finished), "stopping" and "stopped".
+        Logs: one JSON object per line on standard error: {"event":"listening","address","port"} at start, one "request" line per request (requestId, method, route, status, durationMs), "accept" / "register" / "forget" lines, one "outcome" line per notification's final status (id, apnsId, recipient, status, httpStatus, reason, attempts; never a notification's text, a full device token or a key), "retention" (deleted: rows older than --keep-finished), "database" (status unavailable with its error, then available: checked every 2 s), "stopping" and "stopped".
         The database lost while serving: a request waits up to \(Int(databaseWaitSeconds)) s for it, then answers 503 unavailable with Retry-After (later requests at once, until it answers again); /readyz says unavailable; the process keeps running and recovers by itself.
         SIGTERM or SIGINT: the listening socket stops listening (new connections are refused), requests on open connections (/readyz too) get 503 draining, requests in flight finish (--drain-seconds at most), then the process exits 0. Run several instances on one registry to scale out.
         """)
@@ -194,6 +194,11 @@ struct ServeCommand: OptionsCommand {
             throw CLIError(code: e.code.name, e.reason, hint: "choose another --listen address or port", exitCode: ExitCode(71))
         }
         log.write("listening", [("address", .string(http.host)), ("port", .integer(Int64(gateway.server.port))), ("tls", .bool(http.tls != nil))])
+        // The outage's start and end in the log (requests and /readyz answer 503 meanwhile).
+        let watch = DatabaseWatch(check: { try registry.checkReachable() }, onChange: { up, code in
+            log.write("database", up ? [("status", .string("available"))] : [("status", .string("unavailable")), ("error", .string(code ?? "error"))])
+        })
+        watch.start()
         let idle = try WakeUpPipe()
         while try StopSignals.wait(for: FileDescriptor(borrowing: idle.readEnd, path: "stop"), wake: nil) != .stopped {}
         log.write("stopping", [("inFlight", .integer(Int64(gateway.server.inFlightCount)))])
@@ -201,6 +206,7 @@ struct ServeCommand: OptionsCommand {
         // Every claimed row is sent and its outcome written, or its lease released, before exit.
         worker?.drain()
         retention?.stop()
+        watch.stop()
         log.write("stopped", [])
         return .success
     }

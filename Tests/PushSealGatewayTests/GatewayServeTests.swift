@@ -259,5 +259,23 @@ struct GatewayServeTests {
         #expect(refused.status == 78, "\(refused.stderr)")
     }
 
+    @Test("the log marks a database outage: a database line unavailable when PostgreSQL stops, available when it is back; the instance keeps running")
+    func databaseOutageIsLogged() throws {
+        let server = try PostgresServer()  // its own: this test stops and starts it
+        let fleet = try GatewayFleet(server: server)
+        let gw = try fleet.start()
+        defer { gw.stop() }
+        func databaseLines() -> [String] {
+            gw.log.events.filter { $0["event"] as? String == "database" }.compactMap { $0["status"] as? String }
+        }
+        try server.stopServer()
+        #expect(waitUntil(seconds: 30) { databaseLines() == ["unavailable"] }, "\(gw.log.contents.suffix(1500))")
+        #expect(gw.log.events.first { $0["event"] as? String == "database" }?["error"] as? String == "unavailable")
+        try server.start()
+        #expect(waitUntil(seconds: 30) { databaseLines() == ["unavailable", "available"] }, "\(gw.log.contents.suffix(1500))")
+        #expect(gw.process.isRunning)
+        #expect(gw.stop() == 0)
+    }
+
     func server(_ fleet: GatewayFleet) throws -> PostgresServer { try PostgresServer.sharedServer() }
 }
