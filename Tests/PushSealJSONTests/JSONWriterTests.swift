@@ -121,9 +121,11 @@ func matchesFoundation(_ value: JSONValue, _ any: Any) -> Bool {
             return object.members.contains { $0.key.unicodeScalars.contains("\u{FEFF}") }
         }
         return object.members.allSatisfy { m in
-            // Foundation drops a leading U+FEFF from keys too (see `.string` above).
-            guard let match = other.first(where: { matchesFoundation(.string(m.key), $0.key) }) else { return false }
-            return matchesFoundation(m.value, match.value)
+            // Foundation drops a leading U+FEFF from keys too (see `.string` above), so two
+            // keys can match one member ("" and "\u{FEFF}\u{FEFF}" → "\u{FEFF}"): the exact
+            // key is preferred, and otherwise any key that matches with a matching value.
+            if let exact = other[m.key] { return matchesFoundation(m.value, exact) }
+            return other.contains { matchesFoundation(.string(m.key), $0.key) && matchesFoundation(m.value, $0.value) }
         }
     }
 }
