@@ -41,6 +41,32 @@ public struct ProviderKey: Sendable {
 }
 
 extension ProviderKey {
+    /// Why a `.p8` file could not be used, so that every tool answers it with the same exit
+    /// code (sysexits).
+    public enum FileFault: Sendable, Equatable {
+        /// The file is missing or cannot be read (EX_NOINPUT, 66).
+        case unreadable
+        /// The file breaks the private-file rules: readable by group or others, not the user's,
+        /// or a symbolic link (EX_NOPERM, 77).
+        case notPrivate
+        /// The file was read but is not a PKCS#8 P-256 key, or the key id or team id is
+        /// malformed (EX_DATAERR, 65).
+        case notAKey
+    }
+
+    /// The fault behind `error`, thrown by ``init(p8Path:keyID:teamID:)`` for the file at `path`.
+    public static func fileFault(of error: APNsError, path: String) -> FileFault {
+        let missing: Bool
+        do { missing = try PrivateFile.status(followingLinks: path) == nil } catch { missing = false }
+        if missing || error.reason.hasPrefix(unreadablePrefix) { return .unreadable }
+        if error.reason.hasPrefix(notPrivatePrefix) { return .notPrivate }
+        return .notAKey
+    }
+
+    /// How the reasons of ``readKeyFile(_:)``'s errors begin (``fileFault(of:path:)`` tells them apart).
+    static let unreadablePrefix = "cannot read the .p8 key file "
+    static let notPrivatePrefix = "the .p8 key file "
+
     /// Longest `.p8` file read, in bytes (Apple's are about 250).
     static let maxKeyFileByteCount = 16 * 1024
 
@@ -51,8 +77,8 @@ extension ProviderKey {
     ///   the rule it breaks (`… is accessible by group or others (mode 644)`).
     static func readKeyFile(_ path: String) throws -> [UInt8] {
         func failure(_ e: SystemError) -> APNsError {
-            if e.errno == 0 { return APNsError(.badProviderKey, "the .p8 key file \(e.reason)") }
-            return APNsError(.badProviderKey, "cannot read the .p8 key file '\(path.suffix(120))': \(errnoText(e.errno).lowercased())")
+            if e.errno == 0 { return APNsError(.badProviderKey, "\(notPrivatePrefix)\(e.reason)") }
+            return APNsError(.badProviderKey, "\(unreadablePrefix)'\(path.suffix(120))': \(errnoText(e.errno).lowercased())")
         }
         let file: FileDescriptor
         do {

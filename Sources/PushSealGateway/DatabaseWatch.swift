@@ -1,4 +1,3 @@
-import Dispatch
 import PushSealSystem
 
 /// Watches whether the database answers and reports each change once (push-gateway's
@@ -9,11 +8,7 @@ import PushSealSystem
 public final class DatabaseWatch: Sendable {
     /// Time between two checks, ms.
     public let intervalMs: Int
-    private let check: @Sendable () throws -> Void
-    private let onChange: @Sendable (_ up: Bool, _ code: String?) -> Void
-    private let stopRequested = DispatchSemaphore(value: 0)
-    private let ended = DispatchSemaphore(value: 0)
-    private let running = Locked(false)
+    private let thread: PeriodicThread
 
     /// A watch that runs `check` (throws when the database does not answer) every
     /// `intervalMs` (2 s by default) and calls `onChange(up, code)` on each change; `code` is
@@ -21,38 +16,30 @@ public final class DatabaseWatch: Sendable {
     public init(intervalMs: Int = 2000, check: @escaping @Sendable () throws -> Void,
                 onChange: @escaping @Sendable (_ up: Bool, _ code: String?) -> Void) {
         self.intervalMs = max(1, intervalMs)
-        self.check = check
-        self.onChange = onChange
+        let up = Locked(true)
+        thread = PeriodicThread(intervalMs: self.intervalMs, runsAtStart: false) { _ in
+            let code: String?
+            do {
+                try check()
+                code = nil
+            } catch let e as any CodedError {
+                code = "\(e.code)"
+            } catch {
+                code = "error"
+            }
+            let changed = up.withLock { u -> Bool in
+                defer { u = code == nil }
+                return u != (code == nil)
+            }
+            if changed { onChange(code == nil, code) }
+        }
     }
 
     /// Starts the thread. Call once.
     /// - Returns: `false` when the thread could not be created (nothing is watched then).
     @discardableResult
-    public func start() -> Bool {
-        running.withLock { $0 = true }
-        let started = startDetachedThread { [self] in
-            var up = true
-            while stopRequested.wait(timeout: .now() + .milliseconds(intervalMs)) == .timedOut {
-                do {
-                    try check()
-                    if !up { up = true; onChange(true, nil) }
-                } catch let e as any CodedError {
-                    if up { up = false; onChange(false, "\(e.code)") }
-                } catch {
-                    if up { up = false; onChange(false, "error") }
-                }
-            }
-            ended.signal()
-        }
-        if !started { running.withLock { $0 = false } }
-        return started
-    }
+    public func start() -> Bool { thread.start() }
 
     /// Stops the thread (a check under way finishes first). Idempotent.
-    public func stop() {
-        let wasRunning = running.withLock { r -> Bool in defer { r = false }; return r }
-        guard wasRunning else { return }
-        stopRequested.signal()
-        ended.wait()
-    }
+    public func stop() { thread.stop() }
 }

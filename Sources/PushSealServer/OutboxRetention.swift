@@ -1,4 +1,3 @@
-import Dispatch
 import PushSealRegistry
 import PushSealSystem
 
@@ -36,15 +35,17 @@ public final class OutboxRetention: Sendable {
     private let rows: PostgresOutbox
     private let metrics: OutboxMetrics
     private let configuration: Configuration
-    private let stopRequested = DispatchSemaphore(value: 0)
-    private let ended = DispatchSemaphore(value: 0)
-    private let state = Locked((started: false, stopped: false))
+    private let thread: PeriodicThread
 
     /// A retention for `outbox`'s rows.
     public init(outbox: Outbox, configuration: Configuration) {
-        rows = outbox.rows
-        metrics = outbox.metrics
+        let (rows, metrics) = (outbox.rows, outbox.metrics)
+        self.rows = rows
+        self.metrics = metrics
         self.configuration = configuration
+        thread = PeriodicThread(intervalMs: configuration.intervalMs, runsAtStart: true) { thread in
+            _ = try? Self.pass(rows: rows, metrics: metrics, configuration: configuration, nowMs: unixTimeMilliseconds(), stopping: thread)
+        }
     }
 
     /// One pass at `nowMs`: deletes batches until fewer than ``Configuration/batch`` rows were
@@ -53,9 +54,13 @@ public final class OutboxRetention: Sendable {
     /// - Throws: `RegistryError` (the database is away: the next pass tries again).
     @discardableResult
     public func pass(nowMs: Int64) throws -> Int {
+        try Self.pass(rows: rows, metrics: metrics, configuration: configuration, nowMs: nowMs, stopping: thread)
+    }
+
+    private static func pass(rows: PostgresOutbox, metrics: OutboxMetrics, configuration: Configuration, nowMs: Int64, stopping: PeriodicThread) throws -> Int {
         let cutoff = nowMs - max(1, configuration.keepFinishedMs)
         var total = 0
-        while !state.withLock({ $0.stopped }) {
+        while !stopping.isStopping {
             let n = try rows.deleteFinished(before: cutoff, limit: configuration.batch)
             total += n
             if n < configuration.batch { break }
@@ -71,27 +76,11 @@ public final class OutboxRetention: Sendable {
     /// Starts the thread (a first pass at once). Call once.
     /// - Throws: ``ServerError`` `.threadNotStarted` when the thread cannot be created.
     public func start() throws {
-        state.withLock { $0.started = true }
-        let started = startDetachedThread { [self] in
-            repeat {
-                _ = try? pass(nowMs: unixTimeMilliseconds())
-            } while stopRequested.wait(timeout: .now() + .milliseconds(max(1, configuration.intervalMs))) == .timedOut
-            ended.signal()
-        }
-        guard started else {
-            state.withLock { $0.started = false }
+        guard thread.start() else {
             throw ServerError(.threadNotStarted, "cannot start the outbox retention thread")
         }
     }
 
     /// Stops the thread: a pass under way ends after its current statement. Idempotent.
-    public func stop() {
-        let wasRunning = state.withLock { s -> Bool in
-            defer { s.stopped = true }
-            return s.started && !s.stopped
-        }
-        guard wasRunning else { return }
-        stopRequested.signal()
-        ended.wait()
-    }
+    public func stop() { thread.stop() }
 }

@@ -1,4 +1,5 @@
 import PushSealJSON
+import PushSealSystem
 import Foundation
 import PushSealCrypto
 import PushSealWire
@@ -160,18 +161,19 @@ struct Peer: Sendable {
         return peers.appendingPathComponent("\(base).\(suffix)").path
     }
 
-    /// Runs `/usr/bin/env <arguments>`; returns the exit status and standard output.
+    /// Runs `/usr/bin/env <arguments>` (``ChildProcess``: posix_spawn, reaped by pid); returns
+    /// the exit status (127 when it could not start) and standard output (at most 16 MiB).
     static func spawn(_ arguments: [String]) -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return (127, "") }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        guard let pipe = try? FileDescriptor.makePipe() else { return (127, "") }
+        guard let child = ChildProcess.spawn(["/usr/bin/env"] + arguments, stdout: .descriptor(pipe.write.rawValue)) else {
+            pipe.write.close()
+            pipe.read.close()
+            return (127, "")
+        }
+        pipe.write.close()
+        let output = (try? pipe.read.readAll(limit: 16 << 20)) ?? []
+        pipe.read.close()
+        return (child.wait().status, String(decoding: output, as: UTF8.self))
     }
 
     /// Runs the peer's `<base>` script with `arguments`, echoing and recording its `RESULT` lines.

@@ -215,16 +215,15 @@ struct ServeCommand: OptionsCommand {
     /// same file: 66 missing or unreadable, 77 breaking the private-file rules (mode, owner,
     /// link), 65 not a P-256 key.
     static func providerKeyError(_ e: APNsError, path: String) -> CLIError {
-        let missing: Bool
-        do { missing = try PrivateFile.status(followingLinks: path) == nil } catch { missing = false }
-        if missing || e.reason.contains("cannot read") {
+        switch ProviderKey.fileFault(of: e, path: path) {
+        case .unreadable:
             return CLIError(code: e.code.name, e.reason, hint: "give the path of the AuthKey_KEYID.p8 file Apple issued (developer.apple.com, Keys), or --no-worker for an instance that only accepts",
                             exitCode: .noInput)
-        }
-        if e.reason.hasPrefix("the .p8 key file ") {
+        case .notPrivate:
             return CLIError(code: "insecureKeyFile", e.reason, hint: "keep the .p8 a regular file of yours, mode 0600 (chmod 600 \(quoted(path)))", exitCode: .noPermission)
+        case .notAKey:
+            return CLIError(code: e.code.name, e.reason, hint: "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id", exitCode: .dataError)
         }
-        return CLIError(code: e.code.name, e.reason, hint: "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id", exitCode: .dataError)
     }
 
     /// The registration token secret at `path`: 66 missing, 77 not private or unreadable, 65 bad text.

@@ -250,17 +250,16 @@ struct SendCommand: OptionsCommand {
     /// The CLI error for a provider key that cannot be used: 66 missing or unreadable, 77 held
     /// to the private-file rules and breaking them (mode, owner, link), 65 not a P-256 key.
     static func providerKeyError(_ e: APNsError, path: String) -> CLIError {
-        let missing: Bool
-        do { missing = try PrivateFile.status(followingLinks: path) == nil } catch { missing = false }
-        if missing {
-            return CLIError(code: e.code.name, e.reason, hint: "download the key from developer.apple.com (Certificates, Identifiers & Profiles, Keys) and give its path", exitCode: .noInput)
-        }
-        if e.reason.hasPrefix("the .p8 key file ") {
+        switch ProviderKey.fileFault(of: e, path: path) {
+        case .unreadable:
+            return CLIError(code: e.code.name, e.reason, hint: "give the path of the AuthKey_KEYID.p8 file Apple issued (developer.apple.com: Certificates, Identifiers & Profiles, Keys)",
+                            exitCode: .noInput)
+        case .notPrivate:
             return CLIError(code: "insecureKeyFile", e.reason, hint: "the .p8 signs for every user of the app: keep it a regular file of yours, mode 0600 (chmod 600 \(quoted(path)))",
                             exitCode: .noPermission)
+        case .notAKey:
+            return CLIError(code: e.code.name, e.reason, hint: "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id", exitCode: .dataError)
         }
-        return CLIError(code: e.code.name, e.reason, hint: "give the AuthKey_KEYID.p8 file Apple issued, with its key id and your team id",
-                        exitCode: e.reason.contains("cannot read") ? .noInput : .dataError)
     }
 
     /// Waits until `pacer` (--rate) allows the next send, and takes it; at once without one.

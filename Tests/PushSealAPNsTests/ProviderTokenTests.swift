@@ -116,6 +116,42 @@ struct ProviderTokenTests {
         #expect(throws: APNsError(.badProviderKey, "")) { try ProviderKey(p8Path: good, keyID: MockAPNs.keyID, teamID: "team123456") }
         #expect(throws: Never.self) { try ProviderKey(p8Path: good, keyID: MockAPNs.keyID, teamID: MockAPNs.teamID) }
     }
+
+    /// The fault `ProviderKey(p8Path:…)` threw for `path`, as the tools classify it.
+    static func fault(_ path: String, keyID: String = MockAPNs.keyID) -> ProviderKey.FileFault? {
+        do {
+            _ = try ProviderKey(p8Path: path, keyID: keyID, teamID: MockAPNs.teamID)
+            return nil
+        } catch let e as APNsError {
+            return ProviderKey.fileFault(of: e, path: path)
+        } catch {
+            return nil
+        }
+    }
+
+    @Test("fileFault: missing and unreadable, not private (mode, link), not a key (text, P-384, bad id)")
+    func fileFaults() throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(Self.fault(dir.appendingPathComponent("missing.p8").path) == .unreadable)
+        #expect(Self.fault(dir.path) != nil && Self.fault(dir.path) != .notAKey, "a directory is not read as a key")
+        let good = dir.appendingPathComponent("good.p8").path
+        try TestKey.write(to: good)
+        #expect(Self.fault(good) == nil)
+        #expect(Self.fault(good, keyID: "abc") == .notAKey)
+        let link = dir.appendingPathComponent("link.p8").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: good)
+        #expect(Self.fault(link) == .notPrivate)
+        let text = dir.appendingPathComponent("text.p8").path
+        try TestKey.write(to: text)
+        try Data("hello\n".utf8).write(to: URL(fileURLWithPath: text))
+        #expect(Self.fault(text) == .notAKey)
+        #expect(chmod(text, 0o644) == 0)
+        #expect(Self.fault(text) == .notPrivate)
+        let p384 = dir.appendingPathComponent("p384.p8").path
+        try TestKey.write(to: p384, arguments: ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"])
+        #expect(Self.fault(p384) == .notAKey)
+    }
 }
 
 @Suite("Retry policy table and invalidation guard")
