@@ -22,10 +22,15 @@ public enum RegistryOptions {
     /// 78 (EX_CONFIG): the registry's schema is older (run `push-keys registry migrate`) or newer than this build.
     public static let config = ExitCode(78)
 
+    /// The help line of exit code 1 for a statement PostgreSQL refused (every registry command
+    /// can meet one: a missing privilege, a constraint, a full disk).
+    public static let statementFailedLine = "1   a statement failed (SQLSTATE on stderr, sqlState in --json), or an internal error"
+
     /// Help lines for the registry's exit codes (after a command's own).
     public static let exitCodeLines = [
         "69  with --registry: the database cannot be reached when the command starts (refused, no socket, authentication failed), or is lost for more than 30 s later",
         "75  with --registry: the connection was lost while a change was committing (it may or may not be stored): run the command again",
+        "77  with --registry: the database role lacks a privilege for a statement (SQLSTATE 42501)",
         "78  with --registry: the registry's schema is older than this build (run push-keys registry migrate, or push-gateway migrate: the same) or newer (refused)",
     ]
 
@@ -57,7 +62,7 @@ public enum RegistryOptions {
 
     /// The CLI error of a registry error: `unavailable` 69; `schemaTooOld`/`schemaTooNew` 78;
     /// `outcomeUnknown` 75; `kekFile`/`wrongKEK` 77; `kekRequired`/`invalidConnectionString` 64;
-    /// `corrupt` 65; `query` 1.
+    /// `corrupt` 65; `query` 77 for SQLSTATE 42501 (a missing privilege), else 1.
     public static func cliError(_ e: RegistryError) -> CLIError {
         var hint: String?
         let exit: ExitCode
@@ -71,6 +76,11 @@ public enum RegistryOptions {
         case .kekFile, .wrongKEK: exit = .noPermission
         case .kekRequired, .invalidConnectionString: exit = .usage
         case .corrupt: exit = .dataError
+        case .query where e.sqlState == "42501":
+            // insufficient_privilege: the connection's role may not do this (migrate as a role
+            // that may not create tables, a role that may read but not write).
+            exit = .noPermission
+            hint = "the database role in --registry lacks a privilege for this statement: use the role that ran migrate (the tables' owner), or one granted their use (docs/registry.md, Schema)"
         default: exit = .failure
         }
         var details: [(key: String, value: String)] = []

@@ -20,6 +20,6 @@ enum GatewayRegistry {
 
     /// Exit-code help lines of a command with `lines` of its own.
     static func exitCodes(_ lines: [String]) -> [String] {
-        RegistryOptions.exitCodeLines(merging: ["0   success", "64  usage error"] + lines)
+        RegistryOptions.exitCodeLines(merging: ["0   success", RegistryOptions.statementFailedLine, "64  usage error"] + lines)
     }
 }

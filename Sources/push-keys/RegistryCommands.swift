@@ -17,7 +17,7 @@ enum RegistryCommands {
     static let keychain = KeyOptions.serverKeychain
 
     static func exitCodes(_ extra: [String] = []) -> [String] {
-        RegistryOptions.exitCodeLines(merging: ["0   success", "1   a statement failed (SQLSTATE on stderr, sqlState in --json), or an internal error",
+        RegistryOptions.exitCodeLines(merging: ["0   success", RegistryOptions.statementFailedLine,
          "64  usage error (unknown option, missing argument, no --registry and no $PUSHSEAL_REGISTRY, a malformed connection string)"]
             + extra)
     }

@@ -243,6 +243,23 @@ struct GatewayServeTests {
         #expect(notAKey.status == 65, "\(notAKey.stderr)")
     }
 
+    @Test("migrate by a role that may not create tables: exit 77 naming SQLSTATE 42501 with a hint (was an undocumented 1); --json carries sqlState")
+    func migrateWithoutPrivilege() throws {
+        let server = try PostgresServer.sharedServer()
+        let cs = try server.createDatabase()
+        let role = "limited_" + UUID().uuidString.prefix(8).lowercased()
+        _ = try server.psql(cs, "CREATE ROLE \(role) LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        let limited = cs.replacingOccurrences(of: "user=pushseal", with: "user=\(role)")
+        #expect(limited != cs)
+        let tool = try #require(builtTool("push-gateway"))
+        let text = try runTool(tool, ["migrate", "--registry", limited])
+        #expect(text.status == 77 && text.stderr.contains("42501") && text.stderr.contains("hint:"), "\(text.status) \(text.stderr)")
+        let json = try runTool(tool, ["migrate", "--registry", limited, "--json"])
+        #expect(json.status == 77 && json.stdout.contains(#""sqlState":"42501""#), "\(json.stdout)")
+        let help = try runTool(tool, ["migrate", "--help"])
+        #expect(help.stdout.contains("42501") && help.stdout.contains("1   a statement failed"))
+    }
+
     @Test("a rolling upgrade: the next version's migrate (a newer schema) keeps a running instance ready ({\"database\":\"schemaNewer\"}) and serving; a new serve on it is refused (78)")
     func aNewerSchemaKeepsRunningInstancesReady() throws {
         let server = try PostgresServer.sharedServer()
