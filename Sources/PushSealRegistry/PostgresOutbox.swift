@@ -185,12 +185,36 @@ public final class PostgresOutbox: Sendable {
     /// Looks an idempotency key up (before sealing anything).
     /// - Throws: `RegistryError` `.unavailable`, `.query`.
     public func replay(scope: String, key: String, requestHash: [UInt8], nowMs: Int64) throws -> Replay {
+        try lookUp(try keyed(Idempotency(scope: scope, key: key, requestHash: requestHash, response: [])), nowMs: nowMs)
+    }
+
+    /// ``replay(scope:key:requestHash:nowMs:)`` of an idempotency key already ``keyed(_:)``.
+    private func lookUp(_ i: Idempotency, nowMs: Int64) throws -> Replay {
         let rows = try pool.run { c in
             try c.exec("SELECT request_hash, response FROM pushseal_idempotency WHERE scope = $1 AND key = $2 AND created_at > $3",
-                       [.text(scope), .text(key), .int(nowMs - Self.idempotencyLifetimeMs)])
+                       [.text(i.scope), .text(i.key), .int(nowMs - Self.idempotencyLifetimeMs)])
         }
         guard !rows.rows.isEmpty, let hash = try rows.bytes(0, 0), let response = try rows.bytes(0, 1) else { return .none }
-        return hash == requestHash ? .same(response: response) : .differentBody
+        return ConstantTime.equals(hash, i.requestHash) ? .same(response: response) : .differentBody
+    }
+
+    /// The label of the key idempotency keys and request hashes are stored under (HKDF info,
+    /// as a ``RegistryRowMAC`` table label).
+    static let idempotencyLabel = "pushseal_idempotency/keyed-v1"
+
+    /// `i` as the table stores it: the key as the hex HMAC-SHA256 of (scope, key) and the
+    /// request hash as the HMAC-SHA256 of (scope, hash), both under a key derived from the KEK
+    /// (``idempotencyLabel``). A dump then holds neither the caller's key text (which may name
+    /// an order or a person) nor an unkeyed hash of the request body, against which guesses of
+    /// a short text (a six-digit code) could be tested offline. Deterministic, so lookups still
+    /// find the row.
+    /// - Throws: `RegistryError` `.kekRequired`; `CryptoError` (OpenSSL).
+    func keyed(_ i: Idempotency) throws -> Idempotency {
+        let mac = try registry.rowMAC(table: Self.idempotencyLabel)
+        var out = i
+        out.key = Hex.encode(try mac.tag([.text("key"), .text(i.scope), .text(i.key)]))
+        out.requestHash = try mac.tag([.text("request"), .text(i.scope), .bytes(i.requestHash)])
+        return out
     }
 
     /// Stores `rows` (and the idempotency key with its answer) in one transaction and signals
@@ -200,6 +224,7 @@ public final class PostgresOutbox: Sendable {
     /// - Throws: `RegistryError` `.unavailable`, `.outcomeUnknown` (lost while committing), `.query`.
     public func enqueue(_ rows: [NewRow], idempotency: Idempotency?, nowMs: Int64) throws -> Replay {
         let mac = try registry.rowMAC(table: Self.table)
+        let idempotency = try idempotency.map(keyed)
         // PostgreSQL prints uuids in lower case: tag them as they will be read.
         let rows = rows.map { r -> NewRow in
             var r = r
@@ -227,11 +252,11 @@ public final class PostgresOutbox: Sendable {
         }
         if stored { return .none }
         guard let i = idempotency else { return .none }
-        return try replay(scope: i.scope, key: i.key, requestHash: i.requestHash, nowMs: nowMs)
+        return try lookUp(i, nowMs: nowMs)
     }
 
-    /// Stores an idempotency key with its answer on `c` (inside a transaction); `false` when
-    /// another request with the key committed first (store nothing then).
+    /// Stores an idempotency key (``keyed(_:)``) with its answer on `c` (inside a transaction);
+    /// `false` when another request with the key committed first (store nothing then).
     static func keep(_ idempotency: Idempotency?, on c: PGConnection, nowMs: Int64) throws -> Bool {
         guard let i = idempotency else { return true }
         try c.exec("DELETE FROM pushseal_idempotency WHERE scope = $1 AND key = $2 AND created_at <= $3",
@@ -372,6 +397,7 @@ public final class PostgresOutbox: Sendable {
                         answer: (_ cancelled: Set<String>, _ stored: Set<String>) throws -> [UInt8])
         throws -> (cancelled: Set<String>, cancelledRows: [CancelledRow], stored: Set<String>, body: [UInt8], replay: Replay) {
         let mac = try registry.rowMAC(table: Self.table)
+        let idempotency = try idempotency.map(keyed)
         let retracts = retracts.map { r -> RetractRow in
             var r = r
             r.row.id = r.row.id.lowercased()
@@ -405,7 +431,7 @@ public final class PostgresOutbox: Sendable {
         }
         if let done { return (Set(done.0.map(\.id)), done.0, done.1, done.2, .none) }
         guard let i = idempotency else { return ([], [], [], [], .none) }
-        return ([], [], [], [], try replay(scope: i.scope, key: i.key, requestHash: i.requestHash, nowMs: nowMs))
+        return ([], [], [], [], try lookUp(i, nowMs: nowMs))
     }
 
     // MARK: Claim, complete, reap

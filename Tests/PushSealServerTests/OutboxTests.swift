@@ -103,6 +103,11 @@ struct OutboxTests {
         let dump = try PostgresServer.sharedServer().run("pg_dump", ["-d", f.cs, "--inserts"], asServerUser: false)
         #expect(dump.contains("pushseal_outbox"))
         for word in ["Zanzibar", "Quokka", "Yttrium", "Walrus", "secret-body"] { #expect(!dump.contains(word), "\(word) is in the dump") }
+        // Nor the caller's idempotency key, nor an unkeyed hash of the body (a short text could
+        // be guessed against it offline): both are HMACs under the KEK.
+        #expect(!dump.contains("req-1"), "the idempotency key is in the dump")
+        #expect(try f.sql("SELECT count(*) FROM pushseal_idempotency WHERE request_hash = '\\x\(Hex.encode(hash))'::bytea") == "0")
+        #expect(try f.sql("SELECT count(*) FROM pushseal_idempotency WHERE length(request_hash) = 32 AND length(key) = 64") == "2")
 
         // Cancel a recipient's queued notifications.
         #expect(f.cancelled.withLock { $0 }.isEmpty)
