@@ -32,23 +32,37 @@ public enum APIKey {
     }
 
     /// The SHA-256 of a key's secret, `nil` when `text` is not a key's form.
-    public static func sha256(of text: String) -> [UInt8]? {
+    public static func sha256(of text: String) -> [UInt8]? { parse(text)?.sha256 }
+
+    /// The id a key's text names (16 lower-case hex digits) and the SHA-256 of its secret,
+    /// `nil` when `text` is not a key's form (`psk_<id>_<64 hex digits>`).
+    public static func parse(_ text: String) -> (id: String, sha256: [UInt8])? {
         let parts = text.split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "psk", parts[1].utf8.count == 16, parts[2].utf8.count == 64,
               Hex.decode(String(parts[1])) != nil, var secret = Hex.decode(String(parts[2])) else { return nil }
         defer { SecretBytes.wipe(&secret) }
-        return try? SHA256Hasher.hash(secret)
+        guard let hash = try? SHA256Hasher.hash(secret) else { return nil }
+        return (String(parts[1]), hash)
     }
 }
 
 /// Checks bearer keys against a ``APIKeyLookup``, caching each answer for a few seconds (a
-/// revocation reaches every instance within ``cacheSeconds``).
+/// revocation reaches every instance within ``cacheSeconds``). A key is found by its secret's
+/// SHA-256 and must also name its own id: `psk_<another key's id>_<secret>` is refused, so the id
+/// an operator reads in a leaked key is the key the gateway took it for.
+///
+/// Keys found and keys not found are cached apart: a flood of made-up keys (each one database
+/// lookup, before any rate limit can apply) fills and clears only the second cache, never
+/// evicting the keys in use.
 public final class APIKeyAuthenticator: Sendable {
     /// How long an answer (found or not) is reused, seconds.
     public let cacheSeconds: Double
     private let lookup: any APIKeyLookup
     private struct Entry { var record: GatewayAPIKeyRecord?; var fetchedNanoseconds: UInt64 }
-    private let cache = Locked<[[UInt8]: Entry]>([:])
+    private let found = Locked<[[UInt8]: Entry]>([:])
+    private let notFound = Locked<[[UInt8]: Entry]>([:])
+    /// Entries a cache holds before it is emptied (a deployment has a handful of keys).
+    public static let maxCachedEntries = 10_000
 
     /// Creates an authenticator.
     /// - Parameters:
@@ -59,19 +73,29 @@ public final class APIKeyAuthenticator: Sendable {
         self.cacheSeconds = cacheSeconds
     }
 
-    /// The record of the key `text`, or `nil` for an unknown, revoked or malformed key.
+    /// The record of the key `text`, or `nil` for an unknown, revoked or malformed key, or one
+    /// whose id is not the id of the key its secret belongs to.
     /// - Throws: the lookup's error (the registry is down).
     public func record(for text: String) throws -> GatewayAPIKeyRecord? {
-        guard let hash = APIKey.sha256(of: text) else { return nil }
+        guard let (id, hash) = APIKey.parse(text) else { return nil }
         let now = monotonicNanoseconds()
-        if let hit = cache.withLock({ $0[hash] }), Double(now &- hit.fetchedNanoseconds) / 1e9 < cacheSeconds {
-            return hit.record
+        func fresh(_ e: Entry?) -> Entry? {
+            guard let e, Double(now &- e.fetchedNanoseconds) / 1e9 < cacheSeconds else { return nil }
+            return e
         }
-        let record = try lookup.gatewayAPIKey(sha256: hash)
-        cache.withLock { all in
-            if all.count > 10_000 { all.removeAll() }
-            all[hash] = Entry(record: record, fetchedNanoseconds: now)
+        let record: GatewayAPIKeyRecord?
+        if let hit = fresh(found.withLock({ $0[hash] })) ?? fresh(notFound.withLock({ $0[hash] })) {
+            record = hit.record
+        } else {
+            record = try lookup.gatewayAPIKey(sha256: hash)
+            let cache = record == nil ? notFound : found
+            cache.withLock { all in
+                if all.count >= Self.maxCachedEntries { all.removeAll() }
+                all[hash] = Entry(record: record, fetchedNanoseconds: now)
+            }
+            if record != nil { notFound.withLock { _ = $0.removeValue(forKey: hash) } }
         }
+        guard let record, record.id == id else { return nil }
         return record
     }
 }

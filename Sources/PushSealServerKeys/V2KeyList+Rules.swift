@@ -27,7 +27,7 @@ extension V2KeyList {
         }
         if let current = entries.last(where: { $0.status == .primary }), registration.createdAt < current.createdAt {
             throw KeysError(.staleRegistration,
-                "registration \(registration.keyID) was created at \(registration.createdAt), before the current registration \(current.keyID) (\(current.createdAt)): refused, the newest registration is sealed to")
+                "registration \(registration.keyID) was created at \(registration.createdAt), before the current registration \(current.keyID) (\(current.createdAt)): refused, notifications are sealed to the newest registration")
         }
         var members: [(key: String, value: JSONValue)] = [("keyId", .string(registration.keyID)), ("status", .string("primary")),
                                                           ("createdAt", .integer(registration.createdAt))]

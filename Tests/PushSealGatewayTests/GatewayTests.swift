@@ -110,7 +110,11 @@ final class MemoryKeys: APIKeyLookup, @unchecked Sendable {
         byHash[made.sha256] = made.record
         return made.text
     }
-    func gatewayAPIKey(sha256 keySHA256: [UInt8]) throws -> GatewayAPIKeyRecord? { byHash[keySHA256] }
+    private(set) var lookups = 0
+    func gatewayAPIKey(sha256 keySHA256: [UInt8]) throws -> GatewayAPIKeyRecord? {
+        lookups += 1
+        return byHash[keySHA256]
+    }
 }
 
 struct Fixture {
@@ -404,5 +408,27 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         #expect(APIKey.sha256(of: made.text) == made.sha256)
         #expect(APIKey.sha256(of: made.text + "0") == nil)
         #expect(APIKey.generate(name: "n", scopes: ["send"], now: 5).text != made.text)
+    }
+
+    @Test("a key must name its own id: psk_<another key's id>_<secret> is refused; made-up keys never evict the keys in use")
+    func apiKeyIDAndCache() throws {
+        let keys = MemoryKeys()
+        let a = keys.add(["send"]), b = keys.add(["send"])
+        let authenticator = APIKeyAuthenticator(lookup: keys, cacheSeconds: 3600)
+        let aRecord = try #require(try authenticator.record(for: a))
+        let bRecord = try #require(try authenticator.record(for: b))
+        #expect(aRecord.id != bRecord.id)
+        let bSecret = b.split(separator: "_")[2]
+        #expect(try authenticator.record(for: "psk_\(aRecord.id)_\(bSecret)") == nil, "A's id with B's secret")
+        #expect(try authenticator.record(for: b)?.id == bRecord.id, "B itself still works")
+        // A flood of made-up keys (more than a cache holds) looks each up once and leaves A and B cached.
+        let before = keys.lookups
+        for _ in 0...APIKeyAuthenticator.maxCachedEntries {
+            _ = try authenticator.record(for: APIKey.generate(name: "x", scopes: [], now: 1).text)
+        }
+        #expect(keys.lookups == before + APIKeyAuthenticator.maxCachedEntries + 1)
+        let afterFlood = keys.lookups
+        #expect(try authenticator.record(for: a)?.id == aRecord.id && authenticator.record(for: b)?.id == bRecord.id)
+        #expect(keys.lookups == afterFlood, "the keys in use were answered from the cache")
     }
 }
