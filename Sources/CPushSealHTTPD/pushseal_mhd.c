@@ -3,7 +3,7 @@
 struct MHD_Daemon *pushseal_mhd_start(const pushseal_mhd_options *o,
                                       MHD_AccessHandlerCallback handler, void *handler_cls,
                                       MHD_RequestCompletedCallback completed, void *completed_cls) {
-    struct MHD_OptionItem items[12];
+    struct MHD_OptionItem items[14];
     int n = 0;
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, (void *)o->address };
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls };
@@ -12,6 +12,8 @@ struct MHD_Daemon *pushseal_mhd_start(const pushseal_mhd_options *o,
         items[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, o->thread_pool_size, NULL };
     if (o->connection_limit > 0)
         items[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, o->connection_limit, NULL };
+    if (o->per_ip_connection_limit > 0)
+        items[n++] = (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->per_ip_connection_limit, NULL };
     if (o->connection_timeout_seconds > 0)
         items[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, o->connection_timeout_seconds, NULL };
     if (o->connection_memory_limit > 0)

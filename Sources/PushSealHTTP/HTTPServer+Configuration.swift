@@ -57,6 +57,10 @@ extension HTTPServer {
         public var threadCount: Int = 4
         /// Open connections at most (1024 default); more are closed at accept.
         public var connectionLimit: Int = 1024
+        /// Open connections from one IP address at most; more from it are closed at accept
+        /// (0, the default: no limit, as behind a proxy every connection comes from its address).
+        /// Bounds what one slow or idle client can hold of ``connectionLimit``.
+        public var perIPConnectionLimit: Int = 0
         /// Seconds a keep-alive connection may idle before it is closed (30 default).
         public var idleTimeoutSeconds: Int = 30
         /// The request limits.

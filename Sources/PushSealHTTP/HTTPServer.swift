@@ -126,6 +126,7 @@ public final class HTTPServer: @unchecked Sendable {
         var options = pushseal_mhd_options(
             flags: flags, address: UnsafePointer(addressStorage.assumingMemoryBound(to: sockaddr.self)),
             thread_pool_size: threads, connection_limit: UInt32(max(1, configuration.connectionLimit)),
+            per_ip_connection_limit: UInt32(clamping: max(0, configuration.perIPConnectionLimit)),
             connection_timeout_seconds: UInt32(max(1, configuration.idleTimeoutSeconds)),
             connection_memory_limit: max(32 << 10, configuration.limits.maxHeaderByteCount * 4 + configuration.limits.maxURLByteCount),
             tls_key_pem: UnsafePointer(tlsKey), tls_cert_pem: UnsafePointer(tlsCert))

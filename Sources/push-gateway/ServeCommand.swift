@@ -19,6 +19,8 @@ struct ServeCommand: OptionsCommand {
     static let tlsKey = Option.text("--tls-key", "FILE", "the PEM private key of --tls-cert (0600)")
     static let registrationTokenSecret = Option.text("--registration-token-secret", "FILE", "accept registration tokens at POST /v1/devices: HS256 JWTs {sub, aud, iat, exp, jti} your backend mints under this shared secret (push-keys registration-token; 0600, at least 32 printable ASCII characters; docs/registration.md)")
     static let maxBodyBytes = Option.integerWithDefault("--max-body-bytes", "N", "longest request body; longer is 413", range: 1024...(16 << 20), default: 1 << 20)
+    static let maxConnections = Option.integerWithDefault("--max-connections", "N", "open HTTP connections at most; more are closed at accept", range: 1...65_536, default: 1024)
+    static let maxConnectionsPerIP = Option.integerWithDefault("--max-connections-per-ip", "N", "open HTTP connections from one client address at most, so slow or idle clients of one address cannot hold them all (0: no limit, for an instance behind a proxy, where every connection comes from the proxy's address)", range: 0...65_536, default: 0)
     static let rate = Option.integerWithDefault("--rate", "N", "requests a second per API key, with bursts of --burst; over it: 429 with Retry-After", range: 1...1_000_000, default: 100)
     static let burst = Option.integerWithDefault("--burst", "N", "requests at once per API key", range: 1...1_000_000, default: 200)
     static let drainSeconds = Option.integerWithDefault("--drain-seconds", "S", "on SIGTERM, how long requests in flight may take to finish", range: 0...600, default: 20)
@@ -42,6 +44,8 @@ struct ServeCommand: OptionsCommand {
         ServeCommand.tlsKey.spec,
         ServeCommand.registrationTokenSecret.spec,
         ServeCommand.maxBodyBytes.spec,
+        ServeCommand.maxConnections.spec,
+        ServeCommand.maxConnectionsPerIP.spec,
         ServeCommand.rate.spec,
         ServeCommand.burst.spec,
         ServeCommand.drainSeconds.spec,
@@ -99,6 +103,8 @@ struct ServeCommand: OptionsCommand {
             }
             http.threadCount = Int(try a[ServeCommand.threads])
             http.limits.maxBodyByteCount = Int(try a[ServeCommand.maxBodyBytes])
+            http.connectionLimit = Int(try a[ServeCommand.maxConnections])
+            http.perIPConnectionLimit = Int(try a[ServeCommand.maxConnectionsPerIP])
             settings.metricsNeedKey = a.has(ServeCommand.metricsKey)
             settings.ratePerSecond = Double(try a[ServeCommand.rate])
             settings.rateBurst = Double(try a[ServeCommand.burst])

@@ -183,6 +183,31 @@ func startServer(_ calls: Calls, configure: (inout HTTPServer.Configuration) -> 
         #expect(calls.handledCount == 0)
     }
 
+    @Test("perIPConnectionLimit: a connection over the limit from one address is closed at accept; the ones it holds keep working, and a slot freed is taken again")
+    func perAddressConnectionLimit() throws {
+        let calls = Calls()
+        let server = try startServer(calls) { $0.perIPConnectionLimit = 2 }
+        defer { server.stop(drainingUpToSeconds: 5) }
+        var first: RawHTTPConnection? = try RawHTTPConnection(port: server.port)
+        let second = try RawHTTPConnection(port: server.port)
+        first?.send("GET /items/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(first?.readResponse()?.status == 200)
+        let third = try RawHTTPConnection(port: server.port)
+        third.send("GET /items/3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(third.readResponse() == nil, "the third connection from 127.0.0.1 is answered")
+        second.send("GET /items/2 HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(second.readResponse()?.status == 200)
+        first = nil
+        // The server sees the close on its own time: a new connection is answered once it has.
+        var answered = false
+        for _ in 0..<500 where !answered {
+            let again = try RawHTTPConnection(port: server.port)
+            again.send("GET /items/4 HTTP/1.1\r\nHost: x\r\n\r\n")
+            answered = again.readResponse()?.status == 200
+        }
+        #expect(answered, "a freed slot is not taken again")
+    }
+
     @Test func limitsAreConfigurable() throws {
         let calls = Calls()
         let server = try startServer(calls) { $0.limits.maxBodyByteCount = 8; $0.limits.maxURLByteCount = 32; $0.limits.maxHeaderCount = 4 }

@@ -19,6 +19,8 @@ typedef struct {
     unsigned int thread_pool_size;
     /// Open connections at most (MHD_OPTION_CONNECTION_LIMIT).
     unsigned int connection_limit;
+    /// Open connections from one IP address at most (MHD_OPTION_PER_IP_CONNECTION_LIMIT); 0 for no limit.
+    unsigned int per_ip_connection_limit;
     /// Idle seconds before a connection is closed (MHD_OPTION_CONNECTION_TIMEOUT).
     unsigned int connection_timeout_seconds;
     /// Bytes per connection for the request line and headers (MHD_OPTION_CONNECTION_MEMORY_LIMIT).
