@@ -17,7 +17,10 @@
 #   BENCH_GATEWAY_ONLY=latency runs the latency row alone (no ceilings, throughput or RSS rows: a
 #   quick iteration on the single-request path; its table has that row only),
 #   BENCH_GATEWAY_PROFILE=1 loads pg_stat_statements and writes each phase's statements (calls,
-#   total ms, WAL bytes) to stderr (it costs a little: figures of such a run are not the ones to publish).
+#   total ms, WAL bytes) to stderr (it costs a little: figures of such a run are not the ones to publish),
+#   BENCH_GATEWAY_PERF=DIR records the whole machine (perf record -a -g) during each gateway
+#   throughput row and the latency row into DIR/gateway-v1.data, DIR/gateway-v2.data and
+#   DIR/latency.data (read with perf report -i).
 #
 # The stack (scripts/gateway-stack.sh, as make demo-gateway starts it): a throwaway PostgreSQL
 # WITH fsync and synchronous_commit on (a commit waits for the disk, as in production), with the
@@ -81,6 +84,7 @@ export GW_TOOL=bench-gateway  # gateway-stack.sh names errors with it
 source "$root/scripts/gateway-stack.sh"
 sink_pid=
 cleanup() {
+  [[ -n ${perf_pid:-} ]] && { kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true; }
   [[ -n $sink_pid ]] && { kill "$sink_pid" 2>/dev/null || true; wait "$sink_pid" 2>/dev/null || true; }
   gw_stack_stop
   if [[ -n ${BENCH_GATEWAY_KEEP:-} ]]; then echo "bench-gateway: kept $work" >&2; else rm -rf "$work"; fi
@@ -116,6 +120,19 @@ profile() {
   echo "--- plans: $1" >&2
   grep -A14 'duration: .* plan:' "$PG_DIR/log" | cut -c1-200 | head -n "${BENCH_GATEWAY_PROFILE_PLAN_LINES:-60}" >&2 || true
   : > "$PG_DIR/log"
+}
+# perf_start NAME / perf_stop: with BENCH_GATEWAY_PERF, the whole machine's samples between them.
+perf_pid=
+perf_start() {
+  [[ -n ${BENCH_GATEWAY_PERF:-} ]] || return 0
+  mkdir -p "$BENCH_GATEWAY_PERF"
+  perf record -a -g -o "$BENCH_GATEWAY_PERF/$1.data" > "$work/perf-$1.out" 2>&1 &
+  perf_pid=$!
+}
+perf_stop() {
+  [[ -n $perf_pid ]] || return 0
+  kill -INT "$perf_pid"; wait "$perf_pid" || true
+  perf_pid=
 }
 if [[ -n ${BENCH_GATEWAY_PROFILE:-} ]]; then sql "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" > /dev/null; fi
 # cpu_seconds PID…: user + system CPU seconds these processes used so far.
@@ -232,8 +249,10 @@ for fmt in v1 v2; do
   commits_before=$(commits)
   # shellcheck disable=SC2046 # pg_pids: one word per process
   read -r cpu_gw cpu_pg cpu_mock < <(echo "$(cpu_seconds "${GW_PIDS[@]}") $(cpu_seconds $(pg_pids)) $(cpu_seconds "$MOCK_PID")")
+  perf_start "gateway-$fmt"
   python3 "$load" batches --body "$work/body-$fmt.json" --requests $((tn / 500)) --threads "$clients" "${GW_URLS[@]}" > "$work/gw-$fmt.json"
   wait_drained
+  perf_stop
   # shellcheck disable=SC2046
   cpu_note=$(python3 -c "g, p, m = $(cpu_seconds "${GW_PIDS[@]}") - $cpu_gw, $(cpu_seconds $(pg_pids)) - $cpu_pg, $(cpu_seconds "$MOCK_PID") - $cpu_mock; print(f'CPU: gateways {g:.1f} s, PostgreSQL {p:.1f} s, mock {m:.1f} s, per notification {g / $tn * 1e6:.0f} + {p / $tn * 1e6:.0f} + {m / $tn * 1e6:.0f} µs')")
   profile "gateway $fmt"
@@ -254,8 +273,10 @@ log_from=()
 for g in A B; do log_from+=("$(wc -l < "$work/gateway-$g.log")"); done
 # shellcheck disable=SC2046 # pg_pids: one word per process
 read -r cpu_gw cpu_pg < <(echo "$(cpu_seconds "${GW_PIDS[@]}") $(cpu_seconds $(pg_pids))")
+perf_start latency
 "$rate_gen" --items "$work/items-v2.jsonl" --rate "$lat_rate" --seconds "$lat_s" --out "$work/lat.tsv" "${GW_URLS[@]}" > "$work/lat.json"
 wait_drained
+perf_stop
 # shellcheck disable=SC2046
 lat_cpu=$(python3 -c "n = $lat_s * $lat_rate; print(f'CPU per request (accept and send): gateways {($(cpu_seconds "${GW_PIDS[@]}") - $cpu_gw) / n * 1e6:.0f} µs, PostgreSQL {($(cpu_seconds $(pg_pids)) - $cpu_pg) / n * 1e6:.0f} µs')")
 profile "latency"

@@ -35,8 +35,33 @@ import Testing
         try c.exec("SET LOCAL enable_seqscan = off")
         try c.exec("COMMIT")
         #expect(try Self.preparedCount(c) == 2)
-        // Every call planned for its own values (a generic plan cannot see an array's length).
-        #expect(try c.exec("SHOW plan_cache_mode").rows == [["force_custom_plan"]])
+        // PostgreSQL's own plan choice, whatever the server's or the role's default.
+        #expect(try c.exec("SHOW plan_cache_mode").rows == [["auto"]])
+    }
+
+    /// After five custom plans a statement whose generic plan costs no more runs on it (not
+    /// planned per call: a third of PostgreSQL's CPU per single request, bench-gateway), and a
+    /// transaction that sets `force_custom_plan` (the outbox's outcome write) plans each call.
+    @Test func aPreparedStatementRunsOnItsGenericPlanUnlessItsTransactionForcesCustomPlans() throws {
+        let conninfo = try PostgresServer.sharedServer().createDatabase()
+        let setup = try PGConnection(conninfo)
+        try setup.exec("CREATE TABLE t (k integer PRIMARY KEY, v text NOT NULL)")
+        // This database's default says otherwise; the connection's own setting wins.
+        let database = try setup.exec("SELECT current_database()").rows.first?.first ?? nil
+        try setup.exec("ALTER DATABASE \"\(database ?? "")\" SET plan_cache_mode = force_custom_plan")
+        let own = try PGConnection(conninfo)
+        let read = "SELECT v FROM t WHERE k = $1"
+        for k in 1...8 { _ = try own.exec(read, [.int(Int64(k))]) }
+        let plans = { try own.exec("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", [.text(read)]) }
+        let first = try plans()
+        #expect(try first.int(0, 0) ?? 0 >= 1, "generic plans \(first.rows)")
+        #expect(try first.int(0, 1) == 5)
+        for k in 1...3 {
+            let answers = try own.pipeline([("SELECT set_config('plan_cache_mode', 'force_custom_plan', true)", []), (read, [.int(Int64(k))])])
+            #expect(answers.count == 2)
+        }
+        #expect(try plans().int(0, 1) == 8)
+        #expect(try plans().int(0, 0) == first.int(0, 0))
     }
 
     @Test func aFailingPreparedStatementInATransactionLeavesTheConnectionUsableAfterRollback() throws {
