@@ -18,23 +18,9 @@ extension Output {
     /// bidirectional controls (U+202A–U+202E, U+2066–U+2069) as `\uXXXX` escapes. They can only
     /// occur inside JSON strings, where the escape means the same character.
     public static func terminalSafeJSON(_ json: String) -> String {
-        func risky(_ v: UInt32) -> Bool {
-            switch v {
-            case 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
-            default: false
-            }
-        }
-        guard json.unicodeScalars.contains(where: { risky($0.value) }) else { return json }
-        var out = String.UnicodeScalarView()
-        for scalar in json.unicodeScalars {
-            if risky(scalar.value) {
-                let hex = String(scalar.value, radix: 16, uppercase: false)
-                out.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).unicodeScalars)
-            } else {
-                out.append(scalar)
-            }
-        }
-        return String(out)
+        let bytes = Array(json.utf8)
+        let safe = JSONWriter.terminalSafe(bytes)
+        return safe.count == bytes.count ? json : String(decoding: safe, as: UTF8.self)
     }
 
     /// Prints `object` as one line of JSON on standard output (the `--json` result).

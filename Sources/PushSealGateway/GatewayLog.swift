@@ -9,7 +9,9 @@ import PushSealSystem
 
 /// One JSON object a line on standard error: a line per request and per final outcome. Lines
 /// carry ids, recipients, statuses and codes, never a notification's text, a full device token
-/// or a key (callers pass only those; ``deviceTokenHint(_:)`` shortens a token).
+/// or a key (callers pass only those; ``deviceTokenHint(_:)`` shortens a token). Characters a
+/// terminal or a line-splitting tool acts on (C1, U+2028, U+2029, bidirectional controls: a
+/// recipient name may hold them) are written as `\uXXXX` (`JSONWriter.terminalSafe`).
 public final class GatewayLog: Sendable {
     private let lock = PosixLock()
     private let fd: Int32
@@ -38,7 +40,7 @@ public final class GatewayLog: Sendable {
         for e in entries {
             let object = JSONObject([("time", .integer(time)), ("event", .string(e.event))] + e.members)
             guard let line = try? JSONWriter.serialize(.object(object)) else { continue }
-            bytes += line
+            bytes += JSONWriter.terminalSafe(line)  // a recipient name may hold U+2028 or a bidi override
             bytes.append(10)
         }
         lock.withLock {

@@ -401,6 +401,37 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         f.gateway.stop()
     }
 
+    /// A recipient name may hold characters that end a line for some tools (U+0085, U+2028,
+    /// U+2029) or reorder what a terminal shows (bidirectional controls): the log writes them as
+    /// `\uXXXX`, so a line stays one line on screen and reads back as the same JSON; other
+    /// characters (é, €, emoji) stay as they are.
+    @Test func logLinesShowLineAndBidiCharactersAsEscapes() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        let log = GatewayLog(fd: fds[1])
+        let sneaky = "a\u{2028}b\u{2029}c\u{85}d\u{202E}e\u{2066}f\u{7F}g\u{9F}h"
+        let plain = "é€😀\u{2027}\u{202F}\u{2070}"
+        log.write("request", [("recipient", .string(sneaky)), ("other", .string(plain))])
+        close(fds[1])
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fds[0], &buffer, buffer.count)
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        #expect(bytes.last == 10)
+        #expect(bytes.filter { $0 == 10 }.count == 1)
+        let text = String(decoding: bytes, as: UTF8.self)
+        for escape in ["\\u2028", "\\u2029", "\\u0085", "\\u202e", "\\u2066", "\\u007f", "\\u009f"] { #expect(text.contains(escape), "\(escape)") }
+        for raw: Unicode.Scalar in ["\u{2028}", "\u{2029}", "\u{85}", "\u{202E}", "\u{2066}", "\u{7F}", "\u{9F}"] { #expect(!text.unicodeScalars.contains(raw)) }
+        #expect(text.contains(plain))
+        let object = try JSONReader.parse(Array(bytes.dropLast())).objectValue
+        #expect(object?["recipient"]?.stringValue == sneaky)
+        #expect(object?["other"]?.stringValue == plain)
+    }
+
     @Test func apiKeyTextRoundTrips() {
         let made = APIKey.generate(name: "n", scopes: ["send"], now: 5)
         #expect(made.text.hasPrefix("psk_\(made.record.id)_"))

@@ -284,6 +284,44 @@ struct JSONWriterTests {
         }
     }
 
+    /// `terminalSafe` against a reference over scalars (the escaper PushSealCLI had, on
+    /// `String`): random strings with the risky characters and their UTF-8 neighbours
+    /// (U+0080…U+00A0, U+2027…U+202F, U+2065…U+2070) give the same text, and it reads back as
+    /// the same value.
+    @Test func terminalSafeEscapesExactlyTheRiskyCharacters() throws {
+        func reference(_ json: String) -> String {
+            var out = ""
+            for scalar in json.unicodeScalars {
+                switch scalar.value {
+                case 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                default:
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+            return out
+        }
+        let near: [ClosedRange<UInt32>] = [0x7E...0xA0, 0x2026...0x2030, 0x2064...0x2070]
+        var rng = SeededGenerator(seed: testSeed &+ 7)
+        for n in 0..<3000 {
+            var scalars = String.UnicodeScalarView()
+            for _ in 0..<Int.random(in: 0...30, using: &rng) {
+                if Bool.random(using: &rng), let range = near.randomElement(using: &rng), let s = Unicode.Scalar(UInt32.random(in: range, using: &rng)) {
+                    scalars.append(s)
+                } else {
+                    scalars.append(RandomJSON.scalar(&rng))
+                }
+            }
+            let value = JSONValue.object(JSONObject([("k", .string(String(scalars)))]))
+            let bytes = try JSONWriter.serialize(value)
+            let safe = JSONWriter.terminalSafe(bytes)
+            #expect(String(decoding: safe, as: UTF8.self) == reference(String(decoding: bytes, as: UTF8.self)), seedNote("string \(n)"))
+            #expect(strictlyEqual(try JSONReader.parse(safe), value), seedNote("string \(n)"))
+        }
+        #expect(JSONWriter.terminalSafe(Array("{\"k\":\"plain é €\"}".utf8)) == Array("{\"k\":\"plain é €\"}".utf8))
+    }
+
     /// Random nested values: write → our reader gives the same value; Foundation agrees.
     @Test func randomValuesRoundTrip() throws {
         var rng = SeededGenerator(seed: testSeed &+ 1)
