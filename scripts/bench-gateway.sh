@@ -17,7 +17,7 @@
 #   BENCH_GATEWAY_ONLY=latency runs the latency row alone (no ceilings, throughput or RSS rows: a
 #   quick iteration on the single-request path; its table has that row only),
 #   BENCH_GATEWAY_PROFILE=1 loads pg_stat_statements and writes each phase's statements (calls,
-#   total ms, WAL bytes) to stderr (it costs a little: figures of such a run are not the ones to publish),
+#   total ms, planning ms, WAL bytes) to stderr (it costs a little: figures of such a run are not the ones to publish),
 #   BENCH_GATEWAY_PERF=DIR records the whole machine (perf record -a -g) during each gateway
 #   throughput row and the latency row into DIR/gateway-v1.data, DIR/gateway-v2.data and
 #   DIR/latency.data (read with perf report -i).
@@ -105,16 +105,16 @@ rate_gen=$work/gateway_rate
 # PostgreSQL: fsync (PG_THROWAWAY_FSYNC) and synchronous_commit on, and the settings
 # docs/gateway.md recommends for production.
 pg_settings="-c synchronous_commit=on -c shared_buffers=128MB -c wal_buffers=16MB -c wal_compression=on -c max_wal_size=4GB -c checkpoint_timeout=15min -c commit_delay=200 -c commit_siblings=4"
-[[ -n ${BENCH_GATEWAY_PROFILE:-} ]] && pg_settings+=" -c shared_preload_libraries=pg_stat_statements,auto_explain -c pg_stat_statements.track=all -c auto_explain.log_min_duration=${BENCH_GATEWAY_PROFILE_EXPLAIN_MS:-100} -c auto_explain.log_analyze=on"
+[[ -n ${BENCH_GATEWAY_PROFILE:-} ]] && pg_settings+=" -c shared_preload_libraries=pg_stat_statements,auto_explain -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on -c auto_explain.log_min_duration=${BENCH_GATEWAY_PROFILE_EXPLAIN_MS:-100} -c auto_explain.log_analyze=on"
 export PG_THROWAWAY_FSYNC=on PG_THROWAWAY_SETTINGS=$pg_settings
 gw_db_start > /dev/null
 sql() { "$PG_BIN/psql" -X -q -At -h "$PG_DIR" -p 5432 -U pushseal -d pushseal -c "$1"; }
 # profile NAME: with BENCH_GATEWAY_PROFILE, the statements since the last call (to stderr), then reset.
 profile() {
   [[ -n ${BENCH_GATEWAY_PROFILE:-} ]] || return 0
-  echo "--- statements: $1 (calls | total ms | mean ms | WAL bytes | query)" >&2
-  sql "SELECT calls, round(total_exec_time::numeric, 1), round(mean_exec_time::numeric, 3), wal_bytes, left(regexp_replace(query, '\s+', ' ', 'g'), 150)
-       FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25" >&2
+  echo "--- statements: $1 (calls | total ms | mean ms | planning ms in all | WAL bytes | query)" >&2
+  sql "SELECT calls, round(total_exec_time::numeric, 1), round(mean_exec_time::numeric, 3), round(total_plan_time::numeric, 1), wal_bytes, left(regexp_replace(query, '\s+', ' ', 'g'), 150)
+       FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 25" >&2
   sql "SELECT pg_stat_statements_reset()" > /dev/null
   # auto_explain's plans of the statements slower than BENCH_GATEWAY_PROFILE_EXPLAIN_MS (100) in this phase.
   echo "--- plans: $1" >&2

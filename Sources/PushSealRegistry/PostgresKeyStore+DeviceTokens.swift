@@ -93,7 +93,7 @@ extension PostgresKeyStore: DeviceTokenStore {
         var out: [String: DeviceToken] = [:]
         try Self.inStatementParts(names) { part in
             let rows = try pool.run { c in
-                try c.exec("""
+                try c.execOnGenericPlan("""
                     SELECT recipient, token, environment, registered_at, row_mac FROM pushseal_device_tokens
                     WHERE app_id = $1 AND environment = $2 AND recipient = ANY($3::text[])
                     """, [.text(appID), .text(environment.rawValue), .text(Self.arrayLiteral(part))])

@@ -74,7 +74,7 @@ extension PostgresKeyStore: V2KeyListStore {
         var out: [String: BatchRegistration] = [:]
         try Self.inStatementParts(names) { part in
             let rows = try pool.run { c in
-                try c.exec("""
+                try c.execOnGenericPlan("""
                     SELECT l.owner, l.version, l.primary_key_id, l.entry_count, l.row_mac,
                            r.key_id, r.status, r.created_at, r.registered_at, r.superseded_at, r.public_key, r.position, r.kem_id, r.row_mac,
                            r.pinned_sender_key_ids, r.pins_reported_at

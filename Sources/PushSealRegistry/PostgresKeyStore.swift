@@ -429,7 +429,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         lock.unlock()
         guard due else { return }
         let rows = try pool.run { c in
-            try c.exec("""
+            try c.execOnGenericPlan("""
                 WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin)
                 SELECT s.xmin, k.app_id, k.recipient, k.version FROM s
                 LEFT JOIN pushseal_keysets k ON $1::text IS NOT NULL AND k.changed_xid >= $1::xid8

@@ -551,10 +551,8 @@ public final class PostgresOutbox: Sendable {
                 """, params + [.text("{" + group.map(\.id).joined(separator: ",") + "}")])
         }
         // `set_config(…, true)`: for this transaction only, like SET LOCAL, which PostgreSQL
-        // refuses with a warning (in its log) outside an explicit transaction block. Each write
-        // is planned for its own ids (a generic plan cannot see the array's length).
-        let setting: (sql: String, params: [PGValue?]) = (
-            "SELECT set_config('enable_nestloop', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)", [])
+        // refuses with a warning (in its log) outside an explicit transaction block.
+        let setting: (sql: String, params: [PGValue?]) = ("SELECT set_config('enable_nestloop', 'off', true)", [])
         /// The written rows of one statement's answer: app and device token by lower-case id.
         func written(_ updated: PGRows) -> [String: (app: String, token: String)] {
             var rowsByID: [String: (app: String, token: String)] = [:]
