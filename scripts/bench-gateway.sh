@@ -143,6 +143,9 @@ cpu_seconds() {
   done
   python3 -c "print($t / $(getconf CLK_TCK))"
 }
+# cpu_ticks: the machine's steal and total CPU ticks so far (/proc/stat's cpu line): the share
+# the hypervisor gave to other machines between two calls says whether a row had its cores.
+cpu_ticks() { awk '/^cpu / {t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t; exit}' /proc/stat; }
 # pg_pids: the PostgreSQL server's processes (the postmaster and its children: backends, WAL writer, …).
 pg_pids() {
   local pm
@@ -273,12 +276,14 @@ log_from=()
 for g in A B; do log_from+=("$(wc -l < "$work/gateway-$g.log")"); done
 # shellcheck disable=SC2046 # pg_pids: one word per process
 read -r cpu_gw cpu_pg < <(echo "$(cpu_seconds "${GW_PIDS[@]}") $(cpu_seconds $(pg_pids))")
+read -r steal_before ticks_before < <(cpu_ticks)
 perf_start latency
 "$rate_gen" --items "$work/items-v2.jsonl" --rate "$lat_rate" --seconds "$lat_s" --out "$work/lat.tsv" "${GW_URLS[@]}" > "$work/lat.json"
 wait_drained
 perf_stop
+read -r steal_after ticks_after < <(cpu_ticks)
 # shellcheck disable=SC2046
-lat_cpu=$(python3 -c "n = $lat_s * $lat_rate; print(f'CPU per request (accept and send): gateways {($(cpu_seconds "${GW_PIDS[@]}") - $cpu_gw) / n * 1e6:.0f} µs, PostgreSQL {($(cpu_seconds $(pg_pids)) - $cpu_pg) / n * 1e6:.0f} µs')")
+lat_cpu=$(python3 -c "n = $lat_s * $lat_rate; print(f'CPU per request (accept and send): gateways {($(cpu_seconds "${GW_PIDS[@]}") - $cpu_gw) / n * 1e6:.0f} µs, PostgreSQL {($(cpu_seconds $(pg_pids)) - $cpu_pg) / n * 1e6:.0f} µs; CPU time stolen by the hypervisor meanwhile {100 * ($steal_after - $steal_before) / max(1, $ticks_after - $ticks_before):.0f} %')")
 profile "latency"
 sql "SELECT id, status, finished_at FROM pushseal_outbox" > "$work/lat-rows.txt"
 lat=$(python3 - "$work/lat.json" "$work/lat.tsv" "$work/lat-rows.txt" <<'PY'
