@@ -243,14 +243,15 @@ final class PGConnection {
         return try rows(of: check(result))
     }
 
-    /// Runs a read of the registry's slowly changing tables (registrations and their lists,
-    /// device tokens, keyset versions) on the statement's generic plan, made once per connection
+    /// Runs a read of the registry's slowly changing tables by name (registrations and their
+    /// lists, device tokens) on the statement's generic plan, made once per connection
     /// (`plan_cache_mode = force_generic_plan` for its implicit transaction, set in the same
     /// round trip: ``pipeline(_:readOnly:)``), instead of planning it per call: on the
-    /// single-request path those three reads were planned ~3,500 times in 10 s, 1.7 s of
-    /// PostgreSQL's CPU against 0.9 s of executing them (bench-gateway, pg_stat_statements'
-    /// planning time). Their generic plans find rows through the tables' unique indexes for any
-    /// number of names (checked on 200,000 device tokens); a plan made while a table was small
+    /// single-request path those two reads were planned ~3,500 times in 10 s, 1.3 s of
+    /// PostgreSQL's CPU against 0.8 s of executing them (bench-gateway, pg_stat_statements'
+    /// planning time). Only equality and `= ANY` on a unique index belong here: the generic plan
+    /// finds rows through it for any number of names (checked on 200,000 device tokens), while
+    /// for a range it may prefer reading the whole table. A plan made while a table was small
     /// is made again when autovacuum's ANALYZE sees it grow (PostgreSQL invalidates it).
     /// Every other statement is planned per call (the connection's `force_custom_plan`): the
     /// outbox fills and empties in seconds, faster than its statistics follow.

@@ -429,7 +429,9 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         lock.unlock()
         guard due else { return }
         let rows = try pool.run { c in
-            try c.execOnGenericPlan("""
+            // Planned per call: a generic plan cannot see how far back `$1` is, and for a range it
+            // may prefer reading every keyset to the index (its estimate is a third of the rows).
+            try c.exec("""
                 WITH s AS (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin)
                 SELECT s.xmin, k.app_id, k.recipient, k.version FROM s
                 LEFT JOIN pushseal_keysets k ON $1::text IS NOT NULL AND k.changed_xid >= $1::xid8
