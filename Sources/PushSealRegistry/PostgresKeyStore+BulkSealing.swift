@@ -17,7 +17,7 @@ extension PostgresKeyStore: BulkSealingKeyStore {
     public func sealingPrimaries(appID: String, recipients: [String]) throws -> [String: (watch: any KeysetWatch, key: SealingKey)] {
         try KeyID.validateAppID(appID)
         let kek = try requireKEK()
-        try refreshIfDue(force: false)
+        try refreshIfDue()
         let names = recipients.filter { (try? KeyID.validateRecipient($0)) != nil }
         var out: [String: (watch: any KeysetWatch, key: SealingKey)] = [:]
         try Self.inStatementParts(names) { part in

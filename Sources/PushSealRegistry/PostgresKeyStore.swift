@@ -18,15 +18,18 @@ public import PushSealServerKeys
 ///
 /// **Caches.** A ``KeysetWatch`` compares the keyset's `version` (bumped by every lifecycle
 /// change) with what this process last saw, in memory: no round trip per seal. What it saw is
-/// refreshed by one query for every keyset changed since (by transaction id) at each
-/// ``batchChunkWillBegin()`` and whenever the last refresh is older than
-/// ``changePollIntervalNanoseconds`` (250 ms). So a change by another process reaches a sealer
-/// within 250 ms (and at the next batch chunk), and ``ServerKeyring`` re-reads every keyset at
-/// least every second anyway. A reservation by another process does not invalidate a watch (it
+/// refreshed by one query for every keyset changed since (by transaction id) at the first use of
+/// a watch (or bulk read) after each ``batchChunkWillBegin()``, and whenever the last refresh is
+/// older than ``changePollIntervalNanoseconds`` (250 ms). So a change by another process reaches a
+/// sealer within 250 ms (and at the next batch chunk), and ``ServerKeyring`` re-reads every keyset
+/// at least every second anyway. A chunk that seals nothing with a v1 key (every recipient has a
+/// v2 registration) makes no refresh: the check is made where a v1 key is used, not at the chunk's
+/// start (bench-gateway: it was a round trip and ~110 µs of PostgreSQL's CPU per single v2 request). A reservation by another process does not invalidate a watch (it
 /// cannot change the key to seal with); one by this process does.
 ///
-/// Sendable (checked by hand): the pool is Sendable; `known`, `epochs`, `seenXmin` and
-/// `lastRefresh` are guarded by `lock`; everything else is immutable.
+/// Sendable (checked by hand): the pool is Sendable; `known`, `epochs`, `seenXmin`,
+/// `lastRefresh`, `refreshFailed`, `chunkStarts` and `refreshedThrough` are guarded by `lock`;
+/// everything else is immutable.
 public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     /// The environment variable holding the connection string when `--registry` is not given.
     public static let environmentVariable = "PUSHSEAL_REGISTRY"
@@ -52,6 +55,12 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     private var seenXmin: String?
     private var lastRefresh: UInt64 = 0
     private var refreshFailed = false
+    /// Chunk starts announced (``batchChunkWillBegin()``), and how many of them the last completed
+    /// refresh began after: a refresh is due while `refreshedThrough < chunkStarts`. A count, not
+    /// a flag, so a refresh that began before a chunk started (on another thread) does not count
+    /// for that chunk.
+    private var chunkStarts: UInt64 = 0
+    private var refreshedThrough: UInt64 = 0
     /// When ``mayHaveRegistrations(appID:)`` last found a registration, per app (monotonic ns).
     let registrationsSeen = Locked<[String: UInt64]>([:])
     /// How long a `true` from ``mayHaveRegistrations(appID:)`` is reused without asking: 1 s, in ns.
@@ -367,7 +376,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     public func watchKeyset(appID: String, recipient: String) throws -> (any KeysetWatch)? {
         try KeyID.validateAppID(appID)
         try KeyID.validateRecipient(recipient)
-        try refreshIfDue(force: false)
+        try refreshIfDue()
         let rows = try pool.run { c in
             try c.exec("SELECT version FROM pushseal_keysets WHERE app_id = $1 AND recipient = $2", [.text(appID), .text(recipient)])
         }
@@ -394,7 +403,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     }
 
     func isCurrent(_ w: Watch) throws -> Bool {
-        try refreshIfDue(force: false)
+        try refreshIfDue()
         let slot = Slot(appID: w.appID, recipient: w.recipient)
         lock.lock()
         defer { lock.unlock() }
@@ -409,25 +418,37 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         lock.unlock()
     }
 
-    /// Refreshes the versions of watched keysets from the database: one query for every keyset
-    /// changed since the last refresh. A failed refresh is tried again at the next check.
+    /// Makes the versions of watched keysets due for a refresh from the database (one query for
+    /// every keyset changed since the last refresh), made at the next use of a watch or bulk read
+    /// (``refreshIfDue()``), not here: a chunk that uses no v1 key asks nothing.
     public func batchChunkWillBegin() {
+        lock.lock()
+        chunkStarts &+= 1
+        lock.unlock()
+    }
+
+    /// Refreshes the versions of watched keysets when a chunk started since the last refresh,
+    /// the last one failed or is older than ``changePollIntervalNanoseconds``.
+    /// - Throws: `RegistryError` `.unavailable` (tried again at the next check).
+    func refreshIfDue() throws {
+        let now = monotonicNanoseconds()
+        lock.lock()
+        let asked = chunkStarts
+        let due = refreshFailed || seenXmin == nil || refreshedThrough != asked || now &- lastRefresh >= Self.changePollIntervalNanoseconds
+        let since = seenXmin
+        lock.unlock()
+        guard due else { return }
         do {
-            try refreshIfDue(force: true)
+            try refresh(since: since, now: now, asked: asked)
         } catch {
             lock.lock()
             refreshFailed = true
             lock.unlock()
+            throw error
         }
     }
 
-    func refreshIfDue(force: Bool) throws {
-        let now = monotonicNanoseconds()
-        lock.lock()
-        let due = force || refreshFailed || seenXmin == nil || now &- lastRefresh >= Self.changePollIntervalNanoseconds
-        let since = seenXmin
-        lock.unlock()
-        guard due else { return }
+    private func refresh(since: String?, now: UInt64, asked: UInt64) throws {
         let rows = try pool.run { c in
             // Planned per call: a generic plan cannot see how far back `$1` is, and for a range it
             // may prefer reading every keyset to the index (its estimate is a third of the rows).
@@ -447,6 +468,8 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         if let x = rows.rows.first?[0] { seenXmin = x }
         lastRefresh = now
         refreshFailed = false
+        // Wrapping counters: "began after `asked` starts" unless a later refresh already covered more.
+        if asked &- refreshedThrough < (1 << 63) { refreshedThrough = asked }
     }
 
     /// Reserves seals with one `UPDATE … RETURNING` on the primary's key row (which also writes

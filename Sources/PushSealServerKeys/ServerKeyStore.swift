@@ -78,7 +78,9 @@ public protocol ServerKeyStore: AnyObject, Sendable {
     func reserveSeals(appID: String, recipient: String, keyID: String, count: UInt64) throws -> SealReservation
 
     /// A batch chunk starts (``ServerKeyring/beginBatchChunk()``, at most every 2,048 lines):
-    /// a store may refresh what its watches compare against, once for the chunk. Default: nothing.
+    /// a store may refresh what its watches compare against, once for the chunk, before the
+    /// chunk's first use of a watch (the registry does it then, so a chunk that uses none asks
+    /// nothing). Default: nothing.
     func batchChunkWillBegin()
 
     // MARK: Lifecycle (push-keys)

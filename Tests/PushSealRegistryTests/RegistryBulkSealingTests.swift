@@ -82,6 +82,24 @@ import Testing
         #expect(throws: KeysError(.noPrimaryKey, "")) { try keyring.primaryKeyForSealing(appID: Self.app, recipient: "bob") }
     }
 
+    /// A chunk start asks the database nothing (a chunk of v2 recipients uses no v1 watch); the
+    /// first watch used after it refreshes, once, and sees another process's change.
+    @Test func aChunkStartRefreshesAtTheFirstWatchUsedNotBefore() throws {
+        let kek = KeyEncryptionKey.generate()
+        let (store, cs) = try Registry.store(kek: kek)
+        let other = try PostgresKeyStore(connectionString: cs, kek: kek, reconnectWaitSeconds: 10)
+        try store.generate(appID: Self.app, recipient: "alice", now: Self.now)
+        let watch = try #require(try store.watchKeyset(appID: Self.app, recipient: "alice"))
+        #expect(try watch.isCurrent())
+        _ = try other.rotate(appID: Self.app, recipient: "alice", graceSeconds: 60, device: nil, promote: true, now: Self.now, afterStep: { _ in })
+        let before = store.poolBodyRuns
+        store.batchChunkWillBegin()
+        store.batchChunkWillBegin()
+        #expect(store.poolBodyRuns == before, "a chunk start made a round trip")
+        #expect(try !watch.isCurrent(), "the rotation by another process is seen after the chunk start")
+        #expect(store.poolBodyRuns == before + 1, "one refresh for the chunk")
+    }
+
     @Test func bulkReservationsNeverUnderCountAcrossStores() throws {
         let kek = KeyEncryptionKey.generate()
         let (store, cs) = try Registry.store(kek: kek)
