@@ -1,4 +1,5 @@
 import PushSealHTTP
+import PushSealServer
 public import PushSealRegistrationTokens
 import PushSealSystem
 
@@ -35,12 +36,18 @@ public struct RegistrationTokenPolicy: Sendable {
         !text.hasPrefix("psk_") && text.utf8.lazy.filter { $0 == UInt8(ascii: ".") }.count == 2
     }
 
-    /// The verified claims of `text`.
+    /// The verified claims of `text`, whose `sub` is a recipient name this gateway can register
+    /// (`KeyID.validateRecipient`: the token format allows a `/`, a recipient name does not).
     /// - Throws: ``HTTPError`` 401 `invalidRegistrationToken` naming the library's reason
-    ///   (`expired`, `wrongAudience`, `badSignature`, `unsupportedAlgorithm`, …); never the token.
+    ///   (`expired`, `wrongAudience`, `badSignature`, `unsupportedAlgorithm`, …, and
+    ///   `invalidClaim` for a `sub` that is no recipient name); never the token.
     func verify(_ text: String, now: Int64) throws -> RegistrationToken {
         do {
-            return try RegistrationToken.verify(text, appID: appID, secret: secret, now: now, leewaySeconds: leewaySeconds)
+            let token = try RegistrationToken.verify(text, appID: appID, secret: secret, now: now, leewaySeconds: leewaySeconds)
+            guard (try? KeyID.validateRecipient(token.recipient)) != nil else {
+                throw RegistrationTokenError(.invalidClaim, "the claim sub is not a recipient name (1 to 255 bytes without control characters or /)")
+            }
+            return token
         } catch let e as RegistrationTokenError {
             throw HTTPError(401, "invalidRegistrationToken", "the registration token is refused (\(e.code.name)): \(e.reason)",
                             headers: [("WWW-Authenticate", "Bearer realm=\"push-gateway\", error=\"invalid_token\"")])

@@ -53,7 +53,7 @@ func base64url(_ bytes: [UInt8]) -> String {
         #expect(f.backend.registeredRecipients == ["phone-7"])
     }
 
-    @Test("refused: expired, wrong aud, another secret, alg none/HS512/RS256, garbage, tokens not enabled → 401; another recipient or app → 403; nothing stored")
+    @Test("refused: expired, wrong aud, another secret, alg none/HS512/RS256, garbage, a sub with /, tokens not enabled → 401; another recipient or app → 403; nothing stored")
     func everyRefusalStoresNothing() throws {
         let f = try Self.fixture()
         defer { f.gateway.stop() }
@@ -68,6 +68,8 @@ func base64url(_ bytes: [UInt8]) -> String {
             ("unsupportedAlgorithm", try Self.forged(header: #"{"alg":"RS256","typ":"JWT"}"#)),
             ("malformedToken", "eyJhbGciOiJIUzI1NiJ9.e30.!!!"),
             ("notYetValid", try Self.mint(issuedAt: now + 3600)),
+            // A well-signed token whose sub the token format allows but a recipient name does not.
+            ("invalidClaim", try Self.mint("a/b")),
         ]
         for (reason, token) in unauthorized {
             let r = try f.post("/v1/devices", key: token, json: Self.upload)
