@@ -55,12 +55,16 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     private var seenXmin: String?
     private var lastRefresh: UInt64 = 0
     private var refreshFailed = false
-    /// Chunk starts announced (``batchChunkWillBegin()``), and how many of them the last completed
-    /// refresh began after: a refresh is due while `refreshedThrough < chunkStarts`. A count, not
-    /// a flag, so a refresh that began before a chunk started (on another thread) does not count
-    /// for that chunk.
+    /// Chunk starts announced (``batchChunkWillBegin()``), and the most of them any completed
+    /// refresh began after: a refresh is due while the two differ. A count, not a flag, so a
+    /// refresh that began before a chunk started (on another thread) does not count for that chunk.
     private var chunkStarts: UInt64 = 0
     private var refreshedThrough: UInt64 = 0
+    /// Held while a refresh runs: one refresh at a time, and a thread that waited for one finds
+    /// it done (N sealing threads reaching their first watch of a chunk together ask once, not N
+    /// times; and two first refreshes cannot overlap, where the later one, which reads no rows,
+    /// would move `seenXmin` past a change the earlier one did not see).
+    private let refreshLock = PosixLock()
     /// When ``mayHaveRegistrations(appID:)`` last found a registration, per app (monotonic ns).
     let registrationsSeen = Locked<[String: UInt64]>([:])
     /// How long a `true` from ``mayHaveRegistrations(appID:)`` is reused without asking: 1 s, in ns.
@@ -431,13 +435,11 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     /// the last one failed or is older than ``changePollIntervalNanoseconds``.
     /// - Throws: `RegistryError` `.unavailable` (tried again at the next check).
     func refreshIfDue() throws {
-        let now = monotonicNanoseconds()
-        lock.lock()
-        let asked = chunkStarts
-        let due = refreshFailed || seenXmin == nil || refreshedThrough != asked || now &- lastRefresh >= Self.changePollIntervalNanoseconds
-        let since = seenXmin
-        lock.unlock()
-        guard due else { return }
+        guard dueRefresh() != nil else { return }
+        refreshLock.lock()
+        defer { refreshLock.unlock() }
+        // Asked again: the refresh this thread waited for may have covered it.
+        guard let (since, asked, now) = dueRefresh() else { return }
         do {
             try refresh(since: since, now: now, asked: asked)
         } catch {
@@ -446,6 +448,16 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
             lock.unlock()
             throw error
         }
+    }
+
+    /// What a refresh due now starts from (the last `seenXmin`, the chunk starts it covers, the
+    /// time); `nil` when none is due.
+    private func dueRefresh() -> (since: String?, asked: UInt64, now: UInt64)? {
+        let now = monotonicNanoseconds()
+        lock.lock()
+        defer { lock.unlock() }
+        let due = refreshFailed || seenXmin == nil || refreshedThrough != chunkStarts || now &- lastRefresh >= Self.changePollIntervalNanoseconds
+        return due ? (seenXmin, chunkStarts, now) : nil
     }
 
     private func refresh(since: String?, now: UInt64, asked: UInt64) throws {

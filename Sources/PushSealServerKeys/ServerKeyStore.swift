@@ -20,8 +20,8 @@ public import PushSealKeyRecords
 ///
 /// **Caches.** A cache of a keyset (``ServerKeyring``) takes a ``KeysetWatch`` before it reads
 /// the keyset and asks it later whether the keyset is unchanged; ``batchChunkWillBegin()`` tells
-/// the store a batch chunk starts (a store whose watches need a round trip can refresh them all
-/// there, once per chunk).
+/// the store a batch chunk starts (a store whose watches need a round trip refreshes them once
+/// per chunk, before the chunk's first watch is asked).
 ///
 /// **Another implementation** (a database store) conforms in its own module: it builds the
 /// results with their public initializers (``KeyInfo``, ``KeysetInfo``, ``RotationResult``,

@@ -52,7 +52,7 @@ import PushSealKeyRecords
 /// crash or exit leaves unused stay below about twice one second's seals of the key (and are only
 /// ever over-counted, never under-counted).
 ///
-/// The first ``beginBatchChunk()`` call of each chunk is passed on to the store
+/// Each ``beginBatchChunk()`` call is passed on to the store
 /// (``ServerKeyStore/batchChunkWillBegin()``).
 ///
 /// Sendable (checked by hand): the cache is guarded by `lock`; slow paths (re-reads and

@@ -1,7 +1,9 @@
+import Foundation
 import PushSealCrypto
 import PushSealKeyRecords
 import PushSealServerKeys
 import PushSealServerKeyProviders
+import PushSealSystem
 import PushSealWire
 @testable import PushSealRegistry
 import Testing
@@ -98,6 +100,20 @@ import Testing
         #expect(store.poolBodyRuns == before, "a chunk start made a round trip")
         #expect(try !watch.isCurrent(), "the rotation by another process is seen after the chunk start")
         #expect(store.poolBodyRuns == before + 1, "one refresh for the chunk")
+        // Eight sealing threads asking their first watch of a chunk together: one refresh, not
+        // eight (a refresh is one at a time, and one that waited finds it done; a second is
+        // allowed only if the 250 ms poll interval passes meanwhile on a slow machine).
+        _ = try other.rotate(appID: Self.app, recipient: "alice", graceSeconds: 60, device: nil, promote: true, now: Self.now, afterStep: { _ in })
+        let fresh = try #require(try store.watchKeyset(appID: Self.app, recipient: "alice"))
+        _ = try other.rotate(appID: Self.app, recipient: "alice", graceSeconds: 60, device: nil, promote: true, now: Self.now, afterStep: { _ in })
+        store.batchChunkWillBegin()
+        let start = store.poolBodyRuns
+        let stale = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            if (try? fresh.isCurrent()) == false { stale.withLock { $0 += 1 } }
+        }
+        #expect(stale.withLock { $0 } == 8, "every thread sees the rotation")
+        #expect(store.poolBodyRuns - start <= 2, "\(store.poolBodyRuns - start) refreshes for one chunk start")
     }
 
     @Test func bulkReservationsNeverUnderCountAcrossStores() throws {
