@@ -23,9 +23,10 @@ public import PushSealServerKeys
 /// older than ``changePollIntervalNanoseconds`` (250 ms). So a change by another process reaches a
 /// sealer within 250 ms (and at the next batch chunk), and ``ServerKeyring`` re-reads every keyset
 /// at least every second anyway. A chunk that seals nothing with a v1 key (every recipient has a
-/// v2 registration) makes no refresh: the check is made where a v1 key is used, not at the chunk's
-/// start (bench-gateway: it was a round trip and ~110 µs of PostgreSQL's CPU per single v2 request). A reservation by another process does not invalidate a watch (it
-/// cannot change the key to seal with); one by this process does.
+/// v2 registration) makes no refresh: the check is made where a v1 key is used, not at the
+/// chunk's start (bench-gateway: it was a round trip and ~110 µs of PostgreSQL's CPU per single
+/// v2 request). A reservation by another process does not invalidate a watch (it cannot change
+/// the key to seal with); one by this process does.
 ///
 /// Sendable (checked by hand): the pool is Sendable; `known`, `epochs`, `seenXmin`,
 /// `lastRefresh`, `refreshFailed`, `chunkStarts` and `refreshedThrough` are guarded by `lock`;
@@ -427,7 +428,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     /// (``refreshIfDue()``), not here: a chunk that uses no v1 key asks nothing.
     public func batchChunkWillBegin() {
         lock.lock()
-        chunkStarts &+= 1
+        chunkStarts += 1
         lock.unlock()
     }
 
@@ -480,8 +481,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         if let x = rows.rows.first?[0] { seenXmin = x }
         lastRefresh = now
         refreshFailed = false
-        // Wrapping counters: "began after `asked` starts" unless a later refresh already covered more.
-        if asked &- refreshedThrough < (1 << 63) { refreshedThrough = asked }
+        refreshedThrough = max(refreshedThrough, asked)
     }
 
     /// Reserves seals with one `UPDATE … RETURNING` on the primary's key row (which also writes
