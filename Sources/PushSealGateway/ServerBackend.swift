@@ -193,7 +193,7 @@ public final class ServerBackend: GatewayBackend {
         m.providerTokenMints = snapshot.providerTokenMints
         m.apnsConnectionsOpened = snapshot.connectionsOpened
         m.apnsConnectionsOpen = snapshot.connectionsOpen
-        if let q = try? outbox.rows.queueStatistics(nowMs: unixTimeMilliseconds()) {
+        if let q = try? outbox.queueStatistics(nowMs: unixTimeMilliseconds()) {
             m.queueDepth = q.queued
             m.oldestQueuedAgeSeconds = Double(q.oldestQueuedAgeMs) / 1000
         } else {

@@ -448,16 +448,23 @@ public final class PostgresOutbox: Sendable {
          .int(r.expiresAtMs)]
     }
 
-    /// The claim: up to `$4` queued rows, oldest first, leased to `$1` until `$2` at `$3`.
+    /// The claim: up to `$4` queued rows of app `$5` and environment `$6`, oldest first, leased
+    /// to `$1` until `$2` at `$3`.
     static let claimStatement = """
         UPDATE pushseal_outbox o SET status = 'sending', lease_owner = $1, lease_until = $2, sends = o.sends + 1, updated_at = $3
-        FROM (SELECT id FROM pushseal_outbox WHERE status = 'queued' ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED) q
+        FROM (SELECT id FROM pushseal_outbox WHERE status = 'queued' AND app_id = $5 AND environment = $6
+              ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED) q
         WHERE o.id = q.id
         RETURNING \(rowColumns.split(separator: ",").map { "o." + $0.trimmingCharacters() }.joined(separator: ", "))
         """
 
-    /// Claims up to `limit` queued rows, oldest first, for `owner` until `nowMs + leaseMs`
-    /// (`SELECT … FOR UPDATE SKIP LOCKED`: two instances never claim one row).
+    /// Claims up to `limit` queued rows of `appID` addressed to device tokens of `environment`,
+    /// oldest first, for `owner` until `nowMs + leaseMs` (`SELECT … FOR UPDATE SKIP LOCKED`: two
+    /// instances never claim one row). Only the rows of the claiming instance's own app and
+    /// environment: gateways of other apps or of the other environment on the same database
+    /// (a staging and a production gateway) never send each other's rows through the wrong
+    /// provider key or endpoint, nor act on APNs' answers to them (a `BadDeviceToken` would
+    /// remove the other's token).
     ///
     /// The queued rows are walked with a plain index scan of `pushseal_outbox_queued`
     /// (`enable_bitmapscan` off for this transaction): every claimed row leaves a dead entry at
@@ -466,7 +473,7 @@ public final class PostgresOutbox: Sendable {
     /// every claim (5 ms for a claim that found nothing at 500 single requests/s: bench-gateway's
     /// pg_stat_statements and auto_explain).
     /// - Throws: `RegistryError` `.unavailable`, `.query`, `.corrupt`.
-    public func claim(owner: String, limit: Int, leaseMs: Int64, nowMs: Int64) throws -> [Claimed] {
+    public func claim(appID: String, environment: DeviceTokenEnvironment, owner: String, limit: Int, leaseMs: Int64, nowMs: Int64) throws -> [Claimed] {
         let mac = try registry.rowMAC(table: Self.table)
         // One round trip: the setting (for this transaction only; SET LOCAL would warn in the
         // server's log outside an explicit transaction block) and the claim, in one pipelined
@@ -474,7 +481,7 @@ public final class PostgresOutbox: Sendable {
         let rows = try pool.run { c in
             try c.pipeline([
                 ("SELECT set_config('enable_bitmapscan', 'off', true)", []),
-                (Self.claimStatement, [.text(owner), .int(nowMs + leaseMs), .int(nowMs), .int(Int64(limit))]),
+                (Self.claimStatement, [.text(owner), .int(nowMs + leaseMs), .int(nowMs), .int(Int64(limit)), .text(appID), .text(environment.rawValue)]),
             ])[1]
         }
         return try (0..<rows.rows.count).map { r in
@@ -708,15 +715,15 @@ public final class PostgresOutbox: Sendable {
     }
 
     /// Queue depth (`queued` rows), rows being sent, and the age of the oldest queued row (ms; 0
-    /// when none), for metrics.
+    /// when none) of `appID` and `environment` (the rows the instance's worker claims), for metrics.
     /// - Throws: `RegistryError`.
-    public func queueStatistics(nowMs: Int64) throws -> (queued: Int, sending: Int, oldestQueuedAgeMs: Int64) {
+    public func queueStatistics(appID: String, environment: DeviceTokenEnvironment, nowMs: Int64) throws -> (queued: Int, sending: Int, oldestQueuedAgeMs: Int64) {
         let rows = try pool.run { c in
             try c.exec("""
                 SELECT count(*) FILTER (WHERE status = 'queued'), count(*) FILTER (WHERE status = 'sending'),
                        min(created_at) FILTER (WHERE status = 'queued')
-                FROM pushseal_outbox WHERE status IN ('queued', 'sending')
-                """)
+                FROM pushseal_outbox WHERE status IN ('queued', 'sending') AND app_id = $1 AND environment = $2
+                """, [.text(appID), .text(environment.rawValue)])
         }
         let oldest = try rows.int(0, 2)
         return (Int(try rows.int(0, 0) ?? 0), Int(try rows.int(0, 1) ?? 0), oldest.map { max(0, nowMs - $0) } ?? 0)

@@ -575,10 +575,19 @@ public final class Outbox: Sendable {
     /// - Throws: `RegistryError`.
     public func status(id: String) throws -> PostgresOutbox.Status? { try rows.status(id: id) }
 
-    /// Queue depth, rows being sent and the oldest queued row's age (ms), for `/metrics` and `/readyz`.
+    /// Claims up to `limit` queued rows of this outbox's app and environment for `owner` until
+    /// `nowMs + leaseMs` (``PostgresOutbox/claim(appID:environment:owner:limit:leaseMs:nowMs:)``):
+    /// gateways of other apps or of the other environment on the same database keep their own.
+    /// - Throws: `RegistryError` `.unavailable`, `.query`, `.corrupt`.
+    public func claim(owner: String, limit: Int, leaseMs: Int64, nowMs: Int64) throws -> [PostgresOutbox.Claimed] {
+        try rows.claim(appID: configuration.sealer.appID, environment: configuration.environment, owner: owner, limit: limit, leaseMs: leaseMs, nowMs: nowMs)
+    }
+
+    /// Queue depth, rows being sent and the oldest queued row's age (ms) of this outbox's app and
+    /// environment (the rows its worker claims), for `/metrics` and `/readyz`.
     /// - Throws: `RegistryError` (the database is unreachable: not ready).
     public func queueStatistics(nowMs: Int64) throws -> (queued: Int, sending: Int, oldestQueuedAgeMs: Int64) {
-        try rows.queueStatistics(nowMs: nowMs)
+        try rows.queueStatistics(appID: configuration.sealer.appID, environment: configuration.environment, nowMs: nowMs)
     }
 
     /// Ends the queued notifications of `recipient` unsent (`cancelled`, reason `forgotten`).

@@ -220,7 +220,7 @@ public final class OutboxWorker: Sendable {
                 lastLook = monotonicNanoseconds()
                 claims.withLock { $0 += 1 }
                 do {
-                    claimed = try rows.claim(owner: configuration.instanceID, limit: limit, leaseMs: configuration.leaseMs, nowMs: now)
+                    claimed = try outbox.claim(owner: configuration.instanceID, limit: limit, leaseMs: configuration.leaseMs, nowMs: now)
                     if !claimed.isEmpty { lastRenew = now }
                 } catch {
                     // The database is away: look again after a wait (the rows stay where they are).

@@ -257,6 +257,24 @@ struct OutboxTests {
         #expect(w.claimCount <= 20, "\(w.claimCount) claims for 40 commits")
     }
 
+    @Test("a worker claims only its own app's and environment's rows: a staging gateway on the same database never sends production's")
+    func claimsKeepToTheirAppAndEnvironment() throws {
+        let f = try Fixture(recipients: ["a", "b", "c"])
+        let now = unixTimeMilliseconds()
+        let accepted = try f.outbox.accept(["a", "b", "c"].map { Self.item($0, "t-\($0)") }, idempotency: nil, nowMs: now)
+        let ids = accepted.items.compactMap { if case .queued(let id, _) = $0 { id } else { nil } }
+        try #require(ids.count == 3)
+        // The third row belongs to another app (as if its gateway shared the database).
+        _ = try f.sql("UPDATE pushseal_outbox SET app_id = 'com.example.other' WHERE id = '\(ids[2])'")
+        let production = try Outbox(store: f.store, configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: OutboxTests.appID), environment: .production))
+        #expect(try production.claim(owner: "prod", limit: 10, leaseMs: 60_000, nowMs: now).isEmpty, "development rows are not production's")
+        #expect(try production.queueStatistics(nowMs: now).queued == 0)
+        #expect(try f.outbox.queueStatistics(nowMs: now).queued == 2, "the other app's row is not in this queue")
+        let claimed = try f.outbox.claim(owner: "dev", limit: 10, leaseMs: 60_000, nowMs: now)
+        #expect(Set(claimed.map(\.row.id)) == Set(ids[0..<2]))
+        #expect(try f.sql("SELECT status FROM pushseal_outbox WHERE id = '\(ids[2])'") == "queued", "left for its own app's gateway")
+    }
+
     @Test("a dead instance's rows: resent when they have a collapse id, failed mayHaveBeenDelivered without")
     func reaperRespectsCollapseIDs() throws {
         let f = try Fixture(recipients: ["a", "b"])
@@ -266,9 +284,9 @@ struct OutboxTests {
         let ids = accepted.items.compactMap { if case .queued(let id, _) = $0 { id } else { nil } }
         #expect(ids.count == 2)
         // An instance claims both and dies (its lease expires).
-        let claimed = try f.outbox.rows.claim(owner: "dead", limit: 10, leaseMs: 1, nowMs: unixTimeMilliseconds() - 1000)
+        let claimed = try f.outbox.claim(owner: "dead", limit: 10, leaseMs: 1, nowMs: unixTimeMilliseconds() - 1000)
         #expect(claimed.count == 2 && claimed.allSatisfy(\.authentic))
-        #expect(try f.outbox.rows.claim(owner: "other", limit: 10, leaseMs: 60_000, nowMs: unixTimeMilliseconds()).isEmpty, "a leased row is not claimed again")
+        #expect(try f.outbox.claim(owner: "other", limit: 10, leaseMs: 60_000, nowMs: unixTimeMilliseconds()).isEmpty, "a leased row is not claimed again")
         let w = try OutboxWorker(outbox: f.outbox, apns: try f.apns(mock))
         try w.start()
         try f.waitUntilDone()
@@ -359,7 +377,7 @@ struct OutboxTests {
         // The fourth row gets the second's sealed id: it opens only in its own row.
         _ = try f.sql("UPDATE pushseal_outbox SET device_id_sealed = (SELECT device_id_sealed FROM pushseal_outbox WHERE id = '\(ids[1])') WHERE id = '\(ids[3])'")
         // All four were sent (claimed and completed).
-        let claimed = try f.outbox.rows.claim(owner: "sent", limit: 10, leaseMs: 60_000, nowMs: now)
+        let claimed = try f.outbox.claim(owner: "sent", limit: 10, leaseMs: 60_000, nowMs: now)
         try f.outbox.rows.complete(claimed.map { PostgresOutbox.Completion(id: $0.row.id, status: "accepted", httpStatus: 200, attempts: 1) }, owner: "sent", nowMs: now)
 
         let done = try f.outbox.retract(ids, single: false, idempotency: nil, nowMs: now)
@@ -375,7 +393,7 @@ struct OutboxTests {
         #expect(try f.sql("SELECT count(*) FROM pushseal_outbox WHERE kind = 'retract'") == "2")
 
         // An instance claims both retracts and dies: they are requeued without a collapse id.
-        let dead = try f.outbox.rows.claim(owner: "dead", limit: 10, leaseMs: 1, nowMs: now - 1000)
+        let dead = try f.outbox.claim(owner: "dead", limit: 10, leaseMs: 1, nowMs: now - 1000)
         #expect(dead.count == 2)
         let reaped = try f.outbox.rows.reap(nowMs: now)
         #expect(reaped.requeued == 2 && reaped.failed.isEmpty)
