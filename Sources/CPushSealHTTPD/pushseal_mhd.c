@@ -1,5 +1,20 @@
 #include "pushseal_mhd.h"
 
+#include <string.h>
+
+/* MHD_OPTION_UNESCAPE_CALLBACK: libmicrohttpd's own decoding (MHD_http_unescape), except that a
+   path or query argument holding "%00" is left as sent. Decoded, the NUL would end the C string
+   the access handler gets, so "DELETE /v1/devices/victim%00x" would act on "victim"; left as
+   sent, the server sees "%00" and refuses the request (HTTPServer: 400 invalidURL). */
+static size_t pushseal_unescape(void *cls, struct MHD_Connection *connection, char *s) {
+    (void)cls;
+    (void)connection;
+    for (const char *p = s; *p != '\0'; p++) {
+        if (p[0] == '%' && p[1] == '0' && p[2] == '0') return strlen(s);
+    }
+    return MHD_http_unescape(s);
+}
+
 struct MHD_Daemon *pushseal_mhd_start(const pushseal_mhd_options *o,
                                       MHD_AccessHandlerCallback handler, void *handler_cls,
                                       MHD_RequestCompletedCallback completed, void *completed_cls) {
@@ -8,6 +23,7 @@ struct MHD_Daemon *pushseal_mhd_start(const pushseal_mhd_options *o,
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, (void *)o->address };
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls };
     items[n++] = (struct MHD_OptionItem){ MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL };
+    items[n++] = (struct MHD_OptionItem){ MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)pushseal_unescape, NULL };
     if (o->thread_pool_size > 1)
         items[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, o->thread_pool_size, NULL };
     if (o->connection_limit > 0)

@@ -90,7 +90,8 @@ public final class Gateway: Sendable {
     // MARK: - Authentication and limits
 
     /// The API key of `request` if it has `scope`, after the rate limit.
-    /// - Throws: ``HTTPError`` 401 `unauthorized` (no key, malformed, unknown or revoked),
+    /// - Throws: ``HTTPError`` 401 `unauthorized` (no key, malformed, unknown or revoked, or its
+    ///   row fails its tag: an `apiKeyRefused` log line),
     ///   403 `forbidden` (the key lacks `scope`), 429 `rateLimited` with `Retry-After`,
     ///   503 `unavailable` (the registry cannot be asked).
     func authorize(_ request: HTTPRequest, scope: String) throws -> GatewayAPIKeyRecord {
@@ -101,6 +102,11 @@ public final class Gateway: Sendable {
         let record: GatewayAPIKeyRecord?
         do {
             record = try authenticator.record(for: text)
+        } catch let e as RegistryError where e.code == .corrupt {
+            // A key row written without the KEK (added, widened, un-revoked in the database):
+            // refused like an unknown key, and told to the operator (the row's id, no secret).
+            log.write("apiKeyRefused", [("requestId", .string(request.requestID)), ("error", .string("corrupt")), ("message", .string(e.reason))])
+            throw HTTPError(401, "unauthorized", "the API key is unknown or revoked", headers: challenge)
         } catch {
             throw HTTPError.unavailable("the registry cannot be reached to check the API key")
         }

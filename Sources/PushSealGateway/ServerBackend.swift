@@ -111,6 +111,10 @@ public final class ServerBackend: GatewayBackend {
             throw HTTPError(409, "registrationConflict", e.reason)
         } catch let e as KeysError where e.code == .staleRegistration || e.code == .registrationRevoked {
             throw HTTPError(409, e.code.name, e.reason)
+        } catch let e as KeysError where e.code == .futureRegistration {
+            // Created more than 5 minutes after the server's clock (G8): the phone's clock is
+            // wrong; a 422 the app does not retry as it would a 500 (review of 2026-12-04, B1).
+            throw HTTPError(422, "futureRegistration", e.reason)
         }
     }
 

@@ -24,47 +24,75 @@ public struct GatewayAPIKeyRecord: Sendable, Hashable {
 }
 
 /// push-gateway's API keys (`pushseal_gateway_api_keys`, migration 7): a row per key with its
-/// SHA-256, name, scopes and revocation time. The key's bytes are never stored or logged.
+/// SHA-256, name, scopes and revocation time. The key's bytes are never stored or logged. Since
+/// schema 12 each row carries a ``RegistryRowMAC`` tag (`row_mac`) under a key derived from the
+/// KEK over id, name, SHA-256, scopes, creation and revocation time: a key added, widened or
+/// un-revoked by whoever can write the database without the KEK is refused (`.corrupt`), so the
+/// role cannot give itself the `register` or `send` scope. Writing and reading keys needs the KEK.
 extension PostgresKeyStore {
-    /// Stores a new key's record.
+    /// What an API key row's tag covers, in order.
+    static func apiKeyFields(_ r: GatewayAPIKeyRecord, keySHA256: [UInt8]) -> [RegistryRowField] {
+        [.text(r.id), .text(r.name), .bytes(keySHA256), .text(r.scopes.joined(separator: ",")), .int(r.createdAt), .int(r.revokedAt)]
+    }
+
+    /// The columns every API key read selects (``apiKey(_:_:)`` decodes and verifies them).
+    static let apiKeyColumns = "id, name, scopes, created_at, revoked_at, key_sha256, row_mac"
+
+    /// Stores a new key's record, tagged under the KEK.
     /// - Parameters:
     ///   - record: id, name, scopes, creation time (``GatewayAPIKeyRecord/revokedAt`` ignored).
     ///   - keySHA256: the SHA-256 of the key's secret bytes (32 bytes).
-    /// - Throws: `RegistryError` `.query` (a repeated id or hash, a name or scope out of range), `.unavailable`.
+    /// - Throws: `RegistryError` `.kekRequired`, `.query` (a repeated id or hash, a name or scope out of range), `.unavailable`.
     public func insertGatewayAPIKey(_ record: GatewayAPIKeyRecord, keySHA256: [UInt8]) throws {
+        let fresh = GatewayAPIKeyRecord(id: record.id, name: record.name, scopes: record.scopes, createdAt: record.createdAt, revokedAt: nil)
+        let tag = try rowMAC(table: AuthenticatedTable.apiKeys).tag(Self.apiKeyFields(fresh, keySHA256: keySHA256))
         _ = try pool.run { c in
-            try c.exec("INSERT INTO pushseal_gateway_api_keys (id, name, key_sha256, scopes, created_at) VALUES ($1, $2, $3, $4, $5)",
-                       [.text(record.id), .text(record.name), .bytes(keySHA256), .text(record.scopes.joined(separator: ",")), .int(record.createdAt)])
+            try c.exec("INSERT INTO pushseal_gateway_api_keys (id, name, key_sha256, scopes, created_at, row_mac) VALUES ($1, $2, $3, $4, $5, $6)",
+                       [.text(record.id), .text(record.name), .bytes(keySHA256), .text(record.scopes.joined(separator: ",")), .int(record.createdAt), .bytes(tag)])
         }
     }
 
-    /// Every key's record, oldest first (revoked ones included).
-    /// - Throws: `RegistryError`.
+    /// Every key's record, oldest first (revoked ones included), each row verified.
+    /// - Throws: `RegistryError` `.corrupt` (a row fails its tag: named), `.kekRequired`, `.unavailable`.
     public func gatewayAPIKeys() throws -> [GatewayAPIKeyRecord] {
-        let rows = try pool.run { c in
-            try c.exec("SELECT id, name, scopes, created_at, revoked_at FROM pushseal_gateway_api_keys ORDER BY created_at, id")
-        }
-        return try rows.rows.indices.map { try Self.apiKey(rows, $0) }
+        _ = try rowMAC(table: AuthenticatedTable.apiKeys)  // no lookup without the KEK
+        return try pool.run { c in try gatewayAPIKeys(c) }
+    }
+
+    /// ``gatewayAPIKeys()`` on `c`.
+    func gatewayAPIKeys(_ c: PGConnection) throws -> [GatewayAPIKeyRecord] {
+        let rows = try c.exec("SELECT \(Self.apiKeyColumns) FROM pushseal_gateway_api_keys ORDER BY created_at, id")
+        return try rows.rows.indices.map { try apiKey(rows, $0) }
     }
 
     /// The record of the key whose SHA-256 is `keySHA256`, if it exists and is not revoked.
-    /// - Throws: `RegistryError`.
+    /// - Throws: `RegistryError` `.corrupt` (the row fails its tag: written without the KEK),
+    ///   `.kekRequired`, `.unavailable`.
     public func gatewayAPIKey(sha256 keySHA256: [UInt8]) throws -> GatewayAPIKeyRecord? {
+        _ = try rowMAC(table: AuthenticatedTable.apiKeys)
         let rows = try pool.run { c in
-            try c.exec("SELECT id, name, scopes, created_at, revoked_at FROM pushseal_gateway_api_keys WHERE key_sha256 = $1 AND revoked_at IS NULL",
+            try c.exec("SELECT \(Self.apiKeyColumns) FROM pushseal_gateway_api_keys WHERE key_sha256 = $1 AND revoked_at IS NULL",
                        [.bytes(keySHA256)])
         }
-        return try rows.rows.isEmpty ? nil : Self.apiKey(rows, 0)
+        return try rows.rows.isEmpty ? nil : apiKey(rows, 0)
     }
 
-    /// Revokes key `id` (from then on no instance accepts it).
+    /// Revokes key `id` (from then on no instance accepts it): the row, verified, gets its
+    /// revocation time and a new tag in one transaction.
     /// - Returns: `false` when there is no such key or it was already revoked.
-    /// - Throws: `RegistryError`.
+    /// - Throws: `RegistryError` `.corrupt`, `.kekRequired`, `.unavailable`.
     public func revokeGatewayAPIKey(id: String, at time: Int64) throws -> Bool {
-        let rows = try pool.run { c in
-            try c.exec("UPDATE pushseal_gateway_api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL", [.text(id), .int(time)])
+        let mac = try rowMAC(table: AuthenticatedTable.apiKeys)
+        return try pool.transaction { c in
+            let rows = try c.exec("SELECT \(Self.apiKeyColumns) FROM pushseal_gateway_api_keys WHERE id = $1 AND revoked_at IS NULL FOR UPDATE", [.text(id)])
+            guard !rows.rows.isEmpty else { return false }
+            let current = try apiKey(rows, 0)
+            guard let sha256 = try rows.bytes(0, 5) else { throw RegistryError(.corrupt, "an API key row does not decode") }
+            let revoked = GatewayAPIKeyRecord(id: current.id, name: current.name, scopes: current.scopes, createdAt: current.createdAt, revokedAt: time)
+            try c.exec("UPDATE pushseal_gateway_api_keys SET revoked_at = $2, row_mac = $3 WHERE id = $1",
+                       [.text(id), .int(time), .bytes(try mac.tag(Self.apiKeyFields(revoked, keySHA256: sha256)))])
+            return true
         }
-        return rows.affected == 1
     }
 
     /// Runs `SELECT 1` (a readiness probe): the database answers and the schema is this build's.
@@ -73,11 +101,16 @@ extension PostgresKeyStore {
         try pool.run(maxWaitSeconds: 0) { c in try RegistrySchema.check(c) }
     }
 
-    private static func apiKey(_ rows: PGRows, _ r: Int) throws -> GatewayAPIKeyRecord {
-        guard let id = rows.rows[r][0], let name = rows.rows[r][1], let scopes = rows.rows[r][2], let created = try rows.int(r, 3) else {
+    /// Row `r` of a read of ``apiKeyColumns``, its tag verified.
+    /// - Throws: `RegistryError` `.corrupt`, `.kekRequired`.
+    func apiKey(_ rows: PGRows, _ r: Int) throws -> GatewayAPIKeyRecord {
+        guard let id = rows.rows[r][0], let name = rows.rows[r][1], let scopes = rows.rows[r][2], let created = try rows.int(r, 3),
+              let sha256 = try rows.bytes(r, 5) else {
             throw RegistryError(.corrupt, "an API key row does not decode")
         }
-        return GatewayAPIKeyRecord(id: id, name: name, scopes: scopes.split(separator: ",").map(String.init), createdAt: created,
-                                   revokedAt: try rows.int(r, 4))
+        let record = GatewayAPIKeyRecord(id: id, name: name, scopes: scopes.split(separator: ",").map(String.init), createdAt: created,
+                                         revokedAt: try rows.int(r, 4))
+        try rowMAC(table: AuthenticatedTable.apiKeys).verify(try rows.bytes(r, 6), Self.apiKeyFields(record, keySHA256: sha256), row: id)
+        return record
     }
 }

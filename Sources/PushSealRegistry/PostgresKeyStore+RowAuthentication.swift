@@ -32,6 +32,7 @@ extension PostgresKeyStore {
         static let senderKeys = "pushseal_sender_keys"
         static let lists = "pushseal_v2_lists"
         static let deviceTokens = "pushseal_device_tokens"
+        static let apiKeys = "pushseal_gateway_api_keys"
     }
 
     /// The KEM id stored with every registration (DHKEM(X25519, HKDF-SHA256)).
@@ -145,8 +146,10 @@ public struct RegistryRowAuthenticationCount: Sendable, Equatable {
     public var deviceTokens = 0
     /// Rows of `pushseal_v2_lists` (one per recipient with registrations, one per app with sender keys).
     public var lists = 0
+    /// Rows of `pushseal_gateway_api_keys` (schema 12).
+    public var apiKeys = 0
     /// All of them.
-    public var total: Int { registrations + senderKeys + deviceTokens + lists }
+    public var total: Int { registrations + senderKeys + deviceTokens + lists + apiKeys }
     /// Creates a zero count.
     public init() {}
 }
@@ -222,7 +225,33 @@ extension PostgresKeyStore {
             WHERE t.app_id = u.app_id AND t.token = u.token
             """, tokenUpdates)
         count.deviceTokens = tokens.rows.count
+        count.apiKeys = try tagAPIKeyRows(c, kek: kek)
         return count
+    }
+
+    /// Tags every `pushseal_gateway_api_keys` row under `kek`, inside the caller's transaction
+    /// (``tagAllRows(_:kek:)``, and `registry migrate` once for the keys of before schema 12).
+    /// - Returns: the rows tagged.
+    /// - Throws: `RegistryError` `.corrupt` (a row does not decode), `.unavailable`, `.query`.
+    static func tagAPIKeyRows(_ c: PGConnection, kek: KeyEncryptionKey) throws -> Int {
+        let keyMAC = try kek.rowMAC(table: AuthenticatedTable.apiKeys)
+        let keys = try c.exec("SELECT \(apiKeyColumns) FROM pushseal_gateway_api_keys ORDER BY id FOR UPDATE")
+        var keyUpdates: [[String]] = [[], []]
+        for r in keys.rows.indices {
+            guard let id = keys.rows[r][0], let name = keys.rows[r][1], let scopes = keys.rows[r][2], let created = try keys.int(r, 3),
+                  let sha256 = try keys.bytes(r, 5) else {
+                throw RegistryError(.corrupt, "a pushseal_gateway_api_keys row does not decode")
+            }
+            let record = GatewayAPIKeyRecord(id: id, name: name, scopes: scopes.split(separator: ",").map(String.init), createdAt: created,
+                                             revokedAt: try keys.int(r, 4))
+            for (k, v) in [id, byteaText(try keyMAC.tag(apiKeyFields(record, keySHA256: sha256)))].enumerated() { keyUpdates[k].append(v) }
+        }
+        try bulkUpdate(c, """
+            UPDATE pushseal_gateway_api_keys t SET row_mac = u.mac
+            FROM unnest($1::text[], $2::bytea[]) AS u(id, mac)
+            WHERE t.id = u.id
+            """, keyUpdates)
+        return keys.rows.count
     }
 
     /// Verifies every row of the authenticated tables under this store's KEK (``rewrap(to:)``
@@ -244,6 +273,7 @@ extension PostgresKeyStore {
             throw RegistryError(.corrupt, "rows of \(o[0] ?? "?")/\(o[1] ?? "?") have no row in pushseal_v2_lists: refused (rows added without the KEK?)")
         }
         _ = try allDeviceTokens(c, appID: nil)
+        _ = try gatewayAPIKeys(c)
     }
 
     /// `\x…`: a `bytea` value in text form, for an array parameter.

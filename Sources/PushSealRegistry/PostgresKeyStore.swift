@@ -113,8 +113,10 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     }
 
     /// Applies the missing schema migrations, then, with `kek`, authenticates once the rows
-    /// written before schema 5 (security review G1): every registration, sender key, list and
-    /// device token row gets its tag (``RegistryRowMAC``) under the KEK, in one transaction; a
+    /// written before schema 5 (security review G1): every registration, sender key, list,
+    /// device token and API key row gets its tag (``RegistryRowMAC``) under the KEK, in one
+    /// transaction (a registry authenticated since schema 5 has only its API keys of before
+    /// schema 12 tagged, the other rows keep their tags); a
     /// sender key whose public key is not its private key's refuses the whole step (`.corrupt`,
     /// nothing changed). Rows that appear later without a tag are never authenticated by this
     /// (they are refused as `corrupt` when read). Without `kek`, such rows are counted in
@@ -129,10 +131,20 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
         }
         let done = try pool.transaction { c -> RegistryRowAuthenticationCount? in
             try c.exec("SELECT pg_advisory_xact_lock($1)", [.int(RegistrySchema.advisoryLockKey)])
-            guard try c.exec("SELECT 1 FROM pushseal_row_auth_pending WHERE id = 1 FOR UPDATE").rows.count == 1 else { return nil }
+            let all = try c.exec("SELECT 1 FROM pushseal_row_auth_pending WHERE id = 1 FOR UPDATE").rows.count == 1
+            let apiKeys = try c.exec("SELECT 1 FROM pushseal_api_key_auth_pending WHERE id = 1 FOR UPDATE").rows.count == 1
+            guard all || apiKeys else { return nil }
             try checkOrAdoptKEK(c, kek)
-            let count = try tagAllRows(c, kek: kek)
+            var count = RegistryRowAuthenticationCount()
+            if all {
+                count = try tagAllRows(c, kek: kek)
+            } else {
+                // Only the API keys of before schema 12: the other tables' rows keep their tags
+                // (re-tagging them would bless a row changed without the KEK).
+                count.apiKeys = try tagAPIKeyRows(c, kek: kek)
+            }
             try c.exec("DELETE FROM pushseal_row_auth_pending WHERE id = 1")
+            try c.exec("DELETE FROM pushseal_api_key_auth_pending WHERE id = 1")
             try c.exec("INSERT INTO pushseal_audit (time, event, app_id, recipient, key_id, line) VALUES ($1, 'authenticateRows', '', '', NULL, $2)",
                        [.int(KeyTime.now()), .text("{\"time\":\(KeyTime.now()),\"event\":\"authenticateRows\",\"registry\":\(KeysetChange.jsonString(c.target)),\"rowCount\":\(count.total)}")])
             return count
@@ -556,7 +568,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
 
     /// Rewraps every stored key (v1 keys and v2 sender keys) under `newKEK` in one transaction and makes it the registry's KEK
     /// (`push-keys registry rewrap`); every authenticated row (registrations, sender keys, lists,
-    /// device tokens) is verified under the old KEK and tagged again under the new one. The key
+    /// device tokens, API keys) is verified under the old KEK and tagged again under the new one. The key
     /// bytes themselves do not change, so caches stay valid.
     /// - Returns: the number of keys rewrapped.
     /// - Throws: `RegistryError` `.kekRequired`, `.wrongKEK` (a key does not open under the current KEK:

@@ -7,7 +7,7 @@
 /// `.schemaTooNew` (refused: this build does not know its tables).
 public enum RegistrySchema {
     /// The schema version this build reads and writes.
-    public static let currentVersion = 11
+    public static let currentVersion = 12
     /// `pg_advisory_xact_lock` key serializing migrations: "PSMG" as a big-endian integer.
     public static let advisoryLockKey: Int64 = 0x5053_4D47
 
@@ -250,6 +250,19 @@ public enum RegistrySchema {
         ("finished outbox rows found by their finish time, for push-gateway's retention (issue 23)", [
             "CREATE INDEX pushseal_outbox_finished ON pushseal_outbox (finished_at) WHERE finished_at IS NOT NULL",
         ]),
+        // Review of 2026-12-04 (S1): an API key row written without the KEK (a new key, widened
+        // scopes, a revocation undone) would let the database role register devices and send
+        // through the gateway. Rows of before wait for `migrate --kek-file F`, as in version 5.
+        ("push-gateway API keys authenticated under the KEK (row_mac)", [
+            "ALTER TABLE pushseal_gateway_api_keys ADD COLUMN row_mac bytea CHECK (row_mac IS NULL OR length(row_mac) = 32)",
+            // Its own marker: `migrate --kek-file` then tags the API key rows alone, and never
+            // re-tags (blesses) a row of the tables authenticated since version 5.
+            "CREATE TABLE pushseal_api_key_auth_pending (id smallint PRIMARY KEY CHECK (id = 1), row_count bigint NOT NULL)",
+            """
+            INSERT INTO pushseal_api_key_auth_pending (id, row_count)
+            SELECT 1, n FROM (SELECT count(*) AS n FROM pushseal_gateway_api_keys) t WHERE n > 0
+            """,
+        ]),
     ]
 
     /// Applies every missing migration. Idempotent; safe from several processes at once.
@@ -298,18 +311,22 @@ public enum RegistrySchema {
         if v > currentVersion { throw tooNew(v) }
     }
 
-    /// Rows written before schema 5 that `push-keys registry migrate --kek-file F` has not authenticated yet (0: none).
+    /// Rows written before their table was authenticated (schema 5; API keys: schema 12) that
+    /// `push-keys registry migrate --kek-file F` has not authenticated yet (0: none).
     static func pendingRowCount(_ c: PGConnection) throws -> Int {
-        Int(try c.exec("SELECT coalesce(max(row_count), 0) FROM pushseal_row_auth_pending").int(0, 0) ?? 0)
+        Int(try c.exec("""
+            SELECT coalesce((SELECT max(row_count) FROM pushseal_row_auth_pending), 0)
+                 + coalesce((SELECT max(row_count) FROM pushseal_api_key_auth_pending), 0)
+            """).int(0, 0) ?? 0)
     }
 
-    /// Refuses a registry whose rows from before schema 5 are not authenticated yet.
+    /// Refuses a registry whose rows from before schema 5 (API keys: 12) are not authenticated yet.
     /// - Throws: `RegistryError` `.schemaTooOld` ("run push-keys registry migrate --kek-file F").
     static func checkRowsAuthenticated(_ c: PGConnection) throws {
         let n = try pendingRowCount(c)
         guard n == 0 else {
             throw RegistryError(.schemaTooOld,
-                "the registry \(c.target) holds \(n) rows from before schema 5 that are not authenticated yet: run push-keys registry migrate --kek-file F (once, with the key-encryption key)")
+                "the registry \(c.target) holds \(n) rows from before their table was authenticated (schema 5; API keys: schema 12) that are not authenticated yet: run push-keys registry migrate --kek-file F, or push-gateway migrate --kek-file F (once, with the key-encryption key)")
         }
     }
 

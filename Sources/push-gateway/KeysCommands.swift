@@ -17,10 +17,10 @@ struct KeysCreateCommand: OptionsCommand {
     ]
     let help = HelpText(
         overview: "create an API key: 32 random bytes printed once on standard output as psk_ID_SECRET; the registry keeps only its SHA-256, its name and scopes",
-        usage: ["push-gateway keys create --registry URI --name NAME --scope send,register [--json]"],
-        examples: ["push-gateway keys create --registry postgresql:///pushseal?host=/run/postgresql --name billing-backend --scope send"],
+        usage: ["push-gateway keys create --registry URI --kek-file F --name NAME --scope send,register [--json]"],
+        examples: ["push-gateway keys create --registry postgresql:///pushseal?host=/run/postgresql --kek-file /etc/pushseal/kek --name billing-backend --scope send"],
         exitCodes: GatewayRegistry.exitCodes([]),
-        notes: "The key is printed once and never stored or logged: keep it in your backend's secret store. Send it as Authorization: Bearer psk_…. --json: {\"id\",\"name\",\"scopes\",\"createdAt\",\"key\"}.")
+        notes: "The key is printed once and never stored or logged: keep it in your backend's secret store. Send it as Authorization: Bearer psk_…. The key's row is authenticated under the KEK (--kek-file, or $PUSHSEAL_KEK_FILE), so a key added or widened in the database without it is refused. --json: {\"id\",\"name\",\"scopes\",\"createdAt\",\"key\"}.")
 
     struct Options: CommandOptions {
         let registry: RegistryLocation
@@ -41,7 +41,7 @@ struct KeysCreateCommand: OptionsCommand {
     }
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
-        let store = try RegistryOptions.mapping { try PostgresKeyStore(connectionString: o.registry.connectionString, kek: nil) }
+        let store = try RegistryOptions.mapping { try PostgresKeyStore(connectionString: o.registry.connectionString, kek: RegistryOptions.kek(file: o.registry.kekFile)) }
         let made = APIKey.generate(name: o.name, scopes: o.scopes, now: unixTimeSeconds())
         try RegistryOptions.mapping { try store.insertGatewayAPIKey(made.record, keySHA256: made.sha256) }
         if c.json {
@@ -62,7 +62,7 @@ struct KeysListCommand: OptionsCommand {
     let options = GatewayRegistry.options
     let help = HelpText(
         overview: "list the API keys: id, name, scopes, created, revoked (never the keys)",
-        usage: ["push-gateway keys list --registry URI [--json]"],
+        usage: ["push-gateway keys list --registry URI --kek-file F [--json]"],
         exitCodes: GatewayRegistry.exitCodes([]),
         notes: "Text: one line per key, \"ID NAME SCOPES created=UNIX [revoked=UNIX]\". --json: {\"keys\":[{\"id\",\"name\",\"scopes\",\"createdAt\",\"revokedAt\"}]}.")
 
@@ -75,7 +75,7 @@ struct KeysListCommand: OptionsCommand {
     }
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
-        let store = try RegistryOptions.mapping { try PostgresKeyStore(connectionString: o.registry.connectionString, kek: nil) }
+        let store = try RegistryOptions.mapping { try PostgresKeyStore(connectionString: o.registry.connectionString, kek: RegistryOptions.kek(file: o.registry.kekFile)) }
         let keys = try RegistryOptions.mapping { try store.gatewayAPIKeys() }
         if c.json {
             Output.printJSON(JSONObject([("keys", .array(keys.map { k in
@@ -97,7 +97,7 @@ struct KeysRevokeCommand: OptionsCommand {
     let options = GatewayRegistry.options
     let help = HelpText(
         overview: "revoke an API key by its id: every instance refuses it within 5 seconds (their cache)",
-        usage: ["push-gateway keys revoke --registry URI ID [--json]"],
+        usage: ["push-gateway keys revoke --registry URI --kek-file F ID [--json]"],
         exitCodes: GatewayRegistry.exitCodes(["66  no key with that id, or it was revoked already"]))
 
     struct Options: CommandOptions {
@@ -112,7 +112,7 @@ struct KeysRevokeCommand: OptionsCommand {
     }
 
     func run(_ o: Options, _ c: CommandContext) throws -> ExitCode {
-        let store = try RegistryOptions.mapping { try PostgresKeyStore(connectionString: o.registry.connectionString, kek: nil) }
+        let store = try RegistryOptions.mapping { try PostgresKeyStore(connectionString: o.registry.connectionString, kek: RegistryOptions.kek(file: o.registry.kekFile)) }
         guard try RegistryOptions.mapping({ try store.revokeGatewayAPIKey(id: o.id, at: unixTimeSeconds()) }) else {
             throw CLIError(code: "unknownKey", "no active API key \(quoted(o.id))", hint: "push-gateway keys list shows them", exitCode: .noInput)
         }

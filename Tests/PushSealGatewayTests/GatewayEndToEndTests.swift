@@ -99,6 +99,15 @@ struct GatewayEndToEndTests {
         #expect(back.json?["status"] as? String == "tokenUpdated")
         #expect(try registry.deviceTokens(appID: Self.appID, recipient: "phone-1").map(\.token) == [token])
 
+        // A record dated an hour ahead of the server's clock (a phone's clock off): 422, not a
+        // 500 the app would retry, and nothing stored (review of 2026-12-04, B1).
+        var record = try #require(try JSONSerialization.jsonObject(with: Data(generated.stdout.utf8)) as? [String: Any])
+        record["createdAt"] = (record["createdAt"] as? Int ?? 0) + 3600
+        let future = try JSONSerialization.data(withJSONObject: ["registration": record, "apnsDeviceToken": String(repeating: "7c", count: 32), "apnsEnvironment": "development"])
+        let refused = try #require(try rawHTTP(port: gateway.server.port, "POST", "/v1/devices?recipient=phone-future", headers: auth, body: Array(future)))
+        #expect(refused.status == 422 && (refused.json?["error"] as? [String: Any])?["code"] as? String == "futureRegistration", "\(refused.text)")
+        #expect(try registry.deviceTokens(appID: Self.appID, recipient: "phone-future").isEmpty)
+
         let notification = #"{"notifications":[{"recipient":"phone-1","notification":{"title":"Quetzal-Marmalade","body":"Obsidian-Tangerine"}},{"recipient":"nobody","notification":{"body":"x"}}]}"#
         let sent = try #require(try rawHTTP(port: gateway.server.port, "POST", "/v1/notifications", headers: auth + [("Idempotency-Key", "e2e-1")],
                                             body: Array(notification.utf8)))

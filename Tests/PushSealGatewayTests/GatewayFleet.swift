@@ -191,7 +191,7 @@ final class GatewayFleet: @unchecked Sendable {
         let tool = try #require(builtTool("push-gateway"))
         let migrated = try runTool(tool, ["migrate", "--registry", cs, "--kek-file", kek])
         guard migrated.status == 0 else { throw TestFailure("migrate: \(migrated.stderr)") }
-        let created = try runTool(tool, ["keys", "create", "--registry", cs, "--name", "ci", "--scope", "send,register,admin"])
+        let created = try runTool(tool, ["keys", "create", "--registry", cs, "--kek-file", kek, "--name", "ci", "--scope", "send,register,admin"])
         guard created.status == 0 else { throw TestFailure("keys create: \(created.stderr)") }
         apiKey = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         mock = try MockAPNs(mockConfig, kind: .native)

@@ -121,6 +121,11 @@ func startServer(_ calls: Calls, configure: (inout HTTPServer.Configuration) -> 
         ("413 over the drained size", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n{", 413, "bodyTooLarge"),
         ("400 bad length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2x\r\n\r\n{}", 400, nil),
         ("400 path not UTF-8", "GET /items/%FF HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalidURL"),
+        // An encoded NUL is refused, never cut at (`/items/1%00x` was `/items/1`; trial of 2026-12-04).
+        ("400 %00 in the path", "GET /items/1%00x HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalidURL"),
+        ("400 %00 at the path's end", "GET /items/1%00 HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalidURL"),
+        ("400 %00 in a query value", "GET /items/1?a=b%00c HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalidURL"),
+        ("400 %00 in a query name", "GET /items/1?a%00=b HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalidURL"),
     ] as [(String, String, Int, String?)])
     func refusedBeforeTheHandler(_ name: String, _ request: String, _ status: Int, _ code: String?) throws {
         let calls = Calls()

@@ -20,7 +20,7 @@ import Testing
             ALTER TABLE pushseal_sender_keys DROP COLUMN row_mac;
             ALTER TABLE pushseal_device_tokens DROP COLUMN row_mac;
             ALTER TABLE pushseal_v2_lists DROP COLUMN row_mac, DROP COLUMN primary_key_id, DROP COLUMN entry_count;
-            DROP TABLE pushseal_row_auth_pending;
+            DROP TABLE pushseal_row_auth_pending, pushseal_api_key_auth_pending;
             DROP TABLE pushseal_outbox, pushseal_idempotency, pushseal_provider_tokens, pushseal_gateway_api_keys;
             DELETE FROM pushseal_schema_version WHERE version >= 5
         """
@@ -71,6 +71,64 @@ import Testing
         _ = try Self.registered(store, "carol", keyID: "k1")
         try server.psql(cs, "DELETE FROM pushseal_registrations WHERE recipient = 'carol'")
         expectCorrupt("deleted primary", table: "pushseal_registrations") { try store.batchRegistrations(appID: Self.app, recipients: ["carol"]) }
+    }
+
+    /// Review of 2026-12-04 (S1): an API key the role adds, widens or un-revokes would let it
+    /// register its own key for any recipient (`register`) or send through the gateway (`send`).
+    @Test func anAPIKeyAddedWidenedOrUnrevokedByTheDatabaseRoleIsRefused() throws {
+        let (store, cs) = try Registry.store()
+        let server = try PostgresServer.sharedServer()
+        let sha = [UInt8](repeating: 0x11, count: 32), widenedSHA = [UInt8](repeating: 0x22, count: 32)
+        try store.insertGatewayAPIKey(GatewayAPIKeyRecord(id: "00000000000000a1", name: "backend", scopes: ["send"], createdAt: Self.now, revokedAt: nil), keySHA256: sha)
+        try store.insertGatewayAPIKey(GatewayAPIKeyRecord(id: "00000000000000a2", name: "other", scopes: ["send"], createdAt: Self.now, revokedAt: nil), keySHA256: widenedSHA)
+        #expect(try store.gatewayAPIKey(sha256: sha)?.scopes == ["send"])
+        // A key of the role's own, with every scope.
+        try server.psql(cs, "INSERT INTO pushseal_gateway_api_keys (id, name, key_sha256, scopes, created_at) VALUES ('00000000000000e7', 'evil', decode('\(Self.evilKey)', 'hex'), 'send,register,admin', \(Self.now))")
+        expectCorrupt("inserted", table: "pushseal_gateway_api_keys") { try store.gatewayAPIKey(sha256: [UInt8](repeating: 0xe7, count: 32)) }
+        expectCorrupt("list", table: "pushseal_gateway_api_keys") { try store.gatewayAPIKeys() }
+        try server.psql(cs, "DELETE FROM pushseal_gateway_api_keys WHERE id = '00000000000000e7'")
+        // A key's scopes widened.
+        try server.psql(cs, "UPDATE pushseal_gateway_api_keys SET scopes = 'send,register' WHERE id = '00000000000000a2'")
+        expectCorrupt("widened", table: "pushseal_gateway_api_keys") { try store.gatewayAPIKey(sha256: widenedSHA) }
+        try server.psql(cs, "DELETE FROM pushseal_gateway_api_keys WHERE id = '00000000000000a2'")
+        // A revocation undone.
+        #expect(try store.revokeGatewayAPIKey(id: "00000000000000a1", at: Self.now + 1))
+        #expect(try store.gatewayAPIKey(sha256: sha) == nil)
+        #expect(try store.gatewayAPIKeys().map(\.revokedAt) == [Self.now + 1])
+        try server.psql(cs, "UPDATE pushseal_gateway_api_keys SET revoked_at = NULL WHERE id = '00000000000000a1'")
+        expectCorrupt("un-revoked", table: "pushseal_gateway_api_keys") { try store.gatewayAPIKey(sha256: sha) }
+        // Without the KEK no key is made or looked up.
+        let bare = try PostgresKeyStore(connectionString: cs, kek: nil)
+        #expect(throws: RegistryError.self) { try bare.gatewayAPIKey(sha256: sha) }
+        #expect(throws: RegistryError.self) {
+            try bare.insertGatewayAPIKey(GatewayAPIKeyRecord(id: "00000000000000b1", name: "x", scopes: ["send"], createdAt: Self.now, revokedAt: nil), keySHA256: widenedSHA)
+        }
+    }
+
+    /// API keys of before schema 12 wait for `migrate --kek-file` (the registry does not open
+    /// meanwhile), which tags them alone: a registration row changed in the meantime stays refused.
+    @Test func apiKeysFromBeforeSchema12AreTaggedByMigrateAlone() throws {
+        let kek = KeyEncryptionKey.generate()
+        let (store, cs) = try Registry.store(kek: kek)
+        let server = try PostgresServer.sharedServer()
+        let sha = [UInt8](repeating: 0x33, count: 32)
+        _ = try Self.registered(store, "alice", keyID: "k1")
+        try store.insertGatewayAPIKey(GatewayAPIKeyRecord(id: "00000000000000c1", name: "old", scopes: ["send"], createdAt: Self.now, revokedAt: nil), keySHA256: sha)
+        // Back to schema 11, the key's row as version 11 wrote it; and a registration swapped.
+        try server.psql(cs, """
+            ALTER TABLE pushseal_gateway_api_keys DROP COLUMN row_mac;
+            DROP TABLE pushseal_api_key_auth_pending;
+            DELETE FROM pushseal_schema_version WHERE version >= 12;
+            UPDATE pushseal_registrations SET public_key = decode('\(Self.evilKey)', 'hex') WHERE recipient = 'alice'
+            """)
+        let pending = try PostgresKeyStore.migrate(connectionString: cs, kek: nil)
+        #expect(pending.applied == [12] && pending.pendingRows == 1)
+        #expect(throws: RegistryError.self) { try PostgresKeyStore(connectionString: cs, kek: kek) }
+        let done = try PostgresKeyStore.migrate(connectionString: cs, kek: kek)
+        #expect(done.authenticated?.apiKeys == 1 && done.authenticated?.registrations == 0 && done.pendingRows == 0)
+        let reopened = try PostgresKeyStore(connectionString: cs, kek: kek)
+        #expect(try reopened.gatewayAPIKey(sha256: sha)?.id == "00000000000000c1")
+        expectCorrupt("the swapped registration is not blessed", table: "pushseal_registrations") { try reopened.registrations(appID: Self.app, recipient: "alice") }
     }
 
     @Test func aDeviceTokenSwappedOrMovedIsRefused() throws {
