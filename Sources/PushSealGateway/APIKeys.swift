@@ -74,8 +74,14 @@ public final class APIKeyAuthenticator: Sendable {
     }
 
     /// The record of the key `text`, or `nil` for an unknown, revoked or malformed key, or one
-    /// whose id is not the id of the key its secret belongs to.
-    /// - Throws: the lookup's error (the registry is down).
+    /// whose id is not the id of the key its secret belongs to. While the registry cannot be
+    /// asked (`RegistryError` `.unavailable`), a key this instance found before is still
+    /// accepted from its expired cache entry: nobody can revoke it meanwhile (a revocation is a
+    /// write to the same database), and `/metrics` with `--metrics-key` keeps answering through
+    /// an outage, so `pushseal_gateway_database_up 0` reaches the scraper. A key never found
+    /// before is not.
+    /// - Throws: the lookup's error (the registry is down and the key was not found before; a
+    ///   row failing its tag: `.corrupt`).
     public func record(for text: String) throws -> GatewayAPIKeyRecord? {
         guard let (id, hash) = APIKey.parse(text) else { return nil }
         let now = monotonicNanoseconds()
@@ -87,7 +93,12 @@ public final class APIKeyAuthenticator: Sendable {
         if let hit = fresh(found.withLock({ $0[hash] })) ?? fresh(notFound.withLock({ $0[hash] })) {
             record = hit.record
         } else {
-            record = try lookup.gatewayAPIKey(sha256: hash)
+            do {
+                record = try lookup.gatewayAPIKey(sha256: hash)
+            } catch let e as RegistryError where e.code == .unavailable {
+                guard let stale = found.withLock({ $0[hash] })?.record, stale.id == id else { throw e }
+                return stale
+            }
             let cache = record == nil ? notFound : found
             cache.withLock { all in
                 if all.count >= Self.maxCachedEntries { all.removeAll() }

@@ -106,7 +106,7 @@ public final class ServerBackend: GatewayBackend {
         }
         do {
             let done = try store.importRegistration(upload, recipient: recipient, nowMilliseconds: unixTimeMilliseconds())
-            return (recipient, done.added, !done.replacedTokens.isEmpty)
+            return (recipient, done.added, done.tokenChanged)
         } catch let e as KeysError where e.code == .duplicateKeyID || e.code == .invalidName || e.code == .timeOutOfRange {
             throw HTTPError(409, "registrationConflict", e.reason)
         } catch let e as KeysError where e.code == .staleRegistration || e.code == .registrationRevoked {
@@ -126,11 +126,17 @@ public final class ServerBackend: GatewayBackend {
         let tokens = try store.deviceTokenStore()
         var found = false
         let now = unixTimeMilliseconds()
-        if let set = try? registrations.registrations(appID: app, recipient: recipient) {
-            for r in set.registrations where r.status == .primary {
-                _ = try registrations.revokeRegistration(appID: app, recipient: recipient, keyID: r.keyID, now: now / 1000)
-                found = true
-            }
+        // Only "no registrations" is skipped: any other error (a row failing its tag, the
+        // database away) fails the request rather than answering 204 with the key still primary.
+        let set: RegistrationSet?
+        do {
+            set = try registrations.registrations(appID: app, recipient: recipient)
+        } catch let e as KeysError where e.code == .unknownRegistration {
+            set = nil
+        }
+        for r in set?.registrations ?? [] where r.status == .primary {
+            _ = try registrations.revokeRegistration(appID: app, recipient: recipient, keyID: r.keyID, now: now / 1000)
+            found = true
         }
         // Every token of the installation goes, whatever its `registeredAt` (audited `removed`,
         // as `push-keys token remove`): a forgotten installation is not an APNs 410.

@@ -468,7 +468,9 @@ private func check(_ state: RequestState, server: HTTPServer, connection: Opaque
         guard let type = state.headers["content-type"]?.first, isJSONMediaType(type) else {
             return HTTPError(415, "unsupportedMediaType", "send the body as Content-Type: application/json (UTF-8)")
         }
-        state.body.reserveCapacity(length)
+        // Grown as the body arrives: a Content-Length alone (headers of a few hundred bytes,
+        // before any handler checks who sends them) reserves at most 64 KiB, not the whole limit.
+        state.body.reserveCapacity(min(length, 64 * 1024))
     }
     return nil
 }

@@ -85,6 +85,9 @@ public struct RegistrationImport: Sendable {
     public let deviceToken: DeviceToken?
     /// The tokens the new one replaced or took from another recipient (empty when none).
     public let replacedTokens: [DeviceToken]
+    /// `true` when the upload's device token is not the one the recipient had stored for its
+    /// environment before (none, or another): `POST /v1/devices` then answers `tokenUpdated`.
+    public let tokenChanged: Bool
 }
 
 extension ServerStore {
@@ -115,11 +118,16 @@ extension ServerStore {
                                                        pinnedSenderKeyIDs: upload.pinnedSenderKeyIDs)
         var stored: DeviceToken?
         var replaced: [DeviceToken] = []
+        var changed = false
         if let tokens, let token = upload.deviceToken, let environment = upload.environment {
+            // What was stored before (one read): none, or another token, is a change even when
+            // nothing was replaced (a 410 or `push-keys token remove` had taken the old one).
+            let before = (try? tokens.deviceTokens(appID: appID, recipient: recipient))?.first { $0.environment == environment }?.token
             replaced = try tokens.addDeviceToken(token, appID: appID, recipient: recipient, environment: environment, registeredAtMs: nowMilliseconds)
             stored = DeviceToken(appID: appID, recipient: recipient, token: token, environment: environment, registeredAtMs: nowMilliseconds)
+            changed = before?.lowercased() != token.lowercased()
         }
         return RegistrationImport(registration: info, added: added, replacedKeyID: previous == info.keyID ? nil : previous,
-                                  deviceToken: stored, replacedTokens: replaced)
+                                  deviceToken: stored, replacedTokens: replaced, tokenChanged: changed)
     }
 }

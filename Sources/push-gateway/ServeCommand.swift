@@ -201,7 +201,11 @@ struct ServeCommand: OptionsCommand {
         }
         log.write("listening", [("address", .string(http.host)), ("port", .integer(Int64(gateway.server.port))), ("tls", .bool(http.tls != nil))])
         // The outage's start and end in the log (requests and /readyz answer 503 meanwhile).
-        let watch = DatabaseWatch(check: { try registry.checkReachable() }, onChange: { up, code in
+        // A newer schema is a rolling upgrade, not an outage: this instance keeps working (and
+        // /readyz ready), so the watch does not report it as one.
+        let watch = DatabaseWatch(check: {
+            do { try registry.checkReachable() } catch let e as RegistryError where e.code == .schemaTooNew {}
+        }, onChange: { up, code in
             log.write("database", up ? [("status", .string("available"))] : [("status", .string("unavailable")), ("error", .string(code ?? "error"))])
         })
         watch.start()

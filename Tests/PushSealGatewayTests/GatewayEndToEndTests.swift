@@ -98,6 +98,11 @@ struct GatewayEndToEndTests {
         let back = try #require(try rawHTTP(port: gateway.server.port, "POST", "/v1/devices?recipient=phone-1", headers: auth, body: body))
         #expect(back.json?["status"] as? String == "tokenUpdated")
         #expect(try registry.deviceTokens(appID: Self.appID, recipient: "phone-1").map(\.token) == [token])
+        // The token gone (a 410, push-keys token remove): the same upload stores it again, and says so.
+        try registry.removeDeviceTokens(appID: Self.appID, recipient: "phone-1", token: nil, time: unixTimeSeconds())
+        let restored = try #require(try rawHTTP(port: gateway.server.port, "POST", "/v1/devices?recipient=phone-1", headers: auth, body: body))
+        #expect(restored.status == 200 && restored.json?["status"] as? String == "tokenUpdated", "\(restored.text)")
+        #expect(try rawHTTP(port: gateway.server.port, "POST", "/v1/devices?recipient=phone-1", headers: auth, body: body)?.json?["status"] as? String == "unchanged")
 
         // A record dated an hour ahead of the server's clock (a phone's clock off): 422, not a
         // 500 the app would retry, and nothing stored (review of 2026-12-04, B1).

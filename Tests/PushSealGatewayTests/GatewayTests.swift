@@ -111,8 +111,11 @@ final class MemoryKeys: APIKeyLookup, @unchecked Sendable {
         return made.text
     }
     private(set) var lookups = 0
+    /// While set, every lookup throws it (the registry away).
+    var failure: RegistryError?
     func gatewayAPIKey(sha256 keySHA256: [UInt8]) throws -> GatewayAPIKeyRecord? {
         lookups += 1
+        if let failure { throw failure }
         return byHash[keySHA256]
     }
 }
@@ -461,5 +464,22 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         let afterFlood = keys.lookups
         #expect(try authenticator.record(for: a)?.id == aRecord.id && authenticator.record(for: b)?.id == bRecord.id)
         #expect(keys.lookups == afterFlood, "the keys in use were answered from the cache")
+    }
+
+    @Test("while the registry is away, a key found before is still accepted (its cache entry expired); one never found is not; a row failing its tag never is")
+    func apiKeysThroughAnOutage() throws {
+        let keys = MemoryKeys()
+        let known = keys.add(["admin"]), unseen = keys.add(["admin"])
+        let authenticator = APIKeyAuthenticator(lookup: keys, cacheSeconds: 0)
+        let record = try #require(try authenticator.record(for: known))
+        keys.failure = RegistryError(.unavailable, "the database is away")
+        #expect(try authenticator.record(for: known)?.id == record.id, "found before: accepted through the outage")
+        #expect(throws: RegistryError.self, "never found: the outage is the answer") { try authenticator.record(for: unseen) }
+        let otherSecret = unseen.split(separator: "_")[2]
+        #expect(throws: RegistryError.self, "its id with another secret") { try authenticator.record(for: "psk_\(record.id)_\(otherSecret)") }
+        keys.failure = RegistryError(.corrupt, "the row fails its tag")
+        #expect(throws: RegistryError.self) { try authenticator.record(for: known) }
+        keys.failure = nil
+        #expect(try authenticator.record(for: unseen) != nil)
     }
 }
