@@ -291,6 +291,55 @@ struct OutboxTests {
         #expect(try f.outbox.status(id: id3)?.reason == "rowAuthenticationFailed" && mock.answered().count == 1)
     }
 
+    @Test("a draining worker keeps its leases while APNs answers later than the lease: no other instance reaps its rows, and its outcomes are the ones written")
+    func drainKeepsItsLeases() throws {
+        let f = try Fixture(recipients: ["a", "b"])
+        // Each row's first attempt is answered (200) 6 s late: three times the 2 s lease. The
+        // Node mock, for its script.
+        let late: [[String: Any]] = [["delayMs": 6_000]]
+        let mock = try MockAPNs(["script": [f.tokens["a"] ?? "": late, f.tokens["b"] ?? "": late]])
+        defer { mock.stop() }
+        // One row with a collapse id (a reaper would resend it), one without (a reaper would end
+        // it failed mayHaveBeenDelivered).
+        let accepted = try f.outbox.accept([Self.item("a", "one"), Self.item("b", "two", extra: [("collapseId", .null)])], idempotency: nil, nowMs: unixTimeMilliseconds())
+        let ids = accepted.items.compactMap { if case .queued(let id, _) = $0 { id } else { nil } }
+        #expect(ids.count == 2)
+        var settings = OutboxWorker.Configuration()
+        settings.leaseMs = 2_000
+        var apns = try f.apns(mock)
+        apns.client.requestTimeoutSeconds = 120  // a late answer, not a lost one: no retry
+        let w = try OutboxWorker(outbox: f.outbox, apns: apns, configuration: settings)
+        try w.start()
+        let owner = settings.instanceID
+        let held = "SELECT count(*) FROM pushseal_outbox WHERE status = 'sending' AND lease_owner = '\(owner)'"
+        let start = monotonicNanoseconds()
+        while try f.sql(held) != "2" {
+            guard monotonicNanoseconds() - start < 60_000_000_000 else { Issue.record("the worker never claimed both rows"); w.drain(); return }
+            pauseThread(seconds: 0.01)
+        }
+        let firstLeaseEndMs = Int64(try f.sql("SELECT max(lease_until) FROM pushseal_outbox")) ?? Int64.max
+        #expect(startDetachedThread { w.drain() })
+        // Another instance's reaper, over and over until the drain ends: it never finds an expired
+        // lease, also after the first lease would have run out while the rows were still held.
+        var reapedPastFirstLease = false
+        while !w.isStopped {
+            guard monotonicNanoseconds() - start < 180_000_000_000 else { Issue.record("the drain did not end"); return }
+            let now = unixTimeMilliseconds()
+            let reaped = try f.outbox.rows.reap(nowMs: now)
+            #expect(reaped.requeued == 0, "a reaper requeued a row the draining worker holds")
+            #expect(reaped.failed.isEmpty, "a reaper ended a row the draining worker holds failed mayHaveBeenDelivered")
+            if now > firstLeaseEndMs, try f.sql(held) == "2" { reapedPastFirstLease = true }
+            pauseThread(seconds: 0.02)
+        }
+        #expect(reapedPastFirstLease, "the drain outlasted the first lease while the rows were held (else the test shows nothing)")
+        for id in ids {
+            let status = try f.outbox.status(id: id)
+            #expect(status?.status == "accepted" && status?.sends == 1 && status?.attempts == 1, "\(id): \(String(describing: status))")
+        }
+        #expect(try mock.answered().count == 2, "each row sent once")
+        #expect(try f.sql("SELECT count(*) FROM pushseal_outbox WHERE lease_owner IS NOT NULL") == "0", "no lease left")
+    }
+
     @Test("retention deletes finished rows older than its time, in batches, each once though two instances run at once; queued, sending and newer rows stay")
     func retentionDeletesOnlyOldFinishedRows() throws {
         let f = try Fixture(recipients: ["a"])
