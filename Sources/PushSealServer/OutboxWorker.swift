@@ -224,6 +224,7 @@ public final class OutboxWorker: Sendable {
                 if let reaped = try? rows.reap(nowMs: now) {
                     lastReap = now
                     for r in reaped.failed {
+                        outbox.metrics.finished(status: "failed", reason: "mayHaveBeenDelivered", apnsNanoseconds: nil)
                         configuration.onFinal?(FinalOutcome(id: r.id, recipient: r.recipient, apnsID: r.apnsID, status: "failed",
                                                             reason: "mayHaveBeenDelivered", attempts: r.attempts))
                     }

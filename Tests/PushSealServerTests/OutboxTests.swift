@@ -118,6 +118,8 @@ struct OutboxTests {
         #expect(reported.count == 2 && Set(reported.map(\.id)).count == 2 && reported.map(\.id).contains(aliceID), "\(reported)")
         #expect(reported.allSatisfy { $0.status == "cancelled" && $0.reason == "forgotten" && $0.recipient == "alice" && !$0.apnsID.isEmpty && $0.attempts == 0 })
         #expect(try f.outbox.cancel(recipient: "alice", nowMs: unixTimeMilliseconds()) == 0 && f.cancelled.withLock { $0 }.count == 2)
+        // Counted as final outcomes (pushseal_gateway_notifications_total), once.
+        #expect(f.outbox.metrics.snapshot().outcomes[OutboxMetrics.Pair(status: "cancelled", reason: "forgotten")] == 2)
     }
 
     @Test("small requests without an idempotency key stored together (group commit): each gets its own answers and rows, once, at its own time")
@@ -279,6 +281,8 @@ struct OutboxTests {
         #expect(noCollapse?.attempts == 1, "the dead instance's claim counts as an attempt: it may have been sent")
         #expect(try f.outbox.status(id: ids[0])?.attempts == 2, "one by the dead instance, one by the worker")
         #expect(try mock.answered().count == 1, "only the row with a collapse id was sent again")
+        // The row the reaper ended is counted as a final outcome (pushseal_gateway_notifications_total).
+        #expect(f.outbox.metrics.snapshot().outcomes[OutboxMetrics.Pair(status: "failed", reason: "mayHaveBeenDelivered")] == 1)
 
         // A row changed without the KEK is never sent.
         let more = try f.outbox.accept([Self.item("a", "three")], idempotency: nil, nowMs: unixTimeMilliseconds())
