@@ -54,10 +54,10 @@ public final class GatewayMetrics: Sendable {
         for (key, n) in requests.withLock({ $0 }).sorted(by: { ($0.key.route, $0.key.status) < ($1.key.route, $1.key.status) }) {
             out += "pushseal_gateway_requests_total{route=\"\(Self.escape(key.route))\",status=\"\(key.status)\"} \(n)\n"
         }
-        out += "# HELP pushseal_gateway_rate_limited_total Requests answered 429 by the per-API-key rate limit.\n"
+        out += "# HELP pushseal_gateway_rate_limited_total Requests answered 429 by a rate limit: per API key, or per recipient for registration tokens at POST /v1/devices.\n"
         out += "# TYPE pushseal_gateway_rate_limited_total counter\n"
         out += "pushseal_gateway_rate_limited_total \(rateLimited.withLock { $0 })\n"
-        out += "# HELP pushseal_gateway_notifications_total Notifications that reached a final status, by outcome and APNs reason.\n"
+        out += "# HELP pushseal_gateway_notifications_total Notifications that reached a final status, by outcome and reason (APNs' or the gateway's).\n"
         out += "# TYPE pushseal_gateway_notifications_total counter\n"
         var folded: [BackendMetrics.OutcomeKey: Int] = [:]
         for (key, n) in backend.outcomes {
@@ -84,7 +84,7 @@ public final class GatewayMetrics: Sendable {
         out += "# HELP pushseal_gateway_oldest_queued_age_seconds Age of the oldest queued notification.\n"
         out += "# TYPE pushseal_gateway_oldest_queued_age_seconds gauge\n"
         if let age = backend.oldestQueuedAgeSeconds { out += "pushseal_gateway_oldest_queued_age_seconds \(age)\n" }
-        out += "# HELP pushseal_gateway_seal_duration_seconds Time to seal one batch: the items of a request, or of the small requests stored together in one commit.\n"
+        out += "# HELP pushseal_gateway_seal_duration_seconds Time to seal one batch: the items of a request, or of the small requests stored together in one commit, or the retract messages of one retract request.\n"
         out += "# TYPE pushseal_gateway_seal_duration_seconds histogram\n"
         renderHistogram(backend.sealLatency, "pushseal_gateway_seal_duration_seconds", into: &out)
         out += "# HELP pushseal_gateway_apns_request_duration_seconds Time from sending a request to APNs to its answer.\n"

@@ -596,6 +596,7 @@ public final class Outbox: Sendable {
     @discardableResult
     public func cancel(recipient: String, nowMs: Int64) throws -> Int {
         let cancelled = try rows.cancelQueued(appID: configuration.sealer.appID, recipient: recipient, nowMs: nowMs)
+        for _ in cancelled { metrics.finished(status: "cancelled", reason: "forgotten", apnsNanoseconds: nil) }
         reportCancelled(cancelled, reason: "forgotten")
         return cancelled.count
     }

@@ -7,15 +7,17 @@ import PushSealSystem
 /// (`FOR UPDATE SKIP LOCKED`, so any number of workers on one database never claim one row
 /// twice), sends them through one ``APNsClient`` (docs/apns.md's retry table), and writes the
 /// final outcomes in batches. It wakes on `LISTEN/NOTIFY` (an enqueue committed) and polls as
-/// the fallback; it renews its leases while requests are in flight and returns the rows of dead
+/// the fallback; a heartbeat thread renews its leases every third of the lease while it holds
+/// rows (requests in flight, or outcomes not yet written), and the loop returns the rows of dead
 /// instances (``PostgresOutbox/reap(nowMs:)``). A 410 removes the token in the transaction that
 /// records the outcome (registered before the 410's timestamp); a row past its TTL ends
 /// `expired` unsent; a row whose row MAC fails ends `failed` `rowAuthenticationFailed` unsent.
 ///
 /// ``drain()`` (SIGTERM): stops claiming, lets every request in flight finish, writes their
-/// outcomes, closes the connections. A SIGKILL loses nothing committed: the rows it held are
-/// reaped when their lease expires (resent when they have a collapse id, else `failed`
-/// `mayHaveBeenDelivered`).
+/// outcomes, closes the connections; the heartbeat keeps the leases until the last outcome is
+/// written, so no other instance reaps a row the draining one is still retrying. A SIGKILL
+/// loses nothing committed: the rows it held are reaped when their lease expires (resent when
+/// they have a collapse id, else `failed` `mayHaveBeenDelivered`).
 public final class OutboxWorker: Sendable {
     /// How the worker claims and leases.
     public struct Configuration: Sendable {
@@ -25,8 +27,9 @@ public final class OutboxWorker: Sendable {
         public var claimBatch = 500
         /// Notifications in flight to APNs at most (1000; the client's window too).
         public var maxInFlight = 1000
-        /// A claim's lease, ms (60 s): renewed every third of it while in flight; a dead
-        /// instance's rows come back this long after its last renewal.
+        /// A claim's lease, ms (60 s): renewed every third of it while the worker holds the row
+        /// (in flight, or its outcome not yet written; while it drains too); a dead instance's
+        /// rows come back this long after its last renewal.
         public var leaseMs: Int64 = 60_000
         /// The longest wait without a notification before looking again, ms (1000).
         public var pollIntervalMs = 1000
@@ -99,6 +102,13 @@ public final class OutboxWorker: Sendable {
     private let state = Locked(State())
     private let stopped = Locked<Bool>(false)
     private let claims = Locked(0)
+    /// Renews the leases every third of the lease while the worker holds rows, from ``start()``
+    /// until the last outcome is written at the end of ``drain()``: on its own thread, because
+    /// after ``drain()`` the loop has ended while the client still retries what it holds (with
+    /// APNs unreachable, minutes), and a lease that ran out then let another instance's reaper
+    /// resend the row or end it `failed` `mayHaveBeenDelivered`, and this instance's outcome
+    /// was dropped.
+    private let heartbeat: PeriodicThread
 
     /// How many claims this worker has made (each one round trip to the database, whatever it
     /// found): with ``Configuration/claimIntervalMs`` a stream of single commits costs a claim
@@ -118,6 +128,13 @@ public final class OutboxWorker: Sendable {
         tokens = ProviderTokenCache(key: try apns.tokenCache().key, shared: RegistryProviderTokens(rows: outbox.rows))
         listener = outbox.rows.listener()
         let state = self.state, metrics = outbox.metrics, listener = self.listener
+        let rows = outbox.rows, owner = configuration.instanceID, leaseMs = configuration.leaseMs
+        heartbeat = PeriodicThread(intervalMs: Int(leaseMs / 3), runsAtStart: false) { _ in
+            // Rows held: requests in flight, and outcomes not yet written (``pendingFinals``
+            // keeps them until their write succeeded).
+            guard state.withLock({ !$0.inFlight.isEmpty || !$0.pendingFinals.isEmpty }) else { return }
+            _ = try? rows.renewLeases(owner: owner, leaseMs: leaseMs, nowMs: unixTimeMilliseconds())
+        }
         client = try APNsClient(configuration: settings, tokens: tokens, onOutcome: { o in
             let first = state.withLock { s -> Bool in
                 guard let f = s.inFlight.removeValue(forKey: o.tag) else { return false }
@@ -141,18 +158,23 @@ public final class OutboxWorker: Sendable {
         })
     }
 
-    /// Starts the worker's thread.
+    /// Starts the worker's thread and its lease heartbeat's.
     /// - Throws: ``ServerError`` `.unsupportedStore` never; `APNsError` `.transportUnavailable`
-    ///   when the thread cannot start.
+    ///   when a thread cannot start.
     public func start() throws {
+        guard withAllSignalsBlocked({ heartbeat.start() }) else {
+            throw APNsError(.transportUnavailable, "cannot start the outbox worker's lease heartbeat thread")
+        }
         guard withAllSignalsBlocked({ startDetachedThread { [self] in run() } }) else {
+            heartbeat.stop()
             throw APNsError(.transportUnavailable, "cannot start the outbox worker's thread")
         }
     }
 
     /// Stops claiming, waits for every request in flight, writes the outcomes, closes the
     /// connections and returns (SIGTERM). Rows claimed and never sent do not exist: every
-    /// claimed row is handed to the client at once. Call once, after ``start()``.
+    /// claimed row is handed to the client at once. The leases stay renewed until the last
+    /// outcome is written, however long the client's retries take. Call once, after ``start()``.
     public func drain() {
         state.withLock { $0.stopping = true }
         listener.interrupt()
@@ -173,7 +195,7 @@ public final class OutboxWorker: Sendable {
     /// ``Configuration/outcomeWriteIntervalMs``.
     private func run() {
         let rows = outbox.rows
-        var lastReap: Int64 = 0, lastRenew = unixTimeMilliseconds()
+        var lastReap: Int64 = 0
         var claimDue = true
         // Monotonic ns: the last claim that was not full, the last look at the table (claim or
         // poll), the last write of outcomes.
@@ -202,15 +224,13 @@ public final class OutboxWorker: Sendable {
                 if let reaped = try? rows.reap(nowMs: now) {
                     lastReap = now
                     for r in reaped.failed {
+                        outbox.metrics.finished(status: "failed", reason: "mayHaveBeenDelivered", apnsNanoseconds: nil)
                         configuration.onFinal?(FinalOutcome(id: r.id, recipient: r.recipient, apnsID: r.apnsID, status: "failed",
                                                             reason: "mayHaveBeenDelivered", attempts: r.attempts))
                     }
                 }
             }
             let inFlight = state.withLock { $0.inFlight.count }
-            if inFlight > 0, now - lastRenew >= configuration.leaseMs / 3 {
-                if (try? rows.renewLeases(owner: configuration.instanceID, leaseMs: configuration.leaseMs, nowMs: now)) != nil { lastRenew = now }
-            }
             _ = writeIfDue()
             var claimed: [PostgresOutbox.Claimed] = []
             let room = configuration.maxInFlight - inFlight
@@ -221,7 +241,6 @@ public final class OutboxWorker: Sendable {
                 claims.withLock { $0 += 1 }
                 do {
                     claimed = try outbox.claim(owner: configuration.instanceID, limit: limit, leaseMs: configuration.leaseMs, nowMs: now)
-                    if !claimed.isEmpty { lastRenew = now }
                 } catch {
                     // The database is away: look again after a wait (the rows stay where they are).
                     _ = listener.wait(timeoutMs: configuration.pollIntervalMs)
@@ -234,12 +253,9 @@ public final class OutboxWorker: Sendable {
             for c in claimed { dispatch(c, nowMs: now) }
             let writeWait = writeIfDue()
             if claimDue && room > 0 && claimWait == 0 { continue }
-            // While requests are in flight, wake in time to renew their leases; a claim or a
-            // write waiting for its interval, when it is due.
+            // Wake at the poll interval, or for a claim or a write waiting for its interval
+            // when it is due (the heartbeat renews the leases).
             var timeout = max(1, configuration.pollIntervalMs - Int((monotonicNanoseconds() &- lastLook) / 1_000_000))
-            if state.withLock({ !$0.inFlight.isEmpty }) {
-                timeout = Int(max(1, min(Int64(timeout), configuration.leaseMs / 3 - (unixTimeMilliseconds() - lastRenew))))
-            }
             if claimDue && room > 0 { timeout = min(timeout, max(1, remainingMs(since: lastClaim, intervalMs: configuration.claimIntervalMs))) }
             if let writeWait { timeout = min(timeout, max(1, writeWait)) }
             let notified = listener.wait(timeoutMs: timeout)
@@ -253,6 +269,8 @@ public final class OutboxWorker: Sendable {
             tries += 1
             pauseThread(seconds: 0.1)
         }
+        // Everything held is written (or, the database away, left to the reaper): no lease to keep.
+        heartbeat.stop()
         listener.close()
         stopped.withLock { $0 = true }
     }

@@ -98,6 +98,8 @@ final class MemoryBackend: GatewayBackend, @unchecked Sendable {
         m.outcomes[.init(outcome: "rejected", reason: "BadDeviceToken")] = 2
         m.outcomes[.init(outcome: "rejected", reason: "Evil\"}\nlabel")] = 1
         m.outcomes[.init(outcome: "expired", reason: "ttlPassed")] = 3
+        m.outcomes[.init(outcome: "failed", reason: "mayHaveBeenDelivered")] = 4
+        m.outcomes[.init(outcome: "cancelled", reason: "forgotten")] = 5
         return m
     }
 }
@@ -360,6 +362,8 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         #expect(m.text.contains(#"pushseal_gateway_notifications_total{outcome="rejected",reason="BadDeviceToken"} 2"#))
         #expect(m.text.contains(#"pushseal_gateway_notifications_total{outcome="rejected",reason="other"} 1"#))
         #expect(m.text.contains(#"pushseal_gateway_notifications_total{outcome="expired",reason="ttlPassed"} 3"#), "the gateway's own reasons keep their name")
+        #expect(m.text.contains(#"pushseal_gateway_notifications_total{outcome="failed",reason="mayHaveBeenDelivered"} 4"#), "the reaper's reason keeps its name")
+        #expect(m.text.contains(#"pushseal_gateway_notifications_total{outcome="cancelled",reason="forgotten"} 5"#))
         #expect(!m.text.contains("Evil"))
         #expect(m.text.contains("pushseal_gateway_seal_duration_seconds_bucket{le=\"+Inf\"} 0"))
         #expect(GatewayMetrics.escape("a\"b\\c\nd") == #"a\"b\\c\nd"#)

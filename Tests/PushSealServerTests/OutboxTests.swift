@@ -118,6 +118,8 @@ struct OutboxTests {
         #expect(reported.count == 2 && Set(reported.map(\.id)).count == 2 && reported.map(\.id).contains(aliceID), "\(reported)")
         #expect(reported.allSatisfy { $0.status == "cancelled" && $0.reason == "forgotten" && $0.recipient == "alice" && !$0.apnsID.isEmpty && $0.attempts == 0 })
         #expect(try f.outbox.cancel(recipient: "alice", nowMs: unixTimeMilliseconds()) == 0 && f.cancelled.withLock { $0 }.count == 2)
+        // Counted as final outcomes (pushseal_gateway_notifications_total), once.
+        #expect(f.outbox.metrics.snapshot().outcomes[OutboxMetrics.Pair(status: "cancelled", reason: "forgotten")] == 2)
     }
 
     @Test("small requests without an idempotency key stored together (group commit): each gets its own answers and rows, once, at its own time")
@@ -297,6 +299,8 @@ struct OutboxTests {
         #expect(noCollapse?.attempts == 1, "the dead instance's claim counts as an attempt: it may have been sent")
         #expect(try f.outbox.status(id: ids[0])?.attempts == 2, "one by the dead instance, one by the worker")
         #expect(try mock.answered().count == 1, "only the row with a collapse id was sent again")
+        // The row the reaper ended is counted as a final outcome (pushseal_gateway_notifications_total).
+        #expect(f.outbox.metrics.snapshot().outcomes[OutboxMetrics.Pair(status: "failed", reason: "mayHaveBeenDelivered")] == 1)
 
         // A row changed without the KEK is never sent.
         let more = try f.outbox.accept([Self.item("a", "three")], idempotency: nil, nowMs: unixTimeMilliseconds())
@@ -307,6 +311,55 @@ struct OutboxTests {
         try f.waitUntilDone()
         w2.drain()
         #expect(try f.outbox.status(id: id3)?.reason == "rowAuthenticationFailed" && mock.answered().count == 1)
+    }
+
+    @Test("a draining worker keeps its leases while APNs answers later than the lease: no other instance reaps its rows, and its outcomes are the ones written")
+    func drainKeepsItsLeases() throws {
+        let f = try Fixture(recipients: ["a", "b"])
+        // Each row's first attempt is answered (200) 6 s late: three times the 2 s lease. The
+        // Node mock, for its script.
+        let late: [[String: Any]] = [["delayMs": 6_000]]
+        let mock = try MockAPNs(["script": [f.tokens["a"] ?? "": late, f.tokens["b"] ?? "": late]])
+        defer { mock.stop() }
+        // One row with a collapse id (a reaper would resend it), one without (a reaper would end
+        // it failed mayHaveBeenDelivered).
+        let accepted = try f.outbox.accept([Self.item("a", "one"), Self.item("b", "two", extra: [("collapseId", .null)])], idempotency: nil, nowMs: unixTimeMilliseconds())
+        let ids = accepted.items.compactMap { if case .queued(let id, _) = $0 { id } else { nil } }
+        #expect(ids.count == 2)
+        var settings = OutboxWorker.Configuration()
+        settings.leaseMs = 2_000
+        var apns = try f.apns(mock)
+        apns.client.requestTimeoutSeconds = 120  // a late answer, not a lost one: no retry
+        let w = try OutboxWorker(outbox: f.outbox, apns: apns, configuration: settings)
+        try w.start()
+        let owner = settings.instanceID
+        let held = "SELECT count(*) FROM pushseal_outbox WHERE status = 'sending' AND lease_owner = '\(owner)'"
+        let start = monotonicNanoseconds()
+        while try f.sql(held) != "2" {
+            guard monotonicNanoseconds() - start < 60_000_000_000 else { Issue.record("the worker never claimed both rows"); w.drain(); return }
+            pauseThread(seconds: 0.01)
+        }
+        let firstLeaseEndMs = Int64(try f.sql("SELECT max(lease_until) FROM pushseal_outbox")) ?? Int64.max
+        #expect(startDetachedThread { w.drain() })
+        // Another instance's reaper, over and over until the drain ends: it never finds an expired
+        // lease, also after the first lease would have run out while the rows were still held.
+        var reapedPastFirstLease = false
+        while !w.isStopped {
+            guard monotonicNanoseconds() - start < 180_000_000_000 else { Issue.record("the drain did not end"); return }
+            let now = unixTimeMilliseconds()
+            let reaped = try f.outbox.rows.reap(nowMs: now)
+            #expect(reaped.requeued == 0, "a reaper requeued a row the draining worker holds")
+            #expect(reaped.failed.isEmpty, "a reaper ended a row the draining worker holds failed mayHaveBeenDelivered")
+            if now > firstLeaseEndMs, try f.sql(held) == "2" { reapedPastFirstLease = true }
+            pauseThread(seconds: 0.02)
+        }
+        #expect(reapedPastFirstLease, "the drain outlasted the first lease while the rows were held (else the test shows nothing)")
+        for id in ids {
+            let status = try f.outbox.status(id: id)
+            #expect(status?.status == "accepted" && status?.sends == 1 && status?.attempts == 1, "\(id): \(String(describing: status))")
+        }
+        #expect(try mock.answered().count == 2, "each row sent once")
+        #expect(try f.sql("SELECT count(*) FROM pushseal_outbox WHERE lease_owner IS NOT NULL") == "0", "no lease left")
     }
 
     @Test("retention deletes finished rows older than its time, in batches, each once though two instances run at once; queued, sending and newer rows stay")
