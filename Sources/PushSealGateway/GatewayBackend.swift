@@ -189,9 +189,13 @@ public protocol GatewayBackend: Sendable {
 public struct BackendMetrics: Sendable {
     /// Whether the database answered the queue's numbers just now (`false`: they are unknown).
     public var databaseUp = true
-    /// Notifications queued (not yet final); `nil` when the database did not answer (the
-    /// gauge is then left out of `/metrics`, never shown as 0).
+    /// Notifications queued (accepted, not yet claimed by a worker) of this instance's app and
+    /// environment; `nil` when the database did not answer (the gauge is then left out of
+    /// `/metrics`, never shown as 0).
     public var queueDepth: Int? = 0
+    /// Notifications being sent (claimed by a worker of any instance, no final status yet) of
+    /// this instance's app and environment; `nil` as ``queueDepth``.
+    public var sending: Int? = 0
     /// Age of the oldest queued notification, seconds; `nil` as ``queueDepth``.
     public var oldestQueuedAgeSeconds: Double? = 0
     /// HTTP/2 connections to APNs opened by this instance (a counter).

@@ -78,9 +78,12 @@ public final class GatewayMetrics: Sendable {
         out += "# HELP pushseal_gateway_database_up Whether PostgreSQL answered this scrape's queue query (1) or not (0: the queue gauges below are left out).\n"
         out += "# TYPE pushseal_gateway_database_up gauge\n"
         out += "pushseal_gateway_database_up \(backend.databaseUp ? 1 : 0)\n"
-        out += "# HELP pushseal_gateway_queue_depth_notifications Notifications in the outbox not yet final.\n"
+        out += "# HELP pushseal_gateway_queue_depth_notifications Notifications queued (accepted, not yet claimed by a worker) of this instance's app and environment.\n"
         out += "# TYPE pushseal_gateway_queue_depth_notifications gauge\n"
         if let depth = backend.queueDepth { out += "pushseal_gateway_queue_depth_notifications \(depth)\n" }
+        out += "# HELP pushseal_gateway_sending_notifications Notifications being sent (claimed by a worker of any instance, no final status yet) of this instance's app and environment.\n"
+        out += "# TYPE pushseal_gateway_sending_notifications gauge\n"
+        if let sending = backend.sending { out += "pushseal_gateway_sending_notifications \(sending)\n" }
         out += "# HELP pushseal_gateway_oldest_queued_age_seconds Age of the oldest queued notification.\n"
         out += "# TYPE pushseal_gateway_oldest_queued_age_seconds gauge\n"
         if let age = backend.oldestQueuedAgeSeconds { out += "pushseal_gateway_oldest_queued_age_seconds \(age)\n" }

@@ -205,11 +205,13 @@ public final class ServerBackend: GatewayBackend {
         m.apnsConnectionsOpen = snapshot.connectionsOpen
         if let q = try? outbox.queueStatistics(nowMs: unixTimeMilliseconds()) {
             m.queueDepth = q.queued
+            m.sending = q.sending
             m.oldestQueuedAgeSeconds = Double(q.oldestQueuedAgeMs) / 1000
         } else {
             // Unknown, not empty: an alert on the backlog must not read "all clear" in an outage.
             m.databaseUp = false
             m.queueDepth = nil
+            m.sending = nil
             m.oldestQueuedAgeSeconds = nil
         }
         return m

@@ -93,6 +93,7 @@ final class MemoryBackend: GatewayBackend, @unchecked Sendable {
     func metricsSnapshot() -> BackendMetrics {
         var m = BackendMetrics()
         m.queueDepth = ready ? stored : nil
+        m.sending = ready ? 7 : nil
         m.oldestQueuedAgeSeconds = ready ? 0 : nil
         m.databaseUp = ready
         m.outcomes[.init(outcome: "rejected", reason: "BadDeviceToken")] = 2
@@ -376,11 +377,13 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         defer { f.gateway.stop() }
         let up = try f.get("/metrics", key: nil).text
         #expect(up.contains("pushseal_gateway_database_up 1\n") && up.contains("\npushseal_gateway_queue_depth_notifications "))
+        #expect(up.contains("\npushseal_gateway_sending_notifications 7\n"), "rows being sent are shown apart from the queue (trial of 2026-12-04)")
         f.backend.ready = false
         let down = try f.get("/metrics", key: nil).text
         #expect(down.contains("pushseal_gateway_database_up 0\n"), "\(down)")
         let samples = down.split(separator: "\n").filter { !$0.hasPrefix("#") }
-        #expect(!samples.contains { $0.hasPrefix("pushseal_gateway_queue_depth_notifications ") || $0.hasPrefix("pushseal_gateway_oldest_queued_age_seconds ") },
+        #expect(!samples.contains { $0.hasPrefix("pushseal_gateway_queue_depth_notifications ") || $0.hasPrefix("pushseal_gateway_oldest_queued_age_seconds ")
+                                    || $0.hasPrefix("pushseal_gateway_sending_notifications ") },
                 "no queue sample while the database is down")
         #expect(down.contains("# TYPE pushseal_gateway_queue_depth_notifications gauge"))
     }
