@@ -153,15 +153,26 @@ public final class ServerBackend: GatewayBackend {
         return .array(keys.map { .object($0.record) })
     }
 
+    /// The app's revocation list, the records `push-keys revocations export` writes (FORMAT.md
+    /// §V.12): every revoked (`disabled`) registration — `DELETE /v1/devices`, `push-keys
+    /// registration revoke` — and sender key (`sender retire --revoke`), one record per
+    /// revocation time. A sender key destroyed after its ordinary retirement is not revoked and
+    /// not listed (it was, before: phones disabled keys that were merely retired).
     public func revocations(appID requested: String?) throws -> JSONValue? {
         guard (requested ?? appID) == appID else { return nil }
-        let revoked = try store.registrationStore().senderKeys(appID: appID).filter { $0.status == .disabled || $0.status == .destroyed }
-        let records: [JSONValue] = revoked.isEmpty ? [] : [
-            .object(JSONObject([("format", .string(RevocationRecord.format)), ("version", .integer(1)), ("appId", .string(appID)),
-                                ("keyIds", .array(revoked.map { .string($0.keyID) })),
-                                ("revokedAt", .integer(revoked.compactMap(\.retiredAt).max() ?? revoked.map(\.createdAt).max() ?? 0))])),
-        ]
-        return .array(records)
+        let registrations = try store.registrationStore()
+        var revoked: [(keyID: String, revokedAt: Int64)] = []
+        if let registry = store.store as? PostgresKeyStore {
+            revoked = try registry.revokedRegistrations(appID: appID)
+        } else {
+            for set in try registrations.allRegistrations() where set.appID == appID {
+                for r in set.registrations where r.status == .disabled { revoked.append((r.keyID, r.supersededAt ?? r.registeredAt)) }
+            }
+        }
+        for k in try registrations.senderKeys(appID: appID) where k.status == .disabled {
+            revoked.append((k.keyID, k.retiredAt ?? k.createdAt))
+        }
+        return .array(try RevocationRecord.list(appID: appID, revoked: revoked).map { try JSONReader.parse($0.encoded()) })
     }
 
     public func readiness() -> Readiness {

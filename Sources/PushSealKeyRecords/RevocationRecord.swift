@@ -24,6 +24,27 @@ public struct RevocationRecord: Sendable, Hashable {
     /// When they were revoked, seconds since 1970 UTC.
     public var revokedAt: Int64
 
+    /// The revocation list of `appID` (FORMAT.md §V.12, what `push-keys revocations export`
+    /// writes and `GET /v1/revocations` serves) from its revoked key ids: one record per
+    /// revocation time (oldest first, ids in the order given), at most ``maxKeyIDCount`` ids
+    /// each; `[]` when nothing is revoked.
+    /// - Parameter revoked: each revoked key id (registrations and sender keys) and when, Unix seconds.
+    public static func list(appID: String, revoked: [(keyID: String, revokedAt: Int64)]) -> [RevocationRecord] {
+        var byTime: [Int64: [String]] = [:]
+        for r in revoked { byTime[r.revokedAt, default: []].append(r.keyID) }
+        var out: [RevocationRecord] = []
+        for time in byTime.keys.sorted() {
+            let ids = byTime[time] ?? []
+            var start = 0
+            while start < ids.count {
+                let end = min(start + maxKeyIDCount, ids.count)
+                out.append(RevocationRecord(appID: appID, keyIDs: Array(ids[start..<end]), revokedAt: time))
+                start = end
+            }
+        }
+        return out
+    }
+
     /// Creates a record.
     public init(appID: String, keyIDs: [String], revokedAt: Int64) {
         self.appID = appID

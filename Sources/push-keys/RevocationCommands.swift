@@ -14,26 +14,12 @@ enum RevocationCommands {
     /// sender key, one record per revocation time (oldest first), at most 1,000 key ids each.
     /// - Throws: the store's errors.
     static func records(appID: String, in store: any RegistrationStore) throws -> [RevocationRecord] {
-        var byTime: [Int64: [String]] = [:]
+        var revoked: [(keyID: String, revokedAt: Int64)] = []
         for set in try store.allRegistrations() where set.appID == appID {
-            for r in set.registrations where r.status == .disabled {
-                byTime[r.supersededAt ?? r.registeredAt, default: []].append(r.keyID)
-            }
+            for r in set.registrations where r.status == .disabled { revoked.append((r.keyID, r.supersededAt ?? r.registeredAt)) }
         }
-        for k in try store.senderKeys(appID: appID) where k.status == .disabled {
-            byTime[k.retiredAt ?? k.createdAt, default: []].append(k.keyID)
-        }
-        var out: [RevocationRecord] = []
-        for time in byTime.keys.sorted() {
-            let ids = byTime[time] ?? []
-            var start = 0
-            while start < ids.count {
-                let end = min(start + RevocationRecord.maxKeyIDCount, ids.count)
-                out.append(RevocationRecord(appID: appID, keyIDs: Array(ids[start..<end]), revokedAt: time))
-                start = end
-            }
-        }
-        return out
+        for k in try store.senderKeys(appID: appID) where k.status == .disabled { revoked.append((k.keyID, k.retiredAt ?? k.createdAt)) }
+        return RevocationRecord.list(appID: appID, revoked: revoked)
     }
 }
 
