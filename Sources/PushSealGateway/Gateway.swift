@@ -134,7 +134,9 @@ public final class Gateway: Sendable {
                 } catch let e as RegistryError where e.code == .unavailable || e.code == .outcomeUnknown {
                     // Any route: the database is down or the commit's outcome is unknown. A 503
                     // the client retries (with the same Idempotency-Key), never a 500.
-                    throw HTTPError.unavailable("the database cannot be reached; retry (a send with the same Idempotency-Key is never queued twice)")
+                    throw HTTPError.unavailable(request.method == "POST" && request.path.hasPrefix("/v1/notifications")
+                        ? "the database cannot be reached; retry (a send with the same Idempotency-Key is never queued twice)"
+                        : "the database cannot be reached; retry")
                 }
             }
         }

@@ -12,6 +12,13 @@ public final class RateLimiter: Sendable {
     /// The bucket's size.
     public let burst: Double
     private let buckets = Locked<[String: Bucket]>([:])
+    /// When the last pruning pass ran (monotonic ns; at most one a second, so a flood of busy
+    /// keys costs one pass a second, not one per request).
+    private let lastPrune = Locked<UInt64?>(nil)
+    /// Buckets kept before the full ones are dropped: a full bucket is the same as none, so
+    /// dropping it changes no answer. Registration tokens have a bucket per recipient, so
+    /// without this the map grew with every installation for the life of the process.
+    public static let pruneThreshold = 10_000
 
     /// Creates a limiter.
     /// - Parameters:
@@ -33,12 +40,30 @@ public final class RateLimiter: Sendable {
             let elapsed = Double(nowNanoseconds &- bucket.updatedNanoseconds) / 1e9
             bucket.tokens = min(burst, bucket.tokens + max(0, elapsed) * ratePerSecond)
             bucket.updatedNanoseconds = nowNanoseconds
-            defer { all[key] = bucket }
+            defer {
+                all[key] = bucket
+                if all.count > Self.pruneThreshold, lastPrune.withLock({ last in
+                    guard last.map({ nowNanoseconds &- $0 >= 1_000_000_000 }) ?? true else { return false }
+                    last = nowNanoseconds
+                    return true
+                }) {
+                    prune(&all, nowNanoseconds: nowNanoseconds)
+                }
+            }
             if bucket.tokens >= 1 {
                 bucket.tokens -= 1
                 return nil
             }
             return max(1, Int(((1 - bucket.tokens) / ratePerSecond).rounded(.up)))
         }
+    }
+
+    /// How many buckets are kept (tests).
+    public var bucketCount: Int { buckets.withLock { $0.count } }
+
+    /// Drops every bucket that has refilled to `burst` by `nowNanoseconds` (its key would get a
+    /// new, full one): while the map holds more than ``pruneThreshold``, at most a pass a second.
+    private func prune(_ all: inout [String: Bucket], nowNanoseconds: UInt64) {
+        all = all.filter { _, b in b.tokens + max(0, Double(nowNanoseconds &- b.updatedNanoseconds) / 1e9) * ratePerSecond < burst }
     }
 }

@@ -144,6 +144,10 @@ struct ServeCommand: OptionsCommand {
 
         func validate() throws {
             guard (tlsCert == nil) == (tlsKey == nil) else { throw CLIError.usage("give --tls-cert and --tls-key together") }
+            // The gateway seals at accept and checks API keys under the KEK: without it nothing works.
+            guard registry.kekFile != nil else {
+                throw CLIError.usage("serve needs the key-encryption key", hint: "give --kek-file F (or set $PUSHSEAL_KEK_FILE): the file push-keys registry new-kek wrote")
+            }
         }
     }
 
@@ -196,6 +200,10 @@ struct ServeCommand: OptionsCommand {
         let gateway: Gateway
         do {
             gateway = try Gateway(http: http, settings: settings, backend: backend, keys: registry, log: log)
+        } catch let e as HTTPServerError where e.code == .tlsUnsupported {
+            throw CLIError.usage(e.reason, hint: "leave out --tls-cert and --tls-key and terminate TLS in a proxy in front (docs/gateway.md)")
+        } catch let e as HTTPServerError where e.code == .invalidAddress {
+            throw CLIError.usage(e.reason, hint: "--listen takes an IP address and a port, e.g. 127.0.0.1:8080 or [::1]:8080")
         } catch let e as HTTPServerError {
             throw CLIError(code: e.code.name, e.reason, hint: "choose another --listen address or port", exitCode: ExitCode(71))
         }

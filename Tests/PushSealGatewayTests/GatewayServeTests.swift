@@ -160,6 +160,13 @@ struct GatewayServeTests {
         let secret = fleet.dir.appending("registration-secret").path
         #expect(try runTool(keys, ["registration-token", "new-secret", "--out", secret]).status == 0)
         let base = ["serve", "--registry", fleet.cs, "--kek-file", fleet.kek, "--app-id", GatewayFleet.appID, "--listen", "127.0.0.1:0", "--no-worker"]
+        // Usage errors with a hint (trial of 2026-12-04: 65 with internal wording, and 71 "in use").
+        var noKEK = base
+        noKEK.removeSubrange(3...4)
+        let withoutKEK = try runGatewayExpectingExit(noKEK)
+        #expect(withoutKEK.status == 64 && withoutKEK.stderr.contains("--kek-file") && withoutKEK.stderr.contains("hint:"), "\(withoutKEK.stderr)")
+        let named = try runGatewayExpectingExit(base.map { $0 == "127.0.0.1:0" ? "localhost:0" : $0 })
+        #expect(named.status == 64 && named.stderr.contains("hint:"), "\(named.stderr)")
         let missing = try runGatewayExpectingExit(base + ["--registration-token-secret", secret + ".missing"])
         #expect(missing.status == 66, "\(missing.stderr)")
         #expect(chmod(secret, 0o640) == 0)

@@ -473,6 +473,20 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         #expect(keys.lookups == afterFlood, "the keys in use were answered from the cache")
     }
 
+    @Test("the rate limiter drops full buckets once it holds many (a bucket per registration-token recipient grew for good), and answers as before")
+    func rateLimiterPrunesFullBuckets() {
+        let limiter = RateLimiter(ratePerSecond: 1, burst: 2)
+        let t0: UInt64 = 1_000_000_000
+        #expect(limiter.take("busy", nowNanoseconds: t0) == nil && limiter.take("busy", nowNanoseconds: t0) == nil)
+        for i in 0..<RateLimiter.pruneThreshold { _ = limiter.take("token:r\(i)", nowNanoseconds: t0) }
+        #expect(limiter.bucketCount == RateLimiter.pruneThreshold + 1)
+        // 1.5 s later every one-token bucket is full again, "busy" (emptied) is not.
+        let later = t0 + 1_500_000_000
+        #expect(limiter.take("new", nowNanoseconds: later) == nil)
+        #expect(limiter.bucketCount == 2, "only the busy bucket and the new one are kept")
+        #expect(limiter.take("busy", nowNanoseconds: later) == nil && limiter.take("busy", nowNanoseconds: later) == 1, "the busy key kept its state")
+    }
+
     @Test("while the registry is away, a key found before is still accepted (its cache entry expired); one never found is not; a row failing its tag never is")
     func apiKeysThroughAnOutage() throws {
         let keys = MemoryKeys()
