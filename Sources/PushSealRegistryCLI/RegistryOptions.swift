@@ -87,6 +87,17 @@ public enum RegistryOptions {
         if let s = e.sqlState { details.append(("sqlState", s)) }
         return CLIError(code: e.code.name, e.reason, hint: hint, exitCode: exit, details: details)
     }
+
+    /// `migrate`'s line for the rows it authenticated now: "authenticated N rows (R
+    /// registrations, S sender keys, L lists, T device tokens, K API keys)\n".
+    public static func authenticatedLine(_ a: RegistryRowAuthenticationCount) -> String {
+        "authenticated \(a.total) rows (\(a.registrations) registrations, \(a.senderKeys) sender keys, \(a.lists) lists, \(a.deviceTokens) device tokens, \(a.apiKeys) API keys)\n"
+    }
+
+    /// `migrate`'s line for rows still waiting for the KEK (`command`: the migrate to run again).
+    public static func pendingLine(_ n: Int, command: String) -> String {
+        "\(n) rows from before their table was authenticated (schema 5; API keys: schema 12) wait for: \(command) --kek-file F\n"
+    }
 }
 
 extension RegistryLocation {

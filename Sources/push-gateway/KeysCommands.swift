@@ -129,7 +129,7 @@ struct MigrateCommand: OptionsCommand {
         overview: "create or upgrade the registry's schema, the gateway's tables included (as push-keys registry migrate)",
         usage: ["push-gateway migrate --registry URI [--kek-file F] [--json]"],
         exitCodes: GatewayRegistry.exitCodes([]),
-        notes: "Text: \"applied N\" per version applied, or \"schema is current (version N)\". --json: {\"applied\":[…],\"version\":N}.")
+        notes: "Text: \"applied N\" per version applied, or \"schema is current (version N)\"; then, with --kek-file, \"authenticated N rows (…)\" when rows from before their table was authenticated (API keys: schema 12) were tagged now, or without it \"N rows … wait for: push-gateway migrate --kek-file F\" (the registry opens for nothing else until then). --json: {\"applied\":[…],\"version\":N,\"authenticatedRows\":N,\"pendingRows\":N}.")
 
     struct Options: CommandOptions {
         let registry: RegistryLocation
@@ -143,11 +143,15 @@ struct MigrateCommand: OptionsCommand {
         let kek = try RegistryOptions.kek(file: o.registry.kekFile)
         let r = try RegistryOptions.mapping { try PostgresKeyStore.migrate(connectionString: o.registry.connectionString, kek: kek) }
         if c.json {
-            Output.printJSON(JSONObject([("applied", .array(r.applied.map { .integer(Int64($0)) })), ("version", .integer(Int64(RegistrySchema.currentVersion)))]))
-        } else if r.applied.isEmpty {
-            Output.stdout("schema is current (version \(RegistrySchema.currentVersion))\n")
+            Output.printJSON(JSONObject([("applied", .array(r.applied.map { .integer(Int64($0)) })), ("version", .integer(Int64(RegistrySchema.currentVersion))),
+                                         ("authenticatedRows", .integer(Int64(r.authenticated?.total ?? 0))), ("pendingRows", .integer(Int64(r.pendingRows)))]))
         } else {
-            Output.stdout(r.applied.map { "applied \($0)\n" }.joined())
+            Output.stdout(r.applied.isEmpty ? "schema is current (version \(RegistrySchema.currentVersion))\n" : r.applied.map { "applied \($0)\n" }.joined())
+            if let a = r.authenticated {
+                Output.stdout(RegistryOptions.authenticatedLine(a))
+            } else if r.pendingRows > 0 {
+                Output.stdout(RegistryOptions.pendingLine(r.pendingRows, command: "push-gateway migrate"))
+            }
         }
         return .success
     }

@@ -84,7 +84,7 @@ struct RegistryMigrateCommand: OptionsCommand {
                    "PUSHSEAL_REGISTRY='host=db.internal dbname=pushseal sslmode=verify-full' push-keys registry migrate"],
         exitCodes: RegistryCommands.exitCodes(["65  a sender key row whose public key is not its private key's (or that has none): nothing authenticated; delete or fix the row",
                                                "77  the KEK file is not private (0600, yours), or the KEK is not the registry's"]),
-        notes: "Text output: one line per version applied (\"applied 1 ...\"), or \"schema is current (version N)\"; then \"authenticated N rows (R registrations, S sender keys, L lists, T device tokens)\" when rows from before schema 5 were authenticated now, or \"N rows from before schema 5 wait for: push-keys registry migrate --kek-file F\" without the KEK (the registry opens for nothing else until then). --json: {\"applied\":[1,2],\"version\":5,\"authenticated\":{\"registrations\",\"senderKeys\",\"lists\",\"deviceTokens\",\"total\"} or null,\"pendingRows\":N}. Authenticating tags every registration, sender key, list and device token row with an HMAC under a key derived from the KEK (docs/registry.md \"Row authentication\"); it runs once: rows without a tag that appear later are refused as corrupt, never authenticated. A database migrated by a newer PushSeal is refused (78) and left unchanged.")
+        notes: "Text output: one line per version applied (\"applied 1 ...\"), or \"schema is current (version N)\"; then \"authenticated N rows (R registrations, S sender keys, L lists, T device tokens, K API keys)\" when rows from before schema 5 (API keys: schema 12) were authenticated now, or \"N rows from before their table was authenticated wait for: push-keys registry migrate --kek-file F\" without the KEK (the registry opens for nothing else until then). --json: {\"applied\":[1,2],\"version\":5,\"authenticated\":{\"registrations\",\"senderKeys\",\"lists\",\"deviceTokens\",\"apiKeys\",\"total\"} or null,\"pendingRows\":N}. Authenticating tags every registration, sender key, list and device token row with an HMAC under a key derived from the KEK (docs/registry.md \"Row authentication\"); it runs once: rows without a tag that appear later are refused as corrupt, never authenticated. A database migrated by a newer PushSeal is refused (78) and left unchanged.")
 
     struct Options: CommandOptions {
         let registry: RegistryLocation
@@ -105,7 +105,7 @@ struct RegistryMigrateCommand: OptionsCommand {
         if c.json {
             let done: JSONValue = r.authenticated.map { a in
                 obj([("registrations", .integer(Int64(a.registrations))), ("senderKeys", .integer(Int64(a.senderKeys))), ("lists", .integer(Int64(a.lists))),
-                     ("deviceTokens", .integer(Int64(a.deviceTokens))), ("total", .integer(Int64(a.total)))])
+                     ("deviceTokens", .integer(Int64(a.deviceTokens))), ("apiKeys", .integer(Int64(a.apiKeys))), ("total", .integer(Int64(a.total)))])
             } ?? .null
             keyPrintJSON(obj([("applied", .array(r.applied.map { .integer(Int64($0)) })), ("version", .integer(Int64(RegistrySchema.currentVersion))),
                               ("authenticated", done), ("pendingRows", .integer(Int64(r.pendingRows)))]))
@@ -117,9 +117,9 @@ struct RegistryMigrateCommand: OptionsCommand {
             Output.stdout(r.applied.map { "applied \($0)\n" }.joined())
         }
         if let a = r.authenticated {
-            Output.stdout("authenticated \(a.total) rows (\(a.registrations) registrations, \(a.senderKeys) sender keys, \(a.lists) lists, \(a.deviceTokens) device tokens)\n")
+            Output.stdout(RegistryOptions.authenticatedLine(a))
         } else if r.pendingRows > 0 {
-            Output.stdout("\(r.pendingRows) rows from before schema 5 wait for: push-keys registry migrate --kek-file F\n")
+            Output.stdout(RegistryOptions.pendingLine(r.pendingRows, command: "push-keys registry migrate"))
         }
         return .success
     }
