@@ -73,16 +73,22 @@ public final class APIKeyAuthenticator: Sendable {
         self.cacheSeconds = cacheSeconds
     }
 
+    /// How long after its last successful lookup a key may still be accepted while the registry
+    /// cannot be asked (``record(for:allowStale:)``): 10 minutes.
+    public static let staleLimitSeconds: Double = 600
+
     /// The record of the key `text`, or `nil` for an unknown, revoked or malformed key, or one
-    /// whose id is not the id of the key its secret belongs to. While the registry cannot be
-    /// asked (`RegistryError` `.unavailable`), a key this instance found before is still
-    /// accepted from its expired cache entry: nobody can revoke it meanwhile (a revocation is a
-    /// write to the same database), and `/metrics` with `--metrics-key` keeps answering through
-    /// an outage, so `pushseal_gateway_database_up 0` reaches the scraper. A key never found
-    /// before is not.
-    /// - Throws: the lookup's error (the registry is down and the key was not found before; a
-    ///   row failing its tag: `.corrupt`).
-    public func record(for text: String) throws -> GatewayAPIKeyRecord? {
+    /// whose id is not the id of the key its secret belongs to.
+    ///
+    /// With `allowStale` (the `admin` scope: `/metrics` with `--metrics-key`), while the registry
+    /// cannot be asked (`RegistryError` `.unavailable`) a key this instance found at its last
+    /// lookup, at most ``staleLimitSeconds`` ago, is still accepted, so `/metrics` keeps
+    /// answering through an outage and `pushseal_gateway_database_up 0` reaches the scraper. A
+    /// key whose last lookup found it revoked, unknown or failing its tag is never accepted so,
+    /// nor is one never found; other scopes never use it (their routes need the database anyway).
+    /// - Throws: the lookup's error (the registry is down, and no stale record applies; a row
+    ///   failing its tag: `.corrupt`).
+    public func record(for text: String, allowStale: Bool = false) throws -> GatewayAPIKeyRecord? {
         guard let (id, hash) = APIKey.parse(text) else { return nil }
         let now = monotonicNanoseconds()
         func fresh(_ e: Entry?) -> Entry? {
@@ -96,15 +102,24 @@ public final class APIKeyAuthenticator: Sendable {
             do {
                 record = try lookup.gatewayAPIKey(sha256: hash)
             } catch let e as RegistryError where e.code == .unavailable {
-                guard let stale = found.withLock({ $0[hash] })?.record, stale.id == id else { throw e }
-                return stale
+                guard allowStale, let stale = found.withLock({ $0[hash] }), let r = stale.record, r.id == id,
+                      Double(now &- stale.fetchedNanoseconds) / 1e9 < Self.staleLimitSeconds else { throw e }
+                return r
+            } catch {
+                // A row failing its tag: whatever was found before is not kept.
+                found.withLock { _ = $0.removeValue(forKey: hash) }
+                throw error
             }
             let cache = record == nil ? notFound : found
             cache.withLock { all in
                 if all.count >= Self.maxCachedEntries { all.removeAll() }
                 all[hash] = Entry(record: record, fetchedNanoseconds: now)
             }
-            if record != nil { notFound.withLock { _ = $0.removeValue(forKey: hash) } }
+            if record != nil {
+                notFound.withLock { _ = $0.removeValue(forKey: hash) }
+            } else {
+                found.withLock { _ = $0.removeValue(forKey: hash) }  // revoked: never accepted stale
+            }
         }
         guard let record, record.id == id else { return nil }
         return record

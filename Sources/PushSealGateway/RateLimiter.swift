@@ -37,13 +37,15 @@ public final class RateLimiter: Sendable {
     public func take(_ key: String, nowNanoseconds: UInt64) -> Int? {
         buckets.withLock { all in
             var bucket = all[key] ?? Bucket(tokens: burst, updatedNanoseconds: nowNanoseconds)
-            let elapsed = Double(nowNanoseconds &- bucket.updatedNanoseconds) / 1e9
-            bucket.tokens = min(burst, bucket.tokens + max(0, elapsed) * ratePerSecond)
-            bucket.updatedNanoseconds = nowNanoseconds
+            // A reading older than the bucket's (threads read the clock before taking the lock)
+            // refills nothing: unsigned wrap-around made it refill the bucket to full.
+            let elapsed = Self.seconds(from: bucket.updatedNanoseconds, to: nowNanoseconds)
+            bucket.tokens = min(burst, bucket.tokens + elapsed * ratePerSecond)
+            bucket.updatedNanoseconds = max(bucket.updatedNanoseconds, nowNanoseconds)
             defer {
                 all[key] = bucket
                 if all.count > Self.pruneThreshold, lastPrune.withLock({ last in
-                    guard last.map({ nowNanoseconds &- $0 >= 1_000_000_000 }) ?? true else { return false }
+                    guard last.map({ Self.seconds(from: $0, to: nowNanoseconds) >= 1 }) ?? true else { return false }
                     last = nowNanoseconds
                     return true
                 }) {
@@ -64,6 +66,11 @@ public final class RateLimiter: Sendable {
     /// Drops every bucket that has refilled to `burst` by `nowNanoseconds` (its key would get a
     /// new, full one): while the map holds more than ``pruneThreshold``, at most a pass a second.
     private func prune(_ all: inout [String: Bucket], nowNanoseconds: UInt64) {
-        all = all.filter { _, b in b.tokens + max(0, Double(nowNanoseconds &- b.updatedNanoseconds) / 1e9) * ratePerSecond < burst }
+        all = all.filter { _, b in b.tokens + Self.seconds(from: b.updatedNanoseconds, to: nowNanoseconds) * ratePerSecond < burst }
+    }
+
+    /// Seconds from `start` to `end` on the monotonic clock; 0 when `end` is not later.
+    static func seconds(from start: UInt64, to end: UInt64) -> Double {
+        end > start ? Double(end - start) / 1e9 : 0
     }
 }

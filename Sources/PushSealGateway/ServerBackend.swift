@@ -104,6 +104,13 @@ public final class ServerBackend: GatewayBackend {
         } catch let e as KeysError {
             throw HTTPError(e.code == .wrongAppID ? 422 : 400, "invalidRegistration", e.reason)
         }
+        // A registration may not take a sender key's id (public, GET /v1/sender-keys): phones
+        // apply a revocation to every key of a listed id, so a revoked registration named like
+        // the sender key would have disabled everyone's pin where such a list is published
+        // (push-keys revocations export; review of 2026-12-04).
+        if try store.registrationStore().senderKeys(appID: appID).contains(where: { $0.keyID == upload.registration.keyID }) {
+            throw HTTPError(409, "registrationConflict", "the key id \(upload.registration.keyID) is one of the app's sender key ids: the device must make another key")
+        }
         do {
             let done = try store.importRegistration(upload, recipient: recipient, nowMilliseconds: unixTimeMilliseconds())
             return (recipient, done.added, done.tokenChanged)
@@ -153,25 +160,19 @@ public final class ServerBackend: GatewayBackend {
         return .array(keys.map { .object($0.record) })
     }
 
-    /// The app's revocation list, the records `push-keys revocations export` writes (FORMAT.md
-    /// §V.12): every revoked (`disabled`) registration — `DELETE /v1/devices`, `push-keys
-    /// registration revoke` — and sender key (`sender retire --revoke`), one record per
-    /// revocation time. A sender key destroyed after its ordinary retirement is not revoked and
-    /// not listed (it was, before: phones disabled keys that were merely retired).
+    /// The app's revocation list (FORMAT.md §V.12): its revoked sender keys (`sender retire
+    /// --revoke`: status `disabled`), one record per revocation time, as `push-keys revocations
+    /// export` writes them. Revoked registrations are not published here (review of 2026-12-04):
+    /// a registration's key id is chosen by the device and unique only per recipient, and a phone
+    /// disables every item of a listed id, so one user could have listed the sender key's id, or
+    /// another phone's; the server already stops sealing to a revoked registration, and the list
+    /// would grow with every forgotten installation, on a public, unauthenticated route. A
+    /// sender key destroyed after its ordinary retirement is not revoked and not listed (it was
+    /// before: phones disabled keys that were merely retired).
     public func revocations(appID requested: String?) throws -> JSONValue? {
         guard (requested ?? appID) == appID else { return nil }
-        let registrations = try store.registrationStore()
-        var revoked: [(keyID: String, revokedAt: Int64)] = []
-        if let registry = store.store as? PostgresKeyStore {
-            revoked = try registry.revokedRegistrations(appID: appID)
-        } else {
-            for set in try registrations.allRegistrations() where set.appID == appID {
-                for r in set.registrations where r.status == .disabled { revoked.append((r.keyID, r.supersededAt ?? r.registeredAt)) }
-            }
-        }
-        for k in try registrations.senderKeys(appID: appID) where k.status == .disabled {
-            revoked.append((k.keyID, k.retiredAt ?? k.createdAt))
-        }
+        let revoked = try store.registrationStore().senderKeys(appID: appID).filter { $0.status == .disabled }
+            .map { (keyID: $0.keyID, revokedAt: $0.retiredAt ?? $0.createdAt) }
         return .array(try RevocationRecord.list(appID: appID, revoked: revoked).map { try JSONReader.parse($0.encoded()) })
     }
 

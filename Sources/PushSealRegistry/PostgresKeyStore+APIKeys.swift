@@ -12,14 +12,19 @@ public struct GatewayAPIKeyRecord: Sendable, Hashable {
     public let createdAt: Int64
     /// When it was revoked, seconds since 1970; `nil` while it works.
     public let revokedAt: Int64?
+    /// `false` for a row ``PostgresKeyStore/gatewayAPIKeys()`` lists although it fails its
+    /// authentication under the KEK (written without it, or a key of before schema 12 that the
+    /// migrate applying it did not tag): never accepted; `keys revoke` disables it.
+    public let authentic: Bool
 
     /// Creates a record.
-    public init(id: String, name: String, scopes: [String], createdAt: Int64, revokedAt: Int64?) {
+    public init(id: String, name: String, scopes: [String], createdAt: Int64, revokedAt: Int64?, authentic: Bool = true) {
         self.id = id
         self.name = name
         self.scopes = scopes
         self.createdAt = createdAt
         self.revokedAt = revokedAt
+        self.authentic = authentic
     }
 }
 
@@ -52,17 +57,27 @@ extension PostgresKeyStore {
         }
     }
 
-    /// Every key's record, oldest first (revoked ones included), each row verified.
-    /// - Throws: `RegistryError` `.corrupt` (a row fails its tag: named), `.kekRequired`, `.unavailable`.
+    /// Every key's record, oldest first (revoked ones included), each row verified: one that
+    /// fails is listed with ``GatewayAPIKeyRecord/authentic`` `false` (so an operator sees it and
+    /// can revoke it), never accepted by ``gatewayAPIKey(sha256:)``.
+    /// - Throws: `RegistryError` `.corrupt` (a row does not decode), `.kekRequired`, `.unavailable`.
     public func gatewayAPIKeys() throws -> [GatewayAPIKeyRecord] {
         _ = try rowMAC(table: AuthenticatedTable.apiKeys)  // no lookup without the KEK
-        return try pool.run { c in try gatewayAPIKeys(c) }
+        return try pool.run { c in try gatewayAPIKeys(c, strict: false) }
     }
 
-    /// ``gatewayAPIKeys()`` on `c`.
-    func gatewayAPIKeys(_ c: PGConnection) throws -> [GatewayAPIKeyRecord] {
+    /// ``gatewayAPIKeys()`` on `c`; `strict`: a row failing its tag throws `.corrupt` (``rewrap(to:)``'s proof).
+    func gatewayAPIKeys(_ c: PGConnection, strict: Bool) throws -> [GatewayAPIKeyRecord] {
         let rows = try c.exec("SELECT \(Self.apiKeyColumns) FROM pushseal_gateway_api_keys ORDER BY created_at, id")
-        return try rows.rows.indices.map { try apiKey(rows, $0) }
+        return try rows.rows.indices.map { r in
+            if strict { return try apiKey(rows, r) }
+            do {
+                return try apiKey(rows, r)
+            } catch let e as RegistryError where e.code == .corrupt {
+                let k = try apiKey(rows, r, verified: false)
+                return GatewayAPIKeyRecord(id: k.id, name: k.name, scopes: k.scopes, createdAt: k.createdAt, revokedAt: k.revokedAt, authentic: false)
+            }
+        }
     }
 
     /// The record of the key whose SHA-256 is `keySHA256`, if it exists and is not revoked.
@@ -77,16 +92,18 @@ extension PostgresKeyStore {
         return try rows.rows.isEmpty ? nil : apiKey(rows, 0)
     }
 
-    /// Revokes key `id` (from then on no instance accepts it): the row, verified, gets its
-    /// revocation time and a new tag in one transaction.
+    /// Revokes key `id` (from then on no instance accepts it): the row gets its revocation time
+    /// and a new tag in one transaction. A row failing its tag is revoked too (a revoked row is
+    /// never accepted, and its new tag covers the revocation, so it cannot be undone without the
+    /// KEK): the way to disable a key written without the KEK.
     /// - Returns: `false` when there is no such key or it was already revoked.
-    /// - Throws: `RegistryError` `.corrupt`, `.kekRequired`, `.unavailable`.
+    /// - Throws: `RegistryError` `.corrupt` (the row does not decode), `.kekRequired`, `.unavailable`.
     public func revokeGatewayAPIKey(id: String, at time: Int64) throws -> Bool {
         let mac = try rowMAC(table: AuthenticatedTable.apiKeys)
         return try pool.transaction { c in
             let rows = try c.exec("SELECT \(Self.apiKeyColumns) FROM pushseal_gateway_api_keys WHERE id = $1 AND revoked_at IS NULL FOR UPDATE", [.text(id)])
             guard !rows.rows.isEmpty else { return false }
-            let current = try apiKey(rows, 0)
+            let current = try apiKey(rows, 0, verified: false)
             guard let sha256 = try rows.bytes(0, 5) else { throw RegistryError(.corrupt, "an API key row does not decode") }
             let revoked = GatewayAPIKeyRecord(id: current.id, name: current.name, scopes: current.scopes, createdAt: current.createdAt, revokedAt: time)
             try c.exec("UPDATE pushseal_gateway_api_keys SET revoked_at = $2, row_mac = $3 WHERE id = $1",
@@ -101,16 +118,18 @@ extension PostgresKeyStore {
         try pool.run(maxWaitSeconds: 0) { c in try RegistrySchema.check(c) }
     }
 
-    /// Row `r` of a read of ``apiKeyColumns``, its tag verified.
+    /// Row `r` of a read of ``apiKeyColumns``, its tag verified (unless `verified` is `false`).
     /// - Throws: `RegistryError` `.corrupt`, `.kekRequired`.
-    func apiKey(_ rows: PGRows, _ r: Int) throws -> GatewayAPIKeyRecord {
+    func apiKey(_ rows: PGRows, _ r: Int, verified: Bool = true) throws -> GatewayAPIKeyRecord {
         guard let id = rows.rows[r][0], let name = rows.rows[r][1], let scopes = rows.rows[r][2], let created = try rows.int(r, 3),
               let sha256 = try rows.bytes(r, 5) else {
             throw RegistryError(.corrupt, "an API key row does not decode")
         }
         let record = GatewayAPIKeyRecord(id: id, name: name, scopes: scopes.split(separator: ",").map(String.init), createdAt: created,
                                          revokedAt: try rows.int(r, 4))
-        try rowMAC(table: AuthenticatedTable.apiKeys).verify(try rows.bytes(r, 6), Self.apiKeyFields(record, keySHA256: sha256), row: id)
+        if verified {
+            try rowMAC(table: AuthenticatedTable.apiKeys).verify(try rows.bytes(r, 6), Self.apiKeyFields(record, keySHA256: sha256), row: id)
+        }
         return record
     }
 }

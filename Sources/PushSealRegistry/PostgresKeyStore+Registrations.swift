@@ -112,37 +112,6 @@ extension PostgresKeyStore: V2KeyListStore {
         return out
     }
 
-    /// The revoked (`disabled`) registrations of `appID`: key id and revocation time (Unix
-    /// seconds: `superseded_at`, else `registered_at`), by recipient and position, from one
-    /// query that reads only those rows and their list rows, each row and its list row verified
-    /// (a forged revocation would disable a phone's key): what `GET /v1/revocations` publishes,
-    /// without reading every registration of the app (`push-keys revocations export` reads them all).
-    /// - Throws: `KeysError` `.invalidName`; `RegistryError` `.corrupt`, `.kekRequired`, `.unavailable`.
-    public func revokedRegistrations(appID: String) throws -> [(keyID: String, revokedAt: Int64)] {
-        try KeyID.validateAppID(appID)
-        let mac = try rowMAC(table: AuthenticatedTable.registrations)
-        let rows = try pool.run { c in
-            try c.exec("""
-                SELECT l.owner, l.version, l.primary_key_id, l.entry_count, l.row_mac,
-                       r.key_id, r.status, r.created_at, r.registered_at, r.superseded_at, r.public_key, r.position, r.kem_id, r.row_mac,
-                       r.pinned_sender_key_ids, r.pins_reported_at
-                FROM pushseal_registrations r JOIN pushseal_v2_lists l ON l.app_id = r.app_id AND l.owner = r.recipient
-                WHERE r.app_id = $1 AND r.status = 'disabled'
-                ORDER BY l.owner, r.position
-                """, [.text(appID)])
-        }
-        return try rows.rows.indices.map { i in
-            guard let owner = rows.rows[i][0], let version = try rows.int(i, 1) else {
-                throw RegistryError(.corrupt, "a registration list row of \(appID) does not decode")
-            }
-            try verifyListRow(ListRow(version: version, primaryKeyID: rows.rows[i][2], entryCount: try rows.int(i, 3), mac: try rows.bytes(i, 4)),
-                              appID: appID, owner: owner)
-            let stored = try Self.registrationRow(rows, i, from: 5, appID: appID, owner: owner)
-            try mac.verify(stored.mac, stored.fields(appID: appID, owner: owner, listVersion: version), row: "\(appID)/\(owner)/\(stored.entry.keyID)")
-            return (stored.entry.keyID, stored.entry.retiredAt ?? stored.entry.registeredAt)
-        }
-    }
-
     /// A watch over the list's version; `nil` without registrations. One round trip per check.
     /// - Throws: `KeysError` `.invalidName`; `RegistryError`.
     public func watchRegistrations(appID: String, recipient: String) throws -> (any KeysetWatch)? {

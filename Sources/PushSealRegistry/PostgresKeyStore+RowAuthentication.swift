@@ -162,7 +162,7 @@ extension PostgresKeyStore {
     /// (rows from before schema 5) and by ``rewrap(to:)`` (every tag under the new KEK, after
     /// every row was verified under the old one).
     /// - Throws: `RegistryError` `.corrupt`, `.wrongKEK`, `.unavailable`, `.query`.
-    static func tagAllRows(_ c: PGConnection, kek: KeyEncryptionKey) throws -> RegistryRowAuthenticationCount {
+    static func tagAllRows(_ c: PGConnection, kek: KeyEncryptionKey, apiKeys: Bool) throws -> RegistryRowAuthenticationCount {
         var count = RegistryRowAuthenticationCount()
         let regMAC = try kek.rowMAC(table: AuthenticatedTable.registrations), senderMAC = try kek.rowMAC(table: AuthenticatedTable.senderKeys)
         let listMAC = try kek.rowMAC(table: AuthenticatedTable.lists), tokenMAC = try kek.rowMAC(table: AuthenticatedTable.deviceTokens)
@@ -225,12 +225,13 @@ extension PostgresKeyStore {
             WHERE t.app_id = u.app_id AND t.token = u.token
             """, tokenUpdates)
         count.deviceTokens = tokens.rows.count
-        count.apiKeys = try tagAPIKeyRows(c, kek: kek)
+        if apiKeys { count.apiKeys = try tagAPIKeyRows(c, kek: kek) }
         return count
     }
 
     /// Tags every `pushseal_gateway_api_keys` row under `kek`, inside the caller's transaction
-    /// (``tagAllRows(_:kek:)``, and `registry migrate` once for the keys of before schema 12).
+    /// (``tagAllRows(_:kek:apiKeys:)`` for `rewrap`, after every row was verified; and the
+    /// `registry migrate` run that applies schema 12, for the keys of before).
     /// - Returns: the rows tagged.
     /// - Throws: `RegistryError` `.corrupt` (a row does not decode), `.unavailable`, `.query`.
     static func tagAPIKeyRows(_ c: PGConnection, kek: KeyEncryptionKey) throws -> Int {
@@ -273,7 +274,7 @@ extension PostgresKeyStore {
             throw RegistryError(.corrupt, "rows of \(o[0] ?? "?")/\(o[1] ?? "?") have no row in pushseal_v2_lists: refused (rows added without the KEK?)")
         }
         _ = try allDeviceTokens(c, appID: nil)
-        _ = try gatewayAPIKeys(c)
+        _ = try gatewayAPIKeys(c, strict: true)
     }
 
     /// `\x…`: a `bytea` value in text form, for an array parameter.

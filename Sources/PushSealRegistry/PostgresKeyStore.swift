@@ -114,9 +114,9 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
 
     /// Applies the missing schema migrations, then, with `kek`, authenticates once the rows
     /// written before schema 5 (security review G1): every registration, sender key, list,
-    /// device token and API key row gets its tag (``RegistryRowMAC``) under the KEK, in one
-    /// transaction (a registry authenticated since schema 5 has only its API keys of before
-    /// schema 12 tagged, the other rows keep their tags); a
+    /// device token row gets its tag (``RegistryRowMAC``) under the KEK, in one transaction;
+    /// in the run that applies schema 12, the API keys of before get theirs (a migrate without
+    /// the KEK then leaves them untagged: refused, `keys revoke` disables them); a
     /// sender key whose public key is not its private key's refuses the whole step (`.corrupt`,
     /// nothing changed). Rows that appear later without a tag are never authenticated by this
     /// (they are refused as `corrupt` when read). Without `kek`, such rows are counted in
@@ -129,25 +129,43 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
             let pending = try pool.run { c in try RegistrySchema.pendingRowCount(c) }
             return MigrationResult(applied: applied, authenticated: nil, pendingRows: pending)
         }
-        let done = try pool.transaction { c -> RegistryRowAuthenticationCount? in
+        var done = try pool.transaction { c -> RegistryRowAuthenticationCount? in
             try c.exec("SELECT pg_advisory_xact_lock($1)", [.int(RegistrySchema.advisoryLockKey)])
-            let all = try c.exec("SELECT 1 FROM pushseal_row_auth_pending WHERE id = 1 FOR UPDATE").rows.count == 1
-            let apiKeys = try c.exec("SELECT 1 FROM pushseal_api_key_auth_pending WHERE id = 1 FOR UPDATE").rows.count == 1
-            guard all || apiKeys else { return nil }
-            try checkOrAdoptKEK(c, kek)
-            var count = RegistryRowAuthenticationCount()
-            if all {
-                count = try tagAllRows(c, kek: kek)
-            } else {
-                // Only the API keys of before schema 12: the other tables' rows keep their tags
-                // (re-tagging them would bless a row changed without the KEK).
-                count.apiKeys = try tagAPIKeyRows(c, kek: kek)
+            guard try c.exec("SELECT 1 FROM pushseal_row_auth_pending WHERE id = 1 FOR UPDATE").rows.count == 1 else { return nil }
+            // While rows from before schema 5 wait, no row carries a tag (the registry opens for
+            // nothing else). A tagged row beside the marker means the marker was put back by a
+            // writer without the KEK, to have its own rows tagged: refused, nothing tagged.
+            let tagged = try c.exec("""
+                SELECT EXISTS (SELECT 1 FROM pushseal_registrations WHERE row_mac IS NOT NULL)
+                    OR EXISTS (SELECT 1 FROM pushseal_sender_keys WHERE row_mac IS NOT NULL)
+                    OR EXISTS (SELECT 1 FROM pushseal_v2_lists WHERE row_mac IS NOT NULL)
+                    OR EXISTS (SELECT 1 FROM pushseal_device_tokens WHERE row_mac IS NOT NULL)
+                """)
+            if tagged.rows.first?.first == "t" {
+                throw RegistryError(.corrupt,
+                    "pushseal_row_auth_pending holds a row although the registry's rows are authenticated already: it was put back without the key-encryption key; nothing was tagged (delete that row)")
             }
+            try checkOrAdoptKEK(c, kek)
+            // Not the API keys: the marker is a row a writer could put back, and tagging keys it
+            // inserted would give it one (review of 2026-12-04).
+            let count = try tagAllRows(c, kek: kek, apiKeys: false)
             try c.exec("DELETE FROM pushseal_row_auth_pending WHERE id = 1")
-            try c.exec("DELETE FROM pushseal_api_key_auth_pending WHERE id = 1")
             try c.exec("INSERT INTO pushseal_audit (time, event, app_id, recipient, key_id, line) VALUES ($1, 'authenticateRows', '', '', NULL, $2)",
                        [.int(KeyTime.now()), .text("{\"time\":\(KeyTime.now()),\"event\":\"authenticateRows\",\"registry\":\(KeysetChange.jsonString(c.target)),\"rowCount\":\(count.total)}")])
             return count
+        }
+        // The API keys of before schema 12, in the run that applies it only: what the table held
+        // then was trusted as it was (untagged) before; a key row added later without a tag is
+        // never tagged by a migrate (refused; `keys revoke` disables it).
+        if applied.contains(12) {
+            let keys = try pool.transaction { c -> Int in
+                try c.exec("SELECT pg_advisory_xact_lock($1)", [.int(RegistrySchema.advisoryLockKey)])
+                try checkOrAdoptKEK(c, kek)
+                return try tagAPIKeyRows(c, kek: kek)
+            }
+            var count = done ?? RegistryRowAuthenticationCount()
+            count.apiKeys = keys
+            done = count
         }
         return MigrationResult(applied: applied, authenticated: done, pendingRows: 0)
     }
@@ -577,6 +595,11 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     public func rewrap(to newKEK: KeyEncryptionKey) throws -> Int {
         let old = try requireKEK()
         return try pool.transaction { c in
+            // One snapshot for the proof and the tagging: under READ COMMITTED a row written
+            // between them was tagged unproved (review of 2026-12-04); now it is not read at all
+            // (it keeps its old tag and is refused), and a proved row changed meanwhile fails the
+            // rewrap (serialization failure: nothing changed; run it again).
+            try c.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             try c.exec("SELECT id FROM pushseal_kek WHERE id = 1 FOR UPDATE")
             // Every authenticated row is proved under the old KEK before it is tagged under the new one.
             try verifyAllRows(c)
@@ -588,7 +611,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
                            [.text(a), .text(b), .text(id), .bytes(try newKEK.wrap(secret, appID: a, recipient: b, keyID: id))])
             }
             let senderKeyCount = try rewrapSenderKeys(c, from: old, to: newKEK)
-            _ = try Self.tagAllRows(c, kek: newKEK)
+            _ = try Self.tagAllRows(c, kek: newKEK, apiKeys: true)
             try c.exec("UPDATE pushseal_kek SET check_box = $1, created_at = $2 WHERE id = 1", [.bytes(try newKEK.checkBox()), .int(KeyTime.now())])
             try c.exec("INSERT INTO pushseal_audit (time, event, app_id, recipient, key_id, line) VALUES ($1, 'rewrap', '', '', NULL, $2)",
                        [.int(KeyTime.now()), .text("{\"time\":\(KeyTime.now()),\"event\":\"rewrap\",\"registry\":\(KeysetChange.jsonString(storeDescription)),\"keyCount\":\(rows.rows.count + senderKeyCount)}")])

@@ -252,16 +252,11 @@ public enum RegistrySchema {
         ]),
         // Review of 2026-12-04 (S1): an API key row written without the KEK (a new key, widened
         // scopes, a revocation undone) would let the database role register devices and send
-        // through the gateway. Rows of before wait for `migrate --kek-file F`, as in version 5.
+        // through the gateway. The keys of before are tagged by the `migrate --kek-file F` that
+        // applies this version, in that run only (PostgresKeyStore.migrate): no marker row a
+        // writer could put back to have later rows tagged.
         ("push-gateway API keys authenticated under the KEK (row_mac)", [
             "ALTER TABLE pushseal_gateway_api_keys ADD COLUMN row_mac bytea CHECK (row_mac IS NULL OR length(row_mac) = 32)",
-            // Its own marker: `migrate --kek-file` then tags the API key rows alone, and never
-            // re-tags (blesses) a row of the tables authenticated since version 5.
-            "CREATE TABLE pushseal_api_key_auth_pending (id smallint PRIMARY KEY CHECK (id = 1), row_count bigint NOT NULL)",
-            """
-            INSERT INTO pushseal_api_key_auth_pending (id, row_count)
-            SELECT 1, n FROM (SELECT count(*) AS n FROM pushseal_gateway_api_keys) t WHERE n > 0
-            """,
         ]),
     ]
 
@@ -311,22 +306,18 @@ public enum RegistrySchema {
         if v > currentVersion { throw tooNew(v) }
     }
 
-    /// Rows written before their table was authenticated (schema 5; API keys: schema 12) that
-    /// `push-keys registry migrate --kek-file F` has not authenticated yet (0: none).
+    /// Rows written before schema 5 that `push-keys registry migrate --kek-file F` has not authenticated yet (0: none).
     static func pendingRowCount(_ c: PGConnection) throws -> Int {
-        Int(try c.exec("""
-            SELECT coalesce((SELECT max(row_count) FROM pushseal_row_auth_pending), 0)
-                 + coalesce((SELECT max(row_count) FROM pushseal_api_key_auth_pending), 0)
-            """).int(0, 0) ?? 0)
+        Int(try c.exec("SELECT coalesce(max(row_count), 0) FROM pushseal_row_auth_pending").int(0, 0) ?? 0)
     }
 
-    /// Refuses a registry whose rows from before schema 5 (API keys: 12) are not authenticated yet.
+    /// Refuses a registry whose rows from before schema 5 are not authenticated yet.
     /// - Throws: `RegistryError` `.schemaTooOld` ("run push-keys registry migrate --kek-file F").
     static func checkRowsAuthenticated(_ c: PGConnection) throws {
         let n = try pendingRowCount(c)
         guard n == 0 else {
             throw RegistryError(.schemaTooOld,
-                "the registry \(c.target) holds \(n) rows from before their table was authenticated (schema 5; API keys: schema 12) that are not authenticated yet: run push-keys registry migrate --kek-file F, or push-gateway migrate --kek-file F (once, with the key-encryption key)")
+                "the registry \(c.target) holds \(n) rows from before schema 5 that are not authenticated yet: run push-keys registry migrate --kek-file F (once, with the key-encryption key)")
         }
     }
 

@@ -64,7 +64,7 @@ struct KeysListCommand: OptionsCommand {
         overview: "list the API keys: id, name, scopes, created, revoked (never the keys)",
         usage: ["push-gateway keys list --registry URI --kek-file F [--json]"],
         exitCodes: GatewayRegistry.exitCodes([]),
-        notes: "Text: one line per key, \"ID NAME SCOPES created=UNIX [revoked=UNIX]\". --json: {\"keys\":[{\"id\",\"name\",\"scopes\",\"createdAt\",\"revokedAt\"}]}.")
+        notes: "Text: one line per key, \"ID NAME SCOPES created=UNIX [revoked=UNIX] [UNAUTHENTICATED]\": a row that fails its authentication under the KEK (written without it, or a key of before schema 12 that the migrate applying it did not tag because it ran without --kek-file) is never accepted; revoke it, and make a new key if it was yours. --json: {\"keys\":[{\"id\",\"name\",\"scopes\",\"createdAt\",\"revokedAt\",\"authentic\"}]}.")
 
     struct Options: CommandOptions {
         let registry: RegistryLocation
@@ -80,11 +80,12 @@ struct KeysListCommand: OptionsCommand {
         if c.json {
             Output.printJSON(JSONObject([("keys", .array(keys.map { k in
                 .object(JSONObject([("id", .string(k.id)), ("name", .string(k.name)), ("scopes", .array(k.scopes.map { .string($0) })),
-                                    ("createdAt", .integer(k.createdAt)), ("revokedAt", k.revokedAt.map { .integer($0) } ?? .null)]))
+                                    ("createdAt", .integer(k.createdAt)), ("revokedAt", k.revokedAt.map { .integer($0) } ?? .null),
+                                    ("authentic", .bool(k.authentic))]))
             }))]))
         } else {
             for k in keys {
-                Output.stdout("\(k.id) \(Output.terminalSafe(k.name)) \(k.scopes.joined(separator: ",")) created=\(k.createdAt)\(k.revokedAt.map { " revoked=\($0)" } ?? "")\n")
+                Output.stdout("\(k.id) \(Output.terminalSafe(k.name)) \(k.scopes.joined(separator: ",")) created=\(k.createdAt)\(k.revokedAt.map { " revoked=\($0)" } ?? "")\(k.authentic ? "" : " UNAUTHENTICATED")\n")
             }
         }
         return .success

@@ -15,10 +15,16 @@ enum RevocationCommands {
     /// - Throws: the store's errors.
     static func records(appID: String, in store: any RegistrationStore) throws -> [RevocationRecord] {
         var revoked: [(keyID: String, revokedAt: Int64)] = []
+        let senderKeys = try store.senderKeys(appID: appID)
+        // A registration named like a sender key (allowed before 2026-12-04) is left out: a
+        // phone disables every key of a listed id, its sender pin included.
+        let senderIDs = Set(senderKeys.map(\.keyID))
         for set in try store.allRegistrations() where set.appID == appID {
-            for r in set.registrations where r.status == .disabled { revoked.append((r.keyID, r.supersededAt ?? r.registeredAt)) }
+            for r in set.registrations where r.status == .disabled && !senderIDs.contains(r.keyID) {
+                revoked.append((r.keyID, r.supersededAt ?? r.registeredAt))
+            }
         }
-        for k in try store.senderKeys(appID: appID) where k.status == .disabled { revoked.append((k.keyID, k.retiredAt ?? k.createdAt)) }
+        for k in senderKeys where k.status == .disabled { revoked.append((k.keyID, k.retiredAt ?? k.createdAt)) }
         return RevocationRecord.list(appID: appID, revoked: revoked)
     }
 }

@@ -113,6 +113,8 @@ final class MemoryKeys: APIKeyLookup, @unchecked Sendable {
         byHash[made.sha256] = made.record
         return made.text
     }
+    /// Forgets every key (as if all were revoked).
+    func revokeAll() { byHash = [:] }
     private(set) var lookups = 0
     /// While set, every lookup throws it (the registry away).
     var failure: RegistryError?
@@ -485,22 +487,35 @@ let oneNotification = #"{"recipient":"alice","notification":{"title":"Hi","body"
         #expect(limiter.take("new", nowNanoseconds: later) == nil)
         #expect(limiter.bucketCount == 2, "only the busy bucket and the new one are kept")
         #expect(limiter.take("busy", nowNanoseconds: later) == nil && limiter.take("busy", nowNanoseconds: later) == 1, "the busy key kept its state")
+        // A clock reading older than the bucket's (taken before another thread's) refills nothing.
+        #expect(limiter.take("busy", nowNanoseconds: later - 1) == 1, "an older reading does not refill the bucket to full")
     }
 
-    @Test("while the registry is away, a key found before is still accepted (its cache entry expired); one never found is not; a row failing its tag never is")
+    @Test("while the registry is away, an admin key found at its last lookup is still accepted; not for other scopes, nor once its last lookup found it revoked or failing its tag, nor a key never found")
     func apiKeysThroughAnOutage() throws {
         let keys = MemoryKeys()
         let known = keys.add(["admin"]), unseen = keys.add(["admin"])
         let authenticator = APIKeyAuthenticator(lookup: keys, cacheSeconds: 0)
         let record = try #require(try authenticator.record(for: known))
         keys.failure = RegistryError(.unavailable, "the database is away")
-        #expect(try authenticator.record(for: known)?.id == record.id, "found before: accepted through the outage")
-        #expect(throws: RegistryError.self, "never found: the outage is the answer") { try authenticator.record(for: unseen) }
+        #expect(try authenticator.record(for: known, allowStale: true)?.id == record.id, "found before: accepted through the outage")
+        #expect(throws: RegistryError.self, "not without allowStale") { try authenticator.record(for: known) }
+        #expect(throws: RegistryError.self, "never found: the outage is the answer") { try authenticator.record(for: unseen, allowStale: true) }
         let otherSecret = unseen.split(separator: "_")[2]
-        #expect(throws: RegistryError.self, "its id with another secret") { try authenticator.record(for: "psk_\(record.id)_\(otherSecret)") }
-        keys.failure = RegistryError(.corrupt, "the row fails its tag")
-        #expect(throws: RegistryError.self) { try authenticator.record(for: known) }
+        #expect(throws: RegistryError.self, "its id with another secret") { try authenticator.record(for: "psk_\(record.id)_\(otherSecret)", allowStale: true) }
+        // Revoked (the lookup finds nothing), then the registry goes away: never accepted again.
         keys.failure = nil
-        #expect(try authenticator.record(for: unseen) != nil)
+        keys.revokeAll()
+        #expect(try authenticator.record(for: known, allowStale: true) == nil)
+        keys.failure = RegistryError(.unavailable, "the database is away")
+        #expect(throws: RegistryError.self, "revoked before the outage") { try authenticator.record(for: known, allowStale: true) }
+        // A row that fails its tag at the last lookup: the same.
+        keys.failure = nil
+        let tampered = keys.add(["admin"])
+        #expect(try authenticator.record(for: tampered) != nil)
+        keys.failure = RegistryError(.corrupt, "the row fails its tag")
+        #expect(throws: RegistryError.self) { try authenticator.record(for: tampered, allowStale: true) }
+        keys.failure = RegistryError(.unavailable, "the database is away")
+        #expect(throws: RegistryError.self, "failed its tag before the outage") { try authenticator.record(for: tampered, allowStale: true) }
     }
 }

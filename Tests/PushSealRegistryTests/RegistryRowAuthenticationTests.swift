@@ -3,6 +3,7 @@ import PushSealCrypto
 import PushSealKeyRecords
 import PushSealServerKeys
 import PushSealRegistry
+import PushSealSystem
 import Testing
 
 /// Security review G1: whoever holds only the database role (no KEK) changes routing rows with
@@ -20,7 +21,7 @@ import Testing
             ALTER TABLE pushseal_sender_keys DROP COLUMN row_mac;
             ALTER TABLE pushseal_device_tokens DROP COLUMN row_mac;
             ALTER TABLE pushseal_v2_lists DROP COLUMN row_mac, DROP COLUMN primary_key_id, DROP COLUMN entry_count;
-            DROP TABLE pushseal_row_auth_pending, pushseal_api_key_auth_pending;
+            DROP TABLE pushseal_row_auth_pending;
             DROP TABLE pushseal_outbox, pushseal_idempotency, pushseal_provider_tokens, pushseal_gateway_api_keys;
             DELETE FROM pushseal_schema_version WHERE version >= 5
         """
@@ -85,7 +86,7 @@ import Testing
         // A key of the role's own, with every scope.
         try server.psql(cs, "INSERT INTO pushseal_gateway_api_keys (id, name, key_sha256, scopes, created_at) VALUES ('00000000000000e7', 'evil', decode('\(Self.evilKey)', 'hex'), 'send,register,admin', \(Self.now))")
         expectCorrupt("inserted", table: "pushseal_gateway_api_keys") { try store.gatewayAPIKey(sha256: [UInt8](repeating: 0xe7, count: 32)) }
-        expectCorrupt("list", table: "pushseal_gateway_api_keys") { try store.gatewayAPIKeys() }
+        #expect(try store.gatewayAPIKeys().filter { !$0.authentic }.map(\.id) == ["00000000000000e7"], "listed as unauthenticated")
         try server.psql(cs, "DELETE FROM pushseal_gateway_api_keys WHERE id = '00000000000000e7'")
         // A key's scopes widened.
         try server.psql(cs, "UPDATE pushseal_gateway_api_keys SET scopes = 'send,register' WHERE id = '00000000000000a2'")
@@ -105,30 +106,40 @@ import Testing
         }
     }
 
-    /// API keys of before schema 12 wait for `migrate --kek-file` (the registry does not open
-    /// meanwhile), which tags them alone: a registration row changed in the meantime stays refused.
-    @Test func apiKeysFromBeforeSchema12AreTaggedByMigrateAlone() throws {
+    /// API keys of before schema 12 are tagged by the migrate that applies it, with the KEK, and
+    /// only then: a key row inserted later, or a migration marker put back, tags nothing
+    /// (review of 2026-12-04, H2).
+    @Test func apiKeysFromBeforeSchema12AreTaggedByTheMigrateThatAppliesIt() throws {
         let kek = KeyEncryptionKey.generate()
         let (store, cs) = try Registry.store(kek: kek)
         let server = try PostgresServer.sharedServer()
-        let sha = [UInt8](repeating: 0x33, count: 32)
+        let sha = [UInt8](repeating: 0x33, count: 32), forgedSHA = [UInt8](repeating: 0x44, count: 32)
         _ = try Self.registered(store, "alice", keyID: "k1")
         try store.insertGatewayAPIKey(GatewayAPIKeyRecord(id: "00000000000000c1", name: "old", scopes: ["send"], createdAt: Self.now, revokedAt: nil), keySHA256: sha)
-        // Back to schema 11, the key's row as version 11 wrote it; and a registration swapped.
-        try server.psql(cs, """
-            ALTER TABLE pushseal_gateway_api_keys DROP COLUMN row_mac;
-            DROP TABLE pushseal_api_key_auth_pending;
-            DELETE FROM pushseal_schema_version WHERE version >= 12;
-            UPDATE pushseal_registrations SET public_key = decode('\(Self.evilKey)', 'hex') WHERE recipient = 'alice'
-            """)
-        let pending = try PostgresKeyStore.migrate(connectionString: cs, kek: nil)
-        #expect(pending.applied == [12] && pending.pendingRows == 1)
-        #expect(throws: RegistryError.self) { try PostgresKeyStore(connectionString: cs, kek: kek) }
-        let done = try PostgresKeyStore.migrate(connectionString: cs, kek: kek)
-        #expect(done.authenticated?.apiKeys == 1 && done.authenticated?.registrations == 0 && done.pendingRows == 0)
+        let backToSchema11 = "ALTER TABLE pushseal_gateway_api_keys DROP COLUMN row_mac; DELETE FROM pushseal_schema_version WHERE version >= 12"
+        // Without the KEK: applied, the old key left untagged (refused, listed as such).
+        try server.psql(cs, backToSchema11)
+        #expect(try PostgresKeyStore.migrate(connectionString: cs, kek: nil).applied == [12])
         let reopened = try PostgresKeyStore(connectionString: cs, kek: kek)
+        expectCorrupt("untagged", table: "pushseal_gateway_api_keys") { try reopened.gatewayAPIKey(sha256: sha) }
+        #expect(try reopened.gatewayAPIKeys().map(\.authentic) == [false])
+        // With the KEK, in the run that applies it: tagged; a registration swapped meanwhile is not blessed.
+        try server.psql(cs, backToSchema11 + "; UPDATE pushseal_registrations SET public_key = decode('\(Self.evilKey)', 'hex') WHERE recipient = 'alice'")
+        let done = try PostgresKeyStore.migrate(connectionString: cs, kek: kek)
+        #expect(done.applied == [12] && done.authenticated?.apiKeys == 1 && done.authenticated?.registrations == 0)
         #expect(try reopened.gatewayAPIKey(sha256: sha)?.id == "00000000000000c1")
         expectCorrupt("the swapped registration is not blessed", table: "pushseal_registrations") { try reopened.registrations(appID: Self.app, recipient: "alice") }
+        // Later: a key row of the role's own, a migrate run again, the old marker put back.
+        try server.psql(cs, "INSERT INTO pushseal_gateway_api_keys (id, name, key_sha256, scopes, created_at) VALUES ('00000000000000e7', 'evil', decode('\(Hex.encode(forgedSHA))', 'hex'), 'send,register', 1)")
+        #expect(try PostgresKeyStore.migrate(connectionString: cs, kek: kek).authenticated == nil)
+        try server.psql(cs, "INSERT INTO pushseal_row_auth_pending (id, row_count) VALUES (1, 1)")
+        #expect(throws: RegistryError.self, "a marker beside tagged rows was put back") { try PostgresKeyStore.migrate(connectionString: cs, kek: kek) }
+        try server.psql(cs, "DELETE FROM pushseal_row_auth_pending")
+        expectCorrupt("the role's key stays refused", table: "pushseal_gateway_api_keys") { try reopened.gatewayAPIKey(sha256: forgedSHA) }
+        // keys revoke disables it (its new tag covers the revocation).
+        #expect(try reopened.revokeGatewayAPIKey(id: "00000000000000e7", at: Self.now))
+        #expect(try reopened.gatewayAPIKeys().map(\.authentic) == [true, true])
+        #expect(try reopened.gatewayAPIKey(sha256: forgedSHA) == nil)
     }
 
     @Test func aDeviceTokenSwappedOrMovedIsRefused() throws {
