@@ -52,6 +52,28 @@ struct GatewayEndToEndTests {
         return (server, cs, try PostgresKeyStore(connectionString: cs, kek: .generate(), reconnectWaitSeconds: 10))
     }
 
+    @Test("POST /v1/devices refuses a registration named like the app's sender key (revoked, its id would disable every phone's pin); nothing stored")
+    func aRegistrationMayNotTakeTheSenderKeysID() throws {
+        let (_, _, registry) = try Self.freshRegistry()
+        let sender = try registry.generateSenderKey(appID: Self.appID, now: unixTimeSeconds())
+        let outbox = try Outbox(store: ServerStore(store: registry),
+                                configuration: Outbox.Configuration(sealer: SealerConfiguration(appID: Self.appID), environment: .development))
+        let key = APIKey.generate(name: "backend", scopes: ["register"], now: unixTimeSeconds())
+        try registry.insertGatewayAPIKey(key.record, keySHA256: key.sha256)
+        var http = HTTPServer.Configuration()
+        http.threadCount = 1
+        let gateway = try Gateway(http: http, backend: try ServerBackend(outbox: outbox, worker: nil), keys: registry, log: GatewayLog(enabled: false))
+        defer { gateway.stop() }
+        var upload = try #require(try JSONSerialization.jsonObject(with: Data(try Self.upload(token: String(repeating: "8d", count: 32)))) as? [String: Any])
+        var record = try #require(upload["registration"] as? [String: Any])
+        record["keyId"] = sender.keyID
+        upload["registration"] = record
+        let auth = [("Authorization", "Bearer \(key.text)"), ("Content-Type", "application/json")]
+        let r = try #require(try rawHTTP(port: gateway.server.port, "POST", "/v1/devices?recipient=phone-s", headers: auth, body: Array(try JSONSerialization.data(withJSONObject: upload))))
+        #expect(r.status == 409 && (r.json?["error"] as? [String: Any])?["code"] as? String == "registrationConflict", "\(r.text)")
+        #expect(try registry.deviceTokens(appID: Self.appID, recipient: "phone-s").isEmpty)
+    }
+
     @Test("POST /v1/devices, POST /v1/notifications, the worker sends to the mock, GET shows accepted; the database holds no plaintext")
     func registerSendAndTrack() throws {
         let (server, cs, registry) = try Self.freshRegistry()
