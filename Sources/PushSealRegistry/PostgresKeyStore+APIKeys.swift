@@ -40,7 +40,7 @@ extension PostgresKeyStore {
         [.text(r.id), .text(r.name), .bytes(keySHA256), .text(r.scopes.joined(separator: ",")), .int(r.createdAt), .int(r.revokedAt)]
     }
 
-    /// The columns every API key read selects (``apiKey(_:_:)`` decodes and verifies them).
+    /// The columns every API key read selects (``apiKey(_:_:verified:)`` decodes and verifies them).
     static let apiKeyColumns = "id, name, scopes, created_at, revoked_at, key_sha256, row_mac"
 
     /// Stores a new key's record, tagged under the KEK.
@@ -121,15 +121,21 @@ extension PostgresKeyStore {
     /// Row `r` of a read of ``apiKeyColumns``, its tag verified (unless `verified` is `false`).
     /// - Throws: `RegistryError` `.corrupt`, `.kekRequired`.
     func apiKey(_ rows: PGRows, _ r: Int, verified: Bool = true) throws -> GatewayAPIKeyRecord {
-        guard let id = rows.rows[r][0], let name = rows.rows[r][1], let scopes = rows.rows[r][2], let created = try rows.int(r, 3),
-              let sha256 = try rows.bytes(r, 5) else {
-            throw RegistryError(.corrupt, "an API key row does not decode")
-        }
-        let record = GatewayAPIKeyRecord(id: id, name: name, scopes: scopes.split(separator: ",").map(String.init), createdAt: created,
-                                         revokedAt: try rows.int(r, 4))
+        let (record, sha256) = try Self.decodeAPIKey(rows, r)
         if verified {
-            try rowMAC(table: AuthenticatedTable.apiKeys).verify(try rows.bytes(r, 6), Self.apiKeyFields(record, keySHA256: sha256), row: id)
+            try rowMAC(table: AuthenticatedTable.apiKeys).verify(try rows.bytes(r, 6), Self.apiKeyFields(record, keySHA256: sha256), row: record.id)
         }
         return record
+    }
+
+    /// Row `r` of a read of ``apiKeyColumns`` and its key's SHA-256, unverified.
+    /// - Throws: `RegistryError` `.corrupt` (the row does not decode).
+    static func decodeAPIKey(_ rows: PGRows, _ r: Int) throws -> (record: GatewayAPIKeyRecord, sha256: [UInt8]) {
+        guard let id = rows.rows[r][0], let name = rows.rows[r][1], let scopes = rows.rows[r][2], let created = try rows.int(r, 3),
+              let sha256 = try rows.bytes(r, 5) else {
+            throw RegistryError(.corrupt, "a pushseal_gateway_api_keys row does not decode")
+        }
+        return (GatewayAPIKeyRecord(id: id, name: name, scopes: scopes.split(separator: ",").map(String.init), createdAt: created,
+                                    revokedAt: try rows.int(r, 4)), sha256)
     }
 }

@@ -239,13 +239,8 @@ extension PostgresKeyStore {
         let keys = try c.exec("SELECT \(apiKeyColumns) FROM pushseal_gateway_api_keys ORDER BY id FOR UPDATE")
         var keyUpdates: [[String]] = [[], []]
         for r in keys.rows.indices {
-            guard let id = keys.rows[r][0], let name = keys.rows[r][1], let scopes = keys.rows[r][2], let created = try keys.int(r, 3),
-                  let sha256 = try keys.bytes(r, 5) else {
-                throw RegistryError(.corrupt, "a pushseal_gateway_api_keys row does not decode")
-            }
-            let record = GatewayAPIKeyRecord(id: id, name: name, scopes: scopes.split(separator: ",").map(String.init), createdAt: created,
-                                             revokedAt: try keys.int(r, 4))
-            for (k, v) in [id, byteaText(try keyMAC.tag(apiKeyFields(record, keySHA256: sha256)))].enumerated() { keyUpdates[k].append(v) }
+            let (record, sha256) = try decodeAPIKey(keys, r)
+            for (k, v) in [record.id, byteaText(try keyMAC.tag(apiKeyFields(record, keySHA256: sha256)))].enumerated() { keyUpdates[k].append(v) }
         }
         try bulkUpdate(c, """
             UPDATE pushseal_gateway_api_keys t SET row_mac = u.mac

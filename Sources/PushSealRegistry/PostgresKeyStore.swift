@@ -113,7 +113,7 @@ public final class PostgresKeyStore: KeysetStateStore, @unchecked Sendable {
     }
 
     /// Applies the missing schema migrations, then, with `kek`, authenticates once the rows
-    /// written before schema 5 (security review G1): every registration, sender key, list,
+    /// written before schema 5 (security review G1): every registration, sender key, list and
     /// device token row gets its tag (``RegistryRowMAC``) under the KEK, in one transaction;
     /// in the run that applies schema 12, the API keys of before get theirs (a migrate without
     /// the KEK then leaves them untagged: refused, `keys revoke` disables them); a
